@@ -1,0 +1,23 @@
+"""Analysis: pure functions from the loaded `Run` to the numbers the rules, charts and pages show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reportgen.analysis.steps import StepAnalysis, analyze_steps
+from reportgen.model import DataIssue, Run
+
+
+@dataclass
+class Analysis:
+    """The one object rules, charts and pages read."""
+
+    run: Run
+    steps: StepAnalysis
+    issues: list[DataIssue] = field(default_factory=list)
+
+
+def analyze(run: Run) -> Analysis:
+    steps = analyze_steps(run)
+    issues = run.all_issues() + steps.issues
+    return Analysis(run=run, steps=steps, issues=issues)

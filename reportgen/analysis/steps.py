@@ -1,0 +1,186 @@
+"""Cluster step trace: per-rank averages, per-step values, cluster statistics and outlier ranks."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import PHASES_BY_KIND, STACKED_PHASES, DataIssue, Run
+
+# Highlighting thresholds (the performance helper has its own, configurable ones).
+OUTLIER_Z = 3.5  # robust z-score: (x - median) / (1.4826 * MAD)
+OUTLIER_MIN_REL = 0.05  # and at least 5 % above the median
+OUTLIER_MIN_ABS_MS = 0.5  # and at least 0.5 ms above it, so microsecond noise never stands out
+MAX_HEATMAP_CELLS = 20_000
+
+
+@dataclass(frozen=True)
+class PhaseStats:
+    median: float
+    mad: float
+    mean: float
+    min: float
+    max: float
+    min_rank: int
+    max_rank: int
+
+
+@dataclass
+class StepAnalysis:
+    kind: Optional[str]
+    phases: tuple[str, ...]
+    stacked: tuple[str, ...]
+    average: pd.DataFrame  # index rank; columns: phases..., n_steps, rule
+    per_step: pd.DataFrame  # columns: rank, step, phases...
+    steps: list[int]
+    ranks_with_data: list[int]
+    ranks_without_data: list[int]
+    stats: dict[str, PhaseStats] = field(default_factory=dict)
+    outliers: dict[str, list[int]] = field(default_factory=dict)
+    rules_used: dict[str, str] = field(default_factory=dict)  # rule -> explanation
+    host_summary: list[dict] = field(default_factory=list)
+    issues: list[DataIssue] = field(default_factory=list)
+
+    @property
+    def slow_ranks(self) -> list[int]:
+        return self.outliers.get("total", [])
+
+
+def robust_outliers(values: pd.Series, *, z: float = OUTLIER_Z, min_rel: float = OUTLIER_MIN_REL,
+                    min_abs: float = OUTLIER_MIN_ABS_MS) -> list:
+    """Index labels whose value is far above the median (robust z, relative and absolute floors)."""
+    v = values.dropna()
+    if len(v) < 2:
+        return []
+    med = float(v.median())
+    if len(v) == 2:
+        lo, hi = float(v.min()), float(v.max())
+        # Two ranks: no spread to speak of; only a large, plain gap counts.
+        if hi - lo >= max(min_abs, 0.25 * lo) and hi > 0:
+            return [v.idxmax()]
+        return []
+    mad = float((v - med).abs().median())
+    floor = max(z * 1.4826 * mad, min_rel * abs(med), min_abs)
+    return sorted(v.index[v > med + floor].tolist())
+
+
+def _rank_average(trace, phases: tuple[str, ...]) -> tuple[dict[str, float], str, int]:
+    n = len(trace.steps)
+    if trace.stored_average:
+        return {p: trace.stored_average.get(p, math.nan) for p in phases}, "stored", n
+    if n == 0:
+        return {p: math.nan for p in phases}, "none", 0
+    means = trace.steps[list(phases)].mean(axis=0, skipna=True)
+    return {p: float(means[p]) for p in phases}, "mean", n
+
+
+def analyze_steps(run: Run) -> StepAnalysis:
+    traces = {r: d.step_trace for r, d in run.ranks.items() if d.step_trace is not None}
+    without = sorted(r for r in run.ranks if r not in traces)
+    issues: list[DataIssue] = []
+    if not traces:
+        empty = pd.DataFrame(columns=["rank", "step"])
+        return StepAnalysis(kind=None, phases=(), stacked=(), average=pd.DataFrame(), per_step=empty, steps=[],
+                            ranks_with_data=[], ranks_without_data=without)
+    kinds = Counter(t.kind for t in traces.values())
+    kind = kinds.most_common(1)[0][0]
+    phases = PHASES_BY_KIND[kind]
+    if len(kinds) > 1:
+        other = sorted(r for r, t in traces.items() if t.kind != kind)
+        issues.append(DataIssue("", f"ranks {_fmt_ranks(other)} have a different kind of step trace than the "
+                                f"others; only their step total is compared", "warning"))
+
+    rows, long_parts, rules = [], [], set()
+    for r in sorted(traces):
+        t = traces[r]
+        use = phases if t.kind == kind else ("total",)
+        avg, rule, n = _rank_average(t, use)
+        rules.add(rule)
+        rows.append({"rank": r, **{p: avg.get(p, math.nan) for p in phases}, "n_steps": n, "rule": rule})
+        part = t.steps.reindex(columns=["step", *phases]).copy()
+        part.insert(0, "rank", r)
+        long_parts.append(part)
+    average = pd.DataFrame(rows).set_index("rank")
+    per_step = pd.concat(long_parts, ignore_index=True)
+    steps = sorted(int(s) for s in per_step["step"].dropna().unique())
+
+    stats, outliers = {}, {}
+    for p in phases:
+        col = average[p].dropna()
+        if col.empty:
+            continue
+        med = float(col.median())
+        stats[p] = PhaseStats(median=med, mad=float((col - med).abs().median()), mean=float(col.mean()),
+                              min=float(col.min()), max=float(col.max()),
+                              min_rank=int(col.idxmin()), max_rank=int(col.idxmax()))
+        # A phase where "more" is the problem; for the step interval and free time too.
+        outliers[p] = [int(x) for x in robust_outliers(col)]
+
+    rules_used = {}
+    if "stored" in rules:
+        note = next((t.stored_average_note for t in traces.values() if t.stored_average), "")
+        rules_used["stored"] = (f"average stored by the profiler ({note}); MindSpore Insight shows this value. "
+                                "Most MindSpore versions leave step 1 out of it.")
+    if "mean" in rules:
+        rules_used["mean"] = "mean over the recorded steps (the profiler stored no average)"
+    return StepAnalysis(kind=kind, phases=phases, stacked=STACKED_PHASES[kind], average=average,
+                        per_step=per_step, steps=steps, ranks_with_data=sorted(traces),
+                        ranks_without_data=without, stats=stats, outliers=outliers, rules_used=rules_used,
+                        host_summary=_host_summary(run, average), issues=issues)
+
+
+def _host_summary(run: Run, average: pd.DataFrame) -> list[dict]:
+    hosts: dict[str, list[float]] = {}
+    for r in average.index:
+        h = run.ranks[r].info.host
+        if h:
+            hosts.setdefault(h, []).append(float(average.at[r, "total"]))
+    if len(hosts) < 2:
+        return []
+    out = [{"host": h, "ranks": len(v), "mean_total_ms": float(np.nanmean(v)), "max_total_ms": float(np.nanmax(v))}
+           for h, v in sorted(hosts.items())]
+    slow = set(robust_outliers(pd.Series({d["host"]: d["mean_total_ms"] for d in out})))
+    for d in out:
+        d["slow"] = d["host"] in slow
+    return out
+
+
+def step_values(per_step: pd.DataFrame, step: int, phases: tuple[str, ...]) -> pd.DataFrame:
+    """Per-rank values of one step (mean when a rank has several rows for it)."""
+    sel = per_step[per_step["step"] == step]
+    return sel.groupby("rank")[list(phases)].mean()
+
+
+def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
+    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
+    df = per_step.dropna(subset=["step"])[["rank", "step", value]]
+    if df.empty:
+        return {"cells": [], "rank_bin": 1, "step_bin": 1}
+    ranks = sorted(df["rank"].unique())
+    steps = sorted(df["step"].unique())
+    rank_bin, step_bin = 1, 1
+    while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
+        if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
+            rank_bin *= 2
+        else:
+            step_bin *= 2
+    rpos = {r: i // rank_bin for i, r in enumerate(ranks)}
+    spos = {s: i // step_bin for i, s in enumerate(steps)}
+    df = df.assign(rb=df["rank"].map(rpos), sb=df["step"].map(spos))
+    g = df.groupby(["rb", "sb"]).agg(v=(value, "max"), r0=("rank", "min"), r1=("rank", "max"),
+                                     s0=("step", "min"), s1=("step", "max")).reset_index()
+    cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
+              "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
+              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
+             for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
+
+
+def _fmt_ranks(ranks: list[int], limit: int = 12) -> str:
+    s = ", ".join(str(r) for r in ranks[:limit])
+    return s + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")

@@ -1,0 +1,26 @@
+"""Charts: one pure function per chart, returning a Vega-Lite spec dict (data inline, never by URL).
+
+`CHARTS` is the explicit registry; `Chart` is what pages carry (an id, a spec, a caption).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reportgen.charts import steps
+
+CHARTS = {
+    "step_total_by_rank": steps.step_total_by_rank,
+    "step_total_histogram": steps.step_total_histogram,
+    "breakdown_by_rank": steps.breakdown_by_rank,
+    "rank_step_heatmap": steps.rank_step_heatmap,
+    "rank_step_lines": steps.rank_step_lines,
+}
+
+
+@dataclass
+class Chart:
+    id: str
+    spec: dict
+    caption: str = ""
+    renderer: str = "svg"

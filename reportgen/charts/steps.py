@@ -1,0 +1,93 @@
+"""Step-trace charts. Inputs are plain lists of dicts prepared by the page planner."""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reportgen.charts.theme import OK_COLOR, PALETTE, SLOW_COLOR, finish
+
+MAX_BARS = 64
+
+
+def step_total_by_rank(rows: list[dict], median: float) -> dict:
+    """Bar per rank of the average step total (ms); slow ranks in red; a rule at the cluster median.
+
+    `rows`: {rank, total, slow, stage}. Use only up to `MAX_BARS` ranks (else the histogram).
+    """
+    data = alt.Data(values=rows)
+    bars = alt.Chart(data).mark_bar().encode(
+        x=alt.X("rank:O", title="Rank", sort="ascending"),
+        y=alt.Y("total:Q", title="Average step time (ms)"),
+        color=alt.Color("status:N", title=None,
+                        scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
+        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("total:Q", title="Step time (ms)", format=",.3f"),
+                 alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("status:N", title="Status")],
+        href="href:N",
+    )
+    rule = alt.Chart(alt.Data(values=[{"median": median}])).mark_rule(strokeDash=[4, 3], color="#333").encode(
+        y="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
+    return finish(alt.layer(bars, rule))
+
+
+def step_total_histogram(rows: list[dict], median: float) -> dict:
+    """Distribution of the average step total over ranks (for runs with many ranks)."""
+    data = alt.Data(values=rows)
+    hist = alt.Chart(data).mark_bar().encode(
+        x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title="Average step time (ms)"),
+        y=alt.Y("count():Q", title="Ranks"),
+        color=alt.Color("status:N", title=None,
+                        scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
+        tooltip=[alt.Tooltip("count():Q", title="Ranks"),
+                 alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title="Step time (ms)")],
+    )
+    rule = alt.Chart(alt.Data(values=[{"median": median}])).mark_rule(strokeDash=[4, 3], color="#333").encode(
+        x="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
+    return finish(alt.layer(hist, rule))
+
+
+def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "Rank") -> dict:
+    """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
+    data = alt.Data(values=rows)
+    chart = alt.Chart(data).mark_bar().encode(
+        x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
+        y=alt.Y("value:Q", title="Time per step (ms)", stack="zero"),
+        color=alt.Color("phase:N", title="Phase", sort=phase_order,
+                        scale=alt.Scale(domain=phase_order, range=PALETTE[: len(phase_order)])),
+        order=alt.Order("phase_order:Q"),
+        tooltip=[alt.Tooltip("label:N", title=x_title), alt.Tooltip("phase:N", title="Phase"),
+                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+    )
+    return finish(chart)
+
+
+def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int) -> dict:
+    """Rank x step heatmap of the step total; bins hold the maximum of their ranks/steps."""
+    data = alt.Data(values=cells)
+    rank_title = "Rank" if rank_bin == 1 else f"Ranks (groups of {rank_bin}, max shown)"
+    step_title = "Step" if step_bin == 1 else f"Steps (groups of {step_bin}, max shown)"
+    chart = alt.Chart(data).mark_rect().encode(
+        x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
+        y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
+                axis=alt.Axis(labelOverlap=True)),
+        color=alt.Color("value:Q", title="Step time (ms)", scale=alt.Scale(scheme="orangered")),
+        tooltip=[alt.Tooltip("ranks:O", title="Rank(s)"), alt.Tooltip("steps:O", title="Step(s)"),
+                 alt.Tooltip("value:Q", title="Step time (ms)", format=",.3f")],
+    )
+    n_rows = len({c["ranks"] for c in cells})
+    return finish(chart, height=max(120, min(600, 14 * n_rows)))
+
+
+def rank_step_lines(phase_order: list[str]) -> dict:
+    """One rank's phases over steps. Built ONCE; pages add their rows as the `steps` dataset.
+
+    Rows: {step, phase, value}.
+    """
+    chart = alt.Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title="Time (ms)"),
+        color=alt.Color("phase:N", title="Phase", sort=phase_order,
+                        scale=alt.Scale(domain=phase_order, range=PALETTE[: len(phase_order)])),
+        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("phase:N", title="Phase"),
+                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+    )
+    return finish(chart)

@@ -1,0 +1,103 @@
+"""Command line: `msreport RUN -o OUT [--single-file]`.
+
+Exit codes: 0 report written; 2 bad command line, no profiler data, or an output that cannot be written
+safely; 1 an unexpected internal error (with a traceback under -v).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from reportgen import __version__
+from reportgen.errors import ReportError
+from reportgen.loaders import default_jobs
+
+log = logging.getLogger("msreport")
+
+EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
+           "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11"]}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line + usage, exit 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="msreport", description="Build an offline performance report (static HTML + summary.json) "
+                "from Ascend / MindSpore / torch_npu profiler output.")
+    p.add_argument("run", nargs="?", type=Path, help="folder holding the profiler output of a run")
+    p.add_argument("-o", "--output", type=Path, help="output folder (or .html file with --single-file)")
+    p.add_argument("--single-file", action="store_true", help="write one self-contained HTML file "
+                   "(and NAME.summary.json beside it)")
+    p.add_argument("--example", action="store_true", help="build a report from a generated example run "
+                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="processes for loading large runs "
+                   f"(default: {default_jobs()})")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    g.add_argument("-v", "--verbose", action="store_true", help="print progress details and tracebacks")
+    p.add_argument("--version", action="version", version=f"msreport {__version__}")
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.example and args.run is not None:
+        parser.error("give either RUN or --example, not both")
+    if not args.example and args.run is None:
+        parser.error("the run folder is required (or use --example)")
+    if args.output is None:
+        parser.error("the output path is required: -o OUT")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
+    logging.basicConfig(level=level, format="msreport: %(message)s", stream=sys.stderr)
+    out = args.output
+    if args.single_file and out.suffix.lower() not in (".html", ".htm"):
+        out = out.with_suffix(".html") if not out.is_dir() else out
+    tmp_example = None
+    try:
+        from reportgen.report import build_report
+
+        run = args.run
+        if args.example:
+            from reportgen.synth import generate_run
+
+            tmp_example = Path(tempfile.mkdtemp(prefix="msreport-example-"))
+            run = generate_run(tmp_example / "example-run", **EXAMPLE)
+            log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
+        result = build_report(run, out, single_file=args.single_file, jobs=args.jobs or default_jobs(),
+                              progress=not args.quiet)
+    except ReportError as e:
+        print(f"msreport: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("msreport: interrupted; the previous report (if any) is untouched", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - last resort: one line, traceback with -v
+        if args.verbose:
+            raise
+        print(f"msreport: internal error: {type(e).__name__}: {e} (run with -v for details)", file=sys.stderr)
+        return 1
+    finally:
+        if tmp_example is not None:
+            shutil.rmtree(tmp_example, ignore_errors=True)
+    n_q = len(result.summary.get("data_quality", []))
+    if not args.quiet:
+        print(f"msreport: {result.ranks} rank(s) in {result.runs} run(s), {n_q} data-quality note(s), "
+              f"{result.seconds:.1f} s")
+        print(f"Wrote report to {result.entry.resolve().as_uri()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Host step markers (`ProfilerStep#N`) from Chrome-trace files, streamed so big traces stay cheap.
+
+Used for PyTorch Kineto traces and as a fallback for torch_npu runs without step_trace_time.csv.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Optional
+
+import ijson
+import pandas as pd
+
+from reportgen.loaders.common import IssueLog, to_float
+from reportgen.loaders.peek import open_maybe_gzip
+from reportgen.model import HOST_PHASES, StepTrace
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def load_host_steps(path: Path, log: IssueLog) -> Optional[StepTrace]:
+    """Stream a trace (a JSON list, or an object with `traceEvents`) and keep the ProfilerStep slices."""
+    steps: dict[int, float] = {}
+    try:
+        with open_maybe_gzip(path) as f:
+            first = f.read(1)
+            while first and first in b" \t\r\n":
+                first = f.read(1)
+            f.seek(0)
+            prefix = "item" if first == b"[" else "traceEvents.item"
+            for e in ijson.items(f, prefix, use_float=True):
+                name = e.get("name") if isinstance(e, dict) else None
+                if not name or not name.startswith("ProfilerStep#") or e.get("ph") != "X":
+                    continue
+                m = STEP_RE.match(name)
+                dur = to_float(e.get("dur"))
+                if m and not math.isnan(dur):
+                    steps[int(m.group(1))] = dur / 1e3
+    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
+        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); "
+                f"{len(steps)} step marker(s) read before the error", "error")
+    if not steps:
+        return None
+    df = pd.DataFrame({"step": pd.array(sorted(steps), dtype="Int64"),
+                       "total": [steps[k] for k in sorted(steps)]})
+    return StepTrace(kind="host", steps=df[["step", *HOST_PHASES]], source=log.rel(path))

@@ -1,0 +1,106 @@
+"""profiler_info_{rank}.json, profiler_metadata.json and msprof info.json: facts about a rank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from reportgen.loaders.common import IssueLog, read_json
+from reportgen.model import RankInfo
+
+
+def _int(v) -> Optional[int]:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def load_profiler_info(path: Path, info: RankInfo, log: IssueLog) -> None:
+    """Fill `info` from a profiler_info file (MindSpore legacy or torch_npu/MindSpore 2.3+)."""
+    data = read_json(path, log)
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        log.add(path, "expected a JSON object", "error")
+        return
+    rid = _int(data.get("rank_id"))
+    if rid is not None and rid != info.rank and rid >= 0:
+        log.add(path, f"rank_id {rid} inside the file differs from rank {info.rank} taken from the file name; "
+                "the file name was used", "warning")
+    for key, label in (("ms_version", "MindSpore"), ("torch_npu_version", "torch_npu"),
+                       ("cann_version", "CANN"), ("torch_version", "PyTorch")):
+        if data.get(key):
+            info.versions[label] = str(data[key])
+    if "ms_version" in data or "context_mode" in data:
+        info.framework = "MindSpore"
+    elif "torch_npu_version" in data or path.parent.name.endswith("_ascend_pt"):
+        info.framework = "torch_npu"
+    elif path.parent.name.endswith("_ascend_ms"):
+        info.framework = "MindSpore"
+    if data.get("parallel_mode"):
+        info.parallel_mode = str(data["parallel_mode"])
+    info.stage_num = _int(data.get("stage_num")) or info.stage_num
+    info.rank_size = _int(data.get("rank_size")) or info.rank_size
+    if data.get("context_mode"):
+        info.versions.setdefault("context mode", str(data["context_mode"]))
+    cfg = data.get("config")
+    if isinstance(cfg, dict):
+        exp = cfg.get("experimental_config") or {}
+        if isinstance(exp, dict):
+            lvl = exp.get("_profiler_level") or exp.get("profiler_level")
+            if lvl:
+                info.profiler_level = str(lvl)
+            et = exp.get("_export_type") or exp.get("export_type")
+            if et:
+                info.export_type = ",".join(et) if isinstance(et, list) else str(et)
+
+
+def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
+    """Read distributed_args and parallel_group_info (torch_npu / MindSpore 2.3+)."""
+    data = read_json(path, log)
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        log.add(path, "expected a JSON object", "error")
+        return
+    args = data.get("distributed_args")
+    if isinstance(args, dict):
+        info.distributed_args = args
+        ws = _int(args.get("world_size"))
+        if ws:
+            info.rank_size = info.rank_size or ws
+    groups = data.get("parallel_group_info")
+    if isinstance(groups, str):  # some writers store it as a JSON string
+        import json
+
+        try:
+            groups = json.loads(groups)
+        except ValueError:
+            log.add(path, "parallel_group_info is not valid JSON; parallel groups unknown")
+            groups = None
+    if isinstance(groups, dict):
+        clean = {}
+        for gid, g in groups.items():
+            if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
+                clean[str(gid)] = {"group_name": str(g.get("group_name", "")),
+                                   "global_ranks": [r for r in (_int(x) for x in g["global_ranks"]) if r is not None]}
+        info.parallel_groups = clean
+
+
+def load_msprof_info(device_dir: Path, info: RankInfo, log: IssueLog) -> None:
+    """Host and device facts from an msprof `info.json.N`."""
+    for p in sorted(device_dir.glob("info.json.*")):
+        data = read_json(p, log)
+        if not isinstance(data, dict):
+            continue
+        if data.get("hostname"):
+            info.host = info.host or str(data["hostname"])
+        dev = data.get("DeviceInfo")
+        if isinstance(dev, list) and dev and isinstance(dev[0], dict):
+            d = _int(dev[0].get("id"))
+            if d is not None:
+                info.device = d
+        if data.get("version"):
+            info.versions.setdefault("msprof", str(data["version"]))
+        break

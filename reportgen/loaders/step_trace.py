@@ -1,0 +1,288 @@
+"""Step-trace loaders, one per file family. Every duration leaves here in milliseconds.
+
+* legacy `step_trace_raw_{rank}_detail_time.csv` (MindInsight): 10 ns system-counter ticks;
+* modern `step_trace_time.csv` (torch_npu / MindSpore 2.3+) and its `analysis.db` twin: µs;
+* msprof `step_trace_{dev}_{model}_{iter}.json`: µs timestamps, ns iteration times;
+* msprof-analyze `cluster_step_trace_time.csv`: µs, one row per (step, rank).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
+from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
+
+TICKS_PER_MS = 1e5  # Ascend syscnt is 10 ns
+US_PER_MS = 1e3
+
+MODERN_COLUMNS = {
+    "Computing": "computing",
+    "Communication(Not Overlapped)": "communication_not_overlapped",
+    "Overlapped": "overlapped",
+    "Communication": "communication",
+    "Free": "free",
+    "Stage": "stage",
+    "Bubble": "bubble",
+    "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_exclude_receive",
+    "Preparing": "preparing",
+}
+DB_COLUMNS = {
+    "computing": "computing",
+    "communication_not_overlapped": "communication_not_overlapped",
+    "overlapped": "overlapped",
+    "communication": "communication",
+    "free": "free",
+    "stage": "stage",
+    "bubble": "bubble",
+    "communication_not_overlapped_and_exclude_receive": "communication_not_overlapped_exclude_receive",
+    "preparing": "preparing",
+}
+
+
+def _step_id(value: str) -> Optional[int]:
+    s = str(value).strip()
+    m = re.search(r"(\d+)$", s)
+    return int(m.group(1)) if m else None
+
+
+def _frame(records: list[dict], phases: tuple[str, ...]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(records, columns=["step", *phases])
+    df["step"] = df["step"].astype("Int64")
+    for p in phases:
+        df[p] = df[p].astype("float64")
+    return df
+
+
+# --- legacy --------------------------------------------------------------------------------------
+
+
+def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
+    """MindInsight `step_trace_raw_{rank}_detail_time.csv` (training and inference variants)."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    if "step_num" not in col:
+        log.add(path, "no step_num column; not a step-trace file", "error")
+        return None
+    inference = "bp_point" not in col and "fp" in col
+    fpbp_col = "fp" if inference else "fp_and_bp"
+    missing = [c for c in ("iteration_interval", fpbp_col) if c not in col]
+    if missing:
+        log.add(path, f"missing column(s) {', '.join(missing)}; step trace not read", "error")
+        return None
+
+    def val(cells: list[str], name: str) -> float:
+        return to_float(cells[col[name]]) / TICKS_PER_MS if name in col else math.nan
+
+    records: list[dict] = []
+    stored: Optional[dict[str, float]] = None
+    note = ""
+    for i, (line, cells) in enumerate(rows):
+        label = cells[col["step_num"]].strip()
+        total = val(cells, "total")
+        if math.isnan(total) and "start_point" in col and "end_point" in col:
+            total = val(cells, "end_point") - val(cells, "start_point")
+        rec = {
+            "iteration_interval": val(cells, "iteration_interval"),
+            "fp_and_bp": val(cells, fpbp_col),
+            "tail": math.nan if inference else val(cells, "tail"),
+            "total": total,
+        }
+        is_last = i == len(rows) - 1
+        if label == "-":
+            stored = rec
+            note = "the profiler's own average row ('-')"
+            continue
+        step = _step_id(label)
+        if is_last and records and step is not None and step <= (records[-1]["step"] or 0) and step == 0:
+            # MindInsight reads the last line as the average whatever its label; some writers put '0'.
+            stored = rec
+            note = "the profiler's average row (last line, labelled '0')"
+            log.add(path, "average row is labelled '0' instead of '-'; read as the stored average", "info")
+            continue
+        if step is None:
+            log.add(path, f"line {line}: step number {label!r} is not a number; row skipped")
+            continue
+        if any(math.isnan(v) for k, v in rec.items() if k != "tail" or not inference):
+            log.add(path, f"line {line}: non-numeric value(s); row skipped")
+            continue
+        records.append({"step": step, **rec})
+    if stored is not None and records and not (stored["total"] > 0 and stored["total"] >= stored["iteration_interval"]):
+        log.add(path, "the stored average row is inconsistent (step total is zero or smaller than its step "
+                "interval); the mean of the step rows is used instead", "warning")
+        stored, note = None, ""
+    if not records and stored is None:
+        log.add(path, "no step rows", "error")
+        return None
+    if inference:
+        log.add(path, "inference step trace: forward time only, no tail", "info")
+    return StepTrace(kind="legacy", steps=_frame(records, LEGACY_PHASES), source=log.rel(path),
+                     stored_average=stored, stored_average_note=note)
+
+
+# --- modern --------------------------------------------------------------------------------------
+
+
+def _complete_modern(rec: dict) -> dict:
+    """Derive the columns older writers leave out, and the step total (stage + bubble)."""
+    for k in MODERN_PHASES:
+        rec.setdefault(k, math.nan)
+    if math.isnan(rec["bubble"]):
+        rec["bubble"] = 0.0
+    if math.isnan(rec["communication_not_overlapped_exclude_receive"]):
+        rec["communication_not_overlapped_exclude_receive"] = rec["communication_not_overlapped"] - rec["bubble"]
+    if math.isnan(rec["overlapped"]):
+        rec["overlapped"] = rec["communication"] - rec["communication_not_overlapped"]
+    if not math.isnan(rec["stage"]):
+        rec["total"] = rec["stage"] + rec["bubble"]
+    else:
+        rec["total"] = rec["computing"] + rec["communication_not_overlapped"] + rec["free"]
+    return rec
+
+
+def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
+    """`step_trace_time.csv`, every header generation (with/without Device_id and Preparing)."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    if "Computing" not in col:
+        log.add(path, "no Computing column; not a step_trace_time.csv", "error")
+        return None
+    unknown = [h for h in header if h not in MODERN_COLUMNS and h not in ("Step", "Device_id")]
+    if unknown:
+        log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
+    records = []
+    for line, cells in rows:
+        step = _step_id(cells[col["Step"]]) if "Step" in col else None
+        rec = {"step": step}
+        for name, key in MODERN_COLUMNS.items():
+            if name in col:
+                rec[key] = to_float(cells[col[name]]) / US_PER_MS
+        if math.isnan(rec.get("computing", math.nan)):
+            log.add(path, f"line {line}: Computing is not a number; row skipped")
+            continue
+        records.append(_complete_modern(rec))
+    if not records:
+        log.add(path, "no step rows", "error")
+        return None
+    return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path))
+
+
+def modern_device_id(path: Path, log: IssueLog) -> Optional[int]:
+    parsed = read_csv_rows(path, IssueLog(log.root))
+    if not parsed or "Device_id" not in parsed[0] or not parsed[1]:
+        return None
+    v = to_float(parsed[1][0][1][parsed[0].index("Device_id")])
+    return None if math.isnan(v) or v < 0 else int(v)
+
+
+def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
+    """`analysis.db` table StepTraceTime (same numbers as step_trace_time.csv)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            cur = con.execute("SELECT * FROM StepTraceTime")
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        log.add(path, f"cannot read table StepTraceTime: {e}", "warning")
+        return None
+    records = []
+    for row in rows:
+        d = dict(zip(names, row))
+        rec = {"step": _step_id(d.get("step", "")) if d.get("step") not in (None, "") else None}
+        for name, key in DB_COLUMNS.items():
+            if name in d:
+                rec[key] = to_float(d[name]) / US_PER_MS
+        if math.isnan(rec.get("computing", math.nan)):
+            continue
+        records.append(_complete_modern(rec))
+    if not records:
+        log.add(path, "table StepTraceTime has no rows", "warning")
+        return None
+    return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path))
+
+
+# --- msprof raw ----------------------------------------------------------------------------------
+
+
+def load_msprof_step_trace(device_dir: Path, log: IssueLog) -> Optional[StepTrace]:
+    """msprof `timeline/step_trace_{dev}_{model}_{iter}.json`: one file per iteration and model."""
+    files = sorted((device_dir / "timeline").glob("step_trace_*.json"))
+    by_model: dict[str, list[Path]] = {}
+    for p in files:
+        m = re.match(r"^step_trace_(\d+)_(\d+)_(\d+)\.json$", p.name)
+        if m:
+            by_model.setdefault(m.group(2), []).append(p)
+    if not by_model:
+        return None
+    model = max(by_model, key=lambda k: len(by_model[k]))
+    if len(by_model) > 1:
+        log.add(device_dir, f"step traces of {len(by_model)} models found; model {model} "
+                f"(most iterations) was used", "info")
+    records = {}
+    for p in by_model[model]:
+        events = read_json(p, log)
+        if not isinstance(events, list):
+            continue
+        for e in events:
+            if not isinstance(e, dict) or e.get("cat") != "Iteration Time":
+                continue
+            a = e.get("args") or {}
+            step = _step_id(a.get("Iteration ID", ""))
+            ts, fp, bp, end = (to_float(x) for x in (e.get("ts"), a.get("FP Start"), a.get("BP End"),
+                                                      a.get("Iteration End")))
+            total = to_float(a.get("Iteration Time(ns)")) / 1e6
+            if step is None or math.isnan(total):
+                continue
+            records[step] = {"step": step, "iteration_interval": (fp - ts) / US_PER_MS,
+                             "fp_and_bp": (bp - fp) / US_PER_MS, "tail": (end - bp) / US_PER_MS, "total": total}
+    if not records:
+        log.add(device_dir, "msprof step_trace files hold no 'Iteration Time' events", "warning")
+        return None
+    recs = [records[k] for k in sorted(records)]
+    return StepTrace(kind="legacy", steps=_frame(recs, LEGACY_PHASES), source=log.rel(device_dir / "timeline"))
+
+
+# --- msprof-analyze cluster output ---------------------------------------------------------------
+
+
+def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
+    """Split msprof-analyze's `cluster_step_trace_time.csv` into per-rank step traces (rank rows only)."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return {}
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    if not {"Type", "Index", "Computing"} <= col.keys():
+        log.add(path, "expected columns Type, Index and Computing", "error")
+        return {}
+    per_rank: dict[int, list[dict]] = {}
+    for line, cells in rows:
+        if cells[col["Type"]].strip() != "rank":
+            continue
+        rank = _step_id(cells[col["Index"]])
+        if rank is None:
+            log.add(path, f"line {line}: rank index {cells[col['Index']]!r} is not a number; row skipped")
+            continue
+        rec = {"step": _step_id(cells[col["Step"]]) if "Step" in col else None}
+        for name, key in MODERN_COLUMNS.items():
+            if name in col:
+                rec[key] = to_float(cells[col[name]]) / US_PER_MS
+        per_rank.setdefault(rank, []).append(_complete_modern(rec))
+    rel = log.rel(path)
+    return {r: StepTrace(kind="modern", steps=_frame(recs, MODERN_PHASES), source=rel)
+            for r, recs in per_rank.items()}

@@ -1,0 +1,161 @@
+"""Typed in-memory model of a profiled run: what the loaders produce and the analysis reads.
+
+Units are normalised at load time: every duration is in milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+# --- step-trace phases -------------------------------------------------------------------------
+# Each step-trace "kind" has its own phase columns; `total_ms` is always present.
+
+LEGACY_PHASES: tuple[str, ...] = ("iteration_interval", "fp_and_bp", "tail", "total")
+MODERN_PHASES: tuple[str, ...] = (
+    "computing",
+    "communication_not_overlapped",
+    "overlapped",
+    "communication",
+    "free",
+    "stage",
+    "bubble",
+    "communication_not_overlapped_exclude_receive",
+    "preparing",
+    "total",
+)
+HOST_PHASES: tuple[str, ...] = ("total",)
+
+PHASES_BY_KIND: dict[str, tuple[str, ...]] = {
+    "legacy": LEGACY_PHASES,
+    "modern": MODERN_PHASES,
+    "host": HOST_PHASES,
+}
+
+# Phases that add up to the step's total, in stacking order (used by breakdown charts).
+STACKED_PHASES: dict[str, tuple[str, ...]] = {
+    "legacy": ("iteration_interval", "fp_and_bp", "tail"),
+    "modern": ("computing", "communication_not_overlapped_exclude_receive", "bubble", "free"),
+    "host": ("total",),
+}
+
+PHASE_LABELS: dict[str, str] = {
+    "iteration_interval": "Step interval",
+    "fp_and_bp": "Forward + backward",
+    "tail": "Tail",
+    "total": "Step total",
+    "computing": "Computing",
+    "communication_not_overlapped": "Communication (not overlapped)",
+    "overlapped": "Overlapped",
+    "communication": "Communication",
+    "free": "Free",
+    "stage": "Stage",
+    "bubble": "Bubble",
+    "communication_not_overlapped_exclude_receive": "Communication (not overlapped, excl. receive)",
+    "preparing": "Preparing",
+}
+
+STEP_TRACE_KIND_LABELS: dict[str, str] = {
+    "legacy": "MindInsight step trace (iteration interval / forward+backward / tail)",
+    "modern": "Ascend step_trace_time.csv (computing / communication / free / bubble)",
+    "host": "host step markers (ProfilerStep events): total step time only",
+}
+
+
+@dataclass(frozen=True)
+class DataIssue:
+    """One problem with an input file: goes to the data-quality box and `summary.json`."""
+
+    file: str  # path relative to the run root ("" for the run as a whole)
+    problem: str
+    severity: str = "warning"  # "error" | "warning" | "info"
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "problem": self.problem, "severity": self.severity}
+
+
+@dataclass
+class StepTrace:
+    """Per-step phase durations of one rank, in milliseconds.
+
+    `steps` has a column `step` (int, or <NA> when the profiler recorded no step id) and one
+    float column per phase of `PHASES_BY_KIND[kind]`. `stored_average` is the average the
+    profiler itself wrote (MindInsight's `-` row), when there is one.
+    """
+
+    kind: str
+    steps: pd.DataFrame
+    source: str
+    stored_average: Optional[dict[str, float]] = None
+    stored_average_note: str = ""
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        return PHASES_BY_KIND[self.kind]
+
+
+@dataclass
+class RankInfo:
+    """Facts about one rank, from file names and metadata files."""
+
+    rank: int
+    source_dir: str  # relative to the run root
+    host: Optional[str] = None
+    device: Optional[int] = None
+    framework: Optional[str] = None  # "MindSpore" | "torch_npu" | "PyTorch"
+    versions: dict[str, str] = field(default_factory=dict)
+    profiler_level: Optional[str] = None
+    export_type: Optional[str] = None
+    parallel_mode: Optional[str] = None  # raw value from the rank's metadata
+    stage_num: Optional[int] = None
+    rank_size: Optional[int] = None
+    distributed_args: dict = field(default_factory=dict)
+    parallel_groups: dict = field(default_factory=dict)  # group id -> {group_name, global_ranks}
+
+
+@dataclass
+class RankData:
+    """Everything loaded for one rank. Produced by `loaders.load_rank`, a pure function of one rank's files."""
+
+    info: RankInfo
+    step_trace: Optional[StepTrace] = None
+    files: list[str] = field(default_factory=list)  # relative paths that were read
+    issues: list[DataIssue] = field(default_factory=list)
+
+
+@dataclass
+class RunInfo:
+    """Run-wide facts."""
+
+    path: str
+    layout: str  # "mindinsight" | "ascend" | "msprof" | "kineto" | "cluster_analysis"
+    layout_label: str
+    parallel_mode: str = "stand-alone"
+    parallel_mode_source: str = "default"
+    stages: int = 1
+    rank_size: Optional[int] = None
+    stage_of_rank: dict[int, int] = field(default_factory=dict)  # 0-based
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """A loaded run: run-wide info, one `RankData` per rank, and run-level data issues."""
+
+    root: Path
+    info: RunInfo
+    ranks: dict[int, RankData]
+    issues: list[DataIssue] = field(default_factory=list)
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return sorted(self.ranks)
+
+    def all_issues(self) -> list[DataIssue]:
+        out = list(self.issues)
+        for r in self.rank_ids:
+            out.extend(self.ranks[r].issues)
+        return out

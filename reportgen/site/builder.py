@@ -1,0 +1,203 @@
+"""Phase 2 of the site build: render the planned pages and write them. The only module that writes output.
+
+Output is written to a temporary sibling and moved into place at the end, so a failed run never leaves a
+half-written report over a good one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import posixpath
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Optional
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from reportgen import __version__
+from reportgen.errors import OutputError
+from reportgen.site.assets import short_hash, static_text, vega_bundle
+from reportgen.site.pages import INDEX, STEP_TRACE, SitePlan
+
+MARKER = ".msreport"
+
+
+def _fmt_ms(v) -> str:
+    if v is None:
+        return "—"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if f != f:
+        return "—"
+    return f"{f:,.3f}"
+
+
+def _fmt_pct(v) -> str:
+    return "—" if v is None else f"{float(v):.1f} %"
+
+
+def _json_script(value) -> Markup:
+    """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def make_env() -> Environment:
+    env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, jsonscript=_json_script)
+    return env
+
+
+def _url_for(current: str, single: bool) -> Callable[[str], str]:
+    """Resolve a site-relative target ('cluster/step-trace.html#rank-3') from the page being rendered."""
+
+    def url(target: str) -> str:
+        path, _, frag = target.partition("#")
+        if single:
+            if frag:
+                return "#" + frag
+            if path == INDEX:
+                return "#overview"
+            if path == STEP_TRACE:
+                return "#step-trace"
+            if path.startswith("ranks/rank-"):
+                return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
+            return "#"
+        rel = posixpath.relpath(path, posixpath.dirname(current) or ".")
+        return rel + ("#" + frag if frag else "")
+
+    return url
+
+
+def check_output(out: Path, run_root: Path, single_file: bool) -> None:
+    out_r, root_r = out.resolve(), run_root.resolve()
+    if out_r == root_r or root_r.is_relative_to(out_r):
+        raise OutputError(f"output {out} would contain the run folder {run_root}; choose another output path")
+    if single_file:
+        if out.is_dir():
+            raise OutputError(f"{out} is a folder; --single-file needs a file name such as report.html")
+        return
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise OutputError(f"{out} exists, is not empty and is not an msreport report; refusing to overwrite it")
+
+
+def _csv_text(columns: list[dict], rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([c["label"] for c in columns])
+    for r in rows:
+        w.writerow(["" if r.get(c["key"]) is None else r.get(c["key"]) for c in columns])
+    return buf.getvalue()
+
+
+def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
+               progress: Optional[Callable[[int, int], None]] = None) -> Path:
+    """Write the multi-page site to folder `out`; return the path of index.html."""
+    check_output(out, run_root, single_file=False)
+    env = make_env()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        assets = tmp / "assets"
+        assets.mkdir()
+        names = {}
+        for key, text, ext in (("vega", vega_bundle(), "js"), ("css", static_text("report.css"), "css"),
+                               ("js", static_text("report.js"), "js")):
+            name = f"{key}-{short_hash(text)}.{ext}"
+            (assets / name).write_text(text, encoding="utf-8")
+            names[key] = "assets/" + name
+        total = len(plan.pages)
+        for n, page in enumerate(plan.pages, 1):
+            url = _url_for(page.path, single=False)
+            html = env.get_template(page.template).render(
+                page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url, single=False,
+                asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
+                inline_css="", inline_js="", inline_vega="")
+            target = tmp / page.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(html, encoding="utf-8")
+            if progress:
+                progress(n, total)
+        step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
+        (tmp / "cluster" / "step-trace.csv").write_text(
+            _csv_text(step_page.context["columns"] + [{"key": "n_steps", "label": "Steps"},
+                                                       {"key": "rule", "label": "Average rule"}],
+                      step_page.context["rows"]), encoding="utf-8")
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
+        (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out / INDEX
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) -> Path:
+    """Write one self-contained HTML file (Vega inlined once) and `<name>.summary.json` beside it."""
+    check_output(out, run_root, single_file=True)
+    env = make_env()
+    url = _url_for(INDEX, single=True)
+    index = plan.pages[0]
+    step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
+    rank_pages = [p for p in plan.pages if p.template == "rank.html"]
+    rank_data = {}
+    for p in rank_pages:
+        sec = p.context["sections"][0]
+        rank_data[str(p.context["rank"])] = {
+            "facts": p.context["facts"], "issues": p.context["issues"],
+            "phases": sec.get("phases", []), "rows": sec.get("rows", []), "average": sec.get("average"),
+            "lines": (p.charts[0].spec.get("datasets", {}).get("steps", []) if p.charts else []),
+        }
+    line_template = next((p.charts[0].spec for p in rank_pages if p.charts), None)
+    if line_template is not None:
+        line_template = {k: v for k, v in line_template.items() if k != "datasets"}
+    html = env.get_template("single.html").render(
+        page=index, ctx=index.context, step=step_page, charts=step_page.charts, nav=plan.nav, url=url,
+        single=True, rank_data=rank_data, line_template=line_template,
+        rank_ids=[p.context["rank"] for p in rank_pages],
+        asset_css="", asset_js="", asset_vega="",
+        inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),
+        inline_vega=Markup(vega_bundle()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary_path = out.with_name(out.stem + ".summary.json")
+    _atomic_write(out, html)
+    _atomic_write(summary_path, json.dumps(summary, indent=2, allow_nan=False))
+    return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_runs_index(rows: list[dict], root: str) -> str:
+    """Landing page for a folder that holds several runs."""
+    return make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
+                                                       css=Markup(static_text("report.css")))

@@ -1,0 +1,271 @@
+"""Synthetic runs: realistic profiler output in both layouts, for any rank count, with injected problems.
+
+Used by `msreport --example`, the tests and the benchmarks. The files copy the real ones byte for byte in
+shape (names, headers, units, quirks such as the trailing tab-free µs floats of step_trace_time.csv or the
+10 ns ticks and '-' average row of step_trace_raw), and the numbers obey the same identities as real data:
+collectives are synchronous, so a rank that computes longer makes the others wait.
+
+Injections (`inject=[...]`, strings):
+
+* ``slow-rank:R[:PHASE[:FACTOR]]``: rank R is slow in PHASE (compute | data | host), default compute x1.5;
+* ``unbalanced-stage:S[:FACTOR]``: pipeline stage S computes FACTOR times longer (default 1.6);
+* ``corrupt-step-trace:R``: rank R's step-trace file is truncated mid-row;
+* ``corrupt-info:R``: rank R's profiler_info file is not valid JSON;
+* ``missing-step-trace:R``: rank R has no step-trace file;
+* ``missing-rank:R``: rank R's output is absent altogether.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
+                 "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
+LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
+SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
+             "missing-rank")
+
+
+@dataclass
+class Plan:
+    """Parsed injections."""
+
+    slow: dict[int, tuple[str, float]] = field(default_factory=dict)
+    stage_factor: dict[int, float] = field(default_factory=dict)
+    corrupt_step: set[int] = field(default_factory=set)
+    corrupt_info: set[int] = field(default_factory=set)
+    missing_step: set[int] = field(default_factory=set)
+    missing_rank: set[int] = field(default_factory=set)
+
+
+def parse_injections(items: list[str]) -> Plan:
+    plan = Plan()
+    for item in items:
+        parts = item.split(":")
+        kind = parts[0]
+        try:
+            if kind == "slow-rank":
+                phase = parts[2] if len(parts) > 2 else "compute"
+                if phase not in ("compute", "data", "host"):
+                    raise ValueError(f"unknown phase {phase!r} (compute, data or host)")
+                plan.slow[int(parts[1])] = (phase, float(parts[3]) if len(parts) > 3 else 1.5)
+            elif kind == "unbalanced-stage":
+                plan.stage_factor[int(parts[1])] = float(parts[2]) if len(parts) > 2 else 1.6
+            elif kind == "corrupt-step-trace":
+                plan.corrupt_step.add(int(parts[1]))
+            elif kind == "corrupt-info":
+                plan.corrupt_info.add(int(parts[1]))
+            elif kind == "missing-step-trace":
+                plan.missing_step.add(int(parts[1]))
+            elif kind == "missing-rank":
+                plan.missing_rank.add(int(parts[1]))
+            else:
+                raise ValueError(f"unknown injection {kind!r}; supported: {', '.join(SUPPORTED)} "
+                                 "(slow links, data queues and memory come with their loaders)")
+        except IndexError:
+            raise ValueError(f"injection {item!r} is missing its rank or stage") from None
+    return plan
+
+
+@dataclass
+class StepModel:
+    """Per-rank, per-step phase durations in ms (modern semantics), derived from a shared timing model."""
+
+    computing: np.ndarray  # [rank, step]
+    comm_nov: np.ndarray
+    overlapped: np.ndarray
+    free: np.ndarray
+    bubble: np.ndarray
+    preparing: np.ndarray
+    data_wait: np.ndarray  # host-side data wait before the step (legacy iteration interval)
+
+
+def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
+             compute_ms: float = 120.0, comm_ms: float = 30.0) -> StepModel:
+    rng = np.random.default_rng(seed)
+    shape = (ranks, steps)
+    per_stage = max(1, ranks // stages)
+    stage = np.minimum(np.arange(ranks) // per_stage, stages - 1)
+    comp = compute_ms * (1 + rng.normal(0, 0.01, shape))
+    comp *= (1 + rng.normal(0, 0.004, (ranks, 1)))  # steady per-device differences
+    data = 0.3 + rng.gamma(2.0, 0.05, shape)
+    host = 2.0 + rng.gamma(2.0, 0.2, shape)
+    for s, f in plan.stage_factor.items():
+        comp[stage == s] *= f
+    for r, (phase, f) in plan.slow.items():
+        if 0 <= r < ranks:
+            if phase == "compute":
+                comp[r] *= f
+            elif phase == "data":
+                data[r] += compute_ms * (f - 1)
+            else:
+                host[r] += compute_ms * (f - 1)
+    if steps > 1:  # the first recorded step carries compilation / warm-up
+        comp[:, 0] *= 1.08
+    transit = comm_ms * (1 + rng.normal(0, 0.02, shape))
+    overlap = transit * 0.35
+    # Synchronous collectives: everyone leaves the last collective when the slowest rank arrives.
+    busy = comp + host + data
+    if stages > 1:
+        # Pipeline: a stage waits (bubble) for the slowest stage; within a stage, collectives synchronise.
+        stage_busy = np.stack([busy[stage == s].max(axis=0) for s in range(stages)])
+        slowest = stage_busy.max(axis=0)
+        bubble = (slowest[None, :] - stage_busy)[stage] * 0.9
+        stage_max = stage_busy[stage]
+        wait = stage_max - busy
+    else:
+        bubble = np.zeros(shape)
+        wait = busy.max(axis=0)[None, :] - busy
+    comm_nov = transit - overlap + wait + bubble
+    return StepModel(computing=comp, comm_nov=comm_nov, overlapped=overlap, free=host, bubble=bubble,
+                     preparing=0.15 + rng.gamma(2.0, 0.03, shape), data_wait=data)
+
+
+def _hosts(rank: int, per_host: int) -> tuple[str, int]:
+    return f"node{rank // per_host:03d}", rank % per_host
+
+
+def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: int = 10, stages: int = 1,
+                 tp: int = 1, seed: int = 0, inject: Optional[list[str]] = None, ranks_per_host: int = 8,
+                 first_step: int = 1) -> Path:
+    """Write a synthetic run under `path` (created) and return it."""
+    if layout not in ("ascend", "mindinsight"):
+        raise ValueError("layout must be 'ascend' or 'mindinsight'")
+    if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
+        raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
+    plan = parse_injections(inject or [])
+    model = simulate(ranks, steps, stages=stages, plan=plan, seed=seed)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if layout == "ascend":
+        _write_ascend(path, model, ranks, steps, stages, tp, plan, ranks_per_host, first_step)
+    else:
+        _write_mindinsight(path / "profiler", model, ranks, steps, stages, plan, first_step)
+    return path
+
+
+# --- Ascend (torch_npu 8.3-era) ---------------------------------------------------------------------
+
+
+def _parallel_groups(ranks: int, stages: int, tp: int) -> dict:
+    groups: dict[str, dict] = {"group_name_0": {"group_name": "default_group", "global_ranks": list(range(ranks))}}
+    per_stage = ranks // stages
+    n = 1
+    if stages > 1:
+        for i in range(per_stage):
+            groups[f"group_name_{n}"] = {"group_name": "pp", "global_ranks": [s * per_stage + i for s in range(stages)]}
+            n += 1
+    for s in range(stages):
+        members = list(range(s * per_stage, (s + 1) * per_stage))
+        if tp > 1:
+            for j in range(0, len(members), tp):
+                groups[f"group_name_{n}"] = {"group_name": "tp", "global_ranks": members[j:j + tp]}
+                n += 1
+        dp_groups = [members[k::tp] for k in range(tp)] if tp > 1 else [members]
+        for g in dp_groups:
+            groups[f"group_name_{n}"] = {"group_name": "dp", "global_ranks": g}
+            n += 1
+    return groups
+
+
+def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int, tp: int, plan: Plan,
+                  per_host: int, first_step: int) -> None:
+    groups = _parallel_groups(ranks, stages, tp)
+    dp = max(1, ranks // (stages * tp))
+    for r in range(ranks):
+        if r in plan.missing_rank:
+            continue
+        host, dev = _hosts(r, per_host)
+        d = root / f"{host}_{100000 + r}_20261121093000{r % 1000:03d}_ascend_pt"
+        out = d / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True, exist_ok=True)
+        info = {"config": {"common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
+                                             "schedule": {"wait": 0, "active": steps, "warmup": 1, "repeat": 1,
+                                                          "skip_first": first_step - 1}},
+                           "experimental_config": {"_profiler_level": "Level1", "_export_type": ["text"],
+                                                   "_aic_metrics": "ACL_AICORE_PIPE_UTILIZATION"}},
+                "torch_npu_version": "2.7.1", "cann_version": "8.3.RC1", "rank_id": str(r)}
+        text = json.dumps(info, indent=4)
+        if r in plan.corrupt_info:
+            text = text[: len(text) // 2]
+        (d / f"profiler_info_{r}.json").write_text(text, encoding="utf-8")
+        meta = {"distributed_args": {"tensor_model_parallel_size": tp, "pipeline_model_parallel_size": stages,
+                                     "data_parallel_size": dp, "context_parallel_size": 1,
+                                     "expert_model_parallel_size": 1, "sequence_parallel": False, "rank": r,
+                                     "world_size": ranks},
+                "ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "HCCL_ALGO": ""},
+                "parallel_group_info": {k: {**v, "group_rank": v["global_ranks"].index(r) if r in v["global_ranks"]
+                                            else -1} for k, v in groups.items()}}
+        (d / "profiler_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+        if r in plan.missing_step:
+            continue
+        lines = [MODERN_HEADER]
+        for s in range(steps):
+            us = 1000.0
+            comp, nov, ov = m.computing[r, s] * us, m.comm_nov[r, s] * us, m.overlapped[r, s] * us
+            free, bub, prep = m.free[r, s] * us, m.bubble[r, s] * us, m.preparing[r, s] * us
+            stage = comp + nov + free - bub
+            lines.append(",".join(_f(x) for x in (dev, first_step + s, comp, nov, ov, nov + ov, free, stage, bub,
+                                                   nov - bub, prep)))
+        text = "\n".join(lines) + "\n"
+        if r in plan.corrupt_step:
+            text = text[: int(len(text) * 0.6)]
+        (out / "step_trace_time.csv").write_text(text, encoding="utf-8")
+
+
+def _f(x) -> str:
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    v = float(x)
+    return "0" if v == 0 else repr(round(v, 6))
+
+
+# --- MindInsight flat folder --------------------------------------------------------------------------
+
+
+def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: int, plan: Plan,
+                       first_step: int) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    mode = "pipeline-parallel" if stages > 1 else ("data-parallel" if ranks > 1 else "stand_alone")
+    pmode = {"pipeline-parallel": "semi_auto_parallel", "data-parallel": "data_parallel"}.get(mode, "stand_alone")
+    for r in range(ranks):
+        if r in plan.missing_rank:
+            continue
+        info = {"context_mode": "graph", "rank_id": str(r), "ms_version": "2.2.14", "parallel_mode": pmode,
+                "stage_num": stages, "rank_size": ranks, "profiling_start_time": "2026-11-21 09:30:00",
+                "graph_ids": [0]}
+        text = json.dumps(info)
+        if r in plan.corrupt_info:
+            text = text[: len(text) // 2]
+        (d / f"profiler_info_{r}.json").write_text(text, encoding="utf-8")
+        if r in plan.missing_step:
+            continue
+        ticks = 1e5  # per ms
+        t = 61688106196804 + r * 1234
+        rows = []
+        for s in range(steps):
+            ii = 0 if s == 0 else int(round(m.data_wait[r, s] * ticks))
+            fpbp = int(round(m.computing[r, s] * ticks))
+            allreduce = int(round((m.comm_nov[r, s] + m.free[r, s]) * ticks))
+            tail = allreduce + int(round(0.05 * ticks))
+            start = t
+            fp = start + ii
+            bp = fp + fpbp
+            end = bp + tail
+            red_s = bp + int(0.02 * ticks)
+            red_e = red_s + allreduce
+            rows.append([first_step + s, start, end, end - start, fp, bp, ii, fpbp, tail, red_e - red_s, red_s, red_e])
+            t = end
+        body = rows[1:] if len(rows) > 1 else rows  # MindSpore averages steps 2..N
+        avg = ["-"] + [int(round(sum(c) / len(body))) for c in zip(*[row[1:] for row in body])]
+        header = LEGACY_HEADER + ",stream_12_0_AllReduce-op101,stream_12_0_AllReduce-op101_start_point," \
+                                 "stream_12_0_AllReduce-op101_end_point"
+        text = header + "\n" + "\n".join(",".join(str(x) for x in row) for row in rows + [avg]) + "\n"
+        if r in plan.corrupt_step:
+            text = text[: int(len(text) * 0.6)]
+        (d / f"step_trace_raw_{r}_detail_time.csv").write_text(text, encoding="utf-8")

@@ -1,0 +1,33 @@
+"""`python -m reportgen.synth OUT --ranks 64 --inject slow-rank:5`: write a synthetic run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reportgen.synth import SUPPORTED, generate_run
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reportgen.synth", description="Write a synthetic profiled run.")
+    p.add_argument("out", help="folder to create")
+    p.add_argument("--layout", choices=("ascend", "mindinsight"), default="ascend")
+    p.add_argument("--ranks", type=int, default=8)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--stages", type=int, default=1)
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inject", action="append", default=[], metavar="SPEC",
+                   help=f"problem to inject (repeatable): {', '.join(SUPPORTED)}; see the module docs")
+    a = p.parse_args(argv)
+    try:
+        generate_run(a.out, layout=a.layout, ranks=a.ranks, steps=a.steps, stages=a.stages, tp=a.tp,
+                     seed=a.seed, inject=a.inject)
+    except ValueError as e:
+        p.error(str(e))
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
