@@ -35,7 +35,9 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData]) -> RunInfo:
     n = len(infos)
     hint = layout.parallel_hint
     dargs = next((i.distributed_args for i in infos if i.distributed_args), {})
-    groups = next((i.parallel_groups for i in infos if i.parallel_groups), {})
+    groups: dict = {}
+    for i in infos:  # each rank lists the groups it belongs to; the union covers the run
+        groups.update(i.parallel_groups)
     raw_mode = next((i.parallel_mode for i in infos if i.parallel_mode), None)
     stage_num = next((i.stage_num for i in infos if i.stage_num), None)
     rank_size = next((i.rank_size for i in infos if i.rank_size), None)
@@ -76,9 +78,10 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData]) -> RunInfo:
             for idx, r in enumerate(sorted(members)):
                 info.stage_of_rank[r] = idx
         info.stages = max(info.stages, max(len(m) for m in pp_groups))
-    elif info.stages > 1:
+    if info.stages > 1:
+        # Ranks not covered by a pp group: Megatron / MindSpore order, stage = rank // (size / stages).
         size = info.rank_size or (max(ranks) + 1 if ranks else n)
         per_stage = max(1, size // info.stages)
         for r in ranks:
-            info.stage_of_rank[r] = min(info.stages - 1, r // per_stage)
+            info.stage_of_rank.setdefault(r, min(info.stages - 1, r // per_stage))
     return info

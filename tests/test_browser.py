@@ -1,0 +1,89 @@
+"""Open the example report in headless Chromium with the network off: every chart draws, nothing is fetched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from reportgen.cli import main
+
+pytestmark = pytest.mark.browser
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000"]
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    if os.environ.get("CI"):
+        pytest.fail("Chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
+    pytest.skip("Chromium not installed")
+
+
+def render(page: Path) -> BeautifulSoup:
+    with tempfile.TemporaryDirectory() as profile:
+        r = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return BeautifulSoup(r.stdout, "html.parser")
+
+
+def assert_charts_drawn(dom: BeautifulSoup, page: Path, minimum: int = 1) -> None:
+    figs = dom.select("figure.chart")
+    assert len(figs) >= minimum, page
+    for fig in figs:
+        if fig.get("style", "").replace(" ", "") == "display:none;":
+            continue
+        assert fig.get("data-rendered") == "true", f"{page}: {fig.get('id')} not drawn: {fig.get('data-error')}"
+        marks = fig.select("svg path, svg rect, svg line, canvas")
+        assert marks, f"{page}: {fig.get('id')} has no marks"
+    assert dom.body.get("data-network-requests") == "0", page
+
+
+def test_site_pages_render_offline(example_site):
+    for rel, minimum in (("index.html", 2), ("cluster/step-trace.html", 3), ("ranks/rank-5.html", 1)):
+        page = example_site / rel
+        assert_charts_drawn(render(page), page, minimum)
+
+
+def test_single_file_renders_offline(tmp_path, synth_8):
+    out = tmp_path / "one.html"
+    assert main([str(synth_8), "-o", str(out), "--single-file", "-q"]) == 0
+    dom = render(out)
+    assert_charts_drawn(dom, out, 3)
+    # the rank selector filled the rank view from the embedded JSON
+    assert dom.select("#rank-view table tbody tr")
+
+
+def test_step_selector_and_sorting_work(example_site, tmp_path):
+    # Drive the page's own JS: choose step 3, then sort by the first phase column, and dump the result.
+    src = example_site / "cluster" / "step-trace.html"
+    probe = src.with_name("probe.html")
+    html = src.read_text().replace("</body>", """<script>
+window.addEventListener('load', function () {
+  var sel = document.getElementById('step-select'); sel.value = '3'; sel.dispatchEvent(new Event('change'));
+  var th = document.querySelectorAll('#step-table thead th')[4]; th.click(); th.click();
+  document.body.setAttribute('data-probe', 'done');
+});
+</script></body>""")
+    probe.write_text(html)
+    try:
+        dom = render(probe)
+    finally:
+        probe.unlink()
+    assert dom.body.get("data-probe") == "done"
+    rows = dom.select("#step-table tbody tr")
+    assert len(rows) == 16
+    vals = [float(r.select("td")[4]["data-v"]) for r in rows]
+    assert vals == sorted(vals, reverse=True)  # second click: descending
+    assert rows[0]["id"] == "rank-5"  # the slow-computing rank tops the Computing column

@@ -1,0 +1,145 @@
+"""Loaders: units, header variants, quirks and bad input (hand-computed expectations)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from reportgen.loaders.common import IssueLog
+from reportgen.loaders.host_steps import load_host_steps
+from reportgen.loaders.step_trace import (load_legacy_step_trace, load_modern_step_trace,
+                                          load_msprof_step_trace)
+from tests.conftest import sample
+
+LEGACY = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail,"
+          "stream_24_0_AllReduce-op3143,stream_24_0_AllReduce-op3143_start_point,stream_24_0_AllReduce-op3143_end_point\n"
+          "1,61688106196804,61688109551051,3354247,61688106196804,61688109001447,0,2804643,549604,454080,61688109006157,61688109460237\n"
+          "2,61688109551051,61688112916194,3365143,61688109556119,61688112367356,5068,2811237,548838,454080,61688112371861,61688112825941\n"
+          "-,61688109551051,61688112916194,3365143,61688109556119,61688112367356,5068,2811237,548838,454080,61688112371861,61688112825941\n")
+
+
+def _w(tmp_path: Path, name: str, text: str, newline: str = "\n") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text.replace("\n", newline).encode())
+    return p
+
+
+def test_legacy_ticks_to_ms_and_stored_average(tmp_path):
+    log = IssueLog(tmp_path)
+    t = load_legacy_step_trace(_w(tmp_path, "step_trace_raw_6_detail_time.csv", LEGACY, "\r\n"), log)
+    assert t.kind == "legacy"
+    assert list(t.steps["step"]) == [1, 2]
+    # 3354247 ticks of 10 ns = 33.54247 ms
+    assert t.steps["total"].tolist() == pytest.approx([33.54247, 33.65143])
+    assert t.steps["iteration_interval"].tolist() == pytest.approx([0.0, 0.05068])
+    assert t.stored_average["fp_and_bp"] == pytest.approx(28.11237)
+    assert t.stored_average["tail"] == pytest.approx(5.48838)
+    assert not log.issues
+
+
+def test_legacy_inference_variant(tmp_path):
+    text = "step_num,start_point,end_point,total,fp_point,iteration_interval,fp\n1,0,200000,200000,100000,100000,100000\n"
+    log = IssueLog(tmp_path)
+    t = load_legacy_step_trace(_w(tmp_path, "step_trace_raw_0_detail_time.csv", text), log)
+    assert t.steps["fp_and_bp"].tolist() == [1.0]
+    assert math.isnan(t.steps["tail"].iloc[0])
+    assert any("inference" in i.problem for i in log.issues)
+
+
+def test_legacy_zero_average_row_is_rejected(tmp_path):
+    text = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail\n"
+            "1,15490789606875,15490791977780,2370905,15490789606875,15490791973683,0,2366808,4097\n"
+            "0,0,0,0,0,0,1243211,0,0\n")
+    log = IssueLog(tmp_path)
+    t = load_legacy_step_trace(_w(tmp_path, "step_trace_raw_1_detail_time.csv", text), log)
+    assert t.stored_average is None  # total 0 < interval: not a real average
+    assert t.steps["total"].tolist() == pytest.approx([23.70905])
+    assert any("inconsistent" in i.problem for i in log.issues)
+
+
+def test_legacy_truncated_row_is_reported_not_fatal(tmp_path):
+    text = LEGACY.splitlines()
+    truncated = "\n".join(text[:2]) + "\n" + text[2][:40] + "\n"
+    log = IssueLog(tmp_path)
+    t = load_legacy_step_trace(_w(tmp_path, "step_trace_raw_6_detail_time.csv", truncated), log)
+    assert len(t.steps) == 1
+    assert any("wrong number of fields" in i.problem and "line 3" in i.problem for i in log.issues)
+
+
+MODERN_8_3 = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+              "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+              "4,13,400448.26,277649.66,0.0,277649.66,131705.28,809803.25,0,277649.66,189.0\n")
+MODERN_2025 = ("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+               "Communication(Not Overlapped and Exclude Receive),Preparing\n"
+               "50,8873.756\t,101963.203,4028.675,105991.878,25744.05,136581.0,0,101963.203,N/A\n")
+MODERN_2024 = ("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble\n"
+               "2,75422.22,151303.54,7129.46,158433.0,67860.8,294586.5,100\n")
+
+
+@pytest.mark.parametrize("text,step,computing,total", [
+    (MODERN_8_3, 13, 400.44826, 809.80325),
+    (MODERN_2025, 50, 8.873756, 136.581),
+    (MODERN_2024, 2, 75.42222, 294.6865),
+])
+def test_modern_header_variants_in_ms(tmp_path, text, step, computing, total):
+    log = IssueLog(tmp_path)
+    t = load_modern_step_trace(_w(tmp_path, "step_trace_time.csv", text, "\r\n"), log)
+    row = t.steps.iloc[0]
+    assert row["step"] == step
+    assert row["computing"] == pytest.approx(computing)
+    assert row["total"] == pytest.approx(total)  # Stage + Bubble
+    assert not [i for i in log.issues if i.severity != "info"]
+
+
+def test_modern_derives_missing_columns(tmp_path):
+    t = load_modern_step_trace(_w(tmp_path, "step_trace_time.csv", MODERN_2024), IssueLog(tmp_path))
+    row = t.steps.iloc[0]
+    # older files lack 'Exclude Receive': Not Overlapped - Bubble
+    assert row["communication_not_overlapped_exclude_receive"] == pytest.approx(151.30354 - 0.1)
+    assert math.isnan(t.steps["preparing"].iloc[0])
+
+
+def test_modern_na_and_empty_step(tmp_path):
+    text = MODERN_2025.replace("\n50,", "\n,")
+    t = load_modern_step_trace(_w(tmp_path, "step_trace_time.csv", text), IssueLog(tmp_path))
+    assert t.steps["step"].isna().all()
+    assert math.isnan(t.steps["preparing"].iloc[0])
+
+
+@pytest.mark.parametrize("content,needle", [("", "empty"), ("Step,Foo\n1,2\n", "no Computing column")])
+def test_modern_bad_files(tmp_path, content, needle):
+    log = IssueLog(tmp_path)
+    assert load_modern_step_trace(_w(tmp_path, "step_trace_time.csv", content), log) is None
+    assert any(needle in i.problem for i in log.issues)
+
+
+def test_kineto_host_steps_from_real_trace():
+    d = sample("real/torch_gloo_4rank")
+    p = next(d.glob("rank0.*.pt.trace.json"))
+    t = load_host_steps(p, IssueLog(d))
+    assert list(t.steps["step"]) == [2, 3, 4, 5, 6]
+    assert t.steps["total"].iloc[0] == pytest.approx(37.161442)  # ProfilerStep#2 dur 37161.442 µs
+
+
+def test_truncated_trace_keeps_what_was_read(tmp_path):
+    d = sample("real/torch_gloo_4rank")
+    src = next(d.glob("rank0.*.pt.trace.json")).read_bytes()
+    p = tmp_path / "rank0.pt.trace.json"
+    p.write_bytes(src[: int(len(src) * 0.7)])
+    log = IssueLog(tmp_path)
+    load_host_steps(p, log)
+    assert any(i.severity == "error" and "could not be read to the end" in i.problem for i in log.issues)
+
+
+def test_msprof_iterations():
+    d = sample("mindinsight/msprof_raw_2rank_10iter/profiler")
+    dev = next(d.glob("PROF_*/device_0"))
+    t = load_msprof_step_trace(dev, IssueLog(d))
+    assert list(t.steps["step"]) == list(range(1, 11))
+    # Iteration 1: Iteration Time(ns) 47587810 -> 47.58781 ms; FP_BP = BP End - FP Start = 4236.1 µs
+    first = t.steps.iloc[0]
+    assert first["total"] == pytest.approx(47.58781)
+    assert first["fp_and_bp"] == pytest.approx(4.2361, abs=1e-6)
+    assert first["iteration_interval"] + first["fp_and_bp"] + first["tail"] == pytest.approx(first["total"], abs=1e-3)

@@ -1,0 +1,132 @@
+"""The written site: structure (BeautifulSoup), links, offline-ness, escaping, summary.json contract."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from reportgen.cli import main
+from reportgen.synth import generate_run
+
+
+def _soup(p: Path) -> BeautifulSoup:
+    return BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser")
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_site_pages_exist(example_site):
+    assert (example_site / "index.html").is_file()
+    assert (example_site / "cluster" / "step-trace.html").is_file()
+    ranks = sorted(p.name for p in (example_site / "ranks").glob("rank-*.html"))
+    assert len(ranks) == 16  # every rank of the example has a page, even the one with a broken file
+    assert (example_site / "summary.json").is_file()
+    assert (example_site / "cluster" / "step-trace.csv").read_text().count("\n") == 17
+
+
+def test_every_link_resolves_and_nothing_is_remote(example_site):
+    for page in _pages(example_site):
+        soup = _soup(page)
+        ids = {t.get("id") for t in soup.find_all(id=True)}
+        for tag, attr in (("a", "href"), ("link", "href"), ("script", "src"), ("img", "src")):
+            for t in soup.find_all(tag):
+                v = t.get(attr)
+                if not v:
+                    continue
+                assert not re.match(r"^(https?:)?//", v), f"{page}: remote {v}"
+                path, _, frag = v.partition("#")
+                target = (page.parent / path).resolve() if path else page
+                assert target.exists(), f"{page}: broken link {v}"
+                if frag and target == page:
+                    assert frag in ids, f"{page}: missing anchor #{frag}"
+
+
+def test_charts_carry_valid_specs(example_site):
+    n = 0
+    for page in _pages(example_site):
+        for fig in _soup(page).select("figure.chart"):
+            spec = json.loads(fig.select_one("script.spec").string)
+            assert "$schema" in spec
+            assert "url" not in json.dumps(spec.get("data", {}))  # data inline, never loaded by URL
+            n += 1
+    assert n >= 3 + 16  # cluster charts + one line chart per rank
+
+
+def test_step_table_rows_link_to_rank_pages(example_site):
+    soup = _soup(example_site / "cluster" / "step-trace.html")
+    rows = soup.select("#step-table tbody tr")
+    assert [r["id"] for r in rows] == [f"rank-{i}" for i in range(16)]
+    assert rows[5].select_one("a")["href"] == "../ranks/rank-5.html"
+    headers = [th.get_text() for th in soup.select("#step-table thead th")]
+    assert "Computing (ms)" in headers and "PP stage" in headers
+    assert "sortable" in soup.select_one("#step-table")["class"]
+    data = json.loads(soup.select_one("#step-table-data").string)
+    assert len(data["steps"]) == 12 and len(data["steps"]["1"]) == 16
+    assert len(data["steps"]["12"]) == 15  # rank 11's file is truncated: its last steps are gone
+
+
+def test_injected_slow_rank_is_highlighted(example_site):
+    soup = _soup(example_site / "cluster" / "step-trace.html")
+    slow_cells = soup.select("#rank-5 td.hot")
+    assert slow_cells, "rank 5 (computing x1.35) should be marked in its Computing column"
+
+
+def test_data_quality_lists_the_broken_file(example_site):
+    soup = _soup(example_site / "index.html")
+    text = soup.select_one("#issues-table").get_text()
+    assert "step_trace_time.csv" in text and "wrong number of fields" in text
+
+
+def test_summary_json_contract(example_site):
+    s = json.loads((example_site / "summary.json").read_text())
+    assert s["schema"] == "msreport.summary/1"
+    assert s["tool"]["name"] == "msreport"
+    run = s["run"]
+    assert run["layout"] == "ascend" and run["ranks"] == list(range(16))
+    assert run["parallel_mode"] == "pipeline-parallel" and run["stages"] == 2
+    assert run["steps"] == 12 and isinstance(run["thresholds"], dict)
+    per_rank = s["metrics"]["step_trace"]["per_rank"]
+    assert set(per_rank) == {str(r) for r in range(16)}
+    assert per_rank["5"]["computing_ms"] > 1.2 * per_rank["4"]["computing_ms"]
+    assert all(v["total_ms"] > 0 for v in per_rank.values())
+    assert s["findings"] == []
+    dq = s["data_quality"]
+    assert all(set(d) == {"file", "problem", "severity"} for d in dq)
+    assert any(d["file"].endswith("step_trace_time.csv") for d in dq)
+
+
+def test_strings_from_files_are_escaped(tmp_path):
+    run = generate_run(tmp_path / "run", ranks=2, steps=3)
+    evil = "</script><script>alert(1)</script>"
+    for info in run.glob("*/profiler_info_*.json"):
+        data = json.loads(info.read_text())
+        data["cann_version"] = evil
+        info.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    for page in _pages(out):
+        html = page.read_text()
+        assert "<script>alert(1)" not in html
+        for s in _soup(page).find_all("script"):
+            assert "alert(1)" not in (s.string or "") or "\\u003c" in s.string
+    single = tmp_path / "one.html"
+    assert main([str(run), "-o", str(single), "--single-file", "-q"]) == 0
+    assert "<script>alert(1)" not in single.read_text()
+
+
+def test_single_file_is_self_contained(tmp_path, synth_8):
+    out = tmp_path / "report.html"
+    assert main([str(synth_8), "-o", str(out), "--single-file", "-q"]) == 0
+    soup = _soup(out)
+    assert not soup.select("script[src]") and not soup.select("link[href]")
+    assert len([s for s in soup.find_all("script") if "vegaEmbed" in (s.string or "")]) >= 1
+    assert soup.select_one("#overview") and soup.select_one("#step-trace") and soup.select_one("#ranks")
+    data = json.loads(soup.select_one("#rank-data").string)
+    assert set(data) == {str(r) for r in range(8)}
+    assert (tmp_path / "report.summary.json").is_file()
