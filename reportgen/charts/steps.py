@@ -14,8 +14,7 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
 
     `rows`: {rank, total, slow, stage}. Use only up to `MAX_BARS` ranks (else the histogram).
     """
-    data = alt.Data(values=rows)
-    bars = alt.Chart(data).mark_bar().encode(
+    bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("rank:O", title="Rank", sort="ascending"),
         y=alt.Y("total:Q", title="Average step time (ms)"),
         color=alt.Color("status:N", title=None,
@@ -24,15 +23,14 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
                  alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("status:N", title="Status")],
         href="href:N",
     )
-    rule = alt.Chart(alt.Data(values=[{"median": median}])).mark_rule(strokeDash=[4, 3], color="#333").encode(
+    rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
         y="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
-    return finish(alt.layer(bars, rule))
+    return finish(alt.layer(bars, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
 def step_total_histogram(rows: list[dict], median: float) -> dict:
     """Distribution of the average step total over ranks (for runs with many ranks)."""
-    data = alt.Data(values=rows)
-    hist = alt.Chart(data).mark_bar().encode(
+    hist = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title="Average step time (ms)"),
         y=alt.Y("count():Q", title="Ranks"),
         color=alt.Color("status:N", title=None,
@@ -40,15 +38,14 @@ def step_total_histogram(rows: list[dict], median: float) -> dict:
         tooltip=[alt.Tooltip("count():Q", title="Ranks"),
                  alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title="Step time (ms)")],
     )
-    rule = alt.Chart(alt.Data(values=[{"median": median}])).mark_rule(strokeDash=[4, 3], color="#333").encode(
+    rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
         x="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
-    return finish(alt.layer(hist, rule))
+    return finish(alt.layer(hist, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
 def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "Rank") -> dict:
     """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
-    data = alt.Data(values=rows)
-    chart = alt.Chart(data).mark_bar().encode(
+    chart = alt.Chart(alt.NamedData(name="breakdown")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
         y=alt.Y("value:Q", title="Time per step (ms)", stack="zero"),
         color=alt.Color("phase:N", title="Phase", sort=phase_order,
@@ -57,15 +54,14 @@ def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "
         tooltip=[alt.Tooltip("label:N", title=x_title), alt.Tooltip("phase:N", title="Phase"),
                  alt.Tooltip("value:Q", title="ms", format=",.3f")],
     )
-    return finish(chart)
+    return finish(chart, datasets={"breakdown": rows})
 
 
 def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int) -> dict:
     """Rank x step heatmap of the step total; bins hold the maximum of their ranks/steps."""
-    data = alt.Data(values=cells)
     rank_title = "Rank" if rank_bin == 1 else f"Ranks (groups of {rank_bin}, max shown)"
     step_title = "Step" if step_bin == 1 else f"Steps (groups of {step_bin}, max shown)"
-    chart = alt.Chart(data).mark_rect().encode(
+    chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
         y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
@@ -74,7 +70,7 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int) -> dict:
                  alt.Tooltip("value:Q", title="Step time (ms)", format=",.3f")],
     )
     n_rows = len({c["ranks"] for c in cells})
-    return finish(chart, height=max(120, min(600, 14 * n_rows)))
+    return finish(chart, height=max(120, min(600, 14 * n_rows)), datasets={"cells": cells})
 
 
 def rank_step_lines(phase_order: list[str]) -> dict:

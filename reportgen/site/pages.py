@@ -102,18 +102,37 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     return facts
 
 
-def _rank_row(a: Analysis, r: int) -> dict:
-    st, info = a.steps, a.run.ranks[r].info
-    row: dict[str, Any] = {"rank": r, "host": info.host or "", "device": "" if info.device is None else info.device,
-                           "pp_stage": a.run.info.stage_of_rank.get(r, ""), "href": rank_page(r)}
-    if r in st.average.index:
-        for p in st.phases:
-            row[p] = _num(st.average.at[r, p])
-        row["n_steps"] = int(st.average.at[r, "n_steps"])
-        row["rule"] = st.average.at[r, "rule"]
-    row["slow_phases"] = [PHASE_LABELS[p] for p, rs in st.outliers.items() if r in rs]
-    row["slow"] = r in st.slow_ranks
-    return row
+class _Rows:
+    """Builds table rows for ranks; the per-analysis lookups are prepared once (runs have thousands of ranks)."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.avg = a.steps.average.to_dict("index") if a.steps.kind else {}
+        self.outliers = {p: set(rs) for p, rs in a.steps.outliers.items()}
+        self.slow = set(a.steps.slow_ranks)
+        self._base: dict[int, dict] = {}
+
+    def base(self, r: int) -> dict:
+        if r not in self._base:
+            info = self.a.run.ranks[r].info
+            self._base[r] = {
+                "rank": r, "host": info.host or "", "device": "" if info.device is None else info.device,
+                "pp_stage": self.a.run.info.stage_of_rank.get(r, ""), "href": rank_page(r),
+                "slow_phases": [PHASE_LABELS[p] for p, rs in self.outliers.items() if r in rs],
+                "slow": r in self.slow,
+            }
+        return self._base[r]
+
+    def average(self, r: int) -> dict:
+        row = dict(self.base(r))
+        avg = self.avg.get(r)
+        if avg is not None:
+            for p in self.a.steps.phases:
+                row[p] = _num(avg[p])
+            row["n_steps"] = int(avg["n_steps"])
+            row["rule"] = avg["rule"]
+        return row
+
 
 
 def _columns(a: Analysis) -> list[dict]:
@@ -185,18 +204,18 @@ def _heatmap_chart(a: Analysis) -> Optional[Chart]:
                  "one.", renderer="canvas" if len(hm["cells"]) > 4000 else "svg")
 
 
-def _step_json(a: Analysis, cols: list[dict]) -> Optional[dict]:
+def _step_json(a: Analysis, cols: list[dict], maker: _Rows) -> Optional[dict]:
     st = a.steps
     if not st.steps or len(st.steps) * max(1, len(st.ranks_with_data)) * len(st.phases) > MAX_STEP_JSON_CELLS:
         return None
+    keep = [c["key"] for c in cols] + ["slow"]
     data: dict[str, list] = {}
     for s in st.steps:
         vals = step_values(st.per_step, s, st.phases)
         rows = []
-        for r, rec in vals.iterrows():
-            base = _rank_row(a, int(r))
-            for p in st.phases:
-                base[p] = _num(rec[p])
+        for r, rec in zip(vals.index, vals.to_dict("records")):
+            base = {k: v for k, v in maker.base(int(r)).items() if k in keep or k == "href"}
+            base.update({p: _num(rec[p]) for p in st.phases})
             rows.append(base)
         data[str(s)] = rows
     return {"columns": cols, "steps": data}
@@ -219,7 +238,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     run, st = a.run, a.steps
     title = title or f"msreport: {posixpath.basename(run.info.path.rstrip('/')) or run.info.path}"
     cols = _columns(a)
-    rows = [_rank_row(a, r) for r in run.rank_ids]
+    maker = _Rows(a)
+    rows = [maker.average(r) for r in run.rank_ids]
     issues = [i.to_dict() for i in a.issues]
     common = {"run_title": title, "version": __version__}
     cluster_charts = _cluster_charts(a)
@@ -246,7 +266,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
         "rows": rows,
         "rules_used": st.rules_used,
         "steps": st.steps,
-        "step_json": _step_json(a, cols),
+        "step_json": _step_json(a, cols, maker),
         "stats": _stats_rows(a),
         "hosts": st.host_summary,
         "without": st.ranks_without_data,
@@ -259,7 +279,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     rank_sections = []
     ids = run.rank_ids
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, cols, line_spec, common)
+        rp = _plan_rank(a, r, maker, line_spec, common)
         rp.context["prev"] = rank_page(ids[n - 1]) if n > 0 else None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
@@ -268,7 +288,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections)
 
 
-def _plan_rank(a: Analysis, r: int, cols: list[dict], line_spec: Optional[dict], common: dict) -> Page:
+def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], common: dict) -> Page:
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
@@ -296,7 +316,7 @@ def _plan_rank(a: Analysis, r: int, cols: list[dict], line_spec: Optional[dict],
         for rec in trace.steps.to_dict("records"):
             step_rows.append({"step": None if pd.isna(rec["step"]) else int(rec["step"]),
                               **{p: _num(rec.get(p)) for p in phases}})
-        avg_row = _rank_row(a, r) if r in st.average.index else None
+        avg_row = maker.average(r) if r in maker.avg else None
         step_section.update({
             "phases": [{"key": p, "label": f"{PHASE_LABELS[p]} (ms)"} for p in phases],
             "rows": step_rows,
