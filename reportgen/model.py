@@ -91,6 +91,7 @@ class StepTrace:
     source: str
     stored_average: Optional[dict[str, float]] = None
     stored_average_note: str = ""
+    device: Optional[int] = None  # Device_id column of step_trace_time.csv, when written
 
     @property
     def phases(self) -> tuple[str, ...]:

@@ -95,18 +95,26 @@ def analyze_steps(run: Run) -> StepAnalysis:
         issues.append(DataIssue("", f"ranks {_fmt_ranks(other)} have a different kind of step trace than the "
                                 f"others; only their step total is compared", "warning"))
 
-    rows, long_parts, rules = [], [], set()
+    long_parts, rules = [], set()
     for r in sorted(traces):
-        t = traces[r]
-        use = phases if t.kind == kind else ("total",)
-        avg, rule, n = _rank_average(t, use)
-        rules.add(rule)
-        rows.append({"rank": r, **{p: avg.get(p, math.nan) for p in phases}, "n_steps": n, "rule": rule})
-        part = t.steps.reindex(columns=["step", *phases]).copy()
+        part = traces[r].steps.reindex(columns=["step", *phases])
         part.insert(0, "rank", r)
         long_parts.append(part)
-    average = pd.DataFrame(rows).set_index("rank")
     per_step = pd.concat(long_parts, ignore_index=True)
+    # Mean over the recorded steps for every rank at once; stored averages replace it where present.
+    means = per_step.groupby("rank")[list(phases)].mean()
+    counts = per_step.groupby("rank").size()
+    rows = []
+    for r in sorted(traces):
+        t = traces[r]
+        if t.stored_average or t.kind != kind:
+            use = phases if t.kind == kind else ("total",)
+            avg, rule, n = _rank_average(t, use)
+        else:
+            avg, rule, n = means.loc[r].to_dict(), "mean", int(counts.get(r, 0))
+        rules.add(rule)
+        rows.append({"rank": r, **{p: avg.get(p, math.nan) for p in phases}, "n_steps": n, "rule": rule})
+    average = pd.DataFrame(rows).set_index("rank")
     steps = sorted(int(s) for s in per_step["step"].dropna().unique())
 
     stats, outliers = {}, {}

@@ -64,7 +64,8 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     tv = rf.first("trace_view.json")
     if stt is not None:
         data.step_trace = step_trace.load_modern_step_trace(stt, log)
-        info.device = step_trace.modern_device_id(stt, log) if info.device is None else info.device
+        if info.device is None and data.step_trace is not None:
+            info.device = data.step_trace.device
     if data.step_trace is None and db is not None:
         data.step_trace = step_trace.load_db_step_trace(db, log)
         if data.step_trace is not None:

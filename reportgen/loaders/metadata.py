@@ -83,8 +83,10 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
         clean = {}
         for gid, g in groups.items():
             if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
-                clean[str(gid)] = {"group_name": str(g.get("group_name", "")),
-                                   "global_ranks": [r for r in (_int(x) for x in g["global_ranks"]) if r is not None]}
+                ranks = g["global_ranks"]
+                if not all(type(x) is int for x in ranks):  # noqa: E721 - the common case, checked fast
+                    ranks = [r for r in (_int(x) for x in ranks) if r is not None]
+                clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": ranks}
         info.parallel_groups = clean
 
 

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
@@ -53,11 +54,10 @@ def _step_id(value: str) -> Optional[int]:
 
 
 def _frame(records: list[dict], phases: tuple[str, ...]) -> pd.DataFrame:
-    df = pd.DataFrame.from_records(records, columns=["step", *phases])
-    df["step"] = df["step"].astype("Int64")
+    data: dict = {"step": pd.array([r["step"] for r in records], dtype="Int64")}
     for p in phases:
-        df[p] = df[p].astype("float64")
-    return df
+        data[p] = np.array([r.get(p, math.nan) for r in records], dtype="float64")
+    return pd.DataFrame(data)
 
 
 # --- legacy --------------------------------------------------------------------------------------
@@ -163,7 +163,11 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     if unknown:
         log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
     records = []
+    device = None
     for line, cells in rows:
+        if device is None and "Device_id" in col:
+            d = to_float(cells[col["Device_id"]])
+            device = None if math.isnan(d) or d < 0 else int(d)
         step = _step_id(cells[col["Step"]]) if "Step" in col else None
         rec = {"step": step}
         for name, key in MODERN_COLUMNS.items():
@@ -176,15 +180,7 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     if not records:
         log.add(path, "no step rows", "error")
         return None
-    return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path))
-
-
-def modern_device_id(path: Path, log: IssueLog) -> Optional[int]:
-    parsed = read_csv_rows(path, IssueLog(log.root))
-    if not parsed or "Device_id" not in parsed[0] or not parsed[1]:
-        return None
-    v = to_float(parsed[1][0][1][parsed[0].index("Device_id")])
-    return None if math.isnan(v) or v < 0 else int(v)
+    return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path), device=device)
 
 
 def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:

@@ -199,8 +199,9 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
                                      "expert_model_parallel_size": 1, "sequence_parallel": False, "rank": r,
                                      "world_size": ranks},
                 "ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "HCCL_ALGO": ""},
-                "parallel_group_info": {k: {**v, "group_rank": v["global_ranks"].index(r) if r in v["global_ranks"]
-                                            else -1} for k, v in groups.items()}}
+                # like torch_npu: only the groups this rank belongs to
+                "parallel_group_info": {k: {**v, "group_rank": v["global_ranks"].index(r)}
+                                        for k, v in groups.items() if r in v["global_ranks"]}}
         (d / "profiler_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
         if r in plan.missing_step:
             continue
