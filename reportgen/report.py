@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -72,56 +71,47 @@ def _build_many(layouts: list[RunLayout], run_dir: Path, out: Path, *, single_fi
                 progress: bool, t0: float) -> BuildResult:
     """Several runs under one folder: one report each, and a landing page that lists them."""
     builder.check_output(out, run_dir, single_file)
-    entries, summaries = [], []
-    staging = out.parent / f".{out.name}.runs-staging" if not single_file else out.parent
-    if not single_file:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-    try:
-        for lay in layouts:
-            if single_file:
-                sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}")
-            else:
-                sub = staging / lay.slug
-            log.info("run %s (%s, %d ranks)", lay.rel(lay.base), lay.layout, len(lay.ranks))
-            entry, summary = build_one(lay, sub, single_file=single_file, jobs=jobs, progress=progress,
-                                       title=f"msreport: {lay.rel(lay.base)}")
-            entries.append((lay, entry))
-            summaries.append(summary)
-        combined = {
-            "schema": summaries[0]["schema"],
-            "tool": summaries[0]["tool"],
-            "run": {"path": str(run_dir), "layout": "multiple", "ranks": [], "steps": 0,
-                    "parallel_mode": None, "stages": None, "thresholds": {}},
-            "runs": [{"path": lay.rel(lay.base), "layout": lay.layout,
-                      "summary": (f"{lay.slug}/summary.json" if not single_file else
-                                  Path(e).with_name(Path(e).stem + ".summary.json").name)}
-                     for (lay, e) in entries],
-            "metrics": {},
-            "findings": [f for s in summaries for f in s["findings"]],
-            "data_quality": [{"file": "", "problem": f"{len(layouts)} separate runs found; reported separately",
-                              "severity": "info"}] + [q for s in summaries for q in s["data_quality"]],
-        }
-        rows = [{"path": lay.rel(lay.base), "layout": lay.layout, "ranks": len(lay.ranks),
-                 "href": (f"{lay.slug}/index.html" if not single_file else Path(e).name)}
-                for lay, e in entries]
-        html = builder.render_runs_index(rows, str(run_dir))
-        if single_file:
-            builder._atomic_write(out, html)
-            builder._atomic_write(out.with_name(out.stem + ".summary.json"), json.dumps(combined, indent=2))
-            entry = out
-        else:
-            (staging / "index.html").write_text(html, encoding="utf-8")
-            (staging / "summary.json").write_text(json.dumps(combined, indent=2), encoding="utf-8")
-            (staging / builder.MARKER).write_text("msreport\n", encoding="utf-8")
-            builder._swap_into_place(staging, out)
-            entry = out / "index.html"
-    except BaseException:
-        if not single_file:
-            import shutil
-
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
+    if single_file:
+        entry, combined = _build_subreports(layouts, run_dir, out, out.parent, single_file=True, jobs=jobs,
+                                            progress=progress)
+    else:
+        with builder.staged_folder(out) as staging:
+            _, combined = _build_subreports(layouts, run_dir, staging, staging, single_file=False, jobs=jobs,
+                                            progress=progress)
+        entry = out / "index.html"
     return BuildResult(entry, combined, len(layouts), sum(len(l.ranks) for l in layouts), time.monotonic() - t0)
+
+
+def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder: Path, *, single_file: bool,
+                      jobs: int, progress: bool) -> tuple[Path, dict]:
+    entries, summaries = [], []
+    for lay in layouts:
+        sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}") if single_file else folder / lay.slug
+        log.info("run %s (%s, %d ranks)", lay.rel(lay.base), lay.layout, len(lay.ranks))
+        entry, summary = build_one(lay, sub, single_file=single_file, jobs=jobs, progress=progress,
+                                   title=f"msreport: {lay.rel(lay.base)}")
+        entries.append((lay, entry))
+        summaries.append(summary)
+
+    def href(lay: RunLayout, entry: Path) -> str:
+        return entry.name if single_file else f"{lay.slug}/index.html"
+
+    def summary_name(lay: RunLayout, entry: Path) -> str:
+        return entry.with_name(entry.stem + ".summary.json").name if single_file else f"{lay.slug}/summary.json"
+
+    combined = {
+        "schema": summaries[0]["schema"],
+        "tool": summaries[0]["tool"],
+        "run": {"path": str(run_dir), "layout": "multiple", "ranks": [], "steps": 0,
+                "parallel_mode": None, "stages": None, "thresholds": {}},
+        "runs": [{"path": lay.rel(lay.base), "layout": lay.layout, "summary": summary_name(lay, e)}
+                 for lay, e in entries],
+        "metrics": {},
+        "findings": [f for s in summaries for f in s["findings"]],
+        "data_quality": [{"file": "", "problem": f"{len(layouts)} separate runs found; reported separately",
+                          "severity": "info"}] + [q for s in summaries for q in s["data_quality"]],
+    }
+    rows = [{"path": lay.rel(lay.base), "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
+            for lay, e in entries]
+    entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=single_file)
+    return entry, combined

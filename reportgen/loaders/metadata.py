@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -72,8 +73,6 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
             info.rank_size = info.rank_size or ws
     groups = data.get("parallel_group_info")
     if isinstance(groups, str):  # some writers store it as a JSON string
-        import json
-
         try:
             groups = json.loads(groups)
         except ValueError:

@@ -149,6 +149,15 @@ def _complete_modern(rec: dict) -> dict:
     return rec
 
 
+def _modern_record(step: Optional[int], raw: dict, names: dict[str, str]) -> dict:
+    """One step_trace_time row (µs values under the file's own column `names`) -> complete record in ms."""
+    rec = {"step": step}
+    for name, key in names.items():
+        if name in raw:
+            rec[key] = to_float(raw[name]) / US_PER_MS
+    return _complete_modern(rec)
+
+
 def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     """`step_trace_time.csv`, every header generation (with/without Device_id and Preparing)."""
     parsed = read_csv_rows(path, log)
@@ -169,14 +178,11 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             d = to_float(cells[col["Device_id"]])
             device = None if math.isnan(d) or d < 0 else int(d)
         step = _step_id(cells[col["Step"]]) if "Step" in col else None
-        rec = {"step": step}
-        for name, key in MODERN_COLUMNS.items():
-            if name in col:
-                rec[key] = to_float(cells[col[name]]) / US_PER_MS
-        if math.isnan(rec.get("computing", math.nan)):
+        rec = _modern_record(step, dict(zip(header, cells)), MODERN_COLUMNS)
+        if math.isnan(rec["computing"]):
             log.add(path, f"line {line}: Computing is not a number; row skipped")
             continue
-        records.append(_complete_modern(rec))
+        records.append(rec)
     if not records:
         log.add(path, "no step rows", "error")
         return None
@@ -199,13 +205,10 @@ def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     records = []
     for row in rows:
         d = dict(zip(names, row))
-        rec = {"step": _step_id(d.get("step", "")) if d.get("step") not in (None, "") else None}
-        for name, key in DB_COLUMNS.items():
-            if name in d:
-                rec[key] = to_float(d[name]) / US_PER_MS
-        if math.isnan(rec.get("computing", math.nan)):
-            continue
-        records.append(_complete_modern(rec))
+        step = _step_id(d["step"]) if d.get("step") not in (None, "") else None
+        rec = _modern_record(step, d, DB_COLUMNS)
+        if not math.isnan(rec["computing"]):
+            records.append(rec)
     if not records:
         log.add(path, "table StepTraceTime has no rows", "warning")
         return None
@@ -274,11 +277,8 @@ def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
         if rank is None:
             log.add(path, f"line {line}: rank index {cells[col['Index']]!r} is not a number; row skipped")
             continue
-        rec = {"step": _step_id(cells[col["Step"]]) if "Step" in col else None}
-        for name, key in MODERN_COLUMNS.items():
-            if name in col:
-                rec[key] = to_float(cells[col[name]]) / US_PER_MS
-        per_rank.setdefault(rank, []).append(_complete_modern(rec))
+        step = _step_id(cells[col["Step"]]) if "Step" in col else None
+        per_rank.setdefault(rank, []).append(_modern_record(step, dict(zip(header, cells)), MODERN_COLUMNS))
     rel = log.rel(path)
     return {r: StepTrace(kind="modern", steps=_frame(recs, MODERN_PHASES), source=rel)
             for r, recs in per_rank.items()}

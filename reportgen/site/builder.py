@@ -13,6 +13,7 @@ import os
 import posixpath
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -106,9 +107,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
     """Write the multi-page site to folder `out`; return the path of index.html."""
     check_output(out, run_root, single_file=False)
     env = make_env()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with staged_folder(out) as tmp:
         assets = tmp / "assets"
         assets.mkdir()
         names = {}
@@ -136,11 +135,20 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
                       step_page.context["rows"]), encoding="utf-8")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+    return out / INDEX
+
+
+@contextmanager
+def staged_folder(out: Path):
+    """Yield a temporary sibling of `out`; on success it replaces `out`, on failure it is removed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
         _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out / INDEX
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -197,7 +205,19 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def render_runs_index(rows: list[dict], root: str) -> str:
-    """Landing page for a folder that holds several runs."""
-    return make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
+def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:
+    """Landing page (and combined summary) for a folder that holds several runs.
+
+    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file.
+    """
+    html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
                                                        css=Markup(static_text("report.css")))
+    text = json.dumps(summary, indent=2, allow_nan=False)
+    if single_file:
+        _atomic_write(out, html)
+        _atomic_write(out.with_name(out.stem + ".summary.json"), text)
+        return out
+    (out / INDEX).write_text(html, encoding="utf-8")
+    (out / "summary.json").write_text(text, encoding="utf-8")
+    (out / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+    return out / INDEX
