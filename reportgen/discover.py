@@ -356,6 +356,17 @@ def _legacy_run(root: Path, d: Path, files: list[Path], prof_dirs: list[Path]) -
         for rank, devdir in _prof_devices(mine):
             rf = run.ranks.setdefault(rank, RankFiles(rank=rank, dir=d))
             rf.add("msprof_device", devdir)
+    # raw HCCL task traces (MindInsight's input for hccl_raw): hccl_info/<op>_<a>_<b>_dev<N>/iter<k>.trace
+    hinfo = d / "hccl_info"
+    if hinfo.is_dir() and _inside(hinfo, root):
+        for opdir in sorted(hinfo.iterdir()):
+            m = re.search(r"_dev(\d+)$", opdir.name)
+            if not m or not opdir.is_dir() or not _inside(opdir, root):
+                continue
+            rf = run.ranks.setdefault(int(m.group(1)), RankFiles(rank=int(m.group(1)), dir=d))
+            for t in sorted(opdir.glob("iter*.trace")):
+                if _inside(t, root):
+                    rf.add("hccl_trace", t)
     if (d / "step_trace_point_info.json").is_file():
         run.run_files["step_trace_point_info"] = [d / "step_trace_point_info.json"]
     return run

@@ -117,12 +117,48 @@ class RankInfo:
     parallel_groups: dict = field(default_factory=dict)  # group id -> {group_name, global_ranks}
 
 
+# --- communication -------------------------------------------------------------------------------
+# Column sets of the frames in `Communication` (units: ms, MB = 1e6 bytes, GB/s = MB/ms).
+COMM_TIME_COLUMNS: tuple[str, ...] = ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms")
+COMM_OP_COLUMNS: tuple[str, ...] = ("step", "op", "group", "kind", *COMM_TIME_COLUMNS,
+                                    "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms")
+COMM_LINK_COLUMNS: tuple[str, ...] = ("step", "scope", "op", "group", "src", "dst", "transport", "time_ms", "size_mb",
+                                      "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms")
+
+
+@dataclass
+class Communication:
+    """One rank's collective-communication data, normalised to ms / MB / GB/s.
+
+    `steps`: the producer's per-step totals (MindInsight's `communication_cost`/`wait_cost` columns, or the sum
+    over operators). `ops`: one row per communication operator and step (`COMM_OP_COLUMNS`); `step` is <NA> on the rows of a
+    stored average (MindInsight's `-` row). `communication_ms` is the producer's "communication time"
+    (MindInsight: link time, wait excluded; CANN: the op's elapse, wait included).
+    `links`: one row per (step, scope, op, group, src, dst, transport) (`COMM_LINK_COLUMNS`); `scope` is
+    "step" (all ops of a step), "op" (one operator), "total" (CANN's per-op-type total) or "sample" (CANN's
+    top/middle/bottom operators). `src`/`dst` are the ranks as the producer wrote them; `local_links` says
+    whether they are group-local ranks that need mapping to global ranks.
+    `self_local`: group -> this rank's group-local rank (from self links and parallel_group_info).
+    """
+
+    source: str
+    producer: str  # "hccl_raw" | "hccl_trace" | "msprof_hccl" | "communication.json"
+    steps: pd.DataFrame  # step + COMM_TIME_COLUMNS: the rank's totals per step (<NA> step: stored average)
+    ops: pd.DataFrame
+    links: pd.DataFrame
+    stored_average: bool = False  # ops/links hold a trustworthy stored-average row (step <NA>)
+    local_links: bool = True
+    self_local: dict[str, int] = field(default_factory=dict)
+    unit_note: str = ""
+
+
 @dataclass
 class RankData:
     """Everything loaded for one rank. Produced by `loaders.load_rank`, a pure function of one rank's files."""
 
     info: RankInfo
     step_trace: Optional[StepTrace] = None
+    communication: Optional[Communication] = None
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reportgen.analysis.communication import CommAnalysis, analyze_communication
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
 from reportgen.model import DataIssue, Run
 
@@ -14,10 +15,12 @@ class Analysis:
 
     run: Run
     steps: StepAnalysis
+    comm: CommAnalysis
     issues: list[DataIssue] = field(default_factory=list)
 
 
 def analyze(run: Run) -> Analysis:
     steps = analyze_steps(run)
-    issues = run.all_issues() + steps.issues
-    return Analysis(run=run, steps=steps, issues=issues)
+    comm = analyze_communication(run)
+    issues = run.all_issues() + steps.issues + comm.issues
+    return Analysis(run=run, steps=steps, comm=comm, issues=issues)

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import host_steps, metadata, step_trace
+from reportgen.loaders import communication, host_steps, metadata, step_trace
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, RankData, RankInfo, Run
@@ -37,6 +37,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
         if dev is not None:
             metadata.load_msprof_info(dev, info, log)
             data.step_trace = step_trace.load_msprof_step_trace(dev, log)
+            data.communication = communication.load_msprof_hccl(dev, log)
         info.framework = "MindSpore"
     elif layout == "kineto":
         info.framework = "PyTorch"
@@ -75,6 +76,10 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; step times are host ProfilerStep durations from "
                     "trace_view.json (no computing/communication split)", "info")
+    comm, matrix = rf.first("communication.json"), rf.first("communication_matrix.json")
+    if comm is not None or matrix is not None:
+        data.communication = communication.load_modern_communication(comm, matrix, log, info.parallel_groups,
+                                                                     info.rank)
     if data.step_trace is None:
         if any(k.startswith("framework/cpu_") for k in rf.files):
             log.add(rf.dir, "MindSpore CPU profiler output: it writes no step trace, so no step times "
@@ -97,6 +102,13 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         metadata.load_msprof_info(dev, info, log)
         if data.step_trace is None:
             data.step_trace = step_trace.load_msprof_step_trace(dev, log)
+    hccl = rf.first("hccl_raw.csv")
+    if hccl is not None:
+        data.communication = communication.load_hccl_raw(hccl, log, info.versions.get("MindSpore"))
+    if data.communication is None and rf.files.get("hccl_trace"):
+        data.communication = communication.load_hccl_traces(rf.files["hccl_trace"], st, log)
+    if data.communication is None and dev is not None:
+        data.communication = communication.load_msprof_hccl(dev, log)
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
 

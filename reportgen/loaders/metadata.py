@@ -85,7 +85,8 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
                 ranks = g["global_ranks"]
                 if not all(type(x) is int for x in ranks):  # noqa: E721 - the common case, checked fast
                     ranks = [r for r in (_int(x) for x in ranks) if r is not None]
-                clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": ranks}
+                clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": ranks,
+                                  "group_rank": _int(g.get("group_rank"))}
         info.parallel_groups = clean
 
 

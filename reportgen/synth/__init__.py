@@ -12,7 +12,15 @@ Injections (`inject=[...]`, strings):
 * ``corrupt-step-trace:R``: rank R's step-trace file is truncated mid-row;
 * ``corrupt-info:R``: rank R's profiler_info file is not valid JSON;
 * ``missing-step-trace:R``: rank R has no step-trace file;
-* ``missing-rank:R``: rank R's output is absent altogether.
+* ``missing-rank:R``: rank R's output is absent altogether;
+* ``slow-link:SRC-DST[:FACTOR]``: the link from global rank SRC to DST runs at FACTOR of its bandwidth
+  (default 0.3), so every operator that uses it takes longer;
+* ``missing-comm:R`` / ``corrupt-comm:R``: rank R's communication files are absent / truncated.
+
+Communication follows the groups of `profiler_metadata.json`: every data-parallel group all-reduces the
+gradients in a ring (2 operators per step), tensor-parallel groups all-gather, pipeline neighbours exchange
+activations with batchSendRecv. Links inside a host are HCCS at about 19 GB/s, between hosts RDMA at about
+12 GB/s; a rank waits in its collectives for as long as the slowest member of the group computes longer.
 """
 
 from __future__ import annotations
@@ -24,11 +32,13 @@ from typing import Optional
 
 import numpy as np
 
+from reportgen.synth.comm import write_ascend_comm, write_hccl_raw
+
 MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
-             "missing-rank")
+             "missing-rank", "slow-link", "missing-comm", "corrupt-comm")
 
 
 @dataclass
@@ -41,6 +51,9 @@ class Plan:
     corrupt_info: set[int] = field(default_factory=set)
     missing_step: set[int] = field(default_factory=set)
     missing_rank: set[int] = field(default_factory=set)
+    slow_link: dict[tuple[int, int], float] = field(default_factory=dict)
+    missing_comm: set[int] = field(default_factory=set)
+    corrupt_comm: set[int] = field(default_factory=set)
 
 
 def parse_injections(items: list[str]) -> Plan:
@@ -64,9 +77,16 @@ def parse_injections(items: list[str]) -> Plan:
                 plan.missing_step.add(int(parts[1]))
             elif kind == "missing-rank":
                 plan.missing_rank.add(int(parts[1]))
+            elif kind == "slow-link":
+                a, b = parts[1].split("-")
+                plan.slow_link[(int(a), int(b))] = float(parts[2]) if len(parts) > 2 else 0.3
+            elif kind == "missing-comm":
+                plan.missing_comm.add(int(parts[1]))
+            elif kind == "corrupt-comm":
+                plan.corrupt_comm.add(int(parts[1]))
             else:
                 raise ValueError(f"unknown injection {kind!r}; supported: {', '.join(SUPPORTED)} "
-                                 "(slow links, data queues and memory come with their loaders)")
+                                 "(data queues and memory come with their loaders)")
         except IndexError:
             raise ValueError(f"injection {item!r} is missing its rank or stage") from None
     return plan
@@ -203,6 +223,8 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
                 "parallel_group_info": {k: {**v, "group_rank": v["global_ranks"].index(r)}
                                         for k, v in groups.items() if r in v["global_ranks"]}}
         (d / "profiler_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+        if r not in plan.missing_comm:
+            write_ascend_comm(out, r, m, groups, per_host, first_step, steps, plan)
         if r in plan.missing_step:
             continue
         lines = [MODERN_HEADER]
@@ -244,6 +266,8 @@ def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: in
         if r in plan.corrupt_info:
             text = text[: len(text) // 2]
         (d / f"profiler_info_{r}.json").write_text(text, encoding="utf-8")
+        if r not in plan.missing_comm:
+            write_hccl_raw(d, r, m, ranks, stages, first_step, steps, plan)
         if r in plan.missing_step:
             continue
         ticks = 1e5  # per ms

@@ -1,0 +1,618 @@
+"""Cluster communication: per-rank time and wait, operators across ranks, global links, matrices, graph.
+
+Pure functions of the loaded `Run`. Every figure is an average per step: the producer's stored average
+(MindInsight's `-` row, HcclParser generation) when it is trustworthy, otherwise the mean over the steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from reportgen.loaders.groups import double_hash
+from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
+
+# Highlight thresholds (the performance helper has its own, configurable ones).
+SLOW_LINK_RATIO = 0.5  # a link below half the median bandwidth of its transport is marked
+SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
+SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
+LOW_WAIT_MIN_MS = 0.5  # "waits least" needs the median wait to be at least this
+LOW_WAIT_RATIO = 0.5  # and the rank to wait less than half of it
+LOW_WAIT_Z = 3.5
+MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
+MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
+MAX_OP_ROWS = 300
+MAX_BOX_LINKS = 24
+
+TRANSPORT_ORDER = ("RDMA", "HCCS", "PCIE", "SIO", "SDMA", "LOCAL")
+
+
+@dataclass
+class GroupInfo:
+    id: str  # the producer's group id ("" for MindInsight data)
+    name: Optional[str]  # tp / pp / dp / ... when parallel_group_info names it
+    ranks: list[int]  # global ranks that reported data for it
+    local_to_global: dict[int, int] = field(default_factory=dict)
+    mapping: str = ""  # how local ranks were mapped
+
+    @property
+    def label(self) -> str:
+        short = self.id if len(self.id) <= 8 else "…" + self.id[-6:]
+        rs = ", ".join(str(r) for r in self.ranks[:8]) + ("…" if len(self.ranks) > 8 else "")
+        if self.id.startswith("mi:"):
+            short = "(inferred)"
+        base = self.name or (f"group {short}" if self.id else "group")
+        return f"{base} ({rs})"
+
+
+@dataclass
+class CommAnalysis:
+    has_data: bool
+    producers: list[str]
+    unit_notes: list[str]
+    per_rank: pd.DataFrame  # index rank; COMM_TIME_COLUMNS + wait_ratio, n_steps, n_ops
+    per_rank_step: pd.DataFrame  # rank, step, COMM_TIME_COLUMNS
+    per_group_rank: pd.DataFrame  # rank, group, COMM_TIME_COLUMNS + sdma/rdma size and time (average per step)
+    ops: pd.DataFrame  # per (op, group) across ranks
+    rank_ops: pd.DataFrame  # per (rank, op, group): average per step
+    links: pd.DataFrame  # group, src, dst, transport, time_ms, size_mb, bandwidth_gbps, ... (global ranks)
+    link_ops: pd.DataFrame  # per-operator records on global links (box plots)
+    groups: dict[str, GroupInfo]
+    ranks_without_data: list[int]
+    low_wait_ranks: list[int]
+    slow_links: list[tuple[int, int, str]]
+    transport_medians: dict[str, float]
+    unmapped_links: int = 0
+    averaging: str = ""
+    issues: list[DataIssue] = field(default_factory=list)
+
+
+def _empty(run: Run, issues: list[DataIssue]) -> CommAnalysis:
+    return CommAnalysis(False, [], [], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, list(run.rank_ids), [], [], {},
+                        issues=issues)
+
+
+def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
+    """Wait/(wait+transit), 0 when the divisor is ~0 (msprof-analyze's compute_ratio)."""
+    den = wait.fillna(0) + transit.fillna(0)
+    return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
+
+
+def analyze_communication(run: Run) -> CommAnalysis:
+    issues: list[DataIssue] = []
+    with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
+    if not with_data:
+        return _empty(run, issues)
+    producers = sorted({c.producer for c in with_data.values()})
+    notes = sorted({c.unit_note for c in with_data.values() if c.unit_note})
+    inferred = _infer_legacy_groups(with_data)
+    ops_frames, link_frames = [], []
+    for r, c in with_data.items():
+        extra = {"rank": r, "stored": c.stored_average, "global_ids": not c.local_links}
+        if r in inferred:
+            extra["group"] = inferred[r][0]
+        if len(c.ops):
+            ops_frames.append(c.ops.assign(**extra))
+        if len(c.links):
+            link_frames.append(c.links.assign(**extra))
+    ops = pd.concat(ops_frames, ignore_index=True) if ops_frames else pd.DataFrame(
+        columns=["rank", "step", "op", "group", "kind", *COMM_TIME_COLUMNS, "stored"])
+    links = pd.concat(link_frames, ignore_index=True) if link_frames else pd.DataFrame()
+
+    # rows that make up "the averaged step": stored-average rows, or every step row
+    if len(ops):
+        avg_rows = ops["stored"] & ops["step"].isna()
+        step_ops = ops[~avg_rows]
+        stored_ops = ops[avg_rows]
+    else:
+        step_ops = stored_ops = ops
+    any_stored = bool(len(stored_ops))
+    averaging = ("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
+                 "mean over the recorded steps") if any_stored else "mean over the recorded steps"
+
+    step_frames = [c.steps.assign(rank=r, stored=c.stored_average) for r, c in with_data.items() if len(c.steps)]
+    steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(
+        columns=["rank", "step", *COMM_TIME_COLUMNS, "stored"])
+    stored_steps = steps["stored"].astype(bool) & steps["step"].isna()
+    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), step_ops)
+    per_rank = _per_rank(per_rank_step, steps[stored_steps])
+    groups, link_issues = _groups(run, with_data, inferred, ops, links)
+    issues.extend(link_issues)
+    links_g, unmapped = _global_links(links, groups)
+    if unmapped:
+        issues.append(DataIssue("", f"{unmapped} link record(s) name group-local ranks that could not be mapped to "
+                                    "global ranks (ranks of the group missing from the collection, or MindInsight "
+                                    "data without group information); they are listed with their local ranks but "
+                                    "left out of the matrices and the graph", "info"))
+    link_table = _link_table(links_g)
+    medians, slow = _slow_links(link_table)
+    if len(link_table):
+        link_table["slow"] = [(s, d, t) in set(slow) for s, d, t in
+                              zip(link_table["src"], link_table["dst"], link_table["transport"])]
+        link_table["vs_median"] = [
+            (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) else math.nan
+            for bw, t in zip(link_table["bandwidth_gbps"], link_table["transport"])]
+    rank_ops = _rank_ops(step_ops, stored_ops)
+    op_table = _ops_across(rank_ops)
+    per_group = _per_group_rank(step_ops, stored_ops)
+    low = _low_wait(per_rank, run.info.stage_of_rank)
+    missing = [r for r in run.rank_ids if r not in with_data]
+    if missing and len(with_data):
+        issues.append(DataIssue("", f"{len(missing)} rank(s) have no communication data: "
+                                    f"{', '.join(str(r) for r in missing[:20])}{' …' if len(missing) > 20 else ''}; "
+                                    "they are shown as 'no data', not as zero", "warning"))
+    return CommAnalysis(
+        has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
+        per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table,
+        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, low_wait_ranks=low,
+        slow_links=slow, transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
+
+
+# --- per rank ------------------------------------------------------------------------------------
+
+
+def _with_op_counts(per_step: pd.DataFrame, step_ops: pd.DataFrame) -> pd.DataFrame:
+    out = per_step.copy()
+    if len(step_ops):
+        n = step_ops.assign(_s=step_ops["step"].fillna(-1)).groupby(["rank", "_s"]).size()
+        out["n_ops"] = [n.get((r, -1 if pd.isna(s) else s), 0) for r, s in zip(out["rank"], out["step"])]
+    else:
+        out["n_ops"] = 0
+    for c in COMM_TIME_COLUMNS:
+        out[c] = out[c].astype(float)
+    return out.sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
+
+
+def _per_rank(per_step: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
+    cols = list(COMM_TIME_COLUMNS)
+    if len(per_step):
+        g = per_step.groupby("rank")
+        avg = g[cols].mean()
+        avg["n_steps"] = g.size()
+        avg["n_ops"] = g["n_ops"].mean()
+    else:
+        avg = pd.DataFrame(columns=[*cols, "n_steps", "n_ops"])
+    if len(stored):
+        st = stored.groupby("rank")[cols].sum(min_count=1)
+        for r in st.index:
+            avg.loc[r, cols] = st.loc[r, cols].values
+    avg["wait_ratio"] = wait_ratio(avg["wait_ms"], avg["transit_ms"])
+    avg.index = avg.index.astype(int)
+    return avg.sort_index()
+
+
+def _per_group_rank(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+    cols = [*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms"]
+    src = stored_ops if len(stored_ops) else step_ops
+    if not len(src):
+        return pd.DataFrame()
+    f = src.assign(_s=src["step"].fillna(-1))
+    per = f.groupby(["rank", "group", "_s"])[cols].sum(min_count=1)
+    out = per.groupby(level=["rank", "group"]).mean().reset_index()
+    out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
+    for t in ("sdma", "rdma"):
+        out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
+    return out
+
+
+def _low_wait(per_rank: pd.DataFrame, stage_of_rank: dict[int, int]) -> list[int]:
+    """Ranks that wait far less than their peers (of the same pipeline stage): likely the late arrivals."""
+    if len(per_rank) < 3:
+        return []
+    out = []
+    stage = pd.Series({r: stage_of_rank.get(int(r), 0) for r in per_rank.index})
+    for _, idx in stage.groupby(stage).groups.items():
+        w = per_rank.loc[list(idx), "wait_ms"].dropna()
+        if len(w) < 3:
+            continue
+        med = float(w.median())
+        if med < LOW_WAIT_MIN_MS:
+            continue
+        mad = float((w - med).abs().median()) * 1.4826
+        for r, v in w.items():
+            z = (med - v) / mad if mad > 0 else math.inf
+            if v < LOW_WAIT_RATIO * med and z >= LOW_WAIT_Z:
+                out.append(int(r))
+    return sorted(out)
+
+
+# --- operators -------------------------------------------------------------------------------------
+
+
+def _rank_ops(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+    cols = list(COMM_TIME_COLUMNS)
+    if not len(step_ops) and not len(stored_ops):
+        return pd.DataFrame(columns=["rank", "op", "group", "kind", *cols, "count"])
+    parts = []
+    if len(step_ops):
+        keep = step_ops
+        if len(stored_ops):
+            keep = step_ops[~step_ops["rank"].isin(stored_ops["rank"].unique())]
+        if len(keep):
+            g = keep.groupby(["rank", "op", "group", "kind"])
+            nsteps = keep.assign(_s=keep["step"].fillna(-1)).groupby("rank")["_s"].nunique()
+            a = g[cols].sum(min_count=1)
+            a["count"] = g.size()
+            a = a.reset_index()
+            div = a["rank"].map(nsteps).astype(float)
+            for c in cols:
+                a[c] = a[c] / div
+            a["count"] = a["count"] / div
+            parts.append(a)
+    if len(stored_ops):
+        g = stored_ops.groupby(["rank", "op", "group", "kind"])
+        a = g[cols].sum(min_count=1)
+        a["count"] = g.size().astype(float)
+        parts.append(a.reset_index())
+    out = pd.concat(parts, ignore_index=True)
+    out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
+    return out
+
+
+def _ops_across(rank_ops: pd.DataFrame) -> pd.DataFrame:
+    """The same operator on every rank: mean, min, max and the spread of its time."""
+    if not len(rank_ops):
+        return pd.DataFrame()
+    g = rank_ops.groupby(["op", "group", "kind"])
+    t = g["communication_ms"]
+    out = pd.DataFrame({
+        "ranks": g.size(), "mean_ms": t.mean(), "min_ms": t.min(), "max_ms": t.max(),
+        "transit_ms": g["transit_ms"].mean(), "wait_ms": g["wait_ms"].mean(), "sync_ms": g["sync_ms"].mean(),
+        "idle_ms": g["idle_ms"].mean(), "min_wait_ms": g["wait_ms"].min(),
+    })
+    out["spread_ms"] = out["max_ms"] - out["min_ms"]
+    idx_max = rank_ops.loc[t.idxmax().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
+    idx_min = rank_ops.loc[t.idxmin().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
+    w = rank_ops["wait_ms"].fillna(math.inf)
+    least_wait = rank_ops.loc[w.groupby([rank_ops["op"], rank_ops["group"], rank_ops["kind"]]).idxmin()]
+    out["max_rank"] = idx_max
+    out["min_rank"] = idx_min
+    out["least_wait_rank"] = least_wait.set_index(["op", "group", "kind"])["rank"]
+    out = out.reset_index().sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
+    return out.reset_index(drop=True)
+
+
+# --- groups and global links --------------------------------------------------------------------------
+
+
+def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops: pd.DataFrame,
+            links: pd.DataFrame) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
+    issues: list[DataIssue] = []
+    named: dict[str, tuple[str, list[int]]] = {}
+    for d in run.ranks.values():
+        for gid, g in d.info.parallel_groups.items():
+            named.setdefault(str(double_hash(gid)), (g.get("group_name") or gid, list(g.get("global_ranks", []))))
+            named.setdefault(str(gid), (g.get("group_name") or gid, list(g.get("global_ranks", []))))
+    members: dict[str, set[int]] = {}
+    for f in (ops, links):
+        if len(f):
+            for (gid, r), _ in f.groupby(["group", "rank"]).size().items():
+                members.setdefault(str(gid), set()).add(int(r))
+
+    def self_local(r: int, gid: str) -> Optional[int]:
+        c = with_data[r]
+        if r in inferred and inferred[r][0] == gid:
+            return c.self_local.get(inferred[r][1])
+        return c.self_local.get(gid)
+
+    groups: dict[str, GroupInfo] = {}
+    for gid, rs in members.items():
+        name, granks = named.get(gid, (None, []))
+        gi = GroupInfo(id=gid, name=name, ranks=sorted(rs))
+        l2g: dict[int, int] = {}
+        how = []
+        for r in sorted(rs):
+            if not with_data[r].local_links:
+                continue
+            loc = self_local(r, gid)
+            if loc is None:
+                continue
+            if loc in l2g and l2g[loc] != r:
+                issues.append(DataIssue(with_data[r].source, f"ranks {l2g[loc]} and {r} both claim local rank "
+                                        f"{loc} in communication group {gi.label}; links of rank {r} in it are "
+                                        "not mapped", "warning"))
+                continue
+            l2g[loc] = r
+        if l2g:
+            how.append("inferred from shared operator names and self links" if gid.startswith("mi:")
+                       else "self links")
+        if granks:
+            for i, g in enumerate(granks):
+                if i in l2g and l2g[i] != g:
+                    issues.append(DataIssue("", f"group {gi.label}: local rank {i} is rank {l2g[i]} by its self link "
+                                                f"but rank {g} by parallel_group_info; the self link is used", "info"))
+                l2g.setdefault(i, g)
+            how.append("parallel_group_info")
+        if gid == "" and l2g:
+            # MindInsight data that could not be split into groups: only an identity world group is certain
+            if not all(k == v for k, v in l2g.items()):
+                l2g = {}
+                how = []
+        gi.local_to_global = l2g
+        gi.mapping = " + ".join(how)
+        groups[gid] = gi
+    return groups, issues
+
+
+def _infer_legacy_groups(with_data: dict) -> dict[int, tuple[str, str]]:
+    """MindInsight link keys are group-local ranks with no group id. Ranks that ran the same communication
+    operators (same names) belong to the same group, and their self links give each one's local rank. When the
+    local ranks in such a cluster are distinct and every link endpoint is one of them, the mapping is certain.
+    Returns rank -> (inferred group id, the rank's original group id)."""
+    legacy = {r: c for r, c in with_data.items() if c.local_links and "" in c.self_local and len(c.ops)}
+    clusters: dict[frozenset, list[int]] = {}
+    for r, c in legacy.items():
+        clusters.setdefault(frozenset(c.ops["op"].unique()), []).append(r)
+    out: dict[int, tuple[str, str]] = {}
+    for rs in sorted(clusters.values(), key=min):
+        locs = {legacy[r].self_local[""] for r in rs}
+        ends: set[int] = set()
+        for r in rs:
+            lk = legacy[r].links
+            ends |= set(lk["src"].tolist()) | set(lk["dst"].tolist())
+        # distinct local ranks; endpoints of absent members stay unmapped (partial collection)
+        if len(rs) > 1 and len(locs) == len(rs) and not (len(clusters) == 1 and locs == set(rs) and ends <= locs):
+            gid = "mi:" + ",".join(str(r) for r in sorted(rs))
+            out.update({r: (gid, "") for r in rs})
+    return out
+
+
+def _global_links(links: pd.DataFrame, groups: dict[str, GroupInfo]) -> tuple[pd.DataFrame, int]:
+    if not len(links):
+        return links, 0
+    out = links.copy()
+    src = out["src"].to_numpy().copy()
+    dst = out["dst"].to_numpy().copy()
+    mapped = np.ones(len(out), dtype=bool)
+    for gid, gi in groups.items():
+        m = (out["group"] == gid).to_numpy()
+        if not m.any():
+            continue
+        if not gi.local_to_global:
+            mapped[m] = False  # nothing to map with
+            continue
+        s = out.loc[m, "src"].map(gi.local_to_global)
+        d = out.loc[m, "dst"].map(gi.local_to_global)
+        ok = s.notna() & d.notna()
+        src[m] = np.where(ok, s.fillna(-1), src[m])
+        dst[m] = np.where(ok, d.fillna(-1), dst[m])
+        mapped[np.flatnonzero(m)[~ok.to_numpy()]] = False
+    out["src"], out["dst"], out["mapped"] = src.astype("int64"), dst.astype("int64"), mapped
+    groupless = out["group"].isna() | ~out["group"].isin(list(groups))
+    out.loc[groupless, "mapped"] = False
+    # producers that write global ranks (msprof hccl json): nothing to map
+    glob = out["global_ids"].astype(bool).to_numpy()
+    out.loc[glob, "src"] = links.loc[glob, "src"].to_numpy()
+    out.loc[glob, "dst"] = links.loc[glob, "dst"].to_numpy()
+    out.loc[glob, "mapped"] = True
+    n_unmapped = int((~out["mapped"]).sum())
+    return out, n_unmapped
+
+
+def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per rank: stored-average rows if it has them, else per-step sums averaged over the rank's steps."""
+    stored = lk["stored"] & lk["step"].isna()
+    parts = []
+    if stored.any():
+        parts.append(lk[stored].groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]]
+                     .sum(min_count=1).reset_index())
+    rest = lk[~stored & ~lk["rank"].isin(lk.loc[stored, "rank"].unique())]
+    if len(rest):
+        f = rest.assign(_s=rest["step"].fillna(-1))
+        per = f.groupby(["rank", "_s", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
+            min_count=1).reset_index()
+        nsteps = per.groupby("rank")["_s"].nunique()
+        avg = per.groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
+            min_count=1).reset_index()
+        div = avg["rank"].map(nsteps).astype(float)
+        for c in ("time_ms", "size_mb", "stored_bandwidth_gbps"):
+            avg[c] = avg[c] / div
+        parts.append(avg)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _link_table(links_g: pd.DataFrame) -> pd.DataFrame:
+    if not len(links_g):
+        return pd.DataFrame()
+    frames = []
+    for r, lk in links_g.groupby("rank"):
+        sel = lk[lk["scope"] == "total"]
+        if not len(sel):
+            sel = lk[lk["scope"] == "step"]
+        if not len(sel):
+            sel = lk[lk["scope"] == "op"]
+        frames.append(sel)
+    base = pd.concat(frames, ignore_index=True)
+    keys = ["group", "src", "dst", "transport", "mapped"]
+    avg = _average_rows(base, keys)
+    if not len(avg):
+        return avg
+    g = avg.groupby(keys, dropna=False)
+    out = g[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(min_count=1)
+    out["reporters"] = g["rank"].apply(lambda s: ",".join(str(x) for x in sorted(set(s))))
+    out = out.reset_index()
+    out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"].where(out["time_ms"] > 0)
+    # operator counts per link: per-operator records where the producer wrote them
+    per_op = links_g[links_g["scope"].isin(["op", "sample"])]
+    if len(per_op):
+        cnt = per_op.groupby(["group", "src", "dst", "transport"], dropna=False)["op"].nunique()
+        out["n_ops"] = [cnt.get((g_, s, d, t), 0) for g_, s, d, t in
+                        zip(out["group"], out["src"], out["dst"], out["transport"])]
+    else:
+        out["n_ops"] = 0
+    out["self"] = out["src"] == out["dst"]
+    return out.sort_values(["mapped", "bandwidth_gbps"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
+    """Global (src, dst, transport) over all groups: Σtime, Σsize, bandwidth = Σsize/Σtime."""
+    lt = link_table[link_table["mapped"] & ~link_table["self"]]
+    if not len(lt):
+        return pd.DataFrame(columns=["src", "dst", "transport", "time_ms", "size_mb", "bandwidth_gbps"])
+    g = lt.groupby(["src", "dst", "transport"])[["time_ms", "size_mb"]].sum().reset_index()
+    g["bandwidth_gbps"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+    return g
+
+
+def _slow_links(link_table: pd.DataFrame) -> tuple[dict[str, float], list[tuple[int, int, str]]]:
+    if not len(link_table):
+        return {}, []
+    pairs = _pair_table(link_table)
+    pairs = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)
+                  & pairs["bandwidth_gbps"].notna()]
+    medians, slow = {}, []
+    for t, f in pairs.groupby("transport"):
+        if len(f) < SLOW_LINK_MIN_PEERS:
+            continue
+        med = float(f["bandwidth_gbps"].median())
+        medians[str(t)] = med
+        for s, d, bw in zip(f["src"], f["dst"], f["bandwidth_gbps"]):
+            if bw < SLOW_LINK_RATIO * med:
+                slow.append((int(s), int(d), str(t)))
+    return medians, sorted(slow)
+
+
+def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
+    if not len(links_g):
+        return pd.DataFrame()
+    f = links_g[links_g["scope"].isin(["op", "sample"]) & links_g["mapped"] & (links_g["src"] != links_g["dst"])]
+    f = f[~(f["stored"] & f["step"].isna())]
+    return f[["rank", "step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb",
+              "bandwidth_gbps"]].reset_index(drop=True)
+
+
+# --- views: matrices and the node-link graph ------------------------------------------------------------
+
+
+def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
+    """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
+    if not len(link_table):
+        return {"cells": [], "bin": 1}
+    lt = link_table[link_table["mapped"]]
+    if group is not None:
+        lt = lt[lt["group"] == group]
+    if not len(lt):
+        return {"cells": [], "bin": 1}
+    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                       slow=("slow", "any")).reset_index()
+    n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
+    b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
+    if b > 1:
+        g["src_b"] = g["src"] // b
+        g["dst_b"] = g["dst"] // b
+        g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+        g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                               min_bw=("min_bw", "min"), slow=("slow", "any"),
+                                               transport=("transport", lambda s: "/".join(sorted(set(
+                                                   "/".join(s).split("/")))))).reset_index()
+        cells = []
+        for rec in g.itertuples(index=False):
+            cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
+                          "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
+                          "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
+                          "size_mb": round(float(rec.size_mb), 6),
+                          "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow)})
+        return {"cells": cells, "bin": b}
+    cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
+              "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
+              "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+              "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+              "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
+    return {"cells": cells, "bin": 1}
+
+
+def _r(v: float, nd: int = 4) -> Optional[float]:
+    return None if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))) else round(float(v), nd)
+
+
+def graph_layout(ca: CommAnalysis, run: Run) -> dict:
+    """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
+    ranks = run.rank_ids
+    hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
+    pairs = _pair_table(ca.links) if len(ca.links) else pd.DataFrame()
+    by_host = len(pairs) > MAX_GRAPH_EDGES and len(set(hosts.values())) > 1
+    if not by_host and len(pairs) > MAX_GRAPH_EDGES:
+        # no host names: aggregate into rank blocks of 8 (one server's worth of devices)
+        hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
+        by_host = True
+    pr = ca.per_rank
+    slow_set = {(s, d) for s, d, _ in ca.slow_links}
+    if by_host:
+        node_ids = sorted(set(hosts.values()))
+        comm = {h: 0.0 for h in node_ids}
+        wait = {h: 0.0 for h in node_ids}
+        members: dict[str, list[int]] = {h: [] for h in node_ids}
+        for r in ranks:
+            members[hosts[r]].append(r)
+            if r in pr.index:
+                comm[hosts[r]] += float(np.nan_to_num(pr.at[r, "transit_ms"]))
+                wait[hosts[r]] += float(np.nan_to_num(pr.at[r, "wait_ms"]))
+        G = nx.Graph()
+        G.add_nodes_from(node_ids)
+        e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
+        e = e[e["hs"] != e["hd"]]
+        agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                          n=("src", "size")).reset_index()
+        slow_pairs = {(hosts.get(s), hosts.get(d)) for s, d in slow_set}
+        for rec in agg.itertuples(index=False):
+            G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
+        pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
+        nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
+                  "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
+                  "ranks": len(members[h]), "href": ""} for h in node_ids]
+        edges = [{"src": rec.hs, "dst": rec.hd, "x": _r(pos[rec.hs][0]), "y": _r(pos[rec.hs][1]),
+                  "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
+                  "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0
+                                                                   else None),
+                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n)}
+                 for rec in agg.itertuples(index=False)]
+        return {"nodes": nodes, "edges": edges, "by": "host"}
+    pos = _rank_positions(ranks, hosts)
+    nodes = []
+    for r in ranks:
+        has = r in pr.index
+        c = float(np.nan_to_num(pr.at[r, "transit_ms"])) if has else None
+        w = float(np.nan_to_num(pr.at[r, "wait_ms"])) if has else None
+        nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
+                      "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
+                      "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
+                      "host": hosts[r], "href": f"ranks/rank-{r}.html", "has_data": has})
+    edges = []
+    if len(pairs):
+        for rec in pairs.itertuples(index=False):
+            s, d = int(rec.src), int(rec.dst)
+            if s not in pos or d not in pos:
+                continue
+            edges.append({"src": str(s), "dst": str(d), "x": _r(pos[s][0]), "y": _r(pos[s][1]),
+                          "x2": _r(pos[d][0]), "y2": _r(pos[d][1]), "time_ms": _r(rec.time_ms),
+                          "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.bandwidth_gbps),
+                          "transport": rec.transport, "slow": (s, d) in slow_set, "links": 1})
+    return {"nodes": nodes, "edges": edges, "by": "rank"}
+
+
+def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[float, float]]:
+    """Hosts on a circle (networkx), each host's ranks on a small circle around its centre."""
+    host_ids = sorted(set(hosts.values()))
+    if len(host_ids) <= 1:
+        G = nx.cycle_graph(len(ranks)) if len(ranks) > 2 else nx.path_graph(len(ranks))
+        pos = nx.circular_layout(G) if len(ranks) > 1 else {0: np.array([0.0, 0.0])}
+        return {r: (float(pos[i][0]), float(pos[i][1])) for i, r in enumerate(ranks)}
+    centres = nx.circular_layout(nx.cycle_graph(len(host_ids)))
+    radius = min(0.9, 2.2 / len(host_ids)) if len(host_ids) > 2 else 0.5
+    out = {}
+    for hi, h in enumerate(host_ids):
+        rs = [r for r in ranks if hosts[r] == h]
+        cx, cy = centres[hi]
+        for i, r in enumerate(rs):
+            a = 2 * math.pi * i / max(1, len(rs))
+            out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
+    return out

@@ -1,0 +1,638 @@
+"""Collective-communication loaders: one per file family, all normalised to ms / MB / GB/s.
+
+Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_formats.md §5-§6):
+
+* MindInsight `hccl_raw_{rank}.csv`, from two producer generations that use different units:
+  `HcclParser` (costs in ms, sizes KB, bandwidth KB/s, `-` row = true average) and `AscendHCCLGenerator`
+  (costs in µs, link times ms, sizes KB, bandwidth GB/s, `-` row = a copy of the last iteration).
+  The generation is read from the data: the stored bandwidth divided by size/time is 1 for KB/s, 1e-6 for GB/s.
+* Raw inputs when `hccl_raw` is missing: `hccl_info/<op>/iter<k>.trace` (HcclParser's input) and msprof
+  `timeline/hccl_*.json` (AscendHCCLGenerator's input), computed with the documented rules.
+* Ascend `communication.json` + `communication_matrix.json` (CANN / torch_npu / MindSpore 2.3+).
+
+1 MB = 1e6 bytes, 1 KB = 1e3 bytes, so GB/s = MB/ms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
+from reportgen.loaders.groups import double_hash
+from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication
+
+ANY_RANK = 0xFFFFFFFF
+P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
+MATRIX_KEY_RE = re.compile(r"^(?P<optype>[a-z0-9_]+)-(?P<tag>top1|middle|bottom\d|total)(?:@(?P<group>.+))?$")
+TIME_FIELDS = {  # communication.json "Communication Time Info" -> our column
+    "Elapse Time(ms)": "communication_ms", "Transit Time(ms)": "transit_ms", "Wait Time(ms)": "wait_ms",
+    "Synchronization Time(ms)": "sync_ms", "Idle Time(ms)": "idle_ms",
+}
+
+
+def _bw(size_mb: float, time_ms: float) -> float:
+    return size_mb / time_ms if time_ms and time_ms > 0 else math.nan
+
+
+def op_kind(name: str) -> str:
+    low = name.lower()
+    if low.startswith(P2P_PREFIXES) or re.search(r"(^|[_/-])(send|receive|recv)", low):
+        return "p2p"
+    return "collective"
+
+
+def _frames(ops: list[dict], links: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    of = pd.DataFrame.from_records(ops, columns=list(COMM_OP_COLUMNS))
+    lf = pd.DataFrame.from_records(links, columns=list(COMM_LINK_COLUMNS))
+    for f in (of, lf):
+        f["step"] = f["step"].astype("Int64")
+    for c in ("src", "dst"):
+        lf[c] = lf[c].astype("int64")
+    for c in COMM_OP_COLUMNS[4:]:
+        of[c] = of[c].astype(float)
+    for c in ("time_ms", "size_mb", "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms"):
+        lf[c] = lf[c].astype(float)
+    for f, cols in ((of, ("op", "group", "kind")), (lf, ("scope", "op", "group", "transport"))):
+        for c in cols:
+            f[c] = f[c].astype(object)
+    return of, lf
+
+
+def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
+    cols = list(COMM_TIME_COLUMNS)
+    if not len(of):
+        return pd.DataFrame(columns=["step", *cols])
+    f = of.assign(_s=of["step"].fillna(-1))
+    out = f.groupby("_s")[cols].sum(min_count=1).reset_index().rename(columns={"_s": "step"})
+    out["step"] = out["step"].astype("Int64").replace(-1, pd.NA)
+    return out
+
+
+def _self_links(links: list[dict], known: dict[str, int]) -> dict[str, int]:
+    out = dict(known)
+    for l in links:
+        if l["src"] == l["dst"] and l["transport"] == "LOCAL" and l["group"] not in out:
+            out[l["group"]] = l["src"]
+    return out
+
+
+# --- Ascend communication.json / communication_matrix.json ---------------------------------------
+
+
+def _step_of_key(key: str) -> Optional[int]:
+    m = re.fullmatch(r"step(\d+)", str(key))
+    return int(m.group(1)) if m else None
+
+
+def _split_group(name: str) -> tuple[str, str]:
+    base, _, group = str(name).partition("@")
+    return base, group
+
+
+def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log: IssueLog,
+                              parallel_groups: Optional[dict] = None,
+                              rank: Optional[int] = None) -> Optional[Communication]:
+    """Per-op times from `communication.json`, per-link figures from `communication_matrix.json`."""
+    ops: list[dict] = []
+    links: list[dict] = []
+    source = ""
+    if comm is not None:
+        data = read_json(comm, log)
+        source = log.rel(comm)
+        if data is not None and not isinstance(data, dict):
+            log.add(comm, "expected a JSON object of steps; communication times not read", "error")
+        elif isinstance(data, dict):
+            bad = 0
+            for skey, kinds in data.items():
+                step = _step_of_key(skey)
+                if not isinstance(kinds, dict):
+                    bad += 1
+                    continue
+                for kind, opmap in kinds.items():
+                    if not isinstance(opmap, dict):
+                        bad += 1
+                        continue
+                    for name, info in opmap.items():
+                        if name.startswith("Total Op Info"):
+                            continue
+                        rec = _modern_op(step, name, kind, info)
+                        if rec is None:
+                            bad += 1
+                        else:
+                            ops.append(rec)
+            if bad:
+                log.add(comm, f"{bad} entr{'y' if bad == 1 else 'ies'} without the expected "
+                        "'Communication Time Info' were skipped")
+            if not ops:
+                log.add(comm, "no communication operators in the file", "info")
+    if matrix is not None:
+        data = read_json(matrix, log)
+        source = source or log.rel(matrix)
+        if data is not None and not isinstance(data, dict):
+            log.add(matrix, "expected a JSON object of steps; link matrix not read", "error")
+        elif isinstance(data, dict):
+            links = _modern_links(data, matrix, log)
+    if comm is None and matrix is None:
+        return None
+    if not ops and not links:
+        return None
+    known: dict[str, int] = {}
+    for gid, g in (parallel_groups or {}).items():
+        if g.get("group_rank") is not None:
+            known[str(double_hash(gid))] = int(g["group_rank"])
+        elif rank is not None and rank in g.get("global_ranks", []):
+            known[str(double_hash(gid))] = list(g["global_ranks"]).index(rank)
+    of, lf = _frames(ops, links)
+    return Communication(source=source, producer="communication.json", steps=_steps_from_ops(of), ops=of, links=lf,
+                         local_links=True, self_local=_self_links(links, known),
+                         unit_note="CANN communication.json: times in ms, sizes in MB, bandwidth in GB/s; "
+                                   "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them.")
+
+
+def _modern_op(step: Optional[int], name: str, kind: str, info: Any) -> Optional[dict]:
+    if not isinstance(info, dict) or not isinstance(info.get("Communication Time Info"), dict):
+        return None
+    t = info["Communication Time Info"]
+    base, group = _split_group(name)
+    rec: dict[str, Any] = {"step": step, "op": base, "group": group,
+                           "kind": kind if kind in ("p2p", "collective") else op_kind(base)}
+    for src, col in TIME_FIELDS.items():
+        rec[col] = to_float(t.get(src))
+    bwi = info.get("Communication Bandwidth Info") or {}
+    for tr in ("SDMA", "RDMA"):
+        b = bwi.get(tr) if isinstance(bwi, dict) else None
+        b = b if isinstance(b, dict) else {}
+        rec[f"{tr.lower()}_mb"] = to_float(b.get("Transit Size(MB)", 0))
+        rec[f"{tr.lower()}_ms"] = to_float(b.get("Transit Time(ms)", 0))
+    return rec
+
+
+def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
+    out: list[dict] = []
+    bad = 0
+    for skey, kinds in data.items():
+        step = _step_of_key(skey)
+        if not isinstance(kinds, dict):
+            bad += 1
+            continue
+        for _kind, opmap in kinds.items():
+            if not isinstance(opmap, dict):
+                bad += 1
+                continue
+            for key, linkmap in opmap.items():
+                if str(key).startswith("Total Op Info") or not isinstance(linkmap, dict):
+                    continue  # all groups mixed: not a link of one group
+                m = MATRIX_KEY_RE.match(str(key))
+                if m is not None:
+                    scope = "total" if m.group("tag") == "total" else "sample"
+                    optype, group, name = m.group("optype"), m.group("group") or "", None
+                else:  # older CANN: one entry per operator, "<op>@<group>"
+                    name, group = _split_group(str(key))
+                    scope, optype = "op", optype_of(name)
+                for lk, li in linkmap.items():
+                    rec = _link_record(step, scope, optype, group, name, lk, li)
+                    if rec is None:
+                        bad += 1
+                    else:
+                        out.append(rec)
+    if bad:
+        log.add(path, f"{bad} link entr{'y' if bad == 1 else 'ies'} could not be read and were skipped")
+    return out
+
+
+def _link_record(step, scope, optype, group, name, lk, li) -> Optional[dict]:
+    if not isinstance(li, dict):
+        return None
+    try:
+        a, b = str(lk).split("-")
+        src, dst = int(a), int(b)
+    except ValueError:
+        return None
+    size = to_float(li.get("Transit Size(MB)"))
+    time = to_float(li.get("Transit Time(ms)"))
+    stored = to_float(li.get("Bandwidth(GB/s)"))
+    if scope == "sample":
+        name = li.get("Op Name") or optype
+    return {"step": step, "scope": scope, "op": str(name) if name else optype, "group": group, "src": src,
+            "dst": dst, "transport": str(li.get("Transport Type") or "UNKNOWN").upper(), "time_ms": time,
+            "size_mb": size, "bandwidth_gbps": _bw(size, time) if not math.isnan(size) else stored,
+            "stored_bandwidth_gbps": stored, "wait_ms": math.nan}
+
+
+OPTYPE_RE = re.compile(r"(send|receive|allreduce|allgather|reducescatter|broadcast|alltoallvc|alltoallv|alltoall|"
+                       r"batchsendrecv|reduce|scatter)")
+
+
+def optype_of(name: str) -> str:
+    """The operator class of an op name, as torch_npu's matrix keys spell it (e.g. `allreduce`)."""
+    m = OPTYPE_RE.search(str(name).lower().replace("_", ""))
+    return m.group(1) if m else "other"
+
+
+# --- MindInsight hccl_raw_{rank}.csv ---------------------------------------------------------------
+
+
+def _link_entries(link_info: Any) -> list[tuple[int, int, str, list[float]]]:
+    out = []
+    if not isinstance(link_info, dict):
+        raise ValueError("link_info is not an object")
+    for key, per_type in link_info.items():
+        a, b = str(key).split("-")
+        if not isinstance(per_type, dict):
+            raise ValueError("link entry is not an object")
+        for tr, vec in per_type.items():
+            if not isinstance(vec, list) or len(vec) < 3:
+                raise ValueError("link vector too short")
+            out.append((int(a), int(b), str(tr).upper(), [to_float(v) for v in vec]))
+    return out
+
+
+def _generation(entries: list[list[float]]) -> Optional[str]:
+    """'kbs' (HcclParser: KB/s) or 'gbs' (AscendHCCLGenerator: GB/s), from stored bw vs size/time."""
+    ratios = [v[2] / (v[1] / (v[0] / 1e3)) for v in entries
+              if v[0] > 0 and v[1] > 0 and v[2] > 0 and not any(math.isnan(x) for x in v[:3])]
+    if not ratios:
+        return None
+    r = float(np.median(ratios))
+    return "kbs" if r > 1e-3 else "gbs"
+
+
+def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -> Optional[Communication]:
+    got = read_csv_rows(path, log)
+    if got is None:
+        return None
+    header, rows = got
+    need = ("step_num", "communication_cost", "wait_cost", "link_info")
+    if any(h not in header for h in need):
+        log.add(path, f"unexpected header (need {', '.join(need)}); communication not read", "error")
+        return None
+    ix = {h: i for i, h in enumerate(header)}
+    parsed = []
+    bad: list[int] = []
+    for line, cells in rows:
+        step_s = cells[ix["step_num"]].strip()
+        try:
+            links = _link_entries(json.loads(cells[ix["link_info"]] or "{}"))
+            op_cost = {}
+            if "communication_operator_cost" in ix and cells[ix["communication_operator_cost"]].strip():
+                op_cost = json.loads(cells[ix["communication_operator_cost"]])
+                if not isinstance(op_cost, dict):
+                    raise ValueError("communication_operator_cost is not an object")
+        except (ValueError, TypeError):
+            bad.append(line)
+            continue
+        if step_s == "-":
+            step = None
+        else:
+            try:
+                step = int(float(step_s))
+            except ValueError:
+                bad.append(line)
+                continue
+        parsed.append((step, to_float(cells[ix["communication_cost"]]), to_float(cells[ix["wait_cost"]]),
+                       links, op_cost))
+    if bad:
+        where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        log.add(path, f"{len(bad)} row(s) with invalid link_info / operator JSON or step (line {where}); skipped")
+    if not parsed:
+        log.add(path, "no readable rows", "error")
+        return None
+    gen = _generation([v for p in parsed for (_, _, _, v) in p[3]])
+    note_how = "from the link figures"
+    if gen is None:
+        major_minor = tuple(int(x) for x in re.findall(r"\d+", ms_version or "")[:2])
+        gen = "gbs" if major_minor and major_minor >= (2, 1) else "kbs"
+        note_how = f"from the MindSpore version {ms_version}" if ms_version else "by default (no links to tell)"
+    cost_scale = 1.0 if gen == "kbs" else 1e-3  # µs -> ms for the newer producer
+    bw_scale = 1e-6 if gen == "kbs" else 1.0  # KB/s -> GB/s
+    has_avg = any(p[0] is None for p in parsed)
+    keep_avg = gen == "kbs"
+    ops: list[dict] = []
+    links: list[dict] = []
+    step_rows: list[dict] = []
+    for step, comm, wait, entries, op_cost in parsed:
+        if step is None and not keep_avg:
+            continue
+        step_rows.append({"step": step, "communication_ms": comm * cost_scale, "transit_ms": comm * cost_scale,
+                          "wait_ms": wait * cost_scale, "sync_ms": math.nan, "idle_ms": math.nan})
+        for src, dst, tr, v in entries:
+            links.append(_legacy_link(step, "step", "", src, dst, tr, v, bw_scale))
+        if op_cost:
+            for name, val in op_cost.items():
+                if not isinstance(val, list) or len(val) < 3:
+                    continue
+                c, w = to_float(val[1]) * cost_scale, to_float(val[2]) * cost_scale
+                sd = _sum_transport(val[3] if len(val) > 3 else {}, "SDMA")
+                rd = _sum_transport(val[3] if len(val) > 3 else {}, "RDMA")
+                name = legacy_op_name(name)
+                ops.append({"step": step, "op": name, "group": "", "kind": op_kind(name),
+                            "communication_ms": c, "transit_ms": c, "wait_ms": w, "sync_ms": math.nan,
+                            "idle_ms": math.nan, "sdma_mb": sd[0], "sdma_ms": sd[1], "rdma_mb": rd[0],
+                            "rdma_ms": rd[1]})
+                try:
+                    for src, dst, tr, v in _link_entries(val[3] if len(val) > 3 else {}):
+                        links.append(_legacy_link(step, "op", name, src, dst, tr, v, bw_scale))
+                except (ValueError, TypeError):
+                    pass
+        else:
+            ops.append({"step": step, "op": "(all operators)", "group": "", "kind": "collective",
+                        "communication_ms": comm * cost_scale, "transit_ms": comm * cost_scale,
+                        "wait_ms": wait * cost_scale, "sync_ms": math.nan, "idle_ms": math.nan,
+                        "sdma_mb": math.nan, "sdma_ms": math.nan, "rdma_mb": math.nan, "rdma_ms": math.nan})
+    if gen == "kbs":
+        unit = ("MindInsight hccl_raw (HcclParser): costs in ms, sizes in KB, bandwidth in KB/s (detected "
+                f"{note_how}); converted to ms, MB and GB/s.")
+    else:
+        unit = ("MindInsight hccl_raw (AscendHCCLGenerator, MindSpore 2.1+): costs in µs, link times in ms, "
+                f"bandwidth in GB/s (detected {note_how}); converted to ms and MB.")
+        if has_avg:
+            log.add(path, "the '-' row of this hccl_raw generation copies the last iteration instead of "
+                    "averaging; the average is computed from the step rows", "info")
+    of, lf = _frames(ops, links)
+    sf = pd.DataFrame.from_records(step_rows, columns=["step", *COMM_TIME_COLUMNS])
+    sf["step"] = sf["step"].astype("Int64")
+    return Communication(source=log.rel(path), producer="hccl_raw", steps=sf, ops=of, links=lf,
+                         stored_average=keep_avg and has_avg, local_links=True,
+                         self_local=_self_links([{"src": l["src"], "dst": l["dst"], "transport": "LOCAL"
+                                                  if l["src"] == l["dst"] else l["transport"], "group": ""}
+                                                 for l in links if l["scope"] == "step"], {}),
+                         unit_note=unit)
+
+
+def _sum_transport(link_info: Any, tr: str) -> tuple[float, float]:
+    try:
+        entries = _link_entries(link_info)
+    except (ValueError, TypeError):
+        return math.nan, math.nan
+    size = sum(v[1] for _, _, t, v in entries if t == tr) / 1e3
+    time = sum(v[0] for _, _, t, v in entries if t == tr)
+    return size, time
+
+
+STREAM_PREFIX_RE = re.compile(r"^stream_\d+_\d+_")
+
+
+def legacy_op_name(name: str) -> str:
+    """`stream_41_0_AllReduce-op4582` -> `AllReduce-op4582`: the stream differs between ranks, the op does not."""
+    return STREAM_PREFIX_RE.sub("", str(name))
+
+
+def _legacy_link(step, scope, op, src, dst, tr, v, bw_scale) -> dict:
+    time, size_kb, bw = v[0], v[1], v[2]
+    size = size_kb / 1e3
+    return {"step": step, "scope": scope, "op": op, "group": "", "src": src, "dst": dst, "transport": tr,
+            "time_ms": time, "size_mb": size, "bandwidth_gbps": _bw(size, time),
+            "stored_bandwidth_gbps": bw * bw_scale, "wait_ms": v[3] if len(v) > 3 else math.nan}
+
+
+# --- raw HCCL task traces (HcclParser / AscendHCCLGenerator inputs) -----------------------------------
+
+
+def _task(e: dict) -> str:
+    a = e.get("args") or {}
+    return str(a.get("task type") or e.get("name") or "").replace("_", " ").strip()
+
+
+def _size_bytes(a: dict) -> float:
+    v = a.get("size", a.get("size(Byte)"))
+    if v is None:
+        return 0.0
+    if isinstance(v, str):
+        try:
+            return float(int(v, 16)) if v.lower().startswith("0x") else float(v)
+        except ValueError:
+            return 0.0
+    return float(v)
+
+
+def _link_key(a: dict) -> tuple[int, int, str]:
+    src, dst = a.get("src rank"), a.get("dst rank")
+    src = int(src) if src is not None else ANY_RANK
+    dst = int(dst) if dst is not None else ANY_RANK
+    if src == ANY_RANK:
+        src = dst
+    if dst == ANY_RANK:
+        dst = src
+    tr = str(a.get("transport type") or "").upper()
+    if tr == "LOCAL":
+        src, dst = dst, src
+    return src, dst, tr
+
+
+def task_links(events: list[dict]) -> dict[tuple[int, int], dict[str, list[float]]]:
+    """Per link: SDMA [time ms, size KB, bw KB/s], RDMA [time, size, bw, wait] by the documented rules."""
+    per_link: dict[tuple[int, int], dict[str, list[dict]]] = defaultdict(lambda: {"SDMA": [], "RDMA": []})
+    for e in events:
+        a = e.get("args") or {}
+        src, dst, tr = _link_key(a)
+        task = _task(e)
+        if task == "Notify Record":
+            continue
+        if tr in ("SDMA", "RDMA"):
+            per_link[(src, dst)][tr].append(e)
+        elif tr == "LOCAL" and per_link[(src, dst)]["RDMA"]:
+            per_link[(src, dst)]["RDMA"].append(e)
+    out: dict[tuple[int, int], dict[str, list[float]]] = {}
+    for key, by in per_link.items():
+        res: dict[str, list[float]] = {}
+        sd = [e for e in by["SDMA"] if _task(e) in ("Reduce Inline", "Memcpy")]
+        if by["SDMA"]:
+            t = sum(float(e.get("dur", 0)) for e in sd) / 1e3
+            s = sum(_size_bytes(e.get("args") or {}) for e in sd) / 1e3
+            res["SDMA"] = [t, s, s / (t / 1e3) if t > 0 else 0.0]
+        if by["RDMA"]:
+            t = s = w = 0.0
+            by_tid: dict[Any, list[dict]] = defaultdict(list)
+            for e in by["RDMA"]:
+                by_tid[e.get("tid")].append(e)
+            for evs in by_tid.values():
+                evs.sort(key=lambda e: float(e.get("ts", 0)))
+                i = 0
+                while i + 2 < len(evs):
+                    a, b, c = (_task(x) for x in evs[i:i + 3])
+                    if a == "RDMASend" and b == "RDMASend" and c == "Notify Wait":
+                        d = [float(x.get("dur", 0)) / 1e3 for x in evs[i:i + 3]]
+                        t += sum(d)
+                        w += d[2]
+                        s += (_size_bytes(evs[i].get("args") or {}) + _size_bytes(evs[i + 1].get("args") or {})) / 1e3
+                        i += 3
+                    else:
+                        i += 1
+            res["RDMA"] = [t, s, s / (t / 1e3) if t > 0 else 0.0, w]
+        if res:
+            out[key] = res
+    return out
+
+
+def _costs_main_stream(events: list[dict]) -> tuple[float, float]:
+    """HcclParser: communication = link time on the main stream (largest tid); wait = its Notify Waits minus
+    the RDMA waits."""
+    tids = [e.get("tid") for e in events if isinstance(e.get("tid"), (int, float))]
+    if not tids:
+        return 0.0, 0.0
+    main = [e for e in events if e.get("tid") == max(tids)]
+    links = task_links(main)
+    comm = sum(v[0] for per in links.values() for v in per.values())
+    rdma_wait = sum(per["RDMA"][3] for per in links.values() if "RDMA" in per)
+    wait = sum(float(e.get("dur", 0)) for e in main if _task(e) == "Notify Wait") / 1e3 - rdma_wait
+    return comm, wait
+
+
+def _legacy_step_windows(step_trace: Optional[Path], log: IssueLog) -> tuple[list[tuple[int, float, float]],
+                                                                           list[tuple[int, str, float, float]]]:
+    """(step, start µs, end µs) and (step, reduce op name, start µs, end µs) from step_trace_raw (10 ns ticks)."""
+    if step_trace is None:
+        return [], []
+    got = read_csv_rows(step_trace, IssueLog(log.root))  # already reported by the step-trace loader
+    if got is None:
+        return [], []
+    header, rows = got
+    ix = {h: i for i, h in enumerate(header)}
+    if not {"step_num", "start_point", "end_point"} <= set(ix):
+        return [], []
+    reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
+                   and h[: -len("_start_point")] + "_end_point" in ix]
+    steps, ops = [], []
+    for _, cells in rows:
+        try:
+            s = int(float(cells[ix["step_num"]]))
+        except ValueError:
+            continue
+        steps.append((s, to_float(cells[ix["start_point"]]) / 100, to_float(cells[ix["end_point"]]) / 100))
+        for name in reduce_cols:
+            a = to_float(cells[ix[name + "_start_point"]]) / 100
+            b = to_float(cells[ix[name + "_end_point"]]) / 100
+            if not math.isnan(a) and not math.isnan(b):
+                ops.append((s, name, a, b))
+    return steps, ops
+
+
+def _step_for(ts: float, windows: list[tuple[int, float, float]]) -> int:
+    if not windows:
+        return 1
+    for s, a, b in windows:
+        if a <= ts < b:
+            return s
+    return windows[0][0] if ts < windows[0][1] else windows[-1][0]
+
+
+def load_hccl_traces(trace_files: list[Path], step_trace: Optional[Path], log: IssueLog) -> Optional[Communication]:
+    """`hccl_info/<op>/iter<k>.trace` files (one per op execution) -> per-step rows as HcclParser computes them."""
+    windows, reduce_ops = _legacy_step_windows(step_trace, log)
+    per_step: dict[int, dict] = {}
+    op_rows: list[dict] = []
+    links: list[dict] = []
+    for p in sorted(trace_files):
+        data = read_json(p, log)
+        if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+            if data is not None:
+                log.add(p, "no traceEvents list; skipped")
+            continue
+        events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph", "X") == "X"]
+        if not events:
+            continue
+        first = min(float(e.get("ts", 0)) for e in events)
+        step = _step_for(first, windows)
+        name = legacy_op_name(next((n for s, n, a, b in reduce_ops if s == step and a <= first <= b),
+                                   p.parent.name))
+        comm, wait = _costs_main_stream(events)
+        lk = task_links(events)
+        acc = per_step.setdefault(step, {"comm": 0.0, "wait": 0.0, "links": {}})
+        acc["comm"] += comm
+        acc["wait"] += wait
+        for (src, dst), per in lk.items():
+            for tr, v in per.items():
+                cur = acc["links"].setdefault((src, dst, tr), [0.0] * len(v))
+                acc["links"][(src, dst, tr)] = [x + y for x, y in zip(cur, v)]
+                links.append(_legacy_link(step, "op", name, src, dst, tr, v, 1e-6))
+        sd = [v for per in lk.values() for t, v in per.items() if t == "SDMA"]
+        rd = [v for per in lk.values() for t, v in per.items() if t == "RDMA"]
+        op_rows.append({"step": step, "op": name, "group": "", "kind": op_kind(name), "communication_ms": comm,
+                        "transit_ms": comm, "wait_ms": wait, "sync_ms": math.nan, "idle_ms": math.nan,
+                        "sdma_mb": sum(v[1] for v in sd) / 1e3, "sdma_ms": sum(v[0] for v in sd),
+                        "rdma_mb": sum(v[1] for v in rd) / 1e3, "rdma_ms": sum(v[0] for v in rd)})
+    if not per_step:
+        return None
+    for step, acc in per_step.items():
+        for (src, dst, tr), v in acc["links"].items():
+            links.append(_legacy_link(step, "step", "", src, dst, tr, v, 1e-6))
+    of, lf = _frames(op_rows, links)
+    return Communication(source=log.rel(trace_files[0].parent.parent), producer="hccl_trace",
+                         steps=_steps_from_ops(of), ops=of, links=lf,
+                         local_links=True,
+                         self_local=_self_links([{"src": l["src"], "dst": l["dst"], "transport": "LOCAL",
+                                                  "group": ""} for l in links if l["src"] == l["dst"]], {}),
+                         unit_note="Computed from the raw HCCL task traces (hccl_info/*.trace) with MindInsight's "
+                                   "HcclParser rules: SDMA = Reduce Inline + Memcpy, RDMA = RDMASend, RDMASend, "
+                                   "Notify Wait triples, wait = Notify Wait on the main stream minus RDMA waits.")
+
+
+HCCL_JSON_RE = re.compile(r"^hccl_(\d+)_(\d+)_(\d+)\.json$")
+
+
+def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]:
+    """msprof `timeline/hccl_{dev}_{model}_{iter}.json` -> per-iteration figures (AscendHCCLGenerator rules)."""
+    files = []
+    for p in (device_dir / "timeline").glob("hccl_*.json"):
+        m = HCCL_JSON_RE.match(p.name)
+        if m:
+            files.append((int(m.group(3)), p))
+    if not files:
+        return None
+    ops: list[dict] = []
+    links: list[dict] = []
+    for step, p in sorted(files):
+        data = read_json(p, log)
+        events = data.get("traceEvents") if isinstance(data, dict) else data
+        if not isinstance(events, list):
+            if data is not None:
+                log.add(p, "expected a list of trace events; skipped")
+            continue
+        xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("tid"), int)]
+        detail = [e for e in xs if e["tid"] < 100]
+        op_events = sorted((e for e in xs if e["tid"] >= 100), key=lambda e: float(e.get("ts", 0)))
+        groups: list[tuple[str, list[dict]]] = []
+        if op_events:
+            buckets: dict[int, list[dict]] = defaultdict(list)
+            starts = [float(e.get("ts", 0)) for e in op_events]
+            for e in detail:
+                i = int(np.searchsorted(starts, float(e.get("ts", 0)), side="right")) - 1
+                buckets[max(i, 0)].append(e)
+            groups = [(str(op_events[i].get("name", f"op{i}")), buckets.get(i, [])) for i in range(len(op_events))]
+        else:
+            groups = [("(all operators)", detail)]
+        step_links: dict[tuple[int, int, str], list[float]] = {}
+        for name, evs in groups:
+            comm = sum(float(e.get("dur", 0)) for e in evs if _task(e) != "Notify Wait") / 1e3
+            wait = sum(float(e.get("dur", 0)) for e in evs if _task(e) == "Notify Wait") / 1e3
+            lk = task_links(evs)
+            sd = [v for per in lk.values() for t, v in per.items() if t == "SDMA"]
+            rd = [v for per in lk.values() for t, v in per.items() if t == "RDMA"]
+            ops.append({"step": step, "op": name, "group": "", "kind": op_kind(name), "communication_ms": comm,
+                        "transit_ms": comm, "wait_ms": wait, "sync_ms": math.nan, "idle_ms": math.nan,
+                        "sdma_mb": sum(v[1] for v in sd) / 1e3, "sdma_ms": sum(v[0] for v in sd),
+                        "rdma_mb": sum(v[1] for v in rd) / 1e3, "rdma_ms": sum(v[0] for v in rd)})
+            for (src, dst), per in lk.items():
+                for tr, v in per.items():
+                    links.append(_legacy_link(step, "op", name, src, dst, tr, v, 1e-6))
+                    cur = step_links.setdefault((src, dst, tr), [0.0] * len(v))
+                    step_links[(src, dst, tr)] = [x + y for x, y in zip(cur, v)]
+        for (src, dst, tr), v in step_links.items():
+            links.append(_legacy_link(step, "step", "", src, dst, tr, v, 1e-6))
+    if not ops:
+        return None
+    of, lf = _frames(ops, links)
+    return Communication(source=log.rel(device_dir / "timeline"), producer="msprof_hccl",
+                         steps=_steps_from_ops(of), ops=of, links=lf,
+                         local_links=False,
+                         unit_note="Computed from msprof timeline/hccl_*.json (one file per iteration) with "
+                                   "MindSpore's AscendHCCLGenerator rules: communication = all tasks except "
+                                   "Notify Wait, wait = Notify Wait, SDMA = Memcpy + Reduce Inline.")

@@ -1,0 +1,179 @@
+"""Synthetic communication files: Ascend communication(.matrix).json and MindInsight hccl_raw."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reportgen.loaders.groups import double_hash
+
+if TYPE_CHECKING:
+    from reportgen.synth import Plan, StepModel
+
+HCCS_GBPS = 19.0
+RDMA_GBPS = 12.0
+LOCAL_GBPS = 320.0
+DP_GRAD_MB = 1200.0  # gradient bytes all-reduced per step by each data-parallel group (2 operators)
+TP_MB = 64.0
+PP_MB = 16.777216
+
+
+def _link_bw(src: int, dst: int, per_host: int, plan: "Plan") -> tuple[str, float]:
+    same = src // per_host == dst // per_host
+    tr, bw = ("HCCS", HCCS_GBPS) if same else ("RDMA", RDMA_GBPS)
+    bw *= 1 + 0.01 * (((src * 7 + dst * 13) % 11) - 5) / 5  # steady per-link differences of about 1 %
+    return tr, bw * plan.slow_link.get((src, dst), 1.0)
+
+
+def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, plan: "Plan") -> list[dict]:
+    """The communication operators of rank r in step s with their local links (ring algorithms)."""
+    transit_total = float(m.overlapped[r, s]) / 0.35
+    wait_total = max(0.0, float(m.comm_nov[r, s]) - float(m.bubble[r, s]) - 0.65 * transit_total)
+    ops = []
+    for gid, g in sorted(groups.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1])):
+        members = g["global_ranks"]
+        if r not in members or len(members) < 2 or g["group_name"] == "default_group":
+            continue
+        n = len(members)
+        loc = members.index(r)
+        peer = members[(loc + 1) % n]
+        name = g["group_name"]
+        if name == "dp":
+            kinds = [("allReduce", DP_GRAD_MB / 2 * 2 * (n - 1) / n)] * 2
+        elif name == "tp":
+            kinds = [("allGather", TP_MB * (n - 1) / n), ("reduceScatter", TP_MB * (n - 1) / n)]
+        else:
+            kinds = [("batchSendRecv", PP_MB)]
+        for k, (opname, size) in enumerate(kinds):
+            tr, bw = _link_bw(r, peer, per_host, plan)
+            # a ring is as slow as its slowest link: every member waits for the slowest hop
+            ring_bw = min(_link_bw(members[i], members[(i + 1) % n], per_host, plan)[1] for i in range(n))
+            t_send = size / bw
+            ops.append({"name": f"hcom_{opname}__{gid.rsplit('_', 1)[1]}_{s}_{k}@{double_hash(gid)}",
+                        "short": opname.lower(), "group": str(double_hash(gid)), "local": loc,
+                        "peer_local": (loc + 1) % n, "transport": tr, "size": size, "time": t_send,
+                        "ring_time": size / ring_bw, "p2p": name == "pp"})
+    if not ops:
+        return ops
+    # the rank's wait goes to its data-parallel collectives (the last one of the step takes most of it)
+    coll = [o for o in ops if not o["p2p"]] or ops
+    for i, o in enumerate(coll):
+        o["wait"] = wait_total * (0.7 if i == len(coll) - 1 else 0.3 / max(1, len(coll) - 1))
+        if len(coll) == 1:
+            o["wait"] = wait_total
+    for o in ops:
+        o.setdefault("wait", 0.0)
+        o["wait"] += max(0.0, o["ring_time"] - o["time"])  # a fast link waits for the slow hop of its ring
+        o["idle"] = 0.02
+        o["elapse"] = o["time"] + o["wait"] + o["idle"]
+    return ops
+
+
+def _op_info(o: dict, ts_us: float) -> dict:
+    tr = o["transport"]
+    band = {t: {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Bandwidth(GB/s)": 0, "Large Packet Ratio": 0,
+                "Size Distribution": {}} for t in ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")}
+    entry = {"Transit Time(ms)": round(o["time"], 6), "Transit Size(MB)": round(o["size"], 6),
+             "Bandwidth(GB/s)": round(o["size"] / o["time"], 4), "Large Packet Ratio": 1.0,
+             "Size Distribution": {str(round(o["size"], 6)): [1, round(o["time"], 6)]}}
+    band[tr] = entry
+    if tr != "RDMA":
+        band["SDMA"] = dict(entry)
+    w, t = o["wait"], o["time"]
+    return {"Communication Time Info": {
+        "Start Timestamp(us)": ts_us, "Elapse Time(ms)": round(o["elapse"], 6), "Transit Time(ms)": round(t, 6),
+        "Wait Time(ms)": round(w, 6), "Synchronization Time(ms)": round(w * 0.9, 6),
+        "Idle Time(ms)": round(o["idle"], 6), "Wait Time Ratio": round(w / (w + t), 4) if w + t else 0,
+        "Synchronization Time Ratio": round(w * 0.9 / (w * 0.9 + t), 4) if w + t else 0},
+        "Communication Bandwidth Info": band}
+
+
+def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host: int, first_step: int,
+                      steps: int, plan: "Plan") -> None:
+    comm: dict = {}
+    matrix: dict = {}
+    for s in range(steps):
+        key = f"step{first_step + s}"
+        ops = _ops_for_rank(r, groups, m, s, per_host, plan)
+        kinds: dict = {"collective": {}, "p2p": {}}
+        mkinds: dict = {"collective": {}, "p2p": {}}
+        for i, o in enumerate(ops):
+            kind = "p2p" if o["p2p"] else "collective"
+            kinds[kind][o["name"]] = _op_info(o, 1.7e15 + s * 2e5 + i * 1e3)
+            link = {"Transport Type": o["transport"], "Transit Size(MB)": round(o["size"], 6),
+                    "Transit Time(ms)": round(o["time"], 6), "Bandwidth(GB/s)": round(o["size"] / o["time"], 4)}
+            self_link = {"Transport Type": "LOCAL", "Transit Size(MB)": round(o["size"], 6),
+                         "Transit Time(ms)": round(o["size"] / LOCAL_GBPS, 6), "Bandwidth(GB/s)": LOCAL_GBPS}
+            links = {f"{o['local']}-{o['peer_local']}": link, f"{o['local']}-{o['local']}": self_link}
+            base = o["name"].split("@")[0]
+            tot = mkinds[kind].setdefault(f"{o['short']}-total@{o['group']}", {})
+            for lk, li in links.items():
+                cur = tot.setdefault(lk, {"Transport Type": li["Transport Type"], "Transit Size(MB)": 0.0,
+                                          "Transit Time(ms)": 0.0, "Bandwidth(GB/s)": 0.0})
+                cur["Transit Size(MB)"] = round(cur["Transit Size(MB)"] + li["Transit Size(MB)"], 6)
+                cur["Transit Time(ms)"] = round(cur["Transit Time(ms)"] + li["Transit Time(ms)"], 6)
+                cur["Bandwidth(GB/s)"] = round(cur["Transit Size(MB)"] / cur["Transit Time(ms)"], 4)
+            tag = "top1" if f"{o['short']}-top1@{o['group']}" not in mkinds[kind] else "bottom1"
+            mkinds[kind][f"{o['short']}-{tag}@{o['group']}"] = {lk: {**li, "Op Name": base}
+                                                               for lk, li in links.items()}
+        comm[key] = kinds
+        matrix[key] = mkinds
+    text = json.dumps(comm)
+    mtext = json.dumps(matrix)
+    if r in plan.corrupt_comm:
+        text = text[: len(text) // 2]
+        mtext = mtext[: len(mtext) // 2]
+    (out / "communication.json").write_text(text, encoding="utf-8")
+    (out / "communication_matrix.json").write_text(mtext, encoding="utf-8")
+
+
+def write_hccl_raw(d: Path, r: int, m: "StepModel", ranks: int, stages: int, first_step: int, steps: int,
+                   plan: "Plan", per_host: int = 8) -> None:
+    """MindInsight hccl_raw_{r}.csv, HcclParser generation (ms, KB, KB/s), one data-parallel group per stage."""
+    per_stage = ranks // stages
+    stage = r // per_stage
+    members = list(range(stage * per_stage, (stage + 1) * per_stage))
+    groups = {f"group_name_{stage + 1}": {"group_name": "dp", "global_ranks": members}}
+    rows = []
+    vecs = []
+    for s in range(steps):
+        ops = _ops_for_rank(r, groups, m, s, per_host, plan)
+        op_cost = {}
+        link_info: dict = {}
+        comm = wait = 0.0
+        for k, o in enumerate(ops):
+            size_kb = o["size"] * 1e3
+            lk = {f"{o['local']}-{o['peer_local']}": {"SDMA": [o["time"], size_kb, size_kb / (o["time"] / 1e3)]},
+                  f"{o['local']}-{o['local']}": {"SDMA": [o["size"] / LOCAL_GBPS, size_kb,
+                                                          size_kb / (o["size"] / LOCAL_GBPS / 1e3)]}}
+            c = sum(v["SDMA"][0] for v in lk.values())
+            name = f"stream_{12 + k}_{k}_AllReduce-op{100 + k + 10 * stage}"
+            op_cost[name] = [str(first_step + s), c, o["wait"], lk]
+            comm += c
+            wait += o["wait"]
+            for key, v in lk.items():
+                cur = link_info.setdefault(key, {"SDMA": [0.0, 0.0, 0.0]})
+                cur["SDMA"] = [a + b for a, b in zip(cur["SDMA"], v["SDMA"])]
+        rows.append([str(first_step + s), comm, wait, link_info, op_cost])
+        vecs.append((comm, wait, link_info, op_cost))
+    if rows:
+        n = len(vecs)
+        avg_links = {k: {"SDMA": list(np.mean([v[2][k]["SDMA"] for v in vecs], axis=0))} for k in vecs[0][2]}
+        avg_ops = {name: ["-", float(np.mean([v[3][name][1] for v in vecs])),
+                          float(np.mean([v[3][name][2] for v in vecs])),
+                          {k: {"SDMA": list(np.mean([v[3][name][3][k]["SDMA"] for v in vecs], axis=0))}
+                           for k in vecs[0][3][name][3]}] for name in vecs[0][3]}
+        rows.append(["-", sum(v[0] for v in vecs) / n, sum(v[1] for v in vecs) / n, avg_links, avg_ops])
+    p = d / f"hccl_raw_{r}.csv"
+    with open(p, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["step_num", "communication_cost", "wait_cost", "link_info", "communication_operator_cost"])
+        for row in rows:
+            w.writerow([row[0], row[1], row[2], json.dumps(row[3]), json.dumps(row[4])])
+    if r in plan.corrupt_comm:
+        text = p.read_text(encoding="utf-8")
+        p.write_text(text[: len(text) // 2], encoding="utf-8")

@@ -1,0 +1,202 @@
+"""Cluster communication: loaders and analysis against the producers' own output and msprof-analyze's."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.analysis import analyze
+from reportgen.discover import discover
+from reportgen.loaders import load_run
+from reportgen.loaders.common import IssueLog
+from reportgen.loaders.communication import load_hccl_raw, load_hccl_traces
+from reportgen.loaders.groups import double_hash
+from tests.conftest import sample
+
+GOLDEN = "ascend/_golden_outputs_msprof_analyze_local_run"
+
+
+def _analysis(path: Path):
+    return analyze(load_run(discover(path)[0]))
+
+
+def test_double_hash_matches_the_group_suffix():
+    assert double_hash("group_name_19") == 3985310405473756128
+
+
+def test_raw_hccl_traces_reproduce_hccl_raw():
+    d = sample("mindinsight/mindspore_ut_hccl_dev6") / "profiler"
+    log = IssueLog(d)
+    traces = load_hccl_traces(sorted((d / "hccl_info").rglob("*.trace")), d / "step_trace_raw_6_detail_time.csv", log)
+    raw = load_hccl_raw(d / "hccl_raw_6.csv", log)
+    assert log.issues == []
+    ours = traces.ops.set_index("step")
+    theirs = raw.ops.dropna(subset=["step"]).set_index("step")
+    assert list(ours.index) == [1, 2]
+    assert ours.loc[1, "op"] == theirs.loc[1, "op"] == "AllReduce-op3143"
+    for s in (1, 2):
+        for c in ("communication_ms", "wait_ms", "sdma_mb", "sdma_ms"):
+            assert ours.loc[s, c] == pytest.approx(theirs.loc[s, c], rel=1e-9, abs=1e-12)
+    ls = traces.links[traces.links["scope"] == "step"].set_index(["step", "src", "dst"])
+    lr = raw.links[(raw.links["scope"] == "step") & raw.links["step"].notna()].set_index(["step", "src", "dst"])
+    for key in lr.index:
+        for c in ("time_ms", "size_mb", "stored_bandwidth_gbps"):
+            assert ls.loc[key, c] == pytest.approx(lr.loc[key, c], rel=1e-9)
+    # the hand numbers: step 1, link 1-0 SDMA 4.36566 ms, 94356.992 KB at 21613454.09 KB/s
+    assert lr.loc[(1, 1, 0), "time_ms"] == pytest.approx(4.36566)
+    assert lr.loc[(1, 1, 0), "size_mb"] == pytest.approx(94.356992)
+    assert lr.loc[(1, 1, 0), "stored_bandwidth_gbps"] == pytest.approx(21.61345409399724)
+
+
+def test_hccl_raw_generations_are_detected_from_the_numbers(tmp_path):
+    link_kbs = {"0-1": {"SDMA": [2.0, 4000.0, 2000000.0]}}  # 4000 KB in 2 ms = 2e6 KB/s
+    link_gbs = {"0-1": {"SDMA": [2.0, 4000.0, 2.0]}}  # the newer producer: GB/s
+    for name, link, comm, expect_ms, expect_avg in (("old", link_kbs, 2.0, 2.0, True),
+                                                     ("new", link_gbs, 2000.0, 2.0, False)):
+        p = tmp_path / f"hccl_raw_{name}.csv"
+        with open(p, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["step_num", "communication_cost", "wait_cost", "link_info", "communication_operator_cost"])
+            for step in ("1", "2", "-"):
+                op = {"stream_1_0_AllReduce-op1": [step, comm, comm / 2, link]}
+                w.writerow([step, comm, comm / 2, json.dumps(link), json.dumps(op)])
+        log = IssueLog(tmp_path)
+        c = load_hccl_raw(p, log)
+        assert c.stored_average is expect_avg
+        assert c.ops["communication_ms"].iloc[0] == pytest.approx(expect_ms)
+        assert c.ops["wait_ms"].iloc[0] == pytest.approx(expect_ms / 2)
+        step_links = c.links[c.links["scope"] == "step"]
+        assert step_links["stored_bandwidth_gbps"].iloc[0] == pytest.approx(2.0)
+        assert step_links["bandwidth_gbps"].iloc[0] == pytest.approx(2.0)  # 4 MB / 2 ms
+        if not expect_avg:
+            assert step_links["step"].notna().all()  # the copied '-' row is dropped
+            assert any("copies the last iteration" in i.problem for i in log.issues)
+
+
+def test_broken_hccl_raw_row_is_reported_not_fatal(tmp_path):
+    p = tmp_path / "hccl_raw_0.csv"
+    p.write_text('step_num,communication_cost,wait_cost,link_info,communication_operator_cost\n'
+                 '1,1.0,0.5,"{""0-1"": {""SDMA"": [1.0, 1000.0, 1000000.0]}}",\n'
+                 '2,1.0,0.5,"{""0-1"": {""SDMA"": [1.0, 10',)
+    log = IssueLog(tmp_path)
+    c = load_hccl_raw(p, log)
+    assert c is not None and list(c.ops["step"]) == [1]
+    assert any("invalid" in i.problem or "wrong number" in i.problem for i in log.issues)
+
+
+def test_mindinsight_cluster_matches_mindinsight_formulas():
+    a = _analysis(sample("mindinsight/cluster_pipeline_parallel_4rank"))
+    c = a.comm
+    # per rank: the '-' row of hccl_raw (MindInsight's ClusterHcclAnalyser reads it verbatim)
+    assert c.per_rank.loc[0, "communication_ms"] == pytest.approx(2.2688550000000003, rel=1e-12)
+    assert c.per_rank.loc[2, "wait_ms"] == pytest.approx(1005.0460600000009, rel=1e-12)
+    # link figures of the averaged step: rank 1's 0-1 SDMA link, bandwidth as MindInsight shows it
+    lt = c.links.set_index(["src", "dst", "transport"])
+    row = lt.loc[(0, 1, "SDMA")]
+    assert row["time_ms"] == pytest.approx(0.21956333333333333)
+    assert row["size_mb"] == pytest.approx(1.1099306666666669)
+    assert row["stored_bandwidth_gbps"] * 1e6 == pytest.approx(107910491.88737924)  # KB/s, ParallelProposer's value
+    # that link is the slow one (MindInsight: -74.26 % against the mean); ours: far below the SDMA median
+    assert c.slow_links == [(0, 1, "SDMA")]
+    # group-local link keys mapped to global ranks: ranks 2 and 3 run the same operators
+    assert (3, 2, "SDMA") in lt.index and (2, 3, "SDMA") in lt.index
+
+
+def test_per_rank_per_group_totals_equal_msprof_analyze():
+    golden = json.loads((sample(GOLDEN) / "st_qwen3_4rank_text/cluster_analysis_output/cluster_communication.json")
+                        .read_text())
+    a = _analysis(sample("ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text"))
+    pg = a.comm.per_group_rank.set_index(["rank", "group"])
+    n = 0
+    for _, steps in golden.items():
+        for _, ops in steps.items():
+            for name, per_rank in ops.items():
+                if not name.startswith("Total Op Info@"):
+                    continue
+                group = name.split("@")[1]
+                for r, info in per_rank.items():
+                    t = info["Communication Time Info"]
+                    row = pg.loc[(int(r), group)]
+                    assert row["communication_ms"] == pytest.approx(t["Elapse Time(ms)"], abs=1e-6)
+                    assert row["wait_ms"] == pytest.approx(t["Wait Time(ms)"], abs=1e-6)
+                    assert row["transit_ms"] == pytest.approx(t["Transit Time(ms)"], abs=1e-6)
+                    assert row["sync_ms"] == pytest.approx(t["Synchronization Time(ms)"], abs=1e-6)
+                    assert row["idle_ms"] == pytest.approx(t["Idle Time(ms)"], abs=1e-6)
+                    assert row["wait_ratio"] == pytest.approx(t["Wait Time Ratio"], abs=1e-4)
+                    sd = info["Communication Bandwidth Info"]["SDMA"]
+                    assert row["sdma_mb"] == pytest.approx(sd["Transit Size(MB)"], abs=1e-6)
+                    assert row["sdma_ms"] == pytest.approx(sd["Transit Time(ms)"], abs=1e-6)
+                    if sd["Transit Time(ms)"]:
+                        assert row["sdma_gbps"] == pytest.approx(sd["Bandwidth(GB/s)"], abs=1e-4)
+                    n += 1
+    assert n == 24  # 7 rank sets, 12 groups, 24 (group, rank) totals
+
+
+@pytest.mark.parametrize("case,run", [("st_qwen3_4rank_text", "ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text"),
+                                      ("pytorch_2rank_level1_text", "ascend/msinsight_pytorch_2rank_level1_text")])
+def test_links_equal_msprof_analyze_matrix(case, run):
+    golden = json.loads((sample(GOLDEN) / case / "cluster_analysis_output/cluster_communication_matrix.json")
+                        .read_text())
+    a = _analysis(sample(run))
+    lt = a.comm.links[a.comm.links["mapped"]].set_index(["group", "src", "dst", "transport"])
+    n = 0
+    for _, steps in golden.items():
+        for _, ops in steps.items():
+            for name, links in ops.items():
+                if not name.startswith("Total Op Info@"):
+                    continue
+                group = name.split("@")[1]
+                for key, li in links.items():
+                    s, d = (int(x) for x in key.split("-"))
+                    row = lt.loc[(group, s, d, li["Transport Type"])]
+                    assert row["time_ms"] == pytest.approx(li["Transit Time(ms)"], rel=1e-9)
+                    assert row["size_mb"] == pytest.approx(li["Transit Size(MB)"], rel=1e-9)
+                    assert round(row["bandwidth_gbps"], 4) == pytest.approx(li["Bandwidth(GB/s)"], abs=1e-4)
+                    n += 1
+    assert n == len(lt)  # nothing more, nothing less than msprof-analyze keeps
+
+
+def test_partial_group_links_are_counted_not_dropped():
+    a = _analysis(sample("ascend/msinsight_pytorch_2rank_level1_text"))
+    c = a.comm
+    # the 2-rank sample comes from an 8-rank job: links to local ranks 2..7 cannot be mapped
+    assert c.unmapped_links > 0
+    assert (~c.links["mapped"]).sum() == 12  # 2 ranks x 6 absent peers, all HCCS
+    assert any("could not be mapped" in i.problem for i in a.issues)
+
+
+def test_group_names_come_from_parallel_group_info():
+    a = _analysis(sample("ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text"))
+    names = {g.name for g in a.comm.groups.values()}
+    assert {"pp", "dp", "tp", "default_group"} <= names
+    pp = a.comm.groups[str(double_hash("group_name_19"))]
+    assert pp.name == "pp" and pp.local_to_global == {0: 0, 1: 2}
+
+
+def test_msprof_raw_hccl_timelines():
+    a = _analysis(sample("mindinsight/msprof_raw_2rank_10iter"))
+    c = a.comm
+    assert c.producers == ["msprof_hccl"]
+    assert c.per_rank["n_steps"].tolist() == [10, 10]
+    # AscendHCCLGenerator: wait = sum of Notify_Wait, communication = every other task (µs -> ms)
+    path = next(sample("mindinsight/msprof_raw_2rank_10iter").rglob("hccl_0_2_1.json"))
+    events = [e for e in json.loads(path.read_text()) if e.get("ph") == "X" and e["tid"] < 100]
+    wait = sum(e["dur"] for e in events if e["name"] == "Notify_Wait") / 1e3
+    comm = sum(e["dur"] for e in events if e["name"] != "Notify_Wait") / 1e3
+    step1 = c.per_rank_step[(c.per_rank_step["rank"] == 0) & (c.per_rank_step["step"] == 1)].iloc[0]
+    assert step1["wait_ms"] == pytest.approx(wait)
+    assert step1["communication_ms"] == pytest.approx(comm)
+    assert c.unmapped_links == 0  # msprof writes global ranks
+
+
+def test_missing_communication_file_is_no_data_not_zero(tmp_path):
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=8, steps=4, seed=3, inject=["missing-comm:3"])
+    a = _analysis(run)
+    assert 3 in a.comm.ranks_without_data
+    assert 3 not in a.comm.per_rank.index
+    assert any("no communication data" in i.problem for i in a.issues)
