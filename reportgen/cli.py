@@ -21,7 +21,7 @@ from reportgen.loaders import default_jobs
 log = logging.getLogger("msreport")
 
 EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
-           "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11"]}
+           "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11", "slow-link:8-9"]}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -87,3 +87,26 @@ window.addEventListener('load', function () {
     vals = [float(r.select("td")[4]["data-v"]) for r in rows]
     assert vals == sorted(vals, reverse=True)  # second click: descending
     assert rows[0]["id"] == "rank-5"  # the slow-computing rank tops the Computing column
+
+
+def test_communication_page_draws_and_filters(example_site):
+    src = example_site / "cluster" / "communication.html"
+    assert_charts_drawn(render(src), src, 5)
+    # drive the link filters: transport HCCS and "slow only" leave exactly the injected slow link
+    probe = src.with_name("probe-comm.html")
+    probe.write_text(src.read_text().replace("</body>", """<script>
+window.addEventListener('load', function () {
+  var t = document.querySelector("select[data-colfilter='comm-link-table']"); t.value = 'HCCS';
+  t.dispatchEvent(new Event('change'));
+  var s = document.querySelector("[data-slowonly='comm-link-table']"); s.checked = true;
+  s.dispatchEvent(new Event('change'));
+  document.body.setAttribute('data-probe', 'done');
+});
+</script></body>"""))
+    try:
+        dom = render(probe)
+    finally:
+        probe.unlink()
+    assert dom.body.get("data-probe") == "done"
+    visible = [r for r in dom.select("#comm-link-table tbody tr") if "display: none" not in r.get("style", "")]
+    assert [(r.select("td")[0].text, r.select("td")[1].text) for r in visible] == [("8", "9")]

@@ -130,3 +130,44 @@ def test_single_file_is_self_contained(tmp_path, synth_8):
     data = json.loads(soup.select_one("#rank-data").string)
     assert set(data) == {str(r) for r in range(8)}
     assert (tmp_path / "report.summary.json").is_file()
+
+
+def test_communication_page_marks_the_injected_slow_link(example_site):
+    page = example_site / "cluster" / "communication.html"
+    soup = _soup(page)
+    slow = soup.select("#comm-link-table tbody tr.slow")
+    assert [(r.select("td")[0].text, r.select("td")[1].text, r.select("td")[2].text) for r in slow] == [
+        ("8", "9", "HCCS")]
+    ranks = soup.select("#comm-rank-table tbody tr")
+    assert len(ranks) == 16
+    assert {f["id"] for f in soup.select("figure.chart")} >= {"fig-comm-by-rank", "fig-comm-graph",
+                                                              "fig-comm-matrix", "fig-comm-links"}
+    csv_text = (example_site / "cluster" / "communication-links.csv").read_text()
+    assert csv_text.splitlines()[0].startswith("Source,Destination,Transport")
+    # the rank page of the slow link's sender lists the link as slow
+    rank8 = _soup(example_site / "ranks" / "rank-8.html")
+    assert rank8.select_one("#communication") is not None
+    assert any(r.select("td")[1].text.strip() == "9" for r in rank8.select("tr.slow"))
+
+
+def test_summary_communication_contract(example_site):
+    s = json.loads((example_site / "summary.json").read_text())
+    comm = s["metrics"]["communication"]
+    assert set(comm["per_rank"]) == {str(r) for r in range(16)}
+    assert {"communication_ms", "wait_ms"} <= set(comm["per_rank"]["0"])
+    link = comm["links"][0]
+    assert {"src", "dst", "transport", "group", "time_ms", "size_mb", "bandwidth_gbps"} <= set(link)
+    slow = [l for l in comm["links"] if l["slow"]]
+    assert [(l["src"], l["dst"], l["transport"], l["group"]) for l in slow] == [(8, 9, "HCCS", "tp")]
+    # bandwidth is size over time (GB/s = MB/ms)
+    assert slow[0]["bandwidth_gbps"] == pytest.approx(slow[0]["size_mb"] / slow[0]["time_ms"], rel=1e-6)
+
+
+def test_operator_names_from_files_are_escaped(tmp_path):
+    run = generate_run(tmp_path / "run", ranks=2, steps=2)
+    for p in run.glob("*/ASCEND_PROFILER_OUTPUT/communication.json"):
+        p.write_text(p.read_text().replace("hcom_allReduce", "hcom_<script>alert(2)</script>allReduce"))
+    out = tmp_path / "out"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    for page in _pages(out):
+        assert "<script>alert(2)" not in page.read_text()

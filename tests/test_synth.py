@@ -63,4 +63,9 @@ def test_report_on_any_size(tmp_path, ranks):
 
 def test_unknown_injection_is_refused():
     with pytest.raises(ValueError, match="unknown injection"):
-        parse_injections(["slow-link:0-1"])
+        parse_injections(["slow-queue:0"])
+
+
+def test_slow_link_injection_parses():
+    plan = parse_injections(["slow-link:4-5", "slow-link:1-2:0.5"])
+    assert plan.slow_link == {(4, 5): 0.3, (1, 2): 0.5}

@@ -494,7 +494,7 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
     """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
     if not len(link_table):
         return {"cells": [], "bin": 1}
-    lt = link_table[link_table["mapped"]]
+    lt = link_table[link_table["mapped"] & ~link_table["self"]]  # on-chip copies would swamp the colour scale
     if group is not None:
         lt = lt[lt["group"] == group]
     if not len(lt):

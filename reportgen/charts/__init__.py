@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.charts import steps
+from reportgen.charts import comm, steps
 
 CHARTS = {
     "step_total_by_rank": steps.step_total_by_rank,
@@ -15,6 +15,12 @@ CHARTS = {
     "breakdown_by_rank": steps.breakdown_by_rank,
     "rank_step_heatmap": steps.rank_step_heatmap,
     "rank_step_lines": steps.rank_step_lines,
+    "comm_by_rank": comm.comm_by_rank,
+    "comm_per_step": comm.comm_per_step,
+    "link_bandwidth": comm.link_bandwidth,
+    "comm_graph": comm.comm_graph,
+    "comm_matrix": comm.comm_matrix,
+    "link_op_boxplot": comm.link_op_boxplot,
 }
 
 

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import INDEX, STEP_TRACE, SitePlan
+from reportgen.site.pages import COMMUNICATION, INDEX, STEP_TRACE, SitePlan
 
 MARKER = ".msreport"
 
@@ -37,7 +37,28 @@ def _fmt_ms(v) -> str:
         return str(v)
     if f != f:
         return "—"
+    if f != 0 and abs(f) < 0.001:
+        return f"{f:.2e}"
     return f"{f:,.3f}"
+
+
+def _fmt_ratio(v) -> str:
+    """A 0..1 ratio as a percentage."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if f != f else f"{f * 100:.1f} %"
+
+
+def _fmt_num(v) -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    if f != f:
+        return "—"
+    return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
 
 
 def _fmt_pct(v) -> str:
@@ -54,7 +75,7 @@ def _json_script(value) -> Markup:
 def make_env() -> Environment:
     env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, jsonscript=_json_script)
+    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script)
     return env
 
 
@@ -70,6 +91,8 @@ def _url_for(current: str, single: bool) -> Callable[[str], str]:
                 return "#overview"
             if path == STEP_TRACE:
                 return "#step-trace"
+            if path == COMMUNICATION:
+                return "#communication"
             if path.startswith("ranks/rank-"):
                 return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
             return "#"
@@ -133,6 +156,10 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             _csv_text(step_page.context["columns"] + [{"key": "n_steps", "label": "Steps"},
                                                        {"key": "rule", "label": "Average rule"}],
                       step_page.context["rows"]), encoding="utf-8")
+        for page in plan.pages:
+            for path, columns, rows in page.downloads:
+                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
@@ -168,6 +195,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     url = _url_for(INDEX, single=True)
     index = plan.pages[0]
     step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
+    comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
     rank_pages = [p for p in plan.pages if p.template == "rank.html"]
     rank_data = {}
     for p in rank_pages:
@@ -181,7 +209,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     if line_template is not None:
         line_template = {k: v for k, v in line_template.items() if k != "datasets"}
     html = env.get_template("single.html").render(
-        page=index, ctx=index.context, step=step_page, charts=step_page.charts, nav=plan.nav, url=url,
+        page=index, ctx=index.context, step=step_page, comm=comm_page, charts=step_page.charts, nav=plan.nav, url=url,
         single=True, rank_data=rank_data, line_template=line_template,
         rank_ids=[p.context["rank"] for p in rank_pages],
         asset_css="", asset_js="", asset_vega="",

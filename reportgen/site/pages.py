@@ -14,9 +14,11 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
+from reportgen.site import comm_pages
 
 INDEX = "index.html"
 STEP_TRACE = "cluster/step-trace.html"
+COMMUNICATION = comm_pages.COMMUNICATION
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 
 
@@ -32,6 +34,7 @@ class Page:
     context: dict[str, Any]
     charts: list[Chart] = field(default_factory=list)
     nav: str = ""
+    downloads: list[tuple[str, list[dict], list[dict]]] = field(default_factory=list)  # CSV files: path, cols, rows
 
 
 @dataclass
@@ -272,23 +275,28 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
         "without": st.ranks_without_data,
     }, charts=[*cluster_charts, *([hm] if hm else [])], nav="step-trace")
 
-    pages = [index, step_page]
+    comm_ctx, comm_charts = comm_pages.plan_comm_context(a)
+    comm_page = Page(COMMUNICATION, "Cluster communication", "communication.html", {**common, **comm_ctx},
+                     charts=comm_charts, nav="communication", downloads=comm_pages.csv_downloads(comm_ctx, a))
+    pages = [index, step_page, comm_page]
+    by_reporter = comm_pages.links_by_reporter(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
                                             or ["Step total"]) if st.kind else None
     rank_sections = []
     ids = run.rank_ids
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, maker, line_spec, common)
+        rp = _plan_rank(a, r, maker, line_spec, common, by_reporter)
         rp.context["prev"] = rank_page(ids[n - 1]) if n > 0 else None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
         rank_sections.append(rp.context)
-    nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace")]
+    nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (COMMUNICATION, "Communication")]
     return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections)
 
 
-def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], common: dict) -> Page:
+def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], common: dict,
+               by_reporter: dict[int, list[int]]) -> Page:
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
@@ -335,6 +343,9 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
                 spec["datasets"] = {"steps": lines}
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
+    comm_section, comm_charts = comm_pages.rank_section(a, r, by_reporter)
+    sections.append(comm_section)
+    charts.extend(comm_charts)
     issues = [i.to_dict() for i in data.issues]
     return Page(rank_page(r), f"Rank {r}", "rank.html", {
         **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,

@@ -51,7 +51,37 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
         },
         "metrics": {
             "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
+            "communication": _communication(a),
         },
         "findings": findings,
         "data_quality": [i.to_dict() for i in a.issues],
     }
+
+
+def _communication(a: Analysis) -> dict:
+    c = a.comm
+    if not c.has_data:
+        return {"per_rank": {}, "links": [], "ranks_without_data": c.ranks_without_data}
+    per_rank = {}
+    for r, rec in c.per_rank.iterrows():
+        per_rank[str(int(r))] = {
+            "communication_ms": _clean(float(rec["communication_ms"])), "wait_ms": _clean(float(rec["wait_ms"])),
+            "transit_ms": _clean(float(rec["transit_ms"])), "sync_ms": _clean(float(rec["sync_ms"])),
+            "idle_ms": _clean(float(rec["idle_ms"])), "wait_ratio": _clean(float(rec["wait_ratio"])),
+            "steps": int(rec["n_steps"]), "waits_least": int(r) in c.low_wait_ranks,
+        }
+    links = []
+    lt = c.links
+    if len(lt):
+        for rec in lt[lt["mapped"]].to_dict("records"):
+            g = c.groups.get(str(rec["group"]))
+            links.append({
+                "src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
+                "group": (g.name or g.id) if g and (g.name or (g.id and not g.id.startswith("mi:"))) else None,
+                "group_id": rec["group"] or None,
+                "time_ms": _clean(float(rec["time_ms"])), "size_mb": _clean(float(rec["size_mb"])),
+                "bandwidth_gbps": _clean(float(rec["bandwidth_gbps"])), "slow": bool(rec["slow"]),
+            })
+    return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
+            "unmapped_links": c.unmapped_links, "slow_links": [f"{s}-{d}" for s, d, _ in c.slow_links],
+            "sources": c.producers}

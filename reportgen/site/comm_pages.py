@@ -1,0 +1,334 @@
+"""Plan the cluster communication page and the communication section of rank pages (plain data only)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import pandas as pd
+
+from reportgen.analysis import Analysis
+from reportgen.analysis.communication import (
+    LOW_WAIT_RATIO, LOW_WAIT_Z, MAX_BOX_LINKS, MAX_OP_ROWS, SLOW_LINK_MIN_SIZE_MB, SLOW_LINK_RATIO, graph_layout,
+    matrix_cells,
+)
+from reportgen.charts import Chart, comm as comm_charts
+from reportgen.charts.steps import MAX_BARS
+
+COMMUNICATION = "cluster/communication.html"
+LINKS_CSV = "cluster/communication-links.csv"
+RANKS_CSV = "cluster/communication-ranks.csv"
+MAX_LINK_ROWS = 3000  # rows in the HTML table; the CSV has all
+MAX_MATRIX_GROUPS = 12
+PRODUCER_LABELS = {
+    "hccl_raw": "MindInsight hccl_raw_{rank}.csv",
+    "hccl_trace": "raw HCCL task traces (hccl_info/*.trace), computed with MindInsight's rules",
+    "msprof_hccl": "msprof timeline/hccl_*.json, computed with MindSpore's rules",
+    "communication.json": "CANN communication.json + communication_matrix.json",
+}
+TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hccl_trace": "Communication",
+               "msprof_hccl": "Communication"}
+
+
+def _num(v: Any) -> Optional[float]:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def group_label(a: Analysis, gid: Any) -> str:
+    g = a.comm.groups.get(str(gid)) if gid is not None else None
+    return g.label if g else (str(gid) if gid else "—")
+
+
+RANK_COLUMNS = [
+    {"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
+    {"key": "communication_ms", "label": "Communication (ms)", "fmt": "ms"},
+    {"key": "transit_ms", "label": "Transit (ms)", "fmt": "ms"}, {"key": "wait_ms", "label": "Wait (ms)", "fmt": "ms"},
+    {"key": "sync_ms", "label": "Synchronisation (ms)", "fmt": "ms"}, {"key": "idle_ms", "label": "Idle (ms)", "fmt": "ms"},
+    {"key": "wait_ratio", "label": "Wait ratio", "fmt": "ratio"}, {"key": "n_ops", "label": "Ops per step", "fmt": "num"},
+]
+LINK_COLUMNS = [
+    {"key": "src", "label": "Source", "fmt": "int"}, {"key": "dst", "label": "Destination", "fmt": "int"},
+    {"key": "transport", "label": "Transport", "fmt": "text"}, {"key": "group", "label": "Group", "fmt": "text"},
+    {"key": "time_ms", "label": "Time (ms)", "fmt": "ms"}, {"key": "size_mb", "label": "Size (MB)", "fmt": "ms"},
+    {"key": "bandwidth_gbps", "label": "Bandwidth (GB/s)", "fmt": "ms"},
+    {"key": "vs_median", "label": "vs transport median", "fmt": "ratio"},
+    {"key": "n_ops", "label": "Operators", "fmt": "int"}, {"key": "reported_by", "label": "Reported by", "fmt": "text"},
+]
+
+
+def rank_rows(a: Analysis) -> list[dict]:
+    c = a.comm
+    low = set(c.low_wait_ranks)
+    pr = c.per_rank.to_dict("index")
+    rows = []
+    for r in a.run.rank_ids:
+        info = a.run.ranks[r].info
+        rec = pr.get(r)
+        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "low_wait": r in low,
+               "has_data": rec is not None, "pp_stage": a.run.info.stage_of_rank.get(r, "")}
+        for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms", "wait_ratio", "n_ops"):
+            row[k] = _num(rec.get(k)) if rec else None
+        rows.append(row)
+    return rows
+
+
+def link_rows(a: Analysis, frame: Optional[pd.DataFrame] = None) -> list[dict]:
+    lt = a.comm.links if frame is None else frame
+    if not len(lt):
+        return []
+    out = []
+    for rec in lt.to_dict("records"):
+        out.append({"src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
+                    "group": group_label(a, rec["group"]), "group_id": rec["group"], "mapped": bool(rec["mapped"]),
+                    "time_ms": _num(rec["time_ms"]), "size_mb": _num(rec["size_mb"]),
+                    "bandwidth_gbps": _num(rec["bandwidth_gbps"]),
+                    "stored_bandwidth_gbps": _num(rec.get("stored_bandwidth_gbps")),
+                    "vs_median": _num(rec.get("vs_median")), "n_ops": int(rec.get("n_ops") or 0),
+                    "reported_by": rec.get("reporters", ""), "slow": bool(rec.get("slow")), "self": bool(rec["self"])})
+    return out
+
+
+def op_rows(a: Analysis, limit: int = MAX_OP_ROWS) -> list[dict]:
+    ops = a.comm.ops
+    if not len(ops):
+        return []
+    out = []
+    for rec in ops.head(limit).to_dict("records"):
+        out.append({"op": rec["op"], "group": group_label(a, rec["group"]), "kind": rec["kind"],
+                    "ranks": int(rec["ranks"]), "mean_ms": _num(rec["mean_ms"]), "min_ms": _num(rec["min_ms"]),
+                    "max_ms": _num(rec["max_ms"]), "spread_ms": _num(rec["spread_ms"]),
+                    "transit_ms": _num(rec["transit_ms"]), "wait_ms": _num(rec["wait_ms"]),
+                    "sync_ms": _num(rec["sync_ms"]), "idle_ms": _num(rec["idle_ms"]),
+                    "min_rank": _int(rec["min_rank"]), "max_rank": _int(rec["max_rank"]),
+                    "least_wait_rank": _int(rec["least_wait_rank"])})
+    return out
+
+
+def _int(v: Any) -> Optional[int]:
+    f = _num(v)
+    return None if f is None else int(f)
+
+
+def _rank_chart(a: Analysis, rows: list[dict]) -> Optional[Chart]:
+    data = [r for r in rows if r["has_data"]]
+    if not data:
+        return None
+    if len(data) <= MAX_BARS:
+        groups = [[r] for r in data]
+        x_title = "Rank"
+    else:
+        size = math.ceil(len(data) / MAX_BARS)
+        groups = [data[i:i + size] for i in range(0, len(data), size)]
+        x_title = f"Ranks (groups of {size}, mean)"
+    out = []
+    for gi, g in enumerate(groups):
+        label = str(g[0]["rank"]) if len(g) == 1 else f"{g[0]['rank']}–{g[-1]['rank']}"
+        transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
+        wait = sum(r["wait_ms"] or 0 for r in g) / len(g)
+        comm = sum(r["communication_ms"] or 0 for r in g) / len(g)
+        other = max(0.0, comm - transit - wait) if a.comm.producers == ["communication.json"] else 0.0
+        for pi, (part, v) in enumerate((("Transit", transit), ("Wait", wait), ("Idle / other", other))):
+            if v > 0 or part != "Idle / other":
+                out.append({"label": label, "order": gi, "part": part, "part_order": pi, "value": round(v, 6)})
+    return Chart("comm-by-rank", comm_charts.comm_by_rank(out, x_title),
+                 "Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
+                 "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
+                 "they wait for.")
+
+
+def _step_chart(a: Analysis) -> Optional[Chart]:
+    ps = a.comm.per_rank_step
+    if not len(ps) or ps["step"].dropna().nunique() < 2:
+        return None
+    g = ps.dropna(subset=["step"]).groupby("step")[["communication_ms", "wait_ms"]].mean()
+    rows = []
+    for s, rec in g.iterrows():
+        rows.append({"step": int(s), "series": "Communication", "value": _num(rec["communication_ms"])})
+        rows.append({"step": int(s), "series": "Wait", "value": _num(rec["wait_ms"])})
+    rows = [r for r in rows if r["value"] is not None]
+    return Chart("comm-per-step", comm_charts.comm_per_step(rows),
+                 "Per step, the mean over ranks of communication and wait time (MindInsight's time view).")
+
+
+def _matrix_chart(a: Analysis) -> Optional[Chart]:
+    c = a.comm
+    if not len(c.links) or not c.links["mapped"].any():
+        return None
+    ranks = a.run.rank_ids
+    all_cells = matrix_cells(c.links, ranks)
+    if not all_cells["cells"]:
+        return None
+    cells = [{**x, "group": "All groups"} for x in all_cells["cells"]]
+    labels = ["All groups"]
+    mapped = c.links[c.links["mapped"]]
+    by_size = mapped.groupby("group")["size_mb"].sum().sort_values(ascending=False)
+    for gid in list(by_size.index)[:MAX_MATRIX_GROUPS]:
+        m = matrix_cells(c.links, ranks, group=gid)
+        if m["cells"] and m["bin"] == all_cells["bin"]:
+            lab = group_label(a, gid)
+            labels.append(lab)
+            cells.extend({**x, "group": lab} for x in m["cells"])
+    return Chart("comm-matrix", comm_charts.comm_matrix(cells, all_cells["bin"], labels),
+                 "Rank-by-rank matrix of the averaged step (global ranks; rows send, columns receive; on-chip self "
+                 "copies left out). Pick the metric and the communication group above the chart; red outlines are slow links."
+                 + (f" Ranks are binned in blocks of {all_cells['bin']}: bandwidth is the block's total size over "
+                    "total time, and the tooltip gives its slowest link." if all_cells["bin"] > 1 else ""),
+                 renderer="canvas" if len(cells) > 4000 else "svg")
+
+
+def _graph_chart(a: Analysis) -> Optional[Chart]:
+    g = graph_layout(a.comm, a.run)
+    if not g["nodes"]:
+        return None
+    nodes = g["nodes"]
+    for n in nodes:
+        if n.get("href"):
+            n["href"] = "../" + n["href"]
+    cap = ("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
+           "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
+    if g["by"] == "host":
+        cap += " The run is too dense to draw every link, so nodes are hosts and edges sum the links between them."
+    return Chart("comm-graph", comm_charts.comm_graph(nodes, g["edges"], g["by"]), cap,
+                 renderer="canvas" if len(g["edges"]) > 3000 else "svg")
+
+
+def _box_chart(a: Analysis) -> Optional[Chart]:
+    lo = a.comm.link_ops
+    lt = a.comm.links
+    if not len(lo) or not len(lt):
+        return None
+    cand = lt[lt["mapped"] & ~lt["self"] & (lt["transport"] != "LOCAL")]
+    if not len(cand):
+        return None
+    slow = cand[cand["slow"]]
+    rest = cand[~cand["slow"] & (cand["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)].sort_values("bandwidth_gbps")
+    pick = pd.concat([slow, rest]).drop_duplicates(subset=["src", "dst", "transport"]).head(MAX_BOX_LINKS)
+    rows = []
+    for order, rec in enumerate(pick.to_dict("records")):
+        sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
+        label = f"{rec['src']}-{rec['dst']} {rec['transport']}"
+        for bw in sel["bandwidth_gbps"].dropna():
+            rows.append({"link": label, "order": order, "bandwidth_gbps": round(float(bw), 4),
+                         "slow": bool(rec["slow"])})
+    if not rows:
+        return None
+    return Chart("comm-link-ops", comm_charts.link_op_boxplot(rows),
+                 "Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
+                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier.")
+
+
+def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart]]:
+    c = a.comm
+    if not c.has_data:
+        return {"has_data": False}, []
+    rows = rank_rows(a)
+    links = link_rows(a)
+    mapped = [l for l in links if l["mapped"]]
+    unmapped = [l for l in links if not l["mapped"]]
+    charts = [ch for ch in (_rank_chart(a, rows), _step_chart(a), _graph_chart(a), _matrix_chart(a),
+                            _box_chart(a)) if ch is not None]
+    if mapped:
+        charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(
+            [{**l, "link": f"{l['src']}-{l['dst']}"} for l in mapped if not l["self"] and l["bandwidth_gbps"]]),
+            "Every link between two devices: data per step against bandwidth, by transport. Large transfers "
+            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed)."))
+    transports = sorted({l["transport"] for l in links})
+    groups = [{"label": g.label, "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
+              for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]
+    per_group = []
+    if len(c.per_group_rank):
+        pg = c.per_group_rank.groupby("group")
+        for gid, f in pg:
+            per_group.append({"group": group_label(a, gid), "ranks": len(f),
+                              "communication_ms": _num(f["communication_ms"].mean()),
+                              "wait_ms": _num(f["wait_ms"].mean()), "max_wait_ms": _num(f["wait_ms"].max()),
+                              "min_wait_ms": _num(f["wait_ms"].min()),
+                              "min_wait_rank": int(f.loc[f["wait_ms"].idxmin(), "rank"]) if f["wait_ms"].notna().any()
+                              else None})
+        per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
+    ctx = {
+        "has_data": True,
+        "sources": [PRODUCER_LABELS.get(p, p) for p in c.producers],
+        "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
+        "unit_notes": c.unit_notes,
+        "averaging": c.averaging,
+        "rank_columns": RANK_COLUMNS,
+        "ranks": rows,
+        "low_wait": c.low_wait_ranks,
+        "low_wait_rule": (f"waits less than {LOW_WAIT_RATIO:.0%} of the median wait of its pipeline stage and more "
+                          f"than {LOW_WAIT_Z} robust standard deviations below it (median at least 0.5 ms)"),
+        "without": c.ranks_without_data,
+        "groups": groups,
+        "per_group": per_group[:200],
+        "ops": op_rows(a),
+        "n_ops": len(c.ops),
+        "link_columns": LINK_COLUMNS,
+        "links": mapped[:MAX_LINK_ROWS],
+        "n_links": len(mapped),
+        "unmapped": unmapped[:200],
+        "n_unmapped": len(unmapped),
+        "transports": transports,
+        "slow_links": [{"src": s, "dst": d, "transport": t} for s, d, t in c.slow_links],
+        "medians": [{"transport": t, "median": m} for t, m in sorted(c.transport_medians.items())],
+        "slow_rule": (f"bandwidth below {SLOW_LINK_RATIO:.0%} of the median of the same transport, over links that "
+                      f"carry at least {SLOW_LINK_MIN_SIZE_MB:g} MB per step (at least 3 such links; LOCAL and "
+                      "self links are not compared)"),
+        "has_stored_bw": any(l["stored_bandwidth_gbps"] is not None and l["bandwidth_gbps"] is not None and
+                             abs(l["stored_bandwidth_gbps"] - l["bandwidth_gbps"]) > 1e-3 * max(1.0, l["bandwidth_gbps"])
+                             for l in mapped),
+    }
+    return ctx, charts
+
+
+def csv_downloads(ctx: dict, a: Analysis) -> list[tuple[str, list[dict], list[dict]]]:
+    if not ctx.get("has_data"):
+        return []
+    cols = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": "Producer's bandwidth (GB/s)"},
+                           {"key": "mapped", "label": "Global ranks"}, {"key": "slow", "label": "Slow"}]
+    return [(LINKS_CSV, cols, link_rows(a)),
+            (RANKS_CSV, RANK_COLUMNS + [{"key": "low_wait", "label": "Waits least"}], ctx["ranks"])]
+
+
+def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
+    """Row positions of the link table per reporting rank (computed once for all rank pages)."""
+    out: dict[int, list[int]] = {}
+    lt = a.comm.links
+    if not len(lt):
+        return out
+    for i, rep in enumerate(lt["reporters"].astype(str)):
+        for x in rep.split(","):
+            if x.strip().lstrip("-").isdigit():
+                out.setdefault(int(x), []).append(i)
+    return out
+
+
+def rank_section(a: Analysis, r: int, by_reporter: Optional[dict[int, list[int]]] = None) -> tuple[dict, list[Chart]]:
+    c = a.comm
+    sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
+                           "has_data": c.has_data and r in c.per_rank.index}
+    if not sec["has_data"]:
+        return sec, []
+    rec = c.per_rank.loc[r]
+    ps = c.per_rank_step[c.per_rank_step["rank"] == r]
+    sec["summary"] = {k: _num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
+                                                 "wait_ratio")}
+    sec["low_wait"] = r in c.low_wait_ranks
+    sec["cluster_median_wait"] = _num(c.per_rank["wait_ms"].median())
+    sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": _num(cm), "wait_ms": _num(w),
+                     "transit_ms": _num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
+                                                                    ps["transit_ms"])]
+    ro = c.rank_ops[c.rank_ops["rank"] == r].sort_values("communication_ms", ascending=False).head(200)
+    sec["ops"] = [{"op": o["op"], "group": group_label(a, o["group"]), "kind": o["kind"],
+                   "communication_ms": _num(o["communication_ms"]), "transit_ms": _num(o["transit_ms"]),
+                   "wait_ms": _num(o["wait_ms"]), "wait_ratio": _num(o["wait_ratio"]), "count": _num(o["count"])}
+                  for o in ro.to_dict("records")]
+    if by_reporter is None:
+        by_reporter = links_by_reporter(a)
+    idx = by_reporter.get(r, [])
+    sec["links"] = link_rows(a, c.links.iloc[idx[:300]]) if idx else []
+    sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
+    return sec, []
