@@ -33,7 +33,8 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     t = {}
     t0 = time.perf_counter()
     run_dir = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=steps, stages=4 if ranks >= 8 else 1,
-                           inject=[f"slow-rank:{ranks // 3}:compute:1.3"])
+                           inject=[f"slow-rank:{ranks // 3}:compute:1.3"]
+                           + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else []))
     t["generate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     (lay,) = discover(run_dir)
@@ -58,12 +59,20 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     size = sum(p.stat().st_size for p in (tmp / "site").rglob("*") if p.is_file()) / 1e6
     single = (tmp / "one.html").stat().st_size / 1e6
     slow_found = (ranks // 3) in a.steps.outliers.get("computing" if layout == "ascend" else "fp_and_bp", [])
+    link = _slow_link(ranks)
+    link_found = None if link is None else [(s, d) for s, d, _ in a.comm.slow_links] == [link]
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
         print("kept", entry)
     return {"ranks": ranks, "steps": steps, **t, "site_mb": size, "single_mb": single, "rss_mb": _rss_mb(),
-            "slow_rank_flagged": slow_found}
+            "slow_rank_flagged": slow_found, "slow_link_flagged": link_found}
+
+
+def _slow_link(ranks: int):
+    """A data-parallel ring hop inside stage 0 (ranks per stage >= 2): rank k -> k+1."""
+    per_stage = ranks // (4 if ranks >= 8 else 1)
+    return (per_stage // 2, per_stage // 2 + 1) if per_stage >= 3 else None
 
 
 def main() -> None:
@@ -81,7 +90,8 @@ def main() -> None:
         build = sum(r[k] for k in ("discover", "load", "analyze", "plan", "write"))
         print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
-              f"injected slow rank flagged: {r['slow_rank_flagged']}", flush=True)
+              f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -136,8 +136,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
         link_table["slow"] = [(s, d, t) in set(slow) for s, d, t in
                               zip(link_table["src"], link_table["dst"], link_table["transport"])]
         link_table["vs_median"] = [
-            (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) else math.nan
-            for bw, t in zip(link_table["bandwidth_gbps"], link_table["transport"])]
+            (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
+            for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
     rank_ops = _rank_ops(step_ops, stored_ops)
     op_table = _ops_across(rank_ops)
     per_group = _per_group_rank(step_ops, stored_ops)

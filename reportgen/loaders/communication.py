@@ -110,24 +110,14 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         if data is not None and not isinstance(data, dict):
             log.add(comm, "expected a JSON object of steps; communication times not read", "error")
         elif isinstance(data, dict):
-            bad = 0
-            for skey, kinds in data.items():
-                step = _step_of_key(skey)
-                if not isinstance(kinds, dict):
-                    bad += 1
-                    continue
-                for kind, opmap in kinds.items():
-                    if not isinstance(opmap, dict):
-                        bad += 1
-                        continue
-                    for name, info in opmap.items():
-                        if name.startswith("Total Op Info"):
-                            continue
-                        rec = _modern_op(step, name, kind, info)
-                        if rec is None:
-                            bad += 1
-                        else:
-                            ops.append(rec)
+            counter = [0]
+            for step, kind, name, info in _entries(data, counter):
+                rec = _modern_op(step, name, kind, info)
+                if rec is None:
+                    counter[0] += 1
+                else:
+                    ops.append(rec)
+            bad = counter[0]
             if bad:
                 log.add(comm, f"{bad} entr{'y' if bad == 1 else 'ies'} without the expected "
                         "'Communication Time Info' were skipped")
@@ -157,6 +147,23 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
                                    "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them.")
 
 
+def _entries(data: dict, bad: list[int]):
+    """(step, kind, name, value) of `{step: {collective|p2p: {name: value}}}`, skipping the cross-group
+    'Total Op Info' entries; malformed levels are counted in `bad[0]`."""
+    for skey, kinds in data.items():
+        step = _step_of_key(skey)
+        if not isinstance(kinds, dict):
+            bad[0] += 1
+            continue
+        for kind, opmap in kinds.items():
+            if not isinstance(opmap, dict):
+                bad[0] += 1
+                continue
+            for name, value in opmap.items():
+                if not str(name).startswith("Total Op Info"):
+                    yield step, kind, str(name), value
+
+
 def _modern_op(step: Optional[int], name: str, kind: str, info: Any) -> Optional[dict]:
     if not isinstance(info, dict) or not isinstance(info.get("Communication Time Info"), dict):
         return None
@@ -177,32 +184,24 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any) -> Optional
 
 def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
     out: list[dict] = []
-    bad = 0
-    for skey, kinds in data.items():
-        step = _step_of_key(skey)
-        if not isinstance(kinds, dict):
-            bad += 1
+    counter = [0]
+    for step, _kind, key, linkmap in _entries(data, counter):
+        if not isinstance(linkmap, dict):
             continue
-        for _kind, opmap in kinds.items():
-            if not isinstance(opmap, dict):
-                bad += 1
-                continue
-            for key, linkmap in opmap.items():
-                if str(key).startswith("Total Op Info") or not isinstance(linkmap, dict):
-                    continue  # all groups mixed: not a link of one group
-                m = MATRIX_KEY_RE.match(str(key))
-                if m is not None:
-                    scope = "total" if m.group("tag") == "total" else "sample"
-                    optype, group, name = m.group("optype"), m.group("group") or "", None
-                else:  # older CANN: one entry per operator, "<op>@<group>"
-                    name, group = _split_group(str(key))
-                    scope, optype = "op", optype_of(name)
-                for lk, li in linkmap.items():
-                    rec = _link_record(step, scope, optype, group, name, lk, li)
-                    if rec is None:
-                        bad += 1
-                    else:
-                        out.append(rec)
+        m = MATRIX_KEY_RE.match(str(key))
+        if m is not None:
+            scope = "total" if m.group("tag") == "total" else "sample"
+            optype, group, name = m.group("optype"), m.group("group") or "", None
+        else:  # older CANN: one entry per operator, "<op>@<group>"
+            name, group = _split_group(str(key))
+            scope, optype = "op", optype_of(name)
+        for lk, li in linkmap.items():
+            rec = _link_record(step, scope, optype, group, name, lk, li)
+            if rec is None:
+                counter[0] += 1
+            else:
+                out.append(rec)
+    bad = counter[0]
     if bad:
         log.add(path, f"{bad} link entr{'y' if bad == 1 else 'ies'} could not be read and were skipped")
     return out

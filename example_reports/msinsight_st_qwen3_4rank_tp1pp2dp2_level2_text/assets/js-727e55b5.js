@@ -54,14 +54,35 @@
       });
     });
     document.querySelectorAll("input[data-filter]").forEach(function (input) {
-      input.addEventListener("input", function () { applyFilter(document.getElementById(input.getAttribute("data-filter")), input.value); });
+      input.addEventListener("input", function () { applyFilter(document.getElementById(input.getAttribute("data-filter"))); });
+    });
+    document.querySelectorAll("[data-colfilter], [data-slowonly]").forEach(function (ctl) {
+      var id = ctl.getAttribute("data-colfilter") || ctl.getAttribute("data-slowonly");
+      ctl.addEventListener(ctl.tagName === "SELECT" || ctl.type === "checkbox" ? "change" : "input",
+        function () { applyFilter(document.getElementById(id)); });
     });
   }
-  function applyFilter(table, text) {
+  // A row shows when it contains the free-text filter, every column filter matches its cell exactly,
+  // and (with "slow only") it is marked slow.
+  function applyFilter(table) {
     if (!table) { return; }
-    var q = (text || "").trim().toLowerCase();
+    var id = table.id;
+    var text = document.querySelector("input[data-filter='" + id + "']");
+    var q = text ? text.value.trim().toLowerCase() : "";
+    var cols = [];
+    document.querySelectorAll("[data-colfilter='" + id + "']").forEach(function (c) {
+      if (c.value !== "") { cols.push([Number(c.getAttribute("data-col")), c.value.trim().toLowerCase()]); }
+    });
+    var slow = document.querySelector("[data-slowonly='" + id + "']");
+    var slowOnly = slow && slow.checked;
     Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-      row.style.display = (!q || row.textContent.toLowerCase().indexOf(q) >= 0) ? "" : "none";
+      var ok = !q || row.textContent.toLowerCase().indexOf(q) >= 0;
+      for (var i = 0; ok && i < cols.length; i++) {
+        var cell = row.cells[cols[i][0]];
+        ok = !!cell && cell.textContent.trim().toLowerCase().split(" ")[0] === cols[i][1];
+      }
+      if (ok && slowOnly) { ok = row.classList.contains("slow"); }
+      row.style.display = ok ? "" : "none";
     });
   }
 
@@ -112,8 +133,7 @@
     sel.addEventListener("change", function () {
       if (sel.value === "avg") { table.tBodies[0].innerHTML = original; }
       else { renderRows(table, data.columns, data.steps[sel.value] || []); }
-      var f = document.querySelector("input[data-filter='step-table']");
-      if (f) { applyFilter(table, f.value); }
+      applyFilter(table);
     });
   }
 
