@@ -364,35 +364,26 @@ def _infer_legacy_groups(with_data: dict) -> dict[int, tuple[str, str]]:
 
 
 def _global_links(links: pd.DataFrame, groups: dict[str, GroupInfo]) -> tuple[pd.DataFrame, int]:
+    """Map group-local src/dst to global ranks with one merge per end (runs have thousands of groups)."""
     if not len(links):
         return links, 0
-    out = links.copy()
-    src = out["src"].to_numpy().copy()
-    dst = out["dst"].to_numpy().copy()
-    mapped = np.ones(len(out), dtype=bool)
-    for gid, gi in groups.items():
-        m = (out["group"] == gid).to_numpy()
-        if not m.any():
-            continue
-        if not gi.local_to_global:
-            mapped[m] = False  # nothing to map with
-            continue
-        s = out.loc[m, "src"].map(gi.local_to_global)
-        d = out.loc[m, "dst"].map(gi.local_to_global)
-        ok = s.notna() & d.notna()
-        src[m] = np.where(ok, s.fillna(-1), src[m])
-        dst[m] = np.where(ok, d.fillna(-1), dst[m])
-        mapped[np.flatnonzero(m)[~ok.to_numpy()]] = False
-    out["src"], out["dst"], out["mapped"] = src.astype("int64"), dst.astype("int64"), mapped
-    groupless = out["group"].isna() | ~out["group"].isin(list(groups))
-    out.loc[groupless, "mapped"] = False
+    mapping = pd.DataFrame([(gid, int(loc), int(glob)) for gid, gi in groups.items()
+                            for loc, glob in gi.local_to_global.items()], columns=["group", "local", "global"])
+    out = links.reset_index(drop=True)
+    keys = pd.MultiIndex.from_frame(mapping[["group", "local"]]) if len(mapping) else None
+    ok = np.zeros(len(out), dtype=bool)
+    if keys is not None:
+        glob = mapping["global"].to_numpy()
+        si = keys.get_indexer(pd.MultiIndex.from_arrays([out["group"].astype(object), out["src"]]))
+        di = keys.get_indexer(pd.MultiIndex.from_arrays([out["group"].astype(object), out["dst"]]))
+        ok = (si >= 0) & (di >= 0)
+        src = np.where(ok, glob[np.maximum(si, 0)], out["src"].to_numpy())
+        dst = np.where(ok, glob[np.maximum(di, 0)], out["dst"].to_numpy())
+        out = out.assign(src=src.astype("int64"), dst=dst.astype("int64"))
     # producers that write global ranks (msprof hccl json): nothing to map
-    glob = out["global_ids"].astype(bool).to_numpy()
-    out.loc[glob, "src"] = links.loc[glob, "src"].to_numpy()
-    out.loc[glob, "dst"] = links.loc[glob, "dst"].to_numpy()
-    out.loc[glob, "mapped"] = True
-    n_unmapped = int((~out["mapped"]).sum())
-    return out, n_unmapped
+    ok = ok | out["global_ids"].astype(bool).to_numpy()
+    out["mapped"] = ok
+    return out, int((~ok).sum())
 
 
 def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
