@@ -329,23 +329,16 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
                 if not isinstance(val, list) or len(val) < 3:
                     continue
                 c, w = to_float(val[1]) * cost_scale, to_float(val[2]) * cost_scale
-                sd = _sum_transport(val[3] if len(val) > 3 else {}, "SDMA")
-                rd = _sum_transport(val[3] if len(val) > 3 else {}, "RDMA")
-                name = legacy_op_name(name)
-                ops.append({"step": step, "op": name, "group": "", "kind": op_kind(name),
-                            "communication_ms": c, "transit_ms": c, "wait_ms": w, "sync_ms": math.nan,
-                            "idle_ms": math.nan, "sdma_mb": sd[0], "sdma_ms": sd[1], "rdma_mb": rd[0],
-                            "rdma_ms": rd[1]})
                 try:
-                    for src, dst, tr, v in _link_entries(val[3] if len(val) > 3 else {}):
-                        links.append(_legacy_link(step, "op", name, src, dst, tr, v, bw_scale))
+                    op_links = _link_entries(val[3] if len(val) > 3 else {})
                 except (ValueError, TypeError):
-                    pass
+                    op_links = None
+                name = legacy_op_name(name)
+                ops.append(_legacy_op(step, name, c, w, op_links))
+                for src, dst, tr, v in op_links or []:
+                    links.append(_legacy_link(step, "op", name, src, dst, tr, v, bw_scale))
         else:
-            ops.append({"step": step, "op": "(all operators)", "group": "", "kind": "collective",
-                        "communication_ms": comm * cost_scale, "transit_ms": comm * cost_scale,
-                        "wait_ms": wait * cost_scale, "sync_ms": math.nan, "idle_ms": math.nan,
-                        "sdma_mb": math.nan, "sdma_ms": math.nan, "rdma_mb": math.nan, "rdma_ms": math.nan})
+            ops.append(_legacy_op(step, "(all operators)", comm * cost_scale, wait * cost_scale, None))
     if gen == "kbs":
         unit = ("MindInsight hccl_raw (HcclParser): costs in ms, sizes in KB, bandwidth in KB/s (detected "
                 f"{note_how}); converted to ms, MB and GB/s.")
@@ -360,20 +353,40 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
     sf["step"] = sf["step"].astype("Int64")
     return Communication(source=log.rel(path), producer="hccl_raw", steps=sf, ops=of, links=lf,
                          stored_average=keep_avg and has_avg, local_links=True,
-                         self_local=_self_links([{"src": l["src"], "dst": l["dst"], "transport": "LOCAL"
-                                                  if l["src"] == l["dst"] else l["transport"], "group": ""}
-                                                 for l in links if l["scope"] == "step"], {}),
+                         self_local=_legacy_self_local(links),
                          unit_note=unit)
 
 
-def _sum_transport(link_info: Any, tr: str) -> tuple[float, float]:
-    try:
-        entries = _link_entries(link_info)
-    except (ValueError, TypeError):
-        return math.nan, math.nan
-    size = sum(v[1] for _, _, t, v in entries if t == tr) / 1e3
-    time = sum(v[0] for _, _, t, v in entries if t == tr)
-    return size, time
+def _legacy_self_local(links: list[dict]) -> dict[str, int]:
+    """MindInsight data has no group ids; its self link `k-k` (any transport) gives this rank's local rank."""
+    own = next((l["src"] for l in links if l["src"] == l["dst"]), None)
+    return {} if own is None else {"": own}
+
+
+def _legacy_op(step, name: str, comm: float, wait: float,
+               entries: Optional[list[tuple[int, int, str, list[float]]]]) -> dict:
+    """One operator row from MindInsight-style figures: costs in ms, link vectors [time ms, size KB, ...]."""
+    def total(tr: str, i: int, scale: float) -> float:
+        return math.nan if entries is None else sum(v[i] for _, _, t, v in entries if t == tr) / scale
+
+    return {"step": step, "op": name, "group": "", "kind": op_kind(name), "communication_ms": comm,
+            "transit_ms": comm, "wait_ms": wait, "sync_ms": math.nan, "idle_ms": math.nan,
+            "sdma_mb": total("SDMA", 1, 1e3), "sdma_ms": total("SDMA", 0, 1.0),
+            "rdma_mb": total("RDMA", 1, 1e3), "rdma_ms": total("RDMA", 0, 1.0)}
+
+
+def _task_entries(lk: dict) -> list[tuple[int, int, str, list[float]]]:
+    """`task_links` output as (src, dst, transport, vector) entries."""
+    return [(src, dst, tr, v) for (src, dst), per in lk.items() for tr, v in per.items()]
+
+
+def _add_op_links(links: list[dict], step_links: dict, step, name: str, entries: list) -> None:
+    """Record an operator's links, and add them into its step's per-link sums (vectors summed element-wise,
+    bandwidth included, as MindInsight does)."""
+    for src, dst, tr, v in entries:
+        links.append(_legacy_link(step, "op", name, src, dst, tr, v, 1e-6))
+        cur = step_links.setdefault((src, dst, tr), [0.0] * len(v))
+        step_links[(src, dst, tr)] = [x + y for x, y in zip(cur, v)]
 
 
 STREAM_PREFIX_RE = re.compile(r"^stream_\d+_\d+_")
@@ -526,7 +539,7 @@ def _step_for(ts: float, windows: list[tuple[int, float, float]]) -> int:
 def load_hccl_traces(trace_files: list[Path], step_trace: Optional[Path], log: IssueLog) -> Optional[Communication]:
     """`hccl_info/<op>/iter<k>.trace` files (one per op execution) -> per-step rows as HcclParser computes them."""
     windows, reduce_ops = _legacy_step_windows(step_trace, log)
-    per_step: dict[int, dict] = {}
+    per_step: dict[int, dict] = {}  # step -> (src, dst, transport) -> summed link vector
     op_rows: list[dict] = []
     links: list[dict] = []
     for p in sorted(trace_files):
@@ -543,32 +556,19 @@ def load_hccl_traces(trace_files: list[Path], step_trace: Optional[Path], log: I
         name = legacy_op_name(next((n for s, n, a, b in reduce_ops if s == step and a <= first <= b),
                                    p.parent.name))
         comm, wait = _costs_main_stream(events)
-        lk = task_links(events)
-        acc = per_step.setdefault(step, {"comm": 0.0, "wait": 0.0, "links": {}})
-        acc["comm"] += comm
-        acc["wait"] += wait
-        for (src, dst), per in lk.items():
-            for tr, v in per.items():
-                cur = acc["links"].setdefault((src, dst, tr), [0.0] * len(v))
-                acc["links"][(src, dst, tr)] = [x + y for x, y in zip(cur, v)]
-                links.append(_legacy_link(step, "op", name, src, dst, tr, v, 1e-6))
-        sd = [v for per in lk.values() for t, v in per.items() if t == "SDMA"]
-        rd = [v for per in lk.values() for t, v in per.items() if t == "RDMA"]
-        op_rows.append({"step": step, "op": name, "group": "", "kind": op_kind(name), "communication_ms": comm,
-                        "transit_ms": comm, "wait_ms": wait, "sync_ms": math.nan, "idle_ms": math.nan,
-                        "sdma_mb": sum(v[1] for v in sd) / 1e3, "sdma_ms": sum(v[0] for v in sd),
-                        "rdma_mb": sum(v[1] for v in rd) / 1e3, "rdma_ms": sum(v[0] for v in rd)})
+        entries = _task_entries(task_links(events))
+        _add_op_links(links, per_step.setdefault(step, {}), step, name, entries)
+        op_rows.append(_legacy_op(step, name, comm, wait, entries))
     if not per_step:
         return None
-    for step, acc in per_step.items():
-        for (src, dst, tr), v in acc["links"].items():
+    for step, step_links in per_step.items():
+        for (src, dst, tr), v in step_links.items():
             links.append(_legacy_link(step, "step", "", src, dst, tr, v, 1e-6))
     of, lf = _frames(op_rows, links)
     return Communication(source=log.rel(trace_files[0].parent.parent), producer="hccl_trace",
                          steps=_steps_from_ops(of), ops=of, links=lf,
                          local_links=True,
-                         self_local=_self_links([{"src": l["src"], "dst": l["dst"], "transport": "LOCAL",
-                                                  "group": ""} for l in links if l["src"] == l["dst"]], {}),
+                         self_local=_legacy_self_local(links),
                          unit_note="Computed from the raw HCCL task traces (hccl_info/*.trace) with MindInsight's "
                                    "HcclParser rules: SDMA = Reduce Inline + Memcpy, RDMA = RDMASend, RDMASend, "
                                    "Notify Wait triples, wait = Notify Wait on the main stream minus RDMA waits.")
@@ -612,18 +612,9 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         for name, evs in groups:
             comm = sum(float(e.get("dur", 0)) for e in evs if _task(e) != "Notify Wait") / 1e3
             wait = sum(float(e.get("dur", 0)) for e in evs if _task(e) == "Notify Wait") / 1e3
-            lk = task_links(evs)
-            sd = [v for per in lk.values() for t, v in per.items() if t == "SDMA"]
-            rd = [v for per in lk.values() for t, v in per.items() if t == "RDMA"]
-            ops.append({"step": step, "op": name, "group": "", "kind": op_kind(name), "communication_ms": comm,
-                        "transit_ms": comm, "wait_ms": wait, "sync_ms": math.nan, "idle_ms": math.nan,
-                        "sdma_mb": sum(v[1] for v in sd) / 1e3, "sdma_ms": sum(v[0] for v in sd),
-                        "rdma_mb": sum(v[1] for v in rd) / 1e3, "rdma_ms": sum(v[0] for v in rd)})
-            for (src, dst), per in lk.items():
-                for tr, v in per.items():
-                    links.append(_legacy_link(step, "op", name, src, dst, tr, v, 1e-6))
-                    cur = step_links.setdefault((src, dst, tr), [0.0] * len(v))
-                    step_links[(src, dst, tr)] = [x + y for x, y in zip(cur, v)]
+            entries = _task_entries(task_links(evs))
+            ops.append(_legacy_op(step, name, comm, wait, entries))
+            _add_op_links(links, step_links, step, name, entries)
         for (src, dst, tr), v in step_links.items():
             links.append(_legacy_link(step, "step", "", src, dst, tr, v, 1e-6))
     if not ops:
