@@ -29,7 +29,6 @@ MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
 MAX_OP_ROWS = 300
 MAX_BOX_LINKS = 24
 
-TRANSPORT_ORDER = ("RDMA", "HCCS", "PCIE", "SIO", "SDMA", "LOCAL")
 
 
 @dataclass
@@ -61,6 +60,7 @@ class CommAnalysis:
     ops: pd.DataFrame  # per (op, group) across ranks
     rank_ops: pd.DataFrame  # per (rank, op, group): average per step
     links: pd.DataFrame  # group, src, dst, transport, time_ms, size_mb, bandwidth_gbps, ... (global ranks)
+    pairs: pd.DataFrame  # mapped links between two devices over all groups: src, dst, transport, Σtime, Σsize, bw
     link_ops: pd.DataFrame  # per-operator records on global links (box plots)
     groups: dict[str, GroupInfo]
     ranks_without_data: list[int]
@@ -74,8 +74,8 @@ class CommAnalysis:
 
 def _empty(run: Run, issues: list[DataIssue]) -> CommAnalysis:
     return CommAnalysis(False, [], [], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
-                        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, list(run.rank_ids), [], [], {},
-                        issues=issues)
+                        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, list(run.rank_ids), [],
+                        [], {}, issues=issues)
 
 
 def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
@@ -131,7 +131,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
                                     "data without group information); they are listed with their local ranks but "
                                     "left out of the matrices and the graph", "info"))
     link_table = _link_table(links_g)
-    medians, slow = _slow_links(link_table)
+    pairs = _pair_table(link_table)
+    medians, slow = _slow_links(pairs)
     if len(link_table):
         link_table["slow"] = [(s, d, t) in set(slow) for s, d, t in
                               zip(link_table["src"], link_table["dst"], link_table["transport"])]
@@ -149,7 +150,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
                                     "they are shown as 'no data', not as zero", "warning"))
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
-        per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table,
+        per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
         link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, low_wait_ranks=low,
         slow_links=slow, transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
@@ -443,6 +444,8 @@ def _link_table(links_g: pd.DataFrame) -> pd.DataFrame:
 
 def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
     """Global (src, dst, transport) over all groups: Σtime, Σsize, bandwidth = Σsize/Σtime."""
+    if not len(link_table):
+        return pd.DataFrame(columns=["src", "dst", "transport", "time_ms", "size_mb", "bandwidth_gbps"])
     lt = link_table[link_table["mapped"] & ~link_table["self"]]
     if not len(lt):
         return pd.DataFrame(columns=["src", "dst", "transport", "time_ms", "size_mb", "bandwidth_gbps"])
@@ -451,10 +454,9 @@ def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def _slow_links(link_table: pd.DataFrame) -> tuple[dict[str, float], list[tuple[int, int, str]]]:
-    if not len(link_table):
+def _slow_links(pairs: pd.DataFrame) -> tuple[dict[str, float], list[tuple[int, int, str]]]:
+    if not len(pairs):
         return {}, []
-    pairs = _pair_table(link_table)
     pairs = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)
                   & pairs["bandwidth_gbps"].notna()]
     medians, slow = {}, []
@@ -528,7 +530,7 @@ def graph_layout(ca: CommAnalysis, run: Run) -> dict:
     """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
     ranks = run.rank_ids
     hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
-    pairs = _pair_table(ca.links) if len(ca.links) else pd.DataFrame()
+    pairs = ca.pairs
     by_host = len(pairs) > MAX_GRAPH_EDGES and len(set(hosts.values())) > 1
     if not by_host and len(pairs) > MAX_GRAPH_EDGES:
         # no host names: aggregate into rank blocks of 8 (one server's worth of devices)

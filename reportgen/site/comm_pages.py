@@ -221,10 +221,16 @@ def _box_chart(a: Analysis) -> Optional[Chart]:
                  "min-max). A link slow for every operator is a bad link; one slow operator is an outlier.")
 
 
-def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart]]:
+Download = tuple[str, list[dict], list[dict]]  # CSV path, columns, rows
+LINK_CSV_COLUMNS = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": "Producer's bandwidth (GB/s)"},
+                                   {"key": "mapped", "label": "Global ranks"}, {"key": "slow", "label": "Slow"}]
+
+
+def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
+    """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
     if not c.has_data:
-        return {"has_data": False}, []
+        return {"has_data": False}, [], []
     rows = rank_rows(a)
     links = link_rows(a)
     mapped = [l for l in links if l["mapped"]]
@@ -281,16 +287,9 @@ def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart]]:
                              abs(l["stored_bandwidth_gbps"] - l["bandwidth_gbps"]) > 1e-3 * max(1.0, l["bandwidth_gbps"])
                              for l in mapped),
     }
-    return ctx, charts
-
-
-def csv_downloads(ctx: dict, a: Analysis) -> list[tuple[str, list[dict], list[dict]]]:
-    if not ctx.get("has_data"):
-        return []
-    cols = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": "Producer's bandwidth (GB/s)"},
-                           {"key": "mapped", "label": "Global ranks"}, {"key": "slow", "label": "Slow"}]
-    return [(LINKS_CSV, cols, link_rows(a)),
-            (RANKS_CSV, RANK_COLUMNS + [{"key": "low_wait", "label": "Waits least"}], ctx["ranks"])]
+    downloads = [(LINKS_CSV, LINK_CSV_COLUMNS, links),
+                 (RANKS_CSV, RANK_COLUMNS + [{"key": "low_wait", "label": "Waits least"}], rows)]
+    return ctx, charts, downloads
 
 
 def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
@@ -306,12 +305,13 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
-def rank_section(a: Analysis, r: int, by_reporter: Optional[dict[int, list[int]]] = None) -> tuple[dict, list[Chart]]:
+def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict:
+    """A rank page's communication section; `by_reporter` comes from `links_by_reporter` (computed once)."""
     c = a.comm
     sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
                            "has_data": c.has_data and r in c.per_rank.index}
     if not sec["has_data"]:
-        return sec, []
+        return sec
     rec = c.per_rank.loc[r]
     ps = c.per_rank_step[c.per_rank_step["rank"] == r]
     sec["summary"] = {k: _num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
@@ -326,9 +326,7 @@ def rank_section(a: Analysis, r: int, by_reporter: Optional[dict[int, list[int]]
                    "communication_ms": _num(o["communication_ms"]), "transit_ms": _num(o["transit_ms"]),
                    "wait_ms": _num(o["wait_ms"]), "wait_ratio": _num(o["wait_ratio"]), "count": _num(o["count"])}
                   for o in ro.to_dict("records")]
-    if by_reporter is None:
-        by_reporter = links_by_reporter(a)
     idx = by_reporter.get(r, [])
     sec["links"] = link_rows(a, c.links.iloc[idx[:300]]) if idx else []
     sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
-    return sec, []
+    return sec

@@ -275,9 +275,9 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
         "without": st.ranks_without_data,
     }, charts=[*cluster_charts, *([hm] if hm else [])], nav="step-trace")
 
-    comm_ctx, comm_charts = comm_pages.plan_comm_context(a)
+    comm_ctx, comm_charts, comm_csv = comm_pages.plan_comm_context(a)
     comm_page = Page(COMMUNICATION, "Cluster communication", "communication.html", {**common, **comm_ctx},
-                     charts=comm_charts, nav="communication", downloads=comm_pages.csv_downloads(comm_ctx, a))
+                     charts=comm_charts, nav="communication", downloads=comm_csv)
     pages = [index, step_page, comm_page]
     by_reporter = comm_pages.links_by_reporter(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
@@ -343,9 +343,7 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
                 spec["datasets"] = {"steps": lines}
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
-    comm_section, comm_charts = comm_pages.rank_section(a, r, by_reporter)
-    sections.append(comm_section)
-    charts.extend(comm_charts)
+    sections.append(comm_pages.rank_section(a, r, by_reporter))
     issues = [i.to_dict() for i in data.issues]
     return Page(rank_page(r), f"Rank {r}", "rank.html", {
         **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,
