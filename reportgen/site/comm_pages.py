@@ -283,7 +283,8 @@ def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
         "slow_rule": (f"bandwidth below {SLOW_LINK_RATIO:.0%} of the median of the same transport, over links that "
                       f"carry at least {SLOW_LINK_MIN_SIZE_MB:g} MB per step (at least 3 such links; LOCAL and "
                       "self links are not compared)"),
-        "has_stored_bw": any(l["stored_bandwidth_gbps"] is not None and l["bandwidth_gbps"] is not None and
+        # the note explains MindInsight's summed per-operator bandwidth; CANN's stored figure is size/time
+        "has_stored_bw": "hccl_raw" in c.producers and any(l["stored_bandwidth_gbps"] is not None and l["bandwidth_gbps"] is not None and
                              abs(l["stored_bandwidth_gbps"] - l["bandwidth_gbps"]) > 1e-3 * max(1.0, l["bandwidth_gbps"])
                              for l in mapped),
     }
