@@ -152,6 +152,41 @@ class Communication:
     unit_note: str = ""
 
 
+# --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
+OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",
+                                    "collective_alone", "free")
+OVERLAP_LABELS: dict[str, str] = {
+    "computation": "Computation",
+    "communication_alone": "Pure communication",
+    "stage": "Stage time",
+    "receive_alone": "Pure receive",
+    "collective_alone": "Pure collective communication",
+    "free": "Free",
+}
+
+
+@dataclass
+class Overlap:
+    """One rank's communication/computation overlap per step, in ms (MindInsight's model/pipeline view).
+
+    `steps` has `step` (Int64) and `OVERLAP_COLUMNS` (NaN where the source has no such column; `stage`,
+    `receive_alone` and `collective_alone` exist only for pipeline runs, `free` only when recomputed from a
+    timeline) plus `step_duration` when known. `producer` is "cluster_analyse" (the profiler's
+    `ascend_cluster_analyse_*.csv`) or "timeline" (recomputed here from the operator timeline with the
+    profiler's own algorithm). `check` is the timeline recomputation kept beside a cluster-analyse file,
+    for the cross-check.
+    """
+
+    source: str
+    producer: str
+    steps: pd.DataFrame
+    pipeline: bool = False
+    stored_average: Optional[dict[str, float]] = None
+    stored_average_note: str = ""
+    coverage_note: str = ""
+    check: Optional["Overlap"] = None
+
+
 @dataclass
 class RankData:
     """Everything loaded for one rank. Produced by `loaders.load_rank`, a pure function of one rank's files."""
@@ -159,6 +194,7 @@ class RankData:
     info: RankInfo
     step_trace: Optional[StepTrace] = None
     communication: Optional[Communication] = None
+    overlap: Optional[Overlap] = None
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
 
@@ -175,6 +211,9 @@ class RunInfo:
     stages: int = 1
     rank_size: Optional[int] = None
     stage_of_rank: dict[int, int] = field(default_factory=dict)  # 0-based
+    stage_source: str = ""  # how stages were found
+    parallel_index: dict[int, dict[str, int]] = field(default_factory=dict)  # rank -> {"dp","pp","tp"(,"cp")}
+    parallel_sizes: dict[str, int] = field(default_factory=dict)  # "tp", "pp", "dp", "cp" when known
     notes: list[str] = field(default_factory=list)
 
 

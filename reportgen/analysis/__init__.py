@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
+from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
 from reportgen.model import DataIssue, Run
 
@@ -16,11 +17,13 @@ class Analysis:
     run: Run
     steps: StepAnalysis
     comm: CommAnalysis
+    overlap: OverlapAnalysis
     issues: list[DataIssue] = field(default_factory=list)
 
 
 def analyze(run: Run) -> Analysis:
     steps = analyze_steps(run)
     comm = analyze_communication(run)
-    issues = run.all_issues() + steps.issues + comm.issues
-    return Analysis(run=run, steps=steps, comm=comm, issues=issues)
+    overlap = analyze_overlap(run, steps)
+    issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
+    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, issues=issues)

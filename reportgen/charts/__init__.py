@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.charts import comm, steps
+from reportgen.charts import comm, overlap, steps
 
 CHARTS = {
     "step_total_by_rank": steps.step_total_by_rank,
@@ -21,6 +21,10 @@ CHARTS = {
     "comm_graph": comm.comm_graph,
     "comm_matrix": comm.comm_matrix,
     "link_op_boxplot": comm.link_op_boxplot,
+    "stage_summary": overlap.stage_summary,
+    "comm_share_by_rank": overlap.comm_share_by_rank,
+    "comm_share_histogram": overlap.comm_share_histogram,
+    "stage_steps": overlap.stage_steps,
 }
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import communication, host_steps, metadata, step_trace
+from reportgen.loaders import communication, host_steps, metadata, overlap, step_trace
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, RankData, RankInfo, Run
@@ -72,6 +72,11 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         if data.step_trace is not None:
             log.add(db, "no readable step_trace_time.csv; step times read from the DB export (analysis.db)", "info")
     if data.step_trace is None and tv is not None:
+        data.step_trace = overlap.load_trace_view_step_trace(tv, log)
+        if data.step_trace is not None:
+            log.add(tv, "no step_trace_time.csv; computing/communication/free per step summed from the "
+                    "trace's Overlap Analysis lanes, as torch_npu does", "info")
+    if data.step_trace is None and tv is not None:
         data.step_trace = host_steps.load_host_steps(tv, log)
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; step times are host ProfilerStep durations from "
@@ -111,6 +116,27 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         data.communication = communication.load_msprof_hccl(dev, log)
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
+    _load_legacy_overlap(rf, data, st, log)
+
+
+def _load_legacy_overlap(rf: "RankFiles", data: RankData, st, log: IssueLog) -> None:
+    """The profiler's overlap file, and the recomputation from the timeline when its inputs are there."""
+    ids, totals = None, None
+    t = data.step_trace
+    if t is not None and len(t.steps):
+        ids = [int(x) for x in t.steps["step"].dropna()]
+        totals = dict(zip(ids, t.steps.dropna(subset=["step"])["total"].astype(float)))
+        avg = (t.stored_average or {}).get("total")
+        totals["average"] = float(avg) if avg else float(t.steps["total"].mean())
+    ca = rf.first("cluster_analyse")
+    summary = overlap.load_cluster_analyse(ca, log, ids, totals) if ca is not None else None
+    tl = rf.first("output_timeline_data.txt")
+    recomputed = overlap.load_timeline_overlap(tl, st, log) if tl is not None and st is not None else None
+    if summary is not None:
+        summary.check = recomputed
+        data.overlap = summary
+    else:
+        data.overlap = recomputed
 
 
 def load_run(layout: "RunLayout", jobs: int = 1,
@@ -119,6 +145,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     root = layout.root
     ranks: dict[int, RankData] = {}
     issues: list[DataIssue] = list(layout.issues)
+    stage_sets: list[list[int]] = []
     items = sorted(layout.ranks.items())
     total = len(items)
     if layout.layout == "cluster_analysis":
@@ -131,6 +158,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         if meta and ranks:
             first = ranks[min(ranks)].info
             metadata.load_profiler_metadata(meta[0], first, log)
+        stage_sets = step_trace.cluster_stage_sets(layout.run_files["cluster_step_trace_time"][0], log)
         issues.extend(log.issues)
         issues.append(DataIssue(log.rel(layout.run_files["cluster_step_trace_time"][0]),
                                 "only msprof-analyze's cluster-level output is present; per-rank pages show "
@@ -149,7 +177,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
             ranks[d.info.rank] = d
             if progress:
                 progress(i, total)
-    info = build_run_info(layout, ranks)
+    info = build_run_info(layout, ranks, stage_sets)
     return Run(root=root, info=info, ranks=ranks, issues=issues)
 
 

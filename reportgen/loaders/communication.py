@@ -27,6 +27,7 @@ import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
 from reportgen.loaders.groups import double_hash
+from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication
 
 ANY_RANK = 0xFFFFFFFF
@@ -498,35 +499,6 @@ def _costs_main_stream(events: list[dict]) -> tuple[float, float]:
     return comm, wait
 
 
-def _legacy_step_windows(step_trace: Optional[Path], log: IssueLog) -> tuple[list[tuple[int, float, float]],
-                                                                           list[tuple[int, str, float, float]]]:
-    """(step, start µs, end µs) and (step, reduce op name, start µs, end µs) from step_trace_raw (10 ns ticks)."""
-    if step_trace is None:
-        return [], []
-    got = read_csv_rows(step_trace, IssueLog(log.root))  # already reported by the step-trace loader
-    if got is None:
-        return [], []
-    header, rows = got
-    ix = {h: i for i, h in enumerate(header)}
-    if not {"step_num", "start_point", "end_point"} <= set(ix):
-        return [], []
-    reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
-                   and h[: -len("_start_point")] + "_end_point" in ix]
-    steps, ops = [], []
-    for _, cells in rows:
-        try:
-            s = int(float(cells[ix["step_num"]]))
-        except ValueError:
-            continue
-        steps.append((s, to_float(cells[ix["start_point"]]) / 100, to_float(cells[ix["end_point"]]) / 100))
-        for name in reduce_cols:
-            a = to_float(cells[ix[name + "_start_point"]]) / 100
-            b = to_float(cells[ix[name + "_end_point"]]) / 100
-            if not math.isnan(a) and not math.isnan(b):
-                ops.append((s, name, a, b))
-    return steps, ops
-
-
 def _step_for(ts: float, windows: list[tuple[int, float, float]]) -> int:
     if not windows:
         return 1
@@ -538,7 +510,7 @@ def _step_for(ts: float, windows: list[tuple[int, float, float]]) -> int:
 
 def load_hccl_traces(trace_files: list[Path], step_trace: Optional[Path], log: IssueLog) -> Optional[Communication]:
     """`hccl_info/<op>/iter<k>.trace` files (one per op execution) -> per-step rows as HcclParser computes them."""
-    windows, reduce_ops = _legacy_step_windows(step_trace, log)
+    windows, reduce_ops = legacy_step_windows(step_trace, log)
     per_step: dict[int, dict] = {}  # step -> (src, dst, transport) -> summed link vector
     op_rows: list[dict] = []
     links: list[dict] = []

@@ -132,7 +132,7 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
 # --- modern --------------------------------------------------------------------------------------
 
 
-def _complete_modern(rec: dict) -> dict:
+def complete_modern(rec: dict) -> dict:
     """Derive the columns older writers leave out, and the step total (stage + bubble)."""
     for k in MODERN_PHASES:
         rec.setdefault(k, math.nan)
@@ -149,13 +149,18 @@ def _complete_modern(rec: dict) -> dict:
     return rec
 
 
+def modern_frame(records: list[dict]) -> pd.DataFrame:
+    """Complete modern records (ms) -> the StepTrace frame."""
+    return _frame(records, MODERN_PHASES)
+
+
 def _modern_record(step: Optional[int], raw: dict, names: dict[str, str]) -> dict:
     """One step_trace_time row (µs values under the file's own column `names`) -> complete record in ms."""
     rec = {"step": step}
     for name, key in names.items():
         if name in raw:
             rec[key] = to_float(raw[name]) / US_PER_MS
-    return _complete_modern(rec)
+    return complete_modern(rec)
 
 
 def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
@@ -282,3 +287,22 @@ def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
     rel = log.rel(path)
     return {r: StepTrace(kind="modern", steps=_frame(recs, MODERN_PHASES), source=rel)
             for r, recs in per_rank.items()}
+
+
+def cluster_stage_sets(path: Path, log: IssueLog) -> list[list[int]]:
+    """The rank sets of the `stage` rows of `cluster_step_trace_time.csv` (msprof-analyze's stage detection)."""
+    parsed = read_csv_rows(path, IssueLog(log.root))  # problems are reported by load_cluster_step_trace
+    if parsed is None:
+        return []
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    if not {"Type", "Index"} <= col.keys():
+        return []
+    seen: list[list[int]] = []
+    for _, cells in rows:
+        if cells[col["Type"]].strip() != "stage":
+            continue
+        members = sorted({int(x) for x in re.findall(r"\d+", cells[col["Index"]])})
+        if members and members not in seen:
+            seen.append(members)
+    return seen

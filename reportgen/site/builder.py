@@ -23,7 +23,7 @@ from markupsafe import Markup
 from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import COMMUNICATION, INDEX, STEP_TRACE, SitePlan
+from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, STEP_TRACE, SitePlan
 
 MARKER = ".msreport"
 
@@ -93,6 +93,8 @@ def _url_for(current: str, single: bool) -> Callable[[str], str]:
                 return "#step-trace"
             if path == COMMUNICATION:
                 return "#communication"
+            if path == OVERLAP:
+                return "#overlap"
             if path.startswith("ranks/rank-"):
                 return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
             return "#"
@@ -196,6 +198,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     index = plan.pages[0]
     step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
     comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
+    ovl_page = next(p for p in plan.pages if p.path == OVERLAP)
     rank_pages = [p for p in plan.pages if p.template == "rank.html"]
     rank_data = {}
     for p in rank_pages:
@@ -209,7 +212,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     if line_template is not None:
         line_template = {k: v for k, v in line_template.items() if k != "datasets"}
     html = env.get_template("single.html").render(
-        page=index, ctx=index.context, step=step_page, comm=comm_page, charts=step_page.charts, nav=plan.nav, url=url,
+        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, charts=step_page.charts, nav=plan.nav, url=url,
         single=True, rank_data=rank_data, line_template=line_template,
         rank_ids=[p.context["rank"] for p in rank_pages],
         asset_css="", asset_js="", asset_vega="",

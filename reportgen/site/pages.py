@@ -14,11 +14,12 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import comm_pages
+from reportgen.site import comm_pages, overlap_pages
 
 INDEX = "index.html"
 STEP_TRACE = "cluster/step-trace.html"
 COMMUNICATION = comm_pages.COMMUNICATION
+OVERLAP = overlap_pages.OVERLAP
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 
 
@@ -278,7 +279,10 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     comm_ctx, comm_charts, comm_csv = comm_pages.plan_comm_context(a)
     comm_page = Page(COMMUNICATION, "Cluster communication", "communication.html", {**common, **comm_ctx},
                      charts=comm_charts, nav="communication", downloads=comm_csv)
-    pages = [index, step_page, comm_page]
+    ovl_ctx, ovl_charts, ovl_csv = overlap_pages.plan_overlap_context(a)
+    ovl_page = Page(OVERLAP, "Overlap and parallel layout", "overlap.html", {**common, **ovl_ctx},
+                    charts=ovl_charts, nav="overlap", downloads=ovl_csv)
+    pages = [index, step_page, ovl_page, comm_page]
     by_reporter = comm_pages.links_by_reporter(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
@@ -291,7 +295,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
         rank_sections.append(rp.context)
-    nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (COMMUNICATION, "Communication")]
+    nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (OVERLAP, "Overlap & stages"),
+           (COMMUNICATION, "Communication")]
     return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections)
 
 
@@ -307,6 +312,8 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
         facts.append(("Device", str(info.device)))
     if r in run.info.stage_of_rank:
         facts.append(("Pipeline stage", str(run.info.stage_of_rank[r])))
+    if r in run.info.parallel_index:
+        facts.append(("Parallel index", ", ".join(f"{k.upper()} {v}" for k, v in run.info.parallel_index[r].items())))
     if info.framework:
         facts.append(("Framework", info.framework))
     for k, v in sorted(info.versions.items()):
@@ -343,6 +350,7 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
                 spec["datasets"] = {"steps": lines}
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
+    sections.append(overlap_pages.rank_section(a, r))
     sections.append(comm_pages.rank_section(a, r, by_reporter))
     issues = [i.to_dict() for i in data.issues]
     return Page(rank_page(r), f"Rank {r}", "rank.html", {

@@ -48,14 +48,37 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
             "thresholds": thresholds,
             "step_trace_kind": st.kind,
             "stage_of_rank": {str(k): v for k, v in sorted(run.info.stage_of_rank.items())},
+            "stage_ranks": {str(s.index): s.ranks for s in a.overlap.stages} if len(a.overlap.stages) > 1 else {},
+            "parallel_sizes": run.info.parallel_sizes,
+            "parallel_index": {str(k): v for k, v in sorted(run.info.parallel_index.items())},
         },
         "metrics": {
             "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
+            "overlap": _overlap(a),
             "communication": _communication(a),
         },
         "findings": findings,
         "data_quality": [i.to_dict() for i in a.issues],
     }
+
+
+def _overlap(a: Analysis) -> dict:
+    o = a.overlap
+    if not o.has_data:
+        return {"per_rank": {}, "view": "none", "ranks_without_data": o.ranks_without_data}
+    stages = []
+    for s in o.stage_summary:
+        stages.append({"stage": s["stage"], "ranks": s["ranks"], "compute_ms": _clean(s["compute_ms"]),
+                       "wait_ms": _clean(s["wait_ms"]), "collective_ms": _clean(s["collective_ms"]),
+                       "compute_vs_mean": _clean(s["compute_vs_mean"]), "spread": _clean(s["spread"])})
+    rates = {k: (_clean(v) if isinstance(v, float) else
+                 {str(kk): _clean(vv) for kk, vv in v.items()} if isinstance(v, dict) else v)
+             for k, v in o.rates.items() if k != "definition"}
+    return {"view": o.view, "per_rank": o.summary_per_rank(), "stages": stages, "rates": rates,
+            "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
+            "ranks_without_data": o.ranks_without_data, "sources": o.sources,
+            "timeline_checks": [{"rank": c["rank"], "steps": c["steps"], "max_diff": _clean(c["max_diff"]),
+                                 "ok": c["ok"]} for c in o.checks]}
 
 
 def _communication(a: Analysis) -> dict:

@@ -1,0 +1,331 @@
+"""Communication/computation overlap and the parallel layout: per-rank and per-stage views.
+
+Three views, chosen by what the run holds:
+
+* ``pipeline`` / ``model``: MindInsight's columns (step interval, computation, pure communication and, for
+  pipeline runs, stage time, pure receive, pure collective communication) from `ascend_cluster_analyse_*`
+  files or recomputed from the timeline;
+* ``modern``: `step_trace_time.csv`'s columns (computing, communication not overlapped, overlapped, free,
+  bubble, preparing, ...);
+* ``none``: neither; data-parallel runs then show the communication share from the communication files.
+
+Stage rows follow msprof-analyze: per stage and step, each column is the maximum over the stage's ranks;
+the mean and spread are added. The rates are MindInsight's ParallelProposer formulas (§6.2 of the reference).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import DataIssue, Run
+
+LEGACY_PIPELINE = ("iteration_interval", "computation", "communication_alone", "stage", "receive_alone",
+                   "collective_alone")
+LEGACY_MODEL = ("iteration_interval", "computation", "communication_alone")
+MODERN = ("computing", "communication_not_overlapped", "overlapped", "communication", "free", "stage", "bubble",
+          "communication_not_overlapped_exclude_receive", "preparing", "total")
+COLUMN_LABELS = {
+    "iteration_interval": "Step interval",
+    "computation": "Computation",
+    "communication_alone": "Pure communication",
+    "stage": "Stage time",
+    "receive_alone": "Pure receive",
+    "collective_alone": "Pure collective communication",
+    "free": "Free",
+    "computing": "Computing",
+    "communication_not_overlapped": "Communication (not overlapped)",
+    "overlapped": "Overlapped",
+    "communication": "Communication",
+    "bubble": "Bubble",
+    "communication_not_overlapped_exclude_receive": "Comm. (not overlapped, excl. receive)",
+    "preparing": "Preparing",
+    "total": "Step time",
+    "computing_only": "Computing (not overlapped)",
+}
+# Parts that add up to the step, in stacking order.
+STACKS = {
+    "pipeline": ("computation", "collective_alone", "receive_alone"),
+    "model": ("computation", "communication_alone"),
+    "modern": ("computing_only", "overlapped", "communication_not_overlapped_exclude_receive", "bubble", "free"),
+}
+# summary.json `metrics.overlap.per_rank` keys -> the column of each view.
+SUMMARY_KEYS = {
+    "legacy": {"computation_ms": "computation", "communication_alone_ms": "communication_alone", "stage_ms": "stage",
+               "receive_alone_ms": "receive_alone", "collective_alone_ms": "collective_alone", "free_ms": "free",
+               "step_interval_ms": "iteration_interval"},
+    "modern": {"computation_ms": "computing", "communication_alone_ms": "communication_not_overlapped",
+               "stage_ms": "stage", "receive_alone_ms": "bubble",
+               "collective_alone_ms": "communication_not_overlapped_exclude_receive", "free_ms": "free",
+               "overlapped_ms": "overlapped", "communication_ms": "communication", "bubble_ms": "bubble",
+               "preparing_ms": "preparing", "step_ms": "total"},
+}
+CHECK_TOLERANCE = 0.01  # timeline recomputation vs the profiler's file: share of the step time
+
+
+@dataclass
+class StageInfo:
+    index: int  # 0-based
+    ranks: list[int]
+
+    @property
+    def label(self) -> str:
+        rs = ", ".join(str(r) for r in self.ranks[:8]) + ("…" if len(self.ranks) > 8 else "")
+        return f"stage {self.index} ({rs})"
+
+
+@dataclass
+class OverlapAnalysis:
+    view: str  # "pipeline" | "model" | "modern" | "none"
+    columns: tuple[str, ...]
+    stack: tuple[str, ...]
+    per_rank: pd.DataFrame  # index rank: columns (+ computing_only), comm_share, pp_stage, n_steps, rule
+    per_step: pd.DataFrame  # rank, step, columns
+    stage_rows: pd.DataFrame  # pp_stage, step (<NA> = average), stat ("max"|"mean"|"min"), columns
+    stage_summary: list[dict]
+    stages: list[StageInfo]
+    rates: dict[str, object]
+    sources: list[str]
+    ranks_without_data: list[int]
+    checks: list[dict] = field(default_factory=list)
+    slowest_stage: Optional[int] = None
+    waiting_stage: Optional[int] = None
+    notes: list[str] = field(default_factory=list)
+    issues: list[DataIssue] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return self.view != "none"
+
+    @property
+    def compute_col(self) -> str:
+        return "computing" if self.view == "modern" else "computation"
+
+    @property
+    def wait_col(self) -> str:
+        return "bubble" if self.view == "modern" else "receive_alone"
+
+    def summary_per_rank(self) -> dict[str, dict[str, float]]:
+        keys = SUMMARY_KEYS["modern" if self.view == "modern" else "legacy"]
+        out = {}
+        for r, row in self.per_rank.iterrows():
+            rec = {}
+            for k, c in keys.items():
+                v = row.get(c, math.nan)
+                rec[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
+            rec["communication_share"] = (None if math.isnan(row.get("comm_share", math.nan))
+                                          else round(float(row["comm_share"]), 6))
+            rec["pp_stage"] = None if pd.isna(row.get("pp_stage")) else int(row["pp_stage"])
+            out[str(int(r))] = rec
+        return out
+
+
+def _stages(run: Run, ranks: list[int]) -> list[StageInfo]:
+    by: dict[int, list[int]] = {}
+    for r in ranks:
+        by.setdefault(run.info.stage_of_rank.get(r, 0), []).append(r)
+    if len(by) <= 1 and run.info.stages <= 1:
+        return [StageInfo(0, sorted(ranks))] if ranks else []
+    return [StageInfo(s, sorted(v)) for s, v in sorted(by.items())]
+
+
+def _legacy_tables(run: Run, step_avg: pd.DataFrame, step_per: pd.DataFrame):
+    rows, parts, sources, checks, notes = [], [], set(), [], []
+    pipeline = any(d.overlap is not None and d.overlap.pipeline for d in run.ranks.values())
+    has_free = False
+    for r in run.rank_ids:
+        o = run.ranks[r].overlap
+        if o is None:
+            continue
+        sources.add(o.producer)
+        steps = o.steps.copy()
+        if o.stored_average is not None:
+            avg, rule = dict(o.stored_average), "stored"
+        else:
+            avg, rule = steps.drop(columns=["step"]).mean(numeric_only=True).to_dict(), "mean"
+        if not steps["free"].isna().all():
+            has_free = True
+        ii = step_avg["iteration_interval"].get(r, math.nan) if "iteration_interval" in step_avg else math.nan
+        rows.append({"rank": r, **avg, "iteration_interval": ii, "n_steps": len(steps), "rule": rule})
+        if "iteration_interval" in step_per:
+            mine = step_per[step_per["rank"] == r][["step", "iteration_interval"]]
+            steps = steps.merge(mine, on="step", how="left")
+            if o.stored_average is None:  # the mean over the steps the overlap covers
+                rows[-1]["iteration_interval"] = float(steps["iteration_interval"].mean())
+        else:
+            steps["iteration_interval"] = math.nan
+        steps.insert(0, "rank", r)
+        parts.append(steps)
+        if o.coverage_note:
+            notes.append(f"rank {r}: {o.coverage_note}")
+        if o.check is not None:
+            checks.append(_check(r, o, o.check))
+    return rows, parts, sources, checks, notes, pipeline, has_free
+
+
+def _check(rank: int, summary, timeline) -> dict:
+    """Largest difference between the profiler's file and the timeline recomputation, as a share of the step."""
+    cols = ["computation", "communication_alone"] + (["stage", "receive_alone", "collective_alone"]
+                                                     if summary.pipeline else [])
+    a = summary.steps.set_index("step")
+    b = timeline.steps.set_index("step")
+    common = a.index.intersection(b.index)
+    if len(common) == 0:
+        return {"rank": rank, "steps": 0, "max_diff": math.nan, "ok": None, "column": ""}
+    step_dur = b.loc[common, "step_duration"].astype(float).replace(0, math.nan)
+    worst, worst_col = 0.0, ""
+    for c in cols:
+        if c not in a or c not in b:
+            continue
+        d = ((a.loc[common, c].astype(float) - b.loc[common, c].astype(float)).abs() / step_dur).max()
+        if not math.isnan(d) and d >= worst:
+            worst, worst_col = float(d), c
+    return {"rank": rank, "steps": int(len(common)), "max_diff": worst, "ok": worst <= CHECK_TOLERANCE,
+            "column": worst_col}
+
+
+def analyze_overlap(run: Run, step_analysis) -> OverlapAnalysis:
+    sa = step_analysis
+    issues: list[DataIssue] = []
+    has_legacy = any(d.overlap is not None for d in run.ranks.values())
+    if sa.kind == "modern" and not has_legacy:
+        view = "modern"
+        columns = MODERN
+        per_rank = sa.average.reindex(columns=list(columns)).copy()
+        per_rank["n_steps"] = sa.average["n_steps"]
+        per_rank["rule"] = sa.average["rule"]
+        per_step = sa.per_step.reindex(columns=["rank", "step", *columns]).copy()
+        sources = ["step_trace_time"]
+        checks, notes = [], []
+    elif has_legacy:
+        rows, parts, src, checks, notes, pipeline, has_free = _legacy_tables(run, sa.average, sa.per_step)
+        view = "pipeline" if pipeline else "model"
+        columns = LEGACY_PIPELINE if pipeline else LEGACY_MODEL
+        if has_free:
+            columns = (*columns, "free")
+        per_rank = pd.DataFrame(rows).set_index("rank")
+        per_step = pd.concat(parts, ignore_index=True).reindex(columns=["rank", "step", *columns])
+        sources = sorted(src)
+        for c in checks:
+            if c["ok"] is False:
+                issues.append(DataIssue("", f"rank {c['rank']}: the overlap recomputed from the timeline differs "
+                                        f"from the profiler's cluster-analyse file by {c['max_diff']:.1%} of the "
+                                        f"step time ({c['column']}); the file's values are shown", "warning"))
+    else:
+        return OverlapAnalysis("none", (), (), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [],
+                               _stages(run, run.rank_ids), {}, [], list(run.rank_ids), issues=issues)
+
+    if view == "modern":
+        per_rank["computing_only"] = per_rank["computing"] - per_rank["overlapped"]
+        per_rank["comm_share"] = per_rank["communication_not_overlapped"] / per_rank["total"]
+    else:
+        denom = per_rank["computation"] + per_rank["communication_alone"]
+        per_rank["comm_share"] = per_rank["communication_alone"] / denom
+    per_rank["pp_stage"] = [run.info.stage_of_rank.get(int(r), 0) for r in per_rank.index]
+    per_rank = per_rank.sort_index()
+    stages = _stages(run, [int(r) for r in per_rank.index])
+    stage_rows = _stage_rows(per_rank, per_step, stages, columns)
+    summary, slowest, waiting = _stage_summary(per_rank, stages, view)
+    rates = _rates(per_rank, stages, view)
+    without = sorted(set(run.rank_ids) - {int(r) for r in per_rank.index})
+    return OverlapAnalysis(view=view, columns=tuple(columns), stack=STACKS[view], per_rank=per_rank,
+                           per_step=per_step, stage_rows=stage_rows, stage_summary=summary, stages=stages,
+                           rates=rates, sources=sources, ranks_without_data=without, checks=checks,
+                           slowest_stage=slowest, waiting_stage=waiting, notes=notes, issues=issues)
+
+
+def _stage_rows(per_rank: pd.DataFrame, per_step: pd.DataFrame, stages: list[StageInfo],
+                columns: tuple[str, ...]) -> pd.DataFrame:
+    """Per (stage, step): max / mean / min of every column over the stage's ranks; step <NA> = the averages."""
+    if len(stages) < 2:
+        return pd.DataFrame()
+    cols = list(columns)
+    stage_of = {r: s.index for s in stages for r in s.ranks}
+    ps = per_step.dropna(subset=["step"]).copy()
+    ps["pp_stage"] = ps["rank"].map(stage_of)
+    out = []
+    for stat in ("max", "mean", "min"):
+        g = ps.groupby(["pp_stage", "step"])[cols].agg(stat).reset_index()
+        g["stat"] = stat
+        out.append(g)
+        avg = per_rank[[*cols, "pp_stage"]].groupby("pp_stage")[cols].agg(stat).reset_index()
+        avg["step"] = pd.NA
+        avg["stat"] = stat
+        out.append(avg)
+    df = pd.concat(out, ignore_index=True)
+    df["step"] = df["step"].astype("Int64")
+    return df[["pp_stage", "step", "stat", *cols]]
+
+
+def _stage_summary(per_rank: pd.DataFrame, stages: list[StageInfo], view: str):
+    if len(stages) < 2:
+        return [], None, None
+    comp = "computing" if view == "modern" else "computation"
+    wait = "bubble" if view == "modern" else ("receive_alone" if view == "pipeline" else None)
+    coll = ("communication_not_overlapped_exclude_receive" if view == "modern"
+            else "collective_alone" if view == "pipeline" else "communication_alone")
+    rows = []
+    for s in stages:
+        sel = per_rank.loc[[r for r in s.ranks if r in per_rank.index]]
+        rec = {"stage": s.index, "label": s.label, "ranks": s.ranks, "n_ranks": len(s.ranks),
+               "compute_ms": float(sel[comp].mean()), "compute_max_ms": float(sel[comp].max()),
+               "wait_ms": float(sel[wait].mean()) if wait else math.nan,
+               "collective_ms": float(sel[coll].mean()),
+               "spread": float((sel[comp].max() - sel[comp].min()) / sel[comp].mean()) if sel[comp].mean() else 0.0}
+        rows.append(rec)
+    comps = [r["compute_ms"] for r in rows]
+    slowest = rows[int(np.nanargmax(comps))]["stage"] if not all(math.isnan(c) for c in comps) else None
+    waits = [r["wait_ms"] for r in rows]
+    waiting = (rows[int(np.nanargmax(waits))]["stage"]
+               if wait and not all(math.isnan(w) for w in waits) and np.nanmax(waits) > 0 else None)
+    mean_c = float(np.nanmean(comps))
+    for r in rows:
+        r["compute_vs_mean"] = r["compute_ms"] / mean_c - 1 if mean_c else 0.0
+    return rows, slowest, waiting
+
+
+def _rates(per_rank: pd.DataFrame, stages: list[StageInfo], view: str) -> dict[str, object]:
+    """ParallelProposer's rates (legacy) or their step_trace_time equivalents (modern), from the averages."""
+    if view == "modern":
+        total = float(per_rank["total"].sum())
+        if not total:
+            return {}
+        within = {s.index: float(per_rank.loc[[r for r in s.ranks if r in per_rank.index],
+                                              "communication_not_overlapped_exclude_receive"].sum()
+                                 / per_rank.loc[[r for r in s.ranks if r in per_rank.index], "total"].sum())
+                  for s in stages}
+        return {"communication_rate": float(per_rank["communication_not_overlapped"].sum()) / total,
+                "between_stage_rate": float(per_rank["bubble"].sum()) / total if len(stages) > 1 else None,
+                "within_stage_rate": within if len(stages) > 1 else {},
+                "definition": "sums over ranks of the averaged step: communication not overlapped / step time; "
+                              "bubble / step time; per stage, communication not overlapped excluding receive / "
+                              "step time"}
+    denom = float((per_rank["computation"] + per_rank["communication_alone"]).sum())
+    if not denom:
+        return {}
+    out: dict[str, object] = {"communication_rate": float(per_rank["communication_alone"].sum()) / denom,
+                              "definition": "MindInsight ParallelProposer: Σ pure communication / Σ (computation "
+                                            "+ pure communication); Σ pure receive / the same; per stage Σ pure "
+                                            "collective / Σ (computation + pure communication) of its ranks"}
+    if view == "pipeline":
+        out["between_stage_rate"] = float(per_rank["receive_alone"].sum()) / denom
+        within = {}
+        for s in stages:
+            sel = per_rank.loc[[r for r in s.ranks if r in per_rank.index]]
+            d = float((sel["computation"] + sel["communication_alone"]).sum())
+            within[s.index] = float(sel["collective_alone"].sum()) / d if d else math.nan
+        out["within_stage_rate"] = within
+    return out
+
+
+def communication_share_without_overlap(comm_per_rank: pd.DataFrame, step_avg: pd.DataFrame) -> pd.DataFrame:
+    """Data-parallel runs without overlap files: communication time / step time per rank (overlap unknown)."""
+    if comm_per_rank is None or comm_per_rank.empty or step_avg is None or "total" not in getattr(step_avg, "columns", []):
+        return pd.DataFrame()
+    j = comm_per_rank[["communication_ms", "wait_ms"]].join(step_avg[["total"]], how="inner")
+    j["share"] = j["communication_ms"] / j["total"]
+    return j

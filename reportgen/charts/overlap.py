@@ -1,0 +1,70 @@
+"""Overlap and pipeline-stage charts. Inputs are plain lists of dicts prepared by the page planner."""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
+
+
+def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
+    """Grouped bars per pipeline stage: compute, collective-only and receive-only (bubble) time.
+
+    `rows`: {stage, metric, value, note}; `note` marks the slowest stage / the stage that waits most, shown
+    as a label above its group. The stage that computes longest and the stage that waits are then side by side.
+    """
+    base = alt.Chart(alt.NamedData(name="stages"))
+    bars = base.mark_bar().encode(
+        x=alt.X("stage:N", title="Pipeline stage", sort=None),
+        xOffset=alt.XOffset("metric:N", sort=metrics),
+        y=alt.Y("value:Q", title="Mean per rank, per step (ms)"),
+        color=alt.Color("metric:N", title=None, sort=metrics,
+                        scale=alt.Scale(domain=metrics, range=PALETTE[: len(metrics)])),
+        tooltip=[alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("metric:N", title="Metric"),
+                 alt.Tooltip("value:Q", title="ms", format=",.3f"), alt.Tooltip("ranks:N", title="Ranks")],
+    )
+    notes = base.transform_filter("datum.note != ''").mark_text(dy=-8, color=SLOW_COLOR, fontWeight="bold").encode(
+        x=alt.X("stage:N", sort=None), xOffset=alt.XOffset("metric:N", sort=metrics), y="value:Q", text="note:N")
+    return finish(alt.layer(bars, notes), height=260, datasets={"stages": rows})
+
+
+def comm_share_by_rank(rows: list[dict]) -> dict:
+    """Share of the step that is communication not hidden by computation, per rank, coloured by stage.
+
+    `rows`: {rank, share, stage, href}.
+    """
+    chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
+        x=alt.X("rank:O", title="Rank"),
+        y=alt.Y("share:Q", title="Pure communication / step", axis=alt.Axis(format="%")),
+        color=alt.Color("stage:N", title="Stage"),
+        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("share:Q", title="Share", format=".1%"),
+                 alt.Tooltip("stage:N", title="Stage")],
+        href="href:N",
+    )
+    return finish(chart, height=220, datasets={"share": rows})
+
+
+def comm_share_histogram(rows: list[dict]) -> dict:
+    """The same share as a distribution, for runs with many ranks."""
+    chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
+        x=alt.X("share:Q", bin=alt.Bin(maxbins=50), title="Pure communication / step", axis=alt.Axis(format="%")),
+        y=alt.Y("count():Q", title="Ranks", stack="zero"),
+        color=alt.Color("stage:N", title="Stage"),
+        tooltip=[alt.Tooltip("count():Q", title="Ranks"), alt.Tooltip("stage:N", title="Stage")],
+    )
+    return finish(chart, height=220, datasets={"share": rows})
+
+
+def stage_steps(rows: list[dict], y_title: str) -> dict:
+    """One line per stage over the steps: the stage row (max over its ranks) of the compute column.
+
+    `rows`: {step, stage, value}.
+    """
+    chart = alt.Chart(alt.NamedData(name="stage_steps")).mark_line(point=True).encode(
+        x=alt.X("step:O", title="Step"),
+        y=alt.Y("value:Q", title=y_title),
+        color=alt.Color("stage:N", title="Stage"),
+        tooltip=[alt.Tooltip("step:O", title="Step"), alt.Tooltip("stage:N", title="Stage"),
+                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+    )
+    return finish(chart, height=220, datasets={"stage_steps": rows})

@@ -1,0 +1,346 @@
+"""Communication/computation overlap loaders. Everything leaves here in milliseconds.
+
+* `ascend_cluster_analyse_{mode}_{stages}_{size}_{rank}.csv` (MindInsight): the profiler's own per-step
+  overlap values; read by position, as MindInsight does, whatever the header says;
+* `output_timeline_data_{rank}.txt` + the reduce columns of `step_trace_raw_{rank}_detail_time.csv`: the
+  inputs of that file; the metrics are recomputed with the profiler's algorithm (`reportgen.intervals`);
+* `trace_view.json` (torch_npu / MindSpore 2.3+): the "Overlap Analysis" lanes summed per step the way
+  torch_npu writes `step_trace_time.csv`, for ranks that have the trace but not the CSV. Streamed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Optional
+
+import ijson
+import numpy as np
+import pandas as pd
+
+from reportgen import intervals as iv
+from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.peek import open_maybe_gzip
+from reportgen.loaders.step_trace import complete_modern, modern_frame
+from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
+
+PIPELINE_WIDTH = 5
+STEP_TRACE_HEADER = re.compile(r"iteration_interval|fp_and_bp", re.I)
+# computation + pure communication is the step's duration; a file whose sum is far from the step time
+# does not belong to this step trace (hand-made fixtures, mixed runs): reported, values kept.
+UNIT_RATIO_LIMITS = (0.5, 2.0)
+RECEIVE_RE = re.compile(r"Receive-op", re.I)
+
+
+def _frame(steps: list[int], rows: list[dict]) -> pd.DataFrame:
+    data: dict = {"step": pd.array(steps, dtype="Int64")}
+    for c in (*OVERLAP_COLUMNS, "step_duration"):
+        data[c] = np.array([r.get(c, math.nan) for r in rows], dtype="float64")
+    return pd.DataFrame(data)
+
+
+def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]] = None,
+                         step_totals: Optional[dict] = None) -> Optional[Overlap]:
+    """One rank's `ascend_cluster_analyse_*.csv`: one row per step, then the average row (no marker).
+
+    `step_ids` are the rank's step numbers from its step trace (rows are matched to them in order);
+    `step_totals` maps step -> step time in ms, used to check the file really holds milliseconds.
+    """
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    if STEP_TRACE_HEADER.search(",".join(header)):
+        log.add(path, f"header {','.join(header)!r} holds step-trace columns, not overlap values "
+                "(a hand-made file); not used for the overlap view", "warning")
+        return None
+    width = len(header)
+    if width < 2:
+        log.add(path, f"{width} column(s); the overlap file has 2 (model-parallel) or 5 (pipeline)", "error")
+        return None
+    if width not in (2, PIPELINE_WIDTH):
+        log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
+    pipeline = width >= PIPELINE_WIDTH
+    names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")[:min(width, 5)]
+    values: list[dict] = []
+    for line, cells in rows:
+        rec = {n: to_float(cells[i]) for i, n in enumerate(names)}
+        if any(math.isnan(v) for v in rec.values()):
+            log.add(path, f"line {line}: non-numeric value(s); row skipped")
+            continue
+        values.append(rec)
+    if not values:
+        log.add(path, "no data rows", "error")
+        return None
+    stored = values[-1]
+    body = values[:-1] if len(values) > 1 else values
+    note = ("the profiler's average row (last line)" if len(values) > 1
+            else "the only row (a one-step file: the row is both the step and the average)")
+    if step_ids and len(step_ids) == len(body):
+        steps = list(step_ids)
+    else:
+        steps = list(range(1, len(body) + 1))
+        if step_ids:
+            log.add(path, f"{len(body)} step row(s) but the step trace has {len(step_ids)} step(s); rows are "
+                    "numbered 1..N", "info")
+    for rec, s in zip(body, steps):
+        if step_totals and s in step_totals:
+            rec["step_duration"] = step_totals[s]
+    if step_totals:
+        ref = step_totals.get("average") or (np.nanmean([v for k, v in step_totals.items() if k != "average"])
+                                             if len(step_totals) > ("average" in step_totals) else math.nan)
+        sums = stored["computation"] + stored["communication_alone"]
+        if ref and not math.isnan(ref) and ref > 0:
+            ratio = sums / ref
+            if not UNIT_RATIO_LIMITS[0] <= ratio <= UNIT_RATIO_LIMITS[1]:
+                log.add(path, f"computation + pure communication is {ratio:.3g}x the step time from the step "
+                        "trace (it should be about 1x): the file does not match this run's step trace; its values "
+                        "are shown as written", "warning")
+    return Overlap(source=log.rel(path), producer="cluster_analyse", steps=_frame(steps, body), pipeline=pipeline,
+                   stored_average=stored, stored_average_note=note)
+
+
+# --- legacy timeline recomputation -----------------------------------------------------------------
+
+
+def legacy_step_windows(step_trace: Optional[Path], log: IssueLog) -> tuple[list[tuple[int, float, float]],
+                                                                          list[tuple[int, str, float, float]]]:
+    """(step, start µs, end µs) and (step, reduce op name, start µs, end µs) from step_trace_raw (10 ns ticks).
+
+    Issues are not reported here: the step-trace loader reports them for the same file.
+    """
+    if step_trace is None:
+        return [], []
+    got = read_csv_rows(step_trace, IssueLog(log.root))
+    if got is None:
+        return [], []
+    header, rows = got
+    ix = {h: i for i, h in enumerate(header)}
+    if not {"step_num", "start_point", "end_point"} <= set(ix):
+        return [], []
+    reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
+                   and h[: -len("_start_point")] + "_end_point" in ix]
+    steps, ops = [], []
+    for _, cells in rows:
+        try:
+            s = int(float(cells[ix["step_num"]]))
+        except ValueError:
+            continue
+        a, b = to_float(cells[ix["start_point"]]) / 100, to_float(cells[ix["end_point"]]) / 100
+        if s <= 0 or not b > a:  # MindSpore's '-' / '0' average rows
+            continue
+        steps.append((s, a, b))
+        for name in reduce_cols:
+            a = to_float(cells[ix[name + "_start_point"]]) / 100
+            b = to_float(cells[ix[name + "_end_point"]]) / 100
+            if not math.isnan(a) and not math.isnan(b) and b >= a and a > 0:
+                ops.append((s, name, a, b))
+    return steps, ops
+
+
+def _read_timeline_txt(path: Path, log: IssueLog) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """`output_timeline_data_{rank}.txt`: op_name, stream_id, start_time(ms), duration(ms)."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    if len(header) < 4:
+        log.add(path, "expected op_name, stream_id, start_time, duration columns", "error")
+        return None
+    st = np.array([to_float(c[2]) for _, c in rows], dtype="float64")
+    du = np.array([to_float(c[3]) for _, c in rows], dtype="float64")
+    ok = ~(np.isnan(st) | np.isnan(du))
+    if (~ok).any():
+        log.add(path, f"{int((~ok).sum())} row(s) with non-numeric times skipped")
+    return st[ok], st[ok] + du[ok]
+
+
+def load_timeline_overlap(timeline: Path, step_trace: Path, log: IssueLog) -> Optional[Overlap]:
+    """Recompute the cluster-analyse values from the operator timeline and the step trace's reduce events.
+
+    Compute set = the AI Core operators of `output_timeline_data` (what MindSpore 1.x uses); communication =
+    the reduce/communication events of `step_trace_raw`; receives = those named `*Receive-op*`; steps = the
+    step trace's [start, end] windows (the same 10 ns clock). Only steps that lie inside the timeline's span
+    are kept: the profiler truncates long timelines, and a step the timeline does not cover has no values.
+    """
+    comp = _read_timeline_txt(timeline, log)
+    windows, ops = legacy_step_windows(step_trace, log)
+    if comp is None or comp[0].size == 0:
+        if comp is not None:
+            log.add(timeline, "no operators in the timeline", "warning")
+        return None
+    if not windows:
+        log.add(timeline, "no step windows in the step trace; overlap cannot be recomputed per step", "info")
+        return None
+    if not ops:
+        log.add(timeline, "the step trace has no communication (reduce) columns; no overlap to compute", "info")
+        return None
+    ms = 1e-3
+    w_steps = [w[0] for w in windows]
+    w_start = np.array([w[1] for w in windows]) * ms
+    w_end = np.array([w[2] for w in windows]) * ms
+    m_s = np.array([o[2] for o in ops]) * ms
+    m_e = np.array([o[3] for o in ops]) * ms
+    is_recv = np.array([bool(RECEIVE_RE.search(o[1])) for o in ops])
+    res = iv.overlap_per_step(comp, (m_s, m_e), (m_s[is_recv], m_e[is_recv]), (m_s[~is_recv], m_e[~is_recv]),
+                              w_start, w_end)
+    c_lo, c_hi = float(comp[0].min()), float(comp[1].max())
+    inside = (np.minimum(w_end, c_hi) - np.maximum(w_start, c_lo)) >= 0.9 * (w_end - w_start)
+    if not inside.any():
+        log.add(timeline, "the timeline does not cover any whole step of the step trace (different clocks or a "
+                "truncated timeline); overlap not recomputed", "warning")
+        return None
+    rows, steps = [], []
+    for i in np.flatnonzero(inside):
+        steps.append(w_steps[i])
+        rows.append({"computation": res.computation[i], "communication_alone": res.communication_alone[i],
+                     "stage": res.stage[i] if res.pipeline else math.nan,
+                     "receive_alone": res.receive_alone[i] if res.pipeline else math.nan,
+                     "collective_alone": res.collective_alone[i] if res.pipeline else math.nan,
+                     "free": res.free[i], "step_duration": res.step_duration[i]})
+    note = ""
+    if not inside.all():
+        note = (f"the timeline covers {len(steps)} of {len(windows)} steps (steps "
+                f"{_ranges(steps)}); the others have no overlap values")
+    return Overlap(source=log.rel(timeline), producer="timeline", steps=_frame(steps, rows), pipeline=res.pipeline,
+                   coverage_note=note)
+
+
+def _ranges(steps: list[int]) -> str:
+    out, start, prev = [], None, None
+    for s in steps:
+        if start is None:
+            start = prev = s
+        elif s == prev + 1:
+            prev = s
+        else:
+            out.append(f"{start}–{prev}" if start != prev else str(start))
+            start = prev = s
+    if start is not None:
+        out.append(f"{start}–{prev}" if start != prev else str(start))
+    return ", ".join(out)
+
+
+# --- modern trace_view.json ---------------------------------------------------------------------------
+
+LANES = {"Computing": "computing", "Communication": "communication",
+         "Communication(Not Overlapped)": "communication_not_overlapped", "Free": "free"}
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+FLOW_CATS = ("async_npu", "HostToDevice")
+
+
+def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
+    """step_trace_time.csv's columns from a `trace_view.json`, streamed (bounded memory).
+
+    Sums the "Overlap Analysis" slices (Computing, Communication, Communication(Not Overlapped), Free) and the
+    `hcom_receive*` operators (Bubble) of each step, as torch_npu's TraceStepTimeParser does. A step's device
+    range starts at the first device task launched inside its host `ProfilerStep#N` (matched through the
+    host-to-device flow events) and ends where the next step's starts; without flows the host range is used.
+    """
+    slices: list[tuple[str, float, float]] = []
+    steps: dict[int, tuple[float, float]] = {}
+    pending: dict[tuple, float] = {}
+    pairs: list[tuple[float, float]] = []  # (host ts, device ts)
+    try:
+        with open_maybe_gzip(path) as f:
+            first = f.read(1)
+            while first and first in b" \t\r\n":
+                first = f.read(1)
+            f.seek(0)
+            prefix = "item" if first == b"[" else "traceEvents.item"
+            for e in ijson.items(f, prefix, use_float=True):
+                if not isinstance(e, dict):
+                    continue
+                ph = e.get("ph")
+                name = e.get("name")
+                if ph == "X" and isinstance(name, str):
+                    lane = LANES.get(name)
+                    if lane is None and name.startswith("hcom_receive"):
+                        lane = "bubble"
+                    if lane is not None:
+                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                        if not (math.isnan(ts) or math.isnan(dur)):
+                            slices.append((lane, ts, dur))
+                        continue
+                    m = STEP_RE.match(name)
+                    if m:
+                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                        if not (math.isnan(ts) or math.isnan(dur)):
+                            steps[int(m.group(1))] = (ts, ts + dur)
+                elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
+                    key = (e.get("cat"), e.get("id"))
+                    ts = to_float(e.get("ts"))
+                    other = pending.pop(key, None)
+                    if other is None:
+                        pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
+                    elif ph == "f" and other >= 0:
+                        pairs.append((other, ts))
+                    elif ph == "s" and other < 0:
+                        pairs.append((ts, -other - 1.0))
+    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
+        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
+                "computed from the part read", "error")
+    if not any(lane != "bubble" for lane, _, _ in slices):
+        return None
+    return modern_from_slices(slices, steps, pairs, source=log.rel(path))
+
+
+def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: list[tuple[float, float]]) -> list[tuple]:
+    """(step, device start, device end): first device task launched in the step, up to the next step's start."""
+    order = sorted(steps)
+    if not order:
+        return []
+    host = np.array([steps[s] for s in order])
+    first_dev = {s: math.inf for s in order}
+    if pairs:
+        p = np.array(pairs)
+        idx = np.searchsorted(host[:, 0], p[:, 0], side="right") - 1
+        for i, (h, d) in zip(idx.tolist(), p.tolist()):
+            if 0 <= i < len(order) and h < host[i, 1]:
+                first_dev[order[i]] = min(first_dev[order[i]], d)
+    starts = [first_dev[s] if math.isfinite(first_dev[s]) else host[i, 0] for i, s in enumerate(order)]
+    out = []
+    for i, s in enumerate(order):
+        end = starts[i + 1] if i + 1 < len(order) else math.inf
+        out.append((s, starts[i], end))
+    return out
+
+
+def modern_from_slices(slices: list[tuple[str, float, float]], steps: dict[int, tuple[float, float]],
+                       pairs: list[tuple[float, float]], source: str) -> StepTrace:
+    """Per-step sums of lane slices (µs in, ms out), torch_npu's step_trace_time.csv semantics."""
+    ranges = device_step_ranges(steps, pairs)
+    if not ranges:
+        ranges = [(None, -math.inf, math.inf)]
+    keys = [r[0] for r in ranges]
+    starts = np.array([r[1] for r in ranges])
+    sums = {k: dict.fromkeys(("computing", "communication", "communication_not_overlapped", "free", "bubble"), 0.0)
+            for k in keys}
+    first_task = dict.fromkeys(keys, math.inf)
+    lo = dict.fromkeys(keys, math.inf)
+    hi = dict.fromkeys(keys, -math.inf)
+    ends = np.array([r[2] for r in ranges])
+    for lane, ts, dur in slices:
+        i = int(np.searchsorted(starts, ts, side="right")) - 1
+        if i < 0 or ts >= ends[i]:
+            continue
+        k = keys[i]
+        sums[k][lane] += dur
+        lo[k] = min(lo[k], ts)
+        hi[k] = max(hi[k], ts + dur)
+        if lane in ("computing", "communication"):
+            first_task[k] = min(first_task[k], ts)
+    records = []
+    for k in keys:
+        if not math.isfinite(lo[k]):
+            continue
+        s = sums[k]
+        rec = {key: v / 1e3 for key, v in s.items()}
+        rec["stage"] = (hi[k] - lo[k]) / 1e3 - rec["bubble"]
+        rec["overlapped"] = rec["communication"] - rec["communication_not_overlapped"]
+        rec["communication_not_overlapped_exclude_receive"] = rec["communication_not_overlapped"] - rec["bubble"]
+        rec["preparing"] = ((first_task[k] - steps[k][0]) / 1e3
+                            if k is not None and k in steps and math.isfinite(first_task[k]) else math.nan)
+        records.append(complete_modern({"step": k, **rec}))
+    return StepTrace(kind="modern", steps=modern_frame(records), source=source)

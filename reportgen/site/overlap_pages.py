@@ -1,0 +1,283 @@
+"""Plan the overlap / parallel-layout page and the overlap section of rank pages (plain data only)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import pandas as pd
+
+from reportgen.analysis import Analysis
+from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS, communication_share_without_overlap
+from reportgen.analysis.steps import robust_outliers
+from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
+from reportgen.charts.steps import MAX_BARS
+
+OVERLAP = "cluster/overlap.html"
+RANKS_CSV = "cluster/overlap-ranks.csv"
+STAGES_CSV = "cluster/overlap-stages.csv"
+VIEW_LABELS = {
+    "pipeline": "Pipeline-parallel view (MindInsight): step interval, computation, pure communication, stage time, "
+                "pure receive, pure collective communication",
+    "model": "Model-parallel view (MindInsight): step interval, computation, pure communication",
+    "modern": "Step time breakdown from step_trace_time.csv: computing, communication not overlapped, "
+              "overlapped, free, bubble, preparing",
+    "none": "No overlap data",
+}
+SOURCE_LABELS = {
+    "cluster_analyse": "the profiler's ascend_cluster_analyse_{mode}_{stages}_{size}_{rank}.csv files",
+    "timeline": "recomputed from output_timeline_data_{rank}.txt and the step trace's communication columns "
+                "with MindSpore's algorithm",
+    "step_trace_time": "step_trace_time.csv (or the same sums from trace_view.json's Overlap Analysis lanes)",
+}
+COLUMN_HELP = {
+    "iteration_interval": "time between the end of the previous step and the start of this step's forward pass "
+                          "(data waiting)",
+    "computation": "step time minus pure communication",
+    "communication_alone": "communication while no computation runs",
+    "stage": "step time minus pure receive: the time the stage itself works",
+    "receive_alone": "only a point-to-point Receive runs (waiting for the previous stage: the bubble)",
+    "collective_alone": "pure communication excluding Receive",
+    "free": "neither computation nor communication runs",
+    "computing": "union of compute-task time",
+    "communication_not_overlapped": "communication while no computation runs",
+    "overlapped": "communication hidden under computation",
+    "communication": "union of communication-operator time",
+    "bubble": "receive (hcom_receive) time: the pipeline bubble",
+    "communication_not_overlapped_exclude_receive": "communication not overlapped, receive excluded",
+    "preparing": "host time before the device starts the step",
+    "total": "stage + bubble",
+}
+
+
+def _num(v: Any) -> Optional[float]:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _rank_columns(a: Analysis) -> list[dict]:
+    o = a.overlap
+    cols = [{"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
+            {"key": "pp_stage", "label": "Stage", "fmt": "int"}]
+    if a.run.info.parallel_index:
+        cols += [{"key": k + "_index", "label": f"{k.upper()} index", "fmt": "int"}
+                 for k in ("dp", "pp", "tp", "cp") if k in a.run.info.parallel_sizes
+                 and (k != "cp" or a.run.info.parallel_sizes.get("cp", 1) > 1)]
+    for c in o.columns:
+        cols.append({"key": c, "label": f"{COLUMN_LABELS[c]} (ms)", "fmt": "ms", "help": COLUMN_HELP.get(c, "")})
+    cols.append({"key": "comm_share", "label": "Pure comm. share", "fmt": "ratio",
+                 "help": "pure communication / step" if o.view == "modern"
+                 else "pure communication / (computation + pure communication)"})
+    return cols
+
+
+def rank_rows(a: Analysis) -> list[dict]:
+    o = a.overlap
+    pr = o.per_rank.to_dict("index")
+    hot_cols = {c: set(robust_outliers(o.per_rank[c])) for c in (o.compute_col, o.wait_col) if c in o.per_rank}
+    rows = []
+    for r in a.run.rank_ids:
+        info = a.run.ranks[r].info
+        rec = pr.get(r)
+        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "has_data": rec is not None,
+               "pp_stage": a.run.info.stage_of_rank.get(r, 0)}
+        for k, v in a.run.info.parallel_index.get(r, {}).items():
+            row[k + "_index"] = v
+        if rec:
+            for c in (*o.columns, "comm_share"):
+                row[c] = _num(rec.get(c))
+            row["hot"] = [COLUMN_LABELS[c] for c, rs in hot_cols.items() if r in rs]
+        rows.append(row)
+    return rows
+
+
+def _stack_rows(a: Analysis) -> tuple[list[dict], str, list[str]]:
+    o = a.overlap
+    pr = o.per_rank
+    labels = [COLUMN_LABELS[c] for c in o.stack]
+    ranks = list(pr.index)
+    if len(ranks) <= MAX_BARS:
+        groups, x_title = [[r] for r in ranks], "Rank"
+    else:
+        size = math.ceil(len(ranks) / MAX_BARS)
+        groups = [ranks[i:i + size] for i in range(0, len(ranks), size)]
+        x_title = f"Ranks (groups of {size}, mean)"
+    rows = []
+    for gi, g in enumerate(groups):
+        label = str(g[0]) if len(g) == 1 else f"{g[0]}–{g[-1]}"
+        for pi, (c, lab) in enumerate(zip(o.stack, labels)):
+            v = _num(pr.loc[g, c].mean()) if c in pr else None
+            if v is not None:
+                rows.append({"label": label, "order": gi, "phase": lab, "phase_order": pi, "value": round(v, 4)})
+    return rows, x_title, labels
+
+
+def _stage_table(a: Analysis) -> tuple[list[dict], list[dict]]:
+    """Stage rows of the averaged step (msprof-analyze: max over the stage's ranks) plus mean and spread."""
+    o = a.overlap
+    if o.stage_rows.empty:
+        return [], []
+    avg = o.stage_rows[o.stage_rows["step"].isna()]
+    mx = avg[avg["stat"] == "max"].set_index("pp_stage")
+    mean = avg[avg["stat"] == "mean"].set_index("pp_stage")
+    mn = avg[avg["stat"] == "min"].set_index("pp_stage")
+    comp = o.compute_col
+    summary = {s["stage"]: s for s in o.stage_summary}
+    rows = []
+    for st in o.stages:
+        if st.index not in mx.index:
+            continue
+        m = mean.loc[st.index, comp]
+        spread = (mx.loc[st.index, comp] - mn.loc[st.index, comp]) / m if m else None
+        rows.append({"stage": st.index, "label": st.label, "n_ranks": len(st.ranks),
+                     "values": {c: _num(mx.loc[st.index, c]) for c in o.columns},
+                     "mean_compute": _num(m), "spread": _num(spread),
+                     "compute_vs_mean": _num(summary.get(st.index, {}).get("compute_vs_mean")),
+                     "slowest": st.index == o.slowest_stage, "waits": st.index == o.waiting_stage})
+    cols = [{"key": c, "label": f"{COLUMN_LABELS[c]} (ms)"} for c in o.columns]
+    return rows, cols
+
+
+def _rates(a: Analysis) -> list[dict]:
+    o, r = a.overlap, a.overlap.rates
+    if not r:
+        return []
+    out = [{"label": "Communication share (cluster)", "value": r.get("communication_rate"),
+            "help": "MindInsight flags above 10 % (data/model-parallel communication rate)"}]
+    if r.get("between_stage_rate") is not None:
+        out.append({"label": "Between stages (receive / bubble share)", "value": r["between_stage_rate"],
+                    "help": "MindInsight flags above 10 %"})
+    for s, v in (r.get("within_stage_rate") or {}).items():
+        out.append({"label": f"Within stage {s} (collective-only share)", "value": v,
+                    "help": "MindInsight flags the stage with the highest rate above 10 %"})
+    return out
+
+
+def _charts(a: Analysis) -> list[Chart]:
+    o = a.overlap
+    charts: list[Chart] = []
+    rows, x_title, labels = _stack_rows(a)
+    if rows:
+        cap = ("Where each rank's step goes: computation, pure collective communication and pure receive "
+               "(the bubble)." if o.view == "pipeline" else
+               "Where each rank's step goes: computation and pure communication." if o.view == "model" else
+               "Where each rank's step goes: computing alone, communication hidden under computing, communication "
+               "not overlapped (receive excluded), bubble and free time.")
+        charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
+    share = [{"rank": int(r), "share": round(float(v), 6), "stage": f"stage {int(o.per_rank.at[r, 'pp_stage'])}",
+              "href": f"../ranks/rank-{int(r)}.html"} for r, v in o.per_rank["comm_share"].dropna().items()]
+    if share:
+        if len(share) <= MAX_BARS:
+            charts.append(Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
+                                "Share of the step spent in communication that computation does not hide, per rank "
+                                "(colour: pipeline stage). Click a bar to open the rank."))
+        else:
+            charts.append(Chart("overlap-share", overlap_charts.comm_share_histogram(share),
+                                f"Distribution of the pure-communication share over {len(share)} ranks, by stage."))
+    if o.stage_summary:
+        wait_label = "Bubble" if o.view == "modern" else "Pure receive"
+        coll_label = ("Comm. not overlapped (excl. receive)" if o.view == "modern" else
+                      "Pure collective" if o.view == "pipeline" else "Pure communication")
+        comp_label = "Computing" if o.view == "modern" else "Computation"
+        metrics = [comp_label, coll_label] + ([wait_label] if o.view != "model" else [])
+        srows = []
+        for s in o.stage_summary:
+            vals = [s["compute_ms"], s["collective_ms"]] + ([s["wait_ms"]] if o.view != "model" else [])
+            for i, (m, v) in enumerate(zip(metrics, vals)):
+                note = ""
+                if i == 0 and s["stage"] == o.slowest_stage:
+                    note = "slowest"
+                if i == 2 and s["stage"] == o.waiting_stage:
+                    note = "waits most"
+                if _num(v) is not None:
+                    srows.append({"stage": f"stage {s['stage']}", "metric": m, "value": round(float(v), 4),
+                                  "note": note, "ranks": ", ".join(str(r) for r in s["ranks"][:16])})
+        charts.append(Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
+                            "Per pipeline stage, the mean over its ranks. The stage that computes longest sets the "
+                            "pace; the others wait for it in Receive (the bubble)."))
+        sr = o.stage_rows
+        per_step = sr[(sr["stat"] == "max") & sr["step"].notna()]
+        if per_step["step"].nunique() > 1:
+            comp = o.compute_col
+            lines = [{"step": int(s), "stage": f"stage {int(st)}", "value": round(float(v), 4)}
+                     for s, st, v in zip(per_step["step"], per_step["pp_stage"], per_step[comp]) if _num(v) is not None]
+            charts.append(Chart("overlap-stage-steps", overlap_charts.stage_steps(
+                lines, f"{COLUMN_LABELS[comp]}, stage max (ms)"),
+                "Each stage's computation per step (the maximum over its ranks, as msprof-analyze's stage rows)."))
+    return charts
+
+
+def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, list[dict], list[dict]]]:
+    o = a.overlap
+    out = [(RANKS_CSV, [c for c in cols if c["key"] != "host"] + [{"key": "host", "label": "Host"}],
+            [r for r in rows if r["has_data"]])]
+    if not o.stage_rows.empty:
+        sr = o.stage_rows
+        scols = [{"key": "pp_stage", "label": "Stage"}, {"key": "step", "label": "Step"},
+                 {"key": "stat", "label": "Over the stage's ranks"}] + [
+            {"key": c, "label": f"{COLUMN_LABELS[c]} (ms)"} for c in o.columns]
+        srows = []
+        for rec in sr.to_dict("records"):
+            rec["step"] = "average" if pd.isna(rec["step"]) else int(rec["step"])
+            srows.append({k: (_num(v) if k in o.columns else v) for k, v in rec.items()})
+        out.append((STAGES_CSV, scols, srows))
+    return out
+
+
+def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
+    o, info = a.overlap, a.run.info
+    ctx: dict[str, Any] = {
+        "has_data": o.has_data, "view": o.view, "view_label": VIEW_LABELS[o.view],
+        "mode": info.parallel_mode, "mode_source": info.parallel_mode_source, "n_stages": info.stages,
+        "stage_source": info.stage_source, "stages": [{"index": s.index, "label": s.label} for s in o.stages],
+        "sizes": info.parallel_sizes, "sources": [SOURCE_LABELS.get(s, s) for s in o.sources],
+        "notes": o.notes, "without": o.ranks_without_data, "tolerance": CHECK_TOLERANCE,
+        "checks": [c for c in o.checks],
+    }
+    if not o.has_data:
+        share = communication_share_without_overlap(a.comm.per_rank if a.comm.has_data else None,
+                                                    a.steps.average if a.steps.kind else None)
+        ctx["dp_rows"] = [{"rank": int(r), "href": f"ranks/rank-{int(r)}.html", "total": _num(v["total"]),
+                           "communication_ms": _num(v["communication_ms"]), "wait_ms": _num(v["wait_ms"]),
+                           "share": _num(v["share"])} for r, v in share.to_dict("index").items()] if len(share) else []
+        return ctx, [], []
+    cols = _rank_columns(a)
+    rows = rank_rows(a)
+    stage_rows, stage_cols = _stage_table(a)
+    ctx.update({"columns": cols, "rows": rows, "stage_rows": stage_rows, "stage_columns": stage_cols,
+                "rates": _rates(a), "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
+                "multi_stage": len(o.stages) > 1,
+                "averaging": ("the profiler's average row (MindInsight shows it)" if "stored" in set(o.per_rank["rule"])
+                              else "mean over the recorded steps")})
+    return ctx, _charts(a), _csv(a, cols, rows)
+
+
+def rank_section(a: Analysis, r: int) -> dict:
+    """This rank's overlap values per step, next to its stage's mean and the cluster median."""
+    o = a.overlap
+    sec: dict[str, Any] = {"id": "overlap", "title": "Communication / computation overlap",
+                           "template": "_rank_overlap.html", "has_data": o.has_data and r in o.per_rank.index}
+    if not sec["has_data"]:
+        sec["reason"] = ("no overlap data for this run" if not o.has_data
+                         else "no overlap data for this rank (see data quality)")
+        return sec
+    stage = int(o.per_rank.at[r, "pp_stage"])
+    same = o.per_rank[o.per_rank["pp_stage"] == stage]
+    cmp = []
+    for c in o.columns:
+        cmp.append({"label": f"{COLUMN_LABELS[c]} (ms)", "value": _num(o.per_rank.at[r, c]),
+                    "stage_mean": _num(same[c].mean()), "median": _num(o.per_rank[c].median())})
+    steps = o.per_step[o.per_step["rank"] == r]
+    step_rows = [{"step": None if pd.isna(rec["step"]) else int(rec["step"]),
+                  "values": [_num(rec.get(c)) for c in o.columns]} for rec in steps.to_dict("records")]
+    src = a.run.ranks[r].overlap
+    check = next((c for c in o.checks if c["rank"] == r), None)
+    sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],
+                "steps": step_rows, "source": src.source if src is not None else
+                (a.run.ranks[r].step_trace.source if a.run.ranks[r].step_trace else ""),
+                "share": _num(o.per_rank.at[r, "comm_share"]), "check": check,
+                "coverage": src.coverage_note if src is not None else ""})
+    return sec
