@@ -110,3 +110,23 @@ window.addEventListener('load', function () {
     assert dom.body.get("data-probe") == "done"
     visible = [r for r in dom.select("#comm-link-table tbody tr") if "display: none" not in r.get("style", "")]
     assert [(r.select("td")[0].text, r.select("td")[1].text) for r in visible] == [("8", "9")]
+
+
+def test_overlap_page_draws_and_filters_by_stage(example_site):
+    src = example_site / "cluster" / "overlap.html"
+    assert_charts_drawn(render(src), src, 4)
+    probe = src.with_name("probe-overlap.html")
+    probe.write_text(src.read_text().replace("</body>", """<script>
+window.addEventListener('load', function () {
+  var t = document.querySelector("select[data-colfilter='overlap-rank-table']"); t.value = '1';
+  t.dispatchEvent(new Event('change'));
+  document.body.setAttribute('data-probe', 'done');
+});
+</script></body>"""))
+    try:
+        dom = render(probe)
+    finally:
+        probe.unlink()
+    assert dom.body.get("data-probe") == "done"
+    visible = [r for r in dom.select("#overlap-rank-table tbody tr") if "display: none" not in r.get("style", "")]
+    assert [int(r.select("td")[0].text) for r in visible] == list(range(8, 16))

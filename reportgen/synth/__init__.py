@@ -33,6 +33,9 @@ from typing import Optional
 import numpy as np
 
 from reportgen.synth.comm import write_ascend_comm, write_hccl_raw
+from reportgen.synth.timeline import (
+    ALLREDUCE, RECEIVE, legacy_layout, write_cluster_analyse, write_legacy_timeline, write_trace_view,
+)
 
 MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
@@ -152,8 +155,13 @@ def _hosts(rank: int, per_host: int) -> tuple[str, int]:
 
 def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: int = 10, stages: int = 1,
                  tp: int = 1, seed: int = 0, inject: Optional[list[str]] = None, ranks_per_host: int = 8,
-                 first_step: int = 1) -> Path:
-    """Write a synthetic run under `path` (created) and return it."""
+                 first_step: int = 1, trace_view: bool = False) -> Path:
+    """Write a synthetic run under `path` (created) and return it.
+
+    MindInsight runs get step traces with communication columns, operator timelines and the profiler's
+    cluster-analyse overlap files; Ascend runs get step_trace_time.csv and, with `trace_view`, a
+    trace_view.json per rank whose Overlap Analysis lanes add up to the same values.
+    """
     if layout not in ("ascend", "mindinsight"):
         raise ValueError("layout must be 'ascend' or 'mindinsight'")
     if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
@@ -163,9 +171,9 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if layout == "ascend":
-        _write_ascend(path, model, ranks, steps, stages, tp, plan, ranks_per_host, first_step)
+        _write_ascend(path, model, ranks, steps, stages, tp, plan, ranks_per_host, first_step, trace_view)
     else:
-        _write_mindinsight(path / "profiler", model, ranks, steps, stages, plan, first_step)
+        _write_mindinsight(path / "profiler", model, ranks, steps, stages, tp, plan, first_step)
     return path
 
 
@@ -194,7 +202,7 @@ def _parallel_groups(ranks: int, stages: int, tp: int) -> dict:
 
 
 def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int, tp: int, plan: Plan,
-                  per_host: int, first_step: int) -> None:
+                  per_host: int, first_step: int, trace_view: bool) -> None:
     groups = _parallel_groups(ranks, stages, tp)
     dp = max(1, ranks // (stages * tp))
     for r in range(ranks):
@@ -225,6 +233,8 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
         (d / "profiler_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
         if r not in plan.missing_comm:
             write_ascend_comm(out, r, m, groups, per_host, first_step, steps, plan)
+        if trace_view:
+            write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5)
         if r in plan.missing_step:
             continue
         lines = [MODERN_HEADER]
@@ -251,11 +261,14 @@ def _f(x) -> str:
 # --- MindInsight flat folder --------------------------------------------------------------------------
 
 
-def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: int, plan: Plan,
+def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: int, tp: int, plan: Plan,
                        first_step: int) -> None:
     d.mkdir(parents=True, exist_ok=True)
-    mode = "pipeline-parallel" if stages > 1 else ("data-parallel" if ranks > 1 else "stand_alone")
-    pmode = {"pipeline-parallel": "semi_auto_parallel", "data-parallel": "data_parallel"}.get(mode, "stand_alone")
+    mode = ("pipeline-parallel" if stages > 1 else "model-parallel" if tp > 1
+            else "data-parallel" if ranks > 1 else "stand_alone")
+    pmode = {"pipeline-parallel": "semi_auto_parallel", "model-parallel": "semi_auto_parallel",
+             "data-parallel": "data_parallel"}.get(mode, "stand_alone")
+    pipeline = stages > 1
     for r in range(ranks):
         if r in plan.missing_rank:
             continue
@@ -268,28 +281,30 @@ def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: in
         (d / f"profiler_info_{r}.json").write_text(text, encoding="utf-8")
         if r not in plan.missing_comm:
             write_hccl_raw(d, r, m, ranks, stages, first_step, steps, plan)
+        ticks = 1e5  # per ms
+        layouts = legacy_layout(m, r, steps, pipeline, (61688106196804 + r * 1234) / ticks)
+        if ranks > 1 and mode != "stand_alone":
+            write_cluster_analyse(d, r, layouts, mode, stages, ranks, pipeline)
+            write_legacy_timeline(d, r, layouts)
         if r in plan.missing_step:
             continue
-        ticks = 1e5  # per ms
-        t = 61688106196804 + r * 1234
+        names = ([RECEIVE] if pipeline else []) + ([ALLREDUCE] if ranks > 1 else [])
         rows = []
-        for s in range(steps):
-            ii = 0 if s == 0 else int(round(m.data_wait[r, s] * ticks))
-            fpbp = int(round(m.computing[r, s] * ticks))
-            allreduce = int(round((m.comm_nov[r, s] + m.free[r, s]) * ticks))
-            tail = allreduce + int(round(0.05 * ticks))
-            start = t
-            fp = start + ii
-            bp = fp + fpbp
-            end = bp + tail
-            red_s = bp + int(0.02 * ticks)
-            red_e = red_s + allreduce
-            rows.append([first_step + s, start, end, end - start, fp, bp, ii, fpbp, tail, red_e - red_s, red_s, red_e])
-            t = end
+        for s, lay in enumerate(layouts):
+            tk = [int(round(v * ticks)) for v in (lay.start, lay.end, lay.fp, lay.bp)]
+            start, end, fp, bp = tk
+            row = [first_step + s, start, end, end - start, fp, bp, fp - start, bp - fp, end - bp]
+            for name in names:
+                if name == RECEIVE:
+                    a_, b_ = lay.fp, lay.fp + lay.recv
+                else:
+                    a_, b_ = lay.compute_end - lay.overlapped, lay.compute_end + lay.alone
+                ra, rb = int(round(a_ * ticks)), int(round(b_ * ticks))
+                row += [rb - ra, ra, rb]
+            rows.append(row)
         body = rows[1:] if len(rows) > 1 else rows  # MindSpore averages steps 2..N
         avg = ["-"] + [int(round(sum(c) / len(body))) for c in zip(*[row[1:] for row in body])]
-        header = LEGACY_HEADER + ",stream_12_0_AllReduce-op101,stream_12_0_AllReduce-op101_start_point," \
-                                 "stream_12_0_AllReduce-op101_end_point"
+        header = LEGACY_HEADER + "".join(f",{n},{n}_start_point,{n}_end_point" for n in names)
         text = header + "\n" + "\n".join(",".join(str(x) for x in row) for row in rows + [avg]) + "\n"
         if r in plan.corrupt_step:
             text = text[: int(len(text) * 0.6)]
