@@ -1,6 +1,7 @@
 """Benchmark msreport on big synthetic runs: time per stage and peak memory.
 
     python scripts/benchmark.py --ranks 512 1024 4096 --steps 20 [--layout ascend] [--jobs 2]
+    python scripts/benchmark.py --trace-mb 2000     # stream a big trace_view.json: time and peak memory
 
 Prints one line per run; numbers go into closing notes, not into unit tests.
 """
@@ -34,6 +35,7 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     t0 = time.perf_counter()
     run_dir = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=steps, stages=4 if ranks >= 8 else 1,
                            inject=[f"slow-rank:{ranks // 3}:compute:1.3"]
+                           + (["unbalanced-stage:2:1.3"] if ranks >= 8 else [])
                            + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else []))
     t["generate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -61,12 +63,59 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     slow_found = (ranks // 3) in a.steps.outliers.get("computing" if layout == "ascend" else "fp_and_bp", [])
     link = _slow_link(ranks)
     link_found = None if link is None else [(s, d) for s, d, _ in a.comm.slow_links] == [link]
+    stage_found = None if ranks < 8 else a.overlap.slowest_stage == 2
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
         print("kept", entry)
     return {"ranks": ranks, "steps": steps, **t, "site_mb": size, "single_mb": single, "rss_mb": _rss_mb(),
-            "slow_rank_flagged": slow_found, "slow_link_flagged": link_found}
+            "slow_rank_flagged": slow_found, "slow_link_flagged": link_found, "slow_stage_flagged": stage_found}
+
+
+def bench_trace(mb: int) -> None:
+    """Write a trace_view.json of about `mb` MB (device tasks, lanes, flows) and time the streaming reader."""
+    import json
+    import subprocess
+    import sys
+
+    tmp = Path(tempfile.mkdtemp(prefix="msreport-trace-"))
+    path = tmp / "trace_view.json"
+    t0 = time.perf_counter()
+    steps, written, t = 0, 0, 1.7e15
+    with open(path, "w") as f:
+        f.write('[{"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"Overlap Analysis"}}')
+        while written < mb * 1e6:
+            steps += 1
+            parts = [{"ph": "X", "name": f"ProfilerStep#{steps}", "pid": 2, "tid": 1, "ts": f"{t - 50:.3f}",
+                      "dur": 100000.0},
+                     {"ph": "s", "id": steps, "cat": "async_npu", "pid": 2, "tid": 1, "ts": f"{t - 40:.3f}"},
+                     {"ph": "f", "id": steps, "cat": "async_npu", "pid": 3, "tid": 0, "ts": f"{t:.3f}"}]
+            for k in range(2000):  # many small device tasks, each with its Computing slice
+                ts = t + k * 40
+                parts.append({"ph": "X", "name": f"MatMul_{k}", "pid": 3, "tid": 7, "ts": f"{ts:.3f}", "dur": 30.0,
+                              "args": {"Task Type": "AI_CORE", "Task Id": k}})
+                parts.append({"ph": "X", "name": "Computing", "pid": 1, "tid": 0, "ts": f"{ts:.3f}", "dur": 30.0})
+            parts.append({"ph": "X", "name": "Communication", "pid": 1, "tid": 1, "ts": f"{t + 80000:.3f}",
+                          "dur": 10000.0})
+            parts.append({"ph": "X", "name": "Communication(Not Overlapped)", "pid": 1, "tid": 2,
+                          "ts": f"{t + 80000:.3f}", "dur": 10000.0})
+            chunk = "".join("," + json.dumps(e) for e in parts)
+            f.write(chunk)
+            written += len(chunk)
+            t += 100000
+        f.write("]")
+    gen = time.perf_counter() - t0
+    code = ("import resource,sys,time;from pathlib import Path;from reportgen.loaders.common import IssueLog;"
+            "from reportgen.loaders.overlap import load_trace_view_step_trace as f;p=Path(sys.argv[1]);"
+            "t=time.perf_counter();st=f(p,IssueLog(p.parent));e=time.perf_counter()-t;"
+            "print(len(st.steps), round(float(st.steps['computing'].iloc[0]),3), round(e,2),"
+            " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss//1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    n, comp, secs, rss = out.stdout.split()
+    size = path.stat().st_size / 1e6
+    print(f"trace_view.json {size:.0f} MB ({steps} steps, generated in {gen:.0f}s): read in {secs}s, "
+          f"{size / float(secs):.0f} MB/s, peak RSS {rss} MB, {n} steps, step-1 computing {comp} ms (expected 60.000)")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _slow_link(ranks: int):
@@ -82,7 +131,11 @@ def main() -> None:
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--trace-mb", type=int, default=0, help="only benchmark streaming a trace_view.json of this size")
     a = p.parse_args()
+    if a.trace_mb:
+        bench_trace(a.trace_mb)
+        return
     for n in a.ranks:
         r = bench(n, a.steps, a.layout, a.jobs, a.keep)
         stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "analyze", "plan", "write",
@@ -90,7 +143,8 @@ def main() -> None:
         build = sum(r[k] for k in ("discover", "load", "analyze", "plan", "write"))
         print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
-              f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}",
+              f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}, "
+              f"unbalanced stage found: {r['slow_stage_flagged']}",
               flush=True)
 
 

@@ -341,3 +341,16 @@ def test_truncated_cluster_analyse_is_reported_not_fatal(tmp_path):
     assert any(i.file.endswith(p.name) for i in a.issues)
     assert 2 in a.overlap.per_rank.index or 2 in a.overlap.ranks_without_data
     assert not math.isnan(a.overlap.per_rank.at[0, "computation"])
+
+
+def test_msprof_overlap_lanes_per_iteration():
+    a = _analysis(sample("mindinsight/msprof_raw_2rank_10iter"))
+    o = a.overlap
+    assert o.view == "model" and o.sources == ["msprof_timeline"]
+    d = next(sample("mindinsight/msprof_raw_2rank_10iter").rglob("device_0/timeline"))
+    events = json.loads((d / "msprof_0_2_1.json").read_text())
+    nov = sum(float(e["dur"]) for e in events if e.get("name") == "Communication(Not Overlapped)") / 1e3
+    row = o.per_step[(o.per_step["rank"] == 0) & (o.per_step["step"] == 1)].iloc[0]
+    assert row["communication_alone"] == pytest.approx(nov, abs=1e-9)
+    # computation + pure communication is the iteration time msprof's step trace gives (47.58781 ms)
+    assert row["computation"] + row["communication_alone"] == pytest.approx(47.58781, abs=1e-6)

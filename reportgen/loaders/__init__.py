@@ -38,6 +38,10 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
             metadata.load_msprof_info(dev, info, log)
             data.step_trace = step_trace.load_msprof_step_trace(dev, log)
             data.communication = communication.load_msprof_hccl(dev, log)
+            t = data.step_trace
+            totals = dict(zip(t.steps["step"].dropna().astype(int), t.steps.dropna(subset=["step"])["total"])) \
+                if t is not None else None
+            data.overlap = overlap.load_msprof_overlap(dev, log, totals)
         info.framework = "MindSpore"
     elif layout == "kineto":
         info.framework = "PyTorch"
@@ -137,6 +141,9 @@ def _load_legacy_overlap(rf: "RankFiles", data: RankData, st, log: IssueLog) -> 
         data.overlap = summary
     else:
         data.overlap = recomputed
+    dev = rf.first("msprof_device")
+    if data.overlap is None and dev is not None:
+        data.overlap = overlap.load_msprof_overlap(dev, log, totals)
 
 
 def load_run(layout: "RunLayout", jobs: int = 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from pathlib import Path
 from typing import Optional
 
@@ -228,6 +229,7 @@ LANES = {"Computing": "computing", "Communication": "communication",
          "Communication(Not Overlapped)": "communication_not_overlapped", "Free": "free"}
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 FLOW_CATS = ("async_npu", "HostToDevice")
+SLICE_LANES = ("computing", "communication", "communication_not_overlapped", "free", "bubble")
 
 
 def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
@@ -238,10 +240,12 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     range starts at the first device task launched inside its host `ProfilerStep#N` (matched through the
     host-to-device flow events) and ends where the next step's starts; without flows the host range is used.
     """
-    slices: list[tuple[str, float, float]] = []
+    # Compact columns (17 bytes a slice) so traces with millions of slices stay small in memory.
+    lane_ix = {name: i for i, name in enumerate(SLICE_LANES)}
+    s_lane, s_ts, s_dur = array("b"), array("d"), array("d")
     steps: dict[int, tuple[float, float]] = {}
     pending: dict[tuple, float] = {}
-    pairs: list[tuple[float, float]] = []  # (host ts, device ts)
+    p_host, p_dev = array("d"), array("d")  # matched host-to-device flows
     try:
         with open_maybe_gzip(path) as f:
             first = f.read(1)
@@ -261,7 +265,9 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                     if lane is not None:
                         ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
                         if not (math.isnan(ts) or math.isnan(dur)):
-                            slices.append((lane, ts, dur))
+                            s_lane.append(lane_ix[lane])
+                            s_ts.append(ts)
+                            s_dur.append(dur)
                         continue
                     m = STEP_RE.match(name)
                     if m:
@@ -275,30 +281,36 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                     if other is None:
                         pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
                     elif ph == "f" and other >= 0:
-                        pairs.append((other, ts))
+                        p_host.append(other)
+                        p_dev.append(ts)
                     elif ph == "s" and other < 0:
-                        pairs.append((ts, -other - 1.0))
+                        p_host.append(ts)
+                        p_dev.append(-other - 1.0)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
                 "computed from the part read", "error")
-    if not any(lane != "bubble" for lane, _, _ in slices):
+    lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
+    if not (lanes != lane_ix["bubble"]).any():
         return None
-    return modern_from_slices(slices, steps, pairs, source=log.rel(path))
+    pairs = np.column_stack([np.frombuffer(p_host), np.frombuffer(p_dev)]) if len(p_host) else np.empty((0, 2))
+    return modern_from_slices(lanes, np.frombuffer(s_ts), np.frombuffer(s_dur), steps, pairs,
+                              source=log.rel(path))
 
 
-def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: list[tuple[float, float]]) -> list[tuple]:
+def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: np.ndarray) -> list[tuple]:
     """(step, device start, device end): first device task launched in the step, up to the next step's start."""
     order = sorted(steps)
     if not order:
         return []
     host = np.array([steps[s] for s in order])
     first_dev = {s: math.inf for s in order}
-    if pairs:
-        p = np.array(pairs)
-        idx = np.searchsorted(host[:, 0], p[:, 0], side="right") - 1
-        for i, (h, d) in zip(idx.tolist(), p.tolist()):
-            if 0 <= i < len(order) and h < host[i, 1]:
-                first_dev[order[i]] = min(first_dev[order[i]], d)
+    if len(pairs):
+        idx = np.searchsorted(host[:, 0], pairs[:, 0], side="right") - 1
+        ok = (idx >= 0) & (pairs[:, 0] < host[np.clip(idx, 0, None), 1])
+        if ok.any():
+            firsts = pd.Series(pairs[ok, 1]).groupby(idx[ok]).min()
+            for i, d in firsts.items():
+                first_dev[order[int(i)]] = float(d)
     starts = [first_dev[s] if math.isfinite(first_dev[s]) else host[i, 0] for i, s in enumerate(order)]
     out = []
     for i, s in enumerate(order):
@@ -307,40 +319,71 @@ def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: list[tuple[
     return out
 
 
-def modern_from_slices(slices: list[tuple[str, float, float]], steps: dict[int, tuple[float, float]],
-                       pairs: list[tuple[float, float]], source: str) -> StepTrace:
-    """Per-step sums of lane slices (µs in, ms out), torch_npu's step_trace_time.csv semantics."""
+def modern_from_slices(lanes: np.ndarray, ts: np.ndarray, dur: np.ndarray, steps: dict[int, tuple[float, float]],
+                       pairs: np.ndarray, source: str) -> StepTrace:
+    """Per-step sums of lane slices (µs in, ms out), torch_npu's step_trace_time.csv semantics.
+
+    `lanes` indexes `SLICE_LANES`. A slice belongs to the step whose device range holds its start.
+    """
     ranges = device_step_ranges(steps, pairs)
     if not ranges:
         ranges = [(None, -math.inf, math.inf)]
     keys = [r[0] for r in ranges]
     starts = np.array([r[1] for r in ranges])
-    sums = {k: dict.fromkeys(("computing", "communication", "communication_not_overlapped", "free", "bubble"), 0.0)
-            for k in keys}
-    first_task = dict.fromkeys(keys, math.inf)
-    lo = dict.fromkeys(keys, math.inf)
-    hi = dict.fromkeys(keys, -math.inf)
     ends = np.array([r[2] for r in ranges])
-    for lane, ts, dur in slices:
-        i = int(np.searchsorted(starts, ts, side="right")) - 1
-        if i < 0 or ts >= ends[i]:
-            continue
-        k = keys[i]
-        sums[k][lane] += dur
-        lo[k] = min(lo[k], ts)
-        hi[k] = max(hi[k], ts + dur)
-        if lane in ("computing", "communication"):
-            first_task[k] = min(first_task[k], ts)
+    i = np.searchsorted(starts, ts, side="right") - 1
+    ok = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
+    df = pd.DataFrame({"step": i[ok], "lane": lanes[ok], "ts": ts[ok], "end": ts[ok] + dur[ok], "dur": dur[ok]})
+    sums = df.pivot_table(index="step", columns="lane", values="dur", aggfunc="sum", fill_value=0.0)
+    span = df.groupby("step").agg(lo=("ts", "min"), hi=("end", "max"))
+    task = df[df["lane"].isin([SLICE_LANES.index("computing"), SLICE_LANES.index("communication")])]
+    first_task = task.groupby("step")["ts"].min()
     records = []
-    for k in keys:
-        if not math.isfinite(lo[k]):
-            continue
-        s = sums[k]
-        rec = {key: v / 1e3 for key, v in s.items()}
-        rec["stage"] = (hi[k] - lo[k]) / 1e3 - rec["bubble"]
+    for k in span.index:
+        key = keys[int(k)]
+        rec = {lane: float(sums.at[k, j]) / 1e3 if j in sums.columns else 0.0 for j, lane in enumerate(SLICE_LANES)}
+        rec["stage"] = float(span.at[k, "hi"] - span.at[k, "lo"]) / 1e3 - rec["bubble"]
         rec["overlapped"] = rec["communication"] - rec["communication_not_overlapped"]
         rec["communication_not_overlapped_exclude_receive"] = rec["communication_not_overlapped"] - rec["bubble"]
-        rec["preparing"] = ((first_task[k] - steps[k][0]) / 1e3
-                            if k is not None and k in steps and math.isfinite(first_task[k]) else math.nan)
-        records.append(complete_modern({"step": k, **rec}))
+        rec["preparing"] = ((float(first_task[k]) - steps[key][0]) / 1e3
+                            if key is not None and key in steps and k in first_task.index else math.nan)
+        records.append(complete_modern({"step": key, **rec}))
     return StepTrace(kind="modern", steps=modern_frame(records), source=source)
+
+
+# --- msprof raw timelines (MindSpore 2.0-2.2 PROF_* folders) ------------------------------------------------
+
+MSPROF_RE = re.compile(r"^msprof_(\d+)_(\d+)_(\d+)\.json$")
+
+
+def load_msprof_overlap(device_dir: Path, log: IssueLog, step_totals: Optional[dict] = None) -> Optional[Overlap]:
+    """MindInsight's model-parallel columns from msprof's per-iteration `msprof_{dev}_{model}_{iter}.json`.
+
+    msprof writes an "Overlap Analysis" process (Computing, Communication, Communication(Not Overlapped),
+    Free) into each iteration's timeline; pure communication = Σ Communication(Not Overlapped), computation =
+    the iteration's time minus it (MindInsight's definition), free = Σ Free. Receive-only time is not separated
+    in these lanes, so the pipeline columns stay empty.
+    """
+    files: dict[str, list[tuple[int, Path]]] = {}
+    for p in sorted((device_dir / "timeline").glob("msprof_*.json")):
+        m = MSPROF_RE.match(p.name)
+        if m:
+            files.setdefault(m.group(2), []).append((int(m.group(3)), p))
+    if not files:
+        return None
+    model = max(files, key=lambda k: len(files[k]))
+    steps, rows = [], []
+    for it, p in sorted(files[model]):
+        st = load_trace_view_step_trace(p, log)
+        if st is None or not len(st.steps):
+            continue
+        rec = st.steps.iloc[0]
+        span = float(rec["stage"]) + float(rec["bubble"])
+        dur = float(step_totals[it]) if step_totals and it in step_totals else span
+        alone = float(rec["communication_not_overlapped"])
+        steps.append(it)
+        rows.append({"computation": dur - alone, "communication_alone": alone, "free": float(rec["free"]),
+                     "step_duration": dur})
+    if not rows:
+        return None
+    return Overlap(source=log.rel(device_dir / "timeline"), producer="msprof_timeline", steps=_frame(steps, rows))

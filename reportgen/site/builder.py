@@ -65,6 +65,15 @@ def _fmt_pct(v) -> str:
     return "—" if v is None else f"{float(v):.1f} %"
 
 
+def _ms_cells(values) -> Markup:
+    """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
+    out = []
+    for v in values:
+        key = "" if v is None else repr(float(v))
+        out.append(f'<td class="num" data-v="{key}">{_fmt_ms(v)}</td>')
+    return Markup("".join(out))
+
+
 def _json_script(value) -> Markup:
     """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless."""
     text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
@@ -75,7 +84,8 @@ def _json_script(value) -> Markup:
 def make_env() -> Environment:
     env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script)
+    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
+                       ms_cells=_ms_cells)
     return env
 
 

@@ -28,6 +28,7 @@ SOURCE_LABELS = {
     "cluster_analyse": "the profiler's ascend_cluster_analyse_{mode}_{stages}_{size}_{rank}.csv files",
     "timeline": "recomputed from output_timeline_data_{rank}.txt and the step trace's communication columns "
                 "with MindSpore's algorithm",
+    "msprof_timeline": "the Overlap Analysis lanes of msprof's per-iteration msprof_*.json timelines",
     "step_trace_time": "step_trace_time.csv (or the same sums from trace_view.json's Overlap Analysis lanes)",
 }
 COLUMN_HELP = {
@@ -255,29 +256,43 @@ def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
     return ctx, _charts(a), _csv(a, cols, rows)
 
 
-def rank_section(a: Analysis, r: int) -> dict:
-    """This rank's overlap values per step, next to its stage's mean and the cluster median."""
-    o = a.overlap
-    sec: dict[str, Any] = {"id": "overlap", "title": "Communication / computation overlap",
-                           "template": "_rank_overlap.html", "has_data": o.has_data and r in o.per_rank.index}
-    if not sec["has_data"]:
-        sec["reason"] = ("no overlap data for this run" if not o.has_data
-                         else "no overlap data for this rank (see data quality)")
+class RankSections:
+    """Builds the overlap section of every rank page; stage means, medians and per-rank steps are prepared once."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        o = a.overlap
+        self.ok = o.has_data
+        if not self.ok:
+            return
+        cols = list(o.columns)
+        self.stage_mean = o.per_rank.groupby("pp_stage")[cols].mean().to_dict("index")
+        self.median = o.per_rank[cols].median().to_dict()
+        self.values = o.per_rank[[*cols, "pp_stage", "comm_share"]].to_dict("index")
+        self.steps = {int(r): g for r, g in o.per_step.groupby("rank")}
+        self.checks = {c["rank"]: c for c in o.checks}
+
+    def section(self, r: int) -> dict:
+        o = self.a.overlap
+        sec: dict[str, Any] = {"id": "overlap", "title": "Communication / computation overlap",
+                               "template": "_rank_overlap.html", "has_data": self.ok and r in self.values}
+        if not sec["has_data"]:
+            sec["reason"] = ("no overlap data for this run" if not self.ok
+                             else "no overlap data for this rank (see data quality)")
+            return sec
+        mine = self.values[r]
+        stage = int(mine["pp_stage"])
+        cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": _num(mine[c]),
+                "stage_mean": _num(self.stage_mean[stage][c]), "median": _num(self.median[c])} for c in o.columns]
+        steps = self.steps.get(r)
+        step_rows = [] if steps is None else [
+            {"step": None if pd.isna(rec["step"]) else int(rec["step"]), "values": [_num(rec.get(c)) for c in o.columns]}
+            for rec in steps.to_dict("records")]
+        data = self.a.run.ranks[r]
+        src = data.overlap
+        sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],
+                    "steps": step_rows, "source": src.source if src is not None else
+                    (data.step_trace.source if data.step_trace else ""),
+                    "share": _num(mine["comm_share"]), "check": self.checks.get(r),
+                    "coverage": src.coverage_note if src is not None else ""})
         return sec
-    stage = int(o.per_rank.at[r, "pp_stage"])
-    same = o.per_rank[o.per_rank["pp_stage"] == stage]
-    cmp = []
-    for c in o.columns:
-        cmp.append({"label": f"{COLUMN_LABELS[c]} (ms)", "value": _num(o.per_rank.at[r, c]),
-                    "stage_mean": _num(same[c].mean()), "median": _num(o.per_rank[c].median())})
-    steps = o.per_step[o.per_step["rank"] == r]
-    step_rows = [{"step": None if pd.isna(rec["step"]) else int(rec["step"]),
-                  "values": [_num(rec.get(c)) for c in o.columns]} for rec in steps.to_dict("records")]
-    src = a.run.ranks[r].overlap
-    check = next((c for c in o.checks if c["rank"] == r), None)
-    sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],
-                "steps": step_rows, "source": src.source if src is not None else
-                (a.run.ranks[r].step_trace.source if a.run.ranks[r].step_trace else ""),
-                "share": _num(o.per_rank.at[r, "comm_share"]), "check": check,
-                "coverage": src.coverage_note if src is not None else ""})
-    return sec

@@ -284,13 +284,14 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
                     charts=ovl_charts, nav="overlap", downloads=ovl_csv)
     pages = [index, step_page, ovl_page, comm_page]
     by_reporter = comm_pages.links_by_reporter(a)
+    overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
                                             or ["Step total"]) if st.kind else None
     rank_sections = []
     ids = run.rank_ids
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, maker, line_spec, common, by_reporter)
+        rp = _plan_rank(a, r, maker, line_spec, common, by_reporter, overlap_sections)
         rp.context["prev"] = rank_page(ids[n - 1]) if n > 0 else None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
@@ -301,7 +302,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
 
 
 def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], common: dict,
-               by_reporter: dict[int, list[int]]) -> Page:
+               by_reporter: dict[int, list[int]], overlap_sections: overlap_pages.RankSections) -> Page:
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
@@ -350,7 +351,7 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
                 spec["datasets"] = {"steps": lines}
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
-    sections.append(overlap_pages.rank_section(a, r))
+    sections.append(overlap_sections.section(r))
     sections.append(comm_pages.rank_section(a, r, by_reporter))
     issues = [i.to_dict() for i in data.issues]
     return Page(rank_page(r), f"Rank {r}", "rank.html", {
