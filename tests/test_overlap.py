@@ -354,3 +354,16 @@ def test_msprof_overlap_lanes_per_iteration():
     assert row["communication_alone"] == pytest.approx(nov, abs=1e-9)
     # computation + pure communication is the iteration time msprof's step trace gives (47.58781 ms)
     assert row["computation"] + row["communication_alone"] == pytest.approx(47.58781, abs=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["ascend", "mindinsight"])
+def test_healthy_pipeline_marks_no_stage(tmp_path, layout):
+    run = generate_run(tmp_path / "run", layout=layout, ranks=32, steps=5, stages=4, seed=9)
+    o = _analysis(run).overlap
+    assert len(o.stage_summary) == 4
+    assert o.slowest_stage is None and o.waiting_stage is None
+    soup_page = tmp_path / "report"
+    assert main([str(run), "-o", str(soup_page), "-q"]) == 0
+    soup = BeautifulSoup((soup_page / "cluster" / "overlap.html").read_text(), "html.parser")
+    assert not soup.select("#overlap-stage-table tr.slow") and "slowest" not in soup.select_one(
+        "#overlap-stage-table").text

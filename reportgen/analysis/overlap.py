@@ -65,6 +65,10 @@ SUMMARY_KEYS = {
                "preparing_ms": "preparing", "step_ms": "total"},
 }
 CHECK_TOLERANCE = 0.01  # timeline recomputation vs the profiler's file: share of the step time
+# Highlights (the performance helper has its own, configurable thresholds): a stage is "slowest" when it computes
+# this much above the mean of the stages, and "waits most" when its receive/bubble is this share of its step.
+STAGE_SLOW_MIN = 0.05
+STAGE_WAIT_MIN = 0.05
 
 
 @dataclass
@@ -275,16 +279,23 @@ def _stage_summary(per_rank: pd.DataFrame, stages: list[StageInfo], view: str):
                "compute_ms": float(sel[comp].mean()), "compute_max_ms": float(sel[comp].max()),
                "wait_ms": float(sel[wait].mean()) if wait else math.nan,
                "collective_ms": float(sel[coll].mean()),
+               "step_ms": float(sel["total"].mean() if view == "modern"
+                                else (sel["computation"] + sel["communication_alone"]).mean()),
                "spread": float((sel[comp].max() - sel[comp].min()) / sel[comp].mean()) if sel[comp].mean() else 0.0}
         rows.append(rec)
     comps = [r["compute_ms"] for r in rows]
-    slowest = rows[int(np.nanargmax(comps))]["stage"] if not all(math.isnan(c) for c in comps) else None
-    waits = [r["wait_ms"] for r in rows]
-    waiting = (rows[int(np.nanargmax(waits))]["stage"]
-               if wait and not all(math.isnan(w) for w in waits) and np.nanmax(waits) > 0 else None)
-    mean_c = float(np.nanmean(comps))
+    mean_c = float(np.nanmean(comps)) if not all(math.isnan(c) for c in comps) else math.nan
     for r in rows:
         r["compute_vs_mean"] = r["compute_ms"] / mean_c - 1 if mean_c else 0.0
+    slowest = None
+    if not math.isnan(mean_c):
+        top = rows[int(np.nanargmax(comps))]
+        slowest = top["stage"] if top["compute_vs_mean"] > STAGE_SLOW_MIN else None
+    waiting = None
+    if wait:
+        waits = [r["wait_ms"] / r["step_ms"] if r["step_ms"] else math.nan for r in rows]
+        if not all(math.isnan(w) for w in waits) and np.nanmax(waits) > STAGE_WAIT_MIN:
+            waiting = rows[int(np.nanargmax(waits))]["stage"]
     return rows, slowest, waiting
 
 

@@ -17,12 +17,14 @@ def main(argv=None) -> int:
     p.add_argument("--stages", type=int, default=1)
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trace-view", action="store_true",
+                   help="also write trace_view.json per rank (Ascend layout; its Overlap Analysis lanes)")
     p.add_argument("--inject", action="append", default=[], metavar="SPEC",
                    help=f"problem to inject (repeatable): {', '.join(SUPPORTED)}; see the module docs")
     a = p.parse_args(argv)
     try:
         generate_run(a.out, layout=a.layout, ranks=a.ranks, steps=a.steps, stages=a.stages, tp=a.tp,
-                     seed=a.seed, inject=a.inject)
+                     seed=a.seed, inject=a.inject, trace_view=a.trace_view)
     except ValueError as e:
         p.error(str(e))
     print(a.out)
