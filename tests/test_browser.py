@@ -50,6 +50,20 @@ def assert_charts_drawn(dom: BeautifulSoup, page: Path, minimum: int = 1) -> Non
     assert dom.body.get("data-network-requests") == "0", page
 
 
+def run_probe(src: Path, js: str) -> BeautifulSoup:
+    """Render `src` with `js` run after load (driving the page's own controls); return the resulting DOM."""
+    probe = src.with_name("probe-" + src.name)
+    probe.write_text(src.read_text().replace("</body>", "<script>\nwindow.addEventListener('load', function () {\n"
+                                             + js + "\n  document.body.setAttribute('data-probe', 'done');\n"
+                                             "});\n</script></body>"))
+    try:
+        dom = render(probe)
+    finally:
+        probe.unlink()
+    assert dom.body.get("data-probe") == "done"
+    return dom
+
+
 def test_site_pages_render_offline(example_site):
     for rel, minimum in (("index.html", 2), ("cluster/step-trace.html", 3), ("ranks/rank-5.html", 1)):
         page = example_site / rel
@@ -93,21 +107,11 @@ def test_communication_page_draws_and_filters(example_site):
     src = example_site / "cluster" / "communication.html"
     assert_charts_drawn(render(src), src, 5)
     # drive the link filters: transport HCCS and "slow only" leave exactly the injected slow link
-    probe = src.with_name("probe-comm.html")
-    probe.write_text(src.read_text().replace("</body>", """<script>
-window.addEventListener('load', function () {
+    dom = run_probe(src, """
   var t = document.querySelector("select[data-colfilter='comm-link-table']"); t.value = 'HCCS';
   t.dispatchEvent(new Event('change'));
   var s = document.querySelector("[data-slowonly='comm-link-table']"); s.checked = true;
-  s.dispatchEvent(new Event('change'));
-  document.body.setAttribute('data-probe', 'done');
-});
-</script></body>"""))
-    try:
-        dom = render(probe)
-    finally:
-        probe.unlink()
-    assert dom.body.get("data-probe") == "done"
+  s.dispatchEvent(new Event('change'));""")
     visible = [r for r in dom.select("#comm-link-table tbody tr") if "display: none" not in r.get("style", "")]
     assert [(r.select("td")[0].text, r.select("td")[1].text) for r in visible] == [("8", "9")]
 
@@ -115,18 +119,8 @@ window.addEventListener('load', function () {
 def test_overlap_page_draws_and_filters_by_stage(example_site):
     src = example_site / "cluster" / "overlap.html"
     assert_charts_drawn(render(src), src, 4)
-    probe = src.with_name("probe-overlap.html")
-    probe.write_text(src.read_text().replace("</body>", """<script>
-window.addEventListener('load', function () {
+    dom = run_probe(src, """
   var t = document.querySelector("select[data-colfilter='overlap-rank-table']"); t.value = '1';
-  t.dispatchEvent(new Event('change'));
-  document.body.setAttribute('data-probe', 'done');
-});
-</script></body>"""))
-    try:
-        dom = render(probe)
-    finally:
-        probe.unlink()
-    assert dom.body.get("data-probe") == "done"
+  t.dispatchEvent(new Event('change'));""")
     visible = [r for r in dom.select("#overlap-rank-table tbody tr") if "display: none" not in r.get("style", "")]
     assert [int(r.select("td")[0].text) for r in visible] == list(range(8, 16))

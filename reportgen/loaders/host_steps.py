@@ -14,7 +14,7 @@ import ijson
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, to_float
-from reportgen.loaders.peek import open_maybe_gzip
+from reportgen.loaders.peek import trace_events
 from reportgen.model import HOST_PHASES, StepTrace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -24,20 +24,14 @@ def load_host_steps(path: Path, log: IssueLog) -> Optional[StepTrace]:
     """Stream a trace (a JSON list, or an object with `traceEvents`) and keep the ProfilerStep slices."""
     steps: dict[int, float] = {}
     try:
-        with open_maybe_gzip(path) as f:
-            first = f.read(1)
-            while first and first in b" \t\r\n":
-                first = f.read(1)
-            f.seek(0)
-            prefix = "item" if first == b"[" else "traceEvents.item"
-            for e in ijson.items(f, prefix, use_float=True):
-                name = e.get("name") if isinstance(e, dict) else None
-                if not name or not name.startswith("ProfilerStep#") or e.get("ph") != "X":
-                    continue
-                m = STEP_RE.match(name)
-                dur = to_float(e.get("dur"))
-                if m and not math.isnan(dur):
-                    steps[int(m.group(1))] = dur / 1e3
+        for e in trace_events(path):
+            name = e.get("name")
+            if not name or not name.startswith("ProfilerStep#") or e.get("ph") != "X":
+                continue
+            m = STEP_RE.match(name)
+            dur = to_float(e.get("dur"))
+            if m and not math.isnan(dur):
+                steps[int(m.group(1))] = dur / 1e3
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); "
                 f"{len(steps)} step marker(s) read before the error", "error")

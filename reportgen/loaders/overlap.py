@@ -22,7 +22,7 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
-from reportgen.loaders.peek import open_maybe_gzip
+from reportgen.loaders.peek import trace_events
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
@@ -247,45 +247,37 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     pending: dict[tuple, float] = {}
     p_host, p_dev = array("d"), array("d")  # matched host-to-device flows
     try:
-        with open_maybe_gzip(path) as f:
-            first = f.read(1)
-            while first and first in b" \t\r\n":
-                first = f.read(1)
-            f.seek(0)
-            prefix = "item" if first == b"[" else "traceEvents.item"
-            for e in ijson.items(f, prefix, use_float=True):
-                if not isinstance(e, dict):
+        for e in trace_events(path):
+            ph = e.get("ph")
+            name = e.get("name")
+            if ph == "X" and isinstance(name, str):
+                lane = LANES.get(name)
+                if lane is None and name.startswith("hcom_receive"):
+                    lane = "bubble"
+                if lane is not None:
+                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                    if not (math.isnan(ts) or math.isnan(dur)):
+                        s_lane.append(lane_ix[lane])
+                        s_ts.append(ts)
+                        s_dur.append(dur)
                     continue
-                ph = e.get("ph")
-                name = e.get("name")
-                if ph == "X" and isinstance(name, str):
-                    lane = LANES.get(name)
-                    if lane is None and name.startswith("hcom_receive"):
-                        lane = "bubble"
-                    if lane is not None:
-                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                        if not (math.isnan(ts) or math.isnan(dur)):
-                            s_lane.append(lane_ix[lane])
-                            s_ts.append(ts)
-                            s_dur.append(dur)
-                        continue
-                    m = STEP_RE.match(name)
-                    if m:
-                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                        if not (math.isnan(ts) or math.isnan(dur)):
-                            steps[int(m.group(1))] = (ts, ts + dur)
-                elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
-                    key = (e.get("cat"), e.get("id"))
-                    ts = to_float(e.get("ts"))
-                    other = pending.pop(key, None)
-                    if other is None:
-                        pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
-                    elif ph == "f" and other >= 0:
-                        p_host.append(other)
-                        p_dev.append(ts)
-                    elif ph == "s" and other < 0:
-                        p_host.append(ts)
-                        p_dev.append(-other - 1.0)
+                m = STEP_RE.match(name)
+                if m:
+                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                    if not (math.isnan(ts) or math.isnan(dur)):
+                        steps[int(m.group(1))] = (ts, ts + dur)
+            elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
+                key = (e.get("cat"), e.get("id"))
+                ts = to_float(e.get("ts"))
+                other = pending.pop(key, None)
+                if other is None:
+                    pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
+                elif ph == "f" and other >= 0:
+                    p_host.append(other)
+                    p_dev.append(ts)
+                elif ph == "s" and other < 0:
+                    p_host.append(ts)
+                    p_dev.append(-other - 1.0)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
                 "computed from the part read", "error")
