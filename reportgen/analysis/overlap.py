@@ -141,6 +141,8 @@ def _legacy_tables(run: Run, step_avg: pd.DataFrame, step_per: pd.DataFrame):
     rows, parts, sources, checks, notes = [], [], set(), [], []
     pipeline = any(d.overlap is not None and d.overlap.pipeline for d in run.ranks.values())
     has_free = False
+    ii_by_rank = ({int(r): g[["step", "iteration_interval"]] for r, g in step_per.groupby("rank")}
+                  if "iteration_interval" in step_per else {})
     for r in run.rank_ids:
         o = run.ranks[r].overlap
         if o is None:
@@ -156,7 +158,7 @@ def _legacy_tables(run: Run, step_avg: pd.DataFrame, step_per: pd.DataFrame):
         ii = step_avg["iteration_interval"].get(r, math.nan) if "iteration_interval" in step_avg else math.nan
         rows.append({"rank": r, **avg, "iteration_interval": ii, "n_steps": len(steps), "rule": rule})
         if "iteration_interval" in step_per:
-            mine = step_per[step_per["rank"] == r][["step", "iteration_interval"]]
+            mine = ii_by_rank.get(r, pd.DataFrame({"step": pd.array([], dtype="Int64"), "iteration_interval": []}))
             steps = steps.merge(mine, on="step", how="left")
             if o.stored_average is None:  # the mean over the steps the overlap covers
                 rows[-1]["iteration_interval"] = float(steps["iteration_interval"].mean())
@@ -175,20 +177,22 @@ def _check(rank: int, summary, timeline) -> dict:
     """Largest difference between the profiler's file and the timeline recomputation, as a share of the step."""
     cols = ["computation", "communication_alone"] + (["stage", "receive_alone", "collective_alone"]
                                                      if summary.pipeline else [])
-    a = summary.steps.set_index("step")
-    b = timeline.steps.set_index("step")
-    common = a.index.intersection(b.index)
-    if len(common) == 0:
+    sa = summary.steps["step"].to_numpy(dtype="float64", na_value=np.nan)
+    sb = timeline.steps["step"].to_numpy(dtype="float64", na_value=np.nan)
+    common, ia, ib = np.intersect1d(sa, sb, return_indices=True)
+    keep = ~np.isnan(common)
+    ia, ib = ia[keep], ib[keep]
+    if ia.size == 0:
         return {"rank": rank, "steps": 0, "max_diff": math.nan, "ok": None, "column": ""}
-    step_dur = b.loc[common, "step_duration"].astype(float).replace(0, math.nan)
+    dur = timeline.steps["step_duration"].to_numpy(dtype="float64")[ib]
+    dur = np.where(dur > 0, dur, np.nan)
     worst, worst_col = 0.0, ""
     for c in cols:
-        if c not in a or c not in b:
-            continue
-        d = ((a.loc[common, c].astype(float) - b.loc[common, c].astype(float)).abs() / step_dur).max()
-        if not math.isnan(d) and d >= worst:
-            worst, worst_col = float(d), c
-    return {"rank": rank, "steps": int(len(common)), "max_diff": worst, "ok": worst <= CHECK_TOLERANCE,
+        d = np.abs(summary.steps[c].to_numpy(dtype="float64")[ia] - timeline.steps[c].to_numpy(dtype="float64")[ib])
+        m = float(np.nanmax(d / dur)) if np.isfinite(d / dur).any() else math.nan
+        if not math.isnan(m) and m >= worst:
+            worst, worst_col = m, c
+    return {"rank": rank, "steps": int(ia.size), "max_diff": worst, "ok": worst <= CHECK_TOLERANCE,
             "column": worst_col}
 
 

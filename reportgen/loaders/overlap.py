@@ -323,22 +323,30 @@ def modern_from_slices(lanes: np.ndarray, ts: np.ndarray, dur: np.ndarray, steps
     keys = [r[0] for r in ranges]
     starts = np.array([r[1] for r in ranges])
     ends = np.array([r[2] for r in ranges])
+    n, nl = len(keys), len(SLICE_LANES)
     i = np.searchsorted(starts, ts, side="right") - 1
     ok = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
-    df = pd.DataFrame({"step": i[ok], "lane": lanes[ok], "ts": ts[ok], "end": ts[ok] + dur[ok], "dur": dur[ok]})
-    sums = df.pivot_table(index="step", columns="lane", values="dur", aggfunc="sum", fill_value=0.0)
-    span = df.groupby("step").agg(lo=("ts", "min"), hi=("end", "max"))
-    task = df[df["lane"].isin([SLICE_LANES.index("computing"), SLICE_LANES.index("communication")])]
-    first_task = task.groupby("step")["ts"].min()
+    i, lanes, ts, dur = i[ok], lanes[ok], ts[ok], dur[ok]
+    # numpy reductions, no frame: the slice arrays are the only thing that grows with the trace
+    sums = np.bincount(i * nl + lanes, weights=dur, minlength=n * nl).reshape(n, nl)
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    np.minimum.at(lo, i, ts)
+    np.maximum.at(hi, i, ts + dur)
+    first = np.full(n, np.inf)
+    task = lanes <= SLICE_LANES.index("communication")  # Computing or Communication slices
+    np.minimum.at(first, i[task], ts[task])
     records = []
-    for k in span.index:
-        key = keys[int(k)]
-        rec = {lane: float(sums.at[k, j]) / 1e3 if j in sums.columns else 0.0 for j, lane in enumerate(SLICE_LANES)}
-        rec["stage"] = float(span.at[k, "hi"] - span.at[k, "lo"]) / 1e3 - rec["bubble"]
+    for k in range(n):
+        if not np.isfinite(lo[k]):
+            continue
+        key = keys[k]
+        rec = {lane: float(sums[k, j]) / 1e3 for j, lane in enumerate(SLICE_LANES)}
+        rec["stage"] = float(hi[k] - lo[k]) / 1e3 - rec["bubble"]
         rec["overlapped"] = rec["communication"] - rec["communication_not_overlapped"]
         rec["communication_not_overlapped_exclude_receive"] = rec["communication_not_overlapped"] - rec["bubble"]
-        rec["preparing"] = ((float(first_task[k]) - steps[key][0]) / 1e3
-                            if key is not None and key in steps and k in first_task.index else math.nan)
+        rec["preparing"] = ((float(first[k]) - steps[key][0]) / 1e3
+                            if key is not None and key in steps and np.isfinite(first[k]) else math.nan)
         records.append(complete_modern({"step": key, **rec}))
     return StepTrace(kind="modern", steps=modern_frame(records), source=source)
 
