@@ -367,3 +367,9 @@ def test_healthy_pipeline_marks_no_stage(tmp_path, layout):
     soup = BeautifulSoup((soup_page / "cluster" / "overlap.html").read_text(), "html.parser")
     assert not soup.select("#overlap-stage-table tr.slow") and "slowest" not in soup.select_one(
         "#overlap-stage-table").text
+
+
+def test_zero_bubble_in_a_pipelined_modern_run_is_explained():
+    o = _analysis(sample("ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text")).overlap
+    assert o.rates["between_stage_rate"] == 0.0
+    assert any("batchSendRecv" in n for n in o.notes)

@@ -228,6 +228,11 @@ def analyze_overlap(run: Run, step_analysis) -> OverlapAnalysis:
                                _stages(run, run.rank_ids), {}, [], list(run.rank_ids), issues=issues)
 
     if view == "modern":
+        if run.info.stages > 1 and not (per_rank["bubble"].fillna(0) > 0).any():
+            notes.append("Bubble is zero on every rank although the run is pipelined: step_trace_time.csv counts only "
+                         "hcom_receive operators as bubble. Pipeline exchanges done with batchSendRecv or send/recv "
+                         "pairs appear as communication not overlapped instead (see the pp operators on the "
+                         "communication page).")
         per_rank["computing_only"] = per_rank["computing"] - per_rank["overlapped"]
         per_rank["comm_share"] = per_rank["communication_not_overlapped"] / per_rank["total"]
     else:
