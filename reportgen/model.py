@@ -92,6 +92,10 @@ class StepTrace:
     stored_average: Optional[dict[str, float]] = None
     stored_average_note: str = ""
     device: Optional[int] = None  # Device_id column of step_trace_time.csv, when written
+    # Legacy step traces only, on the device clock in ms: each step's [start, end] window (step, start_ms,
+    # end_ms) and the communication (reduce) events of its extra columns (step, name, start_ms, end_ms).
+    windows: Optional[pd.DataFrame] = None
+    comm_events: Optional[pd.DataFrame] = None
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -155,14 +159,6 @@ class Communication:
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",
                                     "collective_alone", "free")
-OVERLAP_LABELS: dict[str, str] = {
-    "computation": "Computation",
-    "communication_alone": "Pure communication",
-    "stage": "Stage time",
-    "receive_alone": "Pure receive",
-    "collective_alone": "Pure collective communication",
-    "free": "Free",
-}
 
 
 @dataclass
@@ -182,7 +178,6 @@ class Overlap:
     steps: pd.DataFrame
     pipeline: bool = False
     stored_average: Optional[dict[str, float]] = None
-    stored_average_note: str = ""
     coverage_note: str = ""
     check: Optional["Overlap"] = None
 

@@ -13,6 +13,7 @@ from reportgen.discover import discover
 from reportgen.loaders import load_run
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.communication import load_hccl_raw, load_hccl_traces
+from reportgen.loaders.step_trace import load_legacy_step_trace
 from reportgen.loaders.groups import double_hash
 from tests.conftest import sample
 
@@ -30,7 +31,8 @@ def test_double_hash_matches_the_group_suffix():
 def test_raw_hccl_traces_reproduce_hccl_raw():
     d = sample("mindinsight/mindspore_ut_hccl_dev6") / "profiler"
     log = IssueLog(d)
-    traces = load_hccl_traces(sorted((d / "hccl_info").rglob("*.trace")), d / "step_trace_raw_6_detail_time.csv", log)
+    trace = load_legacy_step_trace(d / "step_trace_raw_6_detail_time.csv", log)
+    traces = load_hccl_traces(sorted((d / "hccl_info").rglob("*.trace")), trace, log)
     raw = load_hccl_raw(d / "hccl_raw_6.csv", log)
     assert log.issues == []
     ours = traces.ops.set_index("step")

@@ -25,7 +25,7 @@ from reportgen.loaders import load_run
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.overlap import load_timeline_overlap, load_trace_view_step_trace
 from reportgen.loaders.run_info import detect_stages, parallel_indices
-from reportgen.loaders.step_trace import load_modern_step_trace
+from reportgen.loaders.step_trace import load_legacy_step_trace, load_modern_step_trace
 from reportgen.synth import generate_run, parse_injections, simulate
 from reportgen.synth.timeline import expected_overlap, legacy_layout
 from tests.conftest import sample
@@ -97,7 +97,8 @@ def _naive_overlap(comp, comm, steps):
 def test_timeline_recomputation_on_real_mindspore_data():
     d = sample("mindinsight/single_device_run1_rank1_allreduce/profiler")
     log = IssueLog(d)
-    o = load_timeline_overlap(d / "output_timeline_data_1.txt", d / "step_trace_raw_1_detail_time.csv", log)
+    trace = load_legacy_step_trace(d / "step_trace_raw_1_detail_time.csv", log)
+    o = load_timeline_overlap(d / "output_timeline_data_1.txt", trace, log)
     assert o is not None and o.producer == "timeline" and not o.pipeline
     # the timeline is truncated: it covers steps 1-14 of 322, and the report says so
     assert o.steps["step"].tolist() == list(range(1, 15))

@@ -24,6 +24,6 @@ class Analysis:
 def analyze(run: Run) -> Analysis:
     steps = analyze_steps(run)
     comm = analyze_communication(run)
-    overlap = analyze_overlap(run, steps)
+    overlap = analyze_overlap(run, steps, comm)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
     return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, issues=issues)

@@ -22,28 +22,22 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.model import DataIssue, Run
+from reportgen.model import PHASE_LABELS, DataIssue, Run
 
 LEGACY_PIPELINE = ("iteration_interval", "computation", "communication_alone", "stage", "receive_alone",
                    "collective_alone")
 LEGACY_MODEL = ("iteration_interval", "computation", "communication_alone")
 MODERN = ("computing", "communication_not_overlapped", "overlapped", "communication", "free", "stage", "bubble",
           "communication_not_overlapped_exclude_receive", "preparing", "total")
+# Modern columns keep the step-trace labels; the legacy ones are MindInsight's names.
 COLUMN_LABELS = {
-    "iteration_interval": "Step interval",
+    **PHASE_LABELS,
     "computation": "Computation",
     "communication_alone": "Pure communication",
     "stage": "Stage time",
     "receive_alone": "Pure receive",
     "collective_alone": "Pure collective communication",
-    "free": "Free",
-    "computing": "Computing",
-    "communication_not_overlapped": "Communication (not overlapped)",
-    "overlapped": "Overlapped",
-    "communication": "Communication",
-    "bubble": "Bubble",
     "communication_not_overlapped_exclude_receive": "Comm. (not overlapped, excl. receive)",
-    "preparing": "Preparing",
     "total": "Step time",
     "computing_only": "Computing (not overlapped)",
 }
@@ -52,17 +46,6 @@ STACKS = {
     "pipeline": ("computation", "collective_alone", "receive_alone"),
     "model": ("computation", "communication_alone"),
     "modern": ("computing_only", "overlapped", "communication_not_overlapped_exclude_receive", "bubble", "free"),
-}
-# summary.json `metrics.overlap.per_rank` keys -> the column of each view.
-SUMMARY_KEYS = {
-    "legacy": {"computation_ms": "computation", "communication_alone_ms": "communication_alone", "stage_ms": "stage",
-               "receive_alone_ms": "receive_alone", "collective_alone_ms": "collective_alone", "free_ms": "free",
-               "step_interval_ms": "iteration_interval"},
-    "modern": {"computation_ms": "computing", "communication_alone_ms": "communication_not_overlapped",
-               "stage_ms": "stage", "receive_alone_ms": "bubble",
-               "collective_alone_ms": "communication_not_overlapped_exclude_receive", "free_ms": "free",
-               "overlapped_ms": "overlapped", "communication_ms": "communication", "bubble_ms": "bubble",
-               "preparing_ms": "preparing", "step_ms": "total"},
 }
 CHECK_TOLERANCE = 0.01  # timeline recomputation vs the profiler's file: share of the step time
 # Highlights (the performance helper has its own, configurable thresholds): a stage is "slowest" when it computes
@@ -100,6 +83,8 @@ class OverlapAnalysis:
     waiting_stage: Optional[int] = None
     notes: list[str] = field(default_factory=list)
     issues: list[DataIssue] = field(default_factory=list)
+    # view "none" only: communication time / step time per rank (rank; communication_ms, wait_ms, total, share)
+    comm_share: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def has_data(self) -> bool:
@@ -113,19 +98,6 @@ class OverlapAnalysis:
     def wait_col(self) -> str:
         return "bubble" if self.view == "modern" else "receive_alone"
 
-    def summary_per_rank(self) -> dict[str, dict[str, float]]:
-        keys = SUMMARY_KEYS["modern" if self.view == "modern" else "legacy"]
-        out = {}
-        for r, row in self.per_rank.iterrows():
-            rec = {}
-            for k, c in keys.items():
-                v = row.get(c, math.nan)
-                rec[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
-            rec["communication_share"] = (None if math.isnan(row.get("comm_share", math.nan))
-                                          else round(float(row["comm_share"]), 6))
-            rec["pp_stage"] = None if pd.isna(row.get("pp_stage")) else int(row["pp_stage"])
-            out[str(int(r))] = rec
-        return out
 
 
 def _stages(run: Run, ranks: list[int]) -> list[StageInfo]:
@@ -196,7 +168,7 @@ def _check(rank: int, summary, timeline) -> dict:
             "column": worst_col}
 
 
-def analyze_overlap(run: Run, step_analysis) -> OverlapAnalysis:
+def analyze_overlap(run: Run, step_analysis, comm=None) -> OverlapAnalysis:
     sa = step_analysis
     issues: list[DataIssue] = []
     has_legacy = any(d.overlap is not None for d in run.ranks.values())
@@ -224,8 +196,11 @@ def analyze_overlap(run: Run, step_analysis) -> OverlapAnalysis:
                                         f"from the profiler's cluster-analyse file by {c['max_diff']:.1%} of the "
                                         f"step time ({c['column']}); the file's values are shown", "warning"))
     else:
+        share = _communication_share(comm.per_rank if comm is not None and comm.has_data else None,
+                                     sa.average if sa.kind else None)
         return OverlapAnalysis("none", (), (), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [],
-                               _stages(run, run.rank_ids), {}, [], list(run.rank_ids), issues=issues)
+                               _stages(run, run.rank_ids), {}, [], list(run.rank_ids), issues=issues,
+                               comm_share=share)
 
     if view == "modern":
         if run.info.stages > 1 and not (per_rank["bubble"].fillna(0) > 0).any():
@@ -342,9 +317,9 @@ def _rates(per_rank: pd.DataFrame, stages: list[StageInfo], view: str) -> dict[s
     return out
 
 
-def communication_share_without_overlap(comm_per_rank: pd.DataFrame, step_avg: pd.DataFrame) -> pd.DataFrame:
+def _communication_share(comm_per_rank: Optional[pd.DataFrame], step_avg: Optional[pd.DataFrame]) -> pd.DataFrame:
     """Data-parallel runs without overlap files: communication time / step time per rank (overlap unknown)."""
-    if comm_per_rank is None or comm_per_rank.empty or step_avg is None or "total" not in getattr(step_avg, "columns", []):
+    if comm_per_rank is None or comm_per_rank.empty or step_avg is None or "total" not in step_avg.columns:
         return pd.DataFrame()
     j = comm_per_rank[["communication_ms", "wait_ms"]].join(step_avg[["total"]], how="inner")
     j["share"] = j["communication_ms"] / j["total"]

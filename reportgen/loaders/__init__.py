@@ -38,10 +38,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
             metadata.load_msprof_info(dev, info, log)
             data.step_trace = step_trace.load_msprof_step_trace(dev, log)
             data.communication = communication.load_msprof_hccl(dev, log)
-            t = data.step_trace
-            totals = dict(zip(t.steps["step"].dropna().astype(int), t.steps.dropna(subset=["step"])["total"])) \
-                if t is not None else None
-            data.overlap = overlap.load_msprof_overlap(dev, log, totals)
+            data.overlap = overlap.load_msprof_overlap(dev, log, _step_totals(data.step_trace)[1])
         info.framework = "MindSpore"
     elif layout == "kineto":
         info.framework = "PyTorch"
@@ -115,27 +112,32 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if hccl is not None:
         data.communication = communication.load_hccl_raw(hccl, log, info.versions.get("MindSpore"))
     if data.communication is None and rf.files.get("hccl_trace"):
-        data.communication = communication.load_hccl_traces(rf.files["hccl_trace"], st, log)
+        data.communication = communication.load_hccl_traces(rf.files["hccl_trace"], data.step_trace, log)
     if data.communication is None and dev is not None:
         data.communication = communication.load_msprof_hccl(dev, log)
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
-    _load_legacy_overlap(rf, data, st, log)
+    _load_legacy_overlap(rf, data, log)
 
 
-def _load_legacy_overlap(rf: "RankFiles", data: RankData, st, log: IssueLog) -> None:
+def _step_totals(t) -> tuple[Optional[list[int]], Optional[dict]]:
+    """Step ids of a step trace and {step: total ms, "average": the stored or mean total}."""
+    if t is None or not len(t.steps):
+        return None, None
+    ids = [int(x) for x in t.steps["step"].dropna()]
+    totals: dict = dict(zip(ids, t.steps.dropna(subset=["step"])["total"].astype(float)))
+    avg = (t.stored_average or {}).get("total")
+    totals["average"] = float(avg) if avg else float(t.steps["total"].mean())
+    return ids, totals
+
+
+def _load_legacy_overlap(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     """The profiler's overlap file, and the recomputation from the timeline when its inputs are there."""
-    ids, totals = None, None
-    t = data.step_trace
-    if t is not None and len(t.steps):
-        ids = [int(x) for x in t.steps["step"].dropna()]
-        totals = dict(zip(ids, t.steps.dropna(subset=["step"])["total"].astype(float)))
-        avg = (t.stored_average or {}).get("total")
-        totals["average"] = float(avg) if avg else float(t.steps["total"].mean())
+    ids, totals = _step_totals(data.step_trace)
     ca = rf.first("cluster_analyse")
     summary = overlap.load_cluster_analyse(ca, log, ids, totals) if ca is not None else None
     tl = rf.first("output_timeline_data.txt")
-    recomputed = overlap.load_timeline_overlap(tl, st, log) if tl is not None and st is not None else None
+    recomputed = overlap.load_timeline_overlap(tl, data.step_trace, log) if tl is not None else None
     if summary is not None:
         summary.check = recomputed
         data.overlap = summary

@@ -28,7 +28,7 @@ import pandas as pd
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.overlap import legacy_step_windows
-from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication
+from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 
 ANY_RANK = 0xFFFFFFFF
 P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
@@ -508,9 +508,12 @@ def _step_for(ts: float, windows: list[tuple[int, float, float]]) -> int:
     return windows[0][0] if ts < windows[0][1] else windows[-1][0]
 
 
-def load_hccl_traces(trace_files: list[Path], step_trace: Optional[Path], log: IssueLog) -> Optional[Communication]:
-    """`hccl_info/<op>/iter<k>.trace` files (one per op execution) -> per-step rows as HcclParser computes them."""
-    windows, reduce_ops = legacy_step_windows(step_trace, log)
+def load_hccl_traces(trace_files: list[Path], step_trace: Optional[StepTrace], log: IssueLog) -> Optional[Communication]:
+    """`hccl_info/<op>/iter<k>.trace` files (one per op execution) -> per-step rows as HcclParser computes them.
+
+    `step_trace` (the rank's legacy step trace) gives the step windows and the operator names.
+    """
+    windows, reduce_ops = legacy_step_windows(step_trace)
     per_step: dict[int, dict] = {}  # step -> (src, dst, transport) -> summed link vector
     op_rows: list[dict] = []
     links: list[dict] = []

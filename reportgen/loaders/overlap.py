@@ -74,10 +74,8 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
     if not values:
         log.add(path, "no data rows", "error")
         return None
-    stored = values[-1]
+    stored = values[-1]  # the profiler's average row (a one-row file: both the step and the average)
     body = values[:-1] if len(values) > 1 else values
-    note = ("the profiler's average row (last line)" if len(values) > 1
-            else "the only row (a one-step file: the row is both the step and the average)")
     if step_ids and len(step_ids) == len(body):
         steps = list(step_ids)
     else:
@@ -88,56 +86,29 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
     for rec, s in zip(body, steps):
         if step_totals and s in step_totals:
             rec["step_duration"] = step_totals[s]
-    if step_totals:
-        ref = step_totals.get("average") or (np.nanmean([v for k, v in step_totals.items() if k != "average"])
-                                             if len(step_totals) > ("average" in step_totals) else math.nan)
-        sums = stored["computation"] + stored["communication_alone"]
-        if ref and not math.isnan(ref) and ref > 0:
-            ratio = sums / ref
-            if not UNIT_RATIO_LIMITS[0] <= ratio <= UNIT_RATIO_LIMITS[1]:
-                log.add(path, f"computation + pure communication is {ratio:.3g}x the step time from the step "
-                        "trace (it should be about 1x): the file does not match this run's step trace; its values "
-                        "are shown as written", "warning")
+    ref = (step_totals or {}).get("average")
+    if ref is not None and ref > 0:
+        ratio = (stored["computation"] + stored["communication_alone"]) / ref
+        if not UNIT_RATIO_LIMITS[0] <= ratio <= UNIT_RATIO_LIMITS[1]:
+            log.add(path, f"computation + pure communication is {ratio:.3g}x the step time from the step "
+                    "trace (it should be about 1x): the file does not match this run's step trace; its values "
+                    "are shown as written", "warning")
     return Overlap(source=log.rel(path), producer="cluster_analyse", steps=_frame(steps, body), pipeline=pipeline,
-                   stored_average=stored, stored_average_note=note)
+                   stored_average=stored)
 
 
 # --- legacy timeline recomputation -----------------------------------------------------------------
 
 
-def legacy_step_windows(step_trace: Optional[Path], log: IssueLog) -> tuple[list[tuple[int, float, float]],
-                                                                          list[tuple[int, str, float, float]]]:
-    """(step, start µs, end µs) and (step, reduce op name, start µs, end µs) from step_trace_raw (10 ns ticks).
-
-    Issues are not reported here: the step-trace loader reports them for the same file.
-    """
-    if step_trace is None:
+def legacy_step_windows(trace: Optional[StepTrace]) -> tuple[list[tuple[int, float, float]],
+                                                         list[tuple[int, str, float, float]]]:
+    """(step, start µs, end µs) and (step, reduce op name, start µs, end µs) of a legacy step trace."""
+    if trace is None or trace.windows is None:
         return [], []
-    got = read_csv_rows(step_trace, IssueLog(log.root))
-    if got is None:
-        return [], []
-    header, rows = got
-    ix = {h: i for i, h in enumerate(header)}
-    if not {"step_num", "start_point", "end_point"} <= set(ix):
-        return [], []
-    reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
-                   and h[: -len("_start_point")] + "_end_point" in ix]
-    steps, ops = [], []
-    for _, cells in rows:
-        try:
-            s = int(float(cells[ix["step_num"]]))
-        except ValueError:
-            continue
-        a, b = to_float(cells[ix["start_point"]]) / 100, to_float(cells[ix["end_point"]]) / 100
-        if s <= 0 or not b > a:  # MindSpore's '-' / '0' average rows
-            continue
-        steps.append((s, a, b))
-        for name in reduce_cols:
-            a = to_float(cells[ix[name + "_start_point"]]) / 100
-            b = to_float(cells[ix[name + "_end_point"]]) / 100
-            if not math.isnan(a) and not math.isnan(b) and b >= a and a > 0:
-                ops.append((s, name, a, b))
-    return steps, ops
+    w, e = trace.windows, trace.comm_events
+    windows = list(zip(w["step"].astype(int), w["start_ms"] * 1e3, w["end_ms"] * 1e3))
+    ops = [] if e is None else list(zip(e["step"].astype(int), e["name"], e["start_ms"] * 1e3, e["end_ms"] * 1e3))
+    return windows, ops
 
 
 def _read_timeline_txt(path: Path, log: IssueLog) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -157,33 +128,33 @@ def _read_timeline_txt(path: Path, log: IssueLog) -> Optional[tuple[np.ndarray, 
     return st[ok], st[ok] + du[ok]
 
 
-def load_timeline_overlap(timeline: Path, step_trace: Path, log: IssueLog) -> Optional[Overlap]:
+def load_timeline_overlap(timeline: Path, trace: Optional[StepTrace], log: IssueLog) -> Optional[Overlap]:
     """Recompute the cluster-analyse values from the operator timeline and the step trace's reduce events.
 
     Compute set = the AI Core operators of `output_timeline_data` (what MindSpore 1.x uses); communication =
-    the reduce/communication events of `step_trace_raw`; receives = those named `*Receive-op*`; steps = the
-    step trace's [start, end] windows (the same 10 ns clock). Only steps that lie inside the timeline's span
-    are kept: the profiler truncates long timelines, and a step the timeline does not cover has no values.
+    the reduce/communication events of `step_trace_raw` (`trace.comm_events`); receives = those named
+    `*Receive-op*`; steps = the step trace's [start, end] windows (the same 10 ns clock). Only steps that lie
+    inside the timeline's span are kept: the profiler truncates long timelines, and a step the timeline does
+    not cover has no values.
     """
     comp = _read_timeline_txt(timeline, log)
-    windows, ops = legacy_step_windows(step_trace, log)
     if comp is None or comp[0].size == 0:
         if comp is not None:
             log.add(timeline, "no operators in the timeline", "warning")
         return None
-    if not windows:
+    if trace is None or trace.windows is None or trace.windows.empty:
         log.add(timeline, "no step windows in the step trace; overlap cannot be recomputed per step", "info")
         return None
-    if not ops:
+    ev = trace.comm_events
+    if ev is None or ev.empty:
         log.add(timeline, "the step trace has no communication (reduce) columns; no overlap to compute", "info")
         return None
-    ms = 1e-3
-    w_steps = [w[0] for w in windows]
-    w_start = np.array([w[1] for w in windows]) * ms
-    w_end = np.array([w[2] for w in windows]) * ms
-    m_s = np.array([o[2] for o in ops]) * ms
-    m_e = np.array([o[3] for o in ops]) * ms
-    is_recv = np.array([bool(RECEIVE_RE.search(o[1])) for o in ops])
+    w_steps = trace.windows["step"].astype(int).tolist()
+    w_start = trace.windows["start_ms"].to_numpy(dtype="float64")
+    w_end = trace.windows["end_ms"].to_numpy(dtype="float64")
+    m_s = ev["start_ms"].to_numpy(dtype="float64")
+    m_e = ev["end_ms"].to_numpy(dtype="float64")
+    is_recv = ev["name"].str.contains(RECEIVE_RE).to_numpy()
     res = iv.overlap_per_step(comp, (m_s, m_e), (m_s[is_recv], m_e[is_recv]), (m_s[~is_recv], m_e[~is_recv]),
                               w_start, w_end)
     c_lo, c_hi = float(comp[0].min()), float(comp[1].max())
@@ -202,7 +173,7 @@ def load_timeline_overlap(timeline: Path, step_trace: Path, log: IssueLog) -> Op
                      "free": res.free[i], "step_duration": res.step_duration[i]})
     note = ""
     if not inside.all():
-        note = (f"the timeline covers {len(steps)} of {len(windows)} steps (steps "
+        note = (f"the timeline covers {len(steps)} of {len(w_steps)} steps (steps "
                 f"{_ranges(steps)}); the others have no overlap values")
     return Overlap(source=log.rel(timeline), producer="timeline", steps=_frame(steps, rows), pipeline=res.pipeline,
                    coverage_note=note)

@@ -83,6 +83,10 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     def val(cells: list[str], name: str) -> float:
         return to_float(cells[col[name]]) / TICKS_PER_MS if name in col else math.nan
 
+    reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
+                   and h != "start_point" and h[: -len("_start_point")] + "_end_point" in col]
+    windows: list[tuple[int, float, float]] = []
+    events: list[tuple[int, str, float, float]] = []
     records: list[dict] = []
     stored: Optional[dict[str, float]] = None
     note = ""
@@ -116,6 +120,13 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             log.add(path, f"line {line}: non-numeric value(s); row skipped")
             continue
         records.append({"step": step, **rec})
+        a, b = val(cells, "start_point"), val(cells, "end_point")
+        if step > 0 and b > a:  # MindSpore's '-' / '0' average rows have no window
+            windows.append((step, a, b))
+            for name in reduce_cols:
+                a, b = val(cells, name + "_start_point"), val(cells, name + "_end_point")
+                if b >= a > 0:
+                    events.append((step, name, a, b))
     if stored is not None and records and not (stored["total"] > 0 and stored["total"] >= stored["iteration_interval"]):
         log.add(path, "the stored average row is inconsistent (step total is zero or smaller than its step "
                 "interval); the mean of the step rows is used instead", "warning")
@@ -126,7 +137,9 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     if inference:
         log.add(path, "inference step trace: forward time only, no tail", "info")
     return StepTrace(kind="legacy", steps=_frame(records, LEGACY_PHASES), source=log.rel(path),
-                     stored_average=stored, stored_average_note=note)
+                     stored_average=stored, stored_average_note=note,
+                     windows=pd.DataFrame(windows, columns=["step", "start_ms", "end_ms"]),
+                     comm_events=pd.DataFrame(events, columns=["step", "name", "start_ms", "end_ms"]))
 
 
 # --- modern --------------------------------------------------------------------------------------

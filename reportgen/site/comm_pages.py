@@ -14,6 +14,7 @@ from reportgen.analysis.communication import (
 )
 from reportgen.charts import Chart, comm as comm_charts
 from reportgen.charts.steps import MAX_BARS
+from reportgen.site.values import num
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
@@ -29,13 +30,6 @@ PRODUCER_LABELS = {
 TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hccl_trace": "Communication",
                "msprof_hccl": "Communication"}
 
-
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def group_label(a: Analysis, gid: Any) -> str:
@@ -71,7 +65,7 @@ def rank_rows(a: Analysis) -> list[dict]:
         row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "low_wait": r in low,
                "has_data": rec is not None, "pp_stage": a.run.info.stage_of_rank.get(r, "")}
         for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms", "wait_ratio", "n_ops"):
-            row[k] = _num(rec.get(k)) if rec else None
+            row[k] = num(rec.get(k)) if rec else None
         rows.append(row)
     return rows
 
@@ -84,10 +78,10 @@ def link_rows(a: Analysis, frame: Optional[pd.DataFrame] = None) -> list[dict]:
     for rec in lt.to_dict("records"):
         out.append({"src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
                     "group": group_label(a, rec["group"]), "group_id": rec["group"], "mapped": bool(rec["mapped"]),
-                    "time_ms": _num(rec["time_ms"]), "size_mb": _num(rec["size_mb"]),
-                    "bandwidth_gbps": _num(rec["bandwidth_gbps"]),
-                    "stored_bandwidth_gbps": _num(rec.get("stored_bandwidth_gbps")),
-                    "vs_median": _num(rec.get("vs_median")), "n_ops": int(rec.get("n_ops") or 0),
+                    "time_ms": num(rec["time_ms"]), "size_mb": num(rec["size_mb"]),
+                    "bandwidth_gbps": num(rec["bandwidth_gbps"]),
+                    "stored_bandwidth_gbps": num(rec.get("stored_bandwidth_gbps")),
+                    "vs_median": num(rec.get("vs_median")), "n_ops": int(rec.get("n_ops") or 0),
                     "reported_by": rec.get("reporters", ""), "slow": bool(rec.get("slow")), "self": bool(rec["self"])})
     return out
 
@@ -99,17 +93,17 @@ def op_rows(a: Analysis, limit: int = MAX_OP_ROWS) -> list[dict]:
     out = []
     for rec in ops.head(limit).to_dict("records"):
         out.append({"op": rec["op"], "group": group_label(a, rec["group"]), "kind": rec["kind"],
-                    "ranks": int(rec["ranks"]), "mean_ms": _num(rec["mean_ms"]), "min_ms": _num(rec["min_ms"]),
-                    "max_ms": _num(rec["max_ms"]), "spread_ms": _num(rec["spread_ms"]),
-                    "transit_ms": _num(rec["transit_ms"]), "wait_ms": _num(rec["wait_ms"]),
-                    "sync_ms": _num(rec["sync_ms"]), "idle_ms": _num(rec["idle_ms"]),
+                    "ranks": int(rec["ranks"]), "mean_ms": num(rec["mean_ms"]), "min_ms": num(rec["min_ms"]),
+                    "max_ms": num(rec["max_ms"]), "spread_ms": num(rec["spread_ms"]),
+                    "transit_ms": num(rec["transit_ms"]), "wait_ms": num(rec["wait_ms"]),
+                    "sync_ms": num(rec["sync_ms"]), "idle_ms": num(rec["idle_ms"]),
                     "min_rank": _int(rec["min_rank"]), "max_rank": _int(rec["max_rank"]),
                     "least_wait_rank": _int(rec["least_wait_rank"])})
     return out
 
 
 def _int(v: Any) -> Optional[int]:
-    f = _num(v)
+    f = num(v)
     return None if f is None else int(f)
 
 
@@ -147,8 +141,8 @@ def _step_chart(a: Analysis) -> Optional[Chart]:
     g = ps.dropna(subset=["step"]).groupby("step")[["communication_ms", "wait_ms"]].mean()
     rows = []
     for s, rec in g.iterrows():
-        rows.append({"step": int(s), "series": "Communication", "value": _num(rec["communication_ms"])})
-        rows.append({"step": int(s), "series": "Wait", "value": _num(rec["wait_ms"])})
+        rows.append({"step": int(s), "series": "Communication", "value": num(rec["communication_ms"])})
+        rows.append({"step": int(s), "series": "Wait", "value": num(rec["wait_ms"])})
     rows = [r for r in rows if r["value"] is not None]
     return Chart("comm-per-step", comm_charts.comm_per_step(rows),
                  "Per step, the mean over ranks of communication and wait time (MindInsight's time view).")
@@ -250,9 +244,9 @@ def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
         pg = c.per_group_rank.groupby("group")
         for gid, f in pg:
             per_group.append({"group": group_label(a, gid), "ranks": len(f),
-                              "communication_ms": _num(f["communication_ms"].mean()),
-                              "wait_ms": _num(f["wait_ms"].mean()), "max_wait_ms": _num(f["wait_ms"].max()),
-                              "min_wait_ms": _num(f["wait_ms"].min()),
+                              "communication_ms": num(f["communication_ms"].mean()),
+                              "wait_ms": num(f["wait_ms"].mean()), "max_wait_ms": num(f["wait_ms"].max()),
+                              "min_wait_ms": num(f["wait_ms"].min()),
                               "min_wait_rank": int(f.loc[f["wait_ms"].idxmin(), "rank"]) if f["wait_ms"].notna().any()
                               else None})
         per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
@@ -315,17 +309,17 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict
         return sec
     rec = c.per_rank.loc[r]
     ps = c.per_rank_step[c.per_rank_step["rank"] == r]
-    sec["summary"] = {k: _num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
+    sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
                                                  "wait_ratio")}
     sec["low_wait"] = r in c.low_wait_ranks
-    sec["cluster_median_wait"] = _num(c.per_rank["wait_ms"].median())
-    sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": _num(cm), "wait_ms": _num(w),
-                     "transit_ms": _num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
+    sec["cluster_median_wait"] = num(c.per_rank["wait_ms"].median())
+    sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": num(cm), "wait_ms": num(w),
+                     "transit_ms": num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
                                                                     ps["transit_ms"])]
     ro = c.rank_ops[c.rank_ops["rank"] == r].sort_values("communication_ms", ascending=False).head(200)
     sec["ops"] = [{"op": o["op"], "group": group_label(a, o["group"]), "kind": o["kind"],
-                   "communication_ms": _num(o["communication_ms"]), "transit_ms": _num(o["transit_ms"]),
-                   "wait_ms": _num(o["wait_ms"]), "wait_ratio": _num(o["wait_ratio"]), "count": _num(o["count"])}
+                   "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
+                   "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
                   for o in ro.to_dict("records")]
     idx = by_reporter.get(r, [])
     sec["links"] = link_rows(a, c.links.iloc[idx[:300]]) if idx else []

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
 from reportgen.analysis import Analysis
-from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS, communication_share_without_overlap
+from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS
 from reportgen.analysis.steps import robust_outliers
 from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
 from reportgen.charts.steps import MAX_BARS
+from reportgen.site.values import num, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
@@ -51,13 +51,6 @@ COLUMN_HELP = {
 }
 
 
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
-
 
 def _rank_columns(a: Analysis) -> list[dict]:
     o = a.overlap
@@ -89,31 +82,10 @@ def rank_rows(a: Analysis) -> list[dict]:
             row[k + "_index"] = v
         if rec:
             for c in (*o.columns, "comm_share"):
-                row[c] = _num(rec.get(c))
+                row[c] = num(rec.get(c))
             row["hot"] = [COLUMN_LABELS[c] for c, rs in hot_cols.items() if r in rs]
         rows.append(row)
     return rows
-
-
-def _stack_rows(a: Analysis) -> tuple[list[dict], str, list[str]]:
-    o = a.overlap
-    pr = o.per_rank
-    labels = [COLUMN_LABELS[c] for c in o.stack]
-    ranks = list(pr.index)
-    if len(ranks) <= MAX_BARS:
-        groups, x_title = [[r] for r in ranks], "Rank"
-    else:
-        size = math.ceil(len(ranks) / MAX_BARS)
-        groups = [ranks[i:i + size] for i in range(0, len(ranks), size)]
-        x_title = f"Ranks (groups of {size}, mean)"
-    rows = []
-    for gi, g in enumerate(groups):
-        label = str(g[0]) if len(g) == 1 else f"{g[0]}–{g[-1]}"
-        for pi, (c, lab) in enumerate(zip(o.stack, labels)):
-            v = _num(pr.loc[g, c].mean()) if c in pr else None
-            if v is not None:
-                rows.append({"label": label, "order": gi, "phase": lab, "phase_order": pi, "value": round(v, 4)})
-    return rows, x_title, labels
 
 
 def _stage_table(a: Analysis) -> tuple[list[dict], list[dict]]:
@@ -134,16 +106,16 @@ def _stage_table(a: Analysis) -> tuple[list[dict], list[dict]]:
         m = mean.loc[st.index, comp]
         spread = (mx.loc[st.index, comp] - mn.loc[st.index, comp]) / m if m else None
         rows.append({"stage": st.index, "label": st.label, "n_ranks": len(st.ranks),
-                     "values": {c: _num(mx.loc[st.index, c]) for c in o.columns},
-                     "mean_compute": _num(m), "spread": _num(spread),
-                     "compute_vs_mean": _num(summary.get(st.index, {}).get("compute_vs_mean")),
+                     "values": {c: num(mx.loc[st.index, c]) for c in o.columns},
+                     "mean_compute": num(m), "spread": num(spread),
+                     "compute_vs_mean": num(summary.get(st.index, {}).get("compute_vs_mean")),
                      "slowest": st.index == o.slowest_stage, "waits": st.index == o.waiting_stage})
     cols = [{"key": c, "label": f"{COLUMN_LABELS[c]} (ms)"} for c in o.columns]
     return rows, cols
 
 
 def _rates(a: Analysis) -> list[dict]:
-    o, r = a.overlap, a.overlap.rates
+    r = a.overlap.rates
     if not r:
         return []
     out = [{"label": "Communication share (cluster)", "value": r.get("communication_rate"),
@@ -160,7 +132,8 @@ def _rates(a: Analysis) -> list[dict]:
 def _charts(a: Analysis) -> list[Chart]:
     o = a.overlap
     charts: list[Chart] = []
-    rows, x_title, labels = _stack_rows(a)
+    labels = [COLUMN_LABELS[c] for c in o.stack]
+    rows, x_title = stacked_bar_rows(o.per_rank, o.stack, labels, MAX_BARS)
     if rows:
         cap = ("Where each rank's step goes: computation, pure collective communication and pure receive "
                "(the bubble)." if o.view == "pipeline" else
@@ -193,7 +166,7 @@ def _charts(a: Analysis) -> list[Chart]:
                     note = "slowest"
                 if i == 2 and s["stage"] == o.waiting_stage:
                     note = "waits most"
-                if _num(v) is not None:
+                if num(v) is not None:
                     srows.append({"stage": f"stage {s['stage']}", "metric": m, "value": round(float(v), 4),
                                   "note": note, "ranks": ", ".join(str(r) for r in s["ranks"][:16])})
         charts.append(Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
@@ -204,7 +177,7 @@ def _charts(a: Analysis) -> list[Chart]:
         if per_step["step"].nunique() > 1:
             comp = o.compute_col
             lines = [{"step": int(s), "stage": f"stage {int(st)}", "value": round(float(v), 4)}
-                     for s, st, v in zip(per_step["step"], per_step["pp_stage"], per_step[comp]) if _num(v) is not None]
+                     for s, st, v in zip(per_step["step"], per_step["pp_stage"], per_step[comp]) if num(v) is not None]
             charts.append(Chart("overlap-stage-steps", overlap_charts.stage_steps(
                 lines, f"{COLUMN_LABELS[comp]}, stage max (ms)"),
                 "Each stage's computation per step (the maximum over its ranks, as msprof-analyze's stage rows)."))
@@ -223,7 +196,7 @@ def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, lis
         srows = []
         for rec in sr.to_dict("records"):
             rec["step"] = "average" if pd.isna(rec["step"]) else int(rec["step"])
-            srows.append({k: (_num(v) if k in o.columns else v) for k, v in rec.items()})
+            srows.append({k: (num(v) if k in o.columns else v) for k, v in rec.items()})
         out.append((STAGES_CSV, scols, srows))
     return out
 
@@ -236,14 +209,12 @@ def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
         "stage_source": info.stage_source, "stages": [{"index": s.index, "label": s.label} for s in o.stages],
         "sizes": info.parallel_sizes, "sources": [SOURCE_LABELS.get(s, s) for s in o.sources],
         "notes": o.notes, "without": o.ranks_without_data, "tolerance": CHECK_TOLERANCE,
-        "checks": [c for c in o.checks],
+        "checks": list(o.checks),
     }
     if not o.has_data:
-        share = communication_share_without_overlap(a.comm.per_rank if a.comm.has_data else None,
-                                                    a.steps.average if a.steps.kind else None)
-        ctx["dp_rows"] = [{"rank": int(r), "href": f"ranks/rank-{int(r)}.html", "total": _num(v["total"]),
-                           "communication_ms": _num(v["communication_ms"]), "wait_ms": _num(v["wait_ms"]),
-                           "share": _num(v["share"])} for r, v in share.to_dict("index").items()] if len(share) else []
+        ctx["dp_rows"] = [{"rank": int(r), "href": f"ranks/rank-{int(r)}.html", "total": num(v["total"]),
+                           "communication_ms": num(v["communication_ms"]), "wait_ms": num(v["wait_ms"]),
+                           "share": num(v["share"])} for r, v in o.comm_share.to_dict("index").items()]
         return ctx, [], []
     cols = _rank_columns(a)
     rows = rank_rows(a)
@@ -282,17 +253,17 @@ class RankSections:
             return sec
         mine = self.values[r]
         stage = int(mine["pp_stage"])
-        cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": _num(mine[c]),
-                "stage_mean": _num(self.stage_mean[stage][c]), "median": _num(self.median[c])} for c in o.columns]
+        cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": num(mine[c]),
+                "stage_mean": num(self.stage_mean[stage][c]), "median": num(self.median[c])} for c in o.columns]
         steps = self.steps.get(r)
         step_rows = [] if steps is None else [
-            {"step": None if pd.isna(rec["step"]) else int(rec["step"]), "values": [_num(rec.get(c)) for c in o.columns]}
+            {"step": None if pd.isna(rec["step"]) else int(rec["step"]), "values": [num(rec.get(c)) for c in o.columns]}
             for rec in steps.to_dict("records")]
         data = self.a.run.ranks[r]
         src = data.overlap
         sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],
                     "steps": step_rows, "source": src.source if src is not None else
                     (data.step_trace.source if data.step_trace else ""),
-                    "share": _num(mine["comm_share"]), "check": self.checks.get(r),
+                    "share": num(mine["comm_share"]), "check": self.checks.get(r),
                     "coverage": src.coverage_note if src is not None else ""})
         return sec

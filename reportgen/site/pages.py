@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -15,6 +14,7 @@ from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
 from reportgen.site import comm_pages, overlap_pages
+from reportgen.site.values import num, stacked_bar_rows
 
 INDEX = "index.html"
 STEP_TRACE = "cluster/step-trace.html"
@@ -45,13 +45,6 @@ class SitePlan:
     nav: list[tuple[str, str]]  # (path, label)
     rank_sections: list[dict]  # for the single-file compact rank section
 
-
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _fmt_list(items: list, limit: int = 16) -> str:
@@ -132,7 +125,7 @@ class _Rows:
         avg = self.avg.get(r)
         if avg is not None:
             for p in self.a.steps.phases:
-                row[p] = _num(avg[p])
+                row[p] = num(avg[p])
             row["n_steps"] = int(avg["n_steps"])
             row["rule"] = avg["rule"]
         return row
@@ -147,28 +140,6 @@ def _columns(a: Analysis) -> list[dict]:
     for p in a.steps.phases:
         cols.append({"key": p, "label": f"{PHASE_LABELS[p]} (ms)", "fmt": "ms"})
     return cols
-
-
-def _breakdown_rows(a: Analysis) -> tuple[list[dict], str]:
-    st = a.steps
-    avg = st.average
-    labels = [PHASE_LABELS[p] for p in st.stacked]
-    ranks = list(avg.index)
-    rows: list[dict] = []
-    if len(ranks) <= step_charts.MAX_BARS:
-        groups = [[r] for r in ranks]
-        x_title = "Rank"
-    else:
-        size = math.ceil(len(ranks) / step_charts.MAX_BARS)
-        groups = [ranks[i:i + size] for i in range(0, len(ranks), size)]
-        x_title = f"Ranks (groups of {size}, mean)"
-    for gi, g in enumerate(groups):
-        label = str(g[0]) if len(g) == 1 else f"{g[0]}–{g[-1]}"
-        for pi, (p, lab) in enumerate(zip(st.stacked, labels)):
-            v = _num(avg.loc[g, p].mean())
-            if v is not None:
-                rows.append({"label": label, "order": gi, "phase": lab, "phase_order": pi, "value": round(v, 4)})
-    return rows, x_title
 
 
 def _cluster_charts(a: Analysis) -> list[Chart]:
@@ -188,7 +159,8 @@ def _cluster_charts(a: Analysis) -> list[Chart]:
         charts.append(Chart("step-total", step_charts.step_total_histogram(rows, median),
                             f"Distribution of the average step time over {len(rows)} ranks; dashed line: median; "
                             "red: ranks far above it (listed in the table)."))
-    brows, x_title = _breakdown_rows(a)
+    brows, x_title = stacked_bar_rows(st.average, st.stacked, [PHASE_LABELS[p] for p in st.stacked],
+                                      step_charts.MAX_BARS)
     if brows and st.kind != "host":
         charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
             brows, [PHASE_LABELS[p] for p in st.stacked], x_title),
@@ -219,7 +191,7 @@ def _step_json(a: Analysis, cols: list[dict], maker: _Rows) -> Optional[dict]:
         rows = []
         for r, rec in zip(vals.index, vals.to_dict("records")):
             base = {k: v for k, v in maker.base(int(r)).items() if k in keep or k == "href"}
-            base.update({p: _num(rec[p]) for p in st.phases})
+            base.update({p: num(rec[p]) for p in st.phases})
             rows.append(base)
         data[str(s)] = rows
     return {"columns": cols, "steps": data}
@@ -331,7 +303,7 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
         step_rows = []
         for rec in trace.steps.to_dict("records"):
             step_rows.append({"step": None if pd.isna(rec["step"]) else int(rec["step"]),
-                              **{p: _num(rec.get(p)) for p in phases}})
+                              **{p: num(rec.get(p)) for p in phases}})
         avg_row = maker.average(r) if r in maker.avg else None
         step_section.update({
             "phases": [{"key": p, "label": f"{PHASE_LABELS[p]} (ms)"} for p in phases],

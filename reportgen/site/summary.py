@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
+
 from reportgen import __version__
 from reportgen.analysis import Analysis
 
@@ -62,6 +64,30 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
     }
 
 
+# `metrics.overlap.per_rank` keys -> the column of each view (modern data maps onto MindInsight's names).
+OVERLAP_KEYS = {
+    "legacy": {"computation_ms": "computation", "communication_alone_ms": "communication_alone", "stage_ms": "stage",
+               "receive_alone_ms": "receive_alone", "collective_alone_ms": "collective_alone", "free_ms": "free",
+               "step_interval_ms": "iteration_interval"},
+    "modern": {"computation_ms": "computing", "communication_alone_ms": "communication_not_overlapped",
+               "stage_ms": "stage", "receive_alone_ms": "bubble",
+               "collective_alone_ms": "communication_not_overlapped_exclude_receive", "free_ms": "free",
+               "overlapped_ms": "overlapped", "communication_ms": "communication", "bubble_ms": "bubble",
+               "preparing_ms": "preparing", "step_ms": "total"},
+}
+
+
+def _overlap_per_rank(o) -> dict[str, dict]:
+    keys = OVERLAP_KEYS["modern" if o.view == "modern" else "legacy"]
+    out = {}
+    for r, row in o.per_rank.iterrows():
+        rec = {k: _clean(float(row.get(c, math.nan))) for k, c in keys.items()}
+        rec["communication_share"] = _clean(float(row.get("comm_share", math.nan)))
+        rec["pp_stage"] = None if pd.isna(row.get("pp_stage")) else int(row["pp_stage"])
+        out[str(int(r))] = rec
+    return out
+
+
 def _overlap(a: Analysis) -> dict:
     o = a.overlap
     if not o.has_data:
@@ -74,7 +100,7 @@ def _overlap(a: Analysis) -> dict:
     rates = {k: (_clean(v) if isinstance(v, float) else
                  {str(kk): _clean(vv) for kk, vv in v.items()} if isinstance(v, dict) else v)
              for k, v in o.rates.items() if k != "definition"}
-    return {"view": o.view, "per_rank": o.summary_per_rank(), "stages": stages, "rates": rates,
+    return {"view": o.view, "per_rank": _overlap_per_rank(o), "stages": stages, "rates": rates,
             "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
             "ranks_without_data": o.ranks_without_data, "sources": o.sources,
             "timeline_checks": [{"rank": c["rank"], "steps": c["steps"], "max_diff": _clean(c["max_diff"]),
