@@ -33,7 +33,7 @@ LEGACY_FAMILIES = (
     "output_op_compute_time_detail", "output_op_compute_time", "cpu_op_type_info", "cpu_op_detail_info",
     "dynamic_shape_info", "gpu_op_type_info", "gpu_op_detail_info", "gpu_activity_data",
     "gpu_timeline_display", "gpu_timeline_summary", "output_format_data_hwts", "output_data_preprocess_aicpu",
-    "min_cycle_counter", "dataset",
+    "min_cycle_counter", "dataset", "cpu_ms_memory_record", "minddata_getnext_profiling",
 )
 LEGACY_FILE_RE = re.compile(
     r"^(?P<family>" + "|".join(sorted(LEGACY_FAMILIES, key=len, reverse=True)) + r")_(?P<rank>\d+)"
@@ -254,6 +254,7 @@ def _ascend_rank(d: Path) -> tuple[Optional[int], RankFiles, str]:
         for p in sorted(out.iterdir()):
             if p.is_file() and not p.is_symlink():
                 rf.add(p.name, p)
+                _add_legacy_family(rf, p)
                 mm = re.match(r"^ascend_(pytorch|mindspore)_profiler_(\d+)\.db$", p.name)
                 if mm and rank is None:
                     rank, how = int(mm.group(2)), "profiler database file name"
@@ -263,12 +264,26 @@ def _ascend_rank(d: Path) -> tuple[Optional[int], RankFiles, str]:
         for p in sorted(fw.iterdir()):
             if p.is_file() and not p.is_symlink():
                 rf.add("framework/" + p.name, p)
+                _add_legacy_family(rf, p)
                 mm = FRAMEWORK_RANK_RE.search(p.name)
                 if mm and p.name.startswith("cpu_"):
                     suffixes.add(int(mm.group(1)))
         if rank is None and len(suffixes) == 1:
             rank, how = suffixes.pop(), "FRAMEWORK file suffix"
     return rank, rf, how
+
+
+def legacy_family(name: str) -> Optional[str]:
+    """`minddata_pipeline_raw_0.csv` -> `minddata_pipeline_raw.csv` (the key MindInsight-style files are listed under)."""
+    m = LEGACY_FILE_RE.match(name)
+    return m.group("family") + (m.group("suffix") or "") + "." + m.group("ext") if m else None
+
+
+def _add_legacy_family(rf: RankFiles, p: Path) -> None:
+    """MindSpore 2.3+ also writes MindInsight-style `*_{rank}` files (MindData, CPU operators, memory)."""
+    fam = legacy_family(p.name)
+    if fam is not None:
+        rf.add(fam, p)
 
 
 def _ascend_run(root: Path, dirs: list[Path]) -> RunLayout:
@@ -346,7 +361,7 @@ def _legacy_run(root: Path, d: Path, files: list[Path], prof_dirs: list[Path]) -
             m = LEGACY_FILE_RE.match(p.name)
             assert m is not None
             rank = int(m.group("rank"))
-            family = m.group("family") + (m.group("suffix") or "") + "." + m.group("ext")
+            family = legacy_family(p.name)
         rf = run.ranks.setdefault(rank, RankFiles(rank=rank, dir=d))
         rf.add(family, p)
     # msprof PROF_* folders in the same profiler folder: a fallback source of step traces

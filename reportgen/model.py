@@ -182,6 +182,153 @@ class Overlap:
     check: Optional["Overlap"] = None
 
 
+# --- operators -----------------------------------------------------------------------------------
+# `side`: where the operator ran. Totals are in ms; `share` is a fraction (0..1) of the side's total.
+OP_SIDES: tuple[str, ...] = ("aicore", "aicpu", "hostcpu", "communication", "other")
+SIDE_LABELS: dict[str, str] = {"aicore": "AI Core", "aicpu": "AI CPU", "hostcpu": "Host CPU",
+                               "communication": "Communication", "other": "Other"}
+OP_TYPE_COLUMNS: tuple[str, ...] = ("side", "core", "op_type", "count", "total_ms", "avg_ms", "min_ms", "max_ms", "share")
+OP_DETAIL_COLUMNS: tuple[str, ...] = ("side", "name", "op_type", "count", "total_ms", "avg_ms", "share")
+
+
+@dataclass
+class Operators:
+    """One rank's operator statistics.
+
+    `by_type`: one row per (side, core type, operator type) (`OP_TYPE_COLUMNS`; `core` is the profiler's core
+    type, e.g. AI_CORE / MIX_AIC / AI_CPU / HOST_CPU); `detail`: one row per (side, operator)
+    (`OP_DETAIL_COLUMNS`). `basis` says what the totals cover: "per step" (MindInsight's averaged files) or
+    "profiled window" (every kernel the profiler recorded). `sources`: relative paths per side.
+    """
+
+    by_type: pd.DataFrame
+    detail: pd.DataFrame
+    basis: dict[str, str] = field(default_factory=dict)  # side -> "per step" | "profiled window"
+    sources: dict[str, str] = field(default_factory=dict)  # side -> file
+    notes: list[str] = field(default_factory=list)
+
+
+# --- FLOPs ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Flops:
+    """One rank's floating-point work. MFLOPs = 1e6 operations, GFLOPS = 1e9 operations per second.
+
+    `flops_m`/`flops_per_s_g` follow MindInsight: `FLOPs` (or cube + vector) and `FLOPS` (or cube + vector).
+    `per_op`: name, mflops, gflops, util_pct (cube and vector columns when the file splits them).
+    `per_step`: step, util_pct. `scopes`: Sankey links (source, target, value MFLOPs).
+    """
+
+    source: str
+    flops_m: Optional[float] = None
+    flops_per_s_g: Optional[float] = None
+    utilization_pct: Optional[float] = None
+    cube_m: Optional[float] = None
+    vector_m: Optional[float] = None
+    per_op: Optional[pd.DataFrame] = None
+    per_step: Optional[pd.DataFrame] = None
+    scopes: list[dict] = field(default_factory=list)
+
+
+# --- data preparation (MindData) -----------------------------------------------------------------
+
+
+@dataclass
+class DataPrep:
+    """One rank's input pipeline.
+
+    `ops`: op_id, op_type, num_workers, queue_avg, queue_length, usage_rate (0..1), parent_id, children (list),
+    plus `empty_pct` and `cpu_pct` when the summary files give them. `host_queue`: step, size, capacity
+    (the host-side "device queue" of `device_queue_profiling` / `dataset_iterator_profiling`);
+    `host_times`: step, get_ms, push_ms, total_ms. `device_queue`: index, size, get_ms (the chip-side
+    GetNext queue of `minddata_aicpu`). `mode`: "sink" (device_queue file) or "feed" (dataset_iterator file).
+    `stage_times`: dataset.csv rows (operation, stage, occurrences, avg_ms).
+    """
+
+    sources: list[str] = field(default_factory=list)
+    ops: Optional[pd.DataFrame] = None
+    host_queue: Optional[pd.DataFrame] = None
+    host_times: Optional[pd.DataFrame] = None
+    device_queue: Optional[pd.DataFrame] = None
+    mode: str = ""
+    warnings: list[str] = field(default_factory=list)  # the profiler's own bottleneck_warning texts
+    stage_times: Optional[pd.DataFrame] = None
+
+    @property
+    def has_data(self) -> bool:
+        return any(x is not None and len(x) for x in (self.ops, self.host_queue, self.device_queue,
+                                                         self.stage_times))
+
+
+@dataclass
+class CpuUsage:
+    """Host CPU utilisation samples (`minddata_cpu_utilization_{rank}.json`), in % per sample.
+
+    `machine`: sample, user, sys, io, idle (machine-wide); `process`: sample, user, sys; `ops`: op_id, op_type,
+    num_workers, user, sys (averages). `cpu_count`: processors on the host.
+    """
+
+    source: str
+    machine: pd.DataFrame
+    process: pd.DataFrame
+    ops: pd.DataFrame
+    cpu_count: Optional[int] = None
+    interval_ms: Optional[float] = None
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Memory:
+    """One rank's device memory, in MB (1e6 bytes).
+
+    `peak_mb`: the highest memory in use (MindInsight `peak_mem`; torch_npu: max reserved of the whole process
+    (APP), else of the allocator); `capacity_mb` when the profiler records it. `curve`: x, used_mb (+ reserved_mb
+    / allocated_mb), where x is the execution order (MindInsight) or ms since the first sample. `top`: the
+    biggest allocations: name, size_mb, duration_ms. `components`: component, peak_mb (npu_module_mem).
+    """
+
+    source: str
+    peak_mb: Optional[float] = None
+    capacity_mb: Optional[float] = None
+    capacity_source: str = ""
+    static_mb: Optional[float] = None
+    allocated_peak_mb: Optional[float] = None
+    curve: Optional[pd.DataFrame] = None
+    curve_x: str = "execution order"
+    top: Optional[pd.DataFrame] = None
+    components: Optional[pd.DataFrame] = None
+    sources: list[str] = field(default_factory=list)
+
+
+# --- timeline ------------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineSummary:
+    """What a rank's timeline file holds: span, operator counts, merged compute / communication, free (ms).
+
+    `trace`: the Chrome-trace file (relative path) a viewer such as Perfetto can open; `trace_needs_numbers`:
+    its timestamps are strings (torch_npu/MindSpore 2.3+) and must be converted for Perfetto.
+    """
+
+    source: str
+    span_ms: Optional[float] = None
+    n_ops: int = 0
+    n_streams: int = 0
+    compute_ms: Optional[float] = None
+    communication_ms: Optional[float] = None
+    pure_communication_ms: Optional[float] = None
+    free_ms: Optional[float] = None
+    total_op_ms: Optional[float] = None
+    trace: Optional[str] = None
+    trace_bytes: int = 0
+    trace_needs_numbers: bool = False
+    truncated: bool = False
+
+
 @dataclass
 class RankData:
     """Everything loaded for one rank. Produced by `loaders.load_rank`, a pure function of one rank's files."""
@@ -190,6 +337,12 @@ class RankData:
     step_trace: Optional[StepTrace] = None
     communication: Optional[Communication] = None
     overlap: Optional[Overlap] = None
+    operators: Optional[Operators] = None
+    flops: Optional[Flops] = None
+    dataprep: Optional[DataPrep] = None
+    cpu: Optional[CpuUsage] = None
+    memory: Optional[Memory] = None
+    timeline: Optional[TimelineSummary] = None
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
 

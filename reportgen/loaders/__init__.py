@@ -10,7 +10,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import communication, host_steps, metadata, overlap, step_trace
+from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, memory, metadata,
+                               operators, overlap, step_trace, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, RankData, RankInfo, Run
@@ -26,12 +27,19 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
     log = IssueLog(root)
     info = RankInfo(rank=rf.rank, source_dir=log.rel(rf.dir), host=rf.host, device=rf.device)
     data = RankData(info=info)
+    seen: set[str] = set()
     for paths in rf.files.values():
-        data.files.extend(log.rel(p) for p in paths)
+        for p in paths:
+            rel = log.rel(p)
+            if rel not in seen:
+                seen.add(rel)
+                data.files.append(rel)
     if layout == "ascend":
         _load_ascend(rf, data, log)
     elif layout == "mindinsight":
         _load_mindinsight(rf, data, log)
+    if layout in ("ascend", "mindinsight"):
+        _load_resources(rf, data, log)
     elif layout == "msprof":
         dev = rf.first("msprof_device")
         if dev is not None:
@@ -118,6 +126,83 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
     _load_legacy_overlap(rf, data, log)
+
+
+def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
+    """Operators, FLOPs, data preparation, CPU utilisation, memory and the timeline (rank pages)."""
+    f = rf.first
+    data.operators = _load_operators(rf, log)
+    if f("flops_summary.json") or f("flops.txt"):
+        data.flops = flops.load_flops(f("flops_summary.json"), f("flops.txt"), f("flops_scope.json"),
+                                      f("flops_utilization_step.json") or f("flops_utilization_step.txt"), log)
+    data.dataprep = dataprep.load_dataprep({
+        "pipeline_raw": f("minddata_pipeline_raw.csv"), "pipeline_profiling": f("pipeline_profiling.json"),
+        "summary": f("minddata_pipeline_summary.json") or f("minddata_pipeline_summary.csv"),
+        "device_queue": f("device_queue_profiling.txt"), "dataset_iterator": f("dataset_iterator_profiling.txt"),
+        "aicpu": f("minddata_aicpu.txt") or f("minddata_getnext_profiling.txt"), "dataset_csv": f("dataset.csv"),
+    }, log)
+    cpu = f("minddata_cpu_utilization.json")
+    if cpu is not None:
+        types = {}
+        ops = data.dataprep.ops if data.dataprep is not None else None
+        if ops is not None:
+            types = {int(r.op_id): (r.op_type, r.num_workers) for r in ops.itertuples()}
+        data.cpu = cpu_usage.load_cpu_usage(cpu, log, types)
+    data.memory = (memory.load_mindinsight_memory(f("memory_usage_summary.json"), f("memory_usage_details.json"),
+                                                  f("memory_usage.pb"), log)
+                   or memory.load_modern_memory(f("memory_record.csv"), f("operator_memory.csv"),
+                                                f("npu_module_mem.csv"), log))
+    if data.memory is None and f("cpu_ms_memory_record.txt") is not None:
+        data.memory = memory.load_cpu_memory(f("cpu_ms_memory_record.txt"), log)
+    trace = (f("ascend_timeline_display.json") or f("timeline_display.json") or f("trace_view.json"))
+    if trace is not None:
+        data.timeline = timeline.summarize_trace(
+            trace, log, f("ascend_timeline_summary.json") or f("timeline_summary.json"))
+
+
+def _load_operators(rf: "RankFiles", log: IssueLog):
+    f = rf.first
+    kd, st = f("kernel_details.csv"), f("op_statistic.csv")
+    parts: list = []
+    notes: list[str] = []
+    if kd is not None or st is not None:
+        k = operators.load_kernel_details(kd, log) if kd is not None else None
+        s = operators.load_op_statistic(st, log) if st is not None else None
+        by_type = s if s is not None else (k[0] if k is not None else None)
+        if s is not None and k is not None:
+            comm = k[0][k[0]["side"] == "communication"]  # op_statistic leaves communication kernels out
+            by_type = operators.pd.concat([s, comm], ignore_index=True)
+        detail = k[1] if k is not None else None
+        src = log.rel(st if s is not None else kd)
+        if by_type is not None or detail is not None:
+            return operators.Operators(
+                by_type=by_type if by_type is not None else operators.types_from_detail(detail, "aicore"),
+                detail=detail if detail is not None else operators._detail_frame([]),
+                basis={side: "profiled window" for side in (by_type["side"].unique() if by_type is not None else [])},
+                sources={"device": src, **({"kernels": log.rel(kd)} if k is not None else {})}, notes=notes)
+    t = f("aicore_intermediate_type.csv")
+    d = f("aicore_intermediate_detail.csv")
+    at = operators.load_aicore_type(t, log) if t is not None else None
+    ad = operators.load_aicore_detail(d, log, f("framework_raw.csv")) if d is not None else None
+    src = t or d
+    if at is None and f("output_op_compute_time_detail.txt") is not None:
+        at = operators.load_compute_time_detail(f("output_op_compute_time_detail.txt"), log)
+        src = src or f("output_op_compute_time_detail.txt")
+    if ad is None and f("output_op_compute_time.txt") is not None:
+        ad = operators.load_compute_time(f("output_op_compute_time.txt"), log)
+        src = src or f("output_op_compute_time.txt")
+    if at is not None or ad is not None:
+        parts.append(("aicore", log.rel(src), at, ad, "per step"))
+    ac = f("aicpu_intermediate.csv")
+    if ac is not None:
+        res = operators.load_aicpu(ac, log)
+        if res is not None:
+            parts.append(("aicpu", log.rel(ac), res[0], res[1], "profiled window"))
+    ct, cd = f("cpu_op_type_info.csv"), f("cpu_op_detail_info.csv")
+    if ct is not None or cd is not None:
+        parts.append(("hostcpu", log.rel(ct or cd), operators.load_cpu_type(ct, log) if ct is not None else None,
+                      operators.load_cpu_detail(cd, log) if cd is not None else None, "profiled window"))
+    return operators.assemble(parts, notes)
 
 
 def _step_totals(t) -> tuple[Optional[list[int]], Optional[dict]]:

@@ -123,3 +123,40 @@ def read_json(path: Path, log: IssueLog) -> Any:
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
     return None
+
+
+def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> Optional["pd.DataFrame"]:
+    """Read the named columns of a (possibly large) CSV as strings with pandas' C parser.
+
+    Header cells are stripped (torch_npu writes stray tabs). Rows with the wrong number of fields are skipped and
+    counted in a data-quality entry. Returns None (with an issue) when the file or a required column is missing.
+    """
+    import pandas as pd
+
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
+            header = next(csv.reader([f.readline()]), [])
+            n_lines = sum(1 for line in f if line.strip())
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+    names = [clean_cell(h) for h in header]
+    if not any(names):
+        log.add(path, "file is empty", "error")
+        return None
+    missing = [c for c in columns if c not in names and c not in optional]
+    if missing:
+        log.add(path, f"missing column(s) {', '.join(missing)}; not read", "error")
+        return None
+    want = [i for i, n in enumerate(names) if n in columns]
+    try:
+        df = pd.read_csv(path, encoding="utf-8-sig", encoding_errors="replace", header=0, names=names,
+                         usecols=want, dtype=str, on_bad_lines="skip", skip_blank_lines=True,
+                         keep_default_na=False)
+    except (ValueError, pd.errors.ParserError, OSError) as e:
+        log.add(path, f"cannot parse the file: {e}", "error")
+        return None
+    if len(df) < n_lines:
+        log.add(path, f"{n_lines - len(df)} row(s) with a wrong number of fields were skipped "
+                "(file truncated or corrupt?)")
+    return df

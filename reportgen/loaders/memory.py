@@ -1,0 +1,162 @@
+"""Memory loaders. Sizes leave here in MB as the profilers write them (2^20 bytes; MindInsight's GB are 2^30 bytes).
+
+* MindInsight `memory_usage_summary_{r}.json` (GB: capacity, peak_mem, static_mem) and
+  `memory_usage_details_{r}.json` (per graph: `lines` = usage per node, `nodes`, `breakdowns` of tensors);
+  `memory_usage_{r}.pb` is the producer's protobuf input and is reported as present but unread;
+* torch_npu / MindSpore 2.3+ `memory_record.csv` (Component APP = whole process, PTA / GE / PTA+GE = allocators),
+  `operator_memory.csv` (Size(KB), the largest allocations), `npu_module_mem.csv` (per CANN module);
+* MindSpore CPU `cpu_ms_memory_record_{r}.txt` (ns, bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.loaders.common import IssueLog, read_frame, read_json, to_float
+from reportgen.model import Memory
+
+MB_PER_GB = 1024.0
+MAX_CURVE_POINTS = 2000
+TOP_ALLOCATIONS = 50
+
+
+def _downsample(df: pd.DataFrame, value: str, n: int = MAX_CURVE_POINTS) -> pd.DataFrame:
+    """Keep at most `n` points, always keeping each bucket's maximum (so the peak survives)."""
+    if len(df) <= n:
+        return df.reset_index(drop=True)
+    bucket = np.arange(len(df)) * n // len(df)
+    idx = df.groupby(bucket)[value].idxmax()
+    return df.loc[idx.to_numpy()].reset_index(drop=True)
+
+
+def load_mindinsight_memory(summary: Optional[Path], details: Optional[Path], pb: Optional[Path],
+                            log: IssueLog) -> Optional[Memory]:
+    if summary is None and details is None:
+        if pb is not None:
+            log.add(pb, "memory_usage_*.pb is the profiler's protobuf input: present but not read (the "
+                    "memory_usage_summary/details JSON files it produces carry the same data)", "info")
+        return None
+    out = Memory(source=log.rel(summary or details))  # type: ignore[arg-type]
+    if summary is not None:
+        data = read_json(summary, log)
+        if isinstance(data, dict):
+            def gb(key: str) -> Optional[float]:
+                v = to_float(data.get(key))
+                return None if math.isnan(v) else v * MB_PER_GB
+            out.peak_mb, out.capacity_mb, out.static_mb = gb("peak_mem"), gb("capacity"), gb("static_mem")
+            if out.capacity_mb:
+                out.capacity_source = log.rel(summary)
+            out.sources.append(log.rel(summary))
+        elif data is not None:
+            log.add(summary, "expected a JSON object; memory summary not read")
+    if details is not None:
+        data = read_json(details, log)
+        if isinstance(data, dict):
+            out.sources.append(log.rel(details))
+            _details(out, data)
+        elif data is not None:
+            log.add(details, "expected a JSON object keyed by graph id; memory details not read")
+    return out if out.sources else None
+
+
+def _details(out: Memory, data: dict) -> None:
+    """Usage curve of the biggest graph (MindInsight plots one graph at a time) and the largest tensors."""
+    best = None
+    for gid, g in data.items():
+        if isinstance(g, dict) and isinstance(g.get("lines"), list) and g["lines"]:
+            if best is None or max(map(to_float, g["lines"])) > max(map(to_float, best[1]["lines"])):
+                best = (gid, g)
+    if best is None:
+        return
+    gid, g = best
+    lines = np.array([to_float(v) for v in g["lines"]], dtype="float64") * MB_PER_GB
+    out.curve = pd.DataFrame({"x": np.arange(len(lines)), "used_mb": lines})
+    out.curve_x = f"execution order (graph {gid})"
+    if out.peak_mb is None:
+        out.peak_mb = float(np.nanmax(lines))
+    tensors = []
+    for group in g.get("breakdowns") or []:
+        for t in group if isinstance(group, list) else []:
+            if isinstance(t, dict):
+                tensors.append({"name": str(t.get("tensor_name", t.get("tensor_id", ""))),
+                                "size_mb": to_float(t.get("size")) * MB_PER_GB,
+                                "duration_ms": math.nan,
+                                "detail": f"{t.get('type', '')} {t.get('shape', '')} {t.get('data_type', '')}".strip()})
+    if tensors:
+        top = pd.DataFrame(tensors).drop_duplicates("name").sort_values("size_mb", ascending=False)
+        out.top = top.head(TOP_ALLOCATIONS).reset_index(drop=True)
+
+
+def load_modern_memory(record: Optional[Path], operator: Optional[Path], module: Optional[Path],
+                       log: IssueLog) -> Optional[Memory]:
+    out: Optional[Memory] = None
+    if record is not None:
+        df = read_frame(record, log, ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"))
+        if df is not None and len(df):
+            out = Memory(source=log.rel(record), curve_x="ms since the first sample", sources=[log.rel(record)])
+            ts = pd.to_numeric(df["Timestamp(us)"].str.strip(), errors="coerce")
+            alloc = pd.to_numeric(df["Total Allocated(MB)"].str.strip(), errors="coerce")
+            res = pd.to_numeric(df["Total Reserved(MB)"].str.strip(), errors="coerce")
+            comp = df["Component"].str.strip()
+            t0 = ts.min()
+            app = comp == "APP"
+            alloc_comp = next((c for c in ("PTA+GE", "PTA", "GE", "MindSpore", "MS") if (comp == c).any()), None)
+            if app.any() and res[app].notna().any():
+                curve = pd.DataFrame({"x": (ts[app] - t0) / 1e3, "used_mb": res[app]})
+                out.peak_mb = float(res[app].max())
+            elif alloc_comp is not None:
+                sel = comp == alloc_comp
+                curve = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "used_mb": res[sel]})
+                out.peak_mb = float(res[sel].max())
+            else:
+                curve = pd.DataFrame({"x": (ts - t0) / 1e3, "used_mb": res})
+                out.peak_mb = float(res.max()) if res.notna().any() else None
+            if alloc_comp is not None:
+                sel = comp == alloc_comp
+                out.allocated_peak_mb = float(alloc[sel].max()) if alloc[sel].notna().any() else None
+                allocated = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "allocated_mb": alloc[sel]})
+                curve = pd.merge_asof(curve.dropna().sort_values("x"), allocated.dropna().sort_values("x"),
+                                      on="x", direction="backward")
+            out.curve = _downsample(curve.dropna(subset=["used_mb"]).sort_values("x"), "used_mb")
+    if operator is not None:
+        df = read_frame(operator, log, ("Name", "Size(KB)", "Duration(us)"))
+        if df is not None and len(df):
+            size = pd.to_numeric(df["Size(KB)"].str.strip(), errors="coerce") / 1024.0
+            dur = pd.to_numeric(df["Duration(us)"].str.strip(), errors="coerce") / 1e3
+            top = pd.DataFrame({"name": df["Name"].str.strip(), "size_mb": size, "duration_ms": dur, "detail": ""})
+            top = top.dropna(subset=["size_mb"]).sort_values("size_mb", ascending=False, kind="stable")
+            if out is None:
+                out = Memory(source=log.rel(operator))
+            out.top = top.head(TOP_ALLOCATIONS).reset_index(drop=True)
+            out.sources.append(log.rel(operator))
+    if module is not None:
+        df = read_frame(module, log, ("Component", "Total Reserved(MB)"))
+        if df is not None and len(df):
+            res = pd.to_numeric(df["Total Reserved(MB)"].str.strip(), errors="coerce")
+            comp = pd.DataFrame({"component": df["Component"].str.strip(), "peak_mb": res})
+            comp = comp.groupby("component", as_index=False)["peak_mb"].max().sort_values("peak_mb", ascending=False)
+            if out is None:
+                out = Memory(source=log.rel(module))
+            out.components = comp.reset_index(drop=True)
+            out.sources.append(log.rel(module))
+    return out
+
+
+def load_cpu_memory(path: Path, log: IssueLog) -> Optional[Memory]:
+    """`Timestamp(ns),Total Allocated(Byte),Total Reserved(Byte),Total Active(Byte)` (MindSpore CPU profiler)."""
+    df = read_frame(path, log, ("Timestamp(ns)", "Total Allocated(Byte)", "Total Reserved(Byte)"))
+    if df is None or not len(df):
+        return None
+    ts = pd.to_numeric(df["Timestamp(ns)"].str.strip(), errors="coerce")
+    alloc = pd.to_numeric(df["Total Allocated(Byte)"].str.strip(), errors="coerce") / 2**20
+    res = pd.to_numeric(df["Total Reserved(Byte)"].str.strip(), errors="coerce") / 2**20
+    curve = pd.DataFrame({"x": (ts - ts.min()) / 1e6, "used_mb": res, "allocated_mb": alloc}).dropna(subset=["x"])
+    return Memory(source=log.rel(path), peak_mb=float(res.max()) if res.notna().any() else None,
+                  allocated_peak_mb=float(alloc.max()) if alloc.notna().any() else None,
+                  curve=_downsample(curve.sort_values("x"), "allocated_mb"), curve_x="ms since the first sample",
+                  sources=[log.rel(path)])

@@ -1,0 +1,392 @@
+"""Operator-statistics loaders, one per file family. Every time leaves here in milliseconds.
+
+MindInsight (ms): `aicore_intermediate_{r}_type.csv` / `_detail.csv` (all header generations; percent 0-100 or a
+fraction), `framework_raw_{r}.csv` (operator types), `aicpu_intermediate_{r}.csv` (one row per execution),
+`output_op_compute_time[_detail]_{r}.txt` (the older text twins), `cpu_op_type_info_{r}.csv` /
+`cpu_op_detail_info_{r}.csv` (host CPU operators). Modern (µs): `kernel_details.csv` (every device task) and
+`op_statistic.csv` (the profiler's own per-type totals).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, to_float
+from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Operators
+
+US_PER_MS = 1e3
+OP_SUFFIX_RE = re.compile(r"-op\d+$")
+
+
+CORE_OF_SIDE = {"aicore": "AI_CORE", "aicpu": "AI_CPU", "hostcpu": "HOST_CPU", "communication": "COMMUNICATION"}
+
+
+def op_type_from_name(full_name: str) -> str:
+    """`Default/network/conv1-Conv2d/Conv2D-op91` -> `Conv2D` (MindSpore full operator names)."""
+    last = str(full_name).rsplit("/", 1)[-1]
+    return OP_SUFFIX_RE.sub("", last) or last
+
+
+def side_of_core(core: str) -> str:
+    """Map kernel_details' `Accelerator Core` / op_statistic's `Core Type` to a side."""
+    c = str(core).strip().upper()
+    if c in ("AI_CPU", "AICPU"):
+        return "aicpu"
+    if c in ("HCCL", "COMMUNICATION"):
+        return "communication"
+    if c.startswith(("AI_CORE", "AI_VECTOR", "MIX_", "AIC", "AIV", "CUBE", "VECTOR")):
+        return "aicore"
+    return "other"
+
+
+def _type_frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=list(OP_TYPE_COLUMNS))
+    for c in OP_TYPE_COLUMNS[3:]:
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    return df
+
+
+def _detail_frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=list(OP_DETAIL_COLUMNS))
+    for c in OP_DETAIL_COLUMNS[3:]:
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    return df
+
+
+def _shares(df: pd.DataFrame) -> pd.DataFrame:
+    total = df["total_ms"].sum()
+    df["share"] = df["total_ms"] / total if total > 0 else math.nan
+    return df
+
+
+# --- MindInsight AI Core ------------------------------------------------------------------------
+
+
+def load_aicore_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`op_type|kernel_type, execution_time|total_time, execution_frequency, percent` (read by position).
+
+    The time is the sum of the average execution times of the type's operators (ms, one step); percent is
+    0-100 in MindSpore <= 2.0 and a fraction later: a column summing to more than 1.5 is read as percent.
+    """
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    if len(header) < 4:
+        log.add(path, f"expected 4 columns (type, time, frequency, percent), found {len(header)}", "error")
+        return None
+    recs = []
+    for _, cells in rows:
+        t, n, pct = to_float(cells[1]), to_float(cells[2]), to_float(cells[3])
+        if not cells[0].strip() or math.isnan(t):
+            continue
+        recs.append({"side": "aicore", "core": "AI_CORE", "op_type": cells[0].strip(), "count": n, "total_ms": t,
+                     "avg_ms": t / n if n else math.nan, "min_ms": math.nan, "max_ms": math.nan, "share": pct})
+    df = _type_frame(recs)
+    if len(df) and df["share"].sum() > 1.5:
+        df["share"] = df["share"] / 100.0
+    return df
+
+
+def _framework_types(path: Optional[Path], log: IssueLog) -> dict[str, str]:
+    """full operator name -> operator type, from `framework_raw_{r}.csv` (both column generations)."""
+    if path is None:
+        return {}
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return {}
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    name_i = col.get("full_op_name", col.get("full_kernel_name", 3))
+    type_i = col.get("op_type", col.get("kernel_type", 5))
+    out = {}
+    for _, cells in rows:
+        if max(name_i, type_i) < len(cells):
+            out[cells[name_i].strip()] = cells[type_i].strip()
+    return out
+
+
+def load_aicore_detail(path: Path, log: IssueLog, framework: Optional[Path]) -> Optional[pd.DataFrame]:
+    """`full_op_name|full_kernel_name, execution_time|task_duration[, execution_frequency[, task_type]]`.
+
+    The time is the average of one execution (ms). The type comes from framework_raw, else from the name.
+    """
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    if len(header) < 2:
+        log.add(path, "expected at least 2 columns (operator, time)", "error")
+        return None
+    col = {h: i for i, h in enumerate(header)}
+    freq_i = col.get("execution_frequency")
+    type_i = col.get("task_type")
+    types = _framework_types(framework, log)
+    recs = []
+    for _, cells in rows:
+        name, avg = cells[0].strip(), to_float(cells[1])
+        if not name or math.isnan(avg):
+            continue
+        n = to_float(cells[freq_i]) if freq_i is not None else math.nan
+        op_type = types.get(name) or op_type_from_name(name)
+        recs.append({"side": "aicore", "name": name, "op_type": op_type, "count": n,
+                     "total_ms": avg * n if not math.isnan(n) else avg, "avg_ms": avg, "share": math.nan,
+                     "task_type": cells[type_i].strip() if type_i is not None else ""})
+    df = _detail_frame(recs)
+    return _shares(df)
+
+
+def load_compute_time_detail(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`output_op_compute_time_detail_{r}.txt`: banner, header, `type time_ms count percent(0-100)` lines."""
+    lines = _text_lines(path, log)
+    if lines is None:
+        return None
+    recs = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4 or parts[0].startswith(("=", "-")):
+            continue
+        t, n, pct = to_float(parts[1]), to_float(parts[2]), to_float(parts[3])
+        if math.isnan(t) or math.isnan(n):
+            continue  # the header line
+        recs.append({"side": "aicore", "core": "AI_CORE", "op_type": parts[0], "count": n, "total_ms": t,
+                     "avg_ms": t / n if n else math.nan, "min_ms": math.nan, "max_ms": math.nan,
+                     "share": pct / 100.0})
+    if not recs:
+        log.add(path, "no operator rows found", "warning")
+        return None
+    return _type_frame(recs)
+
+
+def load_compute_time(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`output_op_compute_time_{r}.txt`: `name avg_ms stream [count]` lines, then `total op ...`."""
+    lines = _text_lines(path, log)
+    if lines is None:
+        return None
+    recs = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 2 or parts[0].startswith(("=", "-")) or parts[0] in ("op_name", "total"):
+            continue
+        avg = to_float(parts[1])
+        if math.isnan(avg):
+            continue
+        n = to_float(parts[3]) if len(parts) > 3 else math.nan
+        recs.append({"side": "aicore", "name": parts[0], "op_type": op_type_from_name(parts[0]), "count": n,
+                     "total_ms": avg * n if not math.isnan(n) else avg, "avg_ms": avg, "share": math.nan})
+    if not recs:
+        return None
+    return _shares(_detail_frame(recs))
+
+
+def _text_lines(path: Path, log: IssueLog) -> Optional[list[str]]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+
+
+def types_from_detail(detail: pd.DataFrame, side: str) -> pd.DataFrame:
+    """Per-type totals from a per-operator table (count = executions when known, else operators)."""
+    d = detail[detail["side"] == side]
+    if not len(d):
+        return _type_frame([])
+    g = d.groupby("op_type", sort=False)
+    counts = g["count"].sum(min_count=1).fillna(g.size())
+    out = pd.DataFrame({"side": side, "core": CORE_OF_SIDE.get(side, side.upper()), "op_type": list(g.groups),
+                        "count": counts.to_numpy(),
+                        "total_ms": g["total_ms"].sum().to_numpy(), "min_ms": g["avg_ms"].min().to_numpy(),
+                        "max_ms": g["avg_ms"].max().to_numpy()})
+    out["avg_ms"] = out["total_ms"] / out["count"].where(out["count"] > 0)
+    out["share"] = math.nan
+    return _shares(out[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]}))
+
+
+# --- MindInsight AI CPU --------------------------------------------------------------------------
+
+
+def load_aicpu(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFrame, pd.DataFrame]]:
+    """`serial_number, op_type|kernel_type, total_time, dispatch_time, execution_time, run_start, run_end` (ms).
+
+    As MindInsight: by type = group by `op_type.split('-')[0]`, total = sum of total_time, count = rows,
+    percent of the sum; detail = per operator name, average total_time and count.
+    """
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    if len(header) < 3:
+        log.add(path, "expected at least 3 columns (serial number, type, total time)", "error")
+        return None
+    names, totals = [], []
+    for _, cells in rows:
+        t = to_float(cells[2])
+        if cells[1].strip() and not math.isnan(t):
+            names.append(cells[1].strip())
+            totals.append(t)
+    if not names:
+        return _type_frame([]), _detail_frame([])
+    df = pd.DataFrame({"name": names, "total_ms": np.array(totals, dtype="float64")})
+    df["op_type"] = df["name"].str.split("-").str[0]
+    g = df.groupby("op_type", sort=False)["total_ms"]
+    by_type = pd.DataFrame({"side": "aicpu", "core": "AI_CPU", "op_type": list(g.groups),
+                            "count": g.size().to_numpy(),
+                            "total_ms": g.sum().to_numpy(), "min_ms": g.min().to_numpy(),
+                            "max_ms": g.max().to_numpy()})
+    by_type["avg_ms"] = by_type["total_ms"] / by_type["count"]
+    by_type = _shares(by_type.assign(share=math.nan)[list(OP_TYPE_COLUMNS)])
+    gd = df.groupby("name", sort=False)
+    detail = pd.DataFrame({"side": "aicpu", "name": list(gd.groups), "op_type": gd["op_type"].first().to_numpy(),
+                           "count": gd.size().to_numpy(), "total_ms": gd["total_ms"].sum().to_numpy()})
+    detail["avg_ms"] = detail["total_ms"] / detail["count"]
+    detail = _shares(detail.assign(share=math.nan)[list(OP_DETAIL_COLUMNS)])
+    return by_type.astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]}), \
+        detail.astype({c: "float64" for c in OP_DETAIL_COLUMNS[3:]})
+
+
+# --- host CPU (MindSpore CPU profiler) -----------------------------------------------------------
+
+
+def _pick(col: dict[str, int], *prefixes: str) -> Optional[int]:
+    for p in prefixes:
+        for h, i in col.items():
+            if h == p or h.startswith(p + "("):
+                return i
+    return None
+
+
+def load_cpu_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`op_type, type_occurrences, execution_frequency, total_compute_time, avg_time(ms), percent` (ms, fraction)."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    idx = [_pick(col, "op_type"), _pick(col, "type_occurrences"), _pick(col, "total_compute_time", "total_time"),
+           _pick(col, "avg_time"), _pick(col, "percent", "total_time_proportion")]
+    if any(i is None for i in idx):
+        log.add(path, f"unexpected header ({', '.join(header)}); host CPU operator types not read", "error")
+        return None
+    ti, ni, tt, at, pi = idx  # type: ignore[misc]
+    recs = [{"side": "hostcpu", "core": "HOST_CPU", "op_type": c[ti].strip(), "count": to_float(c[ni]),
+             "total_ms": to_float(c[tt]),
+             "avg_ms": to_float(c[at]), "min_ms": math.nan, "max_ms": math.nan, "share": to_float(c[pi])}
+            for _, c in rows if c[ti].strip()]
+    df = _type_frame(recs)
+    if len(df) and df["share"].sum() > 1.5:
+        df["share"] = df["share"] / 100.0
+    return df
+
+
+def load_cpu_detail(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`op_side, op_type, op_name, full_op_name, op_occurrences, op_total_time(ms), op_avg_time(ms), total_proportion`."""
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    col = {h: i for i, h in enumerate(header)}
+    idx = [_pick(col, "full_op_name", "op_name"), _pick(col, "op_type"), _pick(col, "op_occurrences"),
+           _pick(col, "op_total_time"), _pick(col, "op_avg_time"), _pick(col, "total_proportion")]
+    if any(i is None for i in idx):
+        log.add(path, f"unexpected header ({', '.join(header)}); host CPU operators not read", "error")
+        return None
+    fi, ti, ni, tt, at, pi = idx  # type: ignore[misc]
+    recs = [{"side": "hostcpu", "name": c[fi].strip(), "op_type": c[ti].strip(), "count": to_float(c[ni]),
+             "total_ms": to_float(c[tt]), "avg_ms": to_float(c[at]), "share": to_float(c[pi])}
+            for _, c in rows if c[fi].strip()]
+    return _detail_frame(recs)
+
+
+# --- modern: kernel_details.csv and op_statistic.csv ---------------------------------------------
+
+KERNEL_COLUMNS = ("Name", "Type", "Accelerator Core", "Duration(us)")
+
+
+def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every device task: per (side, Type) and per (side, Name) totals over the profiled window (ms).
+
+    The share is of all computing (non-communication) kernel time, as op_statistic.csv's Ratio(%), which leaves
+    communication kernels out; communication kernels get their share of the communication time.
+    """
+    df = read_frame(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
+    if df is None:
+        return None
+    core = df["Accelerator Core"] if "Accelerator Core" in df else pd.Series("AI_CORE", index=df.index)
+    df = pd.DataFrame({"side": core.map(side_of_core), "core": core.astype(str).str.strip(),
+                       "name": df["Name"].astype(str).str.strip(), "op_type": df["Type"].astype(str).str.strip(),
+                       "ms": pd.to_numeric(df["Duration(us)"].astype(str).str.strip(), errors="coerce") / US_PER_MS})
+    bad = int(df["ms"].isna().sum())
+    if bad:
+        log.add(path, f"{bad} kernel row(s) without a readable duration; skipped")
+        df = df[df["ms"].notna()]
+    comm = df["side"] == "communication"
+    totals = {True: float(df.loc[comm, "ms"].sum()), False: float(df.loc[~comm, "ms"].sum())}
+
+    def share(frame: pd.DataFrame) -> pd.Series:
+        denom = (frame["side"] == "communication").map(totals)
+        return frame["total_ms"] / denom.where(denom > 0)
+
+    g = df.groupby(["side", "core", "op_type"], sort=False)["ms"]
+    by_type = g.agg(["size", "sum", "min", "max"]).reset_index()
+    by_type.columns = ["side", "core", "op_type", "count", "total_ms", "min_ms", "max_ms"]
+    by_type["avg_ms"] = by_type["total_ms"] / by_type["count"]
+    by_type["share"] = share(by_type)
+    gd = df.groupby(["side", "name"], sort=False)
+    detail = gd["ms"].agg(["size", "sum"]).reset_index()
+    detail.columns = ["side", "name", "count", "total_ms"]
+    detail["op_type"] = gd["op_type"].first().to_numpy()
+    detail["avg_ms"] = detail["total_ms"] / detail["count"]
+    detail["share"] = share(detail)
+    return (by_type[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]}),
+            detail[list(OP_DETAIL_COLUMNS)].astype({c: "float64" for c in OP_DETAIL_COLUMNS[3:]}))
+
+
+OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+                   "Max Time(us)", "Ratio(%)")
+
+
+def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
+    """`[Device_id,]OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)`."""
+    df = read_frame(path, log, OP_STAT_COLUMNS)
+    if df is None:
+        return None
+
+    def us(c: str) -> pd.Series:
+        return pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce") / US_PER_MS
+
+    out = pd.DataFrame({"side": df["Core Type"].map(side_of_core), "core": df["Core Type"].astype(str).str.strip(),
+                        "op_type": df["OP Type"].astype(str).str.strip(),
+                        "count": pd.to_numeric(df["Count"], errors="coerce"), "total_ms": us("Total Time(us)"),
+                        "avg_ms": us("Avg Time(us)"), "min_ms": us("Min Time(us)"), "max_ms": us("Max Time(us)"),
+                        "share": pd.to_numeric(df["Ratio(%)"], errors="coerce") / 100.0})
+    return out[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]})
+
+
+def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.DataFrame], str]],
+             notes: list[str]) -> Optional[Operators]:
+    """Join the per-side tables: (side, source, by_type, detail, basis)."""
+    types, details, basis, sources = [], [], {}, {}
+    for side, source, t, d, b in parts:
+        if t is None and d is None:
+            continue
+        if t is None and d is not None:
+            t = types_from_detail(d, side)
+        if t is not None and len(t):
+            types.append(t)
+        if d is not None and len(d):
+            details.append(d[list(OP_DETAIL_COLUMNS)])
+        basis[side] = b
+        sources[side] = source
+    if not types and not details:
+        return None
+    by_type = pd.concat(types, ignore_index=True) if types else _type_frame([])
+    detail = pd.concat(details, ignore_index=True) if details else _detail_frame([])
+    return Operators(by_type=by_type, detail=detail, basis=basis, sources=sources, notes=notes)
