@@ -322,7 +322,6 @@ class TimelineSummary:
     communication_ms: Optional[float] = None
     pure_communication_ms: Optional[float] = None
     free_ms: Optional[float] = None
-    total_op_ms: Optional[float] = None
     trace: Optional[str] = None
     trace_bytes: int = 0
     trace_needs_numbers: bool = False

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
+from reportgen.analysis.resources import Resources, analyze_resources
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
 from reportgen.model import DataIssue, Run
 
@@ -18,6 +19,7 @@ class Analysis:
     steps: StepAnalysis
     comm: CommAnalysis
     overlap: OverlapAnalysis
+    resources: Resources
     issues: list[DataIssue] = field(default_factory=list)
 
 
@@ -25,5 +27,6 @@ def analyze(run: Run) -> Analysis:
     steps = analyze_steps(run)
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
+    resources = analyze_resources(run)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
-    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, issues=issues)
+    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues)

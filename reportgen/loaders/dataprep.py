@@ -204,8 +204,9 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
 
 def _join_summary(out: DataPrep, data: dict) -> None:
     ids = [int(to_float(x)) for x in data.get("op_ids", []) if not math.isnan(to_float(x))]
-    warn = data.get("bottleneck_warning") or []
-    out.warnings = [str(w) for w in (warn if isinstance(warn, list) else [warn]) if str(w).strip()]
+    for key in ("queue_analysis_details", "bottleneck_suggestion"):
+        warn = data.get(key) or []
+        out.warnings += [str(w) for w in (warn if isinstance(warn, list) else [warn]) if str(w).strip()]
     if not ids:
         return
     extra = {}

@@ -47,8 +47,6 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     if summary is not None:
         data = read_json(summary, log)
         if isinstance(data, dict):
-            v = to_float(data.get("total_time"))
-            out.total_op_ms = None if math.isnan(v) else v
             out.n_streams = int(to_float(data.get("num_of_streams")) or 0) if data.get("num_of_streams") else 0
             out.n_ops = int(to_float(data.get("num_of_ops")) or 0) if data.get("num_of_ops") else 0
     if out.trace_bytes > MAX_SUMMARY_BYTES:

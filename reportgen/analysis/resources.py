@@ -1,0 +1,288 @@
+"""Resource utilisation and per-rank detail analyses (pure functions of the loaded model).
+
+* memory and FLOPs per rank (MindInsight's cluster heatmaps: peak / capacity, FLOPs / max FLOPs);
+* data preparation: queue empty/full counts (MindInsight's `analyse_device_queue_info` / GetNext formulas) and the
+  pipeline bottleneck operator (MindInsight's `_filter_outside_threshold`, thresholds 0.8 / 0.6);
+* CPU utilisation averages; the cluster operator view (per-type spread across ranks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import CpuUsage, DataPrep, Run
+
+# MindInsight MinddataPipelineProposer thresholds: an op whose output queue is below LOW while every input
+# queue is above HIGH cannot keep up with its producers.
+QUEUE_HIGH = 0.8
+QUEUE_LOW = 0.6
+QUEUE_DROP = 0.5  # fallback: an op whose input queues are this much fuller than its output queue
+HOST_QUEUE_EMPTY_WARNING = 0.3  # MindInsight DEVICE_QUEUE_EMPTY_WARNING_THRESHOLD
+TOP_OPERATOR_TYPES = 20
+TYPE_SPREAD_MIN = 1.5  # a rank is "slow at" a type when its time is this many times the type's median ...
+TYPE_SPREAD_MIN_MS = 0.05  # ... and at least this much above it
+
+
+@dataclass
+class QueueSummary:
+    """Empty/full counts of the host queue (per step) and of the chip-side GetNext queue (per batch)."""
+
+    host_total: int = 0
+    host_empty: int = 0
+    host_full: int = 0
+    host_capacity: Optional[float] = None
+    device_total: int = 0
+    device_empty: int = 0
+    get_next_ms: Optional[float] = None  # average GetNext wait (chip side)
+    host_get_ms: Optional[float] = None
+    host_push_ms: Optional[float] = None
+    host_total_ms: Optional[float] = None
+    verdict: str = ""  # "data_process" | "data_transmission" | "normal" | ""
+    verdict_text: str = ""
+
+    @property
+    def host_empty_rate(self) -> Optional[float]:
+        return self.host_empty / self.host_total if self.host_total else None
+
+
+def queue_summary(dp: Optional[DataPrep]) -> Optional[QueueSummary]:
+    if dp is None or (dp.host_queue is None and dp.device_queue is None):
+        return None
+    q = QueueSummary()
+    hq = dp.host_queue
+    if hq is not None and len(hq):
+        q.host_total = int(len(hq))
+        q.host_empty = int((hq["size"] == 0).sum())
+        q.host_full = int((hq["size"] == hq["capacity"]).sum())
+        q.host_capacity = float(hq["capacity"].max())
+    t = dp.host_times
+    if t is not None and len(t):
+        for col, attr in (("get_ms", "host_get_ms"), ("push_ms", "host_push_ms"), ("total_ms", "host_total_ms")):
+            if col in t and t[col].notna().any():
+                setattr(q, attr, float(t[col].mean()))
+    dq = dp.device_queue
+    if dq is not None and len(dq):
+        q.device_total = int(len(dq))
+        q.device_empty = int((dq["size"] == 0).sum())
+        if dq["get_ms"].notna().any():
+            q.get_next_ms = float(dq["get_ms"].mean())
+    # MindInsight's analyse_queue_summary (host queue = its "device queue", chip queue = its "get_next queue")
+    if q.host_total and q.device_total:
+        if q.host_empty > HOST_QUEUE_EMPTY_WARNING * q.host_total:
+            q.verdict, q.verdict_text = "data_process", (
+                "the host queue was empty in more than 30 % of the steps: data processing does not keep up")
+        elif q.device_empty > 0:
+            q.verdict, q.verdict_text = "data_transmission", (
+                "the host queue was rarely empty but the chip-side queue ran dry: sending data to the device is "
+                "the limit")
+        else:
+            q.verdict, q.verdict_text = "normal", "both queues were fed"
+    elif q.host_total:
+        if q.host_empty > HOST_QUEUE_EMPTY_WARNING * q.host_total:
+            q.verdict, q.verdict_text = "data_process", (
+                "the host queue was empty in more than 30 % of the steps: data processing does not keep up")
+        else:
+            q.verdict, q.verdict_text = "normal", "the host queue was fed"
+    return q
+
+
+def pipeline_bottleneck(ops: Optional[pd.DataFrame], high: float = QUEUE_HIGH, low: float = QUEUE_LOW
+                        ) -> tuple[list[int], str]:
+    """Operators MindInsight flags (`_filter_outside_threshold`) and why. Returns (op ids, kind) where kind is
+    "operator" (its input queues are full and its output queue low), "source" (every queue is low: the leaf
+    readers are slow), "consumer" (every queue is high: the pipeline keeps up; the device is the limit),
+    "queue_drop" (MindInsight flags nothing, but one op's input queues are at least `QUEUE_DROP` fuller than its
+    output queue: the seed's "high input, low output" reading, as MindSpore's own queue analysis states it) or ""."""
+    if ops is None or not len(ops) or "usage_rate" not in ops:
+        return [], ""
+    usage = {int(r.op_id): r.usage_rate for r in ops.itertuples()}
+    flagged, leaves, root = [], [], None
+    all_low, all_high, any_op = True, True, False
+    for r in ops.itertuples():
+        if r.parent_id is None or (isinstance(r.parent_id, float) and math.isnan(r.parent_id)):
+            root = int(r.op_id)
+            continue
+        u = r.usage_rate
+        if u is None or (isinstance(u, float) and math.isnan(u)):
+            continue
+        any_op = True
+        is_low = u < low
+        if not is_low:
+            all_low = False
+        if u < high:
+            all_high = False
+        children = list(r.children or [])
+        if not children:
+            leaves.append(int(r.op_id))
+            continue
+        child_rates = [usage.get(int(c), math.nan) for c in children]
+        if is_low and all(not math.isnan(c) and c >= high for c in child_rates):
+            flagged.append(int(r.op_id))
+    if not any_op:
+        return [], ""
+    if all_low:
+        return leaves, "source"
+    if all_high:
+        return ([root] if root is not None else []), "consumer"
+    if flagged:
+        return flagged, "operator"
+    best, gap = None, QUEUE_DROP
+    for r in ops.itertuples():
+        u = r.usage_rate
+        children = [usage.get(int(c), math.nan) for c in (r.children or [])]
+        children = [c for c in children if not math.isnan(c)]
+        if children and u is not None and not math.isnan(u) and min(children) - u >= gap:
+            best, gap = int(r.op_id), min(children) - u
+    return ([best], "queue_drop") if best is not None else ([], "")
+
+
+@dataclass
+class CpuSummary:
+    machine: dict[str, Optional[float]]  # user, sys, io, idle averages (%)
+    busy: Optional[float]  # 100 - idle
+    process: dict[str, Optional[float]]
+    ops: list[dict]
+    cpu_count: Optional[int]
+
+
+def cpu_summary(cpu: Optional[CpuUsage]) -> Optional[CpuSummary]:
+    """Averages as MindInsight shows them (the first sample is dropped when there are more than one)."""
+    if cpu is None:
+        return None
+
+    def avg(df: pd.DataFrame, col: str) -> Optional[float]:
+        if col not in df or not len(df):
+            return None
+        v = df[col].to_numpy()[1:] if len(df) > 1 else df[col].to_numpy()
+        v = v[~np.isnan(v)]
+        return float(v.mean()) if len(v) else None
+
+    machine = {k: avg(cpu.machine, k) for k in ("user", "sys", "io", "idle")}
+    busy = 100.0 - machine["idle"] if machine["idle"] is not None else None
+    return CpuSummary(machine=machine, busy=busy, process={k: avg(cpu.process, k) for k in ("user", "sys")},
+                      ops=cpu.ops.to_dict("records"), cpu_count=cpu.cpu_count)
+
+
+@dataclass
+class Resources:
+    memory: pd.DataFrame  # rank, host, peak_mb, capacity_mb, ratio, allocated_peak_mb
+    flops: pd.DataFrame  # rank, host, flops_m, flops_per_s_g, util_pct, flops_norm, flops_per_s_norm
+    capacity_known: bool = False
+    stage_flops: list[dict] = field(default_factory=list)  # stage, ranks, flops_m (MindInsight: sum / ranks per stage)
+    operator_types: pd.DataFrame = field(default_factory=pd.DataFrame)  # side, op_type, rank, total_ms
+    operator_summary: list[dict] = field(default_factory=list)
+    operator_basis: str = ""
+    queues: dict[int, QueueSummary] = field(default_factory=dict)
+    bottlenecks: dict[int, tuple[list[int], str]] = field(default_factory=dict)
+    cpu: dict[int, CpuSummary] = field(default_factory=dict)
+
+    @property
+    def has_memory(self) -> bool:
+        return bool(len(self.memory))
+
+    @property
+    def has_flops(self) -> bool:
+        return bool(len(self.flops))
+
+
+def analyze_resources(run: Run) -> Resources:
+    mem_rows, flop_rows = [], []
+    queues, bottlenecks, cpus = {}, {}, {}
+    for r in run.rank_ids:
+        d = run.ranks[r]
+        host = d.info.host or ""
+        m = d.memory
+        if m is not None and m.peak_mb is not None:
+            ratio = m.peak_mb / m.capacity_mb if m.capacity_mb else math.nan
+            mem_rows.append({"rank": r, "host": host, "peak_mb": m.peak_mb,
+                             "capacity_mb": m.capacity_mb if m.capacity_mb else math.nan, "ratio": ratio,
+                             "allocated_peak_mb": m.allocated_peak_mb if m.allocated_peak_mb is not None
+                             else math.nan})
+        f = d.flops
+        if f is not None and f.flops_m is not None:
+            flop_rows.append({"rank": r, "host": host, "flops_m": f.flops_m,
+                              "flops_per_s_g": f.flops_per_s_g if f.flops_per_s_g is not None else math.nan,
+                              "util_pct": f.utilization_pct if f.utilization_pct is not None else math.nan})
+        q = queue_summary(d.dataprep)
+        if q is not None:
+            queues[r] = q
+        if d.dataprep is not None and d.dataprep.ops is not None:
+            bottlenecks[r] = pipeline_bottleneck(d.dataprep.ops)
+        c = cpu_summary(d.cpu)
+        if c is not None:
+            cpus[r] = c
+    memory = pd.DataFrame(mem_rows, columns=["rank", "host", "peak_mb", "capacity_mb", "ratio", "allocated_peak_mb"])
+    flops = pd.DataFrame(flop_rows, columns=["rank", "host", "flops_m", "flops_per_s_g", "util_pct"])
+    if len(flops):
+        top = flops["flops_m"].max()
+        flops["flops_norm"] = flops["flops_m"] / top if top > 0 else math.nan
+        topf = flops["flops_per_s_g"].max()
+        flops["flops_per_s_norm"] = flops["flops_per_s_g"] / topf if topf and topf > 0 else math.nan
+    else:
+        flops["flops_norm"] = flops["flops_per_s_norm"] = []
+    res = Resources(memory=memory, flops=flops, capacity_known=bool(len(memory)) and memory["capacity_mb"].notna().any(),
+                    queues=queues, bottlenecks=bottlenecks, cpu=cpus)
+    res.stage_flops = _stage_flops(run, flops)
+    _operator_view(run, res)
+    return res
+
+
+def _stage_flops(run: Run, flops: pd.DataFrame) -> list[dict]:
+    """MindInsight ParallelProposer: stage FLOPs = sum of its ranks' FLOPs / (rank_size / stage_num)."""
+    if run.info.stages <= 1 or not len(flops) or not run.info.stage_of_rank:
+        return []
+    size = run.info.rank_size or len(run.rank_ids)
+    per_stage = size / run.info.stages
+    out = []
+    for s in range(run.info.stages):
+        ranks = [r for r, st in run.info.stage_of_rank.items() if st == s]
+        vals = flops[flops["rank"].isin(ranks)]["flops_m"]
+        if len(vals):
+            out.append({"stage": s, "ranks": sorted(ranks), "flops_m": float(vals.sum()) / per_stage,
+                        "n_ranks": int(len(vals))})
+    if out:
+        mean = sum(o["flops_m"] for o in out) / len(out)
+        for o in out:
+            o["vs_mean"] = o["flops_m"] / mean - 1 if mean else math.nan
+    return out
+
+
+def _operator_view(run: Run, res: Resources) -> None:
+    """Per (side, type): each rank's total, the cluster median, and the rank furthest above it."""
+    frames, bases = [], set()
+    for r in run.rank_ids:
+        ops = run.ranks[r].operators
+        if ops is None or not len(ops.by_type):
+            continue
+        t = ops.by_type.groupby(["side", "op_type"], as_index=False)["total_ms"].sum()
+        t["rank"] = r
+        frames.append(t)
+        bases.update(ops.basis.values())
+    if not frames:
+        return
+    allt = pd.concat(frames, ignore_index=True)
+    res.operator_basis = ", ".join(sorted(bases))
+    n_ranks = allt["rank"].nunique()
+    tot = allt.groupby(["side", "op_type"])["total_ms"].sum().sort_values(ascending=False)
+    keep = list(tot.index[:TOP_OPERATOR_TYPES])
+    sel = allt.set_index(["side", "op_type"]).loc[keep].reset_index()
+    res.operator_types = sel
+    summary = []
+    for side, op_type in keep:
+        v = sel[(sel["side"] == side) & (sel["op_type"] == op_type)].set_index("rank")["total_ms"]
+        v = v.reindex(sorted(allt["rank"].unique()), fill_value=0.0)
+        med = float(v.median())
+        hi_rank = int(v.idxmax())
+        hi = float(v.max())
+        slow = n_ranks >= 3 and med > 0 and hi >= TYPE_SPREAD_MIN * med and hi - med >= TYPE_SPREAD_MIN_MS
+        summary.append({"side": side, "op_type": op_type, "total_ms": float(tot[(side, op_type)]),
+                        "mean_ms": float(v.mean()), "median_ms": med, "min_ms": float(v.min()),
+                        "min_rank": int(v.idxmin()), "max_ms": hi, "max_rank": hi_rank,
+                        "spread": hi / med if med > 0 else math.nan, "slow_rank": hi_rank if slow else None,
+                        "n_ranks": int((v > 0).sum())})
+    res.operator_summary = summary
