@@ -41,6 +41,9 @@ def make_parser() -> argparse.ArgumentParser:
                    "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="processes for loading large runs "
                    f"(default: {default_jobs()})")
+    p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
+                   help="device memory capacity to compare peaks with when the profiler did not record it "
+                        "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="print progress details and tracebacks")
@@ -59,6 +62,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("the output path is required: -o OUT")
     if args.jobs is not None and args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    if args.device_memory_gb is not None and not args.device_memory_gb > 0:
+        parser.error("--device-memory-gb must be a positive number")
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="msreport: %(message)s", stream=sys.stderr)
     out = args.output
@@ -76,7 +81,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             run = generate_run(tmp_example / "example-run", **EXAMPLE)
             log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
         result = build_report(run, out, single_file=args.single_file, jobs=args.jobs or default_jobs(),
-                              progress=not args.quiet)
+                              progress=not args.quiet,
+                              device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None)
     except ReportError as e:
         print(f"msreport: error: {e}", file=sys.stderr)
         return 2

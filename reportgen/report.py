@@ -43,9 +43,10 @@ def _progress(label: str, verbose: bool) -> Optional[Callable[[int, int], None]]
 
 
 def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, progress: bool,
-              title: Optional[str] = None) -> tuple[Path, dict]:
+              title: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Path, dict]:
+    """`settings`: analysis settings from the command line (device_memory_mb)."""
     run = load_run(layout, jobs=jobs, progress=_progress("ranks loaded", progress))
-    analysis = analyze(run)
+    analysis = analyze(run, **(settings or {}))
     findings, thresholds = run_rules(analysis)
     plan = plan_pages(analysis, findings, title=title)
     summary = build_summary(analysis, findings, thresholds)
@@ -57,39 +58,42 @@ def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, pro
 
 
 def build_report(run_dir: Path, out: Path, *, single_file: bool = False, jobs: int = 1,
-                 progress: bool = False) -> BuildResult:
+                 progress: bool = False, device_memory_mb: Optional[float] = None) -> BuildResult:
     t0 = time.monotonic()
     run_dir = Path(run_dir)
     layouts = discover(run_dir)
+    settings = {"device_memory_mb": device_memory_mb}
     if len(layouts) == 1:
-        entry, summary = build_one(layouts[0], out, single_file=single_file, jobs=jobs, progress=progress)
+        entry, summary = build_one(layouts[0], out, single_file=single_file, jobs=jobs, progress=progress,
+                                   settings=settings)
         return BuildResult(entry, summary, 1, len(summary["run"]["ranks"]), time.monotonic() - t0)
-    return _build_many(layouts, run_dir, out, single_file=single_file, jobs=jobs, progress=progress, t0=t0)
+    return _build_many(layouts, run_dir, out, single_file=single_file, jobs=jobs, progress=progress, t0=t0,
+                       settings=settings)
 
 
 def _build_many(layouts: list[RunLayout], run_dir: Path, out: Path, *, single_file: bool, jobs: int,
-                progress: bool, t0: float) -> BuildResult:
+                progress: bool, t0: float, settings: dict) -> BuildResult:
     """Several runs under one folder: one report each, and a landing page that lists them."""
     builder.check_output(out, run_dir, single_file)
     if single_file:
         entry, combined = _build_subreports(layouts, run_dir, out, out.parent, single_file=True, jobs=jobs,
-                                            progress=progress)
+                                            progress=progress, settings=settings)
     else:
         with builder.staged_folder(out) as staging:
             _, combined = _build_subreports(layouts, run_dir, staging, staging, single_file=False, jobs=jobs,
-                                            progress=progress)
+                                            progress=progress, settings=settings)
         entry = out / "index.html"
     return BuildResult(entry, combined, len(layouts), sum(len(l.ranks) for l in layouts), time.monotonic() - t0)
 
 
 def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder: Path, *, single_file: bool,
-                      jobs: int, progress: bool) -> tuple[Path, dict]:
+                      jobs: int, progress: bool, settings: dict) -> tuple[Path, dict]:
     entries, summaries = [], []
     for lay in layouts:
         sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}") if single_file else folder / lay.slug
         log.info("run %s (%s, %d ranks)", lay.rel(lay.base), lay.layout, len(lay.ranks))
         entry, summary = build_one(lay, sub, single_file=single_file, jobs=jobs, progress=progress,
-                                   title=f"msreport: {lay.rel(lay.base)}")
+                                   title=f"msreport: {lay.rel(lay.base)}", settings=settings)
         entries.append((lay, entry))
         summaries.append(summary)
 

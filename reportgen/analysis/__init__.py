@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
@@ -23,10 +24,10 @@ class Analysis:
     issues: list[DataIssue] = field(default_factory=list)
 
 
-def analyze(run: Run) -> Analysis:
+def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
     steps = analyze_steps(run)
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
-    resources = analyze_resources(run)
+    resources = analyze_resources(run, device_memory_mb)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
     return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues)

@@ -25,7 +25,8 @@ QUEUE_DROP = 0.5  # fallback: an op whose input queues are this much fuller than
 HOST_QUEUE_EMPTY_WARNING = 0.3  # MindInsight DEVICE_QUEUE_EMPTY_WARNING_THRESHOLD
 TOP_OPERATOR_TYPES = 20
 TYPE_SPREAD_MIN = 1.5  # a rank is "slow at" a type when its time is this many times the type's median ...
-TYPE_SPREAD_MIN_MS = 0.05  # ... and at least this much above it
+TYPE_SPREAD_MIN_MS = 0.05  # ... and at least this much above it (ms) ...
+TYPE_SPREAD_MIN_SHARE = 0.01  # ... and by at least this share of a typical rank's total operator time
 
 
 @dataclass
@@ -190,7 +191,8 @@ class Resources:
         return bool(len(self.flops))
 
 
-def analyze_resources(run: Run) -> Resources:
+def analyze_resources(run: Run, device_memory_mb: Optional[float] = None) -> Resources:
+    """`device_memory_mb`: the device capacity to assume where the profiler recorded none (--device-memory-gb)."""
     mem_rows, flop_rows = [], []
     queues, bottlenecks, cpus = {}, {}, {}
     for r in run.rank_ids:
@@ -198,9 +200,12 @@ def analyze_resources(run: Run) -> Resources:
         host = d.info.host or ""
         m = d.memory
         if m is not None and m.peak_mb is not None:
-            ratio = m.peak_mb / m.capacity_mb if m.capacity_mb else math.nan
+            cap = m.capacity_mb or device_memory_mb
+            ratio = m.peak_mb / cap if cap else math.nan
             mem_rows.append({"rank": r, "host": host, "peak_mb": m.peak_mb,
-                             "capacity_mb": m.capacity_mb if m.capacity_mb else math.nan, "ratio": ratio,
+                             "capacity_mb": cap if cap else math.nan, "ratio": ratio,
+                             "capacity_source": m.capacity_source if m.capacity_mb else
+                             ("--device-memory-gb" if cap else ""),
                              "allocated_peak_mb": m.allocated_peak_mb if m.allocated_peak_mb is not None
                              else math.nan})
         f = d.flops
@@ -216,7 +221,8 @@ def analyze_resources(run: Run) -> Resources:
         c = cpu_summary(d.cpu)
         if c is not None:
             cpus[r] = c
-    memory = pd.DataFrame(mem_rows, columns=["rank", "host", "peak_mb", "capacity_mb", "ratio", "allocated_peak_mb"])
+    memory = pd.DataFrame(mem_rows, columns=["rank", "host", "peak_mb", "capacity_mb", "ratio", "capacity_source",
+                                             "allocated_peak_mb"])
     flops = pd.DataFrame(flop_rows, columns=["rank", "host", "flops_m", "flops_per_s_g", "util_pct"])
     if len(flops):
         top = flops["flops_m"].max()
@@ -268,6 +274,8 @@ def _operator_view(run: Run, res: Resources) -> None:
     allt = pd.concat(frames, ignore_index=True)
     res.operator_basis = ", ".join(sorted(bases))
     n_ranks = allt["rank"].nunique()
+    typical_total = float(allt.groupby("rank")["total_ms"].sum().median())
+    min_gap = max(TYPE_SPREAD_MIN_MS, TYPE_SPREAD_MIN_SHARE * typical_total)
     tot = allt.groupby(["side", "op_type"])["total_ms"].sum().sort_values(ascending=False)
     keep = list(tot.index[:TOP_OPERATOR_TYPES])
     sel = allt.set_index(["side", "op_type"]).loc[keep].reset_index()
@@ -279,7 +287,7 @@ def _operator_view(run: Run, res: Resources) -> None:
         med = float(v.median())
         hi_rank = int(v.idxmax())
         hi = float(v.max())
-        slow = n_ranks >= 3 and med > 0 and hi >= TYPE_SPREAD_MIN * med and hi - med >= TYPE_SPREAD_MIN_MS
+        slow = n_ranks >= 3 and med > 0 and hi >= TYPE_SPREAD_MIN * med and hi - med >= min_gap
         summary.append({"side": side, "op_type": op_type, "total_ms": float(tot[(side, op_type)]),
                         "mean_ms": float(v.mean()), "median_ms": med, "min_ms": float(v.min()),
                         "min_rank": int(v.idxmin()), "max_ms": hi, "max_rank": hi_rank,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.charts import comm, overlap, steps
+from reportgen.charts import comm, overlap, resources, steps
 
 CHARTS = {
     "step_total_by_rank": steps.step_total_by_rank,
@@ -25,6 +25,12 @@ CHARTS = {
     "comm_share_by_rank": overlap.comm_share_by_rank,
     "comm_share_histogram": overlap.comm_share_histogram,
     "stage_steps": overlap.stage_steps,
+    "device_heatmap": resources.device_heatmap,
+    "op_type_share": resources.op_type_share,
+    "op_type_spread": resources.op_type_spread,
+    "memory_curve": resources.memory_curve,
+    "queue_sizes": resources.queue_sizes,
+    "cpu_usage": resources.cpu_usage,
 }
 
 

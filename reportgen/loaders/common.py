@@ -6,9 +6,12 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from reportgen.model import DataIssue
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file JSON reads; bigger files must be streamed
 

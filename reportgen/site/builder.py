@@ -22,8 +22,9 @@ from markupsafe import Markup
 
 from reportgen import __version__
 from reportgen.errors import OutputError
+from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, STEP_TRACE, SitePlan
+from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, RESOURCES, STEP_TRACE, SitePlan
 
 MARKER = ".msreport"
 
@@ -105,6 +106,8 @@ def _url_for(current: str, single: bool) -> Callable[[str], str]:
                 return "#communication"
             if path == OVERLAP:
                 return "#overlap"
+            if path == RESOURCES:
+                return "#resources"
             if path.startswith("ranks/rank-"):
                 return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
             return "#"
@@ -172,9 +175,24 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             for path, columns, rows in page.downloads:
                 (tmp / path).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
+        for ex in plan.exports:
+            _export_trace(run_root, ex, tmp)
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
+
+
+def _export_trace(run_root: Path, ex, tmp: Path) -> None:
+    """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run."""
+    src = (run_root / ex.source).resolve()
+    try:
+        src.relative_to(run_root.resolve())
+    except ValueError:
+        return  # never read outside the run folder
+    target = tmp / ex.dest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        timeline.export_trace(src, f, ex.convert)
 
 
 @contextmanager
@@ -209,6 +227,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
     comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
     ovl_page = next(p for p in plan.pages if p.path == OVERLAP)
+    res_page = next(p for p in plan.pages if p.path == RESOURCES)
     rank_pages = [p for p in plan.pages if p.template == "rank.html"]
     rank_data = {}
     for p in rank_pages:
@@ -222,7 +241,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     if line_template is not None:
         line_template = {k: v for k, v in line_template.items() if k != "datasets"}
     html = env.get_template("single.html").render(
-        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, charts=step_page.charts, nav=plan.nav, url=url,
+        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, res=res_page, charts=step_page.charts, nav=plan.nav, url=url,
         single=True, rank_data=rank_data, line_template=line_template,
         rank_ids=[p.context["rank"] for p in rank_pages],
         asset_css="", asset_js="", asset_vega="",

@@ -13,13 +13,14 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import comm_pages, overlap_pages
+from reportgen.site import comm_pages, overlap_pages, resource_pages
 from reportgen.site.values import num, stacked_bar_rows
 
 INDEX = "index.html"
 STEP_TRACE = "cluster/step-trace.html"
 COMMUNICATION = comm_pages.COMMUNICATION
 OVERLAP = overlap_pages.OVERLAP
+RESOURCES = resource_pages.RESOURCES
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 
 
@@ -44,6 +45,7 @@ class SitePlan:
     title: str
     nav: list[tuple[str, str]]  # (path, label)
     rank_sections: list[dict]  # for the single-file compact rank section
+    exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
 
 
 
@@ -254,7 +256,11 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     ovl_ctx, ovl_charts, ovl_csv = overlap_pages.plan_overlap_context(a)
     ovl_page = Page(OVERLAP, "Overlap and parallel layout", "overlap.html", {**common, **ovl_ctx},
                     charts=ovl_charts, nav="overlap", downloads=ovl_csv)
-    pages = [index, step_page, ovl_page, comm_page]
+    res_ctx, res_charts, res_csv = resource_pages.plan_resources_context(a)
+    res_page = Page(RESOURCES, "Resource utilisation", "resources.html", {**common, **res_ctx},
+                    charts=res_charts, nav="resources", downloads=res_csv)
+    pages = [index, step_page, ovl_page, comm_page, res_page]
+    detail = resource_pages.RankDetail(a)
     by_reporter = comm_pages.links_by_reporter(a)
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
@@ -263,18 +269,19 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     rank_sections = []
     ids = run.rank_ids
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, maker, line_spec, common, by_reporter, overlap_sections)
+        rp = _plan_rank(a, r, maker, line_spec, common, by_reporter, overlap_sections, detail)
         rp.context["prev"] = rank_page(ids[n - 1]) if n > 0 else None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
         rank_sections.append(rp.context)
     nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (OVERLAP, "Overlap & stages"),
-           (COMMUNICATION, "Communication")]
-    return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections)
+           (COMMUNICATION, "Communication"), (RESOURCES, "Resources")]
+    return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections, exports=detail.exports)
 
 
 def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], common: dict,
-               by_reporter: dict[int, list[int]], overlap_sections: overlap_pages.RankSections) -> Page:
+               by_reporter: dict[int, list[int]], overlap_sections: overlap_pages.RankSections,
+               detail: resource_pages.RankDetail) -> Page:
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
@@ -325,6 +332,7 @@ def _plan_rank(a: Analysis, r: int, maker: _Rows, line_spec: Optional[dict], com
     sections.append(step_section)
     sections.append(overlap_sections.section(r))
     sections.append(comm_pages.rank_section(a, r, by_reporter))
+    sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
     return Page(rank_page(r), f"Rank {r}", "rank.html", {
         **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,

@@ -58,6 +58,8 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
             "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
             "overlap": _overlap(a),
             "communication": _communication(a),
+            "memory": _memory(a),
+            "flops": _flops(a),
         },
         "findings": findings,
         "data_quality": [i.to_dict() for i in a.issues],
@@ -134,3 +136,26 @@ def _communication(a: Analysis) -> dict:
     return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
             "unmapped_links": c.unmapped_links, "slow_links": [f"{s}-{d}" for s, d, _ in c.slow_links],
             "sources": c.producers}
+
+
+def _memory(a: Analysis) -> dict:
+    m = a.resources.memory
+    per_rank = {str(int(r["rank"])): {"peak_mb": _clean(float(r["peak_mb"])),
+                                      "capacity_mb": _clean(float(r["capacity_mb"])),
+                                      "peak_ratio": _clean(float(r["ratio"])),
+                                      "allocated_peak_mb": _clean(float(r["allocated_peak_mb"]))}
+                for r in m.to_dict("records")}
+    return {"per_rank": per_rank, "unit": "MB = 2^20 bytes",
+            "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}
+
+
+def _flops(a: Analysis) -> dict:
+    f = a.resources.flops
+    per_rank = {str(int(r["rank"])): {"flops_m": _clean(float(r["flops_m"])),
+                                      "flops_per_s_g": _clean(float(r["flops_per_s_g"])),
+                                      "utilization_pct": _clean(float(r["util_pct"])),
+                                      "flops_vs_max": _clean(float(r["flops_norm"]))}
+                for r in f.to_dict("records")}
+    return {"per_rank": per_rank, "stages": [{"stage": s["stage"], "ranks": s["ranks"], "flops_m": _clean(s["flops_m"]),
+                                               "vs_mean": _clean(s["vs_mean"])} for s in a.resources.stage_flops],
+            "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}

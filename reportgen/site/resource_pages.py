@@ -1,0 +1,374 @@
+"""Plan the resource-utilisation page and the detail sections of rank pages (plain data only)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pandas as pd
+
+from reportgen.analysis import Analysis
+from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
+from reportgen.charts import Chart, resources as res_charts
+from reportgen.model import SIDE_LABELS
+from reportgen.site.values import num
+
+RESOURCES = "cluster/resources.html"
+MEMORY_CSV = "cluster/memory.csv"
+FLOPS_CSV = "cluster/flops.csv"
+OPTYPES_CSV = "cluster/operator-types.csv"
+TRACE_DIR = "traces"
+MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
+MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
+TICKS_MAX_RANKS = 64
+MAX_DETAIL_ROWS = 2000
+SLOTS_WITHOUT_HOSTS = 8
+
+
+@dataclass
+class TraceExport:
+    """A rank's trace to copy into the report: `dest` inside the report, `source` relative to the run root."""
+
+    dest: str
+    source: str
+    convert: bool
+
+
+def _rank_href(r: int, prefix: str = "../") -> str:
+    return f"{prefix}ranks/rank-{r}.html"
+
+
+def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) -> list[dict]:
+    """Heatmap cells: devices grouped by host (slot = position within the host), else by blocks of ranks."""
+    info = {r: a.run.ranks[r].info for r in a.run.rank_ids}
+    by_host = bool(len(frame)) and all(info[int(r)].host for r in frame["rank"])
+    per_row = SLOTS_WITHOUT_HOSTS if len(frame) <= 256 else 16
+    rows = []
+    if by_host:
+        hosts: dict[str, list[int]] = {}
+        for r in frame["rank"]:
+            hosts.setdefault(info[int(r)].host or "", []).append(int(r))
+        slot_of = {}
+        for h, rs in hosts.items():
+            rs.sort(key=lambda x: (info[x].device if info[x].device is not None else x, x))
+            for i, x in enumerate(rs):
+                slot_of[x] = (h, i)
+    for rec in frame.to_dict("records"):
+        r = int(rec["rank"])
+        v = num(rec[value])
+        if by_host:
+            group, slot = slot_of[r]
+        else:
+            base = r // per_row * per_row
+            group, slot = f"ranks {base}–{base + per_row - 1}", r % per_row
+        rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": _rank_href(r),
+                     "label": "" if v is None else format(v, label_fmt), "tip": tip(rec)})
+    return rows
+
+
+def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], list]:
+    res = a.resources
+    ctx: dict[str, Any] = {"has_memory": res.has_memory, "has_flops": res.has_flops,
+                           "capacity_known": res.capacity_known}
+    charts: list[Chart] = []
+    downloads: list = []
+    if res.has_memory:
+        m = res.memory.copy()
+        if res.capacity_known:
+            m["value"] = m["ratio"]
+            title, caption = "Peak / capacity", ("Peak device memory as a share of capacity, one cell per device, "
+                                                 "a row per host. Click a cell to open the rank.")
+        else:
+            top = m["peak_mb"].max()
+            m["value"] = m["peak_mb"] / top if top > 0 else math.nan
+            title, caption = "Peak / largest peak", (
+                "Peak device memory relative to the device with the largest peak (the profiler recorded no "
+                "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
+        cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, "orangered", 1.0),
+                            caption, renderer="canvas" if len(cells) > 2000 else "svg"))
+        cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
+                {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
+                {"key": "ratio", "label": "Peak / capacity"}, {"key": "allocated_peak_mb", "label": "Allocated peak (MB)"}]
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+                 "peak_mb": num(r["peak_mb"]), "capacity_mb": num(r["capacity_mb"]), "ratio": num(r["ratio"]),
+                 "allocated_peak_mb": num(r["allocated_peak_mb"])} for r in res.memory.to_dict("records")]
+        ctx["memory_rows"] = rows
+        peaks = res.memory["peak_mb"]
+        ctx["memory_stats"] = {"max": num(peaks.max()), "median": num(peaks.median()), "min": num(peaks.min()),
+                               "max_rank": int(res.memory.loc[peaks.idxmax(), "rank"]),
+                               "max_ratio": num(res.memory["ratio"].max())}
+        downloads.append((MEMORY_CSV, cols, rows))
+    if res.has_flops:
+        cells = _cells(a, res.flops, "flops_norm", ".0%",
+                       lambda rec: f"{rec['flops_m']:,.1f} MFLOPs, {rec['flops_per_s_g']:,.1f} GFLOPS")
+        charts.append(Chart("flops-heatmap", res_charts.device_heatmap(cells, "FLOPs / busiest device", "blues", 1.0),
+                            "FLOPs of each device relative to the busiest device (MindInsight's cluster FLOPs "
+                            "heatmap). Click a cell to open the rank.",
+                            renderer="canvas" if len(cells) > 2000 else "svg"))
+        cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
+                {"key": "flops_m", "label": "FLOPs (MFLOPs)"}, {"key": "flops_per_s_g", "label": "FLOPS (GFLOPS)"},
+                {"key": "util_pct", "label": "FLOPS utilisation (%)"}, {"key": "flops_norm", "label": "FLOPs / max"},
+                {"key": "flops_per_s_norm", "label": "FLOPS / max"}]
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+                 **{k: num(r[k]) for k in ("flops_m", "flops_per_s_g", "util_pct", "flops_norm", "flops_per_s_norm")}}
+                for r in res.flops.to_dict("records")]
+        ctx["flops_rows"] = rows
+        ctx["stage_flops"] = [{**s, "flops_m": num(s["flops_m"]), "vs_mean": num(s["vs_mean"])}
+                              for s in res.stage_flops]
+        downloads.append((FLOPS_CSV, cols, rows))
+    ctx["op_summary"] = [{**o, "side_label": SIDE_LABELS.get(o["side"], o["side"]),
+                          "max_href": _rank_href(o["max_rank"], ""), "min_href": _rank_href(o["min_rank"], ""),
+                          **{k: num(o[k]) for k in ("total_ms", "mean_ms", "median_ms", "min_ms", "max_ms", "spread")}}
+                         for o in res.operator_summary]
+    ctx["op_basis"] = res.operator_basis
+    if res.operator_summary and len(a.run.rank_ids) > 1:
+        types = [o["op_type"] for o in res.operator_summary]
+        slow = {(o["op_type"], o["slow_rank"]) for o in res.operator_summary if o["slow_rank"] is not None}
+        t = res.operator_types
+        n_ranks = t["rank"].nunique()
+        spread = [{"op_type": rec["op_type"], "rank": int(rec["rank"]), "total_ms": round(float(rec["total_ms"]), 4),
+                   "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": _rank_href(int(rec["rank"]))}
+                  for rec in t.to_dict("records")]
+        charts.append(Chart("op-spread", res_charts.op_type_spread(spread, types, boxes=n_ranks > TICKS_MAX_RANKS),
+                            "Each rank's total time in the top operator types (one mark per rank"
+                            + ("; boxes span min to max" if n_ranks > TICKS_MAX_RANKS else "") +
+                            "). Red: a rank at least 1.5x the median of that type. Click to open the rank.",
+                            renderer="canvas" if len(spread) > 3000 else "svg"))
+        op_cols = [{"key": k, "label": lab} for k, lab in (
+            ("op_type", "Operator type"), ("side_label", "Runs on"), ("total_ms", "Total, all ranks (ms)"),
+            ("median_ms", "Median per rank (ms)"), ("min_ms", "Min (ms)"), ("min_rank", "Min rank"),
+            ("max_ms", "Max (ms)"), ("max_rank", "Max rank"), ("spread", "Max / median"))]
+        downloads.append((OPTYPES_CSV, op_cols, ctx["op_summary"]))
+    dq = []
+    for r, q in sorted(res.queues.items()):
+        ids, kind = res.bottlenecks.get(r, ([], ""))
+        dq.append({"rank": r, "href": _rank_href(r, ""), "host_total": q.host_total, "host_empty": q.host_empty,
+                   "host_full": q.host_full, "empty_rate": num(q.host_empty_rate), "device_total": q.device_total,
+                   "device_empty": q.device_empty, "verdict": q.verdict_text,
+                   "warn": q.verdict in ("data_process", "data_transmission"),
+                   "bottleneck": _bottleneck_text(a, r, ids, kind)})
+    ctx["dataprep_rows"] = dq
+    return ctx, charts, downloads
+
+
+def _op_label(ops: Optional[pd.DataFrame], oid: int) -> str:
+    if ops is None:
+        return str(oid)
+    hit = ops[ops["op_id"] == oid]
+    return f"{hit['op_type'].iloc[0]} (id {oid})" if len(hit) else str(oid)
+
+
+def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
+    dp = a.run.ranks[r].dataprep
+    ops = dp.ops if dp is not None else None
+    names = ", ".join(_op_label(ops, i) for i in ids)
+    return {"operator": f"{names}: input queues full, output queue low",
+            "queue_drop": f"{names}: input queue much fuller than its output queue",
+            "source": f"the source operators ({names}): every queue is low",
+            "consumer": "none: every queue is high, the pipeline keeps up"}.get(kind, "")
+
+
+# --- rank pages ----------------------------------------------------------------------------------
+
+
+class RankDetail:
+    """The operator, FLOPs, data, CPU, memory and timeline sections of rank pages."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.exports: list[TraceExport] = []
+        budget = MAX_TRACE_EXPORT_BYTES
+        self._export_of: dict[int, str] = {}
+        self._skipped_export: set[int] = set()
+        for r in a.run.rank_ids:
+            t = a.run.ranks[r].timeline
+            if t is None or not t.trace:
+                continue
+            if t.trace_bytes <= MAX_TRACE_FILE_BYTES and t.trace_bytes <= budget:
+                budget -= t.trace_bytes
+                dest = f"{TRACE_DIR}/rank-{r}.trace.json"
+                self.exports.append(TraceExport(dest, t.trace, t.trace_needs_numbers))
+                self._export_of[r] = dest
+            else:
+                self._skipped_export.add(r)
+
+    def sections(self, r: int) -> list[dict]:
+        return [self.operators(r), self.flops(r), self.dataprep(r), self.cpu(r), self.memory(r), self.timeline(r)]
+
+    def operators(self, r: int) -> dict:
+        ops = self.a.run.ranks[r].operators
+        sec: dict[str, Any] = {"id": "operators", "title": "Operators", "template": "_rank_ops.html",
+                               "has_data": ops is not None, "charts": []}
+        if ops is None:
+            return sec
+        bt = ops.by_type.sort_values("total_ms", ascending=False, kind="stable")
+        sides = []
+        for side, g in bt.groupby("side", sort=False):
+            sides.append({"side": side, "label": SIDE_LABELS.get(side, side), "total_ms": num(g["total_ms"].sum()),
+                          "types": int(len(g)), "basis": ops.basis.get(side, "")})
+        total = sum(s["total_ms"] or 0 for s in sides)
+        for s in sides:
+            s["share"] = (s["total_ms"] or 0) / total if total else None
+        sec["sides"] = sides
+        sec["types"] = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "core": rec["core"],
+                         "op_type": rec["op_type"], **{k: num(rec[k]) for k in
+                                                       ("count", "total_ms", "avg_ms", "min_ms", "max_ms", "share")}}
+                        for rec in bt.to_dict("records")]
+        top = bt.head(20)
+        if len(top):
+            sec["charts"].append(Chart(f"rank-{r}-optypes", res_charts.op_type_share(
+                [{"op_type": rec["op_type"], "side": SIDE_LABELS.get(rec["side"], rec["side"]),
+                  "total_ms": round(float(rec["total_ms"]), 4), "share": num(rec["share"]), "count": num(rec["count"])}
+                 for rec in top.to_dict("records")]),
+                "The 20 operator types with the most time on this rank, coloured by where they run."))
+        d = ops.detail.sort_values("total_ms", ascending=False, kind="stable")
+        sec["n_detail"] = int(len(d))
+        sec["detail"] = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
+                          "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
+                         for rec in d.head(MAX_DETAIL_ROWS).to_dict("records")]
+        sec["sources"] = sorted(set(ops.sources.values()))
+        sec["notes"] = ops.notes
+        hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
+        sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]
+        return sec
+
+    def flops(self, r: int) -> dict:
+        f = self.a.run.ranks[r].flops
+        sec: dict[str, Any] = {"id": "flops", "title": "FLOPs", "template": "_rank_flops.html",
+                               "has_data": f is not None, "charts": []}
+        if f is None:
+            return sec
+        row = self.a.resources.flops
+        row = row[row["rank"] == r]
+        sec.update({"source": f.source, "flops_m": num(f.flops_m), "flops_per_s_g": num(f.flops_per_s_g),
+                    "util_pct": num(f.utilization_pct), "cube_m": num(f.cube_m), "vector_m": num(f.vector_m),
+                    "norm": num(row["flops_norm"].iloc[0]) if len(row) else None})
+        ops = f.per_op
+        if ops is not None and len(ops):
+            top = ops.sort_values("mflops", ascending=False, kind="stable").head(MAX_DETAIL_ROWS)
+            cube = "cube_mflops" in top
+            sec["split"] = cube
+            sec["ops"] = [{"name": rec["name"], "mflops": num(rec["mflops"]), "gflops": num(rec["gflops"]),
+                           "util_pct": num(rec.get("util_pct")), "cube_mflops": num(rec.get("cube_mflops")),
+                           "vector_mflops": num(rec.get("vector_mflops"))} for rec in top.to_dict("records")]
+            sec["n_ops"] = int(len(ops))
+        if f.per_step is not None:
+            sec["per_step"] = [{"step": int(s), "util_pct": num(u)} for s, u in zip(f.per_step["step"],
+                                                                                    f.per_step["util_pct"])]
+        if f.scopes:
+            sec["scopes"] = sorted(f.scopes, key=lambda x: -x["value"])[:30]
+        return sec
+
+    def dataprep(self, r: int) -> dict:
+        dp = self.a.run.ranks[r].dataprep
+        sec: dict[str, Any] = {"id": "data", "title": "Data preparation", "template": "_rank_data.html",
+                               "has_data": dp is not None and dp.has_data, "charts": []}
+        if not sec["has_data"]:
+            return sec
+        q = self.a.resources.queues.get(r)
+        ids, kind = self.a.resources.bottlenecks.get(r, ([], ""))
+        sec.update({"sources": dp.sources, "mode": {"sink": "dataset sink mode (device_queue_profiling)",
+                                                     "feed": "feed mode (dataset_iterator_profiling)"}.get(dp.mode, ""),
+                    "queue": q.__dict__ if q is not None else None,
+                    "empty_rate": num(q.host_empty_rate) if q is not None else None,
+                    "warn": q is not None and q.verdict in ("data_process", "data_transmission"),
+                    "bottleneck": _bottleneck_text(self.a, r, ids, kind), "bottleneck_ids": ids,
+                    "bottleneck_kind": kind, "warnings": dp.warnings, "high": QUEUE_HIGH, "low": QUEUE_LOW})
+        if dp.ops is not None and len(dp.ops):
+            rows = []
+            for rec in dp.ops.to_dict("records"):
+                rows.append({"op_id": rec["op_id"], "op_type": rec["op_type"], "num_workers": num(rec["num_workers"]),
+                             "queue_avg": num(rec["queue_avg"]), "queue_length": num(rec["queue_length"]),
+                             "usage_rate": num(rec["usage_rate"]),
+                             "parent_id": None if num(rec["parent_id"]) is None else int(rec["parent_id"]),
+                             "children": ", ".join(str(int(c)) for c in rec["children"]),
+                             "empty_pct": num(rec.get("empty_pct")), "cpu_pct": num(rec.get("cpu_pct")),
+                             "flagged": rec["op_id"] in ids and kind in ("operator", "queue_drop", "source")})
+            sec["ops"] = rows
+            sec["has_empty"] = any(o["empty_pct"] is not None for o in rows)
+        if dp.host_queue is not None and len(dp.host_queue):
+            hq = dp.host_queue
+            sec["charts"].append(Chart(f"rank-{r}-hostq", res_charts.queue_sizes(
+                [{"x": int(s), "size": num(z), "capacity": num(c), "empty": bool(z == 0)}
+                 for s, z, c in zip(hq["step"], hq["size"], hq["capacity"])], "Step"),
+                "Host queue size at each step (batches waiting to be sent to the device); red: empty."))
+        if dp.device_queue is not None and len(dp.device_queue):
+            dq = dp.device_queue
+            sec["charts"].append(Chart(f"rank-{r}-devq", res_charts.queue_sizes(
+                [{"x": int(i), "size": num(z), "capacity": None, "empty": bool(z == 0)}
+                 for i, z in zip(dq["index"], dq["size"])], "GetNext call"),
+                "Chip-side queue size at each GetNext call; red: empty (the device waited for data)."))
+        if dp.stage_times is not None and len(dp.stage_times):
+            sec["stage_times"] = [{k: (num(v) if k not in ("operation", "stage") else v) for k, v in rec.items()}
+                                  for rec in dp.stage_times.to_dict("records")]
+        return sec
+
+    def cpu(self, r: int) -> dict:
+        c = self.a.resources.cpu.get(r)
+        raw = self.a.run.ranks[r].cpu
+        sec: dict[str, Any] = {"id": "cpu", "title": "CPU utilisation", "template": "_rank_cpu.html",
+                               "has_data": c is not None, "charts": []}
+        if c is None or raw is None:
+            return sec
+        sec.update({"source": raw.source, "machine": c.machine, "busy": c.busy, "process": c.process,
+                    "cpu_count": c.cpu_count, "ops": [{k: (num(v) if k not in ("op_type",) else v)
+                                                       for k, v in o.items()} for o in c.ops]})
+        rows = []
+        for col in ("user", "sys", "io", "idle"):
+            for s, v in zip(raw.machine["sample"], raw.machine[col]):
+                if not math.isnan(v):
+                    rows.append({"sample": int(s), "series": f"machine {col}", "pct": float(v)})
+        for col in ("user", "sys"):
+            for s, v in zip(raw.process["sample"], raw.process[col]):
+                if not math.isnan(v):
+                    rows.append({"sample": int(s), "series": f"process {col}", "pct": float(v)})
+        if rows:
+            sec["charts"].append(Chart(f"rank-{r}-cpu", res_charts.cpu_usage(rows),
+                                       "CPU utilisation per sample: the machine and the training process."))
+        return sec
+
+    def memory(self, r: int) -> dict:
+        m = self.a.run.ranks[r].memory
+        sec: dict[str, Any] = {"id": "memory", "title": "Memory", "template": "_rank_memory.html",
+                               "has_data": m is not None, "charts": []}
+        if m is None:
+            return sec
+        mem = self.a.resources.memory
+        row = mem[mem["rank"] == r]
+        cap = num(row["capacity_mb"].iloc[0]) if len(row) else num(m.capacity_mb)
+        ratio = m.peak_mb / cap if m.peak_mb and cap else None
+        sec.update({"sources": m.sources, "peak_mb": num(m.peak_mb), "capacity_mb": cap,
+                    "ratio": num(ratio), "static_mb": num(m.static_mb), "allocated_peak_mb": num(m.allocated_peak_mb),
+                    "cluster_median_mb": num(mem["peak_mb"].median()) if len(mem) > 1 else None,
+                    "capacity_source": row["capacity_source"].iloc[0] if len(row) else m.capacity_source})
+        if m.curve is not None and len(m.curve):
+            rows = []
+            for col, label in (("used_mb", "in use / reserved"), ("allocated_mb", "allocated")):
+                if col in m.curve:
+                    rows += [{"x": round(float(x), 4), "series": label, "mb": round(float(v), 3)}
+                             for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
+            sec["charts"].append(Chart(f"rank-{r}-mem", res_charts.memory_curve(rows, m.curve_x, cap),
+                                       "Memory over " + m.curve_x + (" (dashed: capacity)" if cap else "")))
+        if m.top is not None and len(m.top):
+            sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
+                           "detail": rec.get("detail", "")} for rec in m.top.to_dict("records")]
+        if m.components is not None and len(m.components):
+            sec["components"] = [{"component": c, "peak_mb": num(v)} for c, v in
+                                 zip(m.components["component"], m.components["peak_mb"])]
+        return sec
+
+    def timeline(self, r: int) -> dict:
+        t = self.a.run.ranks[r].timeline
+        sec: dict[str, Any] = {"id": "timeline", "title": "Timeline", "template": "_rank_timeline.html",
+                               "has_data": t is not None, "charts": []}
+        if t is None:
+            return sec
+        sec.update({"source": t.source, "span_ms": num(t.span_ms), "n_ops": t.n_ops, "n_streams": t.n_streams,
+                    "compute_ms": num(t.compute_ms), "communication_ms": num(t.communication_ms),
+                    "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
+                    "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
+                    "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
+                    "truncated": t.truncated})
+        return sec
