@@ -7,8 +7,11 @@ import altair as alt
 from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
 
 
-def device_heatmap(rows: list[dict], value_title: str, scheme: str = "orangered", domain_max: float = 1.0,
-                   fmt: str = ".1%") -> dict:
+MEMORY_RAMP = ([0.0, 0.75, 0.9, 1.0], ["#eef3f8", "#fdd49e", "#fc8d59", "#b30000"])  # red only near capacity
+FLOPS_RAMP = ([0.0, 1.0], ["#eef3f8", "#2f5fa7"])
+
+
+def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP, fmt: str = ".1%") -> dict:
     """One cell per device, a row per host (or per block of ranks), coloured by `value` (0..domain_max).
 
     `rows`: {rank, group, slot, value, label, href, tip}. Cells link to rank pages.
@@ -17,7 +20,7 @@ def device_heatmap(rows: list[dict], value_title: str, scheme: str = "orangered"
     cells = base.mark_rect(stroke="#fff", strokeWidth=1).encode(
         x=alt.X("slot:O", title="Device in host", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("group:N", title=None, sort=None),
-        color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme=scheme, domain=[0, domain_max]),
+        color=alt.Color("value:Q", title=value_title, scale=alt.Scale(domain=ramp[0], range=ramp[1], clamp=True),
                         legend=alt.Legend(format=fmt)),
         href="href:N",
         tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("group:N", title="Host"),
@@ -29,7 +32,7 @@ def device_heatmap(rows: list[dict], value_title: str, scheme: str = "orangered"
     if n_groups * n_slots <= 256:
         layers.append(base.mark_text(fontSize=10).encode(
             x="slot:O", y=alt.Y("group:N", sort=None), text="label:N",
-            color=alt.condition("datum.value > 0.6", alt.value("white"), alt.value("black"))))
+            color=alt.condition("datum.value > 0.92", alt.value("white"), alt.value("black"))))
     height = max(60, min(1600, 22 * n_groups))
     return finish(alt.layer(*layers), height=height, datasets={"cells": rows})
 

@@ -86,7 +86,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
         cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
-        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, "orangered", 1.0),
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, res_charts.MEMORY_RAMP),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
                 {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
@@ -103,7 +103,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
     if res.has_flops:
         cells = _cells(a, res.flops, "flops_norm", ".0%",
                        lambda rec: f"{rec['flops_m']:,.1f} MFLOPs, {rec['flops_per_s_g']:,.1f} GFLOPS")
-        charts.append(Chart("flops-heatmap", res_charts.device_heatmap(cells, "FLOPs / busiest device", "blues", 1.0),
+        charts.append(Chart("flops-heatmap", res_charts.device_heatmap(cells, "FLOPs / busiest device", res_charts.FLOPS_RAMP),
                             "FLOPs of each device relative to the busiest device (MindInsight's cluster FLOPs "
                             "heatmap). Click a cell to open the rank.",
                             renderer="canvas" if len(cells) > 2000 else "svg"))
@@ -149,6 +149,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                    "device_empty": q.device_empty, "verdict": q.verdict_text,
                    "warn": q.verdict in ("data_process", "data_transmission"),
                    "bottleneck": _bottleneck_text(a, r, ids, kind)})
+    dq.sort(key=lambda row: (not row["warn"], row["rank"]))  # starving ranks first
     ctx["dataprep_rows"] = dq
     return ctx, charts, downloads
 

@@ -15,7 +15,11 @@ Injections (`inject=[...]`, strings):
 * ``missing-rank:R``: rank R's output is absent altogether;
 * ``slow-link:SRC-DST[:FACTOR]``: the link from global rank SRC to DST runs at FACTOR of its bandwidth
   (default 0.3), so every operator that uses it takes longer;
-* ``missing-comm:R`` / ``corrupt-comm:R``: rank R's communication files are absent / truncated.
+* ``missing-comm:R`` / ``corrupt-comm:R``: rank R's communication files are absent / truncated;
+* ``memory-near-capacity:R[:RATIO]``: rank R's peak device memory is RATIO of the capacity (default 0.96;
+  healthy ranks sit near 70 %; Ascend runs record no capacity: build with --device-memory-gb 64);
+* ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
+  (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
 Communication follows the groups of `profiler_metadata.json`: every data-parallel group all-reduces the
 gradients in a ring (2 operators per step), tensor-parallel groups all-gather, pipeline neighbours exchange
@@ -33,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from reportgen.synth.comm import write_ascend_comm, write_hccl_raw
+from reportgen.synth.resources import write_ascend_resources, write_mindinsight_resources
 from reportgen.synth.timeline import (
     ALLREDUCE, RECEIVE, legacy_layout, write_cluster_analyse, write_legacy_timeline, write_trace_view,
 )
@@ -41,7 +46,7 @@ MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlap
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
-             "missing-rank", "slow-link", "missing-comm", "corrupt-comm")
+             "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue")
 
 
 @dataclass
@@ -57,6 +62,9 @@ class Plan:
     slow_link: dict[tuple[int, int], float] = field(default_factory=dict)
     missing_comm: set[int] = field(default_factory=set)
     corrupt_comm: set[int] = field(default_factory=set)
+    memory: dict[int, float] = field(default_factory=dict)  # rank -> peak / capacity
+    starving: set[int] = field(default_factory=set)
+    seed: int = 0
 
 
 def parse_injections(items: list[str]) -> Plan:
@@ -87,9 +95,13 @@ def parse_injections(items: list[str]) -> Plan:
                 plan.missing_comm.add(int(parts[1]))
             elif kind == "corrupt-comm":
                 plan.corrupt_comm.add(int(parts[1]))
+            elif kind == "memory-near-capacity":
+                plan.memory[int(parts[1])] = float(parts[2]) if len(parts) > 2 else 0.96
+            elif kind == "starving-queue":
+                plan.starving.add(int(parts[1]))
+                plan.slow.setdefault(int(parts[1]), ("data", 1.2))
             else:
-                raise ValueError(f"unknown injection {kind!r}; supported: {', '.join(SUPPORTED)} "
-                                 "(data queues and memory come with their loaders)")
+                raise ValueError(f"unknown injection {kind!r}; supported: {', '.join(SUPPORTED)}")
         except IndexError:
             raise ValueError(f"injection {item!r} is missing its rank or stage") from None
     return plan
@@ -167,6 +179,7 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
         raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
     plan = parse_injections(inject or [])
+    plan.seed = seed
     model = simulate(ranks, steps, stages=stages, plan=plan, seed=seed)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -233,6 +246,7 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
         (d / "profiler_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
         if r not in plan.missing_comm:
             write_ascend_comm(out, r, m, groups, per_host, first_step, steps, plan)
+        write_ascend_resources(out, r, m.computing[r], first_step, plan, plan.seed)
         if trace_view:
             write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5)
         if r in plan.missing_step:
@@ -281,6 +295,8 @@ def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: in
         (d / f"profiler_info_{r}.json").write_text(text, encoding="utf-8")
         if r not in plan.missing_comm:
             write_hccl_raw(d, r, m, ranks, stages, first_step, steps, plan)
+        write_mindinsight_resources(d, r, m.computing[r], steps, first_step, plan, plan.seed,
+                                    plan.stage_factor.get(r // max(1, ranks // stages), 1.0))
         ticks = 1e5  # per ms
         layouts = legacy_layout(m, r, steps, pipeline, (61688106196804 + r * 1234) / ticks)
         if ranks > 1 and mode != "stand_alone":
