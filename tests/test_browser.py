@@ -124,3 +124,15 @@ def test_overlap_page_draws_and_filters_by_stage(example_site):
   t.dispatchEvent(new Event('change'));""")
     visible = [r for r in dom.select("#overlap-rank-table tbody tr") if "display: none" not in r.get("style", "")]
     assert [int(r.select("td")[0].text) for r in visible] == list(range(8, 16))
+
+
+def test_resource_page_and_rank_detail_draw_offline(example_site):
+    page = example_site / "cluster" / "resources.html"
+    dom = render(page)
+    assert_charts_drawn(dom, page, minimum=2)  # memory heatmap, operator spread
+    ids = {f.get("id") for f in dom.select("figure.chart")}
+    assert {"fig-memory-heatmap", "fig-op-spread"} <= ids
+    rank = example_site / "ranks" / "rank-5.html"
+    dom = render(rank)
+    assert_charts_drawn(dom, rank, minimum=3)  # steps, operator types, memory curve
+    assert dom.select_one("#fig-rank-5-optypes svg") is not None
