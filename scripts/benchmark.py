@@ -26,6 +26,14 @@ from reportgen.site.summary import build_summary
 from reportgen.synth import generate_run
 
 
+def _mem_rank(ranks: int) -> int:
+    return (ranks * 2) // 3
+
+
+def _queue_rank(ranks: int) -> int:
+    return ranks - 1
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -37,7 +45,9 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     run_dir = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=steps, stages=4 if ranks >= 8 else 1,
                            inject=[f"slow-rank:{ranks // 3}:compute:1.3"]
                            + (["unbalanced-stage:2:1.3"] if ranks >= 8 else [])
-                           + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else []))
+                           + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else [])
+                           + [f"memory-near-capacity:{_mem_rank(ranks)}"]
+                           + ([f"starving-queue:{_queue_rank(ranks)}"] if layout == "mindinsight" else []))
     t["generate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     (lay,) = discover(run_dir)
@@ -46,7 +56,7 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     run = load_run(lay, jobs=jobs)
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    a = analyze(run)
+    a = analyze(run, device_memory_mb=64 * 1024 if layout == "ascend" else None)
     findings, thr = run_rules(a)
     t["analyze"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -70,12 +80,17 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     link = _slow_link(ranks)
     link_found = None if link is None else [(s, d) for s, d, _ in a.comm.slow_links] == [link]
     stage_found = None if ranks < 8 else a.overlap.slowest_stage == 2
+    mem = a.resources.memory
+    mem_found = list(mem[mem["ratio"] > 0.9]["rank"]) == [_mem_rank(ranks)]
+    starving = [r for r, q in a.resources.queues.items() if q.verdict in ("data_process", "data_transmission")]
+    queue_found = starving == [_queue_rank(ranks)] if layout == "mindinsight" else None
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
         print("kept", entry)
     return {"ranks": ranks, "steps": steps, **t, "site_mb": size, "single_mb": single, "rss_mb": _rss_mb(),
-            "slow_rank_flagged": slow_found, "slow_link_flagged": link_found, "slow_stage_flagged": stage_found}
+            "slow_rank_flagged": slow_found, "slow_link_flagged": link_found, "slow_stage_flagged": stage_found,
+            "memory_flagged": mem_found, "starving_queue_flagged": queue_found}
 
 
 def bench_trace(mb: int) -> None:
