@@ -165,7 +165,8 @@ def main() -> None:
         print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
               f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}, "
-              f"unbalanced stage found: {r['slow_stage_flagged']}",
+              f"unbalanced stage found: {r['slow_stage_flagged']}, memory near capacity found: "
+              f"{r['memory_flagged']}, starving queue found: {r['starving_queue_flagged']}",
               flush=True)
 
 
