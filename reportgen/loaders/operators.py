@@ -316,46 +316,81 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     The share is of all computing (non-communication) kernel time, as op_statistic.csv's Ratio(%), which leaves
     communication kernels out; communication kernels get their share of the communication time.
     """
-    df = read_frame(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
+    df = _read(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
     if df is None:
         return None
     core = df["Accelerator Core"] if "Accelerator Core" in df else pd.Series("AI_CORE", index=df.index)
-    df = pd.DataFrame({"side": core.map(side_of_core), "core": core.astype(str).str.strip(),
+    core = core.astype(str).str.strip()
+    sides = {c: side_of_core(c) for c in core.unique()}
+    df = pd.DataFrame({"side": core.map(sides), "core": core,
                        "name": df["Name"].astype(str).str.strip(), "op_type": df["Type"].astype(str).str.strip(),
                        "ms": pd.to_numeric(df["Duration(us)"].astype(str).str.strip(), errors="coerce") / US_PER_MS})
     bad = int(df["ms"].isna().sum())
     if bad:
         log.add(path, f"{bad} kernel row(s) without a readable duration; skipped")
         df = df[df["ms"].notna()]
-    comm = df["side"] == "communication"
-    totals = {True: float(df.loc[comm, "ms"].sum()), False: float(df.loc[~comm, "ms"].sum())}
+    ms = df["ms"].to_numpy(dtype="float64")
+    comm = (df["side"] == "communication").to_numpy()
+    totals = {True: float(ms[comm].sum()), False: float(ms[~comm].sum())}
 
-    def share(frame: pd.DataFrame) -> pd.Series:
-        denom = (frame["side"] == "communication").map(totals)
-        return frame["total_ms"] / denom.where(denom > 0)
+    def agg(keys: list[str]) -> pd.DataFrame:
+        """Count, sum, min and max of the durations per key (factorize + bincount: fast on small and big files)."""
+        codes, uniques = pd.MultiIndex.from_frame(df[keys]).factorize()
+        n = len(uniques)
+        out = uniques.to_frame(index=False)
+        out.columns = keys
+        out["count"] = np.bincount(codes, minlength=n).astype("float64")
+        out["total_ms"] = np.bincount(codes, weights=ms, minlength=n)
+        lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+        np.minimum.at(lo, codes, ms)
+        np.maximum.at(hi, codes, ms)
+        out["min_ms"], out["max_ms"] = lo, hi
+        out["avg_ms"] = out["total_ms"] / out["count"]
+        is_comm = (out["side"] == "communication").to_numpy()
+        denom = np.where(is_comm, totals[True], totals[False])
+        out["share"] = np.where(denom > 0, out["total_ms"] / np.where(denom > 0, denom, 1.0), np.nan)
+        if "name" in keys:
+            first = pd.Series(df["op_type"].to_numpy()).groupby(codes).first()
+            out["op_type"] = first.reindex(range(n)).to_numpy()
+        return out
 
-    g = df.groupby(["side", "core", "op_type"], sort=False)["ms"]
-    by_type = g.agg(["size", "sum", "min", "max"]).reset_index()
-    by_type.columns = ["side", "core", "op_type", "count", "total_ms", "min_ms", "max_ms"]
-    by_type["avg_ms"] = by_type["total_ms"] / by_type["count"]
-    by_type["share"] = share(by_type)
-    gd = df.groupby(["side", "name"], sort=False)
-    detail = gd["ms"].agg(["size", "sum"]).reset_index()
-    detail.columns = ["side", "name", "count", "total_ms"]
-    detail["op_type"] = gd["op_type"].first().to_numpy()
-    detail["avg_ms"] = detail["total_ms"] / detail["count"]
-    detail["share"] = share(detail)
-    return (by_type[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]}),
-            detail[list(OP_DETAIL_COLUMNS)].astype({c: "float64" for c in OP_DETAIL_COLUMNS[3:]}))
+    by_type = agg(["side", "core", "op_type"])
+    detail = agg(["side", "name"])
+    return by_type[list(OP_TYPE_COLUMNS)], detail[list(OP_DETAIL_COLUMNS)]
 
 
 OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                    "Max Time(us)", "Ratio(%)")
 
 
+SMALL_FILE_BYTES = 4 * 1024 * 1024  # below this the csv module beats pandas' per-call overhead
+
+
+def _read(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = ()
+          ) -> Optional[pd.DataFrame]:
+    """The named columns of a CSV as strings: the csv module for small files (pandas' per-call overhead
+    dominates there, and thousands of ranks each have one), pandas' C parser for big ones."""
+    try:
+        small = path.stat().st_size <= SMALL_FILE_BYTES
+    except OSError:
+        small = False
+    if not small:
+        return read_frame(path, log, columns, optional)
+    parsed = read_csv_rows(path, log)
+    if parsed is None:
+        return None
+    header, rows = parsed
+    missing = [c for c in columns if c not in header and c not in optional]
+    if missing:
+        log.add(path, f"missing column(s) {', '.join(missing)}; not read", "error")
+        return None
+    idx = {c: header.index(c) for c in columns if c in header}
+    return pd.DataFrame({c: [cells[i] for _, cells in rows] for c, i in idx.items()}, dtype=str)
+
+
 def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`[Device_id,]OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)`."""
-    df = read_frame(path, log, OP_STAT_COLUMNS)
+    df = _read(path, log, OP_STAT_COLUMNS)
     if df is None:
         return None
 

@@ -183,6 +183,7 @@ class RankDetail:
         budget = MAX_TRACE_EXPORT_BYTES
         self._export_of: dict[int, str] = {}
         self._skipped_export: set[int] = set()
+        self._specs: dict[tuple, dict] = {}
         for r in a.run.rank_ids:
             t = a.run.ranks[r].timeline
             if t is None or not t.trace:
@@ -194,6 +195,15 @@ class RankDetail:
                 self._export_of[r] = dest
             else:
                 self._skipped_export.add(r)
+
+    def _chart(self, key: tuple, make, rows: list[dict], name: str) -> dict:
+        """Build a chart's spec once per shape (Altair validation costs ~30 ms) and attach each rank's rows."""
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = {k: v for k, v in make().items() if k != "datasets"}
+        out = dict(spec)
+        out["datasets"] = {name: rows}
+        return out
 
     def sections(self, r: int) -> list[dict]:
         return [self.operators(r), self.flops(r), self.dataprep(r), self.cpu(r), self.memory(r), self.timeline(r)]
@@ -219,11 +229,13 @@ class RankDetail:
                         for rec in bt.to_dict("records")]
         top = bt.head(20)
         if len(top):
-            sec["charts"].append(Chart(f"rank-{r}-optypes", res_charts.op_type_share(
-                [{"op_type": rec["op_type"], "side": SIDE_LABELS.get(rec["side"], rec["side"]),
-                  "total_ms": round(float(rec["total_ms"]), 4), "share": num(rec["share"]), "count": num(rec["count"])}
-                 for rec in top.to_dict("records")]),
-                "The 20 operator types with the most time on this rank, coloured by where they run."))
+            rows = [{"op_type": rec["op_type"], "side": SIDE_LABELS.get(rec["side"], rec["side"]),
+                     "total_ms": round(float(rec["total_ms"]), 4), "share": num(rec["share"]), "count": num(rec["count"])}
+                    for rec in top.to_dict("records")]
+            spec = self._chart(("optypes", len(rows)), lambda: res_charts.op_type_share(rows), rows, "types")
+            sec["charts"].append(Chart(f"rank-{r}-optypes", spec,
+                                       "The 20 operator types with the most time on this rank, coloured by where "
+                                       "they run."))
         d = ops.detail.sort_values("total_ms", ascending=False, kind="stable")
         sec["n_detail"] = int(len(d))
         sec["detail"] = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
@@ -291,16 +303,19 @@ class RankDetail:
             sec["has_empty"] = any(o["empty_pct"] is not None for o in rows)
         if dp.host_queue is not None and len(dp.host_queue):
             hq = dp.host_queue
-            sec["charts"].append(Chart(f"rank-{r}-hostq", res_charts.queue_sizes(
-                [{"x": int(s), "size": num(z), "capacity": num(c), "empty": bool(z == 0)}
-                 for s, z, c in zip(hq["step"], hq["size"], hq["capacity"])], "Step"),
-                "Host queue size at each step (batches waiting to be sent to the device); red: empty."))
+            rows = [{"x": int(s), "size": num(z), "capacity": num(c), "empty": bool(z == 0)}
+                    for s, z, c in zip(hq["step"], hq["size"], hq["capacity"])]
+            spec = self._chart(("queue", "Step"), lambda: res_charts.queue_sizes(rows, "Step"), rows, "queue")
+            sec["charts"].append(Chart(f"rank-{r}-hostq", spec, "Host queue size at each step (batches waiting to "
+                                       "be sent to the device); red: empty."))
         if dp.device_queue is not None and len(dp.device_queue):
             dq = dp.device_queue
-            sec["charts"].append(Chart(f"rank-{r}-devq", res_charts.queue_sizes(
-                [{"x": int(i), "size": num(z), "capacity": None, "empty": bool(z == 0)}
-                 for i, z in zip(dq["index"], dq["size"])], "GetNext call"),
-                "Chip-side queue size at each GetNext call; red: empty (the device waited for data)."))
+            rows = [{"x": int(i), "size": num(z), "capacity": None, "empty": bool(z == 0)}
+                    for i, z in zip(dq["index"], dq["size"])]
+            spec = self._chart(("queue", "GetNext call"), lambda: res_charts.queue_sizes(rows, "GetNext call"), rows,
+                               "queue")
+            sec["charts"].append(Chart(f"rank-{r}-devq", spec, "Chip-side queue size at each GetNext call; red: "
+                                       "empty (the device waited for data)."))
         if dp.stage_times is not None and len(dp.stage_times):
             sec["stage_times"] = [{k: (num(v) if k not in ("operation", "stage") else v) for k, v in rec.items()}
                                   for rec in dp.stage_times.to_dict("records")]
@@ -326,7 +341,8 @@ class RankDetail:
                 if not math.isnan(v):
                     rows.append({"sample": int(s), "series": f"process {col}", "pct": float(v)})
         if rows:
-            sec["charts"].append(Chart(f"rank-{r}-cpu", res_charts.cpu_usage(rows),
+            sec["charts"].append(Chart(f"rank-{r}-cpu", self._chart(("cpu",), lambda: res_charts.cpu_usage(rows),
+                                                                    rows, "cpu"),
                                        "CPU utilisation per sample: the machine and the training process."))
         return sec
 
@@ -350,7 +366,9 @@ class RankDetail:
                 if col in m.curve:
                     rows += [{"x": round(float(x), 4), "series": label, "mb": round(float(v), 3)}
                              for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
-            sec["charts"].append(Chart(f"rank-{r}-mem", res_charts.memory_curve(rows, m.curve_x, cap),
+            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, m.curve_x, cap), rows,
+                               "mem")
+            sec["charts"].append(Chart(f"rank-{r}-mem", spec,
                                        "Memory over " + m.curve_x + (" (dashed: capacity)" if cap else "")))
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
