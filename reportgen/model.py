@@ -205,7 +205,6 @@ class Operators:
     detail: pd.DataFrame
     basis: dict[str, str] = field(default_factory=dict)  # side -> "per step" | "profiled window"
     sources: dict[str, str] = field(default_factory=dict)  # side -> file
-    notes: list[str] = field(default_factory=list)
 
 
 # --- FLOPs ---------------------------------------------------------------------------------------
@@ -310,7 +309,7 @@ class Memory:
 class TimelineSummary:
     """What a rank's timeline file holds: span, operator counts, merged compute / communication, free (ms).
 
-    `trace`: the Chrome-trace file (relative path) a viewer such as Perfetto can open; `trace_needs_numbers`:
+    `source` is the Chrome-trace file (relative path) a viewer such as Perfetto can open; `trace_needs_numbers`:
     its timestamps are strings (torch_npu/MindSpore 2.3+) and must be converted for Perfetto.
     """
 
@@ -322,7 +321,6 @@ class TimelineSummary:
     communication_ms: Optional[float] = None
     pure_communication_ms: Optional[float] = None
     free_ms: Optional[float] = None
-    trace: Optional[str] = None
     trace_bytes: int = 0
     trace_needs_numbers: bool = False
     truncated: bool = False

@@ -298,7 +298,7 @@ def test_trace_lanes_match_the_step_trace_and_export_for_perfetto(tmp_path):
         assert t.pure_communication_ms == pytest.approx(float(st["communication_not_overlapped"].sum()), rel=1e-9)
         assert t.free_ms == pytest.approx(float(st["free"].sum()), rel=1e-9)
         assert t.trace_needs_numbers
-    src = root / run.ranks[0].timeline.trace
+    src = root / run.ranks[0].timeline.source
     dst = tmp_path / "t.json"
     with open(dst, "w") as f:
         n = export_trace(src, f, convert=True)

@@ -38,8 +38,6 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
         _load_ascend(rf, data, log)
     elif layout == "mindinsight":
         _load_mindinsight(rf, data, log)
-    if layout in ("ascend", "mindinsight"):
-        _load_resources(rf, data, log)
     elif layout == "msprof":
         dev = rf.first("msprof_device")
         if dev is not None:
@@ -61,6 +59,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
 
 
 def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
+    _load_resources(rf, data, log)
     info = data.info
     info.framework = "torch_npu" if rf.dir.name.endswith("_ascend_pt") else (
         "MindSpore" if rf.dir.name.endswith("_ascend_ms") else None)
@@ -103,6 +102,7 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
 
 
 def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
+    _load_resources(rf, data, log)
     info = data.info
     info.framework = "MindSpore"
     p = rf.first("profiler_info.json")
@@ -162,24 +162,9 @@ def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
 
 def _load_operators(rf: "RankFiles", log: IssueLog):
     f = rf.first
-    kd, st = f("kernel_details.csv"), f("op_statistic.csv")
+    if f("kernel_details.csv") is not None or f("op_statistic.csv") is not None:
+        return operators.load_modern(f("kernel_details.csv"), f("op_statistic.csv"), log)
     parts: list = []
-    notes: list[str] = []
-    if kd is not None or st is not None:
-        k = operators.load_kernel_details(kd, log) if kd is not None else None
-        s = operators.load_op_statistic(st, log) if st is not None else None
-        by_type = s if s is not None else (k[0] if k is not None else None)
-        if s is not None and k is not None:
-            comm = k[0][k[0]["side"] == "communication"]  # op_statistic leaves communication kernels out
-            by_type = operators.pd.concat([s, comm], ignore_index=True)
-        detail = k[1] if k is not None else None
-        src = log.rel(st if s is not None else kd)
-        if by_type is not None or detail is not None:
-            return operators.Operators(
-                by_type=by_type if by_type is not None else operators.types_from_detail(detail, "aicore"),
-                detail=detail if detail is not None else operators._detail_frame([]),
-                basis={side: "profiled window" for side in (by_type["side"].unique() if by_type is not None else [])},
-                sources={"device": src, **({"kernels": log.rel(kd)} if k is not None else {})}, notes=notes)
     t = f("aicore_intermediate_type.csv")
     d = f("aicore_intermediate_detail.csv")
     at = operators.load_aicore_type(t, log) if t is not None else None
@@ -202,7 +187,7 @@ def _load_operators(rf: "RankFiles", log: IssueLog):
     if ct is not None or cd is not None:
         parts.append(("hostcpu", log.rel(ct or cd), operators.load_cpu_type(ct, log) if ct is not None else None,
                       operators.load_cpu_detail(cd, log) if cd is not None else None, "profiled window"))
-    return operators.assemble(parts, notes)
+    return operators.assemble(parts)
 
 
 def _step_totals(t) -> tuple[Optional[list[int]], Optional[dict]]:

@@ -59,6 +59,13 @@ def _detail_frame(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
+def _fraction(df: pd.DataFrame) -> pd.DataFrame:
+    """`share` written as 0-100 (MindSpore <= 2.0) or as a fraction (later): a column summing past 1.5 is percent."""
+    if len(df) and df["share"].sum() > 1.5:
+        df["share"] = df["share"] / 100.0
+    return df
+
+
 def _shares(df: pd.DataFrame) -> pd.DataFrame:
     total = df["total_ms"].sum()
     df["share"] = df["total_ms"] / total if total > 0 else math.nan
@@ -88,10 +95,7 @@ def load_aicore_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
             continue
         recs.append({"side": "aicore", "core": "AI_CORE", "op_type": cells[0].strip(), "count": n, "total_ms": t,
                      "avg_ms": t / n if n else math.nan, "min_ms": math.nan, "max_ms": math.nan, "share": pct})
-    df = _type_frame(recs)
-    if len(df) and df["share"].sum() > 1.5:
-        df["share"] = df["share"] / 100.0
-    return df
+    return _fraction(_type_frame(recs))
 
 
 def _framework_types(path: Optional[Path], log: IssueLog) -> dict[str, str]:
@@ -280,10 +284,7 @@ def load_cpu_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
              "total_ms": to_float(c[tt]),
              "avg_ms": to_float(c[at]), "min_ms": math.nan, "max_ms": math.nan, "share": to_float(c[pi])}
             for _, c in rows if c[ti].strip()]
-    df = _type_frame(recs)
-    if len(df) and df["share"].sum() > 1.5:
-        df["share"] = df["share"] / 100.0
-    return df
+    return _fraction(_type_frame(recs))
 
 
 def load_cpu_detail(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
@@ -316,7 +317,7 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     The share is of all computing (non-communication) kernel time, as op_statistic.csv's Ratio(%), which leaves
     communication kernels out; communication kernels get their share of the communication time.
     """
-    df = _read(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
+    df = read_frame(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
     if df is None:
         return None
     core = df["Accelerator Core"] if "Accelerator Core" in df else pd.Series("AI_CORE", index=df.index)
@@ -363,34 +364,9 @@ OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(
                    "Max Time(us)", "Ratio(%)")
 
 
-SMALL_FILE_BYTES = 4 * 1024 * 1024  # below this the csv module beats pandas' per-call overhead
-
-
-def _read(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = ()
-          ) -> Optional[pd.DataFrame]:
-    """The named columns of a CSV as strings: the csv module for small files (pandas' per-call overhead
-    dominates there, and thousands of ranks each have one), pandas' C parser for big ones."""
-    try:
-        small = path.stat().st_size <= SMALL_FILE_BYTES
-    except OSError:
-        small = False
-    if not small:
-        return read_frame(path, log, columns, optional)
-    parsed = read_csv_rows(path, log)
-    if parsed is None:
-        return None
-    header, rows = parsed
-    missing = [c for c in columns if c not in header and c not in optional]
-    if missing:
-        log.add(path, f"missing column(s) {', '.join(missing)}; not read", "error")
-        return None
-    idx = {c: header.index(c) for c in columns if c in header}
-    return pd.DataFrame({c: [cells[i] for _, cells in rows] for c, i in idx.items()}, dtype=str)
-
-
 def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`[Device_id,]OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)`."""
-    df = _read(path, log, OP_STAT_COLUMNS)
+    df = read_frame(path, log, OP_STAT_COLUMNS)
     if df is None:
         return None
 
@@ -405,8 +381,8 @@ def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     return out[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]})
 
 
-def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.DataFrame], str]],
-             notes: list[str]) -> Optional[Operators]:
+def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.DataFrame], str]]
+             ) -> Optional[Operators]:
     """Join the per-side tables: (side, source, by_type, detail, basis)."""
     types, details, basis, sources = [], [], {}, {}
     for side, source, t, d, b in parts:
@@ -424,4 +400,24 @@ def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.Dat
         return None
     by_type = pd.concat(types, ignore_index=True) if types else _type_frame([])
     detail = pd.concat(details, ignore_index=True) if details else _detail_frame([])
-    return Operators(by_type=by_type, detail=detail, basis=basis, sources=sources, notes=notes)
+    return Operators(by_type=by_type, detail=detail, basis=basis, sources=sources)
+
+
+def load_modern(kernels: Optional[Path], statistic: Optional[Path], log: IssueLog) -> Optional[Operators]:
+    """Per-type totals from op_statistic.csv (with kernel_details' communication kernels, which it leaves out),
+    else from kernel_details.csv; per-operator rows from kernel_details.csv. Totals cover the profiled window."""
+    k = load_kernel_details(kernels, log) if kernels is not None else None
+    s = load_op_statistic(statistic, log) if statistic is not None else None
+    if k is None and s is None:
+        return None
+    if s is None:
+        by_type = k[0]
+    elif k is None:
+        by_type = s
+    else:
+        by_type = pd.concat([s, k[0][k[0]["side"] == "communication"]], ignore_index=True)
+    sources = {"device": log.rel(statistic if s is not None else kernels)}
+    if k is not None:
+        sources["kernels"] = log.rel(kernels)
+    return Operators(by_type=by_type, detail=k[1] if k is not None else _detail_frame([]),
+                     basis={side: "profiled window" for side in by_type["side"].unique()}, sources=sources)

@@ -39,7 +39,7 @@ _PLACEHOLDER = "\u0000ts\u0000"
 
 
 def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -> TimelineSummary:
-    out = TimelineSummary(source=log.rel(path), trace=log.rel(path))
+    out = TimelineSummary(source=log.rel(path))
     try:
         out.trace_bytes = path.stat().st_size
     except OSError:

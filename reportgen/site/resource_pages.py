@@ -186,12 +186,12 @@ class RankDetail:
         self._specs: dict[tuple, dict] = {}
         for r in a.run.rank_ids:
             t = a.run.ranks[r].timeline
-            if t is None or not t.trace:
+            if t is None:
                 continue
             if t.trace_bytes <= MAX_TRACE_FILE_BYTES and t.trace_bytes <= budget:
                 budget -= t.trace_bytes
                 dest = f"{TRACE_DIR}/rank-{r}.trace.json"
-                self.exports.append(TraceExport(dest, t.trace, t.trace_needs_numbers))
+                self.exports.append(TraceExport(dest, t.source, t.trace_needs_numbers))
                 self._export_of[r] = dest
             else:
                 self._skipped_export.add(r)
@@ -242,7 +242,6 @@ class RankDetail:
                           "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
                          for rec in d.head(MAX_DETAIL_ROWS).to_dict("records")]
         sec["sources"] = sorted(set(ops.sources.values()))
-        sec["notes"] = ops.notes
         hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
         sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]
         return sec
