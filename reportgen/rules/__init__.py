@@ -1,24 +1,152 @@
 """The performance helper: rules that turn the analysis into findings.
 
-`RULES` is the explicit registry (one module per rule). It is empty in this version: the rules of the tuning
-guide are not implemented yet, so the report states that no findings were computed rather than
-pretending a run is healthy.
+`RULES` is the explicit registry, one module per rule, in the order of the tuning guide (data quality first,
+then single device, then the cluster: slow ranks, links, communication, pipeline, resources). Thresholds are data:
+each rule lists its own with defaults; `parse_overrides` reads a TOML file and `--set rule.name=value` items.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import tomllib
+from typing import Optional
+
 from reportgen.analysis import Analysis
+from reportgen.errors import ReportError
+from reportgen.rules import (
+    aicpu, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
+    mindinsight_parallel, operator_conversion, operator_dominant, operator_rank, pipeline_bubble, slow_link,
+    slow_rank, stage_imbalance, step_interval, tail_single,
+)
+from reportgen.rules.base import SEVERITIES, Context, Finding, Rule
 
-RULES: tuple = ()
+log = logging.getLogger("msreport")
+
+RULES: tuple[Rule, ...] = (
+    data_quality.RULE,
+    step_interval.RULE,
+    data_pipeline.RULE,
+    host_cpu.RULE,
+    tail_single.RULE,
+    slow_rank.RULE,
+    late_arrival.RULE,
+    slow_link.RULE,
+    communication_bound.RULE,
+    stage_imbalance.RULE,
+    pipeline_bubble.RULE,
+    host_bound.RULE,
+    memory_pressure.RULE,
+    operator_rank.RULE,
+    operator_conversion.RULE,
+    aicpu.RULE,
+    operator_dominant.RULE,
+    mindinsight_parallel.RULE,
+)
+
+SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-def run_rules(analysis: Analysis, overrides: dict | None = None) -> tuple[list[dict], dict]:
-    """Return (findings as summary.json dicts ordered by severity, thresholds used)."""
+class ThresholdError(ReportError):
+    """An unknown rule or threshold, or a value that is not a number."""
+
+
+def default_thresholds() -> dict[str, dict[str, float]]:
+    return {r.id: {k: t.default for k, t in r.thresholds.items()} for r in RULES}
+
+
+def _set(out: dict, rule_id: str, name: str, value, origin: str) -> None:
+    rules = {r.id: r for r in RULES}
+    if rule_id not in rules:
+        raise ThresholdError(f"{origin}: unknown rule {rule_id!r} (rules: {', '.join(sorted(rules))})")
+    if name not in rules[rule_id].thresholds:
+        raise ThresholdError(f"{origin}: rule {rule_id!r} has no threshold {name!r} "
+                             f"(it has: {', '.join(rules[rule_id].thresholds)})")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise ThresholdError(f"{origin}: {rule_id}.{name} must be a number, not {value!r}")
+    out.setdefault(rule_id, {})[name] = float(value)
+
+
+def parse_overrides(toml_text: Optional[str] = None, sets: Optional[list[str]] = None,
+                    toml_name: str = "thresholds file") -> dict[str, dict[str, float]]:
+    """Overrides from a TOML document (`[rule-id]` tables of `name = number`) and `rule.name=value` items
+    (later wins). Raises ThresholdError with a one-line message on anything unknown or not numeric."""
+    out: dict[str, dict[str, float]] = {}
+    if toml_text is not None:
+        try:
+            doc = tomllib.loads(toml_text)
+        except tomllib.TOMLDecodeError as e:
+            raise ThresholdError(f"{toml_name} is not valid TOML: {e}") from None
+        for rule_id, table in doc.items():
+            if not isinstance(table, dict):
+                raise ThresholdError(f"{toml_name}: {rule_id!r} must be a table ([{rule_id}]) of thresholds")
+            for name, value in table.items():
+                _set(out, rule_id, name, value, toml_name)
+    for item in sets or []:
+        key, sep, raw = item.partition("=")
+        rule_id, dot, name = key.strip().rpartition(".")
+        if not sep or not dot:
+            raise ThresholdError(f"--set {item!r}: expected RULE.THRESHOLD=VALUE, e.g. slow-rank.min_share=0.03")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ThresholdError(f"--set {item!r}: {raw.strip()!r} is not a number") from None
+        _set(out, rule_id, name.strip(), value, "--set")
+    return out
+
+
+def resolved_thresholds(overrides: Optional[dict] = None) -> dict[str, dict[str, float]]:
+    values = default_thresholds()
+    for rule_id, table in (overrides or {}).items():
+        values[rule_id].update(table)
+    return values
+
+
+def _subject(f: dict) -> tuple:
+    return (f["category"], f["phase"], frozenset(f["ranks"]), frozenset(f["links"]), frozenset(f["stages"]))
+
+
+def _merge(findings: list[dict]) -> list[dict]:
+    """An information finding about the same category and phase as a stronger one, whose subject is contained in
+    the stronger one's (an empty subject is contained in any), is folded into it as `evidence.related`."""
+    strong = [f for f in findings if f["severity"] != "info"]
+    out = []
+    for f in findings:
+        if f["severity"] == "info" and f["id"].startswith("mindinsight."):
+            host = next((s for s in strong if s["category"] == f["category"] and s["phase"] == f["phase"]
+                         and set(f["ranks"]) <= set(s["ranks"]) and set(f["links"]) <= set(s["links"])
+                         and set(f["stages"]) <= set(s["stages"])), None)
+            if host is None and f["category"] == "slow_link":
+                host = next((s for s in findings if s is not f and s["category"] == "slow_link"
+                             and set(f["links"]) <= set(s["links"])), None)
+            if host is not None:
+                host["evidence"].setdefault("related", []).append(
+                    {"id": f["id"], "title": f["title"], "evidence": f["evidence"]})
+                continue
+        out.append(f)
+    return out
+
+
+def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[dict], dict]:
+    """Return (findings as summary.json dicts ordered by severity, thresholds used per rule)."""
+    values = resolved_thresholds(overrides)
     findings: list[dict] = []
-    thresholds: dict = {}
-    for rule in RULES:  # pragma: no cover - no rules yet
-        findings.extend(rule.check(analysis, overrides or {}))
-        thresholds.update(rule.thresholds(overrides or {}))
-    order = {"critical": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: (order.get(f["severity"], 3), f["id"]))
-    return findings, thresholds
+    for n, rule in enumerate(RULES):
+        try:
+            found = rule.check(Context(analysis, values[rule.id]))
+        except Exception as e:  # noqa: BLE001 - one broken rule must not cost the report
+            log.warning("rule %s failed: %s: %s", rule.id, type(e).__name__, e)
+            found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",
+                             title=f"The rule {rule.id} could not run on this data ({type(e).__name__}: {e})",
+                             advice="This is a bug in msreport; please report it with the profile's layout.",
+                             page="rules.html")]
+        for k, f in enumerate(found):
+            d = f.to_dict()
+            d["rule"] = rule.id
+            d["_order"] = (n, k)
+            findings.append(d)
+    findings = _merge(findings)
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], f["_order"]))
+    for f in findings:
+        del f["_order"]
+    return findings, values

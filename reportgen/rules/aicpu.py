@@ -1,0 +1,72 @@
+"""AI CPU operators: operators that fall back to the AI CPU take a noticeable share of device time.
+
+msprof-analyze advisor AICPU Issues (any AI CPU task of 20 µs or more; share of time >= 5 % high, >= 3 % medium);
+tuning guide (GetNext on the AI CPU is data fetching in sink mode, not a fallback).
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.stats import type_totals
+
+# data fetching in sink mode, not operator fallbacks
+DATA_OPS = {"getnext", "initdata", "dynamicgetnext", "dynamicgetnextv2", "getnextfromqueue", "endofsequence"}
+
+THRESHOLDS = {
+    "info_share": Threshold(0.03, "AI CPU time / (AI Core + AI CPU time), median over ranks, from which it is "
+                                  "reported (msprof-analyze's 3 %, medium)"),
+    "warning_share": Threshold(0.05, "share from which it is a warning (msprof-analyze's 5 %, high)"),
+    "min_max_us": Threshold(20.0, "only when some AI CPU operator takes at least this many µs (msprof-analyze)"),
+}
+
+ADVICE = """\
+Operators running on the AI CPU are much slower than on the AI Core and break the device pipeline.
+- Usual causes: float64 / int64 / complex inputs, or shapes and attributes the AI Core kernel does not support;
+  cast inputs to float32/float16/int32 where the operator allows it.
+- Index-style operators (index, index_put, nonzero, argmin, unique) often fall back: rewrite them with masks or
+  gather/scatter forms that have AI Core kernels."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    t = type_totals(ctx.a, ("aicore", "aicpu"))
+    if t.empty or not (t["side"] == "aicpu").any():
+        return []
+    t = t[~((t["side"] == "aicpu") & t["op_type"].str.lower().isin(DATA_OPS))]
+    dev = t.groupby("rank")["total_ms"].sum()
+    cpu = t[t["side"] == "aicpu"]
+    c = cpu.groupby("rank")["total_ms"].sum().reindex(dev.index, fill_value=0.0)
+    share = (c / dev.where(dev > 0)).dropna()
+    if share.empty:
+        return []
+    med = float(share.median())
+    max_us = 0.0
+    for r in ctx.a.run.rank_ids:
+        ops = ctx.a.run.ranks[r].operators
+        if ops is not None and len(ops.by_type):
+            b = ops.by_type[(ops.by_type["side"] == "aicpu") & ~ops.by_type["op_type"].str.lower().isin(DATA_OPS)]
+            if len(b):
+                col = b["max_ms"] if b["max_ms"].notna().any() else b["avg_ms"]
+                max_us = max(max_us, float(col.max()) * 1000)
+    if med < ctx.t("info_share") or max_us < ctx.t("min_max_us"):
+        return []
+    by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
+    r = int(share.idxmax())
+    return [Finding(
+        id="operator-hotspot.aicpu", category="operator_hotspot",
+        severity="warning" if med >= ctx.t("warning_share") else "info",
+        title=f"AI CPU operators take {fmt_pct(med)} of device operator time ({', '.join(by_type.index[:3])})",
+        advice=ADVICE, why="AI CPU fallbacks are slow and serialise the device's work.",
+        page=f"ranks/rank-{r}.html#operators", ranks=sorted(int(x) for x in share.index),
+        evidence={"median_share": med, "max_share": float(share.max()), "longest_op_us": max_us,
+                  "types_ms": by_type.head(20).to_dict()},
+        table={"columns": ["AI CPU type", "Time, all ranks"],
+               "rows": [[k, fmt_ms(v)] for k, v in by_type.head(20).items()], "links": [None] * min(20, len(by_type))})]
+
+
+RULE = Rule(
+    id="aicpu", category="operator_hotspot", title="AI CPU operators",
+    description="""\
+AI CPU time / (AI Core + AI CPU time) per rank, median over ranks, leaving out the sink-mode data operators
+(GetNext, InitData, …). Reported when some AI CPU operator takes at least `min_max_us`: information from
+`info_share`, warning from `warning_share` (msprof-analyze's medium and high priorities).""",
+    thresholds=THRESHOLDS, check=check, source="msprof-analyze advisor AICPU Issues")

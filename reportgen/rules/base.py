@@ -1,0 +1,137 @@
+"""What a rule is, what a finding is, and how thresholds are looked up.
+
+A rule is a module that defines one `Rule`: a stable id, a finding category from the closed vocabulary of
+`docs/summary-json.md`, a markdown description for the rules page, its thresholds as data (name -> `Threshold`
+with default and meaning) and a `check(ctx)` function that returns `Finding`s. Rules read the `Analysis` only;
+they never read files and never write anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from reportgen.analysis import Analysis
+
+CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
+              "data_pipeline", "host_bound", "memory_pressure", "operator_hotspot", "data_quality")
+SEVERITIES = ("critical", "warning", "info")
+PHASES = ("step_interval", "compute", "communication", "free", "tail")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    default: float
+    doc: str  # what it means, with its unit and where the default comes from
+
+
+@dataclass
+class Finding:
+    id: str
+    category: str
+    severity: str
+    title: str
+    advice: str  # markdown
+    page: str  # site-relative page (and anchor) holding the evidence
+    why: str = ""  # one or two sentences: why it matters (markdown)
+    ranks: list[int] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # "src-dst", global ranks
+    transport: Optional[str] = None
+    stages: list[int] = field(default_factory=list)
+    phase: Optional[str] = None
+    files: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    table: Optional[dict] = None  # {"columns": [...], "rows": [[...]], "links": [href per row or None]}
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"unknown finding category {self.category!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+        if self.phase is not None and self.phase not in PHASES:
+            raise ValueError(f"unknown phase {self.phase!r}")
+
+    def to_dict(self) -> dict:
+        """The summary.json shape (contract keys first; `why` and `table` are extra keys)."""
+        return {
+            "id": self.id, "category": self.category, "severity": self.severity, "title": self.title,
+            "ranks": [int(r) for r in self.ranks], "links": list(self.links), "transport": self.transport,
+            "stages": [int(s) for s in self.stages], "phase": self.phase, "files": list(self.files),
+            "evidence": clean(self.evidence), "advice": self.advice, "page": self.page, "why": self.why,
+            **({"table": clean(self.table)} if self.table else {}),
+        }
+
+
+def clean(v: Any) -> Any:
+    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats rounded to 6 significant places."""
+    if isinstance(v, dict):
+        return {str(k): clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            v = v.item()
+        except (ValueError, AttributeError):
+            return str(v)
+    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        return float(f"{v:.6g}") if abs(v) < 1e15 else v
+    return str(v)
+
+
+class Context:
+    """What `check` gets: the analysis and the thresholds in force for this rule."""
+
+    def __init__(self, analysis: Analysis, values: dict[str, float]) -> None:
+        self.a = analysis
+        self._values = values
+
+    def t(self, name: str) -> float:
+        return self._values[name]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    title: str  # short name on the rules page
+    description: str  # markdown: what is checked, how severity is decided, which guide step it follows
+    thresholds: dict[str, Threshold]
+    check: Callable[[Context], list[Finding]]
+    source: str = ""  # where the logic and defaults come from
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"rule {self.id}: unknown category {self.category!r}")
+
+
+def fmt_ms(v: float) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f} ms"
+    if a >= 10:
+        return f"{v:.1f} ms"
+    if a >= 1:
+        return f"{v:.2f} ms"
+    return f"{v:.3f} ms"
+
+
+def fmt_pct(v: float, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v * 100:.{digits}f} %"
+
+
+def fmt_ranks(ranks: list[int], limit: int = 8) -> str:
+    ranks = [int(r) for r in ranks]
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    s = ", ".join(str(r) for r in ranks[:limit])
+    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
+    return f"ranks {s}{more}"

@@ -1,0 +1,161 @@
+"""Communication bound: communication not hidden by computation takes a large share of the step on all ranks.
+
+Tuning guide: data parallel step 3 (all tails similar and long -> AllReduce fusion, `all_reduce_fusion_config`),
+model parallel step 3 (pure communication long -> sharding strategy, redistribution), pipeline parallel step 2
+(a stage's pure collective share). MindInsight ParallelProposer `*_communication_rate` and
+`pipeline_parallel_within_stage` (threshold 10 %).
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+
+THRESHOLDS = {
+    "info_rate": Threshold(0.10, "share of the step from which it is reported as information "
+                                 "(MindInsight ParallelProposer's 10 %)"),
+    "warning_rate": Threshold(0.20, "share of the step from which it is a warning"),
+    "critical_rate": Threshold(0.40, "share of the step from which it is critical"),
+    "max_tail_spread": Threshold(0.25, "data parallel without overlap data: tails count as similar when "
+                                       "(max − min) / median of the ranks' tails is below this"),
+}
+
+ADVICE_DP = """\
+Gradient all-reduce is not hidden behind the backward pass.
+- MindSpore: tune the AllReduce fusion split (`all_reduce_fusion_config`, or `comm_fusion`) so that the first
+  buckets start while backward is still running; torch: adjust DDP `bucket_cap_mb` and make sure
+  `overlap_grad_reduce` / gradient-accumulation fusion is on.
+- Larger micro-batches or gradient accumulation communicate less often per sample."""
+
+ADVICE_MP = """\
+Pure communication (only communication operators running) is high on every rank: operator sharding probably inserts
+redistribution (tensor rearrangement) between operators whose strategies do not match.
+- Look at a rank's timeline for the communication operators in the pure-communication segments and check why each
+  was inserted; choose strategies so that consecutive operators share their split and no redistribution is needed.
+- Prefer sharding where it does not insert communication; keep tensor parallelism inside a host (HCCS) and
+  data / pipeline parallelism across hosts."""
+
+ADVICE_STAGE = """\
+Inside this pipeline stage, collective communication (excluding the receive from other stages) is not hidden by
+computation: operator sharding within the stage probably inserts redistribution. Apply the model-parallel analysis
+(pure communication segments in the stage's timeline) to the stage's ranks."""
+
+
+def _stage_times(ov) -> dict[int, float]:
+    """Mean stage time per stage: the profiler's stage column when present, else computation + communication."""
+    out = {}
+    for s in ov.stage_summary:
+        sel = ov.per_rank.loc[[r for r in s["ranks"] if r in ov.per_rank.index]]
+        if "stage" in sel and sel["stage"].notna().any() and float(sel["stage"].mean()) > 0:
+            out[int(s["stage"])] = float(sel["stage"].mean())
+        elif not math.isnan(s["step_ms"]):
+            out[int(s["stage"])] = float(s["step_ms"])
+    return out
+
+
+def _severity(rate: float, ctx: Context) -> str | None:
+    if rate is None or math.isnan(rate) or rate < ctx.t("info_rate"):
+        return None
+    if rate >= ctx.t("critical_rate"):
+        return "critical"
+    return "warning" if rate >= ctx.t("warning_rate") else "info"
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    if len(a.run.rank_ids) < 2:
+        return []
+    ov, st = a.overlap, a.steps
+    rates = ov.rates or {}
+    out: list[Finding] = []
+    mode = a.run.info.parallel_mode
+    if ov.view in ("model", "modern") and rates.get("communication_rate") is not None and \
+            not (ov.view == "modern" and len(ov.stages) > 1):
+        rate = float(rates["communication_rate"])
+        sev = _severity(rate, ctx)
+        if sev:
+            dp = mode == "data-parallel"
+            col = "communication_alone" if ov.view == "model" else "communication_not_overlapped"
+            shares = ov.per_rank["comm_share"].dropna()
+            out.append(Finding(
+                id="communication-bound.rate", category="communication_bound", severity=sev,
+                title=f"Communication not hidden by computation takes {fmt_pct(rate)} of the step over all ranks "
+                      f"(ranks from {fmt_pct(float(shares.min()))} to {fmt_pct(float(shares.max()))})",
+                advice=ADVICE_DP if dp else ADVICE_MP,
+                why="Communication that runs while no computation does adds straight to the step time on every "
+                    "rank.",
+                page="cluster/overlap.html#overlap-rates",
+                evidence={"rate": rate, "threshold_info": ctx.t("info_rate"),
+                          "mindinsight_key": "data_parallel_communication_rate" if dp
+                          else "model_parallel_communication_rate",
+                          "definition": rates.get("definition", ""), "column": col,
+                          "min_rank_share": float(shares.min()), "max_rank_share": float(shares.max())}))
+    within = rates.get("within_stage_rate") or {}
+    if len(ov.stages) > 1 and within:
+        vals = {int(s): float(v) for s, v in within.items() if v is not None and not math.isnan(float(v))}
+        times = _stage_times(ov)
+        # The guide: look at the pure collective share of the *long* stage. A fast stage's collectives are mostly
+        # waiting for the slow one, so its rate is shown but not judged.
+        longest = max(times, key=times.get) if times else None
+        mi_worst = max(vals, key=vals.get) if vals else None
+        if longest is not None and longest in vals and _severity(vals[longest], ctx):
+            rate = vals[longest]
+            others = sorted(s for s, v in vals.items() if s != longest and _severity(v, ctx))
+            out.append(Finding(
+                id="communication-bound.within-stage", category="communication_bound",
+                severity=_severity(rate, ctx),
+                title=f"Stage {longest}, the longest stage: collective communication not hidden by computation "
+                      f"takes {fmt_pct(rate)} of its step",
+                advice=ADVICE_STAGE, why="The whole pipeline runs at the pace of its longest stage; communication "
+                                         "inside it lengthens every step.",
+                page="cluster/overlap.html#overlap-stages", stages=[longest], ranks=[],
+                evidence={"rate": rate, "stage": longest, "per_stage": vals, "stage_time_ms": times,
+                          "mindinsight_key": "pipeline_parallel_within_stage",
+                          "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
+                          "other_stages_above_info_rate": others, "threshold_info": ctx.t("info_rate")},
+                table={"columns": ["Stage", "Stage time (ms)", "Pure collective / step"],
+                       "rows": [[s, round(times[s], 4) if s in times else None, fmt_pct(v, 2)]
+                                for s, v in sorted(vals.items())],
+                       "links": [None] * len(vals)}))
+        elif mi_worst is not None and _severity(vals[mi_worst], ctx):
+            out.append(Finding(
+                id="communication-bound.within-stage", category="communication_bound", severity="info",
+                title=f"Stage {mi_worst}: collective communication not hidden by computation takes "
+                      f"{fmt_pct(vals[mi_worst])} of its step, but it is not the longest stage (mostly waiting)",
+                advice=ADVICE_STAGE, why="A stage that is not the longest waits in its collectives for the others; "
+                                         "the share is a symptom rather than the cause.",
+                page="cluster/overlap.html#overlap-stages", stages=[mi_worst], ranks=[],
+                evidence={"rate": vals[mi_worst], "stage": mi_worst, "per_stage": vals, "stage_time_ms": times,
+                          "mindinsight_key": "pipeline_parallel_within_stage"}))
+    if ov.view == "none" and st.kind == "legacy" and "tail" in st.stats and "total" in st.stats:
+        tail = st.average["tail"].dropna()
+        med_tail, med_total = float(tail.median()), st.stats["total"].median
+        share = med_tail / med_total if med_total else math.nan
+        spread = float((tail.max() - tail.min()) / med_tail) if med_tail > 0 else math.inf
+        sev = _severity(share, ctx)
+        if sev and spread <= ctx.t("max_tail_spread"):
+            out.append(Finding(
+                id="communication-bound.tail", category="communication_bound", severity=sev,
+                title=f"Every rank's tail is long and similar: {fmt_pct(share)} of the step "
+                      f"(median {med_tail:.2f} ms, spread {fmt_pct(spread, 0)})",
+                advice=ADVICE_DP,
+                why="In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
+                    "no slow rank causes it: the AllReduce itself is exposed.",
+                page="cluster/step-trace.html", evidence={"tail_share": share, "median_tail_ms": med_tail,
+                                                          "median_step_ms": med_total, "tail_spread": spread}))
+    return out
+
+
+RULE = Rule(
+    id="communication-bound", category="communication_bound", title="Communication not hidden by computation",
+    description="""\
+MindInsight ParallelProposer's rates from the averaged step of every rank: Σ pure communication / Σ (computation +
+pure communication) (model or data parallel; for the Ascend layout Σ Communication (not overlapped) / Σ step), and
+per pipeline stage Σ pure collective (excluding receive) / Σ (computation + pure communication). A data-parallel
+MindInsight run without overlap files uses the tail: long on every rank and similar across ranks (spread under
+`max_tail_spread`). Severity: information from `info_rate` (MindInsight's 10 %), warning from `warning_rate`,
+critical from `critical_rate`.""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide, data parallel step 3, model parallel step 3, pipeline parallel step 2; MindInsight "
+           "ParallelProposer")

@@ -1,0 +1,134 @@
+"""Data pipeline: the host / chip data queues run dry, and which dataset operator holds them back.
+
+Tuning guide, single device, step interval long (non-sink and sink mode steps); MindInsight MinddataProposer
+(host queue empty in more than 30 % of steps -> data processing; else chip queue empty -> data transmission) and
+MinddataPipelineProposer (queue usage 0.8 / 0.6, per-operator advice).
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
+
+THRESHOLDS = {
+    "host_empty_rate": Threshold(0.3, "host queue empty in more than this fraction of the steps -> data "
+                                      "processing is the bottleneck (MindInsight's 30 %)"),
+    "min_interval_ms": Threshold(0.5, "the rank's step interval from which a dry queue is a warning (below it, "
+                                      "or without a step trace, it is information)"),
+    "min_share": Threshold(0.05, "and the fraction of the step the interval must reach"),
+}
+
+OP_ADVICE = {
+    "MapOp": "**{name}** (map) cannot keep up: raise its `num_parallel_workers`, simplify or vectorise its Python "
+             "transforms (or use C++ transforms), and check that the host has CPU to spare.",
+    "GeneratorOp": "**{name}** (generator) is slow: raise `num_parallel_workers` (with `python_multiprocessing`) or "
+                   "convert the data to MindRecord and read it with `MindDataset`.",
+    "BatchOp": "**{name}** (batch) is the limit: raise `prefetch_size` (`ds.config.set_prefetch_size`) and its "
+               "`num_parallel_workers`; a per-batch map inside batch is often the slow part.",
+    "source": "The source operators ({name}) read too slowly: raise their `num_parallel_workers`, use MindRecord, "
+              "cache the dataset, or read from faster storage.",
+    "other": "**{name}** is the slowest operator of the pipeline: raise its `num_parallel_workers`.",
+}
+
+ADVICE_PROCESS = """\
+The host queue is empty at most steps: data processing does not keep up with training (tuning guide, step 2 of
+both modes). Find the slow operator in the rank's pipeline table (input queue full, output queue empty) and speed it
+up; raising `num_parallel_workers`, MindRecord and caching are the usual levers."""
+
+ADVICE_TRANSMISSION = """\
+The host queue is fed but the chip-side queue runs dry: sending data from host to device is the limit. Check for
+custom per-batch work in the training script between the dataset iterator and the network (time it); if there is
+none, report it to the framework with this profile."""
+
+
+def _op_names(a, rank: int, ids: list[int]) -> tuple[str, str]:
+    dp = a.run.ranks[rank].dataprep
+    if dp is None or dp.ops is None or not len(dp.ops):
+        return "", "other"
+    by = {int(r.op_id): str(r.op_type) for r in dp.ops.itertuples()}
+    names = [f"{by.get(i, '?')} (id {i})" for i in ids]
+    types = {by.get(i, "") for i in ids}
+    kind = next((t for t in ("MapOp", "GeneratorOp", "BatchOp") if t in types), "other")
+    return ", ".join(names), kind
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    res = a.resources
+    st = a.steps
+    groups: dict[str, list[int]] = {}
+    rates: dict[int, float] = {}
+    for r, q in sorted(res.queues.items()):
+        verdict = ""
+        if q.host_total and q.host_empty > ctx.t("host_empty_rate") * q.host_total:
+            verdict = "data_process"
+        elif q.host_total and q.device_total and q.device_empty > 0:
+            verdict = "data_transmission"
+        if verdict:
+            groups.setdefault(verdict, []).append(r)
+            rates[r] = q.host_empty / q.host_total if q.host_total else math.nan
+    out = []
+    ii = st.average["iteration_interval"] if st.kind == "legacy" and "iteration_interval" in st.average else None
+    tot = st.average["total"] if st.kind and "total" in st.average else None
+    for verdict, ranks in groups.items():
+        costly = []
+        for r in ranks:
+            if ii is not None and r in ii.index and tot is not None and not math.isnan(ii[r]):
+                if ii[r] >= ctx.t("min_interval_ms") and ii[r] >= ctx.t("min_share") * tot[r]:
+                    costly.append(r)
+        sev = "warning" if costly else "info"
+        worst = max(ranks, key=lambda r: (r in costly, rates.get(r, 0)))
+        q = res.queues[worst]
+        ids, kind = res.bottlenecks.get(worst, ([], ""))
+        names, op_kind = _op_names(a, worst, ids)
+        op_line = ""
+        if names and kind in ("operator", "queue_drop"):
+            op_line = OP_ADVICE[op_kind].format(name=names)
+        elif names and kind == "source":
+            op_line = OP_ADVICE["source"].format(name=names)
+        cpu = res.cpu.get(worst)
+        if verdict == "data_process":
+            title = (f"{fmt_ranks(ranks).capitalize()}: the host data queue is empty in {q.host_empty} of "
+                     f"{q.host_total} steps ({fmt_pct(rates[worst], 0)}); data processing does not keep up")
+            advice = ADVICE_PROCESS + ("\n\n" + op_line if op_line else "")
+        else:
+            title = (f"{fmt_ranks(ranks).capitalize()}: the chip-side data queue ran dry in {q.device_empty} of "
+                     f"{q.device_total} batches while the host queue was fed; host-to-device transfer is the limit")
+            advice = ADVICE_TRANSMISSION
+        if sev == "info":
+            title += " (the step interval stays small)"
+        ev = {"verdict": verdict, "rank": worst, "host_queue_empty": q.host_empty, "host_queue_steps": q.host_total,
+              "host_empty_rate": rates.get(worst), "chip_queue_empty": q.device_empty,
+              "chip_queue_batches": q.device_total, "bottleneck_operator": names or None,
+              "bottleneck_kind": kind or None, "ranks_costing_time": costly}
+        if ii is not None and worst in ii.index:
+            ev["step_interval_ms"] = float(ii[worst])
+        if cpu is not None and cpu.busy is not None:
+            ev["host_cpu_busy_pct"] = cpu.busy
+        rows = []
+        for r in ranks[:50]:
+            qq = res.queues[r]
+            rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
+                         fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
+        out.append(Finding(
+            id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
+            advice=advice, why="A device waiting for input computes nothing; the step interval grows by the wait.",
+            page=f"ranks/rank-{worst}.html#data", ranks=ranks, evidence=ev,
+            table={"columns": ["Rank", "Host queue empty (steps)", "Chip queue empty (batches)", "Step interval"],
+                   "rows": rows, "links": [f"ranks/rank-{r}.html#data" for r in ranks[:50]]}))
+    return out
+
+
+RULE = Rule(
+    id="data-pipeline", category="data_pipeline", title="Data queues run dry",
+    description="""\
+MindInsight's queue reading for every rank with MindData queue files: the host queue empty in more than
+`host_empty_rate` of the steps → data processing; otherwise the chip-side (GetNext) queue ever empty → data
+transmission. The bottleneck dataset operator follows MindInsight's pipeline rule (input queues ≥ 0.8, output
+queue < 0.6; all queues low → the source operators) with the seed's "input full, output empty" fallback, and gets
+MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
+`min_share` of its step; information otherwise (the queue runs dry but the step barely waits).""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
+           "MinddataPipelineProposer")

@@ -1,0 +1,62 @@
+"""Data quality: missing, truncated or malformed inputs, with the files named.
+
+Every problem also goes to the data-quality table and `summary.json.data_quality`; this rule turns the ones that
+change the numbers into findings: errors (a file could not be read, or only partly) and warnings (data missing or
+inconsistent). Informational notes stay in the table.
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold
+
+THRESHOLDS = {
+    "max_findings": Threshold(20, "findings listed one per file; beyond this the rest are grouped into one"),
+}
+
+ADVICE = """\
+The numbers from the files named here are partial or missing, so verdicts about these ranks may be incomplete.
+Re-collect the profile for them if possible (check the disk was not full and the job was not killed while the
+profiler wrote its output), or copy the missing files from the hosts."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    by_file: dict[str, list] = {}
+    for i in ctx.a.issues:
+        if i.severity in ("error", "warning"):
+            by_file.setdefault(i.file, []).append(i)
+    if not by_file:
+        return []
+    order = sorted(by_file, key=lambda f: (0 if any(i.severity == "error" for i in by_file[f]) else 1, f))
+    limit = int(ctx.t("max_findings"))
+    out = []
+    for f in order[:limit]:
+        issues = by_file[f]
+        err = any(i.severity == "error" for i in issues)
+        first = issues[0].problem
+        title = (f"{f}: {first}" if f else first)
+        if len(issues) > 1:
+            title += f" (and {len(issues) - 1} more problem{'s' if len(issues) > 2 else ''})"
+        out.append(Finding(
+            id="data-quality.file" if f else "data-quality.run", category="data_quality",
+            severity="warning" if err else "info", title=title if len(title) < 300 else title[:297] + "…",
+            advice=ADVICE, why="Verdicts can only be as complete as the data they are computed from.",
+            page="index.html#data-quality", files=[f] if f else [],
+            evidence={"problems": [i.problem for i in issues[:10]], "severities": sorted({i.severity for i in issues})}))
+    rest = order[limit:]
+    if rest:
+        err = any(i.severity == "error" for f in rest for i in by_file[f])
+        out.append(Finding(
+            id="data-quality.more", category="data_quality", severity="warning" if err else "info",
+            title=f"{len(rest)} more files have problems (listed in the data-quality table)",
+            advice=ADVICE, page="index.html#data-quality", files=[f for f in rest if f],
+            evidence={"files": len(rest)}))
+    return out
+
+
+RULE = Rule(
+    id="data-quality", category="data_quality", title="Missing or malformed input",
+    description="""\
+One finding per input file with a problem of severity error or warning (at most `max_findings`, the rest grouped).
+Warning when a file could not be read or only partly (error), information when data is missing or inconsistent
+(warning). Notes of severity info stay in the data-quality table only.""",
+    thresholds=THRESHOLDS, check=check, source="developers' guide: bad input never silently drops data")

@@ -1,0 +1,43 @@
+"""Host CPU busy: the machine's CPUs are almost fully used while the run feeds its devices.
+
+MindInsight MinddataProposer `minddata_cpu_utilization`: 100 − mean idle above 80 %; the single-device guide's CPU
+reading (low user utilisation -> add threads; high sys utilisation -> fewer threads).
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ranks
+
+THRESHOLDS = {
+    "busy_pct": Threshold(80.0, "machine CPU utilisation (100 − idle, %) above which it is reported "
+                                "(MindInsight's 80 %)"),
+}
+
+ADVICE = """\
+The host's CPUs are nearly saturated, so data processing and operator dispatch compete for them.
+- Lower `num_parallel_workers` where system time is high (many context switches), raise them only where user time
+  is low; bind processes to cores (`taskset`, NUMA affinity) so that ranks of a host do not steal each other's CPUs.
+- Move heavy transforms off the host (device-side augmentation) or pre-process the dataset offline."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    cpu = ctx.a.resources.cpu
+    hot = {r: c.busy for r, c in cpu.items() if c.busy is not None and c.busy > ctx.t("busy_pct")}
+    if not hot:
+        return []
+    ranks = sorted(hot)
+    worst = max(hot, key=hot.get)
+    return [Finding(
+        id="host-cpu.busy", category="host_bound", severity="info",
+        title=f"Host CPU {hot[worst]:.0f} % busy on average ({fmt_ranks(ranks)}); above {ctx.t('busy_pct'):.0f} %",
+        advice=ADVICE, why="A saturated host slows data processing and the dispatch of work to the device.",
+        page=f"ranks/rank-{worst}.html#cpu", ranks=ranks,
+        evidence={"busy_pct": hot[worst], "rank": worst, "per_rank": hot, "threshold_pct": ctx.t("busy_pct")})]
+
+
+RULE = Rule(
+    id="host-cpu", category="host_bound", title="Host CPU busy",
+    description="""\
+Machine CPU utilisation from the MindData CPU file (100 − mean idle, first sample dropped, as MindInsight shows
+it) above `busy_pct`. Information: it explains a data-pipeline or host-bound finding rather than being one.""",
+    thresholds=THRESHOLDS, check=check, source="MindInsight MinddataProposer minddata_cpu_utilization")

@@ -1,0 +1,66 @@
+"""Late arrival (culprit vs victim): in a collective the late rank waits least; its peers' long waits point at it.
+
+Tuning guide, model parallel step 4 ("long wait -> there is a slow node"); MindInsight's communication graph (a
+node with a short wait may be the slow node); msprof-analyze's slow_rank recipe votes for the rank with the
+shortest operator in each collective.
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_ranks
+from reportgen.rules.slow_rank import slow_table
+from reportgen.rules.stats import standouts, step_reference
+
+THRESHOLDS = {
+    "z": Threshold(3.5, "robust z-score below the group's median wait, in a step"),
+    "min_rel": Threshold(0.5, "and waiting at least this fraction less than the median wait"),
+    "min_abs_ms": Threshold(1.0, "and at least this many ms less"),
+    "min_share": Threshold(0.05, "and the difference at least this fraction of the median step time"),
+    "persistence": Threshold(0.5, "fraction of its steps in which the rank must wait least"),
+}
+
+ADVICE = """\
+The ranks that wait least in collectives arrive last: the others wait for them. Treat them as the slow nodes:
+- open their pages and compare computation, data waiting (step interval) and free time with a peer's;
+- the waiting ranks are victims: their long wait disappears once the late rank is fixed.
+Wait time can only be compared within a communication group; ranks of different pipeline stages are compared
+separately."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    ca = a.comm
+    if not ca.has_data or ca.per_rank_step.empty or "wait_ms" not in ca.per_rank_step.columns:
+        return []
+    ref = step_reference(a.steps.per_step) if a.steps.kind else None
+    stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else None
+    found = standouts(ca.per_rank_step, "wait_ms", groups=stage_of, step_ms=ref, z=ctx.t("z"),
+                      min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
+                      persistence=ctx.t("persistence"), high=False)
+    if not found:
+        return []
+    ranks = [s.rank for s in found]
+    w = found[0]
+    n = len(found)
+    title = (f"{fmt_ranks(ranks).capitalize()} {'arrive' if n > 1 else 'arrives'} last at collectives: "
+             f"{'they wait' if n > 1 else 'it waits'} {fmt_ms(w.value_ms)} per step while peers wait "
+             f"{fmt_ms(w.median_ms)}")
+    return [Finding(
+        id="slow-rank.late-arrival", category="slow_rank", severity="warning", title=title, advice=ADVICE,
+        why="Every rank of a collective waits for its last member; the time the others spend waiting is lost on "
+            "all of them.",
+        page=f"cluster/communication.html#comm-rank-{w.rank}", ranks=ranks, phase="communication",
+        evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
+                  "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total},
+        table=slow_table(a, found, "Wait", stage_of is not None))]
+
+
+RULE = Rule(
+    id="late-arrival", category="slow_rank", title="Late arrival at collectives (culprit vs victims)",
+    description="""\
+Communication wait time per rank and step (from the communication files) is compared within each pipeline stage.
+A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
+wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
+wait for it. Severity: warning.""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe")

@@ -1,0 +1,65 @@
+"""Conversion operators (Cast, TransData) take a noticeable share of device computation.
+
+Tuning guide, single device, forward + backward long, step 1: "too many conversion operators (TransData, Cast) with
+noticeable time: remove redundant ones if they were added by hand; report it if the framework inserts them".
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.stats import type_totals
+
+CONVERSION = {"cast", "transdata", "transdatarnn", "transdatad"}
+
+THRESHOLDS = {
+    "info_share": Threshold(0.05, "conversion operators' share of AI Core time (median over ranks) from which it "
+                                  "is reported"),
+    "warning_share": Threshold(0.10, "share from which it is a warning"),
+}
+
+ADVICE = """\
+Data-type and layout conversions are pure overhead.
+- Cast: keep the model in one precision where accuracy allows (float16 / bfloat16 end to end, mixed precision
+  `O2`/`O3` rather than casting around single operators); remove hand-written casts that are not needed.
+- TransData: formats change between operators that prefer different layouts (NCHW ↔ NC1HWC0 / FRACTAL_NZ);
+  keep consecutive operators in the same format, use shapes aligned to 16, and report conversions the framework
+  inserts without need."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    t = type_totals(ctx.a, ("aicore",))
+    if t.empty:
+        return []
+    per_rank = t.groupby("rank")["total_ms"].sum()
+    conv = t[t["op_type"].str.lower().isin(CONVERSION)]
+    if conv.empty:
+        return []
+    c = conv.groupby("rank")["total_ms"].sum().reindex(per_rank.index, fill_value=0.0)
+    share = (c / per_rank.where(per_rank > 0)).dropna()
+    if share.empty:
+        return []
+    med = float(share.median())
+    if med < ctx.t("info_share"):
+        return []
+    by_type = conv.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
+    r = int(share.idxmax())
+    n = len(share)
+    return [Finding(
+        id="operator-hotspot.conversion", category="operator_hotspot",
+        severity="warning" if med >= ctx.t("warning_share") else "info",
+        title=f"Conversion operators ({', '.join(by_type.index[:3])}) take {fmt_pct(med)} of AI Core time"
+              + ("" if n == 1 else f" (median over {n} ranks)"),
+        advice=ADVICE, why="Every conversion is device time spent moving data rather than computing.",
+        page=f"ranks/rank-{r}.html#operators", ranks=sorted(int(x) for x in share.index),
+        evidence={"median_share": med, "max_share": float(share.max()), "types_ms": by_type.to_dict(),
+                  "rank_max": r, "rank_max_ms": float(c[r])},
+        table={"columns": ["Type", "Time, all ranks"], "rows": [[k, fmt_ms(v)] for k, v in by_type.items()],
+               "links": [None] * len(by_type)})]
+
+
+RULE = Rule(
+    id="operator-conversion", category="operator_hotspot", title="Cast / TransData share",
+    description="""\
+The share of AI Core time spent in Cast and TransData operators (per rank, median over ranks). Information from
+`info_share`, warning from `warning_share`.""",
+    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, forward + backward long, step 1")

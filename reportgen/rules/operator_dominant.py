@@ -1,0 +1,53 @@
+"""One operator type dominates device computation: where forward + backward time goes (tuning guide, single
+device, forward + backward long, step 1: look at the top operators first)."""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.stats import type_totals
+
+THRESHOLDS = {
+    "share": Threshold(0.5, "one type's share of AI Core time (all ranks) from which it is reported"),
+}
+
+ADVICE = """\
+Most device time is in one operator type, so that is where speed-ups pay:
+- in float32? switch to float16 / bfloat16 where accuracy allows (the guide's first lever);
+- shapes: dimensions that are multiples of 16 (or 128 / 256 for matrix units) run at full speed;
+- fused kernels (FlashAttention, fused optimizers, fused MatMul + bias / activation) replace chains of small ones.
+This is information: a model made of matrix multiplications is expected to spend its time in them."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    t = type_totals(ctx.a, ("aicore",))
+    if t.empty:
+        return []
+    by = t.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
+    total = float(by.sum())
+    if not total > 0:
+        return []
+    top, v = str(by.index[0]), float(by.iloc[0])
+    share = v / total
+    if share < ctx.t("share"):
+        return []
+    n = t["rank"].nunique()
+    r = int(t[t["op_type"] == top].sort_values("total_ms").iloc[-1]["rank"])
+    return [Finding(
+        id="operator-hotspot.dominant", category="operator_hotspot", severity="info",
+        title=f"{top} takes {fmt_pct(share)} of AI Core time" + ("" if n == 1 else f" over {n} ranks"),
+        advice=ADVICE, why="Optimising anything else can win at most the remaining "
+                           f"{fmt_pct(1 - share, 0)} of AI Core time.",
+        page=f"ranks/rank-{r}.html#operators", ranks=[] if n > 1 else [r],
+        evidence={"op_type": top, "share": share, "total_ms": v, "next_types": {
+            str(k): float(x) / total for k, x in by.iloc[1:4].items()}},
+        table={"columns": ["Type", "Time, all ranks", "Share"],
+               "rows": [[str(k), fmt_ms(float(x)), fmt_pct(float(x) / total)] for k, x in by.head(8).items()],
+               "links": [None] * min(8, len(by))})]
+
+
+RULE = Rule(
+    id="operator-dominant", category="operator_hotspot", title="One operator type dominates",
+    description="""\
+The AI Core operator type with the largest time over all ranks, reported as information when it holds at least
+`share` of AI Core time, with the guide's levers (precision, shapes, fused kernels).""",
+    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, forward + backward long, step 1")

@@ -1,0 +1,92 @@
+"""Operator type abnormally slow on one rank: the same operator type takes far longer on one rank than on the
+others (the Marey view's "long on one device: slow node"; MindInsight's cluster operator comparison)."""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.stats import type_totals
+
+THRESHOLDS = {
+    "min_ratio": Threshold(1.5, "the rank's time for the type is at least this many times the median over ranks"),
+    "min_share": Threshold(0.01, "and the difference is at least this fraction of a typical rank's operator time "
+                                 "(information)"),
+    "warning_share": Threshold(0.05, "difference (fraction of a typical rank's operator time) from which it is "
+                                     "a warning"),
+    "min_ranks": Threshold(3, "ranks with operator statistics needed to call one of them different"),
+}
+
+ADVICE = """\
+Only this rank is slow at this operator type, so the cause is local:
+- compare the operator's inputs on this rank with another rank's (shapes, data types, formats: a different shard or
+  an uneven split of the data), and its count (more calls on this rank?);
+- if the inputs are the same, the device may be degraded (frequency, temperature, memory errors): check its health.
+- Within a pipeline stage all ranks should run the same operators; across stages different layers are expected."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    t = type_totals(a, ("aicore", "aicpu", "hostcpu"))
+    if t.empty:
+        return []
+    ranks = sorted(t["rank"].unique())
+    if len(ranks) < ctx.t("min_ranks"):
+        return []
+    typical = float(t.groupby("rank")["total_ms"].sum().median())
+    stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else {}
+    piv = t.pivot_table(index=["side", "op_type"], columns="rank", values="total_ms", aggfunc="sum", fill_value=0.0)
+    hits = []
+    groups: dict[int, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(stage_of.get(int(r), 0), []).append(r)
+    for g, members in groups.items():
+        if len(members) < ctx.t("min_ranks"):
+            continue
+        sub = piv[members]
+        med = sub.median(axis=1)
+        for (side, op_type), row in sub.iterrows():
+            m = float(med[(side, op_type)])
+            if m <= 0:
+                continue
+            r = int(row.idxmax())
+            hi = float(row[r])
+            gap = hi - m
+            if hi >= ctx.t("min_ratio") * m and typical > 0 and gap >= ctx.t("min_share") * typical:
+                hits.append((gap, r, side, op_type, hi, m, g))
+    if not hits:
+        return []
+    hits.sort(reverse=True)
+    out = []
+    by_rank: dict[int, list] = {}
+    for h in hits:
+        by_rank.setdefault(h[1], []).append(h)
+    for r, hs in sorted(by_rank.items(), key=lambda kv: -kv[1][0][0])[:20]:
+        gap, _, side, op_type, hi, m, g = hs[0]
+        share = gap / typical
+        out.append(Finding(
+            id="operator-hotspot.slow-on-rank", category="operator_hotspot",
+            severity="warning" if share >= ctx.t("warning_share") else "info",
+            title=f"Rank {r} spends {fmt_ms(hi)} in {op_type} against a median of {fmt_ms(m)} on its peers "
+                  f"({hi / m:.1f}×)" + (f", and {len(hs) - 1} more type{'s' if len(hs) > 2 else ''}"
+                                         if len(hs) > 1 else ""),
+            advice=ADVICE, why=f"The extra {fmt_ms(gap)} is {fmt_pct(share)} of a typical rank's operator time; "
+                               "collectives make the others wait for it.",
+            page=f"ranks/rank-{r}.html#operators", ranks=[r],
+            evidence={"op_type": op_type, "side": side, "value_ms": hi, "median_ms": m, "ratio": hi / m,
+                      "gap_share_of_operator_time": share, "basis": a.resources.operator_basis,
+                      "compared_within": f"stage {g}" if stage_of else "cluster"},
+            table={"columns": ["Type", "Runs on", "This rank (ms)", "Peers' median (ms)", "Ratio"],
+                   "rows": [[h[3], h[2], round(h[4], 4), round(h[5], 4), round(h[4] / h[5], 2)] for h in hs[:20]],
+                   "links": [None] * min(20, len(hs))}))
+    return out
+
+
+RULE = Rule(
+    id="operator-rank", category="operator_hotspot", title="Operator type slow on one rank",
+    description="""\
+For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not work), the time on each rank is
+compared with the median over the ranks of its pipeline stage (at least `min_ranks`). A rank is reported when its
+time is at least `min_ratio` × the median and the difference is at least `min_share` of a typical rank's operator
+time (information), `warning_share` (warning). Totals cover what the profiler recorded (per step for MindInsight,
+the profiled window for Ascend).""",
+    thresholds=THRESHOLDS, check=check, source="MindInsight cluster operator view; Marey view interpretation "
+                                               "(long on one device: slow node)")

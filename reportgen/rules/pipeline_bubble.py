@@ -1,0 +1,73 @@
+"""Pipeline bubble: time spent only receiving from other stages (waiting for them) is a large share of the step.
+
+Tuning guide, pipeline parallel step 3 (pure communication, receive only); MindInsight ParallelProposer
+`pipeline_parallel_between_stage` (threshold 10 %); msprof-analyze: Bubble -> PP bubble.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+
+THRESHOLDS = {
+    "info_rate": Threshold(0.10, "Σ receive-only (bubble) / Σ step over all ranks from which it is reported as "
+                                 "information (MindInsight's 10 %)"),
+    "warning_rate": Threshold(0.20, "from which it is a warning"),
+    "critical_rate": Threshold(0.40, "from which it is critical"),
+}
+
+ADVICE = """\
+Stages wait for each other. With balanced stages the remaining bubble is the pipeline's fill and drain, about
+(stages − 1) / (micro-batches + stages − 1) of the step.
+- If the stage-imbalance finding names a slow stage, move layers out of it first (the FLOPs per stage on the
+  Resources page show where the work is).
+- Otherwise raise the number of micro-batches (`micro_batch_num` / gradient accumulation), or use an interleaved
+  (virtual pipeline) schedule to shrink fill and drain.
+- Check the receive operators' order in a waiting stage's timeline: a receive scheduled too late is also a bubble."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    ov = a.overlap
+    if len(ov.stages) < 2 or not ov.rates:
+        return []
+    rate = ov.rates.get("between_stage_rate")
+    if rate is None or math.isnan(float(rate)):
+        return []
+    rate = float(rate)
+    if rate < ctx.t("info_rate"):
+        return []
+    sev = "critical" if rate >= ctx.t("critical_rate") else "warning" if rate >= ctx.t("warning_rate") else "info"
+    per_stage = []
+    for s in ov.stage_summary:
+        share = s["wait_ms"] / s["step_ms"] if s["step_ms"] and not math.isnan(s["wait_ms"]) else math.nan
+        per_stage.append((s["stage"], s["wait_ms"], share))
+    waiting = [st for st, _, sh in per_stage if not math.isnan(sh) and sh >= ctx.t("info_rate")]
+    col = "bubble" if ov.view == "modern" else "receive_alone"
+    label = "Bubble" if ov.view == "modern" else "Pure receive"
+    return [Finding(
+        id="pipeline-bubble.between-stage", category="pipeline_bubble", severity=sev,
+        title=f"Waiting for other stages (receive only) takes {fmt_pct(rate)} of the step over all ranks"
+              + (f"; most in stage {max(per_stage, key=lambda x: -1 if math.isnan(x[2]) else x[2])[0]}"
+                 if per_stage else ""),
+        advice=ADVICE, why="During the bubble the device computes nothing: it is idle time multiplied by every rank "
+                           "of the waiting stage.",
+        page="cluster/overlap.html#overlap-stages", stages=waiting,
+        evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
+                  "threshold_info": ctx.t("info_rate"), "definition": ov.rates.get("definition", ""),
+                  "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
+        table={"columns": ["Stage", f"{label} per step (ms)", f"{label} / step"],
+               "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage],
+               "links": [None] * len(per_stage)})]
+
+
+RULE = Rule(
+    id="pipeline-bubble", category="pipeline_bubble", title="Pipeline bubble (waiting for other stages)",
+    description="""\
+MindInsight ParallelProposer's between-stage rate: Σ pure receive / Σ (computation + pure communication) over all
+ranks (Ascend layout: Σ Bubble / Σ step). Severity: information from `info_rate` (MindInsight's 10 %), warning
+from `warning_rate`, critical from `critical_rate`. The stages listed are those whose own receive share reaches
+`info_rate`.""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide, pipeline parallel step 3; MindInsight ParallelProposer pipeline_parallel_between_stage")

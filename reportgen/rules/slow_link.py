@@ -1,0 +1,99 @@
+"""Slow link: a link whose bandwidth is far below the links of the same transport.
+
+Tuning guide, model parallel step 4 ("long transit time: look at the link bandwidth"); msprof-analyze's reading
+of the communication matrix (compare bandwidth by transport type); MindInsight ParallelProposer `cluster_link`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.stats import MAD_SCALE
+
+THRESHOLDS = {
+    "min_drop": Threshold(0.3, "a link is slow below (1 − min_drop) × the median bandwidth of its transport"),
+    "z": Threshold(3.5, "and more than this many robust standard deviations below that median"),
+    "min_size_mb": Threshold(1.0, "links that moved less than this per step are latency-bound and not compared"),
+    "min_peers": Threshold(3, "links of the same transport needed for a median"),
+    "min_share": Threshold(0.01, "time lost on the link per step (time − size / median bandwidth), as a fraction "
+                                 "of the step, from which the finding is a warning rather than information"),
+    "min_lost_ms": Threshold(0.5, "and at least this many ms lost per step"),
+    "critical_share": Threshold(0.2, "lost time per step from which the finding is critical"),
+}
+
+ADVICE = """\
+A link much slower than its peers of the same transport slows every collective that uses it (a ring all-reduce
+runs at the speed of its slowest hop).
+- Check the two devices' network ports and cables, link error and retransmission counters (`hccn_tool`), and for
+  RDMA the switch port and its congestion / PFC settings.
+- If the link is slow only in some operators, look at the per-operator distribution on the Communication page:
+  small packets (under 16 MB on SDMA, 1 MB on RDMA) reach low bandwidth by nature."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    pairs = a.comm.pairs if a.comm.has_data else None
+    if pairs is None or pairs.empty:
+        return []
+    step_ms = a.steps.stats["total"].median if "total" in a.steps.stats else math.nan
+    p = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= ctx.t("min_size_mb"))
+              & pairs["bandwidth_gbps"].notna() & (pairs["bandwidth_gbps"] > 0)]
+    findings = []
+    for transport, f in p.groupby("transport"):
+        if len(f) < ctx.t("min_peers"):
+            continue
+        med = float(f["bandwidth_gbps"].median())
+        mad = float((f["bandwidth_gbps"] - med).abs().median())
+        floor = max(ctx.t("min_drop") * med, ctx.t("z") * MAD_SCALE * mad)
+        slow = f[(med - f["bandwidth_gbps"]) > floor].copy()
+        if slow.empty:
+            continue
+        slow["expected_ms"] = slow["size_mb"] / med
+        slow["lost_ms"] = slow["time_ms"] - slow["expected_ms"]
+        slow = slow.sort_values("lost_ms", ascending=False)
+        w = slow.iloc[0]
+        lost_share = float(w["lost_ms"]) / step_ms if step_ms and not math.isnan(step_ms) else math.nan
+        if (not math.isnan(lost_share) and lost_share >= ctx.t("critical_share")):
+            severity = "critical"
+        elif float(w["lost_ms"]) >= ctx.t("min_lost_ms") and (math.isnan(lost_share)
+                                                               or lost_share >= ctx.t("min_share")):
+            severity = "warning"
+        else:
+            severity = "info"
+        links = [f"{int(s)}-{int(d)}" for s, d in zip(slow["src"], slow["dst"])]
+        n = len(links)
+        title = (f"{'Link' if n == 1 else f'{n} links'} {', '.join(links[:4])}{' …' if n > 4 else ''} "
+                 f"({transport}) {'runs' if n == 1 else 'run'} at {float(w['bandwidth_gbps']):.2f} GB/s, "
+                 f"{fmt_pct(float(w['bandwidth_gbps']) / med, 0)} of the {med:.2f} GB/s median of {len(f)} "
+                 f"{transport} links")
+        rows = [[int(r.src), int(r.dst), round(float(r.size_mb), 3), round(float(r.time_ms), 4),
+                 round(float(r.bandwidth_gbps), 4), fmt_pct(float(r.bandwidth_gbps) / med, 0),
+                 round(float(r.lost_ms), 4)] for r in slow.head(50).itertuples()]
+        findings.append(Finding(
+            id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=ADVICE,
+            why=(f"About {fmt_ms(float(w['lost_ms']))} per step is spent on this link beyond what the median "
+                 f"{transport} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
+                                                        if not math.isnan(lost_share) else ".")),
+            page="cluster/communication.html#comm-links", links=links, transport=str(transport),
+            ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
+            evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
+                      "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),
+                      "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f)},
+            table={"columns": ["Source", "Destination", "Size (MB)", "Time (ms)", "Bandwidth (GB/s)",
+                               "vs median", "Lost (ms)"], "rows": rows, "links": [None] * len(rows)}))
+    return findings
+
+
+RULE = Rule(
+    id="slow-link", category="slow_link", title="Slow link",
+    description="""\
+Links between two devices (all communication groups summed, per averaged step) are compared with the other links
+of the same transport (HCCS, RDMA, SDMA, PCIE, SIO; LOCAL and links under `min_size_mb` are left out; at least
+`min_peers` links). A link is slow when its bandwidth is more than `min_drop` below the transport's median and
+more than `z` robust standard deviations below it. Severity follows the time lost on the link (its time minus
+size / median bandwidth): critical from `critical_share` of the step, warning from `min_share` and
+`min_lost_ms`, information below.""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide, model parallel step 4; msprof-analyze communication matrix reading; MindInsight "
+           "cluster_link")

@@ -1,0 +1,176 @@
+"""Slow rank: one rank (or a few) noticeably slower than its peers in one phase of the step, in most steps.
+
+Tuning guide, cluster part, steps 1-3 of data / model / pipeline parallel; seed 003's delimitation for the Ascend
+layout (Computing -> compute, Free -> host dispatch, Communication (not overlapped) -> communication).
+"""
+
+from __future__ import annotations
+
+from reportgen.analysis import Analysis
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
+from reportgen.rules.stats import Standout, standouts, step_reference
+
+THRESHOLDS = {
+    "z": Threshold(3.5, "robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)"),
+    "min_rel": Threshold(0.05, "and at least this fraction above the median of its group (msprof-analyze's 5 %)"),
+    "min_abs_ms": Threshold(1.0, "and at least this many ms above it (microsecond noise never fires)"),
+    "min_share": Threshold(0.05, "and by at least this fraction of the median step time: the time the "
+                                 "whole cluster loses waiting for it (msprof-analyze divides by the step too)"),
+    "persistence": Threshold(0.5, "fraction of its steps in which the rank must stand out"),
+    "critical_share": Threshold(0.2, "excess per step (as a fraction of the step) from which the finding is "
+                                     "critical rather than a warning"),
+}
+
+WHY = ("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
+       "is lost on every device (the bucket effect of the tuning guide).")
+
+# phase -> (finding phase, label, verb phrase, advice)
+ADVICE = {
+    "step_interval": """\
+The step interval is the time a rank waits for its training data before the step starts.
+- Open the rank's page, **Data preparation**: if the host queue is mostly empty, data processing is the bottleneck
+  (see the pipeline operator flagged there); otherwise sending the data to the device is.
+- Compare the rank's host with the others (CPU load, disk, other processes): one slow host delays every rank.""",
+    "compute": """\
+This rank takes longer to compute the same work as its peers.
+- Open the rank's page, **Operators**: compare its top operator types with another rank's (the Resources page
+  shows every type across ranks, with the slow rank in red).
+- A device that is slower on every operator is usually a hardware or frequency problem (throttling, a degraded
+  card): check the device's health and AI Core frequency; a single slow operator type points at its inputs
+  (shapes, data types) on that rank.""",
+    "free": """\
+Free time is time the device has nothing to run: the host does not dispatch work fast enough on this rank.
+- Look for host-side work on this rank only (logging, checkpoint saving, Python code in the step, CPU contention on
+  its host) and for synchronisation calls (`.item()`, `.cpu()`, stream synchronise) in the training loop.""",
+    "communication": """\
+This rank spends longer than its peers in communication that is not hidden by computation.
+- When its peers compute longer, it is the victim that waits for them: fix the slow ranks first.
+- Otherwise check its links on the Communication page (a slow link raises the time of every collective it takes part
+  in) and its own communication operators (wait vs transit).""",
+    "tail": """\
+A long tail on a few ranks usually means they finished forward and backward early and wait in the gradient
+all-reduce for a slower rank: the slow rank is elsewhere. Fix the slow ranks named in the other findings; if none is
+found, look at this rank's collectives and links on the Communication page.""",
+}
+
+TITLES = {
+    "step_interval": "wait{s} longer for data than {peers}",
+    "compute": "compute{s} longer than {peers}",
+    "free": "{has} more idle device time (free) than {peers}",
+    "communication": "spend{s} more time in exposed communication than {peers}",
+    "tail": "{has} a longer tail than {peers}",
+}
+
+
+def _series(a: Analysis) -> list[tuple[str, str, object, str, bool, str]]:
+    """(phase, column, per_step frame, page anchor prefix, group by stage, page)."""
+    st, ov = a.steps, a.overlap
+    out = []
+    if st.kind == "legacy":
+        out.append(("step_interval", "iteration_interval", st.per_step, "cluster/step-trace.html#rank-", False))
+        if ov.view in ("model", "pipeline") and "computation" in ov.per_step.columns:
+            out.append(("compute", "computation", ov.per_step, "cluster/overlap.html#overlap-rank-", True))
+        else:
+            out.append(("compute", "fp_and_bp", st.per_step, "cluster/step-trace.html#rank-", True))
+        out.append(("tail", "tail", st.per_step, "cluster/step-trace.html#rank-", True))
+    elif st.kind == "modern":
+        out.append(("compute", "computing", st.per_step, "cluster/step-trace.html#rank-", True))
+        out.append(("free", "free", st.per_step, "cluster/step-trace.html#rank-", True))
+        out.append(("communication", "communication_not_overlapped", st.per_step,
+                    "cluster/step-trace.html#rank-", True))
+    return out
+
+
+def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool) -> dict:
+    cols = ["Rank", "Host", *(["Stage"] if by_stage and a.run.info.stages > 1 else []), f"{label} (ms)",
+            "Peers' median (ms)", "Excess (ms)", "Excess / step", "Steps standing out"]
+    rows, links = [], []
+    for s in found[:50]:
+        info = a.run.ranks[s.rank].info if s.rank in a.run.ranks else None
+        rows.append([s.rank, (info.host or "") if info else "",
+                     *([s.group] if by_stage and a.run.info.stages > 1 else []),
+                     round(s.value_ms, 4), round(s.median_ms, 4), round(s.excess_ms, 4),
+                     fmt_pct(s.share), f"{s.steps_out} of {s.steps_total}"])
+        links.append(f"ranks/rank-{s.rank}.html")
+    return {"columns": cols, "rows": rows, "links": links}
+
+
+def _host_note(a: Analysis, ranks: list[int]) -> str:
+    hosts: dict[str, list[int]] = {}
+    for r in a.run.rank_ids:
+        h = a.run.ranks[r].info.host
+        if h:
+            hosts.setdefault(h, []).append(r)
+    whole = [h for h, rs in hosts.items() if len(rs) >= 2 and set(rs) <= set(ranks)]
+    if whole:
+        return f" All ranks of host{'s' if len(whole) > 1 else ''} {', '.join(sorted(whole)[:6])} stand out: " \
+               "suspect the host rather than single devices."
+    return ""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    findings = []
+    ref = step_reference(a.steps.per_step) if a.steps.kind else None
+    stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else None
+    culprits: list[int] = []
+    for phase, col, frame, anchor, by_stage, in _series(a):
+        if frame is None or col not in getattr(frame, "columns", ()):
+            continue
+        found = standouts(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t("z"),
+                          min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
+                          persistence=ctx.t("persistence"))
+        if not found:
+            continue
+        ranks = [s.rank for s in found]
+        if phase in ("step_interval", "compute"):
+            culprits.extend(ranks)
+        worst = found[0]
+        n = len(found)
+        peers = "their peers" if n > 1 else "its peers"
+        if by_stage and stage_of:
+            peers += " in the same stage"
+        verb = TITLES[phase].format(s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
+        subject = fmt_ranks(ranks).capitalize()
+        title = (f"{subject} {verb}: +{fmt_ms(worst.excess_ms)} per step"
+                 + (f" ({fmt_pct(worst.excess_ms / worst.median_ms, 0)})" if worst.median_ms > 0 else "")
+                 + f", in {worst.steps_out} of {worst.steps_total} steps")
+        severity = "critical" if worst.share >= ctx.t("critical_share") else "warning"
+        why = WHY
+        advice = ADVICE[phase]
+        if phase == "tail":
+            severity = "info"
+            others = sorted(set(culprits) - set(ranks))
+            why = ("A long tail is usually waiting, not work: " +
+                   (f"{fmt_ranks(others)} {'is' if len(others) == 1 else 'are'} slower in forward/backward or data "
+                    "and make the others wait." if others else "no slower rank was found in the other phases."))
+            if not others:
+                severity = "warning"
+        label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
+                 "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
+        findings.append(Finding(
+            id=f"slow-rank.{phase.replace('_', '-')}", category="slow_rank", severity=severity, title=title,
+            advice=advice, why=why + _host_note(a, ranks), page=f"{anchor}{worst.rank}", ranks=ranks, phase=phase,
+            evidence={"value_ms": worst.value_ms, "cluster_median_ms": worst.median_ms,
+                      "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
+                      "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
+                      "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
+                      "column": col},
+            table=slow_table(a, found, label, by_stage)))
+    return findings
+
+
+RULE = Rule(
+    id="slow-rank", category="slow_rank", title="Slow rank",
+    description="""\
+For each phase of the step (MindInsight: step interval, computation, tail; Ascend `step_trace_time.csv`: Computing,
+Free, Communication (not overlapped)), every rank is compared in **every step** with the ranks of its pipeline
+stage (the whole cluster for the step interval and for runs without stages). A rank stands out in a step when it is
+above the median by more than `z` robust standard deviations, `min_rel` of the median, `min_abs_ms` and
+`min_share` of the step time; it is reported when it stands out in at least `persistence` of its steps.
+Severity: critical when the excess is at least `critical_share` of the step, otherwise warning. A long **tail**
+is reported as information when a slower rank was found in another phase (its tail is waiting, the guide's
+reasoning), as a warning otherwise.""",
+    thresholds=THRESHOLDS, check=check,
+    source="tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
+           "(spread / step ≥ 5 %); seed 003 delimitation")

@@ -1,0 +1,71 @@
+"""Step interval long on every rank: the step waits for its data (the tuning guide's first single-device check).
+
+MindInsight StepTraceProposer: average step interval above 0.5 ms; the guide: ideally under 1 ms. A rank whose
+interval alone is long is a slow rank (slow-rank.step-interval); this rule is about the cluster as a whole (or the
+single device).
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+
+THRESHOLDS = {
+    "info_ms": Threshold(0.5, "median step interval over ranks from which it is reported (MindInsight's "
+                              "StepTraceProposer, 0.5 ms)"),
+    "warning_share": Threshold(0.05, "and the fraction of the step from which it is a warning"),
+    "critical_share": Threshold(0.25, "fraction of the step from which it is critical"),
+}
+
+ADVICE = """\
+Data for the next step is not ready when the device needs it. Follow the tuning guide's data-preparation steps on
+a rank's page (**Data preparation**):
+- **non-sink mode:** host queue size mostly 0 → data processing is the bottleneck (find the slow dataset operator
+  in the pipeline table); otherwise sending the data to the device is: look for custom per-batch Python work between
+  the iterator and the network (time it), else report it to the framework;
+- **sink mode:** chip (data) queue never empty → the GetNext operator is slow (AI CPU operators); queue sometimes
+  empty and host queue never empty → host-to-device transfer; host queue empty → data processing.
+- Data processing: raise `num_parallel_workers` of the slow operator, convert the dataset to MindRecord, cache,
+  and move heavy Python transforms to C++ ops or the device."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    st = ctx.a.steps
+    if st.kind != "legacy" or "iteration_interval" not in st.stats or "total" not in st.stats:
+        return []
+    med = st.stats["iteration_interval"].median
+    total = st.stats["total"].median
+    if med < ctx.t("info_ms"):
+        return []
+    share = med / total if total else 0.0
+    sev = ("critical" if share >= ctx.t("critical_share") else "warning" if share >= ctx.t("warning_share")
+           else "info")
+    ii = st.average["iteration_interval"].dropna()
+    ranks = sorted(int(r) for r in ii.index[ii >= ctx.t("info_ms")])
+    verdicts = {}
+    for r in ranks:
+        q = ctx.a.resources.queues.get(r)
+        if q is not None and q.verdict:
+            verdicts.setdefault(q.verdict, []).append(r)
+    n = len(ii)
+    where = "the device" if n == 1 else f"{len(ranks)} of {n} ranks"
+    title = (f"The step waits {fmt_ms(med)} for data (step interval, median over ranks): {fmt_pct(share)} of the "
+             f"step" + ("" if n == 1 else f", on {where}"))
+    if sev == "info":
+        title += "; small against the step"
+    return [Finding(
+        id="step-interval.long", category="data_pipeline", severity=sev, title=title, advice=ADVICE,
+        why="While the step waits for data the device computes nothing; the guide expects the interval under 1 ms.",
+        page="cluster/step-trace.html" if n > 1 else f"ranks/rank-{ranks[0] if ranks else ii.index[0]}.html#data",
+        ranks=ranks,
+        evidence={"median_ms": med, "share_of_step": share, "median_step_ms": total,
+                  "mindinsight_threshold_ms": ctx.t("info_ms"), "queue_readings": verdicts})]
+
+
+RULE = Rule(
+    id="step-interval", category="data_pipeline", title="Step interval long (waiting for data)",
+    description="""\
+The median of the ranks' average step interval (MindInsight step trace). Reported from `info_ms` (MindInsight's
+StepTraceProposer threshold, 0.5 ms) as information; a warning when it is also at least `warning_share` of the
+step, critical from `critical_share`. The data-pipeline rule says why, rank by rank, from the queues.""",
+    thresholds=THRESHOLDS, check=check, source="tuning guide, single device: step interval long; MindInsight "
+                                               "StepTraceProposer")

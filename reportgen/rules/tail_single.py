@@ -1,0 +1,50 @@
+"""Tail long on a single device: after forward + backward, parameter update takes a large share of the step.
+
+Tuning guide, single device, tail long: "in single-device training this phase is short; if it is long, look at the
+parameter-update operators in the timeline". In a cluster the tail holds the gradient all-reduce: see the
+communication-bound and slow-rank rules.
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+
+THRESHOLDS = {
+    "info_share": Threshold(0.10, "tail / step from which it is reported"),
+    "warning_share": Threshold(0.20, "tail / step from which it is a warning"),
+}
+
+ADVICE = """\
+On one device the tail is the parameter update (optimizer) and little else. Download the rank's timeline, open it in
+Perfetto and look at the operators after the last backward operator: an unfused optimizer (one small kernel per
+parameter), float32 master-weight copies or a host-side step are the usual causes. Fused optimizers
+(`FusedAdam`-style, `ApplyAdam` fusion) and fewer, larger parameter tensors shorten it."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    st = a.steps
+    if len(a.run.rank_ids) != 1 or st.kind != "legacy" or "tail" not in st.average:
+        return []
+    r = a.run.rank_ids[0]
+    row = st.average.loc[r] if r in st.average.index else None
+    if row is None or not row["total"] > 0:
+        return []
+    share = float(row["tail"]) / float(row["total"])
+    if share < ctx.t("info_share"):
+        return []
+    return [Finding(
+        id="operator-hotspot.tail", category="operator_hotspot",
+        severity="warning" if share >= ctx.t("warning_share") else "info",
+        title=f"The tail (parameter update) takes {fmt_ms(float(row['tail']))} per step, {fmt_pct(share)} of the step",
+        advice=ADVICE, why="On a single device the tail is normally short; a long one is optimizer overhead.",
+        page=f"ranks/rank-{r}.html#step-trace", ranks=[r], phase="tail",
+        evidence={"tail_ms": float(row["tail"]), "step_ms": float(row["total"]), "share": share})]
+
+
+RULE = Rule(
+    id="tail-single-device", category="operator_hotspot", title="Tail long on a single device",
+    description="""\
+Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`, warning
+from `warning_share`.""",
+    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, tail long")
