@@ -16,7 +16,7 @@ from reportgen.analysis import Analysis
 from reportgen.errors import ReportError
 from reportgen.rules import (
     aicpu, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
-    mindinsight_parallel, operator_conversion, operator_dominant, operator_rank, pipeline_bubble, slow_link,
+    mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, step_interval, tail_single,
 )
 from reportgen.rules.base import SEVERITIES, Context, Finding, Rule
@@ -42,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     aicpu.RULE,
     operator_dominant.RULE,
     mindinsight_parallel.RULE,
+    msprof_advisor.RULE,
 )
 
 SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
@@ -112,7 +113,7 @@ def _merge(findings: list[dict]) -> list[dict]:
     strong = [f for f in findings if f["severity"] != "info"]
     out = []
     for f in findings:
-        if f["severity"] == "info" and f["id"].startswith("mindinsight."):
+        if f["severity"] == "info" and f["id"].startswith(("mindinsight.", "msprof-analyze.")):
             host = next((s for s in strong if s["category"] == f["category"] and s["phase"] == f["phase"]
                          and set(f["ranks"]) <= set(s["ranks"]) and set(f["links"]) <= set(s["links"])
                          and set(f["stages"]) <= set(s["stages"])), None)

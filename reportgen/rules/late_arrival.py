@@ -7,6 +7,8 @@ shortest operator in each collective.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_ranks
 from reportgen.rules.slow_rank import slow_table
 from reportgen.rules.stats import standouts, step_reference
@@ -17,6 +19,9 @@ THRESHOLDS = {
     "min_abs_ms": Threshold(1.0, "and at least this many ms less"),
     "min_share": Threshold(0.05, "and the difference at least this fraction of the median step time"),
     "persistence": Threshold(0.5, "fraction of its steps in which the rank must wait least"),
+    "elapse_share": Threshold(0.5, "and its whole communication time must be shorter than the peers' median by at "
+                                   "least this fraction of the wait difference (else the wait went into transfer: "
+                                   "a slow link, not a late rank)"),
 }
 
 ADVICE = """\
@@ -37,6 +42,14 @@ def check(ctx: Context) -> list[Finding]:
     found = standouts(ca.per_rank_step, "wait_ms", groups=stage_of, step_ms=ref, z=ctx.t("z"),
                       min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
                       persistence=ctx.t("persistence"), high=False)
+    # A late rank also spends less time in communication as a whole (it arrives later, leaves with the others);
+    # a rank whose own link is the slow hop of a ring waits less too, but its transfer takes the difference.
+    if found and "communication_ms" in ca.per_rank_step.columns:
+        comm = ca.per_rank_step.groupby("rank")["communication_ms"].mean()
+        grp = {r: (stage_of or {}).get(int(r), 0) for r in comm.index}
+        med = comm.groupby(pd.Series(grp)).median()
+        found = [s for s in found if s.rank in comm.index
+                 and med[grp[s.rank]] - comm[s.rank] >= ctx.t("elapse_share") * s.excess_ms]
     if not found:
         return []
     ranks = [s.rank for s in found]

@@ -103,7 +103,7 @@ def _links(ctx: Context) -> list[Finding]:
 
 
 def check(ctx: Context) -> list[Finding]:
-    if len(ctx.a.run.rank_ids) < 2:
+    if len(ctx.a.run.rank_ids) < 2 or ctx.a.run.info.layout != "mindinsight":
         return []
     return _step_interval(ctx) + _flops(ctx) + _links(ctx)
 

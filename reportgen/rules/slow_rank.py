@@ -6,6 +6,8 @@ layout (Computing -> compute, Free -> host dispatch, Communication (not overlapp
 
 from __future__ import annotations
 
+import pandas as pd
+
 from reportgen.analysis import Analysis
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
 from reportgen.rules.stats import Standout, standouts, step_reference
@@ -17,6 +19,8 @@ THRESHOLDS = {
     "min_share": Threshold(0.05, "and by at least this fraction of the median step time: the time the "
                                  "whole cluster loses waiting for it (msprof-analyze divides by the step too)"),
     "persistence": Threshold(0.5, "fraction of its steps in which the rank must stand out"),
+    "min_steps": Threshold(2, "steps a rank needs for a warning; with fewer, persistence is unknown and the "
+                              "finding is information"),
     "critical_share": Threshold(0.2, "excess per step (as a fraction of the step) from which the finding is "
                                      "critical rather than a warning"),
 }
@@ -63,13 +67,14 @@ TITLES = {
 
 
 def _series(a: Analysis) -> list[tuple[str, str, object, str, bool, str]]:
-    """(phase, column, per_step frame, page anchor prefix, group by stage, page)."""
+    """(phase, column, per_step frame, page anchor prefix, compare within stages)."""
     st, ov = a.steps, a.overlap
     out = []
     if st.kind == "legacy":
         out.append(("step_interval", "iteration_interval", st.per_step, "cluster/step-trace.html#rank-", False))
         if ov.view in ("model", "pipeline") and "computation" in ov.per_step.columns:
-            out.append(("compute", "computation", ov.per_step, "cluster/overlap.html#overlap-rank-", True))
+            out.append(("compute", "computation", _net_computation(ov.per_step, st.per_step),
+                        "cluster/overlap.html#overlap-rank-", True))
         else:
             out.append(("compute", "fp_and_bp", st.per_step, "cluster/step-trace.html#rank-", True))
         out.append(("tail", "tail", st.per_step, "cluster/step-trace.html#rank-", True))
@@ -78,6 +83,34 @@ def _series(a: Analysis) -> list[tuple[str, str, object, str, bool, str]]:
         out.append(("free", "free", st.per_step, "cluster/step-trace.html#rank-", True))
         out.append(("communication", "communication_not_overlapped", st.per_step,
                     "cluster/step-trace.html#rank-", True))
+    return out
+
+
+def _not_victims(a: Analysis, found: list[Standout], stage_of) -> list[Standout]:
+    """Drop ranks whose extra communication is waiting: they compute less than their peers by at least half of it
+    (in a synchronous collective the fast rank waits for the slow one)."""
+    comp = a.steps.average["computing"].dropna() if "computing" in a.steps.average else None
+    if comp is None or comp.empty:
+        return found
+    grp = pd.Series({r: (stage_of or {}).get(int(r), 0) for r in comp.index})
+    med = comp.groupby(grp).median()
+    return [s for s in found
+            if s.rank not in comp.index or med[grp[s.rank]] - comp[s.rank] < 0.5 * s.excess_ms]
+
+
+def _net_computation(ov_steps: pd.DataFrame, st_steps: pd.DataFrame) -> pd.DataFrame:
+    """Overlap computation without the step interval when the file counts it in (some producers measure the step
+    from the previous step's end: computation + pure communication then adds up to the whole step, and a rank that
+    waits for data would look like a rank that computes slowly)."""
+    if "iteration_interval" not in ov_steps.columns or "total" not in st_steps.columns:
+        return ov_steps
+    j = ov_steps.merge(st_steps[["rank", "step", "total"]], on=["rank", "step"], how="left")
+    ii = j["iteration_interval"]
+    gap = (j["computation"] + j["communication_alone"] - (j["total"] - ii)).dropna()
+    if gap.empty or not ii.notna().any() or float(gap.median()) <= 0.5 * float(ii.median()):
+        return ov_steps
+    out = ov_steps.copy()
+    out["computation"] = out["computation"] - out["iteration_interval"].fillna(0.0)
     return out
 
 
@@ -120,6 +153,8 @@ def check(ctx: Context) -> list[Finding]:
         found = standouts(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t("z"),
                           min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
                           persistence=ctx.t("persistence"))
+        if phase == "communication" and found:
+            found = _not_victims(a, found, stage_of)
         if not found:
             continue
         ranks = [s.rank for s in found]
@@ -132,10 +167,14 @@ def check(ctx: Context) -> list[Finding]:
             peers += " in the same stage"
         verb = TITLES[phase].format(s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
         subject = fmt_ranks(ranks).capitalize()
+        rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
         title = (f"{subject} {verb}: +{fmt_ms(worst.excess_ms)} per step"
-                 + (f" ({fmt_pct(worst.excess_ms / worst.median_ms, 0)})" if worst.median_ms > 0 else "")
+                 + ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else f" ({rel + 1:.0f}× the median)")
                  + f", in {worst.steps_out} of {worst.steps_total} steps")
         severity = "critical" if worst.share >= ctx.t("critical_share") else "warning"
+        if worst.steps_total < ctx.t("min_steps"):
+            severity = "info"  # one recorded step: persistence cannot be told
+            title += " (one step recorded: cannot tell whether it persists)"
         why = WHY
         advice = ADVICE[phase]
         if phase == "tail":
@@ -144,7 +183,7 @@ def check(ctx: Context) -> list[Finding]:
             why = ("A long tail is usually waiting, not work: " +
                    (f"{fmt_ranks(others)} {'is' if len(others) == 1 else 'are'} slower in forward/backward or data "
                     "and make the others wait." if others else "no slower rank was found in the other phases."))
-            if not others:
+            if not others and worst.steps_total >= ctx.t("min_steps"):
                 severity = "warning"
         label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
                  "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]

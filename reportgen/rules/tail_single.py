@@ -24,8 +24,11 @@ parameter), float32 master-weight copies or a host-side step are the usual cause
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     st = a.steps
-    if len(a.run.rank_ids) != 1 or st.kind != "legacy" or "tail" not in st.average:
-        return []
+    if len(a.run.rank_ids) != 1 or st.kind != "legacy" or "tail" not in st.average or a.comm.has_data:
+        return []  # with communication data the rank belongs to a cluster: its tail holds the all-reduce
+    trace = a.run.ranks[a.run.rank_ids[0]].step_trace
+    if trace is not None and trace.comm_events is not None and len(trace.comm_events):
+        return []  # the step trace records collective (reduce) streams: one rank of a data-parallel job
     r = a.run.rank_ids[0]
     row = st.average.loc[r] if r in st.average.index else None
     if row is None or not row["total"] > 0:

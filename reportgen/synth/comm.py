@@ -147,25 +147,30 @@ def write_hccl_raw(d: Path, r: int, m: "StepModel", ranks: int, stages: int, fir
         comm = wait = 0.0
         for k, o in enumerate(ops):
             size_kb = o["size"] * 1e3
-            lk = {f"{o['local']}-{o['peer_local']}": {"SDMA": [o["time"], size_kb, size_kb / (o["time"] / 1e3)]},
+            # MindInsight names links inside a server SDMA and between servers RDMA
+            tr = "RDMA" if o["transport"] == "RDMA" else "SDMA"
+            lk = {f"{o['local']}-{o['peer_local']}": {tr: [o["time"], size_kb, size_kb / (o["time"] / 1e3)]},
                   f"{o['local']}-{o['local']}": {"SDMA": [o["size"] / LOCAL_GBPS, size_kb,
                                                           size_kb / (o["size"] / LOCAL_GBPS / 1e3)]}}
-            c = sum(v["SDMA"][0] for v in lk.values())
+            c = sum(x[0] for v in lk.values() for x in v.values())
             name = f"stream_{12 + k}_{k}_AllReduce-op{100 + k + 10 * stage}"
             op_cost[name] = [str(first_step + s), c, o["wait"], lk]
             comm += c
             wait += o["wait"]
             for key, v in lk.items():
-                cur = link_info.setdefault(key, {"SDMA": [0.0, 0.0, 0.0]})
-                cur["SDMA"] = [a + b for a, b in zip(cur["SDMA"], v["SDMA"])]
+                for t, vals in v.items():
+                    cur = link_info.setdefault(key, {}).setdefault(t, [0.0, 0.0, 0.0])
+                    link_info[key][t] = [a + b for a, b in zip(cur, vals)]
         rows.append([str(first_step + s), comm, wait, link_info, op_cost])
         vecs.append((comm, wait, link_info, op_cost))
     if rows:
         n = len(vecs)
-        avg_links = {k: {"SDMA": list(np.mean([v[2][k]["SDMA"] for v in vecs], axis=0))} for k in vecs[0][2]}
+        avg_links = {k: {t: list(np.mean([v[2][k][t] for v in vecs], axis=0)) for t in vecs[0][2][k]}
+                     for k in vecs[0][2]}
         avg_ops = {name: ["-", float(np.mean([v[3][name][1] for v in vecs])),
                           float(np.mean([v[3][name][2] for v in vecs])),
-                          {k: {"SDMA": list(np.mean([v[3][name][3][k]["SDMA"] for v in vecs], axis=0))}
+                          {k: {t: list(np.mean([v[3][name][3][k][t] for v in vecs], axis=0))
+                               for t in vecs[0][3][name][3][k]}
                            for k in vecs[0][3][name][3]}] for name in vecs[0][3]}
         rows.append(["-", sum(v[0] for v in vecs) / n, sum(v[1] for v in vecs) / n, avg_links, avg_ops])
     p = d / f"hccl_raw_{r}.csv"

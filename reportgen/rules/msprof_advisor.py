@@ -1,0 +1,77 @@
+"""msprof-analyze's advisor "slow rank" check reproduced exactly, for comparison with the vendor's tool.
+
+advisor/analyzer/cluster/slow_rank_analyzer.py: over every (step, rank) of the Ascend step trace, mean_total = mean
+of Computing + Communication(Not Overlapped) + Free; for each of the three, (max − min) / mean_total > 0.05 ->
+"X has some issues in the cluster, because the max difference of X time has reached N ms". The spread is taken over
+all ranks and steps together, so differences between pipeline stages and between steps count too; the robust
+slow-rank and stage-imbalance rules decide what the spread means.
+"""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+
+THRESHOLDS = {
+    "spread": Threshold(0.05, "(max − min) / mean step over (step, rank) keys from which msprof-analyze reports "
+                              "the column"),
+}
+
+COLUMNS = (("computing", "Computing", "compute"), ("communication_not_overlapped", "Communication", "communication"),
+           ("free", "Free", "free"))
+
+ADVICE = """\
+This is msprof-analyze's advisor verdict, kept for comparison. It compares the largest and smallest value over all
+ranks and steps, so a difference between pipeline stages, or a slow first step, counts as much as a slow rank. The
+slow-rank and stage-imbalance findings (when present) say which it is."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    a = ctx.a
+    st = a.steps
+    if st.kind != "modern" or len(a.run.rank_ids) < 2:
+        return []
+    ps = st.per_step.dropna(subset=["step"])
+    if ps.empty:
+        return []
+    keyed = ps.groupby(["step", "rank"])[[c for c, _, _ in COLUMNS]].sum(min_count=1).dropna()
+    if keyed.empty:
+        return []
+    mean_total = float(keyed.sum(axis=1).mean())
+    if not mean_total > 0:
+        return []
+    stage_of = a.run.info.stage_of_rank
+    out = []
+    for col, label, phase in COLUMNS:
+        v = keyed[col]
+        diff = float(v.max() - v.min())
+        if diff / mean_total <= ctx.t("spread"):
+            continue
+        (s_hi, r_hi), (s_lo, r_lo) = v.idxmax(), v.idxmin()
+        where = ""
+        if a.run.info.stages > 1 and stage_of.get(int(r_hi)) != stage_of.get(int(r_lo)):
+            where = f" (max on rank {int(r_hi)}, stage {stage_of.get(int(r_hi))}; min on rank {int(r_lo)}, stage " \
+                    f"{stage_of.get(int(r_lo))}: a difference between stages)"
+        elif s_hi != s_lo and r_hi == r_lo:
+            where = f" (rank {int(r_hi)}, between steps {int(s_lo)} and {int(s_hi)})"
+        else:
+            where = f" (max on rank {int(r_hi)} in step {int(s_hi)}, min on rank {int(r_lo)} in step {int(s_lo)})"
+        out.append(Finding(
+            id=f"msprof-analyze.slow-rank.{phase}", category="slow_rank", severity="info",
+            title=f"msprof-analyze's advisor: {label} has some issues in the cluster, because the max difference of "
+                  f"{label} time has reached {diff:.3f} ms ({fmt_pct(diff / mean_total)} of the mean step){where}",
+            advice=ADVICE, page="cluster/step-trace.html", ranks=[int(r_hi)], phase=phase,
+            evidence={"msprof_analyze_rule": "slow rank", "column": label, "max_difference_ms": round(diff, 3),
+                      "mean_total_ms": mean_total, "ratio": diff / mean_total,
+                      "max": {"rank": int(r_hi), "step": int(s_hi), "ms": float(v.max())},
+                      "min": {"rank": int(r_lo), "step": int(s_lo), "ms": float(v.min())}}))
+    return out
+
+
+RULE = Rule(
+    id="msprof-analyze", category="slow_rank", title="msprof-analyze's slow-rank check, for comparison",
+    description="""\
+Exactly msprof-analyze's advisor `slow rank` check on the Ascend step trace: for Computing, Communication (not
+overlapped) and Free, (max − min) over all (step, rank) pairs divided by the mean step (Computing + Communication +
+Free) above `spread` (5 %). Always information; merged into a slow-rank finding about the same rank and phase when
+one exists.""",
+    thresholds=THRESHOLDS, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")
