@@ -1,7 +1,8 @@
 """Command line: `msreport RUN -o OUT [--single-file]`.
 
-Exit codes: 0 report written; 2 bad command line, no profiler data, or an output that cannot be written
-safely; 1 an unexpected internal error (with a traceback under -v).
+Exit codes: 0 report written; 3 report written and `--fail-on LEVEL` found a finding at that level or above;
+2 bad command line, bad thresholds, no profiler data, or an output that cannot be written safely; 1 an unexpected
+internal error (with a traceback under -v).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
            "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11", "slow-link:8-9"]}
 
 
+EXIT_FINDINGS = 3
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line + usage, exit 2
         self.print_usage(sys.stderr)
@@ -44,6 +48,13 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help="device memory capacity to compare peaks with when the profiler did not record it "
                         "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B")
+    p.add_argument("--thresholds", type=Path, metavar="FILE", help="TOML file of rule thresholds: one [RULE] "
+                   "table per rule, e.g. [slow-rank] min_share = 0.03 (see the report's Rules page)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="RULE.NAME=VALUE",
+                   help="override one rule threshold (repeatable; applied after --thresholds)")
+    p.add_argument("--fail-on", choices=("warning", "critical"), default=None,
+                   help=f"exit with code {EXIT_FINDINGS} (after writing the report) when a finding of this "
+                        "severity or worse exists; for CI gating")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     g.add_argument("-v", "--verbose", action="store_true", help="print progress details and tracebacks")
@@ -64,6 +75,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--jobs must be at least 1")
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
         parser.error("--device-memory-gb must be a positive number")
+    from reportgen.rules import ThresholdError, parse_overrides
+
+    toml_text = None
+    if args.thresholds is not None:
+        try:
+            toml_text = args.thresholds.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            parser.error(f"cannot read --thresholds {args.thresholds}: {e.strerror if isinstance(e, OSError) else e}")
+    try:
+        overrides = parse_overrides(toml_text, args.sets, toml_name=str(args.thresholds))
+    except ThresholdError as e:
+        parser.error(str(e))
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="msreport: %(message)s", stream=sys.stderr)
     out = args.output
@@ -82,7 +105,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
         result = build_report(run, out, single_file=args.single_file, jobs=args.jobs or default_jobs(),
                               progress=not args.quiet,
-                              device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None)
+                              device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
+                              overrides=overrides)
     except ReportError as e:
         print(f"msreport: error: {e}", file=sys.stderr)
         return 2
@@ -101,7 +125,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not args.quiet:
         print(f"msreport: {result.ranks} rank(s) in {result.runs} run(s), {n_q} data-quality note(s), "
               f"{result.seconds:.1f} s")
+    counts = {s: sum(1 for f in result.summary.get("findings", []) if f["severity"] == s)
+              for s in ("critical", "warning", "info")}
+    if not args.quiet:
+        print(f"msreport: findings: {counts['critical']} critical, {counts['warning']} warning, {counts['info']} info")
         print(f"Wrote report to {result.entry.resolve().as_uri()}")
+    if args.fail_on:
+        hit = counts["critical"] + (counts["warning"] if args.fail_on == "warning" else 0)
+        if hit:
+            print(f"msreport: --fail-on {args.fail_on}: {hit} finding(s) at that level or worse", file=sys.stderr)
+            return EXIT_FINDINGS
     return 0
 
 

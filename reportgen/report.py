@@ -44,11 +44,11 @@ def _progress(label: str, verbose: bool) -> Optional[Callable[[int, int], None]]
 
 def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, progress: bool,
               title: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Path, dict]:
-    """`settings`: analysis settings from the command line (device_memory_mb)."""
+    """`settings`: from the command line: device_memory_mb, overrides (rule thresholds)."""
     run = load_run(layout, jobs=jobs, progress=_progress("ranks loaded", progress))
-    analysis = analyze(run, **(settings or {}))
-    findings, thresholds = run_rules(analysis)
-    plan = plan_pages(analysis, findings, title=title)
+    analysis = analyze(run, device_memory_mb=(settings or {}).get("device_memory_mb"))
+    findings, thresholds = run_rules(analysis, (settings or {}).get("overrides"))
+    plan = plan_pages(analysis, findings, thresholds=thresholds, title=title)
     summary = build_summary(analysis, findings, thresholds)
     if single_file:
         entry = builder.write_single_file(plan, summary, out, layout.root)
@@ -58,11 +58,13 @@ def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, pro
 
 
 def build_report(run_dir: Path, out: Path, *, single_file: bool = False, jobs: int = 1,
-                 progress: bool = False, device_memory_mb: Optional[float] = None) -> BuildResult:
+                 progress: bool = False, device_memory_mb: Optional[float] = None,
+                 overrides: Optional[dict] = None) -> BuildResult:
+    """`overrides`: rule thresholds, {rule id: {name: value}} (see `reportgen.rules.parse_overrides`)."""
     t0 = time.monotonic()
     run_dir = Path(run_dir)
     layouts = discover(run_dir)
-    settings = {"device_memory_mb": device_memory_mb}
+    settings = {"device_memory_mb": device_memory_mb, "overrides": overrides or {}}
     if len(layouts) == 1:
         entry, summary = build_one(layouts[0], out, single_file=single_file, jobs=jobs, progress=progress,
                                    settings=settings)
@@ -107,7 +109,7 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
         "schema": summaries[0]["schema"],
         "tool": summaries[0]["tool"],
         "run": {"path": str(run_dir), "layout": "multiple", "ranks": [], "steps": 0,
-                "parallel_mode": None, "stages": None, "thresholds": {}},
+                "parallel_mode": None, "stages": None, "thresholds": summaries[0]["run"]["thresholds"]},
         "runs": [{"path": lay.rel(lay.base), "layout": lay.layout, "summary": summary_name(lay, e)}
                  for lay, e in entries],
         "metrics": {},

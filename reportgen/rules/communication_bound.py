@@ -56,6 +56,22 @@ def _stage_times(ov) -> dict[int, float]:
     return out
 
 
+def _own_stage_share(ov, stage: int, q: float):
+    """Low quantile of the stage's ranks' own pure-collective shares (the ranks that wait least)."""
+    s = next((x for x in ov.stage_summary if x["stage"] == stage), None)
+    if s is None:
+        return None
+    sel = ov.per_rank.loc[[r for r in s["ranks"] if r in ov.per_rank.index]]
+    if ov.view == "modern":
+        share = sel["communication_not_overlapped_exclude_receive"] / sel["total"]
+    elif "collective_alone" in sel:
+        share = sel["collective_alone"] / (sel["computation"] + sel["communication_alone"])
+    else:
+        return None
+    share = share.dropna()
+    return float(share.quantile(q)) if len(share) else None
+
+
 def _severity(rate: float, ctx: Context) -> str | None:
     if rate is None or math.isnan(rate) or rate < ctx.t("info_rate"):
         return None
@@ -111,19 +127,24 @@ def check(ctx: Context) -> list[Finding]:
         mi_worst = max(vals, key=vals.get) if vals else None
         if longest is not None and longest in vals and _severity(vals[longest], ctx):
             rate = vals[longest]
+            own = _own_stage_share(ov, longest, ctx.t("own_quantile"))
+            judged = min(rate, own) if own is not None else rate
             others = sorted(s for s, v in vals.items() if s != longest and _severity(v, ctx))
             out.append(Finding(
                 id="communication-bound.within-stage", category="communication_bound",
-                severity=_severity(rate, ctx),
+                severity=_severity(judged, ctx) or "info",
                 title=f"Stage {longest}, the longest stage: collective communication not hidden by computation "
-                      f"takes {fmt_pct(rate)} of its step",
+                      f"takes {fmt_pct(rate)} of its step"
+                      + (f"; its ranks that wait least show {fmt_pct(judged)}: the rest is waiting for slower ranks"
+                         if rate - judged >= 0.05 else ""),
                 advice=ADVICE_STAGE, why="The whole pipeline runs at the pace of its longest stage; communication "
                                          "inside it lengthens every step.",
                 page="cluster/overlap.html#overlap-stages", stages=[longest], ranks=[],
                 evidence={"rate": rate, "stage": longest, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage",
                           "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
-                          "other_stages_above_info_rate": others, "threshold_info": ctx.t("info_rate")},
+                          "other_stages_above_info_rate": others, "threshold_info": ctx.t("info_rate"),
+                          "judged_rate": judged},
                 table={"columns": ["Stage", "Stage time (ms)", "Pure collective / step"],
                        "rows": [[s, round(times[s], 4) if s in times else None, fmt_pct(v, 2)]
                                 for s, v in sorted(vals.items())],

@@ -65,7 +65,7 @@ def check(ctx: Context) -> list[Finding]:
         page=f"cluster/communication.html#comm-rank-{w.rank}", ranks=ranks, phase="communication",
         evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
                   "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total},
-        table=slow_table(a, found, "Wait", stage_of is not None))]
+        table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"))]
 
 
 RULE = Rule(

@@ -114,9 +114,9 @@ def _net_computation(ov_steps: pd.DataFrame, st_steps: pd.DataFrame) -> pd.DataF
     return out
 
 
-def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool) -> dict:
+def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool, diff: str = "Excess") -> dict:
     cols = ["Rank", "Host", *(["Stage"] if by_stage and a.run.info.stages > 1 else []), f"{label} (ms)",
-            "Peers' median (ms)", "Excess (ms)", "Excess / step", "Steps standing out"]
+            "Peers' median (ms)", f"{diff} (ms)", f"{diff} / step", "Steps standing out"]
     rows, links = [], []
     for s in found[:50]:
         info = a.run.ranks[s.rank].info if s.rank in a.run.ranks else None

@@ -24,7 +24,7 @@ from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, RESOURCES, STEP_TRACE, SitePlan
+from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, RESOURCES, RULES, STEP_TRACE, SitePlan
 
 MARKER = ".msreport"
 
@@ -96,8 +96,12 @@ def _url_for(current: str, single: bool) -> Callable[[str], str]:
     def url(target: str) -> str:
         path, _, frag = target.partition("#")
         if single:
+            if path.startswith("ranks/rank-"):  # one compact rank view: rank sections are not in the file
+                return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
             if frag:
                 return "#" + frag
+            if path == RULES:
+                return "#rules"
             if path == INDEX:
                 return "#overview"
             if path == STEP_TRACE:
@@ -228,6 +232,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
     ovl_page = next(p for p in plan.pages if p.path == OVERLAP)
     res_page = next(p for p in plan.pages if p.path == RESOURCES)
+    rules_page = next(p for p in plan.pages if p.path == RULES)
     rank_pages = [p for p in plan.pages if p.template == "rank.html"]
     rank_data = {}
     for p in rank_pages:
@@ -242,7 +247,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
         line_template = {k: v for k, v in line_template.items() if k != "datasets"}
     html = env.get_template("single.html").render(
         page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, res=res_page, charts=step_page.charts, nav=plan.nav, url=url,
-        single=True, rank_data=rank_data, line_template=line_template,
+        single=True, rank_data=rank_data, line_template=line_template, rules_ctx=rules_page.context,
         rank_ids=[p.context["rank"] for p in rank_pages],
         asset_css="", asset_js="", asset_vega="",
         inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),

@@ -13,7 +13,7 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import comm_pages, overlap_pages, resource_pages
+from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
 from reportgen.site.values import num, stacked_bar_rows
 
 INDEX = "index.html"
@@ -21,6 +21,7 @@ STEP_TRACE = "cluster/step-trace.html"
 COMMUNICATION = comm_pages.COMMUNICATION
 OVERLAP = overlap_pages.OVERLAP
 RESOURCES = resource_pages.RESOURCES
+RULES = finding_pages.RULES_PAGE
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 
 
@@ -212,7 +213,8 @@ def _stats_rows(a: Analysis) -> list[dict]:
     return out
 
 
-def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None) -> SitePlan:
+def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] = None,
+               title: Optional[str] = None) -> SitePlan:
     run, st = a.run, a.steps
     title = title or f"msreport: {posixpath.basename(run.info.path.rstrip('/')) or run.info.path}"
     cols = _columns(a)
@@ -226,8 +228,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     index = Page(INDEX, "Overview", "index.html", {
         **common,
         "facts": run_facts(a),
-        "findings": findings,
-        "findings_computed": False,
+        **finding_pages.findings_context(findings),
         "issues": issues,
         "has_steps": st.kind is not None,
         "slow_ranks": st.slow_ranks,
@@ -259,7 +260,10 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     res_ctx, res_charts, res_csv = resource_pages.plan_resources_context(a)
     res_page = Page(RESOURCES, "Resource utilisation", "resources.html", {**common, **res_ctx},
                     charts=res_charts, nav="resources", downloads=res_csv)
-    pages = [index, step_page, ovl_page, comm_page, res_page]
+    rules_page = Page(RULES, "Performance helper rules", "rules.html",
+                      {**common, **finding_pages.rules_context(findings, thresholds or {})}, nav="rules")
+    pages = [index, step_page, ovl_page, comm_page, res_page, rules_page]
+    by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
     detail = resource_pages.RankDetail(a)
     by_reporter = comm_pages.links_by_reporter(a)
     overlap_sections = overlap_pages.RankSections(a)
@@ -270,12 +274,13 @@ def plan_pages(a: Analysis, findings: list[dict], *, title: Optional[str] = None
     ids = run.rank_ids
     for n, r in enumerate(ids):
         rp = _plan_rank(a, r, maker, line_spec, common, by_reporter, overlap_sections, detail)
+        rp.context["findings"] = by_rank.get(r, [])
         rp.context["prev"] = rank_page(ids[n - 1]) if n > 0 else None
         rp.context["next"] = rank_page(ids[n + 1]) if n + 1 < len(ids) else None
         pages.append(rp)
         rank_sections.append(rp.context)
     nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (OVERLAP, "Overlap & stages"),
-           (COMMUNICATION, "Communication"), (RESOURCES, "Resources")]
+           (COMMUNICATION, "Communication"), (RESOURCES, "Resources"), (RULES, "Rules")]
     return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections, exports=detail.exports)
 
 
