@@ -95,7 +95,13 @@ def test_summary_json_contract(example_site):
     assert set(per_rank) == {str(r) for r in range(16)}
     assert per_rank["5"]["computing_ms"] > 1.2 * per_rank["4"]["computing_ms"]
     assert all(v["total_ms"] > 0 for v in per_rank.values())
-    assert s["findings"] == []
+    ids = {f["id"]: f for f in s["findings"]}
+    assert ids["slow-rank.compute"]["ranks"] == [5] and ids["slow-rank.compute"]["phase"] == "compute"
+    assert ids["slow-link.bandwidth"]["links"] == ["8-9"]
+    contract = {"id", "category", "severity", "title", "ranks", "links", "transport", "stages", "phase", "files",
+                "evidence", "advice", "page"}
+    assert all(contract <= set(f) for f in s["findings"])
+    assert set(run["thresholds"]["slow-rank"]) >= {"min_share", "persistence"}
     dq = s["data_quality"]
     assert all(set(d) == {"file", "problem", "severity"} for d in dq)
     assert any(d["file"].endswith("step_trace_time.csv") for d in dq)
