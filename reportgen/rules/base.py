@@ -64,7 +64,7 @@ class Finding:
 
 
 def clean(v: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats to 12 significant digits."""
+    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats to 15 significant digits."""
     if isinstance(v, dict):
         return {str(k): clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -79,7 +79,7 @@ def clean(v: Any) -> Any:
     if isinstance(v, float):
         if not math.isfinite(v):
             return None
-        return float(f"{v:.12g}")
+        return float(f"{v:.15g}")
     return str(v)
 
 
