@@ -57,10 +57,12 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     a = analyze(run, device_memory_mb=64 * 1024 if layout == "ascend" else None)
-    findings, thr = run_rules(a)
     t["analyze"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    plan = plan_pages(a, findings)
+    findings, thr = run_rules(a)
+    t["rules"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plan = plan_pages(a, findings, thresholds=thr)
     summary = build_summary(a, findings, thr)
     t["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -84,13 +86,30 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     mem_found = list(mem[mem["ratio"] > 0.9]["rank"]) == [_mem_rank(ranks)]
     starving = [r for r, q in a.resources.queues.items() if q.verdict in ("data_process", "data_transmission")]
     queue_found = starving == [_queue_rank(ranks)] if layout == "mindinsight" else None
+    # the performance helper's verdicts: each injected problem named by a warning/critical finding, nothing else
+    act = [f for f in findings if f["severity"] in ("critical", "warning")]
+
+    def named(fid: str, key: str, want) -> bool:
+        return any(f["id"] == fid and f[key] == want for f in act)
+
+    expect = {"slow-rank.compute": named("slow-rank.compute", "ranks", [ranks // 3]),
+              "memory-pressure.peak": named("memory-pressure.peak", "ranks", [_mem_rank(ranks)])}
+    if ranks >= 8:
+        expect["stage-imbalance.compute"] = named("stage-imbalance.compute", "stages", [2])
+    if link:
+        expect["slow-link.bandwidth"] = named("slow-link.bandwidth", "links", [f"{link[0]}-{link[1]}"])
+    if layout == "mindinsight":
+        expect["data-pipeline.data-process"] = named("data-pipeline.data-process", "ranks", [_queue_rank(ranks)])
+    extra = sorted({f["id"] for f in act} - set(expect) - {"slow-rank.late-arrival", "slow-rank.step-interval"})
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
         print("kept", entry)
     return {"ranks": ranks, "steps": steps, **t, "site_mb": size, "single_mb": single, "rss_mb": _rss_mb(),
             "slow_rank_flagged": slow_found, "slow_link_flagged": link_found, "slow_stage_flagged": stage_found,
-            "memory_flagged": mem_found, "starving_queue_flagged": queue_found}
+            "memory_flagged": mem_found, "starving_queue_flagged": queue_found,
+            "findings_named": all(expect.values()), "findings_missing": [k for k, v in expect.items() if not v],
+            "findings_unexpected": extra}
 
 
 def bench_trace(mb: int) -> None:
@@ -159,14 +178,16 @@ def main() -> None:
         return
     for n in a.ranks:
         r = bench(n, a.steps, a.layout, a.jobs, a.keep)
-        stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "analyze", "plan", "write",
-                                                       "single"))
-        build = sum(r[k] for k in ("discover", "load", "analyze", "plan", "write"))
+        stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "analyze", "rules", "plan",
+                                                       "write", "single"))
+        build = sum(r[k] for k in ("discover", "load", "analyze", "rules", "plan", "write"))
         print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
               f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}, "
               f"unbalanced stage found: {r['slow_stage_flagged']}, memory near capacity found: "
-              f"{r['memory_flagged']}, starving queue found: {r['starving_queue_flagged']}",
+              f"{r['memory_flagged']}, starving queue found: {r['starving_queue_flagged']}; findings: every "
+              f"injection named {r['findings_named']} (missing {r['findings_missing']}), other warnings "
+              f"{r['findings_unexpected']}",
               flush=True)
 
 

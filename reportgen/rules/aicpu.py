@@ -6,8 +6,10 @@ tuning guide (GetNext on the AI CPU is data fetching in sink mode, not a fallbac
 
 from __future__ import annotations
 
+import pandas as pd
+
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
-from reportgen.rules.stats import type_totals
+from reportgen.rules.stats import all_types, type_totals
 
 # data fetching in sink mode, not operator fallbacks
 DATA_OPS = {"getnext", "initdata", "dynamicgetnext", "dynamicgetnextv2", "getnextfromqueue", "endofsequence"}
@@ -39,14 +41,10 @@ def check(ctx: Context) -> list[Finding]:
     if share.empty:
         return []
     med = float(share.median())
-    max_us = 0.0
-    for r in ctx.a.run.rank_ids:
-        ops = ctx.a.run.ranks[r].operators
-        if ops is not None and len(ops.by_type):
-            b = ops.by_type[(ops.by_type["side"] == "aicpu") & ~ops.by_type["op_type"].str.lower().isin(DATA_OPS)]
-            if len(b):
-                col = b["max_ms"] if b["max_ms"].notna().any() else b["avg_ms"]
-                max_us = max(max_us, float(col.max()) * 1000)
+    rows = all_types(ctx.a)
+    b = rows[(rows["side"] == "aicpu") & ~rows["op_type"].str.lower().isin(DATA_OPS)]
+    longest = b["max_ms"].fillna(b["avg_ms"]).max() if len(b) else 0.0
+    max_us = 0.0 if pd.isna(longest) else float(longest) * 1000
     if med < ctx.t("info_share") or max_us < ctx.t("min_max_us"):
         return []
     by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)

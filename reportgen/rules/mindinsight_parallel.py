@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ranks
+from reportgen.rules.base import Context, Finding, Rule, Threshold
 
 THRESHOLDS = {
     "step_interval": Threshold(0.2, "a rank's average step interval above the mean of ranks by this fraction"),

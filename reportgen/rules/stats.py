@@ -116,18 +116,25 @@ def step_reference(per_step: pd.DataFrame, total: str = "total") -> Optional[pd.
     return f.groupby("step")[total].median()
 
 
-def type_totals(analysis, sides: tuple[str, ...]) -> pd.DataFrame:
-    """Operator time per (rank, side, op_type) in ms, over the ranks with operator statistics."""
+def all_types(analysis) -> pd.DataFrame:
+    """Every rank's operator-type rows (rank, side, op_type, total_ms, avg_ms, max_ms), built once per analysis
+    (memoised on the object: several rules read it)."""
+    cached = analysis.__dict__.get("_rules_op_types")
+    if cached is not None:
+        return cached
     frames = []
     for r in analysis.run.rank_ids:
         ops = analysis.run.ranks[r].operators
-        if ops is None or not len(ops.by_type):
-            continue
-        t = ops.by_type[ops.by_type["side"].isin(sides)]
-        if len(t):
-            t = t.groupby(["side", "op_type"], as_index=False)["total_ms"].sum()
-            t["rank"] = r
-            frames.append(t)
-    if not frames:
-        return pd.DataFrame(columns=["rank", "side", "op_type", "total_ms"])
-    return pd.concat(frames, ignore_index=True)
+        if ops is not None and len(ops.by_type):
+            frames.append(ops.by_type[["side", "op_type", "total_ms", "avg_ms", "max_ms"]].assign(rank=r))
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["side", "op_type", "total_ms", "avg_ms", "max_ms", "rank"])
+    analysis.__dict__["_rules_op_types"] = out
+    return out
+
+
+def type_totals(analysis, sides: tuple[str, ...]) -> pd.DataFrame:
+    """Operator time per (rank, side, op_type) in ms, over the ranks with operator statistics."""
+    allt = all_types(analysis)
+    allt = allt[allt["side"].isin(sides)]
+    return allt.groupby(["rank", "side", "op_type"], as_index=False)["total_ms"].sum()
