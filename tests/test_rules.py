@@ -266,6 +266,7 @@ def test_real_samples_verdicts():
     assert skew["operator-hotspot.slow-on-rank"][0]["ranks"] == [3]
     databound = _by_id(_findings(sample("real/mindspore_cpu_legacy_graph_databound")))
     assert databound["data-pipeline.data-process"][0]["ranks"] == [0]
+    assert databound["data-pipeline.data-process"][0]["severity"] == "warning"  # no step interval to weigh it
     single = _by_id(_findings(sample("mindinsight/single_device_run2_rank1_full")))
     assert single["operator-hotspot.dominant"][0]["evidence"]["op_type"] == "MatMul"
     assert "operator-hotspot.tail" not in _by_id(_findings(sample("mindinsight/single_device_run1_rank1_allreduce")))

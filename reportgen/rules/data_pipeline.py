@@ -14,8 +14,8 @@ from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_
 THRESHOLDS = {
     "host_empty_rate": Threshold(0.3, "host queue empty in more than this fraction of the steps -> data "
                                       "processing is the bottleneck (MindInsight's 30 %)"),
-    "min_interval_ms": Threshold(0.5, "the rank's step interval from which a dry queue is a warning (below it, "
-                                      "or without a step trace, it is information)"),
+    "min_interval_ms": Threshold(0.5, "the rank's step interval from which a dry queue is a warning (below it "
+                                      "it is information; without a step interval it is a warning)"),
     "min_share": Threshold(0.05, "and the fraction of the step the interval must reach"),
 }
 
@@ -72,11 +72,14 @@ def check(ctx: Context) -> list[Finding]:
     ii = st.average["iteration_interval"] if st.kind == "legacy" and "iteration_interval" in st.average else None
     tot = st.average["total"] if st.kind and "total" in st.average else None
     for verdict, ranks in groups.items():
-        costly = []
+        costly, known = [], []
         for r in ranks:
             if ii is not None and r in ii.index and tot is not None and not math.isnan(ii[r]):
+                known.append(r)
                 if ii[r] >= ctx.t("min_interval_ms") and ii[r] >= ctx.t("min_share") * tot[r]:
                     costly.append(r)
+            else:
+                costly.append(r)  # no step interval to weigh it with: the dry queue is the evidence
         sev = "warning" if costly else "info"
         worst = max(ranks, key=lambda r: (r in costly, rates.get(r, 0)))
         q = res.queues[worst]
@@ -128,7 +131,8 @@ MindInsight's queue reading for every rank with MindData queue files: the host q
 transmission. The bottleneck dataset operator follows MindInsight's pipeline rule (input queues ≥ 0.8, output
 queue < 0.6; all queues low → the source operators) with the seed's "input full, output empty" fallback, and gets
 MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
-`min_share` of its step; information otherwise (the queue runs dry but the step barely waits).""",
+`min_share` of its step, or when no step interval is recorded; information otherwise (the queue runs dry but the
+step barely waits).""",
     thresholds=THRESHOLDS, check=check,
     source="tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
            "MinddataPipelineProposer")
