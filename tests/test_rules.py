@@ -328,3 +328,26 @@ def test_bad_thresholds_are_a_usage_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("msreport: error:") and "TOML" in err[-1]
     assert not (tmp_path / "r").exists()
+
+
+def test_single_file_carries_findings_and_rules(tmp_path):
+    run = generate_run(tmp_path / "run", ranks=8, steps=6, seed=9, inject=["slow-rank:2:compute:1.5"])
+    out = tmp_path / "one.html"
+    assert main([str(run), "-o", str(out), "--single-file", "-q"]) == 0
+    soup = BeautifulSoup(out.read_text(), "html.parser")
+    assert soup.select_one("#rules") is not None and soup.select_one("#rule-slow-rank") is not None
+    cards = soup.select("ol.findings > li")
+    assert cards and "Rank 2" in cards[0].get_text()
+    # evidence links resolve to anchors inside the one file
+    for a in soup.select("a.evidence-link"):
+        assert a["href"].startswith("#") and soup.find(id=a["href"][1:]) is not None, a["href"]
+
+
+def test_every_finding_links_to_existing_evidence(example_site):
+    s = json.loads((example_site / "summary.json").read_text())
+    for f in s["findings"]:
+        path, _, frag = f["page"].partition("#")
+        target = example_site / path
+        assert target.exists(), f["page"]
+        if frag:
+            assert BeautifulSoup(target.read_text(), "html.parser").find(id=frag) is not None, f["page"]
