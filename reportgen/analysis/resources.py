@@ -24,9 +24,18 @@ QUEUE_LOW = 0.6
 QUEUE_DROP = 0.5  # fallback: an op whose input queues are this much fuller than its output queue
 HOST_QUEUE_EMPTY_WARNING = 0.3  # MindInsight DEVICE_QUEUE_EMPTY_WARNING_THRESHOLD
 TOP_OPERATOR_TYPES = 20
+OPERATOR_ROW_COLUMNS = ("rank", "side", "core", "op_type", "count", "total_ms", "avg_ms", "max_ms")
 TYPE_SPREAD_MIN = 1.5  # a rank is "slow at" a type when its time is this many times the type's median ...
 TYPE_SPREAD_MIN_MS = 0.05  # ... and at least this much above it (ms) ...
 TYPE_SPREAD_MIN_SHARE = 0.01  # ... and by at least this share of a typical rank's total operator time
+
+
+VERDICT_TEXT = {
+    "data_process": "the host queue was empty in more than 30 % of the steps: data processing does not keep up",
+    "data_transmission": "the host queue was rarely empty but the chip-side queue ran dry: sending data to the "
+                         "device is the limit",
+    "": "",
+}
 
 
 @dataclass
@@ -50,6 +59,17 @@ class QueueSummary:
     def host_empty_rate(self) -> Optional[float]:
         return self.host_empty / self.host_total if self.host_total else None
 
+    def reading(self, empty_rate: float = HOST_QUEUE_EMPTY_WARNING) -> str:
+        """MindInsight's analyse_queue_summary (host queue = its "device queue", chip queue = its "get_next
+        queue"): "data_process" | "data_transmission" | "normal", or "" without a host queue."""
+        if not self.host_total:
+            return ""
+        if self.host_empty > empty_rate * self.host_total:
+            return "data_process"
+        if self.device_total and self.device_empty > 0:
+            return "data_transmission"
+        return "normal"
+
 
 def queue_summary(dp: Optional[DataPrep]) -> Optional[QueueSummary]:
     if dp is None or (dp.host_queue is None and dp.device_queue is None):
@@ -72,23 +92,9 @@ def queue_summary(dp: Optional[DataPrep]) -> Optional[QueueSummary]:
         q.device_empty = int((dq["size"] == 0).sum())
         if dq["get_ms"].notna().any():
             q.get_next_ms = float(dq["get_ms"].mean())
-    # MindInsight's analyse_queue_summary (host queue = its "device queue", chip queue = its "get_next queue")
-    if q.host_total and q.device_total:
-        if q.host_empty > HOST_QUEUE_EMPTY_WARNING * q.host_total:
-            q.verdict, q.verdict_text = "data_process", (
-                "the host queue was empty in more than 30 % of the steps: data processing does not keep up")
-        elif q.device_empty > 0:
-            q.verdict, q.verdict_text = "data_transmission", (
-                "the host queue was rarely empty but the chip-side queue ran dry: sending data to the device is "
-                "the limit")
-        else:
-            q.verdict, q.verdict_text = "normal", "both queues were fed"
-    elif q.host_total:
-        if q.host_empty > HOST_QUEUE_EMPTY_WARNING * q.host_total:
-            q.verdict, q.verdict_text = "data_process", (
-                "the host queue was empty in more than 30 % of the steps: data processing does not keep up")
-        else:
-            q.verdict, q.verdict_text = "normal", "the host queue was fed"
+    q.verdict = q.reading()
+    q.verdict_text = VERDICT_TEXT[q.verdict] if q.verdict != "normal" else (
+        "both queues were fed" if q.device_total else "the host queue was fed")
     return q
 
 
@@ -175,6 +181,8 @@ class Resources:
     flops: pd.DataFrame  # rank, host, flops_m, flops_per_s_g, util_pct, flops_norm, flops_per_s_norm
     capacity_known: bool = False
     stage_flops: list[dict] = field(default_factory=list)  # stage, ranks, flops_m (MindInsight: sum / ranks per stage)
+    # every rank's operator-type rows (OPERATOR_ROW_COLUMNS), and the top types' per-rank totals
+    operator_rows: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(OPERATOR_ROW_COLUMNS)))
     operator_types: pd.DataFrame = field(default_factory=pd.DataFrame)  # side, op_type, rank, total_ms
     operator_summary: list[dict] = field(default_factory=list)
     operator_basis: str = ""
@@ -265,13 +273,12 @@ def _operator_view(run: Run, res: Resources) -> None:
         ops = run.ranks[r].operators
         if ops is None or not len(ops.by_type):
             continue
-        t = ops.by_type.groupby(["side", "op_type"], as_index=False)["total_ms"].sum()
-        t["rank"] = r
-        frames.append(t)
+        frames.append(ops.by_type[list(OPERATOR_ROW_COLUMNS[1:])].assign(rank=r))
         bases.update(ops.basis.values())
     if not frames:
         return
-    allt = pd.concat(frames, ignore_index=True)
+    res.operator_rows = pd.concat(frames, ignore_index=True)[list(OPERATOR_ROW_COLUMNS)]
+    allt = res.operator_rows.groupby(["rank", "side", "op_type"], as_index=False)["total_ms"].sum()
     res.operator_basis = ", ".join(sorted(bases))
     n_ranks = allt["rank"].nunique()
     typical_total = float(allt.groupby("rank")["total_ms"].sum().median())

@@ -103,23 +103,25 @@ def resolved_thresholds(overrides: Optional[dict] = None) -> dict[str, dict[str,
     return values
 
 
-def _subject(f: dict) -> tuple:
-    return (f["category"], f["phase"], frozenset(f["ranks"]), frozenset(f["links"]), frozenset(f["stages"]))
+REPRODUCTIONS = ("mindinsight.", "msprof-analyze.")  # the reference tools' verdicts, shown beside ours
+
+
+def _covers(host: dict, f: dict) -> bool:
+    return (host["category"] == f["category"] and host["phase"] == f["phase"]
+            and set(f["ranks"]) <= set(host["ranks"]) and set(f["links"]) <= set(host["links"])
+            and set(f["stages"]) <= set(host["stages"]))
 
 
 def _merge(findings: list[dict]) -> list[dict]:
-    """An information finding about the same category and phase as a stronger one, whose subject is contained in
-    the stronger one's (an empty subject is contained in any), is folded into it as `evidence.related`."""
-    strong = [f for f in findings if f["severity"] != "info"]
+    """A reference tool's verdict (information) about a subject one of our findings already covers (same category
+    and phase, subject contained in ours; an empty subject is contained in any) is folded into the strongest such
+    finding as `evidence.related`."""
+    ours = sorted((f for f in findings if not f["id"].startswith(REPRODUCTIONS)),
+                  key=lambda f: SEVERITY_ORDER[f["severity"]])
     out = []
     for f in findings:
-        if f["severity"] == "info" and f["id"].startswith(("mindinsight.", "msprof-analyze.")):
-            host = next((s for s in strong if s["category"] == f["category"] and s["phase"] == f["phase"]
-                         and set(f["ranks"]) <= set(s["ranks"]) and set(f["links"]) <= set(s["links"])
-                         and set(f["stages"]) <= set(s["stages"])), None)
-            if host is None and f["category"] == "slow_link":
-                host = next((s for s in findings if s is not f and s["category"] == "slow_link"
-                             and set(f["links"]) <= set(s["links"])), None)
+        if f["id"].startswith(REPRODUCTIONS):
+            host = next((h for h in ours if _covers(h, f)), None)
             if host is not None:
                 host["evidence"].setdefault("related", []).append(
                     {"id": f["id"], "title": f["title"], "evidence": f["evidence"]})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
-from reportgen.rules.stats import all_types, type_totals
+from reportgen.rules.stats import type_totals
 
 # data fetching in sink mode, not operator fallbacks
 DATA_OPS = {"getnext", "initdata", "dynamicgetnext", "dynamicgetnextv2", "getnextfromqueue", "endofsequence"}
@@ -41,7 +41,7 @@ def check(ctx: Context) -> list[Finding]:
     if share.empty:
         return []
     med = float(share.median())
-    rows = all_types(ctx.a)
+    rows = ctx.a.resources.operator_rows
     b = rows[(rows["side"] == "aicpu") & ~rows["op_type"].str.lower().isin(DATA_OPS)]
     longest = b["max_ms"].fillna(b["avg_ms"]).max() if len(b) else 0.0
     max_us = 0.0 if pd.isna(longest) else float(longest) * 1000

@@ -60,12 +60,8 @@ def check(ctx: Context) -> list[Finding]:
     groups: dict[str, list[int]] = {}
     rates: dict[int, float] = {}
     for r, q in sorted(res.queues.items()):
-        verdict = ""
-        if q.host_total and q.host_empty > ctx.t("host_empty_rate") * q.host_total:
-            verdict = "data_process"
-        elif q.host_total and q.device_total and q.device_empty > 0:
-            verdict = "data_transmission"
-        if verdict:
+        verdict = q.reading(ctx.t("host_empty_rate"))
+        if verdict in ("data_process", "data_transmission"):
             groups.setdefault(verdict, []).append(r)
             rates[r] = q.host_empty / q.host_total if q.host_total else math.nan
     out = []

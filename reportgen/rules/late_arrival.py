@@ -7,11 +7,9 @@ shortest operator in each collective.
 
 from __future__ import annotations
 
-import pandas as pd
-
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_ranks
 from reportgen.rules.slow_rank import slow_table
-from reportgen.rules.stats import standouts, step_reference
+from reportgen.rules.stats import peer_median, standouts, step_reference
 
 THRESHOLDS = {
     "z": Threshold(3.5, "robust z-score below the group's median wait, in a step"),
@@ -46,10 +44,9 @@ def check(ctx: Context) -> list[Finding]:
     # a rank whose own link is the slow hop of a ring waits less too, but its transfer takes the difference.
     if found and "communication_ms" in ca.per_rank_step.columns:
         comm = ca.per_rank_step.groupby("rank")["communication_ms"].mean()
-        grp = {r: (stage_of or {}).get(int(r), 0) for r in comm.index}
-        med = comm.groupby(pd.Series(grp)).median()
+        med = peer_median(comm, stage_of)
         found = [s for s in found if s.rank in comm.index
-                 and med[grp[s.rank]] - comm[s.rank] >= ctx.t("elapse_share") * s.excess_ms]
+                 and med[s.rank] - comm[s.rank] >= ctx.t("elapse_share") * s.excess_ms]
     if not found:
         return []
     ranks = [s.rank for s in found]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from reportgen.analysis import Analysis
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
-from reportgen.rules.stats import Standout, standouts, step_reference
+from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
 
 THRESHOLDS = {
     "z": Threshold(3.5, "robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)"),
@@ -92,10 +92,8 @@ def _not_victims(a: Analysis, found: list[Standout], stage_of) -> list[Standout]
     comp = a.steps.average["computing"].dropna() if "computing" in a.steps.average else None
     if comp is None or comp.empty:
         return found
-    grp = pd.Series({r: (stage_of or {}).get(int(r), 0) for r in comp.index})
-    med = comp.groupby(grp).median()
-    return [s for s in found
-            if s.rank not in comp.index or med[grp[s.rank]] - comp[s.rank] < 0.5 * s.excess_ms]
+    med = peer_median(comp, stage_of)
+    return [s for s in found if s.rank not in comp.index or med[s.rank] - comp[s.rank] < 0.5 * s.excess_ms]
 
 
 def _net_computation(ov_steps: pd.DataFrame, st_steps: pd.DataFrame) -> pd.DataFrame:

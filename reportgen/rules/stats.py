@@ -105,6 +105,12 @@ def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, 
     return sorted(out, key=lambda s: -s.excess_ms)
 
 
+def peer_median(values: pd.Series, groups: Optional[dict[int, int]] = None) -> pd.Series:
+    """For each rank (index), the median of `values` over the ranks of its group (its stage; all when None)."""
+    g = pd.Series([(groups or {}).get(int(r), 0) for r in values.index], index=values.index)
+    return values.groupby(g).transform("median")
+
+
 def step_reference(per_step: pd.DataFrame, total: str = "total") -> Optional[pd.Series]:
     """Median step time over ranks, per step id (index: step, -1 for rows without a step id)."""
     if total not in per_step.columns or per_step.empty:
@@ -116,25 +122,8 @@ def step_reference(per_step: pd.DataFrame, total: str = "total") -> Optional[pd.
     return f.groupby("step")[total].median()
 
 
-def all_types(analysis) -> pd.DataFrame:
-    """Every rank's operator-type rows (rank, side, op_type, total_ms, avg_ms, max_ms), built once per analysis
-    (memoised on the object: several rules read it)."""
-    cached = analysis.__dict__.get("_rules_op_types")
-    if cached is not None:
-        return cached
-    frames = []
-    for r in analysis.run.rank_ids:
-        ops = analysis.run.ranks[r].operators
-        if ops is not None and len(ops.by_type):
-            frames.append(ops.by_type[["side", "op_type", "total_ms", "avg_ms", "max_ms"]].assign(rank=r))
-    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["side", "op_type", "total_ms", "avg_ms", "max_ms", "rank"])
-    analysis.__dict__["_rules_op_types"] = out
-    return out
-
-
 def type_totals(analysis, sides: tuple[str, ...]) -> pd.DataFrame:
     """Operator time per (rank, side, op_type) in ms, over the ranks with operator statistics."""
-    allt = all_types(analysis)
-    allt = allt[allt["side"].isin(sides)]
-    return allt.groupby(["rank", "side", "op_type"], as_index=False)["total_ms"].sum()
+    rows = analysis.resources.operator_rows
+    rows = rows[rows["side"].isin(sides)]
+    return rows.groupby(["rank", "side", "op_type"], as_index=False)["total_ms"].sum()
