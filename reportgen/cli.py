@@ -48,6 +48,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help="device memory capacity to compare peaks with when the profiler did not record it "
                         "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B")
+    p.add_argument("--marey-step", dest="marey_steps", type=int, action="append", default=[], metavar="N",
+                   help="also draw the execution (Marey) view of step N (repeatable; the representative and "
+                        "the slowest steps are always drawn)")
     p.add_argument("--thresholds", type=Path, metavar="FILE", help="TOML file of rule thresholds: one [RULE] "
                    "table per rule, e.g. [slow-rank] min_share = 0.03 (see the report's Rules page)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="RULE.NAME=VALUE",
@@ -106,7 +109,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         result = build_report(run, out, single_file=args.single_file, jobs=args.jobs or default_jobs(),
                               progress=not args.quiet,
                               device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
-                              overrides=overrides)
+                              overrides=overrides, marey_steps=args.marey_steps)
     except ReportError as e:
         print(f"msreport: error: {e}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 # --- step-trace phases -------------------------------------------------------------------------
@@ -353,6 +354,7 @@ class RunInfo:
     layout_label: str
     parallel_mode: str = "stand-alone"
     parallel_mode_source: str = "default"
+    parallel_mode_raw: str = ""  # the profiler's own name (auto_parallel, semi_auto_parallel, ...)
     stages: int = 1
     rank_size: Optional[int] = None
     stage_of_rank: dict[int, int] = field(default_factory=dict)  # 0-based
@@ -370,6 +372,8 @@ class Run:
     info: RunInfo
     ranks: dict[int, RankData]
     issues: list[DataIssue] = field(default_factory=list)
+    strategy: Optional["ParallelStrategy"] = None
+    execution: Optional["ExecutionData"] = None
 
     @property
     def rank_ids(self) -> list[int]:
@@ -380,3 +384,74 @@ class Run:
         for r in self.rank_ids:
             out.extend(self.ranks[r].issues)
         return out
+
+
+# --- strategy perception (parallel_strategy_{rank}.json) ------------------------------------------------------
+
+
+@dataclass
+class StrategyOp:
+    """One operator of a stage's computational graph (MindSpore `parallel_strategy_{rank}.json`)."""
+
+    id: str  # node id in the file
+    name: str  # full name (scope/Type-opN)
+    op_type: str
+    scope: str
+    order: int  # position in the file = execution order
+    instance: str = ""  # "" | "GradientAggregation" | "Redistribution"
+    strategy: list[list[int]] = field(default_factory=list)  # per input: split count of each dimension
+    groups: list[str] = field(default_factory=list)  # communication groups, unioned over the stage's ranks
+    group_ranks: str = ""
+    inputs: list[str] = field(default_factory=list)  # node ids, parameter names or constant keys
+    attrs: dict[str, str] = field(default_factory=dict)  # small attributes (sr_tag, dest_rank, micro, ...)
+    output: str = ""  # output type text
+
+
+@dataclass
+class StageStrategy:
+    stage: int  # 0-based
+    ranks: list[int]  # ranks whose files were merged (the first one's graph is kept)
+    ops: list[StrategyOp]
+    parameters: list[str] = field(default_factory=list)
+    expected_ranks: list[int] = field(default_factory=list)  # from the files' stage layout
+    source: str = ""  # the file whose graph is kept
+
+
+@dataclass
+class ParallelStrategy:
+    parallel_type: str
+    stages: list[StageStrategy]
+    stage_devices: list[list[int]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+# --- execution overview (operators of chosen steps) -----------------------------------------------------------
+
+OP_CLASSES: tuple[str, ...] = ("compute", "collective", "send", "receive")
+
+
+@dataclass
+class StepOps:
+    """The device operators of one rank in one step, times in ms from the rank's own step start."""
+
+    rank: int
+    step: int
+    source: str
+    step_ms: float  # the step window's length
+    names: list[str]
+    classes: list[str]  # one of OP_CLASSES
+    start: "np.ndarray"
+    dur: "np.ndarray"
+    window: str = ""  # how the step window was found
+
+
+@dataclass
+class ExecutionData:
+    """Operators of the steps chosen for the Marey view, per step and rank (only those steps are kept)."""
+
+    steps: list[int]  # chosen steps, the representative one first
+    reasons: dict[int, str]  # step -> why it was chosen
+    ops: dict[int, dict[int, StepOps]]  # step -> rank -> operators
+    ranks: list[int]  # ranks whose timelines were read
+    skipped_ranks: list[int] = field(default_factory=list)  # ranks with a timeline not read (device cap)
+    notes: list[str] = field(default_factory=list)

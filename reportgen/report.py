@@ -10,7 +10,8 @@ from typing import Callable, Optional
 
 from reportgen.analysis import analyze
 from reportgen.discover import RunLayout, discover
-from reportgen.loaders import load_run
+from reportgen.analysis.execution import select
+from reportgen.loaders import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
 from reportgen.site import builder
 from reportgen.site.pages import plan_pages
@@ -46,6 +47,8 @@ def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, pro
               title: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Path, dict]:
     """`settings`: from the command line: device_memory_mb, overrides (rule thresholds)."""
     run = load_run(layout, jobs=jobs, progress=_progress("ranks loaded", progress))
+    sel = select(run, timeline_ranks(layout), (settings or {}).get("marey_steps"))
+    run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
     analysis = analyze(run, device_memory_mb=(settings or {}).get("device_memory_mb"))
     findings, thresholds = run_rules(analysis, (settings or {}).get("overrides"))
     plan = plan_pages(analysis, findings, thresholds=thresholds, title=title)
@@ -59,12 +62,13 @@ def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, pro
 
 def build_report(run_dir: Path, out: Path, *, single_file: bool = False, jobs: int = 1,
                  progress: bool = False, device_memory_mb: Optional[float] = None,
-                 overrides: Optional[dict] = None) -> BuildResult:
+                 overrides: Optional[dict] = None, marey_steps: Optional[list[int]] = None) -> BuildResult:
     """`overrides`: rule thresholds, {rule id: {name: value}} (see `reportgen.rules.parse_overrides`)."""
     t0 = time.monotonic()
     run_dir = Path(run_dir)
     layouts = discover(run_dir)
-    settings = {"device_memory_mb": device_memory_mb, "overrides": overrides or {}}
+    settings = {"device_memory_mb": device_memory_mb, "overrides": overrides or {},
+                "marey_steps": list(marey_steps or [])}
     if len(layouts) == 1:
         entry, summary = build_one(layouts[0], out, single_file=single_file, jobs=jobs, progress=progress,
                                    settings=settings)

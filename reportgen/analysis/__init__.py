@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
+from reportgen.analysis.execution import ExecutionView, analyze_execution
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.resources import Resources, analyze_resources
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
+from reportgen.analysis.strategy import StrategyView, analyze_strategy
 from reportgen.model import DataIssue, Run
 
 
@@ -22,6 +24,8 @@ class Analysis:
     overlap: OverlapAnalysis
     resources: Resources
     issues: list[DataIssue] = field(default_factory=list)
+    strategy: Optional[StrategyView] = None
+    execution: Optional[ExecutionView] = None
 
 
 def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
@@ -29,5 +33,8 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
     resources = analyze_resources(run, device_memory_mb)
+    strategy = analyze_strategy(run.strategy)
+    execution = analyze_execution(run, steps.per_step, comm.per_rank_step, resources.flops, resources.memory)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
-    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues)
+    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
+                    strategy=strategy, execution=execution)

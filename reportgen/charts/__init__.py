@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reportgen.charts import comm, overlap, resources, steps
+from reportgen.charts import comm, execution, overlap, resources, steps
 
 CHARTS = {
     "step_total_by_rank": steps.step_total_by_rank,
@@ -31,6 +31,8 @@ CHARTS = {
     "memory_curve": resources.memory_curve,
     "queue_sizes": resources.queue_sizes,
     "cpu_usage": resources.cpu_usage,
+    "marey": execution.marey,
+    "time_overview": execution.time_overview,
 }
 
 

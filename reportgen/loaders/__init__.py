@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, memory, metadata,
-                               operators, overlap, step_trace, timeline)
+                               operators, overlap, step_ops, step_trace, strategy, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
-from reportgen.model import DataIssue, RankData, RankInfo, Run
+from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles, RunLayout
@@ -154,7 +154,7 @@ def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
                                                 f("npu_module_mem.csv"), log))
     if data.memory is None and f("cpu_ms_memory_record.txt") is not None:
         data.memory = memory.load_cpu_memory(f("cpu_ms_memory_record.txt"), log)
-    trace = (f("ascend_timeline_display.json") or f("timeline_display.json") or f("trace_view.json"))
+    trace = timeline_file(rf)
     if trace is not None:
         data.timeline = timeline.summarize_trace(
             trace, log, f("ascend_timeline_summary.json") or f("timeline_summary.json"))
@@ -256,9 +256,79 @@ def load_run(layout: "RunLayout", jobs: int = 1,
             ranks[d.info.rank] = d
             if progress:
                 progress(i, total)
+    strat = _load_strategy(layout, ranks, issues)
+    if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
+        stage_sets = [sorted(s) for s in strat.stage_devices]
     info = build_run_info(layout, ranks, stage_sets)
-    return Run(root=root, info=info, ranks=ranks, issues=issues)
+    if strat is not None:
+        info.parallel_mode_raw = info.parallel_mode_raw or strat.parallel_type
+        if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:
+            info.stage_source = "the stage layout of the parallel_strategy files (stageDevices)"
+    return Run(root=root, info=info, ranks=ranks, issues=issues, strategy=strat)
+
+
+def _load_strategy(layout: "RunLayout", ranks: dict[int, RankData], issues: list[DataIssue]):
+    files = {r: rf.files["parallel_strategy.json"][0] for r, rf in layout.ranks.items()
+             if rf.files.get("parallel_strategy.json")}
+    if not files:
+        return None
+    log = IssueLog(layout.root)
+    size = next((d.info.rank_size for d in ranks.values() if d.info.rank_size), None)
+    out = strategy.load_parallel_strategy(files, log, size)
+    issues.extend(log.issues)
+    return out
 
 
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def timeline_file(rf: "RankFiles") -> Optional[Path]:
+    f = rf.first
+    return f("ascend_timeline_display.json") or f("timeline_display.json") or f("trace_view.json")
+
+
+def timeline_ranks(layout: "RunLayout") -> list[int]:
+    """Ranks that have an operator timeline."""
+    return sorted(r for r, rf in layout.ranks.items() if timeline_file(rf) is not None)
+
+
+def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dict[int, str], ranks: list[int],
+                   skipped: list[int]) -> Optional[ExecutionData]:
+    """The device operators of `steps` on `ranks` (two streamed passes per rank; only those steps are kept).
+    Chosen steps a rank's timeline does not have fall back to the timeline's own steps (see the notes)."""
+    if not ranks:
+        return None
+    log = IssueLog(layout.root)
+    data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
+                         skipped_ranks=list(skipped))
+    lays = {}
+    for r in ranks:
+        path = timeline_file(layout.ranks[r])
+        lay = step_ops.trace_layout(path, log, run.ranks[r].step_trace if r in run.ranks else None,
+                                    layout.ranks[r].first("output_timeline_data.txt"))
+        if lay is not None:
+            lays[r] = lay
+    if not lays:
+        return None
+    wanted = [s for s in data.steps if any(s in lay.windows for lay in lays.values())]
+    if not wanted:  # the timeline numbers its steps differently (or has none): use the middle one it has
+        common = sorted(set.intersection(*(set(lay.windows) for lay in lays.values())))
+        pool = common or sorted(next(iter(lays.values())).windows)
+        pick = pool[len(pool) // 2]
+        if data.steps:
+            data.notes.append(f"steps {', '.join(map(str, data.steps))} are not in the timelines; step {pick} "
+                              "of the timelines is shown")
+        wanted = [pick]
+        data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
+                              else "the middle step of the timelines")
+    data.steps = wanted
+    for r, lay in lays.items():
+        got = step_ops.read_step_ops(timeline_file(layout.ranks[r]), r, lay, wanted, log)
+        for s, o in got.items():
+            data.ops.setdefault(s, {})[r] = o
+        missing = [s for s in wanted if s not in got]
+        if missing:
+            data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
+    run.issues.extend(log.issues)
+    return data

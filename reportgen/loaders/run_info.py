@@ -41,6 +41,7 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
         groups.update(i.parallel_groups)
     raw_mode = next((i.parallel_mode for i in infos if i.parallel_mode), None)
     stage_num = next((i.stage_num for i in infos if i.stage_num), None)
+    info.parallel_mode_raw = raw_mode or ""
     rank_size = next((i.rank_size for i in infos if i.rank_size), None)
 
     if hint:

@@ -24,7 +24,8 @@ from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import COMMUNICATION, INDEX, OVERLAP, RESOURCES, RULES, STEP_TRACE, SitePlan
+from reportgen.site.pages import (COMMUNICATION, EXECUTION, INDEX, OVERLAP, RESOURCES, RULES, STEP_TRACE, STRATEGY,
+                                  SitePlan)
 
 MARKER = ".msreport"
 
@@ -112,6 +113,10 @@ def _url_for(current: str, single: bool) -> Callable[[str], str]:
                 return "#overlap"
             if path == RESOURCES:
                 return "#resources"
+            if path == STRATEGY:
+                return "#strategy"
+            if path == EXECUTION or path.startswith("cluster/execution-step-"):
+                return "#execution"
             if path.startswith("ranks/rank-"):
                 return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
             return "#"
@@ -232,6 +237,8 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
     ovl_page = next(p for p in plan.pages if p.path == OVERLAP)
     res_page = next(p for p in plan.pages if p.path == RESOURCES)
+    strat_page = next(p for p in plan.pages if p.path == STRATEGY)
+    exe_page = next(p for p in plan.pages if p.path == EXECUTION)
     rules_page = next(p for p in plan.pages if p.path == RULES)
     rank_pages = [p for p in plan.pages if p.template == "rank.html"]
     rank_data = {}
@@ -246,7 +253,8 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     if line_template is not None:
         line_template = {k: v for k, v in line_template.items() if k != "datasets"}
     html = env.get_template("single.html").render(
-        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, res=res_page, charts=step_page.charts, nav=plan.nav, url=url,
+        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, res=res_page, strat=strat_page, exe=exe_page,
+        charts=step_page.charts, nav=plan.nav, url=url,
         single=True, rank_data=rank_data, line_template=line_template, rules_ctx=rules_page.context,
         rank_ids=[p.context["rank"] for p in rank_pages],
         asset_css="", asset_js="", asset_vega="",

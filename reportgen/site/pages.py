@@ -13,7 +13,7 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
+from reportgen.site import comm_pages, execution_pages, finding_pages, overlap_pages, resource_pages
 from reportgen.site.values import num, stacked_bar_rows
 
 INDEX = "index.html"
@@ -22,6 +22,8 @@ COMMUNICATION = comm_pages.COMMUNICATION
 OVERLAP = overlap_pages.OVERLAP
 RESOURCES = resource_pages.RESOURCES
 RULES = finding_pages.RULES_PAGE
+STRATEGY = execution_pages.STRATEGY
+EXECUTION = execution_pages.EXECUTION
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 
 
@@ -262,7 +264,12 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
                     charts=res_charts, nav="resources", downloads=res_csv)
     rules_page = Page(RULES, "Performance helper rules", "rules.html",
                       {**common, **finding_pages.rules_context(findings, thresholds or {})}, nav="rules")
-    pages = [index, step_page, ovl_page, comm_page, res_page, rules_page]
+    st_ctx, st_charts, st_csv = execution_pages.plan_strategy_context(a)
+    strategy_page = Page(STRATEGY, "Parallel strategy", "strategy.html", {**common, **st_ctx}, charts=st_charts,
+                         nav="strategy", downloads=st_csv)
+    exec_pages = [Page(path, title, "execution.html", {**common, **ctx}, charts=charts, nav="execution",
+                       downloads=csv) for path, title, ctx, charts, csv in execution_pages.plan_execution_pages(a)]
+    pages = [index, step_page, ovl_page, comm_page, *exec_pages, strategy_page, res_page, rules_page]
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
     detail = resource_pages.RankDetail(a)
     by_reporter = comm_pages.links_by_reporter(a)
@@ -280,7 +287,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
         pages.append(rp)
         rank_sections.append(rp.context)
     nav = [(INDEX, "Overview"), (STEP_TRACE, "Step trace"), (OVERLAP, "Overlap & stages"),
-           (COMMUNICATION, "Communication"), (RESOURCES, "Resources"), (RULES, "Rules")]
+           (COMMUNICATION, "Communication"), (EXECUTION, "Execution"), (STRATEGY, "Strategy"),
+           (RESOURCES, "Resources"), (RULES, "Rules")]
     return SitePlan(pages=pages, title=title, nav=nav, rank_sections=rank_sections, exports=detail.exports)
 
 

@@ -18,6 +18,8 @@ Injections (`inject=[...]`, strings):
 * ``missing-comm:R`` / ``corrupt-comm:R``: rank R's communication files are absent / truncated;
 * ``memory-near-capacity:R[:RATIO]``: rank R's peak device memory is RATIO of the capacity (default 0.96;
   healthy ranks sit near 70 %; Ascend runs record no capacity: build with --device-memory-gb 64);
+* ``slow-op:TYPE[:FACTOR]``: operator type TYPE (MatMul, BiasAdd, LayerNorm, Gelu, Add) takes FACTOR times
+  longer on every device (default 3.0); visible in the operator timelines (execution view);
 * ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
   (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
@@ -36,6 +38,7 @@ from typing import Optional
 
 import numpy as np
 
+from reportgen.synth.execution import op_share, write_legacy_display, write_strategy
 from reportgen.synth.comm import write_ascend_comm, write_hccl_raw
 from reportgen.synth.resources import write_ascend_resources, write_mindinsight_resources
 from reportgen.synth.timeline import (
@@ -46,7 +49,8 @@ MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlap
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
-             "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue")
+             "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
+             "slow-op")
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Plan:
     corrupt_comm: set[int] = field(default_factory=set)
     memory: dict[int, float] = field(default_factory=dict)  # rank -> peak / capacity
     starving: set[int] = field(default_factory=set)
+    slow_ops: dict[str, float] = field(default_factory=dict)  # operator type -> factor, on every device
     seed: int = 0
 
 
@@ -97,6 +102,10 @@ def parse_injections(items: list[str]) -> Plan:
                 plan.corrupt_comm.add(int(parts[1]))
             elif kind == "memory-near-capacity":
                 plan.memory[int(parts[1])] = float(parts[2]) if len(parts) > 2 else 0.96
+            elif kind == "slow-op":
+                if op_share(parts[1]) == 0:
+                    raise ValueError(f"unknown operator type {parts[1]!r} for slow-op")
+                plan.slow_ops[parts[1]] = float(parts[2]) if len(parts) > 2 else 3.0
             elif kind == "starving-queue":
                 plan.starving.add(int(parts[1]))
                 plan.slow.setdefault(int(parts[1]), ("data", 1.2))
@@ -132,6 +141,8 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
     host = 2.0 + rng.gamma(2.0, 0.2, shape)
     for s, f in plan.stage_factor.items():
         comp[stage == s] *= f
+    for op, f in plan.slow_ops.items():
+        comp *= 1 + op_share(op) * (f - 1)
     for r, (phase, f) in plan.slow.items():
         if 0 <= r < ranks:
             if phase == "compute":
@@ -248,7 +259,8 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
             write_ascend_comm(out, r, m, groups, per_host, first_step, steps, plan)
         write_ascend_resources(out, r, m.computing[r], first_step, plan, plan.seed)
         if trace_view:
-            write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5)
+            write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5,
+                             kernels=(min(stages - 1, r // max(1, ranks // stages)), stages, plan.slow_ops))
         if r in plan.missing_step:
             continue
         lines = [MODERN_HEADER]
@@ -299,9 +311,12 @@ def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: in
                                     plan.stage_factor.get(r // max(1, ranks // stages), 1.0))
         ticks = 1e5  # per ms
         layouts = legacy_layout(m, r, steps, pipeline, (61688106196804 + r * 1234) / ticks)
+        stage = min(stages - 1, r // max(1, ranks // stages))
+        write_legacy_display(d, r, r % 8, stage, stages, layouts, first_step, plan.slow_ops, ranks > 1)
         if ranks > 1 and mode != "stand_alone":
             write_cluster_analyse(d, r, layouts, mode, stages, ranks, pipeline)
             write_legacy_timeline(d, r, layouts)
+            write_strategy(d, r, ranks, stages, tp, pmode)
         if r in plan.missing_step:
             continue
         names = ([RECEIVE] if pipeline else []) + ([ALLREDUCE] if ranks > 1 else [])

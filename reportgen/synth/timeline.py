@@ -16,8 +16,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
+
+from reportgen.synth.execution import trace_view_kernels
 
 OPS_PER_STEP = 8  # compute operators written per step (a coarse but honest timeline)
 OPT_MS = 0.05
@@ -96,7 +99,8 @@ def write_cluster_analyse(d: Path, r: int, layouts: list[StepLayout], mode: str,
 # --- modern trace_view.json ----------------------------------------------------------------------------------
 
 
-def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: int, t0_us: float) -> None:
+def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: int, t0_us: float,
+                     kernels: Optional[tuple] = None) -> None:
     """A `trace_view.json` with host ProfilerStep slices, host-to-device flows and the Overlap Analysis lanes.
 
     Lane sums per step equal the step_trace_time.csv row the generator writes from the same model:
@@ -111,7 +115,11 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
         {"ph": "M", "name": "process_labels", "pid": pid_dev, "tid": 0, "args": {"labels": f"NPU {device}"}},
         {"ph": "M", "name": "process_name", "pid": pid_ovl, "tid": 0, "args": {"name": "Overlap Analysis"}},
         {"ph": "M", "name": "process_labels", "pid": pid_ovl, "tid": 0, "args": {"labels": f"NPU {device}"}},
+        {"ph": "M", "name": "thread_name", "pid": pid_dev, "tid": 0, "args": {"name": "Group 0 Communication"}},
     ]
+    pid_hw = 3170820512
+    if kernels is not None:
+        ev.append({"ph": "M", "name": "process_name", "pid": pid_hw, "tid": 0, "args": {"name": "Ascend Hardware"}})
 
     def x(name, pid, tid, ts, dur, **extra):
         ev.append({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{ts:.3f}", "dur": round(dur, 3), **extra})
@@ -140,6 +148,8 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
             x("Communication", pid_ovl, 1, d0, bub)
             x("Communication(Not Overlapped)", pid_ovl, 2, d0, bub)
         x("Computing", pid_ovl, 0, d0 + bub, comp)
+        if kernels is not None:
+            ev.extend(trace_view_kernels(kernels[0], kernels[1], kernels[2], d0 + bub, ce, pid_hw, pid_dev))
         x(f"hcom_allReduce__{s}_0_1", pid_dev, 0, ce - ov, ov + alone)
         x("Communication", pid_ovl, 1, ce - ov, ov + alone)
         if alone > 0:

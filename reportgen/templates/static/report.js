@@ -187,6 +187,42 @@
     fromHash();
   }
 
+  function initGraphs() {
+    // strategy graphs: click a block to show its operators; zoom buttons scale the inline SVG
+    document.querySelectorAll("svg.strategy-graph .block").forEach(function (g) {
+      function open() {
+        var id = g.getAttribute("data-block");
+        var panel = document.getElementById(id);
+        if (!panel) { return; }
+        var svg = g.ownerSVGElement;
+        svg.querySelectorAll(".block.selected").forEach(function (b) { b.classList.remove("selected"); });
+        var wasOpen = !panel.hidden;
+        document.querySelectorAll(".block-detail").forEach(function (p) { if (p.id.split("-b")[0] === id.split("-b")[0]) { p.hidden = true; } });
+        if (!wasOpen) { panel.hidden = false; g.classList.add("selected"); panel.scrollIntoView({ block: "nearest" }); }
+      }
+      g.addEventListener("click", open);
+      g.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } });
+    });
+    document.querySelectorAll("[data-close]").forEach(function (b) {
+      b.addEventListener("click", function () { document.getElementById(b.getAttribute("data-close")).hidden = true; });
+    });
+    document.querySelectorAll("[data-zoom]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        var wrap = document.getElementById(b.getAttribute("data-target"));
+        var svg = wrap && wrap.querySelector("svg");
+        if (!svg) { return; }
+        var w0 = parseFloat(svg.getAttribute("data-w") || svg.getAttribute("width"));
+        var h0 = parseFloat(svg.getAttribute("data-h") || svg.getAttribute("height"));
+        svg.setAttribute("data-w", w0); svg.setAttribute("data-h", h0);
+        var z = parseFloat(svg.getAttribute("data-z") || "1");
+        var mode = b.getAttribute("data-zoom");
+        z = mode === "in" ? z * 1.25 : mode === "out" ? z / 1.25 : Math.min(1, wrap.clientWidth / w0);
+        svg.setAttribute("data-z", z);
+        svg.setAttribute("width", w0 * z); svg.setAttribute("height", h0 * z);
+      });
+    });
+  }
+
   function reportResources() {
     // For tests and the curious: how many network resources did this page request? (should be 0)
     var ext = performance.getEntriesByType("resource").filter(function (e) { return /^https?:/i.test(e.name); });
@@ -196,6 +232,7 @@
   function main() {
     if (document.getElementById("rank-data")) { document.body.setAttribute("data-single", "1"); }
     initTables();
+    initGraphs();
     initStepSelect();
     drawCharts();
     initRankSelect();

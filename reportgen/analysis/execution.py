@@ -1,0 +1,452 @@
+"""Execution overview: the Marey view of chosen steps and the time overview of every step.
+
+Pure functions. `choose_steps` / `choose_ranks` decide what the step-operator loader reads (it keeps only those
+steps in memory); `analyze_execution` turns what it read into per-device rows, stage aggregates, cross-device
+operator joins and the per-operator duration spread the rules read.
+
+Operators are joined across devices by name and occurrence: the k-th `MatMul-op12` of a step on one device is the
+k-th on another (MindSpore's `-opN` names are unique, torch_npu kernel names repeat).
+
+Alignment (MindInsight's `TimelineService`, `mindinsight_formats.md` §4): devices that share a collective form a
+stage (the run's stage layout is used when the files give it); inside a stage every device is shifted so that
+the first collective it shares with the stage's first device ends at the same time as there (a collective
+completes together on all its members). Stage i is then shifted so that its first Receive ends when stage i-1's
+first Send ends (the pipeline pairing MindInsight's UI draws). Times are ms from the first device's step start.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import ExecutionData, Run, StepOps
+
+MAX_DEVICES = 32  # timelines read (and rows drawn) for one step
+MAX_BARS = 600  # operators drawn per device row (the longest; all communication first)
+MAX_JOINS = 80  # operators joined across devices by a line
+SPREAD_ROWS = 40
+MIN_JOIN_DEVICES = 2
+OP_SUFFIX_RE = re.compile(r"-op\d+$")
+
+
+@dataclass
+class Selection:
+    steps: list[int]
+    reasons: dict[int, str]
+    ranks: list[int]
+    skipped: list[int]
+
+
+def _step_totals(per_step: pd.DataFrame) -> pd.Series:
+    if per_step is None or not len(per_step) or "total" not in per_step:
+        return pd.Series(dtype=float)
+    return per_step.groupby("step")["total"].mean().sort_index()
+
+
+def choose_steps(per_step: pd.DataFrame, requested: Optional[list[int]] = None) -> tuple[list[int], dict[int, str]]:
+    """The representative step (mean step time closest to the median, the first step left out when there are
+    more than two: it carries compilation and warm-up), the slowest one, and any requested steps."""
+    totals = _step_totals(per_step)
+    steps: list[int] = []
+    reasons: dict[int, str] = {}
+    if len(totals):
+        body = totals.iloc[1:] if len(totals) > 2 else totals
+        med = float(body.median())
+        rep = int((body - med).abs().idxmin())
+        steps.append(rep)
+        reasons[rep] = f"representative: mean step time {float(totals[rep]):.2f} ms, closest to the median {med:.2f} ms"
+        slow = int(totals.idxmax())
+        if slow != rep:
+            steps.append(slow)
+            reasons[slow] = f"slowest: mean step time {float(totals[slow]):.2f} ms"
+    for s in requested or []:
+        if s not in reasons:
+            steps.append(int(s))
+            reasons[int(s)] = "requested with --marey-step"
+    return steps, reasons
+
+
+def choose_ranks(ranks: list[int], stage_of: dict[int, int], per_step: pd.DataFrame, step: Optional[int],
+                 cap: int = MAX_DEVICES) -> tuple[list[int], list[int]]:
+    """All ranks up to `cap`; above it, per stage the slowest, fastest and median ranks of `step` first, then
+    ranks spread evenly over each stage."""
+    ranks = sorted(ranks)
+    if len(ranks) <= cap:
+        return ranks, []
+    by_stage: dict[int, list[int]] = defaultdict(list)
+    for r in ranks:
+        by_stage[stage_of.get(r, 0)].append(r)
+    totals = {}
+    if per_step is not None and len(per_step) and step is not None:
+        s = per_step[per_step["step"] == step]
+        totals = dict(zip(s["rank"].astype(int), s["total"].astype(float)))
+    picks: list[int] = []
+    for st in sorted(by_stage):
+        members = by_stage[st]
+        ordered = sorted(members, key=lambda r: totals.get(r, math.nan) if r in totals else -math.inf)
+        timed = [r for r in ordered if r in totals]
+        if timed:
+            for r in (timed[-1], timed[0], timed[len(timed) // 2]):
+                if r not in picks:
+                    picks.append(r)
+    per = max(1, cap // max(1, len(by_stage)))
+    for st in sorted(by_stage):
+        members = by_stage[st]
+        have = sum(1 for r in picks if stage_of.get(r, 0) == st)
+        for r in members[::max(1, len(members) // per)]:
+            if have >= per or len(picks) >= cap:
+                break
+            if r not in picks:
+                picks.append(r)
+                have += 1
+    picks = sorted(picks[:cap])
+    return picks, [r for r in ranks if r not in picks]
+
+
+# --- the view -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DeviceRow:
+    rank: int
+    stage: int
+    label: str
+    shift_ms: float
+    step_ms: float
+    n_ops: int
+    drawn: int
+    busy_ms: dict[str, float]  # class -> summed duration
+    flops_m: Optional[float] = None
+    flops_rel: Optional[float] = None
+    memory_ratio: Optional[float] = None
+    peak_mb: Optional[float] = None
+    capacity_mb: Optional[float] = None
+    source: str = ""
+
+
+@dataclass
+class OpSpread:
+    key: str
+    name: str
+    cls: str
+    stage: int
+    n: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    max_rank: int
+    ratio: float  # max / median
+    excess_ms: float  # max - median
+    share: float  # median / step
+
+
+@dataclass
+class MareyStep:
+    step: int
+    reason: str
+    devices: list[DeviceRow]
+    bars: list[dict]  # rank, row, name, cls, start, end, dur (aligned ms)
+    joins: list[dict]  # key, name, cls, row, t (start), end
+    stages: list[dict]  # stage, ranks, label, bars: [{name, cls, st_avg, ed_avg, st_min, ed_max, n}]
+    spread: list[OpSpread]
+    type_spread: list[OpSpread]  # per operator type: the type's summed time per device
+    alignment: list[str]
+    window: str
+    span_ms: float
+    not_drawn: int
+
+
+@dataclass
+class ExecutionView:
+    marey: list[MareyStep]
+    overview: list[dict]  # step, rank, total_ms  (time overview lines)
+    overview_comm: list[dict]  # step, communication_ms, wait_ms (averages over ranks)
+    ranks_read: list[int]
+    skipped_ranks: list[int]
+    notes: list[str] = field(default_factory=list)
+    spread_all: list[OpSpread] = field(default_factory=list)  # every step's spread, for the rules
+
+
+def join_keys(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}#{k}")
+    return out
+
+
+def group_stages(ops: dict[int, StepOps], stage_of: dict[int, int], keys: dict[int, list[str]]) -> dict[int, int]:
+    """Stage of each device: the run's layout when known, else MindInsight's rule (devices sharing the first
+    device's earliest collective join its stage)."""
+    ranks = sorted(ops)
+    if stage_of and len(set(stage_of.get(r, 0) for r in ranks)) > 1:
+        return {r: stage_of.get(r, 0) for r in ranks}
+    out: dict[int, int] = {}
+    n = 0
+    for r in ranks:
+        if r in out:
+            continue
+        out[r] = n
+        o = ops[r]
+        first = next((keys[r][i] for i in range(len(o.names)) if o.classes[i] == "collective"), None)
+        if first is not None:
+            for r2 in ranks:
+                if r2 not in out and first in set(keys[r2]):
+                    out[r2] = n
+        n += 1
+    return out
+
+
+def _end_of(o: StepOps, keys: list[str], key: str) -> Optional[float]:
+    try:
+        i = keys.index(key)
+    except ValueError:
+        return None
+    return float(o.start[i] + o.dur[i])
+
+
+def align(ops: dict[int, StepOps], stages: dict[int, int], keys: dict[int, list[str]]) -> tuple[dict[int, float], list[str]]:
+    """Shift (ms) of each device; see the module doc."""
+    shift = {r: 0.0 for r in ops}
+    notes = []
+    members: dict[int, list[int]] = defaultdict(list)
+    for r in sorted(ops):
+        members[stages[r]].append(r)
+    for st, rs in sorted(members.items()):
+        ref = rs[0]
+        o = ops[ref]
+        colls = [keys[ref][i] for i in range(len(o.names)) if o.classes[i] == "collective"]
+        aligned = 0
+        for r in rs[1:]:
+            kset = set(keys[r])
+            anchor = next((k for k in colls if k in kset), None)
+            if anchor is None:
+                continue
+            shift[r] = _end_of(o, keys[ref], anchor) - _end_of(ops[r], keys[r], anchor)
+            aligned += 1
+        if len(rs) > 1:
+            notes.append(f"stage {st}: {aligned} of {len(rs) - 1} device(s) aligned on rank {ref}'s first shared "
+                         "collective" + ("" if aligned == len(rs) - 1 else "; the others start at their step start"))
+    order = sorted(members)
+    for a, b in zip(order, order[1:]):
+        pa, pb = members[a][0], members[b][0]
+        send = next((i for i, c in enumerate(ops[pa].classes) if c == "send"), None)
+        recv = next((i for i, c in enumerate(ops[pb].classes) if c == "receive"), None)
+        if send is None or recv is None:
+            notes.append(f"stage {b}: no Send in stage {a} / Receive in stage {b}; not aligned with stage {a}")
+            continue
+        send_end = float(ops[pa].start[send] + ops[pa].dur[send]) + shift[pa]
+        recv_end = float(ops[pb].start[recv] + ops[pb].dur[recv]) + shift[pb]
+        delta = send_end - recv_end
+        for r in members[b]:
+            shift[r] += delta
+        notes.append(f"stage {b}: aligned so that its first Receive ends with stage {a}'s first Send")
+    return shift, notes
+
+
+def spread(ops: dict[int, StepOps], stages: dict[int, int], keys: dict[int, list[str]], step_ms: float
+           ) -> list[OpSpread]:
+    """Per operator (join key) over the devices that ran it: duration median, min, max and the slowest device."""
+    rows = []
+    for r, o in ops.items():
+        rows.append(pd.DataFrame({"key": keys[r], "name": o.names, "cls": o.classes, "dur": o.dur, "rank": r,
+                                  "stage": stages[r]}))
+    if not rows:
+        return []
+    df = pd.concat(rows, ignore_index=True)
+    g = df.groupby("key", sort=False)
+    stat = g.agg(name=("name", "first"), cls=("cls", "first"), stage=("stage", "min"), n=("dur", "size"),
+                 median=("dur", "median"), lo=("dur", "min"), hi=("dur", "max"))
+    stat = stat[stat["n"] >= MIN_JOIN_DEVICES]
+    if not len(stat):
+        return []
+    idx = df.loc[df.groupby("key")["dur"].idxmax(), ["key", "rank"]].set_index("key")["rank"]
+    out = []
+    for key, s in stat.iterrows():
+        med = float(s["median"])
+        out.append(OpSpread(key=str(key), name=str(s["name"]), cls=str(s["cls"]), stage=int(s["stage"]),
+                            n=int(s["n"]), median_ms=med, min_ms=float(s["lo"]), max_ms=float(s["hi"]),
+                            max_rank=int(idx.get(key, -1)), ratio=float(s["hi"]) / med if med > 0 else math.inf,
+                            excess_ms=float(s["hi"]) - med, share=med / step_ms if step_ms > 0 else 0.0))
+    return out
+
+
+def op_type(name: str) -> str:
+    """`Default/net/LayerNorm-op12` -> `LayerNorm`; kernel names (torch_npu) stay as they are."""
+    return OP_SUFFIX_RE.sub("", name.rsplit("/", 1)[-1])
+
+
+def type_spread(ops: dict[int, StepOps], stages: dict[int, int], step_ms: float) -> list[OpSpread]:
+    """Per stage and operator type: the type's total time in the step on each device, over the devices."""
+    frames = []
+    for r, o in ops.items():
+        frames.append(pd.DataFrame({"type": [op_type(n) for n in o.names], "cls": o.classes, "dur": o.dur})
+                      .groupby(["type", "cls"], as_index=False)["dur"].sum().assign(rank=r, stage=stages[r]))
+    if not frames:
+        return []
+    df = pd.concat(frames, ignore_index=True)
+    out = []
+    for (st, typ, cls), g in df.groupby(["stage", "type", "cls"]):
+        if len(g) < MIN_JOIN_DEVICES:
+            continue
+        med = float(g["dur"].median())
+        i = g["dur"].idxmax()
+        out.append(OpSpread(key=f"{st}:{typ}", name=str(typ), cls=str(cls), stage=int(st), n=len(g),
+                            median_ms=med, min_ms=float(g["dur"].min()), max_ms=float(g["dur"].max()),
+                            max_rank=int(g.loc[i, "rank"]), ratio=float(g["dur"].max()) / med if med > 0 else math.inf,
+                            excess_ms=float(g["dur"].max()) - med, share=med / step_ms if step_ms > 0 else 0.0))
+    return sorted(out, key=lambda s: -s.median_ms)
+
+
+def _cells(row: DeviceRow, flops: pd.DataFrame, memory: pd.DataFrame) -> None:
+    if flops is not None and len(flops):
+        f = flops[flops["rank"] == row.rank]
+        if len(f):
+            row.flops_m = float(f["flops_m"].iloc[0]) if pd.notna(f["flops_m"].iloc[0]) else None
+            v = f["flops_per_s_norm"].iloc[0]
+            row.flops_rel = float(v) if pd.notna(v) else None
+    if memory is not None and len(memory):
+        m = memory[memory["rank"] == row.rank]
+        if len(m):
+            for attr, col in (("memory_ratio", "ratio"), ("peak_mb", "peak_mb"), ("capacity_mb", "capacity_mb")):
+                v = m[col].iloc[0]
+                setattr(row, attr, float(v) if pd.notna(v) else None)
+
+
+def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[int, int],
+               flops: pd.DataFrame, memory: pd.DataFrame, max_bars: int = MAX_BARS, max_joins: int = MAX_JOINS
+               ) -> MareyStep:
+    raw_keys = {r: join_keys(o.names) for r, o in ops.items()}
+    stages = group_stages(ops, stage_of, raw_keys)
+    shift, notes = align(ops, stages, raw_keys)
+    # operators are joined inside a stage only (two stages may run kernels of the same name)
+    keys = {r: [f"{stages[r]}:{k}" for k in ks] for r, ks in raw_keys.items()}
+    ranks = sorted(ops, key=lambda r: (stages[r], r))
+    devices, bars = [], []
+    not_drawn = 0
+    row_of = {}
+    for row, r in enumerate(ranks):
+        o = ops[r]
+        row_of[r] = row
+        busy = defaultdict(float)
+        for c, d in zip(o.classes, o.dur):
+            busy[c] += float(d)
+        comm = [i for i, c in enumerate(o.classes) if c != "compute"]
+        comp = [i for i, c in enumerate(o.classes) if c == "compute"]
+        keep = comm[:max_bars]
+        room = max_bars - len(keep)
+        if room > 0 and comp:
+            comp_dur = o.dur[comp]
+            top = np.argsort(-comp_dur, kind="stable")[:room]
+            keep += [comp[i] for i in top]
+        keep.sort()
+        not_drawn += len(o.names) - len(keep)
+        dev = DeviceRow(rank=r, stage=stages[r], label=f"rank {r}" + (f" · stage {stages[r]}" if len(set(stages.values())) > 1 else ""),
+                        shift_ms=shift[r], step_ms=o.step_ms, n_ops=len(o.names), drawn=len(keep),
+                        busy_ms=dict(busy), source=o.source)
+        _cells(dev, flops, memory)
+        devices.append(dev)
+        for i in keep:
+            st = float(o.start[i]) + shift[r]
+            bars.append({"rank": r, "row": dev.label, "name": o.names[i], "cls": o.classes[i],
+                         "start": round(st, 4), "end": round(st + float(o.dur[i]), 4), "dur": round(float(o.dur[i]), 4)})
+    step_ms = float(np.median([o.step_ms for o in ops.values()])) if ops else 0.0
+    sp = spread(ops, stages, keys, step_ms)
+    # joins: communication operators and the operators with the largest spread or duration
+    chosen: list[str] = []
+    comm = sorted((s for s in sp if s.cls != "compute"), key=lambda s: -s.median_ms)
+    wide = sorted((s for s in sp if s.cls == "compute"), key=lambda s: -(s.excess_ms + s.median_ms))
+    for s in comm[: max_joins // 2] + wide:
+        if len(chosen) >= max_joins:
+            break
+        chosen.append(s.key)
+    joins = []
+    keyset = set(chosen)
+    for r in ranks:
+        o = ops[r]
+        for i, k in enumerate(keys[r]):
+            if k in keyset:
+                st = float(o.start[i]) + shift[r]
+                joins.append({"key": k, "name": o.names[i], "cls": o.classes[i], "order": row_of[r],
+                              "row": devices[row_of[r]].label, "t": round(st, 4),
+                              "end": round(st + float(o.dur[i]), 4)})
+    # stage aggregates (MindInsight's stage_data: st/ed min, max, average over the stage's devices)
+    stage_rows = []
+    for st in sorted(set(stages.values())):
+        members = [r for r in ranks if stages[r] == st]
+        agg: dict[str, list] = {}
+        for r in members:
+            o = ops[r]
+            for i, k in enumerate(keys[r]):
+                a = float(o.start[i]) + shift[r]
+                agg.setdefault(k, [o.names[i], o.classes[i], []])[2].append((a, a + float(o.dur[i])))
+        items = []
+        for k, (name, cls, spans) in agg.items():
+            arr = np.array(spans)
+            items.append({"key": k, "name": name, "cls": cls, "n": len(spans),
+                          "st_min": float(arr[:, 0].min()), "st_max": float(arr[:, 0].max()),
+                          "st_avg": float(arr[:, 0].mean()), "ed_min": float(arr[:, 1].min()),
+                          "ed_max": float(arr[:, 1].max()), "ed_avg": float(arr[:, 1].mean())})
+        items.sort(key=lambda d: -(d["ed_avg"] - d["st_avg"]))
+        stage_rows.append({"stage": st, "ranks": members, "label": f"stage {st} (mean of {len(members)})",
+                           "bars": items[:max_bars], "n": len(items)})
+    span = max((b["end"] for b in bars), default=0.0) - min((b["start"] for b in bars), default=0.0)
+    sp_sorted = sorted(sp, key=lambda s: -max(s.excess_ms, s.median_ms))
+    window = next(iter(ops.values())).window if ops else ""
+    return MareyStep(step=step, reason=reason, devices=devices, bars=bars, joins=joins, stages=stage_rows,
+                     spread=sp_sorted, type_spread=type_spread(ops, stages, step_ms), alignment=notes, window=window, span_ms=span, not_drawn=not_drawn)
+
+
+def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.DataFrame,
+                      flops: pd.DataFrame, memory: pd.DataFrame) -> Optional[ExecutionView]:
+    ex: Optional[ExecutionData] = run.execution
+    overview = []
+    if per_step is not None and len(per_step) and "total" in per_step:
+        overview = [{"step": int(s), "rank": int(r), "total_ms": round(float(t), 4)}
+                    for r, s, t in per_step[["rank", "step", "total"]].itertuples(index=False) if pd.notna(t)]
+    oc = []
+    if comm_per_rank_step is not None and len(comm_per_rank_step):
+        c = comm_per_rank_step.dropna(subset=["step"]).groupby("step")[["communication_ms", "wait_ms"]].mean()
+        oc = [{"step": int(s), "communication_ms": round(float(v.communication_ms), 4),
+               "wait_ms": round(float(v.wait_ms), 4) if pd.notna(v.wait_ms) else None} for s, v in c.iterrows()]
+    if ex is None and not overview:
+        return None
+    marey, spread_all = [], []
+    if ex is not None:
+        for s in ex.steps:
+            ops = ex.ops.get(s) or {}
+            if not ops:
+                continue
+            m = marey_step(s, ex.reasons.get(s, ""), ops, run.info.stage_of_rank, flops, memory)
+            marey.append(m)
+            spread_all.extend(m.spread)
+    return ExecutionView(marey=marey, overview=overview, overview_comm=oc,
+                         ranks_read=ex.ranks if ex else [], skipped_ranks=ex.skipped_ranks if ex else [],
+                         notes=list(ex.notes) if ex else [], spread_all=spread_all)
+
+
+def select(run: Run, candidates: list[int], requested: Optional[list[int]] = None,
+           cap: int = MAX_DEVICES) -> Selection:
+    """What the step-operator loader reads: the steps (`choose_steps`) and the ranks (`choose_ranks`) among
+    `candidates`, the ranks that have a timeline."""
+    frames = []
+    for r in candidates:
+        t = run.ranks[r].step_trace if r in run.ranks else None
+        if t is not None and len(t.steps) and "total" in t.steps:
+            f = t.steps.dropna(subset=["step"])[["step", "total"]].copy()
+            f["rank"] = r
+            frames.append(f)
+    per_step = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank", "step", "total"])
+    if len(per_step):
+        per_step["step"] = per_step["step"].astype(int)
+    steps, reasons = choose_steps(per_step, requested)
+    ranks, skipped = choose_ranks(candidates, run.info.stage_of_rank, per_step, steps[0] if steps else None, cap)
+    return Selection(steps=steps, reasons=reasons, ranks=ranks, skipped=skipped)

@@ -1,0 +1,65 @@
+"""Execution overview charts: the Marey view of one step and the time overview of all steps."""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reportgen.charts.theme import finish
+
+CLASS_COLORS = {"compute": "#4c78a8", "collective": "#e45756", "send": "#54a24b", "receive": "#f58518"}
+ROW_PX = 20
+
+
+def marey(bars: list[dict], joins: list[dict], rows: list[str]) -> dict:
+    """One lane per device (and per stage mean), operators as bars coloured by class; the same operator on the
+    devices of a stage joined by a line through its start times, so a device that runs late bends the line and
+    an operator slow everywhere shows as wide bars on every lane.
+
+    `bars`: {row, name, cls, start, end, dur}; `joins`: {key, row, order, cls, t, end}; `rows`: lane order.
+    """
+    classes = list(CLASS_COLORS)
+    color = alt.Color("cls:N", title="Operator class", scale=alt.Scale(domain=classes,
+                                                                        range=[CLASS_COLORS[c] for c in classes]))
+    y = alt.Y("row:N", title=None, scale=alt.Scale(domain=rows), axis=alt.Axis(labelLimit=220))
+    # each joined operator as a band from its start to its end across the devices (MindInsight's polygons)
+    tip = [alt.Tooltip("name:N", title="Operator"), alt.Tooltip("row:N", title="Device"),
+           alt.Tooltip("t:Q", title="Start (ms)", format=",.3f"), alt.Tooltip("end:Q", title="End (ms)", format=",.3f")]
+    ybase = alt.Y("row:N", scale=alt.Scale(domain=rows))
+    starts = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6).encode(
+        x=alt.X("t:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
+    ends = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6, strokeDash=[3, 2]).encode(
+        x=alt.X("end:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
+    rects = alt.Chart(alt.NamedData(name="bars")).mark_bar(height={"band": 0.42}).encode(
+        x=alt.X("start:Q", title="Time from the step start (ms, aligned)"), x2="end:Q", y=y, color=color,
+        tooltip=[alt.Tooltip("name:N", title="Operator"), alt.Tooltip("row:N", title="Lane"),
+                 alt.Tooltip("cls:N", title="Class"), alt.Tooltip("dur:Q", title="Duration (ms)", format=",.3f"),
+                 alt.Tooltip("start:Q", title="Start (ms)", format=",.3f")])
+    chart = alt.layer(rects, starts, ends).interactive(bind_y=False)
+    return finish(chart, height=max(120, ROW_PX * len(rows)), datasets={"bars": bars, "joins": joins})
+
+
+def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_rank: bool) -> dict:
+    """Per step: the training time of each device (left axis) and the average communication and wait time
+    (right axis). Steps drawn in the Marey view are marked; clicking one opens its view.
+
+    `lines`: {step, series, ms}; `comm`: {step, metric, ms}; `points`: {step, ms, href, label}.
+    """
+    left = alt.Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1).encode(
+        x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("ms:Q", title="Step time per device (ms)"),
+        detail="series:N",
+        color=alt.value("#4c78a8") if per_rank else alt.Color("series:N", title="Step time"),
+        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("series:N", title="Device"),
+                 alt.Tooltip("ms:Q", title="ms", format=",.2f")])
+    marks = alt.Chart(alt.NamedData(name="points")).mark_point(size=120, filled=True, color="#d62728",
+                                                                cursor="pointer").encode(
+        x="step:Q", y="ms:Q", href="href:N",
+        tooltip=[alt.Tooltip("label:N", title="Marey view"), alt.Tooltip("step:Q", title="Step")])
+    right = alt.Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
+        x="step:Q", y=alt.Y("ms:Q", title="Average communication / wait (ms)"),
+        color=alt.Color("metric:N", title="Average per device",
+                        scale=alt.Scale(domain=["communication", "wait"], range=["#e45756", "#f58518"])),
+        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("metric:N", title="Metric"),
+                 alt.Tooltip("ms:Q", title="ms", format=",.2f")])
+    chart = alt.layer(alt.layer(left, marks), right).resolve_scale(y="independent", color="independent")
+    return finish(chart, height=260, datasets={"lines": lines, "comm": comm, "points": points})

@@ -1,0 +1,74 @@
+"""The strategy graph of one stage as an inline SVG, generated at build time (no layout code runs in the browser).
+
+Blocks (aggregate scope nodes) sit in columns by layer, left to right in execution order; an edge carries the
+number of operator edges between two blocks. Every text comes from the profiler files, so every string is
+escaped here. Hovering a block shows its counts (`<title>`); clicking one opens its operator list (report.js).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+W, H, GX, GY, PAD = 190, 62, 70, 18, 16
+COLORS = {"sharded": "#4c78a8", "redistribution": "#e45756", "gradient": "#f58518", "pipe": "#54a24b"}
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def stage_svg(stage: int, blocks: list, edges: list[tuple[str, str, int]]) -> str:
+    """`blocks`: analysis.strategy.Block (layer, pos, counts); `edges`: (from key, to key, operator edges)."""
+    if not blocks:
+        return ""
+    pos = {b.key: (PAD + b.layer * (W + GX), PAD + b.pos * (H + GY)) for b in blocks}
+    width = PAD * 2 + (max(b.layer for b in blocks) + 1) * (W + GX) - GX
+    height = PAD * 2 + (max(b.pos for b in blocks) + 1) * (H + GY) - GY
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="strategy-graph" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}" role="img" aria-label="Stage {stage} computational graph">',
+           '<defs><marker id="arrow-s{0}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
+           'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#8a94a6"/></marker></defs>'.format(stage)]
+    top = max((c for *_, c in edges), default=1)
+    for a, b, c in edges:
+        if a not in pos or b not in pos:
+            continue
+        (x1, y1), (x2, y2) = pos[a], pos[b]
+        sw = 0.8 + 3.2 * (c / top) ** 0.5
+        if x2 > x1:
+            sx, sy, ex, ey = x1 + W, y1 + H / 2, x2, y2 + H / 2
+            d = f"M{sx:.0f},{sy:.0f} C{sx + GX / 2:.0f},{sy:.0f} {ex - GX / 2:.0f},{ey:.0f} {ex:.0f},{ey:.0f}"
+            cls = "edge"
+        else:  # back edge (a cycle between scopes): a dashed arc above
+            sx, sy, ex, ey = x1 + W / 2, y1, x2 + W / 2, y2
+            lift = 30 + abs(x1 - x2) / 6
+            d = f"M{sx:.0f},{sy:.0f} C{sx:.0f},{sy - lift:.0f} {ex:.0f},{ey - lift:.0f} {ex:.0f},{ey:.0f}"
+            cls = "edge back"
+        out.append(f'<path class="{cls}" d="{d}" stroke-width="{sw:.1f}" marker-end="url(#arrow-s{stage})">'
+                   f'<title>{escape(a)} → {escape(b)}: {c} operator edge(s)</title></path>')
+    for i, b in enumerate(blocks):
+        x, y = pos[b.key]
+        types = ", ".join(f"{escape(t)} ×{n}" for t, n in b.types)
+        tip = (f"{escape(b.key)}\n{b.n_ops} operator(s); {b.sharded} with a sharding strategy ({b.split} split); "
+               f"{b.redistribution} redistribution; {b.gradient_aggregation} gradient aggregation; "
+               f"{b.send} Send, {b.receive} Receive\n{types}")
+        out.append(f'<g class="block" tabindex="0" data-block="s{stage}-b{i}" transform="translate({x},{y})">'
+                   f'<title>{tip}</title>'
+                   f'<rect width="{W}" height="{H}" rx="6"/>'
+                   f'<text x="8" y="17" class="label">{escape(_short(b.label, 26))}</text>'
+                   f'<text x="8" y="34" class="sub">{b.n_ops} ops · {b.sharded} sharded</text>')
+        badges = [(b.redistribution, "R", COLORS["redistribution"]), (b.gradient_aggregation, "G", COLORS["gradient"]),
+                  (b.send + b.receive, "P", COLORS["pipe"])]
+        bx = 8
+        for n, letter, color in badges:
+            if n:
+                txt = f"{letter} {n}"
+                w = 10 + 7 * len(txt)
+                out.append(f'<rect x="{bx}" y="42" width="{w}" height="14" rx="7" fill="{color}"/>'
+                           f'<text x="{bx + w / 2}" y="53" class="badge-t">{escape(txt)}</text>')
+                bx += w + 4
+        if b.sharded:
+            frac = b.sharded / max(1, b.n_ops)
+            out.append(f'<rect x="0" y="{H - 3}" width="{W * frac:.1f}" height="3" fill="{COLORS["sharded"]}"/>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "".join(out)

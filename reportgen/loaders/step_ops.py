@@ -1,0 +1,257 @@
+"""Device operators of chosen steps, for the Marey view. Two streamed passes over a rank's trace; only the
+chosen steps' operators are kept.
+
+* Pass 1 (`trace_layout`): process / thread names and the step windows. MindInsight
+  `ascend_timeline_display_{r}.json`: the "Steps" lane (tid 100000; names "1", "2", ... or, in 2.x,
+  "Model ID: m Iteration ID: i"). `trace_view.json`: host `ProfilerStep#N` slices mapped to the device through
+  the host-to-device flows (the step's device range starts at its first launched task and ends where the next
+  step's begins, as torch_npu does). Without either, the legacy step trace's windows, else the whole trace as one
+  window.
+* Pass 2 (`read_step_ops`): the operators that start inside a chosen window.
+
+Which events are operators (MindInsight's `TimelineService` keeps events whose name contains `-op`, dropping
+`AtomicAddrClean`, `StreamSend`, `StreamReceive`): legacy AI Core (pid = device id) and AI CPU (9000) tasks,
+communication (pid 10000); trace_view "Ascend Hardware" kernels (not the runtime's own tasks: event records,
+notify waits, SDMA copies), the operator lane of "HCCL" ("Group N Communication"; the planes' tasks are skipped)
+and MindSpore CPU "CPU OP". Classes: collective (`All*`, `ReduceScatter`, `Broadcast`, `hcom_all*`, ...), send,
+receive, compute.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import ijson
+import numpy as np
+
+from reportgen.loaders.common import IssueLog, to_float
+from reportgen.loaders.overlap import FLOW_CATS, STEP_RE, device_step_ranges, legacy_step_windows
+from reportgen.loaders.peek import trace_events
+from reportgen.model import StepOps, StepTrace
+
+STEPS_TID = 100000
+LEGACY_SKIP_PIDS = (11000, 12000)
+LEGACY_COMM_PID = 10000
+MODEL_ITER_RE = re.compile(r"Iteration ID:\s*(\d+)")
+DROPPED = ("AtomicAddrClean", "StreamSend", "StreamReceive")
+RUNTIME_TASKS = {"Notify Wait", "Notify Record", "Write Value", "Notify_Wait", "Notify_Record"}
+RUNTIME_TASK_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # EVENT_WAIT, SDMA, MEMCPY_ASYNC, PROFILING_ENABLE, ...
+COLLECTIVE_RE = re.compile(r"^(?:[\w-]*/)*(All|ReduceScatter|Broadcast|Reduce-|AlltoAll|hcom_(all|reduce|broadcast))"
+                           r"|^stream_\d+_parallel", re.I)
+SEND_RE = re.compile(r"^(?:[\w-]*/)*(Send|hcom_send)", re.I)
+RECEIVE_RE = re.compile(r"^(?:[\w-]*/)*(Receive|hcom_receive)", re.I)
+WHOLE = -1  # step key of "the whole trace" when no step windows exist
+
+
+def op_class(name: str) -> str:
+    if SEND_RE.match(name):
+        return "send"
+    if RECEIVE_RE.match(name):
+        return "receive"
+    if COLLECTIVE_RE.match(name):
+        return "collective"
+    return "compute"
+
+
+@dataclass
+class TraceLayout:
+    windows: dict[int, tuple[float, float]]  # step -> (start µs, end µs) on the device clock
+    how: str
+    processes: dict = field(default_factory=dict)  # pid -> name
+    threads: dict = field(default_factory=dict)  # (pid, tid) -> name
+    legacy: bool = True  # MindInsight numbering of pids
+
+
+def _step_number(name) -> Optional[int]:
+    s = str(name).strip()
+    if s.isdigit():
+        return int(s)
+    m = MODEL_ITER_RE.search(s)
+    return int(m.group(1)) if m else None
+
+
+def _txt_offset(txt: Optional[Path], first_ts: dict[str, float]) -> Optional[float]:
+    """µs to add to the trace's (relative) clock to reach the device clock of `output_timeline_data_{r}.txt`:
+    the first operator of the text file found in the trace."""
+    if txt is None or not first_ts:
+        return None
+    try:
+        with open(txt, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f):
+                if n > 5000:
+                    break
+                cells = line.split(",")
+                if len(cells) < 4:
+                    continue
+                short = cells[0].strip().rsplit("/", 1)[-1]
+                start = to_float(cells[2])
+                if short in first_ts and not math.isnan(start):
+                    return start * 1e3 - first_ts[short]
+    except OSError:
+        return None
+    return None
+
+
+def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = None,
+                 timeline_txt: Optional[Path] = None) -> Optional[TraceLayout]:
+    first_ts: dict[str, float] = {}
+    lo, hi = math.inf, -math.inf
+    procs: dict = {}
+    threads: dict = {}
+    legacy_steps: dict[int, tuple[float, float]] = {}
+    host_steps: dict[int, tuple[float, float]] = {}
+    pending: dict = {}
+    pairs_h, pairs_d = array("d"), array("d")
+    try:
+        for e in trace_events(path):
+            ph = e.get("ph")
+            if ph == "M":
+                n = e.get("name")
+                if n == "process_name":
+                    procs[e.get("pid")] = str((e.get("args") or {}).get("name", ""))
+                elif n == "thread_name":
+                    threads[(e.get("pid"), e.get("tid"))] = str((e.get("args") or {}).get("name", ""))
+                continue
+            if ph == "X":
+                name = e.get("name")
+                if not isinstance(name, str):
+                    continue
+                ts = to_float(e.get("ts"))
+                if not math.isnan(ts):
+                    lo, hi = min(lo, ts), max(hi, ts)
+                    if "-op" in name and name not in first_ts and len(first_ts) < 2000:
+                        first_ts[name] = ts
+                m = STEP_RE.match(name)
+                if m:
+                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                    if not (math.isnan(ts) or math.isnan(dur)):
+                        host_steps[int(m.group(1))] = (ts, ts + dur)
+                    continue
+                if str(e.get("tid")) == str(STEPS_TID):
+                    s = _step_number(name)
+                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                    if s is not None and not (math.isnan(ts) or math.isnan(dur)):
+                        legacy_steps[s] = (ts, ts + dur)
+            elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
+                key = (e.get("cat"), e.get("id"))
+                ts = to_float(e.get("ts"))
+                other = pending.pop(key, None)
+                if other is None:
+                    pending[key] = (ph, ts)
+                elif other[0] == "s" and ph == "f":
+                    pairs_h.append(other[1])
+                    pairs_d.append(ts)
+                elif other[0] == "f" and ph == "s":
+                    pairs_h.append(ts)
+                    pairs_d.append(other[1])
+    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
+        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); the execution "
+                "view uses the part read", "error")
+    legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
+    if legacy_steps:
+        return TraceLayout(legacy_steps, "the trace's Steps lane", procs, threads, legacy)
+    if host_steps:
+        pairs = np.column_stack([np.frombuffer(pairs_h), np.frombuffer(pairs_d)]) if len(pairs_h) else np.empty((0, 2))
+        ranges = device_step_ranges(host_steps, pairs)
+        how = ("host ProfilerStep ranges mapped to the device through the launch flows" if len(pairs)
+               else "host ProfilerStep ranges (no launch flows in the trace)")
+        return TraceLayout({s: (a, b) for s, a, b in ranges}, how, procs, threads, legacy)
+    windows, _ = legacy_step_windows(step_trace)
+    if windows and math.isfinite(lo):
+        how = "the step trace's step windows"
+        if not any(a <= hi and b >= lo for _, a, b in windows):  # MindInsight wrote the trace from time 0
+            off = _txt_offset(timeline_txt, first_ts)
+            if off is not None:
+                how += " (clock matched to the trace through output_timeline_data)"
+            else:
+                off = windows[0][1] - lo
+                how += " (approximate: the trace's clock starts at 0, its first event taken as step 1's start)"
+            windows = [(s, a - off, b - off) for s, a, b in windows]
+        return TraceLayout({int(s): (a, b) for s, a, b in windows}, how, procs, threads, legacy)
+    return TraceLayout({WHOLE: (-math.inf, math.inf)}, "no step markers: the whole profiled window", procs,
+                       threads, legacy)
+
+
+def _kind(e: dict, lay: TraceLayout) -> Optional[str]:
+    """The operator class of a trace event, or None when it is not a device operator."""
+    name = e.get("name")
+    if not isinstance(name, str) or not name or name.startswith(DROPPED):
+        return None
+    pid = e.get("pid")
+    pname = lay.processes.get(pid, "")
+    if pname:
+        if pname.startswith("Ascend Hardware"):
+            if name in RUNTIME_TASKS or RUNTIME_TASK_RE.match(name):
+                return None
+            return op_class(name)
+        if pname.startswith("HCCL"):
+            tname = lay.threads.get((pid, e.get("tid")), "")
+            if "Communication" not in tname:
+                return None
+            return op_class(name)
+        if pname.startswith("CPU OP"):
+            return op_class(name)
+        if not lay.legacy:
+            return None
+    if not isinstance(pid, int) and not str(pid).isdigit():
+        return None
+    pid = int(pid)
+    tid = str(e.get("tid"))
+    if pid in LEGACY_SKIP_PIDS or tid in (str(STEPS_TID), "100001"):
+        return None
+    if pid == LEGACY_COMM_PID:
+        cls = op_class(name)
+        return cls if cls != "compute" else "collective"
+    return op_class(name)
+
+
+def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log: IssueLog
+                  ) -> dict[int, StepOps]:
+    """Operators starting inside the windows of `steps` (those the trace has), times in ms from the window start."""
+    wins = sorted((lay.windows[s][0], lay.windows[s][1], s) for s in steps if s in lay.windows)
+    if not wins:
+        return {}
+    starts = np.array([w[0] for w in wins])
+    cols = {s: ([], [], array("d"), array("d")) for _, _, s in wins}
+    try:
+        for e in trace_events(path):
+            if e.get("ph") != "X":
+                continue
+            ts = to_float(e.get("ts"))
+            if math.isnan(ts):
+                continue
+            i = int(np.searchsorted(starts, ts, side="right")) - 1
+            if i < 0 or ts >= wins[i][1]:
+                continue
+            cls = _kind(e, lay)
+            if cls is None:
+                continue
+            dur = to_float(e.get("dur"))
+            if math.isnan(dur):
+                continue
+            c = cols[wins[i][2]]
+            c[0].append(e["name"])
+            c[1].append(cls)
+            c[2].append(ts)
+            c[3].append(dur)
+    except (ijson.JSONError, ValueError, OSError, EOFError):
+        pass  # reported by pass 1
+    out = {}
+    rel = log.rel(path)
+    for a, b, s in wins:
+        names, classes, ts, dur = cols[s]
+        if not names:
+            continue
+        t = np.frombuffer(ts)
+        base = a if math.isfinite(a) else float(t.min())
+        end = b if math.isfinite(b) else float((t + np.frombuffer(dur)).max())
+        order = np.argsort(t, kind="stable")
+        out[s] = StepOps(rank=rank, step=s, source=rel, step_ms=(end - base) / 1e3,
+                         names=[names[k] for k in order], classes=[classes[k] for k in order],
+                         start=(t[order] - base) / 1e3, dur=np.frombuffer(dur)[order] / 1e3, window=lay.how)
+    return out

@@ -1,0 +1,235 @@
+"""Plan the strategy page (parallel layout, stage graphs, operator strategies, pipeline Send/Receive) and the
+execution pages (time overview, Marey view of each chosen step). Plain data only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from markupsafe import Markup
+
+from reportgen.analysis import Analysis
+from reportgen.analysis.execution import MareyStep
+from reportgen.analysis.strategy import OpRow, StageGraph
+from reportgen.charts import Chart, execution as ex_charts
+from reportgen.charts.strategy_graph import stage_svg
+from reportgen.site.values import num
+
+STRATEGY = "cluster/strategy.html"
+EXECUTION = "cluster/execution.html"
+SPREAD_CSV = "cluster/execution-operators.csv"
+MAX_PER_RANK_LINES = 64
+MAX_PIPE_ROWS = 400
+MAX_LIST = 8
+
+
+def execution_page(step: int, first: bool) -> str:
+    return EXECUTION if first else f"cluster/execution-step-{step}.html"
+
+
+def strategy_csv(stage: int) -> str:
+    return f"cluster/strategy-stage-{stage}.csv"
+
+
+def _short_list(items: list[str]) -> dict:
+    return {"items": items[:MAX_LIST], "more": max(0, len(items) - MAX_LIST)}
+
+
+def _op_row(o: OpRow) -> dict:
+    return {"name": o.name, "type": o.op_type, "scope": o.scope, "instance": o.instance, "strategy": o.strategy,
+            "groups": " ".join(o.groups), "group_ranks": o.group_ranks, "inputs": _short_list(o.inputs),
+            "outputs": _short_list(o.outputs), "output_type": o.output_type,
+            "attrs": [f"{k}={v}" for k, v in o.attrs.items()]}
+
+
+def _stage_layout(a: Analysis) -> list[dict]:
+    by: dict[int, list[int]] = {}
+    for r, s in a.run.info.stage_of_rank.items():
+        by.setdefault(s, []).append(r)
+    if not by and a.strategy is not None:
+        by = {st.stage: st.expected_ranks or st.ranks for st in a.strategy.stages}
+    if not by:
+        by = {0: a.run.rank_ids}
+    return [{"stage": s, "ranks": _ranks_text(sorted(rs)), "n": len(rs)} for s, rs in sorted(by.items())]
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if not ranks:
+        return ""
+    parts, start, prev = [], ranks[0], ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if r is not None:
+            start = prev = r
+    return ", ".join(parts)
+
+
+def _stage_ctx(g: StageGraph) -> dict:
+    by_id = {o.id: o for o in g.all_rows}
+    blocks = []
+    for i, b in enumerate(g.blocks):
+        blocks.append({"id": f"s{g.stage}-b{i}", "key": b.key, "n_ops": b.n_ops, "sharded": b.sharded,
+                       "split": b.split, "redistribution": b.redistribution,
+                       "gradient_aggregation": b.gradient_aggregation, "send": b.send, "receive": b.receive,
+                       "ops": [_op_row(by_id[k]) for k in b.op_ids if k in by_id], "more": b.more_ops})
+    missing = [r for r in g.expected_ranks if r not in g.ranks]
+    return {"stage": g.stage, "ranks": _ranks_text(g.ranks), "missing": _ranks_text(missing), "source": g.source,
+            "n_ops": g.n_ops, "n_sharded": g.n_sharded, "n_split": g.n_split, "n_redistribution": g.n_redistribution,
+            "n_gradient_aggregation": g.n_gradient_aggregation, "n_edges": g.n_edges, "n_blocks": len(g.blocks),
+            "n_layers": g.n_layers, "collapsed": g.collapsed_depth,
+            "svg": Markup(stage_svg(g.stage, g.blocks, g.edges)), "blocks": blocks,
+            "table": [_op_row(o) for o in g.table], "table_more": g.table_more, "csv": strategy_csv(g.stage)}
+
+
+def plan_strategy_context(a: Analysis) -> tuple[dict, list[Chart], list]:
+    info = a.run.info
+    sv = a.strategy
+    ctx: dict[str, Any] = {
+        "has_data": sv is not None, "mode": info.parallel_mode, "mode_source": info.parallel_mode_source,
+        "raw_mode": (sv.parallel_type if sv else "") or info.parallel_mode_raw,
+        "n_stages": info.stages, "stage_source": info.stage_source, "layout": _stage_layout(a),
+        "sizes": info.parallel_sizes, "stages": [], "pipeline": None, "sources": sv.sources if sv else [],
+    }
+    downloads = []
+    if sv is None:
+        return ctx, [], downloads
+    cols = [{"key": k, "label": k} for k in ("operator", "type", "scope", "instance", "strategy", "groups",
+                                             "group_ranks", "inputs", "outputs")]
+    for g in sv.stages:
+        ctx["stages"].append(_stage_ctx(g))
+        downloads.append((strategy_csv(g.stage), cols, [o.csv_row() for o in g.all_rows]))
+    if sv.pipeline_ops or len(sv.stages) > 1:
+        ctx["pipeline"] = {
+            "pairs": [{"src": p.src_stage, "dst": "?" if p.dst_stage is None else p.dst_stage, "sends": p.sends,
+                       "receives": p.receives} for p in sv.pairs],
+            "ops": [{"stage": o.stage, "kind": o.kind, "name": o.name, "tag": o.tag, "peer": o.peer,
+                     "peer_stage": "" if o.peer_stage is None else o.peer_stage, "micro": o.micro}
+                    for o in sv.pipeline_ops[:MAX_PIPE_ROWS]],
+            "more": max(0, len(sv.pipeline_ops) - MAX_PIPE_ROWS), "micro": sv.micro_batches,
+            "micro_source": sv.micro_source}
+    return ctx, [], downloads
+
+
+# --- execution -------------------------------------------------------------------------------------------------
+
+
+def _overview_chart(a: Analysis, marey_pages: list[tuple[MareyStep, str]]) -> Optional[Chart]:
+    ev = a.execution
+    if ev is None or not ev.overview:
+        return None
+    ranks = sorted({d["rank"] for d in ev.overview})
+    per_rank = len(ranks) <= MAX_PER_RANK_LINES
+    by_step: dict[int, list[float]] = {}
+    for d in ev.overview:
+        by_step.setdefault(d["step"], []).append(d["total_ms"])
+    if per_rank:
+        lines = [{"step": d["step"], "series": f"rank {d['rank']}", "ms": d["total_ms"]} for d in ev.overview]
+    else:
+        lines = []
+        for s, vals in sorted(by_step.items()):
+            vals = sorted(vals)
+            for name, v in (("max", vals[-1]), ("median", vals[len(vals) // 2]), ("min", vals[0])):
+                lines.append({"step": s, "series": name, "ms": v})
+    comm = []
+    for d in ev.overview_comm:
+        comm.append({"step": d["step"], "metric": "communication", "ms": d["communication_ms"]})
+        if d["wait_ms"] is not None:
+            comm.append({"step": d["step"], "metric": "wait", "ms": d["wait_ms"]})
+    points = []
+    for m, href in marey_pages:
+        vals = by_step.get(m.step)
+        if vals:
+            points.append({"step": m.step, "ms": round(sum(vals) / len(vals), 4), "href": href,
+                           "label": f"step {m.step}: {m.reason.split(':')[0]}"})
+    spec = ex_charts.time_overview(lines, comm, points, per_rank)
+    cap = ("Training time of every device per step (left axis" + ("" if per_rank else "; min / median / max over "
+           f"{len(ranks)} devices") + ") and the average communication and wait time per device (right axis, "
+           "dashed). Red points are the steps with an execution view; click one to open it.")
+    return Chart("time-overview", spec, cap)
+
+
+def _device_rows(m: MareyStep) -> list[dict]:
+    rows = []
+    fl = [d.flops_m for d in m.devices if d.flops_m]
+    for d in m.devices:
+        rows.append({"rank": d.rank, "stage": d.stage, "href": f"ranks/rank-{d.rank}.html",
+                     "step_ms": num(d.step_ms), "shift_ms": num(d.shift_ms), "n_ops": d.n_ops, "drawn": d.drawn,
+                     "compute_ms": num(d.busy_ms.get("compute", 0.0)),
+                     "comm_ms": num(sum(v for k, v in d.busy_ms.items() if k != "compute")),
+                     "flops_m": num(d.flops_m), "flops_share": (d.flops_m / max(fl)) if d.flops_m and fl else None,
+                     "flops_rel": d.flops_rel, "memory_ratio": d.memory_ratio, "peak_mb": num(d.peak_mb),
+                     "capacity_mb": num(d.capacity_mb), "source": d.source})
+    return rows
+
+
+def _spread_rows(items: list, limit: int) -> list[dict]:
+    out = []
+    for s in items[:limit]:
+        out.append({"name": s.name, "cls": s.cls, "stage": s.stage, "n": s.n, "median_ms": num(s.median_ms),
+                    "min_ms": num(s.min_ms), "max_ms": num(s.max_ms), "max_rank": s.max_rank,
+                    "ratio": None if not math.isfinite(s.ratio) else round(s.ratio, 3), "share": s.share,
+                    "href": f"ranks/rank-{s.max_rank}.html"})
+    return out
+
+
+def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart], list]]:
+    """(path, title, context, charts, downloads) of every execution page: the first chosen step on
+    `EXECUTION`, the others on their own page."""
+    ev = a.execution
+    marey = ev.marey if ev is not None else []
+    pages_for = [(m, execution_page(m.step, i == 0)) for i, m in enumerate(marey)]
+    overview = _overview_chart(a, pages_for)
+    steps_nav = [{"step": m.step, "reason": m.reason, "href": p} for m, p in pages_for]
+    base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": ev.notes if ev else [],
+            "skipped": _ranks_text(ev.skipped_ranks) if ev else "", "n_read": len(ev.ranks_read) if ev else 0,
+            "has_overview": overview is not None}
+    downloads = []
+    if marey:
+        cols = [{"key": k, "label": k} for k in ("step", "stage", "operator", "class", "devices", "median_ms",
+                                                 "min_ms", "max_ms", "slowest_rank", "max_over_median")]
+        rows = [{"step": m.step, "stage": s.stage, "operator": s.name, "class": s.cls, "devices": s.n,
+                 "median_ms": round(s.median_ms, 6), "min_ms": round(s.min_ms, 6), "max_ms": round(s.max_ms, 6),
+                 "slowest_rank": s.max_rank, "max_over_median": round(s.ratio, 4) if math.isfinite(s.ratio) else ""}
+                for m in marey for s in m.spread]
+        downloads.append((SPREAD_CSV, cols, rows))
+    out = []
+    if not marey:
+        charts = [overview] if overview else []
+        out.append((EXECUTION, "Execution overview", {**base, "marey": None}, charts, downloads))
+        return out
+    for i, (m, path) in enumerate(pages_for):
+        rows = []
+        for d in m.devices:
+            rows.append(d.label)
+        lane_rows, bars = [], list(m.bars)
+        stages = {s["stage"]: s for s in m.stages}
+        multi = len(stages) > 1 or len(m.devices) > 1
+        for st in sorted(stages):
+            lane_rows += [d.label for d in m.devices if d.stage == st]
+            if multi and len([d for d in m.devices if d.stage == st]) > 1:
+                label = stages[st]["label"]
+                lane_rows.append(label)
+                for b in stages[st]["bars"]:
+                    if b["n"] > 1:
+                        bars.append({"rank": -1, "row": label, "name": b["name"], "cls": b["cls"],
+                                     "start": round(b["st_avg"], 4), "end": round(b["ed_avg"], 4),
+                                     "dur": round(b["ed_avg"] - b["st_avg"], 4)})
+        spec = ex_charts.marey(bars, m.joins, lane_rows)
+        marey_chart = Chart(f"marey-{m.step}", spec,
+                            "One lane per device (and the mean of each stage): operators as bars; the longest operators "
+                            "and the communication are also joined across a stage's devices by a "
+                            "line through their starts and a dashed one through their ends (lines that bend mark a "
+                            "device running late; a start and end line far apart on every lane, an operator slow "
+                            "everywhere). Drag to pan, scroll to zoom along time.")
+        charts = ([overview] if overview else []) + [marey_chart]
+        ctx = {**base, "marey": {
+            "step": m.step, "reason": m.reason, "window": m.window, "alignment": m.alignment,
+            "span_ms": num(m.span_ms), "devices": _device_rows(m), "not_drawn": m.not_drawn,
+            "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
+            "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
+            "csv": SPREAD_CSV}, "current": path}
+        out.append((path, f"Execution overview: step {m.step}", ctx, charts, downloads if i == 0 else []))
+    return out
