@@ -22,7 +22,7 @@ from reportgen.loaders import default_jobs
 log = logging.getLogger("msreport")
 
 EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
-           "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11", "slow-link:8-9"]}
+           "inject": ["slow-rank:5:compute:1.35", "corrupt-step-trace:11", "slow-link:8-9"], "trace_view": True}
 
 
 EXIT_FINDINGS = 3

@@ -4,8 +4,8 @@ Pure functions of `ParallelStrategy` (loaded from `parallel_strategy_{rank}.json
 DiGraph of operators (edges from each operator's inputs); scopes are collapsed into aggregate nodes, splitting
 the largest scope first while the picture stays readable (`MAX_NODES`), so a 50 000-operator model reads as a few
 dozen blocks, each with its counts of operators that carry a sharding strategy, redistribution operators and
-gradient-aggregation operators. Blocks are placed in layers (longest path over the condensed graph, so a cycle
-created by collapsing does not break the layout), ordered by execution order inside a layer.
+gradient-aggregation operators. Blocks are placed in layers left to right in execution order (longest path over the edges that go
+forward in execution order; edges back, such as a scope entered again by the next micro-batch, become arcs).
 """
 
 from __future__ import annotations
@@ -177,21 +177,20 @@ def collapse(ops: list[StrategyOp], max_nodes: int = MAX_NODES) -> dict[str, str
 
 
 def _layers(blocks: dict[str, Block], edges: Counter) -> int:
-    """Layer (x) and position (y) of each block: longest path over the condensation, execution order within."""
-    g = nx.DiGraph()
-    g.add_nodes_from(blocks)
-    g.add_edges_from(e for e in edges if e[0] != e[1])
-    cond = nx.condensation(g)
-    layer: dict[int, int] = {}
-    for c in nx.topological_sort(cond):
-        layer[c] = max((layer[p] + 1 for p in cond.predecessors(c)), default=0)
+    """Layer (x) and position (y) of each block. Blocks are taken in execution order (their first operator);
+    an edge from an earlier block to a later one pushes the later one a layer right (longest path), an edge back
+    (a scope entered again, e.g. by the next micro-batch) does not and is drawn as an arc."""
+    order = sorted(blocks.values(), key=lambda b: b.first)
+    preds: dict[str, list[str]] = {}
+    for (u, v) in edges:
+        if u != v and blocks[u].first < blocks[v].first:
+            preds.setdefault(v, []).append(u)
     by_layer: dict[int, list[Block]] = {}
-    for c, members in cond.nodes(data="members"):
-        for k in members:
-            blocks[k].layer = layer[c]
-            by_layer.setdefault(layer[c], []).append(blocks[k])
+    for b in order:
+        b.layer = max((blocks[p].layer + 1 for p in preds.get(b.key, [])), default=0)
+        by_layer.setdefault(b.layer, []).append(b)
     for items in by_layer.values():
-        for pos, b in enumerate(sorted(items, key=lambda b: b.first)):
+        for pos, b in enumerate(items):
             b.pos = pos
     return len(by_layer)
 
@@ -213,7 +212,7 @@ def build_stage(stage: StageStrategy, max_nodes: int = MAX_NODES) -> StageGraph:
         key = block_of[op.id]
         b = blocks.get(key)
         if b is None:
-            b = blocks[key] = Block(key=key, label=key.rsplit("/", 1)[-1], first=op.order)
+            b = blocks[key] = Block(key=key, label="/".join(key.split("/")[-2:]), first=op.order)
             types[key] = Counter()
         b.n_ops += 1
         b.direct = b.direct or _path(op) == tuple(p for p in key.split("/") if p)

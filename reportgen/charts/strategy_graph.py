@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-W, H, GX, GY, PAD = 190, 62, 70, 18, 16
+W, H, GX, GY, PAD, ARC = 190, 62, 70, 18, 16, 90
 COLORS = {"sharded": "#4c78a8", "redistribution": "#e45756", "gradient": "#f58518", "pipe": "#54a24b"}
 
 
@@ -21,26 +21,29 @@ def stage_svg(stage: int, blocks: list, edges: list[tuple[str, str, int]]) -> st
     """`blocks`: analysis.strategy.Block (layer, pos, counts); `edges`: (from key, to key, operator edges)."""
     if not blocks:
         return ""
-    pos = {b.key: (PAD + b.layer * (W + GX), PAD + b.pos * (H + GY)) for b in blocks}
+    layer = {b.key: b.layer for b in blocks}
+    back = any(a in layer and b in layer and layer[b] <= layer[a] for a, b, _ in edges)
+    top = PAD + (ARC if back else 0)  # head room for the arcs of back edges
+    pos = {b.key: (PAD + b.layer * (W + GX), top + b.pos * (H + GY)) for b in blocks}
     width = PAD * 2 + (max(b.layer for b in blocks) + 1) * (W + GX) - GX
-    height = PAD * 2 + (max(b.pos for b in blocks) + 1) * (H + GY) - GY
+    height = top + PAD + (max(b.pos for b in blocks) + 1) * (H + GY) - GY
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="strategy-graph" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img" aria-label="Stage {stage} computational graph">',
            '<defs><marker id="arrow-s{0}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#8a94a6"/></marker></defs>'.format(stage)]
-    top = max((c for *_, c in edges), default=1)
+    most = max((c for *_, c in edges), default=1)
     for a, b, c in edges:
         if a not in pos or b not in pos:
             continue
         (x1, y1), (x2, y2) = pos[a], pos[b]
-        sw = 0.8 + 3.2 * (c / top) ** 0.5
+        sw = 0.8 + 3.2 * (c / most) ** 0.5
         if x2 > x1:
             sx, sy, ex, ey = x1 + W, y1 + H / 2, x2, y2 + H / 2
             d = f"M{sx:.0f},{sy:.0f} C{sx + GX / 2:.0f},{sy:.0f} {ex - GX / 2:.0f},{ey:.0f} {ex:.0f},{ey:.0f}"
             cls = "edge"
         else:  # back edge (a cycle between scopes): a dashed arc above
             sx, sy, ex, ey = x1 + W / 2, y1, x2 + W / 2, y2
-            lift = 30 + abs(x1 - x2) / 6
+            lift = min(ARC, 30 + abs(x1 - x2) / 12) + (y1 - PAD - ARC)
             d = f"M{sx:.0f},{sy:.0f} C{sx:.0f},{sy - lift:.0f} {ex:.0f},{ey - lift:.0f} {ex:.0f},{ey:.0f}"
             cls = "edge back"
         out.append(f'<path class="{cls}" d="{d}" stroke-width="{sw:.1f}" marker-end="url(#arrow-s{stage})">'
@@ -54,7 +57,7 @@ def stage_svg(stage: int, blocks: list, edges: list[tuple[str, str, int]]) -> st
         out.append(f'<g class="block" tabindex="0" data-block="s{stage}-b{i}" transform="translate({x},{y})">'
                    f'<title>{tip}</title>'
                    f'<rect width="{W}" height="{H}" rx="6"/>'
-                   f'<text x="8" y="17" class="label">{escape(_short(b.label, 26))}</text>'
+                   f'<text x="8" y="17" class="label">{escape(_short(b.label, 28))}</text>'
                    f'<text x="8" y="34" class="sub">{b.n_ops} ops · {b.sharded} sharded</text>')
         badges = [(b.redistribution, "R", COLORS["redistribution"]), (b.gradient_aggregation, "G", COLORS["gradient"]),
                   (b.send + b.receive, "P", COLORS["pipe"])]

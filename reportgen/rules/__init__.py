@@ -16,7 +16,7 @@ from reportgen.analysis import Analysis
 from reportgen.errors import ReportError
 from reportgen.rules import (
     aicpu, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
-    mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, pipeline_bubble, slow_link,
+    mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, step_interval, tail_single,
 )
 from reportgen.rules.base import SEVERITIES, Context, Finding, Rule
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     host_bound.RULE,
     memory_pressure.RULE,
     operator_rank.RULE,
+    operator_spread.RULE,
     operator_conversion.RULE,
     aicpu.RULE,
     operator_dominant.RULE,
@@ -103,7 +104,9 @@ def resolved_thresholds(overrides: Optional[dict] = None) -> dict[str, dict[str,
     return values
 
 
-REPRODUCTIONS = ("mindinsight.", "msprof-analyze.")  # the reference tools' verdicts, shown beside ours
+# the reference tools' verdicts, and the timeline's reading of a slow device: shown beside a finding of ours
+# that covers the same subject
+REPRODUCTIONS = ("mindinsight.", "msprof-analyze.", "execution.slow-device")
 
 
 def _covers(host: dict, f: dict) -> bool:

@@ -1,0 +1,106 @@
+"""The Marey view's two readings (MindInsight's cluster profiling guide): an operator long on one device points
+at a slow node; an operator long on every device points at the operator (for gradient all-reduces, the
+all-reduce fusion setting). Read from the operator timelines of the steps the execution view draws."""
+
+from __future__ import annotations
+
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+
+THRESHOLDS = {
+    "min_rel": Threshold(0.15, "an operator type counts as slow on a device at this much above its stage's median"),
+    "min_share": Threshold(0.03, "and when its excess is at least this share of the step"),
+    "min_abs_ms": Threshold(1.0, "and at least this many ms"),
+    "min_devices": Threshold(3, "devices of the stage that ran the type (a median needs a few)"),
+    "warning_share": Threshold(0.05, "a device's summed excess (share of the step) from which it is a warning"),
+    "everywhere_share": Threshold(0.25, "a collective taking this share of the step on every device is reported"),
+    "everywhere_compute_share": Threshold(0.4, "a compute type taking this share of the step on every device is "
+                                               "reported"),
+    "everywhere_spread": Threshold(0.2, "... when its max / median stays below 1 + this"),
+}
+
+ADVICE_DEVICE = """\
+One device runs the same operators longer than the other devices of its stage, so the whole stage waits for it
+at the next collective (the other devices' collectives are longer by about the same amount):
+- check the device: temperature, clocks (AI Core frequency), errors in the device log, other processes on it;
+- check its host: CPU binding, memory pressure, a noisy neighbour;
+- if the excess is in one operator type only, compare its input shapes with the other devices (uneven data).
+Open the rank's page and the execution view: its bars are longer and the lines joining the same operator bend at
+its lane."""
+
+ADVICE_COLLECTIVE = """\
+A collective takes a large share of the step on every device, so it is not one slow node:
+- gradient all-reduces: revisit `all_reduce_fusion_config` (fewer, larger fused all-reduces start later but
+  cost less; more, smaller ones overlap better with the backward pass);
+- move the communication off the critical path: enable overlap of gradient communication with computation,
+  or shard the optimizer state to replace the all-reduce by reduce-scatter + all-gather;
+- check the parallel strategy: a smaller data-parallel group or a different split shrinks the volume."""
+
+ADVICE_COMPUTE = """\
+One operator type takes a large share of the step on every device, so it is the operator, not a device:
+- check its precision (float32 where float16 / bfloat16 would do) and its shapes (multiples of 16);
+- look for a fused kernel that replaces it, or a cheaper formulation;
+- for recompute-heavy backward operators, review the recomputation settings."""
+
+
+def check(ctx: Context) -> list[Finding]:
+    ev = ctx.a.execution
+    if ev is None or not ev.marey:
+        return []
+    out: list[Finding] = []
+    m = ev.marey[0]  # the representative step
+    step_ms = max((d.step_ms for d in m.devices), default=0.0)
+    if not step_ms > 0:
+        return []
+    per_device: dict[int, list] = {}
+    for s in m.type_spread:
+        if s.cls != "compute" or s.n < ctx.t("min_devices") or s.median_ms <= 0:
+            continue
+        if (s.max_ms / s.median_ms - 1 >= ctx.t("min_rel") and s.excess_ms >= ctx.t("min_share") * step_ms
+                and s.excess_ms >= ctx.t("min_abs_ms")):
+            per_device.setdefault(s.max_rank, []).append(s)
+    stage_of = {d.rank: d.stage for d in m.devices}
+    for r, items in sorted(per_device.items()):
+        excess = sum(s.excess_ms for s in items)
+        share = excess / step_ms
+        names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
+        out.append(Finding(
+            id="execution.slow-device", category="slow_rank",
+            severity="warning" if share >= ctx.t("warning_share") else "info",
+            title=f"Rank {r} runs {names} longer than the other devices of stage {stage_of.get(r, 0)} "
+                  f"(+{fmt_ms(excess)} in step {m.step})",
+            advice=ADVICE_DEVICE, ranks=[r], phase="compute",
+            why=f"The stage waits for this device: {fmt_pct(share)} of the step in its timeline.",
+            page=f"cluster/execution.html#marey-rank-{r}",
+            evidence={"step": m.step, "stage": stage_of.get(r, 0), "excess_ms": excess, "step_ms": step_ms,
+                      "types": {s.name: {"ms": s.max_ms, "median_ms": s.median_ms} for s in items}},
+            table={"columns": ["Operator type", f"Rank {r}", "Stage median", "Max / median"],
+                   "rows": [[s.name, fmt_ms(s.max_ms), fmt_ms(s.median_ms), f"{s.max_ms / s.median_ms:.2f}"]
+                            for s in items[:10]], "links": [None] * min(10, len(items))}))
+    for s in m.type_spread:
+        if s.n < ctx.t("min_devices") or s.cls in ("receive", "send"):
+            continue
+        coll = s.cls == "collective"
+        if (s.share >= ctx.t("everywhere_share" if coll else "everywhere_compute_share")
+                and s.ratio <= 1 + ctx.t("everywhere_spread")):
+            out.append(Finding(
+                id="execution.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
+                severity="info",
+                title=f"{s.name} takes {fmt_pct(s.share)} of step {m.step} on every device of stage {s.stage}",
+                advice=ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE, stages=[s.stage],
+                why="Long on all devices alike: the operator (or its configuration) is the lever, not a device.",
+                page="cluster/execution.html#marey-types",
+                evidence={"step": m.step, "op_type": s.name, "median_ms": s.median_ms, "max_ms": s.max_ms,
+                          "devices": s.n, "share": s.share}))
+    return out
+
+
+RULE = Rule(
+    id="operator-spread", category="slow_rank", title="Operators long on one device or on every device",
+    description="""\
+Reads the execution view (operator timelines of the representative step). Per stage and operator type, the
+type's time on each device is compared with the stage's median: a device where types run `min_rel` above it
+(by at least `min_share` of the step and `min_abs_ms`) is named as a slow node (a warning from `warning_share`
+of the step). A collective taking `everywhere_share` (a compute type `everywhere_compute_share`) of the step on every device with little spread is reported as
+information, with the all-reduce fusion advice for collectives. A device also named by the step-trace rules
+carries this as related evidence.""",
+    thresholds=THRESHOLDS, check=check, source="MindInsight cluster profiling guide (Marey view)")
