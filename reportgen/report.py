@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 from reportgen.analysis import analyze
 from reportgen.discover import RunLayout, discover
+from reportgen.model import DataIssue
 from reportgen.analysis.execution import select
 from reportgen.loaders import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
@@ -47,8 +48,13 @@ def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, pro
               title: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Path, dict]:
     """`settings`: from the command line: device_memory_mb, overrides (rule thresholds)."""
     run = load_run(layout, jobs=jobs, progress=_progress("ranks loaded", progress))
-    sel = select(run, timeline_ranks(layout), (settings or {}).get("marey_steps"))
-    run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    try:  # the execution view is optional: an unforeseen trace must not cost the rest of the report
+        sel = select(run, timeline_ranks(layout), (settings or {}).get("marey_steps"))
+        run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    except Exception as e:  # noqa: BLE001
+        log.warning("execution view skipped: %s: %s", type(e).__name__, e)
+        run.issues.append(DataIssue("", f"the operator timelines could not be read for the execution view "
+                                        f"({type(e).__name__}: {e})", "warning"))
     analysis = analyze(run, device_memory_mb=(settings or {}).get("device_memory_mb"))
     findings, thresholds = run_rules(analysis, (settings or {}).get("overrides"))
     plan = plan_pages(analysis, findings, thresholds=thresholds, title=title)

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 from reportgen.analysis import analyze
+from reportgen.analysis.execution import select
 from reportgen.analysis.steps import robust_outliers
 from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.loaders import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
 from reportgen.site import builder
 from reportgen.site.pages import plan_pages
@@ -43,6 +44,7 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     t = {}
     t0 = time.perf_counter()
     run_dir = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=steps, stages=4 if ranks >= 8 else 1,
+                           trace_view=layout == "ascend",
                            inject=[f"slow-rank:{ranks // 3}:compute:1.3"]
                            + (["unbalanced-stage:2:1.3"] if ranks >= 8 else [])
                            + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else [])
@@ -55,6 +57,10 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     t0 = time.perf_counter()
     run = load_run(lay, jobs=jobs)
     t["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sel = select(run, timeline_ranks(lay))
+    run.execution = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    t["execution"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     a = analyze(run, device_memory_mb=64 * 1024 if layout == "ascend" else None)
     t["analyze"] = time.perf_counter() - t0
@@ -178,9 +184,9 @@ def main() -> None:
         return
     for n in a.ranks:
         r = bench(n, a.steps, a.layout, a.jobs, a.keep)
-        stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "analyze", "rules", "plan",
-                                                       "write", "single"))
-        build = sum(r[k] for k in ("discover", "load", "analyze", "rules", "plan", "write"))
+        stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "execution", "analyze",
+                                                       "rules", "plan", "write", "single"))
+        build = sum(r[k] for k in ("discover", "load", "execution", "analyze", "rules", "plan", "write"))
         print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
               f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}, "

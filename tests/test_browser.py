@@ -136,3 +136,21 @@ def test_resource_page_and_rank_detail_draw_offline(example_site):
     dom = render(rank)
     assert_charts_drawn(dom, rank, minimum=3)  # steps, operator types, memory curve
     assert dom.select_one("#fig-rank-5-optypes svg") is not None
+
+
+def test_execution_and_strategy_pages_draw_offline(example_site, tmp_path):
+    page = example_site / "cluster" / "execution.html"
+    dom = render(page)
+    assert_charts_drawn(dom, page, minimum=2)  # time overview, Marey view
+    assert dom.select_one("#fig-time-overview svg") is not None
+    assert len(dom.select("#marey-devices-table tbody tr")) == 16
+    from reportgen.synth import generate_run
+    run = generate_run(tmp_path / "mi", layout="mindinsight", ranks=8, steps=3, stages=2, seed=2)
+    out = tmp_path / "r"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    src = out / "cluster" / "strategy.html"
+    dom = run_probe(src, """
+  var b = document.querySelector("svg.strategy-graph .block"); b.dispatchEvent(new MouseEvent('click'));""")
+    opened = [d for d in dom.select(".block-detail") if not d.has_attr("hidden")]
+    assert len(opened) == 1 and opened[0].select("tbody tr")
+    assert dom.body.get("data-network-requests") == "0"

@@ -33,8 +33,15 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
     resources = analyze_resources(run, device_memory_mb)
-    strategy = analyze_strategy(run.strategy)
-    execution = analyze_execution(run, steps.per_step, comm.per_rank_step, resources.flops, resources.memory)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
+    strategy = execution = None
+    try:  # optional views: a bug or an input we do not foresee must not cost the rest of the report
+        strategy = analyze_strategy(run.strategy)
+    except Exception as e:  # noqa: BLE001
+        issues.append(DataIssue("", f"the strategy view could not be built ({type(e).__name__}: {e})", "warning"))
+    try:
+        execution = analyze_execution(run, steps.per_step, comm.per_rank_step, resources.flops, resources.memory)
+    except Exception as e:  # noqa: BLE001
+        issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
     return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
                     strategy=strategy, execution=execution)

@@ -46,7 +46,7 @@ class Selection:
 def _step_totals(per_step: pd.DataFrame) -> pd.Series:
     if per_step is None or not len(per_step) or "total" not in per_step:
         return pd.Series(dtype=float)
-    return per_step.groupby("step")["total"].mean().sort_index()
+    return per_step.dropna(subset=["step", "total"]).groupby("step")["total"].mean().sort_index()
 
 
 def choose_steps(per_step: pd.DataFrame, requested: Optional[list[int]] = None) -> tuple[list[int], dict[int, str]]:
@@ -411,7 +411,8 @@ def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.D
     overview = []
     if per_step is not None and len(per_step) and "total" in per_step:
         overview = [{"step": int(s), "rank": int(r), "total_ms": round(float(t), 4)}
-                    for r, s, t in per_step[["rank", "step", "total"]].itertuples(index=False) if pd.notna(t)]
+                    for r, s, t in per_step[["rank", "step", "total"]].itertuples(index=False)
+                    if pd.notna(t) and pd.notna(s)]
     oc = []
     if comm_per_rank_step is not None and len(comm_per_rank_step):
         c = comm_per_rank_step.dropna(subset=["step"]).groupby("step")[["communication_ms", "wait_ms"]].mean()
