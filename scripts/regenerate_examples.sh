@@ -5,6 +5,14 @@ cd "$(dirname "$0")/.."
 rm -rf example_reports/example example_reports/example-single.html example_reports/example-single.summary.json
 msreport --example -o example_reports/example -q
 msreport --example -o example_reports/example-single.html --single-file -q
+# a synthetic 4-stage x 8-device MindSpore pipeline run with strategy files, a slow device and an operator
+# slow everywhere (the execution and strategy views)
+tmp=$(mktemp -d)
+python -m reportgen.synth "$tmp/pipeline" --layout mindinsight --ranks 32 --stages 4 --tp 2 --steps 6 \
+    --inject slow-rank:13:compute:1.3 --inject slow-op:LayerNorm:4 >/dev/null
+rm -rf example_reports/pipeline_4x8_slow_device
+msreport "$tmp/pipeline" -o example_reports/pipeline_4x8_slow_device -q
+rm -rf "$tmp"
 if [ -d ../shared/samples ]; then
   for case in ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text mindinsight/cluster_pipeline_parallel_4rank \
       mindinsight/single_device_run2_rank1_full real/mindspore_cpu_dist4_new_graph_skew; do

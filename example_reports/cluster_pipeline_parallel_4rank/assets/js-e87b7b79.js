@@ -1,0 +1,242 @@
+/* msreport page behaviour: draw charts (vega-embed, offline), sortable and filterable tables,
+   the step selector of the cluster step trace, and the rank selector of the single-file report. */
+(function () {
+  "use strict";
+  var EMBED_OPTS = { actions: { export: true, source: false, compiled: false, editor: false } };
+
+  function embed(fig, spec) {
+    var opts = Object.assign({}, EMBED_OPTS, { renderer: fig.getAttribute("data-renderer") || "svg" });
+    var vis = fig.querySelector(".vis");
+    if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
+    return vegaEmbed(vis, spec, opts).then(function () {
+      fig.setAttribute("data-rendered", "true");
+    }).catch(function (e) {
+      fig.setAttribute("data-error", String(e));
+      vis.textContent = "This chart could not be drawn: " + e;
+    });
+  }
+
+  function specOf(fig) { return JSON.parse(fig.querySelector("script.spec").textContent); }
+
+  function drawCharts() {
+    document.querySelectorAll("figure.chart").forEach(function (fig) {
+      if (fig.hasAttribute("data-rank-switch")) { return; }
+      try { embed(fig, specOf(fig)); } catch (e) { fig.setAttribute("data-error", String(e)); }
+    });
+  }
+
+  // ---- tables --------------------------------------------------------------------------------
+  function cellValue(td) {
+    var v = td.getAttribute("data-v");
+    if (v !== null && v !== "" && !isNaN(Number(v))) { return Number(v); }
+    return td.textContent.trim().toLowerCase();
+  }
+  function sortBy(table, idx, th) {
+    var tbody = table.tBodies[0];
+    var asc = !th.classList.contains("asc");
+    table.querySelectorAll("thead th").forEach(function (h) { h.classList.remove("asc", "desc"); });
+    th.classList.add(asc ? "asc" : "desc");
+    var rows = Array.prototype.slice.call(tbody.rows);
+    rows.sort(function (a, b) {
+      var x = cellValue(a.cells[idx]), y = cellValue(b.cells[idx]);
+      var xn = typeof x === "number", yn = typeof y === "number";
+      var c = (xn && yn) ? x - y : (xn ? -1 : (yn ? 1 : (x < y ? -1 : (x > y ? 1 : 0))));
+      return asc ? c : -c;
+    });
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) { frag.appendChild(r); });
+    tbody.appendChild(frag);
+  }
+  function initTables() {
+    document.querySelectorAll("table.sortable").forEach(function (table) {
+      table.querySelectorAll("thead th").forEach(function (th, idx) {
+        th.addEventListener("click", function () { sortBy(table, idx, th); });
+      });
+    });
+    document.querySelectorAll("input[data-filter]").forEach(function (input) {
+      input.addEventListener("input", function () { applyFilter(document.getElementById(input.getAttribute("data-filter"))); });
+    });
+    document.querySelectorAll("[data-colfilter], [data-slowonly]").forEach(function (ctl) {
+      var id = ctl.getAttribute("data-colfilter") || ctl.getAttribute("data-slowonly");
+      ctl.addEventListener(ctl.tagName === "SELECT" || ctl.type === "checkbox" ? "change" : "input",
+        function () { applyFilter(document.getElementById(id)); });
+    });
+  }
+  // A row shows when it contains the free-text filter, every column filter matches its cell exactly,
+  // and (with "slow only") it is marked slow.
+  function applyFilter(table) {
+    if (!table) { return; }
+    var id = table.id;
+    var text = document.querySelector("input[data-filter='" + id + "']");
+    var q = text ? text.value.trim().toLowerCase() : "";
+    var cols = [];
+    document.querySelectorAll("[data-colfilter='" + id + "']").forEach(function (c) {
+      if (c.value !== "") { cols.push([Number(c.getAttribute("data-col")), c.value.trim().toLowerCase()]); }
+    });
+    var slow = document.querySelector("[data-slowonly='" + id + "']");
+    var slowOnly = slow && slow.checked;
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+      var ok = !q || row.textContent.toLowerCase().indexOf(q) >= 0;
+      for (var i = 0; ok && i < cols.length; i++) {
+        var cell = row.cells[cols[i][0]];
+        ok = !!cell && cell.textContent.trim().toLowerCase().split(" ")[0] === cols[i][1];
+      }
+      if (ok && slowOnly) { ok = row.classList.contains("slow"); }
+      row.style.display = ok ? "" : "none";
+    });
+  }
+
+  // ---- cluster step trace: average / any step ---------------------------------------------------
+  function fmt(v, kind) {
+    if (v === null || v === undefined || v === "") { return kind === "ms" ? "—" : ""; }
+    if (kind === "ms") { return Number(v).toLocaleString("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 }); }
+    return String(v);
+  }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+  function relHref(href) {
+    // rank links in the data are site-relative; the step-trace page lives one folder down
+    return document.body.getAttribute("data-single") ? "#rank-page-" + href.replace(/\D+/g, "") : "../" + href;
+  }
+  function renderRows(table, columns, rows) {
+    var tbody = table.tBodies[0];
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (row) {
+      var tr = el("tr", { id: "rank-" + row.rank });
+      if (row.slow) { tr.className = "slow"; }
+      columns.forEach(function (c) {
+        var v = row[c.key], td;
+        if (c.fmt === "rank") {
+          td = el("td", { "data-v": row.rank });
+          td.appendChild(el("a", { href: relHref(row.href) }, String(row.rank)));
+        } else {
+          td = el("td", { "class": c.fmt === "text" ? "" : "num", "data-v": v === null || v === undefined ? "" : v }, fmt(v, c.fmt));
+        }
+        tr.appendChild(td);
+      });
+      frag.appendChild(tr);
+    });
+    tbody.textContent = "";
+    tbody.appendChild(frag);
+  }
+  function initStepSelect() {
+    var sel = document.getElementById("step-select");
+    var dataEl = document.getElementById("step-table-data");
+    var table = document.getElementById("step-table");
+    if (!sel || !dataEl || !table) { return; }
+    var data = JSON.parse(dataEl.textContent);
+    var original = table.tBodies[0].innerHTML;
+    sel.addEventListener("change", function () {
+      if (sel.value === "avg") { table.tBodies[0].innerHTML = original; }
+      else { renderRows(table, data.columns, data.steps[sel.value] || []); }
+      applyFilter(table);
+    });
+  }
+
+  // ---- single file: one rank at a time ------------------------------------------------------------
+  function initRankSelect() {
+    var sel = document.getElementById("rank-select");
+    var dataEl = document.getElementById("rank-data");
+    if (!sel || !dataEl) { return; }
+    var data = JSON.parse(dataEl.textContent);
+    var fig = document.getElementById("fig-rank-lines");
+    var template = fig ? specOf(fig) : null;
+    var view = document.getElementById("rank-view");
+    function show(rank) {
+      var d = data[rank];
+      view.textContent = "";
+      if (!d) { return; }
+      var facts = el("table", { "class": "facts" });
+      d.facts.forEach(function (kv) { var tr = el("tr"); tr.appendChild(el("th", {}, kv[0])); tr.appendChild(el("td", {}, kv[1])); facts.appendChild(tr); });
+      view.appendChild(facts);
+      if (d.rows.length) {
+        var t = el("table", { "class": "sortable" });
+        var hr = el("tr"); hr.appendChild(el("th", {}, "Step"));
+        d.phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
+        var thead = el("thead"); thead.appendChild(hr); t.appendChild(thead);
+        var tb = el("tbody");
+        d.rows.forEach(function (r) {
+          var tr = el("tr"); tr.appendChild(el("td", { "class": "num" }, r.step === null ? "—" : String(r.step)));
+          d.phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
+          tb.appendChild(tr);
+        });
+        t.appendChild(tb); view.appendChild(t);
+      } else {
+        view.appendChild(el("p", { "class": "muted" }, "No step trace for this rank."));
+      }
+      d.issues.forEach(function (i) { view.appendChild(el("p", { "class": "muted" }, i.severity + ": " + (i.file || "(run)") + ": " + i.problem)); });
+      if (fig && template) {
+        if (d.lines.length) {
+          fig.style.display = "";
+          var spec = Object.assign({}, template, { datasets: { steps: d.lines } });
+          embed(fig, spec);
+        } else { fig.style.display = "none"; fig.setAttribute("data-rendered", "true"); }
+      }
+    }
+    sel.addEventListener("change", function () { show(sel.value); });
+    function fromHash() {
+      var m = /^#rank-page-(\d+)$/.exec(location.hash);
+      if (m && data[m[1]]) { sel.value = m[1]; show(m[1]); document.getElementById("ranks").scrollIntoView(); }
+    }
+    window.addEventListener("hashchange", fromHash);
+    show(sel.value);
+    fromHash();
+  }
+
+  function initGraphs() {
+    // strategy graphs: click a block to show its operators; zoom buttons scale the inline SVG
+    document.querySelectorAll("svg.strategy-graph .block").forEach(function (g) {
+      function open() {
+        var id = g.getAttribute("data-block");
+        var panel = document.getElementById(id);
+        if (!panel) { return; }
+        var svg = g.ownerSVGElement;
+        svg.querySelectorAll(".block.selected").forEach(function (b) { b.classList.remove("selected"); });
+        var wasOpen = !panel.hidden;
+        document.querySelectorAll(".block-detail").forEach(function (p) { if (p.id.split("-b")[0] === id.split("-b")[0]) { p.hidden = true; } });
+        if (!wasOpen) { panel.hidden = false; g.classList.add("selected"); panel.scrollIntoView({ block: "nearest" }); }
+      }
+      g.addEventListener("click", open);
+      g.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } });
+    });
+    document.querySelectorAll("[data-close]").forEach(function (b) {
+      b.addEventListener("click", function () { document.getElementById(b.getAttribute("data-close")).hidden = true; });
+    });
+    document.querySelectorAll("[data-zoom]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        var wrap = document.getElementById(b.getAttribute("data-target"));
+        var svg = wrap && wrap.querySelector("svg");
+        if (!svg) { return; }
+        var w0 = parseFloat(svg.getAttribute("data-w") || svg.getAttribute("width"));
+        var h0 = parseFloat(svg.getAttribute("data-h") || svg.getAttribute("height"));
+        svg.setAttribute("data-w", w0); svg.setAttribute("data-h", h0);
+        var z = parseFloat(svg.getAttribute("data-z") || "1");
+        var mode = b.getAttribute("data-zoom");
+        z = mode === "in" ? z * 1.25 : mode === "out" ? z / 1.25 : Math.min(1, wrap.clientWidth / w0);
+        svg.setAttribute("data-z", z);
+        svg.setAttribute("width", w0 * z); svg.setAttribute("height", h0 * z);
+      });
+    });
+  }
+
+  function reportResources() {
+    // For tests and the curious: how many network resources did this page request? (should be 0)
+    var ext = performance.getEntriesByType("resource").filter(function (e) { return /^https?:/i.test(e.name); });
+    document.body.setAttribute("data-network-requests", String(ext.length));
+  }
+
+  function main() {
+    if (document.getElementById("rank-data")) { document.body.setAttribute("data-single", "1"); }
+    initTables();
+    initGraphs();
+    initStepSelect();
+    drawCharts();
+    initRankSelect();
+    reportResources();
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", main); } else { main(); }
+})();
