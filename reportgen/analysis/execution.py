@@ -167,7 +167,6 @@ class ExecutionView:
     marey: list[MareyStep]
     overview: list[dict]  # step, rank, total_ms  (time overview lines)
     overview_comm: list[dict]  # step, communication_ms, wait_ms (averages over ranks)
-    ranks_read: list[int]
     skipped_ranks: list[int]
     notes: list[str] = field(default_factory=list)
     spread_all: list[OpSpread] = field(default_factory=list)  # every step's spread, for the rules
@@ -430,7 +429,7 @@ def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.D
             marey.append(m)
             spread_all.extend(m.spread)
     return ExecutionView(marey=marey, overview=overview, overview_comm=oc,
-                         ranks_read=ex.ranks if ex else [], skipped_ranks=ex.skipped_ranks if ex else [],
+                         skipped_ranks=ex.skipped_ranks if ex else [],
                          notes=list(ex.notes) if ex else [], spread_all=spread_all)
 
 

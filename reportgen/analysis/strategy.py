@@ -18,13 +18,11 @@ from typing import Optional
 
 import networkx as nx
 
-from reportgen.model import ParallelStrategy, StageStrategy, StrategyOp
+from reportgen.model import ParallelStrategy, StageStrategy, StrategyOp, op_class
 
 MAX_NODES = 36  # aggregate nodes drawn per stage
 MAX_TABLE_OPS = 1500  # operator rows per stage on the page (the CSV export has them all)
 MAX_NODE_OPS = 60  # operators listed in a block's detail panel
-SEND_RE = re.compile(r"^(Send|hcom_send)", re.I)
-RECEIVE_RE = re.compile(r"^(Receive|hcom_receive)", re.I)
 MICRO_SCOPE_RE = re.compile(r"micro_inputs-CellList/(\d+)|/(\d+)-_MicroBatch")
 NO_SCOPE = "(no scope)"
 
@@ -196,9 +194,7 @@ def _layers(blocks: dict[str, Block], edges: Counter) -> int:
 
 
 def _is_comm(op: StrategyOp) -> bool:
-    t = op.op_type
-    return bool(SEND_RE.match(t) or RECEIVE_RE.match(t) or t.startswith(("All", "ReduceScatter", "Broadcast",
-                                                                        "AlltoAll", "MirrorOperator")))
+    return op_class(op.op_type) != "compute" or op.op_type.startswith("MirrorOperator")
 
 
 def build_stage(stage: StageStrategy, max_nodes: int = MAX_NODES) -> StageGraph:
@@ -221,8 +217,9 @@ def build_stage(stage: StageStrategy, max_nodes: int = MAX_NODES) -> StageGraph:
             b.split += any(d > 1 for part in op.strategy for d in part)
         b.redistribution += op.instance == "Redistribution"
         b.gradient_aggregation += op.instance == "GradientAggregation"
-        b.send += bool(SEND_RE.match(op.op_type))
-        b.receive += bool(RECEIVE_RE.match(op.op_type))
+        cls = op_class(op.op_type)
+        b.send += cls == "send"
+        b.receive += cls == "receive"
         types[key][op.op_type] += 1
         if len(b.op_ids) < MAX_NODE_OPS:
             b.op_ids.append(op.id)
@@ -274,8 +271,8 @@ def pipeline_ops(strategy: ParallelStrategy) -> list[PipeOp]:
     out = []
     for st in strategy.stages:
         for op in st.ops:
-            kind = "Send" if SEND_RE.match(op.op_type) else "Receive" if RECEIVE_RE.match(op.op_type) else ""
-            if not kind:
+            kind = {"send": "Send", "receive": "Receive"}.get(op_class(op.op_type))
+            if kind is None:
                 continue
             peer = op.attrs.get("dest_rank" if kind == "Send" else "src_rank", "")
             v = _int(peer)

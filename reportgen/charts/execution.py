@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 
 from reportgen.charts.theme import finish
+from reportgen.model import OP_CLASSES
 
 CLASS_COLORS = {"compute": "#4c78a8", "collective": "#e45756", "send": "#54a24b", "receive": "#f58518"}
 ROW_PX = 20
@@ -17,7 +18,7 @@ def marey(bars: list[dict], joins: list[dict], rows: list[str]) -> dict:
 
     `bars`: {row, name, cls, start, end, dur}; `joins`: {key, row, order, cls, t, end}; `rows`: lane order.
     """
-    classes = list(CLASS_COLORS)
+    classes = list(OP_CLASSES)
     color = alt.Color("cls:N", title="Operator class", scale=alt.Scale(domain=classes,
                                                                         range=[CLASS_COLORS[c] for c in classes]))
     y = alt.Y("row:N", title=None, scale=alt.Scale(domain=rows), axis=alt.Axis(labelLimit=220))

@@ -203,6 +203,36 @@ FLOW_CATS = ("async_npu", "HostToDevice")
 SLICE_LANES = ("computing", "communication", "communication_not_overlapped", "free", "bubble")
 
 
+class FlowPairs:
+    """Host-to-device launch flows (`s` on the host, `f` on the device, matched by category and id)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple, float] = {}
+        self._host, self._dev = array("d"), array("d")
+
+    def add(self, e: dict) -> None:
+        ph = e.get("ph")
+        if ph not in ("s", "f") or e.get("cat") not in FLOW_CATS:
+            return
+        key = (e.get("cat"), e.get("id"))
+        ts = to_float(e.get("ts"))
+        other = self._pending.pop(key, None)
+        if other is None:
+            self._pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
+        elif ph == "f" and other >= 0:
+            self._host.append(other)
+            self._dev.append(ts)
+        elif ph == "s" and other < 0:
+            self._host.append(ts)
+            self._dev.append(-other - 1.0)
+
+    def pairs(self) -> np.ndarray:
+        """(host ts, device ts) rows."""
+        if not len(self._host):
+            return np.empty((0, 2))
+        return np.column_stack([np.frombuffer(self._host), np.frombuffer(self._dev)])
+
+
 def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     """step_trace_time.csv's columns from a `trace_view.json`, streamed (bounded memory).
 
@@ -215,8 +245,7 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     lane_ix = {name: i for i, name in enumerate(SLICE_LANES)}
     s_lane, s_ts, s_dur = array("b"), array("d"), array("d")
     steps: dict[int, tuple[float, float]] = {}
-    pending: dict[tuple, float] = {}
-    p_host, p_dev = array("d"), array("d")  # matched host-to-device flows
+    flows = FlowPairs()
     try:
         for e in trace_events(path):
             ph = e.get("ph")
@@ -237,26 +266,15 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
                     if not (math.isnan(ts) or math.isnan(dur)):
                         steps[int(m.group(1))] = (ts, ts + dur)
-            elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
-                key = (e.get("cat"), e.get("id"))
-                ts = to_float(e.get("ts"))
-                other = pending.pop(key, None)
-                if other is None:
-                    pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
-                elif ph == "f" and other >= 0:
-                    p_host.append(other)
-                    p_dev.append(ts)
-                elif ph == "s" and other < 0:
-                    p_host.append(ts)
-                    p_dev.append(-other - 1.0)
+            elif ph in ("s", "f"):
+                flows.add(e)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
                 "computed from the part read", "error")
     lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
     if not (lanes != lane_ix["bubble"]).any():
         return None
-    pairs = np.column_stack([np.frombuffer(p_host), np.frombuffer(p_dev)]) if len(p_host) else np.empty((0, 2))
-    return modern_from_slices(lanes, np.frombuffer(s_ts), np.frombuffer(s_dur), steps, pairs,
+    return modern_from_slices(lanes, np.frombuffer(s_ts), np.frombuffer(s_dur), steps, flows.pairs(),
                               source=log.rel(path))
 
 

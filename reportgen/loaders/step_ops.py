@@ -30,9 +30,9 @@ import ijson
 import numpy as np
 
 from reportgen.loaders.common import IssueLog, to_float
-from reportgen.loaders.overlap import FLOW_CATS, STEP_RE, device_step_ranges, legacy_step_windows
+from reportgen.loaders.overlap import STEP_RE, FlowPairs, device_step_ranges, legacy_step_windows
 from reportgen.loaders.peek import trace_events
-from reportgen.model import StepOps, StepTrace
+from reportgen.model import StepOps, StepTrace, op_class
 
 STEPS_TID = 100000
 LEGACY_SKIP_PIDS = (11000, 12000)
@@ -41,21 +41,7 @@ MODEL_ITER_RE = re.compile(r"Iteration ID:\s*(\d+)")
 DROPPED = ("AtomicAddrClean", "StreamSend", "StreamReceive")
 RUNTIME_TASKS = {"Notify Wait", "Notify Record", "Write Value", "Notify_Wait", "Notify_Record"}
 RUNTIME_TASK_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")  # EVENT_WAIT, SDMA, MEMCPY_ASYNC, PROFILING_ENABLE, ...
-COLLECTIVE_RE = re.compile(r"^(?:[\w-]*/)*(All|ReduceScatter|Broadcast|Reduce-|AlltoAll|hcom_(all|reduce|broadcast))"
-                           r"|^stream_\d+_parallel", re.I)
-SEND_RE = re.compile(r"^(?:[\w-]*/)*(Send|hcom_send)", re.I)
-RECEIVE_RE = re.compile(r"^(?:[\w-]*/)*(Receive|hcom_receive)", re.I)
 WHOLE = -1  # step key of "the whole trace" when no step windows exist
-
-
-def op_class(name: str) -> str:
-    if SEND_RE.match(name):
-        return "send"
-    if RECEIVE_RE.match(name):
-        return "receive"
-    if COLLECTIVE_RE.match(name):
-        return "collective"
-    return "compute"
 
 
 @dataclass
@@ -105,8 +91,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     threads: dict = {}
     legacy_steps: dict[int, tuple[float, float]] = {}
     host_steps: dict[int, tuple[float, float]] = {}
-    pending: dict = {}
-    pairs_h, pairs_d = array("d"), array("d")
+    flows = FlowPairs()
     try:
         for e in trace_events(path):
             ph = e.get("ph")
@@ -137,18 +122,8 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
                     if s is not None and not (math.isnan(ts) or math.isnan(dur)):
                         legacy_steps[s] = (ts, ts + dur)
-            elif ph in ("s", "f") and e.get("cat") in FLOW_CATS:
-                key = (e.get("cat"), e.get("id"))
-                ts = to_float(e.get("ts"))
-                other = pending.pop(key, None)
-                if other is None:
-                    pending[key] = (ph, ts)
-                elif other[0] == "s" and ph == "f":
-                    pairs_h.append(other[1])
-                    pairs_d.append(ts)
-                elif other[0] == "f" and ph == "s":
-                    pairs_h.append(ts)
-                    pairs_d.append(other[1])
+            elif ph in ("s", "f"):
+                flows.add(e)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); the execution "
                 "view uses the part read", "error")
@@ -156,7 +131,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     if legacy_steps:
         return TraceLayout(legacy_steps, "the trace's Steps lane", procs, threads, legacy)
     if host_steps:
-        pairs = np.column_stack([np.frombuffer(pairs_h), np.frombuffer(pairs_d)]) if len(pairs_h) else np.empty((0, 2))
+        pairs = flows.pairs()
         ranges = device_step_ranges(host_steps, pairs)
         how = ("host ProfilerStep ranges mapped to the device through the launch flows" if len(pairs)
                else "host ProfilerStep ranges (no launch flows in the trace)")

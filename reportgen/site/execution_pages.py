@@ -13,7 +13,7 @@ from reportgen.analysis.execution import MareyStep
 from reportgen.analysis.strategy import OpRow, StageGraph
 from reportgen.charts import Chart, execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
-from reportgen.site.values import num
+from reportgen.site.values import compact_ranks, num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"
@@ -50,21 +50,7 @@ def _stage_layout(a: Analysis) -> list[dict]:
         by = {st.stage: st.expected_ranks or st.ranks for st in a.strategy.stages}
     if not by:
         by = {0: a.run.rank_ids}
-    return [{"stage": s, "ranks": _ranks_text(sorted(rs)), "n": len(rs)} for s, rs in sorted(by.items())]
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    if not ranks:
-        return ""
-    parts, start, prev = [], ranks[0], ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        parts.append(str(start) if start == prev else f"{start}–{prev}")
-        if r is not None:
-            start = prev = r
-    return ", ".join(parts)
+    return [{"stage": s, "ranks": compact_ranks(sorted(rs)), "n": len(rs)} for s, rs in sorted(by.items())]
 
 
 def _stage_ctx(g: StageGraph) -> dict:
@@ -76,7 +62,7 @@ def _stage_ctx(g: StageGraph) -> dict:
                        "gradient_aggregation": b.gradient_aggregation, "send": b.send, "receive": b.receive,
                        "ops": [_op_row(by_id[k]) for k in b.op_ids if k in by_id], "more": b.more_ops})
     missing = [r for r in g.expected_ranks if r not in g.ranks]
-    return {"stage": g.stage, "ranks": _ranks_text(g.ranks), "missing": _ranks_text(missing), "source": g.source,
+    return {"stage": g.stage, "ranks": compact_ranks(g.ranks), "missing": compact_ranks(missing) if missing else "", "source": g.source,
             "n_ops": g.n_ops, "n_sharded": g.n_sharded, "n_split": g.n_split, "n_redistribution": g.n_redistribution,
             "n_gradient_aggregation": g.n_gradient_aggregation, "n_edges": g.n_edges, "n_blocks": len(g.blocks),
             "n_layers": g.n_layers, "collapsed": g.collapsed_depth,
@@ -184,7 +170,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
     overview = _overview_chart(a, pages_for)
     steps_nav = [{"step": m.step, "reason": m.reason, "href": p} for m, p in pages_for]
     base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": ev.notes if ev else [],
-            "skipped": _ranks_text(ev.skipped_ranks) if ev else "", "n_read": len(ev.ranks_read) if ev else 0,
+            "skipped": compact_ranks(ev.skipped_ranks) if ev and ev.skipped_ranks else "",
             "has_overview": overview is not None}
     downloads = []
     if marey:
@@ -201,15 +187,12 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
         out.append((EXECUTION, "Execution overview", {**base, "marey": None}, charts, downloads))
         return out
     for i, (m, path) in enumerate(pages_for):
-        rows = []
-        for d in m.devices:
-            rows.append(d.label)
         lane_rows, bars = [], list(m.bars)
         stages = {s["stage"]: s for s in m.stages}
-        multi = len(stages) > 1 or len(m.devices) > 1
         for st in sorted(stages):
-            lane_rows += [d.label for d in m.devices if d.stage == st]
-            if multi and len([d for d in m.devices if d.stage == st]) > 1:
+            members = [d.label for d in m.devices if d.stage == st]
+            lane_rows += members
+            if len(members) > 1:  # a stage mean lane
                 label = stages[st]["label"]
                 lane_rows.append(label)
                 for b in stages[st]["bars"]:

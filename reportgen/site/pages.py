@@ -14,7 +14,7 @@ from reportgen.analysis.steps import heatmap_cells, step_values
 from reportgen.charts import Chart, steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
 from reportgen.site import comm_pages, execution_pages, finding_pages, overlap_pages, resource_pages
-from reportgen.site.values import num, stacked_bar_rows
+from reportgen.site.values import compact_ranks, fmt_list, num, stacked_bar_rows
 
 INDEX = "index.html"
 STEP_TRACE = "cluster/step-trace.html"
@@ -52,26 +52,6 @@ class SitePlan:
 
 
 
-def _fmt_list(items: list, limit: int = 16) -> str:
-    s = ", ".join(str(i) for i in items[:limit])
-    return s + (f", … ({len(items)} in all)" if len(items) > limit else "")
-
-
-def _compact_ranks(ranks: list[int]) -> str:
-    """0-3, 5, 8-15 style."""
-    if not ranks:
-        return "none"
-    parts, start, prev = [], ranks[0], ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
-        if r is not None:
-            start = prev = r
-    return _fmt_list(parts, 24)
-
-
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
     run, st = a.run, a.steps
     infos = [run.ranks[r].info for r in run.rank_ids]
@@ -85,13 +65,13 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     facts = [
         ("Run folder", run.info.path),
         ("Layout", run.info.layout_label),
-        ("Ranks", f"{len(run.rank_ids)} ({_compact_ranks(run.rank_ids)})"),
+        ("Ranks", f"{len(run.rank_ids)} ({compact_ranks(run.rank_ids)})"),
     ]
     if run.info.rank_size and run.info.rank_size != len(run.rank_ids):
         facts.append(("Ranks in the job", f"{run.info.rank_size} (only {len(run.rank_ids)} profiled or collected)"))
     if hosts:
-        facts.append(("Hosts", f"{len(hosts)} ({_fmt_list(hosts, 8)})"))
-    facts.append(("Steps", f"{len(st.steps)} ({_compact_ranks(st.steps)})" if st.steps else "no step ids"))
+        facts.append(("Hosts", f"{len(hosts)} ({fmt_list(hosts, 8)})"))
+    facts.append(("Steps", f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else "no step ids"))
     facts.append(("Parallel mode", f"{run.info.parallel_mode} (from {run.info.parallel_mode_source})"))
     facts.append(("Pipeline stages", str(run.info.stages)))
     if frameworks:
