@@ -12,6 +12,7 @@ import math
 import tomllib
 from typing import Optional
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.errors import ReportError
 from reportgen.rules import (
@@ -145,7 +146,7 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",
                              title=f"The rule {rule.id} could not run on this data ({type(e).__name__}: {e})",
                              advice="This is a bug in msreport; please report it with the profile's layout.",
-                             page="rules.html")]
+                             page=urls.page(urls.RULES))]
         for k, f in enumerate(found):
             d = f.to_dict()
             d["rule"] = rule.id

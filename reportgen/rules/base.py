@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
@@ -33,7 +34,7 @@ class Finding:
     severity: str
     title: str
     advice: str  # markdown
-    page: str  # site-relative page (and anchor) holding the evidence
+    page: urls.Target  # the page (and anchor) holding the evidence; `urls` turns it into a link
     why: str = ""  # one or two sentences: why it matters (markdown)
     ranks: list[int] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # "src-dst", global ranks
@@ -58,7 +59,7 @@ class Finding:
             "id": self.id, "category": self.category, "severity": self.severity, "title": self.title,
             "ranks": [int(r) for r in self.ranks], "links": list(self.links), "transport": self.transport,
             "stages": [int(s) for s in self.stages], "phase": self.phase, "files": list(self.files),
-            "evidence": clean(self.evidence), "advice": self.advice, "page": self.page, "why": self.why,
+            "evidence": clean(self.evidence), "advice": self.advice, "page": str(self.page), "why": self.why,
             **({"table": clean(self.table)} if self.table else {}),
         }
 

@@ -3,6 +3,7 @@ others (the Marey view's "long on one device: slow node"; MindInsight's cluster 
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -70,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
                                          if len(hs) > 1 else ""),
             advice=ADVICE, why=f"The extra {fmt_ms(gap)} is {fmt_pct(share)} of a typical rank's operator time; "
                                "collectives make the others wait for it.",
-            page=f"ranks/rank-{r}.html#operators", ranks=[r],
+            page=urls.rank(r, "operators"), ranks=[r],
             evidence={"op_type": op_type, "side": side, "value_ms": hi, "median_ms": m, "ratio": hi / m,
                       "gap_share_of_operator_time": share, "basis": a.resources.operator_basis,
                       "compared_within": f"stage {g}" if stage_of else "cluster"},

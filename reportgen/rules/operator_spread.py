@@ -4,6 +4,7 @@ all-reduce fusion setting). Read from the operator timelines of the steps the ex
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 
 THRESHOLDS = {
@@ -70,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
                   f"(+{fmt_ms(excess)} in step {m.step})",
             advice=ADVICE_DEVICE, ranks=[r], phase="compute",
             why=f"The stage waits for this device: {fmt_pct(share)} of the step in its timeline.",
-            page=f"cluster/execution.html#marey-rank-{r}",
+            page=urls.marey_rank(r),
             evidence={"step": m.step, "stage": stage_of.get(r, 0), "excess_ms": excess, "step_ms": step_ms,
                       "types": {s.name: {"ms": s.max_ms, "median_ms": s.median_ms} for s in items}},
             table={"columns": ["Operator type", f"Rank {r}", "Stage median", "Max / median"],
@@ -88,7 +89,7 @@ def check(ctx: Context) -> list[Finding]:
                 title=f"{s.name} takes {fmt_pct(s.share)} of step {m.step} on every device of stage {s.stage}",
                 advice=ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE, stages=[s.stage],
                 why="Long on all devices alike: the operator (or its configuration) is the lever, not a device.",
-                page="cluster/execution.html#marey-types",
+                page=urls.MAREY_TYPES,
                 evidence={"step": m.step, "op_type": s.name, "median_ms": s.median_ms, "max_ms": s.max_ms,
                           "devices": s.n, "share": s.share}))
     return out

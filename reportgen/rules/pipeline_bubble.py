@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
 
 THRESHOLDS = {
@@ -53,7 +54,7 @@ def check(ctx: Context) -> list[Finding]:
                  if per_stage else ""),
         advice=ADVICE, why="During the bubble the device computes nothing: it is idle time multiplied by every rank "
                            "of the waiting stage.",
-        page="cluster/overlap.html#overlap-stages", stages=waiting,
+        page=urls.OVERLAP_STAGES, stages=waiting,
         evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
                   "threshold_info": ctx.t("info_rate"), "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},

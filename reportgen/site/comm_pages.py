@@ -15,6 +15,8 @@ from reportgen.analysis.communication import (
 from reportgen.charts import Chart, comm as comm_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.site.values import num
+from reportgen import urls
+from reportgen.site.page import Page, PageKind, PlanInput
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
@@ -62,7 +64,7 @@ def rank_rows(a: Analysis) -> list[dict]:
     for r in a.run.rank_ids:
         info = a.run.ranks[r].info
         rec = pr.get(r)
-        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "low_wait": r in low,
+        row = {"rank": r, "host": info.host or "", "href": urls.rank_page(r), "low_wait": r in low,
                "has_data": rec is not None, "pp_stage": a.run.info.stage_of_rank.get(r, "")}
         for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms", "wait_ratio", "n_ops"):
             row[k] = num(rec.get(k)) if rec else None
@@ -179,9 +181,6 @@ def _graph_chart(a: Analysis) -> Optional[Chart]:
     if not g["nodes"]:
         return None
     nodes = g["nodes"]
-    for n in nodes:
-        if n.get("href"):
-            n["href"] = "../" + n["href"]
     cap = ("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
            "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
     if g["by"] == "host":
@@ -325,3 +324,12 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict
     sec["links"] = link_rows(a, c.links.iloc[idx[:300]]) if idx else []
     sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
     return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_comm_context(inp.analysis)
+    return [Page(COMMUNICATION, "Cluster communication", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("communication", COMMUNICATION, "Communication", "_communication.html", _plan)

@@ -14,6 +14,8 @@ from reportgen.analysis.strategy import OpRow, StageGraph
 from reportgen.charts import Chart, execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.site.values import compact_ranks, num
+from reportgen import urls
+from reportgen.site.page import Page, PageKind, PlanInput
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"
@@ -141,7 +143,7 @@ def _device_rows(m: MareyStep) -> list[dict]:
     rows = []
     fl = [d.flops_m for d in m.devices if d.flops_m]
     for d in m.devices:
-        rows.append({"rank": d.rank, "stage": d.stage, "href": f"ranks/rank-{d.rank}.html",
+        rows.append({"rank": d.rank, "stage": d.stage, "href": urls.rank_page(d.rank),
                      "step_ms": num(d.step_ms), "shift_ms": num(d.shift_ms), "n_ops": d.n_ops, "drawn": d.drawn,
                      "compute_ms": num(d.busy_ms.get("compute", 0.0)),
                      "comm_ms": num(sum(v for k, v in d.busy_ms.items() if k != "compute")),
@@ -157,7 +159,7 @@ def _spread_rows(items: list, limit: int) -> list[dict]:
         out.append({"name": s.name, "cls": s.cls, "stage": s.stage, "n": s.n, "median_ms": num(s.median_ms),
                     "min_ms": num(s.min_ms), "max_ms": num(s.max_ms), "max_rank": s.max_rank,
                     "ratio": None if not math.isfinite(s.ratio) else round(s.ratio, 3), "share": s.share,
-                    "href": f"ranks/rank-{s.max_rank}.html"})
+                    "href": urls.rank_page(s.max_rank)})
     return out
 
 
@@ -216,3 +218,18 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
             "csv": SPREAD_CSV}, "current": path}
         out.append((path, f"Execution overview: step {m.step}", ctx, charts, downloads if i == 0 else []))
     return out
+
+
+def _plan_execution(inp: PlanInput) -> list[Page]:
+    return [Page(path, title, EXECUTION_PAGE.partial, {**inp.common, **ctx}, charts=charts, downloads=csv)
+            for path, title, ctx, charts, csv in plan_execution_pages(inp.analysis)]
+
+
+def _plan_strategy(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_strategy_context(inp.analysis)
+    return [Page(STRATEGY, "Parallel strategy", STRATEGY_PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+EXECUTION_PAGE = PageKind("execution", EXECUTION, "Execution", "_execution.html", _plan_execution)
+STRATEGY_PAGE = PageKind("strategy", STRATEGY, "Strategy", "_strategy.html", _plan_strategy)

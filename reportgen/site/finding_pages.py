@@ -9,6 +9,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from reportgen.rules import RULES, SEVERITY_ORDER
+from reportgen.site.page import Page, PageKind, PlanInput
 
 RULES_PAGE = "rules.html"
 MAX_RANK_LINKS = 24
@@ -100,3 +101,11 @@ def rules_context(findings: list[dict], thresholds: dict[str, dict[str, float]])
             "fired": fired.get(r.id, {s: 0 for s in SEVERITY_ORDER}),
         })
     return {"rules": rules}
+
+
+def _plan_rules(inp: PlanInput) -> list[Page]:
+    return [Page(RULES_PAGE, "Performance helper rules", RULES_KIND.partial,
+                 {**inp.common, **rules_context(inp.findings, inp.thresholds)})]
+
+
+RULES_KIND = PageKind("rules", RULES_PAGE, "Rules", "_rules.html", _plan_rules)

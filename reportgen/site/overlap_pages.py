@@ -12,6 +12,8 @@ from reportgen.analysis.steps import robust_outliers
 from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.site.values import num, stacked_bar_rows
+from reportgen import urls
+from reportgen.site.page import Page, PageKind, PlanInput
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
@@ -76,7 +78,7 @@ def rank_rows(a: Analysis) -> list[dict]:
     for r in a.run.rank_ids:
         info = a.run.ranks[r].info
         rec = pr.get(r)
-        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "has_data": rec is not None,
+        row = {"rank": r, "host": info.host or "", "href": urls.rank_page(r), "has_data": rec is not None,
                "pp_stage": a.run.info.stage_of_rank.get(r, 0)}
         for k, v in a.run.info.parallel_index.get(r, {}).items():
             row[k + "_index"] = v
@@ -142,7 +144,7 @@ def _charts(a: Analysis) -> list[Chart]:
                "not overlapped (receive excluded), bubble and free time.")
         charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
     share = [{"rank": int(r), "share": round(float(v), 6), "stage": f"stage {int(o.per_rank.at[r, 'pp_stage'])}",
-              "href": f"../ranks/rank-{int(r)}.html"} for r, v in o.per_rank["comm_share"].dropna().items()]
+              "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
     if share:
         if len(share) <= MAX_BARS:
             charts.append(Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
@@ -212,7 +214,7 @@ def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
         "checks": list(o.checks),
     }
     if not o.has_data:
-        ctx["dp_rows"] = [{"rank": int(r), "href": f"ranks/rank-{int(r)}.html", "total": num(v["total"]),
+        ctx["dp_rows"] = [{"rank": int(r), "href": urls.rank_page(int(r)), "total": num(v["total"]),
                            "communication_ms": num(v["communication_ms"]), "wait_ms": num(v["wait_ms"]),
                            "share": num(v["share"])} for r, v in o.comm_share.to_dict("index").items()]
         return ctx, [], []
@@ -267,3 +269,12 @@ class RankSections:
                     "share": num(mine["comm_share"]), "check": self.checks.get(r),
                     "coverage": src.coverage_note if src is not None else ""})
         return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_overlap_context(inp.analysis)
+    return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("overlap", OVERLAP, "Overlap & stages", "_overlap.html", _plan)
