@@ -17,7 +17,6 @@ from pathlib import Path
 
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
-from reportgen.analysis.steps import robust_outliers
 from reportgen.discover import discover
 from reportgen.loaders import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
@@ -81,12 +80,11 @@ def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
     single = (tmp / "one.html").stat().st_size / 1e6
     # Ascend: the Computing phase. MindInsight pipeline runs: fp_and_bp holds the Receive waits of the other
     # stages, so the slow rank shows in the overlap view's computation (as it does on real data).
-    if layout == "ascend" or not a.overlap.has_data:
-        slow_found = (ranks // 3) in a.steps.outliers.get("computing" if layout == "ascend" else "fp_and_bp", [])
-    else:
-        slow_found = (ranks // 3) in robust_outliers(a.overlap.per_rank["computation"])
+    slow_found = any(f["category"] == "slow_rank" and f["phase"] == "compute" and (ranks // 3) in f["ranks"]
+                     and f["severity"] != "info" for f in findings)
     link = _slow_link(ranks)
-    link_found = None if link is None else [(s, d) for s, d, _ in a.comm.slow_links] == [link]
+    link_found = None if link is None else any(f["category"] == "slow_link" and f["links"] == [f"{link[0]}-{link[1]}"]
+                                               for f in findings)
     stage_found = None if ranks < 8 else a.overlap.slowest_stage == 2
     mem = a.resources.memory
     mem_found = list(mem[mem["ratio"] > 0.9]["rank"]) == [_mem_rank(ranks)]

@@ -8,11 +8,12 @@ import pandas as pd
 
 from reportgen.analysis import Analysis
 from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS
-from reportgen.analysis.steps import robust_outliers
 from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.site.values import num, stacked_bar_rows
 from reportgen import urls
+from reportgen.site import highlights
+from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 
 OVERLAP = "cluster/overlap.html"
@@ -70,10 +71,9 @@ def _rank_columns(a: Analysis) -> list[dict]:
     return cols
 
 
-def rank_rows(a: Analysis) -> list[dict]:
+def rank_rows(a: Analysis, hl: Highlights) -> list[dict]:
     o = a.overlap
     pr = o.per_rank.to_dict("index")
-    hot_cols = {c: set(robust_outliers(o.per_rank[c])) for c in (o.compute_col, o.wait_col) if c in o.per_rank}
     rows = []
     for r in a.run.rank_ids:
         info = a.run.ranks[r].info
@@ -85,7 +85,8 @@ def rank_rows(a: Analysis) -> list[dict]:
         if rec:
             for c in (*o.columns, "comm_share"):
                 row[c] = num(rec.get(c))
-            row["hot"] = [COLUMN_LABELS[c] for c, rs in hot_cols.items() if r in rs]
+            row["hot"] = [COLUMN_LABELS[c] for c in o.columns if c in COLUMN_LABELS and hl.is_hot(r, c)]
+            row["waiting"] = r in hl.waiting
         rows.append(row)
     return rows
 
@@ -203,7 +204,7 @@ def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, lis
     return out
 
 
-def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
+def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list]:
     o, info = a.overlap, a.run.info
     ctx: dict[str, Any] = {
         "has_data": o.has_data, "view": o.view, "view_label": VIEW_LABELS[o.view],
@@ -219,7 +220,7 @@ def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
                            "share": num(v["share"])} for r, v in o.comm_share.to_dict("index").items()]
         return ctx, [], []
     cols = _rank_columns(a)
-    rows = rank_rows(a)
+    rows = rank_rows(a, hl)
     stage_rows, stage_cols = _stage_table(a)
     ctx.update({"columns": cols, "rows": rows, "stage_rows": stage_rows, "stage_columns": stage_cols,
                 "rates": _rates(a), "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
@@ -272,7 +273,7 @@ class RankSections:
 
 
 def _plan(inp: PlanInput) -> list[Page]:
-    ctx, charts, csv = plan_overlap_context(inp.analysis)
+    ctx, charts, csv = plan_overlap_context(inp.analysis, highlights.of(inp))
     return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, {**inp.common, **ctx}, charts=charts,
                  downloads=csv)]
 

@@ -56,6 +56,8 @@ def _plan(inp: PlanInput) -> list[Page]:
         "slow_ranks": sorted(hl.slow_ranks),
         "stats": stats_rows(a, hl),
         "n_ranks": len(run.rank_ids),
+        "coverage": [a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
+        "gaps": a.coverage.gaps if a.coverage else [],
         "rank_links": [{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
     }
     return [Page(urls.INDEX, "Overview", PAGE.partial, ctx, charts=cluster_charts(inp))]

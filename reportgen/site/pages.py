@@ -125,7 +125,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
     sections.append(overlap_sections.section(r))
-    sections.append(comm_pages.rank_section(a, r, by_reporter))
+    sections.append(comm_pages.rank_section(a, r, by_reporter, maker.hl))
     sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
     return Page(urls.rank_page(r), f"Rank {r}", "_rank.html", {
