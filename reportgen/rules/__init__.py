@@ -110,7 +110,13 @@ def resolved_thresholds(overrides: Optional[dict] = None) -> dict[str, dict[str,
 REPRODUCTIONS = ("mindinsight.", "msprof-analyze.", "execution.slow-device")
 
 
+# A reading that names the same cause as another rule's finding, from another angle: (reading id, host id).
+SAME_CAUSE = {("execution.slow-device", "operator-hotspot.slow-on-rank")}
+
+
 def _covers(host: dict, f: dict) -> bool:
+    if (f["id"], host["id"]) in SAME_CAUSE:  # e.g. the timeline's slow device and the operator table's slow rank
+        return set(f["ranks"]) <= set(host["ranks"])
     return (host["category"] == f["category"] and host["phase"] == f["phase"]
             and set(f["ranks"]) <= set(host["ranks"]) and set(f["links"]) <= set(host["links"])
             and set(f["stages"]) <= set(host["stages"]))

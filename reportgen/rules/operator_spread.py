@@ -43,6 +43,11 @@ One operator type takes a large share of the step on every device, so it is the 
 - for recompute-heavy backward operators, review the recomputation settings."""
 
 
+def _step_label(step: int) -> str:
+    """Runs without step ids (MindSpore CPU) give the whole profiled window step -1."""
+    return f"step {step}" if step >= 0 else "the profiled window"
+
+
 def check(ctx: Context) -> list[Finding]:
     ev = ctx.a.execution
     if ev is None or not ev.marey:
@@ -68,7 +73,7 @@ def check(ctx: Context) -> list[Finding]:
             id="execution.slow-device", category="slow_rank",
             severity="warning" if share >= ctx.t("warning_share") else "info",
             title=f"Rank {r} runs {names} longer than the other devices of stage {stage_of.get(r, 0)} "
-                  f"(+{fmt_ms(excess)} in step {m.step})",
+                  f"(+{fmt_ms(excess)} in {_step_label(m.step)})",
             advice=ADVICE_DEVICE, ranks=[r], phase="compute",
             why=f"The stage waits for this device: {fmt_pct(share)} of the step in its timeline.",
             page=urls.marey_rank(r),
@@ -86,7 +91,7 @@ def check(ctx: Context) -> list[Finding]:
             out.append(Finding(
                 id="execution.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
                 severity="info",
-                title=f"{s.name} takes {fmt_pct(s.share)} of step {m.step} on every device of stage {s.stage}",
+                title=f"{s.name} takes {fmt_pct(s.share)} of {_step_label(m.step)} on every device of stage {s.stage}",
                 advice=ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE, stages=[s.stage],
                 why="Long on all devices alike: the operator (or its configuration) is the lever, not a device.",
                 page=urls.MAREY_TYPES,

@@ -84,7 +84,8 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
         cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
-        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, res_charts.MEMORY_RAMP),
+        ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
                 {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
