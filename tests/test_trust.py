@@ -41,8 +41,8 @@ def test_slow_link_marks_follow_the_threshold_in_force(tmp_path):
 def test_waiting_ranks_are_not_painted_as_culprits(example_site):
     s = _summary(example_site)
     culprits = {r for f in s["findings"] if f["category"] == "slow_rank" and f["severity"] != "info"
-                and f["id"] != "slow-rank.late-arrival" for r in f["ranks"]}
-    late = {r for f in s["findings"] if f["id"] == "slow-rank.late-arrival" for r in f["ranks"]}
+                and f["id"] != "late-arrival.culprit" for r in f["ranks"]}
+    late = {r for f in s["findings"] if f["id"] == "late-arrival.culprit" for r in f["ranks"]}
     assert culprits == {5}
     soup = _soup(example_site / "cluster" / "step-trace.html")
     painted = {int(tr["id"].split("-")[1]) for tr in soup.select("#step-table tbody tr.slow")}
@@ -132,7 +132,7 @@ def test_cpu_runs_name_no_step_minus_one_and_one_finding_per_cause(tmp_path):
     assert "step -1" not in (site / "index.html").read_text(encoding="utf-8")
     act = [f for f in s["findings"] if f["severity"] != "info"]
     assert [f["ranks"] for f in act] == [[3]], [f["id"] for f in act]  # one finding, both readings in it
-    assert [r["id"] for r in act[0]["evidence"].get("related", [])] == ["execution.slow-device"]
+    assert [r["id"] for r in act[0]["evidence"].get("related", [])] == ["operator-spread.slow-device"]
 
 
 @pytest.mark.samples

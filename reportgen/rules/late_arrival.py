@@ -57,7 +57,7 @@ def check(ctx: Context) -> list[Finding]:
              f"{'they wait' if n > 1 else 'it waits'} {fmt_ms(w.value_ms)} per step while peers wait "
              f"{fmt_ms(w.median_ms)}")
     return [Finding(
-        id="slow-rank.late-arrival", category="slow_rank", severity="warning", title=title, advice=ADVICE,
+        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=ADVICE,
         why="Every rank of a collective waits for its last member; the time the others spend waiting is lost on "
             "all of them.",
         page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",

@@ -70,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
         share = excess / step_ms
         names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
         out.append(Finding(
-            id="execution.slow-device", category="slow_rank",
+            id="operator-spread.slow-device", category="slow_rank",
             severity="warning" if share >= ctx.t("warning_share") else "info",
             title=f"Rank {r} runs {names} longer than the other devices of stage {stage_of.get(r, 0)} "
                   f"(+{fmt_ms(excess)} in {_step_label(m.step)})",
@@ -89,7 +89,7 @@ def check(ctx: Context) -> list[Finding]:
         if (s.share >= ctx.t("everywhere_share" if coll else "everywhere_compute_share")
                 and s.ratio <= 1 + ctx.t("everywhere_spread")):
             out.append(Finding(
-                id="execution.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
+                id="operator-spread.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
                 severity="info",
                 title=f"{s.name} takes {fmt_pct(s.share)} of {_step_label(m.step)} on every device of stage {s.stage}",
                 advice=ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE, stages=[s.stage],
