@@ -155,7 +155,6 @@ def test_memory_without_capacity_is_a_neutral_scale(tmp_path):
     if fig is None:
         pytest.skip("the synthetic run has no memory data")
     spec = json.loads(fig.find("script", class_="spec").string)
-    pairs: list = []
     ranges = []
 
     def walk(v):

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import OK_COLOR, PALETTE, PHASE_COLORS, SLOW_COLOR, finish, phase_scale
+from reportgen.charts.theme import (
+    OK_COLOR,
+    PHASE_COLORS,
+    SLOW_COLOR,
+    finish,
+    phase_scale,
+)
 
 PART_COLORS = {p: PHASE_COLORS[p] for p in ("Transit", "Wait", "Idle / other")}
 TRANSPORT_COLORS = {"HCCS": "#4c78a8", "RDMA": "#e45756", "SDMA": "#54a24b", "PCIE": "#72b7b2", "SIO": "#b279a2",

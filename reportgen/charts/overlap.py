@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import phase_scale, PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import SLOW_COLOR, finish, phase_scale
 
 
 def stage_summary(rows: list[dict], metrics: list[str]) -> dict:

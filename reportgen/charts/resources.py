@@ -6,7 +6,6 @@ import altair as alt
 
 from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
 
-
 MEMORY_RAMP = ([0.0, 0.75, 0.9, 1.0], ["#eef3f8", "#fdd49e", "#fc8d59", "#b30000"])  # red only near capacity
 FLOPS_RAMP = ([0.0, 1.0], ["#eef3f8", "#2f5fa7"])
 # No recorded capacity: a neutral sequential ramp relative to the largest peak (nothing reads as pressure).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import phase_scale, OK_COLOR, PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
 
 MAX_BARS = 64
 

@@ -16,7 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2 import (
+    Environment,
+    PackageLoader,
+    StrictUndefined,
+    pass_context,
+    select_autoescape,
+)
 from markupsafe import Markup
 
 from reportgen import __version__

@@ -8,14 +8,15 @@ from typing import Any, Optional
 
 from markupsafe import Markup
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.execution import MareyStep
 from reportgen.analysis.strategy import OpRow, StageGraph
-from reportgen.charts import Chart, execution as ex_charts
+from reportgen.charts import Chart
+from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
-from reportgen.site.values import compact_ranks, num
-from reportgen import urls
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import compact_ranks, num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"

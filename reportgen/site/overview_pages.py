@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.model import STEP_TRACE_KIND_LABELS
-from reportgen import urls
 from reportgen.site import finding_pages, highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.step_pages import cluster_charts, stats_rows

@@ -11,11 +11,11 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from reportgen import __version__
+from reportgen import __version__, urls
 from reportgen.analysis import Analysis
-from reportgen.charts import Chart, steps as step_charts
+from reportgen.charts import Chart
+from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS
-from reportgen import urls
 from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
 from reportgen.site.page import Page, PlanInput, SingleRanks, SitePlan
 from reportgen.site.registry import PAGES

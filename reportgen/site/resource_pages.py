@@ -8,13 +8,14 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import Chart, resources as res_charts
+from reportgen.charts import Chart
+from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
-from reportgen.site.values import num
-from reportgen import urls
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import num
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
