@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, memory, metadata,
+from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, kineto, memory, metadata,
                                operators, overlap, step_ops, step_trace, strategy, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -50,10 +50,9 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
         info.framework = "PyTorch"
         p = rf.first("kineto_trace")
         if p is not None:
-            data.step_trace = host_steps.load_host_steps(p, log)
-            if data.step_trace is None and not any(i.severity == "error" for i in log.issues):
-                log.add(p, "no ProfilerStep#N markers in the trace (profiled without a schedule?); "
-                        "no step times", "info")
+            k = kineto.load_kineto(p, data, log)
+            data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
+            data.memory, data.timeline = k.memory, k.timeline
     data.issues = log.issues
     return data
 
@@ -256,6 +255,8 @@ def load_run(layout: "RunLayout", jobs: int = 1,
             ranks[d.info.rank] = d
             if progress:
                 progress(i, total)
+    if layout.layout == "kineto":
+        kineto.match_collectives(ranks, issues)
     strat = _load_strategy(layout, ranks, issues)
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
