@@ -10,8 +10,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, kineto, memory, metadata,
-                               operators, overlap, step_ops, step_trace, strategy, timeline)
+from reportgen.loaders import (communication, cpu_usage, dataprep, flops, gpu, host_steps, kineto, memory,
+                               metadata, operators, overlap, step_ops, step_trace, strategy, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
@@ -154,6 +154,8 @@ def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if data.memory is None and f("cpu_ms_memory_record.txt") is not None:
         data.memory = memory.load_cpu_memory(f("cpu_ms_memory_record.txt"), log)
     trace = timeline_file(rf)
+    if trace is None and f("gpu_timeline_display.json") is not None:
+        data.timeline = gpu.summarize_gpu_timeline(f("gpu_timeline_display.json"), log, f("gpu_timeline_summary.json"))
     if trace is not None:
         data.timeline = timeline.summarize_trace(
             trace, log, f("ascend_timeline_summary.json") or f("timeline_summary.json"))
@@ -182,6 +184,8 @@ def _load_operators(rf: "RankFiles", log: IssueLog):
         res = operators.load_aicpu(ac, log)
         if res is not None:
             parts.append(("aicpu", log.rel(ac), res[0], res[1], "profiled window"))
+    if gpu.is_gpu(rf):
+        parts.extend(gpu.operator_parts(rf, log))
     ct, cd = f("cpu_op_type_info.csv"), f("cpu_op_detail_info.csv")
     if ct is not None or cd is not None:
         parts.append(("hostcpu", log.rel(ct or cd), operators.load_cpu_type(ct, log) if ct is not None else None,
