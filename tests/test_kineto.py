@@ -71,7 +71,7 @@ def test_synthetic_breakdown_equals_the_model(slow_run):
     info = run.ranks[2].info
     assert info.rank_size == 8 and info.parallel_groups["0"]["global_ranks"] == list(range(8))
     assert info.host == "node000" and info.device == 2
-    assert info.distributed_args["backend"] == "nccl"
+    assert info.parallel_groups["0"]["backend"] == "cuda:nccl" and info.versions["NCCL"] == "2.21.5"
 
 
 def test_wait_is_matched_across_ranks(slow_run):
@@ -143,10 +143,45 @@ def test_real_gloo_run_rank3():
         st = d.step_trace.steps
         assert list(st["step"]) == [2, 3, 4, 5, 6]
         np.testing.assert_allclose(st["computing"] + st["communication_not_overlapped"] + st["free"], st["total"])
-        assert d.info.distributed_args["backend"] == "gloo" and d.info.rank_size == 4
+        assert "gloo" in d.info.parallel_groups["0"]["backend"] and d.info.rank_size == 4
         assert d.operators is not None and "aten::convolution_backward" in set(d.operators.detail["name"])
         assert d.memory is not None and d.memory.peak_mb > 0
     conv = {r: float(d.operators.detail.set_index("name").loc["aten::convolution_backward", "total_ms"])
             for r, d in run.ranks.items()}
     assert max(conv, key=conv.get) == 3
     assert run.ranks[3].memory.peak_mb > 2 * run.ranks[0].memory.peak_mb  # 3x batch, 3x activations
+
+
+def test_execution_view_from_kernels(slow_run):
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    lay = discover(slow_run)[0]
+    run = load_run(lay, jobs=1)
+    assert timeline_ranks(lay) == list(range(8))
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    s = ex.steps[0]
+    ops = ex.ops[s]
+    assert sorted(ops) == list(range(8))
+    o = ops[5]
+    assert o.classes.count("collective") == 2 and o.names[:1] and "ProfilerStep" in o.window
+    assert o.names == ops[0].names  # the same kernel sequence on every rank
+    assert o.step_ms == pytest.approx(float(run.ranks[5].step_trace.steps.set_index("step").loc[s, "total"]))
+    # the slow rank's kernels are longer
+    assert o.dur[o.classes.index("compute")] > 1.3 * ops[0].dur[ops[0].classes.index("compute")]
+
+
+def test_real_gloo_execution_view():
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    lay = discover(sample("real/torch_gloo_4rank"))[0]
+    run = load_run(lay, jobs=1)
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    for ops in ex.ops.values():
+        assert sorted(ops) == [0, 1, 2, 3]
+        for o in ops.values():
+            assert "collective" in o.classes and "aten::conv2d" in o.names and "CPU operators" in o.window
+            assert (np.diff(o.start) >= 0).all()

@@ -295,6 +295,8 @@ def timeline_file(rf: "RankFiles") -> Optional[Path]:
 
 def timeline_ranks(layout: "RunLayout") -> list[int]:
     """Ranks that have an operator timeline."""
+    if layout.layout == "kineto":
+        return sorted(r for r, rf in layout.ranks.items() if rf.first("kineto_trace") is not None)
     return sorted(r for r, rf in layout.ranks.items() if timeline_file(rf) is not None)
 
 
@@ -307,6 +309,10 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
     log = IssueLog(layout.root)
     data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
                          skipped_ranks=list(skipped))
+    if layout.layout == "kineto":
+        found = kineto.load_execution(layout, run, data, ranks, log)
+        run.issues.extend(log.issues)
+        return data if found else None
     lays = {}
     for r in ranks:
         path = timeline_file(layout.ranks[r])

@@ -67,20 +67,31 @@ def collective_kind(name: str) -> str:
 def kernel_type(name: str) -> str:
     """A short operator type for a CUDA kernel name: the function name without return type, namespaces,
     template arguments and parameters (`void at::native::elementwise_kernel<128, 2, ...>(...)` ->
-    `elementwise_kernel`)."""
+    `elementwise_kernel`); a generic `Kernel` / `Kernel2` wrapper (cutlass) is named by its first template
+    argument."""
     s = name.strip()
     if s.startswith("void "):
         s = s[5:]
-    depth, out = 0, []
+    depth, out, arg, args_open = 0, [], [], True
     for ch in s:  # drop template arguments and parameters
         if ch in "<(":
             depth += 1
+            if ch == "(":
+                args_open = False
         elif ch in ">)":
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
+        elif depth == 1 and args_open:
+            if ch == ",":
+                args_open = False
+            else:
+                arg.append(ch)
     s = "".join(out).strip()
     s = s.rsplit("::", 1)[-1].strip() or name
+    first = "".join(arg).strip().rsplit("::", 1)[-1].strip()
+    if re.fullmatch(r"(?i)(device_)?kernel\d*", s) and first:
+        s = first
     return s[:80]
 
 
@@ -227,13 +238,16 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
     if isinstance(dist, dict) and dist:
         ws = dist.get("world_size")
         info.rank_size = int(ws) if isinstance(ws, (int, float)) else info.rank_size
-        info.distributed_args = {k: dist[k] for k in ("backend", "rank", "world_size", "nccl_version", "pg_count")
-                                 if k in dist}
+        # not `distributed_args` (Megatron's tp/pp/dp sizes, which Kineto does not record): the run is then
+        # "data-parallel assumed from the rank count" unless groups say more
+        if dist.get("nccl_version"):
+            info.versions["NCCL"] = str(dist["nccl_version"])
         for pg in dist.get("pg_config") or []:
             if isinstance(pg, dict) and "pg_name" in pg:
                 info.parallel_groups[str(pg["pg_name"])] = {
                     "group_name": str(pg.get("pg_desc") or pg["pg_name"]),
-                    "global_ranks": [int(x) for x in pg.get("ranks") or [] if isinstance(x, (int, float))]}
+                    "global_ranks": [int(x) for x in pg.get("ranks") or [] if isinstance(x, (int, float))],
+                    "backend": str(pg.get("backend_config") or dist.get("backend") or "")}
     if head.get("host_name") and not info.host:
         info.host = str(head["host_name"])
     if info.framework is None:
@@ -506,3 +520,120 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
         n_streams=len(acc.streams) or len({t for t in acc.tids}), compute_ms=iv.total(comp) / 1e3,
         communication_ms=iv.total(comm) / 1e3, pure_communication_ms=iv.total(iv.subtract(comm, comp)) / 1e3,
         free_ms=(span - iv.total(union) / 1e3) if span is not None else None, trace_bytes=size)
+
+
+# --- execution view (Marey): the device operators of chosen steps --------------------------------------------
+
+
+def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
+    """ProfilerStep#N windows (µs) and the (pid, tid) of the thread that records them (first streamed pass)."""
+    out: dict = {}
+    try:
+        for e in trace_events(path):
+            name = e.get("name")
+            if e.get("ph") == "X" and isinstance(name, str) and name.startswith("ProfilerStep#"):
+                m = STEP_RE.match(name)
+                ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                if m and not math.isnan(ts) and not math.isnan(dur):
+                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+    except (ijson.JSONError, ValueError, OSError, EOFError):
+        pass  # the loader reported the broken file; the windows read are used
+    return out
+
+
+def _exec_class(name: str) -> str:
+    kind = collective_kind(name)
+    if kind in ("send", "recv"):
+        return "send" if kind == "send" else "receive"
+    return "collective"
+
+
+def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: IssueLog) -> dict:
+    """Operators starting inside the chosen steps' windows (second streamed pass), ms from the window start:
+    GPU kernels when the trace has device activity, else the top-level operators of the training thread and
+    the backend's collective slices (gloo:*)."""
+    from reportgen.model import StepOps
+
+    wins = sorted((windows[s][0], windows[s][1], s) for s in steps if s in windows)
+    if not wins:
+        return {}
+    main = {windows[s][2] for s in windows}
+    starts = np.array([w[0] for w in wins])
+    dev: dict = {s: [] for _, _, s in wins}
+    cpu: dict = {s: [] for _, _, s in wins}
+    try:
+        for e in trace_events(path):
+            if e.get("ph") != "X":
+                continue
+            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+            if math.isnan(ts) or math.isnan(dur):
+                continue
+            i = int(np.searchsorted(starts, ts, side="right")) - 1
+            if i < 0 or ts >= wins[i][1]:
+                continue
+            s = wins[i][2]
+            name = e.get("name") or ""
+            cat = (e.get("cat") or "").lower()
+            if cat in DEVICE_CATS:
+                comm = bool(COMM_KERNEL_RE.match(name))
+                dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
+                               _exec_class(name) if comm else "compute"))
+            elif cat == "user_annotation" and name.startswith("gloo:"):
+                cpu[s].append((ts, dur, name, _exec_class(name), True))
+            elif cat == "cpu_op" and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
+                cpu[s].append((ts, dur, name, "compute", False))
+    except (ijson.JSONError, ValueError, OSError, EOFError):
+        pass
+    out = {}
+    use_dev = any(dev.values())
+    for a, b, s in wins:
+        if use_dev:
+            rows = sorted(dev[s])
+        else:  # top-level operators only (a nested operator is inside its parent's span)
+            rows, end = [], -math.inf
+            for ts, dur, name, cls, coll in sorted(cpu[s], key=lambda x: (x[0], -x[1])):
+                if coll:
+                    rows.append((ts, dur, name, cls))
+                elif ts >= end:
+                    rows.append((ts, dur, name, cls))
+                    end = ts + dur
+            rows.sort()
+        if not rows:
+            continue
+        out[s] = StepOps(rank=rank, step=s, source=log.rel(path), step_ms=(b - a) / 1e3,
+                         names=[r[2] for r in rows], classes=[r[3] for r in rows],
+                         start=np.array([(r[0] - a) / 1e3 for r in rows]),
+                         dur=np.array([r[1] / 1e3 for r in rows]),
+                         window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})")
+    return out
+
+
+def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
+    """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows."""
+    wins = {}
+    for r in ranks:
+        p = layout.ranks[r].first("kineto_trace")
+        if p is not None:
+            w = step_windows(p)
+            if w:
+                wins[r] = (p, w)
+    if not wins:
+        return False
+    wanted = [s for s in data.steps if any(s in w for _, w in wins.values())]
+    if not wanted:
+        common = sorted(set.intersection(*(set(w) for _, w in wins.values())))
+        pool = common or sorted(next(iter(wins.values()))[1])
+        pick = pool[len(pool) // 2]
+        if data.steps:
+            data.notes.append(f"steps {', '.join(map(str, data.steps))} are not in the traces; step {pick} is shown")
+        wanted = [pick]
+        data.reasons[pick] = "the middle step of the traces"
+    data.steps = wanted
+    for r, (p, w) in wins.items():
+        got = read_step_ops(p, r, w, wanted, log)
+        for s, o in got.items():
+            data.ops.setdefault(s, {})[r] = o
+        missing = [s for s in wanted if s not in got]
+        if missing:
+            data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its trace")
+    return True

@@ -61,6 +61,14 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
     pg = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": ranks,
            "ranks": list(range(ranks))}]
     nelems = 25_165_824  # 96 MB of fp32 gradients per bucket
+    # the same model on every rank: one kernel sequence and one split of the time, per pass
+    seq_rng = np.random.default_rng(plan.seed + 5)
+    w = np.array([k[2] for k in KERNELS])
+    w = w / w.sum()
+    n_f = max(1, int(kernels_per_step * 0.35))
+    n_b = max(1, kernels_per_step - n_f)
+    plan_fwd = (seq_rng.choice(len(KERNELS), size=n_f, p=w), seq_rng.dirichlet(np.ones(n_f) * 20.0))
+    plan_bwd = (seq_rng.choice(len(KERNELS), size=n_b, p=w), seq_rng.dirichlet(np.ones(n_b) * 20.0))
     for r in range(ranks):
         if r in plan.missing_rank:
             continue
@@ -95,18 +103,16 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
             ext += 1
             cur = t + free * 0.6
             gap = free * 0.4 / (2 * kernels_per_step)
-            n_f = max(1, int(kernels_per_step * 0.35))
-            n_b = max(1, kernels_per_step - n_f)
-            w = np.array([k[2] for k in KERNELS])
-            w = w / w.sum()
             mem_now = base_mem
             bwd_start = None
             for phase, n, span in (("fwd", n_f, comp * 0.35), ("bwd", n_b, comp * 0.65)):
                 if phase == "bwd":
                     bwd_start = cur
-                shares = rng.dirichlet(np.ones(n) * 20.0)
+                seq_k, base = plan_fwd if phase == "fwd" else plan_bwd
+                shares = base * (1 + rng.normal(0, 0.005, n))
+                shares = shares / shares.sum()
                 for i in range(n):
-                    op, kname, _ = KERNELS[int(rng.choice(len(KERNELS), p=w))]
+                    op, kname, _ = KERNELS[seq_k[i]]
                     d = span * shares[i]
                     launch = cur - 40.0 - 5.0 * (i % 3)
                     add(_ev(ph="X", cat="cpu_op", name=op, pid=pid, tid=pid, ts=round(launch, 3), dur=18.5,
