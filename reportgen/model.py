@@ -98,6 +98,9 @@ class StepTrace:
     # end_ms) and the communication (reduce) events of its extra columns (step, name, start_ms, end_ms).
     windows: Optional[pd.DataFrame] = None
     comm_events: Optional[pd.DataFrame] = None
+    # What produced the phases when it is not the kind's usual file (Kineto traces: computed here); the site may
+    # show it instead of STEP_TRACE_KIND_LABELS[kind].
+    label: str = ""
 
     @property
     def phases(self) -> tuple[str, ...]:

@@ -86,12 +86,42 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(k.step_
 """
 
 
+def bench_run(ranks: int, layout: str, jobs: int) -> None:
+    from reportgen.synth import generate_run
+
+    tmp = Path(tempfile.mkdtemp(prefix="kineto-run-bench-"))
+    t0 = time.perf_counter()
+    run = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=10, seed=1,
+                       inject=[f"slow-rank:{ranks // 3}"])
+    size = sum(f.stat().st_size for f in run.rglob("*") if f.is_file())
+    print(f"{layout}: {ranks} ranks, {size / 1e6:.0f} MB written in {time.perf_counter() - t0:.0f} s")
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", "import resource, sys; from reportgen.cli import main; "
+                          "rc = main(sys.argv[1:]); "
+                          "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "
+                          "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)",
+                          str(run), "-o", str(tmp / "report"), "-j", str(jobs), "-q"],
+                         capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    rss = [ln for ln in out.stdout.splitlines() if ln.startswith("RSS")]
+    summary = json.loads((tmp / "report" / "summary.json").read_text())
+    found = [(f["id"], f.get("ranks")) for f in summary["findings"] if f["severity"] in ("warning", "critical")]
+    print(f"report in {dt:.0f} s (rc {out.returncode}), peak RSS main/children MB: {rss[0][4:] if rss else '?'}; "
+          f"warnings/criticals: {found}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--mb", type=int, default=1024)
     p.add_argument("--gzip", action="store_true")
     p.add_argument("--keep", help="write the trace here instead of a temporary folder")
+    p.add_argument("--run-ranks", type=int, default=0,
+                   help="instead: time a whole report on a synthetic run of this many ranks (--layout)")
+    p.add_argument("--layout", default="kineto", choices=("kineto", "mindspore_gpu"))
+    p.add_argument("--jobs", type=int, default=2)
     a = p.parse_args()
+    if a.run_ranks:
+        return bench_run(a.run_ranks, a.layout, a.jobs)
     tmp = Path(a.keep or tempfile.mkdtemp(prefix="kineto-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / ("big.pt.trace.json" + (".gz" if a.gzip else ""))

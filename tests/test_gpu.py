@@ -115,3 +115,19 @@ def test_slow_rank_found_and_nothing_else(slow_run):
 
 def test_healthy_run_is_silent(healthy_run):
     assert [f["id"] for f in run_rules(analyze(_run(healthy_run)))[0] if f["severity"] in ACTION] == []
+
+
+def test_execution_view_from_the_gpu_timeline(slow_run):
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    lay = discover(slow_run)[0]
+    run = load_run(lay, jobs=1)
+    assert timeline_ranks(lay) == list(range(8))
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    s = ex.steps[0]
+    o, ref = ex.ops[s][6], ex.ops[s][0]
+    assert sorted(o.names) == sorted(ref.names) and all("-op" in n for n in o.names)  # operators, not kernels
+    assert o.classes.count("collective") == 1 and o.names[o.classes.index("collective")].endswith("AllReduce-op900")
+    assert o.dur[0] > 1.3 * ref.dur[0]  # the slow rank's Conv2D

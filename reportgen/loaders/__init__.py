@@ -125,6 +125,19 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
     _load_legacy_overlap(rf, data, log)
+    if gpu.is_gpu(rf) and data.communication is None and rf.rank == min_rank(rf):
+        log.add(rf.dir, "MindSpore GPU output: no per-operator communication file exists on GPU (hccl_raw is "
+                "Ascend-only), so the Communication page is empty; the step trace's reduce columns and "
+                "gpu_cluster_analyse_* give the communication time per step (Step trace and Overlap pages)", "info")
+
+
+def min_rank(rf: "RankFiles") -> int:
+    """The lowest rank whose files sit in `rf.dir` (run-level notes are written once, by that rank)."""
+    import re as _re
+
+    ids = [int(m.group(1)) for p in rf.dir.glob("step_trace_raw_*_detail_time.csv")
+           if (m := _re.match(r"^step_trace_raw_(\d+)_", p.name))]
+    return min(ids) if ids else rf.rank
 
 
 def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
@@ -261,6 +274,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
                 progress(i, total)
     if layout.layout == "kineto":
         kineto.match_collectives(ranks, issues)
+        issues.append(DataIssue("", kineto.run_note(ranks), "info"))
     strat = _load_strategy(layout, ranks, issues)
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
@@ -297,7 +311,12 @@ def timeline_ranks(layout: "RunLayout") -> list[int]:
     """Ranks that have an operator timeline."""
     if layout.layout == "kineto":
         return sorted(r for r, rf in layout.ranks.items() if rf.first("kineto_trace") is not None)
-    return sorted(r for r, rf in layout.ranks.items() if timeline_file(rf) is not None)
+    return sorted(r for r, rf in layout.ranks.items() if _exec_trace(rf) is not None)
+
+
+def _exec_trace(rf: "RankFiles") -> Optional[Path]:
+    """The operator timeline the execution view reads (MindSpore GPU: gpu_timeline_display)."""
+    return timeline_file(rf) or rf.first("gpu_timeline_display.json")
 
 
 def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dict[int, str], ranks: list[int],
@@ -315,7 +334,7 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
         return data if found else None
     lays = {}
     for r in ranks:
-        path = timeline_file(layout.ranks[r])
+        path = _exec_trace(layout.ranks[r])
         lay = step_ops.trace_layout(path, log, run.ranks[r].step_trace if r in run.ranks else None,
                                     layout.ranks[r].first("output_timeline_data.txt"))
         if lay is not None:
@@ -335,7 +354,10 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
                               else "the middle step of the timelines")
     data.steps = wanted
     for r, lay in lays.items():
-        got = step_ops.read_step_ops(timeline_file(layout.ranks[r]), r, lay, wanted, log)
+        path = _exec_trace(layout.ranks[r])
+        got = step_ops.read_step_ops(path, r, lay, wanted, log)
+        if path is not None and path.name.startswith("gpu_timeline_display"):
+            got = gpu.operator_lane(got)
         for s, o in got.items():
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]

@@ -207,3 +207,19 @@ def summarize_gpu_timeline(path: Path, log: IssueLog, summary: Optional[Path]) -
         out.pure_communication_ms = iv.total(iv.subtract(m, c)) / 1e3
         out.free_ms = (span - iv.total(busy)) / 1e3
     return out
+
+
+def operator_lane(got: dict) -> dict:
+    """Execution view of a GPU timeline: keep the operators (MindSpore full names, `-op` in the name: the `Ops`
+    lane, host-measured), not their kernels, and class them by operator type (collectives, send, receive)."""
+    out = {}
+    for s, o in got.items():
+        keep = [i for i, n in enumerate(o.names) if "-op" in n]
+        if not keep:
+            continue
+        o.names = [o.names[i] for i in keep]
+        o.classes = [op_class(n) for n in o.names]
+        o.start, o.dur = o.start[keep], o.dur[keep]
+        o.window += " (GPU timeline: operators)"
+        out[s] = o
+    return out

@@ -54,6 +54,10 @@ HOST_COMM_RE = re.compile(r"^(?:gloo:|nccl:|hccl:|c10d::|record_param_comms|torc
 KIND_RE = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|send_?recv|barrier|"
                      r"reduce|send|recv|gather|scatter)", re.I)
 HEADER_BYTES = 1 << 20
+READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, ProfilerStep#N "
+             "windows, GPU kernels / memcpy / memset (NCCL and HCCL kernels as communication), cpu_op operators "
+             "(self time), gloo:* work slices, [memory] events; not read: python_function and cuda_runtime/driver "
+             "events, flow (ac2g) events, operator input shapes and stacks")
 MAX_CURVE_POINTS = 2000
 KERNEL_NAME_CAP = 160
 
@@ -261,7 +265,7 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
         dev = max(acc.devices, key=acc.devices.get)
         info.device = int(dev) if isinstance(dev, (int, float)) else None
     comp, comm = _intervals(acc, out.device)
-    out.step_trace = _step_trace(acc, comp, comm, rel)
+    out.step_trace = _step_trace(acc, comp, comm, rel, out.device)
     if out.step_trace is None:
         log.add(path, "no ProfilerStep#N markers in the trace (profiled without a schedule?); no step times, "
                 "no per-step breakdown or communication", "info")
@@ -269,9 +273,6 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
     out.operators = _operators(acc, rel, out.device)
     out.memory = _memory(acc, head, rel)
     out.timeline = _timeline(acc, comp, comm, path, rel)
-    if out.device == "cpu" and len(acc.cpu_s):
-        log.add(path, "no GPU/NPU activity in the trace: the CPU is the device (computation = operators of the "
-                "training thread, communication = the backend's collective work slices, e.g. gloo:*)", "info")
     if not acc.colls and (info.rank_size or 1) > 1:
         log.add(path, "no collective found in the trace (NCCL/HCCL kernels or gloo:* slices); no communication "
                 "data for this rank", "warning")
@@ -301,7 +302,9 @@ def _windows(acc: _Acc) -> list[tuple[int, float, float]]:
     return sorted((k, v[0], v[1]) for k, v in acc.steps.items())
 
 
-def _step_trace(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, rel: str) -> Optional[StepTrace]:
+def _step_trace(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, rel: str, device: str
+                ) -> Optional[StepTrace]:
+    device_label = "GPU kernels" if device == "gpu" else "CPU operators and gloo slices"
     rows = []
     both = iv.intersect(comp, comm)
     for step, a, b in _windows(acc):
@@ -320,7 +323,9 @@ def _step_trace(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, rel: str) -> 
     data: dict = {"step": pd.array([r["step"] for r in rows], dtype="Int64")}
     for p in MODERN_PHASES:
         data[p] = np.array([r[p] for r in rows], dtype="float64")
-    return StepTrace(kind="modern", steps=pd.DataFrame(data), source=rel)
+    return StepTrace(kind="modern", steps=pd.DataFrame(data), source=rel,
+                     label=f"computed from the Kineto trace ({device_label}): computing / communication / "
+                           "overlapped / free per ProfilerStep, as HTA's temporal and overlap breakdowns")
 
 
 def _default_group(dist: dict) -> str:
@@ -382,6 +387,16 @@ def _fill_ops(comm: Communication, wait: np.ndarray) -> None:
     for c in COMM_TIME_COLUMNS:
         steps[c] = g[c].sum(min_count=1).to_numpy(dtype="float64")
     comm.steps = steps
+
+
+def run_note(ranks: dict[int, RankData]) -> str:
+    """One data-quality line for the run: what was read, and which ranks had no device activity."""
+    cpu = sorted(r for r, d in ranks.items() if d.step_trace is not None and "CPU operators" in d.step_trace.label)
+    if cpu:
+        which = "any rank" if len(cpu) == len(ranks) else f"rank(s) {', '.join(map(str, cpu[:10]))}"
+        return (READ_NOTE + f". No GPU/NPU activity on {which}: the CPU is the device (computation = operators of "
+                "the training thread, communication = the backend's collective work slices, gloo:*)")
+    return READ_NOTE
 
 
 def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
