@@ -185,3 +185,27 @@ def test_real_gloo_execution_view():
         for o in ops.values():
             assert "collective" in o.classes and "aten::conv2d" in o.names and "CPU operators" in o.window
             assert (np.diff(o.start) >= 0).all()
+
+
+def test_odd_events_never_raise(tmp_path):
+    """Strings for numbers, lists for args, no steps, a non-dict distributedInfo: read what makes sense."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": 7, "pid": 0, "tid": 7, "ts": "100.5", "dur": "20", "args": []},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 9, "ts": 110,
+         "dur": 30, "args": {"Process Group Name": None}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 90, "dur": "NaN"},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 90, "dur": -3},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 95, "args": "broken"},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 96,
+         "args": {"Total Allocated": 2e6, "Total Reserved": 4e6, "Device Type": 1, "Device Id": 0}},
+        "not an event",
+    ]
+    p = tmp_path / "w.pt.trace.json"
+    p.write_text(json.dumps({"distributedInfo": [1, 2], "traceEvents": events}))
+    run = _run(tmp_path)
+    d = run.ranks[0]
+    assert d.step_trace is None and d.communication is None
+    assert any("no ProfilerStep" in i.problem for i in d.issues)
+    assert set(d.operators.by_type["side"]) == {"gpu", "communication"}
+    assert d.memory.peak_mb == pytest.approx(4.0) and d.timeline.compute_ms == pytest.approx(0.02)
+    assert not any(i.severity == "error" for i in d.issues)

@@ -154,7 +154,8 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
             acc.n_events += 1
             ph = e.get("ph")
             if ph == "X":
-                name = e.get("name") or ""
+                name = e.get("name")
+                name = name if isinstance(name, str) else str(name or "")
                 ts, dur = _num(e.get("ts")), _num(e.get("dur"))
                 if math.isnan(ts) or math.isnan(dur) or dur < 0:
                     continue
@@ -163,9 +164,10 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     if m:
                         acc.steps[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
                     continue
-                cat = (e.get("cat") or "").lower()
+                cat = str(e.get("cat") or "").lower()
                 if cat in DEVICE_CATS:
-                    args = e.get("args") or {}
+                    args = e.get("args")
+                    args = args if isinstance(args, dict) else {}
                     comm = bool(COMM_KERNEL_RE.match(name))
                     acc.dev_s.append(ts)
                     acc.dev_e.append(ts + dur)
@@ -195,7 +197,9 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     acc.cpu_tid.append(tid)
                     acc.cpu_name.append(nid)
             elif ph in ("i", "I") and e.get("name") == "[memory]":
-                a = e.get("args") or {}
+                a = e.get("args")
+                if not isinstance(a, dict):
+                    continue
                 key = (int(_num(a.get("Device Type", -1)) if not math.isnan(_num(a.get("Device Type", -1))) else -1),
                        a.get("Device Id"))
                 ts = _num(e.get("ts"))
@@ -238,8 +242,9 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
     """Read one rank's trace into `data` (info) and return the model objects."""
     info = data.info
     head = read_header(path)
-    dist = head.get("distributedInfo") or {}
-    if isinstance(dist, dict) and dist:
+    dist = head.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    if dist:
         ws = dist.get("world_size")
         info.rank_size = int(ws) if isinstance(ws, (int, float)) else info.rank_size
         # not `distributed_args` (Megatron's tp/pp/dp sizes, which Kineto does not record): the run is then
@@ -258,6 +263,14 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
         info.framework = "PyTorch"
     acc = _Acc()
     _scan(path, acc, log)
+    try:
+        return _build(acc, head, dist, info, path, log)
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError) as err:  # loaders never raise
+        log.add(path, f"trace read but could not be summarised ({type(err).__name__}: {str(err)[:120]})", "error")
+        return KinetoRank()
+
+
+def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -> KinetoRank:
     out = KinetoRank()
     rel = log.rel(path)
     out.device = "gpu" if len(acc.dev_s) else "cpu"
