@@ -58,7 +58,8 @@ def test_layout_and_units(slow_run):
 def test_operators_and_timeline(slow_run):
     run = _run(slow_run)
     ops = run.ranks[0].operators
-    assert set(ops.by_type["side"]) == {"gpu", "communication"}
+    assert set(ops.by_type["side"]) == {"gpu", "communication", "hostcpu"}
+    assert ops.by_type.set_index("op_type").loc["GetNext", "total_ms"] == pytest.approx(0.21 * 6)
     bt = ops.by_type.set_index("op_type")
     assert bt.loc["AllReduce", "side"] == "communication" and bt.loc["Conv2D", "core"] == "GPU"
     # kernels in the detail table, device time; the types sum the same kernels

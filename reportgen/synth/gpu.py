@@ -19,6 +19,8 @@ Files and units, as MindSpore's GPU `DataSaver` (C++) and Python parsers write t
   ms (the GPU generator divides µs by 1e3), then the mean of steps 2..N.
 * `minddata_getnext_profiling_{r}.txt`: `GetNext_dequeue_wait start end queue_size`, ns.
 * `profiler_info_{r}.json` with `device_target` GPU.
+* `cpu_op_type_info_{r}.csv` / `cpu_op_detail_info_{r}.csv`: the host CPU kernels (ms), written by the CPU
+  profiler that runs beside the GPU one.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ def write_mindspore_gpu(d: Path, m, ranks: int, steps: int, plan, first_step: in
              "num_of_streams": 2 if ranks > 1 else 1, "num_of_ops": len(stats),
              "op_exe_times": int(sum(s[0] for s in stats.values())), "max_scope_name_num": 0}), encoding="utf-8")
         _op_files(d, r, stats)
+        _host_op_files(d, r, steps)
         if ranks > 1:
             rows = [[round(expected_overlap(lay)[c], 4) for c in ("computation", "communication_alone")]
                     for lay in lays]
@@ -173,3 +176,23 @@ def _op_files(d: Path, r: int, stats: dict) -> None:
         act.append(f'"{kernel}",cuLaunchKernel,{full},{stream},"256,1,1","1024,1,1",{n},{devt:g},{devt / n:g},'
                    f"{mx:g},{mn:g}")
     (d / f"gpu_activity_data_{r}.csv").write_text("\n".join(act) + "\n", encoding="utf-8")
+
+
+HOST_OPS = (  # host CPU kernels of a GPU graph (the CPU profiler runs beside the GPU one): type, full name, ms
+    ("GetNext", "Default/GetNext-op1", 0.21), ("Cast", "Default/network-WithLossCell/Cast-op3", 0.034),
+    ("TensorMove", "Default/TensorMove-op7", 0.012),
+)
+
+
+def _host_op_files(d: Path, r: int, steps: int) -> None:
+    """`cpu_op_type_info_{r}.csv` / `cpu_op_detail_info_{r}.csv` (ms), as the CPU profiler writes them."""
+    total = sum(ms for _, _, ms in HOST_OPS) * steps
+    typ = ["op_type,type_occurrences,execution_frequency(per-step),total_compute_time,avg_time(ms),percent"]
+    det = ["op_side,op_type,op_name,full_op_name,op_occurrences,op_total_time(ms),op_avg_time(ms),total_proportion,"
+           "subgraph,pid"]
+    for t, full, ms in HOST_OPS:
+        typ.append(f"{t},{steps},1,{ms * steps:g},{ms:g},{ms * steps / total:g}")
+        det.append(f"Host,{t},{full.rsplit('/', 1)[-1]},{full},{steps},{ms * steps:g},{ms:g},{ms * steps / total:g},"
+                   f"Default,{30000 + r}")
+    (d / f"cpu_op_type_info_{r}.csv").write_text("\n".join(typ) + "\n", encoding="utf-8")
+    (d / f"cpu_op_detail_info_{r}.csv").write_text("\n".join(det) + "\n", encoding="utf-8")
