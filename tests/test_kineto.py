@@ -66,8 +66,14 @@ def test_synthetic_breakdown_equals_the_model(slow_run):
         # the overlapped bucket also spans the launch gaps between backward kernels (a few 10 µs)
         np.testing.assert_allclose(st.steps["communication_not_overlapped"], m.comm_nov[r], atol=0.1)
         np.testing.assert_allclose(st.steps["overlapped"], m.overlapped[r], atol=0.1)
-        np.testing.assert_allclose(st.steps["total"], m.computing[r] + m.comm_nov[r] + m.free[r], rtol=1e-6)
-        np.testing.assert_allclose(st.steps["free"], m.free[r], atol=0.1)
+        # device windows (HTA / torch_npu): from a step's first kernel to the next step's first kernel; the
+        # generator starts the first kernel 0.6 x the step's host gap into the step
+        total = m.computing[r] + m.comm_nov[r] + m.free[r]
+        shifted = total[:-1] - 0.6 * m.free[r][:-1] + 0.6 * m.free[r][1:]
+        np.testing.assert_allclose(st.steps["total"].iloc[:-1], shifted, atol=0.01)
+        np.testing.assert_allclose(st.steps["computing"] + st.steps["communication_not_overlapped"]
+                                   + st.steps["free"], st.steps["total"], rtol=1e-9)
+        assert "mapped through their launches" in st.label
     info = run.ranks[2].info
     assert info.rank_size == 8 and info.parallel_groups["0"]["global_ranks"] == list(range(8))
     assert info.host == "node000" and info.device == 2

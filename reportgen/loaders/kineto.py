@@ -49,6 +49,7 @@ from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUM
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "runtime", "privateuse1_runtime")
 COMM_KERNEL_RE = re.compile(r"^(?:void\s+)?(?:nccl|hcom_|hccl|c10d::|rccl)", re.I)
 HOST_COMM_RE = re.compile(r"^(?:gloo:|nccl:|hccl:|c10d::|record_param_comms|torch\.distributed)", re.I)
 KIND_RE = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|send_?recv|barrier|"
@@ -129,6 +130,10 @@ class _Acc:
     dev_s: array = field(default_factory=lambda: array("d"))
     dev_e: array = field(default_factory=lambda: array("d"))
     dev_comm: array = field(default_factory=lambda: array("b"))
+    dev_corr: array = field(default_factory=lambda: array("q"))  # launch correlation id (-1: none)
+    rt_corr: array = field(default_factory=lambda: array("q"))  # host runtime launches: correlation, ts
+    rt_ts: array = field(default_factory=lambda: array("d"))
+    dev_windows: Optional[list] = None  # [(step, start µs, end µs)] on the device, when launches map kernels
     streams: set = field(default_factory=set)
     devices: dict = field(default_factory=dict)  # device id -> kernels
     kernels: dict = field(default_factory=dict)  # (comm, name) -> [count, total µs, max µs]
@@ -172,6 +177,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     acc.dev_s.append(ts)
                     acc.dev_e.append(ts + dur)
                     acc.dev_comm.append(1 if comm else 0)
+                    acc.dev_corr.append(_corr(args.get("correlation")))
                     acc.streams.add((e.get("pid"), e.get("tid")))
                     dev = args.get("device", e.get("pid"))
                     acc.devices[dev] = acc.devices.get(dev, 0) + 1
@@ -186,6 +192,12 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     if comm:
                         kind = collective_kind(str(args.get("Collective name") or name))
                         acc.colls.append((ts, dur, kind, args.get("Process Group Name"), args.get("Seq"), name))
+                elif cat in RUNTIME_CATS:
+                    args = e.get("args")
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if c >= 0:
+                        acc.rt_corr.append(c)
+                        acc.rt_ts.append(ts)
                 elif cat == "user_annotation" and name.startswith("gloo:"):
                     acc.colls.append((ts, dur, collective_kind(name), None, None, name))
                     acc.kernels[(True, name)] = _add(acc.kernels.get((True, name)), dur)
@@ -217,6 +229,51 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
         log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); "
                 f"{acc.n_events} event(s) read before the error are used", "error")
         return False
+
+
+def _corr(v) -> int:
+    try:
+        c = int(v)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+    return c if 0 <= c < 2**62 else -1
+
+
+def device_windows(cpu: list, rt_corr, rt_ts, k_corr, k_s, k_e) -> Optional[list]:
+    """Step windows on the device, as torch_npu and HTA map them: a kernel belongs to the step whose
+    ProfilerStep window holds its host launch (same correlation id); a step's device range starts at its first
+    kernel and ends where the next step's first kernel starts (the last one at its last kernel's end).
+    None when some step has no mapped kernel (then the host windows are used)."""
+    rc, rt = np.asarray(rt_corr, dtype="int64"), np.asarray(rt_ts, dtype="float64")
+    kc = np.asarray(k_corr, dtype="int64")
+    ks, ke = np.asarray(k_s, dtype="float64"), np.asarray(k_e, dtype="float64")
+    if not len(cpu) or not len(rc) or not len(kc):
+        return None
+    order = np.argsort(rc, kind="stable")
+    rc, rt = rc[order], rt[order]
+    pos = np.clip(np.searchsorted(rc, kc), 0, len(rc) - 1)
+    found = (rc[pos] == kc) & (kc >= 0)
+    launch = np.where(found, rt[pos], np.nan)
+    starts = np.array([w[1] for w in cpu])
+    ends = np.array([w[2] for w in cpu])
+    idx = np.searchsorted(starts, launch, side="right") - 1
+    ok = found & (idx >= 0)
+    ok[ok] &= launch[ok] < ends[idx[ok]]
+    if not ok.any():
+        return None
+    first = np.full(len(cpu), np.inf)
+    last = np.full(len(cpu), -np.inf)
+    np.minimum.at(first, idx[ok], ks[ok])
+    np.maximum.at(last, idx[ok], ke[ok])
+    if not np.isfinite(first).all():
+        return None
+    out = []
+    for i, (step, _a, _b) in enumerate(cpu):
+        end = first[i + 1] if i + 1 < len(cpu) else last[i]
+        if not end > first[i]:
+            return None
+        out.append((step, float(first[i]), float(end)))
+    return out
 
 
 def _add(k, dur):
@@ -277,6 +334,12 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     if out.device == "gpu" and acc.devices and info.device is None:
         dev = max(acc.devices, key=acc.devices.get)
         info.device = int(dev) if isinstance(dev, (int, float)) else None
+    if out.device == "gpu":
+        acc.dev_windows = device_windows(sorted((k, v[0], v[1]) for k, v in acc.steps.items()), acc.rt_corr,
+                                         acc.rt_ts, acc.dev_corr, acc.dev_s, acc.dev_e)
+        if acc.steps and acc.dev_windows is None:
+            log.add(path, "kernels could not be mapped to steps through their launches (no correlation ids, or a "
+                    "step without kernels): the device time is cut at the host's ProfilerStep windows", "info")
     comp, comm = _intervals(acc, out.device)
     out.step_trace = _step_trace(acc, comp, comm, rel, out.device)
     if out.step_trace is None:
@@ -312,12 +375,16 @@ def _intervals(acc: _Acc, device: str) -> tuple[iv.Intervals, iv.Intervals]:
 
 
 def _windows(acc: _Acc) -> list[tuple[int, float, float]]:
+    if acc.dev_windows is not None:
+        return acc.dev_windows
     return sorted((k, v[0], v[1]) for k, v in acc.steps.items())
 
 
 def _step_trace(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, rel: str, device: str
                 ) -> Optional[StepTrace]:
-    device_label = "GPU kernels" if device == "gpu" else "CPU operators and gloo slices"
+    device_label = ("GPU kernels, steps mapped through their launches" if acc.dev_windows is not None
+                    else "GPU kernels, cut at the host step windows" if device == "gpu"
+                    else "CPU operators and gloo slices")
     rows = []
     both = iv.intersect(comp, comm)
     for step, a, b in _windows(acc):
@@ -554,18 +621,39 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
 
 
 def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
-    """ProfilerStep#N windows (µs) and the (pid, tid) of the thread that records them (first streamed pass)."""
+    """Step windows (µs) and the (pid, tid) of the thread recording ProfilerStep (first streamed pass): on the
+    device when kernels map to steps through their launches (as the loader does), else the host windows."""
     out: dict = {}
+    rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
         for e in trace_events(path):
+            if e.get("ph") != "X":
+                continue
             name = e.get("name")
-            if e.get("ph") == "X" and isinstance(name, str) and name.startswith("ProfilerStep#"):
+            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+            if math.isnan(ts) or math.isnan(dur):
+                continue
+            if isinstance(name, str) and name.startswith("ProfilerStep#"):
                 m = STEP_RE.match(name)
-                ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                if m and not math.isnan(ts) and not math.isnan(dur):
+                if m:
                     out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+                continue
+            cat = str(e.get("cat") or "").lower()
+            if cat in DEVICE_CATS or cat in RUNTIME_CATS:
+                args = e.get("args")
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                if cat in DEVICE_CATS:
+                    kc.append(c)
+                    ks.append(ts)
+                    ke.append(ts + dur)
+                elif c >= 0:
+                    rc.append(c)
+                    rt.append(ts)
     except (ijson.JSONError, ValueError, OSError, EOFError):
         pass  # the loader reported the broken file; the windows read are used
+    dev = device_windows(sorted((k, v[0], v[1]) for k, v in out.items()), rc, rt, kc, ks, ke) if len(ks) else None
+    if dev is not None:
+        out = {step: (a, b, out[step][2]) for step, a, b in dev}
     return out
 
 
