@@ -18,12 +18,8 @@ from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
-SLOW_LINK_RATIO = 0.5  # a link below half the median bandwidth of its transport is marked
 SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
 SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
-LOW_WAIT_MIN_MS = 0.5  # "waits least" needs the median wait to be at least this
-LOW_WAIT_RATIO = 0.5  # and the rank to wait less than half of it
-LOW_WAIT_Z = 3.5
 MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
 MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
 MAX_OP_ROWS = 300
@@ -64,8 +60,6 @@ class CommAnalysis:
     link_ops: pd.DataFrame  # per-operator records on global links (box plots)
     groups: dict[str, GroupInfo]
     ranks_without_data: list[int]
-    low_wait_ranks: list[int]
-    slow_links: list[tuple[int, int, str]]
     transport_medians: dict[str, float]
     unmapped_links: int = 0
     averaging: str = ""
@@ -132,17 +126,15 @@ def analyze_communication(run: Run) -> CommAnalysis:
                                     "left out of the matrices and the graph", "info"))
     link_table = _link_table(links_g)
     pairs = _pair_table(link_table)
-    medians, slow = _slow_links(pairs)
+    medians = _transport_medians(pairs)
     if len(link_table):
-        link_table["slow"] = [(s, d, t) in set(slow) for s, d, t in
-                              zip(link_table["src"], link_table["dst"], link_table["transport"])]
+        link_table["slow"] = False  # set by the pages from the slow-link finding (`site.comm_pages.marked_links`)
         link_table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
     rank_ops = _rank_ops(step_ops, stored_ops)
     op_table = _ops_across(rank_ops)
     per_group = _per_group_rank(step_ops, stored_ops)
-    low = _low_wait(per_rank, run.info.stage_of_rank)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
         issues.append(DataIssue("", f"{len(missing)} rank(s) have no communication data: "
@@ -151,8 +143,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
-        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, low_wait_ranks=low,
-        slow_links=slow, transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
+        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, 
+        transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 
 # --- per rank ------------------------------------------------------------------------------------
@@ -200,30 +192,6 @@ def _per_group_rank(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.Data
     for t in ("sdma", "rdma"):
         out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
-
-
-def _low_wait(per_rank: pd.DataFrame, stage_of_rank: dict[int, int]) -> list[int]:
-    """Ranks that wait far less than their peers (of the same pipeline stage): likely the late arrivals."""
-    if len(per_rank) < 3:
-        return []
-    out = []
-    stage = pd.Series({r: stage_of_rank.get(int(r), 0) for r in per_rank.index})
-    for _, idx in stage.groupby(stage).groups.items():
-        w = per_rank.loc[list(idx), "wait_ms"].dropna()
-        if len(w) < 3:
-            continue
-        med = float(w.median())
-        if med < LOW_WAIT_MIN_MS:
-            continue
-        mad = float((w - med).abs().median()) * 1.4826
-        for r, v in w.items():
-            z = (med - v) / mad if mad > 0 else math.inf
-            if v < LOW_WAIT_RATIO * med and z >= LOW_WAIT_Z:
-                out.append(int(r))
-    return sorted(out)
-
-
-# --- operators -------------------------------------------------------------------------------------
 
 
 def _rank_ops(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
@@ -454,21 +422,15 @@ def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def _slow_links(pairs: pd.DataFrame) -> tuple[dict[str, float], list[tuple[int, int, str]]]:
+def _transport_medians(pairs: pd.DataFrame) -> dict[str, float]:
+    """Median bandwidth per transport over links that carry enough data to measure it (the reference a link is
+    compared with: the `vs_median` column, and the slow-link rule's own comparison)."""
     if not len(pairs):
-        return {}, []
+        return {}
     pairs = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)
                   & pairs["bandwidth_gbps"].notna()]
-    medians, slow = {}, []
-    for t, f in pairs.groupby("transport"):
-        if len(f) < SLOW_LINK_MIN_PEERS:
-            continue
-        med = float(f["bandwidth_gbps"].median())
-        medians[str(t)] = med
-        for s, d, bw in zip(f["src"], f["dst"], f["bandwidth_gbps"]):
-            if bw < SLOW_LINK_RATIO * med:
-                slow.append((int(s), int(d), str(t)))
-    return medians, sorted(slow)
+    return {str(t): float(f["bandwidth_gbps"].median()) for t, f in pairs.groupby("transport")
+            if len(f) >= SLOW_LINK_MIN_PEERS}
 
 
 def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
@@ -526,7 +488,7 @@ def _r(v: float, nd: int = 4) -> Optional[float]:
     return None if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))) else round(float(v), nd)
 
 
-def graph_layout(ca: CommAnalysis, run: Run) -> dict:
+def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict:
     """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
     ranks = run.rank_ids
     hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
@@ -537,7 +499,7 @@ def graph_layout(ca: CommAnalysis, run: Run) -> dict:
         hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
         by_host = True
     pr = ca.per_rank
-    slow_set = {(s, d) for s, d, _ in ca.slow_links}
+    slow_set = set(slow)  # the links a slow-link finding names
     if by_host:
         node_ids = sorted(set(hosts.values()))
         comm = {h: 0.0 for h in node_ids}

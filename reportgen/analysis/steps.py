@@ -10,12 +10,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.stats import robust_outliers
 from reportgen.model import PHASES_BY_KIND, STACKED_PHASES, DataIssue, Run
 
 # Highlighting thresholds (the performance helper has its own, configurable ones).
-OUTLIER_Z = 3.5  # robust z-score: (x - median) / (1.4826 * MAD)
-OUTLIER_MIN_REL = 0.05  # and at least 5 % above the median
-OUTLIER_MIN_ABS_MS = 0.5  # and at least 0.5 ms above it, so microsecond noise never stands out
 MAX_HEATMAP_CELLS = 20_000
 
 
@@ -41,32 +39,9 @@ class StepAnalysis:
     ranks_with_data: list[int]
     ranks_without_data: list[int]
     stats: dict[str, PhaseStats] = field(default_factory=dict)
-    outliers: dict[str, list[int]] = field(default_factory=dict)
     rules_used: dict[str, str] = field(default_factory=dict)  # rule -> explanation
     host_summary: list[dict] = field(default_factory=list)
     issues: list[DataIssue] = field(default_factory=list)
-
-    @property
-    def slow_ranks(self) -> list[int]:
-        return self.outliers.get("total", [])
-
-
-def robust_outliers(values: pd.Series, *, z: float = OUTLIER_Z, min_rel: float = OUTLIER_MIN_REL,
-                    min_abs: float = OUTLIER_MIN_ABS_MS) -> list:
-    """Index labels whose value is far above the median (robust z, relative and absolute floors)."""
-    v = values.dropna()
-    if len(v) < 2:
-        return []
-    med = float(v.median())
-    if len(v) == 2:
-        lo, hi = float(v.min()), float(v.max())
-        # Two ranks: no spread to speak of; only a large, plain gap counts.
-        if hi - lo >= max(min_abs, 0.25 * lo) and hi > 0:
-            return [v.idxmax()]
-        return []
-    mad = float((v - med).abs().median())
-    floor = max(z * 1.4826 * mad, min_rel * abs(med), min_abs)
-    return sorted(v.index[v > med + floor].tolist())
 
 
 def _rank_average(trace, phases: tuple[str, ...]) -> tuple[dict[str, float], str, int]:
@@ -117,7 +92,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     average = pd.DataFrame(rows).set_index("rank")
     steps = sorted(int(s) for s in per_step["step"].dropna().unique())
 
-    stats, outliers = {}, {}
+    stats = {}
     for p in phases:
         col = average[p].dropna()
         if col.empty:
@@ -126,8 +101,6 @@ def analyze_steps(run: Run) -> StepAnalysis:
         stats[p] = PhaseStats(median=med, mad=float((col - med).abs().median()), mean=float(col.mean()),
                               min=float(col.min()), max=float(col.max()),
                               min_rank=int(col.idxmin()), max_rank=int(col.idxmax()))
-        # A phase where "more" is the problem; for the step interval and free time too.
-        outliers[p] = [int(x) for x in robust_outliers(col)]
 
     rules_used = {}
     if "stored" in rules:
@@ -138,7 +111,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
         rules_used["mean"] = "mean over the recorded steps (the profiler stored no average)"
     return StepAnalysis(kind=kind, phases=phases, stacked=STACKED_PHASES[kind], average=average,
                         per_step=per_step, steps=steps, ranks_with_data=sorted(traces),
-                        ranks_without_data=without, stats=stats, outliers=outliers, rules_used=rules_used,
+                        ranks_without_data=without, stats=stats, rules_used=rules_used,
                         host_summary=_host_summary(run, average), issues=issues)
 
 

@@ -7,6 +7,7 @@ shortest operator in each collective.
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_ranks
 from reportgen.rules.slow_rank import slow_table
 from reportgen.rules.stats import peer_median, standouts, step_reference
@@ -56,10 +57,10 @@ def check(ctx: Context) -> list[Finding]:
              f"{'they wait' if n > 1 else 'it waits'} {fmt_ms(w.value_ms)} per step while peers wait "
              f"{fmt_ms(w.median_ms)}")
     return [Finding(
-        id="slow-rank.late-arrival", category="slow_rank", severity="warning", title=title, advice=ADVICE,
+        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=ADVICE,
         why="Every rank of a collective waits for its last member; the time the others spend waiting is lost on "
             "all of them.",
-        page=f"cluster/communication.html#comm-rank-{w.rank}", ranks=ranks, phase="communication",
+        page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
         evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
                   "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total},
         table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"))]

@@ -13,6 +13,8 @@ from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import Chart, resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site.values import num
+from reportgen import urls
+from reportgen.site.page import Page, PageKind, PlanInput
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
@@ -33,10 +35,6 @@ class TraceExport:
     dest: str
     source: str
     convert: bool
-
-
-def _rank_href(r: int, prefix: str = "../") -> str:
-    return f"{prefix}ranks/rank-{r}.html"
 
 
 def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) -> list[dict]:
@@ -62,7 +60,7 @@ def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) ->
         else:
             base = r // per_row * per_row
             group, slot = f"ranks {base}–{base + per_row - 1}", r % per_row
-        rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": _rank_href(r),
+        rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": urls.rank_page(r),
                      "label": "" if v is None else format(v, label_fmt), "tip": tip(rec)})
     return rows
 
@@ -86,12 +84,13 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
         cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
-        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, res_charts.MEMORY_RAMP),
+        ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
                 {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
                 {"key": "ratio", "label": "Peak / capacity"}, {"key": "allocated_peak_mb", "label": "Allocated peak (MB)"}]
-        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  "peak_mb": num(r["peak_mb"]), "capacity_mb": num(r["capacity_mb"]), "ratio": num(r["ratio"]),
                  "allocated_peak_mb": num(r["allocated_peak_mb"])} for r in res.memory.to_dict("records")]
         ctx["memory_rows"] = rows
@@ -111,7 +110,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 {"key": "flops_m", "label": "FLOPs (MFLOPs)"}, {"key": "flops_per_s_g", "label": "FLOPS (GFLOPS)"},
                 {"key": "util_pct", "label": "FLOPS utilisation (%)"}, {"key": "flops_norm", "label": "FLOPs / max"},
                 {"key": "flops_per_s_norm", "label": "FLOPS / max"}]
-        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  **{k: num(r[k]) for k in ("flops_m", "flops_per_s_g", "util_pct", "flops_norm", "flops_per_s_norm")}}
                 for r in res.flops.to_dict("records")]
         ctx["flops_rows"] = rows
@@ -119,7 +118,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                               for s in res.stage_flops]
         downloads.append((FLOPS_CSV, cols, rows))
     ctx["op_summary"] = [{**o, "side_label": SIDE_LABELS.get(o["side"], o["side"]),
-                          "max_href": _rank_href(o["max_rank"], ""), "min_href": _rank_href(o["min_rank"], ""),
+                          "max_href": urls.rank_page(o["max_rank"]), "min_href": urls.rank_page(o["min_rank"]),
                           **{k: num(o[k]) for k in ("total_ms", "mean_ms", "median_ms", "min_ms", "max_ms", "spread")}}
                          for o in res.operator_summary]
     ctx["op_basis"] = res.operator_basis
@@ -129,7 +128,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         t = res.operator_types
         n_ranks = t["rank"].nunique()
         spread = [{"op_type": rec["op_type"], "rank": int(rec["rank"]), "total_ms": round(float(rec["total_ms"]), 4),
-                   "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": _rank_href(int(rec["rank"]))}
+                   "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": urls.rank_page(int(rec["rank"]))}
                   for rec in t.to_dict("records")]
         charts.append(Chart("op-spread", res_charts.op_type_spread(spread, types, boxes=n_ranks > TICKS_MAX_RANKS),
                             "Each rank's total time in the top operator types (one mark per rank"
@@ -144,7 +143,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
     dq = []
     for r, q in sorted(res.queues.items()):
         ids, kind = res.bottlenecks.get(r, ([], ""))
-        dq.append({"rank": r, "href": _rank_href(r, ""), "host_total": q.host_total, "host_empty": q.host_empty,
+        dq.append({"rank": r, "href": str(urls.rank(r, "data")), "host_total": q.host_total, "host_empty": q.host_empty,
                    "host_full": q.host_full, "empty_rate": num(q.host_empty_rate), "device_total": q.device_total,
                    "device_empty": q.device_empty, "verdict": q.verdict_text,
                    "warn": q.verdict in ("data_process", "data_transmission"),
@@ -390,3 +389,12 @@ class RankDetail:
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
                     "truncated": t.truncated})
         return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_resources_context(inp.analysis)
+    return [Page(RESOURCES, "Resource utilisation", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("resources", RESOURCES, "Resources", "_resources.html", _plan)
