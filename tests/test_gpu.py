@@ -19,6 +19,10 @@ from reportgen.synth.timeline import expected_overlap, legacy_layout
 ACTION = ("critical", "warning")
 
 
+def _dicts(findings):
+    return [f.to_dict() for f in findings]
+
+
 def _run(path: Path):
     return load_run(discover(Path(path))[0], jobs=1)
 
@@ -109,13 +113,13 @@ def test_file_readers_units(tmp_path):
 
 
 def test_slow_rank_found_and_nothing_else(slow_run):
-    acts = [f for f in run_rules(analyze(_run(slow_run)))[0] if f["severity"] in ACTION]
+    acts = [f for f in _dicts(run_rules(analyze(_run(slow_run)))[0]) if f["severity"] in ACTION]
     assert "slow-rank.compute" in {f["id"] for f in acts}
     assert all(f["ranks"] == [6] for f in acts), [(f["id"], f["ranks"]) for f in acts]
 
 
 def test_healthy_run_is_silent(healthy_run):
-    assert [f["id"] for f in run_rules(analyze(_run(healthy_run)))[0] if f["severity"] in ACTION] == []
+    assert [f["id"] for f in _dicts(run_rules(analyze(_run(healthy_run)))[0]) if f["severity"] in ACTION] == []
 
 
 def test_execution_view_from_the_gpu_timeline(slow_run):

@@ -26,7 +26,7 @@ def _run(path: Path):
 
 
 def _findings(path: Path):
-    return run_rules(analyze(_run(path)))[0]
+    return [f.to_dict() for f in run_rules(analyze(_run(path)))[0]]
 
 
 @pytest.fixture(scope="module")
