@@ -215,3 +215,12 @@ def test_odd_events_never_raise(tmp_path):
     assert set(d.operators.by_type["side"]) == {"gpu", "communication"}
     assert d.memory.peak_mb == pytest.approx(4.0) and d.timeline.compute_ms == pytest.approx(0.02)
     assert not any(i.severity == "error" for i in d.issues)
+
+
+def test_real_gloo_coverage_is_complete():
+    """Step phases and communication are read now, so the run can be judged (no 'checks that could not run')."""
+    from reportgen.analysis.coverage import coverage
+
+    cov = coverage(analyze(_run(sample("real/torch_gloo_4rank"))))
+    assert cov.complete and cov.areas["step_trace"].status == "read"
+    assert cov.areas["communication"].status == "read" and cov.areas["memory"].status == "read"
