@@ -66,7 +66,7 @@ def test_single_selected_step_keeps_its_marks(example_site):
 
 
 @pytest.mark.samples
-@pytest.mark.parametrize("rel", ["real/torch_gloo_4rank", "mindinsight/parallel_strategy_2rank"])
+@pytest.mark.parametrize("rel", ["real/mindspore_cpu_dist4_legacy_graph", "mindinsight/parallel_strategy_2rank"])
 def test_no_false_all_clear(rel, tmp_path):
     site = tmp_path / "r"
     assert main([str(sample(rel)), "-o", str(site), "-q"]) == 0
