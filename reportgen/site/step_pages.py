@@ -56,6 +56,16 @@ class _Rows:
 
 
 
+def kind_label(a: Analysis) -> str:
+    """What the step trace is: the producer's own label when the loader set one (a computed Kineto breakdown),
+    else the label of its kind."""
+    for r in a.run.rank_ids:
+        t = a.run.ranks[r].step_trace
+        if t is not None and getattr(t, "label", ""):
+            return t.label
+    return STEP_TRACE_KIND_LABELS.get(a.steps.kind or "", "")
+
+
 def rank_rows(inp: PlanInput) -> _Rows:
     """The row builder, shared by the step-trace page and the rank pages."""
     if "rows" not in inp.shared:
@@ -182,7 +192,7 @@ def _plan(inp: PlanInput) -> list[Page]:
     ctx = {
         **inp.common,
         "has_steps": st.kind is not None,
-        "kind_label": STEP_TRACE_KIND_LABELS.get(st.kind or "", ""),
+        "kind_label": kind_label(a),
         "columns": cols,
         "rows": [maker.average(r) for r in a.run.rank_ids],
         "rules_used": st.rules_used,
