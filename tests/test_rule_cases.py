@@ -286,7 +286,8 @@ COMMUNICATION_BOUND = [
          [fire("communication-bound.tail", W, {"tail_share": 0.29, "tail_spread": 0})]),
     # spread (29 - 15) / 29 = 0.48 > 0.25: one rank differs, a slow-rank question
     Case("tails not alike", dict(steps=legacy([1] * 4, 70, [29, 29, 15, 29])), NONE),
-    # stage 1 (150 ms) is the longest: Σ 40 / Σ 150 over its ranks = 0.267 -> warning; stage 0's 20 / 130 is not judged
+    # stage 1 (150 ms) is the longest: (40 + 40) / (150 + 150) = 0.267 -> warning; stage 0's (10 + 10) / (130 + 130)
+    # = 0.077 is shown, not judged
     Case("collectives exposed inside the longest pipeline stage",
          dict(stages=[[0, 1], [2, 3]],
               steps=modern([100, 100, 110, 110], [30, 30, 40, 40],
