@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Optional
 
 import pandas as pd
 
@@ -40,6 +43,7 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
     return {
         "schema": SCHEMA,
         "tool": {"name": "msreport", "version": __version__},
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "run": {
             "path": run.info.path,
             "layout": run.info.layout,
@@ -53,13 +57,16 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
             "stage_ranks": {str(s.index): s.ranks for s in a.overlap.stages} if len(a.overlap.stages) > 1 else {},
             "parallel_sizes": run.info.parallel_sizes,
             "parallel_index": {str(k): v for k, v in sorted(run.info.parallel_index.items())},
+            **_run_facts(a),
         },
         "metrics": {
-            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
+            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data,
+                           "spread": _step_spread(a)},
             "overlap": _overlap(a),
             "communication": _communication(a),
             "memory": _memory(a),
             "flops": _flops(a),
+            "operators": _operators(a),
         },
         "findings": findings,
         "data_quality": [i.to_dict() for i in a.issues],
@@ -135,7 +142,7 @@ def _communication(a: Analysis) -> dict:
             })
     return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
             "unmapped_links": c.unmapped_links, "slow_links": [f"{s}-{d}" for s, d, _ in c.slow_links],
-            "sources": c.producers}
+            "sources": c.producers, **_comm_groups(c)}
 
 
 def _memory(a: Analysis) -> dict:
@@ -159,3 +166,163 @@ def _flops(a: Analysis) -> dict:
     return {"per_rank": per_rank, "stages": [{"stage": s["stage"], "ranks": s["ranks"], "flops_m": _clean(s["flops_m"]),
                                                "vs_mean": _clean(s["vs_mean"])} for s in a.resources.stage_flops],
             "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}
+
+
+# --- keys added for `msreport compare` / `trend` (documented in docs/compare-json.md) ----------------------------
+
+
+def _run_facts(a: Analysis) -> dict:
+    """The profiler's framework, versions and level (the most common value over ranks)."""
+    infos = [rd.info for rd in a.run.ranks.values()]
+
+    def common(values: list) -> Any:
+        values = [v for v in values if v]
+        return Counter(values).most_common(1)[0][0] if values else None
+
+    versions: dict[str, str] = {}
+    for i in infos:
+        for k, v in (i.versions or {}).items():
+            versions.setdefault(str(k), str(v))
+    return {"framework": common([i.framework for i in infos]), "versions": versions,
+            "profiler_level": common([i.profiler_level for i in infos])}
+
+
+def _std(values) -> Optional[float]:
+    v = pd.Series(values, dtype="float64").dropna()
+    return _clean(float(v.std(ddof=1))) if len(v) >= 2 else None
+
+
+def _step_spread(a: Analysis) -> dict:
+    """Step-to-step spread: the standard deviation over steps of the cluster-mean step (per phase), and of each
+    rank's own steps. What `msreport compare` calls noise."""
+    st = a.steps
+    ps = st.per_step
+    if not st.kind or ps is None or not len(ps):
+        return {"cluster": {}, "per_rank": {}, "steps": 0}
+    phases = [p for p in st.phases if p in ps.columns]
+    by_step = ps.groupby("step")[phases].mean()
+    cluster = {STEP_KEYS.get(p, f"{p}_ms"): _std(by_step[p]) for p in phases}
+    per_rank = {}
+    for r, g in ps.groupby("rank"):
+        per_rank[str(int(r))] = {STEP_KEYS.get(p, f"{p}_ms"): _std(g[p]) for p in phases}
+    return {"statistic": "standard deviation over steps (ms)", "steps": int(len(by_step)), "cluster": cluster,
+            "per_rank": per_rank}
+
+
+_OP_SUFFIX = re.compile(r"-op\d+")
+_OP_HASH = re.compile(r"[_-]?(?:0x)?[0-9a-fA-F]{12,}")
+_OP_COUNTER = re.compile(r"(?:_\d+)+$")
+
+
+def op_key(name: str) -> str:
+    """An operator name without MindSpore's `-opN` suffixes, hashes and trailing instance counters, so the same
+    operator matches across runs (`layer0/MatMulV3-op08` -> `layer0/MatMulV3`, `aclnnMatMulV3_3` ->
+    `aclnnMatMulV3`)."""
+    s = _OP_HASH.sub("", _OP_SUFFIX.sub("", str(name)))
+    return _OP_COUNTER.sub("", s) or str(name)
+
+
+_COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
+                "broadcast": "Broadcast", "alltoall": "AlltoAll", "alltoallv": "AlltoAllV", "send": "Send",
+                "receive": "Receive", "recv": "Receive", "batchsendrecv": "BatchSendRecv", "reduce": "Reduce",
+                "gather": "Gather", "scatter": "Scatter", "barrier": "Barrier"}
+
+
+def collective_type(op: str) -> str:
+    """The collective of a communication operator (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`) -> `AllReduce`."""
+    s = str(op).rsplit("/", 1)[-1]
+    s = re.sub(r"^hcom_", "", s, flags=re.I)
+    m = re.match(r"[A-Za-z]+", s)
+    word = m.group(0) if m else s
+    return _COLLECTIVES.get(word.lower(), word)
+
+
+TOP_OPERATORS = 100
+
+
+def _operators(a: Analysis) -> dict:
+    """Operator types and top operators, time per step averaged over the ranks that have operator data."""
+    st = a.steps
+    type_rows, name_rows, bases = [], [], set()
+    for r in a.run.rank_ids:
+        ops = a.run.ranks[r].operators
+        if ops is None:
+            continue
+        n_steps = None
+        if st.kind and r in st.average.index:
+            n_steps = int(st.average.at[r, "n_steps"]) or None
+        bt, dt = ops.by_type, ops.detail
+        for side in set(bt["side"]) | set(dt["side"]):
+            basis = ops.basis.get(side, "per step")
+            div = 1.0 if basis == "per step" or not n_steps else float(n_steps)
+            bases.add("per step" if basis == "per step" or n_steps else basis)
+            for rec in bt[bt["side"] == side].to_dict("records"):
+                type_rows.append((r, side, str(rec["op_type"]), float(rec["total_ms"]) / div,
+                                  float(rec["count"]) / div if pd.notna(rec["count"]) else math.nan))
+            for rec in dt[dt["side"] == side].to_dict("records"):
+                name_rows.append((r, side, op_key(rec["name"]), str(rec["op_type"]), float(rec["total_ms"]) / div))
+    if not type_rows and not name_rows:
+        return {"basis": None, "ranks": 0, "types": [], "top": []}
+    ranks = len({t[0] for t in type_rows} | {t[0] for t in name_rows})
+    types = []
+    if type_rows:
+        df = pd.DataFrame(type_rows, columns=["rank", "side", "op_type", "ms", "count"])
+        per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
+        n = df.groupby("side")["rank"].nunique()
+        for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
+            types.append({"side": side, "op_type": op_type, "time_ms": _clean(float(g["ms"].sum() / n[side])),
+                          "count": _clean(float(g["count"].sum(min_count=1) / n[side])),
+                          "max_ms": _clean(float(g["ms"].max())), "max_rank": int(g.loc[g["ms"].idxmax(), "rank"]),
+                          "ranks": int(len(g))})
+        types.sort(key=lambda t: -(t["time_ms"] or 0))
+    top = []
+    if name_rows:
+        df = pd.DataFrame(name_rows, columns=["rank", "side", "name", "op_type", "ms"])
+        n = df.groupby("side")["rank"].nunique()
+        agg = df.groupby(["side", "name", "op_type"], as_index=False).agg(ms=("ms", "sum"), ranks=("rank", "nunique"))
+        agg["time_ms"] = agg["ms"] / agg["side"].map(n)
+        for rec in agg.nlargest(TOP_OPERATORS, "time_ms").to_dict("records"):
+            top.append({"side": rec["side"], "name": rec["name"], "op_type": rec["op_type"],
+                        "time_ms": _clean(float(rec["time_ms"])), "ranks": int(rec["ranks"])})
+    return {"basis": ", ".join(sorted(bases)) or None, "ranks": ranks,
+            "unit": "ms per step, averaged over the ranks with operator data", "types": types, "top": top}
+
+
+def _group_label(c, gid: str) -> tuple[str, list[int]]:
+    g = c.groups.get(str(gid))
+    ranks = sorted(int(x) for x in (g.ranks if g else []))
+    name = (g.name if g and g.name else None) or ("group" if not gid or str(gid).startswith("mi:") else str(gid))
+    return name, ranks
+
+
+def _comm_groups(c) -> dict:
+    """Communication per group and per collective type: time, wait and bandwidth per averaged step, averaged over
+    the group's ranks."""
+    groups, collectives = [], []
+    pg = c.per_group_rank
+    if pg is not None and len(pg):
+        for gid, g in pg.groupby("group", sort=False):
+            name, ranks = _group_label(c, gid)
+            size = float(g.get("sdma_mb", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_mb", pd.Series(dtype=float)).fillna(0).sum())
+            xfer = float(g.get("sdma_ms", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_ms", pd.Series(dtype=float)).fillna(0).sum())
+            groups.append({"group": name, "group_id": str(gid) or None, "ranks": ranks or sorted(int(x) for x in g["rank"]),
+                           "time_ms": _clean(float(g["communication_ms"].mean())),
+                           "wait_ms": _clean(float(g["wait_ms"].mean())),
+                           "transit_ms": _clean(float(g["transit_ms"].mean())),
+                           "size_mb": _clean(size / len(g)),
+                           "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
+    ro = c.rank_ops
+    if ro is not None and len(ro):
+        ro = ro.assign(collective=ro["op"].map(collective_type))
+        per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
+            ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
+        for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):
+            name, ranks = _group_label(c, gid)
+            collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks, "collective": coll,
+                                "time_ms": _clean(float(g["communication_ms"].mean())),
+                                "wait_ms": _clean(float(g["wait_ms"].mean())),
+                                "transit_ms": _clean(float(g["transit_ms"].mean())),
+                                "count": _clean(float(g["count"].mean()))})
+    return {"groups": groups, "collectives": collectives}
