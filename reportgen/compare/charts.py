@@ -44,6 +44,26 @@ def rank_deltas(rows: list[dict]) -> dict:
     return finish(bars, height=240, datasets={"ranks": rows})
 
 
+def rank_phase_deltas(rows: list[dict], order: list[str]) -> dict:
+    """Grouped bars per rank: the change of each phase (ms per step). `rows`: {rank, phase, delta, base, new,
+    status, noise}."""
+    bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
+        x=alt.X("rank:O", title="Rank", sort="ascending"),
+        xOffset=alt.XOffset("phase:N", sort=order),
+        y=alt.Y("delta:Q", title="Change (ms per step)"),
+        color=alt.Color("phase:N", title="Phase", sort=order,
+                        scale=alt.Scale(domain=order, range=PALETTE[: len(order)])),
+        opacity=alt.condition("datum.status == 'within noise' || datum.status == 'unchanged'",
+                              alt.value(0.35), alt.value(1.0)),
+        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("phase:N", title="Phase"),
+                 alt.Tooltip("base:Q", title="Base (ms)", format=",.3f"),
+                 alt.Tooltip("new:Q", title="New (ms)", format=",.3f"),
+                 alt.Tooltip("delta:Q", title="Δ (ms)", format="+,.3f"),
+                 alt.Tooltip("noise:Q", title="Noise (ms)", format=",.3f"), alt.Tooltip("status:N", title="Status")],
+    )
+    return finish(bars, height=260, datasets={"ranks": rows})
+
+
 def base_vs_new(rows: list[dict], y_title: str, x_title: str = "Rank") -> dict:
     """Side-by-side bars per item for both runs. `rows`: {label, order, run: base|new, value}."""
     bars = alt.Chart(alt.NamedData(name="pairs")).mark_bar().encode(

@@ -25,6 +25,9 @@ PHASE_LABELS = {
         "Communication (not overlapped, excl. receive)", "preparing_ms": "Preparing",
 }
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+# phases that add up to the step (no aggregate of others): the per-rank chart and "phase that changed most"
+LEAF_PHASES = ("iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "computing_ms",
+               "communication_not_overlapped_exclude_receive_ms", "bubble_ms", "free_ms")
 
 
 def phase_label(key: str) -> str:
@@ -313,6 +316,9 @@ def _compare_steps(base: dict, new: dict) -> tuple[Delta, list[Delta], list[Delt
         own = [abs(v["delta"] - common[k]) for k, v in r.extra["phases"].items()
                if v.get("delta") is not None and common.get(k) is not None]
         r.extra["distinct_ms"] = round(max(own), 6) if own else None
+        leaf = [v for k, v in r.extra["phases"].items() if k in LEAF_PHASES and v.get("delta") is not None]
+        top = max(leaf, key=lambda v: abs(v["delta"]), default=None)
+        r.extra["top_phase"] = {"key": top["key"], "label": top["label"], "delta": top["delta"]} if top else None
     ranks.sort(key=lambda d: (-(d.extra["distinct_ms"] or 0) if d.delta is not None else math.inf,
                               -(abs(d.delta) if d.delta is not None else 0), d.extra["rank"]))
     return step, phases, stages, ranks

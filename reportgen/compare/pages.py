@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from reportgen import __version__
 from reportgen.compare import charts
-from reportgen.compare.model import Comparison, Delta, phase_label
+from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
 from reportgen.compare.trend import Trend
 from reportgen.site import builder
 from reportgen.site.assets import short_hash, static_text, vega_bundle
@@ -51,11 +51,19 @@ def compare_charts(c: Comparison) -> dict[str, Chart]:
                               "step-to-step noise of either run).")
     ranks = [r for r in c.ranks if r.delta is not None][: charts.MAX_BARS]
     if ranks:
-        rows = [{"rank": r.extra["rank"], "delta": r.delta, "delta_pct": r.delta_pct, "base": r.base, "new": r.new,
-                 "status": r.status, "noise": r.noise} for r in ranks]
-        cap = ("Step-time change per rank" + (f" (the {len(ranks)} ranks that changed most)"
-                                              if len(c.ranks) > len(ranks) else "") + ".")
-        out["ranks"] = Chart("cmp-ranks", charts.rank_deltas(rows), cap)
+        rows, order = [], []
+        for r in ranks:
+            for k, v in r.extra["phases"].items():
+                if k in LEAF_PHASES and v.get("delta") is not None:
+                    rows.append({"rank": r.extra["rank"], "phase": v["label"], "delta": v["delta"], "base": v["base"],
+                                 "new": v["new"], "status": v["status"], "noise": v["noise"]})
+                    if v["label"] not in order:
+                        order.append(v["label"])
+        cap = ("Change of each phase per rank (ms per step)" + (f", the {len(ranks)} ranks that changed most"
+                                                                if len(c.ranks) > len(ranks) else "")
+               + ": a rank whose own phase moved differently from the others is the cause.")
+        if rows:
+            out["ranks"] = Chart("cmp-ranks", charts.rank_phase_deltas(rows, order), cap)
     ops = sorted((o for o in c.operators if o.delta is not None and o.status != "unchanged"),
                  key=lambda o: -abs(o.delta))[:TOP_CHART]
     if ops:
@@ -101,7 +109,8 @@ def _facts_rows(c: Comparison) -> list[tuple[str, str, str]]:
             ("Profiler level", b.profiler_level or "—", n.profiler_level or "—"),
             ("Step trace", b.step_trace_kind or "—", n.step_trace_kind or "—"),
             ("msreport", b.tool_version or "—", n.tool_version or "—")]
-    return rows
+    informative = {"Input", "Run path", "Summary written", "msreport"}
+    return [(k, bv, nv, k not in informative and bv != nv) for k, bv, nv in rows]
 
 
 def _env():
@@ -173,9 +182,10 @@ def trend_charts(t: Trend) -> dict[str, Chart]:
         out["step"] = Chart("trend-step", charts.trend_lines(rows, ["Step time"]),
                             "Cluster-mean step time over the runs, in date order.")
     rows = []
-    labels = [phase_label(k) for k in t.phases]
+    keys = [k for k in t.phases if k in LEAF_PHASES] or t.phases  # the phases that add up to the step
+    labels = [phase_label(k) for k in keys]
     for r in t.runs:
-        for k in t.phases:
+        for k in keys:
             if r.phases.get(k) is not None:
                 rows.append({"run": f"{r.index + 1}. {r.label}", "index": r.index, "series": phase_label(k),
                              "value": r.phases[k]})
