@@ -149,6 +149,24 @@ def test_single_file_and_bad_command_lines(runs, tmp_path, capsys):
     assert "not an msreport summary.json" in capsys.readouterr().err
 
 
+def test_summaries_without_the_comparison_keys_still_compare(runs):
+    """Summaries written before msreport added the comparison keys: fewer sections, no noise, no crash."""
+    old = []
+    for name in ("base", "slow-rank"):
+        s = json.loads(json.dumps(runs[("ascend", name)][1]))
+        for key in ("generated_at",):
+            s.pop(key)
+        s["metrics"]["step_trace"].pop("spread")
+        s["metrics"].pop("operators")
+        s["metrics"]["communication"].pop("groups")
+        s["metrics"]["communication"].pop("collectives")
+        old.append(s)
+    c = compare(*old, threshold_pct=5)
+    assert c.gate.failed and c.step.noise is None and c.step.status == "slower"
+    assert c.operators == [] and [d for d in c.communication] == []
+    c.to_dict()
+
+
 def test_run_fact_warnings(runs):
     a = runs[("ascend", "base")][1]
     b = json.loads(json.dumps(a))

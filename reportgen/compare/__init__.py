@@ -65,6 +65,8 @@ def summary_from_run(run_dir: Path, *, jobs: int = 1, settings: Optional[dict] =
 def load_side(path: Path, *, jobs: int = 1, settings: Optional[dict] = None) -> tuple[dict, str]:
     """(summary, kind) for a run folder ("run"), a report folder ("report") or a summary.json file ("summary")."""
     path = Path(path)
+    if path.suffix.lower() in (".html", ".htm") and path.with_name(path.stem + ".summary.json").is_file():
+        path = path.with_name(path.stem + ".summary.json")  # a single-file report: its summary beside it
     if path.is_file():
         return read_summary(path), "summary"
     if path.is_dir() and (path / "summary.json").is_file():

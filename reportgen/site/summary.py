@@ -219,7 +219,7 @@ def op_key(name: str) -> str:
     operator matches across runs (`layer0/MatMulV3-op08` -> `layer0/MatMulV3`, `aclnnMatMulV3_3` ->
     `aclnnMatMulV3`)."""
     s = _OP_HASH.sub("", _OP_SUFFIX.sub("", str(name)))
-    return _OP_COUNTER.sub("", s) or str(name)
+    return _OP_COUNTER.sub("", s).rstrip("_") or str(name)
 
 
 _COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
