@@ -86,6 +86,19 @@ def test_changed_operator_mix_names_the_operators(runs, layout):
     assert all(o.status != "slower" for o in c.operators if o.extra["kind"] == "type" and o.label != "MatMulV3")
 
 
+def test_unbalanced_stage_is_named_per_stage(tmp_path):
+    kw = dict(layout="ascend", ranks=8, steps=6, stages=2, seed=2)
+    base = load_side(generate_run(tmp_path / "b", **kw))[0]
+    new = load_side(generate_run(tmp_path / "n", inject=["unbalanced-stage:1:1.3"], **kw))[0]
+    c = compare(base, new, threshold_pct=5)
+    assert [s.extra["stage"] for s in c.stages] == [0, 1]
+    s0, s1 = c.stages
+    assert s1.extra["top_phase"]["key"] == "computing_ms" and s1.extra["top_phase"]["delta"] > 30
+    assert s0.extra["phases"]["computing_ms"]["status"] in ("within noise", "unchanged")
+    assert any(r.startswith("new warning stage-imbalance") for r in c.gate.reasons), c.gate.reasons
+    assert c.ranks[0].extra["stage"] == 1
+
+
 def test_self_comparison_has_no_delta_and_exits_0(runs, tmp_path, capsys):
     run = runs[("ascend", "base")][0]
     out = tmp_path / "self"

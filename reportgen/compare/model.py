@@ -291,9 +291,16 @@ def _compare_steps(base: dict, new: dict) -> tuple[Delta, list[Delta], list[Delt
         for st in sorted(set(b_stage.values()) | set(n_stage.values())):
             br = [r for r, s in b_stage.items() if s == st]
             nr = [r for r, s in n_stage.items() if s == st]
+            ph = {k: delta(k, phase_label(k), _mean(b_rows.get(r, {}).get(k) for r in br),
+                           _mean(n_rows.get(r, {}).get(k) for r in nr),
+                           _max_noise(bsp.get(k), nsp.get(k))).to_dict() for k in keys}
+            leaf = [v for k, v in ph.items() if k in LEAF_PHASES and v.get("delta") is not None]
+            top = max(leaf, key=lambda v: abs(v["delta"]), default=None)
             stages.append(delta(f"stage-{st}", f"Stage {st}", _mean(b_rows.get(r, {}).get("total_ms") for r in br),
                                 _mean(n_rows.get(r, {}).get("total_ms") for r in nr), step.noise, stage=st,
-                                ranks=sorted(int(r) for r in set(br) | set(nr))))
+                                ranks=sorted(int(r) for r in set(br) | set(nr)), phases=ph,
+                                top_phase={"key": top["key"], "label": top["label"], "delta": top["delta"]}
+                                if top else None))
     # ranks: step total, judged against the rank's own step-to-step spread; most changed first
     bpr, npr = _spread(base).get("per_rank") or {}, _spread(new).get("per_rank") or {}
     ranks = []
