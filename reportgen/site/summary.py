@@ -8,6 +8,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen import __version__
@@ -202,9 +203,10 @@ def _step_spread(a: Analysis) -> dict:
     phases = [p for p in st.phases if p in ps.columns]
     by_step = ps.groupby("step")[phases].mean()
     cluster = {STEP_KEYS.get(p, f"{p}_ms"): _std(by_step[p]) for p in phases}
-    per_rank = {}
-    for r, g in ps.groupby("rank"):
-        per_rank[str(int(r))] = {STEP_KEYS.get(p, f"{p}_ms"): _std(g[p]) for p in phases}
+    sd = ps.groupby("rank")[phases].std(ddof=1)
+    names = [STEP_KEYS.get(p, f"{p}_ms") for p in phases]
+    per_rank = {str(int(r)): {k: _clean(float(v)) if v == v else None for k, v in zip(names, row)}
+                for r, row in zip(sd.index, sd.to_numpy(dtype="float64"))}
     return {"statistic": "standard deviation over steps (ms)", "steps": int(len(by_step)), "cluster": cluster,
             "per_rank": per_rank}
 
@@ -240,10 +242,15 @@ def collective_type(op: str) -> str:
 TOP_OPERATORS = 100
 
 
+def _frame(parts: list[tuple], columns: tuple[str, ...]) -> pd.DataFrame:
+    """One frame from per-rank tuples of column arrays (one concatenation instead of one frame per rank)."""
+    return pd.DataFrame({c: np.concatenate([t[i] for t in parts]) for i, c in enumerate(columns)})
+
+
 def _operators(a: Analysis) -> dict:
     """Operator types and top operators, time per step averaged over the ranks that have operator data."""
     st = a.steps
-    type_rows, name_rows, bases = [], [], set()
+    types_f, names_f, bases = [], [], set()
     for r in a.run.rank_ids:
         ops = a.run.ranks[r].operators
         if ops is None:
@@ -252,21 +259,29 @@ def _operators(a: Analysis) -> dict:
         if st.kind and r in st.average.index:
             n_steps = int(st.average.at[r, "n_steps"]) or None
         bt, dt = ops.by_type, ops.detail
+        div = {}
         for side in set(bt["side"]) | set(dt["side"]):
             basis = ops.basis.get(side, "per step")
-            div = 1.0 if basis == "per step" or not n_steps else float(n_steps)
+            div[side] = 1.0 if basis == "per step" or not n_steps else float(n_steps)
             bases.add("per step" if basis == "per step" or n_steps else basis)
-            for rec in bt[bt["side"] == side].to_dict("records"):
-                type_rows.append((r, side, str(rec["op_type"]), float(rec["total_ms"]) / div,
-                                  float(rec["count"]) / div if pd.notna(rec["count"]) else math.nan))
-            for rec in dt[dt["side"] == side].to_dict("records"):
-                name_rows.append((r, side, op_key(rec["name"]), str(rec["op_type"]), float(rec["total_ms"]) / div))
-    if not type_rows and not name_rows:
+        if len(bt):
+            sides = bt["side"].to_numpy(dtype=object)
+            d = np.array([div[x] for x in sides], dtype="float64")
+            types_f.append((np.full(len(bt), r), sides, bt["op_type"].astype(str).to_numpy(dtype=object),
+                            bt["total_ms"].to_numpy(dtype="float64") / d,
+                            pd.to_numeric(bt["count"], errors="coerce").to_numpy(dtype="float64") / d))
+        if len(dt):
+            sides = dt["side"].to_numpy(dtype=object)
+            d = np.array([div[x] for x in sides], dtype="float64")
+            names_f.append((np.full(len(dt), r), sides, dt["name"].astype(str).to_numpy(dtype=object),
+                            dt["op_type"].astype(str).to_numpy(dtype=object),
+                            dt["total_ms"].to_numpy(dtype="float64") / d))
+    if not types_f and not names_f:
         return {"basis": None, "ranks": 0, "types": [], "top": []}
-    ranks = len({t[0] for t in type_rows} | {t[0] for t in name_rows})
+    ranks = len(set().union(*[set(t[0].tolist()) for t in types_f + names_f]))
     types = []
-    if type_rows:
-        df = pd.DataFrame(type_rows, columns=["rank", "side", "op_type", "ms", "count"])
+    if types_f:
+        df = _frame(types_f, ("rank", "side", "op_type", "ms", "count"))
         per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
         n = df.groupby("side")["rank"].nunique()
         for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
@@ -276,8 +291,10 @@ def _operators(a: Analysis) -> dict:
                           "ranks": int(len(g))})
         types.sort(key=lambda t: -(t["time_ms"] or 0))
     top = []
-    if name_rows:
-        df = pd.DataFrame(name_rows, columns=["rank", "side", "name", "op_type", "ms"])
+    if names_f:
+        df = _frame(names_f, ("rank", "side", "name", "op_type", "ms"))
+        keys = {k: op_key(k) for k in df["name"].unique()}
+        df["name"] = df["name"].map(keys)
         n = df.groupby("side")["rank"].nunique()
         agg = df.groupby(["side", "name", "op_type"], as_index=False).agg(ms=("ms", "sum"), ranks=("rank", "nunique"))
         agg["time_ms"] = agg["ms"] / agg["side"].map(n)
