@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
+from reportgen.analysis.coverage import Coverage, coverage
 from reportgen.analysis.execution import ExecutionView, analyze_execution
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.resources import Resources, analyze_resources
@@ -26,6 +27,7 @@ class Analysis:
     issues: list[DataIssue] = field(default_factory=list)
     strategy: Optional[StrategyView] = None
     execution: Optional[ExecutionView] = None
+    coverage: Optional[Coverage] = None  # what could be judged (set by `analyze`)
 
 
 def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
@@ -43,5 +45,7 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
         execution = analyze_execution(run, steps.per_step, comm.per_rank_step, resources.flops, resources.memory)
     except Exception as e:  # noqa: BLE001
         issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
-    return Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
-                    strategy=strategy, execution=execution)
+    a = Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
+                 strategy=strategy, execution=execution)
+    a.coverage = coverage(a)
+    return a

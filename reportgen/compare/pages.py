@@ -124,7 +124,8 @@ def _env():
 def _render(template: str, title: str, run_title: str, single: bool, assets: dict, **context) -> str:
     page = SimpleNamespace(title=title, path="index.html")
     ctx = SimpleNamespace(version=__version__, run_title=run_title)
-    common = dict(page=page, ctx=ctx, nav=[], url=lambda p: p, single=single, charts=[])
+    common = dict(page=page, ctx=ctx, nav=[], url=lambda p: p, single=single, charts=[],
+                  share_spec=lambda chart: None, asset_specs="")  # each chart carries its own spec
     if single:
         common.update(asset_css="", asset_js="", asset_vega="", inline_css=Markup(static_text("report.css")),
                       inline_js=Markup(static_text("report.js")), inline_vega=Markup(vega_bundle()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import MAD_SCALE
 
@@ -75,7 +76,7 @@ def check(ctx: Context) -> list[Finding]:
             why=(f"About {fmt_ms(float(w['lost_ms']))} per step is spent on this link beyond what the median "
                  f"{transport} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
                                                         if not math.isnan(lost_share) else ".")),
-            page="cluster/communication.html#comm-links", links=links, transport=str(transport),
+            page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
             evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
                       "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),
