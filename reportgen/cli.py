@@ -66,6 +66,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    from reportgen.compare.cli import dispatch  # `msreport compare ...` / `msreport trend ...`
+
+    if (code := dispatch(argv)) is not None:
+        return code
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.example and args.run is not None:

@@ -20,6 +20,10 @@ Injections (`inject=[...]`, strings):
   healthy ranks sit near 70 %; Ascend runs record no capacity: build with --device-memory-gb 64);
 * ``slow-op:TYPE[:FACTOR]``: operator type TYPE (MatMul, BiasAdd, LayerNorm, Gelu, Add) takes FACTOR times
   longer on every device (default 3.0); visible in the operator timelines (execution view);
+* ``op-mix:TYPE[:FACTOR]``: a changed operator mix on every device: operator type TYPE of the operator
+  statistics (MatMulV3, FlashAttentionScore, Add, Cast, ... of ``resources.OP_MIX``) takes FACTOR times longer
+  (default 1.5); a TYPE not in the mix is a new operator type taking FACTOR of the computing time (default 0.1);
+  the computing time grows by the added time;
 * ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
   (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
@@ -51,7 +55,7 @@ LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iterati
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
              "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
-             "slow-op")
+             "slow-op", "op-mix")
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Plan:
     memory: dict[int, float] = field(default_factory=dict)  # rank -> peak / capacity
     starving: set[int] = field(default_factory=set)
     slow_ops: dict[str, float] = field(default_factory=dict)  # operator type -> factor, on every device
+    op_mix: dict[str, float] = field(default_factory=dict)  # operator statistics: type -> factor (or new share)
     seed: int = 0
 
 
@@ -107,6 +112,11 @@ def parse_injections(items: list[str]) -> Plan:
                 if op_share(parts[1]) == 0:
                     raise ValueError(f"unknown operator type {parts[1]!r} for slow-op")
                 plan.slow_ops[parts[1]] = float(parts[2]) if len(parts) > 2 else 3.0
+            elif kind == "op-mix":
+                from reportgen.synth.resources import mix_share
+
+                default = 1.5 if mix_share(parts[1]) else 0.1
+                plan.op_mix[parts[1]] = float(parts[2]) if len(parts) > 2 else default
             elif kind == "starving-queue":
                 plan.starving.add(int(parts[1]))
                 plan.slow.setdefault(int(parts[1]), ("data", 1.2))
@@ -144,6 +154,10 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
         comp[stage == s] *= f
     for op, f in plan.slow_ops.items():
         comp *= 1 + op_share(op) * (f - 1)
+    if plan.op_mix:
+        from reportgen.synth.resources import mix_growth
+
+        comp *= mix_growth(plan.op_mix)
     for r, (phase, f) in plan.slow.items():
         if 0 <= r < ranks:
             if phase == "compute":
