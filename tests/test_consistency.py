@@ -141,6 +141,11 @@ def test_consistency_names_file_and_rank_of_impossible_communication(tmp_path):
     assert "longer than the step itself" in text  # communication and wait per step
     assert "link 2-3" in text  # the link's time per step is more than the step
     assert all(i in a.issues for i in issues)  # analyze() appends them to the run's data-quality entries
+    # the slow-link finding no longer says "780 % of the step" (it said 165.2 % on a 512-rank run)
+    from reportgen.rules import run_rules
+
+    (link,) = [f for f in run_rules(a, None)[0] if f["id"] == "slow-link.bandwidth"]
+    assert "2-3" in link["title"] and "more than the step itself" in link["why"] and "%" not in link["why"]
 
 
 def test_consistency_flags_overlap_bars_over_the_step():
