@@ -122,7 +122,7 @@ def _inflate(path: Path, keys: tuple[str, ...], factor: float) -> None:
 
 
 def test_consistency_names_file_and_rank_of_impossible_communication(tmp_path):
-    """The old generator's bug, made worse on purpose: rank 2's operators say 10x the time of the step trace."""
+    """The old generator's bug, made worse on purpose: rank 2's operators say 30x the time of the step trace."""
     from reportgen.analysis.consistency import check_consistency
     from reportgen.synth import generate_run
 
@@ -130,7 +130,7 @@ def test_consistency_names_file_and_rank_of_impossible_communication(tmp_path):
     assert check_consistency(_analyze(root)) == []
     (d,) = [p for p in root.iterdir() if "_100002_" in p.name]
     out = d / "ASCEND_PROFILER_OUTPUT"
-    _inflate(out / "communication.json", ("Elapse Time(ms)", "Wait Time(ms)", "Transit Time(ms)"), 10.0)
+    _inflate(out / "communication.json", ("Elapse Time(ms)", "Wait Time(ms)", "Transit Time(ms)"), 30.0)
     _inflate(out / "communication_matrix.json", ("Transit Time(ms)",), 40.0)
     a = _analyze(root)
     issues = check_consistency(a)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 HCCS_GBPS = 19.0
 RDMA_GBPS = 12.0
 LOCAL_GBPS = 320.0
-DP_GRAD_MB = 360.0  # gradient bytes all-reduced per step by each data-parallel group (2 operators)
+DP_GRAD_MB = 160.0  # gradient bytes all-reduced per step by each data-parallel group (2 operators)
 TP_MB = 64.0
 PP_MB = 16.777216
 IDLE_MS = 0.02  # idle gap inside each operator
