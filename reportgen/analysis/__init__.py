@@ -7,6 +7,7 @@ from typing import Optional
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
 from reportgen.analysis.consistency import check_consistency
+from reportgen.analysis.coverage import Coverage, coverage
 from reportgen.analysis.execution import ExecutionView, analyze_execution
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.resources import Resources, analyze_resources
@@ -27,6 +28,7 @@ class Analysis:
     issues: list[DataIssue] = field(default_factory=list)
     strategy: Optional[StrategyView] = None
     execution: Optional[ExecutionView] = None
+    coverage: Optional[Coverage] = None  # what could be judged (set by `analyze`)
 
 
 def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
@@ -52,4 +54,5 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
         a.issues.extend(check_consistency(a))
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", f"the consistency check could not run ({type(e).__name__}: {e})", "info"))
+    a.coverage = coverage(a)
     return a

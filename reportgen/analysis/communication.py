@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -18,16 +17,8 @@ from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
-SLOW_LINK_RATIO = 0.5  # a link below half the median bandwidth of its transport is marked
 SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
 SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
-LOW_WAIT_MIN_MS = 0.5  # "waits least" needs the median wait to be at least this
-LOW_WAIT_RATIO = 0.5  # and the rank to wait less than half of it
-LOW_WAIT_Z = 3.5
-MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
-MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
-MAX_OP_ROWS = 300
-MAX_BOX_LINKS = 24
 
 
 
@@ -64,8 +55,6 @@ class CommAnalysis:
     link_ops: pd.DataFrame  # per-operator records on global links (box plots)
     groups: dict[str, GroupInfo]
     ranks_without_data: list[int]
-    low_wait_ranks: list[int]
-    slow_links: list[tuple[int, int, str]]
     transport_medians: dict[str, float]
     unmapped_links: int = 0
     averaging: str = ""
@@ -132,17 +121,15 @@ def analyze_communication(run: Run) -> CommAnalysis:
                                     "left out of the matrices and the graph", "info"))
     link_table = _link_table(links_g)
     pairs = _pair_table(link_table)
-    medians, slow = _slow_links(pairs)
+    medians = _transport_medians(pairs)
     if len(link_table):
-        link_table["slow"] = [(s, d, t) in set(slow) for s, d, t in
-                              zip(link_table["src"], link_table["dst"], link_table["transport"])]
+        link_table["slow"] = False  # set by the pages from the slow-link finding (`site.comm_pages.marked_links`)
         link_table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
     rank_ops = _rank_ops(step_ops, stored_ops)
     op_table = _ops_across(rank_ops)
     per_group = _per_group_rank(step_ops, stored_ops)
-    low = _low_wait(per_rank, run.info.stage_of_rank)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
         issues.append(DataIssue("", f"{len(missing)} rank(s) have no communication data: "
@@ -151,8 +138,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
-        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, low_wait_ranks=low,
-        slow_links=slow, transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
+        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, 
+        transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 
 # --- per rank ------------------------------------------------------------------------------------
@@ -200,30 +187,6 @@ def _per_group_rank(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.Data
     for t in ("sdma", "rdma"):
         out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
-
-
-def _low_wait(per_rank: pd.DataFrame, stage_of_rank: dict[int, int]) -> list[int]:
-    """Ranks that wait far less than their peers (of the same pipeline stage): likely the late arrivals."""
-    if len(per_rank) < 3:
-        return []
-    out = []
-    stage = pd.Series({r: stage_of_rank.get(int(r), 0) for r in per_rank.index})
-    for _, idx in stage.groupby(stage).groups.items():
-        w = per_rank.loc[list(idx), "wait_ms"].dropna()
-        if len(w) < 3:
-            continue
-        med = float(w.median())
-        if med < LOW_WAIT_MIN_MS:
-            continue
-        mad = float((w - med).abs().median()) * 1.4826
-        for r, v in w.items():
-            z = (med - v) / mad if mad > 0 else math.inf
-            if v < LOW_WAIT_RATIO * med and z >= LOW_WAIT_Z:
-                out.append(int(r))
-    return sorted(out)
-
-
-# --- operators -------------------------------------------------------------------------------------
 
 
 def _rank_ops(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
@@ -454,21 +417,15 @@ def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def _slow_links(pairs: pd.DataFrame) -> tuple[dict[str, float], list[tuple[int, int, str]]]:
+def _transport_medians(pairs: pd.DataFrame) -> dict[str, float]:
+    """Median bandwidth per transport over links that carry enough data to measure it (the reference a link is
+    compared with: the `vs_median` column, and the slow-link rule's own comparison)."""
     if not len(pairs):
-        return {}, []
+        return {}
     pairs = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)
                   & pairs["bandwidth_gbps"].notna()]
-    medians, slow = {}, []
-    for t, f in pairs.groupby("transport"):
-        if len(f) < SLOW_LINK_MIN_PEERS:
-            continue
-        med = float(f["bandwidth_gbps"].median())
-        medians[str(t)] = med
-        for s, d, bw in zip(f["src"], f["dst"], f["bandwidth_gbps"]):
-            if bw < SLOW_LINK_RATIO * med:
-                slow.append((int(s), int(d), str(t)))
-    return medians, sorted(slow)
+    return {str(t): float(f["bandwidth_gbps"].median()) for t, f in pairs.groupby("transport")
+            if len(f) >= SLOW_LINK_MIN_PEERS}
 
 
 def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
@@ -481,131 +438,3 @@ def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- views: matrices and the node-link graph ------------------------------------------------------------
-
-
-def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
-    """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
-    if not len(link_table):
-        return {"cells": [], "bin": 1}
-    lt = link_table[link_table["mapped"] & ~link_table["self"]]  # on-chip copies would swamp the colour scale
-    if group is not None:
-        lt = lt[lt["group"] == group]
-    if not len(lt):
-        return {"cells": [], "bin": 1}
-    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                       slow=("slow", "any")).reset_index()
-    n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
-    b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
-    if b > 1:
-        g["src_b"] = g["src"] // b
-        g["dst_b"] = g["dst"] // b
-        g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
-        g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                               min_bw=("min_bw", "min"), slow=("slow", "any"),
-                                               transport=("transport", lambda s: "/".join(sorted(set(
-                                                   "/".join(s).split("/")))))).reset_index()
-        cells = []
-        for rec in g.itertuples(index=False):
-            cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
-                          "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
-                          "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
-                          "size_mb": round(float(rec.size_mb), 6),
-                          "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow)})
-        return {"cells": cells, "bin": b}
-    cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
-              "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
-              "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
-    return {"cells": cells, "bin": 1}
-
-
-def _r(v: float, nd: int = 4) -> Optional[float]:
-    return None if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))) else round(float(v), nd)
-
-
-def graph_layout(ca: CommAnalysis, run: Run) -> dict:
-    """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
-    ranks = run.rank_ids
-    hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
-    pairs = ca.pairs
-    by_host = len(pairs) > MAX_GRAPH_EDGES and len(set(hosts.values())) > 1
-    if not by_host and len(pairs) > MAX_GRAPH_EDGES:
-        # no host names: aggregate into rank blocks of 8 (one server's worth of devices)
-        hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
-        by_host = True
-    pr = ca.per_rank
-    slow_set = {(s, d) for s, d, _ in ca.slow_links}
-    if by_host:
-        node_ids = sorted(set(hosts.values()))
-        comm = {h: 0.0 for h in node_ids}
-        wait = {h: 0.0 for h in node_ids}
-        members: dict[str, list[int]] = {h: [] for h in node_ids}
-        for r in ranks:
-            members[hosts[r]].append(r)
-            if r in pr.index:
-                comm[hosts[r]] += float(np.nan_to_num(pr.at[r, "transit_ms"]))
-                wait[hosts[r]] += float(np.nan_to_num(pr.at[r, "wait_ms"]))
-        G = nx.Graph()
-        G.add_nodes_from(node_ids)
-        e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
-        e = e[e["hs"] != e["hd"]]
-        agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                          n=("src", "size")).reset_index()
-        slow_pairs = {(hosts.get(s), hosts.get(d)) for s, d in slow_set}
-        for rec in agg.itertuples(index=False):
-            G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
-        pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
-        nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
-                  "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
-                  "ranks": len(members[h]), "href": ""} for h in node_ids]
-        edges = [{"src": rec.hs, "dst": rec.hd, "x": _r(pos[rec.hs][0]), "y": _r(pos[rec.hs][1]),
-                  "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
-                  "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0
-                                                                   else None),
-                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n)}
-                 for rec in agg.itertuples(index=False)]
-        return {"nodes": nodes, "edges": edges, "by": "host"}
-    pos = _rank_positions(ranks, hosts)
-    nodes = []
-    for r in ranks:
-        has = r in pr.index
-        c = float(np.nan_to_num(pr.at[r, "transit_ms"])) if has else None
-        w = float(np.nan_to_num(pr.at[r, "wait_ms"])) if has else None
-        nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
-                      "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
-                      "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
-                      "host": hosts[r], "href": f"ranks/rank-{r}.html", "has_data": has})
-    edges = []
-    if len(pairs):
-        for rec in pairs.itertuples(index=False):
-            s, d = int(rec.src), int(rec.dst)
-            if s not in pos or d not in pos:
-                continue
-            edges.append({"src": str(s), "dst": str(d), "x": _r(pos[s][0]), "y": _r(pos[s][1]),
-                          "x2": _r(pos[d][0]), "y2": _r(pos[d][1]), "time_ms": _r(rec.time_ms),
-                          "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.bandwidth_gbps),
-                          "transport": rec.transport, "slow": (s, d) in slow_set, "links": 1})
-    return {"nodes": nodes, "edges": edges, "by": "rank"}
-
-
-def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[float, float]]:
-    """Hosts on a circle (networkx), each host's ranks on a small circle around its centre."""
-    host_ids = sorted(set(hosts.values()))
-    if len(host_ids) <= 1:
-        G = nx.cycle_graph(len(ranks)) if len(ranks) > 2 else nx.path_graph(len(ranks))
-        pos = nx.circular_layout(G) if len(ranks) > 1 else {0: np.array([0.0, 0.0])}
-        return {r: (float(pos[i][0]), float(pos[i][1])) for i, r in enumerate(ranks)}
-    centres = nx.circular_layout(nx.cycle_graph(len(host_ids)))
-    radius = min(0.9, 2.2 / len(host_ids)) if len(host_ids) > 2 else 0.5
-    out = {}
-    for hi, h in enumerate(host_ids):
-        rs = [r for r in ranks if hosts[r] == h]
-        cx, cy = centres[hi]
-        for i, r in enumerate(rs):
-            a = 2 * math.pi * i / max(1, len(rs))
-            out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
-    return out

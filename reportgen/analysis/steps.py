@@ -10,13 +10,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.stats import robust_outliers
 from reportgen.model import PHASES_BY_KIND, STACKED_PHASES, DataIssue, Run
 
 # Highlighting thresholds (the performance helper has its own, configurable ones).
-OUTLIER_Z = 3.5  # robust z-score: (x - median) / (1.4826 * MAD)
-OUTLIER_MIN_REL = 0.05  # and at least 5 % above the median
-OUTLIER_MIN_ABS_MS = 0.5  # and at least 0.5 ms above it, so microsecond noise never stands out
-MAX_HEATMAP_CELLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -41,32 +38,9 @@ class StepAnalysis:
     ranks_with_data: list[int]
     ranks_without_data: list[int]
     stats: dict[str, PhaseStats] = field(default_factory=dict)
-    outliers: dict[str, list[int]] = field(default_factory=dict)
     rules_used: dict[str, str] = field(default_factory=dict)  # rule -> explanation
     host_summary: list[dict] = field(default_factory=list)
     issues: list[DataIssue] = field(default_factory=list)
-
-    @property
-    def slow_ranks(self) -> list[int]:
-        return self.outliers.get("total", [])
-
-
-def robust_outliers(values: pd.Series, *, z: float = OUTLIER_Z, min_rel: float = OUTLIER_MIN_REL,
-                    min_abs: float = OUTLIER_MIN_ABS_MS) -> list:
-    """Index labels whose value is far above the median (robust z, relative and absolute floors)."""
-    v = values.dropna()
-    if len(v) < 2:
-        return []
-    med = float(v.median())
-    if len(v) == 2:
-        lo, hi = float(v.min()), float(v.max())
-        # Two ranks: no spread to speak of; only a large, plain gap counts.
-        if hi - lo >= max(min_abs, 0.25 * lo) and hi > 0:
-            return [v.idxmax()]
-        return []
-    mad = float((v - med).abs().median())
-    floor = max(z * 1.4826 * mad, min_rel * abs(med), min_abs)
-    return sorted(v.index[v > med + floor].tolist())
 
 
 def _rank_average(trace, phases: tuple[str, ...]) -> tuple[dict[str, float], str, int]:
@@ -117,7 +91,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     average = pd.DataFrame(rows).set_index("rank")
     steps = sorted(int(s) for s in per_step["step"].dropna().unique())
 
-    stats, outliers = {}, {}
+    stats = {}
     for p in phases:
         col = average[p].dropna()
         if col.empty:
@@ -126,8 +100,6 @@ def analyze_steps(run: Run) -> StepAnalysis:
         stats[p] = PhaseStats(median=med, mad=float((col - med).abs().median()), mean=float(col.mean()),
                               min=float(col.min()), max=float(col.max()),
                               min_rank=int(col.idxmin()), max_rank=int(col.idxmax()))
-        # A phase where "more" is the problem; for the step interval and free time too.
-        outliers[p] = [int(x) for x in robust_outliers(col)]
 
     rules_used = {}
     if "stored" in rules:
@@ -138,7 +110,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
         rules_used["mean"] = "mean over the recorded steps (the profiler stored no average)"
     return StepAnalysis(kind=kind, phases=phases, stacked=STACKED_PHASES[kind], average=average,
                         per_step=per_step, steps=steps, ranks_with_data=sorted(traces),
-                        ranks_without_data=without, stats=stats, outliers=outliers, rules_used=rules_used,
+                        ranks_without_data=without, stats=stats, rules_used=rules_used,
                         host_summary=_host_summary(run, average), issues=issues)
 
 
@@ -162,31 +134,6 @@ def step_values(per_step: pd.DataFrame, step: int, phases: tuple[str, ...]) -> p
     """Per-rank values of one step (mean when a rank has several rows for it)."""
     sel = per_step[per_step["step"] == step]
     return sel.groupby("rank")[list(phases)].mean()
-
-
-def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
-    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
-    df = per_step.dropna(subset=["step"])[["rank", "step", value]]
-    if df.empty:
-        return {"cells": [], "rank_bin": 1, "step_bin": 1}
-    ranks = sorted(df["rank"].unique())
-    steps = sorted(df["step"].unique())
-    rank_bin, step_bin = 1, 1
-    while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
-        if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
-            rank_bin *= 2
-        else:
-            step_bin *= 2
-    rpos = {r: i // rank_bin for i, r in enumerate(ranks)}
-    spos = {s: i // step_bin for i, s in enumerate(steps)}
-    df = df.assign(rb=df["rank"].map(rpos), sb=df["step"].map(spos))
-    g = df.groupby(["rb", "sb"]).agg(v=(value, "max"), r0=("rank", "min"), r1=("rank", "max"),
-                                     s0=("step", "min"), s1=("step", "max")).reset_index()
-    cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
-              "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
-              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
-             for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
-    return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
 def _fmt_ranks(ranks: list[int], limit: int = 12) -> str:

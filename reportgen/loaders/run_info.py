@@ -71,7 +71,7 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
         ws = rank_size or n
         info.rank_size = rank_size
         info.parallel_mode = "data-parallel" if ws > 1 else "stand-alone"
-        info.parallel_mode_source = "assumed from the rank count (no parallel settings in the files)"
+        info.parallel_mode_source = "the rank count (assumed: no parallel settings in the files)"
 
     stages = stage_sets or detect_stages(groups)
     if stage_sets:

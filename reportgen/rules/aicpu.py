@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -50,11 +51,11 @@ def check(ctx: Context) -> list[Finding]:
     by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
     return [Finding(
-        id="operator-hotspot.aicpu", category="operator_hotspot",
+        id="aicpu.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t("warning_share") else "info",
         title=f"AI CPU operators take {fmt_pct(med)} of device operator time ({', '.join(by_type.index[:3])})",
         advice=ADVICE, why="AI CPU fallbacks are slow and serialise the device's work.",
-        page=f"ranks/rank-{r}.html#operators", ranks=sorted(int(x) for x in share.index),
+        page=urls.rank(r, "operators"), ranks=sorted(int(x) for x in share.index),
         evidence={"median_share": med, "max_share": float(share.max()), "longest_op_us": max_us,
                   "types_ms": by_type.head(20).to_dict()},
         table={"columns": ["AI CPU type", "Time, all ranks"],

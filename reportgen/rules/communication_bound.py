@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
 
 THRESHOLDS = {
@@ -17,8 +18,10 @@ THRESHOLDS = {
                                  "(MindInsight ParallelProposer's 10 %)"),
     "warning_rate": Threshold(0.20, "share of the step from which it is a warning"),
     "critical_rate": Threshold(0.40, "share of the step from which it is critical"),
-    "own_quantile": Threshold(0.02, "severity is judged on this quantile of the ranks' shares (the ranks that "
-                                   "wait least), so waiting for a straggler is not counted as communication"),
+    "own_quantile": Threshold(0.0, "severity is judged on this quantile of the ranks' shares (0: the rank that "
+                                  "waits least), so waiting for a straggler is not counted as communication; with one "
+                                  "straggler among hundreds every other rank waits, so any quantile above 0 would "
+                                  "count the waiting"),
     "max_tail_spread": Threshold(0.25, "data parallel without overlap data: tails count as similar when "
                                        "(max − min) / median of the ranks' tails is below this"),
 }
@@ -110,7 +113,7 @@ def check(ctx: Context) -> list[Finding]:
                 advice=ADVICE_DP if dp else ADVICE_MP,
                 why="Communication that runs while no computation does adds straight to the step time on every "
                     "rank.",
-                page="cluster/overlap.html#overlap-rates",
+                page=urls.OVERLAP_RATES,
                 evidence={"rate": rate, "threshold_info": ctx.t("info_rate"),
                           "mindinsight_key": "data_parallel_communication_rate" if dp
                           else "model_parallel_communication_rate",
@@ -139,7 +142,7 @@ def check(ctx: Context) -> list[Finding]:
                          if rate - judged >= 0.05 else ""),
                 advice=ADVICE_STAGE, why="The whole pipeline runs at the pace of its longest stage; communication "
                                          "inside it lengthens every step.",
-                page="cluster/overlap.html#overlap-stages", stages=[longest], ranks=[],
+                page=urls.OVERLAP_STAGES, stages=[longest], ranks=[],
                 evidence={"rate": rate, "stage": longest, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage",
                           "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
@@ -156,7 +159,7 @@ def check(ctx: Context) -> list[Finding]:
                       f"{fmt_pct(vals[mi_worst])} of its step, but it is not the longest stage (mostly waiting)",
                 advice=ADVICE_STAGE, why="A stage that is not the longest waits in its collectives for the others; "
                                          "the share is a symptom rather than the cause.",
-                page="cluster/overlap.html#overlap-stages", stages=[mi_worst], ranks=[],
+                page=urls.OVERLAP_STAGES, stages=[mi_worst], ranks=[],
                 evidence={"rate": vals[mi_worst], "stage": mi_worst, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage"}))
     if ov.view == "none" and st.kind == "legacy" and "tail" in st.stats and "total" in st.stats:
@@ -173,7 +176,7 @@ def check(ctx: Context) -> list[Finding]:
                 advice=ADVICE_DP,
                 why="In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
                     "no slow rank causes it: the AllReduce itself is exposed.",
-                page="cluster/step-trace.html", evidence={"tail_share": share, "median_tail_ms": med_tail,
+                page=urls.page(urls.STEP_TRACE), evidence={"tail_share": share, "median_tail_ms": med_tail,
                                                           "median_step_ms": med_total, "tail_spread": spread}))
     return out
 

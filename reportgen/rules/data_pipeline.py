@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
 
 THRESHOLDS = {
@@ -113,9 +114,9 @@ def check(ctx: Context) -> list[Finding]:
         out.append(Finding(
             id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
             advice=advice, why="A device waiting for input computes nothing; the step interval grows by the wait.",
-            page=f"ranks/rank-{worst}.html#data", ranks=ranks, evidence=ev,
+            page=urls.rank(worst, "data"), ranks=ranks, evidence=ev,
             table={"columns": ["Rank", "Host queue empty (steps)", "Chip queue empty (batches)", "Step interval"],
-                   "rows": rows, "links": [f"ranks/rank-{r}.html#data" for r in ranks[:50]]}))
+                   "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}))
     return out
 
 

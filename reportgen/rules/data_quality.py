@@ -7,6 +7,7 @@ inconsistent). Informational notes stay in the table.
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold
 
 THRESHOLDS = {
@@ -40,7 +41,7 @@ def check(ctx: Context) -> list[Finding]:
             id="data-quality.file" if f else "data-quality.run", category="data_quality",
             severity="warning" if err else "info", title=title if len(title) < 300 else title[:297] + "…",
             advice=ADVICE, why="Verdicts can only be as complete as the data they are computed from.",
-            page="index.html#data-quality", files=[f] if f else [],
+            page=urls.DATA_QUALITY, files=[f] if f else [],
             evidence={"problems": [i.problem for i in issues[:10]], "severities": sorted({i.severity for i in issues})}))
     rest = order[limit:]
     if rest:
@@ -48,7 +49,7 @@ def check(ctx: Context) -> list[Finding]:
         out.append(Finding(
             id="data-quality.more", category="data_quality", severity="warning" if err else "info",
             title=f"{len(rest)} more files have problems (listed in the data-quality table)",
-            advice=ADVICE, page="index.html#data-quality", files=[f for f in rest if f],
+            advice=ADVICE, page=urls.DATA_QUALITY, files=[f for f in rest if f],
             evidence={"files": len(rest)}))
     return out
 

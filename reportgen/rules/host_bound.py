@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
 
 THRESHOLDS = {
@@ -33,7 +34,7 @@ def check(ctx: Context) -> list[Finding]:
     if st.kind == "modern" and "free" in st.average and "total" in st.average:
         share = (st.average["free"] / st.average["total"]).dropna()
         source = "Free / step time of step_trace_time.csv"
-        page = "cluster/step-trace.html"
+        page = urls.page(urls.STEP_TRACE)
     else:
         vals = {r: d.timeline.free_ms / d.timeline.span_ms for r, d in a.run.ranks.items()
                 if d.timeline is not None and d.timeline.free_ms is not None and d.timeline.span_ms}
@@ -41,7 +42,7 @@ def check(ctx: Context) -> list[Finding]:
             return []  # the step trace is the better basis; timeline-only runs are judged as information
         share = pd.Series(vals)
         source = "free time / span of the device timeline"
-        page = f"ranks/rank-{min(vals)}.html#timeline"
+        page = urls.rank(min(vals), "timeline")
     if share.empty:
         return []
     med = float(share.median())

@@ -6,6 +6,7 @@ reading (low user utilisation -> add threads; high sys utilisation -> fewer thre
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ranks
 
 THRESHOLDS = {
@@ -31,7 +32,7 @@ def check(ctx: Context) -> list[Finding]:
         id="host-cpu.busy", category="host_bound", severity="info",
         title=f"Host CPU {hot[worst]:.0f} % busy on average ({fmt_ranks(ranks)}); above {ctx.t('busy_pct'):.0f} %",
         advice=ADVICE, why="A saturated host slows data processing and the dispatch of work to the device.",
-        page=f"ranks/rank-{worst}.html#cpu", ranks=ranks,
+        page=urls.rank(worst, "cpu"), ranks=ranks,
         evidence={"busy_pct": hot[worst], "rank": worst, "per_rank": hot, "threshold_pct": ctx.t("busy_pct")})]
 
 

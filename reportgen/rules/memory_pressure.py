@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct, fmt_ranks
 
 THRESHOLDS = {
@@ -39,12 +40,12 @@ def check(ctx: Context) -> list[Finding]:
               f"({float(w['peak_mb']):,.0f} of {float(w['capacity_mb']):,.0f} MB)",
         advice=ADVICE, why="A run this close to capacity fails on the next larger input and leaves no room to "
                            "trade memory for speed.",
-        page=f"ranks/rank-{int(w['rank'])}.html#memory", ranks=ranks,
+        page=urls.rank(int(w['rank']), "memory"), ranks=ranks,
         evidence={"peak_mb": float(w["peak_mb"]), "capacity_mb": float(w["capacity_mb"]),
                   "peak_ratio": float(w["ratio"]), "capacity_source": w.get("capacity_source"),
                   "median_ratio": float(m["ratio"].median()) if len(m) else math.nan},
         table={"columns": ["Rank", "Host", "Peak (MB)", "Capacity (MB)", "Peak / capacity"], "rows": rows,
-               "links": [f"ranks/rank-{r[0]}.html#memory" for r in rows]})]
+               "links": [urls.rank(r[0], "memory") for r in rows]})]
 
 
 RULE = Rule(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold
 
 THRESHOLDS = {
@@ -42,7 +43,7 @@ def _step_interval(ctx: Context) -> list[Finding]:
         id="mindinsight.step-interval", category="slow_rank", severity="info",
         title=f"MindInsight's helper: rank {r}'s step interval {ii[r]:.4f} ms is {p[r] * 100:.2f} % above the mean "
               f"of ranks ({mean:.4f} ms)",
-        advice=ADVICE, page=f"cluster/step-trace.html#rank-{r}", ranks=[r], phase="step_interval",
+        advice=ADVICE, page=urls.step_trace_row(r), ranks=[r], phase="step_interval",
         evidence={"mindinsight_key": "step_interval", "rank": r, "value_ms": round(float(ii[r]), 4),
                   "percent": round(float(p[r]) * 100, 2), "mean_ms": mean, "threshold": ctx.t("step_interval")})]
 
@@ -62,7 +63,7 @@ def _flops(ctx: Context) -> list[Finding]:
     return [Finding(
         id="mindinsight.flops-per-second", category="slow_rank", severity="info",
         title=f"MindInsight's helper: rank {r} runs at {s[r]:.4f} GFLOPS, {p[r] * 100:.2f} % below the mean of ranks",
-        advice=ADVICE, page="cluster/resources.html#flops", ranks=[r], phase="compute",
+        advice=ADVICE, page=urls.FLOPS, ranks=[r], phase="compute",
         evidence={"mindinsight_key": "flops_per_second", "rank": r, "value_gflops": round(float(s[r]), 4),
                   "percent": round(float(p[r]) * 100, 2), "mean_gflops": mean})]
 
@@ -94,7 +95,7 @@ def _links(ctx: Context) -> list[Finding]:
             id="mindinsight.cluster-link", category="slow_link", severity="info",
             title=f"MindInsight's helper: {transport} link {src}→{dst} at {bw[i]:.4f} KB/s is {p[i] * 100:.2f} % "
                   f"below the mean of {len(bw)} {transport} links",
-            advice=ADVICE, page="cluster/communication.html#comm-links", links=[f"{src}-{dst}"],
+            advice=ADVICE, page=urls.COMM_LINKS, links=[f"{src}-{dst}"],
             transport=str(transport), ranks=[src, dst],
             evidence={"mindinsight_key": "cluster_link", "src": src, "dst": dst, "transport": str(transport),
                       "bandwidth_kb_s": round(float(bw[i]), 4), "percent": round(float(-p[i]) * 100, 2),
@@ -116,4 +117,4 @@ Exactly MindInsight's `ParallelProposer` on the averaged step: `step_interval` (
 (per transport, the link furthest below the mean bandwidth of the links, by more than 20 %; bandwidth in KB/s as
 the profiler stored it). Always information: they are merged into a slow-rank or slow-link finding about the same
 rank or link when one exists. Values to 4 decimals, percents to 2, as MindInsight shows them.""",
-    thresholds=THRESHOLDS, check=check, source="MindInsight parallel_proposer.py")
+    thresholds=THRESHOLDS, reference=True, check=check, source="MindInsight parallel_proposer.py")

@@ -9,6 +9,7 @@ slow-rank and stage-imbalance rules decide what the spread means.
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
 
 THRESHOLDS = {
@@ -59,7 +60,7 @@ def check(ctx: Context) -> list[Finding]:
             id=f"msprof-analyze.slow-rank.{phase}", category="slow_rank", severity="info",
             title=f"msprof-analyze's advisor: {label} has some issues in the cluster, because the max difference of "
                   f"{label} time has reached {diff:.3f} ms ({fmt_pct(diff / mean_total)} of the mean step){where}",
-            advice=ADVICE, page="cluster/step-trace.html", ranks=[int(r_hi)], phase=phase,
+            advice=ADVICE, page=urls.page(urls.STEP_TRACE), ranks=[int(r_hi)], phase=phase,
             evidence={"msprof_analyze_rule": "slow rank", "column": label, "max_difference_ms": round(diff, 3),
                       "mean_total_ms": mean_total, "ratio": diff / mean_total,
                       "max": {"rank": int(r_hi), "step": int(s_hi), "ms": float(v.max())},
@@ -74,4 +75,4 @@ Exactly msprof-analyze's advisor `slow rank` check on the Ascend step trace: for
 overlapped) and Free, (max − min) over all (step, rank) pairs divided by the mean step (Computing + Communication +
 Free) above `spread` (5 %). Always information; merged into a slow-rank finding about the same rank and phase when
 one exists.""",
-    thresholds=THRESHOLDS, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")
+    thresholds=THRESHOLDS, reference=True, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")

@@ -6,6 +6,7 @@ noticeable time: remove redundant ones if they were added by hand; report it if 
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -45,12 +46,12 @@ def check(ctx: Context) -> list[Finding]:
     r = int(share.idxmax())
     n = len(share)
     return [Finding(
-        id="operator-hotspot.conversion", category="operator_hotspot",
+        id="operator-conversion.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t("warning_share") else "info",
         title=f"Conversion operators ({', '.join(by_type.index[:3])}) take {fmt_pct(med)} of AI Core time"
               + ("" if n == 1 else f" (median over {n} ranks)"),
         advice=ADVICE, why="Every conversion is device time spent moving data rather than computing.",
-        page=f"ranks/rank-{r}.html#operators", ranks=sorted(int(x) for x in share.index),
+        page=urls.rank(r, "operators"), ranks=sorted(int(x) for x in share.index),
         evidence={"median_share": med, "max_share": float(share.max()), "types_ms": by_type.to_dict(),
                   "rank_max": r, "rank_max_ms": float(c[r])},
         table={"columns": ["Type", "Time, all ranks"], "rows": [[k, fmt_ms(v)] for k, v in by_type.items()],

@@ -3,6 +3,7 @@ device, forward + backward long, step 1: look at the top operators first)."""
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -33,11 +34,11 @@ def check(ctx: Context) -> list[Finding]:
     n = t["rank"].nunique()
     r = int(t[t["op_type"] == top].sort_values("total_ms").iloc[-1]["rank"])
     return [Finding(
-        id="operator-hotspot.dominant", category="operator_hotspot", severity="info",
+        id="operator-dominant.type", category="operator_hotspot", severity="info",
         title=f"{top} takes {fmt_pct(share)} of AI Core time" + ("" if n == 1 else f" over {n} ranks"),
         advice=ADVICE, why="Optimising anything else can win at most the remaining "
                            f"{fmt_pct(1 - share, 0)} of AI Core time.",
-        page=f"ranks/rank-{r}.html#operators", ranks=[] if n > 1 else [r],
+        page=urls.rank(r, "operators"), ranks=[] if n > 1 else [r],
         evidence={"op_type": top, "share": share, "total_ms": v, "next_types": {
             str(k): float(x) / total for k, x in by.iloc[1:4].items()}},
         table={"columns": ["Type", "Time, all ranks", "Share"],

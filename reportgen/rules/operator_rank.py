@@ -3,6 +3,7 @@ others (the Marey view's "long on one device: slow node"; MindInsight's cluster 
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -63,14 +64,14 @@ def check(ctx: Context) -> list[Finding]:
         gap, _, side, op_type, hi, m, g = hs[0]
         share = gap / typical
         out.append(Finding(
-            id="operator-hotspot.slow-on-rank", category="operator_hotspot",
+            id="operator-rank.slow-on-rank", category="operator_hotspot",
             severity="warning" if share >= ctx.t("warning_share") else "info",
             title=f"Rank {r} spends {fmt_ms(hi)} in {op_type} against a median of {fmt_ms(m)} on its peers "
                   f"({hi / m:.1f}×)" + (f", and {len(hs) - 1} more type{'s' if len(hs) > 2 else ''}"
                                          if len(hs) > 1 else ""),
             advice=ADVICE, why=f"The extra {fmt_ms(gap)} is {fmt_pct(share)} of a typical rank's operator time; "
                                "collectives make the others wait for it.",
-            page=f"ranks/rank-{r}.html#operators", ranks=[r],
+            page=urls.rank(r, "operators"), ranks=[r],
             evidence={"op_type": op_type, "side": side, "value_ms": hi, "median_ms": m, "ratio": hi / m,
                       "gap_share_of_operator_time": share, "basis": a.resources.operator_basis,
                       "compared_within": f"stage {g}" if stage_of else "cluster"},

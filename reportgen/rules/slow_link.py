@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 from reportgen.rules.stats import MAD_SCALE
 
@@ -81,7 +82,7 @@ def check(ctx: Context) -> list[Finding]:
                                                         " (more than the step itself: the communication files and "
                                                         "the step trace disagree, see data quality)." if over_step
                                                         else ".")),
-            page="cluster/communication.html#comm-links", links=links, transport=str(transport),
+            page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
             evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
                       "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),

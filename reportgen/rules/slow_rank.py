@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
 from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
@@ -67,22 +68,22 @@ TITLES = {
 
 
 def _series(a: Analysis) -> list[tuple[str, str, object, str, bool, str]]:
-    """(phase, column, per_step frame, page anchor prefix, compare within stages)."""
+    """(phase, column, per_step frame, evidence target of a rank, compare within stages)."""
     st, ov = a.steps, a.overlap
     out = []
     if st.kind == "legacy":
-        out.append(("step_interval", "iteration_interval", st.per_step, "cluster/step-trace.html#rank-", False))
+        out.append(("step_interval", "iteration_interval", st.per_step, urls.step_trace_row, False))
         if ov.view in ("model", "pipeline") and "computation" in ov.per_step.columns:
             out.append(("compute", "computation", _net_computation(ov.per_step, st.per_step),
-                        "cluster/overlap.html#overlap-rank-", True))
+                        urls.overlap_row, True))
         else:
-            out.append(("compute", "fp_and_bp", st.per_step, "cluster/step-trace.html#rank-", True))
-        out.append(("tail", "tail", st.per_step, "cluster/step-trace.html#rank-", True))
+            out.append(("compute", "fp_and_bp", st.per_step, urls.step_trace_row, True))
+        out.append(("tail", "tail", st.per_step, urls.step_trace_row, True))
     elif st.kind == "modern":
-        out.append(("compute", "computing", st.per_step, "cluster/step-trace.html#rank-", True))
-        out.append(("free", "free", st.per_step, "cluster/step-trace.html#rank-", True))
+        out.append(("compute", "computing", st.per_step, urls.step_trace_row, True))
+        out.append(("free", "free", st.per_step, urls.step_trace_row, True))
         out.append(("communication", "communication_not_overlapped", st.per_step,
-                    "cluster/step-trace.html#rank-", True))
+                    urls.step_trace_row, True))
     return out
 
 
@@ -122,7 +123,7 @@ def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool, d
                      *([s.group] if by_stage and a.run.info.stages > 1 else []),
                      round(s.value_ms, 4), round(s.median_ms, 4), round(s.excess_ms, 4),
                      fmt_pct(s.share), f"{s.steps_out} of {s.steps_total}"])
-        links.append(f"ranks/rank-{s.rank}.html")
+        links.append(urls.rank(s.rank))
     return {"columns": cols, "rows": rows, "links": links}
 
 
@@ -187,7 +188,7 @@ def check(ctx: Context) -> list[Finding]:
                  "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
         findings.append(Finding(
             id=f"slow-rank.{phase.replace('_', '-')}", category="slow_rank", severity=severity, title=title,
-            advice=advice, why=why + _host_note(a, ranks), page=f"{anchor}{worst.rank}", ranks=ranks, phase=phase,
+            advice=advice, why=why + _host_note(a, ranks), page=anchor(worst.rank), ranks=ranks, phase=phase,
             evidence={"value_ms": worst.value_ms, "cluster_median_ms": worst.median_ms,
                       "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
                       "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 
 THRESHOLDS = {
@@ -65,7 +66,7 @@ def check(ctx: Context) -> list[Finding]:
                          fl.get("vs_mean") is not None and fl["vs_mean"] > 0 else ""),
                 advice=ADVICE, why="Every other stage waits for the slowest one in every micro-batch: its extra "
                                    "computation becomes bubble on all the others.",
-                page="cluster/overlap.html#overlap-stages", stages=[worst["stage"]], evidence=ev,
+                page=urls.OVERLAP_STAGES, stages=[worst["stage"]], evidence=ev,
                 table=_table(rows, flops)))
     if len(flops) >= 2:
         top = max(flops.values(), key=lambda s: s["flops_m"])
@@ -75,7 +76,7 @@ def check(ctx: Context) -> list[Finding]:
                 title=f"Stage {top['stage']} carries {fmt_pct(top['vs_mean'], 2)} more FLOPs than the mean of "
                       f"stages ({top['flops_m']:.4f} MFLOPs)",
                 advice=ADVICE_FLOPS, why="Unequal work between stages turns into waiting once it shows in time.",
-                page="cluster/resources.html#flops", stages=[top["stage"]],
+                page=urls.FLOPS, stages=[top["stage"]],
                 evidence={"stage": top["stage"], "stage_flops_m": top["flops_m"], "percent": top["vs_mean"] * 100,
                           "mindinsight_key": "pipeline_parallel_flops", "threshold": ctx.t("flops_rel"),
                           "time_imbalance_found": time_stage is not None},

@@ -7,6 +7,7 @@ single device).
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 
 THRESHOLDS = {
@@ -55,7 +56,7 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(
         id="step-interval.long", category="data_pipeline", severity=sev, title=title, advice=ADVICE,
         why="While the step waits for data the device computes nothing; the guide expects the interval under 1 ms.",
-        page="cluster/step-trace.html" if n > 1 else f"ranks/rank-{ranks[0] if ranks else ii.index[0]}.html#data",
+        page=urls.page(urls.STEP_TRACE) if n > 1 else urls.rank(ranks[0] if ranks else ii.index[0], "data"),
         ranks=ranks,
         evidence={"median_ms": med, "share_of_step": share, "median_step_ms": total,
                   "mindinsight_threshold_ms": ctx.t("info_ms"), "queue_readings": verdicts})]

@@ -7,6 +7,7 @@ communication-bound and slow-rank rules.
 
 from __future__ import annotations
 
+from reportgen import urls
 from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
 
 THRESHOLDS = {
@@ -37,11 +38,11 @@ def check(ctx: Context) -> list[Finding]:
     if share < ctx.t("info_share"):
         return []
     return [Finding(
-        id="operator-hotspot.tail", category="operator_hotspot",
+        id="tail-single-device.tail", category="operator_hotspot",
         severity="warning" if share >= ctx.t("warning_share") else "info",
         title=f"The tail (parameter update) takes {fmt_ms(float(row['tail']))} per step, {fmt_pct(share)} of the step",
         advice=ADVICE, why="On a single device the tail is normally short; a long one is optimizer overhead.",
-        page=f"ranks/rank-{r}.html#step-trace", ranks=[r], phase="tail",
+        page=urls.rank(r, "step-trace"), ranks=[r], phase="tail",
         evidence={"tail_ms": float(row["tail"]), "step_ms": float(row["total"]), "share": share})]
 
 

@@ -10,22 +10,27 @@ import csv
 import io
 import json
 import os
-import posixpath
 import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    Environment,
+    PackageLoader,
+    StrictUndefined,
+    pass_context,
+    select_autoescape,
+)
 from markupsafe import Markup
 
 from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.pages import (COMMUNICATION, EXECUTION, INDEX, OVERLAP, RESOURCES, RULES, STEP_TRACE, STRATEGY,
-                                  SitePlan)
+from reportgen.site.page import Page, SitePlan
+from reportgen.urls import INDEX, resolve_hrefs, url_function
 
 MARKER = ".msreport"
 
@@ -76,8 +81,15 @@ def _ms_cells(values) -> Markup:
     return Markup("".join(out))
 
 
-def _json_script(value) -> Markup:
-    """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless."""
+@pass_context
+def _json_script(context, value) -> Markup:
+    """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless.
+
+    Every `href` in the data is resolved from the page being rendered (chart links, the step table's rows)."""
+    url = context.get("url")
+    resolver = getattr(url, "resolver", None)
+    if resolver is not None:
+        value = resolve_hrefs(value, resolver)
     text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
@@ -89,41 +101,6 @@ def make_env() -> Environment:
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        ms_cells=_ms_cells)
     return env
-
-
-def _url_for(current: str, single: bool) -> Callable[[str], str]:
-    """Resolve a site-relative target ('cluster/step-trace.html#rank-3') from the page being rendered."""
-
-    def url(target: str) -> str:
-        path, _, frag = target.partition("#")
-        if single:
-            if path.startswith("ranks/rank-"):  # one compact rank view: rank sections are not in the file
-                return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
-            if frag:
-                return "#" + frag
-            if path == RULES:
-                return "#rules"
-            if path == INDEX:
-                return "#overview"
-            if path == STEP_TRACE:
-                return "#step-trace"
-            if path == COMMUNICATION:
-                return "#communication"
-            if path == OVERLAP:
-                return "#overlap"
-            if path == RESOURCES:
-                return "#resources"
-            if path == STRATEGY:
-                return "#strategy"
-            if path == EXECUTION or path.startswith("cluster/execution-step-"):
-                return "#execution"
-            if path.startswith("ranks/rank-"):
-                return "#rank-page-" + path[len("ranks/rank-"):-len(".html")]
-            return "#"
-        rel = posixpath.relpath(path, posixpath.dirname(current) or ".")
-        return rel + ("#" + frag if frag else "")
-
-    return url
 
 
 def check_output(out: Path, run_root: Path, single_file: bool) -> None:
@@ -165,21 +142,15 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             names[key] = "assets/" + name
         total = len(plan.pages)
         for n, page in enumerate(plan.pages, 1):
-            url = _url_for(page.path, single=False)
-            html = env.get_template(page.template).render(
-                page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url, single=False,
-                asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
-                inline_css="", inline_js="", inline_vega="")
+            url = url_function(page.path, single=False)
+            html = _render(env, "page.html", plan, page, url, single=False,
+                           asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
+                           inline_css="", inline_js="", inline_vega="")
             target = tmp / page.path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(html, encoding="utf-8")
             if progress:
                 progress(n, total)
-        step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
-        (tmp / "cluster" / "step-trace.csv").write_text(
-            _csv_text(step_page.context["columns"] + [{"key": "n_steps", "label": "Steps"},
-                                                       {"key": "rule", "label": "Average rule"}],
-                      step_page.context["rows"]), encoding="utf-8")
         for page in plan.pages:
             for path, columns, rows in page.downloads:
                 (tmp / path).parent.mkdir(parents=True, exist_ok=True)
@@ -227,36 +198,27 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, single: bool, **extra) -> str:
+    """Render one page's template (`page.html` around its partial, or the partial alone) with its context."""
+    return env.get_template(template).render(page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url,
+                                             single=single, **extra)
+
+
 def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) -> Path:
-    """Write one self-contained HTML file (Vega inlined once) and `<name>.summary.json` beside it."""
+    """Write one self-contained HTML file (Vega inlined once) and `<name>.summary.json` beside it.
+
+    The same partials as the site, with the same contexts, stacked in one page; rank pages become one compact
+    rank view. Links are resolved for the single file (anchors inside it)."""
     check_output(out, run_root, single_file=True)
     env = make_env()
-    url = _url_for(INDEX, single=True)
-    index = plan.pages[0]
-    step_page = next(p for p in plan.pages if p.path == STEP_TRACE)
-    comm_page = next(p for p in plan.pages if p.path == COMMUNICATION)
-    ovl_page = next(p for p in plan.pages if p.path == OVERLAP)
-    res_page = next(p for p in plan.pages if p.path == RESOURCES)
-    strat_page = next(p for p in plan.pages if p.path == STRATEGY)
-    exe_page = next(p for p in plan.pages if p.path == EXECUTION)
-    rules_page = next(p for p in plan.pages if p.path == RULES)
-    rank_pages = [p for p in plan.pages if p.template == "rank.html"]
-    rank_data = {}
-    for p in rank_pages:
-        sec = p.context["sections"][0]
-        rank_data[str(p.context["rank"])] = {
-            "facts": p.context["facts"], "issues": p.context["issues"],
-            "phases": sec.get("phases", []), "rows": sec.get("rows", []), "average": sec.get("average"),
-            "lines": (p.charts[0].spec.get("datasets", {}).get("steps", []) if p.charts else []),
-        }
-    line_template = next((p.charts[0].spec for p in rank_pages if p.charts), None)
-    if line_template is not None:
-        line_template = {k: v for k, v in line_template.items() if k != "datasets"}
+    url = url_function(INDEX, single=True)
+    fragments = [Markup(_render(env, page.partial, plan, page, url, single=True))
+                 for page in plan.pages if page.single]
+    index = next(p for p in plan.pages if p.path == INDEX)
+    sr = plan.single_ranks
     html = env.get_template("single.html").render(
-        page=index, ctx=index.context, step=step_page, comm=comm_page, ovl=ovl_page, res=res_page, strat=strat_page, exe=exe_page,
-        charts=step_page.charts, nav=plan.nav, url=url,
-        single=True, rank_data=rank_data, line_template=line_template, rules_ctx=rules_page.context,
-        rank_ids=[p.context["rank"] for p in rank_pages],
+        page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
+        rank_data=sr.data, line_template=sr.line_template, rank_ids=sr.rank_ids,
         asset_css="", asset_js="", asset_vega="",
         inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),
         inline_vega=Markup(vega_bundle()))

@@ -7,13 +7,23 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.communication import (
-    LOW_WAIT_RATIO, LOW_WAIT_Z, MAX_BOX_LINKS, MAX_OP_ROWS, SLOW_LINK_MIN_SIZE_MB, SLOW_LINK_RATIO, graph_layout,
+    SLOW_LINK_MIN_SIZE_MB,
+)
+from reportgen.charts import Chart
+from reportgen.charts import comm as comm_charts
+from reportgen.charts.steps import MAX_BARS
+from reportgen.site import highlights
+from reportgen.site.comm_views import (
+    MAX_BOX_LINKS,
+    MAX_OP_ROWS,
+    graph_layout,
     matrix_cells,
 )
-from reportgen.charts import Chart, comm as comm_charts
-from reportgen.charts.steps import MAX_BARS
+from reportgen.site.highlights import Highlights
+from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import num
 
 COMMUNICATION = "cluster/communication.html"
@@ -54,15 +64,15 @@ LINK_COLUMNS = [
 ]
 
 
-def rank_rows(a: Analysis) -> list[dict]:
+def rank_rows(a: Analysis, hl: Highlights) -> list[dict]:
     c = a.comm
-    low = set(c.low_wait_ranks)
+    low = hl.waits_least
     pr = c.per_rank.to_dict("index")
     rows = []
     for r in a.run.rank_ids:
         info = a.run.ranks[r].info
         rec = pr.get(r)
-        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "low_wait": r in low,
+        row = {"rank": r, "host": info.host or "", "href": urls.rank_page(r), "low_wait": r in low,
                "has_data": rec is not None, "pp_stage": a.run.info.stage_of_rank.get(r, "")}
         for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms", "wait_ratio", "n_ops"):
             row[k] = num(rec.get(k)) if rec else None
@@ -148,12 +158,12 @@ def _step_chart(a: Analysis) -> Optional[Chart]:
                  "Per step, the mean over ranks of communication and wait time (MindInsight's time view).")
 
 
-def _matrix_chart(a: Analysis) -> Optional[Chart]:
+def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     c = a.comm
     if not len(c.links) or not c.links["mapped"].any():
         return None
     ranks = a.run.rank_ids
-    all_cells = matrix_cells(c.links, ranks)
+    all_cells = matrix_cells(lt, ranks)
     if not all_cells["cells"]:
         return None
     cells = [{**x, "group": "All groups"} for x in all_cells["cells"]]
@@ -161,7 +171,7 @@ def _matrix_chart(a: Analysis) -> Optional[Chart]:
     mapped = c.links[c.links["mapped"]]
     by_size = mapped.groupby("group")["size_mb"].sum().sort_values(ascending=False)
     for gid in list(by_size.index)[:MAX_MATRIX_GROUPS]:
-        m = matrix_cells(c.links, ranks, group=gid)
+        m = matrix_cells(lt, ranks, group=gid)
         if m["cells"] and m["bin"] == all_cells["bin"]:
             lab = group_label(a, gid)
             labels.append(lab)
@@ -174,14 +184,11 @@ def _matrix_chart(a: Analysis) -> Optional[Chart]:
                  renderer="canvas" if len(cells) > 4000 else "svg")
 
 
-def _graph_chart(a: Analysis) -> Optional[Chart]:
-    g = graph_layout(a.comm, a.run)
+def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
+    g = graph_layout(a.comm, a.run, slow=set(hl.slow_links))
     if not g["nodes"]:
         return None
     nodes = g["nodes"]
-    for n in nodes:
-        if n.get("href"):
-            n["href"] = "../" + n["href"]
     cap = ("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
            "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
     if g["by"] == "host":
@@ -190,9 +197,8 @@ def _graph_chart(a: Analysis) -> Optional[Chart]:
                  renderer="canvas" if len(g["edges"]) > 3000 else "svg")
 
 
-def _box_chart(a: Analysis) -> Optional[Chart]:
+def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     lo = a.comm.link_ops
-    lt = a.comm.links
     if not len(lo) or not len(lt):
         return None
     cand = lt[lt["mapped"] & ~lt["self"] & (lt["transport"] != "LOCAL")]
@@ -220,17 +226,28 @@ LINK_CSV_COLUMNS = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": "Pr
                                    {"key": "mapped", "label": "Global ranks"}, {"key": "slow", "label": "Slow"}]
 
 
-def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
+def marked_links(a: Analysis, hl: Highlights) -> pd.DataFrame:
+    """The link table with `slow` set where a slow-link finding names the link (the thresholds in force)."""
+    lt = a.comm.links
+    if not len(lt):
+        return lt
+    lt = lt.copy()
+    lt["slow"] = [(int(s), int(d)) in hl.slow_links and bool(m) for s, d, m in zip(lt["src"], lt["dst"], lt["mapped"])]
+    return lt
+
+
+def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
     """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
     if not c.has_data:
         return {"has_data": False}, [], []
-    rows = rank_rows(a)
-    links = link_rows(a)
+    rows = rank_rows(a, hl)
+    lt = marked_links(a, hl)
+    links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    charts = [ch for ch in (_rank_chart(a, rows), _step_chart(a), _graph_chart(a), _matrix_chart(a),
-                            _box_chart(a)) if ch is not None]
+    charts = [ch for ch in (_rank_chart(a, rows), _step_chart(a), _graph_chart(a, hl), _matrix_chart(a, lt),
+                            _box_chart(a, lt)) if ch is not None]
     if mapped:
         charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(
             [{**l, "link": f"{l['src']}-{l['dst']}"} for l in mapped if not l["self"] and l["bandwidth_gbps"]]),
@@ -258,9 +275,10 @@ def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
         "averaging": c.averaging,
         "rank_columns": RANK_COLUMNS,
         "ranks": rows,
-        "low_wait": c.low_wait_ranks,
-        "low_wait_rule": (f"waits less than {LOW_WAIT_RATIO:.0%} of the median wait of its pipeline stage and more "
-                          f"than {LOW_WAIT_Z} robust standard deviations below it (median at least 0.5 ms)"),
+        "low_wait": sorted(hl.waits_least),
+        "low_wait_rule": "named by the late-arrival finding (it waits less than its stage's peers in most steps, "
+                         "with the thresholds in force)",
+        "rules_link": str(urls.Target(urls.RULES, "rule-late-arrival")),
         "without": c.ranks_without_data,
         "groups": groups,
         "per_group": per_group[:200],
@@ -272,11 +290,11 @@ def plan_comm_context(a: Analysis) -> tuple[dict, list[Chart], list[Download]]:
         "unmapped": unmapped[:200],
         "n_unmapped": len(unmapped),
         "transports": transports,
-        "slow_links": [{"src": s, "dst": d, "transport": t} for s, d, t in c.slow_links],
+        "slow_links": [{"src": l["src"], "dst": l["dst"], "transport": l["transport"]} for l in mapped if l["slow"]],
         "medians": [{"transport": t, "median": m} for t, m in sorted(c.transport_medians.items())],
-        "slow_rule": (f"bandwidth below {SLOW_LINK_RATIO:.0%} of the median of the same transport, over links that "
-                      f"carry at least {SLOW_LINK_MIN_SIZE_MB:g} MB per step (at least 3 such links; LOCAL and "
-                      "self links are not compared)"),
+        "slow_rule": "links named by the slow-link finding (far below the median bandwidth of their transport and "
+                     "costing time, with the thresholds in force)",
+        "slow_rule_link": str(urls.Target(urls.RULES, "rule-slow-link")),
         # the note explains MindInsight's summed per-operator bandwidth; CANN's stored figure is size/time
         "has_stored_bw": "hccl_raw" in c.producers and any(l["stored_bandwidth_gbps"] is not None and l["bandwidth_gbps"] is not None and
                              abs(l["stored_bandwidth_gbps"] - l["bandwidth_gbps"]) > 1e-3 * max(1.0, l["bandwidth_gbps"])
@@ -300,7 +318,7 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
-def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict:
+def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Highlights) -> dict:
     """A rank page's communication section; `by_reporter` comes from `links_by_reporter` (computed once)."""
     c = a.comm
     sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
@@ -311,7 +329,7 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict
     ps = c.per_rank_step[c.per_rank_step["rank"] == r]
     sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
                                                  "wait_ratio")}
-    sec["low_wait"] = r in c.low_wait_ranks
+    sec["low_wait"] = r in hl.waits_least
     sec["cluster_median_wait"] = num(c.per_rank["wait_ms"].median())
     sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": num(cm), "wait_ms": num(w),
                      "transit_ms": num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
@@ -322,6 +340,15 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]]) -> dict
                    "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
                   for o in ro.to_dict("records")]
     idx = by_reporter.get(r, [])
-    sec["links"] = link_rows(a, c.links.iloc[idx[:300]]) if idx else []
+    sec["links"] = link_rows(a, marked_links(a, hl).iloc[idx[:300]]) if idx else []
     sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
     return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_comm_context(inp.analysis, highlights.of(inp))
+    return [Page(COMMUNICATION, "Cluster communication", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("communication", COMMUNICATION, "Communication", "_communication.html", _plan)

@@ -6,11 +6,16 @@ from typing import Any
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS
-from reportgen.analysis.steps import robust_outliers
-from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
+from reportgen.charts import Chart
+from reportgen.charts import overlap as overlap_charts
+from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
+from reportgen.site import highlights
+from reportgen.site.highlights import Highlights
+from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import num, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
@@ -68,22 +73,22 @@ def _rank_columns(a: Analysis) -> list[dict]:
     return cols
 
 
-def rank_rows(a: Analysis) -> list[dict]:
+def rank_rows(a: Analysis, hl: Highlights) -> list[dict]:
     o = a.overlap
     pr = o.per_rank.to_dict("index")
-    hot_cols = {c: set(robust_outliers(o.per_rank[c])) for c in (o.compute_col, o.wait_col) if c in o.per_rank}
     rows = []
     for r in a.run.rank_ids:
         info = a.run.ranks[r].info
         rec = pr.get(r)
-        row = {"rank": r, "host": info.host or "", "href": f"ranks/rank-{r}.html", "has_data": rec is not None,
+        row = {"rank": r, "host": info.host or "", "href": urls.rank_page(r), "has_data": rec is not None,
                "pp_stage": a.run.info.stage_of_rank.get(r, 0)}
         for k, v in a.run.info.parallel_index.get(r, {}).items():
             row[k + "_index"] = v
         if rec:
             for c in (*o.columns, "comm_share"):
                 row[c] = num(rec.get(c))
-            row["hot"] = [COLUMN_LABELS[c] for c, rs in hot_cols.items() if r in rs]
+            row["hot"] = [COLUMN_LABELS[c] for c in o.columns if c in COLUMN_LABELS and hl.is_hot(r, c)]
+            row["waiting"] = r in hl.waiting
         rows.append(row)
     return rows
 
@@ -142,7 +147,7 @@ def _charts(a: Analysis) -> list[Chart]:
                "not overlapped (receive excluded), bubble and free time.")
         charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
     share = [{"rank": int(r), "share": round(float(v), 6), "stage": f"stage {int(o.per_rank.at[r, 'pp_stage'])}",
-              "href": f"../ranks/rank-{int(r)}.html"} for r, v in o.per_rank["comm_share"].dropna().items()]
+              "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
     if share:
         if len(share) <= MAX_BARS:
             charts.append(Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
@@ -201,7 +206,7 @@ def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, lis
     return out
 
 
-def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
+def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list]:
     o, info = a.overlap, a.run.info
     ctx: dict[str, Any] = {
         "has_data": o.has_data, "view": o.view, "view_label": VIEW_LABELS[o.view],
@@ -212,12 +217,12 @@ def plan_overlap_context(a: Analysis) -> tuple[dict, list[Chart], list]:
         "checks": list(o.checks),
     }
     if not o.has_data:
-        ctx["dp_rows"] = [{"rank": int(r), "href": f"ranks/rank-{int(r)}.html", "total": num(v["total"]),
+        ctx["dp_rows"] = [{"rank": int(r), "href": urls.rank_page(int(r)), "total": num(v["total"]),
                            "communication_ms": num(v["communication_ms"]), "wait_ms": num(v["wait_ms"]),
                            "share": num(v["share"])} for r, v in o.comm_share.to_dict("index").items()]
         return ctx, [], []
     cols = _rank_columns(a)
-    rows = rank_rows(a)
+    rows = rank_rows(a, hl)
     stage_rows, stage_cols = _stage_table(a)
     ctx.update({"columns": cols, "rows": rows, "stage_rows": stage_rows, "stage_columns": stage_cols,
                 "rates": _rates(a), "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
@@ -267,3 +272,12 @@ class RankSections:
                     "share": num(mine["comm_share"]), "check": self.checks.get(r),
                     "coverage": src.coverage_note if src is not None else ""})
         return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_overlap_context(inp.analysis, highlights.of(inp))
+    return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("overlap", OVERLAP, "Overlap & stages", "_overlap.html", _plan)

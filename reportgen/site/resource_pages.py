@@ -8,10 +8,13 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import Chart, resources as res_charts
+from reportgen.charts import Chart
+from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
+from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import num
 
 RESOURCES = "cluster/resources.html"
@@ -21,6 +24,9 @@ OPTYPES_CSV = "cluster/operator-types.csv"
 TRACE_DIR = "traces"
 MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
 MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
+# Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
+# copy of every trace would be most of the report (57 of 118 MB at 1,024 ranks). The rest open from the run folder.
+MAX_TRACE_COPIES = 32
 TICKS_MAX_RANKS = 64
 MAX_DETAIL_ROWS = 2000
 SLOTS_WITHOUT_HOSTS = 8
@@ -33,10 +39,6 @@ class TraceExport:
     dest: str
     source: str
     convert: bool
-
-
-def _rank_href(r: int, prefix: str = "../") -> str:
-    return f"{prefix}ranks/rank-{r}.html"
 
 
 def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) -> list[dict]:
@@ -62,7 +64,7 @@ def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) ->
         else:
             base = r // per_row * per_row
             group, slot = f"ranks {base}–{base + per_row - 1}", r % per_row
-        rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": _rank_href(r),
+        rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": urls.rank_page(r),
                      "label": "" if v is None else format(v, label_fmt), "tip": tip(rec)})
     return rows
 
@@ -86,12 +88,13 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
         cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
-        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, res_charts.MEMORY_RAMP),
+        ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
                 {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
                 {"key": "ratio", "label": "Peak / capacity"}, {"key": "allocated_peak_mb", "label": "Allocated peak (MB)"}]
-        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  "peak_mb": num(r["peak_mb"]), "capacity_mb": num(r["capacity_mb"]), "ratio": num(r["ratio"]),
                  "allocated_peak_mb": num(r["allocated_peak_mb"])} for r in res.memory.to_dict("records")]
         ctx["memory_rows"] = rows
@@ -111,7 +114,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 {"key": "flops_m", "label": "FLOPs (MFLOPs)"}, {"key": "flops_per_s_g", "label": "FLOPS (GFLOPS)"},
                 {"key": "util_pct", "label": "FLOPS utilisation (%)"}, {"key": "flops_norm", "label": "FLOPs / max"},
                 {"key": "flops_per_s_norm", "label": "FLOPS / max"}]
-        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": _rank_href(int(r["rank"]), ""),
+        rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  **{k: num(r[k]) for k in ("flops_m", "flops_per_s_g", "util_pct", "flops_norm", "flops_per_s_norm")}}
                 for r in res.flops.to_dict("records")]
         ctx["flops_rows"] = rows
@@ -119,7 +122,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                               for s in res.stage_flops]
         downloads.append((FLOPS_CSV, cols, rows))
     ctx["op_summary"] = [{**o, "side_label": SIDE_LABELS.get(o["side"], o["side"]),
-                          "max_href": _rank_href(o["max_rank"], ""), "min_href": _rank_href(o["min_rank"], ""),
+                          "max_href": urls.rank_page(o["max_rank"]), "min_href": urls.rank_page(o["min_rank"]),
                           **{k: num(o[k]) for k in ("total_ms", "mean_ms", "median_ms", "min_ms", "max_ms", "spread")}}
                          for o in res.operator_summary]
     ctx["op_basis"] = res.operator_basis
@@ -129,7 +132,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         t = res.operator_types
         n_ranks = t["rank"].nunique()
         spread = [{"op_type": rec["op_type"], "rank": int(rec["rank"]), "total_ms": round(float(rec["total_ms"]), 4),
-                   "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": _rank_href(int(rec["rank"]))}
+                   "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": urls.rank_page(int(rec["rank"]))}
                   for rec in t.to_dict("records")]
         charts.append(Chart("op-spread", res_charts.op_type_spread(spread, types, boxes=n_ranks > TICKS_MAX_RANKS),
                             "Each rank's total time in the top operator types (one mark per rank"
@@ -144,7 +147,7 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
     dq = []
     for r, q in sorted(res.queues.items()):
         ids, kind = res.bottlenecks.get(r, ([], ""))
-        dq.append({"rank": r, "href": _rank_href(r, ""), "host_total": q.host_total, "host_empty": q.host_empty,
+        dq.append({"rank": r, "href": str(urls.rank(r, "data")), "host_total": q.host_total, "host_empty": q.host_empty,
                    "host_full": q.host_full, "empty_rate": num(q.host_empty_rate), "device_total": q.device_total,
                    "device_empty": q.device_empty, "verdict": q.verdict_text,
                    "warn": q.verdict in ("data_process", "data_transmission"),
@@ -177,24 +180,28 @@ def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
 class RankDetail:
     """The operator, FLOPs, data, CPU, memory and timeline sections of rank pages."""
 
-    def __init__(self, a: Analysis) -> None:
+    def __init__(self, a: Analysis, priority: Optional[list[int]] = None) -> None:
+        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices)."""
         self.a = a
         self.exports: list[TraceExport] = []
         budget = MAX_TRACE_EXPORT_BYTES
         self._export_of: dict[int, str] = {}
         self._skipped_export: set[int] = set()
         self._specs: dict[tuple, dict] = {}
-        for r in a.run.rank_ids:
+        with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
+        first = [r for r in dict.fromkeys(priority or []) if r in set(with_trace)]
+        order = first + [r for r in with_trace if r not in set(first)]
+        for r in order:
             t = a.run.ranks[r].timeline
-            if t is None:
-                continue
-            if t.trace_bytes <= MAX_TRACE_FILE_BYTES and t.trace_bytes <= budget:
+            if (len(self.exports) < MAX_TRACE_COPIES and t.trace_bytes <= MAX_TRACE_FILE_BYTES
+                    and t.trace_bytes <= budget):
                 budget -= t.trace_bytes
                 dest = f"{TRACE_DIR}/rank-{r}.trace.json"
                 self.exports.append(TraceExport(dest, t.source, t.trace_needs_numbers))
                 self._export_of[r] = dest
             else:
                 self._skipped_export.add(r)
+        self.n_copied = len(self.exports)
 
     def _chart(self, key: tuple, make, rows: list[dict], name: str) -> dict:
         """Build a chart's spec once per shape (Altair validation costs ~30 ms) and attach each rank's rows."""
@@ -388,5 +395,15 @@ class RankDetail:
                     "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
+                    "n_copied": self.n_copied, "max_copies": MAX_TRACE_COPIES,
                     "truncated": t.truncated})
         return sec
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    ctx, charts, csv = plan_resources_context(inp.analysis)
+    return [Page(RESOURCES, "Resource utilisation", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+                 downloads=csv)]
+
+
+PAGE = PageKind("resources", RESOURCES, "Resources", "_resources.html", _plan)

@@ -9,6 +9,7 @@ import pandas as pd
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
+from reportgen.site.highlights import Highlights
 
 SCHEMA = "msreport.summary/1"
 
@@ -27,7 +28,8 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
+def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
+    """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
     run, st = a.run, a.steps
     per_rank: dict[str, dict] = {}
     for r in st.average.index if st.kind else []:
@@ -57,12 +59,14 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
         "metrics": {
             "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
             "overlap": _overlap(a),
-            "communication": _communication(a),
+            "communication": _communication(a, Highlights.from_findings(findings)),
             "memory": _memory(a),
             "flops": _flops(a),
         },
-        "findings": findings,
+        "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
+        # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
+        "coverage": a.coverage.to_dict() if a.coverage else None,
     }
 
 
@@ -109,7 +113,8 @@ def _overlap(a: Analysis) -> dict:
                                  "ok": c["ok"]} for c in o.checks]}
 
 
-def _communication(a: Analysis) -> dict:
+def _communication(a: Analysis, hl: Highlights) -> dict:
+    """Slow links and the ranks that wait least are the ones the findings name (the thresholds in force)."""
     c = a.comm
     if not c.has_data:
         return {"per_rank": {}, "links": [], "ranks_without_data": c.ranks_without_data}
@@ -119,7 +124,7 @@ def _communication(a: Analysis) -> dict:
             "communication_ms": _clean(float(rec["communication_ms"])), "wait_ms": _clean(float(rec["wait_ms"])),
             "transit_ms": _clean(float(rec["transit_ms"])), "sync_ms": _clean(float(rec["sync_ms"])),
             "idle_ms": _clean(float(rec["idle_ms"])), "wait_ratio": _clean(float(rec["wait_ratio"])),
-            "steps": int(rec["n_steps"]), "waits_least": int(r) in c.low_wait_ranks,
+            "steps": int(rec["n_steps"]), "waits_least": int(r) in hl.waits_least,
         }
     links = []
     lt = c.links
@@ -131,10 +136,10 @@ def _communication(a: Analysis) -> dict:
                 "group": (g.name or g.id) if g and (g.name or (g.id and not g.id.startswith("mi:"))) else None,
                 "group_id": rec["group"] or None,
                 "time_ms": _clean(float(rec["time_ms"])), "size_mb": _clean(float(rec["size_mb"])),
-                "bandwidth_gbps": _clean(float(rec["bandwidth_gbps"])), "slow": bool(rec["slow"]),
+                "bandwidth_gbps": _clean(float(rec["bandwidth_gbps"])), "slow": (int(rec["src"]), int(rec["dst"])) in hl.slow_links,
             })
     return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
-            "unmapped_links": c.unmapped_links, "slow_links": [f"{s}-{d}" for s, d, _ in c.slow_links],
+            "unmapped_links": c.unmapped_links, "slow_links": sorted(f"{s}-{d}" for s, d in hl.slow_links),
             "sources": c.producers}
 
 

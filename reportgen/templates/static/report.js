@@ -99,8 +99,8 @@
     return e;
   }
   function relHref(href) {
-    // rank links in the data are site-relative; the step-trace page lives one folder down
-    return document.body.getAttribute("data-single") ? "#rank-page-" + href.replace(/\D+/g, "") : "../" + href;
+    // links in embedded data are resolved for this page (and this mode) when the report is written
+    return href || "#";
   }
   function renderRows(table, columns, rows) {
     var tbody = table.tBodies[0];
@@ -114,7 +114,9 @@
           td = el("td", { "data-v": row.rank });
           td.appendChild(el("a", { href: relHref(row.href) }, String(row.rank)));
         } else {
-          td = el("td", { "class": c.fmt === "text" ? "" : "num", "data-v": v === null || v === undefined ? "" : v }, fmt(v, c.fmt));
+          var cls = c.fmt === "text" ? "" : "num";
+          if (row.hot && row.hot.indexOf(c.key) >= 0) { cls += " hot"; }  // marks hold in every step
+          td = el("td", { "class": cls, "data-v": v === null || v === undefined ? "" : v }, fmt(v, c.fmt));
         }
         tr.appendChild(td);
       });

@@ -1,0 +1,145 @@
+"""What the report could judge: per area of the analysis, whether the data behind it was read, for which ranks, and
+from which files. A verdict is only as good as its coverage: "nothing to report" is said only when the areas the
+rules need were read; otherwise the verdict names the checks that could not run and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from reportgen.analysis import Analysis
+    from reportgen.model import RankData
+
+READ, PARTIAL, ABSENT, UNSUPPORTED = "read", "partial", "absent", "unsupported"
+
+# area -> (label, what reads it: the rank's loaded object)
+AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
+    "step_trace": ("Step trace", lambda d: d.step_trace),
+    "overlap": ("Overlap (computation / communication)", lambda d: d.overlap),
+    "communication": ("Communication per operator", lambda d: d.communication),
+    "links": ("Links (bandwidth per link)", lambda d: None),  # cluster-level, from the communication files
+    "operators": ("Operators", lambda d: d.operators),
+    "memory": ("Memory", lambda d: d.memory),
+    "data_pipeline": ("Data pipeline", lambda d: d.dataprep),
+    "timeline": ("Timeline", lambda d: d.timeline),
+}
+
+# Layouts that cannot carry an area at all (the files do not exist in that layout).
+UNSUPPORTED_BY_LAYOUT: dict[str, set[str]] = {
+    "cluster_analysis": {"operators", "memory", "data_pipeline", "timeline", "overlap"},
+    "kineto": {"links", "data_pipeline"},  # torch.profiler records neither links nor the input pipeline
+}
+
+
+@dataclass(frozen=True)
+class Area:
+    id: str
+    label: str
+    status: str  # read | partial | absent | unsupported
+    ranks: int  # ranks with data
+    of: int  # ranks in the run
+    files: list[str] = field(default_factory=list)  # a few of the files behind it
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "label": self.label, "ranks": self.ranks, "of": self.of,
+                "files": self.files, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    areas: dict[str, Area]
+    gaps: list[str]  # the checks that could not run, with why: plain sentences
+
+    @property
+    def complete(self) -> bool:
+        """The areas the rules need were read: "nothing to report" may be said."""
+        return not self.gaps
+
+    def to_dict(self) -> dict:
+        return {"areas": {k: a.to_dict() for k, a in self.areas.items()}, "complete": self.complete,
+                "gaps": self.gaps}
+
+
+def _sources(obj) -> list[str]:
+    if obj is None:
+        return []
+    src = getattr(obj, "source", None) or getattr(obj, "sources", None)
+    if isinstance(src, dict):
+        return [str(v) for v in src.values() if v]
+    if isinstance(src, (list, tuple)):
+        return [str(v) for v in src if v]
+    return [str(src)] if src else []
+
+
+def _status(n: int, total: int) -> str:
+    return READ if total and n >= total else (PARTIAL if n else ABSENT)
+
+
+def coverage(a: "Analysis") -> Coverage:
+    run = a.run
+    ids = run.rank_ids
+    total = len(ids)
+    unsupported = UNSUPPORTED_BY_LAYOUT.get(run.info.layout, set())
+    areas: dict[str, Area] = {}
+    for key, (label, get) in AREAS.items():
+        if key == "links":
+            n_links = len(a.comm.links) if a.comm.has_data else 0
+            reporters = set(int(r) for r in a.comm.per_rank.index) if a.comm.has_data and n_links else set()
+            status = READ if n_links and len(reporters) >= total else (PARTIAL if n_links else ABSENT)
+            if total == 1 and not n_links:
+                status, note = UNSUPPORTED, "a single device has no links to other devices"
+            elif key in unsupported and not n_links:
+                status, note = UNSUPPORTED, f"{run.info.layout_label} does not record links"
+            else:
+                note = f"{n_links} link(s)" if n_links else ""
+            areas[key] = Area(key, label, status, len(reporters), total, [], note)
+            continue
+        files: list[str] = []
+        n = 0
+        for r in ids:
+            obj = get(run.ranks[r])
+            if obj is None:
+                continue
+            n += 1
+            if len(files) < 3:
+                files += [f for f in _sources(obj) if f not in files][: 3 - len(files)]
+        status = _status(n, total)
+        note = ""
+        if key in unsupported and not n:
+            status, note = UNSUPPORTED, f"{run.info.layout_label} does not carry it"
+        if key == "step_trace" and a.steps.kind == "host":
+            status = PARTIAL if n else status
+            note = "only step totals (ProfilerStep ranges): no phases inside the step"
+        if key == "communication" and total == 1 and not n:
+            status, note = UNSUPPORTED, "a single device does not communicate"
+        areas[key] = Area(key, label, status, n, total, files, note)
+    return Coverage(areas, _gaps(a, areas))
+
+
+def _gaps(a: "Analysis", areas: dict[str, Area]) -> list[str]:
+    total = len(a.run.rank_ids)
+    gaps = []
+    st = areas["step_trace"]
+    if st.status in (ABSENT, UNSUPPORTED):
+        gaps.append("no step trace was found, so slow ranks, the step phases, the step interval and the pipeline "
+                    "checks could not run")
+    elif a.steps.kind == "host":
+        gaps.append("only step totals were found: slow ranks inside a step (computation against communication "
+                    "and waiting) cannot be seen without operator or communication data")
+    elif st.status == PARTIAL:
+        gaps.append(f"{st.of - st.ranks} of {st.of} ranks have no step trace and were not judged")
+    if total > 1:
+        comm, ovl = areas["communication"], areas["overlap"]
+        if comm.status in (ABSENT, UNSUPPORTED) and ovl.status in (ABSENT, UNSUPPORTED):
+            gaps.append("no communication or overlap data was found, so late arrival at collectives, slow links "
+                        "and communication-bound steps could not be checked")
+        elif comm.status == PARTIAL:
+            gaps.append(f"{comm.of - comm.ranks} of {comm.of} ranks have no communication data")
+    return gaps
+
+
+def checks_without_data(cov: Optional[Coverage]) -> list[str]:
+    return list(cov.gaps) if cov else []

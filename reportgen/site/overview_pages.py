@@ -1,0 +1,65 @@
+"""The overview (index.html): run facts, the verdict and findings, step time per rank, data quality."""
+
+from __future__ import annotations
+
+from reportgen import urls
+from reportgen.analysis import Analysis
+from reportgen.site import finding_pages, highlights
+from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
+from reportgen.site.values import compact_ranks, fmt_list
+
+
+def run_facts(a: Analysis) -> list[tuple[str, str]]:
+    run, st = a.run, a.steps
+    infos = [run.ranks[r].info for r in run.rank_ids]
+    hosts = sorted({i.host for i in infos if i.host})
+    versions: dict[str, set[str]] = {}
+    for i in infos:
+        for k, v in i.versions.items():
+            versions.setdefault(k, set()).add(v)
+    frameworks = sorted({i.framework for i in infos if i.framework})
+    levels = sorted({i.profiler_level for i in infos if i.profiler_level})
+    facts = [
+        ("Run folder", run.info.path),
+        ("Layout", run.info.layout_label),
+        ("Ranks", f"{len(run.rank_ids)} ({compact_ranks(run.rank_ids)})"),
+    ]
+    if run.info.rank_size and run.info.rank_size != len(run.rank_ids):
+        facts.append(("Ranks in the job", f"{run.info.rank_size} (only {len(run.rank_ids)} profiled or collected)"))
+    if hosts:
+        facts.append(("Hosts", f"{len(hosts)} ({fmt_list(hosts, 8)})"))
+    facts.append(("Steps", f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else "no step ids"))
+    facts.append(("Parallel mode", f"{run.info.parallel_mode} (from {run.info.parallel_mode_source})"))
+    facts.append(("Pipeline stages", str(run.info.stages)))
+    if frameworks:
+        facts.append(("Framework", ", ".join(frameworks)))
+    for k, vs in sorted(versions.items()):
+        facts.append((f"{k} version", ", ".join(sorted(vs))))
+    if levels:
+        facts.append(("Profiler level", ", ".join(levels)))
+    facts.append(("Step trace", kind_label(a) if st.kind else "none found"))
+    return facts
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    a = inp.analysis
+    run, st = a.run, a.steps
+    hl = highlights.of(inp)
+    ctx = {
+        **inp.common,
+        "facts": run_facts(a),
+        **finding_pages.findings_context(inp.findings),
+        "issues": [i.to_dict() for i in a.issues],
+        "has_steps": st.kind is not None,
+        "slow_ranks": sorted(hl.slow_ranks),
+        "stats": stats_rows(a, hl),
+        "n_ranks": len(run.rank_ids),
+        "coverage": [a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
+        "gaps": a.coverage.gaps if a.coverage else [],
+        "rank_links": [{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
+    }
+    return [Page(urls.INDEX, "Overview", PAGE.partial, ctx, charts=cluster_charts(inp))]
+
+
+PAGE = PageKind("overview", urls.INDEX, "Overview", "_overview.html", _plan)

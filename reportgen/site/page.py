@@ -1,0 +1,69 @@
+"""The page protocol: what a page module declares (`PageKind`) and what planning produces (`Page`, `SitePlan`).
+
+A page module exports one `PageKind`: its path, nav label, partial template and a plan function that turns the
+`PlanInput` into one or more `Page`s (plain data and chart specs, no I/O). `registry.PAGES` lists them in nav order;
+`pages.plan_pages` loops over the registry, and the builder renders the same partials with the same contexts in
+one loop for the site and for the single file. Adding a page: its module, its partial, one line in the registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:
+    from reportgen.analysis import Analysis
+    from reportgen.charts import Chart
+
+Download = tuple[str, list[dict], list[dict]]  # CSV file: site path, columns, rows
+
+
+@dataclass
+class Page:
+    path: str
+    title: str
+    partial: str  # the content template, rendered inside base.html (site) or stacked in the single file
+    context: dict[str, Any]
+    charts: list["Chart"] = field(default_factory=list)
+    nav: str = ""  # the nav entry (a PageKind id) this page belongs to
+    downloads: list[Download] = field(default_factory=list)
+    single: bool = False  # stacked into the single file
+
+
+@dataclass
+class PlanInput:
+    """Everything a page's plan function may read. Built once per report."""
+
+    analysis: "Analysis"
+    findings: list[dict]
+    thresholds: dict
+    common: dict[str, Any]  # run_title, version: in every page context
+    shared: dict[str, Any] = field(default_factory=dict)  # per-report caches shared by page modules
+
+
+@dataclass(frozen=True)
+class PageKind:
+    id: str
+    path: str  # the page's path (the first page, when the kind plans several)
+    nav_label: str
+    partial: str
+    plan: Callable[[PlanInput], list[Page]]
+    in_single: bool = True  # the first planned page is stacked into the single file
+
+
+@dataclass
+class SingleRanks:
+    """The single file's compact rank view: per-rank step tables and one line-chart template."""
+
+    rank_ids: list[int]
+    data: dict[str, dict]
+    line_template: Optional[dict]
+
+
+@dataclass
+class SitePlan:
+    pages: list[Page]
+    title: str
+    nav: list[tuple[str, str]]  # (path, label)
+    single_ranks: SingleRanks
+    exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site

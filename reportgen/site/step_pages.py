@@ -1,0 +1,213 @@
+"""The cluster step-trace page: every rank, every phase, the average or any single step, the rank x step heatmap."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import pandas as pd
+
+from reportgen import urls
+from reportgen.analysis import Analysis
+from reportgen.analysis.steps import step_values
+from reportgen.charts import Chart
+from reportgen.charts import steps as step_charts
+from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
+from reportgen.site import highlights
+from reportgen.site.highlights import Highlights
+from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import num, stacked_bar_rows
+
+MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
+MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
+
+
+class _Rows:
+    """Builds table rows for ranks; the per-analysis lookups are prepared once (runs have thousands of ranks)."""
+
+    def __init__(self, a: Analysis, hl: Highlights) -> None:
+        self.a = a
+        self.hl = hl
+        self.avg = a.steps.average.to_dict("index") if a.steps.kind else {}
+        self._base: dict[int, dict] = {}
+
+    def base(self, r: int) -> dict:
+        if r not in self._base:
+            info = self.a.run.ranks[r].info
+            self._base[r] = {
+                "rank": r, "host": info.host or "", "device": "" if info.device is None else info.device,
+                "pp_stage": self.a.run.info.stage_of_rank.get(r, ""), "href": urls.rank_page(r),
+                "hot": sorted(self.hl.hot.get(r, ())),  # columns where a finding names this rank
+                "slow": r in self.hl.slow_ranks,
+                "waiting": r in self.hl.waiting,
+            }
+        return self._base[r]
+
+    def average(self, r: int) -> dict:
+        row = dict(self.base(r))
+        avg = self.avg.get(r)
+        if avg is not None:
+            for p in self.a.steps.phases:
+                row[p] = num(avg[p])
+            row["n_steps"] = int(avg["n_steps"])
+            row["rule"] = avg["rule"]
+        return row
+
+
+
+
+def kind_label(a: Analysis) -> str:
+    """What the step trace is: the producer's own label when the loader set one (a computed Kineto breakdown),
+    else the label of its kind."""
+    for r in a.run.rank_ids:
+        t = a.run.ranks[r].step_trace
+        if t is not None and getattr(t, "label", ""):
+            return t.label
+    return STEP_TRACE_KIND_LABELS.get(a.steps.kind or "", "")
+
+
+def rank_rows(inp: PlanInput) -> _Rows:
+    """The row builder, shared by the step-trace page and the rank pages."""
+    if "rows" not in inp.shared:
+        inp.shared["rows"] = _Rows(inp.analysis, highlights.of(inp))
+    return inp.shared["rows"]
+
+
+def _columns(a: Analysis) -> list[dict]:
+    cols = [{"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
+            {"key": "device", "label": "Device", "fmt": "int"}]
+    if a.run.info.stages > 1:
+        cols.append({"key": "pp_stage", "label": "PP stage", "fmt": "int"})
+    for p in a.steps.phases:
+        cols.append({"key": p, "label": f"{PHASE_LABELS[p]} (ms)", "fmt": "ms"})
+    return cols
+
+
+def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
+    st = a.steps
+    if st.kind is None or "total" not in st.stats:
+        return []
+    median = st.stats["total"].median
+    rows = [{"rank": int(r), "total": round(float(v), 4), "status": "slow" if int(r) in hl.slow_ranks else "normal",
+             "stage": a.run.info.stage_of_rank.get(int(r), "-"), "href": urls.rank_page(int(r))}
+            for r, v in st.average["total"].dropna().items()]
+    charts = []
+    if len(rows) <= step_charts.MAX_BARS:
+        charts.append(Chart("step-total", step_charts.step_total_by_rank(rows, median),
+                            "Average step time per rank; dashed line: cluster median; red: ranks far above it. "
+                            "Click a bar to open the rank's page."))
+    else:
+        charts.append(Chart("step-total", step_charts.step_total_histogram(rows, median),
+                            f"Distribution of the average step time over {len(rows)} ranks; dashed line: median; "
+                            "red: ranks far above it (listed in the table)."))
+    brows, x_title = stacked_bar_rows(st.average, st.stacked, [PHASE_LABELS[p] for p in st.stacked],
+                                      step_charts.MAX_BARS)
+    if brows and st.kind != "host":
+        charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
+            brows, [PHASE_LABELS[p] for p in st.stacked], x_title),
+            "Where each rank's step time goes (average per step)."))
+    return charts
+
+
+def cluster_charts(inp: PlanInput) -> list[Chart]:
+    """The step-time charts (shared by the overview and the step-trace page)."""
+    if "cluster_charts" not in inp.shared:
+        inp.shared["cluster_charts"] = _cluster_charts(inp.analysis, highlights.of(inp))
+    return inp.shared["cluster_charts"]
+
+
+def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
+    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
+    df = per_step.dropna(subset=["step"])[["rank", "step", value]]
+    if df.empty:
+        return {"cells": [], "rank_bin": 1, "step_bin": 1}
+    ranks = sorted(df["rank"].unique())
+    steps = sorted(df["step"].unique())
+    rank_bin, step_bin = 1, 1
+    while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
+        if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
+            rank_bin *= 2
+        else:
+            step_bin *= 2
+    rpos = {r: i // rank_bin for i, r in enumerate(ranks)}
+    spos = {s: i // step_bin for i, s in enumerate(steps)}
+    df = df.assign(rb=df["rank"].map(rpos), sb=df["step"].map(spos))
+    g = df.groupby(["rb", "sb"]).agg(v=(value, "max"), r0=("rank", "min"), r1=("rank", "max"),
+                                     s0=("step", "min"), s1=("step", "max")).reset_index()
+    cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
+              "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
+              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
+             for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
+
+
+def _heatmap_chart(a: Analysis) -> Optional[Chart]:
+    st = a.steps
+    if len(st.steps) < 2:
+        return None
+    hm = heatmap_cells(st.per_step)
+    if not hm["cells"]:
+        return None
+    return Chart("heatmap", step_charts.rank_step_heatmap(hm["cells"], hm["rank_bin"], hm["step_bin"]),
+                 "Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
+                 "one.", renderer="canvas" if len(hm["cells"]) > 4000 else "svg")
+
+
+def _step_json(a: Analysis, cols: list[dict], maker: _Rows) -> Optional[dict]:
+    st = a.steps
+    if not st.steps or len(st.steps) * max(1, len(st.ranks_with_data)) * len(st.phases) > MAX_STEP_JSON_CELLS:
+        return None
+    keep = [c["key"] for c in cols] + ["slow", "hot", "waiting"]
+    data: dict[str, list] = {}
+    for s in st.steps:
+        vals = step_values(st.per_step, s, st.phases)
+        rows = []
+        for r, rec in zip(vals.index, vals.to_dict("records")):
+            base = {k: v for k, v in maker.base(int(r)).items() if k in keep or k == "href"}
+            base.update({p: num(rec[p]) for p in st.phases})
+            rows.append(base)
+        data[str(s)] = rows
+    return {"columns": cols, "steps": data}
+
+
+def stats_rows(a: Analysis, hl: Highlights) -> list[dict]:
+    out = []
+    for p in a.steps.phases:
+        s = a.steps.stats.get(p)
+        if not s:
+            continue
+        spread = (s.max - s.min) / s.median * 100 if s.median else None
+        out.append({"phase": PHASE_LABELS[p], "median": s.median, "min": s.min, "min_rank": s.min_rank,
+                    "max": s.max, "max_rank": s.max_rank, "spread_pct": spread,
+                    "outliers": sorted(r for r in hl.slow_ranks if hl.is_hot(r, p))})
+    return out
+
+
+def _plan(inp: PlanInput) -> list[Page]:
+    a = inp.analysis
+    st = a.steps
+    cols = _columns(a)
+    maker = rank_rows(inp)
+    hm = _heatmap_chart(a)
+    ctx = {
+        **inp.common,
+        "has_steps": st.kind is not None,
+        "kind_label": kind_label(a),
+        "columns": cols,
+        "rows": [maker.average(r) for r in a.run.rank_ids],
+        "rules_used": st.rules_used,
+        "steps": st.steps,
+        "step_json": _step_json(a, cols, maker),
+        "stats": stats_rows(a, highlights.of(inp)),
+        "hosts": st.host_summary,
+        "without": st.ranks_without_data,
+        "rules_link": str(urls.Target(urls.RULES, "rule-slow-rank")),
+    }
+    downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": "Steps"}, {"key": "rule", "label": "Average rule"}],
+                  ctx["rows"])]
+    return [Page(urls.STEP_TRACE, "Cluster step trace", PAGE.partial, ctx,
+                 charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
+
+
+STEP_CSV = urls.csv_path("step-trace")
+PAGE = PageKind("step-trace", urls.STEP_TRACE, "Step trace", "_step_trace.html", _plan)

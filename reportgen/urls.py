@@ -1,0 +1,190 @@
+"""Every page address of the report (paths and anchors), and the one place where a link is resolved.
+
+Rules, analyses and page planners name a link's *subject* with a `Target` (or its canonical string form, the
+site-root-relative path `"ranks/rank-5.html#memory"`); they never write a relative URL. `Resolver.href` turns a
+target into the link that works from the page being rendered, in the mode being written:
+
+* site mode: a path relative to the page's folder (`../ranks/rank-5.html#memory` from `cluster/...`);
+* single-file mode: an anchor inside the one file (`#rank-page-5`, `#comm-links`), or `None` for targets the
+  single file does not carry (CSV downloads, trace copies).
+
+Templates call `url(...)`, chart datasets are resolved before they are written (`resolve_hrefs`), and the
+JavaScript only ever receives resolved links.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+INDEX = "index.html"
+STEP_TRACE = "cluster/step-trace.html"
+OVERLAP = "cluster/overlap.html"
+COMMUNICATION = "cluster/communication.html"
+EXECUTION = "cluster/execution.html"
+STRATEGY = "cluster/strategy.html"
+RESOURCES = "cluster/resources.html"
+RULES = "rules.html"
+
+# The section id each cluster page carries (the single file stacks the pages as these sections).
+SECTION_OF_PAGE = {
+    INDEX: "overview", STEP_TRACE: "step-trace", OVERLAP: "overlap", COMMUNICATION: "communication",
+    EXECUTION: "execution", STRATEGY: "strategy", RESOURCES: "resources", RULES: "rules",
+}
+
+_RANK_PAGE_RE = re.compile(r"^ranks/rank-(\d+)\.html$")
+_EXEC_STEP_RE = re.compile(r"^cluster/execution-step-(-?\d+)\.html$")
+
+
+def rank_page(rank: int) -> str:
+    return f"ranks/rank-{int(rank)}.html"
+
+
+def execution_step_page(step: int) -> str:
+    return f"cluster/execution-step-{int(step)}.html"
+
+
+def csv_path(name: str) -> str:
+    """A CSV download of a cluster page (`cluster/<name>.csv`)."""
+    return f"cluster/{name}.csv"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a link points at: a page of the report and an anchor on it."""
+
+    page: str
+    anchor: str = ""
+
+    def __str__(self) -> str:
+        return self.page + ("#" + self.anchor if self.anchor else "")
+
+    @property
+    def rank(self) -> Optional[int]:
+        m = _RANK_PAGE_RE.match(self.page)
+        return int(m.group(1)) if m else None
+
+    @classmethod
+    def parse(cls, text: Union[str, "Target"]) -> "Target":
+        if isinstance(text, Target):
+            return text
+        path, _, frag = str(text).partition("#")
+        return cls(path, frag)
+
+
+# ---- constructors: the only places that know a page's anchors ------------------------------------------------
+
+def rank(r: int, section: str = "") -> Target:
+    """A rank's page, optionally one of its sections (`step-trace`, `operators`, `memory`, `data`, `cpu`, ...)."""
+    return Target(rank_page(r), section)
+
+
+def page(path: str, anchor: str = "") -> Target:
+    return Target(path, anchor)
+
+
+def step_trace_row(r: int) -> Target:
+    return Target(STEP_TRACE, f"rank-{int(r)}")
+
+
+def overlap_row(r: int) -> Target:
+    return Target(OVERLAP, f"overlap-rank-{int(r)}")
+
+
+def comm_rank_row(r: int) -> Target:
+    return Target(COMMUNICATION, f"comm-rank-{int(r)}")
+
+
+def marey_rank(r: int) -> Target:
+    return Target(EXECUTION, f"marey-rank-{int(r)}")
+
+
+COMM_LINKS = Target(COMMUNICATION, "comm-links")
+OVERLAP_STAGES = Target(OVERLAP, "overlap-stages")
+OVERLAP_RATES = Target(OVERLAP, "overlap-rates")
+FLOPS = Target(RESOURCES, "flops")
+MAREY_TYPES = Target(EXECUTION, "marey-types")
+DATA_QUALITY = Target(INDEX, "data-quality")
+FINDINGS = Target(INDEX, "findings")
+
+
+# ---- resolution ----------------------------------------------------------------------------------------------
+
+class Resolver:
+    """Resolves targets from one page in one mode. Site mode: relative paths. Single file: in-file anchors."""
+
+    def __init__(self, current: str, single: bool) -> None:
+        self.current = current
+        self.single = single
+        self._dir = posixpath.dirname(current) or "."
+
+    def href(self, target: Union[str, Target, None]) -> Optional[str]:
+        if target is None or target == "":
+            return None
+        t = Target.parse(target)
+        if self.single:
+            return self._single(t)
+        if not t.page:
+            return "#" + t.anchor if t.anchor else None
+        rel = posixpath.relpath(t.page, self._dir)
+        return rel + ("#" + t.anchor if t.anchor else "")
+
+    __call__ = href
+
+    @staticmethod
+    def _single(t: Target) -> Optional[str]:
+        r = t.rank
+        if r is not None:
+            return f"#rank-page-{r}"  # rank pages are one compact, switchable section in the single file
+        if _EXEC_STEP_RE.match(t.page):
+            return "#" + SECTION_OF_PAGE[EXECUTION]
+        if t.page and t.page not in SECTION_OF_PAGE:
+            return None  # downloads and other files the single file does not carry
+        if t.anchor:
+            return "#" + t.anchor
+        return "#" + SECTION_OF_PAGE.get(t.page, "overview")
+
+
+def url_function(current: str, single: bool):
+    """The `url` callable templates use: never returns None (an unavailable target becomes '')."""
+    res = Resolver(current, single)
+
+    def url(target: Union[str, Target, None]) -> str:
+        return res.href(target) or ""
+
+    url.resolver = res  # type: ignore[attr-defined]
+    return url
+
+
+def resolve_hrefs(value: Any, resolver: Resolver) -> Any:
+    """A copy of plain JSON data with every string under an `href` key (or `*_href`) resolved.
+
+    Only the containers on the way to an `href` are copied; everything else is shared with the input, so chart
+    specs built once per shape stay untouched.
+    """
+    if isinstance(value, list):
+        out = None
+        for i, v in enumerate(value):
+            nv = resolve_hrefs(v, resolver)
+            if nv is not v:
+                if out is None:
+                    out = list(value)
+                out[i] = nv
+        return value if out is None else out
+    if isinstance(value, dict):
+        out_d = None
+        for k, v in value.items():
+            if isinstance(v, str) and (k == "href" or k.endswith("_href")):
+                nv = resolver.href(v) or ""
+            elif isinstance(v, (list, dict)):
+                nv = resolve_hrefs(v, resolver)
+            else:
+                continue
+            if nv is not v:
+                if out_d is None:
+                    out_d = dict(value)
+                out_d[k] = nv
+        return value if out_d is None else out_d
+    return value
