@@ -82,7 +82,7 @@ def test_example_communication_page_equals_step_trace(example_analysis):
 def test_example_keeps_its_injected_problems(example_analysis):
     from reportgen.rules import run_rules
 
-    findings, _ = run_rules(example_analysis, None)
+    findings = [f.to_dict() for f in run_rules(example_analysis, None)[0]]
     by = {f["id"]: f for f in findings}
     assert "Rank 5" in by["slow-rank.compute"]["title"] and by["slow-rank.compute"]["severity"] == "critical"
     assert "8-9" in by["slow-link.bandwidth"]["title"]
@@ -144,7 +144,7 @@ def test_consistency_names_file_and_rank_of_impossible_communication(tmp_path):
     # the slow-link finding no longer says "780 % of the step" (it said 165.2 % on a 512-rank run)
     from reportgen.rules import run_rules
 
-    (link,) = [f for f in run_rules(a, None)[0] if f["id"] == "slow-link.bandwidth"]
+    (link,) = [f.to_dict() for f in run_rules(a, None)[0] if f.id == "slow-link.bandwidth"]
     assert "2-3" in link["title"] and "more than the step itself" in link["why"] and "%" not in link["why"]
 
 
