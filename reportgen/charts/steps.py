@@ -57,17 +57,17 @@ def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "
     return finish(chart, datasets={"breakdown": rows})
 
 
-def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int) -> dict:
-    """Rank x step heatmap of the step total; bins hold the maximum of their ranks/steps."""
+def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_title: str = "Step time (ms)") -> dict:
+    """Rank x step heatmap of one phase (the step total by default); bins hold the maximum of their ranks/steps."""
     rank_title = "Rank" if rank_bin == 1 else f"Ranks (groups of {rank_bin}, max shown)"
     step_title = "Step" if step_bin == 1 else f"Steps (groups of {step_bin}, max shown)"
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
         y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
-        color=alt.Color("value:Q", title="Step time (ms)", scale=alt.Scale(scheme="orangered")),
+        color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme="orangered", zero=False)),
         tooltip=[alt.Tooltip("ranks:O", title="Rank(s)"), alt.Tooltip("steps:O", title="Step(s)"),
-                 alt.Tooltip("value:Q", title="Step time (ms)", format=",.3f")],
+                 alt.Tooltip("value:Q", title=value_title, format=",.3f")],
     )
     n_rows = len({c["ranks"] for c in cells})
     return finish(chart, height=max(120, min(600, 14 * n_rows)), datasets={"cells": cells})

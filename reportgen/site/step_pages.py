@@ -20,6 +20,7 @@ from reportgen.site.values import num, representative_ranks, stacked_bar_rows
 
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
+MAX_HEATMAP_ROWS = 256  # rows of ranks (groups of ranks above, the max of each group shown)
 
 
 class _Rows:
@@ -123,14 +124,18 @@ def cluster_charts(inp: PlanInput) -> list[Chart]:
     return inp.shared["cluster_charts"]
 
 
-def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
-    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
+def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS,
+                  max_rows: int = MAX_HEATMAP_ROWS) -> dict:
+    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells and
+    `max_rows` rows of ranks (a row under a pixel high would hide a slow rank; the max of its bin keeps it)."""
     df = per_step.dropna(subset=["step"])[["rank", "step", value]]
     if df.empty:
         return {"cells": [], "rank_bin": 1, "step_bin": 1}
     ranks = sorted(df["rank"].unique())
     steps = sorted(df["step"].unique())
     rank_bin, step_bin = 1, 1
+    while math.ceil(len(ranks) / rank_bin) > max_rows:
+        rank_bin *= 2
     while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
         if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
             rank_bin *= 2
@@ -148,16 +153,34 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
     return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
-def _heatmap_chart(a: Analysis) -> Optional[Chart]:
+def _heatmap_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
+    """The rank x step heatmap of the phase a slow-rank finding names (where the culprit is a band), else of the
+    step total. In a synchronous job every rank's step takes as long as the slowest one's, so the total hides
+    the rank; the phase it is slow in shows it."""
     st = a.steps
     if len(st.steps) < 2:
         return None
-    hm = heatmap_cells(st.per_step)
+    named = sorted({c for cols in hl.hot.values() for c in cols if c in st.per_step.columns and c in PHASE_LABELS})
+    value = named[0] if named else "total"
+    frame = st.per_step
+    label = PHASE_LABELS.get(value, value)
+    title = "Step time (ms)"
+    if value != "total":
+        # the excess over the rank's stage median in the same step: an unbalanced stage does not drown the rank
+        stage = frame["rank"].map(lambda r: a.run.info.stage_of_rank.get(int(r), 0))
+        med = frame.groupby([stage, frame["step"]])[value].transform("median")
+        frame = frame.assign(excess=frame[value] - med)
+        value, title = "excess", f"{label} above its stage's median (ms)"
+    hm = heatmap_cells(frame, value)
     if not hm["cells"]:
         return None
-    return Chart("heatmap", step_charts.rank_step_heatmap(hm["cells"], hm["rank_bin"], hm["step_bin"]),
-                 "Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
-                 "one.", renderer="canvas" if len(hm["cells"]) > 4000 else "svg")
+    caption = ("Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
+               "one." if value == "total" else
+               f"{label} of every rank in every step, above the median of its pipeline stage in that step (the phase "
+               "a finding names: in a synchronous job the step total is the same on every rank, this phase is not): "
+               "the slow rank is a horizontal band, a slow step a vertical one.")
+    return Chart("heatmap", step_charts.rank_step_heatmap(hm["cells"], hm["rank_bin"], hm["step_bin"], title),
+                 caption, renderer="canvas" if len(hm["cells"]) > 4000 else "svg")
 
 
 def _step_json(a: Analysis, cols: list[dict], maker: _Rows) -> Optional[dict]:
@@ -195,7 +218,7 @@ def _plan(inp: PlanInput) -> list[Page]:
     st = a.steps
     cols = _columns(a)
     maker = rank_rows(inp)
-    hm = _heatmap_chart(a)
+    hm = _heatmap_chart(a, highlights.of(inp))
     ctx = {
         **inp.common,
         "has_steps": st.kind is not None,
