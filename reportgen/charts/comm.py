@@ -89,6 +89,9 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
                  alt.Tooltip("wait_ms:Q", title="Wait ms", format=",.3f"),
                  alt.Tooltip("ratio:Q", title="comm/(comm+wait)", format=".3f")])
     layers = [e, n]
+    if by == "host" and any(x.get("slow") for x in nodes):  # hosts a slow link starts or ends on
+        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
+            color=SLOW_COLOR, size=700, strokeWidth=2.5).encode(x="x:Q", y="y:Q"))
     if len(nodes) <= 64:
         layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-12, fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))

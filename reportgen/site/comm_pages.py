@@ -184,6 +184,18 @@ def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
                  renderer="canvas" if len(cells) > 4000 else "svg")
 
 
+def host_pairs(a: Analysis, hl: Highlights) -> list[dict]:
+    """The drill-down of the host-level graph: every pair of hosts that exchange data, slow ones first."""
+    g = graph_layout(a.comm, a.run, slow=set(hl.slow_links))
+    if g["by"] != "host":
+        return []
+    rows = [{"src": e["src"], "dst": e["dst"], "transport": e["transport"], "links": e["links"],
+             "time_ms": e["time_ms"], "size_mb": e["size_mb"], "bandwidth_gbps": e["bandwidth_gbps"],
+             "slow": e["slow"], "slow_links": e["slow_links"]} for e in g["edges"]]
+    return sorted(rows, key=lambda r: (not r["slow"], r["bandwidth_gbps"] if r["bandwidth_gbps"] is not None
+                                       else float("inf")))
+
+
 def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
     g = graph_layout(a.comm, a.run, slow=set(hl.slow_links))
     if not g["nodes"]:
@@ -192,7 +204,9 @@ def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
     cap = ("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
            "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
     if g["by"] == "host":
-        cap += " The run is too dense to draw every link, so nodes are hosts and edges sum the links between them."
+        cap = ("Hosts as nodes (size: communication time per step; colour: comm/(comm+wait)), the links between two "
+               "hosts summed into one edge coloured by bandwidth; a host and an edge carrying a slow link are "
+               "marked. The table below lists every host pair; the link table above has every link.")
     return Chart("comm-graph", comm_charts.comm_graph(nodes, g["edges"], g["by"]), cap,
                  renderer="canvas" if len(g["edges"]) > 3000 else "svg")
 
@@ -291,6 +305,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         "n_unmapped": len(unmapped),
         "transports": transports,
         "slow_links": [{"src": l["src"], "dst": l["dst"], "transport": l["transport"]} for l in mapped if l["slow"]],
+        "host_pairs": host_pairs(a, hl)[:500],
         "medians": [{"transport": t, "median": m} for t, m in sorted(c.transport_medians.items())],
         "slow_rule": "links named by the slow-link finding (far below the median bandwidth of their transport and "
                      "costing time, with the thresholds in force)",

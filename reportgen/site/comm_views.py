@@ -15,6 +15,7 @@ from reportgen.model import Run
 
 MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
 MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
+MAX_RANK_NODES = 64  # above this many ranks the graph shows hosts (a rank-level graph is an unreadable hairball)
 MAX_OP_ROWS = 300  # operators across ranks shown in the table
 MAX_BOX_LINKS = 24  # links with per-operator box plots
 
@@ -67,8 +68,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
     ranks = run.rank_ids
     hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
     pairs = ca.pairs
-    by_host = len(pairs) > MAX_GRAPH_EDGES and len(set(hosts.values())) > 1
-    if not by_host and len(pairs) > MAX_GRAPH_EDGES:
+    dense = len(pairs) > MAX_GRAPH_EDGES or len(ranks) > MAX_RANK_NODES
+    by_host = dense and len(set(hosts.values())) > 1
+    if not by_host and dense:
         # no host names: aggregate into rank blocks of 8 (one server's worth of devices)
         hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
         by_host = True
@@ -92,6 +94,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
                                           transport=("transport", lambda s: "/".join(sorted(set(s)))),
                                           n=("src", "size")).reset_index()
         slow_pairs = {(hosts.get(s), hosts.get(d)) for s, d in slow_set}
+        slow_by_pair: dict[tuple, list[str]] = {}
+        for s, d in sorted(slow_set):
+            slow_by_pair.setdefault((hosts.get(s), hosts.get(d)), []).append(f"{s}-{d}")
         for rec in agg.itertuples(index=False):
             G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
         pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
@@ -102,8 +107,11 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
                   "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
                   "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0
                                                                    else None),
-                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n)}
+                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n),
+                  "slow_links": slow_by_pair.get((rec.hs, rec.hd), [])}
                  for rec in agg.itertuples(index=False)]
+        for n in nodes:  # a host is marked when a slow link starts or ends on it
+            n["slow"] = any(n["id"] in pair for pair in slow_pairs)
         return {"nodes": nodes, "edges": edges, "by": "host"}
     pos = _rank_positions(ranks, hosts)
     nodes = []
