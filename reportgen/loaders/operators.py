@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, read_text, to_float
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Operators
 
 US_PER_MS = 1e3
@@ -190,12 +190,8 @@ def load_compute_time(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
 
 
 def _text_lines(path: Path, log: IssueLog) -> Optional[list[str]]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
-        return None
+    text = read_text(path, log)
+    return None if text is None else text.splitlines()
 
 
 def types_from_detail(detail: pd.DataFrame, side: str) -> pd.DataFrame:

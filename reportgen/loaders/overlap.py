@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
-from reportgen.loaders.peek import trace_events
+from reportgen.loaders.common import IssueLog, read_csv_rows, to_float, to_int, trace_events
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
@@ -264,8 +263,8 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                 m = STEP_RE.match(name)
                 if m:
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)):
-                        steps[int(m.group(1))] = (ts, ts + dur)
+                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                        steps[to_int(m.group(1))] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:

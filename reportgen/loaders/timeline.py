@@ -24,7 +24,7 @@ import numpy as np
 
 from reportgen import intervals
 from reportgen.loaders.common import IssueLog, read_json, to_float
-from reportgen.loaders.peek import open_maybe_gzip, trace_events
+from reportgen.loaders.common import open_binary as open_maybe_gzip, trace_events
 from reportgen.model import TimelineSummary
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
