@@ -37,6 +37,8 @@ class IssueLog:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.issues: list[DataIssue] = []
+        if len(_RUN_ROOTS) < 64:
+            _RUN_ROOTS.add(os.path.abspath(root))
 
     def rel(self, path: Path) -> str:
         try:
@@ -49,6 +51,23 @@ class IssueLog:
 
 
 # --- opening files: regular files only, never blocking ----------------------------------------------
+
+
+_RUN_ROOTS: set[str] = set()  # run folders being loaded (registered by IssueLog): links out of them are refused
+
+
+def _outside_link(path: Path) -> bool:
+    """True when `path` lies in a run folder but resolves (through a symbolic link) outside it."""
+    ap = os.path.abspath(path)
+    roots = [r for r in _RUN_ROOTS if ap.startswith(r.rstrip(os.sep) + os.sep)]
+    if not roots:
+        return False
+    rp = os.path.realpath(path)
+    for r in roots:
+        rr = os.path.realpath(r)
+        if rp == rr or rp.startswith(rr.rstrip(os.sep) + os.sep):
+            return False
+    return True
 
 
 class NotRegularFile(OSError):
@@ -69,6 +88,8 @@ def open_file(path: Path, mode: str = "r", **kw: Any):
     with fstat and refused). Raises `NotRegularFile` (an OSError whose strerror names the kind) otherwise."""
     if any(c in mode for c in "wax+"):
         raise ValueError("loaders open files for reading only")
+    if _outside_link(path):
+        raise NotRegularFile(errno.EACCES, "a symbolic link out of the run folder; not followed", str(path))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
@@ -85,6 +106,9 @@ def open_file(path: Path, mode: str = "r", **kw: Any):
 
 def regular_file(path: Path, log: IssueLog) -> bool:
     """True when `path` is a regular file; otherwise the reason is logged (never blocks, never raises)."""
+    if _outside_link(path):
+        log.add(path, "a symbolic link out of the run folder; not followed", "error")
+        return False
     try:
         st = os.stat(path)
     except OSError as e:
@@ -649,10 +673,12 @@ def trace_events(path: Path) -> Iterator[dict]:
     if why is not None:
         raise ValueError(why)
     with open_binary(path) as f:
+        start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
+        f.seek(start)
         first = f.read(1)
-        while first and first in b" \t\r\n\xef\xbb\xbf":
+        while first and first in b" \t\r\n":
             first = f.read(1)
-        f.seek(0)
+        f.seek(start)
         prefix = "item" if first == b"[" else "traceEvents.item"
         try:
             for e in ijson.items(f, prefix, use_float=True):
