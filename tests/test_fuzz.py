@@ -396,8 +396,8 @@ def numbers(summary: dict, rank: int, with_comm: bool) -> dict:
     for k in keys:
         pr = (m.get(k) or {}).get("per_rank") or {}
         v = pr.get(str(rank))
-        if isinstance(v, dict):
-            v = {a: b for a, b in v.items() if a not in ("waits_least",)}
+        if isinstance(v, dict):  # values relative to the other ranks are not this rank's own numbers
+            v = {a: b for a, b in v.items() if not re.search(r"vs_|_vs|least|most|rank_of|share_of_max", a)}
         out[k] = v
     return out
 

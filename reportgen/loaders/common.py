@@ -354,9 +354,10 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
         na = raw.str.upper().isin(NA_TOKENS) | df[c].isna()
         vals = pd.to_numeric(raw.where(~na), errors="coerce")
         ok = vals.notna() & np.isfinite(vals.fillna(0)) & (vals.abs() <= MAX_ABS_NUMBER)
-        if numeric is None:
-            n_ok, n_other = int(ok.sum()), int((~ok & ~na).sum())
-            if not n_ok or n_ok < 2 * n_other:
+        if numeric is None:  # a numeric column: most cells are numbers (non-finite / overflowing ones aside)
+            looks = raw.str.fullmatch(_NUMBER.pattern).fillna(False) | raw.str.upper().isin(BAD_TOKENS)
+            n_ok, n_text = int(ok.sum()), int((~na & ~looks).sum())
+            if not n_ok or n_ok < 2 * n_text:
                 continue
         wrong = (~ok & ~na).to_numpy().copy()
         if _DURATION.search(str(c)):
