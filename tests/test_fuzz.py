@@ -530,8 +530,13 @@ FAST_SAMPLE = 10
 
 
 @pytest.fixture(scope="module")
+def synth_bases(tmp_path_factory):
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases"), real=False)
+
+
+@pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    return make_bases(tmp_path_factory.mktemp("fuzz-bases"), real=True)
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True)
 
 
 def _sample(cases: list[Case], n: int) -> list[Case]:
@@ -541,16 +546,18 @@ def _sample(cases: list[Case], n: int) -> list[Case]:
     for c in cases:
         if c.base.startswith("synth"):
             by_kind.setdefault(c.mutation, []).append(c)
-    kinds = ["fifo", "deep_nesting", "inf", "truncated", "binary", "symlink_out", "digits", "directory",
+    # (a directory in place of a file, symlink loops: named by discovery, see reportgen/discover.py)
+    kinds = ["fifo", "deep_nesting", "inf", "truncated", "binary", "symlink_out", "digits", "negative",
              "extra_column", "text"]
     out = [rng.choice(by_kind[k]) for k in kinds if k in by_kind]
     return out[:n]
 
 
-def test_fuzz_sample(bases):
+def test_fuzz_sample(synth_bases):
     """A few seeded cases of the most dangerous classes (the default test run; ~30 s on two cores)."""
-    cases = _sample(plan_cases(bases), FAST_SAMPLE)
-    results = run_cases(cases, bases, REPO, jobs=2)
+    cases = _sample(plan_cases(synth_bases), FAST_SAMPLE)
+    assert {c.mutation for c in cases} >= {"fifo", "deep_nesting", "inf", "truncated"}
+    results = run_cases(cases, synth_bases, REPO, jobs=2)
     bad = failures(results)
     assert not bad, "\n".join(bad)
 

@@ -696,3 +696,24 @@ def trace_events(path: Path) -> Iterator[dict]:
                     yield e
         except (RecursionError, MemoryError) as e:
             raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
+
+
+def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str]) -> None:
+    """The numeric normaliser for JSON values read by key: a value present under one of `keys` that is not a
+    usable number (text, a boolean, a non-finite or absurd number written as a string) gets an entry naming the
+    file, the key and the value; the loader reads it as missing."""
+    if not isinstance(data, dict):
+        return
+    bad = []
+    for k in keys:
+        if k not in data or data[k] is None:
+            continue
+        v = data[k]
+        if isinstance(v, bool) or isinstance(v, (dict, list)):
+            bad.append(f"{k!r}: {str(v)[:40]!r}")
+        elif isinstance(v, str) and number_problem(v) is not None:
+            bad.append(f"{k!r}: {v[:40]!r} ({number_problem(v)})")
+        elif to_float(v) < 0:
+            bad.append(f"{k!r}: {v!r} (negative)")
+    if bad:
+        log.add(path, f"value(s) that are not usable numbers: {'; '.join(bad[:5])}")

@@ -11,7 +11,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_json, read_text, to_float
+from reportgen.loaders.common import IssueLog, check_json_numbers, read_json, read_text, to_float
 from reportgen.model import Flops
 
 
@@ -25,6 +25,8 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
     out: Optional[Flops] = None
     if summary is not None:
         data = read_json(summary, log)
+        check_json_numbers(summary, log, data, ("FLOPs", "FLOPS", "FLOPS_Utilization", "cube_FLOPs", "vec_FLOPs",
+                                                "cube_FLOPS", "vec_FLOPS"))
         if isinstance(data, dict):
             out = Flops(source=log.rel(summary))
             if "FLOPs" in data or "FLOPS" in data:

@@ -160,12 +160,16 @@ def export_trace(src: Path, dst: IO[str], convert: bool) -> int:
     """Write `src` as a Chrome-trace JSON array to `dst`; with `convert`, string timestamps become JSON numbers
     (the decimal text is kept exactly, so no precision is lost). Returns the number of events written."""
     if not convert:
-        with open_maybe_gzip(src) as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                dst.write(chunk.decode("utf-8", errors="replace"))
+        try:
+            with open_maybe_gzip(src) as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    dst.write(chunk.decode("utf-8", errors="replace"))
+        except (OSError, EOFError):  # not a regular file, or unreadable: the loader named it; an empty trace
+            dst.write("[]\n")
+            return 0
         return -1
     n = 0
     dst.write("[")
