@@ -134,7 +134,8 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
             hosts.setdefault(h, []).append(r)
     whole = [h for h, rs in hosts.items() if len(rs) >= 2 and set(rs) <= set(ranks)]
     if whole:
-        return f" All ranks of host{'s' if len(whole) > 1 else ''} {', '.join(md_literal(h) for h in sorted(whole)[:6])} stand out: " \
+        names = ", ".join(md_literal(h) for h in sorted(whole)[:6])
+        return f" All ranks of host{'s' if len(whole) > 1 else ''} {names} stand out: " \
                "suspect the host rather than single devices."
     return ""
 
