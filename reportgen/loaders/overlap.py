@@ -63,7 +63,9 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
         log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
     pipeline = width >= PIPELINE_WIDTH
     names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")[:min(width, 5)]
-    by_name = {h.lower().removesuffix("_time").removesuffix("(ms)").strip(): i for i, h in enumerate(header)}
+    by_name = {h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace("collective_communication",
+                                                                                   "collective"): i
+               for i, h in enumerate(header)}
     if set(names) <= set(by_name):  # the profiler's own header: read by name (columns may be reordered)
         index = {n: by_name[n] for n in names}
     else:
