@@ -62,12 +62,9 @@ def _outside_link(path: Path) -> bool:
     roots = [r for r in _RUN_ROOTS if ap.startswith(r.rstrip(os.sep) + os.sep)]
     if not roots:
         return False
+    rr = os.path.realpath(max(roots, key=len))  # the innermost run folder holding the path
     rp = os.path.realpath(path)
-    for r in roots:
-        rr = os.path.realpath(r)
-        if rp == rr or rp.startswith(rr.rstrip(os.sep) + os.sep):
-            return False
-    return True
+    return not (rp == rr or rp.startswith(rr.rstrip(os.sep) + os.sep))
 
 
 class NotRegularFile(OSError):
