@@ -37,8 +37,9 @@ class IssueLog:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.issues: list[DataIssue] = []
-        if len(_RUN_ROOTS) < 64:
-            _RUN_ROOTS.add(os.path.abspath(root))
+        _RUN_ROOTS[os.path.abspath(root)] = None
+        while len(_RUN_ROOTS) > 256:  # bounded; the newest run folders are kept
+            del _RUN_ROOTS[next(iter(_RUN_ROOTS))]
 
     def rel(self, path: Path) -> str:
         try:
@@ -53,7 +54,7 @@ class IssueLog:
 # --- opening files: regular files only, never blocking ----------------------------------------------
 
 
-_RUN_ROOTS: set[str] = set()  # run folders being loaded (registered by IssueLog): links out of them are refused
+_RUN_ROOTS: dict[str, None] = {}  # run folders being loaded (registered by IssueLog): links out are refused
 
 
 def _outside_link(path: Path) -> bool:
