@@ -141,5 +141,5 @@ def test_binary_garbage_in_a_huge_csv_costs_little(tmp_path):
     assert out.returncode == 0, out.stderr
     problem, rss_kb = out.stdout.strip().splitlines()
     assert "binary data (NUL byte" in problem
-    assert int(rss_kb) < 400 * 1024, f"peak {int(rss_kb) // 1024} MB"
+    assert int(rss_kb) < 600 * 1024, f"peak {int(rss_kb) // 1024} MB"  # the interpreter and pandas: ~200 MB
     assert time.monotonic() - t0 < 60

@@ -160,7 +160,13 @@ def _text_guard(path: Path, log: IssueLog) -> bool:
     try:
         with open_file(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            head = f.read(min(size, MAX_LINE_BYTES))
+            newline, seen = False, 0
+            while seen < min(size, MAX_LINE_BYTES) and not newline:  # 1 MB at a time, up to the first line break
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                seen += len(chunk)
+                newline = b"\n" in chunk or b"\r" in chunk
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return False
@@ -173,7 +179,7 @@ def _text_guard(path: Path, log: IssueLog) -> bool:
         log.add(path, f"binary data (NUL byte at offset {off:,} of {size:,}) in a text file; not read "
                 "(file corrupt or not a CSV?)", "error")
         return False
-    if size > MAX_LINE_BYTES and b"\n" not in head and b"\r" not in head:
+    if size > MAX_LINE_BYTES and not newline:
         log.add(path, f"no line break in the first {MAX_LINE_BYTES // 2 ** 20} MB; not a CSV, not read", "error")
         return False
     return True
