@@ -10,8 +10,24 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, flops, gpu, host_steps, kineto, memory,
-                               metadata, operators, overlap, step_ops, step_trace, strategy, timeline)
+import functools
+import types
+
+from reportgen.loaders import communication as _communication
+from reportgen.loaders import cpu_usage as _cpu_usage
+from reportgen.loaders import dataprep as _dataprep
+from reportgen.loaders import flops as _flops
+from reportgen.loaders import gpu as _gpu
+from reportgen.loaders import host_steps as _host_steps
+from reportgen.loaders import kineto as _kineto
+from reportgen.loaders import memory as _memory
+from reportgen.loaders import metadata as _metadata
+from reportgen.loaders import operators as _operators
+from reportgen.loaders import overlap as _overlap
+from reportgen.loaders import step_ops as _step_ops
+from reportgen.loaders import step_trace as _step_trace
+from reportgen.loaders import strategy as _strategy
+from reportgen.loaders import timeline as _timeline
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
@@ -20,6 +36,59 @@ if TYPE_CHECKING:
     from reportgen.discover import RankFiles, RunLayout
 
 PARALLEL_MIN_RANKS = 64
+
+
+class _Guarded:
+    """A loader module whose functions never raise into the report: an unexpected exception while reading a file
+    (a defect the loader's own checks missed) becomes an error entry naming the file, and the function returns
+    its empty value, so the rank (and the run) go on. Classes and constants pass through unchanged."""
+
+    _EMPTY: dict[str, Callable[[], object]] = {"load_aicpu": lambda: None, "read_step_ops": dict,
+                                               "load_cluster_step_trace": dict, "cluster_stage_sets": list,
+                                               "summarize_trace": lambda: None, "operator_parts": list,
+                                               "load_execution": lambda: False}
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._m = module
+
+    def __getattr__(self, name: str):
+        v = getattr(self._m, name)
+        if not isinstance(v, types.FunctionType) or name.startswith("_"):
+            return v
+        empty = self._EMPTY.get(name, lambda: None)
+
+        @functools.wraps(v)
+        def run(*args, **kw):
+            try:
+                return v(*args, **kw)
+            except Exception as e:  # noqa: BLE001 - the safety net: named, never fatal
+                log = next((a for a in (*args, *kw.values()) if isinstance(a, IssueLog)), None)
+                if log is None:
+                    raise
+                path = next((a for a in (*args, *kw.values()) if isinstance(a, Path)), None)
+                if path is None:
+                    path = next((x for a in (*args, *kw.values()) if isinstance(a, dict)
+                                 for x in a.values() if isinstance(x, Path)), log.root)
+                log.add(path, f"could not be read ({type(e).__name__}: {str(e)[:160]}); skipped", "error")
+                return empty()
+        return run
+
+
+communication = _Guarded(_communication)
+cpu_usage = _Guarded(_cpu_usage)
+dataprep = _Guarded(_dataprep)
+flops = _Guarded(_flops)
+gpu = _Guarded(_gpu)
+host_steps = _Guarded(_host_steps)
+kineto = _Guarded(_kineto)
+memory = _Guarded(_memory)
+metadata = _Guarded(_metadata)
+operators = _Guarded(_operators)
+overlap = _Guarded(_overlap)
+step_ops = _Guarded(_step_ops)
+step_trace = _Guarded(_step_trace)
+strategy = _Guarded(_strategy)
+timeline = _Guarded(_timeline)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
@@ -51,8 +120,9 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
         p = rf.first("kineto_trace")
         if p is not None:
             k = kineto.load_kineto(p, data, log)
-            data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
-            data.memory, data.timeline = k.memory, k.timeline
+            if k is not None:  # None: the guard named the file in data quality
+                data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
+                data.memory, data.timeline = k.memory, k.timeline
     data.issues = log.issues
     return data
 

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
+import io
 import json
 import math
+import mmap
+import os
+import re
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 from reportgen.model import DataIssue
 
@@ -14,6 +21,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file JSON reads; bigger files must be streamed
+MAX_JSON_DEPTH = 200  # nesting of a whole-file JSON read; profiler files nest < 10 deep
+MAX_ABS_NUMBER = 2.0 ** 62  # beyond this no profiler value (ns since 1970 is ~1.8e18) is meaningful
+MAX_INT = 2 ** 62
+MAX_TEXT_BYTES = 8 * 1024 ** 3  # a text file larger than this is not read at all
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a CSV whose first lines are longer is not a CSV
+NA_TOKENS = frozenset(("", "N/A", "NA", "NONE", "NULL", "-", "--"))
+BAD_TOKENS = frozenset(("NAN", "INF", "-INF", "+INF", "INFINITY", "-INFINITY", "+INFINITY"))
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 class IssueLog:
@@ -22,6 +37,9 @@ class IssueLog:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.issues: list[DataIssue] = []
+        _RUN_ROOTS[os.path.abspath(root)] = None
+        while len(_RUN_ROOTS) > 256:  # bounded; the newest run folders are kept
+            del _RUN_ROOTS[next(iter(_RUN_ROOTS))]
 
     def rel(self, path: Path) -> str:
         try:
@@ -33,33 +51,355 @@ class IssueLog:
         self.issues.append(DataIssue(self.rel(path), problem, severity))
 
 
+# --- opening files: regular files only, never blocking ----------------------------------------------
+
+
+_RUN_ROOTS: dict[str, None] = {}  # run folders being loaded (registered by IssueLog): links out are refused
+
+
+def _outside_link(path: Path) -> bool:
+    """True when `path` lies in a run folder but resolves (through a symbolic link) outside it."""
+    ap = os.path.abspath(path)
+    roots = [r for r in _RUN_ROOTS if ap.startswith(r.rstrip(os.sep) + os.sep)]
+    if not roots:
+        return False
+    rr = os.path.realpath(max(roots, key=len))  # the innermost run folder holding the path
+    rp = os.path.realpath(path)
+    return not (rp == rr or rp.startswith(rr.rstrip(os.sep) + os.sep))
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or directory where a file was expected (never opened for reading)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_file(path: Path, mode: str = "r", **kw: Any):
+    """`open()` for loaders: only regular files, and a FIFO never blocks (it is opened non-blocking, checked
+    with fstat and refused). Raises `NotRegularFile` (an OSError whose strerror names the kind) otherwise."""
+    if any(c in mode for c in "wax+"):
+        raise ValueError("loaders open files for reading only")
+    if _outside_link(path):
+        raise NotRegularFile(errno.EACCES, "a symbolic link out of the run folder; not followed", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
+            raise NotRegularFile(errno.EINVAL, f"{kind}, not a regular file; not read", str(path))
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        return os.fdopen(fd, mode, **kw)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular_file(path: Path, log: IssueLog) -> bool:
+    """True when `path` is a regular file; otherwise the reason is logged (never blocks, never raises)."""
+    if _outside_link(path):
+        log.add(path, "a symbolic link out of the run folder; not followed", "error")
+        return False
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        log.add(path, f"{_kind(st.st_mode)}, not a regular file; not read", "error")
+        return False
+    return True
+
+
+def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_BYTES) -> Optional[str]:
+    """A whole (small) text file, decoded leniently; None (logged when `log` is given) when it cannot be read,
+    is not a regular file, is larger than `limit` or holds binary data (NUL bytes)."""
+    try:
+        with open_file(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                if log is not None:
+                    log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                return None
+            data = f.read(limit + 1)
+    except OSError as e:
+        if log is not None:
+            log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+    if b"\x00" in data:
+        if log is not None:
+            off = data.index(b"\x00")
+            log.add(path, f"binary data (NUL byte at offset {off}) in a text file; not read", "error")
+        return None
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def nul_offset(path: Path) -> Optional[int]:
+    """Offset of the first NUL byte of a file (binary garbage in a text file), scanned without loading it."""
+    try:
+        with open_file(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                i = m.find(b"\x00")
+                return None if i < 0 else i
+    except (OSError, ValueError):
+        return None
+
+
+def _text_guard(path: Path, log: IssueLog) -> bool:
+    """Checks before a text (CSV) file is parsed: a regular file, not absurdly large, no binary garbage, and
+    line breaks within the first MAX_LINE_BYTES. Every refusal is logged."""
+    try:
+        with open_file(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            newline, seen = False, 0
+            while seen < min(size, MAX_LINE_BYTES) and not newline:  # 1 MB at a time, up to the first line break
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                seen += len(chunk)
+                newline = b"\n" in chunk or b"\r" in chunk
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return False
+    if size > MAX_TEXT_BYTES:
+        log.add(path, f"file is {size / 1e9:.1f} GB, larger than the {MAX_TEXT_BYTES / 1e9:.0f} GB a text file may "
+                "be; not read", "error")
+        return False
+    off = nul_offset(path)
+    if off is not None:
+        log.add(path, f"binary data (NUL byte at offset {off:,} of {size:,}) in a text file; not read "
+                "(file corrupt or not a CSV?)", "error")
+        return False
+    if size > MAX_LINE_BYTES and not newline:
+        log.add(path, f"no line break in the first {MAX_LINE_BYTES // 2 ** 20} MB; not a CSV, not read", "error")
+        return False
+    return True
+
+
+def _tail_cut(path: Path) -> bool:
+    """True when a non-empty text file does not end with a line break (written partly, cut off)."""
+    try:
+        with open_file(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return False
+            f.seek(size - 1)
+            return f.read(1) not in (b"\n", b"\r")
+    except OSError:
+        return False
+
+
+# --- numbers -------------------------------------------------------------------------------------
+
+
 def clean_cell(value: str) -> str:
     """Strip the whitespace and the trailing tab torch_npu adds to timestamps."""
     return value.strip().strip("\t").strip()
 
 
 def to_float(value: Any) -> float:
-    """Parse a number; `N/A`, empty and garbage give NaN."""
-    if value is None:
+    """Parse a number; `N/A`, empty and garbage give NaN, and so do non-finite and absurd values (`inf`, `1e400`,
+    30-digit integers: |x| > MAX_ABS_NUMBER), so nothing downstream sees an infinity or overflows an Int64."""
+    if value is None or isinstance(value, bool):
         return math.nan
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            v = float(value)
+        except OverflowError:
+            return math.nan
+    else:
+        s = clean_cell(str(value))
+        if not s or s.upper() in NA_TOKENS:
+            return math.nan
+        try:
+            v = float(s)
+        except (ValueError, OverflowError):
+            return math.nan
+    if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
+        return math.nan
+    return v
+
+
+def to_int(value: Any) -> Optional[int]:
+    """An integer (step number, id, rank) or None: garbage, non-finite, fractional-free overflow all give None."""
+    v = to_float(value)
+    if math.isnan(v) or abs(v) > MAX_INT:
+        return None
+    return int(v)
+
+
+def number_problem(value: Any) -> Optional[str]:
+    """Why a cell of a numeric column is not a usable number (None when it is a number or a missing mark)."""
     s = clean_cell(str(value))
-    if not s or s.upper() in ("N/A", "NA", "NAN", "NONE", "NULL", "-"):
-        return math.nan
-    try:
-        return float(s)
-    except ValueError:
-        return math.nan
+    u = s.upper()
+    if u in NA_TOKENS:
+        return None
+    if u in BAD_TOKENS:
+        return "not a finite number"
+    if not _NUMBER.fullmatch(s):
+        return "text in a numeric column"
+    v = to_float(s)
+    if math.isnan(v):
+        return "out of range"
+    return None
 
 
-def read_csv_rows(path: Path, log: IssueLog) -> Optional[tuple[list[str], list[tuple[int, list[str]]]]]:
-    """Read a CSV into (header, [(line_no, cells)]). Rows with the wrong width are reported and dropped.
+def _is_number(s: str) -> bool:
+    return bool(_NUMBER.fullmatch(s)) and not math.isnan(to_float(s))
+
+
+def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
+    """Columns most of whose cells are numbers (the rest: missing marks, garbage): those are screened."""
+    out = []
+    for i, cells in enumerate(columns):
+        num = bad = text = 0
+        for c in cells:
+            s = clean_cell(c)
+            if s.upper() in NA_TOKENS:
+                continue
+            if _is_number(s):
+                num += 1
+            elif s.upper() in BAD_TOKENS or _NUMBER.fullmatch(s):
+                bad += 1
+            else:
+                text += 1
+        if num and num >= 2 * text and (num + bad + text) > 0:
+            out.append(i)
+    return out
+
+
+_DURATION = re.compile(r"(^|[^a-z])(dur|duration|elapse|elapsed|cost|execution_time|total_time|task_duration)"
+                       r"([^a-z]|$)", re.I)
+
+
+def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[int, list[str]]],
+                numeric: Optional[Iterable[str]] = None) -> list[tuple[int, list[str]]]:
+    """The numeric normaliser at the door for CSV rows: in the numeric columns (given, or inferred: most cells
+    are numbers), a non-finite (`inf`, `nan`), out-of-range (`1e400`, 30-digit integers) or text value, or a
+    negative duration, drops its row with a data-quality entry naming file, line, column and value. Exact
+    duplicate rows (same cells, so same operator and timestamps) are counted once, also with an entry."""
+    if not rows:
+        return rows
+    width = len(header)
+    if numeric is None:
+        cols = [[cells[i] if i < len(cells) else "" for _, cells in rows] for i in range(width)]
+        idx = _numeric_columns(header, cols)
+    else:
+        want = set(numeric)
+        idx = [i for i, h in enumerate(header) if h in want]
+    durations = {i for i in idx if _DURATION.search(header[i])}
+    kept: list[tuple[int, list[str]]] = []
+    problems: list[str] = []
+    n_bad = 0
+    seen: set[tuple[str, ...]] = set()
+    dups: list[int] = []
+    for line, cells in rows:
+        why = None
+        for i in idx:
+            if i >= len(cells):
+                continue
+            p = number_problem(cells[i])
+            if p is None and i in durations:
+                v = to_float(cells[i])
+                if v < 0:
+                    p = "negative duration"
+            if p is not None:
+                why = f"line {line}, column {header[i]!r}: {clean_cell(cells[i])[:40]!r} ({p})"
+                break
+        if why is not None:
+            n_bad += 1
+            if len(problems) < 3:
+                problems.append(why)
+            continue
+        key = tuple(cells)
+        if key in seen:
+            dups.append(line)
+            continue
+        seen.add(key)
+        kept.append((line, cells))
+    if n_bad:
+        log.add(path, f"{n_bad} row(s) with an unusable number skipped: " + "; ".join(problems)
+                + (" ..." if n_bad > 3 else ""))
+    if dups:
+        where = ", ".join(str(n) for n in dups[:5]) + (" ..." if len(dups) > 5 else "")
+        log.add(path, f"{len(dups)} duplicated row(s) (identical to an earlier row: same operator and times) "
+                f"counted once (line {where})")
+    return kept
+
+
+_STAMP = re.compile(r"start|timestamp|begin|\bts\b", re.I)
+
+
+def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optional[Iterable[str]] = None,
+                 first_line: int = 2, dedupe: bool = True) -> "pd.DataFrame":
+    """`screen_rows` for a frame of strings read by `read_frame` (vectorised). Duplicates are only looked for
+    when `dedupe` (the frame holds a timestamp column, so identical rows are the same event twice)."""
+    import numpy as np
+    import pandas as pd
+
+    if df is None or not len(df):
+        return df
+    cols = list(numeric) if numeric is not None else list(df.columns)
+    bad = np.zeros(len(df), dtype=bool)
+    problems: list[str] = []
+    for c in cols:
+        if c not in df.columns:
+            continue
+        raw = df[c].astype(str).str.strip().str.strip("\t")
+        na = raw.str.upper().isin(NA_TOKENS) | df[c].isna()
+        vals = pd.to_numeric(raw.where(~na), errors="coerce")
+        ok = vals.notna() & np.isfinite(vals.fillna(0)) & (vals.abs() <= MAX_ABS_NUMBER)
+        if numeric is None:  # a numeric column: most cells are numbers (non-finite / overflowing ones aside)
+            looks = raw.str.fullmatch(_NUMBER.pattern).fillna(False) | raw.str.upper().isin(BAD_TOKENS)
+            n_ok, n_text = int(ok.sum()), int((~na & ~looks).sum())
+            if not n_ok or n_ok < 2 * n_text:
+                continue
+        wrong = (~ok & ~na).to_numpy().copy()
+        if _DURATION.search(str(c)):
+            wrong |= (ok & (vals < 0)).to_numpy()
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            if len(problems) < 3:
+                v = str(df[c].iloc[i])
+                why = number_problem(v) or "negative duration"
+                problems.append(f"line {first_line + i} (about), column {c!r}: {v[:40]!r} ({why})")
+            bad |= wrong
+    out = df
+    if bad.any():
+        log.add(path, f"{int(bad.sum())} row(s) with an unusable number skipped: " + "; ".join(problems)
+                + (" ..." if len(problems) < int(bad.sum()) else ""))
+        out = df[~bad]
+    dup = out.duplicated(keep="first") if dedupe else pd.Series(False, index=out.index)
+    if dup.any():
+        log.add(path, f"{int(dup.sum())} duplicated row(s) (identical to an earlier row: same operator and times) "
+                "counted once")
+        out = out[~dup.to_numpy()]
+    if out is not df:
+        out = out.reset_index(drop=True)
+    return out
+
+
+def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = None, screen: bool = True
+                  ) -> Optional[tuple[list[str], list[tuple[int, list[str]]]]]:
+    """Read a CSV into (header, [(line_no, cells)]). Rows with the wrong width are reported and dropped; a file
+    cut off mid-row is reported as truncated; with `screen` the numeric normaliser (`screen_rows`, numeric
+    columns given or inferred) drops rows with unusable numbers and counts duplicated rows once.
 
     Returns None (with an issue logged) when the file cannot be read or has no header.
     """
+    if not _text_guard(path, log):
+        return None
     try:
-        with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        with open_file(path, newline="", encoding="utf-8-sig", errors="replace") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)
@@ -78,13 +418,15 @@ def read_csv_rows(path: Path, log: IssueLog) -> Optional[tuple[list[str], list[t
             rows: list[tuple[int, list[str]]] = []
             bad: list[int] = []
             line = 1
+            last_short = None
             while True:
                 try:
                     cells = next(reader)
                 except StopIteration:
                     break
                 except csv.Error as e:
-                    log.add(path, f"line {reader.line_num}: {e}; rest of the file skipped", "error")
+                    log.add(path, f"line {reader.line_num}: {e}; rest of the file skipped "
+                            f"({len(rows)} row(s) read)", "error")
                     break
                 line += 1
                 if not cells or all(not c.strip() for c in cells):
@@ -93,55 +435,146 @@ def read_csv_rows(path: Path, log: IssueLog) -> Optional[tuple[list[str], list[t
                     cells = cells[:-1]
                 if len(cells) != len(header):
                     bad.append(reader.line_num)
+                    last_short = reader.line_num if len(cells) < len(header) else None
                     continue
+                last_short = None
                 rows.append((reader.line_num, cells))
+            if last_short is not None and bad and bad[-1] == last_short and _tail_cut(path):
+                bad.pop()
+                log.add(path, f"file ends mid-row (truncated?): {len(rows)} complete row(s) read; the cut-off last "
+                        f"row (line {last_short}) has a wrong number of fields and was skipped")
             if bad:
                 where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
                 log.add(path, f"{len(bad)} row(s) with a wrong number of fields (line {where}); "
                         "those rows were skipped (file truncated or corrupt?)")
+            if screen:
+                rows = screen_rows(path, log, header, rows, numeric)
             return header, rows
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
+    except MemoryError:
+        log.add(path, "file too large to read; skipped", "error")
+        return None
+
+
+class _JsonNumbers:
+    """json.load hooks: non-finite and out-of-range numbers become None and are counted."""
+
+    def __init__(self) -> None:
+        self.bad: list[str] = []
+
+    def _note(self, s: str) -> None:
+        if len(self.bad) < 3:
+            self.bad.append(s[:40])
+        else:
+            self.bad.append("")
+
+    def constant(self, s: str) -> None:
+        self._note(s)
+        return None
+
+    def float(self, s: str) -> Optional[float]:
+        try:
+            v = float(s)
+        except (ValueError, OverflowError):
+            v = math.inf
+        if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
+            self._note(s)
+            return None
+        return v
+
+    def int(self, s: str) -> Optional[int]:
+        if len(s) > 20:
+            self._note(s)
+            return None
+        v = int(s)
+        if abs(v) > MAX_INT:
+            self._note(s)
+            return None
+        return v
 
 
 def read_json(path: Path, log: IssueLog) -> Any:
-    """Read a whole JSON file; return None with an issue on any problem."""
+    """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
+    out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
+    allows, or a file too large, is named and skipped."""
     try:
-        size = path.stat().st_size
+        with open_file(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                log.add(path, "file is empty", "error")
+                return None
+            if size > MAX_JSON_BYTES:
+                log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                return None
+            raw = f.read(MAX_JSON_BYTES + 1)
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
-    if size == 0:
-        log.add(path, "file is empty", "error")
-        return None
-    if size > MAX_JSON_BYTES:
-        log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
-        return None
+    nums = _JsonNumbers()
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return json.load(f)
+        text = raw.decode("utf-8-sig", errors="replace")
+        del raw
+        data = json.loads(text, parse_constant=nums.constant, parse_float=nums.float, parse_int=nums.int)
     except json.JSONDecodeError as e:
         log.add(path, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", "error")
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
-    return None
+        return None
+    except RecursionError:
+        log.add(path, "JSON nested too deeply to read; skipped", "error")
+        return None
+    except (MemoryError, ValueError) as e:
+        log.add(path, f"cannot parse the JSON ({type(e).__name__}); skipped", "error")
+        return None
+    if _depth_exceeds(data, MAX_JSON_DEPTH):
+        log.add(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep; skipped", "error")
+        return None
+    if nums.bad:
+        shown = ", ".join(repr(b) for b in nums.bad if b)
+        log.add(path, f"{len(nums.bad)} non-finite or out-of-range number(s) ({shown}) read as missing")
+    return data
 
 
-def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> Optional["pd.DataFrame"]:
+def _depth_exceeds(data: Any, limit: int) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return False
+
+
+def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = (),
+               screen: bool = True) -> Optional["pd.DataFrame"]:
     """Read the named columns of a (possibly large) CSV as strings with pandas' C parser.
 
     Header cells are stripped (torch_npu writes stray tabs). Rows with the wrong number of fields are skipped and
-    counted in a data-quality entry. Returns None (with an issue) when the file or a required column is missing.
+    counted in a data-quality entry, a cut-off last row is reported as truncation, and with `screen` the numeric
+    normaliser drops rows with unusable numbers and counts duplicated rows once. Returns None (with an issue)
+    when the file or a required column is missing.
     """
     import pandas as pd
 
+    if not _text_guard(path, log):
+        return None
     try:
-        with open(path, encoding="utf-8-sig", errors="replace") as f:
+        with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
-            n_lines = sum(1 for line in f if line.strip())
+            n_lines = 0
+            last = ""
+            for line in f:
+                if line.strip():
+                    n_lines += 1
+                    last = line
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+    except csv.Error as e:
+        log.add(path, f"cannot parse the header: {e}", "error")
         return None
     names = [clean_cell(h) for h in header]
     if not any(names):
@@ -151,15 +584,140 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     if missing:
         log.add(path, f"missing column(s) {', '.join(missing)}; not read", "error")
         return None
-    want = [i for i, n in enumerate(names) if n in columns]
+    stamps = [n for n in names if _STAMP.search(n) and n not in columns]  # for duplicate detection only
+    want = [i for i, n in enumerate(names) if n in columns or n in stamps]
+    cut = False
+    if last and _tail_cut(path):
+        try:
+            cells = next(csv.reader([last]), [])
+        except csv.Error:
+            cells = []
+        while len(cells) > len(names) and clean_cell(cells[-1]) == "":
+            cells = cells[:-1]
+        cut = len(cells) < len(names)
     try:
-        df = pd.read_csv(path, encoding="utf-8-sig", encoding_errors="replace", header=0, names=names,
-                         usecols=want, dtype=str, on_bad_lines="skip", skip_blank_lines=True,
-                         keep_default_na=False)
-    except (ValueError, pd.errors.ParserError, OSError) as e:
-        log.add(path, f"cannot parse the file: {e}", "error")
+        with open_file(path, "rb") as f:
+            df = pd.read_csv(f, encoding="utf-8-sig", encoding_errors="replace", header=0, names=names,
+                             usecols=want, dtype=str, on_bad_lines="skip", skip_blank_lines=True,
+                             keep_default_na=False)
+    except (ValueError, pd.errors.ParserError, OSError, MemoryError) as e:
+        log.add(path, f"cannot parse the file: {str(e)[:200]}", "error")
         return None
+    if cut and len(df):
+        df = df.iloc[:-1]
+        n_lines -= 1
+        log.add(path, f"file ends mid-row (truncated?): {len(df)} complete row(s) read, the cut-off last row "
+                "skipped")
     if len(df) < n_lines:
         log.add(path, f"{n_lines - len(df)} row(s) with a wrong number of fields were skipped "
                 "(file truncated or corrupt?)")
-    return df
+    if screen:
+        df = screen_frame(path, log, df, dedupe=bool(stamps) or any(_STAMP.search(c) for c in columns))
+    extra = [c for c in df.columns if c in stamps]
+    return df.drop(columns=extra) if extra else df
+
+
+# --- streamed traces -------------------------------------------------------------------------------
+
+MAX_TRACE_DEPTH = 1000  # bracket depth of a Chrome trace (events nest ~4 deep)
+_SCAN_CHUNK = 1 << 16
+_shape_cache: dict[tuple, Optional[str]] = {}
+
+
+def open_binary(path: Path):
+    """A regular file opened for binary reading, gunzipped when named `.gz` (FIFOs etc. refused, never block)."""
+    import gzip
+
+    f = open_file(path, "rb")
+    if Path(path).name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    return f
+
+
+def trace_problem(path: Path) -> Optional[str]:
+    """Why a trace must not be streamed (nesting far deeper than any trace: the parser would exhaust memory or the
+    stack), or None. One C-speed pass of bracket counts per 64 KB chunk, cached per file version."""
+    try:
+        st = os.stat(path)
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        return None
+    if key in _shape_cache:
+        return _shape_cache[key]
+    why = None
+    depth = 0
+    try:
+        with open_binary(path) as f:
+            while True:
+                chunk = f.read(_SCAN_CHUNK)
+                if not chunk:
+                    break
+                opens = chunk.count(b"[") + chunk.count(b"{")
+                depth += opens - chunk.count(b"]") - chunk.count(b"}")
+                if depth > MAX_TRACE_DEPTH or opens > len(chunk) // 4:
+                    why = f"JSON nested more than {MAX_TRACE_DEPTH} levels deep (not a trace); skipped"
+                    break
+    except (OSError, EOFError, ValueError):
+        why = None  # the streaming reader reports unreadable files itself
+    if len(_shape_cache) > 4096:
+        _shape_cache.clear()
+    _shape_cache[key] = why
+    return why
+
+
+def trace_events(path: Path) -> Iterator[dict]:
+    """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
+
+    Only regular files are opened; a trace nested absurdly deep is refused before parsing; events whose `ts` or
+    `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
+    a broken file (after yielding what was read), so the loaders' handlers name the file.
+    """
+    import ijson
+
+    why = trace_problem(path)
+    if why is not None:
+        raise ValueError(why)
+    with open_binary(path) as f:
+        start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
+        f.seek(start)
+        first = f.read(1)
+        while first and first in b" \t\r\n":
+            first = f.read(1)
+        f.seek(start)
+        prefix = "item" if first == b"[" else "traceEvents.item"
+        try:
+            for e in ijson.items(f, prefix, use_float=True):
+                if not isinstance(e, dict):
+                    continue
+                ok = True
+                for k in ("ts", "dur"):
+                    v = e.get(k)
+                    if isinstance(v, float) and (not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER):
+                        ok = False
+                    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+                        ok = False
+                if ok:
+                    yield e
+        except (RecursionError, MemoryError) as e:
+            raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
+
+
+def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str]) -> None:
+    """The numeric normaliser for JSON values read by key: a value present under one of `keys` that is not a
+    usable number (text, a boolean, a non-finite or absurd number written as a string) gets an entry naming the
+    file, the key and the value; the loader reads it as missing."""
+    if not isinstance(data, dict):
+        return
+    bad = []
+    for k in keys:
+        if k not in data or data[k] is None:
+            continue
+        v = data[k]
+        if isinstance(v, bool) or isinstance(v, (dict, list)):
+            bad.append(f"{k!r}: {str(v)[:40]!r}")
+        elif isinstance(v, str) and number_problem(v) is not None:
+            bad.append(f"{k!r}: {v[:40]!r} ({number_problem(v)})")
+        elif to_float(v) < 0:
+            bad.append(f"{k!r}: {v!r} (negative)")
+    if bad:
+        log.add(path, f"value(s) that are not usable numbers: {'; '.join(bad[:5])}")

@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
@@ -292,9 +292,8 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
         if step_s == "-":
             step = None
         else:
-            try:
-                step = int(float(step_s))
-            except ValueError:
+            step = to_int(step_s)
+            if step is None:
                 bad.append(line)
                 continue
         parsed.append((step, to_float(cells[ix["communication_cost"]]), to_float(cells[ix["wait_cost"]]),

@@ -17,7 +17,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float, to_int
 from reportgen.model import DataPrep
 
 
@@ -100,11 +100,10 @@ def _summary(path: Path, log: IssueLog) -> Optional[dict]:
 
 def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Optional[pd.DataFrame]]:
     """Host queue sizes per step and get/push/total times per step (MindInsight's analyse_device_queue_info)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+    text = read_text(path, log)
+    if text is None:
         return None, None
+    lines = text.splitlines()
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -134,11 +133,10 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
 
 def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`GetNext_dequeue_wait start end size` (µs on Ascend; GPU's `minddata_getnext_profiling` is ns)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+    text = read_text(path, log)
+    if text is None:
         return None
+    lines = text.splitlines()
     scale = 1e6 if "getnext_profiling" in path.name else 1e3
     rows = []
     for line in lines:

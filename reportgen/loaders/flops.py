@@ -11,7 +11,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_json, to_float
+from reportgen.loaders.common import IssueLog, check_json_numbers, read_json, read_text, to_float
 from reportgen.model import Flops
 
 
@@ -25,6 +25,8 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
     out: Optional[Flops] = None
     if summary is not None:
         data = read_json(summary, log)
+        check_json_numbers(summary, log, data, ("FLOPs", "FLOPS", "FLOPS_Utilization", "cube_FLOPs", "vec_FLOPs",
+                                                "cube_FLOPS", "vec_FLOPS"))
         if isinstance(data, dict):
             out = Flops(source=log.rel(summary))
             if "FLOPs" in data or "FLOPS" in data:
@@ -74,12 +76,10 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
 def load_flops_per_op(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`flops_{r}.txt`: legacy `op_full_name, MFLOPs(10^6), GFLOPS(10^9), FLOPS utilization(%)` (", "
     separated; also `full_kernel_name, FLOPs, FLOPS, FLOPS utilization`) or the cube/vector variants."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [line.rstrip("\n") for line in f if line.strip()]
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+    text = read_text(path, log)
+    if text is None:
         return None
+    lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         log.add(path, "file is empty", "error")
         return None
@@ -126,10 +126,8 @@ def load_flops_per_op(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
 
 def _per_step(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`flops_utilization_step_{r}.json`: despite the name, text `steps, FLOPS_Utilization %` then `i,value`."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+    text = read_text(path, log)
+    if text is None:
         return None
     rows = []
     for line in text.splitlines():

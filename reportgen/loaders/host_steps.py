@@ -13,8 +13,7 @@ from typing import Optional
 import ijson
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, to_float
-from reportgen.loaders.peek import trace_events
+from reportgen.loaders.common import IssueLog, to_float, to_int, trace_events
 from reportgen.model import HOST_PHASES, StepTrace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -30,8 +29,8 @@ def load_host_steps(path: Path, log: IssueLog) -> Optional[StepTrace]:
                 continue
             m = STEP_RE.match(name)
             dur = to_float(e.get("dur"))
-            if m and not math.isnan(dur):
-                steps[int(m.group(1))] = dur / 1e3
+            if m and not math.isnan(dur) and to_int(m.group(1)) is not None:
+                steps[to_int(m.group(1))] = dur / 1e3
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:
         log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); "
                 f"{len(steps)} step marker(s) read before the error", "error")

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_frame, read_json, to_float
+from reportgen.loaders.common import IssueLog, check_json_numbers, read_frame, read_json, to_float
 from reportgen.model import Memory
 
 MB_PER_GB = 1024.0
@@ -44,6 +44,7 @@ def load_mindinsight_memory(summary: Optional[Path], details: Optional[Path], pb
     out = Memory(source=log.rel(summary or details))  # type: ignore[arg-type]
     if summary is not None:
         data = read_json(summary, log)
+        check_json_numbers(summary, log, data, ("peak_mem", "capacity", "static_mem"))
         if isinstance(data, dict):
             def gb(key: str) -> Optional[float]:
                 v = to_float(data.get(key))

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, read_text, to_float
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Operators
 
 US_PER_MS = 1e3
@@ -76,7 +76,7 @@ def _shares(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_aicore_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
-    """`op_type|kernel_type, execution_time|total_time, execution_frequency, percent` (read by position).
+    """`op_type|kernel_type, execution_time|total_time, execution_frequency, percent` (read by header name).
 
     The time is the sum of the average execution times of the type's operators (ms, one step); percent is
     0-100 in MindSpore <= 2.0 and a fraction later: a column summing to more than 1.5 is read as percent.
@@ -85,15 +85,20 @@ def load_aicore_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     if parsed is None:
         return None
     header, rows = parsed
-    if len(header) < 4:
-        log.add(path, f"expected 4 columns (type, time, frequency, percent), found {len(header)}", "error")
+    col = {h: i for i, h in enumerate(header)}
+    idx = [_pick(col, "op_type", "kernel_type"), _pick(col, "execution_time", "total_time"),
+           _pick(col, "execution_frequency"), _pick(col, "percent")]
+    if any(i is None for i in idx):
+        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need op_type|kernel_type, "
+                "execution_time|total_time, execution_frequency, percent; not read", "error")
         return None
+    ti, xi, fi, pi = idx  # type: ignore[misc]
     recs = []
     for _, cells in rows:
-        t, n, pct = to_float(cells[1]), to_float(cells[2]), to_float(cells[3])
-        if not cells[0].strip() or math.isnan(t):
+        t, n, pct = to_float(cells[xi]), to_float(cells[fi]), to_float(cells[pi])
+        if not cells[ti].strip() or math.isnan(t):
             continue
-        recs.append({"side": "aicore", "core": "AI_CORE", "op_type": cells[0].strip(), "count": n, "total_ms": t,
+        recs.append({"side": "aicore", "core": "AI_CORE", "op_type": cells[ti].strip(), "count": n, "total_ms": t,
                      "avg_ms": t / n if n else math.nan, "min_ms": math.nan, "max_ms": math.nan, "share": pct})
     return _fraction(_type_frame(recs))
 
@@ -107,8 +112,12 @@ def _framework_types(path: Optional[Path], log: IssueLog) -> dict[str, str]:
         return {}
     header, rows = parsed
     col = {h: i for i, h in enumerate(header)}
-    name_i = col.get("full_op_name", col.get("full_kernel_name", 3))
-    type_i = col.get("op_type", col.get("kernel_type", 5))
+    name_i = _pick(col, "full_op_name", "full_kernel_name")
+    type_i = _pick(col, "op_type", "kernel_type")
+    if name_i is None or type_i is None:
+        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need full_op_name|full_kernel_name and "
+                "op_type|kernel_type; operator types taken from the names", "warning")
+        return {}
     out = {}
     for _, cells in rows:
         if max(name_i, type_i) < len(cells):
@@ -125,16 +134,19 @@ def load_aicore_detail(path: Path, log: IssueLog, framework: Optional[Path]) -> 
     if parsed is None:
         return None
     header, rows = parsed
-    if len(header) < 2:
-        log.add(path, "expected at least 2 columns (operator, time)", "error")
-        return None
     col = {h: i for i, h in enumerate(header)}
-    freq_i = col.get("execution_frequency")
-    type_i = col.get("task_type")
+    name_i = _pick(col, "full_op_name", "full_kernel_name", "full_kernel_time", "op_name")
+    time_i = _pick(col, "execution_time", "task_duration", "avg_execution_time")
+    if name_i is None or time_i is None:
+        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need full_op_name|full_kernel_name and "
+                "execution_time|task_duration; not read", "error")
+        return None
+    freq_i = _pick(col, "execution_frequency")
+    type_i = _pick(col, "task_type")
     types = _framework_types(framework, log)
     recs = []
     for _, cells in rows:
-        name, avg = cells[0].strip(), to_float(cells[1])
+        name, avg = cells[name_i].strip(), to_float(cells[time_i])
         if not name or math.isnan(avg):
             continue
         n = to_float(cells[freq_i]) if freq_i is not None else math.nan
@@ -190,12 +202,8 @@ def load_compute_time(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
 
 
 def _text_lines(path: Path, log: IssueLog) -> Optional[list[str]]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
-    except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
-        return None
+    text = read_text(path, log)
+    return None if text is None else text.splitlines()
 
 
 def types_from_detail(detail: pd.DataFrame, side: str) -> pd.DataFrame:
@@ -227,14 +235,17 @@ def load_aicpu(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFrame, pd.Dat
     if parsed is None:
         return None
     header, rows = parsed
-    if len(header) < 3:
-        log.add(path, "expected at least 3 columns (serial number, type, total time)", "error")
+    col = {h: i for i, h in enumerate(header)}
+    type_i, total_i = _pick(col, "op_type", "kernel_type"), _pick(col, "total_time")
+    if type_i is None or total_i is None:
+        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need op_type|kernel_type and total_time; "
+                "not read", "error")
         return None
     names, totals = [], []
     for _, cells in rows:
-        t = to_float(cells[2])
-        if cells[1].strip() and not math.isnan(t):
-            names.append(cells[1].strip())
+        t = to_float(cells[total_i])
+        if cells[type_i].strip() and not math.isnan(t):
+            names.append(cells[type_i].strip())
             totals.append(t)
     if not names:
         return _type_frame([]), _detail_frame([])

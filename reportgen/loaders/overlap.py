@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
-from reportgen.loaders.peek import trace_events
+from reportgen.loaders.common import IssueLog, read_csv_rows, to_float, to_int, trace_events
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
@@ -64,9 +63,16 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
         log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
     pipeline = width >= PIPELINE_WIDTH
     names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")[:min(width, 5)]
+    by_name = {h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace("collective_communication",
+                                                                                   "collective"): i
+               for i, h in enumerate(header)}
+    if set(names) <= set(by_name):  # the profiler's own header: read by name (columns may be reordered)
+        index = {n: by_name[n] for n in names}
+    else:
+        index = {n: i for i, n in enumerate(names)}
     values: list[dict] = []
     for line, cells in rows:
-        rec = {n: to_float(cells[i]) for i, n in enumerate(names)}
+        rec = {n: to_float(cells[index[n]]) for n in names}
         if any(math.isnan(v) for v in rec.values()):
             log.add(path, f"line {line}: non-numeric value(s); row skipped")
             continue
@@ -117,11 +123,16 @@ def _read_timeline_txt(path: Path, log: IssueLog) -> Optional[tuple[np.ndarray, 
     if parsed is None:
         return None
     header, rows = parsed
-    if len(header) < 4:
-        log.add(path, "expected op_name, stream_id, start_time, duration columns", "error")
-        return None
-    st = np.array([to_float(c[2]) for _, c in rows], dtype="float64")
-    du = np.array([to_float(c[3]) for _, c in rows], dtype="float64")
+    col = {h.strip().lower(): i for i, h in enumerate(header)}
+    si = next((i for h, i in col.items() if h.startswith("start_time")), None)
+    di = next((i for h, i in col.items() if h.startswith("duration")), None)
+    if si is None or di is None:
+        if len(header) < 4 or any(h.strip().lower().startswith(("start", "dur")) for h in header):
+            log.add(path, "expected op_name, stream_id, start_time, duration columns", "error")
+            return None
+        si, di = 2, 3  # no recognisable header names: the profiler's column order
+    st = np.array([to_float(c[si]) for _, c in rows], dtype="float64")
+    du = np.array([to_float(c[di]) for _, c in rows], dtype="float64")
     ok = ~(np.isnan(st) | np.isnan(du))
     if (~ok).any():
         log.add(path, f"{int((~ok).sum())} row(s) with non-numeric times skipped")
@@ -264,8 +275,8 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                 m = STEP_RE.match(name)
                 if m:
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)):
-                        steps[int(m.group(1))] = (ts, ts + dur)
+                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                        steps[to_int(m.group(1))] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
     except (ijson.JSONError, ValueError, OSError, EOFError) as e:

@@ -29,9 +29,9 @@ from typing import Optional
 import ijson
 import numpy as np
 
-from reportgen.loaders.common import IssueLog, to_float
+from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, trace_events
 from reportgen.loaders.overlap import STEP_RE, FlowPairs, device_step_ranges, legacy_step_windows
-from reportgen.loaders.peek import trace_events
+
 from reportgen.model import StepOps, StepTrace, op_class
 
 STEPS_TID = 100000
@@ -56,9 +56,9 @@ class TraceLayout:
 def _step_number(name) -> Optional[int]:
     s = str(name).strip()
     if s.isdigit():
-        return int(s)
+        return to_int(s)
     m = MODEL_ITER_RE.search(s)
-    return int(m.group(1)) if m else None
+    return to_int(m.group(1)) if m else None
 
 
 def _txt_offset(txt: Optional[Path], first_ts: dict[str, float]) -> Optional[float]:
@@ -67,7 +67,7 @@ def _txt_offset(txt: Optional[Path], first_ts: dict[str, float]) -> Optional[flo
     if txt is None or not first_ts:
         return None
     try:
-        with open(txt, encoding="utf-8", errors="replace") as f:
+        with open_file(txt, encoding="utf-8", errors="replace") as f:
             for n, line in enumerate(f):
                 if n > 5000:
                     break
@@ -114,8 +114,8 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                 m = STEP_RE.match(name)
                 if m:
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)):
-                        host_steps[int(m.group(1))] = (ts, ts + dur)
+                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                        host_steps[to_int(m.group(1))] = (ts, ts + dur)
                     continue
                 if str(e.get("tid")) == str(STEPS_TID):
                     s = _step_number(name)

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, regular_file, to_float, to_int
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 
 TICKS_PER_MS = 1e5  # Ascend syscnt is 10 ns
@@ -50,7 +50,7 @@ DB_COLUMNS = {
 def _step_id(value: str) -> Optional[int]:
     s = str(value).strip()
     m = re.search(r"(\d+)$", s)
-    return int(m.group(1)) if m else None
+    return to_int(m.group(1)) if m else None
 
 
 def _frame(records: list[dict], phases: tuple[str, ...]) -> pd.DataFrame:
@@ -209,6 +209,8 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
 
 def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     """`analysis.db` table StepTraceTime (same numbers as step_trace_time.csv)."""
+    if not regular_file(path, log):
+        return None
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

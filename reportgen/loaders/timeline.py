@@ -24,7 +24,7 @@ import numpy as np
 
 from reportgen import intervals
 from reportgen.loaders.common import IssueLog, read_json, to_float
-from reportgen.loaders.peek import open_maybe_gzip, trace_events
+from reportgen.loaders.common import open_binary as open_maybe_gzip, trace_events
 from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
@@ -167,12 +167,16 @@ def export_trace(src: Path, dst: IO[str], convert: bool) -> int:
     """Write `src` as a Chrome-trace JSON array to `dst`; with `convert`, string timestamps become JSON numbers
     (the decimal text is kept exactly, so no precision is lost). Returns the number of events written."""
     if not convert:
-        with open_maybe_gzip(src) as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                dst.write(chunk.decode("utf-8", errors="replace"))
+        try:
+            with open_maybe_gzip(src) as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    dst.write(chunk.decode("utf-8", errors="replace"))
+        except (OSError, EOFError):  # not a regular file, or unreadable: the loader named it; an empty trace
+            dst.write("[]\n")
+            return 0
         return -1
     n = 0
     dst.write("[")

@@ -9,6 +9,7 @@ they never read files and never write anything.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -119,6 +120,24 @@ class Rule:
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"rule {self.id}: unknown category {self.category!r}")
+
+
+_MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def md_literal(value: Any, limit: int = 200) -> str:
+    """Text from a profiler file, made inert before it joins advice/why markdown.
+
+    Every character that Markdown or HTML gives a meaning to is backslash-escaped (CommonMark treats a backslash
+    before any ASCII punctuation as that literal character), line breaks become spaces (no new blocks: headings,
+    lists, link reference definitions) and the text is cut to `limit` characters. The renderer escapes `<`/`&`
+    again, so the result renders as exactly the original text.
+    """
+    s = "" if value is None else str(value)
+    s = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", s)
+    if len(s) > limit:
+        s = s[:limit - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", s)
 
 
 def fmt_ms(v: float) -> str:

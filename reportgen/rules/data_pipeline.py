@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks, md_literal
 
 THRESHOLDS = {
     "host_empty_rate": Threshold(0.3, "host queue empty in more than this fraction of the steps -> data "
@@ -48,7 +48,7 @@ def _op_names(a, rank: int, ids: list[int]) -> tuple[str, str]:
     if dp is None or dp.ops is None or not len(dp.ops):
         return "", "other"
     by = {int(r.op_id): str(r.op_type) for r in dp.ops.itertuples()}
-    names = [f"{by.get(i, '?')} (id {i})" for i in ids]
+    names = [f"{md_literal(by.get(i, '?'))} (id {i})" for i in ids]
     types = {by.get(i, "") for i in ids}
     kind = next((t for t in ("MapOp", "GeneratorOp", "BatchOp") if t in types), "other")
     return ", ".join(names), kind

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, md_literal
 from reportgen.rules.stats import MAD_SCALE
 
 THRESHOLDS = {
@@ -77,7 +77,7 @@ def check(ctx: Context) -> list[Finding]:
         findings.append(Finding(
             id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=ADVICE,
             why=(f"About {fmt_ms(float(w['lost_ms']))} per step is spent on this link beyond what the median "
-                 f"{transport} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
+                 f"{md_literal(transport)} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
                                                         if not math.isnan(lost_share) else
                                                         " (more than the step itself: the communication files and "
                                                         "the step trace disagree, see data quality)." if over_step

@@ -10,7 +10,7 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks
+from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks, md_literal
 from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
 
 THRESHOLDS = {
@@ -135,7 +135,8 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
             hosts.setdefault(h, []).append(r)
     whole = [h for h, rs in hosts.items() if len(rs) >= 2 and set(rs) <= set(ranks)]
     if whole:
-        return f" All ranks of host{'s' if len(whole) > 1 else ''} {', '.join(sorted(whole)[:6])} stand out: " \
+        names = ", ".join(md_literal(h) for h in sorted(whole)[:6])
+        return f" All ranks of host{'s' if len(whole) > 1 else ''} {names} stand out: " \
                "suspect the host rather than single devices."
     return ""
 

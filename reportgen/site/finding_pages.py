@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -15,11 +16,22 @@ RULES_PAGE = "rules.html"
 MAX_RANK_LINKS = 24
 MAX_RANK_FINDINGS = 30
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_LOCAL_HREF = re.compile(r"[A-Za-z0-9._~/#?%=&+-]*")
+
+
+def _local_link(url: str) -> bool:
+    """Only links into the report: a relative path or an anchor. No scheme (`javascript:`, `data:`, `http:`...),
+    no absolute or protocol-relative path (`/x`, `//host`), no backslashes or whitespace a browser would reinterpret."""
+    return bool(_LOCAL_HREF.fullmatch(url)) and not url.startswith("/") and ":" not in url
+
+
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).disable("image")
+_md.validateLink = _local_link  # a link that fails stays text
 
 
 def markdown(text: str) -> str:
-    """Markdown to HTML with raw HTML disabled (escaped), so text that quotes file content stays inert."""
+    """Markdown to HTML with raw HTML disabled (escaped), no images, and links only into the report, so text that
+    quotes file content stays inert (rules also escape file data with `rules.base.md_literal`)."""
     return _md.render(text or "")
 
 

@@ -1,0 +1,614 @@
+"""Fuzz suite: damaged and hostile input never crashes, hangs, reads outside the run or loses data silently.
+
+A seeded mutation generator of our own takes a small clean run of every input family available (synthetic Ascend
+and MindInsight layouts; real samples when present: MindSpore CPU, torch gloo, msprof PROF, DB export) and applies,
+to one file of each file family (one rank's copy), one mutation per case: empty, truncated (mid-row, mid-JSON),
+binary garbage, invalid UTF-8, BOM, CRLF, wrong / reordered / missing headers, extra columns, non-finite and huge
+numbers, text in numeric columns, negative durations, duplicated rows, deep nesting, a directory / FIFO / symlink
+(out of the run, loop) in place of the file; plus odd folder names (spaces, unicode, HTML). Every case runs the CLI
+in a subprocess with a timeout and an audit hook that records every file opened outside the run. A case fails on:
+
+* crash: exit code other than 0 / 2, or a traceback;
+* hang: the time bound is exceeded (FIFOs included);
+* outside read: a file outside the run folder was opened;
+* silent loss: an undamaged rank's numbers changed or the rank vanished; or the damaged rank's numbers changed
+  (or it vanished) while `summary.json`'s `data_quality` does not name the damaged file; or a benign variant
+  (BOM, CRLF, extra / reordered columns, odd names) changed any number.
+
+The default test run takes a small seeded sample (`test_fuzz_sample`); the exhaustive sweep is marked `fuzz`
+(deselected by default): `python -m pytest -m fuzz tests/test_fuzz.py`. Standalone, for measurements against any
+checkout: `python tests/test_fuzz.py --repo PATH [--limit N] [--jobs 2] [--json OUT]`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO.parent / "shared" / "samples"
+TIMEOUT_S = 90
+SEED = 18
+
+REAL_BASES = {  # name -> sample folder (copied; used when present)
+    "mindspore_cpu": "real/mindspore_cpu_legacy_graph_minddata",
+    "torch_gloo": "real/torch_gloo_4rank",
+    "msprof_prof": "mindinsight/msprof_raw_2rank_10iter",
+    "db_export": "ascend/msinsight_pytorch_2rank_level1_db",
+}
+
+BENIGN = {"bom", "crlf", "extra_column", "reordered_columns", "odd_names"}
+
+# --- the driver run in the subprocess: CLI + an audit hook recording opens outside the run ----------------
+
+DRIVER = r"""
+import os, sys
+run, outside_log = sys.argv[1], sys.argv[2]
+root = os.path.realpath(run)
+outside = os.environ.get("FUZZ_OUTSIDE", "")
+seen = set()
+def hook(event, args):
+    if event in ("open", "os.open", "sqlite3.connect", "sqlite3.connect/handle") and args:
+        p = args[0]
+        if isinstance(p, (str, bytes, os.PathLike)):
+            try:
+                p = os.fsdecode(p)
+                if outside and os.path.realpath(p).startswith(outside) and p not in seen:
+                    seen.add(p)
+                    with open(outside_log, "a") as f:
+                        f.write(p + "\n")
+            except Exception:
+                pass
+sys.addaudithook(hook)
+sys.argv = ["msreport"] + sys.argv[3:]
+from reportgen.cli import main
+sys.exit(main())
+"""
+
+
+@dataclass
+class Case:
+    base: str
+    mutation: str
+    target: str  # path relative to the run root ("" for run-level cases)
+    rank: Optional[int]  # the rank that owns the damaged file (None: run-level)
+    cls: str = ""  # class in the closing table
+
+
+@dataclass
+class Result:
+    case: Case
+    rc: Optional[int]
+    seconds: float
+    crash: bool = False
+    hang: bool = False
+    outside: bool = False
+    silent: bool = False
+    named: bool = False
+    why: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+# --- base runs ---------------------------------------------------------------------------------------
+
+
+def make_bases(where: Path, repo: Path = REPO, real: bool = True) -> dict[str, Path]:
+    """Clean runs to mutate: the synthetic layouts (generated with the checkout under test) and real samples."""
+    where.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run; "
+            "generate_run(sys.argv[2], ranks=2, steps=3, layout='ascend', trace_view=True, seed=3); "
+            "generate_run(sys.argv[3], ranks=2, steps=3, layout='mindinsight', seed=3)")
+    subprocess.run([sys.executable, "-c", code, str(repo), str(where / "synth_ascend"),
+                    str(where / "synth_mindinsight")], check=True, cwd=repo, timeout=300)
+    out["synth_ascend"] = where / "synth_ascend"
+    out["synth_mindinsight"] = where / "synth_mindinsight"
+    if real and SAMPLES.exists():
+        for name, rel in REAL_BASES.items():
+            src = SAMPLES / rel
+            if src.is_dir():
+                shutil.copytree(src, where / name, symlinks=True)
+                out[name] = where / name
+    return out
+
+
+def _rank_files(run: Path) -> dict[Path, Optional[int]]:
+    """Every file the discovery recognises, with the rank that owns it (None: run-level)."""
+    sys.path.insert(0, str(REPO))
+    from reportgen.discover import discover
+
+    owners: dict[Path, set] = {}
+    layouts = discover(run)
+    for lay in layouts:
+        for r, rf in lay.ranks.items():
+            for paths in rf.files.values():
+                for p in paths:
+                    p = Path(p)
+                    if p.is_dir():
+                        for q in p.rglob("*"):
+                            if q.is_file():
+                                owners.setdefault(q, set()).add(r)
+                    elif p.is_file():
+                        owners.setdefault(p, set()).add(r)
+        for paths in lay.run_files.values():
+            for p in paths:
+                if Path(p).is_file():
+                    owners.setdefault(Path(p), set())
+    return {p: (min(rs) if len(rs) == 1 else None) for p, rs in owners.items()}
+
+
+def family(name: str) -> str:
+    return re.sub(r"\d+", "#", name)
+
+
+# --- mutations (bytes in, bytes out; None: not applicable) --------------------------------------------
+
+_NUM = re.compile(rb"(?<![\w.\"])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.\"])")
+
+
+def _csv_rows(data: bytes) -> Optional[list[list[str]]]:
+    try:
+        text = data.decode("utf-8-sig")
+        rows = list(csv.reader(io.StringIO(text)))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    rows = [r for r in rows if r]
+    return rows if len(rows) >= 2 else None
+
+
+def _csv_bytes(rows: list[list[str]]) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def _numeric_cells(rows: list[list[str]]) -> list[tuple[int, int]]:
+    out = []
+    for i, row in enumerate(rows[1:], 1):
+        for j, c in enumerate(row):
+            try:
+                v = float(c.strip())
+            except ValueError:
+                continue
+            if math.isfinite(v) and j < len(rows[0]):
+                out.append((i, j))
+    return out
+
+
+def _set_number(data: bytes, kind: str, ext: str, rng: random.Random, token: str) -> Optional[bytes]:
+    if ext == ".csv":
+        rows = _csv_rows(data)
+        if rows is None:
+            return None
+        cells = _numeric_cells(rows)
+        if kind == "negative":
+            pref = [(i, j) for i, j in cells if re.search(r"dur|time|cost", rows[0][j], re.I)]
+            cells = pref or cells
+            cells = [(i, j) for i, j in cells if float(rows[i][j]) > 0]
+        if not cells:
+            return None
+        i, j = rng.choice(cells)
+        rows[i][j] = ("-" + rows[i][j].strip()) if kind == "negative" else token
+        return _csv_bytes(rows)
+    nums = [m for m in _NUM.finditer(data) if not m.group().startswith(b"-")]
+    if not nums:
+        return None
+    m = rng.choice(nums[: max(1, min(len(nums), 400))])
+    if kind == "negative":
+        new = b"-" + m.group()
+    elif ext == ".json":
+        new = {"inf": b"Infinity", "nan": b"NaN", "huge": b"1e400", "digits": b"9" * 30, "text": b'"abc"'}[kind]
+    else:
+        new = token.encode()
+    return data[:m.start()] + new + data[m.end():]
+
+
+def mutate(data: bytes, mutation: str, ext: str, rng: random.Random) -> Optional[bytes]:
+    text_like = ext in (".csv", ".txt", ".json")
+    if mutation == "empty":
+        return b""
+    if mutation == "truncated":
+        if len(data) < 8:
+            return None
+        if ext == ".csv":
+            end = data.rstrip(b"\r\n")
+            last = end.rfind(b"\n")
+            if last < 0 or len(end) - last < 4:
+                return data[: len(data) * 3 // 5]
+            return end[: last + 1 + (len(end) - last - 1) // 2]
+        return data[: len(data) * 3 // 5]
+    if mutation == "binary":
+        return bytes(rng.getrandbits(8) for _ in range(min(len(data), 4096) or 64)) + b"\x00" * 16
+    if mutation == "invalid_utf8":
+        if not text_like or len(data) < 4:
+            return None
+        k = data.find(b"\n") + 1 or len(data) // 2
+        k = data.find(b",", k) + 1 or k
+        return data[:k] + b"\xff\xfe\xc3(\x80" + data[k:]
+    if mutation == "bom":
+        return b"\xef\xbb\xbf" + data if text_like and not data.startswith(b"\xef\xbb\xbf") else None
+    if mutation == "crlf":
+        return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") if text_like and b"\n" in data else None
+    if mutation in ("inf", "nan", "huge", "digits", "text", "negative"):
+        if not text_like:
+            return None
+        token = {"inf": "inf", "nan": "nan", "huge": "1e400", "digits": "9" * 30, "text": "abc",
+                 "negative": ""}[mutation]
+        return _set_number(data, mutation, ext, rng, token)
+    if ext == ".csv":
+        rows = _csv_rows(data)
+        if rows is None:
+            return None
+        if mutation == "wrong_headers":
+            rows[0] = [f"col{i}" for i in range(len(rows[0]))]
+        elif mutation == "reordered_columns":
+            if len(rows[0]) < 2:
+                return None
+            rows = [list(reversed(r)) for r in rows]
+        elif mutation == "missing_header":
+            rows = rows[1:]
+        elif mutation == "extra_column":
+            rows = [r[:1] + (["extra_col"] if i == 0 else ["x"]) + r[1:] for i, r in enumerate(rows)]
+        elif mutation == "duplicated_rows":
+            rows = rows[:2] + [list(rows[1])] + rows[2:]
+        else:
+            return None
+        return _csv_bytes(rows)
+    if mutation == "duplicated_rows" and ext == ".txt":
+        lines = data.split(b"\n")
+        if len(lines) < 3:
+            return None
+        return b"\n".join(lines[:2] + [lines[1]] + lines[2:])
+    if mutation == "deep_nesting" and ext == ".json":
+        depth = 200_000
+        if data.lstrip().startswith(b"{"):
+            return b'{"traceEvents": ' + b"[" * depth + b"]" * depth + b"}"
+        return b"[" * depth + b"]" * depth
+    return None
+
+
+FILE_MUTATIONS = ["empty", "truncated", "binary", "invalid_utf8", "bom", "crlf", "wrong_headers",
+                  "reordered_columns", "missing_header", "extra_column", "inf", "nan", "huge", "digits", "text",
+                  "negative", "duplicated_rows", "deep_nesting"]
+PLACE_MUTATIONS = ["directory", "fifo", "symlink_out", "symlink_loop"]
+CLASS_OF = {
+    "empty": "empty / truncated", "truncated": "empty / truncated", "binary": "binary garbage / invalid UTF-8",
+    "invalid_utf8": "binary garbage / invalid UTF-8", "bom": "BOM / CRLF", "crlf": "BOM / CRLF",
+    "wrong_headers": "wrong / reordered / missing headers, extra columns",
+    "reordered_columns": "wrong / reordered / missing headers, extra columns",
+    "missing_header": "wrong / reordered / missing headers, extra columns",
+    "extra_column": "wrong / reordered / missing headers, extra columns",
+    "inf": "non-finite / huge numbers, text in numbers", "nan": "non-finite / huge numbers, text in numbers",
+    "huge": "non-finite / huge numbers, text in numbers", "digits": "non-finite / huge numbers, text in numbers",
+    "text": "non-finite / huge numbers, text in numbers", "negative": "negative durations / duplicated rows",
+    "duplicated_rows": "negative durations / duplicated rows", "deep_nesting": "deep nesting",
+    "directory": "directory / FIFO in place of a file", "fifo": "directory / FIFO in place of a file",
+    "symlink_out": "symlinks (out of the run, loops)", "symlink_loop": "symlinks (out of the run, loops)",
+    "odd_names": "odd file names",
+}
+
+
+def plan_cases(bases: dict[str, Path], seed: int = SEED) -> list[Case]:
+    """Every applicable (base, family, mutation), one file per family (a seeded choice of its copies)."""
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    for name, run in bases.items():
+        files = _rank_files(run)
+        fams: dict[str, list[Path]] = {}
+        for p in sorted(files):
+            fams.setdefault(family(p.relative_to(run).as_posix()), []).append(p)
+        for fam, paths in sorted(fams.items()):
+            p = rng.choice(paths)
+            rel = p.relative_to(run).as_posix()
+            try:
+                data = p.read_bytes()
+            except OSError:
+                continue
+            for m in FILE_MUTATIONS:
+                if mutate(data, m, p.suffix.lower(), random.Random(f"{seed}:{rel}:{m}")) is not None:
+                    cases.append(Case(name, m, rel, files[p], CLASS_OF[m]))
+            for m in PLACE_MUTATIONS:
+                cases.append(Case(name, m, rel, files[p], CLASS_OF[m]))
+        cases.append(Case(name, "odd_names", "", None, CLASS_OF["odd_names"]))
+    return cases
+
+
+ODD = "run ü 名 <img src=x onerror=alert(1)> [x](javascript:alert(1))"
+
+
+def apply_case(case: Case, base: Path, work: Path, outside: Path, seed: int = SEED) -> Path:
+    """Copy the clean run into `work` and damage it; return the run folder to report on."""
+    run = work / ("run" if case.mutation != "odd_names" else ODD)
+    shutil.copytree(base, run, symlinks=True)
+    if case.mutation == "odd_names":
+        for d in sorted((p for p in run.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            if d.name in ("profiler", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK") or "ascend" in d.name or \
+                    d.name.startswith("PROF_") or d.name.startswith("device_") or re.search(r"\d", d.name):
+                continue
+            d.rename(d.with_name(d.name + " ü <b>x</b>"))
+        return run
+    p = run / case.target
+    ext = p.suffix.lower()
+    if case.mutation in FILE_MUTATIONS:
+        data = p.read_bytes()
+        new = mutate(data, case.mutation, ext, random.Random(f"{seed}:{case.target}:{case.mutation}"))
+        assert new is not None
+        p.write_bytes(new)
+    elif case.mutation == "directory":
+        p.unlink()
+        p.mkdir()
+        (p / "inner.txt").write_text("x")
+    elif case.mutation == "fifo":
+        p.unlink()
+        os.mkfifo(p)
+    elif case.mutation == "symlink_out":
+        secret = outside / f"secret-{abs(hash(case.target)) % 10**8}{ext}"
+        shutil.copyfile(p, secret)
+        p.unlink()
+        p.symlink_to(secret)
+    elif case.mutation == "symlink_loop":
+        p.unlink()
+        p.symlink_to(p.name + ".loop")
+        (p.parent / (p.name + ".loop")).symlink_to(p.name)
+    return run
+
+
+# --- running and judging -------------------------------------------------------------------------------
+
+
+def run_cli(run: Path, out: Path, repo: Path, outside: Path, timeout: float = TIMEOUT_S) -> tuple:
+    log = out.parent / (out.name + ".outside")
+    env = dict(os.environ, FUZZ_OUTSIDE=os.path.realpath(outside), PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = str(repo)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-c", DRIVER, str(run), str(log), str(run), "-o", str(out), "-q",
+                            "-j", "1"], cwd=repo, env=env, capture_output=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+        rc, err = p.returncode, p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired as e:
+        rc, err = None, (e.stderr or b"").decode("utf-8", "replace")
+    secs = time.monotonic() - t0
+    outside_reads = log.read_text().split("\n") if log.exists() else []
+    return rc, err, secs, [x for x in outside_reads if x]
+
+
+def numbers(summary: dict, rank: int, with_comm: bool) -> dict:
+    m = summary.get("metrics", {})
+    keys = ["step_trace", "memory", "flops", "overlap"] + (["communication"] if with_comm else [])
+    out = {}
+    for k in keys:
+        pr = (m.get(k) or {}).get("per_rank") or {}
+        v = pr.get(str(rank))
+        if isinstance(v, dict):  # values relative to the other ranks are not this rank's own numbers
+            v = {a: b for a, b in v.items() if not re.search(r"vs_|_vs|least|most|rank_of|share_of_max", a)}
+        out[k] = v
+    return out
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def judge(case: Case, rc, err: str, secs: float, outside_reads: list, out: Path, baseline: dict) -> Result:
+    r = Result(case, rc, secs)
+    r.hang = rc is None
+    r.crash = (rc is not None and rc not in (0, 2)) or "Traceback" in err
+    r.outside = bool(outside_reads)
+    if r.crash:
+        r.why = err.strip().splitlines()[-1][:200] if err.strip() else f"exit {rc}"
+    if rc != 0:
+        if rc == 2 and not r.crash:
+            # nothing recognisable: acceptable only when the damage removed the only recognisable file
+            r.silent = bool(baseline.get("ranks")) and case.mutation in BENIGN
+            r.why = r.why or "exit 2"
+        return r
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        r.crash = True
+        r.why = f"no readable summary.json ({e})"
+        return r
+    dq = summary.get("data_quality") or []
+    name = Path(case.target).name
+    r.named = bool(case.target) and any(name in (d.get("file") or "") or case.target in (d.get("problem") or "")
+                                        or name in (d.get("problem") or "") for d in dq)
+    ranks_now = set(summary.get("run", {}).get("ranks") or [])
+    lost = []
+    for rank, base_nums in baseline["numbers"].items():
+        damaged = case.rank is not None and rank == case.rank
+        if case.rank is None and case.mutation not in BENIGN and case.target:
+            continue  # a run-level file: every rank may change; only crash / hang / outside reads are judged
+        if rank not in ranks_now:
+            if not damaged or not r.named:
+                lost.append(f"rank {rank} vanished")
+            continue
+        now = numbers(summary, rank, damaged)
+        ref = base_nums if damaged else {k: v for k, v in base_nums.items() if k != "communication"}
+        if damaged and not case.mutation in BENIGN:
+            if not _close(now, ref) and not r.named:
+                lost.append(f"rank {rank} (damaged) changed, file not named")
+        elif not _close(now, ref):
+            lost.append(f"rank {rank} changed")
+    if lost:
+        r.silent = True
+        r.why = "; ".join(lost)[:300]
+    return r
+
+
+def baseline_of(run: Path, repo: Path, tmp: Path, outside: Path) -> dict:
+    out = tmp / "baseline-out"
+    rc, err, secs, _ = run_cli(run, out, repo, outside)
+    assert rc == 0, f"clean run {run} fails: {err[-2000:]}"
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    ranks = summary["run"]["ranks"]
+    shutil.rmtree(out, ignore_errors=True)
+    return {"ranks": ranks, "numbers": {r: numbers(summary, r, True) for r in ranks}, "seconds": secs}
+
+
+def run_cases(cases: list[Case], bases: dict[str, Path], repo: Path, jobs: int = 2,
+              progress: Optional[Callable[[Result], None]] = None) -> list[Result]:
+    tmp = Path(tempfile.mkdtemp(prefix="msreport-fuzz-"))
+    outside = tmp / "outside"
+    outside.mkdir()
+    baselines = {}
+    for name in sorted({c.base for c in cases}):
+        baselines[name] = baseline_of(bases[name], repo, tmp / f"b-{name}", outside)
+
+    def one(i_case):
+        i, case = i_case
+        work = tmp / f"case-{i}"
+        work.mkdir()
+        try:
+            run = apply_case(case, bases[case.base], work, outside)
+            out = work / "out"
+            rc, err, secs, reads = run_cli(run, out, repo, outside)
+            res = judge(case, rc, err, secs, reads, out, baselines[case.base])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if progress:
+            progress(res)
+        return res
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            return list(ex.map(one, enumerate(cases)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(results: list[Result]) -> str:
+    rows: dict[str, list[int]] = {}
+    for r in results:
+        t = rows.setdefault(r.case.cls, [0, 0, 0, 0, 0])
+        t[0] += 1
+        t[1] += r.crash
+        t[2] += r.hang
+        t[3] += r.silent
+        t[4] += r.outside
+    lines = ["| class | cases | crashes | hangs | silent losses | outside reads |", "|---|---|---|---|---|---|"]
+    tot = [0] * 5
+    for k in sorted(rows):
+        lines.append(f"| {k} | " + " | ".join(str(x) for x in rows[k]) + " |")
+        tot = [a + b for a, b in zip(tot, rows[k])]
+    lines.append("| **total** | " + " | ".join(str(x) for x in tot) + " |")
+    return "\n".join(lines)
+
+
+def failures(results: list[Result]) -> list[str]:
+    return [f"{r.case.base} {r.case.mutation} {r.case.target or '(run)'}: "
+            f"{'crash ' if r.crash else ''}{'hang ' if r.hang else ''}{'outside-read ' if r.outside else ''}"
+            f"{'silent-loss ' if r.silent else ''}{r.why}"
+            for r in results if r.crash or r.hang or r.outside or r.silent]
+
+
+# --- pytest ---------------------------------------------------------------------------------------------
+
+FAST_SAMPLE = 10
+
+
+@pytest.fixture(scope="module")
+def synth_bases(tmp_path_factory):
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases"), real=False)
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory):
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True)
+
+
+def _sample(cases: list[Case], n: int) -> list[Case]:
+    """A seeded sample that covers as many mutation kinds as possible (FIFO and deep nesting always in)."""
+    rng = random.Random(SEED)
+    by_kind: dict[str, list[Case]] = {}
+    for c in cases:
+        if c.base.startswith("synth"):
+            by_kind.setdefault(c.mutation, []).append(c)
+    # (a directory in place of a file, symlink loops: named by discovery, see reportgen/discover.py)
+    kinds = ["fifo", "deep_nesting", "inf", "truncated", "binary", "symlink_out", "digits", "negative",
+             "extra_column", "text"]
+    out = [rng.choice(by_kind[k]) for k in kinds if k in by_kind]
+    return out[:n]
+
+
+def test_fuzz_sample(synth_bases):
+    """A few seeded cases of the most dangerous classes (the default test run; ~30 s on two cores)."""
+    cases = _sample(plan_cases(synth_bases), FAST_SAMPLE)
+    assert {c.mutation for c in cases} >= {"fifo", "deep_nesting", "inf", "truncated"}
+    results = run_cases(cases, synth_bases, REPO, jobs=2)
+    bad = failures(results)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.fuzz
+def test_fuzz_exhaustive(bases):
+    """Every applicable mutation of one file per family of every base run (several minutes)."""
+    cases = plan_cases(bases)
+    results = run_cases(cases, bases, REPO, jobs=2)
+    print("\n" + table(results))
+    bad = failures(results)
+    assert not bad, f"{len(bad)} of {len(results)} cases fail:\n" + "\n".join(bad[:80])
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="msreport fuzz sweep (standalone, for before/after measurements)")
+    ap.add_argument("--repo", type=Path, default=REPO, help="checkout whose reportgen is run")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many cases (seeded sample)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="write the per-case results here")
+    ap.add_argument("--no-real", action="store_true", help="synthetic runs only")
+    ap.add_argument("--bases", default="", help="comma-separated base names to keep")
+    a = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
+    try:
+        bases = make_bases(work, repo=a.repo, real=not a.no_real)
+        if a.bases:
+            bases = {k: v for k, v in bases.items() if k in a.bases.split(",")}
+        cases = plan_cases(bases)
+        if a.limit and len(cases) > a.limit:
+            cases = random.Random(SEED).sample(cases, a.limit)
+        n = [0]
+
+        def tick(r: Result) -> None:
+            n[0] += 1
+            if r.crash or r.hang or r.silent or r.outside:
+                print(f"[{n[0]}/{len(cases)}] {failures([r])[0]}", flush=True)
+
+        results = run_cases(cases, bases, a.repo, jobs=a.jobs, progress=tick)
+        print(table(results))
+        if a.json:
+            a.json.write_text(json.dumps([{**r.case.__dict__, "rc": r.rc, "seconds": round(r.seconds, 2),
+                                           "crash": r.crash, "hang": r.hang, "silent": r.silent,
+                                           "outside": r.outside, "named": r.named, "why": r.why}
+                                          for r in results], indent=1))
+        return 1 if failures(results) else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

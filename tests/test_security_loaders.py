@@ -1,0 +1,145 @@
+"""The loader door (reportgen.loaders.common): regular files only, bounded parsing, one numeric normaliser."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reportgen.loaders.common import (IssueLog, number_problem, read_csv_rows, read_frame, read_json, read_text,
+                                      to_float, to_int, trace_events)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _finishes(fn, seconds=10.0):
+    out = {}
+
+    def run():
+        try:
+            out["v"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            out["e"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "blocked"
+    if "e" in out:
+        raise out["e"]
+    return out.get("v")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_non_regular_files_are_named_never_opened(tmp_path, kind):
+    p = tmp_path / "step_trace_time.csv"
+    if kind == "fifo":
+        os.mkfifo(p)
+    else:
+        p.mkdir()
+    for reader in (lambda log: read_csv_rows(p, log), lambda log: read_json(p, log),
+                   lambda log: read_frame(p, log, ("a",)), lambda log: read_text(p, log)):
+        log = IssueLog(tmp_path)
+        assert _finishes(lambda: reader(log)) is None
+        assert log.issues and log.issues[0].file == "step_trace_time.csv"
+        assert ("pipe" in log.issues[0].problem or "directory" in log.issues[0].problem), log.issues[0].problem
+    with pytest.raises(OSError):
+        _finishes(lambda: list(trace_events(p)))
+
+
+def test_link_out_of_the_run_is_not_followed(tmp_path):
+    secret = tmp_path / "outside.csv"
+    secret.write_text("a,b\n1,2\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "x.csv").symlink_to(secret)
+    log = IssueLog(run)
+    assert read_csv_rows(run / "x.csv", log) is None
+    assert "symbolic link out of the run" in log.issues[0].problem
+
+
+@pytest.mark.parametrize("value,problem", [("inf", "not a finite number"), ("nan", "not a finite number"),
+                                           ("1e400", "out of range"), ("9" * 30, "out of range"),
+                                           ("abc", "text in a numeric column"), ("-Infinity", "not a finite number"),
+                                           ("N/A", None), ("", None), ("12.5", None), ("-3e2", None)])
+def test_number_problem(value, problem):
+    assert number_problem(value) == problem
+
+
+def test_to_float_and_to_int_never_give_infinities():
+    for v in ("inf", "1e400", "9" * 30, float("inf"), 10 ** 40, "nan"):
+        assert math.isnan(to_float(v)) and to_int(v) is None
+    assert to_int("12") == 12 and to_float("1.5") == 1.5
+
+
+def test_numeric_normaliser_names_file_line_column(tmp_path):
+    p = tmp_path / "k.csv"
+    p.write_text("Name,Start Time(us),Duration(us)\nA,1,2\nB,3,inf\nC,5,-4\nD,7,abc\nE,9," + "9" * 30
+                 + "\nF,11,1\nF,11,1\nG,13,1\n")
+    log = IssueLog(tmp_path)
+    header, rows = read_csv_rows(p, log)
+    assert [c[0] for _, c in rows] == ["A", "F", "G"]
+    text = " | ".join(i.problem for i in log.issues)
+    assert "4 row(s) with an unusable number" in text and "line 3, column 'Duration(us)': 'inf'" in text
+    assert "1 duplicated row(s)" in text and all(i.file == "k.csv" for i in log.issues)
+    log = IssueLog(tmp_path)
+    df = read_frame(p, log, ("Name", "Duration(us)"))
+    assert list(df["Name"]) == ["A", "F", "G"]  # duplicates judged on the whole row (timestamps included)
+    assert any("negative duration" in i.problem or "unusable" in i.problem for i in log.issues)
+
+
+def test_truncated_csv_is_reported_as_truncated(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("a,b,c\n1,2,3\n4,5,6\n7,8")
+    log = IssueLog(tmp_path)
+    header, rows = read_csv_rows(p, log)
+    assert len(rows) == 2 and "ends mid-row (truncated?): 2 complete row(s) read" in log.issues[0].problem
+    log = IssueLog(tmp_path)
+    df = read_frame(p, log, ("a", "b", "c"))
+    assert len(df) == 2 and "ends mid-row" in log.issues[0].problem
+
+
+def test_deep_and_non_finite_json(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    log = IssueLog(tmp_path)
+    assert _finishes(lambda: read_json(deep, log)) is None and "nested" in log.issues[0].problem
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(ValueError, match="nested"):
+        _finishes(lambda: list(trace_events(trace)))
+    nf = tmp_path / "nf.json"
+    nf.write_text('{"a": Infinity, "b": NaN, "c": 1e400, "d": ' + "9" * 30 + ', "e": 2}')
+    log = IssueLog(tmp_path)
+    assert read_json(nf, log) == {"a": None, "b": None, "c": None, "d": None, "e": 2}
+    assert "4 non-finite or out-of-range" in log.issues[0].problem
+    ev = tmp_path / "ev.json"
+    ev.write_text('[{"ph": "X", "ts": 1e300, "dur": 1}, {"ph": "X", "ts": 1, "dur": 2}]')
+    assert [e["ts"] for e in trace_events(ev)] == [1]
+
+
+def test_binary_garbage_in_a_huge_csv_costs_little(tmp_path):
+    """A header and 1 GB of NUL bytes (sparse): named, skipped, no memory balloon (it peaked at 4.2 GB for 2 GB)."""
+    p = tmp_path / "kernel_details.csv"
+    p.write_text("Name,Type,Accelerator Core,Duration(us)\n")
+    os.truncate(p, 1 << 30)
+    code = ("import resource, sys; from pathlib import Path; from reportgen.loaders.common import IssueLog, "
+            "read_frame, read_csv_rows; p = Path(sys.argv[1]); log = IssueLog(p.parent); "
+            "assert read_frame(p, log, ('Name',)) is None and read_csv_rows(p, log) is None; "
+            "print(log.issues[0].problem); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code, str(p)], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    problem, rss_kb = out.stdout.strip().splitlines()
+    assert "binary data (NUL byte" in problem
+    assert int(rss_kb) < 600 * 1024, f"peak {int(rss_kb) // 1024} MB"  # the interpreter and pandas: ~200 MB
+    assert time.monotonic() - t0 < 60
