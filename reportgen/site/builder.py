@@ -29,6 +29,7 @@ from reportgen import __version__
 from reportgen.errors import OutputError
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
+from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
 from reportgen.urls import INDEX, resolve_hrefs, url_function
 
@@ -99,6 +100,7 @@ def make_env() -> Environment:
     env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
+                       csp_hash=csp_hash,
                        ms_cells=_ms_cells)
     return env
 
