@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from reportgen.site.values import num
+
 SCHEMA = "msreport.compare/1"
 PHASE_GATE_SHARE = 0.05  # a phase takes part in the gate when it is at least 5 % of the step (in either run)
 DEFAULT_LINK_PCT = 20.0  # links whose bandwidth changed by more than this are listed
@@ -34,12 +36,7 @@ def phase_label(key: str) -> str:
     return PHASE_LABELS.get(key, key.removesuffix("_ms").replace("_", " ").capitalize())
 
 
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
+_num = num  # a finite float or None (site.values.num)
 
 
 def _r(v: Optional[float], nd: int = 6) -> Optional[float]:

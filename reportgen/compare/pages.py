@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
@@ -16,16 +15,11 @@ from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
 from reportgen.compare.trend import Trend
 from reportgen.site import builder
 from reportgen.site.assets import short_hash, static_text, vega_bundle
+from reportgen.charts import Chart
 
 TOP_CHART = 15
 
 
-@dataclass
-class Chart:
-    id: str
-    spec: dict
-    caption: str = ""
-    renderer: str = "svg"
 
 
 def _delta_rows(items: list[Delta]) -> list[dict]:
