@@ -54,12 +54,14 @@ def test_failed_run_leaves_previous_report_intact(tmp_path, synth_8):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report")]  # no temp leftovers
 
 
-def test_rebuild_replaces_report_atomically(tmp_path, synth_8):
+def test_rebuild_replaces_report_and_keeps_files_the_user_added(tmp_path, synth_8):
     out = tmp_path / "report"
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
-    (out / "stale.html").write_text("old")
+    (out / "index.html").write_text("old")  # ours: replaced
+    (out / "user-notes.html").write_text("mine")  # not ours: kept (see test_output.py)
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
-    assert not (out / "stale.html").exists()
+    assert (out / "index.html").read_text() != "old"
+    assert (out / "user-notes.html").read_text() == "mine"
 
 
 def test_refuses_to_overwrite_a_foreign_folder(tmp_path, synth_8):
