@@ -299,3 +299,13 @@ def test_output_lock_is_exclusive_in_process(tmp_path):
                 pass
     with output.output_lock(out):
         pass
+
+
+def test_a_report_from_before_the_file_list_keeps_what_it_cannot_tell_apart(tmp_path, run4):
+    out = tmp_path / "report"
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    (out / ".msreport").write_text("msreport 0.0.9\n")  # an earlier version: no list of files
+    (out / "mine.txt").write_text("x")
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    assert (out / "mine.txt").read_text() == "x"
+    assert "mine.txt" not in output.read_manifest(out)

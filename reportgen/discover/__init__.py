@@ -729,7 +729,7 @@ def _bare_modern_run(fs: _Fs, d: Path) -> RunLayout:
     rf = RankFiles(rank=0, dir=d)
     for p in fs.files(d):
         rf.add(p.name, p)
-    for p in fs.files(d.parent):
+    for p in (fs.files(d.parent) if d != fs.root else []):  # never list above the run folder
         if p.name.startswith("profiler_info") and p.name.endswith(".json"):
             rf.add("profiler_info", p)
     run.ranks[0] = rf

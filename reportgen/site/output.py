@@ -212,6 +212,8 @@ def clean_stale(out: Path) -> list[Path]:
     removed: list[Path] = []
     pattern = _stale_re(out.name)
     places = [(out.parent, pattern)]
+    if out.suffix.lower() in (".html", ".htm"):  # single file: its summary is written beside it the same way
+        places.append((out.parent, _stale_re(out.stem + ".summary.json")))
     if out.is_dir():
         places.append((out, re.compile(r"^\.msreport\.(?P<kind>tmp)-(?P<pid>\d+)-[0-9a-f]+$")))
     host = socket.gethostname()
@@ -364,7 +366,9 @@ def _finish(tmp: Path, out: Path, in_place: bool) -> None:
         raise OutputError(f"{out} holds files msreport did not write where the new report writes "
                           f"({', '.join(clash[:3])}); move them away and run again")
     if user:
-        log.info("kept %d file(s) you added to %s: %s%s", len(user), out, ", ".join(user[:5]),
+        whose = ("you added" if read_manifest(out) is not None
+                 else "the new report does not write (the earlier report kept no list of its files)")
+        log.info("kept %d file(s) %s in %s: %s%s", len(user), whose, out, ", ".join(user[:5]),
                  " ..." if len(user) > 5 else "")
     if not in_place:
         _carry(out, tmp, user)
