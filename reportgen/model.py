@@ -113,6 +113,9 @@ class StepTrace:
     # end_ms) and the communication (reduce) events of its extra columns (step, name, start_ms, end_ms).
     windows: Optional[pd.DataFrame] = None
     comm_events: Optional[pd.DataFrame] = None
+    # What produced the phases when it is not the kind's usual file (Kineto traces: computed here); the site may
+    # show it instead of STEP_TRACE_KIND_LABELS[kind].
+    label: str = ""
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -171,6 +174,9 @@ class Communication:
     local_links: bool = True
     self_local: dict[str, int] = field(default_factory=dict)
     unit_note: str = ""
+    # Kineto traces only: one row per collective instance (step, op, group, kind, key, start_ms, dur_ms, name),
+    # `key` pairs the same instance across ranks (loaders.kineto.match_collectives).
+    instances: Optional[pd.DataFrame] = None
 
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
@@ -201,9 +207,9 @@ class Overlap:
 
 # --- operators -----------------------------------------------------------------------------------
 # `side`: where the operator ran. Totals are in ms; `share` is a fraction (0..1) of the side's total.
-OP_SIDES: tuple[str, ...] = ("aicore", "aicpu", "hostcpu", "communication", "other")
+OP_SIDES: tuple[str, ...] = ("aicore", "aicpu", "hostcpu", "communication", "other", "gpu")
 SIDE_LABELS: dict[str, str] = {"aicore": "AI Core", "aicpu": "AI CPU", "hostcpu": "Host CPU",
-                               "communication": "Communication", "other": "Other"}
+                               "communication": "Communication", "other": "Other", "gpu": "GPU"}
 OP_TYPE_COLUMNS: tuple[str, ...] = ("side", "core", "op_type", "count", "total_ms", "avg_ms", "min_ms", "max_ms", "share")
 OP_DETAIL_COLUMNS: tuple[str, ...] = ("side", "name", "op_type", "count", "total_ms", "avg_ms", "share")
 

@@ -9,7 +9,7 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.analysis.stats import robust_outliers
-from reportgen.analysis.steps import heatmap_cells
+from reportgen.site.step_pages import heatmap_cells
 from reportgen.rules import run_rules
 from reportgen.discover import discover
 from reportgen.loaders import load_run
@@ -79,7 +79,7 @@ def test_robust_outliers_hand_cases():
 @pytest.mark.parametrize("ranks", [8, 64])
 def test_healthy_synthetic_run_has_no_slow_rank(tmp_path, ranks):
     a = _analysis(generate_run(tmp_path / "run", ranks=ranks, steps=8, seed=3))
-    findings, _ = run_rules(a)
+    findings = [f.to_dict() for f in run_rules(a)[0]]
     slow = [f for f in findings if f["category"] == "slow_rank" and f["severity"] != "info"]
     assert slow == [], [f["title"] for f in slow]
 
@@ -88,9 +88,9 @@ def test_healthy_synthetic_run_has_no_slow_rank(tmp_path, ranks):
 def test_injected_slow_rank_stands_out_in_its_phase(tmp_path, layout, phase):
     a = _analysis(generate_run(tmp_path / "run", layout=layout, ranks=16, steps=8, seed=2,
                                inject=["slow-rank:6:compute:1.3"]))
-    findings, _ = run_rules(a)
+    findings = [f.to_dict() for f in run_rules(a)[0]]
     named = {(tuple(f["ranks"]), f["evidence"].get("column")) for f in findings
-             if f["category"] == "slow_rank" and f["severity"] != "info" and f["id"] != "slow-rank.late-arrival"}
+             if f["category"] == "slow_rank" and f["severity"] != "info" and f["id"] != "late-arrival.culprit"}
     assert ((6,), phase) in named, named
 
 

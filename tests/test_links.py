@@ -4,7 +4,6 @@ and of the single file, for both input layouts."""
 from __future__ import annotations
 
 import json
-import posixpath
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 

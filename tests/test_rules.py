@@ -30,7 +30,7 @@ ACTION = ("critical", "warning")
 def _findings(path: Path, overrides=None, **kw):
     lay = discover(Path(path))[0]
     a = analyze(load_run(lay, jobs=1), **kw)
-    return run_rules(a, overrides)[0]
+    return [f.to_dict() for f in run_rules(a, overrides)[0]]
 
 
 def _by_id(findings):
@@ -188,7 +188,7 @@ def test_slow_rank_is_named_with_persistence(injected_ascend):
     assert f["evidence"]["steps_slow"] == 10 and f["evidence"]["steps"] == 10
     assert f["page"].endswith("#rank-5")
     # culprit vs victim: the slow rank waits least in its collectives
-    assert injected_ascend["slow-rank.late-arrival"][0]["ranks"] == [5]
+    assert injected_ascend["late-arrival.culprit"][0]["ranks"] == [5]
 
 
 def test_slow_link_is_named(injected_ascend):
@@ -208,7 +208,7 @@ def test_memory_near_capacity_is_named(injected_ascend):
 
 
 def test_nothing_else_is_actionable(injected_ascend):
-    expected = {"slow-rank.compute", "slow-rank.late-arrival", "slow-link.bandwidth", "stage-imbalance.compute",
+    expected = {"slow-rank.compute", "late-arrival.culprit", "slow-link.bandwidth", "stage-imbalance.compute",
                 "memory-pressure.peak"}
     actionable = {k for k, fs in injected_ascend.items() if any(f["severity"] in ACTION for f in fs)}
     assert actionable == expected
@@ -263,13 +263,13 @@ def test_data_quality_findings_name_the_files(tmp_path):
 
 def test_real_samples_verdicts():
     skew = _by_id(_findings(sample("real/mindspore_cpu_dist4_new_graph_skew")))
-    assert skew["operator-hotspot.slow-on-rank"][0]["ranks"] == [3]
+    assert skew["operator-rank.slow-on-rank"][0]["ranks"] == [3]
     databound = _by_id(_findings(sample("real/mindspore_cpu_legacy_graph_databound")))
     assert databound["data-pipeline.data-process"][0]["ranks"] == [0]
     assert databound["data-pipeline.data-process"][0]["severity"] == "warning"  # no step interval to weigh it
     single = _by_id(_findings(sample("mindinsight/single_device_run2_rank1_full")))
-    assert single["operator-hotspot.dominant"][0]["evidence"]["op_type"] == "MatMul"
-    assert "operator-hotspot.tail" not in _by_id(_findings(sample("mindinsight/single_device_run1_rank1_allreduce")))
+    assert single["operator-dominant.type"][0]["evidence"]["op_type"] == "MatMul"
+    assert "tail-single-device.tail" not in _by_id(_findings(sample("mindinsight/single_device_run1_rank1_allreduce")))
 
 
 # --- output: HTML, summary, exit codes ----------------------------------------------------------------

@@ -238,12 +238,12 @@ def test_marey_names_the_slow_device_and_shows_the_slow_operator(pipe32, pipe32_
         assert share(a, "MatMul")[st] / share(h, "MatMul")[st] < 1.0  # the others lose share
     # rules: the timeline's slow device is rank 13 (folded into the step-trace finding); nothing on the healthy run
     from reportgen.rules import run_rules
-    found, _ = run_rules(a)
+    found = [f.to_dict() for f in run_rules(a)[0]]
     slow = next(f for f in found if f["id"] == "slow-rank.compute")
-    assert slow["ranks"] == [13] and any(r["id"] == "execution.slow-device" for r in slow["evidence"]["related"])
-    healthy, _ = run_rules(h)
+    assert slow["ranks"] == [13] and any(r["id"] == "operator-spread.slow-device" for r in slow["evidence"]["related"])
+    healthy = [f.to_dict() for f in run_rules(h)[0]]
     assert not [f for f in healthy if f["id"].startswith("execution.") and f["severity"] != "info"]
-    assert not [f for f in healthy if f["id"] == "execution.slow-device"]
+    assert not [f for f in healthy if f["id"] == "operator-spread.slow-device"]
 
 
 def test_type_spread_strips_operator_numbers():

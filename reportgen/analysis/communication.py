@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -20,10 +19,6 @@ from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
 # Highlight thresholds (the performance helper has its own, configurable ones).
 SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
 SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
-MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
-MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
-MAX_OP_ROWS = 300
-MAX_BOX_LINKS = 24
 
 
 
@@ -443,131 +438,3 @@ def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- views: matrices and the node-link graph ------------------------------------------------------------
-
-
-def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
-    """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
-    if not len(link_table):
-        return {"cells": [], "bin": 1}
-    lt = link_table[link_table["mapped"] & ~link_table["self"]]  # on-chip copies would swamp the colour scale
-    if group is not None:
-        lt = lt[lt["group"] == group]
-    if not len(lt):
-        return {"cells": [], "bin": 1}
-    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                       slow=("slow", "any")).reset_index()
-    n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
-    b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
-    if b > 1:
-        g["src_b"] = g["src"] // b
-        g["dst_b"] = g["dst"] // b
-        g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
-        g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                               min_bw=("min_bw", "min"), slow=("slow", "any"),
-                                               transport=("transport", lambda s: "/".join(sorted(set(
-                                                   "/".join(s).split("/")))))).reset_index()
-        cells = []
-        for rec in g.itertuples(index=False):
-            cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
-                          "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
-                          "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
-                          "size_mb": round(float(rec.size_mb), 6),
-                          "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow)})
-        return {"cells": cells, "bin": b}
-    cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
-              "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
-              "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
-    return {"cells": cells, "bin": 1}
-
-
-def _r(v: float, nd: int = 4) -> Optional[float]:
-    return None if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))) else round(float(v), nd)
-
-
-def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict:
-    """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
-    ranks = run.rank_ids
-    hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
-    pairs = ca.pairs
-    by_host = len(pairs) > MAX_GRAPH_EDGES and len(set(hosts.values())) > 1
-    if not by_host and len(pairs) > MAX_GRAPH_EDGES:
-        # no host names: aggregate into rank blocks of 8 (one server's worth of devices)
-        hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
-        by_host = True
-    pr = ca.per_rank
-    slow_set = set(slow)  # the links a slow-link finding names
-    if by_host:
-        node_ids = sorted(set(hosts.values()))
-        comm = {h: 0.0 for h in node_ids}
-        wait = {h: 0.0 for h in node_ids}
-        members: dict[str, list[int]] = {h: [] for h in node_ids}
-        for r in ranks:
-            members[hosts[r]].append(r)
-            if r in pr.index:
-                comm[hosts[r]] += float(np.nan_to_num(pr.at[r, "transit_ms"]))
-                wait[hosts[r]] += float(np.nan_to_num(pr.at[r, "wait_ms"]))
-        G = nx.Graph()
-        G.add_nodes_from(node_ids)
-        e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
-        e = e[e["hs"] != e["hd"]]
-        agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                          n=("src", "size")).reset_index()
-        slow_pairs = {(hosts.get(s), hosts.get(d)) for s, d in slow_set}
-        for rec in agg.itertuples(index=False):
-            G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
-        pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
-        nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
-                  "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
-                  "ranks": len(members[h]), "href": ""} for h in node_ids]
-        edges = [{"src": rec.hs, "dst": rec.hd, "x": _r(pos[rec.hs][0]), "y": _r(pos[rec.hs][1]),
-                  "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
-                  "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0
-                                                                   else None),
-                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n)}
-                 for rec in agg.itertuples(index=False)]
-        return {"nodes": nodes, "edges": edges, "by": "host"}
-    pos = _rank_positions(ranks, hosts)
-    nodes = []
-    for r in ranks:
-        has = r in pr.index
-        c = float(np.nan_to_num(pr.at[r, "transit_ms"])) if has else None
-        w = float(np.nan_to_num(pr.at[r, "wait_ms"])) if has else None
-        nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
-                      "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
-                      "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
-                      "host": hosts[r], "href": f"ranks/rank-{r}.html", "has_data": has})
-    edges = []
-    if len(pairs):
-        for rec in pairs.itertuples(index=False):
-            s, d = int(rec.src), int(rec.dst)
-            if s not in pos or d not in pos:
-                continue
-            edges.append({"src": str(s), "dst": str(d), "x": _r(pos[s][0]), "y": _r(pos[s][1]),
-                          "x2": _r(pos[d][0]), "y2": _r(pos[d][1]), "time_ms": _r(rec.time_ms),
-                          "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.bandwidth_gbps),
-                          "transport": rec.transport, "slow": (s, d) in slow_set, "links": 1})
-    return {"nodes": nodes, "edges": edges, "by": "rank"}
-
-
-def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[float, float]]:
-    """Hosts on a circle (networkx), each host's ranks on a small circle around its centre."""
-    host_ids = sorted(set(hosts.values()))
-    if len(host_ids) <= 1:
-        G = nx.cycle_graph(len(ranks)) if len(ranks) > 2 else nx.path_graph(len(ranks))
-        pos = nx.circular_layout(G) if len(ranks) > 1 else {0: np.array([0.0, 0.0])}
-        return {r: (float(pos[i][0]), float(pos[i][1])) for i, r in enumerate(ranks)}
-    centres = nx.circular_layout(nx.cycle_graph(len(host_ids)))
-    radius = min(0.9, 2.2 / len(host_ids)) if len(host_ids) > 2 else 0.5
-    out = {}
-    for hi, h in enumerate(host_ids):
-        rs = [r for r in ranks if hosts[r] == h]
-        cx, cy = centres[hi]
-        for i, r in enumerate(rs):
-            a = 2 * math.pi * i / max(1, len(rs))
-            out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
-    return out

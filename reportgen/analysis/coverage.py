@@ -29,6 +29,7 @@ AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
 # Layouts that cannot carry an area at all (the files do not exist in that layout).
 UNSUPPORTED_BY_LAYOUT: dict[str, set[str]] = {
     "cluster_analysis": {"operators", "memory", "data_pipeline", "timeline", "overlap"},
+    "kineto": {"links", "data_pipeline"},  # torch.profiler records neither links nor the input pipeline
 }
 
 
@@ -90,6 +91,8 @@ def coverage(a: "Analysis") -> Coverage:
             status = READ if n_links and len(reporters) >= total else (PARTIAL if n_links else ABSENT)
             if total == 1 and not n_links:
                 status, note = UNSUPPORTED, "a single device has no links to other devices"
+            elif key in unsupported and not n_links:
+                status, note = UNSUPPORTED, f"{run.info.layout_label} does not record links"
             else:
                 note = f"{n_links} link(s)" if n_links else ""
             areas[key] = Area(key, label, status, len(reporters), total, [], note)

@@ -144,6 +144,13 @@ class OpSpread:
     ratio: float  # max / median
     excess_ms: float  # max - median
     share: float  # median / step
+    min_rank: int = -1  # the device where it was shortest
+
+    @property
+    def culprit_rank(self) -> int:
+        """The device the others wait for: for computation the longest; for a collective (or a receive) the
+        shortest, since every member leaves together and the last to arrive waits least."""
+        return self.min_rank if self.cls in ("collective", "receive") and self.min_rank >= 0 else self.max_rank
 
 
 @dataclass
@@ -268,13 +275,15 @@ def spread(ops: dict[int, StepOps], stages: dict[int, int], keys: dict[int, list
     if not len(stat):
         return []
     idx = df.loc[df.groupby("key")["dur"].idxmax(), ["key", "rank"]].set_index("key")["rank"]
+    idx_lo = df.loc[df.groupby("key")["dur"].idxmin(), ["key", "rank"]].set_index("key")["rank"]
     out = []
     for key, s in stat.iterrows():
         med = float(s["median"])
         out.append(OpSpread(key=str(key), name=str(s["name"]), cls=str(s["cls"]), stage=int(s["stage"]),
                             n=int(s["n"]), median_ms=med, min_ms=float(s["lo"]), max_ms=float(s["hi"]),
                             max_rank=int(idx.get(key, -1)), ratio=float(s["hi"]) / med if med > 0 else math.inf,
-                            excess_ms=float(s["hi"]) - med, share=med / step_ms if step_ms > 0 else 0.0))
+                            excess_ms=float(s["hi"]) - med, share=med / step_ms if step_ms > 0 else 0.0,
+                            min_rank=int(idx_lo.get(key, -1))))
     return out
 
 
@@ -301,7 +310,8 @@ def type_spread(ops: dict[int, StepOps], stages: dict[int, int], step_ms: float)
         out.append(OpSpread(key=f"{st}:{typ}", name=str(typ), cls=str(cls), stage=int(st), n=len(g),
                             median_ms=med, min_ms=float(g["dur"].min()), max_ms=float(g["dur"].max()),
                             max_rank=int(g.loc[i, "rank"]), ratio=float(g["dur"].max()) / med if med > 0 else math.inf,
-                            excess_ms=float(g["dur"].max()) - med, share=med / step_ms if step_ms > 0 else 0.0))
+                            excess_ms=float(g["dur"].max()) - med, share=med / step_ms if step_ms > 0 else 0.0,
+                            min_rank=int(g.loc[g["dur"].idxmin(), "rank"])))
     return sorted(out, key=lambda s: -s.median_ms)
 
 

@@ -9,7 +9,8 @@ it stands out in a step when its value is beyond the group's median by more than
 * `min_share` of the median step time (so a 0.9 ms difference in a 175 ms step never fires).
 
 It is called out only if it stands out in at least `persistence` of the steps it has. Groups of two ranks have no
-spread to estimate: the larger value must exceed the smaller by the same floors (the MAD term is dropped).
+spread to estimate: the larger value must exceed the smaller by the same floors (the MAD term is dropped); groups
+of fewer than `MIN_MAD_GROUP` ranks drop the MAD term too (the floors decide).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ import numpy as np
 import pandas as pd
 
 MAD_SCALE = 1.4826
+# Below this many ranks a group's MAD is no estimate of its spread (with 3-4 values it swings from ~0 to the gap
+# itself, and the candidate's own value weighs on it): the MAD term is dropped and the relative, absolute and
+# step-share floors decide.
+MIN_MAD_GROUP = 5
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, 
     else:
         ref = pd.Series(0.0, index=df.index)
     floor = np.maximum.reduce([
-        np.where(two, 0.0, z * MAD_SCALE * mad.to_numpy()),
+        np.where(n.to_numpy() < MIN_MAD_GROUP, 0.0, z * MAD_SCALE * mad.to_numpy()),
         min_rel * ref_med.abs().to_numpy(),
         np.full(len(df), min_abs_ms),
         min_share * ref.to_numpy(),

@@ -14,7 +14,6 @@ from reportgen.analysis.stats import robust_outliers
 from reportgen.model import PHASES_BY_KIND, STACKED_PHASES, DataIssue, Run
 
 # Highlighting thresholds (the performance helper has its own, configurable ones).
-MAX_HEATMAP_CELLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -135,31 +134,6 @@ def step_values(per_step: pd.DataFrame, step: int, phases: tuple[str, ...]) -> p
     """Per-rank values of one step (mean when a rank has several rows for it)."""
     sel = per_step[per_step["step"] == step]
     return sel.groupby("rank")[list(phases)].mean()
-
-
-def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
-    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
-    df = per_step.dropna(subset=["step"])[["rank", "step", value]]
-    if df.empty:
-        return {"cells": [], "rank_bin": 1, "step_bin": 1}
-    ranks = sorted(df["rank"].unique())
-    steps = sorted(df["step"].unique())
-    rank_bin, step_bin = 1, 1
-    while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
-        if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
-            rank_bin *= 2
-        else:
-            step_bin *= 2
-    rpos = {r: i // rank_bin for i, r in enumerate(ranks)}
-    spos = {s: i // step_bin for i, s in enumerate(steps)}
-    df = df.assign(rb=df["rank"].map(rpos), sb=df["step"].map(spos))
-    g = df.groupby(["rb", "sb"]).agg(v=(value, "max"), r0=("rank", "min"), r1=("rank", "max"),
-                                     s0=("step", "min"), s1=("step", "max")).reset_index()
-    cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
-              "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
-              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
-             for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
-    return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
 def _fmt_ranks(ranks: list[int], limit: int = 12) -> str:

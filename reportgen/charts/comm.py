@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import OK_COLOR, PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import (
+    OK_COLOR,
+    PHASE_COLORS,
+    SLOW_COLOR,
+    finish,
+    phase_scale,
+)
 
-PART_COLORS = {"Transit": "#4c78a8", "Wait": "#f58518", "Idle / other": "#bab0ac"}
+PART_COLORS = {p: PHASE_COLORS[p] for p in ("Transit", "Wait", "Idle / other")}
 TRANSPORT_COLORS = {"HCCS": "#4c78a8", "RDMA": "#e45756", "SDMA": "#54a24b", "PCIE": "#72b7b2", "SIO": "#b279a2",
                     "LOCAL": "#bab0ac", "UNKNOWN": "#9d755d"}
 
@@ -32,7 +38,7 @@ def comm_per_step(rows: list[dict]) -> dict:
     chart = alt.Chart(alt.NamedData(name="rows")).mark_line(point=True).encode(
         x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title="Mean over ranks (ms)"),
-        color=alt.Color("series:N", title="", scale=alt.Scale(range=[PALETTE[0], PALETTE[1], PALETTE[2]])),
+        color=alt.Color("series:N", title="", scale=phase_scale(["Communication", "Wait"])),
         tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("series:N", title=""),
                  alt.Tooltip("value:Q", title="ms", format=",.3f")],
     )

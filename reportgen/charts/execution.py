@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import finish
+from reportgen.charts.theme import PHASE_COLORS, finish
 from reportgen.model import OP_CLASSES
 
 CLASS_COLORS = {"compute": "#4c78a8", "collective": "#e45756", "send": "#54a24b", "receive": "#f58518"}
@@ -59,7 +59,7 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
     right = alt.Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
         x="step:Q", y=alt.Y("ms:Q", title="Average communication / wait (ms)"),
         color=alt.Color("metric:N", title="Average per device",
-                        scale=alt.Scale(domain=["communication", "wait"], range=["#e45756", "#f58518"])),
+                        scale=alt.Scale(domain=["communication", "wait"], range=[PHASE_COLORS["Communication"], PHASE_COLORS["Wait"]])),
         tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("metric:N", title="Metric"),
                  alt.Tooltip("ms:Q", title="ms", format=",.2f")])
     chart = alt.layer(alt.layer(left, marks), right).resolve_scale(y="independent", color="independent")

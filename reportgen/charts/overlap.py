@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import SLOW_COLOR, finish, phase_scale
 
 
 def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
@@ -19,7 +19,7 @@ def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
         xOffset=alt.XOffset("metric:N", sort=metrics),
         y=alt.Y("value:Q", title="Mean per rank, per step (ms)"),
         color=alt.Color("metric:N", title=None, sort=metrics,
-                        scale=alt.Scale(domain=metrics, range=PALETTE[: len(metrics)])),
+                        scale=phase_scale(metrics)),
         tooltip=[alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("metric:N", title="Metric"),
                  alt.Tooltip("value:Q", title="ms", format=",.3f"), alt.Tooltip("ranks:N", title="Ranks")],
     )

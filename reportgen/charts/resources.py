@@ -6,9 +6,10 @@ import altair as alt
 
 from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
 
-
 MEMORY_RAMP = ([0.0, 0.75, 0.9, 1.0], ["#eef3f8", "#fdd49e", "#fc8d59", "#b30000"])  # red only near capacity
 FLOPS_RAMP = ([0.0, 1.0], ["#eef3f8", "#2f5fa7"])
+# No recorded capacity: a neutral sequential ramp relative to the largest peak (nothing reads as pressure).
+RELATIVE_RAMP = ([0.0, 1.0], ["#f2f0f7", "#54278f"])
 
 
 def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP, fmt: str = ".1%") -> dict:
@@ -32,7 +33,8 @@ def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP
     if n_groups * n_slots <= 256:
         layers.append(base.mark_text(fontSize=10).encode(
             x="slot:O", y=alt.Y("group:N", sort=None), text="label:N",
-            color=alt.condition("datum.value > 0.92", alt.value("white"), alt.value("black"))))
+            color=alt.condition(f"datum.value > {0.92 if ramp is MEMORY_RAMP else 0.6}", alt.value("white"),
+                                alt.value("black"))))
     height = max(60, min(1600, 22 * n_groups))
     return finish(alt.layer(*layers), height=height, datasets={"cells": rows})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import OK_COLOR, PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
 
 MAX_BARS = 64
 
@@ -49,7 +49,7 @@ def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
         y=alt.Y("value:Q", title="Time per step (ms)", stack="zero"),
         color=alt.Color("phase:N", title="Phase", sort=phase_order,
-                        scale=alt.Scale(domain=phase_order, range=PALETTE[: len(phase_order)])),
+                        scale=phase_scale(phase_order)),
         order=alt.Order("phase_order:Q"),
         tooltip=[alt.Tooltip("label:N", title=x_title), alt.Tooltip("phase:N", title="Phase"),
                  alt.Tooltip("value:Q", title="ms", format=",.3f")],
@@ -82,7 +82,7 @@ def rank_step_lines(phase_order: list[str]) -> dict:
         x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title="Time (ms)"),
         color=alt.Color("phase:N", title="Phase", sort=phase_order,
-                        scale=alt.Scale(domain=phase_order, range=PALETTE[: len(phase_order)])),
+                        scale=phase_scale(phase_order)),
         tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("phase:N", title="Phase"),
                  alt.Tooltip("value:Q", title="ms", format=",.3f")],
     )

@@ -7,6 +7,31 @@ import altair as alt
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]
 OK_COLOR = "#4c78a8"
 SLOW_COLOR = "#d62728"
+# One colour per kind of time, on every page and chart (a phase keeps its colour whatever else is drawn).
+PHASE_COLORS = {
+    "Computing": "#4c78a8", "Computation": "#4c78a8", "Forward + backward": "#4c78a8",
+    "Computing (not overlapped)": "#4c78a8",
+    "Communication": "#f58518", "Communication (not overlapped)": "#f58518", "Pure communication": "#f58518",
+    "Communication (not overlapped, excl. receive)": "#f58518", "Comm. (not overlapped, excl. receive)": "#f58518",
+    "Pure collective communication": "#f58518",
+    "Overlapped": "#72b7b2",
+    "Free": "#bab0ac",
+    "Bubble": "#e45756", "Pure receive": "#e45756",
+    "Step interval": "#54a24b", "Preparing": "#9d755d",
+    "Tail": "#b279a2",
+    "Stage": "#ff9da6", "Stage time": "#ff9da6",
+    "Step total": "#333333", "Step time": "#333333",
+    "Transit": "#f58518", "Wait": "#e45756", "Idle / other": "#bab0ac",
+}
+
+
+def phase_scale(labels: list[str]) -> alt.Scale:
+    """The colour scale of phase labels: fixed colours (PHASE_COLORS), the palette only for unknown labels."""
+    used = set(PHASE_COLORS.values())
+    spare = iter([c for c in PALETTE if c not in used] + PALETTE * 4)
+    return alt.Scale(domain=list(labels), range=[PHASE_COLORS.get(l) or next(spare) for l in labels])
+
+
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 

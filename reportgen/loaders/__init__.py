@@ -11,8 +11,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, memory, metadata,
-                               operators, overlap, step_ops, step_trace, strategy, timeline)
+from reportgen.loaders import (communication, cpu_usage, dataprep, flops, gpu, host_steps, kineto, memory,
+                               metadata, operators, overlap, step_ops, step_trace, strategy, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
@@ -51,10 +51,9 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
         info.framework = "PyTorch"
         p = rf.first("kineto_trace")
         if p is not None:
-            data.step_trace = host_steps.load_host_steps(p, log)
-            if data.step_trace is None and not any(i.severity == "error" for i in log.issues):
-                log.add(p, "no ProfilerStep#N markers in the trace (profiled without a schedule?); "
-                        "no step times", "info")
+            k = kineto.load_kineto(p, data, log)
+            data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
+            data.memory, data.timeline = k.memory, k.timeline
     data.issues = log.issues
     return data
 
@@ -127,6 +126,19 @@ def _load_mindinsight(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if data.step_trace is None and st is None:
         log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
     _load_legacy_overlap(rf, data, log)
+    if gpu.is_gpu(rf) and data.communication is None and rf.rank == min_rank(rf):
+        log.add(rf.dir, "MindSpore GPU output: no per-operator communication file exists on GPU (hccl_raw is "
+                "Ascend-only), so the Communication page is empty; the step trace's reduce columns and "
+                "gpu_cluster_analyse_* give the communication time per step (Step trace and Overlap pages)", "info")
+
+
+def min_rank(rf: "RankFiles") -> int:
+    """The lowest rank whose files sit in `rf.dir` (run-level notes are written once, by that rank)."""
+    import re as _re
+
+    ids = [int(m.group(1)) for p in rf.dir.glob("step_trace_raw_*_detail_time.csv")
+           if (m := _re.match(r"^step_trace_raw_(\d+)_", p.name))]
+    return min(ids) if ids else rf.rank
 
 
 def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
@@ -156,6 +168,8 @@ def _load_resources(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if data.memory is None and f("cpu_ms_memory_record.txt") is not None:
         data.memory = memory.load_cpu_memory(f("cpu_ms_memory_record.txt"), log)
     trace = timeline_file(rf)
+    if trace is None and f("gpu_timeline_display.json") is not None:
+        data.timeline = gpu.summarize_gpu_timeline(f("gpu_timeline_display.json"), log, f("gpu_timeline_summary.json"))
     if trace is not None:
         data.timeline = timeline.summarize_trace(
             trace, log, f("ascend_timeline_summary.json") or f("timeline_summary.json"))
@@ -184,6 +198,8 @@ def _load_operators(rf: "RankFiles", log: IssueLog):
         res = operators.load_aicpu(ac, log)
         if res is not None:
             parts.append(("aicpu", log.rel(ac), res[0], res[1], "profiled window"))
+    if gpu.is_gpu(rf):
+        parts.extend(gpu.operator_parts(rf, log))
     ct, cd = f("cpu_op_type_info.csv"), f("cpu_op_detail_info.csv")
     if ct is not None or cd is not None:
         parts.append(("hostcpu", log.rel(ct or cd), operators.load_cpu_type(ct, log) if ct is not None else None,
@@ -262,6 +278,9 @@ def load_run(layout: "RunLayout", jobs: int = 1,
             ranks[d.info.rank] = d
             if progress:
                 progress(i, total)
+    if layout.layout == "kineto":
+        kineto.match_collectives(ranks, issues)
+        issues.append(DataIssue("", kineto.run_note(ranks), "info"))
     strat = _load_strategy(layout, ranks, issues)
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
@@ -310,7 +329,14 @@ def timeline_file(rf: "RankFiles") -> Optional[Path]:
 
 def timeline_ranks(layout: "RunLayout") -> list[int]:
     """Ranks that have an operator timeline."""
-    return sorted(r for r, rf in layout.ranks.items() if timeline_file(rf) is not None)
+    if layout.layout == "kineto":
+        return sorted(r for r, rf in layout.ranks.items() if rf.first("kineto_trace") is not None)
+    return sorted(r for r, rf in layout.ranks.items() if _exec_trace(rf) is not None)
+
+
+def _exec_trace(rf: "RankFiles") -> Optional[Path]:
+    """The operator timeline the execution view reads (MindSpore GPU: gpu_timeline_display)."""
+    return timeline_file(rf) or rf.first("gpu_timeline_display.json")
 
 
 def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dict[int, str], ranks: list[int],
@@ -322,9 +348,13 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
     log = IssueLog(layout.root)
     data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
                          skipped_ranks=list(skipped))
+    if layout.layout == "kineto":
+        found = kineto.load_execution(layout, run, data, ranks, log)
+        run.issues.extend(log.issues)
+        return data if found else None
     lays = {}
     for r in ranks:
-        path = timeline_file(layout.ranks[r])
+        path = _exec_trace(layout.ranks[r])
         lay = step_ops.trace_layout(path, log, run.ranks[r].step_trace if r in run.ranks else None,
                                     layout.ranks[r].first("output_timeline_data.txt"))
         if lay is not None:
@@ -344,7 +374,10 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
                               else "the middle step of the timelines")
     data.steps = wanted
     for r, lay in lays.items():
-        got = step_ops.read_step_ops(timeline_file(layout.ranks[r]), r, lay, wanted, log)
+        path = _exec_trace(layout.ranks[r])
+        got = step_ops.read_step_ops(path, r, lay, wanted, log)
+        if path is not None and path.name.startswith("gpu_timeline_display"):
+            got = gpu.operator_lane(got)
         for s, o in got.items():
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]

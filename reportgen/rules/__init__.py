@@ -105,39 +105,60 @@ def resolved_thresholds(overrides: Optional[dict] = None) -> dict[str, dict[str,
     return values
 
 
-# the reference tools' verdicts, and the timeline's reading of a slow device: shown beside a finding of ours
-# that covers the same subject
-REPRODUCTIONS = ("mindinsight.", "msprof-analyze.", "execution.slow-device")
+# Ids findings had before every id became "{rule id}.{sub}": kept in summary.json as `aliases`.
+RENAMED = {
+    "aicpu.share": "operator-hotspot.aicpu",
+    "late-arrival.culprit": "slow-rank.late-arrival",
+    "operator-conversion.share": "operator-hotspot.conversion",
+    "operator-dominant.type": "operator-hotspot.dominant",
+    "operator-rank.slow-on-rank": "operator-hotspot.slow-on-rank",
+    "operator-spread.slow-device": "execution.slow-device",
+    "operator-spread.long-everywhere": "execution.long-everywhere",
+    "tail-single-device.tail": "operator-hotspot.tail",
+}
+
+# Readings folded into a finding of ours about the same subject, rather than shown on their own: the reference
+# tools' verdicts (rules with `reference=True`), and the timeline's reading of a slow device.
+READINGS = ("operator-spread.slow-device",)
+# A reading that names the same cause as another rule's finding, from another angle: (reading id, host id).
+SAME_CAUSE = {("operator-spread.slow-device", "operator-rank.slow-on-rank")}
+REFERENCE_RULES = frozenset(r.id for r in RULES if r.reference)
 
 
-def _covers(host: dict, f: dict) -> bool:
-    return (host["category"] == f["category"] and host["phase"] == f["phase"]
-            and set(f["ranks"]) <= set(host["ranks"]) and set(f["links"]) <= set(host["links"])
-            and set(f["stages"]) <= set(host["stages"]))
+def _is_reading(f: Finding) -> bool:
+    return f.rule in REFERENCE_RULES or f.id in READINGS
 
 
-def _merge(findings: list[dict]) -> list[dict]:
-    """A reference tool's verdict (information) about a subject one of our findings already covers (same category
-    and phase, subject contained in ours; an empty subject is contained in any) is folded into the strongest such
-    finding as `evidence.related`."""
-    ours = sorted((f for f in findings if not f["id"].startswith(REPRODUCTIONS)),
-                  key=lambda f: SEVERITY_ORDER[f["severity"]])
+def _covers(host: Finding, f: Finding) -> bool:
+    if (f.id, host.id) in SAME_CAUSE:  # e.g. the timeline's slow device and the operator table's slow rank
+        return set(f.ranks) <= set(host.ranks)
+    return (host.category == f.category and host.phase == f.phase
+            and set(f.ranks) <= set(host.ranks) and set(f.links) <= set(host.links)
+            and set(f.stages) <= set(host.stages))
+
+
+def _merge(findings: list[Finding]) -> list[Finding]:
+    """A reading (a reference tool's verdict, the timeline's slow device) about a subject one of our findings
+    already covers (same category and phase, subject contained in ours; an empty subject is contained in any, or a
+    SAME_CAUSE pair) is folded into the strongest such finding as related evidence."""
+    ours = sorted((f for f in findings if not _is_reading(f)), key=lambda f: SEVERITY_ORDER[f.severity])
     out = []
     for f in findings:
-        if f["id"].startswith(REPRODUCTIONS):
+        if _is_reading(f):
             host = next((h for h in ours if _covers(h, f)), None)
             if host is not None:
-                host["evidence"].setdefault("related", []).append(
-                    {"id": f["id"], "title": f["title"], "evidence": f["evidence"]})
+                host.related.append(f)
                 continue
         out.append(f)
     return out
 
 
-def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[dict], dict]:
-    """Return (findings as summary.json dicts ordered by severity, thresholds used per rule)."""
+def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[Finding], dict]:
+    """Return (findings ordered by severity, thresholds used per rule). Findings stay typed until a page or
+    summary.json serialises them (`Finding.to_dict`)."""
     values = resolved_thresholds(overrides)
-    findings: list[dict] = []
+    findings: list[Finding] = []
+    order: dict[int, tuple[int, int]] = {}
     for n, rule in enumerate(RULES):
         try:
             found = rule.check(Context(analysis, values[rule.id]))
@@ -148,12 +169,13 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
                              advice="This is a bug in msreport; please report it with the profile's layout.",
                              page=urls.page(urls.RULES))]
         for k, f in enumerate(found):
-            d = f.to_dict()
-            d["rule"] = rule.id
-            d["_order"] = (n, k)
-            findings.append(d)
+            if not f.id.startswith(rule.id + "."):
+                raise ValueError(f"rule {rule.id} made a finding with id {f.id!r}: ids are '{rule.id}.<sub>'")
+            f.rule = rule.id
+            if f.id in RENAMED:
+                f.aliases.append(RENAMED[f.id])
+            order[id(f)] = (n, k)
+            findings.append(f)
     findings = _merge(findings)
-    findings.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], f["_order"]))
-    for f in findings:
-        del f["_order"]
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order[id(f)]))
     return findings, values

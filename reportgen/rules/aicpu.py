@@ -51,7 +51,7 @@ def check(ctx: Context) -> list[Finding]:
     by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
     return [Finding(
-        id="operator-hotspot.aicpu", category="operator_hotspot",
+        id="aicpu.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t("warning_share") else "info",
         title=f"AI CPU operators take {fmt_pct(med)} of device operator time ({', '.join(by_type.index[:3])})",
         advice=ADVICE, why="AI CPU fallbacks are slow and serialise the device's work.",

@@ -44,6 +44,9 @@ class Finding:
     files: list[str] = field(default_factory=list)
     evidence: dict[str, Any] = field(default_factory=dict)
     table: Optional[dict] = None  # {"columns": [...], "rows": [[...]], "links": [href per row or None]}
+    rule: str = ""  # the id of the rule that made it (set by the registry)
+    related: list["Finding"] = field(default_factory=list)  # other readings of the same cause, folded in
+    aliases: list[str] = field(default_factory=list)  # ids this finding had in earlier versions
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -54,13 +57,18 @@ class Finding:
             raise ValueError(f"unknown phase {self.phase!r}")
 
     def to_dict(self) -> dict:
-        """The summary.json shape (contract keys first; `why` and `table` are extra keys)."""
+        """The summary.json shape (contract keys first; `why`, `table`, `rule` and `aliases` are extra keys).
+        Folded readings of the same cause are listed in `evidence.related`."""
+        evidence = clean(self.evidence)
+        if self.related:
+            evidence["related"] = [{"id": r.id, "title": r.title, "evidence": clean(r.evidence)} for r in self.related]
         return {
             "id": self.id, "category": self.category, "severity": self.severity, "title": self.title,
             "ranks": [int(r) for r in self.ranks], "links": list(self.links), "transport": self.transport,
             "stages": [int(s) for s in self.stages], "phase": self.phase, "files": list(self.files),
-            "evidence": clean(self.evidence), "advice": self.advice, "page": str(self.page), "why": self.why,
-            **({"table": clean(self.table)} if self.table else {}),
+            "evidence": evidence, "advice": self.advice, "page": str(self.page), "why": self.why,
+            **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
+            **({"aliases": list(self.aliases)} if self.aliases else {}),
         }
 
 
@@ -104,6 +112,9 @@ class Rule:
     thresholds: dict[str, Threshold]
     check: Callable[[Context], list[Finding]]
     source: str = ""  # where the logic and defaults come from
+    # A reference tool's verdict reproduced (MindInsight, msprof-analyze): shown beside a finding of ours about
+    # the same subject rather than as a finding of its own.
+    reference: bool = False
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

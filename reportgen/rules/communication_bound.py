@@ -18,8 +18,10 @@ THRESHOLDS = {
                                  "(MindInsight ParallelProposer's 10 %)"),
     "warning_rate": Threshold(0.20, "share of the step from which it is a warning"),
     "critical_rate": Threshold(0.40, "share of the step from which it is critical"),
-    "own_quantile": Threshold(0.02, "severity is judged on this quantile of the ranks' shares (the ranks that "
-                                   "wait least), so waiting for a straggler is not counted as communication"),
+    "own_quantile": Threshold(0.0, "severity is judged on this quantile of the ranks' shares (0: the rank that "
+                                  "waits least), so waiting for a straggler is not counted as communication; with one "
+                                  "straggler among hundreds every other rank waits, so any quantile above 0 would "
+                                  "count the waiting"),
     "max_tail_spread": Threshold(0.25, "data parallel without overlap data: tails count as similar when "
                                        "(max − min) / median of the ranks' tails is below this"),
 }

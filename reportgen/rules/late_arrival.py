@@ -31,6 +31,32 @@ Wait time can only be compared within a communication group; ranks of different 
 separately."""
 
 
+# the step-trace phase that holds a rank's own work, by step-trace kind
+WORK_PHASES = ("computing", "fp_and_bp")
+
+
+def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
+    """What the late rank does longer than its peers (from the step breakdown): its computation, when longer."""
+    ps = a.steps.per_step if a.steps.kind else None
+    col = next((c for c in WORK_PHASES if ps is not None and c in ps.columns), None)
+    if col is None:
+        return None
+    mean = ps.groupby("rank")[col].mean().dropna()
+    if rank not in mean.index or len(mean) < 2:
+        return None
+    med = float(peer_median(mean, stage_of).get(rank, float("nan")))
+    others = mean.drop(index=rank)
+    if stage_of:
+        others = others[[stage_of.get(int(r), 0) == stage_of.get(rank, 0) for r in others.index]]
+    peer = float(others.median()) if len(others) else med
+    own = float(mean[rank])
+    if not own > peer:
+        return None
+    label = "computes" if col == "computing" else "spends in forward and backward"
+    return (f"it {label} {fmt_ms(own)} per step against {fmt_ms(peer)} on its peers",
+            {"work_phase": col, "work_ms": own, "peers_median_work_ms": peer})
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     ca = a.comm
@@ -56,13 +82,17 @@ def check(ctx: Context) -> list[Finding]:
     title = (f"{fmt_ranks(ranks).capitalize()} {'arrive' if n > 1 else 'arrives'} last at collectives: "
              f"{'they wait' if n > 1 else 'it waits'} {fmt_ms(w.value_ms)} per step while peers wait "
              f"{fmt_ms(w.median_ms)}")
+    why_late = _why_late(a, w.rank, stage_of)
+    if why_late:
+        title += f"; {why_late[0]}"
     return [Finding(
-        id="slow-rank.late-arrival", category="slow_rank", severity="warning", title=title, advice=ADVICE,
+        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=ADVICE,
         why="Every rank of a collective waits for its last member; the time the others spend waiting is lost on "
             "all of them.",
         page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
         evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
-                  "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total},
+                  "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total,
+                  **(why_late[1] if why_late else {})},
         table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"))]
 
 

@@ -117,4 +117,4 @@ Exactly MindInsight's `ParallelProposer` on the averaged step: `step_interval` (
 (per transport, the link furthest below the mean bandwidth of the links, by more than 20 %; bandwidth in KB/s as
 the profiler stored it). Always information: they are merged into a slow-rank or slow-link finding about the same
 rank or link when one exists. Values to 4 decimals, percents to 2, as MindInsight shows them.""",
-    thresholds=THRESHOLDS, check=check, source="MindInsight parallel_proposer.py")
+    thresholds=THRESHOLDS, reference=True, check=check, source="MindInsight parallel_proposer.py")

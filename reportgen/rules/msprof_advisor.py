@@ -75,4 +75,4 @@ Exactly msprof-analyze's advisor `slow rank` check on the Ascend step trace: for
 overlapped) and Free, (max − min) over all (step, rank) pairs divided by the mean step (Computing + Communication +
 Free) above `spread` (5 %). Always information; merged into a slow-rank finding about the same rank and phase when
 one exists.""",
-    thresholds=THRESHOLDS, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")
+    thresholds=THRESHOLDS, reference=True, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")

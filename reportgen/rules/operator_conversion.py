@@ -46,7 +46,7 @@ def check(ctx: Context) -> list[Finding]:
     r = int(share.idxmax())
     n = len(share)
     return [Finding(
-        id="operator-hotspot.conversion", category="operator_hotspot",
+        id="operator-conversion.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t("warning_share") else "info",
         title=f"Conversion operators ({', '.join(by_type.index[:3])}) take {fmt_pct(med)} of AI Core time"
               + ("" if n == 1 else f" (median over {n} ranks)"),

@@ -34,7 +34,7 @@ def check(ctx: Context) -> list[Finding]:
     n = t["rank"].nunique()
     r = int(t[t["op_type"] == top].sort_values("total_ms").iloc[-1]["rank"])
     return [Finding(
-        id="operator-hotspot.dominant", category="operator_hotspot", severity="info",
+        id="operator-dominant.type", category="operator_hotspot", severity="info",
         title=f"{top} takes {fmt_pct(share)} of AI Core time" + ("" if n == 1 else f" over {n} ranks"),
         advice=ADVICE, why="Optimising anything else can win at most the remaining "
                            f"{fmt_pct(1 - share, 0)} of AI Core time.",

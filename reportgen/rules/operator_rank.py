@@ -64,7 +64,7 @@ def check(ctx: Context) -> list[Finding]:
         gap, _, side, op_type, hi, m, g = hs[0]
         share = gap / typical
         out.append(Finding(
-            id="operator-hotspot.slow-on-rank", category="operator_hotspot",
+            id="operator-rank.slow-on-rank", category="operator_hotspot",
             severity="warning" if share >= ctx.t("warning_share") else "info",
             title=f"Rank {r} spends {fmt_ms(hi)} in {op_type} against a median of {fmt_ms(m)} on its peers "
                   f"({hi / m:.1f}×)" + (f", and {len(hs) - 1} more type{'s' if len(hs) > 2 else ''}"

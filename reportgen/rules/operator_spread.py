@@ -43,6 +43,11 @@ One operator type takes a large share of the step on every device, so it is the 
 - for recompute-heavy backward operators, review the recomputation settings."""
 
 
+def _step_label(step: int) -> str:
+    """Runs without step ids (MindSpore CPU) give the whole profiled window step -1."""
+    return f"step {step}" if step >= 0 else "the profiled window"
+
+
 def check(ctx: Context) -> list[Finding]:
     ev = ctx.a.execution
     if ev is None or not ev.marey:
@@ -65,10 +70,10 @@ def check(ctx: Context) -> list[Finding]:
         share = excess / step_ms
         names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
         out.append(Finding(
-            id="execution.slow-device", category="slow_rank",
+            id="operator-spread.slow-device", category="slow_rank",
             severity="warning" if share >= ctx.t("warning_share") else "info",
             title=f"Rank {r} runs {names} longer than the other devices of stage {stage_of.get(r, 0)} "
-                  f"(+{fmt_ms(excess)} in step {m.step})",
+                  f"(+{fmt_ms(excess)} in {_step_label(m.step)})",
             advice=ADVICE_DEVICE, ranks=[r], phase="compute",
             why=f"The stage waits for this device: {fmt_pct(share)} of the step in its timeline.",
             page=urls.marey_rank(r),
@@ -84,9 +89,9 @@ def check(ctx: Context) -> list[Finding]:
         if (s.share >= ctx.t("everywhere_share" if coll else "everywhere_compute_share")
                 and s.ratio <= 1 + ctx.t("everywhere_spread")):
             out.append(Finding(
-                id="execution.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
+                id="operator-spread.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
                 severity="info",
-                title=f"{s.name} takes {fmt_pct(s.share)} of step {m.step} on every device of stage {s.stage}",
+                title=f"{s.name} takes {fmt_pct(s.share)} of {_step_label(m.step)} on every device of stage {s.stage}",
                 advice=ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE, stages=[s.stage],
                 why="Long on all devices alike: the operator (or its configuration) is the lever, not a device.",
                 page=urls.MAREY_TYPES,

@@ -45,13 +45,14 @@ def check(ctx: Context) -> list[Finding]:
         share = s["wait_ms"] / s["step_ms"] if s["step_ms"] and not math.isnan(s["wait_ms"]) else math.nan
         per_stage.append((s["stage"], s["wait_ms"], share))
     waiting = [st for st, _, sh in per_stage if not math.isnan(sh) and sh >= ctx.t("info_rate")]
+    known = [x for x in per_stage if not math.isnan(x[2])]
+    worst = max(known, key=lambda x: x[2]) if known else None
     col = "bubble" if ov.view == "modern" else "receive_alone"
     label = "Bubble" if ov.view == "modern" else "Pure receive"
     return [Finding(
         id="pipeline-bubble.between-stage", category="pipeline_bubble", severity=sev,
         title=f"Waiting for other stages (receive only) takes {fmt_pct(rate)} of the step over all ranks"
-              + (f"; most in stage {max(per_stage, key=lambda x: -1 if math.isnan(x[2]) else x[2])[0]}"
-                 if per_stage else ""),
+              + (f"; most in stage {worst[0]} ({fmt_pct(worst[2])} of its step)" if worst else ""),
         advice=ADVICE, why="During the bubble the device computes nothing: it is idle time multiplied by every rank "
                            "of the waiting stage.",
         page=urls.OVERLAP_STAGES, stages=waiting,
@@ -59,8 +60,10 @@ def check(ctx: Context) -> list[Finding]:
                   "threshold_info": ctx.t("info_rate"), "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
         table={"columns": ["Stage", f"{label} per step (ms)", f"{label} / step"],
-               "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage],
-               "links": [None] * len(per_stage)})]
+               # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
+               "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
+                       + [["all ranks (the title's rate)", None, fmt_pct(rate)]],
+               "links": [None] * (len(per_stage) + 1)})]
 
 
 RULE = Rule(

@@ -38,7 +38,7 @@ def check(ctx: Context) -> list[Finding]:
     if share < ctx.t("info_share"):
         return []
     return [Finding(
-        id="operator-hotspot.tail", category="operator_hotspot",
+        id="tail-single-device.tail", category="operator_hotspot",
         severity="warning" if share >= ctx.t("warning_share") else "info",
         title=f"The tail (parameter update) takes {fmt_ms(float(row['tail']))} per step, {fmt_pct(share)} of the step",
         advice=ADVICE, why="On a single device the tail is normally short; a long one is optimizer overhead.",

@@ -12,7 +12,13 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2 import (
+    Environment,
+    PackageLoader,
+    StrictUndefined,
+    pass_context,
+    select_autoescape,
+)
 from markupsafe import Markup
 
 from reportgen import __version__

@@ -7,18 +7,24 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.communication import (
-    MAX_BOX_LINKS, MAX_OP_ROWS, SLOW_LINK_MIN_SIZE_MB, graph_layout,
+    SLOW_LINK_MIN_SIZE_MB,
+)
+from reportgen.charts import Chart
+from reportgen.charts import comm as comm_charts
+from reportgen.charts.steps import MAX_BARS
+from reportgen.site import highlights
+from reportgen.site.comm_views import (
+    MAX_BOX_LINKS,
+    MAX_OP_ROWS,
+    graph_layout,
     matrix_cells,
 )
-from reportgen.charts import Chart, comm as comm_charts
-from reportgen.charts.steps import MAX_BARS
-from reportgen.site.values import num
-from reportgen import urls
-from reportgen.site import highlights
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import num
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"

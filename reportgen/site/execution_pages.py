@@ -8,14 +8,15 @@ from typing import Any, Optional
 
 from markupsafe import Markup
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.execution import MareyStep
 from reportgen.analysis.strategy import OpRow, StageGraph
-from reportgen.charts import Chart, execution as ex_charts
+from reportgen.charts import Chart
+from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
-from reportgen.site.values import compact_ranks, num
-from reportgen import urls
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import compact_ranks, num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"
@@ -23,6 +24,11 @@ SPREAD_CSV = "cluster/execution-operators.csv"
 MAX_PER_RANK_LINES = 64
 MAX_PIPE_ROWS = 400
 MAX_LIST = 8
+
+
+def step_label(step: int) -> str:
+    """A drawn step's name; runs without step ids (MindSpore CPU) draw the whole profiled window (step -1)."""
+    return f"step {step}" if step >= 0 else "the profiled window"
 
 
 def execution_page(step: int, first: bool) -> str:
@@ -131,7 +137,7 @@ def _overview_chart(a: Analysis, marey_pages: list[tuple[MareyStep, str]]) -> Op
         vals = by_step.get(m.step)
         if vals:
             points.append({"step": m.step, "ms": round(sum(vals) / len(vals), 4), "href": href,
-                           "label": f"step {m.step}: {m.reason.split(':')[0]}"})
+                           "label": f"{step_label(m.step)}: {m.reason.split(':')[0]}"})
     spec = ex_charts.time_overview(lines, comm, points, per_rank)
     cap = ("Training time of every device per step (left axis" + ("" if per_rank else "; min / median / max over "
            f"{len(ranks)} devices") + ") and the average communication and wait time per device (right axis, "
@@ -157,9 +163,10 @@ def _spread_rows(items: list, limit: int) -> list[dict]:
     out = []
     for s in items[:limit]:
         out.append({"name": s.name, "cls": s.cls, "stage": s.stage, "n": s.n, "median_ms": num(s.median_ms),
-                    "min_ms": num(s.min_ms), "max_ms": num(s.max_ms), "max_rank": s.max_rank,
+                    "min_ms": num(s.min_ms), "max_ms": num(s.max_ms), "max_rank": s.culprit_rank,
+                    "arrived_last": s.culprit_rank != s.max_rank,
                     "ratio": None if not math.isfinite(s.ratio) else round(s.ratio, 3), "share": s.share,
-                    "href": urls.rank_page(s.max_rank)})
+                    "href": urls.rank_page(s.culprit_rank)})
     return out
 
 
@@ -170,7 +177,8 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
     marey = ev.marey if ev is not None else []
     pages_for = [(m, execution_page(m.step, i == 0)) for i, m in enumerate(marey)]
     overview = _overview_chart(a, pages_for)
-    steps_nav = [{"step": m.step, "reason": m.reason, "href": p} for m, p in pages_for]
+    steps_nav = [{"step": m.step, "step_label": step_label(m.step), "reason": m.reason, "href": p}
+                 for m, p in pages_for]
     base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": ev.notes if ev else [],
             "skipped": compact_ranks(ev.skipped_ranks) if ev and ev.skipped_ranks else "",
             "has_overview": overview is not None}
@@ -211,12 +219,12 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                             "everywhere). Drag to pan, scroll to zoom along time.")
         charts = ([overview] if overview else []) + [marey_chart]
         ctx = {**base, "marey": {
-            "step": m.step, "reason": m.reason, "window": m.window, "alignment": m.alignment,
+            "step": m.step, "step_label": step_label(m.step), "reason": m.reason, "window": m.window, "alignment": m.alignment,
             "span_ms": num(m.span_ms), "devices": _device_rows(m), "not_drawn": m.not_drawn,
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
             "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
             "csv": SPREAD_CSV}, "current": path}
-        out.append((path, f"Execution overview: step {m.step}", ctx, charts, downloads if i == 0 else []))
+        out.append((path, f"Execution overview: {step_label(m.step)}", ctx, charts, downloads if i == 0 else []))
     return out
 
 

@@ -42,8 +42,9 @@ def _evidence_rows(ev: dict) -> list[tuple[str, str]]:
     return [(k.replace("_", " "), _fmt(v)) for k, v in ev.items() if k != "related"]
 
 
-def finding_view(f: dict) -> dict:
+def finding_view(finding) -> dict:
     """What the templates need for one finding (all strings escaped by the template, markdown pre-rendered)."""
+    f = finding.to_dict()
     table = f.get("table")
     rows = []
     if table:
@@ -61,34 +62,34 @@ def finding_view(f: dict) -> dict:
     }
 
 
-def findings_context(findings: list[dict]) -> dict:
+def findings_context(findings: list) -> dict:
     counts = {s: 0 for s in SEVERITY_ORDER}
     for f in findings:
-        counts[f["severity"]] += 1
+        counts[f.severity] += 1
     return {"findings": [finding_view(f) for f in findings], "finding_counts": counts,
             "findings_computed": True, "rules_page": RULES_PAGE}
 
 
-def rank_findings(findings: list[dict], n_ranks: int) -> dict[int, list[dict]]:
+def rank_findings(findings: list, n_ranks: int) -> dict[int, list[dict]]:
     """rank -> compact views of the findings that name it (in severity order); findings about every rank of a
     cluster are left to the overview."""
     out: dict[int, list[dict]] = {}
     for f in findings:
-        if n_ranks > 1 and len(f["ranks"]) >= n_ranks:
+        if n_ranks > 1 and len(f.ranks) >= n_ranks:
             continue
-        for r in f["ranks"]:
+        for r in f.ranks:
             lst = out.setdefault(int(r), [])
             if len(lst) < MAX_RANK_FINDINGS:
-                lst.append({"id": f["id"], "severity": f["severity"], "title": f["title"], "page": f["page"],
-                            "advice_html": markdown(f["advice"])})
+                lst.append({"id": f.id, "severity": f.severity, "title": f.title, "page": str(f.page),
+                            "advice_html": markdown(f.advice)})
     return out
 
 
-def rules_context(findings: list[dict], thresholds: dict[str, dict[str, float]]) -> dict:
+def rules_context(findings: list, thresholds: dict[str, dict[str, float]]) -> dict:
     fired: dict[str, dict[str, int]] = {}
     for f in findings:
-        c = fired.setdefault(f.get("rule", ""), {s: 0 for s in SEVERITY_ORDER})
-        c[f["severity"]] += 1
+        c = fired.setdefault(f.rule, {s: 0 for s in SEVERITY_ORDER})
+        c[f.severity] += 1
     rules = []
     for r in RULES:
         used = thresholds.get(r.id, {})

@@ -21,27 +21,27 @@ class Highlights:
     waiting: frozenset[int] = frozenset()  # ranks whose long tail / communication is waiting (information)
 
     @classmethod
-    def from_findings(cls, findings: list[dict]) -> "Highlights":
+    def from_findings(cls, findings: list) -> "Highlights":
         slow, waits_least, waiting, links = set(), set(), set(), set()
         hot: dict[int, set[str]] = {}
         for f in findings:
-            acts = f["severity"] in ACTION
-            if f["category"] == "slow_rank":
-                if f["id"] == "slow-rank.late-arrival":
+            acts = f.severity in ACTION
+            if f.category == "slow_rank":
+                if f.rule == "late-arrival":
                     if acts:
-                        waits_least.update(f["ranks"])
+                        waits_least.update(f.ranks)
                     continue
                 if not acts:  # victims and single-step readings: information, shown as waiting
-                    if f.get("phase") in ("tail", "communication"):
-                        waiting.update(f["ranks"])
+                    if f.phase in ("tail", "communication"):
+                        waiting.update(f.ranks)
                     continue
-                slow.update(f["ranks"])
-                col = (f.get("evidence") or {}).get("column")
+                slow.update(f.ranks)
+                col = (f.evidence or {}).get("column")
                 if col:
-                    for r in f["ranks"]:
+                    for r in f.ranks:
                         hot.setdefault(int(r), set()).add(col)
-            elif f["category"] == "slow_link" and acts:
-                for l in f["links"]:
+            elif f.category == "slow_link" and acts:
+                for l in f.links:
                     s, _, d = str(l).partition("-")
                     if s.lstrip("-").isdigit() and d.lstrip("-").isdigit():
                         links.add((int(s), int(d)))

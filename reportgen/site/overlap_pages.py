@@ -6,15 +6,17 @@ from typing import Any
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.overlap import CHECK_TOLERANCE, COLUMN_LABELS
-from reportgen.charts import Chart, overlap as overlap_charts, steps as step_charts
+from reportgen.charts import Chart
+from reportgen.charts import overlap as overlap_charts
+from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site.values import num, stacked_bar_rows
-from reportgen import urls
 from reportgen.site import highlights
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import num, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from reportgen.analysis import Analysis
-from reportgen.model import STEP_TRACE_KIND_LABELS
 from reportgen import urls
+from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights
 from reportgen.site.page import Page, PageKind, PlanInput
-from reportgen.site.step_pages import cluster_charts, stats_rows
+from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
 from reportgen.site.values import compact_ranks, fmt_list
 
 
@@ -39,7 +38,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
         facts.append((f"{k} version", ", ".join(sorted(vs))))
     if levels:
         facts.append(("Profiler level", ", ".join(levels)))
-    facts.append(("Step trace", STEP_TRACE_KIND_LABELS[st.kind] if st.kind else "none found"))
+    facts.append(("Step trace", kind_label(a) if st.kind else "none found"))
     return facts
 
 

@@ -11,11 +11,11 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from reportgen import __version__
+from reportgen import __version__, urls
 from reportgen.analysis import Analysis
-from reportgen.charts import Chart, steps as step_charts
+from reportgen.charts import Chart
+from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS
-from reportgen import urls
 from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
 from reportgen.site.page import Page, PlanInput, SingleRanks, SitePlan
 from reportgen.site.registry import PAGES
@@ -45,7 +45,9 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
 
     maker = rank_rows(inp)
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
-    detail = resource_pages.RankDetail(a)
+    hl = maker.hl
+    drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
+    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn)
     by_reporter = comm_pages.links_by_reporter(a)
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")

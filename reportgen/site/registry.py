@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from reportgen.site import (comm_pages, execution_pages, finding_pages, overlap_pages, overview_pages,
-                            resource_pages, step_pages)
+from reportgen.site import (
+                            comm_pages,
+                            execution_pages,
+                            finding_pages,
+                            overlap_pages,
+                            overview_pages,
+                            resource_pages,
+                            step_pages,
+)
 from reportgen.site.page import PageKind
 
 PAGES: tuple[PageKind, ...] = (

@@ -8,13 +8,14 @@ from typing import Any, Optional
 
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import Chart, resources as res_charts
+from reportgen.charts import Chart
+from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
-from reportgen.site.values import num
-from reportgen import urls
 from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.values import num
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
@@ -23,6 +24,9 @@ OPTYPES_CSV = "cluster/operator-types.csv"
 TRACE_DIR = "traces"
 MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
 MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
+# Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
+# copy of every trace would be most of the report (57 of 118 MB at 1,024 ranks). The rest open from the run folder.
+MAX_TRACE_COPIES = 32
 TICKS_MAX_RANKS = 64
 MAX_DETAIL_ROWS = 2000
 SLOTS_WITHOUT_HOSTS = 8
@@ -84,7 +88,8 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
         cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
-        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, res_charts.MEMORY_RAMP),
+        ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
+        charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
                 {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
@@ -175,24 +180,28 @@ def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
 class RankDetail:
     """The operator, FLOPs, data, CPU, memory and timeline sections of rank pages."""
 
-    def __init__(self, a: Analysis) -> None:
+    def __init__(self, a: Analysis, priority: Optional[list[int]] = None) -> None:
+        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices)."""
         self.a = a
         self.exports: list[TraceExport] = []
         budget = MAX_TRACE_EXPORT_BYTES
         self._export_of: dict[int, str] = {}
         self._skipped_export: set[int] = set()
         self._specs: dict[tuple, dict] = {}
-        for r in a.run.rank_ids:
+        with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
+        first = [r for r in dict.fromkeys(priority or []) if r in set(with_trace)]
+        order = first + [r for r in with_trace if r not in set(first)]
+        for r in order:
             t = a.run.ranks[r].timeline
-            if t is None:
-                continue
-            if t.trace_bytes <= MAX_TRACE_FILE_BYTES and t.trace_bytes <= budget:
+            if (len(self.exports) < MAX_TRACE_COPIES and t.trace_bytes <= MAX_TRACE_FILE_BYTES
+                    and t.trace_bytes <= budget):
                 budget -= t.trace_bytes
                 dest = f"{TRACE_DIR}/rank-{r}.trace.json"
                 self.exports.append(TraceExport(dest, t.source, t.trace_needs_numbers))
                 self._export_of[r] = dest
             else:
                 self._skipped_export.add(r)
+        self.n_copied = len(self.exports)
 
     def _chart(self, key: tuple, make, rows: list[dict], name: str) -> dict:
         """Build a chart's spec once per shape (Altair validation costs ~30 ms) and attach each rank's rows."""
@@ -386,6 +395,7 @@ class RankDetail:
                     "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
+                    "n_copied": self.n_copied, "max_copies": MAX_TRACE_COPIES,
                     "truncated": t.truncated})
         return sec
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
-from reportgen.analysis import Analysis
-from reportgen.analysis.steps import heatmap_cells, step_values
-from reportgen.charts import Chart, steps as step_charts
-from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
+import pandas as pd
+
 from reportgen import urls
+from reportgen.analysis import Analysis
+from reportgen.analysis.steps import step_values
+from reportgen.charts import Chart
+from reportgen.charts import steps as step_charts
+from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
 from reportgen.site import highlights
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import num, stacked_bar_rows
 
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
+MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
 
 
 class _Rows:
@@ -49,6 +54,16 @@ class _Rows:
         return row
 
 
+
+
+def kind_label(a: Analysis) -> str:
+    """What the step trace is: the producer's own label when the loader set one (a computed Kineto breakdown),
+    else the label of its kind."""
+    for r in a.run.rank_ids:
+        t = a.run.ranks[r].step_trace
+        if t is not None and getattr(t, "label", ""):
+            return t.label
+    return STEP_TRACE_KIND_LABELS.get(a.steps.kind or "", "")
 
 
 def rank_rows(inp: PlanInput) -> _Rows:
@@ -99,6 +114,31 @@ def cluster_charts(inp: PlanInput) -> list[Chart]:
     if "cluster_charts" not in inp.shared:
         inp.shared["cluster_charts"] = _cluster_charts(inp.analysis, highlights.of(inp))
     return inp.shared["cluster_charts"]
+
+
+def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS) -> dict:
+    """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells."""
+    df = per_step.dropna(subset=["step"])[["rank", "step", value]]
+    if df.empty:
+        return {"cells": [], "rank_bin": 1, "step_bin": 1}
+    ranks = sorted(df["rank"].unique())
+    steps = sorted(df["step"].unique())
+    rank_bin, step_bin = 1, 1
+    while math.ceil(len(ranks) / rank_bin) * math.ceil(len(steps) / step_bin) > max_cells:
+        if math.ceil(len(ranks) / rank_bin) >= math.ceil(len(steps) / step_bin):
+            rank_bin *= 2
+        else:
+            step_bin *= 2
+    rpos = {r: i // rank_bin for i, r in enumerate(ranks)}
+    spos = {s: i // step_bin for i, s in enumerate(steps)}
+    df = df.assign(rb=df["rank"].map(rpos), sb=df["step"].map(spos))
+    g = df.groupby(["rb", "sb"]).agg(v=(value, "max"), r0=("rank", "min"), r1=("rank", "max"),
+                                     s0=("step", "min"), s1=("step", "max")).reset_index()
+    cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
+              "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
+              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
+             for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
 def _heatmap_chart(a: Analysis) -> Optional[Chart]:
@@ -152,7 +192,7 @@ def _plan(inp: PlanInput) -> list[Page]:
     ctx = {
         **inp.common,
         "has_steps": st.kind is not None,
-        "kind_label": STEP_TRACE_KIND_LABELS.get(st.kind or "", ""),
+        "kind_label": kind_label(a),
         "columns": cols,
         "rows": [maker.average(r) for r in a.run.rank_ids],
         "rules_used": st.rules_used,

@@ -28,7 +28,8 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
+def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
+    """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
     run, st = a.run, a.steps
     per_rank: dict[str, dict] = {}
     for r in st.average.index if st.kind else []:
@@ -62,7 +63,7 @@ def build_summary(a: Analysis, findings: list[dict], thresholds: dict) -> dict:
             "memory": _memory(a),
             "flops": _flops(a),
         },
-        "findings": findings,
+        "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
         # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
         "coverage": a.coverage.to_dict() if a.coverage else None,

@@ -48,6 +48,7 @@ from reportgen.synth.timeline import (
 MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
+LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
              "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
              "slow-op")
@@ -178,15 +179,15 @@ def _hosts(rank: int, per_host: int) -> tuple[str, int]:
 
 def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: int = 10, stages: int = 1,
                  tp: int = 1, seed: int = 0, inject: Optional[list[str]] = None, ranks_per_host: int = 8,
-                 first_step: int = 1, trace_view: bool = False) -> Path:
+                 first_step: int = 1, trace_view: bool = False, compress: bool = False) -> Path:
     """Write a synthetic run under `path` (created) and return it.
 
     MindInsight runs get step traces with communication columns, operator timelines and the profiler's
     cluster-analyse overlap files; Ascend runs get step_trace_time.csv and, with `trace_view`, a
     trace_view.json per rank whose Overlap Analysis lanes add up to the same values.
     """
-    if layout not in ("ascend", "mindinsight"):
-        raise ValueError("layout must be 'ascend' or 'mindinsight'")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}")
     if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
         raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
     plan = parse_injections(inject or [])
@@ -196,6 +197,12 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     path.mkdir(parents=True, exist_ok=True)
     if layout == "ascend":
         _write_ascend(path, model, ranks, steps, stages, tp, plan, ranks_per_host, first_step, trace_view)
+    elif layout == "kineto":
+        from reportgen.synth.kineto import write_kineto
+        write_kineto(path / "traces", model, ranks, steps, plan, ranks_per_host, first_step, compress=compress)
+    elif layout == "mindspore_gpu":
+        from reportgen.synth.gpu import write_mindspore_gpu
+        write_mindspore_gpu(path / "profiler", model, ranks, steps, plan, first_step)
     else:
         _write_mindinsight(path / "profiler", model, ranks, steps, stages, tp, plan, first_step)
     return path

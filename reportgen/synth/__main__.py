@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reportgen.synth import SUPPORTED, generate_run
+from reportgen.synth import LAYOUTS, SUPPORTED, generate_run
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m reportgen.synth", description="Write a synthetic profiled run.")
     p.add_argument("out", help="folder to create")
-    p.add_argument("--layout", choices=("ascend", "mindinsight"), default="ascend")
+    p.add_argument("--layout", choices=LAYOUTS, default="ascend")
     p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--stages", type=int, default=1)

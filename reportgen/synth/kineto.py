@@ -1,0 +1,192 @@
+"""Synthetic PyTorch profiler (Kineto) traces: one `{host}_{pid}.{ns}.pt.trace.json[.gz]` per rank, as
+`torch.profiler.tensorboard_trace_handler` names them, from an NCCL data-parallel run on NVIDIA GPUs.
+
+What the files copy from real traces (PyTorch 2.x, Kineto schema 1): the header keys before `traceEvents`
+(`distributedInfo` with `pg_config`, `deviceProperties` with `totalGlobalMem` in bytes, `host_name`,
+`baseTimeNanoseconds`); metadata events (`process_name` "GPU n", `thread_name` "stream n"); `ProfilerStep#N`
+user annotations on the training thread; `cpu_op` operators each launching its kernel through a `cuda_runtime`
+`cudaLaunchKernel` with the same `correlation` and an `ac2g` flow pair; kernels (`cat` kernel, pid = device,
+tid = stream) with Kineto's args (`device`, `stream`, `correlation`, `grid`, `block`, ...); NCCL kernels
+(`ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)`) on their own stream with the collective args PyTorch >= 2.1
+attaches (`Collective name`, `Process Group Name`, `Process Group Ranks`, `In msg nelems`, ...); `[memory]`
+instant events in bytes. Times are µs floats with three decimals.
+
+Per step (ms, from `StepModel`): host gap, forward kernels, backward kernels with the first gradient bucket's
+all-reduce overlapped, then the last bucket's all-reduce exposed (it lasts until the slowest rank arrives: the
+wait), so computing / overlapped / communication not overlapped / free add up as in the Ascend files.
+Injections used: slow-rank (any phase adds to computation or host time), missing-rank, corrupt-step-trace
+(the trace is cut mid-event), missing-step-trace (no ProfilerStep markers), memory-near-capacity. A slow link has
+no per-link record in Kineto; it is not written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+GPU_MEM_BYTES = 85_899_345_920  # A100 80 GB as deviceProperties reports it
+KERNELS = (  # (cpu op, kernel name, share of forward/backward time)
+    ("aten::mm", "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4"
+                 "_execute_kernel__5x_cublas", 0.46),
+    ("aten::addmm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>("
+                    "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4::Params)", 0.22),
+    ("aten::native_layer_norm", "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>"
+                                "(int, float, float const*, float const*, float const*, float*, float*, float*)",
+     0.1),
+    ("aten::gelu", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+                   "TensorIteratorBase&, at::native::GeluType)::{lambda()#1}::operator()() const::{lambda()#2}::"
+                   "operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::"
+                   "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#1}::operator()() "
+                   "const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)", 0.12),
+    ("aten::add_", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+                   "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+                   "at::detail::Array<char*, 3>)", 0.1),
+)
+NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+COMPUTE_STREAM, NCCL_STREAM = 7, 20
+
+
+def _ev(**kw) -> str:
+    return json.dumps(kw, separators=(", ", ": "))
+
+
+def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, first_step: int,
+                 kernels_per_step: int = 30, compress: bool = False) -> None:
+    """Write one trace per rank under `root` (created)."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(plan.seed + 17)
+    pg = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": ranks,
+           "ranks": list(range(ranks))}]
+    nelems = 25_165_824  # 96 MB of fp32 gradients per bucket
+    # the same model on every rank: one kernel sequence and one split of the time, per pass
+    seq_rng = np.random.default_rng(plan.seed + 5)
+    w = np.array([k[2] for k in KERNELS])
+    w = w / w.sum()
+    n_f = max(1, int(kernels_per_step * 0.35))
+    n_b = max(1, kernels_per_step - n_f)
+    plan_fwd = (seq_rng.choice(len(KERNELS), size=n_f, p=w), seq_rng.dirichlet(np.ones(n_f) * 20.0))
+    plan_bwd = (seq_rng.choice(len(KERNELS), size=n_b, p=w), seq_rng.dirichlet(np.ones(n_b) * 20.0))
+    for r in range(ranks):
+        if r in plan.missing_rank:
+            continue
+        host, dev = f"node{r // per_host:03d}", r % per_host
+        pid = 200000 + r
+        t = 5_000_000_000.0 + r * 13.37  # µs, the host clock Kineto puts every event on
+        lines: list[str] = []
+        add = lines.append
+        add(_ev(ph="M", name="process_name", ts=t, pid=pid, tid=0, args={"name": "python"}))
+        add(_ev(ph="M", name="process_labels", ts=t, pid=pid, tid=0, args={"labels": "CPU"}))
+        add(_ev(ph="M", name="thread_name", ts=t, pid=pid, tid=pid, args={"name": f"thread {pid} (python)"}))
+        add(_ev(ph="M", name="process_name", ts=t, pid=dev, tid=0, args={"name": "python"}))
+        add(_ev(ph="M", name="process_labels", ts=t, pid=dev, tid=0, args={"labels": f"GPU {dev}"}))
+        for s_ in (COMPUTE_STREAM, NCCL_STREAM):
+            add(_ev(ph="M", name="thread_name", ts=t, pid=dev, tid=s_, args={"name": f"stream {s_}"}))
+        corr = 1000
+        ext = 1
+        base_mem = 0.30 * GPU_MEM_BYTES
+        peak_ratio = plan.memory.get(r, 0.70)
+        act = (peak_ratio * GPU_MEM_BYTES - base_mem)
+        reserved = peak_ratio * GPU_MEM_BYTES * 1.02 if r in plan.memory else 0.74 * GPU_MEM_BYTES
+        seq_ = 0
+        t += 1000.0
+        for s in range(steps):
+            comp, nov, ov, free = (float(m.computing[r, s]) * 1e3, float(m.comm_nov[r, s]) * 1e3,
+                                   float(m.overlapped[r, s]) * 1e3, float(m.free[r, s]) * 1e3)
+            total = comp + nov + free
+            step_start = t
+            if r not in plan.missing_step:
+                add(_ev(ph="X", cat="user_annotation", name=f"ProfilerStep#{first_step + s}", pid=pid, tid=pid,
+                        ts=round(t, 3), dur=round(total, 3), args={"External id": ext, "Record function id": 0}))
+            ext += 1
+            cur = t + free * 0.6
+            gap = free * 0.4 / (2 * kernels_per_step)
+            mem_now = base_mem
+            bwd_start = None
+            for phase, n, span in (("fwd", n_f, comp * 0.35), ("bwd", n_b, comp * 0.65)):
+                if phase == "bwd":
+                    bwd_start = cur
+                seq_k, base = plan_fwd if phase == "fwd" else plan_bwd
+                shares = base * (1 + rng.normal(0, 0.005, n))
+                shares = shares / shares.sum()
+                for i in range(n):
+                    op, kname, _ = KERNELS[seq_k[i]]
+                    d = span * shares[i]
+                    launch = cur - 40.0 - 5.0 * (i % 3)
+                    add(_ev(ph="X", cat="cpu_op", name=op, pid=pid, tid=pid, ts=round(launch, 3), dur=18.5,
+                            args={"External id": ext, "Sequence number": ext, "Fwd thread id": 0,
+                                  "Record function id": 0}))
+                    add(_ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=pid, tid=pid,
+                            ts=round(launch + 4.0, 3), dur=9.2, args={"External id": ext, "cbid": 211,
+                                                                      "correlation": corr}))
+                    add(_ev(ph="s", id=corr, pid=pid, tid=pid, ts=round(launch + 4.0, 3), cat="ac2g",
+                            name="ac2g"))
+                    add(_ev(ph="X", cat="kernel", name=kname, pid=dev, tid=COMPUTE_STREAM, ts=round(cur, 3),
+                            dur=round(d, 3), args={"External id": ext, "queued": 0, "device": dev, "context": 1,
+                                                   "stream": COMPUTE_STREAM, "correlation": corr,
+                                                   "registers per thread": 128, "shared memory": 49152,
+                                                   "blocks per SM": 2.5, "warps per SM": 10.0,
+                                                   "grid": [216, 1, 1], "block": [128, 1, 1],
+                                                   "est. achieved occupancy %": 25}))
+                    add(_ev(ph="f", id=corr, pid=dev, tid=COMPUTE_STREAM, ts=round(cur, 3), cat="ac2g",
+                            name="ac2g", bp="e"))
+                    # activations grow in the forward pass and are freed in the backward pass
+                    delta = act / n_f if phase == "fwd" else -act / n
+                    mem_now = max(base_mem, mem_now + delta)
+                    add(_ev(ph="i", cat="cpu_instant_event", s="t", name="[memory]", pid=pid, tid=pid,
+                            ts=round(launch + 1.0, 3),
+                            args={"Total Reserved": int(reserved), "Total Allocated": int(mem_now),
+                                  "Bytes": int(delta), "Device Id": dev, "Device Type": 1, "Addr": 139_800_000_000}))
+                    corr += 1
+                    ext += 1
+                    cur += d + gap
+            compute_end = cur
+            for k, (start, dur) in enumerate(((bwd_start + (compute_end - bwd_start) * 0.5, ov),
+                                              (compute_end, nov))):
+                seq_ += 1
+                launch = start - 30.0
+                add(_ev(ph="X", cat="cpu_op", name="record_param_comms", pid=pid, tid=pid, ts=round(launch, 3),
+                        dur=12.0, args={"External id": ext, "Record function id": 0, "Collective name": "allreduce",
+                                        "dtype": "Float", "In msg nelems": nelems, "Out msg nelems": nelems,
+                                        "Group size": ranks, "In split size": "[]", "Out split size": "[]",
+                                        "Process Group Name": "0", "Process Group Description": "default_pg",
+                                        "Process Group Ranks": json.dumps(list(range(ranks)))}))
+                add(_ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=pid, tid=pid,
+                        ts=round(launch + 3.0, 3), dur=7.1, args={"External id": ext, "cbid": 211,
+                                                                  "correlation": corr}))
+                add(_ev(ph="X", cat="kernel", name=NCCL_KERNEL, pid=dev, tid=NCCL_STREAM, ts=round(start, 3),
+                        dur=round(dur, 3), args={"External id": ext, "queued": 0, "device": dev, "context": 1,
+                                                 "stream": NCCL_STREAM, "correlation": corr,
+                                                 "registers per thread": 96, "shared memory": 0,
+                                                 "grid": [2, 1, 1], "block": [512, 1, 1],
+                                                 "Collective name": "allreduce", "dtype": "Float",
+                                                 "In msg nelems": nelems, "Out msg nelems": nelems,
+                                                 "Group size": ranks, "In split size": "[]",
+                                                 "Out split size": "[]", "Process Group Name": "0",
+                                                 "Process Group Description": "default_pg",
+                                                 "Process Group Ranks": json.dumps(list(range(ranks)))}))
+                corr += 1
+                ext += 1
+            t = step_start + total
+        head = {"schemaVersion": 1,
+                "deviceProperties": [{"id": dev, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": GPU_MEM_BYTES,
+                                      "computeMajor": 8, "computeMinor": 0, "maxThreadsPerBlock": 1024,
+                                      "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+                                      "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 108}],
+                "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks, "pg_count": 1,
+                                    "pg_config": pg, "nccl_version": "2.21.5"},
+                "record_shapes": 1, "profile_memory": 1, "with_stack": 0, "host_name": host}
+        text = ("{\n" + ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in head.items())
+                + ',\n  "traceEvents": [\n' + ",\n".join(lines)
+                + '\n  ],\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1763717400000000000,\n'
+                + f'  "traceName": "/work/run/{host}_{pid}.1763717400{r:09d}.pt.trace.json"\n}}\n')
+        if r in plan.corrupt_step:
+            text = text[: int(len(text) * 0.6)]
+        name = f"{host}_{pid}.1763717400{r:09d}.pt.trace.json"
+        if compress:
+            with gzip.open(root / (name + ".gz"), "wt", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            (root / name).write_text(text, encoding="utf-8")

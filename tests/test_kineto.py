@@ -1,0 +1,226 @@
+"""PyTorch profiler (Kineto) traces: the loader, the synthetic generator and the rules on both."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.analysis import analyze
+from reportgen.discover import discover
+from reportgen.loaders import load_run
+from reportgen.loaders.kineto import collective_kind, kernel_type, read_header
+from reportgen.rules import run_rules
+from reportgen.synth import generate_run, parse_injections, simulate
+from tests.conftest import sample
+
+ACTION = ("critical", "warning")
+
+
+def _run(path: Path):
+    return load_run(discover(Path(path))[0], jobs=1)
+
+
+def _findings(path: Path):
+    return [f.to_dict() for f in run_rules(analyze(_run(path)))[0]]
+
+
+@pytest.fixture(scope="module")
+def slow_run(tmp_path_factory) -> Path:
+    return generate_run(tmp_path_factory.mktemp("kin") / "slow", layout="kineto", ranks=8, steps=6, seed=3,
+                        inject=["slow-rank:5"])
+
+
+@pytest.fixture(scope="module")
+def healthy_run(tmp_path_factory) -> Path:
+    return generate_run(tmp_path_factory.mktemp("kin") / "ok", layout="kineto", ranks=8, steps=6, seed=4)
+
+
+def test_names_and_kinds():
+    assert collective_kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)") \
+        == "allreduce"
+    assert collective_kind("ncclKernel_ReduceScatter_RING_LL_Sum_bfloat16(ncclWorkElem)") == "reducescatter"
+    assert collective_kind("gloo:all_reduce") == "allreduce"
+    assert collective_kind("allgather_into_tensor_coalesced") == "allgather"
+    assert kernel_type("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+                       "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>)") \
+        == "vectorized_elementwise_kernel"
+    assert kernel_type("ampere_sgemm_128x64_tn") == "ampere_sgemm_128x64_tn"
+
+
+def test_synthetic_breakdown_equals_the_model(slow_run):
+    """computing / overlapped / not overlapped / free per step come back as the generator's model wrote them."""
+    plan = parse_injections(["slow-rank:5"])
+    plan.seed = 3
+    m = simulate(8, 6, stages=1, plan=plan, seed=3)
+    run = _run(slow_run)
+    assert sorted(run.ranks) == list(range(8))
+    for r in (0, 5):
+        st = run.ranks[r].step_trace
+        assert st.kind == "modern" and list(st.steps["step"]) == [1, 2, 3, 4, 5, 6]
+        np.testing.assert_allclose(st.steps["computing"], m.computing[r], rtol=1e-4)
+        # the overlapped bucket also spans the launch gaps between backward kernels (a few 10 µs)
+        np.testing.assert_allclose(st.steps["communication_not_overlapped"], m.comm_nov[r], atol=0.1)
+        np.testing.assert_allclose(st.steps["overlapped"], m.overlapped[r], atol=0.1)
+        # device windows (HTA / torch_npu): from a step's first kernel to the next step's first kernel; the
+        # generator starts the first kernel 0.6 x the step's host gap into the step
+        total = m.computing[r] + m.comm_nov[r] + m.free[r]
+        shifted = total[:-1] - 0.6 * m.free[r][:-1] + 0.6 * m.free[r][1:]
+        np.testing.assert_allclose(st.steps["total"].iloc[:-1], shifted, atol=0.01)
+        np.testing.assert_allclose(st.steps["computing"] + st.steps["communication_not_overlapped"]
+                                   + st.steps["free"], st.steps["total"], rtol=1e-9)
+        assert "mapped through their launches" in st.label
+    info = run.ranks[2].info
+    assert info.rank_size == 8 and info.parallel_groups["0"]["global_ranks"] == list(range(8))
+    assert info.host == "node000" and info.device == 2
+    assert info.parallel_groups["0"]["backend"] == "cuda:nccl" and info.versions["NCCL"] == "2.21.5"
+
+
+def test_wait_is_matched_across_ranks(slow_run):
+    run = _run(slow_run)
+    waits = {r: float(d.communication.steps["wait_ms"].mean()) for r, d in run.ranks.items()}
+    assert min(waits, key=waits.get) == 5  # the slow rank arrives last and waits least
+    assert waits[5] < 1.0 and min(w for r, w in waits.items() if r != 5) > 30
+    ops = run.ranks[0].communication.ops
+    assert set(ops["op"]) == {"allreduce#1", "allreduce#2"} and set(ops["group"]) == {"0"}
+    # elapsed = transit + wait
+    np.testing.assert_allclose(ops["communication_ms"], ops["transit_ms"] + ops["wait_ms"], rtol=1e-9)
+
+
+def test_operators_memory_timeline(slow_run):
+    d = _run(slow_run).ranks[0]
+    ops = d.operators
+    assert set(ops.by_type["side"]) == {"gpu", "communication", "hostcpu"}
+    gpu = ops.by_type[ops.by_type["side"] == "gpu"]
+    assert "vectorized_layer_norm_kernel" in set(gpu["op_type"])
+    np.testing.assert_allclose(gpu["total_ms"].sum(), d.step_trace.steps["computing"].sum(), rtol=1e-3)
+    assert d.memory.capacity_mb == pytest.approx(85_899.345920)
+    assert 0.6 < d.memory.peak_mb / d.memory.capacity_mb < 0.8
+    assert d.memory.curve is not None and len(d.memory.curve) > 10
+    assert d.timeline.n_streams == 2 and d.timeline.compute_ms > 0
+
+
+def test_slow_rank_found_and_nothing_else(slow_run):
+    acts = [f for f in _findings(slow_run) if f["severity"] in ACTION]
+    ids = {f["id"] for f in acts}
+    assert "slow-rank.compute" in ids
+    assert all(f["ranks"] == [5] for f in acts), [(f["id"], f["ranks"]) for f in acts]
+
+
+def test_healthy_run_is_silent(healthy_run):
+    assert [f["id"] for f in _findings(healthy_run) if f["severity"] in ACTION] == []
+
+
+def test_gzip_and_truncated_traces(tmp_path, slow_run):
+    src = sorted((slow_run / "traces").glob("*.pt.trace.json"))
+    d = tmp_path / "run"
+    d.mkdir()
+    with open(src[0], "rb") as f, gzip.open(d / (src[0].name + ".gz"), "wb") as g:
+        shutil.copyfileobj(f, g)
+    text = src[1].read_text()
+    (d / src[1].name).write_text(text[: len(text) // 2])
+    run = _run(d)
+    assert sorted(run.ranks) == [0, 1]
+    ref = _run(slow_run).ranks[0].step_trace.steps
+    np.testing.assert_allclose(run.ranks[0].step_trace.steps["computing"], ref["computing"])
+    assert any(i.severity == "error" and "could not be read to the end" in i.problem for i in run.ranks[1].issues)
+    assert run.ranks[1].step_trace is not None and len(run.ranks[1].step_trace.steps) < 6
+
+
+def test_header_is_read_without_the_events(slow_run):
+    p = sorted((slow_run / "traces").glob("*.pt.trace.json"))[3]
+    h = read_header(p)
+    assert h["distributedInfo"]["rank"] == 3 and h["deviceProperties"][0]["totalGlobalMem"] == 85_899_345_920
+
+
+def test_real_gloo_run_rank3():
+    """torch 2.13 CPU DDP over gloo, rank 3 with a 3x batch: it computes longest and waits least."""
+    run = _run(sample("real/torch_gloo_4rank"))
+    assert sorted(run.ranks) == [0, 1, 2, 3]
+    comp = {r: float(d.step_trace.steps["computing"].mean()) for r, d in run.ranks.items()}
+    comm = {r: float(d.step_trace.steps["communication"].mean()) for r, d in run.ranks.items()}
+    wait = {r: float(d.communication.steps["wait_ms"].mean()) for r, d in run.ranks.items()}
+    assert max(comp, key=comp.get) == 3 and min(comm, key=comm.get) == 3 and min(wait, key=wait.get) == 3
+    for d in run.ranks.values():
+        st = d.step_trace.steps
+        assert list(st["step"]) == [2, 3, 4, 5, 6]
+        np.testing.assert_allclose(st["computing"] + st["communication_not_overlapped"] + st["free"], st["total"])
+        assert "gloo" in d.info.parallel_groups["0"]["backend"] and d.info.rank_size == 4
+        assert d.operators is not None and "aten::convolution_backward" in set(d.operators.detail["name"])
+        assert d.memory is not None and d.memory.peak_mb > 0
+    conv = {r: float(d.operators.detail.set_index("name").loc["aten::convolution_backward", "total_ms"])
+            for r, d in run.ranks.items()}
+    assert max(conv, key=conv.get) == 3
+    assert run.ranks[3].memory.peak_mb > 2 * run.ranks[0].memory.peak_mb  # 3x batch, 3x activations
+
+
+def test_execution_view_from_kernels(slow_run):
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    lay = discover(slow_run)[0]
+    run = load_run(lay, jobs=1)
+    assert timeline_ranks(lay) == list(range(8))
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    s = ex.steps[0]
+    ops = ex.ops[s]
+    assert sorted(ops) == list(range(8))
+    o = ops[5]
+    assert o.classes.count("collective") == 2 and o.names[:1] and "ProfilerStep" in o.window
+    assert o.names == ops[0].names  # the same kernel sequence on every rank
+    assert o.step_ms == pytest.approx(float(run.ranks[5].step_trace.steps.set_index("step").loc[s, "total"]))
+    # the slow rank's kernels are longer
+    assert o.dur[o.classes.index("compute")] > 1.3 * ops[0].dur[ops[0].classes.index("compute")]
+
+
+def test_real_gloo_execution_view():
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    lay = discover(sample("real/torch_gloo_4rank"))[0]
+    run = load_run(lay, jobs=1)
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    for ops in ex.ops.values():
+        assert sorted(ops) == [0, 1, 2, 3]
+        for o in ops.values():
+            assert "collective" in o.classes and "aten::conv2d" in o.names and "CPU operators" in o.window
+            assert (np.diff(o.start) >= 0).all()
+
+
+def test_odd_events_never_raise(tmp_path):
+    """Strings for numbers, lists for args, no steps, a non-dict distributedInfo: read what makes sense."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": 7, "pid": 0, "tid": 7, "ts": "100.5", "dur": "20", "args": []},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 9, "ts": 110,
+         "dur": 30, "args": {"Process Group Name": None}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 90, "dur": "NaN"},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 90, "dur": -3},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 95, "args": "broken"},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 96,
+         "args": {"Total Allocated": 2e6, "Total Reserved": 4e6, "Device Type": 1, "Device Id": 0}},
+        "not an event",
+    ]
+    p = tmp_path / "w.pt.trace.json"
+    p.write_text(json.dumps({"distributedInfo": [1, 2], "traceEvents": events}))
+    run = _run(tmp_path)
+    d = run.ranks[0]
+    assert d.step_trace is None and d.communication is None
+    assert any("no ProfilerStep" in i.problem for i in d.issues)
+    assert set(d.operators.by_type["side"]) == {"gpu", "communication"}
+    assert d.memory.peak_mb == pytest.approx(4.0) and d.timeline.compute_ms == pytest.approx(0.02)
+    assert not any(i.severity == "error" for i in d.issues)
+
+
+def test_real_gloo_coverage_is_complete():
+    """Step phases and communication are read now, so the run can be judged (no 'checks that could not run')."""
+    from reportgen.analysis.coverage import coverage
+
+    cov = coverage(analyze(_run(sample("real/torch_gloo_4rank"))))
+    assert cov.complete and cov.areas["step_trace"].status == "read"
+    assert cov.areas["communication"].status == "read" and cov.areas["memory"].status == "read"
