@@ -17,6 +17,7 @@ launch (process id and start time in the folder name), world size; never across 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -239,7 +240,7 @@ class _Fs:
         try:
             st = os.stat(p)
         except (OSError, RuntimeError) as err:
-            why = "loops" if getattr(err, "errno", None) == 40 else "is broken"
+            why = "loops" if getattr(err, "errno", None) == errno.ELOOP else "is broken"
             self.note(p, f"symbolic link {why}; not followed")
             return
         if stat.S_ISREG(st.st_mode):
@@ -506,10 +507,7 @@ def _ascend_rank(fs: _Fs, d: Path) -> _RankDir:
         except ValueError:
             rd.start = 0.0
     if not rd.start:
-        try:
-            rd.start = d.stat().st_mtime
-        except OSError:
-            rd.start = 0.0
+        rd.start = _mtime(d)
     rank: Optional[int] = None
     files = fs.files(d)
     for p in files:
@@ -651,7 +649,7 @@ def _split_folder(fs: _Fs, parent: Path, rds: list[_RankDir]) -> list[tuple[Path
                 rd = ds[k]
                 prev = members.get(rd.rank)  # type: ignore[arg-type]
                 if prev is not None:  # two processes of one launch claim the rank: the newer folder wins
-                    older, newer = sorted((prev, rd), key=lambda r: (r.start, r.d.stat().st_mtime, r.d.name))
+                    older, newer = sorted((prev, rd), key=lambda r: (r.start, _mtime(r.d), r.d.name))
                     members[rd.rank] = newer  # type: ignore[index]
                     lost.append(DataIssue(rel(older.d, fs.root), f"a newer folder ({rel(newer.d, fs.root)}) of the "
                                           f"same launch also holds rank {rd.rank}; this older one was ignored"))
@@ -680,6 +678,13 @@ def _split_folder(fs: _Fs, parent: Path, rds: list[_RankDir]) -> list[tuple[Path
             out.append((parent, (name, key), sorted(members.values(), key=lambda r: r.rank),
                         issues + [note] + lost + extra))
     return out
+
+
+def _mtime(d: Path) -> float:
+    try:
+        return d.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _stamp(rd: _RankDir) -> str:

@@ -28,7 +28,7 @@ from reportgen.site.page import Page, SitePlan
 from reportgen.urls import INDEX, resolve_hrefs, url_function
 
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
-from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401
+from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
                                    write_index_files)
 from reportgen.site.output import atomic_write as _atomic_write  # noqa: E402
 
