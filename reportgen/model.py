@@ -206,8 +206,7 @@ class Overlap:
 
 
 # --- operators -----------------------------------------------------------------------------------
-# `side`: where the operator ran. Totals are in ms; `share` is a fraction (0..1) of the side's total.
-OP_SIDES: tuple[str, ...] = ("aicore", "aicpu", "hostcpu", "communication", "other", "gpu")
+# `side`: where the operator ran (a key of SIDE_LABELS). Totals are in ms; `share` is a fraction (0..1) of the side's total.
 SIDE_LABELS: dict[str, str] = {"aicore": "AI Core", "aicpu": "AI CPU", "hostcpu": "Host CPU",
                                "communication": "Communication", "other": "Other", "gpu": "GPU"}
 OP_TYPE_COLUMNS: tuple[str, ...] = ("side", "core", "op_type", "count", "total_ms", "avg_ms", "min_ms", "max_ms", "share")

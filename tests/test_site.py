@@ -47,11 +47,21 @@ def test_every_link_resolves_and_nothing_is_remote(example_site):
                     assert frag in ids, f"{page}: missing anchor #{frag}"
 
 
+def _shared_specs(site) -> dict:
+    text = (site / "assets" / "rank-specs.js").read_text(encoding="utf-8")
+    assert text.startswith("window.MSREPORT_SPECS = ") and text.rstrip().endswith(";")
+    return json.loads(text[len("window.MSREPORT_SPECS = "):].rstrip().rstrip(";"))
+
+
 def test_charts_carry_valid_specs(example_site):
     n = 0
+    shared = _shared_specs(example_site)
     for page in _pages(example_site):
         for fig in _soup(page).select("figure.chart"):
             spec = json.loads(fig.select_one("script.spec").string)
+            if fig.get("data-spec"):  # rank pages: the spec is shared, the page carries the data
+                assert set(spec) == {"datasets"} and fig["data-spec"] in shared
+                spec = {**shared[fig["data-spec"]], **spec}
             assert "$schema" in spec
             assert "url" not in json.dumps(spec.get("data", {}))  # data inline, never loaded by URL
             n += 1

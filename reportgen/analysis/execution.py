@@ -30,7 +30,6 @@ from reportgen.model import ExecutionData, Run, StepOps
 MAX_DEVICES = 32  # timelines read (and rows drawn) for one step
 MAX_BARS = 600  # operators drawn per device row (the longest; all communication first)
 MAX_JOINS = 80  # operators joined across devices by a line
-SPREAD_ROWS = 40
 MIN_JOIN_DEVICES = 2
 OP_SUFFIX_RE = re.compile(r"-op\d+$|__\d+(?:_\d+)*$")  # MindSpore -opN; torch_npu hcom_allReduce__586_0_1
 

@@ -111,9 +111,19 @@ def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, 
 
 
 def peer_median(values: pd.Series, groups: Optional[dict[int, int]] = None) -> pd.Series:
-    """For each rank (index), the median of `values` over the ranks of its group (its stage; all when None)."""
+    """For each rank (index), the median of `values` over the *other* ranks of its group (its stage; all when
+    None). In a large group that is the group's median; in a group of two it is the other rank's value (a
+    median that includes the rank itself would halve every gap)."""
     g = pd.Series([(groups or {}).get(int(r), 0) for r in values.index], index=values.index)
-    return values.groupby(g).transform("median")
+    out = values.groupby(g).transform("median")
+    sizes = g.map(g.value_counts())
+    for key in g[sizes < MIN_MAD_GROUP].unique():
+        idx = g.index[g == key]
+        vals = values.loc[idx]
+        for r in idx:
+            others = vals.drop(index=r).dropna()
+            out.loc[r] = float(others.median()) if len(others) else float("nan")
+    return out
 
 
 def step_reference(per_step: pd.DataFrame, total: str = "total") -> Optional[pd.Series]:

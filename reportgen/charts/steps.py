@@ -87,3 +87,26 @@ def rank_step_lines(phase_order: list[str]) -> dict:
                  alt.Tooltip("value:Q", title="ms", format=",.3f")],
     )
     return finish(chart)
+
+
+def rank_strip(rows: list[dict], x_title: str, fmt: str = ",.3f") -> dict:
+    """Every rank as a tick on its stage's line (for runs with too many ranks for a bar each): the distribution of
+    each stage at a glance, and the ranks the findings name drawn large, red and labelled with their number, so a
+    culprit among thousands is never binned or averaged away. `rows`: {rank, value, stage, status, href}."""
+    base = alt.Chart(alt.NamedData(name="ranks"))
+    y = alt.Y("stage:N", title=None, sort=None)
+    tip = [alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("stage:N", title="Stage"),
+           alt.Tooltip("value:Q", title=x_title, format=fmt)]
+    ticks = base.transform_filter("datum.status != 'slow'").mark_tick(thickness=1, opacity=0.55,
+                                                                       color=OK_COLOR).encode(
+        x=alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False)), y=y, href="href:N", tooltip=tip)
+    med = base.transform_aggregate(median="median(value)", groupby=["stage"]).mark_tick(
+        color="#333", thickness=2, size=26).encode(x="median:Q", y=y,
+                                                 tooltip=[alt.Tooltip("median:Q", title="Stage median", format=fmt)])
+    slow = base.transform_filter("datum.status == 'slow'")
+    pts = slow.mark_point(filled=True, size=90, color=SLOW_COLOR).encode(x="value:Q", y=y, href="href:N",
+                                                                       tooltip=tip)
+    labels = slow.mark_text(dy=-12, color=SLOW_COLOR, fontWeight="bold").encode(
+        x="value:Q", y=y, text=alt.Text("rank:N"))
+    n_stages = len({r["stage"] for r in rows}) or 1
+    return finish(alt.layer(ticks, med, pts, labels), height=max(90, 46 * n_stages), datasets={"ranks": rows})

@@ -125,10 +125,14 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             (assets / name).write_text(text, encoding="utf-8")
             names[key] = "assets/" + name
         total = len(plan.pages)
+        shared = SharedSpecs()
         for n, page in enumerate(plan.pages, 1):
             url = url_function(page.path, single=False)
+            per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
             html = _render(env, "page.html", plan, page, url, single=False,
                            asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
+                           asset_specs=url(SHARED_SPECS) if per_rank else "",
+                           share_spec=shared.share if per_rank else _no_sharing,
                            inline_css="", inline_js="", inline_vega="")
             target = tmp / page.path
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -141,6 +145,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
                 (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
+        (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
@@ -159,8 +164,40 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
         timeline.export_trace(src, f, ex.convert)
 
 
+SHARED_SPECS = "assets/rank-specs.js"
+
+
+def _no_sharing(chart) -> None:
+    return None
+
+
+class SharedSpecs:
+    """Chart specs shared by the rank pages: each page carries only its chart's data and the key of its spec in
+    `assets/rank-specs.js` (the spec without data is the same on every rank page of a shape)."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, dict] = {}
+        self._keys: dict[int, str] = {}
+
+    def share(self, chart) -> Optional[dict]:
+        spec = chart["spec"] if isinstance(chart, dict) else chart.spec
+        if "datasets" not in spec:
+            return None
+        body = {k: v for k, v in spec.items() if k != "datasets"}
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        key = short_hash(text)
+        self.specs.setdefault(key, body)
+        return {"key": key, "data": {"datasets": spec["datasets"]}}
+
+    def script(self) -> str:
+        text = json.dumps(self.specs, separators=(",", ":"), allow_nan=False, default=str)
+        return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
+
+
 def _render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, single: bool, **extra) -> str:
     """Render one page's template (`page.html` around its partial, or the partial alone) with its context."""
+    extra.setdefault("share_spec", _no_sharing)
+    extra.setdefault("asset_specs", "")
     return env.get_template(template).render(page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url,
                                              single=single, **extra)
 

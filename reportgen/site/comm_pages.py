@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import pandas as pd
@@ -24,7 +23,7 @@ from reportgen.site.comm_views import (
 )
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
-from reportgen.site.values import num
+from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
@@ -117,20 +116,21 @@ def _int(v: Any) -> Optional[int]:
     return None if f is None else int(f)
 
 
-def _rank_chart(a: Analysis, rows: list[dict]) -> Optional[Chart]:
+def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:
     data = [r for r in rows if r["has_data"]]
     if not data:
         return None
     if len(data) <= MAX_BARS:
-        groups = [[r] for r in data]
+        groups = [([r], str(r["rank"])) for r in data]
         x_title = "Rank"
-    else:
-        size = math.ceil(len(data) / MAX_BARS)
-        groups = [data[i:i + size] for i in range(0, len(data), size)]
-        x_title = f"Ranks (groups of {size}, mean)"
+    else:  # the culprits and each stage's extremes, each its own bar: never averaged away
+        by_rank = {r["rank"]: r for r in data}
+        total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
+        picked = representative_ranks(total, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
+        groups = [([by_rank[r]], rank_bar_label(r, role)) for r, role in picked.items()]
+        x_title = PICKED_TITLE
     out = []
-    for gi, g in enumerate(groups):
-        label = str(g[0]["rank"]) if len(g) == 1 else f"{g[0]['rank']}–{g[-1]['rank']}"
+    for gi, (g, label) in enumerate(groups):
         transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
         wait = sum(r["wait_ms"] or 0 for r in g) / len(g)
         comm = sum(r["communication_ms"] or 0 for r in g) / len(g)
@@ -246,7 +246,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    charts = [ch for ch in (_rank_chart(a, rows), _step_chart(a), _graph_chart(a, hl), _matrix_chart(a, lt),
+    charts = [ch for ch in (_rank_chart(a, rows, hl), _step_chart(a), _graph_chart(a, hl), _matrix_chart(a, lt),
                             _box_chart(a, lt)) if ch is not None]
     if mapped:
         charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(

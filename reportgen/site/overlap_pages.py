@@ -16,7 +16,7 @@ from reportgen.charts.steps import MAX_BARS
 from reportgen.site import highlights
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
-from reportgen.site.values import num, stacked_bar_rows
+from reportgen.site.values import num, representative_ranks, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
@@ -134,11 +134,14 @@ def _rates(a: Analysis) -> list[dict]:
     return out
 
 
-def _charts(a: Analysis) -> list[Chart]:
+def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
     o = a.overlap
     charts: list[Chart] = []
     labels = [COLUMN_LABELS[c] for c in o.stack]
-    rows, x_title = stacked_bar_rows(o.per_rank, o.stack, labels, MAX_BARS)
+    basis = o.per_rank[list(o.stack)].sum(axis=1) if len(o.per_rank) else None
+    picked = (representative_ranks(basis, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
+              if basis is not None else None)
+    rows, x_title = stacked_bar_rows(o.per_rank, o.stack, labels, MAX_BARS, picked)
     if rows:
         cap = ("Where each rank's step goes: computation, pure collective communication and pure receive "
                "(the bubble)." if o.view == "pipeline" else
@@ -154,8 +157,14 @@ def _charts(a: Analysis) -> list[Chart]:
                                 "Share of the step spent in communication that computation does not hide, per rank "
                                 "(colour: pipeline stage). Click a bar to open the rank."))
         else:
-            charts.append(Chart("overlap-share", overlap_charts.comm_share_histogram(share),
-                                f"Distribution of the pure-communication share over {len(share)} ranks, by stage."))
+            flagged = hl.slow_ranks | hl.waits_least
+            strip = [{"rank": s["rank"], "value": s["share"], "stage": s["stage"], "href": s["href"],
+                      "status": "slow" if s["rank"] in flagged else "normal"} for s in share]
+            charts.append(Chart("overlap-share", step_charts.rank_strip(strip, "Pure communication / step", ".1%"),
+                                f"Share of the step in communication that computation does not hide, each of the "
+                                f"{len(share)} ranks a tick on its stage's line; black: the stage median; red and "
+                                "numbered: ranks a finding names (a culprit shows a low share: the others wait for "
+                                "it)."))
     if o.stage_summary:
         wait_label = "Bubble" if o.view == "modern" else "Pure receive"
         coll_label = ("Comm. not overlapped (excl. receive)" if o.view == "modern" else
@@ -229,7 +238,7 @@ def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart]
                 "multi_stage": len(o.stages) > 1,
                 "averaging": ("the profiler's average row (MindInsight shows it)" if "stored" in set(o.per_rank["rule"])
                               else "mean over the recorded steps")})
-    return ctx, _charts(a), _csv(a, cols, rows)
+    return ctx, _charts(a, hl), _csv(a, cols, rows)
 
 
 class RankSections:

@@ -16,7 +16,7 @@ from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
 from reportgen.site import highlights
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
-from reportgen.site.values import num, stacked_bar_rows
+from reportgen.site.values import num, representative_ranks, stacked_bar_rows
 
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
@@ -97,11 +97,18 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
                             "Average step time per rank; dashed line: cluster median; red: ranks far above it. "
                             "Click a bar to open the rank's page."))
     else:
-        charts.append(Chart("step-total", step_charts.step_total_histogram(rows, median),
-                            f"Distribution of the average step time over {len(rows)} ranks; dashed line: median; "
-                            "red: ranks far above it (listed in the table)."))
+        multi = a.run.info.stages > 1
+        strip = [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
+                  "stage": f"stage {r['stage']}" if multi else "all ranks"} for r in rows]
+        charts.append(Chart("step-total", step_charts.rank_strip(strip, "Average step time (ms)"),
+                            f"Average step time of each of the {len(rows)} ranks, one tick per rank"
+                            + (", a line per pipeline stage" if multi else "")
+                            + "; black: the median; red and numbered: ranks a finding names. Click a mark to open "
+                              "the rank's page.", renderer="canvas" if len(rows) > 3000 else "svg"))
+    picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
+                                  step_charts.MAX_BARS) if "total" in st.average else None
     brows, x_title = stacked_bar_rows(st.average, st.stacked, [PHASE_LABELS[p] for p in st.stacked],
-                                      step_charts.MAX_BARS)
+                                      step_charts.MAX_BARS, picked)
     if brows and st.kind != "host":
         charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
             brows, [PHASE_LABELS[p] for p in st.stacked], x_title),

@@ -15,22 +15,57 @@ def num(v: Any) -> Optional[float]:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
-def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int) -> tuple[list[dict], str]:
+def representative_ranks(values, stage_of: dict[int, int], flagged, limit: int) -> dict[int, str]:
+    """The ranks to draw one by one when there are too many for a bar each: every flagged rank first (the ones the
+    findings name: never averaged away), then per stage the slowest, the median and the fastest rank by `values`
+    (a Series indexed by rank). Returns rank -> its role, in rank order, at most `limit` ranks."""
+    v = values.dropna()
+    roles: dict[int, str] = {}
+    for r in sorted(int(x) for x in flagged if int(x) in v.index):
+        roles[r] = "flagged"
+    stages: dict[int, list[int]] = {}
+    for r in v.index:
+        stages.setdefault(stage_of.get(int(r), 0), []).append(int(r))
+    for st in sorted(stages):
+        s = v.loc[stages[st]].sort_values()
+        if not len(s):
+            continue
+        pre = f"s{st} " if len(stages) > 1 else ""
+        for r, role in ((s.index[-1], "slowest"), (s.index[len(s) // 2], "median"), (s.index[0], "fastest")):
+            if len(roles) >= limit:
+                break
+            roles.setdefault(int(r), pre + role)
+    return dict(sorted(roles.items()))
+
+
+def rank_bar_label(r: int, role: str) -> str:
+    return f"{r} ⚑" if role == "flagged" else f"{r} ({role})"
+
+
+PICKED_TITLE = "Selected ranks: ⚑ named by a finding; per stage the slowest, median and fastest"
+
+
+def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int,
+                     picked: Optional[dict[int, str]] = None) -> tuple[list[dict], str]:
     """Rows for a stacked bar per rank: {label, order, phase, phase_order, value}, mean over `frame`'s columns.
 
-    `frame` is indexed by rank. Above `max_bars` ranks, consecutive ranks are grouped into one bar (their mean),
-    so the chart stays readable at thousands of ranks. Returns the rows and the x-axis title.
+    `frame` is indexed by rank. Above `max_bars` ranks, only the `picked` ranks are drawn, each as its own bar
+    (`representative_ranks`: the flagged ranks and each stage's slowest, median and fastest), so the culprit keeps
+    its own bar at thousands of ranks. Returns the rows and the x-axis title.
     """
     ranks = list(frame.index)
     if len(ranks) <= max_bars:
-        groups, x_title = [[r] for r in ranks], "Rank"
+        groups, x_title = [([r], str(r)) for r in ranks], "Rank"
+    elif picked:
+        groups = [([r], rank_bar_label(r, role)) for r, role in picked.items() if r in frame.index]
+        x_title = PICKED_TITLE
     else:
         size = math.ceil(len(ranks) / max_bars)
-        groups = [ranks[i:i + size] for i in range(0, len(ranks), size)]
+        groups = [(ranks[i:i + size], f"{ranks[i]}–{ranks[min(i + size, len(ranks)) - 1]}")
+                  for i in range(0, len(ranks), size)]
         x_title = f"Ranks (groups of {size}, mean)"
     rows = []
-    for gi, g in enumerate(groups):
-        label = str(g[0]) if len(g) == 1 else f"{g[0]}–{g[-1]}"
+    for gi, (g, label) in enumerate(groups):
         for pi, (c, lab) in enumerate(zip(columns, labels)):
             v = num(frame.loc[g, c].mean()) if c in frame else None
             if v is not None:

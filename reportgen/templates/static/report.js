@@ -16,7 +16,14 @@
     });
   }
 
-  function specOf(fig) { return JSON.parse(fig.querySelector("script.spec").textContent); }
+  function specOf(fig) {
+    var spec = JSON.parse(fig.querySelector("script.spec").textContent);
+    var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
+    if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
+      return Object.assign({}, window.MSREPORT_SPECS[key], spec);
+    }
+    return spec;
+  }
 
   function drawCharts() {
     document.querySelectorAll("figure.chart").forEach(function (fig) {
