@@ -8,6 +8,7 @@ import re
 import os
 import shutil
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -276,11 +277,23 @@ def test_pipes_sockets_and_folders_where_files_belong(small_run):
         sock.close()
     rf = layouts[0].ranks[0]
     assert rf.first("step_trace_time.csv") is None and rf.first("kernel_details.csv") is None
+    assert all(os.path.isfile(p) and not stat.S_ISFIFO(os.stat(p).st_mode) for p in _all_files(layouts))
     probs = _problems(layouts)
     rel = f"{_rank_dir(small_run).name}/ASCEND_PROFILER_OUTPUT/"
     assert "named pipe" in probs[rel + "step_trace_time.csv"]
     assert "folder stands where" in probs[rel + "kernel_details.csv"]
     assert "socket" in probs[rel + "communication.json.sock"]
+
+
+def test_device_files_are_named_not_read(small_run):
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    (out / "op_statistic.csv").unlink(missing_ok=True)
+    os.mknod(out / "op_statistic.csv", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero: endless
+    layouts = discover(small_run)
+    assert layouts[0].ranks[0].first("op_statistic.csv") is None
+    assert "character device" in _problems(layouts)[f"{_rank_dir(small_run).name}/ASCEND_PROFILER_OUTPUT/op_statistic.csv"]
 
 
 def test_a_fifo_never_blocks_the_report(tmp_path, small_run):
