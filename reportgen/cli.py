@@ -81,6 +81,10 @@ def _setup_logging(quiet: bool, verbose: bool) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    from reportgen.compare.cli import dispatch  # `msreport compare ...` / `msreport trend ...`
+
+    if (code := dispatch(argv)) is not None:
+        return code
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.example and args.run is not None:

@@ -26,7 +26,7 @@ from reportgen.loaders.common import IssueLog
 from reportgen.loaders.overlap import load_timeline_overlap, load_trace_view_step_trace
 from reportgen.loaders.run_info import detect_stages, parallel_indices
 from reportgen.loaders.step_trace import load_legacy_step_trace, load_modern_step_trace
-from reportgen.synth import generate_run, parse_injections, simulate
+from reportgen.synth import generate_run, parse_injections, step_model
 from reportgen.synth.timeline import expected_overlap, legacy_layout
 from tests.conftest import sample
 
@@ -251,7 +251,8 @@ def test_synthetic_mindinsight_overlap_matches_closed_form(tmp_path, stages, tp)
     o = a.overlap
     assert o.view == ("pipeline" if stages > 1 else "model")
     assert a.run.info.parallel_mode == ("pipeline-parallel" if stages > 1 else "model-parallel")
-    m = simulate(ranks, 5, stages=stages, plan=parse_injections(inject), seed=7)
+    # the generator's step model (transfer times from its communication operators, issue 16)
+    m = step_model(ranks, 5, stages=stages, tp=tp, plan=parse_injections(inject), seed=7, layout="mindinsight")
     for r in (0, ranks // 2 + 1, ranks - 1):
         lays = legacy_layout(m, r, 5, stages > 1, (61688106196804 + r * 1234) / 1e5)
         exp = [expected_overlap(x) for x in lays]

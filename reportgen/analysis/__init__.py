@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
+from reportgen.analysis.consistency import check_consistency
 from reportgen.analysis.coverage import Coverage, coverage
 from reportgen.analysis.execution import ExecutionView, analyze_execution
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
@@ -47,5 +48,11 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
         issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
     a = Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
                  strategy=strategy, execution=execution)
+    # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
+    # step over the step, shares over 100 %) become data-quality entries naming the file and the rank
+    try:
+        a.issues.extend(check_consistency(a))
+    except Exception as e:  # noqa: BLE001
+        a.issues.append(DataIssue("", f"the consistency check could not run ({type(e).__name__}: {e})", "info"))
     a.coverage = coverage(a)
     return a

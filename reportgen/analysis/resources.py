@@ -150,29 +150,52 @@ def pipeline_bottleneck(ops: Optional[pd.DataFrame], high: float = QUEUE_HIGH, l
 
 @dataclass
 class CpuSummary:
-    machine: dict[str, Optional[float]]  # user, sys, io, idle averages (%)
+    machine: dict[str, Optional[float]]  # user, sys, io, idle averages (%), whole percents as MindInsight shows them
     busy: Optional[float]  # 100 - idle
     process: dict[str, Optional[float]]
     ops: list[dict]
     cpu_count: Optional[int]
+    selection: str = ""  # which samples the averages cover (MindInsight's rule, see loaders.cpu_usage)
+    ops_total: dict[str, Optional[float]] = field(default_factory=dict)  # Σ operator averages (MindInsight's total)
 
 
 def cpu_summary(cpu: Optional[CpuUsage]) -> Optional[CpuSummary]:
-    """Averages as MindInsight shows them (the first sample is dropped when there are more than one)."""
+    """Averages exactly as MindInsight shows them: the samples its default step filter keeps (the loader's
+    `selected` column: the first samples, not the last one), `round(mean)` to a whole percent; the operators'
+    averages are computed the same way by the loader, and their total is the sum of the rounded averages."""
     if cpu is None:
         return None
 
     def avg(df: pd.DataFrame, col: str) -> Optional[float]:
         if col not in df or not len(df):
             return None
-        v = df[col].to_numpy()[1:] if len(df) > 1 else df[col].to_numpy()
+        sel = df["selected"].to_numpy(bool) if "selected" in df else np.ones(len(df), bool)
+        v = df[col].to_numpy(float)[sel]
         v = v[~np.isnan(v)]
-        return float(v.mean()) if len(v) else None
+        return round(float(v.sum()) / len(v)) if len(v) else None
 
     machine = {k: avg(cpu.machine, k) for k in ("user", "sys", "io", "idle")}
-    busy = 100.0 - machine["idle"] if machine["idle"] is not None else None
+    busy = 100 - machine["idle"] if machine["idle"] is not None else None
+    m = cpu.machine
+    if "user" in m:  # described on the machine's user series (other series may have other lengths)
+        m = m[m["user"].notna()]
+    sel = m["selected"].to_numpy(bool) if "selected" in m else np.ones(len(m), bool)
+    n = len(sel)
+    if sel.all():
+        selection = "the only sample" if n == 1 else f"all {n} samples (no host queue file to place them in steps)"
+    elif not sel.any():
+        selection = f"none of the {n} samples (no sample falls in a profiled step)"
+    else:
+        kept = np.flatnonzero(sel)
+        selection = (f"samples {kept[0] + 1}-{kept[-1] + 1} of {n}: MindInsight places every sample after the first "
+                     "in a step of the host queue file and leaves out the samples outside the recorded steps "
+                     "(so the last one always)")
+    totals = {}
+    for k in ("user", "sys"):
+        vals = [o[k] for o in cpu.ops.to_dict("records") if o.get(k) is not None and not math.isnan(o[k])]
+        totals[k] = float(sum(vals)) if vals else None
     return CpuSummary(machine=machine, busy=busy, process={k: avg(cpu.process, k) for k in ("user", "sys")},
-                      ops=cpu.ops.to_dict("records"), cpu_count=cpu.cpu_count)
+                      ops=cpu.ops.to_dict("records"), cpu_count=cpu.cpu_count, selection=selection, ops_total=totals)
 
 
 @dataclass

@@ -2,13 +2,31 @@
 
 `device_info` is the machine (user/sys/io/idle), `process_info` the training process, `op_info` each dataset
 operator (op_id -1 is dropped, as MindInsight does). Arrays of different lengths are padded with NaN.
+
+Averages follow MindInsight's `MinddataCpuUtilizationAnalyser` (query without a step filter) exactly, for the
+machine, the process and every dataset operator alike:
+
+* each sample after the first is given a step from the host-queue file next to it (`device_queue_profiling_{r}.txt`,
+  else `dataset_iterator_profiling_{r}.txt`; type-1 lines, step renumbered to start at 1, timestamp = 5th field):
+  `time_stamp[1:]` is walked against the queue's sampling times (`_get_minddata_cpu_utilization_steps_info`),
+  samples before the first queue record belong to step 0;
+* the default filter (steps 1..number of queue records) keeps the array positions from the first sample of a step
+  >= 1 to the last of a step <= the total (`_filter`); since there is one step per timestamp but the first,
+  the position of the last sample always falls outside: the first samples are kept, the last is dropped.
+  Without a queue file nothing is dropped;
+* `avg_value = round(sum(arr) / len(arr))` (Python's round: halves to even), 0 for an empty array - we return
+  None there instead of a fake 0.
+
+`machine` and `process` carry a boolean `selected` column (the positions MindInsight averages); `ops` holds the
+operators' MindInsight averages.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,19 +36,100 @@ from reportgen.model import CpuUsage
 
 MACHINE_KEYS = {"user_utilization": "user", "sys_utilization": "sys", "io_utilization": "io",
                 "idle_utilization": "idle"}
+QUEUE_FILES = ("device_queue_profiling_{}.txt", "dataset_iterator_profiling_{}.txt")  # MindInsight's preference
 
 
 def _series(values) -> np.ndarray:
     return np.array([to_float(v) for v in values], dtype="float64") if isinstance(values, list) else np.array([])
 
 
-def _frame(block, keys: dict[str, str]) -> pd.DataFrame:
+def _frame(block, keys: dict[str, str], window: Optional[tuple[int, int]]) -> pd.DataFrame:
     cols = {name: _series((block or {}).get(k)) for k, name in keys.items()}
     n = max((len(v) for v in cols.values()), default=0)
     data = {"sample": np.arange(n)}
     for name, v in cols.items():
         data[name] = np.concatenate([v, np.full(n - len(v), math.nan)])
+    idx = np.arange(n)
+    data["selected"] = (idx >= window[0]) & (idx <= window[1]) if window else np.ones(n, dtype=bool)
     return pd.DataFrame(data)
+
+
+def queue_step_times(path: Path) -> list[tuple[int, float]]:
+    """(step, sampling time) of the type-1 (queue) lines, steps renumbered so the file's first line is step 1
+    (MindInsight's `_get_minddata_queue_step_time_info`). Unreadable lines are skipped."""
+    out: list[tuple[int, float]] = []
+    diff: Optional[int] = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 5:
+                    continue
+                try:
+                    step, ts = int(parts[2]), float(parts[4])
+                except ValueError:
+                    continue
+                if diff is None:
+                    diff = step - 1
+                if parts[0] == "1":
+                    out.append((step - diff, ts))
+    except OSError:
+        return []
+    return out
+
+
+def sample_steps(time_stamp: Sequence[float], queue: Sequence[tuple[int, float]]) -> list[int]:
+    """The step of each sample but the first (`time_stamp[1:]`), as MindInsight assigns them; [] without a queue."""
+    steps: list[int] = []
+    if not queue:
+        return steps
+    left = right = 0
+    for item in time_stamp[1:]:
+        item = float(item)
+        if item < queue[0][1]:
+            steps.append(0)
+            continue
+        while right < len(queue):
+            if item <= queue[right][1]:
+                steps.append(queue[left][0] if item < queue[right][1] else queue[right][0])
+                break
+            left = right
+            right += 1
+        if right == len(queue):
+            steps.append(queue[right - 1][0])
+    return steps
+
+
+def selection_window(steps: Sequence[int], total: int) -> Optional[tuple[int, int]]:
+    """[left, right] array positions MindInsight averages with its default filter (steps 1..total); None = all.
+
+    An empty window is (0, -1)."""
+    if not steps:
+        return None
+    left, right = 0, len(steps) - 1
+    while left <= right and int(steps[left]) < 1:
+        left += 1
+    while left <= right and int(steps[right]) > total:
+        right -= 1
+    return left, right
+
+
+def mindinsight_average(values: Sequence[float], window: Optional[tuple[int, int]]) -> Optional[int]:
+    """`round(sum(arr) / len(arr))` over arr = values[left:right + 1] (all values without a window); None when empty."""
+    arr = [float(v) for v in (values[window[0]: window[1] + 1] if window else values)]
+    arr = [v for v in arr if not math.isnan(v)]
+    return round(sum(arr) / len(arr)) if arr else None
+
+
+def _queue_file(path: Path) -> Optional[Path]:
+    m = re.match(r"minddata_cpu_utilization_(.+)\.json$", path.name)
+    if not m:
+        return None
+    for pattern in QUEUE_FILES:
+        q = path.parent / pattern.format(m.group(1))
+        if q.is_file():
+            return q
+    return None
 
 
 def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple[str, float]]] = None
@@ -40,19 +139,24 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
         if data is not None:
             log.add(path, "expected a JSON object; CPU utilisation not read")
         return None
-    machine = _frame(data.get("device_info"), MACHINE_KEYS)
-    process = _frame(data.get("process_info"), {"user_utilization": "user", "sys_utilization": "sys"})
+    stamps = [to_float(t) for t in data.get("time_stamp") or [] if not math.isnan(to_float(t))]
+    qfile = _queue_file(path)
+    queue = queue_step_times(qfile) if qfile is not None else []
+    steps = sample_steps(stamps, queue)
+    window = selection_window(steps, len(queue))
+    machine = _frame(data.get("device_info"), MACHINE_KEYS, window)
+    process = _frame(data.get("process_info"), {"user_utilization": "user", "sys_utilization": "sys"}, window)
     ops = []
     for o in data.get("op_info") or []:
-        if not isinstance(o, dict) or o.get("op_id") in (-1, None):
+        if not isinstance(o, dict) or o.get("op_id") in (-1, "-1", None):
             continue
         m = o.get("metrics") or {}
         user, sys_ = _series(m.get("user_utilization")), _series(m.get("sys_utilization"))
         oid = int(o["op_id"])
         op_type, workers = (op_types or {}).get(oid, ("", math.nan))
+        u, s = mindinsight_average(user, window), mindinsight_average(sys_, window)
         ops.append({"op_id": oid, "op_type": op_type, "num_workers": workers,
-                    "user": float(np.nanmean(user)) if len(user) and not np.isnan(user).all() else math.nan,
-                    "sys": float(np.nanmean(sys_)) if len(sys_) and not np.isnan(sys_).all() else math.nan})
+                    "user": math.nan if u is None else u, "sys": math.nan if s is None else s})
     if not len(machine) and not len(process) and not ops:
         log.add(path, "no utilisation samples")
         return None

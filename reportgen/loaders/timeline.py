@@ -25,7 +25,7 @@ import numpy as np
 from reportgen import intervals
 from reportgen.loaders.common import IssueLog, read_json, to_float
 from reportgen.loaders.peek import open_maybe_gzip, trace_events
-from reportgen.model import TimelineSummary
+from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
 LEGACY_COMM_PID, LEGACY_AICPU_PID, LEGACY_HOST_PID, LEGACY_LANE_PID = 10000, 9000, 11000, 12000
@@ -36,6 +36,7 @@ COMPUTE_PROCESSES = ("Ascend Hardware", "CPU OP", "AI Core")
 COMM_PROCESSES = ("HCCL", "Communication")
 SKIP_PROCESSES = ("Overlap Analysis", "Op Overlap Analyse", "Steps", "Scope Layer", "Python", "CANN", "Step")
 _PLACEHOLDER = "\u0000ts\u0000"
+COMM_OP = "\u0000comm\u0000"  # group key of communication operators found in a compute process
 
 
 def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -> TimelineSummary:
@@ -73,9 +74,13 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             if math.isnan(ts) or math.isnan(dur):
                 continue
             pid, name = e.get("pid"), e.get("name")
-            g = groups.get((pid, name if name in LANE_KEYS else None))
+            # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
+            # AllReduce-opN) is communication, as the execution view classifies it (one classifier: op_class)
+            key = name if name in LANE_KEYS else (COMM_OP if isinstance(name, str) and op_class(name) != "compute"
+                                                 else None)
+            g = groups.get((pid, key))
             if g is None:
-                g = groups[(pid, name if name in LANE_KEYS else None)] = (array("d"), array("d"))
+                g = groups[(pid, key)] = (array("d"), array("d"))
             g[0].append(ts)
             g[1].append(dur)
             tids.setdefault(pid, set()).add(e.get("tid"))
@@ -89,7 +94,9 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     n_ops, streams = 0, 0
     for (pid, lane), (st, du) in groups.items():
         st_a, du_a = np.frombuffer(st), np.frombuffer(du)
-        cls = _classify(pid, lane or "", proc)
+        cls = _classify(pid, "" if lane == COMM_OP else lane or "", proc)
+        if cls == "compute" and lane == COMM_OP:
+            cls = "comm"
         if cls == "lane":
             lanes[LANE_KEYS[lane]] = lanes.get(LANE_KEYS[lane], 0.0) + float(du_a.sum())
         elif cls in sets:

@@ -55,6 +55,9 @@ def check(ctx: Context) -> list[Finding]:
         slow = slow.sort_values("lost_ms", ascending=False)
         w = slow.iloc[0]
         lost_share = float(w["lost_ms"]) / step_ms if step_ms and not math.isnan(step_ms) else math.nan
+        # [issue 16, h-numbers] a link cannot lose more than the whole step: the files disagree; no share is shown
+        # (analysis.consistency writes the data-quality note)
+        over_step, lost_share = (True, math.nan) if lost_share > 1 else (False, lost_share)
         if (not math.isnan(lost_share) and lost_share >= ctx.t("critical_share")):
             severity = "critical"
         elif float(w["lost_ms"]) >= ctx.t("min_lost_ms") and (math.isnan(lost_share)
@@ -75,7 +78,10 @@ def check(ctx: Context) -> list[Finding]:
             id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=ADVICE,
             why=(f"About {fmt_ms(float(w['lost_ms']))} per step is spent on this link beyond what the median "
                  f"{transport} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
-                                                        if not math.isnan(lost_share) else ".")),
+                                                        if not math.isnan(lost_share) else
+                                                        " (more than the step itself: the communication files and "
+                                                        "the step trace disagree, see data quality)." if over_step
+                                                        else ".")),
             page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
             evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,

@@ -335,6 +335,7 @@ class RankDetail:
         if c is None or raw is None:
             return sec
         sec.update({"source": raw.source, "machine": c.machine, "busy": c.busy, "process": c.process,
+                    "selection": getattr(c, "selection", ""),
                     "cpu_count": c.cpu_count, "ops": [{k: (num(v) if k not in ("op_type",) else v)
                                                        for k, v in o.items()} for o in c.ops]})
         rows = []

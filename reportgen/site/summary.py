@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen import __version__
@@ -42,6 +46,7 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
     return {
         "schema": SCHEMA,
         "tool": {"name": "msreport", "version": __version__},
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "run": {
             "path": run.info.path,
             "layout": run.info.layout,
@@ -55,13 +60,16 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "stage_ranks": {str(s.index): s.ranks for s in a.overlap.stages} if len(a.overlap.stages) > 1 else {},
             "parallel_sizes": run.info.parallel_sizes,
             "parallel_index": {str(k): v for k, v in sorted(run.info.parallel_index.items())},
+            **_run_facts(a),
         },
         "metrics": {
-            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data},
+            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data,
+                           "spread": _step_spread(a)},
             "overlap": _overlap(a),
             "communication": _communication(a, Highlights.from_findings(findings)),
             "memory": _memory(a),
             "flops": _flops(a),
+            "operators": _operators(a),
         },
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
@@ -140,7 +148,7 @@ def _communication(a: Analysis, hl: Highlights) -> dict:
             })
     return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
             "unmapped_links": c.unmapped_links, "slow_links": sorted(f"{s}-{d}" for s, d in hl.slow_links),
-            "sources": c.producers}
+            "sources": c.producers, **_comm_groups(c)}
 
 
 def _memory(a: Analysis) -> dict:
@@ -164,3 +172,179 @@ def _flops(a: Analysis) -> dict:
     return {"per_rank": per_rank, "stages": [{"stage": s["stage"], "ranks": s["ranks"], "flops_m": _clean(s["flops_m"]),
                                                "vs_mean": _clean(s["vs_mean"])} for s in a.resources.stage_flops],
             "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}
+
+
+# --- keys added for `msreport compare` / `trend` (documented in docs/compare-json.md) ----------------------------
+
+
+def _run_facts(a: Analysis) -> dict:
+    """The profiler's framework, versions and level (the most common value over ranks)."""
+    infos = [rd.info for rd in a.run.ranks.values()]
+
+    def common(values: list) -> Any:
+        values = [v for v in values if v]
+        return Counter(values).most_common(1)[0][0] if values else None
+
+    versions: dict[str, str] = {}
+    for i in infos:
+        for k, v in (i.versions or {}).items():
+            versions.setdefault(str(k), str(v))
+    return {"framework": common([i.framework for i in infos]), "versions": versions,
+            "profiler_level": common([i.profiler_level for i in infos])}
+
+
+def _std(values) -> Optional[float]:
+    v = pd.Series(values, dtype="float64").dropna()
+    return _clean(float(v.std(ddof=1))) if len(v) >= 2 else None
+
+
+def _step_spread(a: Analysis) -> dict:
+    """Step-to-step spread: the standard deviation over steps of the cluster-mean step (per phase), and of each
+    rank's own steps. What `msreport compare` calls noise."""
+    st = a.steps
+    ps = st.per_step
+    if not st.kind or ps is None or not len(ps):
+        return {"cluster": {}, "per_rank": {}, "steps": 0}
+    phases = [p for p in st.phases if p in ps.columns]
+    by_step = ps.groupby("step")[phases].mean()
+    cluster = {STEP_KEYS.get(p, f"{p}_ms"): _std(by_step[p]) for p in phases}
+    sd = ps.groupby("rank")[phases].std(ddof=1)
+    names = [STEP_KEYS.get(p, f"{p}_ms") for p in phases]
+    per_rank = {str(int(r)): {k: _clean(float(v)) if v == v else None for k, v in zip(names, row)}
+                for r, row in zip(sd.index, sd.to_numpy(dtype="float64"))}
+    return {"statistic": "standard deviation over steps (ms)", "steps": int(len(by_step)), "cluster": cluster,
+            "per_rank": per_rank}
+
+
+_OP_SUFFIX = re.compile(r"-op\d+")
+_OP_HASH = re.compile(r"[_-]?(?:0x)?[0-9a-fA-F]{12,}")
+_OP_COUNTER = re.compile(r"(?:_\d+)+$")
+
+
+def op_key(name: str) -> str:
+    """An operator name without MindSpore's `-opN` suffixes, hashes and trailing instance counters, so the same
+    operator matches across runs (`layer0/MatMulV3-op08` -> `layer0/MatMulV3`, `aclnnMatMulV3_3` ->
+    `aclnnMatMulV3`)."""
+    s = _OP_HASH.sub("", _OP_SUFFIX.sub("", str(name)))
+    return _OP_COUNTER.sub("", s).rstrip("_") or str(name)
+
+
+_COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
+                "broadcast": "Broadcast", "alltoall": "AlltoAll", "alltoallv": "AlltoAllV", "send": "Send",
+                "receive": "Receive", "recv": "Receive", "batchsendrecv": "BatchSendRecv", "reduce": "Reduce",
+                "gather": "Gather", "scatter": "Scatter", "barrier": "Barrier"}
+
+
+def collective_type(op: str) -> str:
+    """The collective of a communication operator (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`) -> `AllReduce`."""
+    s = str(op).rsplit("/", 1)[-1]
+    s = re.sub(r"^hcom_", "", s, flags=re.I)
+    m = re.match(r"[A-Za-z]+", s)
+    word = m.group(0) if m else s
+    return _COLLECTIVES.get(word.lower(), word)
+
+
+TOP_OPERATORS = 100
+
+
+def _frame(parts: list[tuple], columns: tuple[str, ...]) -> pd.DataFrame:
+    """One frame from per-rank tuples of column arrays (one concatenation instead of one frame per rank)."""
+    return pd.DataFrame({c: np.concatenate([t[i] for t in parts]) for i, c in enumerate(columns)})
+
+
+def _operators(a: Analysis) -> dict:
+    """Operator types and top operators, time per step averaged over the ranks that have operator data."""
+    st = a.steps
+    types_f, names_f, bases = [], [], set()
+    for r in a.run.rank_ids:
+        ops = a.run.ranks[r].operators
+        if ops is None:
+            continue
+        n_steps = None
+        if st.kind and r in st.average.index:
+            n_steps = int(st.average.at[r, "n_steps"]) or None
+        bt, dt = ops.by_type, ops.detail
+        div = {}
+        for side in set(bt["side"]) | set(dt["side"]):
+            basis = ops.basis.get(side, "per step")
+            div[side] = 1.0 if basis == "per step" or not n_steps else float(n_steps)
+            bases.add("per step" if basis == "per step" or n_steps else basis)
+        if len(bt):
+            sides = bt["side"].to_numpy(dtype=object)
+            d = np.array([div[x] for x in sides], dtype="float64")
+            types_f.append((np.full(len(bt), r), sides, bt["op_type"].astype(str).to_numpy(dtype=object),
+                            bt["total_ms"].to_numpy(dtype="float64") / d,
+                            pd.to_numeric(bt["count"], errors="coerce").to_numpy(dtype="float64") / d))
+        if len(dt):
+            sides = dt["side"].to_numpy(dtype=object)
+            d = np.array([div[x] for x in sides], dtype="float64")
+            names_f.append((np.full(len(dt), r), sides, dt["name"].astype(str).to_numpy(dtype=object),
+                            dt["op_type"].astype(str).to_numpy(dtype=object),
+                            dt["total_ms"].to_numpy(dtype="float64") / d))
+    if not types_f and not names_f:
+        return {"basis": None, "ranks": 0, "types": [], "top": []}
+    ranks = len(set().union(*[set(t[0].tolist()) for t in types_f + names_f]))
+    types = []
+    if types_f:
+        df = _frame(types_f, ("rank", "side", "op_type", "ms", "count"))
+        per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
+        n = df.groupby("side")["rank"].nunique()
+        for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
+            types.append({"side": side, "op_type": op_type, "time_ms": _clean(float(g["ms"].sum() / n[side])),
+                          "count": _clean(float(g["count"].sum(min_count=1) / n[side])),
+                          "max_ms": _clean(float(g["ms"].max())), "max_rank": int(g.loc[g["ms"].idxmax(), "rank"]),
+                          "ranks": int(len(g))})
+        types.sort(key=lambda t: -(t["time_ms"] or 0))
+    top = []
+    if names_f:
+        df = _frame(names_f, ("rank", "side", "name", "op_type", "ms"))
+        keys = {k: op_key(k) for k in df["name"].unique()}
+        df["name"] = df["name"].map(keys)
+        n = df.groupby("side")["rank"].nunique()
+        agg = df.groupby(["side", "name", "op_type"], as_index=False).agg(ms=("ms", "sum"), ranks=("rank", "nunique"))
+        agg["time_ms"] = agg["ms"] / agg["side"].map(n)
+        for rec in agg.nlargest(TOP_OPERATORS, "time_ms").to_dict("records"):
+            top.append({"side": rec["side"], "name": rec["name"], "op_type": rec["op_type"],
+                        "time_ms": _clean(float(rec["time_ms"])), "ranks": int(rec["ranks"])})
+    return {"basis": ", ".join(sorted(bases)) or None, "ranks": ranks,
+            "unit": "ms per step, averaged over the ranks with operator data", "types": types, "top": top}
+
+
+def _group_label(c, gid: str) -> tuple[str, list[int]]:
+    g = c.groups.get(str(gid))
+    ranks = sorted(int(x) for x in (g.ranks if g else []))
+    name = (g.name if g and g.name else None) or ("group" if not gid or str(gid).startswith("mi:") else str(gid))
+    return name, ranks
+
+
+def _comm_groups(c) -> dict:
+    """Communication per group and per collective type: time, wait and bandwidth per averaged step, averaged over
+    the group's ranks."""
+    groups, collectives = [], []
+    pg = c.per_group_rank
+    if pg is not None and len(pg):
+        for gid, g in pg.groupby("group", sort=False):
+            name, ranks = _group_label(c, gid)
+            size = float(g.get("sdma_mb", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_mb", pd.Series(dtype=float)).fillna(0).sum())
+            xfer = float(g.get("sdma_ms", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_ms", pd.Series(dtype=float)).fillna(0).sum())
+            groups.append({"group": name, "group_id": str(gid) or None, "ranks": ranks or sorted(int(x) for x in g["rank"]),
+                           "time_ms": _clean(float(g["communication_ms"].mean())),
+                           "wait_ms": _clean(float(g["wait_ms"].mean())),
+                           "transit_ms": _clean(float(g["transit_ms"].mean())),
+                           "size_mb": _clean(size / len(g)),
+                           "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
+    ro = c.rank_ops
+    if ro is not None and len(ro):
+        ro = ro.assign(collective=ro["op"].map(collective_type))
+        per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
+            ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
+        for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):
+            name, ranks = _group_label(c, gid)
+            collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks, "collective": coll,
+                                "time_ms": _clean(float(g["communication_ms"].mean())),
+                                "wait_ms": _clean(float(g["wait_ms"].mean())),
+                                "transit_ms": _clean(float(g["transit_ms"].mean())),
+                                "count": _clean(float(g["count"].mean()))})
+    return {"groups": groups, "collectives": collectives}

@@ -20,6 +20,10 @@ Injections (`inject=[...]`, strings):
   healthy ranks sit near 70 %; Ascend runs record no capacity: build with --device-memory-gb 64);
 * ``slow-op:TYPE[:FACTOR]``: operator type TYPE (MatMul, BiasAdd, LayerNorm, Gelu, Add) takes FACTOR times
   longer on every device (default 3.0); visible in the operator timelines (execution view);
+* ``op-mix:TYPE[:FACTOR]``: a changed operator mix on every device: operator type TYPE of the operator
+  statistics (MatMulV3, FlashAttentionScore, Add, Cast, ... of ``resources.OP_MIX``) takes FACTOR times longer
+  (default 1.5); a TYPE not in the mix is a new operator type taking FACTOR of the computing time (default 0.1);
+  the computing time grows by the added time;
 * ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
   (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
@@ -39,7 +43,7 @@ from typing import Optional
 import numpy as np
 
 from reportgen.synth.execution import op_share, write_legacy_display, write_strategy
-from reportgen.synth.comm import write_ascend_comm, write_hccl_raw
+from reportgen.synth.comm import mindinsight_groups as _mindinsight_groups, nominal_transit, write_ascend_comm, write_hccl_raw
 from reportgen.synth.resources import write_ascend_resources, write_mindinsight_resources
 from reportgen.synth.timeline import (
     ALLREDUCE, RECEIVE, legacy_layout, write_cluster_analyse, write_legacy_timeline, write_trace_view,
@@ -51,7 +55,7 @@ LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iterati
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
              "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
-             "slow-op")
+             "slow-op", "op-mix")
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Plan:
     memory: dict[int, float] = field(default_factory=dict)  # rank -> peak / capacity
     starving: set[int] = field(default_factory=set)
     slow_ops: dict[str, float] = field(default_factory=dict)  # operator type -> factor, on every device
+    op_mix: dict[str, float] = field(default_factory=dict)  # operator statistics: type -> factor (or new share)
     seed: int = 0
 
 
@@ -107,6 +112,11 @@ def parse_injections(items: list[str]) -> Plan:
                 if op_share(parts[1]) == 0:
                     raise ValueError(f"unknown operator type {parts[1]!r} for slow-op")
                 plan.slow_ops[parts[1]] = float(parts[2]) if len(parts) > 2 else 3.0
+            elif kind == "op-mix":
+                from reportgen.synth.resources import mix_share
+
+                default = 1.5 if mix_share(parts[1]) else 0.1
+                plan.op_mix[parts[1]] = float(parts[2]) if len(parts) > 2 else default
             elif kind == "starving-queue":
                 plan.starving.add(int(parts[1]))
                 plan.slow.setdefault(int(parts[1]), ("data", 1.2))
@@ -131,7 +141,12 @@ class StepModel:
 
 
 def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
-             compute_ms: float = 120.0, comm_ms: float = 30.0) -> StepModel:
+             compute_ms: float = 120.0, comm_ms: float = 30.0,
+             transit_ms: Optional[np.ndarray] = None, slow_ring_ms: Optional[np.ndarray] = None) -> StepModel:
+    """`transit_ms`: per rank, the transfer time of its communication operators per step (`comm.nominal_transit`,
+    so that the communication files and the step trace describe the same time); default `comm_ms` for all.
+    `slow_ring_ms`: per rank, how much of that is due to slow links (a rank whose rings are slow arrives late at
+    the next collective, like a slow computer)."""
     rng = np.random.default_rng(seed)
     shape = (ranks, steps)
     per_stage = max(1, ranks // stages)
@@ -144,6 +159,10 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
         comp[stage == s] *= f
     for op, f in plan.slow_ops.items():
         comp *= 1 + op_share(op) * (f - 1)
+    if plan.op_mix:
+        from reportgen.synth.resources import mix_growth
+
+        comp *= mix_growth(plan.op_mix)
     for r, (phase, f) in plan.slow.items():
         if 0 <= r < ranks:
             if phase == "compute":
@@ -154,10 +173,13 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
                 host[r] += compute_ms * (f - 1)
     if steps > 1:  # the first recorded step carries compilation / warm-up
         comp[:, 0] *= 1.08
-    transit = comm_ms * (1 + rng.normal(0, 0.02, shape))
+    base = np.full(ranks, comm_ms) if transit_ms is None else np.asarray(transit_ms, dtype=float)
+    transit = base[:, None] * (1 + rng.normal(0, 0.02, shape))
     overlap = transit * 0.35
-    # Synchronous collectives: everyone leaves the last collective when the slowest rank arrives.
-    busy = comp + host + data
+    # Synchronous collectives: everyone leaves the last collective when the slowest rank arrives. A rank whose
+    # rings are slower than usual (a slow link) arrives late at the next collective (35 % of transit is hidden).
+    late = np.zeros(ranks) if slow_ring_ms is None else 0.65 * np.asarray(slow_ring_ms, dtype=float)
+    busy = comp + host + data + late[:, None]
     if stages > 1:
         # Pipeline: a stage waits (bubble) for the slowest stage; within a stage, collectives synchronise.
         stage_busy = np.stack([busy[stage == s].max(axis=0) for s in range(stages)])
@@ -171,6 +193,20 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
     comm_nov = transit - overlap + wait + bubble
     return StepModel(computing=comp, comm_nov=comm_nov, overlapped=overlap, free=host, bubble=bubble,
                      preparing=0.15 + rng.gamma(2.0, 0.03, shape), data_wait=data)
+
+
+def step_model(ranks: int, steps: int, *, stages: int, tp: int, plan: Plan, seed: int, layout: str = "ascend",
+               ranks_per_host: int = 8) -> StepModel:
+    """The step model of `generate_run`: transfer times come from the communication operators the files hold
+    (the groups of the layout), so the communication files and the step trace describe the same time."""
+    if layout not in ("ascend", "mindinsight"):  # their communication is drawn from the step model itself
+        return simulate(ranks, steps, stages=stages, plan=plan, seed=seed)
+    groups = _parallel_groups(ranks, stages, tp) if layout == "ascend" else _mindinsight_groups(ranks, stages)
+    hosts = ranks_per_host if layout == "ascend" else 8
+    transit = nominal_transit(ranks, groups, hosts, plan)
+    healthy = nominal_transit(ranks, groups, hosts, Plan())
+    return simulate(ranks, steps, stages=stages, plan=plan, seed=seed, transit_ms=transit,
+                    slow_ring_ms=np.maximum(transit - healthy, 0.0))
 
 
 def _hosts(rank: int, per_host: int) -> tuple[str, int]:
@@ -192,7 +228,8 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
         raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
     plan = parse_injections(inject or [])
     plan.seed = seed
-    model = simulate(ranks, steps, stages=stages, plan=plan, seed=seed)
+    model = step_model(ranks, steps, stages=stages, tp=tp, plan=plan, seed=seed, layout=layout,
+                       ranks_per_host=ranks_per_host)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if layout == "ascend":

@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 HCCS_GBPS = 19.0
 RDMA_GBPS = 12.0
 LOCAL_GBPS = 320.0
-DP_GRAD_MB = 1200.0  # gradient bytes all-reduced per step by each data-parallel group (2 operators)
+DP_GRAD_MB = 160.0  # gradient bytes all-reduced per step by each data-parallel group (2 operators)
 TP_MB = 64.0
 PP_MB = 16.777216
+IDLE_MS = 0.02  # idle gap inside each operator
 
 
 def _link_bw(src: int, dst: int, per_host: int, plan: "Plan") -> tuple[str, float]:
@@ -29,10 +30,10 @@ def _link_bw(src: int, dst: int, per_host: int, plan: "Plan") -> tuple[str, floa
     return tr, bw * plan.slow_link.get((src, dst), 1.0)
 
 
-def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, plan: "Plan") -> list[dict]:
-    """The communication operators of rank r in step s with their local links (ring algorithms)."""
-    transit_total = float(m.overlapped[r, s]) / 0.35
-    wait_total = max(0.0, float(m.comm_nov[r, s]) - float(m.bubble[r, s]) - 0.65 * transit_total)
+def _base_ops(r: int, groups: dict, s: int, per_host: int, plan: "Plan") -> list[dict]:
+    """The communication operators of rank r in step s with their local links (ring algorithms), at nominal
+    speed: `time` is the transfer over the rank's own link, `ring_time` the operator's duration (a ring is as
+    slow as its slowest hop)."""
     ops = []
     for gid, g in sorted(groups.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1])):
         members = g["global_ranks"]
@@ -52,23 +53,53 @@ def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, p
             tr, bw = _link_bw(r, peer, per_host, plan)
             # a ring is as slow as its slowest link: every member waits for the slowest hop
             ring_bw = min(_link_bw(members[i], members[(i + 1) % n], per_host, plan)[1] for i in range(n))
-            t_send = size / bw
             ops.append({"name": f"hcom_{opname}__{gid.rsplit('_', 1)[1]}_{s}_{k}@{double_hash(gid)}",
                         "short": opname.lower(), "group": str(double_hash(gid)), "local": loc,
-                        "peer_local": (loc + 1) % n, "transport": tr, "size": size, "time": t_send,
+                        "peer_local": (loc + 1) % n, "transport": tr, "size": size, "time": size / bw,
                         "ring_time": size / ring_bw, "p2p": name == "pp"})
+    return ops
+
+
+def nominal_transit(ranks: int, groups: dict, per_host: int, plan: "Plan") -> np.ndarray:
+    """Per rank, the time its communication operators of one step take at nominal speed (Σ ring times, ms).
+
+    The step model (`synth.simulate`) takes this as the rank's transit time, so the step trace and the
+    communication files describe the same time: a slow link lengthens the steps of its ring, too."""
+    return np.array([sum(o["ring_time"] for o in _base_ops(r, groups, 0, per_host, plan)) for r in range(ranks)])
+
+
+def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, plan: "Plan") -> list[dict]:
+    """The communication operators of rank r in step s, scaled to the step model.
+
+    Identities with the step trace (per rank and step): Σ ring_time = transit = overlapped / 0.35;
+    Σ (time + wait + idle) = transit + wait + bubble = the step trace's Communication (overlapped + not
+    overlapped); the pipeline bubble is time spent waiting in the send/receive operators (MindInsight's
+    hccl_raw has no such operator: its step trace shows the bubble in a Receive column of its own)."""
+    ops = _base_ops(r, groups, s, per_host, plan)
     if not ops:
         return ops
+    transit_total = float(m.overlapped[r, s]) / 0.35
+    nominal = sum(o["ring_time"] for o in ops)
+    f = transit_total / nominal if nominal > 0 else 1.0
+    for o in ops:  # the step's own speed (the model's per-step noise), same for every operator of the step
+        o["time"] *= f
+        o["ring_time"] *= f
+    bubble = float(m.bubble[r, s])
+    wait_total = max(0.0, float(m.comm_nov[r, s]) - bubble - 0.65 * transit_total)
     # the rank's wait goes to its data-parallel collectives (the last one of the step takes most of it)
     coll = [o for o in ops if not o["p2p"]] or ops
     for i, o in enumerate(coll):
         o["wait"] = wait_total * (0.7 if i == len(coll) - 1 else 0.3 / max(1, len(coll) - 1))
         if len(coll) == 1:
             o["wait"] = wait_total
+    p2p = [o for o in ops if o["p2p"]]
+    for o in p2p:  # a later stage waits for its activations in the receive
+        o["wait"] = o.get("wait", 0.0) + bubble / len(p2p)
     for o in ops:
         o.setdefault("wait", 0.0)
         o["wait"] += max(0.0, o["ring_time"] - o["time"])  # a fast link waits for the slow hop of its ring
-        o["idle"] = 0.02
+        o["idle"] = IDLE_MS
+        o["wait"] = max(0.0, o["wait"] - IDLE_MS)  # the idle gap is part of the time the step trace counts
         o["elapse"] = o["time"] + o["wait"] + o["idle"]
     return ops
 
@@ -131,13 +162,18 @@ def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host:
     (out / "communication_matrix.json").write_text(mtext, encoding="utf-8")
 
 
+def mindinsight_groups(ranks: int, stages: int) -> dict:
+    """The groups of MindInsight's hccl_raw files: one data-parallel group per stage."""
+    per_stage = ranks // stages
+    return {f"group_name_{st + 1}": {"group_name": "dp", "global_ranks": list(range(st * per_stage, (st + 1) * per_stage))}
+            for st in range(stages)}
+
+
 def write_hccl_raw(d: Path, r: int, m: "StepModel", ranks: int, stages: int, first_step: int, steps: int,
                    plan: "Plan", per_host: int = 8) -> None:
     """MindInsight hccl_raw_{r}.csv, HcclParser generation (ms, KB, KB/s), one data-parallel group per stage."""
-    per_stage = ranks // stages
-    stage = r // per_stage
-    members = list(range(stage * per_stage, (stage + 1) * per_stage))
-    groups = {f"group_name_{stage + 1}": {"group_name": "dp", "global_ranks": members}}
+    groups = {k: g for k, g in mindinsight_groups(ranks, stages).items() if r in g["global_ranks"]}
+    stage = r // (ranks // stages)
     rows = []
     vecs = []
     for s in range(steps):
@@ -152,11 +188,11 @@ def write_hccl_raw(d: Path, r: int, m: "StepModel", ranks: int, stages: int, fir
             lk = {f"{o['local']}-{o['peer_local']}": {tr: [o["time"], size_kb, size_kb / (o["time"] / 1e3)]},
                   f"{o['local']}-{o['local']}": {"SDMA": [o["size"] / LOCAL_GBPS, size_kb,
                                                           size_kb / (o["size"] / LOCAL_GBPS / 1e3)]}}
-            c = sum(x[0] for v in lk.values() for x in v.values())
+            c = o["time"]  # the transfer; the LOCAL self link overlaps it (communication_cost + wait = elapse)
             name = f"stream_{12 + k}_{k}_AllReduce-op{100 + k + 10 * stage}"
-            op_cost[name] = [str(first_step + s), c, o["wait"], lk]
+            op_cost[name] = [str(first_step + s), c, o["wait"] + o["idle"], lk]
             comm += c
-            wait += o["wait"]
+            wait += o["wait"] + o["idle"]
             for key, v in lk.items():
                 for t, vals in v.items():
                     cur = link_info.setdefault(key, {}).setdefault(t, [0.0, 0.0, 0.0])

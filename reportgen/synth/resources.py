@@ -21,6 +21,29 @@ OP_MIX = (
     ("TransData", "AI_CORE", 0.04, 2), ("Mul", "AI_VECTOR_CORE", 0.04, 3),
     ("ApplyAdamWV2", "AI_VECTOR_CORE", 0.03, 1), ("GatherV2", "AI_CPU", 0.03, 1),
 )
+
+
+def mix_share(op_type: str) -> float:
+    return sum(sh for t, _, sh, _ in OP_MIX if t == op_type)
+
+
+def mix_growth(op_mix: dict) -> float:
+    """Factor on the computing time for `op-mix` (see `op_mix`)."""
+    return 1.0 + sum(mix_share(t) * (f - 1) if mix_share(t) else f for t, f in op_mix.items())
+
+
+def op_mix(plan) -> tuple:
+    """OP_MIX changed by `op-mix:TYPE:FACTOR` (shares scaled to the grown computing time, so the other types keep
+    their absolute time; a new type is added as an AI-core operator with one kernel per step)."""
+    changes = getattr(plan, "op_mix", None) or {}
+    if not changes:
+        return OP_MIX
+    g = mix_growth(changes)
+    out = [(t, core, sh * changes.get(t, 1.0) / g, n) for t, core, sh, n in OP_MIX]
+    out += [(t, "AI_CORE", f / g, 1) for t, f in changes.items() if not mix_share(t)]
+    return tuple(out)
+
+
 CAPACITY_GB = 64.0  # Ascend 910B
 MINDINSIGHT_CAPACITY_GB = 32.0  # Ascend 910A, MindInsight era
 HEALTHY_PEAK = 0.70
@@ -38,7 +61,7 @@ def write_ascend_resources(out: Path, r: int, comp_ms: np.ndarray, first_step: i
     stats: dict = {}
     for s, comp in enumerate(comp_ms):
         t = t0 + s * 200_000.0
-        for op_type, core, share, n in OP_MIX:
+        for op_type, core, share, n in op_mix(plan):
             for k in range(n):
                 dur = round(comp * 1000.0 * share / n * (1 + rng.normal(0, 0.02)), 3)
                 rows.append(f"{first_step + s},aclnn{op_type}_{k},{op_type},{core},{t:.3f}\t,{dur:.3f},0.5,24")
@@ -79,7 +102,7 @@ def write_mindinsight_resources(d: Path, r: int, comp_ms: np.ndarray, steps: int
     rng = np.random.default_rng(seed * 7919 + r)
     mean_comp = float(np.mean(comp_ms))
     type_lines, detail_lines = ["op_type,execution_time,execution_frequency,percent"], ["full_op_name,execution_time"]
-    aic = [(t, sh, n) for t, core, sh, n in OP_MIX if core != "AI_CPU"]
+    aic = [(t, sh, n) for t, core, sh, n in op_mix(plan) if core != "AI_CPU"]
     tot_share = sum(sh for _, sh, _ in aic)
     for op_type, share, n in aic:
         tot = mean_comp * share / tot_share * (1 + rng.normal(0, 0.01))

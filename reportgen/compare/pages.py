@@ -1,0 +1,202 @@
+"""The comparison and trend pages: the report's look (base.html, report.css, bundled Vega), written atomically."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Optional
+
+from markupsafe import Markup
+
+from reportgen import __version__
+from reportgen.compare import charts
+from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
+from reportgen.compare.trend import Trend
+from reportgen.site import builder
+from reportgen.site.assets import short_hash, static_text, vega_bundle
+
+TOP_CHART = 15
+
+
+@dataclass
+class Chart:
+    id: str
+    spec: dict
+    caption: str = ""
+    renderer: str = "svg"
+
+
+def _delta_rows(items: list[Delta]) -> list[dict]:
+    return [{"label": d.label, "order": i, "delta_pct": d.delta_pct, "delta": d.delta, "base": d.base, "new": d.new,
+             "status": d.status} for i, d in enumerate(items) if d.delta_pct is not None]
+
+
+def _pairs(items: list[Delta], scale: float = 1.0) -> list[dict]:
+    rows = []
+    for i, d in enumerate(items):
+        for run, v in (("base", d.base), ("new", d.new)):
+            if v is not None:
+                rows.append({"label": d.label.removeprefix("Rank "), "order": i, "run": run, "value": v * scale})
+    return rows
+
+
+def compare_charts(c: Comparison) -> dict[str, Chart]:
+    out: dict[str, Chart] = {}
+    steps = [c.step] + c.phases
+    if any(d.delta_pct is not None for d in steps):
+        out["phases"] = Chart("cmp-phases", charts.delta_bars(_delta_rows(steps)),
+                              "Change of the cluster-mean step time and of each phase (grey: within the "
+                              "step-to-step noise of either run).")
+    ranks = [r for r in c.ranks if r.delta is not None][: charts.MAX_BARS]
+    if ranks:
+        rows, order = [], []
+        for r in ranks:
+            for k, v in r.extra["phases"].items():
+                if k in LEAF_PHASES and v.get("delta") is not None:
+                    rows.append({"rank": r.extra["rank"], "phase": v["label"], "delta": v["delta"], "base": v["base"],
+                                 "new": v["new"], "status": v["status"], "noise": v["noise"]})
+                    if v["label"] not in order:
+                        order.append(v["label"])
+        cap = ("Change of each phase per rank (ms per step)" + (f", the {len(ranks)} ranks that changed most"
+                                                                if len(c.ranks) > len(ranks) else "")
+               + ": a rank whose own phase moved differently from the others is the cause.")
+        if rows:
+            out["ranks"] = Chart("cmp-ranks", charts.rank_phase_deltas(rows, order), cap)
+    ops = sorted((o for o in c.operators if o.delta is not None and o.status != "unchanged"),
+                 key=lambda o: -abs(o.delta))[:TOP_CHART]
+    if ops:
+        rows = [{"label": ("type " if o.extra.get("kind") == "type" else "") + o.label, "order": i,
+                 "delta": o.delta, "delta_pct": o.delta_pct, "base": o.base, "new": o.new, "status": o.status}
+                for i, o in enumerate(ops)]
+        out["operators"] = Chart("cmp-operators", charts.delta_bars(rows, "Change (ms per step)", "delta"),
+                                 "Operator types and operators whose time per step changed most.")
+    comm = [d for d in c.communication if d.delta is not None]
+    if comm:
+        out["communication"] = Chart("cmp-comm", charts.delta_bars(_delta_rows(comm)),
+                                     "Communication time per step by group and by collective.")
+    mem = [m for m in c.memory][: charts.MAX_BARS]
+    if any(m.base is not None or m.new is not None for m in mem):
+        out["memory"] = Chart("cmp-memory", charts.base_vs_new(_pairs(mem, 1 / 1024), "Peak device memory (GB)"),
+                              "Peak device memory per rank, base and new.")
+    return out
+
+
+def _fmt(v: Optional[float], digits: int = 3) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def _facts_rows(c: Comparison) -> list[tuple[str, str, str]]:
+    b, n = c.base, c.new
+
+    def sizes(d: dict) -> str:
+        return " ".join(f"{k}={v}" for k, v in d.items()) or "—"
+
+    def versions(d: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in d.items()) or "—"
+
+    rows = [("Input", f"{b.source} ({b.kind})", f"{n.source} ({n.kind})"),
+            ("Run path", b.path or "—", n.path or "—"),
+            ("Summary written", b.generated_at or "—", n.generated_at or "—"),
+            ("Layout", b.layout or "—", n.layout or "—"),
+            ("Ranks", str(b.ranks), str(n.ranks)),
+            ("Steps", str(b.steps), str(n.steps)),
+            ("Parallel mode", f"{b.parallel_mode}, {b.stages} stage(s)", f"{n.parallel_mode}, {n.stages} stage(s)"),
+            ("Parallel sizes", sizes(b.parallel_sizes), sizes(n.parallel_sizes)),
+            ("Framework", b.framework or "—", n.framework or "—"),
+            ("Versions", versions(b.versions), versions(n.versions)),
+            ("Profiler level", b.profiler_level or "—", n.profiler_level or "—"),
+            ("Step trace", b.step_trace_kind or "—", n.step_trace_kind or "—"),
+            ("msreport", b.tool_version or "—", n.tool_version or "—")]
+    informative = {"Input", "Run path", "Summary written", "msreport"}
+    return [(k, bv, nv, k not in informative and bv != nv) for k, bv, nv in rows]
+
+
+def _env():
+    env = builder.make_env()
+    env.filters["signed"] = lambda v, d=3: "—" if v is None else f"{v:+,.{d}f}"
+    env.filters["signed_pct"] = lambda v: "—" if v is None else f"{v:+.1f} %"
+    env.filters["num3"] = _fmt
+    return env
+
+
+def _render(template: str, title: str, run_title: str, single: bool, assets: dict, **context) -> str:
+    page = SimpleNamespace(title=title, path="index.html")
+    ctx = SimpleNamespace(version=__version__, run_title=run_title)
+    common = dict(page=page, ctx=ctx, nav=[], url=lambda p: p, single=single, charts=[],
+                  share_spec=lambda chart: None, asset_specs="")  # each chart carries its own spec
+    if single:
+        common.update(asset_css="", asset_js="", asset_vega="", inline_css=Markup(static_text("report.css")),
+                      inline_js=Markup(static_text("report.js")), inline_vega=Markup(vega_bundle()))
+    else:
+        common.update(asset_css=assets["css"], asset_js=assets["js"], asset_vega=assets["vega"], inline_css="",
+                      inline_js="", inline_vega="")
+    return _env().get_template(template).render(**common, **context)
+
+
+def _check(out: Path, single_file: bool, inputs: list[Path]) -> None:
+    for p in inputs:
+        p = Path(p)
+        builder.check_output(out, p if p.is_dir() else p.parent, single_file)
+
+
+def _write(out: Path, single_file: bool, template: str, title: str, run_title: str, data_name: str, payload: dict,
+           **context) -> Path:
+    text = json.dumps(payload, indent=2, allow_nan=False)
+    if single_file:
+        html = _render(template, title, run_title, True, {}, **context)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        builder._atomic_write(out.with_name(f"{out.stem}.{data_name}"), text)
+        builder._atomic_write(out, html)
+        return out
+    with builder.staged_folder(out) as tmp:
+        (tmp / "assets").mkdir()
+        names = {}
+        for key, body, ext in (("vega", vega_bundle(), "js"), ("css", static_text("report.css"), "css"),
+                               ("js", static_text("report.js"), "js")):
+            name = f"{key}-{short_hash(body)}.{ext}"
+            (tmp / "assets" / name).write_text(body, encoding="utf-8")
+            names[key] = "assets/" + name
+        (tmp / "index.html").write_text(_render(template, title, run_title, False, names, **context), encoding="utf-8")
+        (tmp / data_name).write_text(text, encoding="utf-8")
+        (tmp / builder.MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+    return out / "index.html"
+
+
+def write_compare(c: Comparison, out: Path, *, single_file: bool = False, inputs: Optional[list[Path]] = None) -> Path:
+    """Write the comparison page and `compare.json` (or NAME.html + NAME.compare.json)."""
+    _check(out, single_file, inputs or [])
+    data = c.to_dict()
+    return _write(out, single_file, "compare.html", "Comparison", f"msreport compare: {Path(c.base.source).name} → "
+                  f"{Path(c.new.source).name}", "compare.json", data, cmp=c, data=data, facts=_facts_rows(c),
+                  figs=compare_charts(c), phase_label=phase_label)
+
+
+def trend_charts(t: Trend) -> dict[str, Chart]:
+    out = {}
+    rows = []
+    for r in t.runs:
+        if r.step_ms is not None:
+            rows.append({"run": f"{r.index + 1}. {r.label}", "index": r.index, "series": "Step time", "value": r.step_ms})
+    if rows:
+        out["step"] = Chart("trend-step", charts.trend_lines(rows, ["Step time"]),
+                            "Cluster-mean step time over the runs, in date order.")
+    rows = []
+    keys = [k for k in t.phases if k in LEAF_PHASES] or t.phases  # the phases that add up to the step
+    labels = [phase_label(k) for k in keys]
+    for r in t.runs:
+        for k in keys:
+            if r.phases.get(k) is not None:
+                rows.append({"run": f"{r.index + 1}. {r.label}", "index": r.index, "series": phase_label(k),
+                             "value": r.phases[k]})
+    if rows:
+        out["phases"] = Chart("trend-phases", charts.trend_lines(rows, labels),
+                              "Cluster-mean phases over the runs (time per step).")
+    return out
+
+
+def write_trend(t: Trend, out: Path, *, single_file: bool = False, inputs: Optional[list[Path]] = None) -> Path:
+    _check(out, single_file, inputs or [])
+    return _write(out, single_file, "trend.html", "Trend", f"msreport trend: {len(t.runs)} runs", "trend.json",
+                  t.to_dict(), trend=t, figs=trend_charts(t), phase_label=phase_label)

@@ -1,0 +1,246 @@
+"""`msreport compare` / `msreport trend`: synthetic before/after pairs in both layouts, the gate, noise, inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reportgen.cli import main
+from reportgen.compare import load_side
+from reportgen.compare.model import SCHEMA, compare
+from reportgen.site.summary import collective_type, op_key
+from reportgen.synth import generate_run
+
+LAYOUTS = ("ascend", "mindinsight")
+PAIRS = {
+    "base": dict(seed=3),
+    "noise": dict(seed=4),  # a healthy run with other noise
+    "slow-rank": dict(seed=3, inject=["slow-rank:5:compute:1.35"]),
+    "slow-link": dict(seed=3, inject=["slow-link:2-3"]),
+    "op-mix": dict(seed=3, inject=["op-mix:MatMulV3:1.6", "op-mix:Transpose:0.05"]),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """{(layout, name): (run folder, summary)}, 8 ranks, 6 steps each."""
+    root = tmp_path_factory.mktemp("compare-runs")
+    out = {}
+    for layout in LAYOUTS:
+        for name, kw in PAIRS.items():
+            path = generate_run(root / f"{layout}-{name}", layout=layout, ranks=8, steps=6, **kw)
+            out[(layout, name)] = (path, load_side(path)[0])
+    return out
+
+
+def _cmp(runs, layout, name, pct=5.0):
+    return compare(runs[(layout, "base")][1], runs[(layout, name)][1], threshold_pct=pct)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_healthy_pair_with_other_noise_passes(runs, layout):
+    c = _cmp(runs, layout, "noise")
+    assert not c.gate.failed, c.gate.reasons
+    assert c.step.status in ("within noise", "unchanged", "faster"), c.step
+    assert not [p for p in c.phases if p.status == "slower" and p.extra["share"] >= 0.05 and abs(p.delta_pct) > 5]
+    assert not [f for f in c.findings_by("new") if f.severity != "info"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_slow_rank_fails_and_names_the_rank(runs, layout):
+    c = _cmp(runs, layout, "slow-rank")
+    assert c.gate.failed
+    assert c.gate.reasons[0].startswith("step time +"), c.gate.reasons
+    assert any(r.startswith("new critical slow-rank.compute [rank 5]") for r in c.gate.reasons), c.gate.reasons
+    assert c.step.status == "slower" and c.step.delta_pct > 20
+    assert c.ranks[0].extra["rank"] == 5  # the rank whose own phases moved is listed first
+    assert c.ranks[0].extra["top_phase"]["key"] in ("computing_ms", "fp_and_bp_ms")
+    assert {f.id for f in c.findings_by("new")} >= {"slow-rank.compute"}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_slow_link_fails_on_the_new_finding_and_lists_the_link(runs, layout):
+    c = _cmp(runs, layout, "slow-link")
+    assert c.gate.failed
+    assert any("slow-link" in r and "2-3" in r for r in c.gate.reasons), c.gate.reasons
+    assert [l.label for l in c.links] == ["2-3"] and c.links[0].delta_pct < -50
+    assert c.links[0].status == "slower"  # lower bandwidth is worse
+    assert any(f.id.startswith("slow-link") and f.links == ["2-3"] for f in c.findings_by("new"))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_changed_operator_mix_names_the_operators(runs, layout):
+    c = _cmp(runs, layout, "op-mix")
+    assert c.gate.failed
+    assert c.gate.reasons[0].startswith("step time +"), c.gate.reasons
+    assert any(r.startswith(("Computing +", "FP + BP +")) for r in c.gate.reasons), c.gate.reasons
+    top = c.operators[0]
+    assert (top.extra["kind"], top.label, top.status) == ("type", "MatMulV3", "slower") and top.delta_pct > 40
+    new_types = [o.label for o in c.operators if o.status == "new" and o.extra["kind"] == "type"]
+    assert new_types == ["Transpose"]
+    assert any(o.status == "new" and o.extra["kind"] == "operator" and "Transpose" in o.label for o in c.operators)
+    # other operator types did not change beyond the noise
+    assert all(o.status != "slower" for o in c.operators if o.extra["kind"] == "type" and o.label != "MatMulV3")
+
+
+def test_unbalanced_stage_is_named_per_stage(tmp_path):
+    kw = dict(layout="ascend", ranks=8, steps=6, stages=2, seed=2)
+    base = load_side(generate_run(tmp_path / "b", **kw))[0]
+    new = load_side(generate_run(tmp_path / "n", inject=["unbalanced-stage:1:1.3"], **kw))[0]
+    c = compare(base, new, threshold_pct=5)
+    assert [s.extra["stage"] for s in c.stages] == [0, 1]
+    s0, s1 = c.stages
+    assert s1.extra["top_phase"]["key"] == "computing_ms" and s1.extra["top_phase"]["delta"] > 30
+    assert s0.extra["phases"]["computing_ms"]["status"] in ("within noise", "unchanged")
+    assert any(r.startswith("new warning stage-imbalance") for r in c.gate.reasons), c.gate.reasons
+    assert c.ranks[0].extra["stage"] == 1
+
+
+def test_self_comparison_has_no_delta_and_exits_0(runs, tmp_path, capsys):
+    run = runs[("ascend", "base")][0]
+    out = tmp_path / "self"
+    assert main(["compare", str(run), str(run), "-o", str(out), "--fail-on-regression", "5", "-q"]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert data["schema"] == SCHEMA
+    assert data["step_ms"]["delta_ms"] == 0 and data["step_ms"]["status"] == "unchanged"
+    assert all(p["delta"] == 0 for p in data["phases"])
+    assert all(r["delta"] == 0 for r in data["ranks"])
+    assert all(o["status"] == "unchanged" for o in data["operators"])
+    assert data["findings"]["new"] == [] and data["findings"]["resolved"] == []
+    assert data["gate"] == {"threshold_pct": 5.0, "failed": False, "reasons": [], "items": []}
+    assert data["warnings"] == []
+    assert (out / "index.html").is_file() and (out / ".msreport").is_file()
+
+
+def _strip_sources(d: dict) -> dict:
+    d = dict(d)
+    for side in ("base", "new"):
+        d[side] = {k: v for k, v in d[side].items() if k not in ("source", "kind", "generated_at")}
+    return d
+
+
+def test_summaries_compare_like_run_folders(runs, tmp_path):
+    base, new = runs[("mindinsight", "base")][0], runs[("mindinsight", "slow-rank")][0]
+    rb, rn = tmp_path / "rep-base", tmp_path / "rep-new"
+    assert main([str(base), "-o", str(rb), "-q"]) == 0
+    assert main([str(new), "-o", str(rn), "-q"]) == 0
+    assert main(["compare", str(base), str(new), "-o", str(tmp_path / "a"), "--fail-on-regression", "5", "-q"]) == 3
+    # report folder for BASE, summary.json file for NEW (what CI keeps)
+    assert main(["compare", str(rb), str(rn / "summary.json"), "-o", str(tmp_path / "b"),
+                 "--fail-on-regression", "5", "-q"]) == 3
+    a = json.loads((tmp_path / "a" / "compare.json").read_text())
+    b = json.loads((tmp_path / "b" / "compare.json").read_text())
+    assert (a["base"]["kind"], b["base"]["kind"], b["new"]["kind"]) == ("run", "report", "summary")
+    assert _strip_sources(a) == _strip_sources(b)
+    assert a["gate"]["failed"] and a["gate"]["reasons"] == b["gate"]["reasons"]
+
+
+def test_single_file_and_bad_command_lines(runs, tmp_path, capsys):
+    base, new = runs[("ascend", "base")][1], runs[("ascend", "op-mix")][1]
+    (tmp_path / "b.json").write_text(json.dumps(base))
+    (tmp_path / "n.json").write_text(json.dumps(new))
+    out = tmp_path / "cmp.html"
+    assert main(["compare", str(tmp_path / "b.json"), str(tmp_path / "n.json"), "-o", str(out), "--single-file",
+                 "-q"]) == 0  # no gate asked: exit 0 whatever changed
+    assert out.is_file() and (tmp_path / "cmp.compare.json").is_file()
+    html = out.read_text()
+    assert "vega-embed" in html.lower() or "vegaEmbed" in html
+    assert "MatMulV3" in html and "No gate set" in html
+    for bad in (["compare", str(tmp_path / "b.json"), "-o", str(tmp_path / "x")],
+                ["compare", str(tmp_path / "b.json"), str(tmp_path / "n.json"), "-o", str(tmp_path / "x"),
+                 "--fail-on-regression", "-1"],
+                ["trend", "-o", str(tmp_path / "x")]):
+        with pytest.raises(SystemExit) as e:
+            main(bad)
+        assert e.value.code == 2
+    assert main(["compare", str(tmp_path / "b.json"), str(tmp_path / "missing"), "-o", str(tmp_path / "x")]) == 2
+    (tmp_path / "junk.json").write_text("{}")
+    assert main(["compare", str(tmp_path / "b.json"), str(tmp_path / "junk.json"), "-o", str(tmp_path / "x")]) == 2
+    assert "not an msreport summary.json" in capsys.readouterr().err
+
+
+def test_summaries_without_the_comparison_keys_still_compare(runs):
+    """Summaries written before msreport added the comparison keys: fewer sections, no noise, no crash."""
+    old = []
+    for name in ("base", "slow-rank"):
+        s = json.loads(json.dumps(runs[("ascend", name)][1]))
+        for key in ("generated_at",):
+            s.pop(key)
+        s["metrics"]["step_trace"].pop("spread")
+        s["metrics"].pop("operators")
+        s["metrics"]["communication"].pop("groups")
+        s["metrics"]["communication"].pop("collectives")
+        old.append(s)
+    c = compare(*old, threshold_pct=5)
+    assert c.gate.failed and c.step.noise is None and c.step.status == "slower"
+    assert c.operators == [] and [d for d in c.communication] == []
+    c.to_dict()
+
+
+def test_run_fact_warnings(runs):
+    a = runs[("ascend", "base")][1]
+    b = json.loads(json.dumps(a))
+    b["run"]["ranks"] = b["run"]["ranks"][:4]
+    b["run"]["profiler_level"] = "Level0"
+    b["run"]["parallel_mode"] = "pipeline-parallel"
+    warnings = compare(a, b).warnings
+    assert any("rank count" in w for w in warnings)
+    assert any("parallel layout" in w for w in warnings)
+    assert any("profiler level" in w for w in warnings)
+
+
+def test_trend_orders_by_date_and_tracks_findings(runs, tmp_path):
+    paths = []
+    for n, (name, when) in enumerate((("slow-rank", "2026-11-03T10:00:00+00:00"), ("base", "2026-11-01T10:00:00+00:00"),
+                                      ("noise", "2026-11-02T10:00:00+00:00"))):
+        s = dict(runs[("ascend", name)][1], generated_at=when)
+        p = tmp_path / f"{name}.summary.json"
+        p.write_text(json.dumps(s))
+        paths.append(str(p))
+    out = tmp_path / "trend"
+    assert main(["trend", *paths, "-o", str(out), "-q"]) == 0
+    t = json.loads((out / "trend.json").read_text())
+    assert [r["label"] for r in t["runs"]] == ["base", "noise", "slow-rank"]
+    assert t["runs"][2]["step_ms"] > t["runs"][0]["step_ms"] * 1.2
+    slow = [f for f in t["findings"] if f["id"] == "slow-rank.compute"]
+    assert slow and slow[0]["present"] == [False, False, True] and slow[0]["first"] == 2
+    assert (out / "index.html").is_file()
+
+
+def test_summary_keys_for_comparison(runs):
+    s = runs[("ascend", "base")][1]
+    assert s["generated_at"].endswith("+00:00")
+    assert s["run"]["profiler_level"] == "Level1" and s["run"]["framework"] == "torch_npu"
+    spread = s["metrics"]["step_trace"]["spread"]
+    assert spread["cluster"]["total_ms"] > 0 and set(spread["per_rank"]) == {str(r) for r in range(8)}
+    ops = s["metrics"]["operators"]
+    assert ops["basis"] == "per step" and ops["types"][0]["op_type"] == "MatMulV3"
+    assert ops["top"] and all("-op" not in o["name"] for o in ops["top"])
+    comm = s["metrics"]["communication"]
+    assert comm["groups"][0]["group"] == "dp" and comm["collectives"][0]["collective"] == "AllReduce"
+
+
+def test_operator_names_and_collectives():
+    assert op_key("Default/network/layer0/MatMulV3-op08") == "Default/network/layer0/MatMulV3"
+    assert op_key("aclnnMatMulV3_3") == "aclnnMatMulV3"
+    assert op_key("Gather-op3_1a2b3c4d5e6f7a8b") == "Gather"
+    assert collective_type("hcom_allReduce__1_4_1") == "AllReduce"
+    assert collective_type("Default/AllGather-op12") == "AllGather"
+    assert collective_type("hcom_batchSendRecv__3_0") == "BatchSendRecv"
+
+
+@pytest.mark.browser
+def test_comparison_page_renders_offline(runs, tmp_path):
+    from test_browser import assert_charts_drawn, render
+
+    base, new = runs[("ascend", "base")][0], runs[("ascend", "slow-rank")][0]
+    out = tmp_path / "cmp"
+    assert main(["compare", str(base), str(new), "-o", str(out), "--fail-on-regression", "5", "-q"]) == 3
+    page = out / "index.html"
+    dom = render(page)
+    assert_charts_drawn(dom, page, 4)
+    gate = dom.select_one("#gate")
+    assert "failed" in gate.get("class") and "slow-rank.compute" in gate.get_text()
