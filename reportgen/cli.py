@@ -65,6 +65,21 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _setup_logging(quiet: bool, verbose: bool) -> None:
+    """msreport's own messages on stderr; -v adds its progress details, stage timings and tracebacks. Other
+    libraries' loggers are left alone (no DEBUG on the root logger)."""
+    logger = logging.getLogger("msreport")
+    for h in list(logger.handlers):
+        if getattr(h, "_msreport", False):
+            logger.removeHandler(h)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("msreport: %(message)s"))
+    handler._msreport = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO))
+    logger.propagate = False
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     from reportgen.compare.cli import dispatch  # `msreport compare ...` / `msreport trend ...`
 
@@ -94,15 +109,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         overrides = parse_overrides(toml_text, args.sets, toml_name=str(args.thresholds))
     except ThresholdError as e:
         parser.error(str(e))
-    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
-    logging.basicConfig(level=level, format="msreport: %(message)s", stream=sys.stderr)
+    _setup_logging(args.quiet, args.verbose)
     out = args.output
     if args.single_file and out.suffix.lower() not in (".html", ".htm"):
         out = out.with_suffix(".html") if not out.is_dir() else out
     tmp_example = None
     try:
-        from reportgen.report import build_report
+        from reportgen.progress import Progress
+        from reportgen.report import BuildOptions, build_report
 
+        opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
+                            device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
+                            overrides=overrides, marey_steps=tuple(args.marey_steps))
         run = args.run
         if args.example:
             from reportgen.synth import generate_run
@@ -110,24 +128,28 @@ def main(argv: Optional[list[str]] = None) -> int:
             tmp_example = Path(tempfile.mkdtemp(prefix="msreport-example-"))
             run = generate_run(tmp_example / "example-run", **EXAMPLE)
             log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
-        result = build_report(run, out, single_file=args.single_file, jobs=args.jobs or default_jobs(),
-                              progress=not args.quiet,
-                              device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
-                              overrides=overrides, marey_steps=args.marey_steps)
+        result = build_report(run, out, opts, ui=Progress(not args.quiet))
     except ReportError as e:
         print(f"msreport: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("msreport: interrupted; the previous report (if any) is untouched", file=sys.stderr)
         return 130
+    except OSError as e:  # the system refused something (disk full, read-only, permissions): not a bug
+        log.debug("traceback", exc_info=True)
+        where = f": {e.filename}" if e.filename else ""
+        print(f"msreport: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except Exception as e:  # noqa: BLE001 - last resort: one line, traceback with -v
         if args.verbose:
-            raise
+            log.exception("internal error")
         print(f"msreport: internal error: {type(e).__name__}: {e} (run with -v for details)", file=sys.stderr)
         return 1
     finally:
         if tmp_example is not None:
             shutil.rmtree(tmp_example, ignore_errors=True)
+    if args.verbose:
+        log.debug("timings: %s", ", ".join(f"{name} {dt:.2f} s" for name, dt in result.timings))
     n_q = len(result.summary.get("data_quality", []))
     if not args.quiet:
         print(f"msreport: {result.ranks} rank(s) in {result.runs} run(s), {n_q} data-quality note(s), "

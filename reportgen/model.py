@@ -67,6 +67,17 @@ STEP_TRACE_KIND_LABELS: dict[str, str] = {
 }
 
 
+# --- input layouts ----------------------------------------------------------------------------------
+# What discovery recognised; the run's facts and the overview show the label.
+LAYOUT_LABELS: dict[str, str] = {
+    "mindinsight": "MindInsight flat profiler folder (per-rank *_{rank} files)",
+    "ascend": "Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)",
+    "msprof": "CANN msprof raw output (PROF_*/device_*/timeline)",
+    "kineto": "PyTorch profiler traces (*.pt.trace.json per rank)",
+    "cluster_analysis": "msprof-analyze cluster_analysis_output (cluster-level files only)",
+}
+
+
 @dataclass(frozen=True)
 class DataIssue:
     """One problem with an input file: goes to the data-quality box and `summary.json`."""
@@ -74,9 +85,13 @@ class DataIssue:
     file: str  # path relative to the run root ("" for the run as a whole)
     problem: str
     severity: str = "warning"  # "error" | "warning" | "info"
+    ranks: tuple[int, ...] = ()  # the ranks the problem concerns, when it is about ranks (a missing rank)
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "problem": self.problem, "severity": self.severity}
+        d = {"file": self.file, "problem": self.problem, "severity": self.severity}
+        if self.ranks:
+            d["ranks"] = [int(r) for r in self.ranks]
+        return d
 
 
 @dataclass

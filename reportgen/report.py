@@ -1,24 +1,50 @@
-"""The pipeline: discover -> load -> analyze -> rules -> plan pages -> write."""
+"""The pipeline: discover -> load -> analyse (findings) -> plan pages -> write. One call per phase, each timed.
+
+`build_report` holds the output lock for the whole run (a second run writing the same output fails at once) and
+checks the output before any data is read, so a refusal costs nothing.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Optional
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
 
 from reportgen.analysis import analyze
-from reportgen.discover import RunLayout, discover
-from reportgen.model import DataIssue
 from reportgen.analysis.execution import select
+from reportgen.discover import RunLayout, discover
 from reportgen.loaders import load_execution, load_run, timeline_ranks
+from reportgen.model import DataIssue, Run
+from reportgen.progress import Progress
 from reportgen.rules import run_rules
-from reportgen.site import builder
+from reportgen.site import builder, output
 from reportgen.site.pages import plan_pages
 from reportgen.site.summary import build_summary
 
 log = logging.getLogger("msreport")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Everything the command line decides about one build."""
+
+    single_file: bool = False
+    jobs: int = 1
+    progress: bool = False  # progress bar / lines on stderr
+    device_memory_mb: Optional[float] = None
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    marey_steps: tuple[int, ...] = ()
+    title: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "overrides", MappingProxyType({k: MappingProxyType(dict(v))
+                                                                 for k, v in dict(self.overrides or {}).items()}))
+        object.__setattr__(self, "marey_steps", tuple(int(s) for s in self.marey_steps or ()))
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
 
 
 @dataclass
@@ -28,106 +54,116 @@ class BuildResult:
     runs: int
     ranks: int
     seconds: float
+    timings: list[tuple[str, float]] = field(default_factory=list)  # (stage, seconds)
 
 
-def _progress(label: str, verbose: bool) -> Optional[Callable[[int, int], None]]:
-    if not verbose:
-        return None
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        now = time.monotonic()
-        if total >= 20 and (now - last[0] > 1.0 or done == total):
-            last[0] = now
-            log.info("%s %d/%d", label, done, total)
-
-    return report
+# --- phases --------------------------------------------------------------------------------------------------------
 
 
-def build_one(layout: RunLayout, out: Path, *, single_file: bool, jobs: int, progress: bool,
-              title: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Path, dict]:
-    """`settings`: from the command line: device_memory_mb, overrides (rule thresholds)."""
-    run = load_run(layout, jobs=jobs, progress=_progress("ranks loaded", progress))
-    try:  # the execution view is optional: an unforeseen trace must not cost the rest of the report
-        sel = select(run, timeline_ranks(layout), (settings or {}).get("marey_steps"))
+def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
+    """The ranks, then the operators of the steps the execution view shows (chosen from the step times)."""
+    run = load_run(layout, jobs=opts.jobs, progress=ui.counter("ranks loaded"))
+    try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
+        sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
         run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
     except Exception as e:  # noqa: BLE001
         log.warning("execution view skipped: %s: %s", type(e).__name__, e)
+        log.debug("execution view traceback", exc_info=True)
         run.issues.append(DataIssue("", f"the operator timelines could not be read for the execution view "
                                         f"({type(e).__name__}: {e})", "warning"))
-    analysis = analyze(run, device_memory_mb=(settings or {}).get("device_memory_mb"))
-    findings, thresholds = run_rules(analysis, (settings or {}).get("overrides"))
-    plan = plan_pages(analysis, findings, thresholds=thresholds, title=title)
-    summary = build_summary(analysis, findings, thresholds)
-    if single_file:
-        entry = builder.write_single_file(plan, summary, out, layout.root)
-    else:
-        entry = builder.write_site(plan, summary, out, layout.root, progress=_progress("pages written", progress))
+    return run
+
+
+def analyse_phase(run: Run, opts: BuildOptions):
+    analysis = analyze(run, device_memory_mb=opts.device_memory_mb)
+    findings, thresholds = run_rules(analysis, {k: dict(v) for k, v in opts.overrides.items()})
+    return analysis, findings, thresholds
+
+
+def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Progress] = None) -> tuple[Path, dict]:
+    ui = ui or Progress(False)
+    prefix = f"{layout.label}: " if opts.title else ""
+    with ui.stage(f"{prefix}load {len(layout.ranks)} rank(s)"):
+        run = load_phase(layout, opts, ui)
+    with ui.stage(f"{prefix}analyse"):
+        analysis, findings, thresholds = analyse_phase(run, opts)
+    with ui.stage(f"{prefix}plan pages"):
+        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title)
+        summary = build_summary(analysis, findings, thresholds)
+    with ui.stage(f"{prefix}write"):
+        if opts.single_file:
+            entry = builder.write_single_file(plan, summary, out, layout.root)
+        else:
+            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"))
     return entry, summary
 
 
-def build_report(run_dir: Path, out: Path, *, single_file: bool = False, jobs: int = 1,
-                 progress: bool = False, device_memory_mb: Optional[float] = None,
-                 overrides: Optional[dict] = None, marey_steps: Optional[list[int]] = None) -> BuildResult:
-    """`overrides`: rule thresholds, {rule id: {name: value}} (see `reportgen.rules.parse_overrides`)."""
+def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = None, *,
+                 ui: Optional[Progress] = None, **kw) -> BuildResult:
+    """Build the report of `run_dir` into `out`. `options` (or the same fields as keywords) say how."""
+    opts = options or BuildOptions(**kw)
+    ui = ui or Progress(opts.progress)
     t0 = time.monotonic()
-    run_dir = Path(run_dir)
-    layouts = discover(run_dir)
-    settings = {"device_memory_mb": device_memory_mb, "overrides": overrides or {},
-                "marey_steps": list(marey_steps or [])}
-    if len(layouts) == 1:
-        entry, summary = build_one(layouts[0], out, single_file=single_file, jobs=jobs, progress=progress,
-                                   settings=settings)
-        return BuildResult(entry, summary, 1, len(summary["run"]["ranks"]), time.monotonic() - t0)
-    return _build_many(layouts, run_dir, out, single_file=single_file, jobs=jobs, progress=progress, t0=t0,
-                       settings=settings)
+    run_dir, out = Path(run_dir), Path(out)
+    output.check_output(out, run_dir, opts.single_file)
+    try:
+        with output.output_lock(out):
+            with ui.stage("discover"):
+                layouts = discover(run_dir)
+            log.debug("found %d run(s): %s", len(layouts),
+                      "; ".join(f"{l.label} ({l.layout}, {len(l.ranks)} ranks)" for l in layouts))
+            if len(layouts) == 1:
+                entry, summary = build_one(layouts[0], out, opts, ui)
+                res = BuildResult(entry, summary, 1, len(summary["run"]["ranks"]), 0.0)
+            else:
+                res = _build_many(layouts, run_dir, out, opts, ui)
+    finally:
+        ui.close()
+    res.seconds, res.timings = time.monotonic() - t0, list(ui.timings)
+    return res
 
 
-def _build_many(layouts: list[RunLayout], run_dir: Path, out: Path, *, single_file: bool, jobs: int,
-                progress: bool, t0: float, settings: dict) -> BuildResult:
+def _build_many(layouts: list[RunLayout], run_dir: Path, out: Path, opts: BuildOptions, ui: Progress) -> BuildResult:
     """Several runs under one folder: one report each, and a landing page that lists them."""
-    builder.check_output(out, run_dir, single_file)
-    if single_file:
-        entry, combined = _build_subreports(layouts, run_dir, out, out.parent, single_file=True, jobs=jobs,
-                                            progress=progress, settings=settings)
+    if opts.single_file:
+        entry, combined = _build_subreports(layouts, run_dir, out, out.parent, opts, ui)
     else:
-        with builder.staged_folder(out) as staging:
-            _, combined = _build_subreports(layouts, run_dir, staging, staging, single_file=False, jobs=jobs,
-                                            progress=progress, settings=settings)
+        with output.staged_folder(out) as staging:
+            _, combined = _build_subreports(layouts, run_dir, staging, staging, opts, ui)
         entry = out / "index.html"
-    return BuildResult(entry, combined, len(layouts), sum(len(l.ranks) for l in layouts), time.monotonic() - t0)
+    return BuildResult(entry, combined, len(layouts), sum(len(l.ranks) for l in layouts), 0.0)
 
 
-def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder: Path, *, single_file: bool,
-                      jobs: int, progress: bool, settings: dict) -> tuple[Path, dict]:
+def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder: Path, opts: BuildOptions,
+                      ui: Progress) -> tuple[Path, dict]:
     entries, summaries = [], []
-    for lay in layouts:
-        sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}") if single_file else folder / lay.slug
-        log.info("run %s (%s, %d ranks)", lay.rel(lay.base), lay.layout, len(lay.ranks))
-        entry, summary = build_one(lay, sub, single_file=single_file, jobs=jobs, progress=progress,
-                                   title=f"msreport: {lay.rel(lay.base)}", settings=settings)
+    for n, lay in enumerate(layouts, 1):
+        sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}") if opts.single_file else folder / lay.slug
+        log.info("run %d/%d: %s (%s, %d ranks)", n, len(layouts), lay.label, lay.layout, len(lay.ranks))
+        entry, summary = build_one(lay, sub, replace(opts, title=f"msreport: {lay.label}"), ui)
         entries.append((lay, entry))
         summaries.append(summary)
 
     def href(lay: RunLayout, entry: Path) -> str:
-        return entry.name if single_file else f"{lay.slug}/index.html"
+        return entry.name if opts.single_file else f"{lay.slug}/index.html"
 
     def summary_name(lay: RunLayout, entry: Path) -> str:
-        return entry.with_name(entry.stem + ".summary.json").name if single_file else f"{lay.slug}/summary.json"
+        return entry.with_name(entry.stem + ".summary.json").name if opts.single_file else f"{lay.slug}/summary.json"
 
     combined = {
         "schema": summaries[0]["schema"],
         "tool": summaries[0]["tool"],
         "run": {"path": str(run_dir), "layout": "multiple", "ranks": [], "steps": 0,
                 "parallel_mode": None, "stages": None, "thresholds": summaries[0]["run"]["thresholds"]},
-        "runs": [{"path": lay.rel(lay.base), "layout": lay.layout, "summary": summary_name(lay, e)}
-                 for lay, e in entries],
+        "runs": [{"path": lay.label, "folder": lay.rel(lay.base), "layout": lay.layout,
+                  "summary": summary_name(lay, e)} for lay, e in entries],
         "metrics": {},
         "findings": [f for s in summaries for f in s["findings"]],
         "data_quality": [{"file": "", "problem": f"{len(layouts)} separate runs found; reported separately",
                           "severity": "info"}] + [q for s in summaries for q in s["data_quality"]],
     }
-    rows = [{"path": lay.rel(lay.base), "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
+    rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]
-    entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=single_file)
+    with ui.stage("write the run index"):
+        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file)
     return entry, combined

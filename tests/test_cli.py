@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -54,12 +55,14 @@ def test_failed_run_leaves_previous_report_intact(tmp_path, synth_8):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report")]  # no temp leftovers
 
 
-def test_rebuild_replaces_report_atomically(tmp_path, synth_8):
+def test_rebuild_replaces_report_and_keeps_files_the_user_added(tmp_path, synth_8):
     out = tmp_path / "report"
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
-    (out / "stale.html").write_text("old")
+    (out / "index.html").write_text("old")  # ours: replaced
+    (out / "user-notes.html").write_text("mine")  # not ours: kept (see test_output.py)
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
-    assert not (out / "stale.html").exists()
+    assert (out / "index.html").read_text() != "old"
+    assert (out / "user-notes.html").read_text() == "mine"
 
 
 def test_refuses_to_overwrite_a_foreign_folder(tmp_path, synth_8):
@@ -92,3 +95,109 @@ def test_final_line_names_the_report(tmp_path, synth_8):
     r = _run(str(synth_8), "-o", str(tmp_path / "r"))
     assert r.returncode == 0
     assert r.stdout.strip().splitlines()[-1].startswith("Wrote report to file://")
+
+
+# --- -v, progress, Ctrl-C -------------------------------------------------------------------------------------------
+
+
+def test_verbose_is_msreports_own_progress_not_library_debug(tmp_path, synth_8):
+    code = ("import logging, sys\n"
+            "from reportgen.cli import main\n"
+            f"rc = main([{str(synth_8)!r}, '-o', {str(tmp_path / 'o')!r}, '-v'])\n"
+            "logging.getLogger('somelib').debug('LIBRARY DEBUG LINE')\n"
+            "logging.getLogger('somelib').info('LIBRARY INFO LINE')\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "LIBRARY" not in r.stderr
+    for stage in ("discover", "load 8 rank(s)", "analyse", "plan pages", "write"):
+        assert f"msreport: stage {stage}: " in r.stderr, stage
+    assert "msreport: timings: " in r.stderr
+    assert all(l.startswith("msreport: ") for l in r.stderr.splitlines() if l.strip())
+
+
+def test_verbose_shows_the_traceback_of_an_internal_error(tmp_path, synth_8, monkeypatch, capsys):
+    import reportgen.report
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(reportgen.report, "analyze", boom)
+    assert main([str(synth_8), "-o", str(tmp_path / "o"), "-v"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err
+    assert main([str(synth_8), "-o", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error: ZeroDivisionError: a bug" in err
+
+
+def test_progress_plain_lines_in_logs_and_a_bar_on_a_terminal(monkeypatch):
+    import io
+    import time
+
+    from reportgen import progress
+
+    monkeypatch.setattr(progress, "QUIET_S", 0.4)
+    log_stream = io.StringIO()
+    ui = progress.Progress(True, stream=log_stream, tty=False)
+    with ui.stage("analyse"):
+        time.sleep(1.3)  # a quiet phase: the heartbeat speaks
+    ui.close()
+    assert "msreport: analyse ... (" in log_stream.getvalue()
+    assert "\r" not in log_stream.getvalue()
+    tty = io.StringIO()
+    ui = progress.Progress(True, stream=tty, tty=True)
+    with ui.stage("load"):
+        count = ui.counter("ranks loaded")
+        for i in range(1, 65):
+            count(i, 64)
+    ui.close()
+    assert "\r" in tty.getvalue() and "ranks loaded [" in tty.getvalue() and "64/64" in tty.getvalue()
+    assert [name for name, _ in ui.timings] == ["load"]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = open(f"/proc/{d}/stat").read().rsplit(") ", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == str(pid):
+                out.append(int(d))
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(") ", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
+    """Before: 16 s (the pool finished every queued rank first) on this 256-rank run."""
+    import signal
+    import time
+
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=256, steps=4)
+    p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(tmp_path / "o"), "-j", "2"],
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(_children(p.pid)) < 2 and time.monotonic() < deadline:  # the pool's workers are loading ranks
+        time.sleep(0.2)
+    time.sleep(1.0)
+    kids = _children(p.pid)
+    assert kids and p.poll() is None
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=30)
+    took = time.monotonic() - t0
+    err = p.stderr.read()
+    assert rc == 130 and "interrupted" in err and "Traceback" not in err
+    assert took < 2.0, took  # within a second on an idle machine; margin for a shared one
+    assert not [k for k in kids if _running(k)]
+    assert not (tmp_path / "o").exists()

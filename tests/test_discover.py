@@ -1,15 +1,23 @@
-"""Discovery: every layout, rank ids, duplicates, several runs, nothing recognisable."""
+"""Discovery: every layout, rank ids, runs never merged across experiments, duplicates, missing ranks, hostile
+folders (links, pipes, sparse files, many files)."""
 
 from __future__ import annotations
 
+import json
+import re
+import os
 import shutil
+import socket
+import stat
+import time
+from pathlib import Path
 
 import pytest
 
 from reportgen.discover import discover
 from reportgen.errors import NoProfilingData
 from reportgen.synth import generate_run
-from tests.conftest import sample
+from tests.conftest import SAMPLES, sample
 
 
 @pytest.mark.parametrize("rel,layout,ranks", [
@@ -27,14 +35,6 @@ def test_layouts(rel, layout, ranks):
     (run,) = discover(sample(rel))
     assert run.layout == layout
     assert sorted(run.ranks) == ranks
-
-
-def test_duplicate_rank_keeps_newest_and_says_so():
-    (run,) = discover(sample("real/mindspore_cpu_new_graph_full"))
-    assert list(run.ranks) == [0]
-    dirs = sorted(p.name for p in run.root.glob("*_ascend_ms"))
-    assert run.ranks[0].dir.name == dirs[-1]  # the larger timestamp
-    assert any("newer folder" in i.problem for i in run.issues)
 
 
 def test_two_runs_in_one_folder_are_kept_apart():
@@ -62,3 +62,287 @@ def test_missing_rank_is_not_invented(tmp_path):
     run = generate_run(tmp_path / "r", ranks=8, steps=2, inject=["missing-rank:3"])
     (layout,) = discover(run)
     assert sorted(layout.ranks) == [0, 1, 2, 4, 5, 6, 7]
+
+
+# --- runs are never merged across experiments --------------------------------------------------------------------
+
+
+def _subfolders(group: str) -> list[str]:
+    return sorted(p.name for p in (SAMPLES / group).iterdir() if p.is_dir()) if (SAMPLES / group).is_dir() else []
+
+
+@pytest.mark.parametrize("group", ["real", "ascend", "mindinsight"])
+def test_every_sample_folder_is_its_own_run(group):
+    root = sample(group)
+    runs = discover(root)
+    expected = set(_subfolders(group)) - {"marey_pipeline_4device_derived"}  # not profiler output
+    seen = set()
+    for r in runs:
+        rel = r.rel(r.base)
+        assert rel not in ("", "."), r.label
+        assert r.label not in ("", ".")
+        top = rel.split("/")[0]
+        seen.add(top)
+        for rf in r.ranks.values():  # every rank of a run comes from that run's folder
+            assert r.rel(rf.dir).split("/")[0] == top, (r.label, r.rel(rf.dir))
+        assert not any("newer folder" in i.problem for i in r.issues), r.label
+    assert seen == expected
+    assert len({r.slug for r in runs}) == len(runs)  # one report folder each
+
+
+def test_real_samples_are_not_stitched():
+    """Before: one 4-rank run named "." from three experiments, with 20 'a newer folder also holds rank N' notes."""
+    runs = discover(sample("real"))
+    by = {r.label.split(" ")[0]: r for r in runs}
+    assert sorted(by["mindspore_cpu_dist4_new_graph_skew"].ranks) == [0, 1, 2, 3]
+    assert sorted(by["mindspore_cpu_legacy_graph_databound"].ranks) == [0]
+    assert sorted(by["mindspore_cpu_dist2_envvar_graph"].ranks) == [0, 1]
+    assert len(runs) == 17  # 14 experiments; three of them were profiled in two cycles
+
+
+def test_schedule_repeat_cycles_are_runs_of_their_own():
+    """schedule(repeat=2): one process writes two folders for rank 0, two profiled windows: neither is dropped."""
+    runs = discover(sample("real/mindspore_cpu_new_graph_full"))
+    assert len(runs) == 2
+    assert [sorted(r.ranks) for r in runs] == [[0], [0]]
+    assert runs[0].ranks[0].dir != runs[1].ranks[0].dir
+    assert [r.name.split(",")[0] for r in runs] == ["cycle 1 of 2", "cycle 2 of 2"]
+    assert runs[0].ranks[0].dir.name < runs[1].ranks[0].dir.name  # cycle 1 is the earlier folder
+    assert len({r.slug for r in runs}) == 2
+    assert any("profiled in 2 cycles" in i.problem and i.severity == "info" for i in runs[0].issues)
+
+
+def _rename_launch(d: Path, pid: int, ts: str) -> str:
+    m = re.match(r"^(?P<host>.+?)_(?P<pid>\d+)_(?P<ts>\d{14,17})_(?P<sfx>ascend_(pt|ms))$", d.name)
+    return f"{m.group('host')}_{pid}_{ts}_{m.group('sfx')}"
+
+
+def test_true_duplicate_inside_one_launch_newest_wins(tmp_path):
+    run = generate_run(tmp_path / "r", ranks=4, steps=2)
+    d2 = sorted(run.glob("*_ascend_pt"))[2]
+    dup = run / _rename_launch(d2, 424242, "20261121093001500")  # another process, 1.5 s later, claims rank 2
+    shutil.copytree(d2, dup)
+    (layout,) = discover(run)
+    assert sorted(layout.ranks) == [0, 1, 2, 3]
+    assert layout.ranks[2].dir == dup
+    assert any("newer folder" in i.problem and "rank 2" in i.problem and i.severity == "warning"
+               for i in layout.issues)
+
+
+def test_a_relaunch_into_the_same_folder_is_a_second_run(tmp_path):
+    run = generate_run(tmp_path / "r", ranks=4, steps=2)
+    for d in sorted(run.glob("*_ascend_pt")):
+        shutil.copytree(d, run / _rename_launch(d, 300000 + int(d.name.split("_")[-3][-3:]),
+                                                "20261121103000" + d.name.split("_")[-3][-3:]))
+    runs = discover(run)
+    assert len(runs) == 2 and [sorted(r.ranks) for r in runs] == [[0, 1, 2, 3]] * 2
+    assert all("launch" in r.name for r in runs)
+    assert not any("newer folder" in i.problem for r in runs for i in r.issues)
+
+
+def test_ranks_of_one_job_copied_per_host_are_joined(tmp_path):
+    run = generate_run(tmp_path / "r", ranks=8, steps=2)
+    job = tmp_path / "job"
+    for d in sorted(run.glob("*_ascend_pt")):
+        rank = int(json.loads((d / "profiler_metadata.json").read_text())["distributed_args"]["rank"])
+        host = job / ("host-a" if rank < 4 else "host-b")
+        host.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(d), host / d.name)
+    (layout,) = discover(job)
+    assert sorted(layout.ranks) == list(range(8))
+    assert layout.world_size == 8
+
+
+def test_sibling_experiments_with_disjoint_ranks_stay_apart(tmp_path):
+    """Two single-rank experiments (no world size to tie them) are two runs, not one 2-rank run."""
+    a = generate_run(tmp_path / "gen_a", ranks=1, steps=2)
+    root = tmp_path / "exps"
+    shutil.copytree(a, root / "exp1")
+    shutil.copytree(a, root / "exp2")
+    runs = discover(root)
+    assert [r.rel(r.base) for r in runs] == ["exp1", "exp2"]
+
+
+# --- missing ranks ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout_name", ["ascend", "mindinsight"])
+def test_missing_rank_is_a_warning_that_names_it(tmp_path, layout_name):
+    run = generate_run(tmp_path / "r", layout=layout_name, ranks=8, steps=2, inject=["missing-rank:3"])
+    (layout,) = discover(run)
+    assert 3 not in layout.ranks
+    hits = [i for i in layout.issues if i.ranks == (3,)]
+    assert len(hits) == 1 and hits[0].severity == "warning" and "rank 3 missing" in hits[0].problem
+
+
+def test_missing_rank_becomes_a_warning_finding_with_ranks(tmp_path):
+    from reportgen.analysis import analyze
+    from reportgen.loaders import load_run
+    from reportgen.rules import run_rules
+
+    run = generate_run(tmp_path / "r", ranks=8, steps=3, inject=["missing-rank:5"])
+    findings, _ = run_rules(analyze(load_run(discover(run)[0])))
+    findings = [f if isinstance(f, dict) else f.to_dict() for f in findings]
+    f = [f for f in findings if f["category"] == "data_quality" and 5 in f["ranks"]]
+    assert f and f[0]["severity"] == "warning" and "rank 5" in f[0]["title"]
+
+
+def test_no_missing_rank_without_evidence():
+    for r in discover(sample("real")):  # MindSpore CPU writes no world size: nothing may be claimed
+        assert not any(i.ranks for i in r.issues), r.label
+
+
+# --- hostile folders ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_run(tmp_path):
+    return generate_run(tmp_path / "run", ranks=2, steps=2)
+
+
+def _rank_dir(run: Path, rank: int = 0) -> Path:
+    return sorted(run.glob("*_ascend_pt"))[rank]
+
+
+def _all_files(layouts) -> set[Path]:
+    return {p for lay in layouts for rf in lay.ranks.values() for ps in rf.files.values() for p in ps}
+
+
+def _problems(layouts) -> dict[str, str]:
+    return {i.file: i.problem for lay in layouts for i in lay.issues}
+
+
+def test_symlink_loops_are_named_not_followed(small_run):
+    (small_run / "loop_a").symlink_to(small_run / "loop_b")
+    (small_run / "loop_b").symlink_to(small_run / "loop_a")
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    (out / "self.csv").symlink_to(out / "self.csv")
+    (small_run / "up").symlink_to(small_run, target_is_directory=True)
+    layouts = discover(small_run)
+    probs = _problems(layouts)
+    assert "symbolic link" in probs["loop_a"] and "not followed" in probs["loop_a"]
+    assert "not followed" in probs[f"{_rank_dir(small_run).name}/ASCEND_PROFILER_OUTPUT/self.csv"]
+    assert "folder inside the run" in probs["up"]
+    assert sorted(layouts[0].ranks) == [0, 1]
+
+
+def test_file_links_out_of_the_run_are_never_followed(tmp_path, small_run):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("Device_id,Step\n0,1\n")
+    d = _rank_dir(small_run)
+    out = d / "ASCEND_PROFILER_OUTPUT"
+    (out / "step_trace_time.csv").unlink()
+    (out / "step_trace_time.csv").symlink_to(secret)
+    (d / "profiler_metadata.json").unlink()
+    (d / "profiler_metadata.json").symlink_to(secret)
+    (d / "FRAMEWORK").mkdir(exist_ok=True)
+    (d / "FRAMEWORK" / "cpu_op_type_info_0.csv").symlink_to(secret)
+    (small_run / "outside_dir").symlink_to(tmp_path, target_is_directory=True)
+    layouts = discover(small_run)
+    files = _all_files(layouts)
+    assert not any(os.path.realpath(p) == str(secret.resolve()) for p in files)
+    probs = _problems(layouts)
+    for rel in (f"{d.name}/ASCEND_PROFILER_OUTPUT/step_trace_time.csv", f"{d.name}/profiler_metadata.json",
+                f"{d.name}/FRAMEWORK/cpu_op_type_info_0.csv", "outside_dir"):
+        assert "outside the run folder" in probs[rel], rel
+
+
+def test_a_link_to_a_file_inside_the_run_is_read(small_run):
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    real = small_run / "kept_step_trace.csv"
+    shutil.move(str(out / "step_trace_time.csv"), real)
+    (out / "step_trace_time.csv").symlink_to(real)
+    (layout,) = discover(small_run)
+    assert layout.ranks[0].first("step_trace_time.csv") == out / "step_trace_time.csv"
+
+
+def test_pipes_sockets_and_folders_where_files_belong(small_run):
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    (out / "step_trace_time.csv").unlink()
+    os.mkfifo(out / "step_trace_time.csv")
+    (out / "kernel_details.csv").unlink()
+    (out / "kernel_details.csv").mkdir()
+    sock = socket.socket(socket.AF_UNIX)
+    cwd = os.getcwd()
+    os.chdir(out)  # AF_UNIX paths are short: bind by a relative name
+    try:
+        sock.bind("communication.json.sock")
+    finally:
+        os.chdir(cwd)
+    try:
+        t0 = time.monotonic()
+        layouts = discover(small_run)
+        assert time.monotonic() - t0 < 10
+    finally:
+        sock.close()
+    rf = layouts[0].ranks[0]
+    assert rf.first("step_trace_time.csv") is None and rf.first("kernel_details.csv") is None
+    assert all(os.path.isfile(p) and not stat.S_ISFIFO(os.stat(p).st_mode) for p in _all_files(layouts))
+    probs = _problems(layouts)
+    rel = f"{_rank_dir(small_run).name}/ASCEND_PROFILER_OUTPUT/"
+    assert "named pipe" in probs[rel + "step_trace_time.csv"]
+    assert "folder stands where" in probs[rel + "kernel_details.csv"]
+    assert "socket" in probs[rel + "communication.json.sock"]
+
+
+def test_device_files_are_named_not_read(small_run):
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    (out / "op_statistic.csv").unlink(missing_ok=True)
+    os.mknod(out / "op_statistic.csv", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero: endless
+    layouts = discover(small_run)
+    assert layouts[0].ranks[0].first("op_statistic.csv") is None
+    assert "character device" in _problems(layouts)[f"{_rank_dir(small_run).name}/ASCEND_PROFILER_OUTPUT/op_statistic.csv"]
+
+
+def test_a_fifo_never_blocks_the_report(tmp_path, small_run):
+    from reportgen.cli import main
+
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    (out / "trace_view.json").unlink(missing_ok=True)
+    os.mkfifo(out / "trace_view.json")
+    (_rank_dir(small_run) / "profiler_metadata.json").unlink()
+    os.mkfifo(_rank_dir(small_run) / "profiler_metadata.json")
+    t0 = time.monotonic()
+    assert main([str(small_run), "-o", str(tmp_path / "o"), "-q"]) == 0
+    assert time.monotonic() - t0 < 60
+    dq = json.loads((tmp_path / "o" / "summary.json").read_text())["data_quality"]
+    assert any("named pipe" in q["problem"] for q in dq)
+
+
+def test_a_sparse_two_gigabyte_file_is_named_and_skipped(small_run):
+    import resource
+
+    out = _rank_dir(small_run) / "ASCEND_PROFILER_OUTPUT"
+    with open(out / "trace_view.json", "wb") as f:
+        f.truncate(2 * 1024 ** 3)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.monotonic()
+    (layout,) = discover(small_run)
+    assert time.monotonic() - t0 < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KB
+    assert layout.ranks[0].first("trace_view.json") is None
+    assert any("sparse" in i.problem and i.file.endswith("trace_view.json") for i in layout.issues)
+
+
+def test_fifty_thousand_tiny_files_bounded_and_noted(small_run):
+    junk = small_run / "junk"
+    junk.mkdir()
+    for i in range(50_000):
+        (junk / f"f{i:05d}.txt").touch()
+    t0 = time.monotonic()
+    (layout,) = discover(small_run)
+    assert time.monotonic() - t0 < 10
+    assert sorted(layout.ranks) == [0, 1]
+    assert any(i.file == "junk" and "50,000 entries" in i.problem for i in layout.issues)
+
+
+def test_discovery_imports_nothing_from_the_loaders():
+    import subprocess
+    import sys
+
+    code = ("import sys, reportgen.discover; "
+            "print(sorted(m for m in sys.modules if m.startswith('reportgen.loaders')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
@@ -329,13 +330,18 @@ def load_run(layout: "RunLayout", jobs: int = 1,
                                 "only msprof-analyze's cluster-level output is present; per-rank pages show "
                                 "what that file holds", "info"))
     elif jobs > 1 and total >= PARALLEL_MIN_RANKS:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
+        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        try:
             futs = [ex.submit(load_rank, rf, root, layout.layout) for _, rf in items]
             for i, fut in enumerate(futs, 1):
                 d = fut.result()
                 ranks[d.info.rank] = d
                 if progress:
                     progress(i, total)
+        except BaseException:  # Ctrl-C (or a failure): stop the workers now, do not wait for queued ranks
+            _stop_pool(ex)
+            raise
+        ex.shutdown()
     else:
         for i, (_, rf) in enumerate(items, 1):
             d = load_rank(rf, root, layout.layout)
@@ -354,6 +360,20 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:
             info.stage_source = "the stage layout of the parallel_strategy files (stageDevices)"
     return Run(root=root, info=info, ranks=ranks, issues=issues, strategy=strat)
+
+
+def _worker_init() -> None:
+    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(ex: ProcessPoolExecutor) -> None:
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=1)
 
 
 def _load_strategy(layout: "RunLayout", ranks: dict[int, RankData], issues: list[DataIssue]):

@@ -1,44 +1,16 @@
-"""Tiny metadata reads used by discovery (rank ids). Failures return None; the loaders report them."""
+"""Streaming Chrome-trace readers shared by the loaders (timeline, host steps, overlap, step operators).
+
+The discovery peeks (rank ids, world size) live in `reportgen.discover.peek`: discovery imports nothing from the
+loaders.
+"""
 
 from __future__ import annotations
 
-import csv
 import gzip
-import json
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 import ijson
-
-
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def profiler_info_rank(path: Path) -> Optional[int]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return _int(data.get("rank_id")) if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
-def msprof_rank(device_dir: Path) -> Optional[int]:
-    """Rank of an msprof device folder from `info.json.N` (`rank_id`), if written."""
-    for p in sorted(device_dir.glob("info.json.*")):
-        try:
-            with open(p, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            continue
-        rid = _int(data.get("rank_id")) if isinstance(data, dict) else None
-        if rid is not None and rid >= 0:
-            return rid
-    return None
 
 
 def open_maybe_gzip(path: Path):
@@ -61,36 +33,3 @@ def trace_events(path: Path) -> Iterator[dict]:
         for e in ijson.items(f, prefix, use_float=True):
             if isinstance(e, dict):
                 yield e
-
-
-def kineto_header(path: Path) -> dict:
-    """Read `distributedInfo.rank` and `host_name` from a Kineto trace without reading its events."""
-    out: dict = {}
-    try:
-        with open_maybe_gzip(path) as f:
-            for prefix, event, value in ijson.parse(f):
-                if prefix == "distributedInfo.rank" and event == "number":
-                    out["rank"] = int(value)
-                elif prefix == "distributedInfo.world_size" and event == "number":
-                    out["world_size"] = int(value)
-                elif prefix == "host_name" and event == "string":
-                    out["host"] = value
-                elif prefix == "traceEvents" and event == "start_array":
-                    break
-    except Exception:  # noqa: BLE001 - a broken trace is reported by the loader
-        pass
-    return out
-
-
-def cluster_step_trace_ranks(path: Path) -> list[int]:
-    ranks: set[int] = set()
-    try:
-        with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
-            for row in csv.DictReader(f):
-                if (row.get("Type") or "").strip() == "rank":
-                    r = _int(row.get("Index"))
-                    if r is not None:
-                        ranks.add(r)
-    except (OSError, csv.Error):
-        pass
-    return sorted(ranks)

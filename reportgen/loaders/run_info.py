@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from reportgen.model import RankData, RunInfo
+from reportgen.model import LAYOUT_LABELS, RankData, RunInfo
 
 if TYPE_CHECKING:
     from reportgen.discover import RunLayout
@@ -27,8 +27,6 @@ def _int(v) -> Optional[int]:
 
 def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
                    stage_sets: Optional[list[list[int]]] = None) -> RunInfo:
-    from reportgen.discover import LAYOUT_LABELS
-
     info = RunInfo(path=str(layout.root), layout=layout.layout, layout_label=LAYOUT_LABELS[layout.layout])
     if layout.base != layout.root:
         info.notes.append(f"sub-run {layout.rel(layout.base)}")

@@ -20,13 +20,24 @@ Re-collect the profile for them if possible (check the disk was not full and the
 profiler wrote its output), or copy the missing files from the hosts."""
 
 
+def _about_ranks(issues) -> list[Finding]:
+    """A problem that names ranks (a rank missing altogether): a warning finding with those ranks."""
+    return [Finding(
+        id="data-quality.ranks", category="data_quality", severity="warning",
+        title=i.problem if len(i.problem) < 300 else i.problem[:297] + "…", advice=ADVICE,
+        why="The verdict about the rest of the run is weaker: a rank is missing from every comparison.",
+        page=urls.DATA_QUALITY, ranks=sorted(i.ranks), files=[i.file] if i.file else [],
+        evidence={"problems": [i.problem]}) for i in issues]
+
+
 def check(ctx: Context) -> list[Finding]:
     by_file: dict[str, list] = {}
+    ranked = [i for i in ctx.a.issues if getattr(i, "ranks", ()) and i.severity in ("error", "warning")]
     for i in ctx.a.issues:
-        if i.severity in ("error", "warning"):
+        if i.severity in ("error", "warning") and i not in ranked:
             by_file.setdefault(i.file, []).append(i)
     if not by_file:
-        return []
+        return _about_ranks(ranked)
     order = sorted(by_file, key=lambda f: (0 if any(i.severity == "error" for i in by_file[f]) else 1, f))
     limit = int(ctx.t("max_findings"))
     out = []
@@ -51,7 +62,7 @@ def check(ctx: Context) -> list[Finding]:
             title=f"{len(rest)} more files have problems (listed in the data-quality table)",
             advice=ADVICE, page=urls.DATA_QUALITY, files=[f for f in rest if f],
             evidence={"files": len(rest)}))
-    return out
+    return _about_ranks(ranked) + out
 
 
 RULE = Rule(

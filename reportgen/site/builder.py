@@ -9,10 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -26,14 +22,16 @@ from jinja2 import (
 from markupsafe import Markup
 
 from reportgen import __version__
-from reportgen.errors import OutputError
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
 from reportgen.urls import INDEX, resolve_hrefs, url_function
 
-MARKER = ".msreport"
+# Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
+from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
+                                   write_index_files)
+from reportgen.site.output import atomic_write as _atomic_write  # noqa: E402
 
 
 def _fmt_ms(v) -> str:
@@ -105,20 +103,6 @@ def make_env() -> Environment:
     return env
 
 
-def check_output(out: Path, run_root: Path, single_file: bool) -> None:
-    out_r, root_r = out.resolve(), run_root.resolve()
-    if out_r == root_r or root_r.is_relative_to(out_r):
-        raise OutputError(f"output {out} would contain the run folder {run_root}; choose another output path")
-    if single_file:
-        if out.is_dir():
-            raise OutputError(f"{out} is a folder; --single-file needs a file name such as report.html")
-        return
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
-        raise OutputError(f"{out} exists, is not empty and is not an msreport report; refusing to overwrite it")
-
-
 def _csv_text(columns: list[dict], rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -180,29 +164,6 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w", encoding="utf-8") as f:
         timeline.export_trace(src, f, ex.convert)
-
-
-@contextmanager
-def staged_folder(out: Path):
-    """Yield a temporary sibling of `out`; on success it replaces `out`, on failure it is removed."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        yield tmp
-        _swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 SHARED_SPECS = "assets/rank-specs.js"
@@ -268,17 +229,6 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     return out
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:
     """Landing page (and combined summary) for a folder that holds several runs.
 
@@ -286,12 +236,4 @@ def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, s
     """
     html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
                                                        css=Markup(static_text("report.css")))
-    text = json.dumps(summary, indent=2, allow_nan=False)
-    if single_file:
-        _atomic_write(out, html)
-        _atomic_write(out.with_name(out.stem + ".summary.json"), text)
-        return out
-    (out / INDEX).write_text(html, encoding="utf-8")
-    (out / "summary.json").write_text(text, encoding="utf-8")
-    (out / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
-    return out / INDEX
+    return write_index_files(out, html, json.dumps(summary, indent=2, allow_nan=False), single_file=single_file)

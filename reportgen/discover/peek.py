@@ -1,0 +1,145 @@
+"""Tiny metadata reads used by discovery (rank ids, world size, launch facts).
+
+Failures return None (or an empty result); the loaders report broken files. Every peek opens regular files only
+(a named pipe never blocks) and reads at most `MAX_PEEK_BYTES` of JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Optional
+
+import ijson
+
+MAX_PEEK_BYTES = 4 * 1024 * 1024  # a metadata file larger than this is not peeked at (the loader judges it)
+MAX_CSV_PEEK_ROWS = 1_000_000
+
+
+def _int(v) -> Optional[int]:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open `path` for binary reading if it is a regular file; raise OSError otherwise (never blocks on a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_maybe_gzip(path: Path):
+    f = open_regular(path)
+    return gzip.GzipFile(fileobj=f, mode="rb") if path.name.endswith(".gz") else f
+
+
+def read_small_json(path: Path):
+    """The parsed JSON of a small regular file, or None (missing, too large, not JSON, nested too deep)."""
+    try:
+        with open_regular(path) as f:
+            raw = f.read(MAX_PEEK_BYTES + 1)
+        if len(raw) > MAX_PEEK_BYTES:
+            return None
+        return json.loads(raw.decode("utf-8-sig", errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def profiler_info_rank(path: Path) -> Optional[int]:
+    data = read_small_json(path)
+    return _int(data.get("rank_id")) if isinstance(data, dict) else None
+
+
+def profiler_info_facts(path: Path) -> dict:
+    """`rank_size` and `profiling_start_time` from a profiler_info file (MindSpore), where written."""
+    data = read_small_json(path)
+    out: dict = {}
+    if isinstance(data, dict):
+        size = _int(data.get("rank_size"))
+        if size is not None and size > 0:
+            out["world_size"] = size
+        if isinstance(data.get("profiling_start_time"), str):
+            out["start"] = data["profiling_start_time"]
+    return out
+
+
+def metadata_facts(path: Path) -> dict:
+    """World size and the ranks named by the parallel groups of a torch_npu / MindSpore profiler_metadata.json."""
+    data = read_small_json(path)
+    out: dict = {}
+    if not isinstance(data, dict):
+        return out
+    dargs = data.get("distributed_args")
+    if isinstance(dargs, dict):
+        ws = _int(dargs.get("world_size"))
+        if ws is not None and ws > 0:
+            out["world_size"] = ws
+    groups = data.get("parallel_group_info")
+    ranks: set[int] = set()
+    if isinstance(groups, dict):
+        for g in groups.values():
+            if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
+                ranks.update(r for r in (_int(x) for x in g["global_ranks"][:100_000]) if r is not None and r >= 0)
+    if ranks:
+        out["group_ranks"] = ranks
+    return out
+
+
+def msprof_rank(info_files: list[Path]) -> Optional[int]:
+    """Rank of an msprof device folder from its `info.json.N` files (`rank_id`), if written."""
+    for p in sorted(info_files):
+        data = read_small_json(p)
+        rid = _int(data.get("rank_id")) if isinstance(data, dict) else None
+        if rid is not None and rid >= 0:
+            return rid
+    return None
+
+
+def kineto_header(path: Path) -> dict:
+    """Read `distributedInfo.rank` and `host_name` from a Kineto trace without reading its events."""
+    out: dict = {}
+    try:
+        with _open_maybe_gzip(path) as f:
+            for prefix, event, value in ijson.parse(f):
+                if prefix == "distributedInfo.rank" and event == "number":
+                    out["rank"] = int(value)
+                elif prefix == "distributedInfo.world_size" and event == "number":
+                    out["world_size"] = int(value)
+                elif prefix == "host_name" and event == "string":
+                    out["host"] = value
+                elif prefix == "traceEvents" and event == "start_array":
+                    break
+    except Exception:  # noqa: BLE001 - a broken trace is reported by the loader
+        pass
+    return out
+
+
+def cluster_step_trace_ranks(path: Path) -> list[int]:
+    ranks: set[int] = set()
+    try:
+        with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace",
+                                                          newline="") as f:
+            for n, row in enumerate(csv.DictReader(f)):
+                if n >= MAX_CSV_PEEK_ROWS:
+                    break
+                if (row.get("Type") or "").strip() == "rank":
+                    r = _int(row.get("Index"))
+                    if r is not None and r >= 0:
+                        ranks.add(r)
+    except (OSError, csv.Error, ValueError):
+        pass
+    return sorted(ranks)

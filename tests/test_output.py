@@ -1,0 +1,311 @@
+"""Output writing: umask, read-only / full / odd places, mount points, files users added, stale staging folders of
+killed runs, concurrent runs, kill -9 during writing."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reportgen.cli import main
+from reportgen.errors import OutputError
+from reportgen.site import output
+from reportgen.synth import generate_run
+
+
+@pytest.fixture(scope="module")
+def run4(tmp_path_factory) -> Path:
+    return generate_run(tmp_path_factory.mktemp("run4") / "run", ranks=4, steps=3, seed=2)
+
+
+def _cli(*args, umask=None, **kw):
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], capture_output=True, text=True,
+                          preexec_fn=pre, **kw)
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("msreport: error:") and "internal error" not in lines[0] and "Traceback" not in stderr
+    return lines[0]
+
+
+def _modes(root: Path) -> tuple[set[int], set[int]]:
+    dirs, files = {root.stat().st_mode & 0o777}, set()
+    for p in root.rglob("*"):
+        (dirs if p.is_dir() else files).add(p.stat().st_mode & 0o777)
+    return dirs, files
+
+
+# --- umask ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask,dmode,fmode", [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)])
+def test_files_follow_the_users_umask(tmp_path, run4, umask, dmode, fmode):
+    """Before: drwx------ / -rw------- whatever the umask (mkdtemp / mkstemp)."""
+    r = _cli(run4, "-o", tmp_path / "site", "-q", umask=umask)
+    assert r.returncode == 0, r.stderr
+    dirs, files = _modes(tmp_path / "site")
+    assert dirs == {dmode} and files == {fmode}
+    r = _cli(run4, "-o", tmp_path / "one.html", "--single-file", "-q", umask=umask)
+    assert r.returncode == 0, r.stderr
+    assert {(tmp_path / n).stat().st_mode & 0o777 for n in ("one.html", "one.summary.json")} == {fmode}
+
+
+# --- places that cannot be written ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["/proc/msreport-test/out", "/proc/self/status/out", "/dev/null/out"])
+def test_unwritable_places_are_one_line_exit_2(run4, target):
+    r = _cli(run4, "-o", target)
+    assert r.returncode == 2
+    _one_error_line(r.stderr)
+
+
+def _tmpfs(path: Path, opts: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True).returncode == 0
+
+
+def _umount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@pytest.mark.parametrize("opts,words", [("size=1m,ro", "read-only"), ("size=160k", "No space left")])
+def test_read_only_and_full_file_systems(tmp_path, run4, opts, words):
+    mnt = tmp_path / "mnt"
+    if os.geteuid() != 0 or not _tmpfs(mnt, opts):
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        r = _cli(run4, "-o", mnt / "out")
+        assert r.returncode == 2
+        assert words in _one_error_line(r.stderr)
+        if "ro" not in opts:
+            assert not [p for p in mnt.iterdir()]  # nothing half-written left behind
+    finally:
+        _umount(mnt)
+
+
+def test_disk_full_while_writing_keeps_the_previous_report(tmp_path, run4, monkeypatch, capsys):
+    out = tmp_path / "report"
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    before = (out / "summary.json").read_text()
+    real = Path.write_text
+
+    def full(self, *a, **k):
+        if self.name.endswith(".html") and ".tmp-" in str(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert main([str(run4), "-o", str(out), "-q"]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert (out / "summary.json").read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+# --- mount points -------------------------------------------------------------------------------------------------
+
+
+def test_an_output_folder_that_cannot_be_renamed_is_written_into(tmp_path, run4, monkeypatch):
+    """A CI artifact volume: renaming it fails (EBUSY); the report is written into it instead."""
+    out = tmp_path / "artifacts"
+    out.mkdir()
+    real = os.replace
+
+    def busy(src, dst, *a, **k):
+        if Path(src) == out:
+            raise OSError(errno.EBUSY, "Device or resource busy", str(src))
+        return real(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", busy)
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    assert (out / "index.html").is_file() and (out / ".msreport").is_file()
+    (out / "notes.txt").write_text("mine")
+    assert main([str(run4), "-o", str(out), "-q"]) == 0  # again, over the earlier report
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["artifacts"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".msreport.")]
+
+
+def test_a_bind_mount_as_output(tmp_path, run4):
+    src, mnt = tmp_path / "vol", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(src), str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to bind-mount")
+    try:
+        assert output.is_mount(mnt)
+        r = _cli(run4, "-o", mnt, "-q")
+        assert r.returncode == 0, r.stderr  # before: "Device or resource busy", exit 1
+        (mnt / "keep.txt").write_text("x")
+        r = _cli(run4, "-o", mnt, "-q")
+        assert r.returncode == 0, r.stderr
+        assert (src / "index.html").is_file() and (src / "keep.txt").read_text() == "x"
+    finally:
+        _umount(mnt)
+
+
+# --- files the report did not write ----------------------------------------------------------------------------
+
+
+def test_files_a_user_added_are_kept_and_stale_report_files_removed(tmp_path):
+    big = generate_run(tmp_path / "big", ranks=8, steps=3)
+    small = generate_run(tmp_path / "small", ranks=4, steps=3)
+    out = tmp_path / "report"
+    assert main([str(big), "-o", str(out), "-q"]) == 0
+    assert (out / "ranks" / "rank-7.html").is_file()
+    (out / "NOTES.md").write_text("my notes")
+    (out / "mine").mkdir()
+    (out / "mine" / "plot.png").write_bytes(b"\x89PNG")
+    (out / "ranks" / "annotated-rank-3.html").write_text("mine too")
+    assert main([str(small), "-o", str(out), "-q"]) == 0
+    assert not (out / "ranks" / "rank-7.html").exists()  # a page of the earlier report: ours, removed
+    assert (out / "NOTES.md").read_text() == "my notes"
+    assert (out / "mine" / "plot.png").read_bytes() == b"\x89PNG"
+    assert (out / "ranks" / "annotated-rank-3.html").read_text() == "mine too"
+    manifest = output.read_manifest(out)
+    assert "index.html" in manifest and "NOTES.md" not in manifest
+
+
+def test_a_user_file_where_the_report_writes_is_refused(tmp_path, run4):
+    out = tmp_path / "report"
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    (out / "summary.json").unlink()
+    lines = (out / ".msreport").read_text().splitlines()
+    (out / ".msreport").write_text("\n".join(l for l in lines if l != "summary.json") + "\n")
+    (out / "summary.json").write_text("a user's file")
+    assert main([str(run4), "-o", str(out), "-q"]) == 2
+    assert (out / "summary.json").read_text() == "a user's file"
+
+
+def test_single_file_never_overwrites_a_foreign_html(tmp_path, run4):
+    page = tmp_path / "page.html"
+    page.write_text("<html>my page</html>")
+    assert main([str(run4), "-o", str(page), "--single-file", "-q"]) == 2
+    assert page.read_text() == "<html>my page</html>"
+    ours = tmp_path / "ours.html"
+    assert main([str(run4), "-o", str(ours), "--single-file", "-q"]) == 0
+    assert main([str(run4), "-o", str(ours), "--single-file", "-q"]) == 0
+
+
+# --- stale staging folders ------------------------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_stale_staging_folders_of_dead_runs_are_removed_others_kept(tmp_path, run4):
+    import socket
+
+    out = tmp_path / "report"
+    dead, alive = _dead_pid(), os.getppid()
+    stale = tmp_path / f".report.tmp-{dead}-0badc0de"
+    live = tmp_path / f".report.tmp-{alive}-0badc0de"
+    foreign = tmp_path / ".report.tmp-x1y2z3"  # not ours (no pid in the name): never touched
+    for d, pid in ((stale, dead), (live, alive), (foreign, dead)):
+        d.mkdir()
+        (d / output.STAGING_MARK).write_text(f"{socket.gethostname()} {pid}\n")
+    stale_file = tmp_path / f".report.tmp-{dead}-feedf00d"
+    stale_file.write_text("half a file")
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    assert not stale.exists() and not stale_file.exists()
+    assert live.exists() and foreign.exists()
+
+
+def test_a_report_left_aside_by_a_kill_is_put_back(tmp_path, run4):
+    out = tmp_path / "report"
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    aside = tmp_path / f".report.old-{_dead_pid()}"
+    os.replace(out, aside)  # killed between the two renames
+    output.clean_stale(out)
+    assert (out / "index.html").is_file() and not aside.exists()
+
+
+def test_kill_9_during_writing_leaves_the_report_and_no_orphans(tmp_path):
+    """Before: 4 of 13 kills left a .NAME.tmp-* folder behind for ever."""
+    run = generate_run(tmp_path / "run", ranks=32, steps=4, seed=3)
+    out = tmp_path / "report"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    before = (out / "summary.json").read_text()
+    for delay in (1.0, 1.8, 2.6, 3.4):
+        p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(out), "-q"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert json.loads((out / "summary.json").read_text())["run"] == json.loads(before)["run"]
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "run"]
+
+
+# --- concurrent runs --------------------------------------------------------------------------------------------------
+
+
+def test_a_second_run_on_the_same_output_fails_clearly(tmp_path, run4):
+    out = tmp_path / "report"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from reportgen.site.output import output_lock\n"
+        f"with output_lock(Path({str(out)!r})):\n    print('locked', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = _cli(run4, "-o", out)
+        assert r.returncode == 2
+        line = _one_error_line(r.stderr)
+        assert f"another msreport (pid {holder.pid}) is writing" in line
+    finally:
+        holder.kill()
+        holder.wait()
+    r = _cli(run4, "-o", out, "-q")  # the lock died with its holder
+    assert r.returncode == 0, r.stderr
+    assert not output.lock_path(out).exists()
+
+
+def test_two_runs_at_once_one_wins_cleanly(tmp_path, run4):
+    out = tmp_path / "report"
+    cmd = [sys.executable, "-m", "reportgen", str(run4), "-o", str(out), "-q"]
+    a = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    b = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    ra, rb = a.wait(), b.wait()
+    err_b = b.stderr.read()
+    assert ra == 0
+    assert rb in (0, 2)  # 2 while `a` holds the lock (the usual case), 0 if `a` had already finished
+    if rb == 2:
+        assert "is writing" in _one_error_line(err_b)
+    assert json.loads((out / "summary.json").read_text())["run"]["ranks"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_output_lock_is_exclusive_in_process(tmp_path):
+    out = tmp_path / "r"
+    with output.output_lock(out):
+        with pytest.raises(OutputError, match="is writing"):
+            with output.output_lock(out):
+                pass
+    with output.output_lock(out):
+        pass
+
+
+def test_a_report_from_before_the_file_list_keeps_what_it_cannot_tell_apart(tmp_path, run4):
+    out = tmp_path / "report"
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    (out / ".msreport").write_text("msreport 0.0.9\n")  # an earlier version: no list of files
+    (out / "mine.txt").write_text("x")
+    assert main([str(run4), "-o", str(out), "-q"]) == 0
+    assert (out / "mine.txt").read_text() == "x"
+    assert "mine.txt" not in output.read_manifest(out)
