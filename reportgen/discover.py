@@ -255,9 +255,14 @@ def _ascend_rank(d: Path) -> tuple[Optional[int], RankFiles, str]:
             if p.is_file() and not p.is_symlink():
                 rf.add(p.name, p)
                 _add_legacy_family(rf, p)
-                mm = re.match(r"^ascend_(pytorch|mindspore)_profiler_(\d+)\.db$", p.name)
-                if mm and rank is None:
+                mm = re.match(r"^ascend_(pytorch|mindspore)_profiler(?:_(\d+))?\.db$", p.name)
+                if mm:
+                    rf.add("profiler_db", p)
+                if mm and mm.group(2) and rank is None:
                     rank, how = int(mm.group(2)), "profiler database file name"
+    for p in sorted(d.glob("PROF_*/msprof_*.db")):  # msprof's own unified DB (kept without data simplification)
+        if p.is_file() and not p.is_symlink():
+            rf.add("profiler_db", p)
     fw = d / "FRAMEWORK"
     if fw.is_dir():
         suffixes = set()

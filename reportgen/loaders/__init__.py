@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, flops, host_steps, memory, metadata,
+from reportgen.loaders import (communication, cpu_usage, dataprep, db, flops, host_steps, memory, metadata,
                                operators, overlap, step_ops, step_trace, strategy, timeline)
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -69,16 +69,17 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if p is not None:
         metadata.load_profiler_metadata(p, info, log)
     stt = rf.first("step_trace_time.csv")
-    db = rf.first("analysis.db")
     tv = rf.first("trace_view.json")
     if stt is not None:
         data.step_trace = step_trace.load_modern_step_trace(stt, log)
         if info.device is None and data.step_trace is not None:
             info.device = data.step_trace.device
-    if data.step_trace is None and db is not None:
-        data.step_trace = step_trace.load_db_step_trace(db, log)
-        if data.step_trace is not None:
-            log.add(db, "no readable step_trace_time.csv; step times read from the DB export (analysis.db)", "info")
+    comm, matrix = rf.first("communication.json"), rf.first("communication_matrix.json")
+    if comm is not None or matrix is not None:
+        data.communication = communication.load_modern_communication(comm, matrix, log, info.parallel_groups,
+                                                                     info.rank)
+    # export_type=db: whatever the text files did not give comes from the DB files (and unread ones are named)
+    db.load_db_rank(rf, data, log, text_step_trace=data.step_trace is not None)
     if data.step_trace is None and tv is not None:
         data.step_trace = overlap.load_trace_view_step_trace(tv, log)
         if data.step_trace is not None:
@@ -89,10 +90,6 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; step times are host ProfilerStep durations from "
                     "trace_view.json (no computing/communication split)", "info")
-    comm, matrix = rf.first("communication.json"), rf.first("communication_matrix.json")
-    if comm is not None or matrix is not None:
-        data.communication = communication.load_modern_communication(comm, matrix, log, info.parallel_groups,
-                                                                     info.rank)
     if data.step_trace is None:
         if any(k.startswith("framework/cpu_") for k in rf.files):
             log.add(rf.dir, "MindSpore CPU profiler output: it writes no step trace, so no step times "
