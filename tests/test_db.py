@@ -12,14 +12,13 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.discover import discover
-from reportgen.loaders import load_run
 from reportgen.loaders import db as dbl
+from reportgen.loaders import load_run
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.step_trace import load_db_step_trace
 from reportgen.rules import run_rules
 from reportgen.synth import generate_run
-
 from tests.conftest import sample
 
 DB_SAMPLE = "ascend/msinsight_pytorch_2rank_level1_db"

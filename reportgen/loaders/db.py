@@ -40,14 +40,23 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog
-from reportgen.loaders.communication import (MATRIX_KEY_RE, _frames, _link_record, _modern_op, _self_links,
-                                             _split_group, _steps_from_ops, _step_of_key, op_kind, optype_of)
+from reportgen.loaders.communication import (
+    MATRIX_KEY_RE,
+    _frames,
+    _link_record,
+    _modern_op,
+    _self_links,
+    _split_group,
+    _step_of_key,
+    _steps_from_ops,
+    op_kind,
+    optype_of,
+)
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.memory import TOP_ALLOCATIONS, _downsample
 from reportgen.loaders.operators import side_of_core
 from reportgen.loaders.step_trace import complete_modern, modern_frame
-from reportgen.model import (OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData,
-                             StepTrace)
+from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData, StepTrace
 
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles
@@ -229,7 +238,8 @@ def read_step_trace(db: Db) -> Optional[StepTrace]:
     steps = db.query("SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs", "STEP_TIME") or []
     steps = [(s, int(a), int(b)) for s, a, b in steps if a is not None and b is not None and int(b) > int(a)]
     rows = db.query("SELECT type, startNs, endNs FROM OVERLAP_ANALYSIS", "OVERLAP_ANALYSIS") or []
-    seg = np.array([(int(k), int(a), int(b)) for k, a, b in rows if None not in (k, a, b)], dtype="int64").reshape(-1, 3)
+    seg = np.array([(int(k), int(a), int(b)) for k, a, b in rows if None not in (k, a, b)],
+                   dtype="int64").reshape(-1, 3)
     if not steps or not len(seg):
         return None
     records = []
@@ -331,7 +341,8 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
         return None
     of, lf = _frames(ops, links)
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
-                         ops=of, links=lf, local_links=True, self_local=_self_links(links, _known(parallel_groups, rank)),
+                         ops=of, links=lf, local_links=True,
+                         self_local=_self_links(links, _known(parallel_groups, rank)),
                          unit_note="CANN analysis.db CommAnalyzer* tables (the communication.json twins): times in "
                                    "ms, sizes in MB, bandwidth in GB/s; SDMA already includes HCCS/PCIE/SIO traffic.")
 
@@ -346,8 +357,7 @@ def _known(parallel_groups: dict, rank: int) -> dict[str, int]:
     return known
 
 
-def read_profiler_communication(db: Db, steps: Optional[StepTrace], parallel_groups: dict, rank: int
-                                ) -> Optional[Communication]:
+def read_profiler_communication(db: Db, parallel_groups: dict, rank: int) -> Optional[Communication]:
     """COMMUNICATION_OP alone (no analysis.db): per op its span (the elapse) and, when the generation has it,
     `waitNs`; transit/sync/idle are not in this table (NaN). Steps from STEP_TIME windows."""
     if not db.has("COMMUNICATION_OP", "opName", "startNs", "endNs"):
@@ -564,7 +574,7 @@ def load_db_rank(rf: "RankFiles", data: RankData, log: IssueLog, text_step_trace
                 used.setdefault(anal[0], []).append("communication (CommAnalyzerTime, CommAnalyzerBandwidth, "
                                                     "CommAnalyzerMatrix)")
         if data.communication is None and pdb is not None:
-            data.communication = read_profiler_communication(pdb, data.step_trace, info.parallel_groups, info.rank)
+            data.communication = read_profiler_communication(pdb, info.parallel_groups, info.rank)
             if data.communication is not None:
                 used.setdefault(main, []).append("communication (COMMUNICATION_OP)")
         if data.operators is None and pdb is not None:
