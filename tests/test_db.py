@@ -67,6 +67,7 @@ def test_db_sample_fills_communication_operators_memory_and_index(db_run):
         assert d.info.device == r
     assert db_run.info.parallel_index == {0: {"tp": 0, "dp": 0, "pp": 0}, 1: {"tp": 0, "dp": 1, "pp": 0}}
     assert db_run.info.parallel_sizes["dp"] == 8
+    assert "inferred" in db_run.info.parallel_mode_source  # not credited to a profiler_metadata.json that is absent
     probs = [i.problem for i in db_run.all_issues()]
     assert any(p.startswith("read from the DB export: step trace (StepTraceTime); communication") for p in probs)
     assert any("operators (TASK, COMPUTE_TASK_INFO, COMMUNICATION_OP)" in p for p in probs)
@@ -182,6 +183,8 @@ def test_db_numbers_equal_text_numbers(twin):
         for f in ("device", "host", "distributed_args", "parallel_groups", "rank_size"):
             assert getattr(a.info, f) == getattr(b.info, f), f
     assert text.info.parallel_index == db.info.parallel_index and text.info.parallel_index
+    assert text.info.parallel_mode == db.info.parallel_mode
+    assert db.info.parallel_mode_source == "ascend_pytorch_profiler_0.db META_DATA distributed_args"
 
 
 def test_unread_db_is_named_in_data_quality(twin):

@@ -257,6 +257,9 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
     info = build_run_info(layout, ranks, stage_sets)
+    dsrc = next((d.info.distributed_args_source for _, d in sorted(ranks.items()) if d.info.distributed_args), "")
+    if dsrc and info.parallel_mode_source == "profiler_metadata.json distributed_args":
+        info.parallel_mode_source = dsrc  # the DB export's META_DATA, or the layout inferred from its HCCL group
     if strat is not None:
         info.parallel_mode_raw = info.parallel_mode_raw or strat.parallel_type
         if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:

@@ -154,6 +154,7 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
         dargs = _json_value(rows.get("distributed_args"), db, "distributed_args")
         if isinstance(dargs, dict) and not info.distributed_args:
             info.distributed_args = dargs
+            info.distributed_args_source = f"{db.path.name} META_DATA distributed_args"
             ws = _int(dargs.get("world_size"))
             if ws:
                 info.rank_size = info.rank_size or ws
@@ -218,7 +219,9 @@ def infer_world_group(db: Db, data: RankData) -> Optional[str]:
     if not size or size <= info.rank:
         return None
     info.distributed_args = {"world_size": size, "data_parallel_size": size, "tensor_model_parallel_size": 1,
-                             "pipeline_model_parallel_size": 1, "inferred": "one HCCL group over all ranks"}
+                             "pipeline_model_parallel_size": 1}
+    info.distributed_args_source = (f"{db.path.name}, inferred: no parallel metadata, one HCCL group of {size} "
+                                    "ranks whose local ranks are the global ranks")
     info.rank_size = info.rank_size or size
     return (f"no distributed_args or parallel_group_info in META_DATA; every collective of this rank runs in one "
             f"HCCL group of {size} ranks in which its local rank is its global rank, so the run is taken as pure "
