@@ -139,6 +139,7 @@ class RankInfo:
     rank_size: Optional[int] = None
     distributed_args: dict = field(default_factory=dict)
     parallel_groups: dict = field(default_factory=dict)  # group id -> {group_name, global_ranks}
+    distributed_args_source: str = ""  # where distributed_args came from when not profiler_metadata.json (DB export)
 
 
 # --- communication -------------------------------------------------------------------------------

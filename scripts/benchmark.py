@@ -1,6 +1,6 @@
 """Benchmark msreport on big synthetic runs: time per stage and peak memory.
 
-    python scripts/benchmark.py --ranks 512 1024 4096 --steps 20 [--layout ascend] [--jobs 2]
+    python scripts/benchmark.py --ranks 512 1024 4096 --steps 20 [--layout ascend] [--jobs 2] [--export db]
     python scripts/benchmark.py --trace-mb 2000     # stream a big trace_view.json: time and peak memory
 
 Prints one line per run; numbers go into closing notes, not into unit tests.
@@ -38,12 +38,12 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool) -> dict:
+def bench(ranks: int, steps: int, layout: str, jobs: int, keep: bool, export: str = "text") -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f"msreport-bench-{ranks}-"))
     t = {}
     t0 = time.perf_counter()
     run_dir = generate_run(tmp / "run", layout=layout, ranks=ranks, steps=steps, stages=4 if ranks >= 8 else 1,
-                           trace_view=layout == "ascend",
+                           trace_view=layout == "ascend", export=export,
                            inject=[f"slow-rank:{ranks // 3}:compute:1.3"]
                            + (["unbalanced-stage:2:1.3"] if ranks >= 8 else [])
                            + ([f"slow-link:{link[0]}-{link[1]}"] if (link := _slow_link(ranks)) else [])
@@ -176,17 +176,19 @@ def main() -> None:
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--export", default="text", choices=("text", "db", "both"),
+                   help="Ascend layout: text export, torch_npu's DB export only, or both")
     p.add_argument("--trace-mb", type=int, default=0, help="only benchmark streaming a trace_view.json of this size")
     a = p.parse_args()
     if a.trace_mb:
         bench_trace(a.trace_mb)
         return
     for n in a.ranks:
-        r = bench(n, a.steps, a.layout, a.jobs, a.keep)
+        r = bench(n, a.steps, a.layout, a.jobs, a.keep, a.export)
         stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "execution", "analyze",
                                                        "rules", "plan", "write", "single"))
         build = sum(r[k] for k in ("discover", "load", "execution", "analyze", "rules", "plan", "write"))
-        print(f"{a.layout} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
+        print(f"{a.layout}{'' if a.export == 'text' else ' (' + a.export + ')'} ranks={n} steps={a.steps}: build {build:.1f}s ({stages}); site {r['site_mb']:.1f} MB, "
               f"single file {r['single_mb']:.1f} MB, peak RSS {r['rss_mb']:.0f} MB, "
               f"injected slow rank flagged: {r['slow_rank_flagged']}, slow link flagged: {r['slow_link_flagged']}, "
               f"unbalanced stage found: {r['slow_stage_flagged']}, memory near capacity found: "

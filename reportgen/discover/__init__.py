@@ -532,9 +532,16 @@ def _ascend_rank(fs: _Fs, d: Path) -> _RankDir:
         for p in fs.files(out):
             rf.add(p.name, p)
             _add_legacy_family(rf, p)
-            mm = re.match(r"^ascend_(pytorch|mindspore)_profiler_(\d+)\.db$", p.name)
-            if mm and rank is None:
+            mm = re.match(r"^ascend_(pytorch|mindspore)_profiler(?:_(\d+))?\.db$", p.name)
+            if mm:
+                rf.add("profiler_db", p)
+            if mm and mm.group(2) and rank is None:
                 rank = int(mm.group(2))
+    for prof in fs.dirs(d):  # msprof's own unified DB (PROF_*/msprof_*.db, kept without data simplification)
+        if prof.name.startswith("PROF_"):
+            for p in fs.files(prof):
+                if p.name.startswith("msprof_") and p.name.endswith(".db"):
+                    rf.add("profiler_db", p)
     fw = fs.subdir(d, "FRAMEWORK")
     if fw is not None:
         suffixes = set()

@@ -17,6 +17,7 @@ import types
 from reportgen.loaders import communication as _communication
 from reportgen.loaders import cpu_usage as _cpu_usage
 from reportgen.loaders import dataprep as _dataprep
+from reportgen.loaders import db as _db
 from reportgen.loaders import flops as _flops
 from reportgen.loaders import gpu as _gpu
 from reportgen.loaders import host_steps as _host_steps
@@ -78,6 +79,7 @@ class _Guarded:
 communication = _Guarded(_communication)
 cpu_usage = _Guarded(_cpu_usage)
 dataprep = _Guarded(_dataprep)
+db = _Guarded(_db)
 flops = _Guarded(_flops)
 gpu = _Guarded(_gpu)
 host_steps = _Guarded(_host_steps)
@@ -139,16 +141,17 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     if p is not None:
         metadata.load_profiler_metadata(p, info, log)
     stt = rf.first("step_trace_time.csv")
-    db = rf.first("analysis.db")
     tv = rf.first("trace_view.json")
     if stt is not None:
         data.step_trace = step_trace.load_modern_step_trace(stt, log)
         if info.device is None and data.step_trace is not None:
             info.device = data.step_trace.device
-    if data.step_trace is None and db is not None:
-        data.step_trace = step_trace.load_db_step_trace(db, log)
-        if data.step_trace is not None:
-            log.add(db, "no readable step_trace_time.csv; step times read from the DB export (analysis.db)", "info")
+    comm, matrix = rf.first("communication.json"), rf.first("communication_matrix.json")
+    if comm is not None or matrix is not None:
+        data.communication = communication.load_modern_communication(comm, matrix, log, info.parallel_groups,
+                                                                     info.rank)
+    # export_type=db: whatever the text files did not give comes from the DB files (and unread ones are named)
+    db.load_db_rank(rf, data, log, text_step_trace=data.step_trace is not None)
     if data.step_trace is None and tv is not None:
         data.step_trace = overlap.load_trace_view_step_trace(tv, log)
         if data.step_trace is not None:
@@ -159,10 +162,6 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; step times are host ProfilerStep durations from "
                     "trace_view.json (no computing/communication split)", "info")
-    comm, matrix = rf.first("communication.json"), rf.first("communication_matrix.json")
-    if comm is not None or matrix is not None:
-        data.communication = communication.load_modern_communication(comm, matrix, log, info.parallel_groups,
-                                                                     info.rank)
     if data.step_trace is None:
         if any(k.startswith("framework/cpu_") for k in rf.files):
             log.add(rf.dir, "MindSpore CPU profiler output: it writes no step trace, so no step times "
@@ -355,6 +354,9 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
     info = build_run_info(layout, ranks, stage_sets)
+    dsrc = next((d.info.distributed_args_source for _, d in sorted(ranks.items()) if d.info.distributed_args), "")
+    if dsrc and info.parallel_mode_source == "profiler_metadata.json distributed_args":
+        info.parallel_mode_source = dsrc  # the DB export's META_DATA, or the layout inferred from its HCCL group
     if strat is not None:
         info.parallel_mode_raw = info.parallel_mode_raw or strat.parallel_type
         if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:

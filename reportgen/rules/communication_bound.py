@@ -83,6 +83,20 @@ def _severity(rate: float, ctx: Context) -> str | None:
     return "warning" if rate >= ctx.t("warning_rate") else "info"
 
 
+def _top_ops(a, n: int = 3) -> tuple[str, list[dict]]:
+    """The communication operators behind the rate: the longest ones (mean time per step over the ranks)."""
+    ops = getattr(a.comm, "ops", None)
+    if not getattr(a.comm, "has_data", False) or ops is None or not len(ops) or "mean_ms" not in ops:
+        return "", []
+    top = ops.dropna(subset=["mean_ms"]).sort_values("mean_ms", ascending=False, kind="stable").head(n)
+    total = float(ops["mean_ms"].sum())
+    rows = [{"op": str(r.op), "group": str(r.group), "mean_ms": float(r.mean_ms)} for r in top.itertuples()]
+    if not rows or total <= 0:
+        return "", []
+    names = ", ".join(f"{r['op']} ({r['mean_ms']:.1f} ms)" for r in rows)
+    return f"; mostly {names} of {len(ops)} operator(s), {total:.1f} ms per step in all", rows
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     if len(a.run.rank_ids) < 2:
@@ -109,7 +123,7 @@ def check(ctx: Context) -> list[Finding]:
                 title=f"Communication not hidden by computation takes {fmt_pct(rate)} of the step over all ranks "
                       f"(ranks from {fmt_pct(float(shares.min()))} to {fmt_pct(float(shares.max()))})"
                       + (f"; the ranks that wait least show {fmt_pct(own)}: the rest is waiting for slower ranks"
-                         if rate - own >= 0.05 or waiting else ""),
+                         if rate - own >= 0.05 or waiting else "") + _top_ops(a)[0],
                 advice=ADVICE_DP if dp else ADVICE_MP,
                 why="Communication that runs while no computation does adds straight to the step time on every "
                     "rank.",
@@ -119,7 +133,7 @@ def check(ctx: Context) -> list[Finding]:
                           else "model_parallel_communication_rate",
                           "definition": rates.get("definition", ""), "column": col,
                           "min_rank_share": float(shares.min()), "max_rank_share": float(shares.max()),
-                          "judged_rate": own}))
+                          "judged_rate": own, "top_operators": _top_ops(a)[1]}))
     within = rates.get("within_stage_rate") or {}
     if len(ov.stages) > 1 and within:
         vals = {int(s): float(v) for s, v in within.items() if v is not None and not math.isnan(float(v))}

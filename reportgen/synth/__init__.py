@@ -27,6 +27,9 @@ Injections (`inject=[...]`, strings):
 * ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
   (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
+`export="db"` writes what torch_npu writes with `export_type=db` (analysis.db and ascend_pytorch_profiler_{rank}.db,
+no text files; see `reportgen.synth.db`), `export="both"` keeps the text files beside them.
+
 Communication follows the groups of `profiler_metadata.json`: every data-parallel group all-reduces the
 gradients in a ring (2 operators per step), tensor-parallel groups all-gather, pipeline neighbours exchange
 activations with batchSendRecv. Links inside a host are HCCS at about 19 GB/s, between hosts RDMA at about
@@ -53,6 +56,7 @@ MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlap
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
+EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
              "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
              "slow-op", "op-mix")
@@ -215,7 +219,8 @@ def _hosts(rank: int, per_host: int) -> tuple[str, int]:
 
 def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: int = 10, stages: int = 1,
                  tp: int = 1, seed: int = 0, inject: Optional[list[str]] = None, ranks_per_host: int = 8,
-                 first_step: int = 1, trace_view: bool = False, compress: bool = False) -> Path:
+                 first_step: int = 1, trace_view: bool = False, compress: bool = False,
+                 export: str = "text") -> Path:
     """Write a synthetic run under `path` (created) and return it.
 
     MindInsight runs get step traces with communication columns, operator timelines and the profiler's
@@ -224,6 +229,8 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}")
+    if export not in EXPORTS or (export != "text" and layout != "ascend"):
+        raise ValueError(f"export must be one of {', '.join(EXPORTS)} (db only for the ascend layout)")
     if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
         raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
     plan = parse_injections(inject or [])
@@ -234,6 +241,8 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     path.mkdir(parents=True, exist_ok=True)
     if layout == "ascend":
         _write_ascend(path, model, ranks, steps, stages, tp, plan, ranks_per_host, first_step, trace_view)
+        if export != "text":
+            _to_db(path, ranks, plan, ranks_per_host, keep_text=export == "both")
     elif layout == "kineto":
         from reportgen.synth.kineto import write_kineto
         write_kineto(path / "traces", model, ranks, steps, plan, ranks_per_host, first_step, compress=compress)
@@ -319,6 +328,24 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
         if r in plan.corrupt_step:
             text = text[: int(len(text) * 0.6)]
         (out / "step_trace_time.csv").write_text(text, encoding="utf-8")
+
+
+def _to_db(root: Path, ranks: int, plan: Plan, per_host: int, keep_text: bool) -> None:
+    """export_type db (or text + db): each rank's text export rewritten into analysis.db and
+    ascend_pytorch_profiler_{rank}.db (reportgen.synth.db); the text files are removed unless kept."""
+    from reportgen.synth.db import write_rank_db
+
+    for r in range(ranks):
+        if r in plan.missing_rank:
+            continue
+        host, dev = _hosts(r, per_host)
+        d = root / f"{host}_{100000 + r}_20261121093000{r % 1000:03d}_ascend_pt"
+        write_rank_db(d, r, keep_text, host=host, device=dev)
+        info = d / f"profiler_info_{r}.json"
+        if r not in plan.corrupt_info:
+            data = json.loads(info.read_text(encoding="utf-8"))
+            data["config"]["experimental_config"]["_export_type"] = ["text", "db"] if keep_text else ["db"]
+            info.write_text(json.dumps(data, indent=4), encoding="utf-8")
 
 
 def _f(x) -> str:

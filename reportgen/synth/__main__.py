@@ -19,12 +19,15 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trace-view", action="store_true",
                    help="also write trace_view.json per rank (Ascend layout; its Overlap Analysis lanes)")
+    p.add_argument("--export", choices=("text", "db", "both"), default="text",
+                   help="Ascend layout: text files, torch_npu's SQLite DB export only, or both")
     p.add_argument("--inject", action="append", default=[], metavar="SPEC",
                    help=f"problem to inject (repeatable): {', '.join(SUPPORTED)}; see the module docs")
     a = p.parse_args(argv)
     try:
         generate_run(a.out, layout=a.layout, ranks=a.ranks, steps=a.steps, stages=a.stages, tp=a.tp,
-                     seed=a.seed, inject=a.inject, trace_view=a.trace_view)
+                     seed=a.seed, inject=a.inject, trace_view=a.trace_view,
+                     export=a.export)
     except ValueError as e:
         p.error(str(e))
     print(a.out)
