@@ -31,7 +31,7 @@ def _load(path: Path):
 
 
 def _findings(path: Path):
-    return run_rules(analyze(_load(path)))[0]
+    return [f.to_dict() for f in run_rules(analyze(_load(path)))[0]]
 
 
 def _eq(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], **tol) -> None:
