@@ -174,3 +174,12 @@ def test_memory_without_capacity_is_a_neutral_scale(tmp_path):
     assert ranges and ranges[0] == (MEMORY_RAMP[1] if known else RELATIVE_RAMP[1])
     if not known:
         assert "capacity unknown" in page.get_text()
+
+
+def test_a_truncated_file_of_a_rank_is_a_warning_naming_the_rank(example_site):
+    """The example's rank 11 step trace is cut off mid-row: a warning finding names the file and the rank."""
+    s = _summary(example_site)
+    f = next(f for f in s["findings"] if f["category"] == "data_quality" and f["files"]
+             and "step_trace_time.csv" in f["files"][0])
+    assert f["severity"] == "warning" and f["ranks"] == [11], f
+    assert "truncat" in f["title"].lower()

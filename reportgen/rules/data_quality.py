@@ -38,12 +38,19 @@ def check(ctx: Context) -> list[Finding]:
             by_file.setdefault(i.file, []).append(i)
     if not by_file:
         return _about_ranks(ranked)
-    order = sorted(by_file, key=lambda f: (0 if any(i.severity == "error" for i in by_file[f]) else 1, f))
+    # the rank each file belongs to, and whether a file was cut off: both make a file's problem a warning
+    rank_of = {i.file: int(r) for r in ctx.a.run.rank_ids for i in ctx.a.run.ranks[r].issues if i.file}
+
+    def serious(issues) -> bool:
+        return any(i.severity == "error" or "truncat" in i.problem.lower() or "cut off" in i.problem.lower()
+                   for i in issues)
+
+    order = sorted(by_file, key=lambda f: (0 if serious(by_file[f]) else 1, f))
     limit = int(ctx.t("max_findings"))
     out = []
     for f in order[:limit]:
         issues = by_file[f]
-        err = any(i.severity == "error" for i in issues)
+        err = serious(issues)
         first = issues[0].problem
         title = (f"{f}: {first}" if f else first)
         if len(issues) > 1:
@@ -52,11 +59,11 @@ def check(ctx: Context) -> list[Finding]:
             id="data-quality.file" if f else "data-quality.run", category="data_quality",
             severity="warning" if err else "info", title=title if len(title) < 300 else title[:297] + "…",
             advice=ADVICE, why="Verdicts can only be as complete as the data they are computed from.",
-            page=urls.DATA_QUALITY, files=[f] if f else [],
+            page=urls.DATA_QUALITY, files=[f] if f else [], ranks=[rank_of[f]] if f in rank_of else [],
             evidence={"problems": [i.problem for i in issues[:10]], "severities": sorted({i.severity for i in issues})}))
     rest = order[limit:]
     if rest:
-        err = any(i.severity == "error" for f in rest for i in by_file[f])
+        err = any(serious(by_file[f]) for f in rest)
         out.append(Finding(
             id="data-quality.more", category="data_quality", severity="warning" if err else "info",
             title=f"{len(rest)} more files have problems (listed in the data-quality table)",
@@ -69,6 +76,6 @@ RULE = Rule(
     id="data-quality", category="data_quality", title="Missing or malformed input",
     description="""\
 One finding per input file with a problem of severity error or warning (at most `max_findings`, the rest grouped).
-Warning when a file could not be read or only partly (error), information when data is missing or inconsistent
-(warning). Notes of severity info stay in the data-quality table only.""",
+Warning, naming the file and its rank, when a file could not be read or was cut off (truncated: the verdict about
+that rank is weaker); information when data is missing or inconsistent. Notes of severity info stay in the data-quality table only.""",
     thresholds=THRESHOLDS, check=check, source="developers' guide: bad input never silently drops data")
