@@ -2,7 +2,44 @@
    the step selector of the cluster step trace, and the rank selector of the single-file report. */
 (function () {
   "use strict";
-  var EMBED_OPTS = { actions: { export: true, source: false, compiled: false, editor: false } };
+  // ast + vega-embed's bundled expression interpreter: Vega evaluates expressions without Function/eval, so the
+  // pages' Content-Security-Policy needs no 'unsafe-eval'. defaultStyle false: no injected <style> (CSP forbids it).
+  // tooltip: our own handler, styled through the CSSOM (vega-tooltip's default injects a <style> element).
+  var tipEl = null;
+  function tooltip(handler, event, item, value) {
+    if (!tipEl) {
+      tipEl = document.createElement("div");
+      tipEl.className = "msr-tooltip";
+      var st = tipEl.style;
+      st.position = "fixed"; st.zIndex = "1000"; st.pointerEvents = "none"; st.maxWidth = "420px";
+      st.padding = "6px 8px"; st.background = "rgba(255,255,255,0.96)"; st.border = "1px solid #aaa";
+      st.borderRadius = "3px"; st.boxShadow = "1px 1px 4px rgba(0,0,0,0.2)"; st.font = "12px sans-serif";
+      st.color = "#222"; st.display = "none";
+      document.body.appendChild(tipEl);
+    }
+    if (value === null || value === undefined || value === "" || !event) { tipEl.style.display = "none"; return; }
+    tipEl.textContent = "";
+    if (typeof value === "object") {
+      Object.keys(value).forEach(function (k) {
+        var row = document.createElement("div");
+        var key = document.createElement("span");
+        key.style.color = "#777"; key.textContent = k + ": ";
+        row.appendChild(key);
+        row.appendChild(document.createTextNode(String(value[k])));
+        tipEl.appendChild(row);
+      });
+    } else {
+      tipEl.textContent = String(value);
+    }
+    tipEl.style.display = "block";
+    var x = event.clientX + 12, y = event.clientY + 12;
+    var w = tipEl.offsetWidth, h = tipEl.offsetHeight;
+    if (x + w > window.innerWidth) { x = Math.max(0, event.clientX - w - 12); }
+    if (y + h > window.innerHeight) { y = Math.max(0, event.clientY - h - 12); }
+    tipEl.style.left = x + "px"; tipEl.style.top = y + "px";
+  }
+  var EMBED_OPTS = { ast: true, defaultStyle: false, tooltip: tooltip,
+                     actions: { export: true, source: false, compiled: false, editor: false } };
 
   function embed(fig, spec) {
     var opts = Object.assign({}, EMBED_OPTS, { renderer: fig.getAttribute("data-renderer") || "svg" });
@@ -16,7 +53,14 @@
     });
   }
 
-  function specOf(fig) { return JSON.parse(fig.querySelector("script.spec").textContent); }
+  function specOf(fig) {
+    var spec = JSON.parse(fig.querySelector("script.spec").textContent);
+    var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
+    if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
+      return Object.assign({}, window.MSREPORT_SPECS[key], spec);
+    }
+    return spec;
+  }
 
   function drawCharts() {
     document.querySelectorAll("figure.chart").forEach(function (fig) {
@@ -99,8 +143,8 @@
     return e;
   }
   function relHref(href) {
-    // rank links in the data are site-relative; the step-trace page lives one folder down
-    return document.body.getAttribute("data-single") ? "#rank-page-" + href.replace(/\D+/g, "") : "../" + href;
+    // links in embedded data are resolved for this page (and this mode) when the report is written
+    return href || "#";
   }
   function renderRows(table, columns, rows) {
     var tbody = table.tBodies[0];
@@ -114,7 +158,9 @@
           td = el("td", { "data-v": row.rank });
           td.appendChild(el("a", { href: relHref(row.href) }, String(row.rank)));
         } else {
-          td = el("td", { "class": c.fmt === "text" ? "" : "num", "data-v": v === null || v === undefined ? "" : v }, fmt(v, c.fmt));
+          var cls = c.fmt === "text" ? "" : "num";
+          if (row.hot && row.hot.indexOf(c.key) >= 0) { cls += " hot"; }  // marks hold in every step
+          td = el("td", { "class": cls, "data-v": v === null || v === undefined ? "" : v }, fmt(v, c.fmt));
         }
         tr.appendChild(td);
       });
