@@ -154,7 +154,7 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 
 def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[Finding], dict]:
-    """Return (findings ordered by severity, thresholds used per rule). Findings stay typed until a page or
+    """Return (findings ordered by severity, then by estimated saving, thresholds used per rule). Findings stay typed until a page or
     summary.json serialises them (`Finding.to_dict`)."""
     values = resolved_thresholds(overrides)
     findings: list[Finding] = []
@@ -177,5 +177,5 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             order[id(f)] = (n, k)
             findings.append(f)
     findings = _merge(findings)
-    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order[id(f)]))
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], -f.saving_ms, order[id(f)]))
     return findings, values

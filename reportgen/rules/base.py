@@ -59,6 +59,8 @@ class Finding:
     rule: str = ""  # the id of the rule that made it (set by the registry)
     related: list["Finding"] = field(default_factory=list)  # other readings of the same cause, folded in
     aliases: list[str] = field(default_factory=list)  # ids this finding had in earlier versions
+    # What fixing it would save: {"step_ms", "step_share", "basis"} (`reportgen.analysis.impact`), or None
+    impact: Optional[dict] = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -81,7 +83,14 @@ class Finding:
             "evidence": evidence, "advice": self.advice, "page": str(self.page), "why": self.why,
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
+            **({"impact": clean(self.impact)} if self.impact else {}),
         }
+
+    @property
+    def saving_ms(self) -> float:
+        """The estimated saving per step (0 when unknown): findings are ordered by it within a severity."""
+        v = (self.impact or {}).get("step_ms")
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
 
 def clean(v: Any) -> Any:

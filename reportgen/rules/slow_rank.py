@@ -12,6 +12,7 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.analysis.impact import replace_excess
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
 from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
 
@@ -144,6 +145,29 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
     return ""
 
 
+# phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
+IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
+IMPACT_BASIS = "{subject}: {column} set to {peers}' median in every step; the others' waits shrink by as much"
+
+
+def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
+    """What the step would save if these ranks were typical in this phase (`analysis.impact.replace_excess`)."""
+    cols = IMPACT_COLUMN.get(phase)
+    if cols is None:
+        return None
+    per_step = a.steps.per_step
+    col = next((c for c in ((cols,) if isinstance(cols, str) else cols) if c in per_step.columns), None)
+    if col is None:
+        return None
+    ref = None
+    if stage_of:
+        stages = {stage_of.get(r) for r in ranks}
+        ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
+    imp = replace_excess(a.steps, col, ranks, ref, IMPACT_BASIS.format(
+        subject=fmt_ranks(ranks).capitalize(), column=col, peers="its stage" if stage_of else "the other ranks"))
+    return imp.to_dict() if imp else None
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     findings = []
@@ -198,7 +222,8 @@ def check(ctx: Context) -> list[Finding]:
                       "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
                       "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
                       "column": col},
-            table=slow_table(a, found, label, by_stage)))
+            table=slow_table(a, found, label, by_stage),
+            impact=impact(a, phase, ranks, stage_of if by_stage else None)))
     return findings
 
 

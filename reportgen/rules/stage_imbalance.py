@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.analysis.impact import replace_excess
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
                 advice=ADVICE, why="Every other stage waits for the slowest one in every micro-batch: its extra "
                                    "computation becomes bubble on all the others.",
                 page=urls.OVERLAP_STAGES, stages=[worst["stage"]], evidence=ev,
-                table=_table(rows, flops)))
+                table=_table(rows, flops), impact=_impact(a, worst)))
     if len(flops) >= 2:
         top = max(flops.values(), key=lambda s: s["flops_m"])
         if top.get("vs_mean") is not None and top["vs_mean"] > ctx.t.flops_rel and top["stage"] != time_stage:
@@ -85,6 +86,20 @@ def check(ctx: Context) -> list[Finding]:
                           "time_imbalance_found": time_stage is not None},
                 table=_table(rows, flops)))
     return out
+
+
+IMPACT_BASIS = "stage {stage}'s {column} set to the other stages' median in every step; the pipeline runs at " \
+               "the pace of its slowest stage"
+
+
+def _impact(a, worst: dict) -> dict | None:
+    per_step = a.steps.per_step
+    col = next((c for c in ("computing", "fp_and_bp") if c in per_step.columns), None)
+    if col is None:
+        return None
+    ranks = [r for r in worst.get("ranks", ()) if r in a.run.rank_ids]
+    imp = replace_excess(a.steps, col, ranks, None, IMPACT_BASIS.format(stage=worst["stage"], column=col))
+    return imp.to_dict() if imp else None
 
 
 def _table(rows: list[dict], flops: dict) -> dict:
