@@ -70,3 +70,20 @@ def test_replace_excess_hand_computed():
     # Unknown column or step-trace kind: no estimate rather than a wrong one.
     assert replace_excess(_Steps(rows), "tail", [2]) is None
     assert replace_excess(_Steps(rows, kind=None), "computing", [2]) is None
+
+
+def test_severity_follows_impact():
+    from reportgen.rules import ImpactSeverity, impact_severity
+    from reportgen.rules.base import Finding
+
+    def f(sev, share):
+        return Finding(id="slow-rank.compute", category="slow_rank", severity=sev, title="t", advice="a", page="x",
+                       impact=None if share is None else {"step_ms": 1.0, "step_share": share, "basis": "b"})
+
+    assert impact_severity(f("critical", 0.15)) == "critical"
+    assert impact_severity(f("critical", 0.05)) == "warning"
+    assert impact_severity(f("warning", 0.01)) == "info"
+    assert impact_severity(f("warning", 0.5)) == "warning"  # the rule's own severity is a ceiling
+    assert impact_severity(f("info", 0.5)) == "info"
+    assert impact_severity(f("warning", None)) == "warning"  # no estimate: the rule decides
+    assert impact_severity(f("critical", 0.05), ImpactSeverity(critical_share=0.04)) == "critical"

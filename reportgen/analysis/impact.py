@@ -38,9 +38,11 @@ def _wide(per_step: pd.DataFrame, col: str) -> pd.DataFrame:
 
 
 def replace_excess(steps, phase_col: str, culprits: Iterable[int], reference: Optional[Iterable[int]] = None,
-                   basis: str = "") -> Optional[Impact]:
+                   basis: str = "", scope: Optional[Iterable[int]] = None) -> Optional[Impact]:
     """Saving when each culprit's `phase_col` is set to the per-step median of the `reference` ranks (default:
-    every rank that is not a culprit), the others' waits shrinking by as much as the latest arrival moves."""
+    every rank that is not a culprit), the others' waits shrinking by as much as the latest arrival moves.
+    `scope`: the ranks whose latest arrival sets the pace (default all; a pipeline stage's ranks for the saving of
+    that stage, which the whole step gets once the stage is the slowest)."""
     kind = getattr(steps, "kind", None)
     per_step = getattr(steps, "per_step", None)
     if kind not in ARRIVAL or per_step is None or per_step.empty or "total" not in per_step.columns:
@@ -61,6 +63,9 @@ def replace_excess(steps, phase_col: str, culprits: Iterable[int], reference: Op
     for r in present:
         excess = (phase.loc[r] - typical).clip(lower=0.0).fillna(0.0)
         fixed.loc[r] = arrival.loc[r] - excess
+    if scope is not None:
+        keep = [r for r in scope if r in arrival.index]
+        arrival, fixed = arrival.loc[keep], fixed.loc[keep]
     saved = (arrival.max(axis=0) - fixed.max(axis=0)).clip(lower=0.0)
     step = _wide(per_step, "total").median(axis=0)
     mean_step = float(step.mean()) if len(step) else math.nan

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import tomllib
+from dataclasses import dataclass
 from typing import Optional
 
 from reportgen import urls
@@ -48,6 +49,27 @@ RULES: tuple[Rule, ...] = (
 )
 
 SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+@dataclass(frozen=True)
+class ImpactSeverity:
+    """Severity follows the estimated saving of a finding that has one (`Finding.impact`): the finding gets the
+    milder of the rule's severity (its confidence and its own thresholds, which `--set` can change) and the
+    severity of its saving, so a finding whose fix would save under `warning_share` of the step is information."""
+
+    critical_share: float = 0.10  # saving of at least this share of the step: critical
+    warning_share: float = 0.02  # at least this share: warning; below it: information
+
+
+IMPACT_SEVERITY = ImpactSeverity()
+
+
+def impact_severity(f: Finding, t: ImpactSeverity = IMPACT_SEVERITY) -> str:
+    share = (f.impact or {}).get("step_share")
+    if f.severity == "info" or not isinstance(share, (int, float)) or not math.isfinite(share):
+        return f.severity
+    by_impact = "critical" if share >= t.critical_share else "warning" if share >= t.warning_share else "info"
+    return max(f.severity, by_impact, key=SEVERITY_ORDER.__getitem__)  # the milder of the two
 
 
 class ThresholdError(ReportError):
@@ -174,6 +196,7 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             f.rule = rule.id
             if f.id in RENAMED:
                 f.aliases.append(RENAMED[f.id])
+            f.severity = impact_severity(f)
             order[id(f)] = (n, k)
             findings.append(f)
     findings = _merge(findings)

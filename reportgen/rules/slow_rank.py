@@ -148,6 +148,7 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
 IMPACT_BASIS = "{subject}: {column} set to {peers}' median in every step; the others' waits shrink by as much"
+STAGE_NOTE = " (the saving of its stage: the whole step's once this stage is the slowest)"
 
 
 def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
@@ -163,8 +164,11 @@ def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
     if stage_of:
         stages = {stage_of.get(r) for r in ranks}
         ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
-    imp = replace_excess(a.steps, col, ranks, ref, IMPACT_BASIS.format(
-        subject=fmt_ranks(ranks).capitalize(), column=col, peers="its stage" if stage_of else "the other ranks"))
+    basis = IMPACT_BASIS.format(subject=fmt_ranks(ranks).capitalize(), column=col,
+                                peers="its stage" if stage_of else "the other ranks")
+    if stage_of:
+        basis += STAGE_NOTE
+    imp = replace_excess(a.steps, col, ranks, ref, basis, scope=ref)
     return imp.to_dict() if imp else None
 
 

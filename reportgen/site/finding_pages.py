@@ -10,6 +10,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from reportgen.rules import RULES, SEVERITY_ORDER
+from reportgen.rules.base import fmt_ms, fmt_pct
 from reportgen.site.page import Page, PageKind, PlanInput
 
 RULES_PAGE = "rules.html"
@@ -71,7 +72,20 @@ def finding_view(finding) -> dict:
         "evidence": _evidence_rows(f["evidence"]),
         "related": [{"id": r["id"], "title": r["title"]} for r in f["evidence"].get("related", [])],
         "table": {"columns": table["columns"], "rows": rows} if table else None,
+        "impact": impact_view(f.get("impact")),
     }
+
+
+SAVES = "fixing this saves ~{ms}/step ({pct})"
+
+
+def impact_view(impact: dict | None) -> dict | None:
+    """The saving line of a finding: one format string (translatable as a whole), and the basis."""
+    if not impact or not isinstance(impact.get("step_ms"), (int, float)):
+        return None
+    return {"saves": SAVES.format(ms=fmt_ms(impact["step_ms"]).replace(" ", "\u00a0"),
+                                  pct=fmt_pct(impact.get("step_share"))),
+            "basis": str(impact.get("basis", ""))}
 
 
 def findings_context(findings: list) -> dict:
