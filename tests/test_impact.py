@@ -87,3 +87,29 @@ def test_severity_follows_impact():
     assert impact_severity(f("info", 0.5)) == "info"
     assert impact_severity(f("warning", None)) == "warning"  # no estimate: the rule decides
     assert impact_severity(f("critical", 0.05), ImpactSeverity(critical_share=0.04)) == "critical"
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_findings_md_beside_summary_in_both_modes(tmp_path, single):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    run = generate_run(tmp_path / "run", layout="ascend", ranks=8, steps=6, seed=4,
+                       inject=["slow-rank:3:compute:1.3"])
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / ("r.html" if single else "r")
+    subprocess.run([sys.executable, "-m", "reportgen", str(run), "-o", str(out), "-q",
+                    *(["--single-file"] if single else [])], cwd=root, check=True,
+                   env={**os.environ, "PYTHONPATH": str(root)})
+    summary = json.loads((out.with_name("r.summary.json") if single else out / "summary.json").read_text())
+    md = (out.with_name("r.findings.md") if single else out / "findings.md").read_text()
+    fs = summary["findings"]
+    slow = next(f for f in fs if f["id"] == "slow-rank.compute")
+    assert slow["ranks"] == [3] and slow["impact"]["step_ms"] > 0
+    # every finding, in the summary's order (severity, then saving), with its id and evidence pointer
+    pos = [md.index(f"`{f['id']}`") for f in fs]
+    assert pos == sorted(pos)
+    assert f"evidence: `{slow['page']}`" in md and "Fixing this saves ~" in md
+    assert md.splitlines()[2].startswith(f"{sum(f['severity'] == 'critical' for f in fs)} critical")

@@ -24,6 +24,7 @@ from markupsafe import Markup
 from reportgen import __version__
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
+from reportgen.site.findings_md import findings_markdown
 from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
 from reportgen.urls import INDEX, resolve_hrefs, url_function
@@ -149,6 +150,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
+        (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
@@ -226,6 +228,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     summary_path = out.with_name(out.stem + ".summary.json")
     _atomic_write(out, html)
     _atomic_write(summary_path, json.dumps(summary, indent=2, allow_nan=False))
+    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
     return out
 
 
