@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_json, to_float
+from reportgen.loaders.common import IssueLog, open_file, read_json, to_float
 from reportgen.model import CpuUsage
 
 MACHINE_KEYS = {"user_utilization": "user", "sys_utilization": "sys", "io_utilization": "io",
@@ -60,7 +60,7 @@ def queue_step_times(path: Path) -> list[tuple[int, float]]:
     out: list[tuple[int, float]] = []
     diff: Optional[int] = None
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open_file(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 5:
