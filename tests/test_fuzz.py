@@ -51,6 +51,14 @@ REAL_BASES = {  # name -> sample folder (copied; used when present)
     "torch_gloo": "real/torch_gloo_4rank",
     "msprof_prof": "mindinsight/msprof_raw_2rank_10iter",
     "db_export": "ascend/msinsight_pytorch_2rank_level1_db",
+    "ascend_text": "ascend/msinsight_pytorch_2rank_level0_text",
+}
+SYNTH_BASES = {  # name -> generate_run keyword arguments (every layout and export the generator makes)
+    "synth_ascend": dict(layout="ascend", trace_view=True),
+    "synth_mindinsight": dict(layout="mindinsight"),
+    "synth_db": dict(layout="ascend", export="db"),
+    "synth_kineto": dict(layout="kineto"),
+    "synth_mindspore_gpu": dict(layout="mindspore_gpu"),
 }
 
 BENIGN = {"bom", "crlf", "extra_column", "reordered_columns", "odd_names"}
@@ -112,13 +120,12 @@ def make_bases(where: Path, repo: Path = REPO, real: bool = True) -> dict[str, P
     """Clean runs to mutate: the synthetic layouts (generated with the checkout under test) and real samples."""
     where.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run; "
-            "generate_run(sys.argv[2], ranks=2, steps=3, layout='ascend', trace_view=True, seed=3); "
-            "generate_run(sys.argv[3], ranks=2, steps=3, layout='mindinsight', seed=3)")
-    subprocess.run([sys.executable, "-c", code, str(repo), str(where / "synth_ascend"),
-                    str(where / "synth_mindinsight")], check=True, cwd=repo, timeout=300)
-    out["synth_ascend"] = where / "synth_ascend"
-    out["synth_mindinsight"] = where / "synth_mindinsight"
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run\n"
+            "for name, kw in json.loads(sys.argv[3]).items():\n"
+            "    generate_run(sys.argv[2] + '/' + name, ranks=2, steps=3, seed=3, **kw)")
+    subprocess.run([sys.executable, "-c", code, str(repo), str(where), json.dumps(SYNTH_BASES)],
+                   check=True, cwd=repo, timeout=300)
+    out.update({name: where / name for name in SYNTH_BASES})
     if real and SAMPLES.exists():
         for name, rel in REAL_BASES.items():
             src = SAMPLES / rel
