@@ -348,7 +348,7 @@ def apply_case(case: Case, base: Path, work: Path, outside: Path, seed: int = SE
             if d.name in ("profiler", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK") or "ascend" in d.name or \
                     d.name.startswith("PROF_") or d.name.startswith("device_") or re.search(r"\d", d.name):
                 continue
-            d.rename(d.with_name(d.name + " ü <b>x</b>"))
+            d.rename(d.with_name(d.name + " ü <b>x<i>&amp;"))  # no "/": not allowed in a name
         return run
     p = run / case.target
     ext = p.suffix.lower()
