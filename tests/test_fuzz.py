@@ -533,7 +533,7 @@ def failures(results: list[Result]) -> list[str]:
 
 # --- pytest ---------------------------------------------------------------------------------------------
 
-FAST_SAMPLE = 10
+FAST_SAMPLE = 12
 
 
 @pytest.fixture(scope="module")
@@ -557,6 +557,11 @@ def _sample(cases: list[Case], n: int) -> list[Case]:
     kinds = ["fifo", "deep_nesting", "inf", "truncated", "binary", "symlink_out", "digits", "negative",
              "extra_column", "text"]
     out = [rng.choice(by_kind[k]) for k in kinds if k in by_kind]
+    # the families whose readers are not CSV / text: a SQLite export and a Kineto trace, linked out and cut
+    for base, kind in (("synth_db", "symlink_out"), ("synth_kineto", "truncated")):
+        pick = [c for c in cases if c.base == base and c.mutation == kind]
+        if pick:
+            out.append(rng.choice(pick))
     return out[:n]
 
 
@@ -564,6 +569,7 @@ def test_fuzz_sample(synth_bases):
     """A few seeded cases of the most dangerous classes (the default test run; ~30 s on two cores)."""
     cases = _sample(plan_cases(synth_bases), FAST_SAMPLE)
     assert {c.mutation for c in cases} >= {"fifo", "deep_nesting", "inf", "truncated"}
+    assert {c.base for c in cases} >= {"synth_db", "synth_kineto"}
     results = run_cases(cases, synth_bases, REPO, jobs=2)
     bad = failures(results)
     assert not bad, "\n".join(bad)
