@@ -16,16 +16,12 @@ from pathlib import Path
 from typing import Optional
 
 import ijson
+from reportgen.numbers import to_int as _int
 
 MAX_PEEK_BYTES = 4 * 1024 * 1024  # a metadata file larger than this is not peeked at (the loader judges it)
 MAX_CSV_PEEK_ROWS = 1_000_000
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError, OverflowError):
-        return None
 
 
 def open_regular(path: Path) -> io.BufferedReader:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
-import io
 import json
 import math
 import mmap
@@ -16,17 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 from reportgen.model import DataIssue
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file JSON reads; bigger files must be streamed
 MAX_JSON_DEPTH = 200  # nesting of a whole-file JSON read; profiler files nest < 10 deep
-MAX_ABS_NUMBER = 2.0 ** 62  # beyond this no profiler value (ns since 1970 is ~1.8e18) is meaningful
-MAX_INT = 2 ** 62
 MAX_TEXT_BYTES = 8 * 1024 ** 3  # a text file larger than this is not read at all
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a CSV whose first lines are longer is not a CSV
-NA_TOKENS = frozenset(("", "N/A", "NA", "NONE", "NULL", "-", "--"))
 BAD_TOKENS = frozenset(("NAN", "INF", "-INF", "+INF", "INFINITY", "-INFINITY", "+INFINITY"))
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -199,42 +196,6 @@ def _tail_cut(path: Path) -> bool:
 
 
 # --- numbers -------------------------------------------------------------------------------------
-
-
-def clean_cell(value: str) -> str:
-    """Strip the whitespace and the trailing tab torch_npu adds to timestamps."""
-    return value.strip().strip("\t").strip()
-
-
-def to_float(value: Any) -> float:
-    """Parse a number; `N/A`, empty and garbage give NaN, and so do non-finite and absurd values (`inf`, `1e400`,
-    30-digit integers: |x| > MAX_ABS_NUMBER), so nothing downstream sees an infinity or overflows an Int64."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    if isinstance(value, (int, float)):
-        try:
-            v = float(value)
-        except OverflowError:
-            return math.nan
-    else:
-        s = clean_cell(str(value))
-        if not s or s.upper() in NA_TOKENS:
-            return math.nan
-        try:
-            v = float(s)
-        except (ValueError, OverflowError):
-            return math.nan
-    if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
-        return math.nan
-    return v
-
-
-def to_int(value: Any) -> Optional[int]:
-    """An integer (step number, id, rank) or None: garbage, non-finite, fractional-free overflow all give None."""
-    v = to_float(value)
-    if math.isnan(v) or abs(v) > MAX_INT:
-        return None
-    return int(v)
 
 
 def number_problem(value: Any) -> Optional[str]:

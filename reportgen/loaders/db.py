@@ -57,6 +57,7 @@ from reportgen.loaders.memory import TOP_ALLOCATIONS, _downsample
 from reportgen.loaders.operators import side_of_core
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData, StepTrace
+from reportgen.numbers import to_int as _int
 
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles
@@ -176,11 +177,6 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
     return got
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def _json_value(v: Any, db: Db, name: str) -> Any:

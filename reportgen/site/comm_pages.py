@@ -24,6 +24,7 @@ from reportgen.site.comm_views import (
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
+from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
@@ -111,9 +112,6 @@ def op_rows(a: Analysis, limit: int = MAX_OP_ROWS) -> list[dict]:
     return out
 
 
-def _int(v: Any) -> Optional[int]:
-    f = num(v)
-    return None if f is None else int(f)
 
 
 def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:

@@ -72,7 +72,7 @@ def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) ->
 def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], list]:
     res = a.resources
     ctx: dict[str, Any] = {"has_memory": res.has_memory, "has_flops": res.has_flops,
-                           "capacity_known": res.capacity_known}
+                           "capacity_known": bool(res.capacity_known)}
     charts: list[Chart] = []
     downloads: list = []
     if res.has_memory:

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from reportgen.numbers import finite as num
+from typing import Optional
 
 
-def num(v: Any) -> Optional[float]:
-    """A finite float, or None (for NaN, inf, missing and non-numbers): what templates and JSON can show."""
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def representative_ranks(values, stage_of: dict[int, int], flagged, limit: int) -> dict[int, str]:
