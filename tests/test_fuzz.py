@@ -595,6 +595,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", type=Path, help="write the per-case results here")
     ap.add_argument("--no-real", action="store_true", help="synthetic runs only")
     ap.add_argument("--bases", default="", help="comma-separated base names to keep")
+    ap.add_argument("--seed", type=int, default=SEED, help="seed of the --limit sample")
     a = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
     try:
@@ -603,7 +604,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             bases = {k: v for k, v in bases.items() if k in a.bases.split(",")}
         cases = plan_cases(bases)
         if a.limit and len(cases) > a.limit:
-            cases = random.Random(SEED).sample(cases, a.limit)
+            cases = random.Random(a.seed).sample(cases, a.limit)
         n = [0]
 
         def tick(r: Result) -> None:
