@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -145,7 +144,52 @@ def test_binary_garbage_in_a_huge_csv_costs_little(tmp_path):
     assert time.monotonic() - t0 < 60
 
 
-# --- classes found by the fuzz sweep (tests/test_fuzz.py), one fast regression each -----------------------------
+# --- regressions from the fuzz sweep (issue 18) -------------------------------------------------------------------
+
+
+def test_streamed_json_nested_absurdly_deep_is_refused_fast(tmp_path):
+    """200,000 nested arrays made ijson build gigabyte prefixes (a hang, then the OOM killer): now refused at once,
+    in the trace reader and in discovery's Kineto header peek alike."""
+    from reportgen.discover.peek import kineto_header
+    from reportgen.jsonguard import JsonTooDeep
+
+    d = 200_000
+    for name, data in (("obj.json", b'{"traceEvents": ' + b"[" * d + b"]" * d + b"}"), ("list.json", b"[" * d + b"]" * d)):
+        p = tmp_path / name
+        p.write_bytes(data)
+        t0 = time.monotonic()
+        with pytest.raises(JsonTooDeep):
+            _finishes(lambda: list(trace_events(p)))
+        assert _finishes(lambda: kineto_header(p)) == {}
+        assert time.monotonic() - t0 < 5
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
+    ev = {"ph": "X", "name": 'a[b "x{ ' + "[" * 50, "ts": 1.0, "dur": 2.0, "args": {"s": "]" * 3 + "\\" + "q" * 70_000}}
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": [ev] * 3000}))
+    assert len(list(trace_events(p))) == 3000
+
+
+def test_a_byte_order_mark_before_a_trace_is_skipped(tmp_path):
+    body = json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1.0, "dur": 2.0}]}).encode()
+    p = tmp_path / "t.json"
+    p.write_bytes(b"\xef\xbb\xbf" + body)
+    assert [e["name"] for e in trace_events(p)] == ["a"]
+    p.write_bytes(b"\xef\xbb\xbf  [" + json.dumps({"ph": "X", "name": "b"}).encode() + b"]")
+    assert [e["name"] for e in trace_events(p)] == ["b"]
+
+
+def test_an_extra_column_in_the_overlap_file_changes_no_number(tmp_path):
+    from reportgen.loaders.overlap import load_cluster_analyse
+
+    good, extra = tmp_path / "a.csv", tmp_path / "b.csv"
+    good.write_text("computation_time,communication_alone_time\n10.5,2.0\n11.5,3.0\n11.0,2.5\n")
+    extra.write_text("computation_time,extra_col,communication_alone_time\n10.5,x,2.0\n11.5,x,3.0\n11.0,x,2.5\n")
+    la, lb = IssueLog(tmp_path), IssueLog(tmp_path)
+    a, b = load_cluster_analyse(good, la), load_cluster_analyse(extra, lb)
+    assert a is not None and b is not None and a.steps.equals(b.steps)
+    assert [i.severity for i in lb.issues] == ["info"] and "extra_col" in lb.issues[0].problem
 
 
 def _link_out(tmp_path: Path, name: str, content: bytes) -> tuple[Path, Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
+import gzip
 import json
 import math
 import mmap
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
+from reportgen.jsonguard import DepthGuard
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -582,65 +584,39 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
 
 # --- streamed traces -------------------------------------------------------------------------------
 
-MAX_TRACE_DEPTH = 1000  # bracket depth of a Chrome trace (events nest ~4 deep)
-_SCAN_CHUNK = 1 << 16
-_shape_cache: dict[tuple, Optional[str]] = {}
 
 
 def open_binary(path: Path):
     """A regular file opened for binary reading, gunzipped when named `.gz` (FIFOs etc. refused, never block)."""
-    import gzip
-
     f = open_file(path, "rb")
     if Path(path).name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=f, mode="rb")
+        return _OwningGzip(fileobj=f, mode="rb")
     return f
 
 
-def trace_problem(path: Path) -> Optional[str]:
-    """Why a trace must not be streamed (nesting far deeper than any trace: the parser would exhaust memory or the
-    stack), or None. One C-speed pass of bracket counts per 64 KB chunk, cached per file version."""
-    try:
-        st = os.stat(path)
-        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    except OSError:
-        return None
-    if key in _shape_cache:
-        return _shape_cache[key]
-    why = None
-    depth = 0
-    try:
-        with open_binary(path) as f:
-            while True:
-                chunk = f.read(_SCAN_CHUNK)
-                if not chunk:
-                    break
-                opens = chunk.count(b"[") + chunk.count(b"{")
-                depth += opens - chunk.count(b"]") - chunk.count(b"}")
-                if depth > MAX_TRACE_DEPTH or opens > len(chunk) // 4:
-                    why = f"JSON nested more than {MAX_TRACE_DEPTH} levels deep (not a trace); skipped"
-                    break
-    except (OSError, EOFError, ValueError):
-        why = None  # the streaming reader reports unreadable files itself
-    if len(_shape_cache) > 4096:
-        _shape_cache.clear()
-    _shape_cache[key] = why
-    return why
+class _OwningGzip(gzip.GzipFile):
+    """A GzipFile that closes the file it reads from."""
+
+    def close(self) -> None:
+        raw = self.fileobj
+        try:
+            super().close()
+        finally:
+            if raw is not None:
+                raw.close()
 
 
 def trace_events(path: Path) -> Iterator[dict]:
     """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
 
-    Only regular files are opened; a trace nested absurdly deep is refused before parsing; events whose `ts` or
+    Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
+    (`jsonguard.DepthGuard`); events whose `ts` or
     `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
     a broken file (after yielding what was read), so the loaders' handlers name the file.
     """
     import ijson
 
-    why = trace_problem(path)
-    if why is not None:
-        raise ValueError(why)
-    with open_binary(path) as f:
+    with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
         f.seek(start)
         first = f.read(1)
