@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from reportgen import cliutil
+from reportgen import cliutil, i18n
 from reportgen.loaders import default_jobs
 
 log = logging.getLogger("msreport")
@@ -48,6 +48,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--marey-step", dest="marey_steps", type=int, action="append", default=[], metavar="N",
                    help="also draw the execution (Marey) view of step N (repeatable; the representative and "
                         "the slowest steps are always drawn)")
+    p.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                   help="language of the report: zh (Chinese) or en (English); default from the locale "
+                        "(LC_ALL / LC_MESSAGES / LANG starting with zh: zh, else en)")
     cliutil.add_threshold_options(p)
     p.add_argument("--fail-on", choices=("warning", "critical"), default=None,
                    help=f"exit with code {EXIT_FINDINGS} (after writing the report) when a finding of this "
@@ -83,7 +86,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
-                            overrides=overrides, marey_steps=tuple(args.marey_steps))
+                            overrides=overrides, marey_steps=tuple(args.marey_steps),
+                            lang=args.lang or i18n.default_language())
         if not args.example:
             results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
             return 0

@@ -5,6 +5,8 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,25 +47,25 @@ STACKED_PHASES: dict[str, tuple[str, ...]] = {
 }
 
 PHASE_LABELS: dict[str, str] = {
-    "iteration_interval": "Step interval",
-    "fp_and_bp": "Forward + backward",
-    "tail": "Tail",
-    "total": "Step total",
-    "computing": "Computing",
-    "communication_not_overlapped": "Communication (not overlapped)",
-    "overlapped": "Overlapped",
-    "communication": "Communication",
-    "free": "Free",
-    "stage": "Stage",
-    "bubble": "Bubble",
-    "communication_not_overlapped_exclude_receive": "Communication (not overlapped, excl. receive)",
-    "preparing": "Preparing",
+    "iteration_interval": N_("Step interval"),
+    "fp_and_bp": N_("Forward + backward"),
+    "tail": N_("Tail"),
+    "total": N_("Step total"),
+    "computing": N_("Computing"),
+    "communication_not_overlapped": N_("Communication (not overlapped)"),
+    "overlapped": N_("Overlapped"),
+    "communication": N_("Communication"),
+    "free": N_("Free"),
+    "stage": N_("Stage"),
+    "bubble": N_("Bubble"),
+    "communication_not_overlapped_exclude_receive": N_("Communication (not overlapped, excl. receive)"),
+    "preparing": N_("Preparing"),
 }
 
 STEP_TRACE_KIND_LABELS: dict[str, str] = {
-    "legacy": "MindInsight step trace (iteration interval / forward+backward / tail)",
-    "modern": "Ascend step_trace_time.csv (computing / communication / free / bubble)",
-    "host": "host step markers (ProfilerStep events): total step time only",
+    "legacy": N_("MindInsight step trace (iteration interval / forward+backward / tail)"),
+    "modern": N_("Ascend step_trace_time.csv (computing / communication / free / bubble)"),
+    "host": N_("host step markers (ProfilerStep events): total step time only"),
 }
 
 

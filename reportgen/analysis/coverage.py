@@ -5,6 +5,8 @@ rules need were read; otherwise the verdict names the checks that could not run 
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -16,14 +18,14 @@ READ, PARTIAL, ABSENT, UNSUPPORTED = "read", "partial", "absent", "unsupported"
 
 # area -> (label, what reads it: the rank's loaded object)
 AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
-    "step_trace": ("Step trace", lambda d: d.step_trace),
-    "overlap": ("Overlap (computation / communication)", lambda d: d.overlap),
-    "communication": ("Communication per operator", lambda d: d.communication),
-    "links": ("Links (bandwidth per link)", lambda d: None),  # cluster-level, from the communication files
-    "operators": ("Operators", lambda d: d.operators),
-    "memory": ("Memory", lambda d: d.memory),
-    "data_pipeline": ("Data pipeline", lambda d: d.dataprep),
-    "timeline": ("Timeline", lambda d: d.timeline),
+    "step_trace": (N_("Step trace"), lambda d: d.step_trace),
+    "overlap": (N_("Overlap (computation / communication)"), lambda d: d.overlap),
+    "communication": (N_("Communication per operator"), lambda d: d.communication),
+    "links": (N_("Links (bandwidth per link)"), lambda d: None),  # cluster-level, from the communication files
+    "operators": (N_("Operators"), lambda d: d.operators),
+    "memory": (N_("Memory"), lambda d: d.memory),
+    "data_pipeline": (N_("Data pipeline"), lambda d: d.dataprep),
+    "timeline": (N_("Timeline"), lambda d: d.timeline),
 }
 
 # Layouts that cannot carry an area at all (the files do not exist in that layout).

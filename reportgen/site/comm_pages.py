@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 from typing import Any, Optional
 
 import pandas as pd
@@ -364,4 +366,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("communication", COMMUNICATION, "Communication", "_communication.html", _plan)
+PAGE = PageKind("communication", COMMUNICATION, N_("Communication"), "_communication.html", _plan)

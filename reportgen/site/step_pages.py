@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import math
 from typing import Optional
 
@@ -240,4 +242,4 @@ def _plan(inp: PlanInput) -> list[Page]:
 
 
 STEP_CSV = urls.csv_path("step-trace")
-PAGE = PageKind("step-trace", urls.STEP_TRACE, "Step trace", "_step_trace.html", _plan)
+PAGE = PageKind("step-trace", urls.STEP_TRACE, N_("Step trace"), "_step_trace.html", _plan)
