@@ -85,6 +85,14 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 _ = gettext
 
 
+def translate(value: Any) -> str:
+    """The `|t` template filter: a data value (a label, a severity) in the current language, as plain text that
+    autoescaping escapes. Values without a catalog entry are shown unchanged."""
+    if isinstance(value, Msg):
+        return value.render()
+    return gettext(str(value)) if value not in (None, "") else ""
+
+
 def N_(message: str) -> str:
     """Mark a string for extraction only; it is translated where it is shown."""
     return message

@@ -99,6 +99,9 @@ def make_env() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
     env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
+    # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
+    # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
+    env.filters["t"] = i18n.translate
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)
