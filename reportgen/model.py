@@ -62,6 +62,10 @@ PHASE_LABELS: dict[str, str] = {
     "preparing": N_("Preparing"),
 }
 
+# Parallel modes as the run's facts show them (ids from the metadata / file names), marked for translation.
+PARALLEL_MODE_LABELS = (N_("pipeline-parallel"), N_("model-parallel"), N_("data-parallel"), N_("stand-alone"),
+                        N_("semi-auto-parallel"), N_("auto-parallel"))
+
 STEP_TRACE_KIND_LABELS: dict[str, str] = {
     "legacy": N_("MindInsight step trace (iteration interval / forward+backward / tail)"),
     "modern": N_("Ascend step_trace_time.csv (computing / communication / free / bubble)"),
@@ -72,11 +76,11 @@ STEP_TRACE_KIND_LABELS: dict[str, str] = {
 # --- input layouts ----------------------------------------------------------------------------------
 # What discovery recognised; the run's facts and the overview show the label.
 LAYOUT_LABELS: dict[str, str] = {
-    "mindinsight": "MindInsight flat profiler folder (per-rank *_{rank} files)",
-    "ascend": "Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)",
-    "msprof": "CANN msprof raw output (PROF_*/device_*/timeline)",
-    "kineto": "PyTorch profiler traces (*.pt.trace.json per rank)",
-    "cluster_analysis": "msprof-analyze cluster_analysis_output (cluster-level files only)",
+    "mindinsight": N_("MindInsight flat profiler folder (per-rank *_{rank} files)"),
+    "ascend": N_("Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)"),
+    "msprof": N_("CANN msprof raw output (PROF_*/device_*/timeline)"),
+    "kineto": N_("PyTorch profiler traces (*.pt.trace.json per rank)"),
+    "cluster_analysis": N_("msprof-analyze cluster_analysis_output (cluster-level files only)"),
 }
 
 

@@ -24,7 +24,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     levels = sorted({i.profiler_level for i in infos if i.profiler_level})
     facts = [
         (_("Run folder"), run.info.path),
-        (_("Layout"), run.info.layout_label),
+        (_("Layout"), _(run.info.layout_label)),
         (_("Ranks"), f"{len(run.rank_ids)} ({compact_ranks(run.rank_ids)})"),
     ]
     if run.info.rank_size and run.info.rank_size != len(run.rank_ids):
@@ -33,7 +33,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     if hosts:
         facts.append((_("Hosts"), f"{len(hosts)} ({fmt_list(hosts, 8)})"))
     facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
-    facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=run.info.parallel_mode,
+    facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
                                                                         source=run.info.parallel_mode_source)))
     facts.append((_("Pipeline stages"), str(run.info.stages)))
     if frameworks:

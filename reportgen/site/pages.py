@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from reportgen import __version__, urls
-from reportgen.i18n import _
+from reportgen.i18n import _, text
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
@@ -113,7 +113,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
             "phases": [{"key": p, "label": f"{PHASE_LABELS[p]} (ms)"} for p in phases],
             "rows": step_rows,
             "average": avg_row,
-            "rule": st.rules_used.get(avg_row["rule"], "") if avg_row else "",
+            "rule": text(st.rules_used.get(avg_row["rule"], "")) if avg_row else "",
             "source": trace.source,
             "cluster_median": {p: st.stats[p].median for p in phases if p in st.stats},
         })

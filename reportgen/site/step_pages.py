@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _
+from reportgen.i18n import N_, _, text
 
 import math
 from typing import Optional
@@ -229,7 +229,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         "kind_label": kind_label(a),
         "columns": cols,
         "rows": [maker.average(r) for r in a.run.rank_ids],
-        "rules_used": st.rules_used,
+        "rules_used": {k: text(v) for k, v in st.rules_used.items()},
         "steps": st.steps,
         "step_json": _step_json(a, cols, maker),
         "stats": stats_rows(a, highlights.of(inp)),
