@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -193,14 +192,83 @@ def test_an_extra_column_in_the_overlap_file_changes_no_number(tmp_path):
     assert [i.severity for i in lb.issues] == ["info"] and "extra_col" in lb.issues[0].problem
 
 
-def test_the_queue_file_is_opened_only_inside_the_run(tmp_path):
-    from reportgen.loaders.cpu_usage import queue_step_times
-
-    secret = tmp_path / "outside.txt"
-    secret.write_text("1 0 1 0 100\n1 0 2 0 200\n")
+def _link_out(tmp_path: Path, name: str, content: bytes) -> tuple[Path, Path]:
+    """A run folder whose `name` is a symbolic link to a file outside it; (run, link)."""
+    secret = tmp_path / ("secret-" + Path(name).name)
+    secret.write_bytes(content)
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "dataset_iterator_profiling_0.txt").symlink_to(secret)
-    log = IssueLog(run)  # registers the run folder
-    assert queue_step_times(run / "dataset_iterator_profiling_0.txt") == []
-    assert log is not None
+    link = run / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(secret)
+    return run, link
+
+
+def test_queue_file_link_out_of_the_run_is_named_not_read(tmp_path):
+    """Sweep before: the MindSpore CPU sample's dataset_iterator_profiling_0.txt, linked out, was read (cpu_usage
+    opened it with a plain open())."""
+    from reportgen.loaders import cpu_usage
+
+    run, link = _link_out(tmp_path, "FRAMEWORK/dataset_iterator_profiling_0.txt", b"1 0 1 0 100.0\n1 0 2 0 200.0\n")
+    (run / "FRAMEWORK" / "minddata_cpu_utilization_0.json").write_text(
+        json.dumps({"time_stamp": [100, 200], "device_info": {}, "process_info": {}, "op_info": []}))
+    IssueLog(run)  # registers the run folder: links out of it are refused
+    assert cpu_usage.queue_step_times(link) == []
+    log = IssueLog(run)
+    cpu_usage.load_cpu_usage(run / "FRAMEWORK" / "minddata_cpu_utilization_0.json", log)
+    assert any(i.file.endswith("dataset_iterator_profiling_0.txt") and "symbolic link" in i.problem
+               for i in log.issues)
+
+
+def test_db_link_out_of_the_run_is_named_not_opened(tmp_path):
+    import sqlite3
+
+    from reportgen.loaders.db import Db
+
+    secret_db = tmp_path / "real.db"
+    con = sqlite3.connect(secret_db)
+    con.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+    con.commit()
+    con.close()
+    run, link = _link_out(tmp_path, "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db", secret_db.read_bytes())
+    log = IssueLog(run)
+    db = Db(link, log)
+    assert db.con is None and db.tables == set()
+    assert "symbolic link out of the run" in log.issues[0].problem
+    loop = run / "ASCEND_PROFILER_OUTPUT" / "analysis.db"
+    loop.symlink_to("analysis.db.loop")
+    (run / "ASCEND_PROFILER_OUTPUT" / "analysis.db.loop").symlink_to("analysis.db")
+    log = IssueLog(run)
+    assert Db(loop, log).con is None and log.issues  # a loop: named, never a RuntimeError
+
+
+def test_kineto_trace_link_out_of_the_run_is_not_read(tmp_path):
+    from reportgen.loaders import kineto
+
+    run, link = _link_out(tmp_path, "traces/node0_1.pt.trace.json",
+                          json.dumps({"host_name": "secret-host", "traceEvents": [{"ph": "X", "ts": 1}]}).encode())
+    IssueLog(run)
+    assert kineto.read_header(link) == {}
+    with pytest.raises(OSError):
+        list(trace_events(link))
+
+
+def test_json_writer_turns_non_finite_values_into_null():
+    """Ratios over zero computed in analysis reached json.dumps(allow_nan=False) in the writers and crashed."""
+    import numpy as np
+
+    from reportgen.site.output import json_text
+
+    value = {"ratio": float("inf"), "rows": [1.5, float("nan"), np.float32("nan"), np.float64("-inf"), 2],
+             "nested": ({"x": -math.inf},), "ok": "NaN"}
+    back = json.loads(json_text(value, indent=2))
+    assert back == {"ratio": None, "rows": [1.5, None, None, None, 2], "nested": [{"x": None}], "ok": "NaN"}
+    assert json_text({"a": 1}, separators=(",", ":")) == '{"a":1}'
+
+
+def test_every_json_writer_goes_through_json_text():
+    """No writer calls json.dumps(allow_nan=False) itself (that is where non-finite values crashed)."""
+    offenders = []
+    for p in (REPO / "reportgen").rglob("*.py"):
+        if p.name != "output.py" and "allow_nan=False" in p.read_text(encoding="utf-8"):
+            offenders.append(str(p.relative_to(REPO)))
+    assert not offenders

@@ -31,7 +31,7 @@ from reportgen.urls import INDEX, resolve_hrefs, url_function
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
 from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
                                    write_index_files)
-from reportgen.site.output import atomic_write as _atomic_write  # noqa: E402
+from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
 
 
 def _fmt_ms(v) -> str:
@@ -89,7 +89,7 @@ def _json_script(context, value) -> Markup:
     resolver = getattr(url, "resolver", None)
     if resolver is not None:
         value = resolve_hrefs(value, resolver)
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    text = json_text(value, separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -153,7 +153,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
+        (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
@@ -197,7 +197,7 @@ class SharedSpecs:
         return {"key": key, "data": {"datasets": spec["datasets"]}}
 
     def script(self) -> str:
-        text = json.dumps(self.specs, separators=(",", ":"), allow_nan=False, default=str)
+        text = json_text(self.specs, separators=(",", ":"))
         return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
 
 
@@ -230,7 +230,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     out.parent.mkdir(parents=True, exist_ok=True)
     summary_path = out.with_name(out.stem + ".summary.json")
     _atomic_write(out, html)
-    _atomic_write(summary_path, json.dumps(summary, indent=2, allow_nan=False))
+    _atomic_write(summary_path, json_text(summary, indent=2))
     return out
 
 
@@ -241,4 +241,4 @@ def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, s
     """
     html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
                                                        css=Markup(static_text("report.css")))
-    return write_index_files(out, html, json.dumps(summary, indent=2, allow_nan=False), single_file=single_file)
+    return write_index_files(out, html, json_text(summary, indent=2), single_file=single_file)
