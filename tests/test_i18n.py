@@ -182,3 +182,16 @@ def test_summary_json_stays_language_neutral(zh_site):
     strip = lambda d: {k: v for k, v in d.items() if k not in neutral}  # noqa: E731
     assert strip(zh).keys() == strip(en).keys()
     assert zh["run"]["ranks"] == en["run"]["ranks"]
+
+
+def test_cli_help_and_errors_follow_the_language():
+    env = {"PYTHONPATH": str(ROOT), "LANG": "C", "LC_ALL": "", "PATH": "/usr/bin:/bin"}
+    zh = subprocess.run([sys.executable, "-m", "reportgen", "--lang", "zh", "-h"], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=60)
+    assert zh.returncode == 0 and "离线性能报告" in zh.stdout and "--lang" in zh.stdout
+    err = subprocess.run([sys.executable, "-m", "reportgen"], cwd=ROOT, env=env | {"LANG": "zh_CN.UTF-8"},
+                         capture_output=True, text=True, timeout=60)
+    assert err.returncode == 2 and "需要指定运行目录" in err.stderr
+    en = subprocess.run([sys.executable, "-m", "reportgen"], cwd=ROOT, env=env, capture_output=True, text=True,
+                        timeout=60)
+    assert en.returncode == 2 and "the run folder is required" in en.stderr and not CJK.search(en.stderr)
