@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import _
+import json
 
 import altair as alt
+
+from reportgen import i18n
+from reportgen.i18n import _
 
 from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
 
 MAX_BARS = 64
 
+
+def _status_legend():
+    """The slow / normal legend in the report's language (the data keeps the English ids the colour scale uses)."""
+    if i18n.current() == i18n.DEFAULT:
+        return alt.Undefined
+    slow, normal = json.dumps(_("slow")), json.dumps(_("normal"))
+    return alt.Legend(labelExpr=f"datum.label == 'slow' ? {slow} : {normal}")
 
 def step_total_by_rank(rows: list[dict], median: float) -> dict:
     """Bar per rank of the average step total (ms); slow ranks in red; a rule at the cluster median.
@@ -19,7 +29,7 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
     bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("rank:O", title=_("Rank"), sort="ascending"),
         y=alt.Y("total:Q", title=_("Average step time (ms)")),
-        color=alt.Color("status:N", title=None,
+        color=alt.Color("status:N", title=None, legend=_status_legend(),
                         scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
         tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("total:Q", title=_("Step time (ms)"), format=",.3f"),
                  alt.Tooltip("stage:N", title=_("Stage")), alt.Tooltip("status:N", title=_("Status"))],
@@ -35,7 +45,7 @@ def step_total_histogram(rows: list[dict], median: float) -> dict:
     hist = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title=_("Average step time (ms)")),
         y=alt.Y("count():Q", title=_("Ranks")),
-        color=alt.Color("status:N", title=None,
+        color=alt.Color("status:N", title=None, legend=_status_legend(),
                         scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
         tooltip=[alt.Tooltip("count():Q", title=_("Ranks")),
                  alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title=_("Step time (ms)"))],
