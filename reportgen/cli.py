@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from reportgen import cliutil
+from reportgen import cliutil, i18n
+from reportgen.i18n import N_, _
 from reportgen.loaders import default_jobs
 
 log = logging.getLogger("msreport")
@@ -26,34 +27,47 @@ EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
 EXIT_FINDINGS = 3
 
 
-SUBCOMMANDS_HELP = """sub-commands:
+SUBCOMMANDS_HELP = N_("""sub-commands:
   msreport compare BASE NEW -o OUT   compare two runs (run folders, report folders or summary.json) and gate
                                       on a regression (msreport compare -h)
   msreport trend SUMMARY... -o OUT    step time, phases and findings over many runs (msreport trend -h)
-"""
+""")
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = cliutil.Parser(prog="msreport", description="Build an offline performance report (static HTML + "
-                       "summary.json) from Ascend / MindSpore / torch_npu / GPU profiler output.",
-                       epilog=SUBCOMMANDS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run", nargs="?", type=Path, help="folder holding the profiler output of a run")
-    cliutil.add_output_options(p, "write one self-contained HTML file (and NAME.summary.json beside it)")
-    p.add_argument("--example", action="store_true", help="build a report from a generated example run "
-                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)")
+    p = cliutil.Parser(prog="msreport", description=_("Build an offline performance report (static HTML + "
+                       "summary.json) from Ascend / MindSpore / torch_npu / GPU profiler output."),
+                       epilog=_(SUBCOMMANDS_HELP), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", nargs="?", type=Path, help=_("folder holding the profiler output of a run"))
+    cliutil.add_output_options(p, _("write one self-contained HTML file (and NAME.summary.json beside it)"))
+    p.add_argument("--example", action="store_true", help=_("build a report from a generated example run "
+                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)"))
     cliutil.add_jobs_option(p, default_jobs())
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
-                   help="device memory capacity to compare peaks with when the profiler did not record it "
-                        "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B")
+                   help=_("device memory capacity to compare peaks with when the profiler did not record it "
+                          "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B"))
     p.add_argument("--marey-step", dest="marey_steps", type=int, action="append", default=[], metavar="N",
-                   help="also draw the execution (Marey) view of step N (repeatable; the representative and "
-                        "the slowest steps are always drawn)")
+                   help=_("also draw the execution (Marey) view of step N (repeatable; the representative and "
+                          "the slowest steps are always drawn)"))
+    p.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                   help=_("language of the report and of these messages: zh (Chinese) or en (English); default "
+                          "from the locale (LC_ALL / LC_MESSAGES / LANG starting with zh: zh, else en)"))
     cliutil.add_threshold_options(p)
     p.add_argument("--fail-on", choices=("warning", "critical"), default=None,
-                   help=f"exit with code {EXIT_FINDINGS} (after writing the report) when a finding of this "
-                        "severity or worse exists; for CI gating")
+                   help=_("exit with code {code} (after writing the report) when a finding of this "
+                          "severity or worse exists; for CI gating").format(code=EXIT_FINDINGS))
     cliutil.add_verbosity_options(p)
     return p
+
+
+def _lang_argument(argv: list[str]) -> Optional[str]:
+    """`--lang X` / `--lang=X` read before parsing, so that the help and the usage errors are in that language."""
+    for n, a in enumerate(argv):
+        value = a.split("=", 1)[1] if a.startswith("--lang=") else (argv[n + 1] if a == "--lang" and
+                                                                     n + 1 < len(argv) else None)
+        if value in i18n.LANGUAGES:
+            return value
+    return None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -61,17 +75,23 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     if (code := dispatch(argv)) is not None:
         return code
+    argv = sys.argv[1:] if argv is None else list(argv)
+    with i18n.use(_lang_argument(argv) or i18n.default_language()):
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.example and args.run is not None:
-        parser.error("give either RUN or --example, not both")
+        parser.error(_("give either RUN or --example, not both"))
     if not args.example and args.run is None:
-        parser.error("the run folder is required (or use --example)")
+        parser.error(_("the run folder is required (or use --example)"))
     if args.output is None:
-        parser.error("the output path is required: -o OUT")
+        parser.error(_("the output path is required: -o OUT"))
     cliutil.check_jobs(parser, args)
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
-        parser.error("--device-memory-gb must be a positive number")
+        parser.error(_("--device-memory-gb must be a positive number"))
     overrides = cliutil.threshold_overrides(parser, args)
     cliutil.setup_logging(args.quiet, args.verbose)
     out = cliutil.out_path(args.output, args.single_file)
@@ -83,7 +103,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
-                            overrides=overrides, marey_steps=tuple(args.marey_steps))
+                            overrides=overrides, marey_steps=tuple(args.marey_steps),
+                            lang=args.lang or i18n.default_language())
         if not args.example:
             results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
             return 0
@@ -103,17 +124,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         log.debug("timings: %s", ", ".join(f"{name} {dt:.2f} s" for name, dt in result.timings))
     n_q = len(result.summary.get("data_quality", []))
     if not args.quiet:
-        print(f"msreport: {result.ranks} rank(s) in {result.runs} run(s), {n_q} data-quality note(s), "
-              f"{result.seconds:.1f} s")
+        print(_("msreport: {ranks} rank(s) in {runs} run(s), {notes} data-quality note(s), {seconds} s").format(
+            ranks=result.ranks, runs=result.runs, notes=n_q, seconds=f"{result.seconds:.1f}"))
     counts = {s: sum(1 for f in result.summary.get("findings", []) if f["severity"] == s)
               for s in ("critical", "warning", "info")}
     if not args.quiet:
-        print(f"msreport: findings: {counts['critical']} critical, {counts['warning']} warning, {counts['info']} info")
-        print(f"Wrote report to {result.entry.resolve().as_uri()}")
+        print(_("msreport: findings: {critical} critical, {warning} warning, {info} info").format(**counts))
+        print(_("Wrote report to {uri}").format(uri=result.entry.resolve().as_uri()))
     if args.fail_on:
         hit = counts["critical"] + (counts["warning"] if args.fail_on == "warning" else 0)
         if hit:
-            print(f"msreport: --fail-on {args.fail_on}: {hit} finding(s) at that level or worse", file=sys.stderr)
+            print(_("msreport: --fail-on {level}: {n} finding(s) at that level or worse").format(
+                level=args.fail_on, n=hit), file=sys.stderr)
             return EXIT_FINDINGS
     return 0
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from reportgen import __version__
 from reportgen.errors import ReportError
+from reportgen.i18n import _
 
 log = logging.getLogger("msreport")
 
@@ -27,32 +28,32 @@ class Parser(argparse.ArgumentParser):
 
 def add_output_options(p: argparse.ArgumentParser, single_help: str, required: bool = False) -> None:
     p.add_argument("-o", "--output", type=Path, required=required,
-                   help="output folder (or .html file with --single-file)")
+                   help=_("output folder (or .html file with --single-file)"))
     p.add_argument("--single-file", action="store_true", help=single_help)
 
 
 def add_jobs_option(p: argparse.ArgumentParser, default_jobs: int) -> None:
     p.add_argument("-j", "--jobs", type=int, default=None,
-                   help=f"processes for loading large runs (default: {default_jobs})")
+                   help=_("processes for loading large runs (default: {n})").format(n=default_jobs))
 
 
 def add_threshold_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--thresholds", type=Path, metavar="FILE", help="TOML file of rule thresholds: one [RULE] "
-                   "table per rule, e.g. [slow-rank] min_share = 0.03 (see the report's Rules page)")
+    p.add_argument("--thresholds", type=Path, metavar="FILE", help=_("TOML file of rule thresholds: one [RULE] "
+                   "table per rule, e.g. [slow-rank] min_share = 0.03 (see the report's Rules page)"))
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="RULE.NAME=VALUE",
-                   help="override one rule threshold (repeatable; applied after --thresholds)")
+                   help=_("override one rule threshold (repeatable; applied after --thresholds)"))
 
 
 def add_verbosity_options(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    g.add_argument("-v", "--verbose", action="store_true", help="print progress details and tracebacks")
+    g.add_argument("-q", "--quiet", action="store_true", help=_("print only errors"))
+    g.add_argument("-v", "--verbose", action="store_true", help=_("print progress details and tracebacks"))
     p.add_argument("--version", action="version", version=f"msreport {__version__}")
 
 
 def check_jobs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+        parser.error(_("--jobs must be at least 1"))
 
 
 def threshold_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Mapping[str, Mapping[str, Any]]:

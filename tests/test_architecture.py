@@ -13,7 +13,7 @@ import reportgen
 
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
-    {"__init__", "errors", "numbers", "jsonguard", "intervals", "urls", "progress", "model"},
+    {"__init__", "errors", "numbers", "jsonguard", "intervals", "urls", "progress", "i18n", "model"},
     {"discover"},
     {"loaders"},
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)

@@ -21,7 +21,7 @@ from jinja2 import (
 )
 from markupsafe import Markup
 
-from reportgen import __version__
+from reportgen import __version__, i18n
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.csp import csp_hash
@@ -97,6 +97,11 @@ def _json_script(context, value) -> Markup:
 def make_env() -> Environment:
     env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
+    env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
+    # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
+    # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
+    env.filters["t"] = i18n.translate
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, _
+
 from typing import Any, Optional
 
 import pandas as pd
@@ -126,7 +128,7 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
         picked = representative_ranks(total, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
         groups = [([by_rank[r]], rank_bar_label(r, role)) for r, role in picked.items()]
-        x_title = PICKED_TITLE
+        x_title = _(PICKED_TITLE)
     out = []
     for gi, (g, label) in enumerate(groups):
         transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
@@ -364,4 +366,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("communication", COMMUNICATION, "Communication", "_communication.html", _plan)
+PAGE = PageKind("communication", COMMUNICATION, N_("Communication"), "_communication.html", _plan)

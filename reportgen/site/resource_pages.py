@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -407,4 +409,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("resources", RESOURCES, "Resources", "_resources.html", _plan)
+PAGE = PageKind("resources", RESOURCES, N_("Resources"), "_resources.html", _plan)
