@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
               "data_pipeline", "host_bound", "memory_pressure", "operator_hotspot", "data_quality")
@@ -93,24 +94,6 @@ class Finding:
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
 
-def clean(v: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats to 15 significant digits."""
-    if isinstance(v, dict):
-        return {str(k): clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
-            v = v.item()
-        except (ValueError, AttributeError):
-            return str(v)
-    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
-        return v
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return None
-        return float(f"{v:.15g}")
-    return str(v)
 
 
 class Context:
