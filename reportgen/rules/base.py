@@ -94,8 +94,6 @@ class Finding:
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
 
-
-
 class Context:
     """What `check` gets: the analysis (`a`) and the thresholds in force for this rule (`t`, the rule's frozen
     `Thresholds` dataclass with the overrides applied)."""

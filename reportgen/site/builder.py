@@ -154,12 +154,8 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
-<<<<<<< HEAD
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
-        (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
-=======
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
->>>>>>> main
+        (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
@@ -236,12 +232,8 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     out.parent.mkdir(parents=True, exist_ok=True)
     summary_path = out.with_name(out.stem + ".summary.json")
     _atomic_write(out, html)
-<<<<<<< HEAD
-    _atomic_write(summary_path, json.dumps(summary, indent=2, allow_nan=False))
-    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
-=======
     _atomic_write(summary_path, json_text(summary, indent=2))
->>>>>>> main
+    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
     return out
 
 
