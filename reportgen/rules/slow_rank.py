@@ -147,7 +147,7 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
 
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
-IMPACT_BASIS = "{subject}: {column} set to {peers}' median in every step; the others' waits shrink by as much"
+IMPACT_BASIS = "{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as much"
 STAGE_NOTE = " (the saving of its stage: the whole step's once this stage is the slowest)"
 
 
