@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.i18n import text
 from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
@@ -34,10 +35,10 @@ class Finding:
     id: str
     category: str
     severity: str
-    title: str
-    advice: str  # markdown
+    title: Any  # text, or an i18n.Msg (msgid with named placeholders) rendered in the report's language
+    advice: Any  # markdown (or an i18n.Msg of markdown)
     page: urls.Target  # the page (and anchor) holding the evidence; `urls` turns it into a link
-    why: str = ""  # one or two sentences: why it matters (markdown)
+    why: Any = ""  # one or two sentences: why it matters (markdown, or an i18n.Msg)
     ranks: list[int] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # "src-dst", global ranks
     transport: Optional[str] = None
@@ -63,12 +64,14 @@ class Finding:
         Folded readings of the same cause are listed in `evidence.related`."""
         evidence = clean(self.evidence)
         if self.related:
-            evidence["related"] = [{"id": r.id, "title": r.title, "evidence": clean(r.evidence)} for r in self.related]
+            evidence["related"] = [{"id": r.id, "title": text(r.title), "title_en": text(r.title, "en"),
+                                    "evidence": clean(r.evidence)} for r in self.related]
         return {
-            "id": self.id, "category": self.category, "severity": self.severity, "title": self.title,
+            "id": self.id, "category": self.category, "severity": self.severity, "title": text(self.title),
+            "title_en": text(self.title, "en"),
             "ranks": [int(r) for r in self.ranks], "links": list(self.links), "transport": self.transport,
             "stages": [int(s) for s in self.stages], "phase": self.phase, "files": list(self.files),
-            "evidence": evidence, "advice": self.advice, "page": str(self.page), "why": self.why,
+            "evidence": evidence, "advice": text(self.advice), "page": str(self.page), "why": text(self.why),
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
         }
