@@ -272,3 +272,18 @@ def test_every_json_writer_goes_through_json_text():
         if p.name != "output.py" and "allow_nan=False" in p.read_text(encoding="utf-8"):
             offenders.append(str(p.relative_to(REPO)))
     assert not offenders
+
+
+@pytest.mark.parametrize("bad", ["9" * 30, "1e400", "inf", "abc"])
+def test_one_row_step_trace_with_a_bad_cell_is_named(tmp_path, bad):
+    """Sweep before: in a one-row step_trace_time.csv (the real level0 sample) a 30-digit Preparing value made the
+    column look like text, so it was never screened: the rank's Preparing became empty, nothing in data quality."""
+    from reportgen.loaders.step_trace import load_modern_step_trace
+
+    p = tmp_path / "step_trace_time.csv"
+    p.write_text("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+                 f"Communication(Not Overlapped and Exclude Receive),Preparing\n"
+                 f"50,8813.17,64616.1,3989.6,68605.7,27172.9,100602.25,0,64616.1,{bad}\n")
+    log = IssueLog(tmp_path)
+    load_modern_step_trace(p, log)
+    assert any("Preparing" in i.problem and i.file == "step_trace_time.csv" for i in log.issues), log.issues

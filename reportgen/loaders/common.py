@@ -235,7 +235,9 @@ def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
                 bad += 1
             else:
                 text += 1
-        if num and num >= 2 * text and (num + bad + text) > 0:
+        # number-shaped cells that are unusable (inf, nan, 1e400, 30 digits) count as numbers here: a one-row file
+        # whose only cell in a column is 30 digits long is a numeric column with a bad value, not a text column
+        if num + bad and num + bad >= 2 * text:
             out.append(i)
     return out
 
