@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.i18n import text
+from reportgen.i18n import N_, Msg, lazy, text
 from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
@@ -174,6 +174,18 @@ def fmt_pct(v: float, digits: int = 1) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     return f"{v * 100:.{digits}f} %"
+
+
+def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
+    """`fmt_ranks` as a lazy message (the finding's language is chosen when it is rendered)."""
+    ranks = [int(r) for r in ranks]
+    if len(ranks) == 1:
+        return lazy(N_("Rank {rank}") if capital else N_("rank {rank}"), rank=ranks[0])
+    listed = ", ".join(str(r) for r in ranks[:limit])
+    if len(ranks) > limit:
+        return lazy(N_("Ranks {ranks} and {more} more") if capital else N_("ranks {ranks} and {more} more"), ranks=listed,
+                    more=len(ranks) - limit)
+    return lazy(N_("Ranks {ranks}") if capital else N_("ranks {ranks}"), ranks=listed)
 
 
 def fmt_ranks(ranks: list[int], limit: int = 8) -> str:
