@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.i18n import N_, Msg, lazy, text
 from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
@@ -45,10 +46,10 @@ class Finding:
     id: str
     category: str
     severity: str
-    title: str
-    advice: str  # markdown
+    title: Any  # text, or an i18n.Msg (msgid with named placeholders) rendered in the report's language
+    advice: Any  # markdown (or an i18n.Msg of markdown)
     page: urls.Target  # the page (and anchor) holding the evidence; `urls` turns it into a link
-    why: str = ""  # one or two sentences: why it matters (markdown)
+    why: Any = ""  # one or two sentences: why it matters (markdown, or an i18n.Msg)
     ranks: list[int] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # "src-dst", global ranks
     transport: Optional[str] = None
@@ -76,12 +77,14 @@ class Finding:
         Folded readings of the same cause are listed in `evidence.related`."""
         evidence = clean(self.evidence)
         if self.related:
-            evidence["related"] = [{"id": r.id, "title": r.title, "evidence": clean(r.evidence)} for r in self.related]
+            evidence["related"] = [{"id": r.id, "title": text(r.title), "title_en": text(r.title, "en"),
+                                    "evidence": clean(r.evidence)} for r in self.related]
         return {
-            "id": self.id, "category": self.category, "severity": self.severity, "title": self.title,
+            "id": self.id, "category": self.category, "severity": self.severity, "title": text(self.title),
+            "title_en": text(self.title, "en"),
             "ranks": [int(r) for r in self.ranks], "links": list(self.links), "transport": self.transport,
             "stages": [int(s) for s in self.stages], "phase": self.phase, "files": list(self.files),
-            "evidence": evidence, "advice": self.advice, "page": str(self.page), "why": self.why,
+            "evidence": evidence, "advice": text(self.advice), "page": str(self.page), "why": text(self.why),
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
             **({"impact": clean(self.impact)} if self.impact else {}),
@@ -169,6 +172,18 @@ def fmt_pct(v: float, digits: int = 1) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     return f"{v * 100:.{digits}f} %"
+
+
+def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
+    """`fmt_ranks` as a lazy message (the finding's language is chosen when it is rendered)."""
+    ranks = [int(r) for r in ranks]
+    if len(ranks) == 1:
+        return lazy(N_("Rank {rank}") if capital else N_("rank {rank}"), rank=ranks[0])
+    listed = ", ".join(str(r) for r in ranks[:limit])
+    if len(ranks) > limit:
+        return lazy(N_("Ranks {ranks} and {more} more") if capital else N_("ranks {ranks} and {more} more"), ranks=listed,
+                    more=len(ranks) - limit)
+    return lazy(N_("Ranks {ranks}") if capital else N_("ranks {ranks}"), ranks=listed)
 
 
 def fmt_ranks(ranks: list[int], limit: int = 8) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_ranks
+from reportgen.i18n import N_, lazy
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
 from reportgen.rules.slow_rank import slow_table
 from reportgen.rules.stats import peer_median, standouts, step_reference
 
@@ -26,12 +27,12 @@ class Thresholds:
                                   'slow link, not a late rank)')
 
 
-ADVICE = """\
+ADVICE = N_("""\
 The ranks that wait least in collectives arrive last: the others wait for them. Treat them as the slow nodes:
 - open their pages and compare computation, data waiting (step interval) and free time with a peer's;
 - the waiting ranks are victims: their long wait disappears once the late rank is fixed.
 Wait time can only be compared within a communication group; ranks of different pipeline stages are compared
-separately."""
+separately.""")
 
 
 # the step-trace phase that holds a rank's own work, by step-trace kind
@@ -55,8 +56,9 @@ def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
     own = float(mean[rank])
     if not own > peer:
         return None
-    label = "computes" if col == "computing" else "spends in forward and backward"
-    return (f"it {label} {fmt_ms(own)} per step against {fmt_ms(peer)} on its peers",
+    text = (N_("it computes {own} per step against {peer} on its peers") if col == "computing" else
+            N_("it spends in forward and backward {own} per step against {peer} on its peers"))
+    return (lazy(text, own=fmt_ms(own), peer=fmt_ms(peer)),
             {"work_phase": col, "work_ms": own, "peers_median_work_ms": peer})
 
 
@@ -82,16 +84,16 @@ def check(ctx: Context) -> list[Finding]:
     ranks = [s.rank for s in found]
     w = found[0]
     n = len(found)
-    title = (f"{fmt_ranks(ranks).capitalize()} {'arrive' if n > 1 else 'arrives'} last at collectives: "
-             f"{'they wait' if n > 1 else 'it waits'} {fmt_ms(w.value_ms)} per step while peers wait "
-             f"{fmt_ms(w.median_ms)}")
+    title = lazy(N_("{ranks} arrive last at collectives: they wait {wait} per step while peers wait {peers}") if n > 1
+                 else N_("{ranks} arrives last at collectives: it waits {wait} per step while peers wait {peers}"),
+                 ranks=ranks_msg(ranks, capital=True), wait=fmt_ms(w.value_ms), peers=fmt_ms(w.median_ms))
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
-        title += f"; {why_late[0]}"
+        title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
     return [Finding(
-        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=ADVICE,
-        why="Every rank of a collective waits for its last member; the time the others spend waiting is lost on "
-            "all of them.",
+        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=lazy(ADVICE),
+        why=lazy("Every rank of a collective waits for its last member; the time the others spend waiting is lost "
+                 "on all of them."),
         page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
         evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
                   "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total,
@@ -100,11 +102,11 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="late-arrival", category="slow_rank", title="Late arrival at collectives (culprit vs victims)",
-    description="""\
+    id="late-arrival", category="slow_rank", title=N_("Late arrival at collectives (culprit vs victims)"),
+    description=N_("""\
 Communication wait time per rank and step (from the communication files) is compared within each pipeline stage.
 A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
-wait for it. Severity: warning.""",
+wait for it. Severity: warning."""),
     params=Thresholds, check=check,
     source="tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe")

@@ -13,7 +13,8 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.impact import replace_excess
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
+from reportgen.i18n import N_, lazy
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
 from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
 
 @dataclass(frozen=True)
@@ -30,44 +31,44 @@ class Thresholds:
                                     ' rather than a warning')
 
 
-WHY = ("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
-       "is lost on every device (the bucket effect of the tuning guide).")
+WHY = N_("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
+         "is lost on every device (the bucket effect of the tuning guide).")
 
 # phase -> (finding phase, label, verb phrase, advice)
 ADVICE = {
-    "step_interval": """\
+    "step_interval": N_("""\
 The step interval is the time a rank waits for its training data before the step starts.
 - Open the rank's page, **Data preparation**: if the host queue is mostly empty, data processing is the bottleneck
   (see the pipeline operator flagged there); otherwise sending the data to the device is.
-- Compare the rank's host with the others (CPU load, disk, other processes): one slow host delays every rank.""",
-    "compute": """\
+- Compare the rank's host with the others (CPU load, disk, other processes): one slow host delays every rank."""),
+    "compute": N_("""\
 This rank takes longer to compute the same work as its peers.
 - Open the rank's page, **Operators**: compare its top operator types with another rank's (the Resources page
   shows every type across ranks, with the slow rank in red).
 - A device that is slower on every operator is usually a hardware or frequency problem (throttling, a degraded
   card): check the device's health and AI Core frequency; a single slow operator type points at its inputs
-  (shapes, data types) on that rank.""",
-    "free": """\
+  (shapes, data types) on that rank."""),
+    "free": N_("""\
 Free time is time the device has nothing to run: the host does not dispatch work fast enough on this rank.
 - Look for host-side work on this rank only (logging, checkpoint saving, Python code in the step, CPU contention on
-  its host) and for synchronisation calls (`.item()`, `.cpu()`, stream synchronise) in the training loop.""",
-    "communication": """\
+  its host) and for synchronisation calls (`.item()`, `.cpu()`, stream synchronise) in the training loop."""),
+    "communication": N_("""\
 This rank spends longer than its peers in communication that is not hidden by computation.
 - When its peers compute longer, it is the victim that waits for them: fix the slow ranks first.
 - Otherwise check its links on the Communication page (a slow link raises the time of every collective it takes part
-  in) and its own communication operators (wait vs transit).""",
-    "tail": """\
+  in) and its own communication operators (wait vs transit)."""),
+    "tail": N_("""\
 A long tail on a few ranks usually means they finished forward and backward early and wait in the gradient
 all-reduce for a slower rank: the slow rank is elsewhere. Fix the slow ranks named in the other findings; if none is
-found, look at this rank's collectives and links on the Communication page.""",
+found, look at this rank's collectives and links on the Communication page."""),
 }
 
 TITLES = {
-    "step_interval": "wait{s} longer for data than {peers}",
-    "compute": "compute{s} longer than {peers}",
-    "free": "{has} more idle device time (free) than {peers}",
-    "communication": "spend{s} more time in exposed communication than {peers}",
-    "tail": "{has} a longer tail than {peers}",
+    "step_interval": N_("wait{s} longer for data than {peers}"),
+    "compute": N_("compute{s} longer than {peers}"),
+    "free": N_("{has} more idle device time (free) than {peers}"),
+    "communication": N_("spend{s} more time in exposed communication than {peers}"),
+    "tail": N_("{has} a longer tail than {peers}"),
 }
 
 
@@ -131,7 +132,7 @@ def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool, d
     return {"columns": cols, "rows": rows, "links": links}
 
 
-def _host_note(a: Analysis, ranks: list[int]) -> str:
+def _host_note(a: Analysis, ranks: list[int]):
     hosts: dict[str, list[int]] = {}
     for r in a.run.rank_ids:
         h = a.run.ranks[r].info.host
@@ -140,8 +141,10 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
     whole = [h for h, rs in hosts.items() if len(rs) >= 2 and set(rs) <= set(ranks)]
     if whole:
         names = ", ".join(md_literal(h) for h in sorted(whole)[:6])
-        return f" All ranks of host{'s' if len(whole) > 1 else ''} {names} stand out: " \
-               "suspect the host rather than single devices."
+        return lazy(N_(" All ranks of hosts {names} stand out: suspect the host rather than single devices.")
+                    if len(whole) > 1 else
+                    N_(" All ranks of host {names} stand out: suspect the host rather than single devices."),
+                    names=names)
     return ""
 
 
@@ -193,34 +196,39 @@ def check(ctx: Context) -> list[Finding]:
             culprits.extend(ranks)
         worst = found[0]
         n = len(found)
-        peers = "their peers" if n > 1 else "its peers"
-        if by_stage and stage_of:
-            peers += " in the same stage"
-        verb = TITLES[phase].format(s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
-        subject = fmt_ranks(ranks).capitalize()
+        same_stage = bool(by_stage and stage_of)
+        if n > 1:
+            peers = lazy(N_("their peers in the same stage") if same_stage else N_("their peers"))
+        else:
+            peers = lazy(N_("its peers in the same stage") if same_stage else N_("its peers"))
+        verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
         rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
-        title = (f"{subject} {verb}: +{fmt_ms(worst.excess_ms)} per step"
-                 + ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else f" ({rel + 1:.0f}× the median)")
-                 + f", in {worst.steps_out} of {worst.steps_total} steps")
+        rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
+                    lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
+        title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
+                     subject=ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,
+                     out=worst.steps_out, total=worst.steps_total)
         severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
         if worst.steps_total < ctx.t.min_steps:
             severity = "info"  # one recorded step: persistence cannot be told
-            title += " (one step recorded: cannot tell whether it persists)"
-        why = WHY
-        advice = ADVICE[phase]
+            title = lazy("{title} (one step recorded: cannot tell whether it persists)", title=title)
+        why = lazy(WHY)
+        advice = lazy(ADVICE[phase])
         if phase == "tail":
             severity = "info"
             others = sorted(set(culprits) - set(ranks))
-            why = ("A long tail is usually waiting, not work: " +
-                   (f"{fmt_ranks(others)} {'is' if len(others) == 1 else 'are'} slower in forward/backward or data "
-                    "and make the others wait." if others else "no slower rank was found in the other phases."))
+            why = (lazy("A long tail is usually waiting, not work: {ranks} is slower in forward/backward or data and "
+                        "makes the others wait.", ranks=ranks_msg(others)) if len(others) == 1 else
+                   lazy("A long tail is usually waiting, not work: {ranks} are slower in forward/backward or data and "
+                        "make the others wait.", ranks=ranks_msg(others)) if others else
+                   lazy("A long tail is usually waiting, not work: no slower rank was found in the other phases."))
             if not others and worst.steps_total >= ctx.t.min_steps:
                 severity = "warning"
         label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
                  "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
         findings.append(Finding(
             id=f"slow-rank.{phase.replace('_', '-')}", category="slow_rank", severity=severity, title=title,
-            advice=advice, why=why + _host_note(a, ranks), page=anchor(worst.rank), ranks=ranks, phase=phase,
+            advice=advice, why=lazy("{why}{note}", why=why, note=_host_note(a, ranks)), page=anchor(worst.rank), ranks=ranks, phase=phase,
             evidence={"value_ms": worst.value_ms, "cluster_median_ms": worst.median_ms,
                       "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
                       "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
@@ -232,8 +240,8 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="slow-rank", category="slow_rank", title="Slow rank",
-    description="""\
+    id="slow-rank", category="slow_rank", title=N_("Slow rank"),
+    description=N_("""\
 For each phase of the step (MindInsight: step interval, computation, tail; Ascend `step_trace_time.csv`: Computing,
 Free, Communication (not overlapped)), every rank is compared in **every step** with the ranks of its pipeline
 stage (the whole cluster for the step interval and for runs without stages). A rank stands out in a step when it is
@@ -241,7 +249,7 @@ above the median by more than `z` robust standard deviations, `min_rel` of the m
 `min_share` of the step time; it is reported when it stands out in at least `persistence` of its steps.
 Severity: critical when the excess is at least `critical_share` of the step, otherwise warning. A long **tail**
 is reported as information when a slower rank was found in another phase (its tail is waiting, the guide's
-reasoning), as a warning otherwise.""",
+reasoning), as a warning otherwise."""),
     params=Thresholds, check=check,
     source="tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
            "(spread / step ≥ 5 %); seed 003 delimitation")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, _, text
 
 import json
 import math
@@ -108,8 +108,8 @@ def rank_findings(findings: list, n_ranks: int) -> dict[int, list[dict]]:
         for r in f.ranks:
             lst = out.setdefault(int(r), [])
             if len(lst) < MAX_RANK_FINDINGS:
-                lst.append({"id": f.id, "severity": f.severity, "title": f.title, "page": str(f.page),
-                            "advice_html": markdown(f.advice)})
+                lst.append({"id": f.id, "severity": f.severity, "title": text(f.title), "page": str(f.page),
+                            "advice_html": markdown(text(f.advice))})
     return out
 
 
@@ -122,10 +122,10 @@ def rules_context(findings: list, thresholds: dict[str, dict[str, float]]) -> di
     for r in RULES:
         used = thresholds.get(r.id, {})
         rules.append({
-            "id": r.id, "title": r.title, "category": r.category, "source": r.source,
-            "description_html": markdown(r.description),
+            "id": r.id, "title": _(r.title), "category": r.category, "source": r.source,
+            "description_html": markdown(_(r.description)),
             "thresholds": [{"name": k, "value": _fmt(used.get(k, t.default)), "default": _fmt(t.default),
-                            "changed": used.get(k, t.default) != t.default, "doc": t.doc}
+                            "changed": used.get(k, t.default) != t.default, "doc": _(t.doc)}
                            for k, t in r.thresholds.items()],
             "fired": fired.get(r.id, {s: 0 for s in SEVERITY_ORDER}),
         })
@@ -133,7 +133,7 @@ def rules_context(findings: list, thresholds: dict[str, dict[str, float]]) -> di
 
 
 def _plan_rules(inp: PlanInput) -> list[Page]:
-    return [Page(RULES_PAGE, "Performance helper rules", RULES_KIND.partial,
+    return [Page(RULES_PAGE, N_("Performance helper rules"), RULES_KIND.partial,
                  {**inp.common, **rules_context(inp.findings, inp.thresholds)})]
 
 
