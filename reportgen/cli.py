@@ -36,7 +36,12 @@ class _Parser(argparse.ArgumentParser):
 
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="msreport", description="Build an offline performance report (static HTML + summary.json) "
-                "from Ascend / MindSpore / torch_npu profiler output.")
+                "from Ascend / MindSpore / torch_npu profiler output.",
+                epilog="sub-commands:\n"
+                "  msreport compare BASE NEW -o OUT      compare two runs (folders or summary.json files)\n"
+                "  msreport trend SUMMARY... -o OUT      step time, phases and findings over many runs\n"
+                "run `msreport compare --help` / `msreport trend --help` for their options.",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", nargs="?", type=Path, help="folder holding the profiler output of a run")
     p.add_argument("-o", "--output", type=Path, help="output folder (or .html file with --single-file)")
     p.add_argument("--single-file", action="store_true", help="write one self-contained HTML file "
