@@ -92,3 +92,57 @@ def test_help_lists_the_sub_commands():
                          text=True, timeout=60)
     assert out.returncode == 0
     assert "msreport compare" in out.stdout and "msreport trend" in out.stdout
+
+
+# --- templates see view-models only ---------------------------------------------------------------------------------
+
+def _analysis_objects(obj, where: str, found: list[str], depth: int = 0) -> list[str]:
+    """Paths inside a page context that hold a DataFrame/Series or an object of reportgen.model / reportgen.analysis."""
+    import dataclasses
+
+    import pandas as pd
+
+    if depth > 16:
+        return found
+    mod = type(obj).__module__ or ""
+    if isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)) or mod.startswith(("reportgen.model", "reportgen.analysis")):
+        found.append(f"{where}: {mod}.{type(obj).__name__}")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _analysis_objects(v, f"{where}.{k}", found, depth + 1)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for i, v in enumerate(obj):
+            _analysis_objects(v, f"{where}[{i}]", found, depth + 1)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _analysis_objects(getattr(obj, f.name), f"{where}.{f.name}", found, depth + 1)
+    elif mod.startswith("reportgen") and hasattr(obj, "__dict__"):
+        for k, v in vars(obj).items():
+            _analysis_objects(v, f"{where}.{k}", found, depth + 1)
+    return found
+
+
+def test_page_contexts_hold_no_analysis_objects(tmp_path):
+    from reportgen import report
+    from reportgen.discover import discover
+    from reportgen.progress import Progress
+    from reportgen.site.pages import plan_pages
+    from reportgen.synth import generate_run
+
+    generate_run(tmp_path / "run", ranks=4, steps=3, inject=["slow-rank:1:compute:1.4"])
+    layout = discover(tmp_path / "run")[0]
+    opts = report.BuildOptions()
+    run = report.load_phase(layout, opts, Progress(False))
+    analysis, findings, thresholds = report.analyse_phase(run, opts)
+    plan = plan_pages(analysis, findings, thresholds=thresholds)
+    assert len(plan.pages) > 5
+    found: list[str] = []
+    for page in plan.pages:
+        _analysis_objects(page.context, page.path, found)
+    assert not found, "analysis objects reach a template:\n" + "\n".join(found[:40])
+    # the walker does see them when they are there
+    import pandas as pd
+
+    planted = {"rows": [{"df": pd.DataFrame({"x": [1]})}], "an": analysis, "ok": [1.5, "s"]}
+    hits = _analysis_objects(planted, "planted", [])
+    assert len(hits) == 2 and hits[0].startswith("planted.rows[0].df") and "Analysis" in hits[1], hits
