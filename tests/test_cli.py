@@ -201,3 +201,16 @@ def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
     assert took < 2.0, took  # within a second on an idle machine; margin for a shared one
     assert not [k for k in kids if _running(k)]
     assert not (tmp_path / "o").exists()
+
+
+def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch):
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    r = _run("--help")
+    assert r.returncode == 0
+    assert "msreport compare" in r.stdout and "msreport trend" in r.stdout
+    for sub in ("compare", "trend"):
+        s = _run(sub, "--help")
+        assert s.returncode == 0 and s.stdout.startswith(f"usage: msreport {sub}")
+    assert "--set" in _run("compare", "--help").stdout
