@@ -145,3 +145,48 @@ def test_execution_and_strategy_pages_draw_offline(example_site, tmp_path):
     opened = [d for d in dom.select(".block-detail") if not d.has_attr("hidden")]
     assert len(opened) == 1 and opened[0].select("tbody tr")
     assert dom.body.get("data-network-requests") == "0"
+
+
+def _playwright_browser(p):
+    """Chromium through playwright, network-free; skip (or fail under CI) when it cannot run here."""
+    exe = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(exe).exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
+        pytest.skip("Chromium not installed")
+    return p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+
+
+def test_single_device_run_in_the_browser_has_no_communication_page(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is not installed")
+    from reportgen.synth import generate_run
+    run = generate_run(tmp_path / "run", ranks=1, steps=3)
+    out = tmp_path / "site"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    requests: list[str] = []
+
+    def only_files(route):
+        requests.append(route.request.url)
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = _playwright_browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1400})
+            page.route("**/*", only_files)
+            page.goto((out / "index.html").as_uri())
+            page.wait_for_load_state("load")
+            labels = [t.strip() for t in page.locator("nav a").all_inner_texts()]
+            assert labels and not {"Communication", "Strategy"} & set(labels)
+            # the step-trace page is one click away and draws its charts
+            page.locator("nav a", has_text="Step").first.click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith("cluster/step-trace.html")
+            page.wait_for_selector("figure.chart[data-rendered='true']", timeout=15000)
+            page.screenshot(path=str(tmp_path / "single-device-step-trace.png"), full_page=True)
+        finally:
+            browser.close()
+    assert requests and all(u.startswith("file://") for u in requests)

@@ -119,3 +119,20 @@ def test_every_link_lands_on_a_mindinsight_pipeline_run(mindinsight_run, tmp_pat
     check_site(tmp_path / "site")
     assert main([str(mindinsight_run), "--single-file", "-o", str(tmp_path / "one.html"), "-q"]) == 0
     check_single(tmp_path / "one.html")
+
+
+def test_single_device_run_has_no_cluster_only_pages_and_every_link_lands(tmp_path):
+    from reportgen.synth import generate_run
+    run = generate_run(tmp_path / "run", ranks=1, steps=3)
+    out = tmp_path / "site"
+    assert main([str(run), "-o", str(out)]) == 0
+    assert not (out / "cluster" / "communication.html").exists()
+    assert not (out / "cluster" / "strategy.html").exists()
+    nav = BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser").select("nav a")
+    labels = {a.get_text(strip=True) for a in nav}
+    assert "Step trace" in labels or any("Step" in t for t in labels)
+    assert not {"Communication", "Strategy"} & labels
+    check_site(out)
+    single = tmp_path / "one.html"
+    assert main([str(run), "-o", str(single), "--single-file"]) == 0
+    check_single(single)

@@ -24,7 +24,7 @@ from reportgen.site.comm_views import (
     matrix_cells,
 )
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
 from reportgen.numbers import to_int as _int
 
@@ -366,4 +366,5 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("communication", COMMUNICATION, N_("Communication"), "_communication.html", _plan)
+PAGE = PageKind("communication", COMMUNICATION, N_("Communication"), "_communication.html", _plan,
+                applies=multi_rank)

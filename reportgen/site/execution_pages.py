@@ -17,7 +17,7 @@ from reportgen.analysis.strategy import OpRow, StageGraph
 from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
 from reportgen.site.values import compact_ranks, num
 
 STRATEGY = "cluster/strategy.html"
@@ -242,4 +242,5 @@ def _plan_strategy(inp: PlanInput) -> list[Page]:
 
 
 EXECUTION_PAGE = PageKind("execution", EXECUTION, N_("Execution"), "_execution.html", _plan_execution)
-STRATEGY_PAGE = PageKind("strategy", STRATEGY, N_("Strategy"), "_strategy.html", _plan_strategy)
+STRATEGY_PAGE = PageKind("strategy", STRATEGY, N_("Strategy"), "_strategy.html", _plan_strategy,
+                         applies=multi_rank)

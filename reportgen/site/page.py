@@ -41,6 +41,15 @@ class PlanInput:
     shared: dict[str, Any] = field(default_factory=dict)  # per-report caches shared by page modules
 
 
+def always(a: "Analysis") -> bool:
+    return True
+
+
+def multi_rank(a: "Analysis") -> bool:
+    """Cluster-only pages (communication between ranks, parallel strategy) cannot have data on a single device."""
+    return len(a.run.rank_ids) > 1
+
+
 @dataclass(frozen=True)
 class PageKind:
     id: str
@@ -49,6 +58,7 @@ class PageKind:
     partial: str
     plan: Callable[[PlanInput], list[Page]]
     in_single: bool = True  # the first planned page is stacked into the single file
+    applies: Callable[["Analysis"], bool] = always  # False: the page cannot have data for this run; not planned
 
 
 @dataclass

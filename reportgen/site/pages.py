@@ -36,13 +36,14 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     inp = PlanInput(analysis=a, findings=findings, thresholds=thresholds or {},
                     common={"run_title": title, "version": __version__})
     pages: list[Page] = []
-    for kind in PAGES:
+    kinds = [k for k in PAGES if k.applies(a)]
+    for kind in kinds:
         planned = kind.plan(inp)
         for n, p in enumerate(planned):
             p.nav = kind.id
             p.single = kind.in_single and n == 0
         pages.extend(planned)
-    nav = [(k.path, _(k.nav_label)) for k in PAGES]
+    nav = [(k.path, _(k.nav_label)) for k in kinds]
 
     maker = rank_rows(inp)
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))

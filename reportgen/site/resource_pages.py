@@ -128,6 +128,12 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                           **{k: num(o[k]) for k in ("total_ms", "mean_ms", "median_ms", "min_ms", "max_ms", "spread")}}
                          for o in res.operator_summary]
     ctx["op_basis"] = res.operator_basis
+    if ctx["op_summary"]:  # the table links its CSV whatever the number of ranks
+        op_cols = [{"key": k, "label": lab} for k, lab in (
+            ("op_type", "Operator type"), ("side_label", "Runs on"), ("total_ms", "Total, all ranks (ms)"),
+            ("median_ms", "Median per rank (ms)"), ("min_ms", "Min (ms)"), ("min_rank", "Min rank"),
+            ("max_ms", "Max (ms)"), ("max_rank", "Max rank"), ("spread", "Max / median"))]
+        downloads.append((OPTYPES_CSV, op_cols, ctx["op_summary"]))
     if res.operator_summary and len(a.run.rank_ids) > 1:
         types = [o["op_type"] for o in res.operator_summary]
         slow = {(o["op_type"], o["slow_rank"]) for o in res.operator_summary if o["slow_rank"] is not None}
@@ -141,11 +147,6 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                             + ("; boxes span min to max" if n_ranks > TICKS_MAX_RANKS else "") +
                             "). Red: a rank at least 1.5x the median of that type. Click to open the rank.",
                             renderer="canvas" if len(spread) > 3000 else "svg"))
-        op_cols = [{"key": k, "label": lab} for k, lab in (
-            ("op_type", "Operator type"), ("side_label", "Runs on"), ("total_ms", "Total, all ranks (ms)"),
-            ("median_ms", "Median per rank (ms)"), ("min_ms", "Min (ms)"), ("min_rank", "Min rank"),
-            ("max_ms", "Max (ms)"), ("max_rank", "Max rank"), ("spread", "Max / median"))]
-        downloads.append((OPTYPES_CSV, op_cols, ctx["op_summary"]))
     dq = []
     for r, q in sorted(res.queues.items()):
         ids, kind = res.bottlenecks.get(r, ([], ""))
