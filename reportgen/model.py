@@ -5,6 +5,8 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,36 +47,40 @@ STACKED_PHASES: dict[str, tuple[str, ...]] = {
 }
 
 PHASE_LABELS: dict[str, str] = {
-    "iteration_interval": "Step interval",
-    "fp_and_bp": "Forward + backward",
-    "tail": "Tail",
-    "total": "Step total",
-    "computing": "Computing",
-    "communication_not_overlapped": "Communication (not overlapped)",
-    "overlapped": "Overlapped",
-    "communication": "Communication",
-    "free": "Free",
-    "stage": "Stage",
-    "bubble": "Bubble",
-    "communication_not_overlapped_exclude_receive": "Communication (not overlapped, excl. receive)",
-    "preparing": "Preparing",
+    "iteration_interval": N_("Step interval"),
+    "fp_and_bp": N_("Forward + backward"),
+    "tail": N_("Tail"),
+    "total": N_("Step total"),
+    "computing": N_("Computing"),
+    "communication_not_overlapped": N_("Communication (not overlapped)"),
+    "overlapped": N_("Overlapped"),
+    "communication": N_("Communication"),
+    "free": N_("Free"),
+    "stage": N_("Stage"),
+    "bubble": N_("Bubble"),
+    "communication_not_overlapped_exclude_receive": N_("Communication (not overlapped, excl. receive)"),
+    "preparing": N_("Preparing"),
 }
 
+# Parallel modes as the run's facts show them (ids from the metadata / file names), marked for translation.
+PARALLEL_MODE_LABELS = (N_("pipeline-parallel"), N_("model-parallel"), N_("data-parallel"), N_("stand-alone"),
+                        N_("semi-auto-parallel"), N_("auto-parallel"))
+
 STEP_TRACE_KIND_LABELS: dict[str, str] = {
-    "legacy": "MindInsight step trace (iteration interval / forward+backward / tail)",
-    "modern": "Ascend step_trace_time.csv (computing / communication / free / bubble)",
-    "host": "host step markers (ProfilerStep events): total step time only",
+    "legacy": N_("MindInsight step trace (iteration interval / forward+backward / tail)"),
+    "modern": N_("Ascend step_trace_time.csv (computing / communication / free / bubble)"),
+    "host": N_("host step markers (ProfilerStep events): total step time only"),
 }
 
 
 # --- input layouts ----------------------------------------------------------------------------------
 # What discovery recognised; the run's facts and the overview show the label.
 LAYOUT_LABELS: dict[str, str] = {
-    "mindinsight": "MindInsight flat profiler folder (per-rank *_{rank} files)",
-    "ascend": "Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)",
-    "msprof": "CANN msprof raw output (PROF_*/device_*/timeline)",
-    "kineto": "PyTorch profiler traces (*.pt.trace.json per rank)",
-    "cluster_analysis": "msprof-analyze cluster_analysis_output (cluster-level files only)",
+    "mindinsight": N_("MindInsight flat profiler folder (per-rank *_{rank} files)"),
+    "ascend": N_("Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)"),
+    "msprof": N_("CANN msprof raw output (PROF_*/device_*/timeline)"),
+    "kineto": N_("PyTorch profiler traces (*.pt.trace.json per rank)"),
+    "cluster_analysis": N_("msprof-analyze cluster_analysis_output (cluster-level files only)"),
 }
 
 

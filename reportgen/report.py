@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
+from reportgen import i18n
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
 from reportgen.discover import RunLayout, discover
@@ -38,6 +39,7 @@ class BuildOptions:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     marey_steps: tuple[int, ...] = ()
     title: Optional[str] = None
+    lang: str = "en"  # the report's language (reportgen.i18n.LANGUAGES)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overrides", MappingProxyType({k: MappingProxyType(dict(v))
@@ -107,7 +109,7 @@ def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = Non
     run_dir, out = Path(run_dir), Path(out)
     output.check_output(out, run_dir, opts.single_file)
     try:
-        with output.output_lock(out):
+        with output.output_lock(out), i18n.use(opts.lang):
             with ui.stage("discover"):
                 layouts = discover(run_dir)
             log.debug("found %d run(s): %s", len(layouts),

@@ -36,5 +36,5 @@ def example_site(tmp_path_factory) -> Path:
     from reportgen.cli import main
 
     out = tmp_path_factory.mktemp("example") / "report"
-    assert main(["--example", "-o", str(out), "-q"]) == 0
+    assert main(["--example", "-o", str(out), "-q", "--lang", "en"]) == 0
     return out

@@ -244,3 +244,29 @@ def test_comparison_page_renders_offline(runs, tmp_path):
     assert_charts_drawn(dom, page, 4)
     gate = dom.select_one("#gate")
     assert "failed" in gate.get("class") and "slow-rank.compute" in gate.get_text()
+
+
+def test_compare_takes_the_rule_thresholds_of_the_main_command(runs, tmp_path, capsys):
+    """`--set` / `--thresholds` reach the analysis of run folders: raising slow-link's drop to 0.99 removes the
+    slow-link finding of the NEW run; a mistyped key is a usage error (exit 2)."""
+    base, new = runs[("ascend", "base")][0], runs[("ascend", "slow-link")][0]
+    out = tmp_path / "cmp"
+    assert main(["compare", str(base), str(new), "-o", str(out), "-q", "--fail-on-regression", "50"]) == 3
+    report = json.loads((out / "compare.json").read_text())
+    assert any(f["id"].startswith("slow-link") for f in report["findings"]["new"])
+    toml = tmp_path / "t.toml"
+    toml.write_text("[slow-link]\nmin_drop = 0.99\n")
+    assert main(["compare", str(base), str(new), "-o", str(out), "-q", "--thresholds", str(toml)]) == 0
+    report = json.loads((out / "compare.json").read_text())
+    assert not any(f["id"].startswith("slow-link") for f in report["findings"]["new"])
+    with pytest.raises(SystemExit) as e:
+        main(["compare", str(base), str(new), "-o", str(out), "--set", "slow-link.min_dorp=0.9"])
+    assert e.value.code == 2 and "min_dorp" in capsys.readouterr().err
+
+
+def test_main_help_lists_the_sub_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "msreport compare BASE NEW" in text and "msreport trend SUMMARY" in text

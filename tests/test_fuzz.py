@@ -51,6 +51,14 @@ REAL_BASES = {  # name -> sample folder (copied; used when present)
     "torch_gloo": "real/torch_gloo_4rank",
     "msprof_prof": "mindinsight/msprof_raw_2rank_10iter",
     "db_export": "ascend/msinsight_pytorch_2rank_level1_db",
+    "ascend_text": "ascend/msinsight_pytorch_2rank_level0_text",
+}
+SYNTH_BASES = {  # name -> generate_run keyword arguments (every layout and export the generator makes)
+    "synth_ascend": dict(layout="ascend", trace_view=True),
+    "synth_mindinsight": dict(layout="mindinsight"),
+    "synth_db": dict(layout="ascend", export="db"),
+    "synth_kineto": dict(layout="kineto"),
+    "synth_mindspore_gpu": dict(layout="mindspore_gpu"),
 }
 
 BENIGN = {"bom", "crlf", "extra_column", "reordered_columns", "odd_names"}
@@ -112,13 +120,12 @@ def make_bases(where: Path, repo: Path = REPO, real: bool = True) -> dict[str, P
     """Clean runs to mutate: the synthetic layouts (generated with the checkout under test) and real samples."""
     where.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run; "
-            "generate_run(sys.argv[2], ranks=2, steps=3, layout='ascend', trace_view=True, seed=3); "
-            "generate_run(sys.argv[3], ranks=2, steps=3, layout='mindinsight', seed=3)")
-    subprocess.run([sys.executable, "-c", code, str(repo), str(where / "synth_ascend"),
-                    str(where / "synth_mindinsight")], check=True, cwd=repo, timeout=300)
-    out["synth_ascend"] = where / "synth_ascend"
-    out["synth_mindinsight"] = where / "synth_mindinsight"
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run\n"
+            "for name, kw in json.loads(sys.argv[3]).items():\n"
+            "    generate_run(sys.argv[2] + '/' + name, ranks=2, steps=3, seed=3, **kw)")
+    subprocess.run([sys.executable, "-c", code, str(repo), str(where), json.dumps(SYNTH_BASES)],
+                   check=True, cwd=repo, timeout=300)
+    out.update({name: where / name for name in SYNTH_BASES})
     if real and SAMPLES.exists():
         for name, rel in REAL_BASES.items():
             src = SAMPLES / rel
@@ -341,7 +348,7 @@ def apply_case(case: Case, base: Path, work: Path, outside: Path, seed: int = SE
             if d.name in ("profiler", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK") or "ascend" in d.name or \
                     d.name.startswith("PROF_") or d.name.startswith("device_") or re.search(r"\d", d.name):
                 continue
-            d.rename(d.with_name(d.name + " ü <b>x</b>"))
+            d.rename(d.with_name(d.name + " ü <b>x<i>&amp;"))  # no "/": not allowed in a name
         return run
     p = run / case.target
     ext = p.suffix.lower()
@@ -526,7 +533,7 @@ def failures(results: list[Result]) -> list[str]:
 
 # --- pytest ---------------------------------------------------------------------------------------------
 
-FAST_SAMPLE = 10
+FAST_SAMPLE = 12
 
 
 @pytest.fixture(scope="module")
@@ -550,6 +557,11 @@ def _sample(cases: list[Case], n: int) -> list[Case]:
     kinds = ["fifo", "deep_nesting", "inf", "truncated", "binary", "symlink_out", "digits", "negative",
              "extra_column", "text"]
     out = [rng.choice(by_kind[k]) for k in kinds if k in by_kind]
+    # the families whose readers are not CSV / text: a SQLite export and a Kineto trace, linked out and cut
+    for base, kind in (("synth_db", "symlink_out"), ("synth_kineto", "truncated")):
+        pick = [c for c in cases if c.base == base and c.mutation == kind]
+        if pick:
+            out.append(rng.choice(pick))
     return out[:n]
 
 
@@ -557,6 +569,7 @@ def test_fuzz_sample(synth_bases):
     """A few seeded cases of the most dangerous classes (the default test run; ~30 s on two cores)."""
     cases = _sample(plan_cases(synth_bases), FAST_SAMPLE)
     assert {c.mutation for c in cases} >= {"fifo", "deep_nesting", "inf", "truncated"}
+    assert {c.base for c in cases} >= {"synth_db", "synth_kineto"}
     results = run_cases(cases, synth_bases, REPO, jobs=2)
     bad = failures(results)
     assert not bad, "\n".join(bad)
@@ -582,6 +595,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", type=Path, help="write the per-case results here")
     ap.add_argument("--no-real", action="store_true", help="synthetic runs only")
     ap.add_argument("--bases", default="", help="comma-separated base names to keep")
+    ap.add_argument("--seed", type=int, default=SEED, help="seed of the --limit sample")
     a = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
     try:
@@ -590,7 +604,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             bases = {k: v for k, v in bases.items() if k in a.bases.split(",")}
         cases = plan_cases(bases)
         if a.limit and len(cases) > a.limit:
-            cases = random.Random(SEED).sample(cases, a.limit)
+            cases = random.Random(a.seed).sample(cases, a.limit)
         n = [0]
 
         def tick(r: Result) -> None:

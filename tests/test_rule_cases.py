@@ -15,7 +15,6 @@ import pytest
 
 from reportgen.model import DataIssue
 from reportgen.rules import RULES, resolved_thresholds, run_rules
-from reportgen.rules.base import Context
 from tests import rule_kit as kit
 
 
@@ -555,7 +554,7 @@ def _check(rule, case: Case, overrides: dict | None = None):
     for rule_id, table in (case.overrides if overrides is None else overrides).items():
         assert rule_id == rule.id and set(table) <= set(rule.thresholds), f"bad overrides {case.overrides}"
     values = resolved_thresholds(case.overrides if overrides is None else overrides)[rule.id]
-    return rule.check(Context(kit.analysis(**case.data), values))
+    return rule.check(rule.context(kit.analysis(**case.data), values))
 
 
 def _params():

@@ -57,6 +57,31 @@ def test_registry_rules_are_complete_and_distinct():
             assert isinstance(t.default, (int, float)) and t.doc, (r.id, name)
 
 
+def test_thresholds_are_frozen_dataclasses_read_by_attribute():
+    """Each rule's thresholds are a frozen dataclass; every `ctx.t.NAME` in a rule module names one of its fields
+    (a misspelt threshold fails here, not silently at run time), and an override reaches the check."""
+    import ast
+    import dataclasses
+    import importlib
+    import inspect
+
+    for r in RULES:
+        mod = importlib.import_module(r.check.__module__)
+        names = {f.name for f in dataclasses.fields(r.params)}
+        used = {n.attr for n in ast.walk(ast.parse(inspect.getsource(mod)))
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute)
+                and n.value.attr == "t" and getattr(n.value.value, "id", None) == "ctx"}
+        assert used <= names, (r.id, used - names)
+        t = r.params()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(t, next(iter(names)), 1.0)
+    slow = next(r for r in RULES if r.id == "slow-rank")
+    ctx = slow.context(None, {"min_share": 0.25})
+    assert ctx.t.min_share == 0.25 and ctx.t.z == slow.thresholds["z"].default
+    with pytest.raises(TypeError):
+        slow.context(None, {"min_shar": 0.25})
+
+
 def test_overrides_from_toml_and_set():
     o = parse_overrides('[slow-rank]\nmin_share = 0.1\n[memory-pressure]\nwarning_ratio = 0.8\n',
                         ["slow-rank.min_share=0.2", "slow-link.min_drop = 0.5"])

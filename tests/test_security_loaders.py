@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -143,3 +142,148 @@ def test_binary_garbage_in_a_huge_csv_costs_little(tmp_path):
     assert "binary data (NUL byte" in problem
     assert int(rss_kb) < 600 * 1024, f"peak {int(rss_kb) // 1024} MB"  # the interpreter and pandas: ~200 MB
     assert time.monotonic() - t0 < 60
+
+
+# --- regressions from the fuzz sweep (issue 18) -------------------------------------------------------------------
+
+
+def test_streamed_json_nested_absurdly_deep_is_refused_fast(tmp_path):
+    """200,000 nested arrays made ijson build gigabyte prefixes (a hang, then the OOM killer): now refused at once,
+    in the trace reader and in discovery's Kineto header peek alike."""
+    from reportgen.discover.peek import kineto_header
+    from reportgen.jsonguard import JsonTooDeep
+
+    d = 200_000
+    for name, data in (("obj.json", b'{"traceEvents": ' + b"[" * d + b"]" * d + b"}"), ("list.json", b"[" * d + b"]" * d)):
+        p = tmp_path / name
+        p.write_bytes(data)
+        t0 = time.monotonic()
+        with pytest.raises(JsonTooDeep):
+            _finishes(lambda: list(trace_events(p)))
+        assert _finishes(lambda: kineto_header(p)) == {}
+        assert time.monotonic() - t0 < 5
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
+    ev = {"ph": "X", "name": 'a[b "x{ ' + "[" * 50, "ts": 1.0, "dur": 2.0, "args": {"s": "]" * 3 + "\\" + "q" * 70_000}}
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": [ev] * 3000}))
+    assert len(list(trace_events(p))) == 3000
+
+
+def test_a_byte_order_mark_before_a_trace_is_skipped(tmp_path):
+    body = json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1.0, "dur": 2.0}]}).encode()
+    p = tmp_path / "t.json"
+    p.write_bytes(b"\xef\xbb\xbf" + body)
+    assert [e["name"] for e in trace_events(p)] == ["a"]
+    p.write_bytes(b"\xef\xbb\xbf  [" + json.dumps({"ph": "X", "name": "b"}).encode() + b"]")
+    assert [e["name"] for e in trace_events(p)] == ["b"]
+
+
+def test_an_extra_column_in_the_overlap_file_changes_no_number(tmp_path):
+    from reportgen.loaders.overlap import load_cluster_analyse
+
+    good, extra = tmp_path / "a.csv", tmp_path / "b.csv"
+    good.write_text("computation_time,communication_alone_time\n10.5,2.0\n11.5,3.0\n11.0,2.5\n")
+    extra.write_text("computation_time,extra_col,communication_alone_time\n10.5,x,2.0\n11.5,x,3.0\n11.0,x,2.5\n")
+    la, lb = IssueLog(tmp_path), IssueLog(tmp_path)
+    a, b = load_cluster_analyse(good, la), load_cluster_analyse(extra, lb)
+    assert a is not None and b is not None and a.steps.equals(b.steps)
+    assert [i.severity for i in lb.issues] == ["info"] and "extra_col" in lb.issues[0].problem
+
+
+def _link_out(tmp_path: Path, name: str, content: bytes) -> tuple[Path, Path]:
+    """A run folder whose `name` is a symbolic link to a file outside it; (run, link)."""
+    secret = tmp_path / ("secret-" + Path(name).name)
+    secret.write_bytes(content)
+    run = tmp_path / "run"
+    link = run / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(secret)
+    return run, link
+
+
+def test_queue_file_link_out_of_the_run_is_named_not_read(tmp_path):
+    """Sweep before: the MindSpore CPU sample's dataset_iterator_profiling_0.txt, linked out, was read (cpu_usage
+    opened it with a plain open())."""
+    from reportgen.loaders import cpu_usage
+
+    run, link = _link_out(tmp_path, "FRAMEWORK/dataset_iterator_profiling_0.txt", b"1 0 1 0 100.0\n1 0 2 0 200.0\n")
+    (run / "FRAMEWORK" / "minddata_cpu_utilization_0.json").write_text(
+        json.dumps({"time_stamp": [100, 200], "device_info": {}, "process_info": {}, "op_info": []}))
+    IssueLog(run)  # registers the run folder: links out of it are refused
+    assert cpu_usage.queue_step_times(link) == []
+    log = IssueLog(run)
+    cpu_usage.load_cpu_usage(run / "FRAMEWORK" / "minddata_cpu_utilization_0.json", log)
+    assert any(i.file.endswith("dataset_iterator_profiling_0.txt") and "symbolic link" in i.problem
+               for i in log.issues)
+
+
+def test_db_link_out_of_the_run_is_named_not_opened(tmp_path):
+    import sqlite3
+
+    from reportgen.loaders.db import Db
+
+    secret_db = tmp_path / "real.db"
+    con = sqlite3.connect(secret_db)
+    con.execute("CREATE TABLE STRING_IDS (id INTEGER, value TEXT)")
+    con.commit()
+    con.close()
+    run, link = _link_out(tmp_path, "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db", secret_db.read_bytes())
+    log = IssueLog(run)
+    db = Db(link, log)
+    assert db.con is None and db.tables == set()
+    assert "symbolic link out of the run" in log.issues[0].problem
+    loop = run / "ASCEND_PROFILER_OUTPUT" / "analysis.db"
+    loop.symlink_to("analysis.db.loop")
+    (run / "ASCEND_PROFILER_OUTPUT" / "analysis.db.loop").symlink_to("analysis.db")
+    log = IssueLog(run)
+    assert Db(loop, log).con is None and log.issues  # a loop: named, never a RuntimeError
+
+
+def test_kineto_trace_link_out_of_the_run_is_not_read(tmp_path):
+    from reportgen.loaders import kineto
+
+    run, link = _link_out(tmp_path, "traces/node0_1.pt.trace.json",
+                          json.dumps({"host_name": "secret-host", "traceEvents": [{"ph": "X", "ts": 1}]}).encode())
+    IssueLog(run)
+    assert kineto.read_header(link) == {}
+    with pytest.raises(OSError):
+        list(trace_events(link))
+
+
+def test_json_writer_turns_non_finite_values_into_null():
+    """Ratios over zero computed in analysis reached json.dumps(allow_nan=False) in the writers and crashed."""
+    import numpy as np
+
+    from reportgen.site.output import json_text
+
+    value = {"ratio": float("inf"), "rows": [1.5, float("nan"), np.float32("nan"), np.float64("-inf"), 2],
+             "nested": ({"x": -math.inf},), "ok": "NaN"}
+    back = json.loads(json_text(value, indent=2))
+    assert back == {"ratio": None, "rows": [1.5, None, None, None, 2], "nested": [{"x": None}], "ok": "NaN"}
+    assert json_text({"a": 1}, separators=(",", ":")) == '{"a":1}'
+
+
+def test_every_json_writer_goes_through_json_text():
+    """No writer calls json.dumps(allow_nan=False) itself (that is where non-finite values crashed)."""
+    offenders = []
+    for p in (REPO / "reportgen").rglob("*.py"):
+        if p.name != "output.py" and "allow_nan=False" in p.read_text(encoding="utf-8"):
+            offenders.append(str(p.relative_to(REPO)))
+    assert not offenders
+
+
+@pytest.mark.parametrize("bad", ["9" * 30, "1e400", "inf", "abc"])
+def test_one_row_step_trace_with_a_bad_cell_is_named(tmp_path, bad):
+    """Sweep before: in a one-row step_trace_time.csv (the real level0 sample) a 30-digit Preparing value made the
+    column look like text, so it was never screened: the rank's Preparing became empty, nothing in data quality."""
+    from reportgen.loaders.step_trace import load_modern_step_trace
+
+    p = tmp_path / "step_trace_time.csv"
+    p.write_text("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+                 f"Communication(Not Overlapped and Exclude Receive),Preparing\n"
+                 f"50,8813.17,64616.1,3989.6,68605.7,27172.9,100602.25,0,64616.1,{bad}\n")
+    log = IssueLog(tmp_path)
+    load_modern_step_trace(p, log)
+    assert any("Preparing" in i.problem and i.file == "step_trace_time.csv" for i in log.issues), log.issues

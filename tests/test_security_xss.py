@@ -67,6 +67,42 @@ def _poison_run(run: Path) -> Path:
     return run
 
 
+KINETO_TOKENS = {  # Kineto: kernel and operator names, the communication kernel, the host name
+    "sm80_xmma_gemm": "sm80_xmma_gemm" + PAYLOAD,
+    "aten::mm": "aten::mm" + PAYLOAD,
+    "ncclDevKernel_AllReduce": "ncclDevKernel_AllReduce" + PAYLOAD,
+    '"host_name": "node000"': '"host_name": "node000' + PAYLOAD + '"',
+}
+
+
+def _poison_kineto(run: Path) -> Path:
+    for p in sorted(run.rglob("*.json")):
+        text = p.read_text(encoding="utf-8")
+        for k, v in KINETO_TOKENS.items():
+            text = text.replace(k, v.replace(PAYLOAD, json.dumps(PAYLOAD)[1:-1]))
+        p.write_text(text, encoding="utf-8")
+    return run
+
+
+def _poison_db(run: Path) -> Path:
+    """DB export: operator / type / communication / group names live in STRING_IDS, the host in HOST_INFO."""
+    import sqlite3
+
+    for db in sorted(run.rglob("*.db")):
+        con = sqlite3.connect(db)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "STRING_IDS" in tables:
+                con.execute("UPDATE STRING_IDS SET value = value || ? WHERE value LIKE '%MatMul%' OR "
+                            "value LIKE '%allReduce%' OR value LIKE 'group%' OR value = 'AI_CORE'", (PAYLOAD,))
+            if "HOST_INFO" in tables:
+                con.execute("UPDATE HOST_INFO SET hostName = hostName || ?", (FOLDER_PAYLOAD,))
+            con.commit()
+        finally:
+            con.close()
+    return run
+
+
 @pytest.fixture(scope="module")
 def poisoned(tmp_path_factory):
     from reportgen.synth import generate_run
@@ -79,6 +115,12 @@ def poisoned(tmp_path_factory):
                      trace_view=layout == "ascend", ranks_per_host=2,
                      inject=["starving-queue:1"] if layout == "mindinsight" else ["slow-rank:2:compute"])
         runs[layout] = _poison_run(run)
+    run = base / f"db run {FOLDER_PAYLOAD}"
+    generate_run(run, ranks=2, steps=3, layout="ascend", export="db", seed=5)
+    runs["db"] = _poison_db(run)
+    run = base / f"kineto run {FOLDER_PAYLOAD}"
+    generate_run(run, ranks=2, steps=3, layout="kineto", seed=5)
+    runs["kineto"] = _poison_kineto(run)
     out = {}
     for layout, run in runs.items():
         site = base / f"out-{layout}"
@@ -151,6 +193,19 @@ def test_payloads_reach_operator_and_dataset_fields(poisoned):
     # the data-pipeline advice quotes the dataset operators (escaped Markdown)
     advice = " ".join(f["advice"] for f in summary["findings"] if f["category"] == "data_pipeline")
     assert "MapOp" in advice and "javascript" in advice
+
+
+@pytest.mark.parametrize("layout, fields", [
+    ("db", ("MatMulV3", "allReduce_", "AI_CORE")),
+    ("kineto", ("sm80_xmma_gemm", "aten::mm", "node000")),
+])
+def test_db_and_kineto_string_fields_reach_pages_as_text(poisoned, layout, fields):
+    """The DB export's STRING_IDS / HOST_INFO and Kineto's kernel, operator and host names carry the payload onto
+    the pages as escaped text (the page checks above cover these runs too)."""
+    run, site, single = poisoned[layout]
+    pages = " ".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
+    for name in fields:
+        assert name + "&lt;img" in pages or name + "\\u003cimg" in pages, f"{layout}: {name} + payload not on a page"
 
 
 @pytest.mark.browser

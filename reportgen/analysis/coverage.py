@@ -5,8 +5,10 @@ rules need were read; otherwise the verdict names the checks that could not run 
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, lazy, text
+
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 if TYPE_CHECKING:
     from reportgen.analysis import Analysis
@@ -16,14 +18,14 @@ READ, PARTIAL, ABSENT, UNSUPPORTED = "read", "partial", "absent", "unsupported"
 
 # area -> (label, what reads it: the rank's loaded object)
 AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
-    "step_trace": ("Step trace", lambda d: d.step_trace),
-    "overlap": ("Overlap (computation / communication)", lambda d: d.overlap),
-    "communication": ("Communication per operator", lambda d: d.communication),
-    "links": ("Links (bandwidth per link)", lambda d: None),  # cluster-level, from the communication files
-    "operators": ("Operators", lambda d: d.operators),
-    "memory": ("Memory", lambda d: d.memory),
-    "data_pipeline": ("Data pipeline", lambda d: d.dataprep),
-    "timeline": ("Timeline", lambda d: d.timeline),
+    "step_trace": (N_("Step trace"), lambda d: d.step_trace),
+    "overlap": (N_("Overlap (computation / communication)"), lambda d: d.overlap),
+    "communication": (N_("Communication per operator"), lambda d: d.communication),
+    "links": (N_("Links (bandwidth per link)"), lambda d: None),  # cluster-level, from the communication files
+    "operators": (N_("Operators"), lambda d: d.operators),
+    "memory": (N_("Memory"), lambda d: d.memory),
+    "data_pipeline": (N_("Data pipeline"), lambda d: d.dataprep),
+    "timeline": (N_("Timeline"), lambda d: d.timeline),
 }
 
 # Layouts that cannot carry an area at all (the files do not exist in that layout).
@@ -41,11 +43,11 @@ class Area:
     ranks: int  # ranks with data
     of: int  # ranks in the run
     files: list[str] = field(default_factory=list)  # a few of the files behind it
-    note: str = ""
+    note: Any = ""  # text or an i18n.Msg, rendered in the report's language by to_dict
 
     def to_dict(self) -> dict:
         return {"status": self.status, "label": self.label, "ranks": self.ranks, "of": self.of,
-                "files": self.files, "note": self.note}
+                "files": self.files, "note": text(self.note)}
 
 
 @dataclass(frozen=True)
@@ -90,11 +92,11 @@ def coverage(a: "Analysis") -> Coverage:
             reporters = set(int(r) for r in a.comm.per_rank.index) if a.comm.has_data and n_links else set()
             status = READ if n_links and len(reporters) >= total else (PARTIAL if n_links else ABSENT)
             if total == 1 and not n_links:
-                status, note = UNSUPPORTED, "a single device has no links to other devices"
+                status, note = UNSUPPORTED, lazy("a single device has no links to other devices")
             elif key in unsupported and not n_links:
-                status, note = UNSUPPORTED, f"{run.info.layout_label} does not record links"
+                status, note = UNSUPPORTED, lazy("{layout} does not record links", layout=lazy(run.info.layout_label))
             else:
-                note = f"{n_links} link(s)" if n_links else ""
+                note = lazy("{n} link(s)", n=n_links) if n_links else ""
             areas[key] = Area(key, label, status, len(reporters), total, [], note)
             continue
         files: list[str] = []
@@ -109,12 +111,12 @@ def coverage(a: "Analysis") -> Coverage:
         status = _status(n, total)
         note = ""
         if key in unsupported and not n:
-            status, note = UNSUPPORTED, f"{run.info.layout_label} does not carry it"
+            status, note = UNSUPPORTED, lazy("{layout} does not carry it", layout=lazy(run.info.layout_label))
         if key == "step_trace" and a.steps.kind == "host":
             status = PARTIAL if n else status
-            note = "only step totals (ProfilerStep ranges): no phases inside the step"
+            note = lazy("only step totals (ProfilerStep ranges): no phases inside the step")
         if key == "communication" and total == 1 and not n:
-            status, note = UNSUPPORTED, "a single device does not communicate"
+            status, note = UNSUPPORTED, lazy("a single device does not communicate")
         areas[key] = Area(key, label, status, n, total, files, note)
     return Coverage(areas, _gaps(a, areas))
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import lazy
+
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -38,7 +40,7 @@ class StepAnalysis:
     ranks_with_data: list[int]
     ranks_without_data: list[int]
     stats: dict[str, PhaseStats] = field(default_factory=dict)
-    rules_used: dict[str, str] = field(default_factory=dict)  # rule -> explanation
+    rules_used: dict[str, Any] = field(default_factory=dict)  # rule -> explanation (an i18n.Msg)
     host_summary: list[dict] = field(default_factory=list)
     issues: list[DataIssue] = field(default_factory=list)
 
@@ -104,10 +106,10 @@ def analyze_steps(run: Run) -> StepAnalysis:
     rules_used = {}
     if "stored" in rules:
         note = next((t.stored_average_note for t in traces.values() if t.stored_average), "")
-        rules_used["stored"] = (f"average stored by the profiler ({note}); MindSpore Insight shows this value. "
-                                "Most MindSpore versions leave step 1 out of it.")
+        rules_used["stored"] = lazy("average stored by the profiler ({note}); MindSpore Insight shows this value. "
+                                   "Most MindSpore versions leave step 1 out of it.", note=note)
     if "mean" in rules:
-        rules_used["mean"] = "mean over the recorded steps (the profiler stored no average)"
+        rules_used["mean"] = lazy("mean over the recorded steps (the profiler stored no average)")
     return StepAnalysis(kind=kind, phases=phases, stacked=STACKED_PHASES[kind], average=average,
                         per_step=per_step, steps=steps, ranks_with_data=sorted(traces),
                         ranks_without_data=without, stats=stats, rules_used=rules_used,

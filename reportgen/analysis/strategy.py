@@ -19,6 +19,7 @@ from typing import Optional
 import networkx as nx
 
 from reportgen.model import ParallelStrategy, StageStrategy, StrategyOp, op_class
+from reportgen.numbers import to_int as _int
 
 MAX_NODES = 36  # aggregate nodes drawn per stage
 MAX_TABLE_OPS = 1500  # operator rows per stage on the page (the CSV export has them all)
@@ -254,11 +255,6 @@ def build_stage(stage: StageStrategy, max_nodes: int = MAX_NODES) -> StageGraph:
         collapsed_depth=f"scopes collapsed to at most {depth} level(s)" if depth else "")
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def pipeline_ops(strategy: ParallelStrategy) -> list[PipeOp]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 import altair as alt
 
 from reportgen.charts.theme import (
@@ -23,12 +25,12 @@ def comm_by_rank(rows: list[dict], x_title: str) -> dict:
     chart = alt.Chart(alt.NamedData(name="rows")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
-        y=alt.Y("sum(value):Q", title="Time per step (ms)"),
+        y=alt.Y("sum(value):Q", title=_("Time per step (ms)")),
         color=alt.Color("part:N", title="", sort=parts,
                         scale=alt.Scale(domain=parts, range=[PART_COLORS[p] for p in parts])),
         order=alt.Order("part_order:Q"),
-        tooltip=[alt.Tooltip("label:N", title="Rank(s)"), alt.Tooltip("part:N", title="Part"),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+        tooltip=[alt.Tooltip("label:N", title=_("Rank(s)")), alt.Tooltip("part:N", title=_("Part")),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
     return finish(chart, datasets={"rows": rows})
 
@@ -36,11 +38,11 @@ def comm_by_rank(rows: list[dict], x_title: str) -> dict:
 def comm_per_step(rows: list[dict]) -> dict:
     """MindInsight's time view: per step, the mean over ranks of communication and wait time."""
     chart = alt.Chart(alt.NamedData(name="rows")).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("value:Q", title="Mean over ranks (ms)"),
+        x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title=_("Mean over ranks (ms)")),
         color=alt.Color("series:N", title="", scale=phase_scale(["Communication", "Wait"])),
-        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("series:N", title=""),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+        tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=""),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
     return finish(chart, height=220, datasets={"rows": rows})
 
@@ -48,16 +50,16 @@ def comm_per_step(rows: list[dict]) -> dict:
 def link_bandwidth(rows: list[dict]) -> dict:
     """Every link: size against bandwidth, by transport; slow links in red. Rows: link table rows."""
     base = alt.Chart(alt.NamedData(name="links"))
-    tooltip = [alt.Tooltip("link:N", title="Link"), alt.Tooltip("group:N", title="Group"),
-               alt.Tooltip("transport:N", title="Transport"),
-               alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.3f"),
-               alt.Tooltip("size_mb:Q", title="MB per step", format=",.3f"),
-               alt.Tooltip("time_ms:Q", title="ms per step", format=",.3f")]
+    tooltip = [alt.Tooltip("link:N", title=_("Link")), alt.Tooltip("group:N", title=_("Group")),
+               alt.Tooltip("transport:N", title=_("Transport")),
+               alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
+               alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"),
+               alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f")]
     transports = sorted({r["transport"] for r in rows})
     pts = base.mark_circle(opacity=0.75).encode(
-        x=alt.X("size_mb:Q", title="Data per step (MB, log)", scale=alt.Scale(type="log")),
-        y=alt.Y("bandwidth_gbps:Q", title="Bandwidth (GB/s)"),
-        color=alt.Color("transport:N", title="Transport", scale=alt.Scale(
+        x=alt.X("size_mb:Q", title=_("Data per step (MB, log)"), scale=alt.Scale(type="log")),
+        y=alt.Y("bandwidth_gbps:Q", title=_("Bandwidth (GB/s)")),
+        color=alt.Color("transport:N", title=_("Transport"), scale=alt.Scale(
             domain=transports, range=[TRANSPORT_COLORS.get(t, "#888") for t in transports])),
         size=alt.condition("datum.slow", alt.value(140), alt.value(40)),
         tooltip=tooltip,
@@ -73,21 +75,21 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     axis = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
     e = alt.Chart(alt.NamedData(name="edges")).mark_rule(opacity=0.55).encode(
         x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis), x2="x2:Q", y2="y2:Q",
-        color=alt.Color("bandwidth_gbps:Q", title="Link GB/s", scale=alt.Scale(scheme="redyellowblue")),
+        color=alt.Color("bandwidth_gbps:Q", title=_("Link GB/s"), scale=alt.Scale(scheme="redyellowblue")),
         strokeWidth=alt.condition("datum.slow", alt.value(4), alt.value(1.2)),
-        tooltip=[alt.Tooltip("src:N", title="From"), alt.Tooltip("dst:N", title="To"),
-                 alt.Tooltip("transport:N", title="Transport"),
-                 alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.3f"),
-                 alt.Tooltip("size_mb:Q", title="MB per step", format=",.3f"),
-                 alt.Tooltip("time_ms:Q", title="ms per step", format=",.3f"), alt.Tooltip("slow:N", title="Slow")])
+        tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
+                 alt.Tooltip("transport:N", title=_("Transport")),
+                 alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
+                 alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"),
+                 alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))])
     n = alt.Chart(alt.NamedData(name="nodes")).mark_circle(stroke="#333", strokeWidth=0.6, opacity=0.95).encode(
         x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis),
-        size=alt.Size("comm_ms:Q", title="Communication ms", scale=alt.Scale(range=[40, 900])),
-        color=alt.Color("ratio:Q", title="comm/(comm+wait)", scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        size=alt.Size("comm_ms:Q", title=_("Communication ms"), scale=alt.Scale(range=[40, 900])),
+        color=alt.Color("ratio:Q", title=_("comm/(comm+wait)"), scale=alt.Scale(scheme="blues", domain=[0, 1])),
         href="href:N",
-        tooltip=[alt.Tooltip("label:N", title=unit), alt.Tooltip("comm_ms:Q", title="Transit ms", format=",.3f"),
-                 alt.Tooltip("wait_ms:Q", title="Wait ms", format=",.3f"),
-                 alt.Tooltip("ratio:Q", title="comm/(comm+wait)", format=".3f")])
+        tooltip=[alt.Tooltip("label:N", title=unit), alt.Tooltip("comm_ms:Q", title=_("Transit ms"), format=",.3f"),
+                 alt.Tooltip("wait_ms:Q", title=_("Wait ms"), format=",.3f"),
+                 alt.Tooltip("ratio:Q", title=_("comm/(comm+wait)"), format=".3f")])
     layers = [e, n]
     if by == "host" and any(x.get("slow") for x in nodes):  # hosts a slow link starts or ends on
         layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
@@ -111,15 +113,15 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                 axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("src:O", title=f"Source {title.lower()}", sort=alt.EncodingSortField(field="so"),
                 axis=alt.Axis(labelOverlap=True)),
-        color=alt.Color("value:Q", title="value", scale=alt.Scale(scheme="viridis")),
+        color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
         strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
-        tooltip=[alt.Tooltip("src:N", title="From"), alt.Tooltip("dst:N", title="To"),
-                 alt.Tooltip("group:N", title="Group"), alt.Tooltip("transport:N", title="Transport"),
-                 alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.3f"),
-                 alt.Tooltip("min_bandwidth_gbps:Q", title="Slowest link GB/s", format=",.3f"),
-                 alt.Tooltip("time_ms:Q", title="ms per step", format=",.3f"),
-                 alt.Tooltip("size_mb:Q", title="MB per step", format=",.3f"), alt.Tooltip("slow:N", title="Slow")],
+        tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
+                 alt.Tooltip("group:N", title=_("Group")), alt.Tooltip("transport:N", title=_("Transport")),
+                 alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
+                 alt.Tooltip("min_bandwidth_gbps:Q", title=_("Slowest link GB/s"), format=",.3f"),
+                 alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"),
+                 alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))],
     ).transform_filter("datum.group === grp").transform_calculate(value="datum[metric]").add_params(metric, group)
     n = len({c["src"] for c in cells})
     return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
@@ -128,10 +130,10 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
 def link_op_boxplot(rows: list[dict]) -> dict:
     """Per-operator bandwidth on each shown link (box plot); rows: {link, bandwidth_gbps, op, slow}."""
     chart = alt.Chart(alt.NamedData(name="ops")).mark_boxplot(extent="min-max", size=14).encode(
-        x=alt.X("link:N", title="Link (source-destination, transport)", sort=alt.EncodingSortField(field="order"),
+        x=alt.X("link:N", title=_("Link (source-destination, transport)"), sort=alt.EncodingSortField(field="order"),
                 axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y("bandwidth_gbps:Q", title="Per-operator bandwidth (GB/s)"),
+        y=alt.Y("bandwidth_gbps:Q", title=_("Per-operator bandwidth (GB/s)")),
         color=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(OK_COLOR)),
-        tooltip=[alt.Tooltip("link:N"), alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.3f")],
+        tooltip=[alt.Tooltip("link:N"), alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f")],
     )
     return finish(chart, height=280, datasets={"ops": rows})

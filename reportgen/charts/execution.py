@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 import altair as alt
 
 from reportgen.charts.theme import PHASE_COLORS, finish
@@ -19,22 +21,22 @@ def marey(bars: list[dict], joins: list[dict], rows: list[str]) -> dict:
     `bars`: {row, name, cls, start, end, dur}; `joins`: {key, row, order, cls, t, end}; `rows`: lane order.
     """
     classes = list(OP_CLASSES)
-    color = alt.Color("cls:N", title="Operator class", scale=alt.Scale(domain=classes,
+    color = alt.Color("cls:N", title=_("Operator class"), scale=alt.Scale(domain=classes,
                                                                         range=[CLASS_COLORS[c] for c in classes]))
     y = alt.Y("row:N", title=None, scale=alt.Scale(domain=rows), axis=alt.Axis(labelLimit=220))
     # each joined operator as a band from its start to its end across the devices (MindInsight's polygons)
-    tip = [alt.Tooltip("name:N", title="Operator"), alt.Tooltip("row:N", title="Device"),
-           alt.Tooltip("t:Q", title="Start (ms)", format=",.3f"), alt.Tooltip("end:Q", title="End (ms)", format=",.3f")]
+    tip = [alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("row:N", title=_("Device")),
+           alt.Tooltip("t:Q", title=_("Start (ms)"), format=",.3f"), alt.Tooltip("end:Q", title=_("End (ms)"), format=",.3f")]
     ybase = alt.Y("row:N", scale=alt.Scale(domain=rows))
     starts = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6).encode(
         x=alt.X("t:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
     ends = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6, strokeDash=[3, 2]).encode(
         x=alt.X("end:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
     rects = alt.Chart(alt.NamedData(name="bars")).mark_bar(height={"band": 0.42}).encode(
-        x=alt.X("start:Q", title="Time from the step start (ms, aligned)"), x2="end:Q", y=y, color=color,
-        tooltip=[alt.Tooltip("name:N", title="Operator"), alt.Tooltip("row:N", title="Lane"),
-                 alt.Tooltip("cls:N", title="Class"), alt.Tooltip("dur:Q", title="Duration (ms)", format=",.3f"),
-                 alt.Tooltip("start:Q", title="Start (ms)", format=",.3f")])
+        x=alt.X("start:Q", title=_("Time from the step start (ms, aligned)")), x2="end:Q", y=y, color=color,
+        tooltip=[alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("row:N", title=_("Lane")),
+                 alt.Tooltip("cls:N", title=_("Class")), alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.3f"),
+                 alt.Tooltip("start:Q", title=_("Start (ms)"), format=",.3f")])
     chart = alt.layer(rects, starts, ends).interactive(bind_y=False)
     return finish(chart, height=max(120, ROW_PX * len(rows)), datasets={"bars": bars, "joins": joins})
 
@@ -46,21 +48,21 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
     `lines`: {step, series, ms}; `comm`: {step, metric, ms}; `points`: {step, ms, href, label}.
     """
     left = alt.Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1).encode(
-        x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("ms:Q", title="Step time per device (ms)"),
+        x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("ms:Q", title=_("Step time per device (ms)")),
         detail="series:N",
-        color=alt.value("#4c78a8") if per_rank else alt.Color("series:N", title="Step time"),
-        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("series:N", title="Device"),
-                 alt.Tooltip("ms:Q", title="ms", format=",.2f")])
+        color=alt.value("#4c78a8") if per_rank else alt.Color("series:N", title=_("Step time")),
+        tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=_("Device")),
+                 alt.Tooltip("ms:Q", title=_("ms"), format=",.2f")])
     marks = alt.Chart(alt.NamedData(name="points")).mark_point(size=120, filled=True, color="#d62728",
                                                                 cursor="pointer").encode(
         x="step:Q", y="ms:Q", href="href:N",
-        tooltip=[alt.Tooltip("label:N", title="Marey view"), alt.Tooltip("step:Q", title="Step")])
+        tooltip=[alt.Tooltip("label:N", title=_("Marey view")), alt.Tooltip("step:Q", title=_("Step"))])
     right = alt.Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
-        x="step:Q", y=alt.Y("ms:Q", title="Average communication / wait (ms)"),
-        color=alt.Color("metric:N", title="Average per device",
+        x="step:Q", y=alt.Y("ms:Q", title=_("Average communication / wait (ms)")),
+        color=alt.Color("metric:N", title=_("Average per device"),
                         scale=alt.Scale(domain=["communication", "wait"], range=[PHASE_COLORS["Communication"], PHASE_COLORS["Wait"]])),
-        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("metric:N", title="Metric"),
-                 alt.Tooltip("ms:Q", title="ms", format=",.2f")])
+        tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("metric:N", title=_("Metric")),
+                 alt.Tooltip("ms:Q", title=_("ms"), format=",.2f")])
     chart = alt.layer(alt.layer(left, marks), right).resolve_scale(y="independent", color="independent")
     return finish(chart, height=260, datasets={"lines": lines, "comm": comm, "points": points})

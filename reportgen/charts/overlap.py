@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 import altair as alt
 
 from reportgen.charts.theme import SLOW_COLOR, finish, phase_scale
@@ -15,13 +17,13 @@ def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
     """
     base = alt.Chart(alt.NamedData(name="stages"))
     bars = base.mark_bar().encode(
-        x=alt.X("stage:N", title="Pipeline stage", sort=None),
+        x=alt.X("stage:N", title=_("Pipeline stage"), sort=None),
         xOffset=alt.XOffset("metric:N", sort=metrics),
-        y=alt.Y("value:Q", title="Mean per rank, per step (ms)"),
+        y=alt.Y("value:Q", title=_("Mean per rank, per step (ms)")),
         color=alt.Color("metric:N", title=None, sort=metrics,
                         scale=phase_scale(metrics)),
-        tooltip=[alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("metric:N", title="Metric"),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f"), alt.Tooltip("ranks:N", title="Ranks")],
+        tooltip=[alt.Tooltip("stage:N", title=_("Stage")), alt.Tooltip("metric:N", title=_("Metric")),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f"), alt.Tooltip("ranks:N", title=_("Ranks"))],
     )
     notes = base.transform_filter("datum.note != ''").mark_text(dy=-8, color=SLOW_COLOR, fontWeight="bold").encode(
         x=alt.X("stage:N", sort=None), xOffset=alt.XOffset("metric:N", sort=metrics), y="value:Q", text="note:N")
@@ -34,11 +36,11 @@ def comm_share_by_rank(rows: list[dict]) -> dict:
     `rows`: {rank, share, stage, href}.
     """
     chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
-        x=alt.X("rank:O", title="Rank"),
-        y=alt.Y("share:Q", title="Pure communication / step", axis=alt.Axis(format="%")),
-        color=alt.Color("stage:N", title="Stage"),
-        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("share:Q", title="Share", format=".1%"),
-                 alt.Tooltip("stage:N", title="Stage")],
+        x=alt.X("rank:O", title=_("Rank")),
+        y=alt.Y("share:Q", title=_("Pure communication / step"), axis=alt.Axis(format="%")),
+        color=alt.Color("stage:N", title=_("Stage")),
+        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("share:Q", title=_("Share"), format=".1%"),
+                 alt.Tooltip("stage:N", title=_("Stage"))],
         href="href:N",
     )
     return finish(chart, height=220, datasets={"share": rows})
@@ -47,10 +49,10 @@ def comm_share_by_rank(rows: list[dict]) -> dict:
 def comm_share_histogram(rows: list[dict]) -> dict:
     """The same share as a distribution, for runs with many ranks."""
     chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
-        x=alt.X("share:Q", bin=alt.Bin(maxbins=50), title="Pure communication / step", axis=alt.Axis(format="%")),
-        y=alt.Y("count():Q", title="Ranks", stack="zero"),
-        color=alt.Color("stage:N", title="Stage"),
-        tooltip=[alt.Tooltip("count():Q", title="Ranks"), alt.Tooltip("stage:N", title="Stage")],
+        x=alt.X("share:Q", bin=alt.Bin(maxbins=50), title=_("Pure communication / step"), axis=alt.Axis(format="%")),
+        y=alt.Y("count():Q", title=_("Ranks"), stack="zero"),
+        color=alt.Color("stage:N", title=_("Stage")),
+        tooltip=[alt.Tooltip("count():Q", title=_("Ranks")), alt.Tooltip("stage:N", title=_("Stage"))],
     )
     return finish(chart, height=220, datasets={"share": rows})
 
@@ -61,10 +63,10 @@ def stage_steps(rows: list[dict], y_title: str) -> dict:
     `rows`: {step, stage, value}.
     """
     chart = alt.Chart(alt.NamedData(name="stage_steps")).mark_line(point=True).encode(
-        x=alt.X("step:O", title="Step"),
+        x=alt.X("step:O", title=_("Step")),
         y=alt.Y("value:Q", title=y_title),
-        color=alt.Color("stage:N", title="Stage"),
-        tooltip=[alt.Tooltip("step:O", title="Step"), alt.Tooltip("stage:N", title="Stage"),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+        color=alt.Color("stage:N", title=_("Stage")),
+        tooltip=[alt.Tooltip("step:O", title=_("Step")), alt.Tooltip("stage:N", title=_("Stage")),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
     return finish(chart, height=220, datasets={"stage_steps": rows})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 import altair as alt
 
 from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
@@ -19,13 +21,13 @@ def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP
     """
     base = alt.Chart(alt.NamedData(name="cells"))
     cells = base.mark_rect(stroke="#fff", strokeWidth=1).encode(
-        x=alt.X("slot:O", title="Device in host", axis=alt.Axis(labelAngle=0)),
+        x=alt.X("slot:O", title=_("Device in host"), axis=alt.Axis(labelAngle=0)),
         y=alt.Y("group:N", title=None, sort=None),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(domain=ramp[0], range=ramp[1], clamp=True),
                         legend=alt.Legend(format=fmt)),
         href="href:N",
-        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("group:N", title="Host"),
-                 alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title="Detail")],
+        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
+                 alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))],
     )
     n_groups = len({r["group"] for r in rows}) or 1
     n_slots = len({r["slot"] for r in rows}) or 1
@@ -43,11 +45,11 @@ def op_type_share(rows: list[dict]) -> dict:
     """Top operator types by total time, coloured by where they run. `rows`: {op_type, total_ms, share, side}."""
     chart = alt.Chart(alt.NamedData(name="types")).mark_bar().encode(
         y=alt.Y("op_type:N", title=None, sort="-x"),
-        x=alt.X("total_ms:Q", title="Total time (ms)"),
-        color=alt.Color("side:N", title="Runs on"),
-        tooltip=[alt.Tooltip("op_type:N", title="Type"), alt.Tooltip("side:N", title="Runs on"),
-                 alt.Tooltip("total_ms:Q", title="Total (ms)", format=",.3f"),
-                 alt.Tooltip("share:Q", title="Share", format=".1%"), alt.Tooltip("count:Q", title="Count")],
+        x=alt.X("total_ms:Q", title=_("Total time (ms)")),
+        color=alt.Color("side:N", title=_("Runs on")),
+        tooltip=[alt.Tooltip("op_type:N", title=_("Type")), alt.Tooltip("side:N", title=_("Runs on")),
+                 alt.Tooltip("total_ms:Q", title=_("Total (ms)"), format=",.3f"),
+                 alt.Tooltip("share:Q", title=_("Share"), format=".1%"), alt.Tooltip("count:Q", title=_("Count"))],
     )
     return finish(chart, height=max(120, 18 * len(rows)), datasets={"types": rows})
 
@@ -57,16 +59,16 @@ def op_type_spread(rows: list[dict], types: list[str], boxes: bool) -> dict:
     furthest above the median in red. `rows`: {op_type, rank, total_ms, slow, href}."""
     base = alt.Chart(alt.NamedData(name="spread"))
     y = alt.Y("op_type:N", title=None, sort=types)
-    tip = [alt.Tooltip("op_type:N", title="Type"), alt.Tooltip("rank:O", title="Rank"),
-           alt.Tooltip("total_ms:Q", title="Total (ms)", format=",.3f")]
+    tip = [alt.Tooltip("op_type:N", title=_("Type")), alt.Tooltip("rank:O", title=_("Rank")),
+           alt.Tooltip("total_ms:Q", title=_("Total (ms)"), format=",.3f")]
     if boxes:
-        main = base.mark_boxplot(extent="min-max", size=12).encode(y=y, x=alt.X("total_ms:Q", title="Time per rank (ms)"))
+        main = base.mark_boxplot(extent="min-max", size=12).encode(y=y, x=alt.X("total_ms:Q", title=_("Time per rank (ms)")))
         hot = base.transform_filter("datum.slow").mark_point(color=SLOW_COLOR, filled=True, size=60).encode(
             y=y, x="total_ms:Q", href="href:N", tooltip=tip)
         layers = [main, hot]
     else:
         layers = [base.mark_tick(thickness=2, size=14).encode(
-            y=y, x=alt.X("total_ms:Q", title="Time per rank (ms)"),
+            y=y, x=alt.X("total_ms:Q", title=_("Time per rank (ms)")),
             color=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(PALETTE[0])),
             href="href:N", tooltip=tip)]
     return finish(alt.layer(*layers), height=max(120, 22 * len(types)), datasets={"spread": rows})
@@ -76,14 +78,14 @@ def memory_curve(rows: list[dict], x_title: str, capacity_mb: float | None) -> d
     """Memory in use over execution order or time. `rows`: {x, series, mb}."""
     base = alt.Chart(alt.NamedData(name="mem"))
     line = base.mark_line(interpolate="step-after").encode(
-        x=alt.X("x:Q", title=x_title), y=alt.Y("mb:Q", title="Memory (MB)"),
+        x=alt.X("x:Q", title=x_title), y=alt.Y("mb:Q", title=_("Memory (MB)")),
         color=alt.Color("series:N", title=None),
-        tooltip=[alt.Tooltip("x:Q", title=x_title, format=",.3f"), alt.Tooltip("series:N", title="Series"),
-                 alt.Tooltip("mb:Q", title="MB", format=",.1f")])
+        tooltip=[alt.Tooltip("x:Q", title=x_title, format=",.3f"), alt.Tooltip("series:N", title=_("Series")),
+                 alt.Tooltip("mb:Q", title=_("MB"), format=",.1f")])
     layers = [line]
     if capacity_mb:
         layers.append(alt.Chart(alt.Data(values=[{"cap": capacity_mb}])).mark_rule(
-            color=SLOW_COLOR, strokeDash=[6, 3]).encode(y="cap:Q", tooltip=[alt.Tooltip("cap:Q", title="Capacity (MB)")]))
+            color=SLOW_COLOR, strokeDash=[6, 3]).encode(y="cap:Q", tooltip=[alt.Tooltip("cap:Q", title=_("Capacity (MB)"))]))
     return finish(alt.layer(*layers), height=240, datasets={"mem": rows})
 
 
@@ -92,10 +94,10 @@ def queue_sizes(rows: list[dict], x_title: str) -> dict:
     base = alt.Chart(alt.NamedData(name="queue"))
     bars = base.mark_bar().encode(
         x=alt.X("x:O", title=x_title, axis=alt.Axis(labelOverlap=True)),
-        y=alt.Y("size:Q", title="Queue size (batches)"),
+        y=alt.Y("size:Q", title=_("Queue size (batches)")),
         color=alt.condition("datum.empty", alt.value(SLOW_COLOR), alt.value(PALETTE[0])),
-        tooltip=[alt.Tooltip("x:O", title=x_title), alt.Tooltip("size:Q", title="Size"),
-                 alt.Tooltip("capacity:Q", title="Capacity")])
+        tooltip=[alt.Tooltip("x:O", title=x_title), alt.Tooltip("size:Q", title=_("Size")),
+                 alt.Tooltip("capacity:Q", title=_("Capacity"))])
     empties = base.transform_filter("datum.empty").mark_tick(color=SLOW_COLOR, thickness=3).encode(
         x="x:O", y=alt.datum(0))
     return finish(alt.layer(bars, empties), height=140, datasets={"queue": rows})
@@ -104,7 +106,7 @@ def queue_sizes(rows: list[dict], x_title: str) -> dict:
 def cpu_usage(rows: list[dict]) -> dict:
     """CPU utilisation per sample. `rows`: {sample, series, pct}."""
     chart = alt.Chart(alt.NamedData(name="cpu")).mark_line(point=True).encode(
-        x=alt.X("sample:Q", title="Sample"), y=alt.Y("pct:Q", title="Utilisation (%)"),
+        x=alt.X("sample:Q", title=_("Sample")), y=alt.Y("pct:Q", title=_("Utilisation (%)")),
         color=alt.Color("series:N", title=None),
         tooltip=[alt.Tooltip("sample:Q"), alt.Tooltip("series:N"), alt.Tooltip("pct:Q", format=".1f")])
     return finish(chart, height=200, datasets={"cpu": rows})

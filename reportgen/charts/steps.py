@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
+
+from reportgen import i18n
+from reportgen.i18n import _
 
 from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
 
 MAX_BARS = 64
 
+
+def _status_legend():
+    """The slow / normal legend in the report's language (the data keeps the English ids the colour scale uses)."""
+    if i18n.current() == i18n.DEFAULT:
+        return alt.Undefined
+    slow, normal = json.dumps(_("slow")), json.dumps(_("normal"))
+    return alt.Legend(labelExpr=f"datum.label == 'slow' ? {slow} : {normal}")
 
 def step_total_by_rank(rows: list[dict], median: float) -> dict:
     """Bar per rank of the average step total (ms); slow ranks in red; a rule at the cluster median.
@@ -15,58 +27,60 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
     `rows`: {rank, total, slow, stage}. Use only up to `MAX_BARS` ranks (else the histogram).
     """
     bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
-        x=alt.X("rank:O", title="Rank", sort="ascending"),
-        y=alt.Y("total:Q", title="Average step time (ms)"),
-        color=alt.Color("status:N", title=None,
+        x=alt.X("rank:O", title=_("Rank"), sort="ascending"),
+        y=alt.Y("total:Q", title=_("Average step time (ms)")),
+        color=alt.Color("status:N", title=None, legend=_status_legend(),
                         scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
-        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("total:Q", title="Step time (ms)", format=",.3f"),
-                 alt.Tooltip("stage:N", title="Stage"), alt.Tooltip("status:N", title="Status")],
+        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("total:Q", title=_("Step time (ms)"), format=",.3f"),
+                 alt.Tooltip("stage:N", title=_("Stage")), alt.Tooltip("status:N", title=_("Status"))],
         href="href:N",
     )
     rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
-        y="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
+        y="median:Q", tooltip=[alt.Tooltip("median:Q", title=_("Cluster median (ms)"), format=",.3f")])
     return finish(alt.layer(bars, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
 def step_total_histogram(rows: list[dict], median: float) -> dict:
     """Distribution of the average step total over ranks (for runs with many ranks)."""
     hist = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
-        x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title="Average step time (ms)"),
-        y=alt.Y("count():Q", title="Ranks"),
-        color=alt.Color("status:N", title=None,
+        x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title=_("Average step time (ms)")),
+        y=alt.Y("count():Q", title=_("Ranks")),
+        color=alt.Color("status:N", title=None, legend=_status_legend(),
                         scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
-        tooltip=[alt.Tooltip("count():Q", title="Ranks"),
-                 alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title="Step time (ms)")],
+        tooltip=[alt.Tooltip("count():Q", title=_("Ranks")),
+                 alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title=_("Step time (ms)"))],
     )
     rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
-        x="median:Q", tooltip=[alt.Tooltip("median:Q", title="Cluster median (ms)", format=",.3f")])
+        x="median:Q", tooltip=[alt.Tooltip("median:Q", title=_("Cluster median (ms)"), format=",.3f")])
     return finish(alt.layer(hist, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
-def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "Rank") -> dict:
+def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "") -> dict:
     """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
+    x_title = x_title or _("Rank")
     chart = alt.Chart(alt.NamedData(name="breakdown")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
-        y=alt.Y("value:Q", title="Time per step (ms)", stack="zero"),
-        color=alt.Color("phase:N", title="Phase", sort=phase_order,
+        y=alt.Y("value:Q", title=_("Time per step (ms)"), stack="zero"),
+        color=alt.Color("phase:N", title=_("Phase"), sort=phase_order,
                         scale=phase_scale(phase_order)),
         order=alt.Order("phase_order:Q"),
-        tooltip=[alt.Tooltip("label:N", title=x_title), alt.Tooltip("phase:N", title="Phase"),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+        tooltip=[alt.Tooltip("label:N", title=x_title), alt.Tooltip("phase:N", title=_("Phase")),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
     return finish(chart, datasets={"breakdown": rows})
 
 
-def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_title: str = "Step time (ms)") -> dict:
+def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_title: str = "") -> dict:
     """Rank x step heatmap of one phase (the step total by default); bins hold the maximum of their ranks/steps."""
-    rank_title = "Rank" if rank_bin == 1 else f"Ranks (groups of {rank_bin}, max shown)"
-    step_title = "Step" if step_bin == 1 else f"Steps (groups of {step_bin}, max shown)"
+    value_title = value_title or _("Step time (ms)")
+    rank_title = _("Rank") if rank_bin == 1 else _("Ranks (groups of {n}, max shown)").format(n=rank_bin)
+    step_title = _("Step") if step_bin == 1 else _("Steps (groups of {n}, max shown)").format(n=step_bin)
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
         y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme="orangered", zero=False)),
-        tooltip=[alt.Tooltip("ranks:O", title="Rank(s)"), alt.Tooltip("steps:O", title="Step(s)"),
+        tooltip=[alt.Tooltip("ranks:O", title=_("Rank(s)")), alt.Tooltip("steps:O", title=_("Step(s)")),
                  alt.Tooltip("value:Q", title=value_title, format=",.3f")],
     )
     n_rows = len({c["ranks"] for c in cells})
@@ -79,12 +93,12 @@ def rank_step_lines(phase_order: list[str]) -> dict:
     Rows: {step, phase, value}.
     """
     chart = alt.Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("value:Q", title="Time (ms)"),
-        color=alt.Color("phase:N", title="Phase", sort=phase_order,
+        x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title=_("Time (ms)")),
+        color=alt.Color("phase:N", title=_("Phase"), sort=phase_order,
                         scale=phase_scale(phase_order)),
-        tooltip=[alt.Tooltip("step:Q", title="Step"), alt.Tooltip("phase:N", title="Phase"),
-                 alt.Tooltip("value:Q", title="ms", format=",.3f")],
+        tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("phase:N", title=_("Phase")),
+                 alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
     return finish(chart)
 
@@ -95,14 +109,14 @@ def rank_strip(rows: list[dict], x_title: str, fmt: str = ",.3f") -> dict:
     culprit among thousands is never binned or averaged away. `rows`: {rank, value, stage, status, href}."""
     base = alt.Chart(alt.NamedData(name="ranks"))
     y = alt.Y("stage:N", title=None, sort=None)
-    tip = [alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("stage:N", title="Stage"),
+    tip = [alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("stage:N", title=_("Stage")),
            alt.Tooltip("value:Q", title=x_title, format=fmt)]
     ticks = base.transform_filter("datum.status != 'slow'").mark_tick(thickness=1, opacity=0.55,
                                                                        color=OK_COLOR).encode(
         x=alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False)), y=y, href="href:N", tooltip=tip)
     med = base.transform_aggregate(median="median(value)", groupby=["stage"]).mark_tick(
         color="#333", thickness=2, size=26).encode(x="median:Q", y=y,
-                                                 tooltip=[alt.Tooltip("median:Q", title="Stage median", format=fmt)])
+                                                 tooltip=[alt.Tooltip("median:Q", title=_("Stage median"), format=fmt)])
     slow = base.transform_filter("datum.status == 'slow'")
     pts = slow.mark_point(filled=True, size=90, color=SLOW_COLOR).encode(x="value:Q", y=y, href="href:N",
                                                                        tooltip=tip)

@@ -34,31 +34,21 @@ def read_summary(path: Path) -> dict:
 
 
 def summary_from_run(run_dir: Path, *, jobs: int = 1, settings: Optional[dict] = None) -> dict:
-    """Analyse a run folder in-process (the steps of `report.build_one`, without writing pages)."""
-    from reportgen.analysis import analyze
-    from reportgen.analysis.execution import select
+    """Analyse a run folder in-process: the phases of `report.build_one`, without writing pages."""
     from reportgen.discover import discover
-    from reportgen.loaders import load_execution, load_run, timeline_ranks
-    from reportgen.model import DataIssue
-    from reportgen.rules import run_rules
+    from reportgen.progress import Progress
+    from reportgen.report import BuildOptions, analyse_phase, load_phase
     from reportgen.site.summary import build_summary
 
     layouts = discover(Path(run_dir))
     if len(layouts) > 1:
         raise ReportError(f"{run_dir} holds {len(layouts)} runs ({', '.join(l.slug for l in layouts[:4])}); "
                           "give the folder of one run")
-    layout = layouts[0]
     settings = settings or {}
-    run = load_run(layout, jobs=jobs)
-    try:  # as build_one: the execution view is optional, and some rules read it
-        sel = select(run, timeline_ranks(layout), settings.get("marey_steps"))
-        run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
-    except Exception as e:  # noqa: BLE001
-        log.warning("execution view skipped: %s: %s", type(e).__name__, e)
-        run.issues.append(DataIssue("", f"the operator timelines could not be read for the execution view "
-                                        f"({type(e).__name__}: {e})", "warning"))
-    analysis = analyze(run, device_memory_mb=settings.get("device_memory_mb"))
-    findings, thresholds = run_rules(analysis, settings.get("overrides"))
+    opts = BuildOptions(jobs=jobs, device_memory_mb=settings.get("device_memory_mb"),
+                        overrides=settings.get("overrides") or {}, marey_steps=tuple(settings.get("marey_steps") or ()))
+    run = load_phase(layouts[0], opts, Progress(False))
+    analysis, findings, thresholds = analyse_phase(run, opts)
     return build_summary(analysis, findings, thresholds)
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from reportgen.site.values import num
+from reportgen.numbers import rounded
 
 SCHEMA = "msreport.compare/1"
 PHASE_GATE_SHARE = 0.05  # a phase takes part in the gate when it is at least 5 % of the step (in either run)
@@ -40,7 +41,7 @@ _num = num  # a finite float or None (site.values.num)
 
 
 def _r(v: Optional[float], nd: int = 6) -> Optional[float]:
-    return None if v is None else round(v, nd)
+    return rounded(v, nd)
 
 
 def _mean(values) -> Optional[float]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
@@ -14,6 +13,7 @@ from reportgen.compare import charts
 from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
 from reportgen.compare.trend import Trend
 from reportgen.site import builder
+from reportgen.site.output import json_text
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.charts import Chart
 
@@ -137,7 +137,7 @@ def _check(out: Path, single_file: bool, inputs: list[Path]) -> None:
 
 def _write(out: Path, single_file: bool, template: str, title: str, run_title: str, data_name: str, payload: dict,
            **context) -> Path:
-    text = json.dumps(payload, indent=2, allow_nan=False)
+    text = json_text(payload, indent=2)
     if single_file:
         html = _render(template, title, run_title, True, {}, **context)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,15 +17,13 @@ from typing import Optional
 
 import ijson
 
+from reportgen.jsonguard import DepthGuard
+from reportgen.numbers import to_int as _int
+
 MAX_PEEK_BYTES = 4 * 1024 * 1024  # a metadata file larger than this is not peeked at (the loader judges it)
 MAX_CSV_PEEK_ROWS = 1_000_000
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError, OverflowError):
-        return None
 
 
 def open_regular(path: Path) -> io.BufferedReader:
@@ -113,7 +111,7 @@ def kineto_header(path: Path) -> dict:
     """Read `distributedInfo.rank` and `host_name` from a Kineto trace without reading its events."""
     out: dict = {}
     try:
-        with _open_maybe_gzip(path) as f:
+        with DepthGuard(_open_maybe_gzip(path)) as f:
             for prefix, event, value in ijson.parse(f):
                 if prefix == "distributedInfo.rank" and event == "number":
                     out["rank"] = int(value)

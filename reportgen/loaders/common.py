@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
-import io
+import gzip
 import json
 import math
 import mmap
@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 from reportgen.model import DataIssue
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
+from reportgen.jsonguard import DepthGuard
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file JSON reads; bigger files must be streamed
 MAX_JSON_DEPTH = 200  # nesting of a whole-file JSON read; profiler files nest < 10 deep
-MAX_ABS_NUMBER = 2.0 ** 62  # beyond this no profiler value (ns since 1970 is ~1.8e18) is meaningful
-MAX_INT = 2 ** 62
 MAX_TEXT_BYTES = 8 * 1024 ** 3  # a text file larger than this is not read at all
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a CSV whose first lines are longer is not a CSV
-NA_TOKENS = frozenset(("", "N/A", "NA", "NONE", "NULL", "-", "--"))
 BAD_TOKENS = frozenset(("NAN", "INF", "-INF", "+INF", "INFINITY", "-INFINITY", "+INFINITY"))
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -201,42 +200,6 @@ def _tail_cut(path: Path) -> bool:
 # --- numbers -------------------------------------------------------------------------------------
 
 
-def clean_cell(value: str) -> str:
-    """Strip the whitespace and the trailing tab torch_npu adds to timestamps."""
-    return value.strip().strip("\t").strip()
-
-
-def to_float(value: Any) -> float:
-    """Parse a number; `N/A`, empty and garbage give NaN, and so do non-finite and absurd values (`inf`, `1e400`,
-    30-digit integers: |x| > MAX_ABS_NUMBER), so nothing downstream sees an infinity or overflows an Int64."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    if isinstance(value, (int, float)):
-        try:
-            v = float(value)
-        except OverflowError:
-            return math.nan
-    else:
-        s = clean_cell(str(value))
-        if not s or s.upper() in NA_TOKENS:
-            return math.nan
-        try:
-            v = float(s)
-        except (ValueError, OverflowError):
-            return math.nan
-    if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
-        return math.nan
-    return v
-
-
-def to_int(value: Any) -> Optional[int]:
-    """An integer (step number, id, rank) or None: garbage, non-finite, fractional-free overflow all give None."""
-    v = to_float(value)
-    if math.isnan(v) or abs(v) > MAX_INT:
-        return None
-    return int(v)
-
-
 def number_problem(value: Any) -> Optional[str]:
     """Why a cell of a numeric column is not a usable number (None when it is a number or a missing mark)."""
     s = clean_cell(str(value))
@@ -272,7 +235,9 @@ def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
                 bad += 1
             else:
                 text += 1
-        if num and num >= 2 * text and (num + bad + text) > 0:
+        # number-shaped cells that are unusable (inf, nan, 1e400, 30 digits) count as numbers here: a one-row file
+        # whose only cell in a column is 30 digits long is a numeric column with a bad value, not a text column
+        if num + bad and num + bad >= 2 * text:
             out.append(i)
     return out
 
@@ -619,65 +584,39 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
 
 # --- streamed traces -------------------------------------------------------------------------------
 
-MAX_TRACE_DEPTH = 1000  # bracket depth of a Chrome trace (events nest ~4 deep)
-_SCAN_CHUNK = 1 << 16
-_shape_cache: dict[tuple, Optional[str]] = {}
 
 
 def open_binary(path: Path):
     """A regular file opened for binary reading, gunzipped when named `.gz` (FIFOs etc. refused, never block)."""
-    import gzip
-
     f = open_file(path, "rb")
     if Path(path).name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=f, mode="rb")
+        return _OwningGzip(fileobj=f, mode="rb")
     return f
 
 
-def trace_problem(path: Path) -> Optional[str]:
-    """Why a trace must not be streamed (nesting far deeper than any trace: the parser would exhaust memory or the
-    stack), or None. One C-speed pass of bracket counts per 64 KB chunk, cached per file version."""
-    try:
-        st = os.stat(path)
-        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    except OSError:
-        return None
-    if key in _shape_cache:
-        return _shape_cache[key]
-    why = None
-    depth = 0
-    try:
-        with open_binary(path) as f:
-            while True:
-                chunk = f.read(_SCAN_CHUNK)
-                if not chunk:
-                    break
-                opens = chunk.count(b"[") + chunk.count(b"{")
-                depth += opens - chunk.count(b"]") - chunk.count(b"}")
-                if depth > MAX_TRACE_DEPTH or opens > len(chunk) // 4:
-                    why = f"JSON nested more than {MAX_TRACE_DEPTH} levels deep (not a trace); skipped"
-                    break
-    except (OSError, EOFError, ValueError):
-        why = None  # the streaming reader reports unreadable files itself
-    if len(_shape_cache) > 4096:
-        _shape_cache.clear()
-    _shape_cache[key] = why
-    return why
+class _OwningGzip(gzip.GzipFile):
+    """A GzipFile that closes the file it reads from."""
+
+    def close(self) -> None:
+        raw = self.fileobj
+        try:
+            super().close()
+        finally:
+            if raw is not None:
+                raw.close()
 
 
 def trace_events(path: Path) -> Iterator[dict]:
     """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
 
-    Only regular files are opened; a trace nested absurdly deep is refused before parsing; events whose `ts` or
+    Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
+    (`jsonguard.DepthGuard`); events whose `ts` or
     `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
     a broken file (after yielding what was read), so the loaders' handlers name the file.
     """
     import ijson
 
-    why = trace_problem(path)
-    if why is not None:
-        raise ValueError(why)
-    with open_binary(path) as f:
+    with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
         f.seek(start)
         first = f.read(1)

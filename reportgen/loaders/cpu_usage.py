@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_json, to_float
+from reportgen.loaders.common import IssueLog, open_file, read_json, regular_file, to_float
 from reportgen.model import CpuUsage
 
 MACHINE_KEYS = {"user_utilization": "user", "sys_utilization": "sys", "io_utilization": "io",
@@ -60,7 +60,7 @@ def queue_step_times(path: Path) -> list[tuple[int, float]]:
     out: list[tuple[int, float]] = []
     diff: Optional[int] = None
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open_file(path, "r", encoding="utf-8", errors="replace") as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 5:
@@ -141,7 +141,7 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
         return None
     stamps = [to_float(t) for t in data.get("time_stamp") or [] if not math.isnan(to_float(t))]
     qfile = _queue_file(path)
-    queue = queue_step_times(qfile) if qfile is not None else []
+    queue = queue_step_times(qfile) if qfile is not None and regular_file(qfile, log) else []
     steps = sample_steps(stamps, queue)
     window = selection_window(steps, len(queue))
     machine = _frame(data.get("device_info"), MACHINE_KEYS, window)

@@ -17,7 +17,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float, to_int
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
 from reportgen.model import DataPrep
 
 

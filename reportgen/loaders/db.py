@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.common import IssueLog, regular_file
 from reportgen.loaders.communication import (
     MATRIX_KEY_RE,
     _frames,
@@ -57,6 +57,7 @@ from reportgen.loaders.memory import TOP_ALLOCATIONS, _downsample
 from reportgen.loaders.operators import side_of_core
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData, StepTrace
+from reportgen.numbers import to_int as _int
 
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles
@@ -78,11 +79,14 @@ class Db:
         self.path, self.log = path, log
         self.con: Optional[sqlite3.Connection] = None
         self._cols: dict[str, Optional[set[str]]] = {}
+        self.con, self.tables = None, set()
+        if not regular_file(Path(path), log):  # a link out of the run, a FIFO, a directory: named, never opened
+            return
         try:
             uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
             self.con = sqlite3.connect(uri, uri=True)
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except (sqlite3.Error, OSError, ValueError) as e:
+        except (sqlite3.Error, OSError, ValueError, RuntimeError) as e:
             log.add(path, f"cannot open the database: {e}", "error")
             self.con, self.tables = None, set()
 
@@ -173,11 +177,6 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
     return got
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def _json_value(v: Any, db: Db, name: str) -> Any:

@@ -35,7 +35,7 @@ import pandas as pd
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
 from reportgen.loaders.operators import op_type_from_name, types_from_detail
-from reportgen.loaders.peek import trace_events
+from reportgen.loaders.common import trace_events
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary, op_class
 
 GPU_FILES = ("gpu_op_detail_info.csv", "gpu_op_type_info.csv", "gpu_activity_data.csv", "gpu_timeline_display.json")

@@ -42,7 +42,7 @@ import pandas as pd
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, to_float
 from reportgen.loaders.memory import _downsample
-from reportgen.loaders.peek import open_maybe_gzip, trace_events
+from reportgen.loaders.common import open_binary as open_maybe_gzip, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, Operators, RankData, StepTrace,
                              TimelineSummary)

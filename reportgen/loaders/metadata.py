@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from reportgen.loaders.common import IssueLog, read_json
 from reportgen.model import RankInfo
+from reportgen.numbers import to_int as _int
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def load_profiler_info(path: Path, info: RankInfo, log: IssueLog) -> None:

@@ -55,20 +55,29 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
         log.add(path, f"header {','.join(header)!r} holds step-trace columns, not overlap values "
                 "(a hand-made file); not used for the overlap view", "warning")
         return None
-    width = len(header)
-    if width < 2:
-        log.add(path, f"{width} column(s); the overlap file has 2 (model-parallel) or 5 (pipeline)", "error")
-        return None
-    if width not in (2, PIPELINE_WIDTH):
-        log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
-    pipeline = width >= PIPELINE_WIDTH
-    names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")[:min(width, 5)]
+    all_names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")
     by_name = {h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace("collective_communication",
                                                                                    "collective"): i
                for i, h in enumerate(header)}
-    if set(names) <= set(by_name):  # the profiler's own header: read by name (columns may be reordered)
+    named = [n for n in all_names if n in by_name]
+    if set(all_names[:2]) <= set(named) and named in (list(all_names[:2]), list(all_names)):
+        # the profiler's own header: read by name (columns may be reordered; other columns are not ours)
+        pipeline = len(named) == PIPELINE_WIDTH
+        names = tuple(named)
         index = {n: by_name[n] for n in names}
+        extra = [h for h in header if h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace(
+            "collective_communication", "collective") not in names]
+        if extra:
+            log.add(path, f"column(s) {', '.join(map(repr, extra[:5]))} not part of the overlap file; ignored", "info")
     else:
+        width = len(header)
+        if width < 2:
+            log.add(path, f"{width} column(s); the overlap file has 2 (model-parallel) or 5 (pipeline)", "error")
+            return None
+        if width not in (2, PIPELINE_WIDTH):
+            log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
+        pipeline = width >= PIPELINE_WIDTH
+        names = all_names[:min(width, 5)]
         index = {n: i for i, n in enumerate(names)}
     values: list[dict] = []
     for line, cells in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from reportgen.model import LAYOUT_LABELS, RankData, RunInfo
+from reportgen.numbers import to_int as _int
 
 if TYPE_CHECKING:
     from reportgen.discover import RunLayout
@@ -18,11 +19,6 @@ LEGACY_MODES = {
 }
 
 
-def _int(v) -> Optional[int]:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],

@@ -178,7 +178,7 @@ def _modern_record(step: Optional[int], raw: dict, names: dict[str, str]) -> dic
 
 def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     """`step_trace_time.csv`, every header generation (with/without Device_id and Preparing)."""
-    parsed = read_csv_rows(path, log)
+    parsed = read_csv_rows(path, log, numeric=MODERN_COLUMNS)  # by name: a one-row file gives no majority
     if parsed is None:
         return None
     header, rows = parsed
@@ -281,7 +281,7 @@ def load_msprof_step_trace(device_dir: Path, log: IssueLog) -> Optional[StepTrac
 
 def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
     """Split msprof-analyze's `cluster_step_trace_time.csv` into per-rank step traces (rank rows only)."""
-    parsed = read_csv_rows(path, log)
+    parsed = read_csv_rows(path, log, numeric=MODERN_COLUMNS)
     if parsed is None:
         return {}
     header, rows = parsed
@@ -306,7 +306,7 @@ def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
 
 def cluster_stage_sets(path: Path, log: IssueLog) -> list[list[int]]:
     """The rank sets of the `stage` rows of `cluster_step_trace_time.csv` (msprof-analyze's stage detection)."""
-    parsed = read_csv_rows(path, IssueLog(log.root))  # problems are reported by load_cluster_step_trace
+    parsed = read_csv_rows(path, IssueLog(log.root), numeric=MODERN_COLUMNS)  # reported by load_cluster_step_trace
     if parsed is None:
         return []
     header, rows = parsed

@@ -20,7 +20,7 @@ from reportgen.rules import (
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, step_interval, tail_single,
 )
-from reportgen.rules.base import SEVERITIES, Context, Finding, Rule
+from reportgen.rules.base import SEVERITIES, Finding, Rule
 
 log = logging.getLogger("msreport")
 
@@ -154,14 +154,14 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 
 def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[Finding], dict]:
-    """Return (findings ordered by severity, thresholds used per rule). Findings stay typed until a page or
+    """Return (findings ordered by severity, then by estimated saving, thresholds used per rule). Findings stay typed until a page or
     summary.json serialises them (`Finding.to_dict`)."""
     values = resolved_thresholds(overrides)
     findings: list[Finding] = []
     order: dict[int, tuple[int, int]] = {}
     for n, rule in enumerate(RULES):
         try:
-            found = rule.check(Context(analysis, values[rule.id]))
+            found = rule.check(rule.context(analysis, values[rule.id]))
         except Exception as e:  # noqa: BLE001 - one broken rule must not cost the report
             log.warning("rule %s failed: %s: %s", rule.id, type(e).__name__, e)
             found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",
@@ -177,5 +177,5 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             order[id(f)] = (n, k)
             findings.append(f)
     findings = _merge(findings)
-    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order[id(f)]))
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], -f.saving_ms, order[id(f)]))
     return findings, values

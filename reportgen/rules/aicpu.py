@@ -6,21 +6,24 @@ tuning guide (GetNext on the AI CPU is data fetching in sink mode, not a fallbac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
 # data fetching in sink mode, not operator fallbacks
 DATA_OPS = {"getnext", "initdata", "dynamicgetnext", "dynamicgetnextv2", "getnextfromqueue", "endofsequence"}
 
-THRESHOLDS = {
-    "info_share": Threshold(0.03, "AI CPU time / (AI Core + AI CPU time), median over ranks, from which it is "
-                                  "reported (msprof-analyze's 3 %, medium)"),
-    "warning_share": Threshold(0.05, "share from which it is a warning (msprof-analyze's 5 %, high)"),
-    "min_max_us": Threshold(20.0, "only when some AI CPU operator takes at least this many µs (msprof-analyze)"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    info_share: float = th(0.03, 'AI CPU time / (AI Core + AI CPU time), median over ranks, from which it is '
+                                 "reported (msprof-analyze's 3 %, medium)")
+    warning_share: float = th(0.05, "share from which it is a warning (msprof-analyze's 5 %, high)")
+    min_max_us: float = th(20.0, 'only when some AI CPU operator takes at least this many µs (msprof-analyze)')
+
 
 ADVICE = """\
 Operators running on the AI CPU are much slower than on the AI Core and break the device pipeline.
@@ -46,13 +49,13 @@ def check(ctx: Context) -> list[Finding]:
     b = rows[(rows["side"] == "aicpu") & ~rows["op_type"].str.lower().isin(DATA_OPS)]
     longest = b["max_ms"].fillna(b["avg_ms"]).max() if len(b) else 0.0
     max_us = 0.0 if pd.isna(longest) else float(longest) * 1000
-    if med < ctx.t("info_share") or max_us < ctx.t("min_max_us"):
+    if med < ctx.t.info_share or max_us < ctx.t.min_max_us:
         return []
     by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
     return [Finding(
         id="aicpu.share", category="operator_hotspot",
-        severity="warning" if med >= ctx.t("warning_share") else "info",
+        severity="warning" if med >= ctx.t.warning_share else "info",
         title=f"AI CPU operators take {fmt_pct(med)} of device operator time ({', '.join(by_type.index[:3])})",
         advice=ADVICE, why="AI CPU fallbacks are slow and serialise the device's work.",
         page=urls.rank(r, "operators"), ranks=sorted(int(x) for x in share.index),
@@ -68,4 +71,4 @@ RULE = Rule(
 AI CPU time / (AI Core + AI CPU time) per rank, median over ranks, leaving out the sink-mode data operators
 (GetNext, InitData, …). Reported when some AI CPU operator takes at least `min_max_us`: information from
 `info_share`, warning from `warning_share` (msprof-analyze's medium and high priorities).""",
-    thresholds=THRESHOLDS, check=check, source="msprof-analyze advisor AICPU Issues")
+    params=Thresholds, check=check, source="msprof-analyze advisor AICPU Issues")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
               "data_pipeline", "host_bound", "memory_pressure", "operator_hotspot", "data_quality")
@@ -26,6 +27,17 @@ PHASES = ("step_interval", "compute", "communication", "free", "tail")
 class Threshold:
     default: float
     doc: str  # what it means, with its unit and where the default comes from
+
+
+def th(default: float, doc: str) -> Any:
+    """One threshold of a rule's frozen `Thresholds` dataclass: its default and what it means (unit, origin).
+    Rules read it as `ctx.t.name`; a misspelt name is an AttributeError, never a silent default."""
+    return field(default=float(default), metadata={"doc": doc})
+
+
+def threshold_table(params: type) -> dict[str, Threshold]:
+    """name -> Threshold(default, doc) of a rule's `Thresholds` dataclass (the rules page, overrides)."""
+    return {f.name: Threshold(f.default, f.metadata.get("doc", "")) for f in fields(params)}
 
 
 @dataclass
@@ -48,6 +60,8 @@ class Finding:
     rule: str = ""  # the id of the rule that made it (set by the registry)
     related: list["Finding"] = field(default_factory=list)  # other readings of the same cause, folded in
     aliases: list[str] = field(default_factory=list)  # ids this finding had in earlier versions
+    # What fixing it would save: {"step_ms", "step_share", "basis"} (`reportgen.analysis.impact`), or None
+    impact: Optional[dict] = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -70,38 +84,27 @@ class Finding:
             "evidence": evidence, "advice": self.advice, "page": str(self.page), "why": self.why,
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
+            **({"impact": clean(self.impact)} if self.impact else {}),
         }
 
+    @property
+    def saving_ms(self) -> float:
+        """The estimated saving per step (0 when unknown): findings are ordered by it within a severity."""
+        v = (self.impact or {}).get("step_ms")
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
-def clean(v: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats to 15 significant digits."""
-    if isinstance(v, dict):
-        return {str(k): clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
-            v = v.item()
-        except (ValueError, AttributeError):
-            return str(v)
-    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
-        return v
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return None
-        return float(f"{v:.15g}")
-    return str(v)
+
 
 
 class Context:
-    """What `check` gets: the analysis and the thresholds in force for this rule."""
+    """What `check` gets: the analysis (`a`) and the thresholds in force for this rule (`t`, the rule's frozen
+    `Thresholds` dataclass with the overrides applied)."""
 
-    def __init__(self, analysis: Analysis, values: dict[str, float]) -> None:
+    def __init__(self, analysis: Analysis, thresholds: Any) -> None:
+        if not is_dataclass(thresholds) or isinstance(thresholds, type):
+            raise TypeError("Context needs an instance of the rule's Thresholds dataclass")
         self.a = analysis
-        self._values = values
-
-    def t(self, name: str) -> float:
-        return self._values[name]
+        self.t = thresholds
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ class Rule:
     category: str
     title: str  # short name on the rules page
     description: str  # markdown: what is checked, how severity is decided, which guide step it follows
-    thresholds: dict[str, Threshold]
+    params: type  # the rule's frozen `Thresholds` dataclass (fields made with `th`)
     check: Callable[[Context], list[Finding]]
     source: str = ""  # where the logic and defaults come from
     # A reference tool's verdict reproduced (MindInsight, msprof-analyze): shown beside a finding of ours about
@@ -120,6 +123,17 @@ class Rule:
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"rule {self.id}: unknown category {self.category!r}")
+        if not (is_dataclass(self.params) and isinstance(self.params, type)
+                and self.params.__dataclass_params__.frozen):
+            raise TypeError(f"rule {self.id}: params must be a frozen dataclass of thresholds")
+
+    @property
+    def thresholds(self) -> dict[str, Threshold]:
+        return threshold_table(self.params)
+
+    def context(self, analysis: Analysis, values: Optional[dict[str, float]] = None) -> Context:
+        """The context `check` runs in: the defaults with `values` (name -> number) applied."""
+        return Context(analysis, self.params(**(values or {})))
 
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character

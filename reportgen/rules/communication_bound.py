@@ -8,23 +8,26 @@ model parallel step 3 (pure communication long -> sharding strategy, redistribut
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
-THRESHOLDS = {
-    "info_rate": Threshold(0.10, "share of the step from which it is reported as information "
-                                 "(MindInsight ParallelProposer's 10 %)"),
-    "warning_rate": Threshold(0.20, "share of the step from which it is a warning"),
-    "critical_rate": Threshold(0.40, "share of the step from which it is critical"),
-    "own_quantile": Threshold(0.0, "severity is judged on this quantile of the ranks' shares (0: the rank that "
-                                  "waits least), so waiting for a straggler is not counted as communication; with one "
-                                  "straggler among hundreds every other rank waits, so any quantile above 0 would "
-                                  "count the waiting"),
-    "max_tail_spread": Threshold(0.25, "data parallel without overlap data: tails count as similar when "
-                                       "(max − min) / median of the ranks' tails is below this"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    info_rate: float = th(0.1, 'share of the step from which it is reported as information (MindInsight '
+                               "ParallelProposer's 10 %)")
+    warning_rate: float = th(0.2, 'share of the step from which it is a warning')
+    critical_rate: float = th(0.4, 'share of the step from which it is critical')
+    own_quantile: float = th(0.0, "severity is judged on this quantile of the ranks' shares (0: the rank that waits"
+                                  ' least), so waiting for a straggler is not counted as communication; with one '
+                                  'straggler among hundreds every other rank waits, so any quantile above 0 would '
+                                  'count the waiting')
+    max_tail_spread: float = th(0.25, 'data parallel without overlap data: tails count as similar when (max − min) '
+                                      "/ median of the ranks' tails is below this")
+
 
 ADVICE_DP = """\
 Gradient all-reduce is not hidden behind the backward pass.
@@ -76,11 +79,11 @@ def _own_stage_share(ov, stage: int, q: float):
 
 
 def _severity(rate: float, ctx: Context) -> str | None:
-    if rate is None or math.isnan(rate) or rate < ctx.t("info_rate"):
+    if rate is None or math.isnan(rate) or rate < ctx.t.info_rate:
         return None
-    if rate >= ctx.t("critical_rate"):
+    if rate >= ctx.t.critical_rate:
         return "critical"
-    return "warning" if rate >= ctx.t("warning_rate") else "info"
+    return "warning" if rate >= ctx.t.warning_rate else "info"
 
 
 def _top_ops(a, n: int = 3) -> tuple[str, list[dict]]:
@@ -97,11 +100,10 @@ def _top_ops(a, n: int = 3) -> tuple[str, list[dict]]:
     return f"; mostly {names} of {len(ops)} operator(s), {total:.1f} ms per step in all", rows
 
 
-def check(ctx: Context) -> list[Finding]:
+def _overall(ctx: Context) -> list[Finding]:
+    """Model / data parallel (or the Ascend layout without stages): the rate over all ranks."""
     a = ctx.a
-    if len(a.run.rank_ids) < 2:
-        return []
-    ov, st = a.overlap, a.steps
+    ov = a.overlap
     rates = ov.rates or {}
     out: list[Finding] = []
     mode = a.run.info.parallel_mode
@@ -111,13 +113,13 @@ def check(ctx: Context) -> list[Finding]:
         shares = ov.per_rank["comm_share"].dropna()
         # Judge on the ranks that wait least (low quantile): waiting for a straggler is the slow rank's cost, not
         # the communication's. MindInsight's rate over all ranks is the reported value.
-        own = min(rate, float(shares.quantile(ctx.t("own_quantile")))) if len(shares) else rate
+        own = min(rate, float(shares.quantile(ctx.t.own_quantile))) if len(shares) else rate
         sev = _severity(rate, ctx)
         if sev:
             sev = _severity(own, ctx) or "info"
             dp = mode == "data-parallel"
             col = "communication_alone" if ov.view == "model" else "communication_not_overlapped"
-            waiting = own < ctx.t("info_rate") or (rate - own) >= 0.5 * rate
+            waiting = own < ctx.t.info_rate or (rate - own) >= 0.5 * rate
             out.append(Finding(
                 id="communication-bound.rate", category="communication_bound", severity=sev,
                 title=f"Communication not hidden by computation takes {fmt_pct(rate)} of the step over all ranks "
@@ -128,12 +130,20 @@ def check(ctx: Context) -> list[Finding]:
                 why="Communication that runs while no computation does adds straight to the step time on every "
                     "rank.",
                 page=urls.OVERLAP_RATES,
-                evidence={"rate": rate, "threshold_info": ctx.t("info_rate"),
+                evidence={"rate": rate, "threshold_info": ctx.t.info_rate,
                           "mindinsight_key": "data_parallel_communication_rate" if dp
                           else "model_parallel_communication_rate",
                           "definition": rates.get("definition", ""), "column": col,
                           "min_rank_share": float(shares.min()), "max_rank_share": float(shares.max()),
                           "judged_rate": own, "top_operators": _top_ops(a)[1]}))
+    return out
+
+
+def _within_stage(ctx: Context) -> list[Finding]:
+    """Pipeline: the pure collective share of the longest stage (a fast stage's share is mostly waiting)."""
+    ov = ctx.a.overlap
+    rates = ov.rates or {}
+    out: list[Finding] = []
     within = rates.get("within_stage_rate") or {}
     if len(ov.stages) > 1 and within:
         vals = {int(s): float(v) for s, v in within.items() if v is not None and not math.isnan(float(v))}
@@ -144,7 +154,7 @@ def check(ctx: Context) -> list[Finding]:
         mi_worst = max(vals, key=vals.get) if vals else None
         if longest is not None and longest in vals and _severity(vals[longest], ctx):
             rate = vals[longest]
-            own = _own_stage_share(ov, longest, ctx.t("own_quantile"))
+            own = _own_stage_share(ov, longest, ctx.t.own_quantile)
             judged = min(rate, own) if own is not None else rate
             others = sorted(s for s, v in vals.items() if s != longest and _severity(v, ctx))
             out.append(Finding(
@@ -160,7 +170,7 @@ def check(ctx: Context) -> list[Finding]:
                 evidence={"rate": rate, "stage": longest, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage",
                           "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
-                          "other_stages_above_info_rate": others, "threshold_info": ctx.t("info_rate"),
+                          "other_stages_above_info_rate": others, "threshold_info": ctx.t.info_rate,
                           "judged_rate": judged},
                 table={"columns": ["Stage", "Stage time (ms)", "Pure collective / step"],
                        "rows": [[s, round(times[s], 4) if s in times else None, fmt_pct(v, 2)]
@@ -176,13 +186,20 @@ def check(ctx: Context) -> list[Finding]:
                 page=urls.OVERLAP_STAGES, stages=[mi_worst], ranks=[],
                 evidence={"rate": vals[mi_worst], "stage": mi_worst, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage"}))
+    return out
+
+
+def _tail(ctx: Context) -> list[Finding]:
+    """Data parallel without overlap files: every rank's tail long and similar."""
+    ov, st = ctx.a.overlap, ctx.a.steps
+    out: list[Finding] = []
     if ov.view == "none" and st.kind == "legacy" and "tail" in st.stats and "total" in st.stats:
         tail = st.average["tail"].dropna()
         med_tail, med_total = float(tail.median()), st.stats["total"].median
         share = med_tail / med_total if med_total else math.nan
         spread = float((tail.max() - tail.min()) / med_tail) if med_tail > 0 else math.inf
         sev = _severity(share, ctx)
-        if sev and spread <= ctx.t("max_tail_spread"):
+        if sev and spread <= ctx.t.max_tail_spread:
             out.append(Finding(
                 id="communication-bound.tail", category="communication_bound", severity=sev,
                 title=f"Every rank's tail is long and similar: {fmt_pct(share)} of the step "
@@ -193,6 +210,12 @@ def check(ctx: Context) -> list[Finding]:
                 page=urls.page(urls.STEP_TRACE), evidence={"tail_share": share, "median_tail_ms": med_tail,
                                                           "median_step_ms": med_total, "tail_spread": spread}))
     return out
+
+
+def check(ctx: Context) -> list[Finding]:
+    if len(ctx.a.run.rank_ids) < 2:
+        return []
+    return [*_overall(ctx), *_within_stage(ctx), *_tail(ctx)]
 
 
 RULE = Rule(
@@ -206,6 +229,6 @@ per pipeline stage Σ pure collective (excluding receive) / Σ (computation + pu
 MindInsight run without overlap files uses the tail: long on every rank and similar across ranks (spread under
 `max_tail_spread`). Severity: information from `info_rate` (MindInsight's 10 %), warning from `warning_rate`,
 critical from `critical_rate`.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, data parallel step 3, model parallel step 3, pipeline parallel step 2; MindInsight "
            "ParallelProposer")

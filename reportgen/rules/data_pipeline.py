@@ -7,18 +7,21 @@ MinddataPipelineProposer (queue usage 0.8 / 0.6, per-operator advice).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks, md_literal
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
 
-THRESHOLDS = {
-    "host_empty_rate": Threshold(0.3, "host queue empty in more than this fraction of the steps -> data "
-                                      "processing is the bottleneck (MindInsight's 30 %)"),
-    "min_interval_ms": Threshold(0.5, "the rank's step interval from which a dry queue is a warning (below it "
-                                      "it is information; without a step interval it is a warning)"),
-    "min_share": Threshold(0.05, "and the fraction of the step the interval must reach"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    host_empty_rate: float = th(0.3, 'host queue empty in more than this fraction of the steps -> data processing '
+                                     "is the bottleneck (MindInsight's 30 %)")
+    min_interval_ms: float = th(0.5, "the rank's step interval from which a dry queue is a warning (below it it is "
+                                     'information; without a step interval it is a warning)')
+    min_share: float = th(0.05, 'and the fraction of the step the interval must reach')
+
 
 OP_ADVICE = {
     "MapOp": "**{name}** (map) cannot keep up: raise its `num_parallel_workers`, simplify or vectorise its Python "
@@ -61,7 +64,7 @@ def check(ctx: Context) -> list[Finding]:
     groups: dict[str, list[int]] = {}
     rates: dict[int, float] = {}
     for r, q in sorted(res.queues.items()):
-        verdict = q.reading(ctx.t("host_empty_rate"))
+        verdict = q.reading(ctx.t.host_empty_rate)
         if verdict in ("data_process", "data_transmission"):
             groups.setdefault(verdict, []).append(r)
             rates[r] = q.host_empty / q.host_total if q.host_total else math.nan
@@ -73,7 +76,7 @@ def check(ctx: Context) -> list[Finding]:
         for r in ranks:
             if ii is not None and r in ii.index and tot is not None and not math.isnan(ii[r]):
                 known.append(r)
-                if ii[r] >= ctx.t("min_interval_ms") and ii[r] >= ctx.t("min_share") * tot[r]:
+                if ii[r] >= ctx.t.min_interval_ms and ii[r] >= ctx.t.min_share * tot[r]:
                     costly.append(r)
             else:
                 costly.append(r)  # no step interval to weigh it with: the dry queue is the evidence
@@ -130,6 +133,6 @@ queue < 0.6; all queues low → the source operators) with the seed's "input ful
 MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
 `min_share` of its step, or when no step interval is recorded; information otherwise (the queue runs dry but the
 step barely waits).""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
            "MinddataPipelineProposer")

@@ -7,12 +7,15 @@ inconsistent). Informational notes stay in the table.
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "max_findings": Threshold(20, "findings listed one per file; beyond this the rest are grouped into one"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_findings: float = th(20.0, 'findings listed one per file; beyond this the rest are grouped into one')
+
 
 ADVICE = """\
 The numbers from the files named here are partial or missing, so verdicts about these ranks may be incomplete.
@@ -46,7 +49,7 @@ def check(ctx: Context) -> list[Finding]:
                    for i in issues)
 
     order = sorted(by_file, key=lambda f: (0 if serious(by_file[f]) else 1, f))
-    limit = int(ctx.t("max_findings"))
+    limit = int(ctx.t.max_findings)
     out = []
     for f in order[:limit]:
         issues = by_file[f]
@@ -78,4 +81,4 @@ RULE = Rule(
 One finding per input file with a problem of severity error or warning (at most `max_findings`, the rest grouped).
 Warning, naming the file and its rank, when a file could not be read or was cut off (truncated: the verdict about
 that rank is weaker); information when data is missing or inconsistent. Notes of severity info stay in the data-quality table only.""",
-    thresholds=THRESHOLDS, check=check, source="developers' guide: bad input never silently drops data")
+    params=Thresholds, check=check, source="developers' guide: bad input never silently drops data")

@@ -6,19 +6,21 @@ Seed 003's delimitation (Free -> scheduling / host dispatch); msprof-analyze Ove
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 import pandas as pd
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
-THRESHOLDS = {
-    "info_rate": Threshold(0.10, "median free / step over ranks from which it is reported "
-                                 "(msprof-analyze's 10 %)"),
-    "warning_rate": Threshold(0.20, "from which it is a warning"),
-    "critical_rate": Threshold(0.40, "from which it is critical"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    info_rate: float = th(0.1, "median free / step over ranks from which it is reported (msprof-analyze's 10 %)")
+    warning_rate: float = th(0.2, 'from which it is a warning')
+    critical_rate: float = th(0.4, 'from which it is critical')
+
 
 ADVICE = """\
 The device waits for the host to give it work (operator dispatch, Python in the step, synchronisation).
@@ -46,19 +48,19 @@ def check(ctx: Context) -> list[Finding]:
     if share.empty:
         return []
     med = float(share.median())
-    if math.isnan(med) or med < ctx.t("info_rate"):
+    if math.isnan(med) or med < ctx.t.info_rate:
         return []
-    sev = ("critical" if med >= ctx.t("critical_rate") else "warning" if med >= ctx.t("warning_rate") else "info")
+    sev = ("critical" if med >= ctx.t.critical_rate else "warning" if med >= ctx.t.warning_rate else "info")
     if st.kind is None:
         sev = "info"
-    ranks = sorted(int(r) for r in share.index[share >= ctx.t("info_rate")])
+    ranks = sorted(int(r) for r in share.index[share >= ctx.t.info_rate])
     return [Finding(
         id="host-bound.free", category="host_bound", severity=sev,
         title=f"The device is idle (free) for {fmt_pct(med)} of the step (median over {len(share)} ranks)",
         advice=ADVICE, why="Free time is neither computation nor communication: the device has nothing to run.",
         page=page, ranks=ranks,
         evidence={"median_free_share": med, "max_free_share": float(share.max()), "source": source,
-                  "threshold_info": ctx.t("info_rate")})]
+                  "threshold_info": ctx.t.info_rate})]
 
 
 RULE = Rule(
@@ -68,4 +70,4 @@ The median over ranks of Free / step time (Ascend `step_trace_time.csv`). Inform
 (msprof-analyze's 10 %), warning from `warning_rate`, critical from `critical_rate`. Runs with only a device
 timeline use its free time / span, as information. A single rank with more free time than its peers is a
 slow-rank finding (phase free).""",
-    thresholds=THRESHOLDS, check=check, source="seed 003; msprof-analyze Overall Summary; tuning guide timeline check")
+    params=Thresholds, check=check, source="seed 003; msprof-analyze Overall Summary; tuning guide timeline check")

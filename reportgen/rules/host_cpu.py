@@ -6,13 +6,16 @@ reading (low user utilisation -> add threads; high sys utilisation -> fewer thre
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ranks
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "busy_pct": Threshold(80.0, "machine CPU utilisation (100 − idle, %) above which it is reported "
-                                "(MindInsight's 80 %)"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ranks
+
+@dataclass(frozen=True)
+class Thresholds:
+    busy_pct: float = th(80.0, "machine CPU utilisation (100 − idle, %) above which it is reported (MindInsight's "
+                               '80 %)')
+
 
 ADVICE = """\
 The host's CPUs are nearly saturated, so data processing and operator dispatch compete for them.
@@ -23,17 +26,17 @@ The host's CPUs are nearly saturated, so data processing and operator dispatch c
 
 def check(ctx: Context) -> list[Finding]:
     cpu = ctx.a.resources.cpu
-    hot = {r: c.busy for r, c in cpu.items() if c.busy is not None and c.busy > ctx.t("busy_pct")}
+    hot = {r: c.busy for r, c in cpu.items() if c.busy is not None and c.busy > ctx.t.busy_pct}
     if not hot:
         return []
     ranks = sorted(hot)
     worst = max(hot, key=hot.get)
     return [Finding(
         id="host-cpu.busy", category="host_bound", severity="info",
-        title=f"Host CPU {hot[worst]:.0f} % busy on average ({fmt_ranks(ranks)}); above {ctx.t('busy_pct'):.0f} %",
+        title=f"Host CPU {hot[worst]:.0f} % busy on average ({fmt_ranks(ranks)}); above {ctx.t.busy_pct:.0f} %",
         advice=ADVICE, why="A saturated host slows data processing and the dispatch of work to the device.",
         page=urls.rank(worst, "cpu"), ranks=ranks,
-        evidence={"busy_pct": hot[worst], "rank": worst, "per_rank": hot, "threshold_pct": ctx.t("busy_pct")})]
+        evidence={"busy_pct": hot[worst], "rank": worst, "per_rank": hot, "threshold_pct": ctx.t.busy_pct})]
 
 
 RULE = Rule(
@@ -41,4 +44,4 @@ RULE = Rule(
     description="""\
 Machine CPU utilisation from the MindData CPU file (100 − mean idle, first sample dropped, as MindInsight shows
 it) above `busy_pct`. Information: it explains a data-pipeline or host-bound finding rather than being one.""",
-    thresholds=THRESHOLDS, check=check, source="MindInsight MinddataProposer minddata_cpu_utilization")
+    params=Thresholds, check=check, source="MindInsight MinddataProposer minddata_cpu_utilization")

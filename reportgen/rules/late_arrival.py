@@ -7,21 +7,24 @@ shortest operator in each collective.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_ranks
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_ranks
 from reportgen.rules.slow_rank import slow_table
 from reportgen.rules.stats import peer_median, standouts, step_reference
 
-THRESHOLDS = {
-    "z": Threshold(3.5, "robust z-score below the group's median wait, in a step"),
-    "min_rel": Threshold(0.5, "and waiting at least this fraction less than the median wait"),
-    "min_abs_ms": Threshold(1.0, "and at least this many ms less"),
-    "min_share": Threshold(0.05, "and the difference at least this fraction of the median step time"),
-    "persistence": Threshold(0.5, "fraction of its steps in which the rank must wait least"),
-    "elapse_share": Threshold(0.5, "and its whole communication time must be shorter than the peers' median by at "
-                                   "least this fraction of the wait difference (else the wait went into transfer: "
-                                   "a slow link, not a late rank)"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    z: float = th(3.5, "robust z-score below the group's median wait, in a step")
+    min_rel: float = th(0.5, 'and waiting at least this fraction less than the median wait')
+    min_abs_ms: float = th(1.0, 'and at least this many ms less')
+    min_share: float = th(0.05, 'and the difference at least this fraction of the median step time')
+    persistence: float = th(0.5, 'fraction of its steps in which the rank must wait least')
+    elapse_share: float = th(0.5, "and its whole communication time must be shorter than the peers' median by at "
+                                  'least this fraction of the wait difference (else the wait went into transfer: a '
+                                  'slow link, not a late rank)')
+
 
 ADVICE = """\
 The ranks that wait least in collectives arrive last: the others wait for them. Treat them as the slow nodes:
@@ -64,16 +67,16 @@ def check(ctx: Context) -> list[Finding]:
         return []
     ref = step_reference(a.steps.per_step) if a.steps.kind else None
     stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else None
-    found = standouts(ca.per_rank_step, "wait_ms", groups=stage_of, step_ms=ref, z=ctx.t("z"),
-                      min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
-                      persistence=ctx.t("persistence"), high=False)
+    found = standouts(ca.per_rank_step, "wait_ms", groups=stage_of, step_ms=ref, z=ctx.t.z,
+                      min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share,
+                      persistence=ctx.t.persistence, high=False)
     # A late rank also spends less time in communication as a whole (it arrives later, leaves with the others);
     # a rank whose own link is the slow hop of a ring waits less too, but its transfer takes the difference.
     if found and "communication_ms" in ca.per_rank_step.columns:
         comm = ca.per_rank_step.groupby("rank")["communication_ms"].mean()
         med = peer_median(comm, stage_of)
         found = [s for s in found if s.rank in comm.index
-                 and med[s.rank] - comm[s.rank] >= ctx.t("elapse_share") * s.excess_ms]
+                 and med[s.rank] - comm[s.rank] >= ctx.t.elapse_share * s.excess_ms]
     if not found:
         return []
     ranks = [s.rank for s in found]
@@ -103,5 +106,5 @@ Communication wait time per rank and step (from the communication files) is comp
 A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
 wait for it. Severity: warning.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct, fmt_ranks
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, fmt_ranks
 
-THRESHOLDS = {
-    "warning_ratio": Threshold(0.90, "peak / capacity from which it is a warning"),
-    "critical_ratio": Threshold(0.97, "peak / capacity from which it is critical"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    warning_ratio: float = th(0.9, 'peak / capacity from which it is a warning')
+    critical_ratio: float = th(0.97, 'peak / capacity from which it is critical')
+
 
 ADVICE = """\
 Little headroom is left: a longer sequence, a bigger batch or fragmentation will fail with out-of-memory, and the
@@ -26,12 +29,12 @@ def check(ctx: Context) -> list[Finding]:
     if m is None or not len(m) or "ratio" not in m:
         return []
     m = m[m["ratio"].notna()]
-    hot = m[m["ratio"] >= ctx.t("warning_ratio")].sort_values("ratio", ascending=False)
+    hot = m[m["ratio"] >= ctx.t.warning_ratio].sort_values("ratio", ascending=False)
     if hot.empty:
         return []
     w = hot.iloc[0]
     ranks = [int(r) for r in hot["rank"]]
-    sev = "critical" if float(w["ratio"]) >= ctx.t("critical_ratio") else "warning"
+    sev = "critical" if float(w["ratio"]) >= ctx.t.critical_ratio else "warning"
     rows = [[int(r.rank), r.host, round(float(r.peak_mb), 1), round(float(r.capacity_mb), 1), fmt_pct(float(r.ratio))]
             for r in hot.head(50).itertuples()]
     return [Finding(
@@ -54,4 +57,4 @@ RULE = Rule(
 Peak device memory / capacity per rank (MindInsight memory summary; torch_npu `memory_record.csv` against
 `--device-memory-gb`). Warning from `warning_ratio`, critical from `critical_ratio`. Without a known capacity
 nothing is judged.""",
-    thresholds=THRESHOLDS, check=check, source="summary-json contract (peak above 90 % of capacity)")
+    params=Thresholds, check=check, source="summary-json contract (peak above 90 % of capacity)")

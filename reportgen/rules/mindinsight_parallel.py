@@ -10,16 +10,19 @@ stage-imbalance rules.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold
+from reportgen.rules.base import Context, Finding, Rule, th
 
-THRESHOLDS = {
-    "step_interval": Threshold(0.2, "a rank's average step interval above the mean of ranks by this fraction"),
-    "flops_per_second": Threshold(0.2, "a rank's FLOPS below the mean of ranks by this fraction"),
-    "cluster_link": Threshold(0.2, "a link's bandwidth below the mean of its transport's links by this fraction"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    step_interval: float = th(0.2, "a rank's average step interval above the mean of ranks by this fraction")
+    flops_per_second: float = th(0.2, "a rank's FLOPS below the mean of ranks by this fraction")
+    cluster_link: float = th(0.2, "a link's bandwidth below the mean of its transport's links by this fraction")
+
 
 ADVICE = """\
 This is MindInsight's helper verdict, kept for comparison with MindSpore Insight. It compares each rank with the
@@ -37,7 +40,7 @@ def _step_interval(ctx: Context) -> list[Finding]:
         return []
     p = ii / mean - 1
     r = int(p.idxmax())
-    if not p[r] > ctx.t("step_interval"):
+    if not p[r] > ctx.t.step_interval:
         return []
     return [Finding(
         id="mindinsight.step-interval", category="slow_rank", severity="info",
@@ -45,7 +48,7 @@ def _step_interval(ctx: Context) -> list[Finding]:
               f"of ranks ({mean:.4f} ms)",
         advice=ADVICE, page=urls.step_trace_row(r), ranks=[r], phase="step_interval",
         evidence={"mindinsight_key": "step_interval", "rank": r, "value_ms": round(float(ii[r]), 4),
-                  "percent": round(float(p[r]) * 100, 2), "mean_ms": mean, "threshold": ctx.t("step_interval")})]
+                  "percent": round(float(p[r]) * 100, 2), "mean_ms": mean, "threshold": ctx.t.step_interval})]
 
 
 def _flops(ctx: Context) -> list[Finding]:
@@ -58,7 +61,7 @@ def _flops(ctx: Context) -> list[Finding]:
         return []
     p = (mean - s) / mean
     r = int(p.idxmax())
-    if not p[r] > ctx.t("flops_per_second"):
+    if not p[r] > ctx.t.flops_per_second:
         return []
     return [Finding(
         id="mindinsight.flops-per-second", category="slow_rank", severity="info",
@@ -88,7 +91,7 @@ def _links(ctx: Context) -> list[Finding]:
             continue
         p = (mean - bw) / mean
         i = p.idxmax()
-        if not p[i] > ctx.t("cluster_link"):
+        if not p[i] > ctx.t.cluster_link:
             continue
         src, dst = int(g.at[i, "src"]), int(g.at[i, "dst"])
         out.append(Finding(
@@ -117,4 +120,4 @@ Exactly MindInsight's `ParallelProposer` on the averaged step: `step_interval` (
 (per transport, the link furthest below the mean bandwidth of the links, by more than 20 %; bandwidth in KB/s as
 the profiler stored it). Always information: they are merged into a slow-rank or slow-link finding about the same
 rank or link when one exists. Values to 4 decimals, percents to 2, as MindInsight shows them.""",
-    thresholds=THRESHOLDS, reference=True, check=check, source="MindInsight parallel_proposer.py")
+    params=Thresholds, reference=True, check=check, source="MindInsight parallel_proposer.py")

@@ -9,13 +9,16 @@ slow-rank and stage-imbalance rules decide what the spread means.
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "spread": Threshold(0.05, "(max − min) / mean step over (step, rank) keys from which msprof-analyze reports "
-                              "the column"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
+
+@dataclass(frozen=True)
+class Thresholds:
+    spread: float = th(0.05, '(max − min) / mean step over (step, rank) keys from which msprof-analyze reports the '
+                             'column')
+
 
 COLUMNS = (("computing", "Computing", "compute"), ("communication_not_overlapped", "Communication", "communication"),
            ("free", "Free", "free"))
@@ -45,7 +48,7 @@ def check(ctx: Context) -> list[Finding]:
     for col, label, phase in COLUMNS:
         v = keyed[col]
         diff = float(v.max() - v.min())
-        if diff / mean_total <= ctx.t("spread"):
+        if diff / mean_total <= ctx.t.spread:
             continue
         (s_hi, r_hi), (s_lo, r_lo) = v.idxmax(), v.idxmin()
         where = ""
@@ -75,4 +78,4 @@ Exactly msprof-analyze's advisor `slow rank` check on the Ascend step trace: for
 overlapped) and Free, (max − min) over all (step, rank) pairs divided by the mean step (Computing + Communication +
 Free) above `spread` (5 %). Always information; merged into a slow-rank finding about the same rank and phase when
 one exists.""",
-    thresholds=THRESHOLDS, reference=True, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")
+    params=Thresholds, reference=True, check=check, source="msprof-analyze advisor slow_rank_analyzer.py")

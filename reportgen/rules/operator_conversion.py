@@ -6,17 +6,20 @@ noticeable time: remove redundant ones if they were added by hand; report it if 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
 CONVERSION = {"cast", "transdata", "transdatarnn", "transdatad"}
 
-THRESHOLDS = {
-    "info_share": Threshold(0.05, "conversion operators' share of AI Core time (median over ranks) from which it "
-                                  "is reported"),
-    "warning_share": Threshold(0.10, "share from which it is a warning"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    info_share: float = th(0.05, "conversion operators' share of AI Core time (median over ranks) from which it is "
+                                 'reported')
+    warning_share: float = th(0.1, 'share from which it is a warning')
+
 
 ADVICE = """\
 Data-type and layout conversions are pure overhead.
@@ -40,14 +43,14 @@ def check(ctx: Context) -> list[Finding]:
     if share.empty:
         return []
     med = float(share.median())
-    if med < ctx.t("info_share"):
+    if med < ctx.t.info_share:
         return []
     by_type = conv.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
     n = len(share)
     return [Finding(
         id="operator-conversion.share", category="operator_hotspot",
-        severity="warning" if med >= ctx.t("warning_share") else "info",
+        severity="warning" if med >= ctx.t.warning_share else "info",
         title=f"Conversion operators ({', '.join(by_type.index[:3])}) take {fmt_pct(med)} of AI Core time"
               + ("" if n == 1 else f" (median over {n} ranks)"),
         advice=ADVICE, why="Every conversion is device time spent moving data rather than computing.",
@@ -63,4 +66,4 @@ RULE = Rule(
     description="""\
 The share of AI Core time spent in Cast and TransData operators (per rank, median over ranks). Information from
 `info_share`, warning from `warning_share`.""",
-    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, forward + backward long, step 1")
+    params=Thresholds, check=check, source="tuning guide, single device, forward + backward long, step 1")

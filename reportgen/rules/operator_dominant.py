@@ -3,13 +3,16 @@ device, forward + backward long, step 1: look at the top operators first)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
-THRESHOLDS = {
-    "share": Threshold(0.5, "one type's share of AI Core time (all ranks) from which it is reported"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    share: float = th(0.5, "one type's share of AI Core time (all ranks) from which it is reported")
+
 
 ADVICE = """\
 Most device time is in one operator type, so that is where speed-ups pay:
@@ -29,7 +32,7 @@ def check(ctx: Context) -> list[Finding]:
         return []
     top, v = str(by.index[0]), float(by.iloc[0])
     share = v / total
-    if share < ctx.t("share"):
+    if share < ctx.t.share:
         return []
     n = t["rank"].nunique()
     r = int(t[t["op_type"] == top].sort_values("total_ms").iloc[-1]["rank"])
@@ -51,4 +54,4 @@ RULE = Rule(
     description="""\
 The AI Core operator type with the largest time over all ranks, reported as information when it holds at least
 `share` of AI Core time, with the guide's levers (precision, shapes, fused kernels).""",
-    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, forward + backward long, step 1")
+    params=Thresholds, check=check, source="tuning guide, single device, forward + backward long, step 1")

@@ -3,18 +3,21 @@ others (the Marey view's "long on one device: slow node"; MindInsight's cluster 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
-THRESHOLDS = {
-    "min_ratio": Threshold(1.5, "the rank's time for the type is at least this many times the median over ranks"),
-    "min_share": Threshold(0.01, "and the difference is at least this fraction of a typical rank's operator time "
-                                 "(information)"),
-    "warning_share": Threshold(0.05, "difference (fraction of a typical rank's operator time) from which it is "
-                                     "a warning"),
-    "min_ranks": Threshold(3, "ranks with operator statistics needed to call one of them different"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    min_ratio: float = th(1.5, "the rank's time for the type is at least this many times the median over ranks")
+    min_share: float = th(0.01, "and the difference is at least this fraction of a typical rank's operator time "
+                                '(information)')
+    warning_share: float = th(0.05, "difference (fraction of a typical rank's operator time) from which it is a "
+                                    'warning')
+    min_ranks: float = th(3.0, 'ranks with operator statistics needed to call one of them different')
+
 
 ADVICE = """\
 Only this rank is slow at this operator type, so the cause is local:
@@ -30,7 +33,7 @@ def check(ctx: Context) -> list[Finding]:
     if t.empty:
         return []
     ranks = sorted(t["rank"].unique())
-    if len(ranks) < ctx.t("min_ranks"):
+    if len(ranks) < ctx.t.min_ranks:
         return []
     typical = float(t.groupby("rank")["total_ms"].sum().median())
     stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else {}
@@ -40,7 +43,7 @@ def check(ctx: Context) -> list[Finding]:
     for r in ranks:
         groups.setdefault(stage_of.get(int(r), 0), []).append(r)
     for g, members in groups.items():
-        if len(members) < ctx.t("min_ranks"):
+        if len(members) < ctx.t.min_ranks:
             continue
         sub = piv[members]
         med = sub.median(axis=1)
@@ -51,7 +54,7 @@ def check(ctx: Context) -> list[Finding]:
             r = int(row.idxmax())
             hi = float(row[r])
             gap = hi - m
-            if hi >= ctx.t("min_ratio") * m and typical > 0 and gap >= ctx.t("min_share") * typical:
+            if hi >= ctx.t.min_ratio * m and typical > 0 and gap >= ctx.t.min_share * typical:
                 hits.append((gap, r, side, op_type, hi, m, g))
     if not hits:
         return []
@@ -65,7 +68,7 @@ def check(ctx: Context) -> list[Finding]:
         share = gap / typical
         out.append(Finding(
             id="operator-rank.slow-on-rank", category="operator_hotspot",
-            severity="warning" if share >= ctx.t("warning_share") else "info",
+            severity="warning" if share >= ctx.t.warning_share else "info",
             title=f"Rank {r} spends {fmt_ms(hi)} in {op_type} against a median of {fmt_ms(m)} on its peers "
                   f"({hi / m:.1f}×)" + (f", and {len(hs) - 1} more type{'s' if len(hs) > 2 else ''}"
                                          if len(hs) > 1 else ""),
@@ -89,5 +92,5 @@ compared with the median over the ranks of its pipeline stage (at least `min_ran
 time is at least `min_ratio` × the median and the difference is at least `min_share` of a typical rank's operator
 time (information), `warning_share` (warning). Totals cover what the profiler recorded (per step for MindInsight,
 the profiled window for Ascend).""",
-    thresholds=THRESHOLDS, check=check, source="MindInsight cluster operator view; Marey view interpretation "
+    params=Thresholds, check=check, source="MindInsight cluster operator view; Marey view interpretation "
                                                "(long on one device: slow node)")

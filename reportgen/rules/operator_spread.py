@@ -4,20 +4,23 @@ all-reduce fusion setting). Read from the operator timelines of the steps the ex
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "min_rel": Threshold(0.15, "an operator type counts as slow on a device at this much above its stage's median"),
-    "min_share": Threshold(0.03, "and when its excess is at least this share of the step"),
-    "min_abs_ms": Threshold(1.0, "and at least this many ms"),
-    "min_devices": Threshold(3, "devices of the stage that ran the type (a median needs a few)"),
-    "warning_share": Threshold(0.05, "a device's summed excess (share of the step) from which it is a warning"),
-    "everywhere_share": Threshold(0.25, "a collective taking this share of the step on every device is reported"),
-    "everywhere_compute_share": Threshold(0.4, "a compute type taking this share of the step on every device is "
-                                               "reported"),
-    "everywhere_spread": Threshold(0.2, "... when its max / median stays below 1 + this"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_rel: float = th(0.15, "an operator type counts as slow on a device at this much above its stage's median")
+    min_share: float = th(0.03, 'and when its excess is at least this share of the step')
+    min_abs_ms: float = th(1.0, 'and at least this many ms')
+    min_devices: float = th(3.0, 'devices of the stage that ran the type (a median needs a few)')
+    warning_share: float = th(0.05, "a device's summed excess (share of the step) from which it is a warning")
+    everywhere_share: float = th(0.25, 'a collective taking this share of the step on every device is reported')
+    everywhere_compute_share: float = th(0.4, 'a compute type taking this share of the step on every device is '
+                                              'reported')
+    everywhere_spread: float = th(0.2, '... when its max / median stays below 1 + this')
+
 
 ADVICE_DEVICE = """\
 One device runs the same operators longer than the other devices of its stage, so the whole stage waits for it
@@ -59,10 +62,10 @@ def check(ctx: Context) -> list[Finding]:
         return []
     per_device: dict[int, list] = {}
     for s in m.type_spread:
-        if s.cls != "compute" or s.n < ctx.t("min_devices") or s.median_ms <= 0:
+        if s.cls != "compute" or s.n < ctx.t.min_devices or s.median_ms <= 0:
             continue
-        if (s.max_ms / s.median_ms - 1 >= ctx.t("min_rel") and s.excess_ms >= ctx.t("min_share") * step_ms
-                and s.excess_ms >= ctx.t("min_abs_ms")):
+        if (s.max_ms / s.median_ms - 1 >= ctx.t.min_rel and s.excess_ms >= ctx.t.min_share * step_ms
+                and s.excess_ms >= ctx.t.min_abs_ms):
             per_device.setdefault(s.max_rank, []).append(s)
     stage_of = {d.rank: d.stage for d in m.devices}
     for r, items in sorted(per_device.items()):
@@ -71,7 +74,7 @@ def check(ctx: Context) -> list[Finding]:
         names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
         out.append(Finding(
             id="operator-spread.slow-device", category="slow_rank",
-            severity="warning" if share >= ctx.t("warning_share") else "info",
+            severity="warning" if share >= ctx.t.warning_share else "info",
             title=f"Rank {r} runs {names} longer than the other devices of stage {stage_of.get(r, 0)} "
                   f"(+{fmt_ms(excess)} in {_step_label(m.step)})",
             advice=ADVICE_DEVICE, ranks=[r], phase="compute",
@@ -83,11 +86,11 @@ def check(ctx: Context) -> list[Finding]:
                    "rows": [[s.name, fmt_ms(s.max_ms), fmt_ms(s.median_ms), f"{s.max_ms / s.median_ms:.2f}"]
                             for s in items[:10]], "links": [None] * min(10, len(items))}))
     for s in m.type_spread:
-        if s.n < ctx.t("min_devices") or s.cls in ("receive", "send"):
+        if s.n < ctx.t.min_devices or s.cls in ("receive", "send"):
             continue
         coll = s.cls == "collective"
-        if (s.share >= ctx.t("everywhere_share" if coll else "everywhere_compute_share")
-                and s.ratio <= 1 + ctx.t("everywhere_spread")):
+        if (s.share >= (ctx.t.everywhere_share if coll else ctx.t.everywhere_compute_share)
+                and s.ratio <= 1 + ctx.t.everywhere_spread):
             out.append(Finding(
                 id="operator-spread.long-everywhere", category="communication_bound" if coll else "operator_hotspot",
                 severity="info",
@@ -109,4 +112,4 @@ type's time on each device is compared with the stage's median: a device where t
 of the step). A collective taking `everywhere_share` (a compute type `everywhere_compute_share`) of the step on every device with little spread is reported as
 information, with the all-reduce fusion advice for collectives. A device also named by the step-trace rules
 carries this as related evidence.""",
-    thresholds=THRESHOLDS, check=check, source="MindInsight cluster profiling guide (Marey view)")
+    params=Thresholds, check=check, source="MindInsight cluster profiling guide (Marey view)")

@@ -6,17 +6,20 @@ Tuning guide, pipeline parallel step 3 (pure communication, receive only); MindI
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
-THRESHOLDS = {
-    "info_rate": Threshold(0.10, "Σ receive-only (bubble) / Σ step over all ranks from which it is reported as "
-                                 "information (MindInsight's 10 %)"),
-    "warning_rate": Threshold(0.20, "from which it is a warning"),
-    "critical_rate": Threshold(0.40, "from which it is critical"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    info_rate: float = th(0.1, 'Σ receive-only (bubble) / Σ step over all ranks from which it is reported as '
+                               "information (MindInsight's 10 %)")
+    warning_rate: float = th(0.2, 'from which it is a warning')
+    critical_rate: float = th(0.4, 'from which it is critical')
+
 
 ADVICE = """\
 Stages wait for each other. With balanced stages the remaining bubble is the pipeline's fill and drain, about
@@ -37,14 +40,14 @@ def check(ctx: Context) -> list[Finding]:
     if rate is None or math.isnan(float(rate)):
         return []
     rate = float(rate)
-    if rate < ctx.t("info_rate"):
+    if rate < ctx.t.info_rate:
         return []
-    sev = "critical" if rate >= ctx.t("critical_rate") else "warning" if rate >= ctx.t("warning_rate") else "info"
+    sev = "critical" if rate >= ctx.t.critical_rate else "warning" if rate >= ctx.t.warning_rate else "info"
     per_stage = []
     for s in ov.stage_summary:
         share = s["wait_ms"] / s["step_ms"] if s["step_ms"] and not math.isnan(s["wait_ms"]) else math.nan
         per_stage.append((s["stage"], s["wait_ms"], share))
-    waiting = [st for st, _, sh in per_stage if not math.isnan(sh) and sh >= ctx.t("info_rate")]
+    waiting = [st for st, _, sh in per_stage if not math.isnan(sh) and sh >= ctx.t.info_rate]
     known = [x for x in per_stage if not math.isnan(x[2])]
     worst = max(known, key=lambda x: x[2]) if known else None
     col = "bubble" if ov.view == "modern" else "receive_alone"
@@ -57,7 +60,7 @@ def check(ctx: Context) -> list[Finding]:
                            "of the waiting stage.",
         page=urls.OVERLAP_STAGES, stages=waiting,
         evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
-                  "threshold_info": ctx.t("info_rate"), "definition": ov.rates.get("definition", ""),
+                  "threshold_info": ctx.t.info_rate, "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
         table={"columns": ["Stage", f"{label} per step (ms)", f"{label} / step"],
                # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
@@ -73,5 +76,5 @@ MindInsight ParallelProposer's between-stage rate: Σ pure receive / Σ (computa
 ranks (Ascend layout: Σ Bubble / Σ step). Severity: information from `info_rate` (MindInsight's 10 %), warning
 from `warning_rate`, critical from `critical_rate`. The stages listed are those whose own receive share reaches
 `info_rate`.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, pipeline parallel step 3; MindInsight ParallelProposer pipeline_parallel_between_stage")

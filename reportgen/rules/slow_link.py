@@ -6,22 +6,25 @@ of the communication matrix (compare bandwidth by transport type); MindInsight P
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, md_literal
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
 from reportgen.rules.stats import MAD_SCALE
 
-THRESHOLDS = {
-    "min_drop": Threshold(0.3, "a link is slow below (1 − min_drop) × the median bandwidth of its transport"),
-    "z": Threshold(3.5, "and more than this many robust standard deviations below that median"),
-    "min_size_mb": Threshold(1.0, "links that moved less than this per step are latency-bound and not compared"),
-    "min_peers": Threshold(3, "links of the same transport needed for a median"),
-    "min_share": Threshold(0.01, "time lost on the link per step (time − size / median bandwidth), as a fraction "
-                                 "of the step, from which the finding is a warning rather than information"),
-    "min_lost_ms": Threshold(0.5, "and at least this many ms lost per step"),
-    "critical_share": Threshold(0.2, "lost time per step from which the finding is critical"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    min_drop: float = th(0.3, 'a link is slow below (1 − min_drop) × the median bandwidth of its transport')
+    z: float = th(3.5, 'and more than this many robust standard deviations below that median')
+    min_size_mb: float = th(1.0, 'links that moved less than this per step are latency-bound and not compared')
+    min_peers: float = th(3.0, 'links of the same transport needed for a median')
+    min_share: float = th(0.01, 'time lost on the link per step (time − size / median bandwidth), as a fraction of '
+                                'the step, from which the finding is a warning rather than information')
+    min_lost_ms: float = th(0.5, 'and at least this many ms lost per step')
+    critical_share: float = th(0.2, 'lost time per step from which the finding is critical')
+
 
 ADVICE = """\
 A link much slower than its peers of the same transport slows every collective that uses it (a ring all-reduce
@@ -38,15 +41,15 @@ def check(ctx: Context) -> list[Finding]:
     if pairs is None or pairs.empty:
         return []
     step_ms = a.steps.stats["total"].median if "total" in a.steps.stats else math.nan
-    p = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= ctx.t("min_size_mb"))
+    p = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= ctx.t.min_size_mb)
               & pairs["bandwidth_gbps"].notna() & (pairs["bandwidth_gbps"] > 0)]
     findings = []
     for transport, f in p.groupby("transport"):
-        if len(f) < ctx.t("min_peers"):
+        if len(f) < ctx.t.min_peers:
             continue
         med = float(f["bandwidth_gbps"].median())
         mad = float((f["bandwidth_gbps"] - med).abs().median())
-        floor = max(ctx.t("min_drop") * med, ctx.t("z") * MAD_SCALE * mad)
+        floor = max(ctx.t.min_drop * med, ctx.t.z * MAD_SCALE * mad)
         slow = f[(med - f["bandwidth_gbps"]) > floor].copy()
         if slow.empty:
             continue
@@ -58,10 +61,10 @@ def check(ctx: Context) -> list[Finding]:
         # [issue 16, h-numbers] a link cannot lose more than the whole step: the files disagree; no share is shown
         # (analysis.consistency writes the data-quality note)
         over_step, lost_share = (True, math.nan) if lost_share > 1 else (False, lost_share)
-        if (not math.isnan(lost_share) and lost_share >= ctx.t("critical_share")):
+        if (not math.isnan(lost_share) and lost_share >= ctx.t.critical_share):
             severity = "critical"
-        elif float(w["lost_ms"]) >= ctx.t("min_lost_ms") and (math.isnan(lost_share)
-                                                               or lost_share >= ctx.t("min_share")):
+        elif float(w["lost_ms"]) >= ctx.t.min_lost_ms and (math.isnan(lost_share)
+                                                               or lost_share >= ctx.t.min_share):
             severity = "warning"
         else:
             severity = "info"
@@ -101,6 +104,6 @@ of the same transport (HCCS, RDMA, SDMA, PCIE, SIO; LOCAL and links under `min_s
 more than `z` robust standard deviations below it. Severity follows the time lost on the link (its time minus
 size / median bandwidth): critical from `critical_share` of the step, warning from `min_share` and
 `min_lost_ms`, information below.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, model parallel step 4; msprof-analyze communication matrix reading; MindInsight "
            "cluster_link")

@@ -6,25 +6,29 @@ layout (Computing -> compute, Free -> host dispatch, Communication (not overlapp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct, fmt_ranks, md_literal
+from reportgen.analysis.impact import replace_excess
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
 from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
 
-THRESHOLDS = {
-    "z": Threshold(3.5, "robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)"),
-    "min_rel": Threshold(0.05, "and at least this fraction above the median of its group (msprof-analyze's 5 %)"),
-    "min_abs_ms": Threshold(1.0, "and at least this many ms above it (microsecond noise never fires)"),
-    "min_share": Threshold(0.05, "and by at least this fraction of the median step time: the time the "
-                                 "whole cluster loses waiting for it (msprof-analyze divides by the step too)"),
-    "persistence": Threshold(0.5, "fraction of its steps in which the rank must stand out"),
-    "min_steps": Threshold(2, "steps a rank needs for a warning; with fewer, persistence is unknown and the "
-                              "finding is information"),
-    "critical_share": Threshold(0.2, "excess per step (as a fraction of the step) from which the finding is "
-                                     "critical rather than a warning"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    z: float = th(3.5, 'robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)')
+    min_rel: float = th(0.05, "and at least this fraction above the median of its group (msprof-analyze's 5 %)")
+    min_abs_ms: float = th(1.0, 'and at least this many ms above it (microsecond noise never fires)')
+    min_share: float = th(0.05, 'and by at least this fraction of the median step time: the time the whole cluster '
+                                'loses waiting for it (msprof-analyze divides by the step too)')
+    persistence: float = th(0.5, 'fraction of its steps in which the rank must stand out')
+    min_steps: float = th(2.0, 'steps a rank needs for a warning; with fewer, persistence is unknown and the '
+                               'finding is information')
+    critical_share: float = th(0.2, 'excess per step (as a fraction of the step) from which the finding is critical'
+                                    ' rather than a warning')
+
 
 WHY = ("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
        "is lost on every device (the bucket effect of the tuning guide).")
@@ -141,6 +145,29 @@ def _host_note(a: Analysis, ranks: list[int]) -> str:
     return ""
 
 
+# phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
+IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
+IMPACT_BASIS = "{subject}: {column} set to {peers}' median in every step; the others' waits shrink by as much"
+
+
+def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
+    """What the step would save if these ranks were typical in this phase (`analysis.impact.replace_excess`)."""
+    cols = IMPACT_COLUMN.get(phase)
+    if cols is None:
+        return None
+    per_step = a.steps.per_step
+    col = next((c for c in ((cols,) if isinstance(cols, str) else cols) if c in per_step.columns), None)
+    if col is None:
+        return None
+    ref = None
+    if stage_of:
+        stages = {stage_of.get(r) for r in ranks}
+        ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
+    imp = replace_excess(a.steps, col, ranks, ref, IMPACT_BASIS.format(
+        subject=fmt_ranks(ranks).capitalize(), column=col, peers="its stage" if stage_of else "the other ranks"))
+    return imp.to_dict() if imp else None
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     findings = []
@@ -150,9 +177,9 @@ def check(ctx: Context) -> list[Finding]:
     for phase, col, frame, anchor, by_stage, in _series(a):
         if frame is None or col not in getattr(frame, "columns", ()):
             continue
-        found = standouts(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t("z"),
-                          min_rel=ctx.t("min_rel"), min_abs_ms=ctx.t("min_abs_ms"), min_share=ctx.t("min_share"),
-                          persistence=ctx.t("persistence"))
+        found = standouts(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z,
+                          min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share,
+                          persistence=ctx.t.persistence)
         if phase == "communication" and found:
             found = _not_victims(a, found, stage_of)
         if not found:
@@ -171,8 +198,8 @@ def check(ctx: Context) -> list[Finding]:
         title = (f"{subject} {verb}: +{fmt_ms(worst.excess_ms)} per step"
                  + ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else f" ({rel + 1:.0f}× the median)")
                  + f", in {worst.steps_out} of {worst.steps_total} steps")
-        severity = "critical" if worst.share >= ctx.t("critical_share") else "warning"
-        if worst.steps_total < ctx.t("min_steps"):
+        severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
+        if worst.steps_total < ctx.t.min_steps:
             severity = "info"  # one recorded step: persistence cannot be told
             title += " (one step recorded: cannot tell whether it persists)"
         why = WHY
@@ -183,7 +210,7 @@ def check(ctx: Context) -> list[Finding]:
             why = ("A long tail is usually waiting, not work: " +
                    (f"{fmt_ranks(others)} {'is' if len(others) == 1 else 'are'} slower in forward/backward or data "
                     "and make the others wait." if others else "no slower rank was found in the other phases."))
-            if not others and worst.steps_total >= ctx.t("min_steps"):
+            if not others and worst.steps_total >= ctx.t.min_steps:
                 severity = "warning"
         label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
                  "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
@@ -195,7 +222,8 @@ def check(ctx: Context) -> list[Finding]:
                       "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
                       "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
                       "column": col},
-            table=slow_table(a, found, label, by_stage)))
+            table=slow_table(a, found, label, by_stage),
+            impact=impact(a, phase, ranks, stage_of if by_stage else None)))
     return findings
 
 
@@ -210,6 +238,6 @@ above the median by more than `z` robust standard deviations, `min_rel` of the m
 Severity: critical when the excess is at least `critical_share` of the step, otherwise warning. A long **tail**
 is reported as information when a slower rank was found in another phase (its tail is waiting, the guide's
 reasoning), as a warning otherwise.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
            "(spread / step ≥ 5 %); seed 003 delimitation")

@@ -6,18 +6,22 @@ ParallelProposer `pipeline_parallel_flops` (stage FLOPs more than 20 % above the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from reportgen.analysis.impact import replace_excess
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
-THRESHOLDS = {
-    "min_rel": Threshold(0.10, "the slowest stage computes at least this fraction more than the mean of stages"),
-    "min_share": Threshold(0.05, "and the difference is at least this fraction of the step"),
-    "critical_share": Threshold(0.25, "difference (fraction of the step) from which the finding is critical"),
-    "flops_rel": Threshold(0.20, "stage FLOPs more than this fraction above the mean of stages "
-                                 "(MindInsight's pipeline_parallel_flops)"),
-}
+@dataclass(frozen=True)
+class Thresholds:
+    min_rel: float = th(0.1, 'the slowest stage computes at least this fraction more than the mean of stages')
+    min_share: float = th(0.05, 'and the difference is at least this fraction of the step')
+    critical_share: float = th(0.25, 'difference (fraction of the step) from which the finding is critical')
+    flops_rel: float = th(0.2, "stage FLOPs more than this fraction above the mean of stages (MindInsight's "
+                               'pipeline_parallel_flops)')
+
 
 ADVICE = """\
 Move work out of the slowest stage: re-assign layers between stages (`pipeline_stage` of each cell in MindSpore,
@@ -45,16 +49,16 @@ def check(ctx: Context) -> list[Finding]:
         excess = worst["compute_ms"] - mean
         rel = excess / mean if mean else 0.0
         share = excess / step if step else math.nan
-        if rel >= ctx.t("min_rel") and (math.isnan(share) or share >= ctx.t("min_share")):
+        if rel >= ctx.t.min_rel and (math.isnan(share) or share >= ctx.t.min_share):
             time_stage = worst["stage"]
-            sev = "critical" if not math.isnan(share) and share >= ctx.t("critical_share") else "warning"
+            sev = "critical" if not math.isnan(share) and share >= ctx.t.critical_share else "warning"
             fl = flops.get(worst["stage"])
             ev = {"stage": worst["stage"], "compute_ms": worst["compute_ms"], "stages_mean_compute_ms": mean,
                   "excess_ms": excess, "excess_share_of_step": share, "compute_vs_mean": rel}
             if fl:
                 ev.update({"stage_flops_m": fl["flops_m"], "flops_vs_mean": fl.get("vs_mean")})
             top = max(flops.values(), key=lambda s: s["flops_m"]) if len(flops) >= 2 else None
-            if top and top.get("vs_mean") is not None and top["vs_mean"] > ctx.t("flops_rel"):
+            if top and top.get("vs_mean") is not None and top["vs_mean"] > ctx.t.flops_rel:
                 ev["mindinsight"] = {"key": "pipeline_parallel_flops", "stage": top["stage"],
                                      "value_mflops": round(top["flops_m"], 4),
                                      "percent": round(top["vs_mean"] * 100, 2)}
@@ -67,10 +71,10 @@ def check(ctx: Context) -> list[Finding]:
                 advice=ADVICE, why="Every other stage waits for the slowest one in every micro-batch: its extra "
                                    "computation becomes bubble on all the others.",
                 page=urls.OVERLAP_STAGES, stages=[worst["stage"]], evidence=ev,
-                table=_table(rows, flops)))
+                table=_table(rows, flops), impact=_impact(a, worst)))
     if len(flops) >= 2:
         top = max(flops.values(), key=lambda s: s["flops_m"])
-        if top.get("vs_mean") is not None and top["vs_mean"] > ctx.t("flops_rel") and top["stage"] != time_stage:
+        if top.get("vs_mean") is not None and top["vs_mean"] > ctx.t.flops_rel and top["stage"] != time_stage:
             out.append(Finding(
                 id="stage-imbalance.flops", category="stage_imbalance", severity="info",
                 title=f"Stage {top['stage']} carries {fmt_pct(top['vs_mean'], 2)} more FLOPs than the mean of "
@@ -78,10 +82,24 @@ def check(ctx: Context) -> list[Finding]:
                 advice=ADVICE_FLOPS, why="Unequal work between stages turns into waiting once it shows in time.",
                 page=urls.FLOPS, stages=[top["stage"]],
                 evidence={"stage": top["stage"], "stage_flops_m": top["flops_m"], "percent": top["vs_mean"] * 100,
-                          "mindinsight_key": "pipeline_parallel_flops", "threshold": ctx.t("flops_rel"),
+                          "mindinsight_key": "pipeline_parallel_flops", "threshold": ctx.t.flops_rel,
                           "time_imbalance_found": time_stage is not None},
                 table=_table(rows, flops)))
     return out
+
+
+IMPACT_BASIS = "stage {stage}'s {column} set to the other stages' median in every step; the pipeline runs at " \
+               "the pace of its slowest stage"
+
+
+def _impact(a, worst: dict) -> dict | None:
+    per_step = a.steps.per_step
+    col = next((c for c in ("computing", "fp_and_bp") if c in per_step.columns), None)
+    if col is None:
+        return None
+    ranks = [r for r in worst.get("ranks", ()) if r in a.run.rank_ids]
+    imp = replace_excess(a.steps, col, ranks, None, IMPACT_BASIS.format(stage=worst["stage"], column=col))
+    return imp.to_dict() if imp else None
 
 
 def _table(rows: list[dict], flops: dict) -> dict:
@@ -102,5 +120,5 @@ The mean computation per step of each stage's ranks is compared with the mean ov
 reported when it is at least `min_rel` above the mean and the difference is at least `min_share` of the step
 (critical from `critical_share`). Stage FLOPs (MindInsight: Σ FLOPs of the stage's ranks / ranks per stage) more
 than `flops_rel` above the mean are shown with it, or reported as information when the time is balanced.""",
-    thresholds=THRESHOLDS, check=check,
+    params=Thresholds, check=check,
     source="tuning guide, pipeline parallel step 2; MindInsight ParallelProposer pipeline_parallel_flops")

@@ -7,15 +7,18 @@ single device).
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "info_ms": Threshold(0.5, "median step interval over ranks from which it is reported (MindInsight's "
-                              "StepTraceProposer, 0.5 ms)"),
-    "warning_share": Threshold(0.05, "and the fraction of the step from which it is a warning"),
-    "critical_share": Threshold(0.25, "fraction of the step from which it is critical"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+
+@dataclass(frozen=True)
+class Thresholds:
+    info_ms: float = th(0.5, "median step interval over ranks from which it is reported (MindInsight's "
+                             'StepTraceProposer, 0.5 ms)')
+    warning_share: float = th(0.05, 'and the fraction of the step from which it is a warning')
+    critical_share: float = th(0.25, 'fraction of the step from which it is critical')
+
 
 ADVICE = """\
 Data for the next step is not ready when the device needs it. Follow the tuning guide's data-preparation steps on
@@ -35,13 +38,13 @@ def check(ctx: Context) -> list[Finding]:
         return []
     med = st.stats["iteration_interval"].median
     total = st.stats["total"].median
-    if med < ctx.t("info_ms"):
+    if med < ctx.t.info_ms:
         return []
     share = med / total if total else 0.0
-    sev = ("critical" if share >= ctx.t("critical_share") else "warning" if share >= ctx.t("warning_share")
+    sev = ("critical" if share >= ctx.t.critical_share else "warning" if share >= ctx.t.warning_share
            else "info")
     ii = st.average["iteration_interval"].dropna()
-    ranks = sorted(int(r) for r in ii.index[ii >= ctx.t("info_ms")])
+    ranks = sorted(int(r) for r in ii.index[ii >= ctx.t.info_ms])
     verdicts = {}
     for r in ranks:
         q = ctx.a.resources.queues.get(r)
@@ -59,7 +62,7 @@ def check(ctx: Context) -> list[Finding]:
         page=urls.page(urls.STEP_TRACE) if n > 1 else urls.rank(ranks[0] if ranks else ii.index[0], "data"),
         ranks=ranks,
         evidence={"median_ms": med, "share_of_step": share, "median_step_ms": total,
-                  "mindinsight_threshold_ms": ctx.t("info_ms"), "queue_readings": verdicts})]
+                  "mindinsight_threshold_ms": ctx.t.info_ms, "queue_readings": verdicts})]
 
 
 RULE = Rule(
@@ -68,5 +71,5 @@ RULE = Rule(
 The median of the ranks' average step interval (MindInsight step trace). Reported from `info_ms` (MindInsight's
 StepTraceProposer threshold, 0.5 ms) as information; a warning when it is also at least `warning_share` of the
 step, critical from `critical_share`. The data-pipeline rule says why, rank by rank, from the queues.""",
-    thresholds=THRESHOLDS, check=check, source="tuning guide, single device: step interval long; MindInsight "
+    params=Thresholds, check=check, source="tuning guide, single device: step interval long; MindInsight "
                                                "StepTraceProposer")

@@ -7,13 +7,16 @@ communication-bound and slow-rank rules.
 
 from __future__ import annotations
 
-from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, Threshold, fmt_ms, fmt_pct
+from dataclasses import dataclass
 
-THRESHOLDS = {
-    "info_share": Threshold(0.10, "tail / step from which it is reported"),
-    "warning_share": Threshold(0.20, "tail / step from which it is a warning"),
-}
+from reportgen import urls
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+
+@dataclass(frozen=True)
+class Thresholds:
+    info_share: float = th(0.1, 'tail / step from which it is reported')
+    warning_share: float = th(0.2, 'tail / step from which it is a warning')
+
 
 ADVICE = """\
 On one device the tail is the parameter update (optimizer) and little else. Download the rank's timeline, open it in
@@ -35,11 +38,11 @@ def check(ctx: Context) -> list[Finding]:
     if row is None or not row["total"] > 0:
         return []
     share = float(row["tail"]) / float(row["total"])
-    if share < ctx.t("info_share"):
+    if share < ctx.t.info_share:
         return []
     return [Finding(
         id="tail-single-device.tail", category="operator_hotspot",
-        severity="warning" if share >= ctx.t("warning_share") else "info",
+        severity="warning" if share >= ctx.t.warning_share else "info",
         title=f"The tail (parameter update) takes {fmt_ms(float(row['tail']))} per step, {fmt_pct(share)} of the step",
         advice=ADVICE, why="On a single device the tail is normally short; a long one is optimizer overhead.",
         page=urls.rank(r, "step-trace"), ranks=[r], phase="tail",
@@ -51,4 +54,4 @@ RULE = Rule(
     description="""\
 Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`, warning
 from `warning_share`.""",
-    thresholds=THRESHOLDS, check=check, source="tuning guide, single device, tail long")
+    params=Thresholds, check=check, source="tuning guide, single device, tail long")

@@ -21,7 +21,7 @@ from jinja2 import (
 )
 from markupsafe import Markup
 
-from reportgen import __version__
+from reportgen import __version__, i18n
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.csp import csp_hash
@@ -31,7 +31,7 @@ from reportgen.urls import INDEX, resolve_hrefs, url_function
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
 from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
                                    write_index_files)
-from reportgen.site.output import atomic_write as _atomic_write  # noqa: E402
+from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
 
 
 def _fmt_ms(v) -> str:
@@ -89,7 +89,7 @@ def _json_script(context, value) -> Markup:
     resolver = getattr(url, "resolver", None)
     if resolver is not None:
         value = resolve_hrefs(value, resolver)
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    text = json_text(value, separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -97,6 +97,11 @@ def _json_script(context, value) -> Markup:
 def make_env() -> Environment:
     env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
+    env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
+    # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
+    # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
+    env.filters["t"] = i18n.translate
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)
@@ -148,7 +153,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False), encoding="utf-8")
+        (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
@@ -192,7 +197,7 @@ class SharedSpecs:
         return {"key": key, "data": {"datasets": spec["datasets"]}}
 
     def script(self) -> str:
-        text = json.dumps(self.specs, separators=(",", ":"), allow_nan=False, default=str)
+        text = json_text(self.specs, separators=(",", ":"))
         return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
 
 
@@ -225,7 +230,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     out.parent.mkdir(parents=True, exist_ok=True)
     summary_path = out.with_name(out.stem + ".summary.json")
     _atomic_write(out, html)
-    _atomic_write(summary_path, json.dumps(summary, indent=2, allow_nan=False))
+    _atomic_write(summary_path, json_text(summary, indent=2))
     return out
 
 
@@ -236,4 +241,4 @@ def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, s
     """
     html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
                                                        css=Markup(static_text("report.css")))
-    return write_index_files(out, html, json.dumps(summary, indent=2, allow_nan=False), single_file=single_file)
+    return write_index_files(out, html, json_text(summary, indent=2), single_file=single_file)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, _
+
 from typing import Any, Optional
 
 import pandas as pd
@@ -24,6 +26,7 @@ from reportgen.site.comm_views import (
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
+from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
@@ -111,9 +114,6 @@ def op_rows(a: Analysis, limit: int = MAX_OP_ROWS) -> list[dict]:
     return out
 
 
-def _int(v: Any) -> Optional[int]:
-    f = num(v)
-    return None if f is None else int(f)
 
 
 def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:
@@ -128,7 +128,7 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
         picked = representative_ranks(total, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
         groups = [([by_rank[r]], rank_bar_label(r, role)) for r, role in picked.items()]
-        x_title = PICKED_TITLE
+        x_title = _(PICKED_TITLE)
     out = []
     for gi, (g, label) in enumerate(groups):
         transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
@@ -366,4 +366,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("communication", COMMUNICATION, "Communication", "_communication.html", _plan)
+PAGE = PageKind("communication", COMMUNICATION, N_("Communication"), "_communication.html", _plan)

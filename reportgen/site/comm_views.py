@@ -12,6 +12,7 @@ import pandas as pd
 
 from reportgen.analysis.communication import CommAnalysis
 from reportgen.model import Run
+from reportgen.numbers import rounded
 
 MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
 MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
@@ -60,7 +61,7 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
 
 
 def _r(v: float, nd: int = 4) -> Optional[float]:
-    return None if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))) else round(float(v), nd)
+    return rounded(v, nd)
 
 
 def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict:

@@ -3,6 +3,8 @@ execution pages (time overview, Marey view of each chosen step). Plain data only
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import math
 from typing import Any, Optional
 
@@ -239,5 +241,5 @@ def _plan_strategy(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-EXECUTION_PAGE = PageKind("execution", EXECUTION, "Execution", "_execution.html", _plan_execution)
-STRATEGY_PAGE = PageKind("strategy", STRATEGY, "Strategy", "_strategy.html", _plan_strategy)
+EXECUTION_PAGE = PageKind("execution", EXECUTION, N_("Execution"), "_execution.html", _plan_execution)
+STRATEGY_PAGE = PageKind("strategy", STRATEGY, N_("Strategy"), "_strategy.html", _plan_strategy)

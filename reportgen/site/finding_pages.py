@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import json
 import math
 import re
@@ -121,4 +123,4 @@ def _plan_rules(inp: PlanInput) -> list[Page]:
                  {**inp.common, **rules_context(inp.findings, inp.thresholds)})]
 
 
-RULES_KIND = PageKind("rules", RULES_PAGE, "Rules", "_rules.html", _plan_rules)
+RULES_KIND = PageKind("rules", RULES_PAGE, N_("Rules"), "_rules.html", _plan_rules)

@@ -13,6 +13,9 @@
 * `output_lock` serialises runs writing the same output: the second fails at once with a one-line message.
 * Every failure to write (read-only file system, full disk, /proc, no permission) is an `OutputError`: one line,
   exit code 2.
+* `json_text` is the one JSON writer (summary.json, chart data, page data): values computed in analysis that are
+  not finite (a ratio over zero, an overflow) are written as `null`, never `NaN` / `Infinity` (invalid JSON that
+  would stop a page's charts) and never a crash in `json.dumps(allow_nan=False)`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -29,7 +34,7 @@ import socket
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from reportgen import __version__
 from reportgen.errors import OutputError
@@ -42,6 +47,32 @@ GENERATOR_TAG = b'name="generator" content="msreport'
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EIO,
                  errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.EINVAL, errno.EMLINK}
 _NO_RENAME = {errno.EBUSY, errno.EXDEV, errno.EPERM, errno.EACCES, errno.EINVAL}
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every non-finite float (NaN, +-inf; numpy's too) replaced by None, containers copied."""
+    if isinstance(value, float) or type(value).__name__.startswith("float"):
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            return value
+        return f if math.isfinite(f) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **kw: Any) -> str:
+    """`json.dumps(value, allow_nan=False, **kw)`; non-finite numbers become null (see `finite_json`).
+
+    The common case (nothing to clean) costs one dumps; only a value that fails is walked and cleaned."""
+    kw.setdefault("default", str)
+    try:
+        return json.dumps(value, allow_nan=False, **kw)
+    except ValueError:
+        return json.dumps(finite_json(value), allow_nan=False, **kw)
 
 
 def _why(e: OSError) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 from typing import Any
 
 import pandas as pd
@@ -289,4 +291,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("overlap", OVERLAP, "Overlap & stages", "_overlap.html", _plan)
+PAGE = PageKind("overlap", OVERLAP, N_("Overlap & stages"), "_overlap.html", _plan)

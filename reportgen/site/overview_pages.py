@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, _
+
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights
@@ -21,24 +23,26 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     frameworks = sorted({i.framework for i in infos if i.framework})
     levels = sorted({i.profiler_level for i in infos if i.profiler_level})
     facts = [
-        ("Run folder", run.info.path),
-        ("Layout", run.info.layout_label),
-        ("Ranks", f"{len(run.rank_ids)} ({compact_ranks(run.rank_ids)})"),
+        (_("Run folder"), run.info.path),
+        (_("Layout"), _(run.info.layout_label)),
+        (_("Ranks"), f"{len(run.rank_ids)} ({compact_ranks(run.rank_ids)})"),
     ]
     if run.info.rank_size and run.info.rank_size != len(run.rank_ids):
-        facts.append(("Ranks in the job", f"{run.info.rank_size} (only {len(run.rank_ids)} profiled or collected)"))
+        facts.append((_("Ranks in the job"), _("{size} (only {n} profiled or collected)").format(
+            size=run.info.rank_size, n=len(run.rank_ids))))
     if hosts:
-        facts.append(("Hosts", f"{len(hosts)} ({fmt_list(hosts, 8)})"))
-    facts.append(("Steps", f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else "no step ids"))
-    facts.append(("Parallel mode", f"{run.info.parallel_mode} (from {run.info.parallel_mode_source})"))
-    facts.append(("Pipeline stages", str(run.info.stages)))
+        facts.append((_("Hosts"), f"{len(hosts)} ({fmt_list(hosts, 8)})"))
+    facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
+    facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
+                                                                        source=run.info.parallel_mode_source)))
+    facts.append((_("Pipeline stages"), str(run.info.stages)))
     if frameworks:
-        facts.append(("Framework", ", ".join(frameworks)))
+        facts.append((_("Framework"), ", ".join(frameworks)))
     for k, vs in sorted(versions.items()):
-        facts.append((f"{k} version", ", ".join(sorted(vs))))
+        facts.append((_("{name} version").format(name=k), ", ".join(sorted(vs))))
     if levels:
-        facts.append(("Profiler level", ", ".join(levels)))
-    facts.append(("Step trace", kind_label(a) if st.kind else "none found"))
+        facts.append((_("Profiler level"), ", ".join(levels)))
+    facts.append((_("Step trace"), _(kind_label(a)) if st.kind else _("none found")))
     return facts
 
 
@@ -59,7 +63,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         "gaps": a.coverage.gaps if a.coverage else [],
         "rank_links": [{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
     }
-    return [Page(urls.INDEX, "Overview", PAGE.partial, ctx, charts=cluster_charts(inp))]
+    return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=cluster_charts(inp))]
 
 
-PAGE = PageKind("overview", urls.INDEX, "Overview", "_overview.html", _plan)
+PAGE = PageKind("overview", urls.INDEX, N_("Overview"), "_overview.html", _plan)

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from reportgen import __version__, urls
+from reportgen.i18n import _, text
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
@@ -41,7 +42,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
             p.nav = kind.id
             p.single = kind.in_single and n == 0
         pages.extend(planned)
-    nav = [(k.path, k.nav_label) for k in PAGES]
+    nav = [(k.path, _(k.nav_label)) for k in PAGES]
 
     maker = rank_rows(inp)
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
@@ -112,7 +113,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
             "phases": [{"key": p, "label": f"{PHASE_LABELS[p]} (ms)"} for p in phases],
             "rows": step_rows,
             "average": avg_row,
-            "rule": st.rules_used.get(avg_row["rule"], "") if avg_row else "",
+            "rule": text(st.rules_used.get(avg_row["rule"], "")) if avg_row else "",
             "source": trace.source,
             "cluster_median": {p: st.stats[p].median for p in phases if p in st.stats},
         })

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -84,7 +86,7 @@ def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) ->
 def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], list]:
     res = a.resources
     ctx: dict[str, Any] = {"has_memory": res.has_memory, "has_flops": res.has_flops,
-                           "capacity_known": res.capacity_known}
+                           "capacity_known": bool(res.capacity_known)}
     charts: list[Chart] = []
     downloads: list = []
     if res.has_memory:
@@ -423,4 +425,4 @@ def _plan(inp: PlanInput) -> list[Page]:
                  downloads=csv)]
 
 
-PAGE = PageKind("resources", RESOURCES, "Resources", "_resources.html", _plan)
+PAGE = PageKind("resources", RESOURCES, N_("Resources"), "_resources.html", _plan)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, _, text
+
 import math
 from typing import Optional
 
@@ -75,12 +77,12 @@ def rank_rows(inp: PlanInput) -> _Rows:
 
 
 def _columns(a: Analysis) -> list[dict]:
-    cols = [{"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
-            {"key": "device", "label": "Device", "fmt": "int"}]
+    cols = [{"key": "rank", "label": _("Rank"), "fmt": "rank"}, {"key": "host", "label": _("Host"), "fmt": "text"},
+            {"key": "device", "label": _("Device"), "fmt": "int"}]
     if a.run.info.stages > 1:
-        cols.append({"key": "pp_stage", "label": "PP stage", "fmt": "int"})
+        cols.append({"key": "pp_stage", "label": _("PP stage"), "fmt": "int"})
     for p in a.steps.phases:
-        cols.append({"key": p, "label": f"{PHASE_LABELS[p]} (ms)", "fmt": "ms"})
+        cols.append({"key": p, "label": _("{phase} (ms)").format(phase=_(PHASE_LABELS[p])), "fmt": "ms"})
     return cols
 
 
@@ -95,25 +97,27 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
     charts = []
     if len(rows) <= step_charts.MAX_BARS:
         charts.append(Chart("step-total", step_charts.step_total_by_rank(rows, median),
-                            "Average step time per rank; dashed line: cluster median; red: ranks far above it. "
-                            "Click a bar to open the rank's page."))
+                            _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
+                              "Click a bar to open the rank's page.")))
     else:
         multi = a.run.info.stages > 1
         strip = [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
-                  "stage": f"stage {r['stage']}" if multi else "all ranks"} for r in rows]
-        charts.append(Chart("step-total", step_charts.rank_strip(strip, "Average step time (ms)"),
-                            f"Average step time of each of the {len(rows)} ranks, one tick per rank"
-                            + (", a line per pipeline stage" if multi else "")
-                            + "; black: the median; red and numbered: ranks a finding names. Click a mark to open "
-                              "the rank's page.", renderer="canvas" if len(rows) > 3000 else "svg"))
+                  "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
+        charts.append(Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),
+                            (_("Average step time of each of the {n} ranks, one tick per rank, a line per pipeline "
+                               "stage; black: the median; red and numbered: ranks a finding names. Click a mark to "
+                               "open the rank's page.") if multi else
+                             _("Average step time of each of the {n} ranks, one tick per rank; black: the median; red "
+                               "and numbered: ranks a finding names. Click a mark to open the rank's page."))
+                            .format(n=len(rows)), renderer="canvas" if len(rows) > 3000 else "svg"))
     picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
                                   step_charts.MAX_BARS) if "total" in st.average else None
-    brows, x_title = stacked_bar_rows(st.average, st.stacked, [PHASE_LABELS[p] for p in st.stacked],
+    brows, x_title = stacked_bar_rows(st.average, st.stacked, [_(PHASE_LABELS[p]) for p in st.stacked],
                                       step_charts.MAX_BARS, picked)
     if brows and st.kind != "host":
         charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
-            brows, [PHASE_LABELS[p] for p in st.stacked], x_title),
-            "Where each rank's step time goes (average per step)."))
+            brows, [_(PHASE_LABELS[p]) for p in st.stacked], x_title),
+            _("Where each rank's step time goes (average per step).")))
     return charts
 
 
@@ -163,22 +167,22 @@ def _heatmap_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
     named = sorted({c for cols in hl.hot.values() for c in cols if c in st.per_step.columns and c in PHASE_LABELS})
     value = named[0] if named else "total"
     frame = st.per_step
-    label = PHASE_LABELS.get(value, value)
-    title = "Step time (ms)"
+    label = _(PHASE_LABELS.get(value, value))
+    title = _("Step time (ms)")
     if value != "total":
         # the excess over the rank's stage median in the same step: an unbalanced stage does not drown the rank
         stage = frame["rank"].map(lambda r: a.run.info.stage_of_rank.get(int(r), 0))
         med = frame.groupby([stage, frame["step"]])[value].transform("median")
         frame = frame.assign(excess=frame[value] - med)
-        value, title = "excess", f"{label} above its stage's median (ms)"
+        value, title = "excess", _("{phase} above its stage's median (ms)").format(phase=label)
     hm = heatmap_cells(frame, value)
     if not hm["cells"]:
         return None
-    caption = ("Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
-               "one." if value == "total" else
-               f"{label} of every rank in every step, above the median of its pipeline stage in that step (the phase "
-               "a finding names: in a synchronous job the step total is the same on every rank, this phase is not): "
-               "the slow rank is a horizontal band, a slow step a vertical one.")
+    caption = (_("Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
+                 "one.") if value == "total" else
+               _("{phase} of every rank in every step, above the median of its pipeline stage in that step (the "
+                 "phase a finding names: in a synchronous job the step total is the same on every rank, this phase "
+                 "is not): the slow rank is a horizontal band, a slow step a vertical one.").format(phase=label))
     return Chart("heatmap", step_charts.rank_step_heatmap(hm["cells"], hm["rank_bin"], hm["step_bin"], title),
                  caption, renderer="canvas" if len(hm["cells"]) > 4000 else "svg")
 
@@ -225,7 +229,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         "kind_label": kind_label(a),
         "columns": cols,
         "rows": [maker.average(r) for r in a.run.rank_ids],
-        "rules_used": st.rules_used,
+        "rules_used": {k: text(v) for k, v in st.rules_used.items()},
         "steps": st.steps,
         "step_json": _step_json(a, cols, maker),
         "stats": stats_rows(a, highlights.of(inp)),
@@ -235,9 +239,9 @@ def _plan(inp: PlanInput) -> list[Page]:
     }
     downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": "Steps"}, {"key": "rule", "label": "Average rule"}],
                   ctx["rows"])]
-    return [Page(urls.STEP_TRACE, "Cluster step trace", PAGE.partial, ctx,
+    return [Page(urls.STEP_TRACE, N_("Cluster step trace"), PAGE.partial, ctx,
                  charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
 
 
 STEP_CSV = urls.csv_path("step-trace")
-PAGE = PageKind("step-trace", urls.STEP_TRACE, "Step trace", "_step_trace.html", _plan)
+PAGE = PageKind("step-trace", urls.STEP_TRACE, N_("Step trace"), "_step_trace.html", _plan)

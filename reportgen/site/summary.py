@@ -14,6 +14,7 @@ import pandas as pd
 from reportgen import __version__
 from reportgen.analysis import Analysis
 from reportgen.site.highlights import Highlights
+from reportgen.numbers import rounded
 
 SCHEMA = "msreport.summary/1"
 
@@ -27,9 +28,7 @@ STEP_KEYS = {
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else round(v, 6)
-    return v
+    return rounded(v, 6) if isinstance(v, float) else v
 
 
 def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, _
+
 import math
-from typing import Any, Optional
+from reportgen.numbers import finite as num
+from typing import Optional
 
 
-def num(v: Any) -> Optional[float]:
-    """A finite float, or None (for NaN, inf, missing and non-numbers): what templates and JSON can show."""
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def representative_ranks(values, stage_of: dict[int, int], flagged, limit: int) -> dict[int, str]:
@@ -42,7 +38,7 @@ def rank_bar_label(r: int, role: str) -> str:
     return f"{r} ⚑" if role == "flagged" else f"{r} ({role})"
 
 
-PICKED_TITLE = "Selected ranks: ⚑ named by a finding; per stage the slowest, median and fastest"
+PICKED_TITLE = N_("Selected ranks: ⚑ named by a finding; per stage the slowest, median and fastest")
 
 
 def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int,
@@ -55,15 +51,15 @@ def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int,
     """
     ranks = list(frame.index)
     if len(ranks) <= max_bars:
-        groups, x_title = [([r], str(r)) for r in ranks], "Rank"
+        groups, x_title = [([r], str(r)) for r in ranks], _("Rank")
     elif picked:
         groups = [([r], rank_bar_label(r, role)) for r, role in picked.items() if r in frame.index]
-        x_title = PICKED_TITLE
+        x_title = _(PICKED_TITLE)
     else:
         size = math.ceil(len(ranks) / max_bars)
         groups = [(ranks[i:i + size], f"{ranks[i]}–{ranks[min(i + size, len(ranks)) - 1]}")
                   for i in range(0, len(ranks), size)]
-        x_title = f"Ranks (groups of {size}, mean)"
+        x_title = _("Ranks (groups of {n}, mean)").format(n=size)
     rows = []
     for gi, (g, label) in enumerate(groups):
         for pi, (c, lab) in enumerate(zip(columns, labels)):

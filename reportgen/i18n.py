@@ -1,0 +1,173 @@
+"""Languages of the report: `--lang zh|en`, Babel message catalogs, and Jinja2's i18n extension.
+
+The catalogs are `reportgen/locale/<lang>/LC_MESSAGES/messages.po`, read at run time with `babel.messages.pofile`
+(compiled in memory), so there is no `.mo` file to fall out of date. English is the source language: msgids are the
+English texts, and `en` uses no catalog.
+
+Python code marks text with `_()` (translated now, in the language of the build) or `lazy()` (a message object
+rendered later in either language: findings keep their English title for `summary.json`'s `title_en`).
+Format strings keep named placeholders inside the message (`_("{n} ranks").format(n=...)`) so a translation can move
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from contextvars import ContextVar
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterator, Mapping, Optional
+
+from babel.messages import mofile, pofile
+from babel.support import NullTranslations, Translations
+
+LANGUAGES = ("en", "zh")
+DEFAULT = "en"
+DOMAIN = "messages"
+_BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN"}
+
+_current: ContextVar[str] = ContextVar("msreport_lang", default=DEFAULT)
+
+
+def default_language(environ: Optional[Mapping[str, str]] = None) -> str:
+    """`zh` when the locale (LC_ALL, then LC_MESSAGES, then LANG, as gettext reads them) starts with `zh`, else `en`."""
+    env = os.environ if environ is None else environ
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = (env.get(var) or "").strip()
+        if value:
+            return "zh" if value.lower().startswith("zh") else DEFAULT
+    return DEFAULT
+
+
+def catalog_path(lang: str):
+    return resources.files("reportgen") / "locale" / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@lru_cache(maxsize=None)
+def translations(lang: str) -> NullTranslations:
+    """The gettext translations of `lang` (English and unknown languages: the identity)."""
+    if lang == DEFAULT or lang not in LANGUAGES:
+        return NullTranslations()
+    with catalog_path(lang).open("rb") as f:
+        catalog = pofile.read_po(f, locale=_BABEL_LOCALE[lang], domain=DOMAIN)
+    buf = io.BytesIO()
+    mofile.write_mo(buf, catalog, use_fuzzy=False)
+    buf.seek(0)
+    return Translations(fp=buf, domain=DOMAIN)
+
+
+def current() -> str:
+    return _current.get()
+
+
+@contextlib.contextmanager
+def use(lang: str) -> Iterator[str]:
+    """Build in `lang` inside the block (the page planning and rules read it through `_()`)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    token = _current.set(lang)
+    try:
+        yield lang
+    finally:
+        _current.reset(token)
+
+
+def gettext(message: str) -> str:
+    return translations(current()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return translations(current()).ngettext(singular, plural, n)
+
+
+_ = gettext
+
+
+def translate(value: Any) -> str:
+    """The `|t` template filter: a data value (a label, a severity) in the current language, as plain text that
+    autoescaping escapes. Values without a catalog entry are shown unchanged."""
+    if isinstance(value, Msg):
+        return value.render()
+    return gettext(str(value)) if value not in (None, "") else ""
+
+
+def N_(message: str) -> str:
+    """Mark a string for extraction only; it is translated where it is shown."""
+    return message
+
+
+class Msg:
+    """A message rendered late: msgid with named placeholders plus its parameters, in any language.
+
+    `str(msg)` renders in the current language; `msg.render("en")` in a given one. Parameters that are `Msg`
+    themselves are rendered in the same language."""
+
+    __slots__ = ("msgid", "params")
+
+    def __init__(self, msgid: str, **params: Any) -> None:
+        self.msgid = msgid
+        self.params = params
+
+    def render(self, lang: Optional[str] = None) -> str:
+        lang = lang or current()
+        text = translations(lang).gettext(self.msgid)
+        if not self.params:
+            return text
+        params = {k: (v.render(lang) if isinstance(v, Msg) else v) for k, v in self.params.items()}
+        try:
+            return text.format(**params)
+        except (KeyError, IndexError, ValueError):  # a broken translation must not cost the report: use English
+            return self.msgid.format(**params)
+
+    @property
+    def en(self) -> str:
+        return self.render(DEFAULT)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        return f"Msg({self.msgid!r}, {self.params!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Msg):
+            return (self.msgid, self.params) == (other.msgid, other.params)
+        return str(self) == other
+
+    def __hash__(self) -> int:
+        return hash(self.msgid)
+
+
+def lazy(msgid: str, **params: Any) -> Msg:
+    return Msg(msgid, **params)
+
+
+def text(value: Any, lang: Optional[str] = None) -> str:
+    """`value` as text in `lang` (a `Msg` is translated; anything else is `str()`)."""
+    return value.render(lang) if isinstance(value, Msg) else ("" if value is None else str(value))
+
+
+def html_lang(lang: Optional[str] = None) -> str:
+    return {"zh": "zh-CN"}.get(lang or current(), "en")
+
+
+def format_number(value: float, digits: int = 0, lang: Optional[str] = None) -> str:
+    """A number with the locale's grouping and decimal signs (Babel)."""
+    from babel.numbers import format_decimal
+
+    fmt = "#,##0" + ("." + "0" * digits if digits > 0 else "")
+    return format_decimal(value, format=fmt, locale=_BABEL_LOCALE.get(lang or current(), "en_US"))
+
+
+def install(env) -> None:
+    """Add Jinja2's i18n extension to `env`, bound to the current language at call time."""
+    if "jinja2.ext.InternationalizationExtension" not in env.extensions:
+        env.add_extension("jinja2.ext.i18n")
+    env.install_gettext_translations(translations(current()), newstyle=True)
+
+
+# Words the templates translate from data (`{{ _(f.severity) }}`, coverage status): listed here for extraction.
+VOCABULARY = (N_("critical"), N_("warning"), N_("info"), N_("read"), N_("partial"), N_("absent"),
+              N_("unsupported"))

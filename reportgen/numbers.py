@@ -1,0 +1,88 @@
+"""One home for turning values into numbers a report can show and JSON can carry.
+
+Used at every level of the pipeline (discovery, loaders, analysis, rules, site), so it imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+
+MAX_ABS_NUMBER = 2.0 ** 62  # beyond this no profiler value (ns since 1970 is ~1.8e18) is meaningful
+MAX_INT = 2 ** 62
+NA_TOKENS = frozenset(("", "N/A", "NA", "NONE", "NULL", "-", "--"))
+
+
+def clean_cell(value: str) -> str:
+    """Strip the whitespace and the trailing tab torch_npu adds to timestamps."""
+    return value.strip().strip("\t").strip()
+
+
+def to_float(value: Any) -> float:
+    """Parse a number; `N/A`, empty and garbage give NaN, and so do non-finite and absurd values (`inf`, `1e400`,
+    30-digit integers: |x| > MAX_ABS_NUMBER), so nothing downstream sees an infinity or overflows an Int64."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    if isinstance(value, (int, float)):
+        try:
+            v = float(value)
+        except OverflowError:
+            return math.nan
+    else:
+        s = clean_cell(str(value))
+        if not s or s.upper() in NA_TOKENS:
+            return math.nan
+        try:
+            v = float(s)
+        except (ValueError, OverflowError):
+            return math.nan
+    if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
+        return math.nan
+    return v
+
+
+def to_int(value: Any) -> Optional[int]:
+    """An integer (step number, id, rank) from an int, "12", " 12 ", "12.0" or 12.0; None for garbage, missing,
+    non-finite, fractional or absurd (> MAX_INT) values."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if abs(value) <= MAX_INT else None
+    v = to_float(value)
+    if math.isnan(v) or abs(v) > MAX_INT or not v.is_integer():
+        return None
+    return int(v)
+
+
+def finite(v: Any) -> Optional[float]:
+    """A finite float, or None (for NaN, inf, missing and non-numbers): what templates and JSON can show."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def rounded(v: Any, digits: int = 6) -> Optional[float]:
+    """`finite(v)` rounded to `digits` decimals; None when not a finite number."""
+    f = finite(v)
+    return None if f is None else round(f, digits)
+
+
+def json_clean(v: Any) -> Any:
+    """JSON-safe copy: numpy scalars to Python, NaN/inf to None, floats to 15 significant digits, keys to str."""
+    if isinstance(v, dict):
+        return {str(k): json_clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            v = v.item()
+        except (ValueError, AttributeError):
+            return str(v)
+    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        return float(f"{v:.15g}")
+    return str(v)
