@@ -132,9 +132,10 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     sections.append(comm_pages.rank_section(a, r, by_reporter, maker.hl))
     sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
+    downloads = [dl for sec in sections for dl in sec.pop("downloads", [])]
     return Page(urls.rank_page(r), f"Rank {r}", "_rank.html", {
         **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,
         "slow": r in maker.hl.slow_ranks, "files": data.files[:200], "n_files": len(data.files),
         "cluster_link": str(urls.step_trace_row(r)),
-    }, charts=charts, nav="ranks")
+    }, charts=charts, nav="ranks", downloads=downloads)
 

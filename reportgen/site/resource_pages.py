@@ -31,6 +31,18 @@ MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
 MAX_TRACE_COPIES = 32
 TICKS_MAX_RANKS = 64
 MAX_DETAIL_ROWS = 2000
+# A rank page shows only the longest operators; the full per-operator table is a CSV next to the page (at 1,024 ranks
+# 2,000-row HTML tables per rank were most of the site's size and of its rendering time).
+RANK_TOP_OPS = 50
+RANK_OP_COLUMNS = [{"key": "name", "label": "Operator"}, {"key": "op_type", "label": "Type"},
+                   {"key": "side", "label": "Runs on"}, {"key": "count", "label": "Count"},
+                   {"key": "total_ms", "label": "Total (ms)"}, {"key": "avg_ms", "label": "Average (ms)"},
+                   {"key": "share", "label": "Share"}]
+
+
+def rank_operators_csv(rank: int) -> str:
+    """The full operator table of a rank, beside its page (`ranks/rank-N.html`)."""
+    return f"ranks/rank-{int(rank)}-operators.csv"
 SLOTS_WITHOUT_HOSTS = 8
 
 
@@ -248,9 +260,13 @@ class RankDetail:
                                        "they run."))
         d = ops.detail.sort_values("total_ms", ascending=False, kind="stable")
         sec["n_detail"] = int(len(d))
-        sec["detail"] = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
-                          "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
-                         for rec in d.head(MAX_DETAIL_ROWS).to_dict("records")]
+        full = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
+                 "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
+                for rec in d.to_dict("records")]
+        sec["detail"] = full[:RANK_TOP_OPS]
+        if len(full) > RANK_TOP_OPS:
+            sec["csv"] = rank_operators_csv(r)
+            sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, full)]
         sec["sources"] = sorted(set(ops.sources.values()))
         hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
         sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]
