@@ -166,6 +166,14 @@ def install(env) -> None:
     if "jinja2.ext.InternationalizationExtension" not in env.extensions:
         env.add_extension("jinja2.ext.i18n")
     env.install_gettext_translations(translations(current()), newstyle=True)
+    env.globals["code_tag"] = code_tag
+
+
+def code_tag(value: Any):
+    """`<code>value</code>` (escaped) for a file name or an option placed into a translated sentence."""
+    from markupsafe import Markup
+
+    return Markup("<code>{}</code>").format(value)
 
 
 # Words the templates translate from data (`{{ _(f.severity) }}`, coverage status): listed here for extraction.

@@ -25,6 +25,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.i18n import lazy
 from reportgen.model import ExecutionData, Run, StepOps
 
 MAX_DEVICES = 32  # timelines read (and rows drawn) for one step
@@ -59,15 +60,16 @@ def choose_steps(per_step: pd.DataFrame, requested: Optional[list[int]] = None) 
         med = float(body.median())
         rep = int((body - med).abs().idxmin())
         steps.append(rep)
-        reasons[rep] = f"representative: mean step time {float(totals[rep]):.2f} ms, closest to the median {med:.2f} ms"
+        reasons[rep] = lazy("representative: mean step time {mean} ms, closest to the median {median} ms",
+                           mean=f"{float(totals[rep]):.2f}", median=f"{med:.2f}")
         slow = int(totals.idxmax())
         if slow != rep:
             steps.append(slow)
-            reasons[slow] = f"slowest: mean step time {float(totals[slow]):.2f} ms"
+            reasons[slow] = lazy("slowest: mean step time {mean} ms", mean=f"{float(totals[slow]):.2f}")
     for s in requested or []:
         if s not in reasons:
             steps.append(int(s))
-            reasons[int(s)] = "requested with --marey-step"
+            reasons[int(s)] = lazy("requested with --marey-step")
     return steps, reasons
 
 
@@ -238,22 +240,25 @@ def align(ops: dict[int, StepOps], stages: dict[int, int], keys: dict[int, list[
             shift[r] = _end_of(o, keys[ref], anchor) - _end_of(ops[r], keys[r], anchor)
             aligned += 1
         if len(rs) > 1:
-            notes.append(f"stage {st}: {aligned} of {len(rs) - 1} device(s) aligned on rank {ref}'s first shared "
-                         "collective" + ("" if aligned == len(rs) - 1 else "; the others start at their step start"))
+            notes.append(lazy("stage {stage}: {aligned} of {n} device(s) aligned on rank {ref}'s first shared collective",
+                              stage=st, aligned=aligned, n=len(rs) - 1, ref=ref) if aligned == len(rs) - 1 else
+                         lazy("stage {stage}: {aligned} of {n} device(s) aligned on rank {ref}'s first shared "
+                              "collective; the others start at their step start", stage=st, aligned=aligned,
+                              n=len(rs) - 1, ref=ref))
     order = sorted(members)
     for a, b in zip(order, order[1:]):
         pa, pb = members[a][0], members[b][0]
         send = next((i for i, c in enumerate(ops[pa].classes) if c == "send"), None)
         recv = next((i for i, c in enumerate(ops[pb].classes) if c == "receive"), None)
         if send is None or recv is None:
-            notes.append(f"stage {b}: no Send in stage {a} / Receive in stage {b}; not aligned with stage {a}")
+            notes.append(lazy("stage {b}: no Send in stage {a} / Receive in stage {b}; not aligned with stage {a}", a=a, b=b))
             continue
         send_end = float(ops[pa].start[send] + ops[pa].dur[send]) + shift[pa]
         recv_end = float(ops[pb].start[recv] + ops[pb].dur[recv]) + shift[pb]
         delta = send_end - recv_end
         for r in members[b]:
             shift[r] += delta
-        notes.append(f"stage {b}: aligned so that its first Receive ends with stage {a}'s first Send")
+        notes.append(lazy("stage {b}: aligned so that its first Receive ends with stage {a}'s first Send", a=a, b=b))
     return shift, notes
 
 

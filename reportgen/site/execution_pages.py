@@ -3,7 +3,7 @@ execution pages (time overview, Marey view of each chosen step). Plain data only
 
 from __future__ import annotations
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, _, lazy, text
 
 import math
 from typing import Any, Optional
@@ -30,7 +30,16 @@ MAX_LIST = 8
 
 def step_label(step: int) -> str:
     """A drawn step's name; runs without step ids (MindSpore CPU) draw the whole profiled window (step -1)."""
-    return f"step {step}" if step >= 0 else "the profiled window"
+    return lazy("step {step}", step=step) if step >= 0 else lazy("the profiled window")
+
+
+def _reason_short(reason) -> str:
+    """The first words of why a step is drawn ("representative", "slowest"), in English (a msgid)."""
+    return text(reason, "en").split(":")[0]
+
+
+VOCABULARY = (N_("representative"), N_("slowest"), N_("requested with --marey-step"), N_("Redistribution"),
+              N_("GradientAggregation"))
 
 
 def execution_page(step: int, first: bool) -> str:
@@ -122,28 +131,32 @@ def _overview_chart(a: Analysis, marey_pages: list[tuple[MareyStep, str]]) -> Op
     for d in ev.overview:
         by_step.setdefault(d["step"], []).append(d["total_ms"])
     if per_rank:
-        lines = [{"step": d["step"], "series": f"rank {d['rank']}", "ms": d["total_ms"]} for d in ev.overview]
+        lines = [{"step": d["step"], "series": _("rank {rank}").format(rank=d["rank"]), "ms": d["total_ms"]}
+                 for d in ev.overview]
     else:
         lines = []
         for s, vals in sorted(by_step.items()):
             vals = sorted(vals)
-            for name, v in (("max", vals[-1]), ("median", vals[len(vals) // 2]), ("min", vals[0])):
+            for name, v in ((_("max"), vals[-1]), (_("median"), vals[len(vals) // 2]), (_("min"), vals[0])):
                 lines.append({"step": s, "series": name, "ms": v})
     comm = []
     for d in ev.overview_comm:
-        comm.append({"step": d["step"], "metric": "communication", "ms": d["communication_ms"]})
+        comm.append({"step": d["step"], "metric": _("communication"), "ms": d["communication_ms"]})
         if d["wait_ms"] is not None:
-            comm.append({"step": d["step"], "metric": "wait", "ms": d["wait_ms"]})
+            comm.append({"step": d["step"], "metric": _("wait"), "ms": d["wait_ms"]})
     points = []
     for m, href in marey_pages:
         vals = by_step.get(m.step)
         if vals:
             points.append({"step": m.step, "ms": round(sum(vals) / len(vals), 4), "href": href,
-                           "label": f"{step_label(m.step)}: {m.reason.split(':')[0]}"})
+                           "label": f"{step_label(m.step)}: {_(_reason_short(m.reason))}"})
     spec = ex_charts.time_overview(lines, comm, points, per_rank)
-    cap = ("Training time of every device per step (left axis" + ("" if per_rank else "; min / median / max over "
-           f"{len(ranks)} devices") + ") and the average communication and wait time per device (right axis, "
-           "dashed). Red points are the steps with an execution view; click one to open it.")
+    cap = (_("Training time of every device per step (left axis) and the average communication and wait time per "
+             "device (right axis, dashed). Red points are the steps with an execution view; click one to open it.")
+           if per_rank else
+           _("Training time of every device per step (left axis; min / median / max over {n} devices) and the average "
+             "communication and wait time per device (right axis, dashed). Red points are the steps with an execution "
+             "view; click one to open it.").format(n=len(ranks)))
     return Chart("time-overview", spec, cap)
 
 
@@ -179,7 +192,8 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
     marey = ev.marey if ev is not None else []
     pages_for = [(m, execution_page(m.step, i == 0)) for i, m in enumerate(marey)]
     overview = _overview_chart(a, pages_for)
-    steps_nav = [{"step": m.step, "step_label": step_label(m.step), "reason": m.reason, "href": p}
+    steps_nav = [{"step": m.step, "step_label": step_label(m.step), "reason": m.reason,
+                  "reason_short": _reason_short(m.reason), "href": p}
                  for m, p in pages_for]
     base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": ev.notes if ev else [],
             "skipped": compact_ranks(ev.skipped_ranks) if ev and ev.skipped_ranks else "",
@@ -196,7 +210,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
     out = []
     if not marey:
         charts = [overview] if overview else []
-        out.append((EXECUTION, "Execution overview", {**base, "marey": None}, charts, downloads))
+        out.append((EXECUTION, _("Execution overview"), {**base, "marey": None}, charts, downloads))
         return out
     for i, (m, path) in enumerate(pages_for):
         lane_rows, bars = [], list(m.bars)
@@ -214,11 +228,11 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                                      "dur": round(b["ed_avg"] - b["st_avg"], 4)})
         spec = ex_charts.marey(bars, m.joins, lane_rows)
         marey_chart = Chart(f"marey-{m.step}", spec,
-                            "One lane per device (and the mean of each stage): operators as bars; the longest operators "
-                            "and the communication are also joined across a stage's devices by a "
-                            "line through their starts and a dashed one through their ends (lines that bend mark a "
-                            "device running late; a start and end line far apart on every lane, an operator slow "
-                            "everywhere). Drag to pan, scroll to zoom along time.")
+                            _("One lane per device (and the mean of each stage): operators as bars; the longest "
+                              "operators and the communication are also joined across a stage's devices by a "
+                              "line through their starts and a dashed one through their ends (lines that bend mark a "
+                              "device running late; a start and end line far apart on every lane, an operator slow "
+                              "everywhere). Drag to pan, scroll to zoom along time."))
         charts = ([overview] if overview else []) + [marey_chart]
         ctx = {**base, "marey": {
             "step": m.step, "step_label": step_label(m.step), "reason": m.reason, "window": m.window, "alignment": m.alignment,
@@ -226,7 +240,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
             "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
             "csv": SPREAD_CSV}, "current": path}
-        out.append((path, f"Execution overview: {step_label(m.step)}", ctx, charts, downloads if i == 0 else []))
+        out.append((path, _("Execution overview: {step}").format(step=step_label(m.step)), ctx, charts, downloads if i == 0 else []))
     return out
 
 
