@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 from contextvars import ContextVar
 from functools import lru_cache
 from importlib import resources
@@ -90,7 +91,18 @@ def translate(value: Any) -> str:
     autoescaping escapes. Values without a catalog entry are shown unchanged."""
     if isinstance(value, Msg):
         return value.render()
-    return gettext(str(value)) if value not in (None, "") else ""
+    if value in (None, ""):
+        return ""
+    s = str(value)
+    t = gettext(s)
+    if t == s:
+        m = _UNIT.match(s)  # "Computing (ms)": the label translated, the unit kept
+        if m and gettext(m[1]) != m[1]:
+            return gettext("{label} ({unit})").format(label=gettext(m[1]), unit=m[2])
+    return t
+
+
+_UNIT = re.compile(r"^(.+) \((ms|MB|GB/s|GB|%|MFLOPs|GFLOPS)\)$")
 
 
 def N_(message: str) -> str:
@@ -177,5 +189,5 @@ def code_tag(value: Any):
 
 
 # Words the templates translate from data (`{{ _(f.severity) }}`, coverage status): listed here for extraction.
-VOCABULARY = (N_("critical"), N_("warning"), N_("info"), N_("read"), N_("partial"), N_("absent"),
-              N_("unsupported"))
+VOCABULARY = (N_("{label} ({unit})"), N_("critical"), N_("warning"), N_("info"), N_("read"), N_("partial"), N_("absent"),
+              N_("unsupported"), N_("per step"), N_("profiled window"), N_("group"))

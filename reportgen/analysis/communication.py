@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
 
@@ -284,8 +285,8 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
                 continue
             l2g[loc] = r
         if l2g:
-            how.append("inferred from shared operator names and self links" if gid.startswith("mi:")
-                       else "self links")
+            how.append(N_("inferred from shared operator names and self links") if gid.startswith("mi:")
+                       else N_("self links"))
         if granks:
             for i, g in enumerate(granks):
                 if i in l2g and l2g[i] != g:

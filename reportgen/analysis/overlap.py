@@ -22,6 +22,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.i18n import N_
 from reportgen.model import PHASE_LABELS, DataIssue, Run
 
 LEGACY_PIPELINE = ("iteration_interval", "computation", "communication_alone", "stage", "receive_alone",
@@ -32,14 +33,14 @@ MODERN = ("computing", "communication_not_overlapped", "overlapped", "communicat
 # Modern columns keep the step-trace labels; the legacy ones are MindInsight's names.
 COLUMN_LABELS = {
     **PHASE_LABELS,
-    "computation": "Computation",
-    "communication_alone": "Pure communication",
-    "stage": "Stage time",
-    "receive_alone": "Pure receive",
-    "collective_alone": "Pure collective communication",
-    "communication_not_overlapped_exclude_receive": "Comm. (not overlapped, excl. receive)",
-    "total": "Step time",
-    "computing_only": "Computing (not overlapped)",
+    "computation": N_("Computation"),
+    "communication_alone": N_("Pure communication"),
+    "stage": N_("Stage time"),
+    "receive_alone": N_("Pure receive"),
+    "collective_alone": N_("Pure collective communication"),
+    "communication_not_overlapped_exclude_receive": N_("Comm. (not overlapped, excl. receive)"),
+    "total": N_("Step time"),
+    "computing_only": N_("Computing (not overlapped)"),
 }
 # Parts that add up to the step, in stacking order.
 STACKS = {

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.i18n import N_
 from reportgen.model import CpuUsage, DataPrep, Run
 
 # MindInsight MinddataPipelineProposer thresholds: an op whose output queue is below LOW while every input
@@ -31,9 +32,9 @@ TYPE_SPREAD_MIN_SHARE = 0.01  # ... and by at least this share of a typical rank
 
 
 VERDICT_TEXT = {
-    "data_process": "the host queue was empty in more than 30 % of the steps: data processing does not keep up",
-    "data_transmission": "the host queue was rarely empty but the chip-side queue ran dry: sending data to the "
-                         "device is the limit",
+    "data_process": N_("the host queue was empty in more than 30 % of the steps: data processing does not keep up"),
+    "data_transmission": N_("the host queue was rarely empty but the chip-side queue ran dry: sending data to "
+                            "the device is the limit"),
     "": "",
 }
 
@@ -94,7 +95,7 @@ def queue_summary(dp: Optional[DataPrep]) -> Optional[QueueSummary]:
             q.get_next_ms = float(dq["get_ms"].mean())
     q.verdict = q.reading()
     q.verdict_text = VERDICT_TEXT[q.verdict] if q.verdict != "normal" else (
-        "both queues were fed" if q.device_total else "the host queue was fed")
+        N_("both queues were fed") if q.device_total else N_("the host queue was fed"))
     return q
 
 

@@ -50,19 +50,19 @@ def group_label(a: Analysis, gid: Any) -> str:
 
 
 RANK_COLUMNS = [
-    {"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
-    {"key": "communication_ms", "label": "Communication (ms)", "fmt": "ms"},
-    {"key": "transit_ms", "label": "Transit (ms)", "fmt": "ms"}, {"key": "wait_ms", "label": "Wait (ms)", "fmt": "ms"},
-    {"key": "sync_ms", "label": "Synchronisation (ms)", "fmt": "ms"}, {"key": "idle_ms", "label": "Idle (ms)", "fmt": "ms"},
-    {"key": "wait_ratio", "label": "Wait ratio", "fmt": "ratio"}, {"key": "n_ops", "label": "Ops per step", "fmt": "num"},
+    {"key": "rank", "label": N_("Rank"), "fmt": "rank"}, {"key": "host", "label": N_("Host"), "fmt": "text"},
+    {"key": "communication_ms", "label": N_("Communication (ms)"), "fmt": "ms"},
+    {"key": "transit_ms", "label": N_("Transit (ms)"), "fmt": "ms"}, {"key": "wait_ms", "label": N_("Wait (ms)"), "fmt": "ms"},
+    {"key": "sync_ms", "label": N_("Synchronisation (ms)"), "fmt": "ms"}, {"key": "idle_ms", "label": N_("Idle (ms)"), "fmt": "ms"},
+    {"key": "wait_ratio", "label": N_("Wait ratio"), "fmt": "ratio"}, {"key": "n_ops", "label": N_("Ops per step"), "fmt": "num"},
 ]
 LINK_COLUMNS = [
-    {"key": "src", "label": "Source", "fmt": "int"}, {"key": "dst", "label": "Destination", "fmt": "int"},
-    {"key": "transport", "label": "Transport", "fmt": "text"}, {"key": "group", "label": "Group", "fmt": "text"},
-    {"key": "time_ms", "label": "Time (ms)", "fmt": "ms"}, {"key": "size_mb", "label": "Size (MB)", "fmt": "ms"},
-    {"key": "bandwidth_gbps", "label": "Bandwidth (GB/s)", "fmt": "ms"},
+    {"key": "src", "label": N_("Source"), "fmt": "int"}, {"key": "dst", "label": N_("Destination"), "fmt": "int"},
+    {"key": "transport", "label": N_("Transport"), "fmt": "text"}, {"key": "group", "label": N_("Group"), "fmt": "text"},
+    {"key": "time_ms", "label": N_("Time (ms)"), "fmt": "ms"}, {"key": "size_mb", "label": N_("Size (MB)"), "fmt": "ms"},
+    {"key": "bandwidth_gbps", "label": N_("Bandwidth (GB/s)"), "fmt": "ms"},
     {"key": "vs_median", "label": "vs transport median", "fmt": "ratio"},
-    {"key": "n_ops", "label": "Operators", "fmt": "int"}, {"key": "reported_by", "label": "Reported by", "fmt": "text"},
+    {"key": "n_ops", "label": N_("Operators"), "fmt": "int"}, {"key": "reported_by", "label": N_("Reported by"), "fmt": "text"},
 ]
 
 
@@ -139,9 +139,9 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
             if v > 0 or part != "Idle / other":
                 out.append({"label": label, "order": gi, "part": part, "part_order": pi, "value": round(v, 6)})
     return Chart("comm-by-rank", comm_charts.comm_by_rank(out, x_title),
-                 "Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
+                 N_("Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
                  "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
-                 "they wait for.")
+                 "they wait for."))
 
 
 def _step_chart(a: Analysis) -> Optional[Chart]:
@@ -155,7 +155,7 @@ def _step_chart(a: Analysis) -> Optional[Chart]:
         rows.append({"step": int(s), "series": "Wait", "value": num(rec["wait_ms"])})
     rows = [r for r in rows if r["value"] is not None]
     return Chart("comm-per-step", comm_charts.comm_per_step(rows),
-                 "Per step, the mean over ranks of communication and wait time (MindInsight's time view).")
+                 N_("Per step, the mean over ranks of communication and wait time (MindInsight's time view)."))
 
 
 def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
@@ -231,13 +231,13 @@ def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     if not rows:
         return None
     return Chart("comm-link-ops", comm_charts.link_op_boxplot(rows),
-                 "Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
-                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier.")
+                 N_("Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
+                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier."))
 
 
 Download = tuple[str, list[dict], list[dict]]  # CSV path, columns, rows
-LINK_CSV_COLUMNS = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": "Producer's bandwidth (GB/s)"},
-                                   {"key": "mapped", "label": "Global ranks"}, {"key": "slow", "label": "Slow"}]
+LINK_CSV_COLUMNS = LINK_COLUMNS + [{"key": "stored_bandwidth_gbps", "label": N_("Producer's bandwidth (GB/s)")},
+                                   {"key": "mapped", "label": N_("Global ranks")}, {"key": "slow", "label": N_("Slow")}]
 
 
 def marked_links(a: Analysis, hl: Highlights) -> pd.DataFrame:
@@ -265,8 +265,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     if mapped:
         charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(
             [{**l, "link": f"{l['src']}-{l['dst']}"} for l in mapped if not l["self"] and l["bandwidth_gbps"]]),
-            "Every link between two devices: data per step against bandwidth, by transport. Large transfers "
-            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed)."))
+            N_("Every link between two devices: data per step against bandwidth, by transport. Large transfers "
+            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed).")))
     transports = sorted({l["transport"] for l in links})
     groups = [{"label": g.label, "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]
@@ -316,7 +316,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
                              for l in mapped),
     }
     downloads = [(LINKS_CSV, LINK_CSV_COLUMNS, links),
-                 (RANKS_CSV, RANK_COLUMNS + [{"key": "low_wait", "label": "Waits least"}], rows)]
+                 (RANKS_CSV, RANK_COLUMNS + [{"key": "low_wait", "label": N_("Waits least")}], rows)]
     return ctx, charts, downloads
 
 
@@ -336,7 +336,7 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
 def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Highlights) -> dict:
     """A rank page's communication section; `by_reporter` comes from `links_by_reporter` (computed once)."""
     c = a.comm
-    sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
+    sec: dict[str, Any] = {"id": "communication", "title": N_("Communication"), "template": "_rank_comm.html",
                            "has_data": c.has_data and r in c.per_rank.index}
     if not sec["has_data"]:
         return sec

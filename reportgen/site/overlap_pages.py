@@ -61,15 +61,15 @@ COLUMN_HELP = {
 
 def _rank_columns(a: Analysis) -> list[dict]:
     o = a.overlap
-    cols = [{"key": "rank", "label": "Rank", "fmt": "rank"}, {"key": "host", "label": "Host", "fmt": "text"},
-            {"key": "pp_stage", "label": "Stage", "fmt": "int"}]
+    cols = [{"key": "rank", "label": N_("Rank"), "fmt": "rank"}, {"key": "host", "label": N_("Host"), "fmt": "text"},
+            {"key": "pp_stage", "label": N_("Stage"), "fmt": "int"}]
     if a.run.info.parallel_index:
         cols += [{"key": k + "_index", "label": f"{k.upper()} index", "fmt": "int"}
                  for k in ("dp", "pp", "tp", "cp") if k in a.run.info.parallel_sizes
                  and (k != "cp" or a.run.info.parallel_sizes.get("cp", 1) > 1)]
     for c in o.columns:
         cols.append({"key": c, "label": f"{COLUMN_LABELS[c]} (ms)", "fmt": "ms", "help": COLUMN_HELP.get(c, "")})
-    cols.append({"key": "comm_share", "label": "Pure comm. share", "fmt": "ratio",
+    cols.append({"key": "comm_share", "label": N_("Pure comm. share"), "fmt": "ratio",
                  "help": "pure communication / step" if o.view == "modern"
                  else "pure communication / (computation + pure communication)"})
     return cols
@@ -125,10 +125,10 @@ def _rates(a: Analysis) -> list[dict]:
     r = a.overlap.rates
     if not r:
         return []
-    out = [{"label": "Communication share (cluster)", "value": r.get("communication_rate"),
+    out = [{"label": N_("Communication share (cluster)"), "value": r.get("communication_rate"),
             "help": "MindInsight flags above 10 % (data/model-parallel communication rate)"}]
     if r.get("between_stage_rate") is not None:
-        out.append({"label": "Between stages (receive / bubble share)", "value": r["between_stage_rate"],
+        out.append({"label": N_("Between stages (receive / bubble share)"), "value": r["between_stage_rate"],
                     "help": "MindInsight flags above 10 %"})
     for s, v in (r.get("within_stage_rate") or {}).items():
         out.append({"label": f"Within stage {s} (collective-only share)", "value": v,
@@ -156,8 +156,8 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
     if share:
         if len(share) <= MAX_BARS:
             charts.append(Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
-                                "Share of the step spent in communication that computation does not hide, per rank "
-                                "(colour: pipeline stage). Click a bar to open the rank."))
+                                N_("Share of the step spent in communication that computation does not hide, per rank "
+                                "(colour: pipeline stage). Click a bar to open the rank.")))
         else:
             flagged = hl.slow_ranks | hl.waits_least
             strip = [{"rank": s["rank"], "value": s["share"], "stage": s["stage"], "href": s["href"],
@@ -186,8 +186,8 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                     srows.append({"stage": f"stage {s['stage']}", "metric": m, "value": round(float(v), 4),
                                   "note": note, "ranks": ", ".join(str(r) for r in s["ranks"][:16])})
         charts.append(Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
-                            "Per pipeline stage, the mean over its ranks. The stage that computes longest sets the "
-                            "pace; the others wait for it in Receive (the bubble)."))
+                            N_("Per pipeline stage, the mean over its ranks. The stage that computes longest sets the "
+                            "pace; the others wait for it in Receive (the bubble).")))
         sr = o.stage_rows
         per_step = sr[(sr["stat"] == "max") & sr["step"].notna()]
         if per_step["step"].nunique() > 1:
@@ -196,18 +196,18 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                      for s, st, v in zip(per_step["step"], per_step["pp_stage"], per_step[comp]) if num(v) is not None]
             charts.append(Chart("overlap-stage-steps", overlap_charts.stage_steps(
                 lines, f"{COLUMN_LABELS[comp]}, stage max (ms)"),
-                "Each stage's computation per step (the maximum over its ranks, as msprof-analyze's stage rows)."))
+                N_("Each stage's computation per step (the maximum over its ranks, as msprof-analyze's stage rows).")))
     return charts
 
 
 def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, list[dict], list[dict]]]:
     o = a.overlap
-    out = [(RANKS_CSV, [c for c in cols if c["key"] != "host"] + [{"key": "host", "label": "Host"}],
+    out = [(RANKS_CSV, [c for c in cols if c["key"] != "host"] + [{"key": "host", "label": N_("Host")}],
             [r for r in rows if r["has_data"]])]
     if not o.stage_rows.empty:
         sr = o.stage_rows
-        scols = [{"key": "pp_stage", "label": "Stage"}, {"key": "step", "label": "Step"},
-                 {"key": "stat", "label": "Over the stage's ranks"}] + [
+        scols = [{"key": "pp_stage", "label": N_("Stage")}, {"key": "step", "label": N_("Step")},
+                 {"key": "stat", "label": N_("Over the stage's ranks")}] + [
             {"key": c, "label": f"{COLUMN_LABELS[c]} (ms)"} for c in o.columns]
         srows = []
         for rec in sr.to_dict("records"):
@@ -261,7 +261,7 @@ class RankSections:
 
     def section(self, r: int) -> dict:
         o = self.a.overlap
-        sec: dict[str, Any] = {"id": "overlap", "title": "Communication / computation overlap",
+        sec: dict[str, Any] = {"id": "overlap", "title": N_("Communication / computation overlap"),
                                "template": "_rank_overlap.html", "has_data": self.ok and r in self.values}
         if not sec["has_data"]:
             sec["reason"] = ("no overlap data for this run" if not self.ok

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from reportgen import __version__, urls
-from reportgen.i18n import _, text
+from reportgen.i18n import N_, _, lazy, text
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
@@ -83,25 +83,25 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
-    facts = [("Rank", str(r)), ("Source folder", info.source_dir or ".")]
+    facts = [(N_("Rank"), str(r)), (N_("Source folder"), info.source_dir or ".")]
     if info.host:
-        facts.append(("Host", info.host))
+        facts.append((N_("Host"), info.host))
     if info.device is not None:
-        facts.append(("Device", str(info.device)))
+        facts.append((N_("Device"), str(info.device)))
     if r in run.info.stage_of_rank:
-        facts.append(("Pipeline stage", str(run.info.stage_of_rank[r])))
+        facts.append((N_("Pipeline stage"), str(run.info.stage_of_rank[r])))
     if r in run.info.parallel_index:
-        facts.append(("Parallel index", ", ".join(f"{k.upper()} {v}" for k, v in run.info.parallel_index[r].items())))
+        facts.append((N_("Parallel index"), ", ".join(f"{k.upper()} {v}" for k, v in run.info.parallel_index[r].items())))
     if info.framework:
-        facts.append(("Framework", info.framework))
+        facts.append((N_("Framework"), info.framework))
     for k, v in sorted(info.versions.items()):
-        facts.append((f"{k} version", v))
+        facts.append((lazy("{name} version", name=k), v))
     if info.profiler_level:
-        facts.append(("Profiler level", info.profiler_level))
+        facts.append((N_("Profiler level"), info.profiler_level))
     sections: list[dict] = []
     charts: list[Chart] = []
     trace = data.step_trace
-    step_section: dict[str, Any] = {"id": "step-trace", "title": "Step trace", "template": "_rank_steps.html",
+    step_section: dict[str, Any] = {"id": "step-trace", "title": N_("Step trace"), "template": "_rank_steps.html",
                                     "has_data": trace is not None}
     if trace is not None:
         phases = st.phases if trace.kind == st.kind else trace.phases
@@ -126,7 +126,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
             if lines:
                 spec = dict(line_spec)
                 spec["datasets"] = {"steps": lines}
-                charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
+                charts.append(Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps.")))
     sections.append(step_section)
     sections.append(overlap_sections.section(r))
     sections.append(comm_pages.rank_section(a, r, by_reporter, maker.hl))

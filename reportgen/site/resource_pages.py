@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 
 import math
 from dataclasses import dataclass
@@ -34,10 +34,10 @@ MAX_DETAIL_ROWS = 2000
 # A rank page shows only the longest operators; the full per-operator table is a CSV next to the page (at 1,024 ranks
 # 2,000-row HTML tables per rank were most of the site's size and of its rendering time).
 RANK_TOP_OPS = 50
-RANK_OP_COLUMNS = [{"key": "name", "label": "Operator"}, {"key": "op_type", "label": "Type"},
-                   {"key": "side", "label": "Runs on"}, {"key": "count", "label": "Count"},
-                   {"key": "total_ms", "label": "Total (ms)"}, {"key": "avg_ms", "label": "Average (ms)"},
-                   {"key": "share", "label": "Share"}]
+RANK_OP_COLUMNS = [{"key": "name", "label": N_("Operator")}, {"key": "op_type", "label": N_("Type")},
+                   {"key": "side", "label": N_("Runs on")}, {"key": "count", "label": N_("Count")},
+                   {"key": "total_ms", "label": N_("Total (ms)")}, {"key": "avg_ms", "label": N_("Average (ms)")},
+                   {"key": "share", "label": N_("Share")}]
 
 
 def rank_operators_csv(rank: int) -> str:
@@ -105,9 +105,9 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
         charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
-        cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
-                {"key": "peak_mb", "label": "Peak (MB)"}, {"key": "capacity_mb", "label": "Capacity (MB)"},
-                {"key": "ratio", "label": "Peak / capacity"}, {"key": "allocated_peak_mb", "label": "Allocated peak (MB)"}]
+        cols = [{"key": "rank", "label": N_("Rank")}, {"key": "host", "label": N_("Host")},
+                {"key": "peak_mb", "label": N_("Peak (MB)")}, {"key": "capacity_mb", "label": N_("Capacity (MB)")},
+                {"key": "ratio", "label": N_("Peak / capacity")}, {"key": "allocated_peak_mb", "label": N_("Allocated peak (MB)")}]
         rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  "peak_mb": num(r["peak_mb"]), "capacity_mb": num(r["capacity_mb"]), "ratio": num(r["ratio"]),
                  "allocated_peak_mb": num(r["allocated_peak_mb"])} for r in res.memory.to_dict("records")]
@@ -121,13 +121,13 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         cells = _cells(a, res.flops, "flops_norm", ".0%",
                        lambda rec: f"{rec['flops_m']:,.1f} MFLOPs, {rec['flops_per_s_g']:,.1f} GFLOPS")
         charts.append(Chart("flops-heatmap", res_charts.device_heatmap(cells, "FLOPs / busiest device", res_charts.FLOPS_RAMP),
-                            "FLOPs of each device relative to the busiest device (MindInsight's cluster FLOPs "
-                            "heatmap). Click a cell to open the rank.",
+                            N_("FLOPs of each device relative to the busiest device (MindInsight's cluster FLOPs "
+                            "heatmap). Click a cell to open the rank."),
                             renderer="canvas" if len(cells) > 2000 else "svg"))
-        cols = [{"key": "rank", "label": "Rank"}, {"key": "host", "label": "Host"},
-                {"key": "flops_m", "label": "FLOPs (MFLOPs)"}, {"key": "flops_per_s_g", "label": "FLOPS (GFLOPS)"},
-                {"key": "util_pct", "label": "FLOPS utilisation (%)"}, {"key": "flops_norm", "label": "FLOPs / max"},
-                {"key": "flops_per_s_norm", "label": "FLOPS / max"}]
+        cols = [{"key": "rank", "label": N_("Rank")}, {"key": "host", "label": N_("Host")},
+                {"key": "flops_m", "label": N_("FLOPs (MFLOPs)")}, {"key": "flops_per_s_g", "label": N_("FLOPS (GFLOPS)")},
+                {"key": "util_pct", "label": N_("FLOPS utilisation (%)")}, {"key": "flops_norm", "label": N_("FLOPs / max")},
+                {"key": "flops_per_s_norm", "label": N_("FLOPS / max")}]
         rows = [{"rank": int(r["rank"]), "host": r["host"], "href": urls.rank_page(int(r["rank"])),
                  **{k: num(r[k]) for k in ("flops_m", "flops_per_s_g", "util_pct", "flops_norm", "flops_per_s_norm")}}
                 for r in res.flops.to_dict("records")]
@@ -183,10 +183,10 @@ def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
     dp = a.run.ranks[r].dataprep
     ops = dp.ops if dp is not None else None
     names = ", ".join(_op_label(ops, i) for i in ids)
-    return {"operator": f"{names}: input queues full, output queue low",
-            "queue_drop": f"{names}: input queue much fuller than its output queue",
-            "source": f"the source operators ({names}): every queue is low",
-            "consumer": "none: every queue is high, the pipeline keeps up"}.get(kind, "")
+    return {"operator": lazy("{names}: input queues full, output queue low", names=names),
+            "queue_drop": lazy("{names}: input queue much fuller than its output queue", names=names),
+            "source": lazy("the source operators ({names}): every queue is low", names=names),
+            "consumer": lazy("none: every queue is high, the pipeline keeps up")}.get(kind, "")
 
 
 # --- rank pages ----------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ class RankDetail:
 
     def operators(self, r: int) -> dict:
         ops = self.a.run.ranks[r].operators
-        sec: dict[str, Any] = {"id": "operators", "title": "Operators", "template": "_rank_ops.html",
+        sec: dict[str, Any] = {"id": "operators", "title": N_("Operators"), "template": "_rank_ops.html",
                                "has_data": ops is not None, "charts": []}
         if ops is None:
             return sec
@@ -256,8 +256,8 @@ class RankDetail:
                     for rec in top.to_dict("records")]
             spec = self._chart(("optypes", len(rows)), lambda: res_charts.op_type_share(rows), rows, "types")
             sec["charts"].append(Chart(f"rank-{r}-optypes", spec,
-                                       "The 20 operator types with the most time on this rank, coloured by where "
-                                       "they run."))
+                                       N_("The 20 operator types with the most time on this rank, coloured by where "
+                                       "they run.")))
         d = ops.detail.sort_values("total_ms", ascending=False, kind="stable")
         sec["n_detail"] = int(len(d))
         full = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
@@ -274,7 +274,7 @@ class RankDetail:
 
     def flops(self, r: int) -> dict:
         f = self.a.run.ranks[r].flops
-        sec: dict[str, Any] = {"id": "flops", "title": "FLOPs", "template": "_rank_flops.html",
+        sec: dict[str, Any] = {"id": "flops", "title": N_("FLOPs"), "template": "_rank_flops.html",
                                "has_data": f is not None, "charts": []}
         if f is None:
             return sec
@@ -301,14 +301,14 @@ class RankDetail:
 
     def dataprep(self, r: int) -> dict:
         dp = self.a.run.ranks[r].dataprep
-        sec: dict[str, Any] = {"id": "data", "title": "Data preparation", "template": "_rank_data.html",
+        sec: dict[str, Any] = {"id": "data", "title": N_("Data preparation"), "template": "_rank_data.html",
                                "has_data": dp is not None and dp.has_data, "charts": []}
         if not sec["has_data"]:
             return sec
         q = self.a.resources.queues.get(r)
         ids, kind = self.a.resources.bottlenecks.get(r, ([], ""))
-        sec.update({"sources": dp.sources, "mode": {"sink": "dataset sink mode (device_queue_profiling)",
-                                                     "feed": "feed mode (dataset_iterator_profiling)"}.get(dp.mode, ""),
+        sec.update({"sources": dp.sources, "mode": {"sink": N_("dataset sink mode (device_queue_profiling)"),
+                                                     "feed": N_("feed mode (dataset_iterator_profiling)")}.get(dp.mode, ""),
                     "queue": q.__dict__ if q is not None else None,
                     "empty_rate": num(q.host_empty_rate) if q is not None else None,
                     "warn": q is not None and q.verdict in ("data_process", "data_transmission"),
@@ -331,16 +331,16 @@ class RankDetail:
             rows = [{"x": int(s), "size": num(z), "capacity": num(c), "empty": bool(z == 0)}
                     for s, z, c in zip(hq["step"], hq["size"], hq["capacity"])]
             spec = self._chart(("queue", "Step"), lambda: res_charts.queue_sizes(rows, "Step"), rows, "queue")
-            sec["charts"].append(Chart(f"rank-{r}-hostq", spec, "Host queue size at each step (batches waiting to "
-                                       "be sent to the device); red: empty."))
+            sec["charts"].append(Chart(f"rank-{r}-hostq", spec, N_("Host queue size at each step (batches waiting to "
+                                       "be sent to the device); red: empty.")))
         if dp.device_queue is not None and len(dp.device_queue):
             dq = dp.device_queue
             rows = [{"x": int(i), "size": num(z), "capacity": None, "empty": bool(z == 0)}
                     for i, z in zip(dq["index"], dq["size"])]
             spec = self._chart(("queue", "GetNext call"), lambda: res_charts.queue_sizes(rows, "GetNext call"), rows,
                                "queue")
-            sec["charts"].append(Chart(f"rank-{r}-devq", spec, "Chip-side queue size at each GetNext call; red: "
-                                       "empty (the device waited for data)."))
+            sec["charts"].append(Chart(f"rank-{r}-devq", spec, N_("Chip-side queue size at each GetNext call; red: "
+                                       "empty (the device waited for data).")))
         if dp.stage_times is not None and len(dp.stage_times):
             sec["stage_times"] = [{k: (num(v) if k not in ("operation", "stage") else v) for k, v in rec.items()}
                                   for rec in dp.stage_times.to_dict("records")]
@@ -349,7 +349,7 @@ class RankDetail:
     def cpu(self, r: int) -> dict:
         c = self.a.resources.cpu.get(r)
         raw = self.a.run.ranks[r].cpu
-        sec: dict[str, Any] = {"id": "cpu", "title": "CPU utilisation", "template": "_rank_cpu.html",
+        sec: dict[str, Any] = {"id": "cpu", "title": N_("CPU utilisation"), "template": "_rank_cpu.html",
                                "has_data": c is not None, "charts": []}
         if c is None or raw is None:
             return sec
@@ -374,7 +374,7 @@ class RankDetail:
 
     def memory(self, r: int) -> dict:
         m = self.a.run.ranks[r].memory
-        sec: dict[str, Any] = {"id": "memory", "title": "Memory", "template": "_rank_memory.html",
+        sec: dict[str, Any] = {"id": "memory", "title": N_("Memory"), "template": "_rank_memory.html",
                                "has_data": m is not None, "charts": []}
         if m is None:
             return sec
@@ -406,7 +406,7 @@ class RankDetail:
 
     def timeline(self, r: int) -> dict:
         t = self.a.run.ranks[r].timeline
-        sec: dict[str, Any] = {"id": "timeline", "title": "Timeline", "template": "_rank_timeline.html",
+        sec: dict[str, Any] = {"id": "timeline", "title": N_("Timeline"), "template": "_rank_timeline.html",
                                "has_data": t is not None, "charts": []}
         if t is None:
             return sec

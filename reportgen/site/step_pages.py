@@ -237,7 +237,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         "without": st.ranks_without_data,
         "rules_link": str(urls.Target(urls.RULES, "rule-slow-rank")),
     }
-    downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": "Steps"}, {"key": "rule", "label": "Average rule"}],
+    downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": N_("Steps")}, {"key": "rule", "label": N_("Average rule")}],
                   ctx["rows"])]
     return [Page(urls.STEP_TRACE, N_("Cluster step trace"), PAGE.partial, ctx,
                  charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
