@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -66,7 +67,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="aicpu", category="operator_hotspot", title="AI CPU operators",
+    id="aicpu", category="operator_hotspot", title=N_("AI CPU operators"),
     description="""\
 AI CPU time / (AI Core + AI CPU time) per rank, median over ranks, leaving out the sink-mode data operators
 (GetNext, InitData, …). Reported when some AI CPU operator takes at least `min_max_us`: information from

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="communication-bound", category="communication_bound", title="Communication not hidden by computation",
+    id="communication-bound", category="communication_bound", title=N_("Communication not hidden by computation"),
     description="""\
 MindInsight ParallelProposer's rates from the averaged step of every rank: Σ pure communication / Σ (computation +
 pure communication) (model or data parallel; for the Ascend layout Σ Communication (not overlapped) / Σ step),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="data-pipeline", category="data_pipeline", title="Data queues run dry",
+    id="data-pipeline", category="data_pipeline", title=N_("Data queues run dry"),
     description="""\
 MindInsight's queue reading for every rank with MindData queue files: the host queue empty in more than
 `host_empty_rate` of the steps → data processing; otherwise the chip-side (GetNext) queue ever empty → data

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="data-quality", category="data_quality", title="Missing or malformed input",
+    id="data-quality", category="data_quality", title=N_("Missing or malformed input"),
     description="""\
 One finding per input file with a problem of severity error or warning (at most `max_findings`, the rest grouped).
 Warning, naming the file and its rank, when a file could not be read or was cut off (truncated: the verdict about

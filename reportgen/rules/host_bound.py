@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="host-bound", category="host_bound", title="Device idle (host bound)",
+    id="host-bound", category="host_bound", title=N_("Device idle (host bound)"),
     description="""\
 The median over ranks of Free / step time (Ascend `step_trace_time.csv`). Information from `info_rate`
 (msprof-analyze's 10 %), warning from `warning_rate`, critical from `critical_rate`. Runs with only a device

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ranks
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="host-cpu", category="host_bound", title="Host CPU busy",
+    id="host-cpu", category="host_bound", title=N_("Host CPU busy"),
     description="""\
 Machine CPU utilisation from the MindData CPU file (100 − mean idle, first sample dropped, as MindInsight shows
 it) above `busy_pct`. Information: it explains a data-pipeline or host-bound finding rather than being one.""",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, fmt_ranks
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="memory-pressure", category="memory_pressure", title="Memory near capacity",
+    id="memory-pressure", category="memory_pressure", title=N_("Memory near capacity"),
     description="""\
 Peak device memory / capacity per rank (MindInsight memory summary; torch_npu `memory_record.csv` against
 `--device-memory-gb`). Warning from `warning_ratio`, critical from `critical_ratio`. Without a known capacity

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="mindinsight", category="slow_rank", title="MindInsight's cluster helper (ParallelProposer), for comparison",
+    id="mindinsight", category="slow_rank", title=N_("MindInsight's cluster helper (ParallelProposer), for comparison"),
     description="""\
 Exactly MindInsight's `ParallelProposer` on the averaged step: `step_interval` (a rank's step interval more than
 20 % above the mean of ranks), `flops_per_second` (a rank's FLOPS more than 20 % below the mean) and `cluster_link`

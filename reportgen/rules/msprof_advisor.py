@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="msprof-analyze", category="slow_rank", title="msprof-analyze's slow-rank check, for comparison",
+    id="msprof-analyze", category="slow_rank", title=N_("msprof-analyze's slow-rank check, for comparison"),
     description="""\
 Exactly msprof-analyze's advisor `slow rank` check on the Ascend step trace: for Computing, Communication (not
 overlapped) and Free, (max − min) over all (step, rank) pairs divided by the mean step (Computing + Communication +

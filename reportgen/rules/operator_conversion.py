@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -62,7 +63,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="operator-conversion", category="operator_hotspot", title="Cast / TransData share",
+    id="operator-conversion", category="operator_hotspot", title=N_("Cast / TransData share"),
     description="""\
 The share of AI Core time spent in Cast and TransData operators (per rank, median over ranks). Information from
 `info_share`, warning from `warning_share`.""",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -50,7 +51,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="operator-dominant", category="operator_hotspot", title="One operator type dominates",
+    id="operator-dominant", category="operator_hotspot", title=N_("One operator type dominates"),
     description="""\
 The AI Core operator type with the largest time over all ranks, reported as information when it holds at least
 `share` of AI Core time, with the guide's levers (precision, shapes, fused kernels).""",

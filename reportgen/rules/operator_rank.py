@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -85,7 +86,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="operator-rank", category="operator_hotspot", title="Operator type slow on one rank",
+    id="operator-rank", category="operator_hotspot", title=N_("Operator type slow on one rank"),
     description="""\
 For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not work), the time on each rank is
 compared with the median over the ranks of its pipeline stage (at least `min_ranks`). A rank is reported when its

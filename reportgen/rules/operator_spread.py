@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="operator-spread", category="slow_rank", title="Operators long on one device or on every device",
+    id="operator-spread", category="slow_rank", title=N_("Operators long on one device or on every device"),
     description="""\
 Reads the execution view (operator timelines of the representative step). Per stage and operator type, the
 type's time on each device is compared with the stage's median: a device where types run `min_rel` above it

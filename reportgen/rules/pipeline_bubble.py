@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="pipeline-bubble", category="pipeline_bubble", title="Pipeline bubble (waiting for other stages)",
+    id="pipeline-bubble", category="pipeline_bubble", title=N_("Pipeline bubble (waiting for other stages)"),
     description="""\
 MindInsight ParallelProposer's between-stage rate: Σ pure receive / Σ (computation + pure communication) over all
 ranks (Ascend layout: Σ Bubble / Σ step). Severity: information from `info_rate` (MindInsight's 10 %), warning

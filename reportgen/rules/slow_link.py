@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
 from reportgen.rules.stats import MAD_SCALE
 
@@ -26,13 +27,13 @@ class Thresholds:
     critical_share: float = th(0.2, 'lost time per step from which the finding is critical')
 
 
-ADVICE = """\
+ADVICE = N_("""\
 A link much slower than its peers of the same transport slows every collective that uses it (a ring all-reduce
 runs at the speed of its slowest hop).
 - Check the two devices' network ports and cables, link error and retransmission counters (`hccn_tool`), and for
   RDMA the switch port and its congestion / PFC settings.
 - If the link is slow only in some operators, look at the per-operator distribution on the Communication page:
-  small packets (under 16 MB on SDMA, 1 MB on RDMA) reach low bandwidth by nature."""
+  small packets (under 16 MB on SDMA, 1 MB on RDMA) reach low bandwidth by nature.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -70,21 +71,28 @@ def check(ctx: Context) -> list[Finding]:
             severity = "info"
         links = [f"{int(s)}-{int(d)}" for s, d in zip(slow["src"], slow["dst"])]
         n = len(links)
-        title = (f"{'Link' if n == 1 else f'{n} links'} {', '.join(links[:4])}{' …' if n > 4 else ''} "
-                 f"({transport}) {'runs' if n == 1 else 'run'} at {float(w['bandwidth_gbps']):.2f} GB/s, "
-                 f"{fmt_pct(float(w['bandwidth_gbps']) / med, 0)} of the {med:.2f} GB/s median of {len(f)} "
-                 f"{transport} links")
+        params = dict(links=", ".join(links[:4]) + (" …" if n > 4 else ""), n=n, transport=transport,
+                      bw=f"{float(w['bandwidth_gbps']):.2f}", pct=fmt_pct(float(w["bandwidth_gbps"]) / med, 0),
+                      median=f"{med:.2f}", peers=len(f))
+        title = (lazy("Link {links} ({transport}) runs at {bw} GB/s, {pct} of the {median} GB/s median of {peers} "
+                      "{transport} links", **params) if n == 1 else
+                 lazy("{n} links {links} ({transport}) run at {bw} GB/s, {pct} of the {median} GB/s median of "
+                      "{peers} {transport} links", **params))
         rows = [[int(r.src), int(r.dst), round(float(r.size_mb), 3), round(float(r.time_ms), 4),
                  round(float(r.bandwidth_gbps), 4), fmt_pct(float(r.bandwidth_gbps) / med, 0),
                  round(float(r.lost_ms), 4)] for r in slow.head(50).itertuples()]
         findings.append(Finding(
-            id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=ADVICE,
-            why=(f"About {fmt_ms(float(w['lost_ms']))} per step is spent on this link beyond what the median "
-                 f"{md_literal(transport)} bandwidth would need" + (f" ({fmt_pct(lost_share)} of the step)."
-                                                        if not math.isnan(lost_share) else
-                                                        " (more than the step itself: the communication files and "
-                                                        "the step trace disagree, see data quality)." if over_step
-                                                        else ".")),
+            id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=lazy(ADVICE),
+            why=(lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
+                      "would need ({share} of the step).", lost=fmt_ms(float(w["lost_ms"])),
+                      transport=md_literal(transport), share=fmt_pct(lost_share))
+                 if not math.isnan(lost_share) else
+                 lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
+                      "would need (more than the step itself: the communication files and the step trace disagree,"
+                      " see data quality).", lost=fmt_ms(float(w["lost_ms"])), transport=md_literal(transport))
+                 if over_step else
+                 lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
+                      "would need.", lost=fmt_ms(float(w["lost_ms"])), transport=md_literal(transport))),
             page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
             evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
@@ -96,7 +104,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="slow-link", category="slow_link", title="Slow link",
+    id="slow-link", category="slow_link", title=N_("Slow link"),
     description="""\
 Links between two devices (all communication groups summed, per averaged step) are compared with the other links
 of the same transport (HCCS, RDMA, SDMA, PCIE, SIO; LOCAL and links under `min_size_mb` are left out; at least

@@ -12,6 +12,7 @@ import math
 
 from reportgen import urls
 from reportgen.analysis.impact import replace_excess
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def _table(rows: list[dict], flops: dict) -> dict:
 
 
 RULE = Rule(
-    id="stage-imbalance", category="stage_imbalance", title="Pipeline stage imbalance",
+    id="stage-imbalance", category="stage_imbalance", title=N_("Pipeline stage imbalance"),
     description="""\
 The mean computation per step of each stage's ranks is compared with the mean over stages. The slowest stage is
 reported when it is at least `min_rel` above the mean and the difference is at least `min_share` of the step

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="step-interval", category="data_pipeline", title="Step interval long (waiting for data)",
+    id="step-interval", category="data_pipeline", title=N_("Step interval long (waiting for data)"),
     description="""\
 The median of the ranks' average step interval (MindInsight step trace). Reported from `info_ms` (MindInsight's
 StepTraceProposer threshold, 0.5 ms) as information; a warning when it is also at least `warning_share` of the

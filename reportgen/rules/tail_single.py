@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.i18n import N_
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def check(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule(
-    id="tail-single-device", category="operator_hotspot", title="Tail long on a single device",
+    id="tail-single-device", category="operator_hotspot", title=N_("Tail long on a single device"),
     description="""\
 Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`, warning
 from `warning_share`.""",
