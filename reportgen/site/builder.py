@@ -25,6 +25,7 @@ from reportgen import __version__, i18n
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
+from reportgen.site.problems import translate_problem
 from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
 from reportgen.urls import INDEX, resolve_hrefs, url_function
@@ -103,6 +104,7 @@ def make_env() -> Environment:
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
     # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
     env.filters["t"] = i18n.translate
+    env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)
