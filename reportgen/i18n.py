@@ -152,6 +152,26 @@ class Msg:
         return hash(self.msgid)
 
 
+_problem_translator = None
+
+
+def set_problem_translator(fn) -> None:
+    """The site registers how a stored data-quality problem is shown in a language (`site.problems`)."""
+    global _problem_translator
+    _problem_translator = fn
+
+
+class Problem(Msg):
+    """A data-quality problem as the loaders wrote it (English, language-neutral in `summary.json`), rendered in a
+    language through the translator the site registers; as written when none is registered."""
+
+    def render(self, lang: Optional[str] = None) -> str:
+        lang = lang or current()
+        if lang == DEFAULT or _problem_translator is None:
+            return self.msgid
+        return _problem_translator(self.msgid, lang)
+
+
 def lazy(msgid: str, **params: Any) -> Msg:
     return Msg(msgid, **params)
 

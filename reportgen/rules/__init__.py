@@ -21,6 +21,7 @@ from reportgen.rules import (
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, step_interval, tail_single,
 )
+from reportgen.i18n import lazy
 from reportgen.rules.base import SEVERITIES, Finding, Rule
 
 log = logging.getLogger("msreport")
@@ -187,8 +188,9 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
         except Exception as e:  # noqa: BLE001 - one broken rule must not cost the report
             log.warning("rule %s failed: %s: %s", rule.id, type(e).__name__, e)
             found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",
-                             title=f"The rule {rule.id} could not run on this data ({type(e).__name__}: {e})",
-                             advice="This is a bug in msreport; please report it with the profile's layout.",
+                             title=lazy("The rule {rule} could not run on this data ({error}: {message})", rule=rule.id,
+                                        error=type(e).__name__, message=str(e)),
+                             advice=lazy("This is a bug in msreport; please report it with the profile's layout."),
                              page=urls.page(urls.RULES))]
         for k, f in enumerate(found):
             if not f.id.startswith(rule.id + "."):

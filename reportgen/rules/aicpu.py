@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -20,18 +20,18 @@ DATA_OPS = {"getnext", "initdata", "dynamicgetnext", "dynamicgetnextv2", "getnex
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_share: float = th(0.03, 'AI CPU time / (AI Core + AI CPU time), median over ranks, from which it is '
-                                 "reported (msprof-analyze's 3 %, medium)")
-    warning_share: float = th(0.05, "share from which it is a warning (msprof-analyze's 5 %, high)")
-    min_max_us: float = th(20.0, 'only when some AI CPU operator takes at least this many µs (msprof-analyze)')
+    info_share: float = th(0.03, N_('AI CPU time / (AI Core + AI CPU time), median over ranks, from which it is '
+                                 "reported (msprof-analyze's 3 %, medium)"))
+    warning_share: float = th(0.05, N_("share from which it is a warning (msprof-analyze's 5 %, high)"))
+    min_max_us: float = th(20.0, N_('only when some AI CPU operator takes at least this many µs (msprof-analyze)'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Operators running on the AI CPU are much slower than on the AI Core and break the device pipeline.
 - Usual causes: float64 / int64 / complex inputs, or shapes and attributes the AI Core kernel does not support;
   cast inputs to float32/float16/int32 where the operator allows it.
 - Index-style operators (index, index_put, nonzero, argmin, unique) often fall back: rewrite them with masks or
-  gather/scatter forms that have AI Core kernels."""
+  gather/scatter forms that have AI Core kernels.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -57,19 +57,20 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(
         id="aicpu.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t.warning_share else "info",
-        title=f"AI CPU operators take {fmt_pct(med)} of device operator time ({', '.join(by_type.index[:3])})",
-        advice=ADVICE, why="AI CPU fallbacks are slow and serialise the device's work.",
+        title=lazy("AI CPU operators take {share} of device operator time ({types})", share=fmt_pct(med),
+                   types=", ".join(by_type.index[:3])),
+        advice=lazy(ADVICE), why=lazy("AI CPU fallbacks are slow and serialise the device's work."),
         page=urls.rank(r, "operators"), ranks=sorted(int(x) for x in share.index),
         evidence={"median_share": med, "max_share": float(share.max()), "longest_op_us": max_us,
                   "types_ms": by_type.head(20).to_dict()},
-        table={"columns": ["AI CPU type", "Time, all ranks"],
+        table={"columns": [N_("AI CPU type"), N_("Time, all ranks")],
                "rows": [[k, fmt_ms(v)] for k, v in by_type.head(20).items()], "links": [None] * min(20, len(by_type))})]
 
 
 RULE = Rule(
     id="aicpu", category="operator_hotspot", title=N_("AI CPU operators"),
-    description="""\
+    description=N_("""\
 AI CPU time / (AI Core + AI CPU time) per rank, median over ranks, leaving out the sink-mode data operators
 (GetNext, InitData, …). Reported when some AI CPU operator takes at least `min_max_us`: information from
-`info_share`, warning from `warning_share` (msprof-analyze's medium and high priorities).""",
-    params=Thresholds, check=check, source="msprof-analyze advisor AICPU Issues")
+`info_share`, warning from `warning_share` (msprof-analyze's medium and high priorities)."""),
+    params=Thresholds, check=check, source=N_("msprof-analyze advisor AICPU Issues"))

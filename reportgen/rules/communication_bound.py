@@ -13,42 +13,42 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_rate: float = th(0.1, 'share of the step from which it is reported as information (MindInsight '
-                               "ParallelProposer's 10 %)")
-    warning_rate: float = th(0.2, 'share of the step from which it is a warning')
-    critical_rate: float = th(0.4, 'share of the step from which it is critical')
-    own_quantile: float = th(0.0, "severity is judged on this quantile of the ranks' shares (0: the rank that waits"
+    info_rate: float = th(0.1, N_('share of the step from which it is reported as information (MindInsight '
+                               "ParallelProposer's 10 %)"))
+    warning_rate: float = th(0.2, N_('share of the step from which it is a warning'))
+    critical_rate: float = th(0.4, N_('share of the step from which it is critical'))
+    own_quantile: float = th(0.0, N_("severity is judged on this quantile of the ranks' shares (0: the rank that waits"
                                   ' least), so waiting for a straggler is not counted as communication; with one '
                                   'straggler among hundreds every other rank waits, so any quantile above 0 would '
-                                  'count the waiting')
-    max_tail_spread: float = th(0.25, 'data parallel without overlap data: tails count as similar when (max − min) '
-                                      "/ median of the ranks' tails is below this")
+                                  'count the waiting'))
+    max_tail_spread: float = th(0.25, N_('data parallel without overlap data: tails count as similar when (max − min) '
+                                      "/ median of the ranks' tails is below this"))
 
 
-ADVICE_DP = """\
+ADVICE_DP = N_("""\
 Gradient all-reduce is not hidden behind the backward pass.
 - MindSpore: tune the AllReduce fusion split (`all_reduce_fusion_config`, or `comm_fusion`) so that the first
   buckets start while backward is still running; torch: adjust DDP `bucket_cap_mb` and make sure
   `overlap_grad_reduce` / gradient-accumulation fusion is on.
-- Larger micro-batches or gradient accumulation communicate less often per sample."""
+- Larger micro-batches or gradient accumulation communicate less often per sample.""")
 
-ADVICE_MP = """\
+ADVICE_MP = N_("""\
 Pure communication (only communication operators running) is high on every rank: operator sharding probably inserts
 redistribution (tensor rearrangement) between operators whose strategies do not match.
 - Look at a rank's timeline for the communication operators in the pure-communication segments and check why each
   was inserted; choose strategies so that consecutive operators share their split and no redistribution is needed.
 - Prefer sharding where it does not insert communication; keep tensor parallelism inside a host (HCCS) and
-  data / pipeline parallelism across hosts."""
+  data / pipeline parallelism across hosts.""")
 
-ADVICE_STAGE = """\
+ADVICE_STAGE = N_("""\
 Inside this pipeline stage, collective communication (excluding the receive from other stages) is not hidden by
 computation: operator sharding within the stage probably inserts redistribution. Apply the model-parallel analysis
-(pure communication segments in the stage's timeline) to the stage's ranks."""
+(pure communication segments in the stage's timeline) to the stage's ranks.""")
 
 
 def _stage_times(ov) -> dict[int, float]:
@@ -98,7 +98,8 @@ def _top_ops(a, n: int = 3) -> tuple[str, list[dict]]:
     if not rows or total <= 0:
         return "", []
     names = ", ".join(f"{r['op']} ({r['mean_ms']:.1f} ms)" for r in rows)
-    return f"; mostly {names} of {len(ops)} operator(s), {total:.1f} ms per step in all", rows
+    return lazy("; mostly {names} of {n} operator(s), {total} ms per step in all", names=names, n=len(ops),
+                total=f"{total:.1f}"), rows
 
 
 def _overall(ctx: Context) -> list[Finding]:
@@ -123,13 +124,16 @@ def _overall(ctx: Context) -> list[Finding]:
             waiting = own < ctx.t.info_rate or (rate - own) >= 0.5 * rate
             out.append(Finding(
                 id="communication-bound.rate", category="communication_bound", severity=sev,
-                title=f"Communication not hidden by computation takes {fmt_pct(rate)} of the step over all ranks "
-                      f"(ranks from {fmt_pct(float(shares.min()))} to {fmt_pct(float(shares.max()))})"
-                      + (f"; the ranks that wait least show {fmt_pct(own)}: the rest is waiting for slower ranks"
-                         if rate - own >= 0.05 or waiting else "") + _top_ops(a)[0],
-                advice=ADVICE_DP if dp else ADVICE_MP,
-                why="Communication that runs while no computation does adds straight to the step time on every "
-                    "rank.",
+                title=lazy("{main}{least}{ops}", main=lazy(
+                    "Communication not hidden by computation takes {rate} of the step over all ranks (ranks from "
+                    "{lo} to {hi})", rate=fmt_pct(rate), lo=fmt_pct(float(shares.min())),
+                    hi=fmt_pct(float(shares.max()))),
+                           least=lazy("; the ranks that wait least show {own}: the rest is waiting for slower ranks",
+                                      own=fmt_pct(own)) if rate - own >= 0.05 or waiting else "",
+                           ops=_top_ops(a)[0]),
+                advice=lazy(ADVICE_DP if dp else ADVICE_MP),
+                why=lazy("Communication that runs while no computation does adds straight to the step time on every "
+                    "rank."),
                 page=urls.OVERLAP_RATES,
                 evidence={"rate": rate, "threshold_info": ctx.t.info_rate,
                           "mindinsight_key": "data_parallel_communication_rate" if dp
@@ -161,29 +165,31 @@ def _within_stage(ctx: Context) -> list[Finding]:
             out.append(Finding(
                 id="communication-bound.within-stage", category="communication_bound",
                 severity=_severity(judged, ctx) or "info",
-                title=f"Stage {longest}, the longest stage: collective communication not hidden by computation "
-                      f"takes {fmt_pct(rate)} of its step"
-                      + (f"; its ranks that wait least show {fmt_pct(judged)}: the rest is waiting for slower ranks"
-                         if rate - judged >= 0.05 else ""),
-                advice=ADVICE_STAGE, why="The whole pipeline runs at the pace of its longest stage; communication "
-                                         "inside it lengthens every step.",
+                title=lazy("{main}{least}", main=lazy(
+                    "Stage {stage}, the longest stage: collective communication not hidden by computation takes "
+                    "{rate} of its step", stage=longest, rate=fmt_pct(rate)),
+                           least=lazy("; its ranks that wait least show {own}: the rest is waiting for slower ranks",
+                                      own=fmt_pct(judged)) if rate - judged >= 0.05 else ""),
+                advice=lazy(ADVICE_STAGE), why=lazy("The whole pipeline runs at the pace of its longest stage; communication "
+                                         "inside it lengthens every step."),
                 page=urls.OVERLAP_STAGES, stages=[longest], ranks=[],
                 evidence={"rate": rate, "stage": longest, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage",
                           "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
                           "other_stages_above_info_rate": others, "threshold_info": ctx.t.info_rate,
                           "judged_rate": judged},
-                table={"columns": ["Stage", "Stage time (ms)", "Pure collective / step"],
+                table={"columns": [N_("Stage"), N_("Stage time (ms)"), N_("Pure collective / step")],
                        "rows": [[s, round(times[s], 4) if s in times else None, fmt_pct(v, 2)]
                                 for s, v in sorted(vals.items())],
                        "links": [None] * len(vals)}))
         elif mi_worst is not None and _severity(vals[mi_worst], ctx):
             out.append(Finding(
                 id="communication-bound.within-stage", category="communication_bound", severity="info",
-                title=f"Stage {mi_worst}: collective communication not hidden by computation takes "
-                      f"{fmt_pct(vals[mi_worst])} of its step, but it is not the longest stage (mostly waiting)",
-                advice=ADVICE_STAGE, why="A stage that is not the longest waits in its collectives for the others; "
-                                         "the share is a symptom rather than the cause.",
+                title=lazy("Stage {stage}: collective communication not hidden by computation takes {rate} of its "
+                           "step, but it is not the longest stage (mostly waiting)", stage=mi_worst,
+                           rate=fmt_pct(vals[mi_worst])),
+                advice=lazy(ADVICE_STAGE), why=lazy("A stage that is not the longest waits in its collectives for the others; "
+                                         "the share is a symptom rather than the cause."),
                 page=urls.OVERLAP_STAGES, stages=[mi_worst], ranks=[],
                 evidence={"rate": vals[mi_worst], "stage": mi_worst, "per_stage": vals, "stage_time_ms": times,
                           "mindinsight_key": "pipeline_parallel_within_stage"}))
@@ -203,11 +209,12 @@ def _tail(ctx: Context) -> list[Finding]:
         if sev and spread <= ctx.t.max_tail_spread:
             out.append(Finding(
                 id="communication-bound.tail", category="communication_bound", severity=sev,
-                title=f"Every rank's tail is long and similar: {fmt_pct(share)} of the step "
-                      f"(median {med_tail:.2f} ms, spread {fmt_pct(spread, 0)})",
-                advice=ADVICE_DP,
-                why="In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
-                    "no slow rank causes it: the AllReduce itself is exposed.",
+                title=lazy("Every rank's tail is long and similar: {share} of the step (median {median} ms, "
+                           "spread {spread})", share=fmt_pct(share), median=f"{med_tail:.2f}",
+                           spread=fmt_pct(spread, 0)),
+                advice=lazy(ADVICE_DP),
+                why=lazy("In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
+                    "no slow rank causes it: the AllReduce itself is exposed."),
                 page=urls.page(urls.STEP_TRACE), evidence={"tail_share": share, "median_tail_ms": med_tail,
                                                           "median_step_ms": med_total, "tail_spread": spread}))
     return out
@@ -221,7 +228,7 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="communication-bound", category="communication_bound", title=N_("Communication not hidden by computation"),
-    description="""\
+    description=N_("""\
 MindInsight ParallelProposer's rates from the averaged step of every rank: Σ pure communication / Σ (computation +
 pure communication) (model or data parallel; for the Ascend layout Σ Communication (not overlapped) / Σ step),
 judged on the `own_quantile` quantile of the ranks' own shares (waiting for a straggler is the straggler's cost),
@@ -229,7 +236,7 @@ and
 per pipeline stage Σ pure collective (excluding receive) / Σ (computation + pure communication). A data-parallel
 MindInsight run without overlap files uses the tail: long on every rank and similar across ranks (spread under
 `max_tail_spread`). Severity: information from `info_rate` (MindInsight's 10 %), warning from `warning_rate`,
-critical from `critical_rate`.""",
+critical from `critical_rate`."""),
     params=Thresholds, check=check,
-    source="tuning guide, data parallel step 3, model parallel step 3, pipeline parallel step 2; MindInsight "
-           "ParallelProposer")
+    source=N_("tuning guide, data parallel step 3, model parallel step 3, pipeline parallel step 2; MindInsight "
+           "ParallelProposer"))

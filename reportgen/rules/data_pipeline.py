@@ -12,39 +12,39 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.i18n import N_
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal
+from reportgen.i18n import N_, lazy
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
 
 @dataclass(frozen=True)
 class Thresholds:
-    host_empty_rate: float = th(0.3, 'host queue empty in more than this fraction of the steps -> data processing '
-                                     "is the bottleneck (MindInsight's 30 %)")
-    min_interval_ms: float = th(0.5, "the rank's step interval from which a dry queue is a warning (below it it is "
-                                     'information; without a step interval it is a warning)')
-    min_share: float = th(0.05, 'and the fraction of the step the interval must reach')
+    host_empty_rate: float = th(0.3, N_('host queue empty in more than this fraction of the steps -> data processing '
+                                     "is the bottleneck (MindInsight's 30 %)"))
+    min_interval_ms: float = th(0.5, N_("the rank's step interval from which a dry queue is a warning (below it it is "
+                                     'information; without a step interval it is a warning)'))
+    min_share: float = th(0.05, N_('and the fraction of the step the interval must reach'))
 
 
 OP_ADVICE = {
-    "MapOp": "**{name}** (map) cannot keep up: raise its `num_parallel_workers`, simplify or vectorise its Python "
-             "transforms (or use C++ transforms), and check that the host has CPU to spare.",
-    "GeneratorOp": "**{name}** (generator) is slow: raise `num_parallel_workers` (with `python_multiprocessing`) or "
-                   "convert the data to MindRecord and read it with `MindDataset`.",
-    "BatchOp": "**{name}** (batch) is the limit: raise `prefetch_size` (`ds.config.set_prefetch_size`) and its "
-               "`num_parallel_workers`; a per-batch map inside batch is often the slow part.",
-    "source": "The source operators ({name}) read too slowly: raise their `num_parallel_workers`, use MindRecord, "
-              "cache the dataset, or read from faster storage.",
-    "other": "**{name}** is the slowest operator of the pipeline: raise its `num_parallel_workers`.",
+    "MapOp": N_("**{name}** (map) cannot keep up: raise its `num_parallel_workers`, simplify or vectorise its Python "
+             "transforms (or use C++ transforms), and check that the host has CPU to spare."),
+    "GeneratorOp": N_("**{name}** (generator) is slow: raise `num_parallel_workers` (with `python_multiprocessing`) or "
+                   "convert the data to MindRecord and read it with `MindDataset`."),
+    "BatchOp": N_("**{name}** (batch) is the limit: raise `prefetch_size` (`ds.config.set_prefetch_size`) and its "
+               "`num_parallel_workers`; a per-batch map inside batch is often the slow part."),
+    "source": N_("The source operators ({name}) read too slowly: raise their `num_parallel_workers`, use MindRecord, "
+              "cache the dataset, or read from faster storage."),
+    "other": N_("**{name}** is the slowest operator of the pipeline: raise its `num_parallel_workers`."),
 }
 
-ADVICE_PROCESS = """\
+ADVICE_PROCESS = N_("""\
 The host queue is empty at most steps: data processing does not keep up with training (tuning guide, step 2 of
 both modes). Find the slow operator in the rank's pipeline table (input queue full, output queue empty) and speed it
-up; raising `num_parallel_workers`, MindRecord and caching are the usual levers."""
+up; raising `num_parallel_workers`, MindRecord and caching are the usual levers.""")
 
-ADVICE_TRANSMISSION = """\
+ADVICE_TRANSMISSION = N_("""\
 The host queue is fed but the chip-side queue runs dry: sending data from host to device is the limit. Check for
 custom per-batch work in the training script between the dataset iterator and the network (time it); if there is
-none, report it to the framework with this profile."""
+none, report it to the framework with this profile.""")
 
 
 def _op_names(a, rank: int, ids: list[int]) -> tuple[str, str]:
@@ -88,20 +88,24 @@ def check(ctx: Context) -> list[Finding]:
         names, op_kind = _op_names(a, worst, ids)
         op_line = ""
         if names and kind in ("operator", "queue_drop"):
-            op_line = OP_ADVICE[op_kind].format(name=names)
+            op_line = lazy(OP_ADVICE[op_kind], name=names)
         elif names and kind == "source":
-            op_line = OP_ADVICE["source"].format(name=names)
+            source_advice = OP_ADVICE["source"]
+            op_line = lazy(source_advice, name=names)
         cpu = res.cpu.get(worst)
         if verdict == "data_process":
-            title = (f"{fmt_ranks(ranks).capitalize()}: the host data queue is empty in {q.host_empty} of "
-                     f"{q.host_total} steps ({fmt_pct(rates[worst], 0)}); data processing does not keep up")
-            advice = ADVICE_PROCESS + ("\n\n" + op_line if op_line else "")
+            title = lazy("{ranks}: the host data queue is empty in {empty} of {total} steps ({rate}); data "
+                         "processing does not keep up", ranks=ranks_msg(ranks, capital=True), empty=q.host_empty,
+                         total=q.host_total, rate=fmt_pct(rates[worst], 0))
+            advice = lazy("{advice}{op}", advice=lazy(ADVICE_PROCESS), op=lazy("\n\n{line}", line=op_line)
+                          if op_line else "")
         else:
-            title = (f"{fmt_ranks(ranks).capitalize()}: the chip-side data queue ran dry in {q.device_empty} of "
-                     f"{q.device_total} batches while the host queue was fed; host-to-device transfer is the limit")
-            advice = ADVICE_TRANSMISSION
+            title = lazy("{ranks}: the chip-side data queue ran dry in {empty} of {total} batches while the host "
+                         "queue was fed; host-to-device transfer is the limit", ranks=ranks_msg(ranks, capital=True),
+                         empty=q.device_empty, total=q.device_total)
+            advice = lazy(ADVICE_TRANSMISSION)
         if sev == "info":
-            title += " (the step interval stays small)"
+            title = lazy("{title} (the step interval stays small)", title=title)
         ev = {"verdict": verdict, "rank": worst, "host_queue_empty": q.host_empty, "host_queue_steps": q.host_total,
               "host_empty_rate": rates.get(worst), "chip_queue_empty": q.device_empty,
               "chip_queue_batches": q.device_total, "bottleneck_operator": names or None,
@@ -117,23 +121,23 @@ def check(ctx: Context) -> list[Finding]:
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
         out.append(Finding(
             id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
-            advice=advice, why="A device waiting for input computes nothing; the step interval grows by the wait.",
+            advice=advice, why=lazy("A device waiting for input computes nothing; the step interval grows by the wait."),
             page=urls.rank(worst, "data"), ranks=ranks, evidence=ev,
-            table={"columns": ["Rank", "Host queue empty (steps)", "Chip queue empty (batches)", "Step interval"],
+            table={"columns": [N_("Rank"), N_("Host queue empty (steps)"), N_("Chip queue empty (batches)"), N_("Step interval")],
                    "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}))
     return out
 
 
 RULE = Rule(
     id="data-pipeline", category="data_pipeline", title=N_("Data queues run dry"),
-    description="""\
+    description=N_("""\
 MindInsight's queue reading for every rank with MindData queue files: the host queue empty in more than
 `host_empty_rate` of the steps → data processing; otherwise the chip-side (GetNext) queue ever empty → data
 transmission. The bottleneck dataset operator follows MindInsight's pipeline rule (input queues ≥ 0.8, output
 queue < 0.6; all queues low → the source operators) with the seed's "input full, output empty" fallback, and gets
 MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
 `min_share` of its step, or when no step interval is recorded; information otherwise (the queue runs dry but the
-step barely waits).""",
+step barely waits)."""),
     params=Thresholds, check=check,
-    source="tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
-           "MinddataPipelineProposer")
+    source=N_("tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
+           "MinddataPipelineProposer"))

@@ -13,22 +13,22 @@ import math
 import pandas as pd
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_rate: float = th(0.1, "median free / step over ranks from which it is reported (msprof-analyze's 10 %)")
-    warning_rate: float = th(0.2, 'from which it is a warning')
-    critical_rate: float = th(0.4, 'from which it is critical')
+    info_rate: float = th(0.1, N_("median free / step over ranks from which it is reported (msprof-analyze's 10 %)"))
+    warning_rate: float = th(0.2, N_('from which it is a warning'))
+    critical_rate: float = th(0.4, N_('from which it is critical'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 The device waits for the host to give it work (operator dispatch, Python in the step, synchronisation).
 - Look at a rank's timeline (download it from the rank page, open in Perfetto) for gaps with no device task and what
   the host does meanwhile: CPU-side operators, `.item()` / `.cpu()` synchronisations, data loading, logging.
 - Graph mode / compiled graphs (MindSpore `GRAPH_MODE`, `torch.compile` / torchair), task queue and fused
-  operators reduce dispatch overhead; check CPU affinity and contention on the host."""
+  operators reduce dispatch overhead; check CPU affinity and contention on the host.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -57,8 +57,9 @@ def check(ctx: Context) -> list[Finding]:
     ranks = sorted(int(r) for r in share.index[share >= ctx.t.info_rate])
     return [Finding(
         id="host-bound.free", category="host_bound", severity=sev,
-        title=f"The device is idle (free) for {fmt_pct(med)} of the step (median over {len(share)} ranks)",
-        advice=ADVICE, why="Free time is neither computation nor communication: the device has nothing to run.",
+        title=lazy("The device is idle (free) for {share} of the step (median over {n} ranks)", share=fmt_pct(med),
+                   n=len(share)),
+        advice=lazy(ADVICE), why=lazy("Free time is neither computation nor communication: the device has nothing to run."),
         page=page, ranks=ranks,
         evidence={"median_free_share": med, "max_free_share": float(share.max()), "source": source,
                   "threshold_info": ctx.t.info_rate})]
@@ -66,9 +67,9 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="host-bound", category="host_bound", title=N_("Device idle (host bound)"),
-    description="""\
+    description=N_("""\
 The median over ranks of Free / step time (Ascend `step_trace_time.csv`). Information from `info_rate`
 (msprof-analyze's 10 %), warning from `warning_rate`, critical from `critical_rate`. Runs with only a device
 timeline use its free time / span, as information. A single rank with more free time than its peers is a
-slow-rank finding (phase free).""",
-    params=Thresholds, check=check, source="seed 003; msprof-analyze Overall Summary; tuning guide timeline check")
+slow-rank finding (phase free)."""),
+    params=Thresholds, check=check, source=N_("seed 003; msprof-analyze Overall Summary; tuning guide timeline check"))

@@ -17,14 +17,14 @@ from reportgen.rules.stats import peer_median, standouts, step_reference
 
 @dataclass(frozen=True)
 class Thresholds:
-    z: float = th(3.5, "robust z-score below the group's median wait, in a step")
-    min_rel: float = th(0.5, 'and waiting at least this fraction less than the median wait')
-    min_abs_ms: float = th(1.0, 'and at least this many ms less')
-    min_share: float = th(0.05, 'and the difference at least this fraction of the median step time')
-    persistence: float = th(0.5, 'fraction of its steps in which the rank must wait least')
-    elapse_share: float = th(0.5, "and its whole communication time must be shorter than the peers' median by at "
+    z: float = th(3.5, N_("robust z-score below the group's median wait, in a step"))
+    min_rel: float = th(0.5, N_('and waiting at least this fraction less than the median wait'))
+    min_abs_ms: float = th(1.0, N_('and at least this many ms less'))
+    min_share: float = th(0.05, N_('and the difference at least this fraction of the median step time'))
+    persistence: float = th(0.5, N_('fraction of its steps in which the rank must wait least'))
+    elapse_share: float = th(0.5, N_("and its whole communication time must be shorter than the peers' median by at "
                                   'least this fraction of the wait difference (else the wait went into transfer: a '
-                                  'slow link, not a late rank)')
+                                  'slow link, not a late rank)'))
 
 
 ADVICE = N_("""\
@@ -109,4 +109,4 @@ A rank that waits **less** than its peers by more than `z` robust standard devia
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
 wait for it. Severity: warning."""),
     params=Thresholds, check=check,
-    source="tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe")
+    source=N_("tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe"))

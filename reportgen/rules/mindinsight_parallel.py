@@ -15,20 +15,20 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th
 
 @dataclass(frozen=True)
 class Thresholds:
-    step_interval: float = th(0.2, "a rank's average step interval above the mean of ranks by this fraction")
-    flops_per_second: float = th(0.2, "a rank's FLOPS below the mean of ranks by this fraction")
-    cluster_link: float = th(0.2, "a link's bandwidth below the mean of its transport's links by this fraction")
+    step_interval: float = th(0.2, N_("a rank's average step interval above the mean of ranks by this fraction"))
+    flops_per_second: float = th(0.2, N_("a rank's FLOPS below the mean of ranks by this fraction"))
+    cluster_link: float = th(0.2, N_("a link's bandwidth below the mean of its transport's links by this fraction"))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 This is MindInsight's helper verdict, kept for comparison with MindSpore Insight. It compares each rank with the
 plain mean of the ranks; the robust slow-rank and slow-link findings (when present) say whether the difference
-costs enough time to act on."""
+costs enough time to act on.""")
 
 
 def _step_interval(ctx: Context) -> list[Finding]:
@@ -45,9 +45,9 @@ def _step_interval(ctx: Context) -> list[Finding]:
         return []
     return [Finding(
         id="mindinsight.step-interval", category="slow_rank", severity="info",
-        title=f"MindInsight's helper: rank {r}'s step interval {ii[r]:.4f} ms is {p[r] * 100:.2f} % above the mean "
-              f"of ranks ({mean:.4f} ms)",
-        advice=ADVICE, page=urls.step_trace_row(r), ranks=[r], phase="step_interval",
+        title=lazy("MindInsight's helper: rank {rank}'s step interval {value} ms is {pct} % above the mean of ranks "
+                   "({mean} ms)", rank=r, value=f"{ii[r]:.4f}", pct=f"{p[r] * 100:.2f}", mean=f"{mean:.4f}"),
+        advice=lazy(ADVICE), page=urls.step_trace_row(r), ranks=[r], phase="step_interval",
         evidence={"mindinsight_key": "step_interval", "rank": r, "value_ms": round(float(ii[r]), 4),
                   "percent": round(float(p[r]) * 100, 2), "mean_ms": mean, "threshold": ctx.t.step_interval})]
 
@@ -66,8 +66,9 @@ def _flops(ctx: Context) -> list[Finding]:
         return []
     return [Finding(
         id="mindinsight.flops-per-second", category="slow_rank", severity="info",
-        title=f"MindInsight's helper: rank {r} runs at {s[r]:.4f} GFLOPS, {p[r] * 100:.2f} % below the mean of ranks",
-        advice=ADVICE, page=urls.FLOPS, ranks=[r], phase="compute",
+        title=lazy("MindInsight's helper: rank {rank} runs at {value} GFLOPS, {pct} % below the mean of ranks",
+                   rank=r, value=f"{s[r]:.4f}", pct=f"{p[r] * 100:.2f}"),
+        advice=lazy(ADVICE), page=urls.FLOPS, ranks=[r], phase="compute",
         evidence={"mindinsight_key": "flops_per_second", "rank": r, "value_gflops": round(float(s[r]), 4),
                   "percent": round(float(p[r]) * 100, 2), "mean_gflops": mean})]
 
@@ -97,9 +98,10 @@ def _links(ctx: Context) -> list[Finding]:
         src, dst = int(g.at[i, "src"]), int(g.at[i, "dst"])
         out.append(Finding(
             id="mindinsight.cluster-link", category="slow_link", severity="info",
-            title=f"MindInsight's helper: {transport} link {src}→{dst} at {bw[i]:.4f} KB/s is {p[i] * 100:.2f} % "
-                  f"below the mean of {len(bw)} {transport} links",
-            advice=ADVICE, page=urls.COMM_LINKS, links=[f"{src}-{dst}"],
+            title=lazy("MindInsight's helper: {transport} link {src}→{dst} at {bw} KB/s is {pct} % below the mean of "
+                       "{n} {transport} links", transport=transport, src=src, dst=dst, bw=f"{bw[i]:.4f}",
+                       pct=f"{p[i] * 100:.2f}", n=len(bw)),
+            advice=lazy(ADVICE), page=urls.COMM_LINKS, links=[f"{src}-{dst}"],
             transport=str(transport), ranks=[src, dst],
             evidence={"mindinsight_key": "cluster_link", "src": src, "dst": dst, "transport": str(transport),
                       "bandwidth_kb_s": round(float(bw[i]), 4), "percent": round(float(-p[i]) * 100, 2),
@@ -115,10 +117,10 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="mindinsight", category="slow_rank", title=N_("MindInsight's cluster helper (ParallelProposer), for comparison"),
-    description="""\
+    description=N_("""\
 Exactly MindInsight's `ParallelProposer` on the averaged step: `step_interval` (a rank's step interval more than
 20 % above the mean of ranks), `flops_per_second` (a rank's FLOPS more than 20 % below the mean) and `cluster_link`
 (per transport, the link furthest below the mean bandwidth of the links, by more than 20 %; bandwidth in KB/s as
 the profiler stored it). Always information: they are merged into a slow-rank or slow-link finding about the same
-rank or link when one exists. Values to 4 decimals, percents to 2, as MindInsight shows them.""",
-    params=Thresholds, reference=True, check=check, source="MindInsight parallel_proposer.py")
+rank or link when one exists. Values to 4 decimals, percents to 2, as MindInsight shows them."""),
+    params=Thresholds, reference=True, check=check, source=N_("MindInsight parallel_proposer.py"))

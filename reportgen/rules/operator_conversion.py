@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
@@ -17,18 +17,18 @@ CONVERSION = {"cast", "transdata", "transdatarnn", "transdatad"}
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_share: float = th(0.05, "conversion operators' share of AI Core time (median over ranks) from which it is "
-                                 'reported')
-    warning_share: float = th(0.1, 'share from which it is a warning')
+    info_share: float = th(0.05, N_("conversion operators' share of AI Core time (median over ranks) from which it is "
+                                 'reported'))
+    warning_share: float = th(0.1, N_('share from which it is a warning'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Data-type and layout conversions are pure overhead.
 - Cast: keep the model in one precision where accuracy allows (float16 / bfloat16 end to end, mixed precision
   `O2`/`O3` rather than casting around single operators); remove hand-written casts that are not needed.
 - TransData: formats change between operators that prefer different layouts (NCHW ↔ NC1HWC0 / FRACTAL_NZ);
   keep consecutive operators in the same format, use shapes aligned to 16, and report conversions the framework
-  inserts without need."""
+  inserts without need.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -52,19 +52,21 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(
         id="operator-conversion.share", category="operator_hotspot",
         severity="warning" if med >= ctx.t.warning_share else "info",
-        title=f"Conversion operators ({', '.join(by_type.index[:3])}) take {fmt_pct(med)} of AI Core time"
-              + ("" if n == 1 else f" (median over {n} ranks)"),
-        advice=ADVICE, why="Every conversion is device time spent moving data rather than computing.",
+        title=(lazy("Conversion operators ({types}) take {share} of AI Core time", types=", ".join(by_type.index[:3]),
+                    share=fmt_pct(med)) if n == 1 else
+               lazy("Conversion operators ({types}) take {share} of AI Core time (median over {n} ranks)",
+                    types=", ".join(by_type.index[:3]), share=fmt_pct(med), n=n)),
+        advice=lazy(ADVICE), why=lazy("Every conversion is device time spent moving data rather than computing."),
         page=urls.rank(r, "operators"), ranks=sorted(int(x) for x in share.index),
         evidence={"median_share": med, "max_share": float(share.max()), "types_ms": by_type.to_dict(),
                   "rank_max": r, "rank_max_ms": float(c[r])},
-        table={"columns": ["Type", "Time, all ranks"], "rows": [[k, fmt_ms(v)] for k, v in by_type.items()],
+        table={"columns": [N_("Type"), N_("Time, all ranks")], "rows": [[k, fmt_ms(v)] for k, v in by_type.items()],
                "links": [None] * len(by_type)})]
 
 
 RULE = Rule(
     id="operator-conversion", category="operator_hotspot", title=N_("Cast / TransData share"),
-    description="""\
+    description=N_("""\
 The share of AI Core time spent in Cast and TransData operators (per rank, median over ranks). Information from
-`info_share`, warning from `warning_share`.""",
-    params=Thresholds, check=check, source="tuning guide, single device, forward + backward long, step 1")
+`info_share`, warning from `warning_share`."""),
+    params=Thresholds, check=check, source=N_("tuning guide, single device, forward + backward long, step 1"))

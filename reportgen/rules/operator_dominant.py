@@ -6,21 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
 @dataclass(frozen=True)
 class Thresholds:
-    share: float = th(0.5, "one type's share of AI Core time (all ranks) from which it is reported")
+    share: float = th(0.5, N_("one type's share of AI Core time (all ranks) from which it is reported"))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Most device time is in one operator type, so that is where speed-ups pay:
 - in float32? switch to float16 / bfloat16 where accuracy allows (the guide's first lever);
 - shapes: dimensions that are multiples of 16 (or 128 / 256 for matrix units) run at full speed;
 - fused kernels (FlashAttention, fused optimizers, fused MatMul + bias / activation) replace chains of small ones.
-This is information: a model made of matrix multiplications is expected to spend its time in them."""
+This is information: a model made of matrix multiplications is expected to spend its time in them.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -39,20 +39,21 @@ def check(ctx: Context) -> list[Finding]:
     r = int(t[t["op_type"] == top].sort_values("total_ms").iloc[-1]["rank"])
     return [Finding(
         id="operator-dominant.type", category="operator_hotspot", severity="info",
-        title=f"{top} takes {fmt_pct(share)} of AI Core time" + ("" if n == 1 else f" over {n} ranks"),
-        advice=ADVICE, why="Optimising anything else can win at most the remaining "
-                           f"{fmt_pct(1 - share, 0)} of AI Core time.",
+        title=(lazy("{op} takes {share} of AI Core time", op=top, share=fmt_pct(share)) if n == 1 else
+               lazy("{op} takes {share} of AI Core time over {n} ranks", op=top, share=fmt_pct(share), n=n)),
+        advice=lazy(ADVICE), why=lazy("Optimising anything else can win at most the remaining {rest} of AI Core time.",
+                                      rest=fmt_pct(1 - share, 0)),
         page=urls.rank(r, "operators"), ranks=[] if n > 1 else [r],
         evidence={"op_type": top, "share": share, "total_ms": v, "next_types": {
             str(k): float(x) / total for k, x in by.iloc[1:4].items()}},
-        table={"columns": ["Type", "Time, all ranks", "Share"],
+        table={"columns": [N_("Type"), N_("Time, all ranks"), N_("Share")],
                "rows": [[str(k), fmt_ms(float(x)), fmt_pct(float(x) / total)] for k, x in by.head(8).items()],
                "links": [None] * min(8, len(by))})]
 
 
 RULE = Rule(
     id="operator-dominant", category="operator_hotspot", title=N_("One operator type dominates"),
-    description="""\
+    description=N_("""\
 The AI Core operator type with the largest time over all ranks, reported as information when it holds at least
-`share` of AI Core time, with the guide's levers (precision, shapes, fused kernels).""",
-    params=Thresholds, check=check, source="tuning guide, single device, forward + backward long, step 1")
+`share` of AI Core time, with the guide's levers (precision, shapes, fused kernels)."""),
+    params=Thresholds, check=check, source=N_("tuning guide, single device, forward + backward long, step 1"))

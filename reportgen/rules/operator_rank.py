@@ -6,26 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
 
 @dataclass(frozen=True)
 class Thresholds:
-    min_ratio: float = th(1.5, "the rank's time for the type is at least this many times the median over ranks")
-    min_share: float = th(0.01, "and the difference is at least this fraction of a typical rank's operator time "
-                                '(information)')
-    warning_share: float = th(0.05, "difference (fraction of a typical rank's operator time) from which it is a "
-                                    'warning')
-    min_ranks: float = th(3.0, 'ranks with operator statistics needed to call one of them different')
+    min_ratio: float = th(1.5, N_("the rank's time for the type is at least this many times the median over ranks"))
+    min_share: float = th(0.01, N_("and the difference is at least this fraction of a typical rank's operator time "
+                                '(information)'))
+    warning_share: float = th(0.05, N_("difference (fraction of a typical rank's operator time) from which it is a "
+                                    'warning'))
+    min_ranks: float = th(3.0, N_('ranks with operator statistics needed to call one of them different'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Only this rank is slow at this operator type, so the cause is local:
 - compare the operator's inputs on this rank with another rank's (shapes, data types, formats: a different shard or
   an uneven split of the data), and its count (more calls on this rank?);
 - if the inputs are the same, the device may be degraded (frequency, temperature, memory errors): check its health.
-- Within a pipeline stage all ranks should run the same operators; across stages different layers are expected."""
+- Within a pipeline stage all ranks should run the same operators; across stages different layers are expected.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -70,16 +70,18 @@ def check(ctx: Context) -> list[Finding]:
         out.append(Finding(
             id="operator-rank.slow-on-rank", category="operator_hotspot",
             severity="warning" if share >= ctx.t.warning_share else "info",
-            title=f"Rank {r} spends {fmt_ms(hi)} in {op_type} against a median of {fmt_ms(m)} on its peers "
-                  f"({hi / m:.1f}×)" + (f", and {len(hs) - 1} more type{'s' if len(hs) > 2 else ''}"
-                                         if len(hs) > 1 else ""),
-            advice=ADVICE, why=f"The extra {fmt_ms(gap)} is {fmt_pct(share)} of a typical rank's operator time; "
-                               "collectives make the others wait for it.",
+            title=lazy("{main}{more}", main=lazy("Rank {rank} spends {value} in {op} against a median of {median} on "
+                                                 "its peers ({ratio}×)", rank=r, value=fmt_ms(hi), op=op_type,
+                                                 median=fmt_ms(m), ratio=f"{hi / m:.1f}"),
+                       more=(lazy(", and {n} more types", n=len(hs) - 1) if len(hs) > 2 else
+                             lazy(", and 1 more type") if len(hs) > 1 else "")),
+            advice=lazy(ADVICE), why=lazy("The extra {gap} is {share} of a typical rank's operator time; collectives "
+                                          "make the others wait for it.", gap=fmt_ms(gap), share=fmt_pct(share)),
             page=urls.rank(r, "operators"), ranks=[r],
             evidence={"op_type": op_type, "side": side, "value_ms": hi, "median_ms": m, "ratio": hi / m,
                       "gap_share_of_operator_time": share, "basis": a.resources.operator_basis,
                       "compared_within": f"stage {g}" if stage_of else "cluster"},
-            table={"columns": ["Type", "Runs on", "This rank (ms)", "Peers' median (ms)", "Ratio"],
+            table={"columns": [N_("Type"), N_("Runs on"), N_("This rank (ms)"), N_("Peers' median (ms)"), N_("Ratio")],
                    "rows": [[h[3], h[2], round(h[4], 4), round(h[5], 4), round(h[4] / h[5], 2)] for h in hs[:20]],
                    "links": [None] * min(20, len(hs))}))
     return out
@@ -87,11 +89,11 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="operator-rank", category="operator_hotspot", title=N_("Operator type slow on one rank"),
-    description="""\
+    description=N_("""\
 For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not work), the time on each rank is
 compared with the median over the ranks of its pipeline stage (at least `min_ranks`). A rank is reported when its
 time is at least `min_ratio` × the median and the difference is at least `min_share` of a typical rank's operator
 time (information), `warning_share` (warning). Totals cover what the profiler recorded (per step for MindInsight,
-the profiled window for Ascend).""",
-    params=Thresholds, check=check, source="MindInsight cluster operator view; Marey view interpretation "
-                                               "(long on one device: slow node)")
+the profiled window for Ascend)."""),
+    params=Thresholds, check=check, source=N_("MindInsight cluster operator view; Marey view interpretation "
+                                               "(long on one device: slow node)"))

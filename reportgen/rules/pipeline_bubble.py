@@ -11,25 +11,25 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_rate: float = th(0.1, 'Σ receive-only (bubble) / Σ step over all ranks from which it is reported as '
-                               "information (MindInsight's 10 %)")
-    warning_rate: float = th(0.2, 'from which it is a warning')
-    critical_rate: float = th(0.4, 'from which it is critical')
+    info_rate: float = th(0.1, N_('Σ receive-only (bubble) / Σ step over all ranks from which it is reported as '
+                               "information (MindInsight's 10 %)"))
+    warning_rate: float = th(0.2, N_('from which it is a warning'))
+    critical_rate: float = th(0.4, N_('from which it is critical'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Stages wait for each other. With balanced stages the remaining bubble is the pipeline's fill and drain, about
 (stages − 1) / (micro-batches + stages − 1) of the step.
 - If the stage-imbalance finding names a slow stage, move layers out of it first (the FLOPs per stage on the
   Resources page show where the work is).
 - Otherwise raise the number of micro-batches (`micro_batch_num` / gradient accumulation), or use an interleaved
   (virtual pipeline) schedule to shrink fill and drain.
-- Check the receive operators' order in a waiting stage's timeline: a receive scheduled too late is also a bubble."""
+- Check the receive operators' order in a waiting stage's timeline: a receive scheduled too late is also a bubble.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -55,15 +55,18 @@ def check(ctx: Context) -> list[Finding]:
     label = "Bubble" if ov.view == "modern" else "Pure receive"
     return [Finding(
         id="pipeline-bubble.between-stage", category="pipeline_bubble", severity=sev,
-        title=f"Waiting for other stages (receive only) takes {fmt_pct(rate)} of the step over all ranks"
-              + (f"; most in stage {worst[0]} ({fmt_pct(worst[2])} of its step)" if worst else ""),
-        advice=ADVICE, why="During the bubble the device computes nothing: it is idle time multiplied by every rank "
-                           "of the waiting stage.",
+        title=(lazy("Waiting for other stages (receive only) takes {rate} of the step over all ranks; most in stage "
+                    "{stage} ({share} of its step)", rate=fmt_pct(rate), stage=worst[0], share=fmt_pct(worst[2]))
+               if worst else
+               lazy("Waiting for other stages (receive only) takes {rate} of the step over all ranks",
+                    rate=fmt_pct(rate))),
+        advice=lazy(ADVICE), why=lazy("During the bubble the device computes nothing: it is idle time multiplied by every rank "
+                           "of the waiting stage."),
         page=urls.OVERLAP_STAGES, stages=waiting,
         evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
                   "threshold_info": ctx.t.info_rate, "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
-        table={"columns": ["Stage", f"{label} per step (ms)", f"{label} / step"],
+        table={"columns": [N_("Stage"), f"{label} per step (ms)", f"{label} / step"],
                # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
                "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
                        + [["all ranks (the title's rate)", None, fmt_pct(rate)]],
@@ -72,10 +75,10 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="pipeline-bubble", category="pipeline_bubble", title=N_("Pipeline bubble (waiting for other stages)"),
-    description="""\
+    description=N_("""\
 MindInsight ParallelProposer's between-stage rate: Σ pure receive / Σ (computation + pure communication) over all
 ranks (Ascend layout: Σ Bubble / Σ step). Severity: information from `info_rate` (MindInsight's 10 %), warning
 from `warning_rate`, critical from `critical_rate`. The stages listed are those whose own receive share reaches
-`info_rate`.""",
+`info_rate`."""),
     params=Thresholds, check=check,
-    source="tuning guide, pipeline parallel step 3; MindInsight ParallelProposer pipeline_parallel_between_stage")
+    source=N_("tuning guide, pipeline parallel step 3; MindInsight ParallelProposer pipeline_parallel_between_stage"))

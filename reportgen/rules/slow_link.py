@@ -17,14 +17,14 @@ from reportgen.rules.stats import MAD_SCALE
 
 @dataclass(frozen=True)
 class Thresholds:
-    min_drop: float = th(0.3, 'a link is slow below (1 − min_drop) × the median bandwidth of its transport')
-    z: float = th(3.5, 'and more than this many robust standard deviations below that median')
-    min_size_mb: float = th(1.0, 'links that moved less than this per step are latency-bound and not compared')
-    min_peers: float = th(3.0, 'links of the same transport needed for a median')
-    min_share: float = th(0.01, 'time lost on the link per step (time − size / median bandwidth), as a fraction of '
-                                'the step, from which the finding is a warning rather than information')
-    min_lost_ms: float = th(0.5, 'and at least this many ms lost per step')
-    critical_share: float = th(0.2, 'lost time per step from which the finding is critical')
+    min_drop: float = th(0.3, N_('a link is slow below (1 − min_drop) × the median bandwidth of its transport'))
+    z: float = th(3.5, N_('and more than this many robust standard deviations below that median'))
+    min_size_mb: float = th(1.0, N_('links that moved less than this per step are latency-bound and not compared'))
+    min_peers: float = th(3.0, N_('links of the same transport needed for a median'))
+    min_share: float = th(0.01, N_('time lost on the link per step (time − size / median bandwidth), as a fraction of '
+                                'the step, from which the finding is a warning rather than information'))
+    min_lost_ms: float = th(0.5, N_('and at least this many ms lost per step'))
+    critical_share: float = th(0.2, N_('lost time per step from which the finding is critical'))
 
 
 ADVICE = N_("""\
@@ -98,20 +98,20 @@ def check(ctx: Context) -> list[Finding]:
             evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
                       "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),
                       "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f)},
-            table={"columns": ["Source", "Destination", "Size (MB)", "Time (ms)", "Bandwidth (GB/s)",
-                               "vs median", "Lost (ms)"], "rows": rows, "links": [None] * len(rows)}))
+            table={"columns": [N_("Source"), N_("Destination"), N_("Size (MB)"), N_("Time (ms)"), N_("Bandwidth (GB/s)"),
+                               N_("vs median"), N_("Lost (ms)")], "rows": rows, "links": [None] * len(rows)}))
     return findings
 
 
 RULE = Rule(
     id="slow-link", category="slow_link", title=N_("Slow link"),
-    description="""\
+    description=N_("""\
 Links between two devices (all communication groups summed, per averaged step) are compared with the other links
 of the same transport (HCCS, RDMA, SDMA, PCIE, SIO; LOCAL and links under `min_size_mb` are left out; at least
 `min_peers` links). A link is slow when its bandwidth is more than `min_drop` below the transport's median and
 more than `z` robust standard deviations below it. Severity follows the time lost on the link (its time minus
 size / median bandwidth): critical from `critical_share` of the step, warning from `min_share` and
-`min_lost_ms`, information below.""",
+`min_lost_ms`, information below."""),
     params=Thresholds, check=check,
-    source="tuning guide, model parallel step 4; msprof-analyze communication matrix reading; MindInsight "
-           "cluster_link")
+    source=N_("tuning guide, model parallel step 4; msprof-analyze communication matrix reading; MindInsight "
+           "cluster_link"))

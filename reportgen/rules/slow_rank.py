@@ -19,16 +19,16 @@ from reportgen.rules.stats import Standout, peer_median, standouts, step_referen
 
 @dataclass(frozen=True)
 class Thresholds:
-    z: float = th(3.5, 'robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)')
-    min_rel: float = th(0.05, "and at least this fraction above the median of its group (msprof-analyze's 5 %)")
-    min_abs_ms: float = th(1.0, 'and at least this many ms above it (microsecond noise never fires)')
-    min_share: float = th(0.05, 'and by at least this fraction of the median step time: the time the whole cluster '
-                                'loses waiting for it (msprof-analyze divides by the step too)')
-    persistence: float = th(0.5, 'fraction of its steps in which the rank must stand out')
-    min_steps: float = th(2.0, 'steps a rank needs for a warning; with fewer, persistence is unknown and the '
-                               'finding is information')
-    critical_share: float = th(0.2, 'excess per step (as a fraction of the step) from which the finding is critical'
-                                    ' rather than a warning')
+    z: float = th(3.5, N_('robust z-score a rank must exceed in a step: (value − median) / (1.4826 × MAD)'))
+    min_rel: float = th(0.05, N_("and at least this fraction above the median of its group (msprof-analyze's 5 %)"))
+    min_abs_ms: float = th(1.0, N_('and at least this many ms above it (microsecond noise never fires)'))
+    min_share: float = th(0.05, N_('and by at least this fraction of the median step time: the time the whole cluster '
+                                'loses waiting for it (msprof-analyze divides by the step too)'))
+    persistence: float = th(0.5, N_('fraction of its steps in which the rank must stand out'))
+    min_steps: float = th(2.0, N_('steps a rank needs for a warning; with fewer, persistence is unknown and the '
+                               'finding is information'))
+    critical_share: float = th(0.2, N_('excess per step (as a fraction of the step) from which the finding is critical'
+                                    ' rather than a warning'))
 
 
 WHY = N_("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
@@ -251,5 +251,5 @@ Severity: critical when the excess is at least `critical_share` of the step, oth
 is reported as information when a slower rank was found in another phase (its tail is waiting, the guide's
 reasoning), as a warning otherwise."""),
     params=Thresholds, check=check,
-    source="tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
-           "(spread / step ≥ 5 %); seed 003 delimitation")
+    source=N_("tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
+           "(spread / step ≥ 5 %); seed 003 delimitation"))

@@ -12,28 +12,28 @@ import math
 
 from reportgen import urls
 from reportgen.analysis.impact import replace_excess
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    min_rel: float = th(0.1, 'the slowest stage computes at least this fraction more than the mean of stages')
-    min_share: float = th(0.05, 'and the difference is at least this fraction of the step')
-    critical_share: float = th(0.25, 'difference (fraction of the step) from which the finding is critical')
-    flops_rel: float = th(0.2, "stage FLOPs more than this fraction above the mean of stages (MindInsight's "
-                               'pipeline_parallel_flops)')
+    min_rel: float = th(0.1, N_('the slowest stage computes at least this fraction more than the mean of stages'))
+    min_share: float = th(0.05, N_('and the difference is at least this fraction of the step'))
+    critical_share: float = th(0.25, N_('difference (fraction of the step) from which the finding is critical'))
+    flops_rel: float = th(0.2, N_("stage FLOPs more than this fraction above the mean of stages (MindInsight's "
+                               'pipeline_parallel_flops)'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Move work out of the slowest stage: re-assign layers between stages (`pipeline_stage` of each cell in MindSpore,
 the layer split of the pipeline schedule in Megatron-style frameworks) so that each stage's computation is close to
 the mean. Embedding and output layers often make the first and last stage heavier; count them when splitting.
-The FLOPs per stage on the Resources page show the work; the computation per stage shows the time."""
+The FLOPs per stage on the Resources page show the work; the computation per stage shows the time.""")
 
-ADVICE_FLOPS = """\
+ADVICE_FLOPS = N_("""\
 The stages' work (FLOPs) is unequal although their computation time is not (yet) far apart. Check that the
 assignment of layers to stages is intended; with more micro-batches or a larger model the difference becomes
-time."""
+time.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -65,12 +65,13 @@ def check(ctx: Context) -> list[Finding]:
                                      "percent": round(top["vs_mean"] * 100, 2)}
             out.append(Finding(
                 id="stage-imbalance.compute", category="stage_imbalance", severity=sev,
-                title=f"Stage {worst['stage']} computes {fmt_pct(rel, 0)} more than the mean of stages "
-                      f"({fmt_ms(worst['compute_ms'])} vs {fmt_ms(mean)} per step)"
-                      + (f"; its FLOPs are {fmt_pct(fl['vs_mean'], 0)} above the mean" if fl and
-                         fl.get("vs_mean") is not None and fl["vs_mean"] > 0 else ""),
-                advice=ADVICE, why="Every other stage waits for the slowest one in every micro-batch: its extra "
-                                   "computation becomes bubble on all the others.",
+                title=lazy("{main}{flops}", main=lazy(
+                    "Stage {stage} computes {rel} more than the mean of stages ({value} vs {mean} per step)",
+                    stage=worst["stage"], rel=fmt_pct(rel, 0), value=fmt_ms(worst["compute_ms"]), mean=fmt_ms(mean)),
+                           flops=lazy("; its FLOPs are {pct} above the mean", pct=fmt_pct(fl["vs_mean"], 0))
+                           if fl and fl.get("vs_mean") is not None and fl["vs_mean"] > 0 else ""),
+                advice=lazy(ADVICE), why=lazy("Every other stage waits for the slowest one in every micro-batch: its extra "
+                                   "computation becomes bubble on all the others."),
                 page=urls.OVERLAP_STAGES, stages=[worst["stage"]], evidence=ev,
                 table=_table(rows, flops), impact=_impact(a, worst)))
     if len(flops) >= 2:
@@ -78,9 +79,9 @@ def check(ctx: Context) -> list[Finding]:
         if top.get("vs_mean") is not None and top["vs_mean"] > ctx.t.flops_rel and top["stage"] != time_stage:
             out.append(Finding(
                 id="stage-imbalance.flops", category="stage_imbalance", severity="info",
-                title=f"Stage {top['stage']} carries {fmt_pct(top['vs_mean'], 2)} more FLOPs than the mean of "
-                      f"stages ({top['flops_m']:.4f} MFLOPs)",
-                advice=ADVICE_FLOPS, why="Unequal work between stages turns into waiting once it shows in time.",
+                title=lazy("Stage {stage} carries {pct} more FLOPs than the mean of stages ({flops} MFLOPs)",
+                           stage=top["stage"], pct=fmt_pct(top["vs_mean"], 2), flops=f"{top['flops_m']:.4f}"),
+                advice=lazy(ADVICE_FLOPS), why=lazy("Unequal work between stages turns into waiting once it shows in time."),
                 page=urls.FLOPS, stages=[top["stage"]],
                 evidence={"stage": top["stage"], "stage_flops_m": top["flops_m"], "percent": top["vs_mean"] * 100,
                           "mindinsight_key": "pipeline_parallel_flops", "threshold": ctx.t.flops_rel,
@@ -110,16 +111,16 @@ def _table(rows: list[dict], flops: dict) -> dict:
         out.append([r["stage"], r["n_ranks"], round(r["compute_ms"], 4), fmt_pct(r["compute_vs_mean"]),
                     round(f["flops_m"], 4) if f else None,
                     fmt_pct(f["vs_mean"], 2) if f and f.get("vs_mean") is not None else "—"])
-    return {"columns": ["Stage", "Ranks", "Computation (ms)", "vs mean", "Stage FLOPs (MFLOPs)", "FLOPs vs mean"],
+    return {"columns": [N_("Stage"), N_("Ranks"), N_("Computation (ms)"), N_("vs mean"), N_("Stage FLOPs (MFLOPs)"), N_("FLOPs vs mean")],
             "rows": out, "links": [None] * len(out)}
 
 
 RULE = Rule(
     id="stage-imbalance", category="stage_imbalance", title=N_("Pipeline stage imbalance"),
-    description="""\
+    description=N_("""\
 The mean computation per step of each stage's ranks is compared with the mean over stages. The slowest stage is
 reported when it is at least `min_rel` above the mean and the difference is at least `min_share` of the step
 (critical from `critical_share`). Stage FLOPs (MindInsight: Σ FLOPs of the stage's ranks / ranks per stage) more
-than `flops_rel` above the mean are shown with it, or reported as information when the time is balanced.""",
+than `flops_rel` above the mean are shown with it, or reported as information when the time is balanced."""),
     params=Thresholds, check=check,
-    source="tuning guide, pipeline parallel step 2; MindInsight ParallelProposer pipeline_parallel_flops")
+    source=N_("tuning guide, pipeline parallel step 2; MindInsight ParallelProposer pipeline_parallel_flops"))

@@ -10,18 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_ms: float = th(0.5, "median step interval over ranks from which it is reported (MindInsight's "
-                             'StepTraceProposer, 0.5 ms)')
-    warning_share: float = th(0.05, 'and the fraction of the step from which it is a warning')
-    critical_share: float = th(0.25, 'fraction of the step from which it is critical')
+    info_ms: float = th(0.5, N_("median step interval over ranks from which it is reported (MindInsight's "
+                             'StepTraceProposer, 0.5 ms)'))
+    warning_share: float = th(0.05, N_('and the fraction of the step from which it is a warning'))
+    critical_share: float = th(0.25, N_('fraction of the step from which it is critical'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 Data for the next step is not ready when the device needs it. Follow the tuning guide's data-preparation steps on
 a rank's page (**Data preparation**):
 - **non-sink mode:** host queue size mostly 0 → data processing is the bottleneck (find the slow dataset operator
@@ -30,7 +30,7 @@ a rank's page (**Data preparation**):
 - **sink mode:** chip (data) queue never empty → the GetNext operator is slow (AI CPU operators); queue sometimes
   empty and host queue never empty → host-to-device transfer; host queue empty → data processing.
 - Data processing: raise `num_parallel_workers` of the slow operator, convert the dataset to MindRecord, cache,
-  and move heavy Python transforms to C++ ops or the device."""
+  and move heavy Python transforms to C++ ops or the device.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -52,14 +52,15 @@ def check(ctx: Context) -> list[Finding]:
         if q is not None and q.verdict:
             verdicts.setdefault(q.verdict, []).append(r)
     n = len(ii)
-    where = "the device" if n == 1 else f"{len(ranks)} of {n} ranks"
-    title = (f"The step waits {fmt_ms(med)} for data (step interval, median over ranks): {fmt_pct(share)} of the "
-             f"step" + ("" if n == 1 else f", on {where}"))
+    title = (lazy("The step waits {ms} for data (step interval, median over ranks): {share} of the step",
+                  ms=fmt_ms(med), share=fmt_pct(share)) if n == 1 else
+             lazy("The step waits {ms} for data (step interval, median over ranks): {share} of the step, on {k} of "
+                  "{n} ranks", ms=fmt_ms(med), share=fmt_pct(share), k=len(ranks), n=n))
     if sev == "info":
-        title += "; small against the step"
+        title = lazy("{title}; small against the step", title=title)
     return [Finding(
-        id="step-interval.long", category="data_pipeline", severity=sev, title=title, advice=ADVICE,
-        why="While the step waits for data the device computes nothing; the guide expects the interval under 1 ms.",
+        id="step-interval.long", category="data_pipeline", severity=sev, title=title, advice=lazy(ADVICE),
+        why=lazy("While the step waits for data the device computes nothing; the guide expects the interval under 1 ms."),
         page=urls.page(urls.STEP_TRACE) if n > 1 else urls.rank(ranks[0] if ranks else ii.index[0], "data"),
         ranks=ranks,
         evidence={"median_ms": med, "share_of_step": share, "median_step_ms": total,
@@ -68,9 +69,9 @@ def check(ctx: Context) -> list[Finding]:
 
 RULE = Rule(
     id="step-interval", category="data_pipeline", title=N_("Step interval long (waiting for data)"),
-    description="""\
+    description=N_("""\
 The median of the ranks' average step interval (MindInsight step trace). Reported from `info_ms` (MindInsight's
 StepTraceProposer threshold, 0.5 ms) as information; a warning when it is also at least `warning_share` of the
-step, critical from `critical_share`. The data-pipeline rule says why, rank by rank, from the queues.""",
-    params=Thresholds, check=check, source="tuning guide, single device: step interval long; MindInsight "
-                                               "StepTraceProposer")
+step, critical from `critical_share`. The data-pipeline rule says why, rank by rank, from the queues."""),
+    params=Thresholds, check=check, source=N_("tuning guide, single device: step interval long; MindInsight "
+                                               "StepTraceProposer"))

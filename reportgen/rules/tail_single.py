@@ -10,20 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
-    info_share: float = th(0.1, 'tail / step from which it is reported')
-    warning_share: float = th(0.2, 'tail / step from which it is a warning')
+    info_share: float = th(0.1, N_('tail / step from which it is reported'))
+    warning_share: float = th(0.2, N_('tail / step from which it is a warning'))
 
 
-ADVICE = """\
+ADVICE = N_("""\
 On one device the tail is the parameter update (optimizer) and little else. Download the rank's timeline, open it in
 Perfetto and look at the operators after the last backward operator: an unfused optimizer (one small kernel per
 parameter), float32 master-weight copies or a host-side step are the usual causes. Fused optimizers
-(`FusedAdam`-style, `ApplyAdam` fusion) and fewer, larger parameter tensors shorten it."""
+(`FusedAdam`-style, `ApplyAdam` fusion) and fewer, larger parameter tensors shorten it.""")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -44,15 +44,16 @@ def check(ctx: Context) -> list[Finding]:
     return [Finding(
         id="tail-single-device.tail", category="operator_hotspot",
         severity="warning" if share >= ctx.t.warning_share else "info",
-        title=f"The tail (parameter update) takes {fmt_ms(float(row['tail']))} per step, {fmt_pct(share)} of the step",
-        advice=ADVICE, why="On a single device the tail is normally short; a long one is optimizer overhead.",
+        title=lazy("The tail (parameter update) takes {ms} per step, {share} of the step",
+                   ms=fmt_ms(float(row["tail"])), share=fmt_pct(share)),
+        advice=lazy(ADVICE), why=lazy("On a single device the tail is normally short; a long one is optimizer overhead."),
         page=urls.rank(r, "step-trace"), ranks=[r], phase="tail",
         evidence={"tail_ms": float(row["tail"]), "step_ms": float(row["total"]), "share": share})]
 
 
 RULE = Rule(
     id="tail-single-device", category="operator_hotspot", title=N_("Tail long on a single device"),
-    description="""\
+    description=N_("""\
 Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`, warning
-from `warning_share`.""",
-    params=Thresholds, check=check, source="tuning guide, single device, tail long")
+from `warning_share`."""),
+    params=Thresholds, check=check, source=N_("tuning guide, single device, tail long"))

@@ -60,3 +60,6 @@ def translate_problem(text: object, lang: Optional[str] = None) -> str:
     if lang == i18n.DEFAULT or not s:
         return s
     return _translate(s, lang)
+
+
+i18n.set_problem_translator(translate_problem)
