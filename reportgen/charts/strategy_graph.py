@@ -7,6 +7,8 @@ escaped here. Hovering a block shows its counts (`<title>`); clicking one opens 
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 from html import escape
 
 W, H, GX, GY, PAD, ARC = 190, 62, 70, 18, 16, 90
@@ -46,19 +48,23 @@ def stage_svg(stage: int, blocks: list, edges: list[tuple[str, str, int]]) -> st
             lift = min(ARC, 30 + abs(x1 - x2) / 12) + (y1 - PAD - ARC)
             d = f"M{sx:.0f},{sy:.0f} C{sx:.0f},{sy - lift:.0f} {ex:.0f},{ey - lift:.0f} {ex:.0f},{ey:.0f}"
             cls = "edge back"
+        edges = escape(_("{n} operator edge(s)").format(n=c))
         out.append(f'<path class="{cls}" d="{d}" stroke-width="{sw:.1f}" marker-end="url(#arrow-s{stage})">'
-                   f'<title>{escape(a)} → {escape(b)}: {c} operator edge(s)</title></path>')
+                   f'<title>{escape(a)} → {escape(b)}: {edges}</title></path>')
     for i, b in enumerate(blocks):
         x, y = pos[b.key]
         types = ", ".join(f"{escape(t)} ×{n}" for t, n in b.types)
-        tip = (f"{escape(b.key)}\n{b.n_ops} operator(s); {b.sharded} with a sharding strategy ({b.split} split); "
-               f"{b.redistribution} redistribution; {b.gradient_aggregation} gradient aggregation; "
-               f"{b.send} Send, {b.receive} Receive\n{types}")
+        tip = (f"{escape(b.key)}\n" + escape(_(
+            "{n} operator(s); {sharded} with a sharding strategy ({split} split); {redis} redistribution; {grad} "
+            "gradient aggregation; {send} Send, {receive} Receive").format(
+                n=b.n_ops, sharded=b.sharded, split=b.split, redis=b.redistribution, grad=b.gradient_aggregation,
+                send=b.send, receive=b.receive)) + f"\n{types}")
+        sub = escape(_("{n} ops · {k} sharded").format(n=b.n_ops, k=b.sharded))
         out.append(f'<g class="block" tabindex="0" data-block="s{stage}-b{i}" transform="translate({x},{y})">'
                    f'<title>{tip}</title>'
                    f'<rect width="{W}" height="{H}" rx="6"/>'
                    f'<text x="8" y="17" class="label">{escape(_short(b.label, 28))}</text>'
-                   f'<text x="8" y="34" class="sub">{b.n_ops} ops · {b.sharded} sharded</text>')
+                   f'<text x="8" y="34" class="sub">{sub}</text>')
         badges = [(b.redistribution, "R", COLORS["redistribution"]), (b.gradient_aggregation, "G", COLORS["gradient"]),
                   (b.send + b.receive, "P", COLORS["pipe"])]
         bx = 8

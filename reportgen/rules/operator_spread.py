@@ -84,7 +84,7 @@ def check(ctx: Context) -> list[Finding]:
             page=urls.marey_rank(r),
             evidence={"step": m.step, "stage": stage_of.get(r, 0), "excess_ms": excess, "step_ms": step_ms,
                       "types": {s.name: {"ms": s.max_ms, "median_ms": s.median_ms} for s in items}},
-            table={"columns": [N_("Operator type"), lazy("Rank {rank}", rank=r), N_("Stage median"), N_("Max / median")],
+            table={"columns": [N_("Operator type"), N_("This rank"), N_("Stage median"), N_("Max / median")],
                    "rows": [[s.name, fmt_ms(s.max_ms), fmt_ms(s.median_ms), f"{s.max_ms / s.median_ms:.2f}"]
                             for s in items[:10]], "links": [None] * min(10, len(items))}))
     for s in m.type_spread:

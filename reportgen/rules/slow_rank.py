@@ -118,6 +118,10 @@ def _net_computation(ov_steps: pd.DataFrame, st_steps: pd.DataFrame) -> pd.DataF
     return out
 
 
+TABLE_TERMS = (N_("Excess"), N_("Excess / step"), N_("Steps standing out"), N_("Waits less by"),
+               N_("Waits less by / step"), N_("Wait"))
+
+
 def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool, diff: str = "Excess") -> dict:
     cols = ["Rank", "Host", *(["Stage"] if by_stage and a.run.info.stages > 1 else []), f"{label} (ms)",
             "Peers' median (ms)", f"{diff} (ms)", f"{diff} / step", "Steps standing out"]
@@ -127,7 +131,7 @@ def slow_table(a: Analysis, found: list[Standout], label: str, by_stage: bool, d
         rows.append([s.rank, (info.host or "") if info else "",
                      *([s.group] if by_stage and a.run.info.stages > 1 else []),
                      round(s.value_ms, 4), round(s.median_ms, 4), round(s.excess_ms, 4),
-                     fmt_pct(s.share), f"{s.steps_out} of {s.steps_total}"])
+                     fmt_pct(s.share), f"{s.steps_out} / {s.steps_total}"])
         links.append(urls.rank(s.rank))
     return {"columns": cols, "rows": rows, "links": links}
 

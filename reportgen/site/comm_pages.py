@@ -46,7 +46,21 @@ TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hcc
 
 def group_label(a: Analysis, gid: Any) -> str:
     g = a.comm.groups.get(str(gid)) if gid is not None else None
-    return g.label if g else (str(gid) if gid else "—")
+    return shown_label(g) if g else (str(gid) if gid else "—")
+
+
+def shown_label(g) -> str:
+    """A communication group's label in the report language (`CommGroup.label` is the English one the data-quality
+    notes use): its name when it has one, else "group <id>" (or "group (inferred)"), with its ranks."""
+    if g.name:
+        return g.label
+    rs = ", ".join(str(r) for r in g.ranks[:8]) + ("…" if len(g.ranks) > 8 else "")
+    if not g.id:
+        return _("group ({ranks})").format(ranks=rs)
+    if g.id.startswith("mi:"):
+        return _("group (inferred) ({ranks})").format(ranks=rs)
+    short = g.id if len(g.id) <= 8 else "…" + g.id[-6:]
+    return _("group {id} ({ranks})").format(id=short, ranks=rs)
 
 
 RANK_COLUMNS = [
@@ -268,7 +282,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
             N_("Every link between two devices: data per step against bandwidth, by transport. Large transfers "
             "should sit at the transport's line rate; a point well below its peers is a slow link (ringed).")))
     transports = sorted({l["transport"] for l in links})
-    groups = [{"label": g.label, "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
+    groups = [{"label": shown_label(g), "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]
     per_group = []
     if len(c.per_group_rank):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, lazy
+import re
+
+from reportgen.i18n import N_, _, lazy
 
 import math
 from dataclasses import dataclass
@@ -187,6 +189,17 @@ def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
             "queue_drop": lazy("{names}: input queue much fuller than its output queue", names=names),
             "source": lazy("the source operators ({names}): every queue is low", names=names),
             "consumer": lazy("none: every queue is high, the pipeline keeps up")}.get(kind, "")
+
+
+def curve_label(x: str) -> str:
+    """The x axis of a memory curve ("execution order (graph 0)", "ms since the first sample") in the report language."""
+    m = re.fullmatch(r"execution order \(graph (.+)\)", x or "")
+    if m:
+        return _("execution order (graph {graph})").format(graph=m[1])
+    return _(x) if x else ""
+
+
+CURVE_TERMS = (N_("execution order"), N_("ms since the first sample"))
 
 
 # --- rank pages ----------------------------------------------------------------------------------
@@ -392,10 +405,11 @@ class RankDetail:
                 if col in m.curve:
                     rows += [{"x": round(float(x), 4), "series": label, "mb": round(float(v), 3)}
                              for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
-            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, m.curve_x, cap), rows,
+            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, curve_label(m.curve_x), cap), rows,
                                "mem")
             sec["charts"].append(Chart(f"rank-{r}-mem", spec,
-                                       "Memory over " + m.curve_x + (" (dashed: capacity)" if cap else "")))
+                                       (_("Memory over {x} (dashed: capacity)") if cap else
+                                        _("Memory over {x}")).format(x=curve_label(m.curve_x))))
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
                            "detail": rec.get("detail", "")} for rec in m.top.to_dict("records")]
