@@ -210,4 +210,9 @@ def code_tag(value: Any):
 
 # Words the templates translate from data (`{{ _(f.severity) }}`, coverage status): listed here for extraction.
 VOCABULARY = (N_("{label} ({unit})"), N_("critical"), N_("warning"), N_("info"), N_("read"), N_("partial"), N_("absent"),
-              N_("unsupported"), N_("per step"), N_("profiled window"), N_("group"))
+              N_("unsupported"), N_("per step"), N_("profiled window"), N_("group"),
+              # values of findings' evidence shown on the finding pages
+              N_("tail"), N_("operator"), N_("queue_drop"), N_("consumer"), N_("slow rank"), N_("default"),
+              N_("data_process"), N_("data_transmission"),
+              # MindSpore context modes and version keys shown as rank facts
+              N_("graph"), N_("pynative"), N_("context mode"))

@@ -95,6 +95,8 @@ def evidence_keys() -> list[str]:
             dicts = []
             if isinstance(n, ast.keyword) and n.arg == "evidence" and isinstance(n.value, ast.Dict):
                 dicts.append(n.value)
+            if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):  # (message, evidence) helpers
+                dicts += [e for e in n.value.elts if isinstance(e, ast.Dict)]
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict) and any(
                     isinstance(t, ast.Name) and t.id in ("ev", "evidence") for t in n.targets):
                 dicts.append(n.value)

@@ -33,6 +33,143 @@ def _english_words(text: str, data: set[str]) -> list[str]:
     return [w for w in WORD.findall(text) if w not in ALLOWED and w not in data]
 
 
+# --- every zh page of three runs --------------------------------------------------------------------------------
+# Latin words may remain on a zh page only when they are technical terms (TERMS, the names the Chinese profiler UIs
+# keep in English), identifiers (CamelCase or several capitals: MindInsight, GetNext, MatMul, FLOPs, HCCL) or data
+# of the run (words of the report's own CSV cells: operator types such as Add or Gelu, hosts, groups).
+TERMS = ALLOWED | {"AI", "Core", "CPU", "GPU", "NPU", "ms", "us", "KB", "Perfetto", "chrome", "tracing", "torch",
+                   "shape", "kernel", "Cube", "Vector", "Bubble", "Σ", "MindData", "Python", "TOML", "Megatron",
+                   "FlashAttention", "Receive", "Send", "Cast", "TransData", "GetNext", "ZeRO", "Embedding", "DDP",
+                   "MindRecord", "Momentum", "hccn_tool", "Profiler", "Host", "Trace", "trace",
+                   # msprof-analyze's own names: its advisor and the sections of its output
+                   "advisor", "Overall", "Summary", "Issues", "summary-json",
+                   # names the files and traces use: MindSpore Insight, the trace's Steps lane, reduce columns
+                   "Insight", "Steps", "reduce", "cluster-analyse", "Overlap", "Analysis"}
+IDENTIFIER = re.compile(r"^(?:[A-Z]?[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-zA-Z]*|[a-z]+[A-Z][A-Za-z]*)$")
+
+
+def _data_words(site: Path) -> set[str]:
+    """Words in the cells of the CSV files the report wrote (operator names, hosts, groups: data, not UI text)."""
+    import csv
+
+    words: set[str] = set()
+    for f in site.rglob("*.csv"):
+        with f.open(encoding="utf-8", newline="") as fh:
+            rows = csv.reader(fh)
+            next(rows, None)  # the header is UI text
+            for row in rows:
+                for cell in row:
+                    words.update(re.findall(r"[A-Za-z][A-Za-z'-]+", cell))
+    return words
+
+
+def _latin_left(soup, data: set[str]) -> list[tuple[str, list[str]]]:
+    brand = soup.select_one(".brand")
+    run_title = brand.get_text().strip() if brand else ""
+    for sel in ("script", "style", "code", ".brand", "svg text"):
+        for t in soup.select(sel):
+            t.decompose()
+
+    def bad(text: str) -> list[str]:
+        text = text.replace(run_title, "") if run_title else text
+        text = re.sub(r"\{\w+\}", "", text.replace("AI Core", "").replace("AI CPU", ""))  # file patterns: *_{rank}
+        text = re.sub(r"'[^'\n]*'", "", text)  # quoted data: a file's header, an attribute name
+        return [w for w in WORD.findall(text) if w not in TERMS and w not in data and not IDENTIFIER.match(w)]
+
+    left = []
+    for s in soup.find_all(string=True):
+        if isinstance(s, (bs4.Doctype, bs4.Comment)):
+            continue
+        if bad(s):
+            left.append((s.strip()[:100], bad(s)))
+    for t in soup.find_all(True):
+        for attr in ("title", "aria-label", "placeholder", "alt"):
+            if t.get(attr) and bad(t[attr]):
+                left.append((f"{t.name}[{attr}]={t[attr][:80]}", bad(t[attr])))
+    return left
+
+
+@pytest.fixture(scope="module")
+def zh_runs(tmp_path_factory) -> dict[str, Path]:
+    """zh reports of the example run, a MindInsight 4-stage pipeline run (strategy, execution, data queues, memory,
+    FLOPs, injected problems) and, when the samples are there, a real single-device MindInsight run."""
+    from reportgen.synth import generate_run
+
+    base = tmp_path_factory.mktemp("zh-all")
+    env = {"PYTHONPATH": str(ROOT), "LANG": "C", "LC_ALL": "", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-m", "reportgen", "--example", "-o", str(base / "example"), "-q", "--lang", "zh"],
+                   cwd=ROOT, env=env, check=True, timeout=300)
+    run = generate_run(base / "pipe-run", layout="mindinsight", ranks=8, steps=6, stages=4, tp=2,
+                       inject=["slow-rank:5:compute:1.3", "slow-op:LayerNorm:4", "slow-link:0-1",
+                               "memory-near-capacity:3", "starving-queue:2"])
+    _build(run, base / "pipeline", "zh")
+    out = {"example": base / "example", "pipeline": base / "pipeline"}
+    single = ROOT / ".." / "shared" / "samples" / "mindinsight" / "single_device_run2_rank1_full"
+    if single.is_dir():
+        _build(single, base / "single", "zh")
+        out["single"] = base / "single"
+    return out
+
+
+def test_every_zh_page_of_three_runs_is_chinese(zh_runs):
+    """Every page of the zh reports: no Latin word left that is not a technical term, an identifier or data."""
+    assert {"example", "pipeline"} <= set(zh_runs)
+    failures, pages = [], 0
+    for name, site in zh_runs.items():
+        data = _data_words(site)
+        for page in sorted(site.rglob("*.html")):
+            pages += 1
+            soup = _soup(page)
+            assert soup.html["lang"] == "zh-CN", page
+            left = _latin_left(soup, data)
+            failures += [(f"{name}/{page.relative_to(site)}", *x) for x in left[:5]]
+    assert pages > 30
+    assert not failures, "\n".join(map(str, failures[:60]))
+
+
+def test_zh_data_quality_problems_are_translated(zh_runs):
+    """The example run's truncated step_trace_time.csv: the problem is stored in English in summary.json and shown
+    in Chinese on the page, with its numbers."""
+    summary = json.loads((zh_runs["example"] / "summary.json").read_text(encoding="utf-8"))
+    stored = [i["problem"] for i in summary["data_quality"] if "file ends mid-row" in i["problem"]]
+    assert stored and not CJK.search(stored[0])
+    rows = [r.get_text(" ") for r in _soup(zh_runs["example"] / "index.html").select("#issues-table tbody tr")]
+    shown = [r for r in rows if "文件在行中间结束" in r]
+    assert shown, rows
+    assert re.findall(r"\d+", stored[0]) == re.findall(r"\d+", shown[0].split("step_trace_time.csv")[-1])
+
+
+def test_problem_templates_match_their_messages():
+    from reportgen.site.problems import translate_problem
+
+    text = "file ends mid-row (truncated?): 6 complete row(s) read; the cut-off last row (line 8) has a wrong " \
+           "number of fields and was skipped"
+    assert translate_problem(text, "en") == text
+    zh = translate_problem(text, "zh")
+    assert CJK.search(zh) and "6" in zh and "8" in zh
+    # text no template knows is shown as written
+    assert translate_problem("something new happened", "zh") == "something new happened"
+    # "file is empty" is its own message, not a value of a template with placeholders
+    assert translate_problem("file is empty", "zh") == "文件为空"
+
+
+def test_problem_templates_are_up_to_date():
+    """reportgen/site/problem_texts.py lists every message the loaders, discovery and analysis write (regenerate it
+    with scripts/problem_texts.py, then update the catalog)."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "problem_texts.py"), "--check"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_no_catalog_entry_is_unused():
+    """The catalog check the other way round: every translated msgid is still extracted from the source."""
+    with i18n.catalog_path("zh").open("rb") as f:
+        catalog = pofile.read_po(f)
+    found = _extracted()
+    unused = [m.id for m in catalog if m.id and (m.id if isinstance(m.id, str) else m.id[0]) not in found]
+    assert not unused, unused[:20]
+
+
 def test_default_language_follows_the_locale():
     assert i18n.default_language({"LANG": "zh_CN.UTF-8"}) == "zh"
     assert i18n.default_language({"LANG": "en_US.UTF-8"}) == "en"

@@ -103,8 +103,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
     else:
         step_ops = stored_ops = ops
     any_stored = bool(len(stored_ops))
-    averaging = ("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
-                 "mean over the recorded steps") if any_stored else "mean over the recorded steps"
+    averaging = N_("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
+                   "mean over the recorded steps") if any_stored else N_("mean over the recorded steps")
 
     step_frames = [c.steps.assign(rank=r, stored=c.stored_average) for r, c in with_data.items() if len(c.steps)]
     steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(

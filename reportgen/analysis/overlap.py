@@ -297,16 +297,16 @@ def _rates(per_rank: pd.DataFrame, stages: list[StageInfo], view: str) -> dict[s
         return {"communication_rate": float(per_rank["communication_not_overlapped"].sum()) / total,
                 "between_stage_rate": float(per_rank["bubble"].sum()) / total if len(stages) > 1 else None,
                 "within_stage_rate": within if len(stages) > 1 else {},
-                "definition": "sums over ranks of the averaged step: communication not overlapped / step time; "
-                              "bubble / step time; per stage, communication not overlapped excluding receive / "
-                              "step time"}
+                "definition": N_("sums over ranks of the averaged step: communication not overlapped / step time; "
+                                 "bubble / step time; per stage, communication not overlapped excluding receive / "
+                                 "step time")}
     denom = float((per_rank["computation"] + per_rank["communication_alone"]).sum())
     if not denom:
         return {}
     out: dict[str, object] = {"communication_rate": float(per_rank["communication_alone"].sum()) / denom,
-                              "definition": "MindInsight ParallelProposer: Σ pure communication / Σ (computation "
-                                            "+ pure communication); Σ pure receive / the same; per stage Σ pure "
-                                            "collective / Σ (computation + pure communication) of its ranks"}
+                              "definition": N_("MindInsight ParallelProposer: Σ pure communication / Σ (computation "
+                                               "+ pure communication); Σ pure receive / the same; per stage Σ pure "
+                                               "collective / Σ (computation + pure communication) of its ranks")}
     if view == "pipeline":
         out["between_stage_rate"] = float(per_rank["receive_alone"].sum()) / denom
         within = {}

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, lazy
 from reportgen.model import CpuUsage, DataPrep, Run
 
 # MindInsight MinddataPipelineProposer thresholds: an op whose output queue is below LOW while every input
@@ -183,14 +183,15 @@ def cpu_summary(cpu: Optional[CpuUsage]) -> Optional[CpuSummary]:
     sel = m["selected"].to_numpy(bool) if "selected" in m else np.ones(len(m), bool)
     n = len(sel)
     if sel.all():
-        selection = "the only sample" if n == 1 else f"all {n} samples (no host queue file to place them in steps)"
+        selection = lazy("the only sample") if n == 1 else lazy("all {n} samples (no host queue file to place them in "
+                                                                  "steps)", n=n)
     elif not sel.any():
-        selection = f"none of the {n} samples (no sample falls in a profiled step)"
+        selection = lazy("none of the {n} samples (no sample falls in a profiled step)", n=n)
     else:
         kept = np.flatnonzero(sel)
-        selection = (f"samples {kept[0] + 1}-{kept[-1] + 1} of {n}: MindInsight places every sample after the first "
-                     "in a step of the host queue file and leaves out the samples outside the recorded steps "
-                     "(so the last one always)")
+        selection = lazy("samples {first}-{last} of {n}: MindInsight places every sample after the first in a step "
+                         "of the host queue file and leaves out the samples outside the recorded steps (so the last "
+                         "one always)", first=kept[0] + 1, last=kept[-1] + 1, n=n)
     totals = {}
     for k in ("user", "sys"):
         vals = [o[k] for o in cpu.ops.to_dict("records") if o.get(k) is not None and not math.isnan(o[k])]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import lazy
+from reportgen.i18n import N_, lazy
 
 import math
 from collections import Counter
@@ -104,10 +104,12 @@ def analyze_steps(run: Run) -> StepAnalysis:
                               min_rank=int(col.idxmin()), max_rank=int(col.idxmax()))
 
     rules_used = {}
+    # the loaders' notes on where a stored average comes from (shown inside the message above)
+    _notes = (N_("the profiler's own average row ('-')"), N_("the profiler's average row (last line, labelled '0')"))
     if "stored" in rules:
         note = next((t.stored_average_note for t in traces.values() if t.stored_average), "")
         rules_used["stored"] = lazy("average stored by the profiler ({note}); MindSpore Insight shows this value. "
-                                   "Most MindSpore versions leave step 1 out of it.", note=note)
+                                   "Most MindSpore versions leave step 1 out of it.", note=lazy(note) if note else "")
     if "mean" in rules:
         rules_used["mean"] = lazy("mean over the recorded steps (the profiler stored no average)")
     return StepAnalysis(kind=kind, phases=phases, stacked=STACKED_PHASES[kind], average=average,

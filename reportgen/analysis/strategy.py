@@ -10,6 +10,8 @@ forward in execution order; edges back, such as a scope entered again by the nex
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, lazy
+
 import heapq
 import re
 from collections import Counter
@@ -252,7 +254,7 @@ def build_stage(stage: StageStrategy, max_nodes: int = MAX_NODES) -> StageGraph:
         n_gradient_aggregation=sum(b.gradient_aggregation for b in ordered), n_edges=g.number_of_edges(),
         blocks=ordered, edges=[(u, v, c) for (u, v), c in sorted(edges.items())], table=table[:MAX_TABLE_OPS],
         all_rows=rows, table_more=max(0, len(table) - MAX_TABLE_OPS), n_layers=n_layers,
-        collapsed_depth=f"scopes collapsed to at most {depth} level(s)" if depth else "")
+        collapsed_depth=lazy("scopes collapsed to at most {depth} level(s)", depth=depth) if depth else "")
 
 
 
@@ -299,7 +301,7 @@ def pipeline_pairs(ops: list[PipeOp]) -> list[PipelinePair]:
 def micro_batches(strategy: ParallelStrategy, ops: list[PipeOp]) -> tuple[Optional[int], str]:
     micros = {o.micro for o in ops if o.micro != ""}
     if micros:
-        return len(micros), "distinct 'micro' attributes of the Send/Receive operators"
+        return len(micros), N_("distinct 'micro' attributes of the Send/Receive operators")
     seen = set()
     for st in strategy.stages:
         for op in st.ops:

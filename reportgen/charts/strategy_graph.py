@@ -29,8 +29,9 @@ def stage_svg(stage: int, blocks: list, edges: list[tuple[str, str, int]]) -> st
     pos = {b.key: (PAD + b.layer * (W + GX), top + b.pos * (H + GY)) for b in blocks}
     width = PAD * 2 + (max(b.layer for b in blocks) + 1) * (W + GX) - GX
     height = top + PAD + (max(b.pos for b in blocks) + 1) * (H + GY) - GY
+    graph_label = escape(_("Stage {stage} computational graph").format(stage=stage))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="strategy-graph" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" aria-label="Stage {stage} computational graph">',
+           f'width="{width}" height="{height}" role="img" aria-label="{graph_label}">',
            '<defs><marker id="arrow-s{0}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#8a94a6"/></marker></defs>'.format(stage)]
     most = max((c for *_, c in edges), default=1)

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import os
 import signal
 from concurrent.futures import ProcessPoolExecutor
@@ -360,7 +362,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     if strat is not None:
         info.parallel_mode_raw = info.parallel_mode_raw or strat.parallel_type
         if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:
-            info.stage_source = "the stage layout of the parallel_strategy files (stageDevices)"
+            info.stage_source = N_("the stage layout of the parallel_strategy files (stageDevices)")
     return Run(root=root, info=info, ranks=ranks, issues=issues, strategy=strat)
 
 

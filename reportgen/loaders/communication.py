@@ -15,6 +15,8 @@ Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, lazy
+
 import json
 import math
 import re
@@ -144,8 +146,8 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
     of, lf = _frames(ops, links)
     return Communication(source=source, producer="communication.json", steps=_steps_from_ops(of), ops=of, links=lf,
                          local_links=True, self_local=_self_links(links, known),
-                         unit_note="CANN communication.json: times in ms, sizes in MB, bandwidth in GB/s; "
-                                   "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them.")
+                         unit_note=N_("CANN communication.json: times in ms, sizes in MB, bandwidth in GB/s; "
+                                      "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them."))
 
 
 def _entries(data: dict, bad: list[int]):
@@ -305,11 +307,12 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
         log.add(path, "no readable rows", "error")
         return None
     gen = _generation([v for p in parsed for (_, _, _, v) in p[3]])
-    note_how = "from the link figures"
+    note_how = lazy("from the link figures")
     if gen is None:
         major_minor = tuple(int(x) for x in re.findall(r"\d+", ms_version or "")[:2])
         gen = "gbs" if major_minor and major_minor >= (2, 1) else "kbs"
-        note_how = f"from the MindSpore version {ms_version}" if ms_version else "by default (no links to tell)"
+        note_how = (lazy("from the MindSpore version {version}", version=ms_version) if ms_version else
+                    lazy("by default (no links to tell)"))
     cost_scale = 1.0 if gen == "kbs" else 1e-3  # µs -> ms for the newer producer
     bw_scale = 1e-6 if gen == "kbs" else 1.0  # KB/s -> GB/s
     has_avg = any(p[0] is None for p in parsed)
@@ -340,11 +343,11 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
         else:
             ops.append(_legacy_op(step, "(all operators)", comm * cost_scale, wait * cost_scale, None))
     if gen == "kbs":
-        unit = ("MindInsight hccl_raw (HcclParser): costs in ms, sizes in KB, bandwidth in KB/s (detected "
-                f"{note_how}); converted to ms, MB and GB/s.")
+        unit = lazy("MindInsight hccl_raw (HcclParser): costs in ms, sizes in KB, bandwidth in KB/s (detected "
+                    "{how}); converted to ms, MB and GB/s.", how=note_how)
     else:
-        unit = ("MindInsight hccl_raw (AscendHCCLGenerator, MindSpore 2.1+): costs in µs, link times in ms, "
-                f"bandwidth in GB/s (detected {note_how}); converted to ms and MB.")
+        unit = lazy("MindInsight hccl_raw (AscendHCCLGenerator, MindSpore 2.1+): costs in µs, link times in ms, "
+                    "bandwidth in GB/s (detected {how}); converted to ms and MB.", how=note_how)
         if has_avg:
             log.add(path, "the '-' row of this hccl_raw generation copies the last iteration instead of "
                     "averaging; the average is computed from the step rows", "info")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import N_, lazy
+
 from typing import TYPE_CHECKING, Optional
 
 from reportgen.model import LAYOUT_LABELS, RankData, RunInfo
@@ -42,7 +44,7 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
         info.parallel_mode = hint["mode"]
         info.stages = max(1, hint["stages"])
         info.rank_size = hint["size"]
-        info.parallel_mode_source = f"file name {hint['source']}"
+        info.parallel_mode_source = lazy("file name {name}", name=hint["source"])
     elif dargs:
         pp = _int(dargs.get("pipeline_model_parallel_size")) or 1
         tp = _int(dargs.get("tensor_model_parallel_size")) or 1
@@ -65,7 +67,7 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
         ws = rank_size or n
         info.rank_size = rank_size
         info.parallel_mode = "data-parallel" if ws > 1 else "stand-alone"
-        info.parallel_mode_source = "the rank count (assumed: no parallel settings in the files)"
+        info.parallel_mode_source = N_("the rank count (assumed: no parallel settings in the files)")
 
     stages = stage_sets or detect_stages(groups)
     if stage_sets:
@@ -81,8 +83,8 @@ def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
             for r in members:
                 info.stage_of_rank[r] = idx
         info.stages = max(info.stages, len(stages))
-        info.stage_source = ("parallel groups: pp groups united, then the collective groups inside a stage "
-                             "united (msprof-analyze's stage detection)")
+        info.stage_source = N_("parallel groups: pp groups united, then the collective groups inside a stage "
+                               "united (msprof-analyze's stage detection)")
     if info.stages > 1:
         # Ranks not covered by a pp group: Megatron / MindSpore order, stage = rank // (size / stages).
         size = info.rank_size or (max(ranks) + 1 if ranks else n)

@@ -19,6 +19,8 @@ receive, compute.
 
 from __future__ import annotations
 
+from reportgen.i18n import N_
+
 import math
 import re
 from array import array
@@ -129,20 +131,20 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                 "view uses the part read", "error")
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
-        return TraceLayout(legacy_steps, "the trace's Steps lane", procs, threads, legacy)
+        return TraceLayout(legacy_steps, N_("the trace's Steps lane"), procs, threads, legacy)
     if host_steps:
         pairs = flows.pairs()
         ranges = device_step_ranges(host_steps, pairs)
-        how = ("host ProfilerStep ranges mapped to the device through the launch flows" if len(pairs)
-               else "host ProfilerStep ranges (no launch flows in the trace)")
+        how = (N_("host ProfilerStep ranges mapped to the device through the launch flows") if len(pairs)
+               else N_("host ProfilerStep ranges (no launch flows in the trace)"))
         return TraceLayout({s: (a, b) for s, a, b in ranges}, how, procs, threads, legacy)
     windows, _ = legacy_step_windows(step_trace)
     if windows and math.isfinite(lo):
-        how = "the step trace's step windows"
+        how = N_("the step trace's step windows")
         if not any(a <= hi and b >= lo for _, a, b in windows):  # MindInsight wrote the trace from time 0
             off = _txt_offset(timeline_txt, first_ts)
             if off is not None:
-                how += " (clock matched to the trace through output_timeline_data)"
+                how = N_("the step trace's step windows (clock matched to the trace through output_timeline_data)")
             else:
                 off = windows[0][1] - lo
                 how += " (approximate: the trace's clock starts at 0, its first event taken as step 1's start)"

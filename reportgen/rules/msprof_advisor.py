@@ -64,7 +64,7 @@ def check(ctx: Context) -> list[Finding]:
         out.append(Finding(
             id=f"msprof-analyze.slow-rank.{phase}", category="slow_rank", severity="info",
             title=lazy("msprof-analyze's advisor: {label} has some issues in the cluster, because the max difference "
-                       "of {label} time has reached {diff} ms ({pct} of the mean step){where}", label=label,
+                       "of {label} time has reached {diff} ms ({pct} of the mean step){where}", label=lazy(label),
                        diff=f"{diff:.3f}", pct=fmt_pct(diff / mean_total), where=where),
             advice=lazy(ADVICE), page=urls.page(urls.STEP_TRACE), ranks=[int(r_hi)], phase=phase,
             evidence={"msprof_analyze_rule": "slow rank", "column": label, "max_difference_ms": round(diff, 3),

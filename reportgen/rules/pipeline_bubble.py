@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.i18n import N_, lazy
+from reportgen.i18n import N_, _, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
@@ -66,10 +66,12 @@ def check(ctx: Context) -> list[Finding]:
         evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
                   "threshold_info": ctx.t.info_rate, "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
-        table={"columns": [N_("Stage"), f"{label} per step (ms)", f"{label} / step"],
+        table={"columns": [N_("Stage"), N_("Bubble per step (ms)") if ov.view == "modern" else
+                           N_("Pure receive per step (ms)"), N_("Bubble / step") if ov.view == "modern" else
+                           N_("Pure receive / step")],
                # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
                "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
-                       + [["all ranks (the title's rate)", None, fmt_pct(rate)]],
+                       + [[_("all ranks (the title's rate)"), None, fmt_pct(rate)]],
                "links": [None] * (len(per_stage) + 1)})]
 
 

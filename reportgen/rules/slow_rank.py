@@ -154,8 +154,9 @@ def _host_note(a: Analysis, ranks: list[int]):
 
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
-IMPACT_BASIS = "{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as much"
-STAGE_NOTE = " (the saving of its stage: the whole step's once this stage is the slowest)"
+IMPACT_BASIS = N_("{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as "
+                  "much")
+STAGE_NOTE = N_("{basis} (the saving of its stage: the whole step's once this stage is the slowest)")
 
 
 def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
@@ -171,10 +172,11 @@ def impact(a: Analysis, phase: str, ranks: list[int], stage_of) -> dict | None:
     if stage_of:
         stages = {stage_of.get(r) for r in ranks}
         ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
-    basis = IMPACT_BASIS.format(subject=fmt_ranks(ranks).capitalize(), column=col,
-                                peers="its stage" if stage_of else "the other ranks")
+    # in the report's language, like the finding's title (summary.json: impact.basis)
+    basis = lazy(IMPACT_BASIS, subject=ranks_msg(ranks, capital=True), column=lazy(col),
+                 peers=lazy("its stage") if stage_of else lazy("the other ranks"))
     if stage_of:
-        basis += STAGE_NOTE
+        basis = lazy(STAGE_NOTE, basis=basis)
     imp = replace_excess(a.steps, col, ranks, ref, basis, scope=ref)
     return imp.to_dict() if imp else None
 
@@ -236,7 +238,7 @@ def check(ctx: Context) -> list[Finding]:
             evidence={"value_ms": worst.value_ms, "cluster_median_ms": worst.median_ms,
                       "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
                       "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
-                      "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
+                      "compared_within": N_("pipeline stage") if by_stage and stage_of else N_("cluster"),
                       "column": col},
             table=slow_table(a, found, label, by_stage),
             impact=impact(a, phase, ranks, stage_of if by_stage else None)))

@@ -90,8 +90,8 @@ def check(ctx: Context) -> list[Finding]:
     return out
 
 
-IMPACT_BASIS = "stage {stage}'s {column} set to the other stages' median in every step; the pipeline runs at " \
-               "the pace of its slowest stage"
+IMPACT_BASIS = N_("stage {stage}'s {column} set to the other stages' median in every step; the pipeline runs at "
+                  "the pace of its slowest stage")
 
 
 def _impact(a, worst: dict) -> dict | None:
@@ -100,7 +100,7 @@ def _impact(a, worst: dict) -> dict | None:
     if col is None:
         return None
     ranks = [r for r in worst.get("ranks", ()) if r in a.run.rank_ids]
-    imp = replace_excess(a.steps, col, ranks, None, IMPACT_BASIS.format(stage=worst["stage"], column=col))
+    imp = replace_excess(a.steps, col, ranks, None, lazy(IMPACT_BASIS, stage=worst["stage"], column=lazy(col)))
     return imp.to_dict() if imp else None
 
 

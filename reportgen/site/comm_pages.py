@@ -34,13 +34,13 @@ RANKS_CSV = "cluster/communication-ranks.csv"
 MAX_LINK_ROWS = 3000  # rows in the HTML table; the CSV has all
 MAX_MATRIX_GROUPS = 12
 PRODUCER_LABELS = {
-    "hccl_raw": "MindInsight hccl_raw_{rank}.csv",
-    "hccl_trace": "raw HCCL task traces (hccl_info/*.trace), computed with MindInsight's rules",
-    "msprof_hccl": "msprof timeline/hccl_*.json, computed with MindSpore's rules",
-    "communication.json": "CANN communication.json + communication_matrix.json",
+    "hccl_raw": N_("MindInsight hccl_raw_{rank}.csv"),
+    "hccl_trace": N_("raw HCCL task traces (hccl_info/*.trace), computed with MindInsight's rules"),
+    "msprof_hccl": N_("msprof timeline/hccl_*.json, computed with MindSpore's rules"),
+    "communication.json": N_("CANN communication.json + communication_matrix.json"),
 }
-TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hccl_trace": "Communication",
-               "msprof_hccl": "Communication"}
+TIME_LABELS = {"communication.json": N_("Elapse"), "hccl_raw": N_("Communication"), "hccl_trace": N_("Communication"),
+               "msprof_hccl": N_("Communication")}
 
 
 
@@ -75,7 +75,7 @@ LINK_COLUMNS = [
     {"key": "transport", "label": N_("Transport"), "fmt": "text"}, {"key": "group", "label": N_("Group"), "fmt": "text"},
     {"key": "time_ms", "label": N_("Time (ms)"), "fmt": "ms"}, {"key": "size_mb", "label": N_("Size (MB)"), "fmt": "ms"},
     {"key": "bandwidth_gbps", "label": N_("Bandwidth (GB/s)"), "fmt": "ms"},
-    {"key": "vs_median", "label": "vs transport median", "fmt": "ratio"},
+    {"key": "vs_median", "label": N_("vs transport median"), "fmt": "ratio"},
     {"key": "n_ops", "label": N_("Operators"), "fmt": "int"}, {"key": "reported_by", "label": N_("Reported by"), "fmt": "text"},
 ]
 
@@ -191,10 +191,11 @@ def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
             labels.append(lab)
             cells.extend({**x, "group": lab} for x in m["cells"])
     return Chart("comm-matrix", comm_charts.comm_matrix(cells, all_cells["bin"], labels),
-                 "Rank-by-rank matrix of the averaged step (global ranks; rows send, columns receive; on-chip self "
-                 "copies left out). Pick the metric and the communication group above the chart; red outlines are slow links."
-                 + (f" Ranks are binned in blocks of {all_cells['bin']}: bandwidth is the block's total size over "
-                    "total time, and the tooltip gives its slowest link." if all_cells["bin"] > 1 else ""),
+                 _("Rank-by-rank matrix of the averaged step (global ranks; rows send, columns receive; on-chip self "
+                   "copies left out). Pick the metric and the communication group above the chart; red outlines are "
+                   "slow links.")
+                 + (_(" Ranks are binned in blocks of {n}: bandwidth is the block's total size over total time, and "
+                      "the tooltip gives its slowest link.").format(n=all_cells["bin"]) if all_cells["bin"] > 1 else ""),
                  renderer="canvas" if len(cells) > 4000 else "svg")
 
 
@@ -215,10 +216,10 @@ def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
     if not g["nodes"]:
         return None
     nodes = g["nodes"]
-    cap = ("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
-           "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
+    cap = N_("Devices as nodes (size: communication time per step; colour: comm/(comm+wait), darker means less "
+             "waiting, often the slow one), links as edges coloured by bandwidth; thick edges are slow links.")
     if g["by"] == "host":
-        cap = ("Hosts as nodes (size: communication time per step; colour: comm/(comm+wait)), the links between two "
+        cap = N_("Hosts as nodes (size: communication time per step; colour: comm/(comm+wait)), the links between two "
                "hosts summed into one edge coloured by bandwidth; a host and an edge carrying a slow link are "
                "marked. The table below lists every host pair; the link table above has every link.")
     return Chart("comm-graph", comm_charts.comm_graph(nodes, g["edges"], g["by"]), cap,
@@ -304,8 +305,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         "rank_columns": RANK_COLUMNS,
         "ranks": rows,
         "low_wait": sorted(hl.waits_least),
-        "low_wait_rule": "named by the late-arrival finding (it waits less than its stage's peers in most steps, "
-                         "with the thresholds in force)",
+        "low_wait_rule": N_("named by the late-arrival finding (it waits less than its stage's peers in most steps, "
+                            "with the thresholds in force)"),
         "rules_link": str(urls.Target(urls.RULES, "rule-late-arrival")),
         "without": c.ranks_without_data,
         "groups": groups,
@@ -321,8 +322,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         "slow_links": [{"src": l["src"], "dst": l["dst"], "transport": l["transport"]} for l in mapped if l["slow"]],
         "host_pairs": host_pairs(a, hl)[:500],
         "medians": [{"transport": t, "median": m} for t, m in sorted(c.transport_medians.items())],
-        "slow_rule": "links named by the slow-link finding (far below the median bandwidth of their transport and "
-                     "costing time, with the thresholds in force)",
+        "slow_rule": N_("links named by the slow-link finding (far below the median bandwidth of their transport and "
+                        "costing time, with the thresholds in force)"),
         "slow_rule_link": str(urls.Target(urls.RULES, "rule-slow-link")),
         # the note explains MindInsight's summed per-operator bandwidth; CANN's stored figure is size/time
         "has_stored_bw": "hccl_raw" in c.producers and any(l["stored_bandwidth_gbps"] is not None and l["bandwidth_gbps"] is not None and
@@ -376,7 +377,7 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Hig
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_comm_context(inp.analysis, highlights.of(inp))
-    return [Page(COMMUNICATION, "Cluster communication", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(COMMUNICATION, N_("Cluster communication"), PAGE.partial, {**inp.common, **ctx}, charts=charts,
                  downloads=csv)]
 
 

@@ -251,7 +251,7 @@ def _plan_execution(inp: PlanInput) -> list[Page]:
 
 def _plan_strategy(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_strategy_context(inp.analysis)
-    return [Page(STRATEGY, "Parallel strategy", STRATEGY_PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(STRATEGY, N_("Parallel strategy"), STRATEGY_PAGE.partial, {**inp.common, **ctx}, charts=charts,
                  downloads=csv)]
 
 

@@ -78,14 +78,14 @@ def finding_view(finding) -> dict:
     }
 
 
-SAVES = "fixing this saves ~{ms}/step ({pct})"
+SAVES = N_("fixing this saves ~{ms}/step ({pct})")
 
 
 def impact_view(impact: dict | None) -> dict | None:
     """The saving line of a finding: one format string (translatable as a whole), and the basis."""
     if not impact or not isinstance(impact.get("step_ms"), (int, float)):
         return None
-    return {"saves": SAVES.format(ms=fmt_ms(impact["step_ms"]).replace(" ", "\u00a0"),
+    return {"saves": _(SAVES).format(ms=fmt_ms(impact["step_ms"]).replace(" ", "\u00a0"),
                                   pct=fmt_pct(impact.get("step_share"))),
             "basis": str(impact.get("basis", ""))}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, _, lazy
 
 from typing import Any
 
@@ -24,37 +24,37 @@ OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
 STAGES_CSV = "cluster/overlap-stages.csv"
 VIEW_LABELS = {
-    "pipeline": "Pipeline-parallel view (MindInsight): step interval, computation, pure communication, stage time, "
-                "pure receive, pure collective communication",
-    "model": "Model-parallel view (MindInsight): step interval, computation, pure communication",
-    "modern": "Step time breakdown from step_trace_time.csv: computing, communication not overlapped, "
-              "overlapped, free, bubble, preparing",
-    "none": "No overlap data",
+    "pipeline": N_("Pipeline-parallel view (MindInsight): step interval, computation, pure communication, stage time, "
+                "pure receive, pure collective communication"),
+    "model": N_("Model-parallel view (MindInsight): step interval, computation, pure communication"),
+    "modern": N_("Step time breakdown from step_trace_time.csv: computing, communication not overlapped, "
+              "overlapped, free, bubble, preparing"),
+    "none": N_("No overlap data"),
 }
 SOURCE_LABELS = {
-    "cluster_analyse": "the profiler's ascend_cluster_analyse_{mode}_{stages}_{size}_{rank}.csv files",
-    "timeline": "recomputed from output_timeline_data_{rank}.txt and the step trace's communication columns "
-                "with MindSpore's algorithm",
-    "msprof_timeline": "the Overlap Analysis lanes of msprof's per-iteration msprof_*.json timelines",
-    "step_trace_time": "step_trace_time.csv (or the same sums from trace_view.json's Overlap Analysis lanes)",
+    "cluster_analyse": N_("the profiler's ascend_cluster_analyse_{mode}_{stages}_{size}_{rank}.csv files"),
+    "timeline": N_("recomputed from output_timeline_data_{rank}.txt and the step trace's communication columns "
+                "with MindSpore's algorithm"),
+    "msprof_timeline": N_("the Overlap Analysis lanes of msprof's per-iteration msprof_*.json timelines"),
+    "step_trace_time": N_("step_trace_time.csv (or the same sums from trace_view.json's Overlap Analysis lanes)"),
 }
 COLUMN_HELP = {
-    "iteration_interval": "time between the end of the previous step and the start of this step's forward pass "
-                          "(data waiting)",
-    "computation": "step time minus pure communication",
-    "communication_alone": "communication while no computation runs",
-    "stage": "step time minus pure receive: the time the stage itself works",
-    "receive_alone": "only a point-to-point Receive runs (waiting for the previous stage: the bubble)",
-    "collective_alone": "pure communication excluding Receive",
-    "free": "neither computation nor communication runs",
-    "computing": "union of compute-task time",
-    "communication_not_overlapped": "communication while no computation runs",
-    "overlapped": "communication hidden under computation",
-    "communication": "union of communication-operator time",
-    "bubble": "receive (hcom_receive) time: the pipeline bubble",
-    "communication_not_overlapped_exclude_receive": "communication not overlapped, receive excluded",
-    "preparing": "host time before the device starts the step",
-    "total": "stage + bubble",
+    "iteration_interval": N_("time between the end of the previous step and the start of this step's forward pass "
+                          "(data waiting)"),
+    "computation": N_("step time minus pure communication"),
+    "communication_alone": N_("communication while no computation runs"),
+    "stage": N_("step time minus pure receive: the time the stage itself works"),
+    "receive_alone": N_("only a point-to-point Receive runs (waiting for the previous stage: the bubble)"),
+    "collective_alone": N_("pure communication excluding Receive"),
+    "free": N_("neither computation nor communication runs"),
+    "computing": N_("union of compute-task time"),
+    "communication_not_overlapped": N_("communication while no computation runs"),
+    "overlapped": N_("communication hidden under computation"),
+    "communication": N_("union of communication-operator time"),
+    "bubble": N_("receive (hcom_receive) time: the pipeline bubble"),
+    "communication_not_overlapped_exclude_receive": N_("communication not overlapped, receive excluded"),
+    "preparing": N_("host time before the device starts the step"),
+    "total": N_("stage + bubble"),
 }
 
 
@@ -64,14 +64,14 @@ def _rank_columns(a: Analysis) -> list[dict]:
     cols = [{"key": "rank", "label": N_("Rank"), "fmt": "rank"}, {"key": "host", "label": N_("Host"), "fmt": "text"},
             {"key": "pp_stage", "label": N_("Stage"), "fmt": "int"}]
     if a.run.info.parallel_index:
-        cols += [{"key": k + "_index", "label": f"{k.upper()} index", "fmt": "int"}
+        cols += [{"key": k + "_index", "label": _("{axis} index").format(axis=k.upper()), "fmt": "int"}
                  for k in ("dp", "pp", "tp", "cp") if k in a.run.info.parallel_sizes
                  and (k != "cp" or a.run.info.parallel_sizes.get("cp", 1) > 1)]
     for c in o.columns:
         cols.append({"key": c, "label": f"{COLUMN_LABELS[c]} (ms)", "fmt": "ms", "help": COLUMN_HELP.get(c, "")})
     cols.append({"key": "comm_share", "label": N_("Pure comm. share"), "fmt": "ratio",
-                 "help": "pure communication / step" if o.view == "modern"
-                 else "pure communication / (computation + pure communication)"})
+                 "help": N_("pure communication / step") if o.view == "modern"
+                 else N_("pure communication / (computation + pure communication)")})
     return cols
 
 
@@ -112,7 +112,7 @@ def _stage_table(a: Analysis) -> tuple[list[dict], list[dict]]:
             continue
         m = mean.loc[st.index, comp]
         spread = (mx.loc[st.index, comp] - mn.loc[st.index, comp]) / m if m else None
-        rows.append({"stage": st.index, "label": st.label, "n_ranks": len(st.ranks),
+        rows.append({"stage": st.index, "label": stage_label(st), "n_ranks": len(st.ranks),
                      "values": {c: num(mx.loc[st.index, c]) for c in o.columns},
                      "mean_compute": num(m), "spread": num(spread),
                      "compute_vs_mean": num(summary.get(st.index, {}).get("compute_vs_mean")),
@@ -121,23 +121,30 @@ def _stage_table(a: Analysis) -> tuple[list[dict], list[dict]]:
     return rows, cols
 
 
+def stage_label(s) -> str:
+    """`StageInfo.label` ("stage 1 (8, 9, …)") in the report language."""
+    rs = ", ".join(str(r) for r in s.ranks[:8]) + ("…" if len(s.ranks) > 8 else "")
+    return _("stage {stage} ({ranks})").format(stage=s.index, ranks=rs)
+
+
 def _rates(a: Analysis) -> list[dict]:
     r = a.overlap.rates
     if not r:
         return []
     out = [{"label": N_("Communication share (cluster)"), "value": r.get("communication_rate"),
-            "help": "MindInsight flags above 10 % (data/model-parallel communication rate)"}]
+            "help": N_("MindInsight flags above 10 % (data/model-parallel communication rate)")}]
     if r.get("between_stage_rate") is not None:
         out.append({"label": N_("Between stages (receive / bubble share)"), "value": r["between_stage_rate"],
-                    "help": "MindInsight flags above 10 %"})
+                    "help": N_("MindInsight flags above 10 %")})
     for s, v in (r.get("within_stage_rate") or {}).items():
-        out.append({"label": f"Within stage {s} (collective-only share)", "value": v,
-                    "help": "MindInsight flags the stage with the highest rate above 10 %"})
+        out.append({"label": lazy("Within stage {stage} (collective-only share)", stage=s), "value": v,
+                    "help": N_("MindInsight flags the stage with the highest rate above 10 %")})
     return out
 
 
 def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
     o = a.overlap
+    stage_name = _("stage {stage}")  # chart legends
     charts: list[Chart] = []
     labels = [COLUMN_LABELS[c] for c in o.stack]
     basis = o.per_rank[list(o.stack)].sum(axis=1) if len(o.per_rank) else None
@@ -145,13 +152,13 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
               if basis is not None else None)
     rows, x_title = stacked_bar_rows(o.per_rank, o.stack, labels, MAX_BARS, picked)
     if rows:
-        cap = ("Where each rank's step goes: computation, pure collective communication and pure receive "
-               "(the bubble)." if o.view == "pipeline" else
-               "Where each rank's step goes: computation and pure communication." if o.view == "model" else
-               "Where each rank's step goes: computing alone, communication hidden under computing, communication "
-               "not overlapped (receive excluded), bubble and free time.")
+        cap = (N_("Where each rank's step goes: computation, pure collective communication and pure receive "
+                  "(the bubble).") if o.view == "pipeline" else
+               N_("Where each rank's step goes: computation and pure communication.") if o.view == "model" else
+               N_("Where each rank's step goes: computing alone, communication hidden under computing, "
+                  "communication not overlapped (receive excluded), bubble and free time."))
         charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
-    share = [{"rank": int(r), "share": round(float(v), 6), "stage": f"stage {int(o.per_rank.at[r, 'pp_stage'])}",
+    share = [{"rank": int(r), "share": round(float(v), 6), "stage": stage_name.format(stage=int(o.per_rank.at[r, 'pp_stage'])),
               "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
     if share:
         if len(share) <= MAX_BARS:
@@ -183,7 +190,7 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                 if i == 2 and s["stage"] == o.waiting_stage:
                     note = "waits most"
                 if num(v) is not None:
-                    srows.append({"stage": f"stage {s['stage']}", "metric": m, "value": round(float(v), 4),
+                    srows.append({"stage": stage_name.format(stage=s["stage"]), "metric": m, "value": round(float(v), 4),
                                   "note": note, "ranks": ", ".join(str(r) for r in s["ranks"][:16])})
         charts.append(Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
                             N_("Per pipeline stage, the mean over its ranks. The stage that computes longest sets the "
@@ -192,7 +199,7 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
         per_step = sr[(sr["stat"] == "max") & sr["step"].notna()]
         if per_step["step"].nunique() > 1:
             comp = o.compute_col
-            lines = [{"step": int(s), "stage": f"stage {int(st)}", "value": round(float(v), 4)}
+            lines = [{"step": int(s), "stage": stage_name.format(stage=int(st)), "value": round(float(v), 4)}
                      for s, st, v in zip(per_step["step"], per_step["pp_stage"], per_step[comp]) if num(v) is not None]
             charts.append(Chart("overlap-stage-steps", overlap_charts.stage_steps(
                 lines, f"{COLUMN_LABELS[comp]}, stage max (ms)"),
@@ -222,7 +229,7 @@ def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart]
     ctx: dict[str, Any] = {
         "has_data": o.has_data, "view": o.view, "view_label": VIEW_LABELS[o.view],
         "mode": info.parallel_mode, "mode_source": info.parallel_mode_source, "n_stages": info.stages,
-        "stage_source": info.stage_source, "stages": [{"index": s.index, "label": s.label} for s in o.stages],
+        "stage_source": info.stage_source, "stages": [{"index": s.index, "label": stage_label(s)} for s in o.stages],
         "sizes": info.parallel_sizes, "sources": [SOURCE_LABELS.get(s, s) for s in o.sources],
         "notes": o.notes, "without": o.ranks_without_data, "tolerance": CHECK_TOLERANCE,
         "checks": list(o.checks),
@@ -238,8 +245,8 @@ def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart]
     ctx.update({"columns": cols, "rows": rows, "stage_rows": stage_rows, "stage_columns": stage_cols,
                 "rates": _rates(a), "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
                 "multi_stage": len(o.stages) > 1,
-                "averaging": ("the profiler's average row (MindInsight shows it)" if "stored" in set(o.per_rank["rule"])
-                              else "mean over the recorded steps")})
+                "averaging": (N_("the profiler's average row (MindInsight shows it)") if "stored" in set(o.per_rank["rule"])
+                              else N_("mean over the recorded steps"))})
     return ctx, _charts(a, hl), _csv(a, cols, rows)
 
 
@@ -264,8 +271,8 @@ class RankSections:
         sec: dict[str, Any] = {"id": "overlap", "title": N_("Communication / computation overlap"),
                                "template": "_rank_overlap.html", "has_data": self.ok and r in self.values}
         if not sec["has_data"]:
-            sec["reason"] = ("no overlap data for this run" if not self.ok
-                             else "no overlap data for this rank (see data quality)")
+            sec["reason"] = (N_("no overlap data for this run") if not self.ok
+                             else N_("no overlap data for this rank (see data quality)"))
             return sec
         mine = self.values[r]
         stage = int(mine["pp_stage"])
@@ -287,7 +294,7 @@ class RankSections:
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_overlap_context(inp.analysis, highlights.of(inp))
-    return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(OVERLAP, N_("Overlap and parallel layout"), PAGE.partial, {**inp.common, **ctx}, charts=charts,
                  downloads=csv)]
 
 

@@ -39,7 +39,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     if frameworks:
         facts.append((_("Framework"), ", ".join(frameworks)))
     for k, vs in sorted(versions.items()):
-        facts.append((_("{name} version").format(name=k), ", ".join(sorted(vs))))
+        facts.append((_("{name} version").format(name=_(k)), ", ".join(sorted(vs))))
     if levels:
         facts.append((_("Profiler level"), ", ".join(levels)))
     facts.append((_("Step trace"), _(kind_label(a)) if st.kind else _("none found")))

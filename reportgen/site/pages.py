@@ -95,7 +95,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     if info.framework:
         facts.append((N_("Framework"), info.framework))
     for k, v in sorted(info.versions.items()):
-        facts.append((lazy("{name} version", name=k), v))
+        facts.append((lazy("{name} version", name=lazy(k)), v))
     if info.profiler_level:
         facts.append((N_("Profiler level"), info.profiler_level))
     sections: list[dict] = []
@@ -133,7 +133,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
     downloads = [dl for sec in sections for dl in sec.pop("downloads", [])]
-    return Page(urls.rank_page(r), f"Rank {r}", "_rank.html", {
+    return Page(urls.rank_page(r), _("Rank {rank}").format(rank=r), "_rank.html", {
         **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,
         "slow": r in maker.hl.slow_ranks, "files": data.files[:200], "n_files": len(data.files),
         "cluster_link": str(urls.step_trace_row(r)),

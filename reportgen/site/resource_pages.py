@@ -95,15 +95,16 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         m = res.memory.copy()
         if res.capacity_known:
             m["value"] = m["ratio"]
-            title, caption = "Peak / capacity", ("Peak device memory as a share of capacity, one cell per device, "
-                                                 "a row per host. Click a cell to open the rank.")
+            title, caption = _("Peak / capacity"), N_("Peak device memory as a share of capacity, one cell per device, "
+                                                      "a row per host. Click a cell to open the rank.")
         else:
             top = m["peak_mb"].max()
             m["value"] = m["peak_mb"] / top if top > 0 else math.nan
-            title, caption = "Peak / largest peak", (
+            title, caption = _("Peak / largest peak"), N_(
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
                 "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
-        cells = _cells(a, m, "value", ".0%", lambda rec: f"peak {rec['peak_mb']:,.0f} MB")
+        peak_tip = _("peak {mb} MB")
+        cells = _cells(a, m, "value", ".0%", lambda rec: peak_tip.format(mb=f"{rec['peak_mb']:,.0f}"))
         ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
         charts.append(Chart("memory-heatmap", res_charts.device_heatmap(cells, title, ramp),
                             caption, renderer="canvas" if len(cells) > 2000 else "svg"))
@@ -157,9 +158,11 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                    "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": urls.rank_page(int(rec["rank"]))}
                   for rec in t.to_dict("records")]
         charts.append(Chart("op-spread", res_charts.op_type_spread(spread, types, boxes=n_ranks > TICKS_MAX_RANKS),
-                            "Each rank's total time in the top operator types (one mark per rank"
-                            + ("; boxes span min to max" if n_ranks > TICKS_MAX_RANKS else "") +
-                            "). Red: a rank at least 1.5x the median of that type. Click to open the rank.",
+                            _("Each rank's total time in the top operator types (one mark per rank; boxes span min to "
+                              "max). Red: a rank at least 1.5x the median of that type. Click to open the rank.")
+                            if n_ranks > TICKS_MAX_RANKS else
+                            _("Each rank's total time in the top operator types (one mark per rank). Red: a rank at "
+                              "least 1.5x the median of that type. Click to open the rank."),
                             renderer="canvas" if len(spread) > 3000 else "svg"))
     dq = []
     for r, q in sorted(res.queues.items()):
@@ -382,7 +385,7 @@ class RankDetail:
         if rows:
             sec["charts"].append(Chart(f"rank-{r}-cpu", self._chart(("cpu",), lambda: res_charts.cpu_usage(rows),
                                                                     rows, "cpu"),
-                                       "CPU utilisation per sample: the machine and the training process."))
+                                       N_("CPU utilisation per sample: the machine and the training process.")))
         return sec
 
     def memory(self, r: int) -> dict:
@@ -436,7 +439,7 @@ class RankDetail:
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_resources_context(inp.analysis)
-    return [Page(RESOURCES, "Resource utilisation", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(RESOURCES, N_("Resource utilisation"), PAGE.partial, {**inp.common, **ctx}, charts=charts,
                  downloads=csv)]
 
 
