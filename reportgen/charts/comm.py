@@ -21,13 +21,14 @@ TRANSPORT_COLORS = {"HCCS": "#4c78a8", "RDMA": "#e45756", "SDMA": "#54a24b", "PC
 
 def comm_by_rank(rows: list[dict], x_title: str) -> dict:
     """Stacked transit / wait / idle per rank (or rank group). Rows: {label, order, part, value, href?}."""
-    parts = [p for p in PART_COLORS if any(r["part"] == p for r in rows)]
+    shown = {_(p): c for p, c in PART_COLORS.items()}  # the parts as the rows name them (report language)
+    parts = [p for p in shown if any(r["part"] == p for r in rows)]
     chart = alt.Chart(alt.NamedData(name="rows")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("sum(value):Q", title=_("Time per step (ms)")),
         color=alt.Color("part:N", title="", sort=parts,
-                        scale=alt.Scale(domain=parts, range=[PART_COLORS[p] for p in parts])),
+                        scale=alt.Scale(domain=parts, range=[shown[p] for p in parts])),
         order=alt.Order("part_order:Q"),
         tooltip=[alt.Tooltip("label:N", title=_("Rank(s)")), alt.Tooltip("part:N", title=_("Part")),
                  alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
@@ -40,7 +41,7 @@ def comm_per_step(rows: list[dict]) -> dict:
     chart = alt.Chart(alt.NamedData(name="rows")).mark_line(point=True).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=_("Mean over ranks (ms)")),
-        color=alt.Color("series:N", title="", scale=phase_scale(["Communication", "Wait"])),
+        color=alt.Color("series:N", title="", scale=phase_scale([_("Communication"), _("Wait")])),
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=""),
                  alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
@@ -71,7 +72,7 @@ def link_bandwidth(rows: list[dict]) -> dict:
 
 def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     """Node-link graph: node size = communication time, colour = comm/(comm+wait); edges coloured by bandwidth."""
-    unit = "Host" if by == "host" else "Rank"
+    unit = _("Host") if by == "host" else _("Rank")
     axis = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
     e = alt.Chart(alt.NamedData(name="edges")).mark_rule(opacity=0.55).encode(
         x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis), x2="x2:Q", y2="y2:Q",
@@ -104,14 +105,15 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
 def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
     """Rank x rank heatmap; a drop-down picks the metric and another the communication group."""
     metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
-        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=["Bandwidth (GB/s)", "Time (ms)", "Size (MB)"],
-        name="Show: "))
-    group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name="Group: "))
-    title = "Rank" if binned == 1 else f"Ranks (blocks of {binned})"
+        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=[_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")],
+        name=_("Show:") + " "))
+    group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name=_("Group:") + " "))
+    src_title = _("Source rank") if binned == 1 else _("Source ranks (blocks of {n})").format(n=binned)
+    dst_title = _("Destination rank") if binned == 1 else _("Destination ranks (blocks of {n})").format(n=binned)
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
-        x=alt.X("dst:O", title=f"Destination {title.lower()}", sort=alt.EncodingSortField(field="do"),
+        x=alt.X("dst:O", title=dst_title, sort=alt.EncodingSortField(field="do"),
                 axis=alt.Axis(labelOverlap=True)),
-        y=alt.Y("src:O", title=f"Source {title.lower()}", sort=alt.EncodingSortField(field="so"),
+        y=alt.Y("src:O", title=src_title, sort=alt.EncodingSortField(field="so"),
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reportgen.i18n import _
+
 import altair as alt
 
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]
@@ -29,7 +31,8 @@ def phase_scale(labels: list[str]) -> alt.Scale:
     """The colour scale of phase labels: fixed colours (PHASE_COLORS), the palette only for unknown labels."""
     used = set(PHASE_COLORS.values())
     spare = iter([c for c in PALETTE if c not in used] + PALETTE * 4)
-    return alt.Scale(domain=list(labels), range=[PHASE_COLORS.get(l) or next(spare) for l in labels])
+    shown = {_(k): v for k, v in PHASE_COLORS.items()}  # labels in the report language keep their colour
+    return alt.Scale(domain=list(labels), range=[PHASE_COLORS.get(l) or shown.get(l) or next(spare) for l in labels])
 
 
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"

@@ -136,7 +136,7 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         return None
     if len(data) <= MAX_BARS:
         groups = [([r], str(r["rank"])) for r in data]
-        x_title = "Rank"
+        x_title = _("Rank")
     else:  # the culprits and each stage's extremes, each its own bar: never averaged away
         by_rank = {r["rank"]: r for r in data}
         total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
@@ -149,9 +149,9 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         wait = sum(r["wait_ms"] or 0 for r in g) / len(g)
         comm = sum(r["communication_ms"] or 0 for r in g) / len(g)
         other = max(0.0, comm - transit - wait) if a.comm.producers == ["communication.json"] else 0.0
-        for pi, (part, v) in enumerate((("Transit", transit), ("Wait", wait), ("Idle / other", other))):
+        for pi, (part, v) in enumerate(((N_("Transit"), transit), (N_("Wait"), wait), (N_("Idle / other"), other))):
             if v > 0 or part != "Idle / other":
-                out.append({"label": label, "order": gi, "part": part, "part_order": pi, "value": round(v, 6)})
+                out.append({"label": label, "order": gi, "part": _(part), "part_order": pi, "value": round(v, 6)})
     return Chart("comm-by-rank", comm_charts.comm_by_rank(out, x_title),
                  N_("Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
                  "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
@@ -165,8 +165,8 @@ def _step_chart(a: Analysis) -> Optional[Chart]:
     g = ps.dropna(subset=["step"]).groupby("step")[["communication_ms", "wait_ms"]].mean()
     rows = []
     for s, rec in g.iterrows():
-        rows.append({"step": int(s), "series": "Communication", "value": num(rec["communication_ms"])})
-        rows.append({"step": int(s), "series": "Wait", "value": num(rec["wait_ms"])})
+        rows.append({"step": int(s), "series": _("Communication"), "value": num(rec["communication_ms"])})
+        rows.append({"step": int(s), "series": _("Wait"), "value": num(rec["wait_ms"])})
     rows = [r for r in rows if r["value"] is not None]
     return Chart("comm-per-step", comm_charts.comm_per_step(rows),
                  N_("Per step, the mean over ranks of communication and wait time (MindInsight's time view)."))

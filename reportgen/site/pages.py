@@ -12,12 +12,13 @@ from typing import Any, Optional
 import pandas as pd
 
 from reportgen import __version__, urls
-from reportgen.i18n import N_, _, lazy, text
+from reportgen.i18n import N_, _, lazy, text, translate
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS
 from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
+from reportgen.site.problems import translate_problem
 from reportgen.site.page import Page, PlanInput, SingleRanks, SitePlan
 from reportgen.site.registry import PAGES
 from reportgen.site.step_pages import rank_rows
@@ -52,9 +53,9 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn)
     by_reporter = comm_pages.links_by_reporter(a)
     overlap_sections = overlap_pages.RankSections(a)
-    line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
+    line_spec = step_charts.rank_step_lines([_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
-                                            or ["Step total"]) if st.kind else None
+                                            or [_("Step total")]) if st.kind else None
     ids = run.rank_ids
     single_data: dict[str, dict] = {}
     for n, r in enumerate(ids):
@@ -73,7 +74,12 @@ def _single_rank(rp: Page) -> dict:
     """The compact view of a rank in the single file: facts, its step table and step lines, its data quality."""
     sec = rp.context["sections"][0]
     lines = rp.charts[0].spec.get("datasets", {}).get("steps", []) if rp.charts else []
-    return {"facts": rp.context["facts"], "issues": rp.context["issues"], "phases": sec.get("phases", []),
+    # the single file draws this view in the browser: texts are put in the report language here
+    facts = [(translate(k), translate(v)) for k, v in rp.context["facts"]]
+    issues = [{**i, "severity": translate(i.get("severity")), "problem": translate_problem(i.get("problem"))}
+              if isinstance(i, dict) else i for i in rp.context["issues"]]
+    phases = [{**p, "label": translate(p.get("label"))} if isinstance(p, dict) else p for p in sec.get("phases", [])]
+    return {"facts": facts, "issues": issues, "phases": phases,
             "rows": sec.get("rows", []), "average": sec.get("average"), "lines": lines}
 
 
@@ -120,9 +126,9 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
         })
         if line_spec is not None and len(step_rows) >= 1:
             labels = set(line_spec["encoding"]["color"]["scale"]["domain"])
-            lines = [{"step": row["step"], "phase": PHASE_LABELS[p], "value": row[p]}
+            lines = [{"step": row["step"], "phase": _(PHASE_LABELS[p]), "value": row[p]}
                      for row in step_rows for p in phases
-                     if PHASE_LABELS[p] in labels and row["step"] is not None and row[p] is not None]
+                     if _(PHASE_LABELS[p]) in labels and row["step"] is not None and row[p] is not None]
             if lines:
                 spec = dict(line_spec)
                 spec["datasets"] = {"steps": lines}

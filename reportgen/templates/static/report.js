@@ -43,13 +43,17 @@
 
   function embed(fig, spec) {
     var opts = Object.assign({}, EMBED_OPTS, { renderer: fig.getAttribute("data-renderer") || "svg" });
+    var b = document.body;  // the export menu in the report's language (vega-embed's i18n option)
+    if (b.getAttribute("data-save-svg")) {
+      opts.i18n = { SVG_ACTION: b.getAttribute("data-save-svg"), PNG_ACTION: b.getAttribute("data-save-png") };
+    }
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
     return vegaEmbed(vis, spec, opts).then(function () {
       fig.setAttribute("data-rendered", "true");
     }).catch(function (e) {
       fig.setAttribute("data-error", String(e));
-      vis.textContent = "This chart could not be drawn: " + e;
+      vis.textContent = (document.body.getAttribute("data-chart-error") || "This chart could not be drawn:") + " " + e;
     });
   }
 
@@ -201,7 +205,7 @@
       view.appendChild(facts);
       if (d.rows.length) {
         var t = el("table", { "class": "sortable" });
-        var hr = el("tr"); hr.appendChild(el("th", {}, "Step"));
+        var hr = el("tr"); hr.appendChild(el("th", {}, view.getAttribute("data-step") || "Step"));
         d.phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
         var thead = el("thead"); thead.appendChild(hr); t.appendChild(thead);
         var tb = el("tbody");
@@ -212,7 +216,7 @@
         });
         t.appendChild(tb); view.appendChild(t);
       } else {
-        view.appendChild(el("p", { "class": "muted" }, "No step trace for this rank."));
+        view.appendChild(el("p", { "class": "muted" }, view.getAttribute("data-none") || "No step trace for this rank."));
       }
       d.issues.forEach(function (i) { view.appendChild(el("p", { "class": "muted" }, i.severity + ": " + (i.file || "(run)") + ": " + i.problem)); });
       if (fig && template) {
