@@ -193,6 +193,18 @@ def format_number(value: float, digits: int = 0, lang: Optional[str] = None) -> 
     return format_decimal(value, format=fmt, locale=_BABEL_LOCALE.get(lang or current(), "en_US"))
 
 
+def format_percent(value: float, digits: int = 1, lang: Optional[str] = None) -> str:
+    """A percentage (already ×100) as the language writes it: "12.5 %" in English (the report's house style),
+    Babel's locale pattern otherwise (zh: "12.5%")."""
+    lang = lang or current()
+    if lang == DEFAULT:
+        return f"{value:.{digits}f} %"
+    from babel.numbers import format_percent as _babel_percent
+
+    fmt = "#,##0" + ("." + "0" * digits if digits > 0 else "") + "%"
+    return _babel_percent(value / 100.0, format=fmt, locale=_BABEL_LOCALE.get(lang, "en_US"))
+
+
 def install(env) -> None:
     """Add Jinja2's i18n extension to `env`, bound to the current language at call time."""
     if "jinja2.ext.InternationalizationExtension" not in env.extensions:

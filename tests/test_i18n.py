@@ -350,3 +350,18 @@ def test_finding_text_in_the_report_language_with_title_en(zh_site):
     li = next(li for li in page.select("li.finding") if li.select_one(".fid").get_text() == "slow-rank.compute")
     assert li.select_one(".ftitle").get_text() == fz["title"]
     assert "为什么重要" in li.get_text() and "优化建议" in li.get_text()
+
+
+def test_numbers_follow_the_language():
+    """Babel formats numbers and percentages for zh (no space before %, the locale's grouping); English keeps the
+    report's own style."""
+    assert i18n.format_percent(12.345, 1, "en") == "12.3 %"
+    assert i18n.format_percent(12.345, 1, "zh") == "12.3%"
+    assert i18n.format_number(1234567.891, 2, "zh") == "1,234,567.89"
+    from reportgen.site.builder import make_env
+
+    with i18n.use("zh"):
+        env = make_env()
+        assert env.filters["pct1"](0.5) == "50.0%" and env.filters["num"](12345.0) == "12,345"
+    env = make_env()
+    assert env.filters["pct1"](0.5) == "50.0 %"

@@ -56,7 +56,7 @@ def _fmt_ratio(v) -> str:
         f = float(v)
     except (TypeError, ValueError):
         return "—"
-    return "—" if f != f else f"{f * 100:.1f} %"
+    return "—" if f != f else i18n.format_percent(f * 100)
 
 
 def _fmt_num(v) -> str:
@@ -66,11 +66,13 @@ def _fmt_num(v) -> str:
         return "—"
     if f != f:
         return "—"
+    if i18n.current() != i18n.DEFAULT:  # the locale's grouping and decimal signs (Babel)
+        return i18n.format_number(f, 0 if f == int(f) else 2)
     return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
 
 
 def _fmt_pct(v) -> str:
-    return "—" if v is None else f"{float(v):.1f} %"
+    return "—" if v is None else i18n.format_percent(float(v))
 
 
 def _ms_cells(values) -> Markup:
