@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _
+from reportgen.i18n import N_, _, text
 
 from dataclasses import field
 from typing import Any, Optional
@@ -332,7 +332,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         "has_data": True,
         "sources": [PRODUCER_LABELS.get(p, p) for p in c.producers],
         "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
-        "unit_notes": c.unit_notes,
+        "unit_notes": [text(n) for n in c.unit_notes],
         "averaging": c.averaging,
         "rank_columns": RANK_COLUMNS,
         "ranks": rows,

@@ -30,7 +30,7 @@ MAX_LIST = 8
 
 def step_label(step: int) -> str:
     """A drawn step's name; runs without step ids (MindSpore CPU) draw the whole profiled window (step -1)."""
-    return lazy("step {step}", step=step) if step >= 0 else lazy("the profiled window")
+    return _("step {step}").format(step=step) if step >= 0 else _("the profiled window")
 
 
 def _reason_short(reason) -> str:
@@ -84,7 +84,7 @@ def _stage_ctx(g: StageGraph) -> dict:
     return {"stage": g.stage, "ranks": compact_ranks(g.ranks), "missing": compact_ranks(missing) if missing else "", "source": g.source,
             "n_ops": g.n_ops, "n_sharded": g.n_sharded, "n_split": g.n_split, "n_redistribution": g.n_redistribution,
             "n_gradient_aggregation": g.n_gradient_aggregation, "n_edges": g.n_edges, "n_blocks": len(g.blocks),
-            "n_layers": g.n_layers, "collapsed": g.collapsed_depth,
+            "n_layers": g.n_layers, "collapsed": text(g.collapsed_depth),
             "svg": Markup(stage_svg(g.stage, g.blocks, g.edges)), "blocks": blocks,
             "table": [_op_row(o) for o in g.table], "table_more": g.table_more, "csv": strategy_csv(g.stage)}
 
@@ -119,9 +119,9 @@ def plan_strategy_context(a: Analysis) -> tuple[dict, list[Chart], list]:
     info = a.run.info
     sv = a.strategy
     ctx: dict[str, Any] = {
-        "has_data": sv is not None, "mode": info.parallel_mode, "mode_source": info.parallel_mode_source,
+        "has_data": sv is not None, "mode": info.parallel_mode, "mode_source": text(info.parallel_mode_source),
         "raw_mode": (sv.parallel_type if sv else "") or info.parallel_mode_raw,
-        "n_stages": info.stages, "stage_source": info.stage_source, "layout": _stage_layout(a),
+        "n_stages": info.stages, "stage_source": text(info.stage_source), "layout": _stage_layout(a),
         "sizes": info.parallel_sizes, "stages": [], "pipeline": None, "sources": sv.sources if sv else [],
     }
     downloads = []
@@ -218,10 +218,10 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
     marey = ev.marey if ev is not None else []
     pages_for = [(m, execution_page(m.step, i == 0)) for i, m in enumerate(marey)]
     overview = _overview_chart(a, pages_for)
-    steps_nav = [{"step": m.step, "step_label": step_label(m.step), "reason": m.reason,
+    steps_nav = [{"step": m.step, "step_label": step_label(m.step), "reason": text(m.reason),
                   "reason_short": _reason_short(m.reason), "href": p}
                  for m, p in pages_for]
-    base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": ev.notes if ev else [],
+    base = {"has_timeline": bool(marey), "steps": steps_nav, "notes": [text(n) for n in ev.notes] if ev else [],
             "skipped": compact_ranks(ev.skipped_ranks) if ev and ev.skipped_ranks else "",
             "has_overview": overview is not None}
     downloads = []
@@ -261,7 +261,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                               "everywhere). Drag to pan, scroll to zoom along time."))
         charts = ([overview] if overview else []) + [marey_chart]
         ctx = {**base, "marey": {
-            "step": m.step, "step_label": step_label(m.step), "reason": m.reason, "window": m.window, "alignment": m.alignment,
+            "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window), "alignment": [text(n) for n in m.alignment],
             "span_ms": num(m.span_ms), "devices": _device_rows(m), "not_drawn": m.not_drawn,
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
             "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),

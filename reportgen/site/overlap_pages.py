@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _, lazy
+from reportgen.i18n import N_, _, lazy, text
 
 from dataclasses import field
 from typing import Any, Optional
@@ -138,7 +138,7 @@ def _rates(a: Analysis) -> list[dict]:
         out.append({"label": N_("Between stages (receive / bubble share)"), "value": r["between_stage_rate"],
                     "help": N_("MindInsight flags above 10 %")})
     for s, v in (r.get("within_stage_rate") or {}).items():
-        out.append({"label": lazy("Within stage {stage} (collective-only share)", stage=s), "value": v,
+        out.append({"label": _("Within stage {stage} (collective-only share)").format(stage=s), "value": v,
                     "help": N_("MindInsight flags the stage with the highest rate above 10 %")})
     return out
 
@@ -257,10 +257,10 @@ def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart]
     o, info = a.overlap, a.run.info
     ctx: dict[str, Any] = {
         "has_data": o.has_data, "view": o.view, "view_label": VIEW_LABELS[o.view],
-        "mode": info.parallel_mode, "mode_source": info.parallel_mode_source, "n_stages": info.stages,
-        "stage_source": info.stage_source, "stages": [{"index": s.index, "label": stage_label(s)} for s in o.stages],
+        "mode": info.parallel_mode, "mode_source": text(info.parallel_mode_source), "n_stages": info.stages,
+        "stage_source": text(info.stage_source), "stages": [{"index": s.index, "label": stage_label(s)} for s in o.stages],
         "sizes": info.parallel_sizes, "sources": [SOURCE_LABELS.get(s, s) for s in o.sources],
-        "notes": o.notes, "without": o.ranks_without_data, "tolerance": CHECK_TOLERANCE,
+        "notes": [text(n) for n in o.notes], "without": o.ranks_without_data, "tolerance": CHECK_TOLERANCE,
         "checks": list(o.checks),
     }
     if not o.has_data:

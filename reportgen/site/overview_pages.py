@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _
+from reportgen.i18n import N_, _, text
 
 from reportgen import urls
 from reportgen.analysis import Analysis
@@ -51,7 +51,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
         facts.append((_("Hosts"), f"{len(hosts)} ({fmt_list(hosts, 8)})"))
     facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
     facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
-                                                                        source=run.info.parallel_mode_source)))
+                                                                        source=_(text(run.info.parallel_mode_source)))))
     facts.append((_("Pipeline stages"), str(run.info.stages)))
     if frameworks:
         facts.append((_("Framework"), ", ".join(frameworks)))

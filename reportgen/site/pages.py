@@ -118,7 +118,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     if info.framework:
         facts.append((N_("Framework"), info.framework))
     for k, v in sorted(info.versions.items()):
-        facts.append((lazy("{name} version", name=lazy(k)), v))
+        facts.append((_("{name} version").format(name=_(k)), v))
     if info.profiler_level:
         facts.append((N_("Profiler level"), info.profiler_level))
     sections: list[dict] = []

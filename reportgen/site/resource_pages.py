@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from reportgen.i18n import N_, _, lazy
+from reportgen.i18n import N_, _, lazy, text
 
 import math
 from dataclasses import dataclass, field
@@ -202,10 +202,10 @@ def _bottleneck_text(a: Analysis, r: int, ids: list[int], kind: str) -> str:
     dp = a.run.ranks[r].dataprep
     ops = dp.ops if dp is not None else None
     names = ", ".join(_op_label(ops, i) for i in ids)
-    return {"operator": lazy("{names}: input queues full, output queue low", names=names),
-            "queue_drop": lazy("{names}: input queue much fuller than its output queue", names=names),
-            "source": lazy("the source operators ({names}): every queue is low", names=names),
-            "consumer": lazy("none: every queue is high, the pipeline keeps up")}.get(kind, "")
+    return {"operator": _("{names}: input queues full, output queue low").format(names=names),
+            "queue_drop": _("{names}: input queue much fuller than its output queue").format(names=names),
+            "source": _("the source operators ({names}): every queue is low").format(names=names),
+            "consumer": _("none: every queue is high, the pipeline keeps up")}.get(kind, "")
 
 
 def curve_label(x: str) -> str:
@@ -384,7 +384,7 @@ class RankDetail:
         if c is None or raw is None:
             return sec
         sec.update({"source": raw.source, "machine": c.machine, "busy": c.busy, "process": c.process,
-                    "selection": getattr(c, "selection", ""),
+                    "selection": text(getattr(c, "selection", "")),
                     "cpu_count": c.cpu_count, "ops": [{k: (num(v) if k not in ("op_type",) else v)
                                                        for k, v in o.items()} for o in c.ops]})
         rows = []
