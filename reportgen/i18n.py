@@ -151,6 +151,25 @@ class Msg:
     def __hash__(self) -> int:
         return hash(self.msgid)
 
+    # A message stands in for the text it renders to (in the current language) where analysis results used to be
+    # plain strings: `"x" in msg`, `msg.startswith(...)`, `len(msg)`, `msg + "..."`.
+    def __contains__(self, item: object) -> bool:
+        return item in self.render()
+
+    def __len__(self) -> int:
+        return len(self.render())
+
+    def __add__(self, other: object) -> str:
+        return self.render() + str(other)
+
+    def __radd__(self, other: object) -> str:
+        return str(other) + self.render()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("msgid", "params"):
+            raise AttributeError(name)
+        return getattr(self.render(), name)
+
 
 _problem_translator = None
 
