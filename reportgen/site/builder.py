@@ -21,7 +21,7 @@ from jinja2 import (
 )
 from markupsafe import Markup
 
-from reportgen import __version__, i18n
+from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
@@ -35,49 +35,12 @@ from reportgen.site.output import (MARKER, _swap_into_place, check_output, stage
 from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
 
 
-def _fmt_ms(v) -> str:
-    if v is None:
-        return "—"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if f != f:
-        return "—"
-    if f != 0 and abs(f) < 0.001:
-        return f"{f:.2e}"
-    return f"{f:,.3f}"
-
-
-def _fmt_ratio(v) -> str:
-    """A 0..1 ratio as a percentage."""
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if f != f else f"{f * 100:.1f} %"
-
-
-def _fmt_num(v) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    if f != f:
-        return "—"
-    return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
-
-
-def _fmt_pct(v) -> str:
-    return "—" if v is None else f"{float(v):.1f} %"
-
-
 def _ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
     out = []
     for v in values:
         key = "" if v is None else repr(float(v))
-        out.append(f'<td class="num" data-v="{key}">{_fmt_ms(v)}</td>')
+        out.append(f'<td class="num" data-v="{key}">{fmt.ms_cell(v)}</td>')
     return Markup("".join(out))
 
 
@@ -103,7 +66,7 @@ def make_env() -> Environment:
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
     # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
     env.filters["t"] = i18n.translate
-    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
+    env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)
     return env

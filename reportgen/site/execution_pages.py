@@ -18,7 +18,8 @@ from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
-from reportgen.site.values import compact_ranks, num
+from reportgen.fmt import compact_ranks
+from reportgen.site.values import num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"

@@ -67,23 +67,3 @@ def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int,
             if v is not None:
                 rows.append({"label": label, "order": gi, "phase": lab, "phase_order": pi, "value": round(v, 4)})
     return rows, x_title
-
-
-def fmt_list(items: list, limit: int = 16) -> str:
-    s = ", ".join(str(i) for i in items[:limit])
-    return s + (f", … ({len(items)} in all)" if len(items) > limit else "")
-
-
-def compact_ranks(ranks: list[int]) -> str:
-    """0-3, 5, 8-15 style."""
-    if not ranks:
-        return "none"
-    parts, start, prev = [], ranks[0], ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
-        if r is not None:
-            start = prev = r
-    return fmt_list(parts, 24)
