@@ -245,3 +245,25 @@ def test_broken_and_partial_databases_never_raise(tmp_path):
     assert r0.operators is None and any(i.severity == "error" for i in r0.issues)
     assert r1.communication is not None and r1.communication.unit_note.startswith("profiler DB COMMUNICATION_OP")
     assert np.isnan(r1.communication.ops["transit_ms"]).all()
+
+
+def test_communication_page_names_the_database_it_read(tmp_path):
+    """The Communication page's "Source:" names the DB (analysis.db / the profiler DB), not communication.json,
+    which a DB export does not have; the text export keeps its label (issue 15)."""
+    from bs4 import BeautifulSoup
+
+    from reportgen.cli import main
+
+    def source_line(run: Path, out: Path) -> str:
+        assert main([str(run), "-o", str(out), "-q", "--lang", "en"]) == 0
+        soup = BeautifulSoup((out / "cluster" / "communication.html").read_text(), "html.parser")
+        return next(p.get_text() for p in soup.select("#communication p.muted") if p.get_text().startswith("Source:"))
+
+    db_line = source_line(sample(DB_SAMPLE), tmp_path / "db")
+    assert "CANN analysis.db (CommAnalyzerTime" in db_line and "communication.json +" not in db_line
+    only_profiler_db = tmp_path / "run"
+    shutil.copytree(sample(DB_SAMPLE), only_profiler_db)
+    for p in only_profiler_db.glob("*/ASCEND_PROFILER_OUTPUT/analysis.db"):
+        p.unlink()
+    assert "profiler DB (COMMUNICATION_OP)" in source_line(only_profiler_db, tmp_path / "pdb")
+    assert "CANN communication.json + communication_matrix.json" in source_line(sample(TEXT_SAMPLE), tmp_path / "txt")

@@ -15,6 +15,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
+import ijson
+
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
 from reportgen.jsonguard import DepthGuard
@@ -606,15 +608,24 @@ class _OwningGzip(gzip.GzipFile):
                 raw.close()
 
 
+TRACE_ERRORS = (ijson.JSONError, ValueError, OSError, EOFError)  # what `trace_events` raises on a broken trace
+
+
+def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
+    """The one report of a trace that broke off while it was streamed (`except TRACE_ERRORS as err`): the loader
+    keeps what it read (loaders never raise) and `used` says what that part gives."""
+    log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); {used}", "error")
+
+
 def trace_events(path: Path) -> Iterator[dict]:
     """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
 
     Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
     (`jsonguard.DepthGuard`); events whose `ts` or
     `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
-    a broken file (after yielding what was read), so the loaders' handlers name the file.
+    a broken file (after yielding what was read: `TRACE_ERRORS`), so the loaders' handlers name the file
+    (`trace_cut`).
     """
-    import ijson
 
     with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed

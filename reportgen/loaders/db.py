@@ -345,6 +345,7 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True,
                          self_local=_self_links(links, _known(parallel_groups, rank)),
+                         label="CANN analysis.db (CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix)",
                          unit_note="CANN analysis.db CommAnalyzer* tables (the communication.json twins): times in "
                                    "ms, sizes in MB, bandwidth in GB/s; SDMA already includes HCCS/PCIE/SIO traffic.")
 
@@ -384,6 +385,7 @@ def read_profiler_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
     of, lf = _frames(ops, [])
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True, self_local=_known(parallel_groups, rank),
+                         label="profiler DB (COMMUNICATION_OP)",
                          unit_note="profiler DB COMMUNICATION_OP (no analysis.db): each operator's span in ns "
                                    "converted to ms, wait from waitNs; no transit, link or bandwidth figures.")
 

@@ -16,12 +16,11 @@ from array import array
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float, to_int, trace_events
+from reportgen.loaders.common import IssueLog, read_csv_rows, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
@@ -288,9 +287,8 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                         steps[to_int(m.group(1))] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
-                "computed from the part read", "error")
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, "overlap computed from the part read")
     lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
     if not (lanes != lane_ix["bubble"]).any():
         return None

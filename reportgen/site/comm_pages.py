@@ -45,6 +45,17 @@ TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hcc
 
 
 
+def source_labels(a: Analysis) -> list[str]:
+    """What the communication data was read from, per producer (a database's own label where it has one: the DB
+    holds communication.json's twin tables, and "communication.json" would name a file that is not there)."""
+    labels: dict[str, set[str]] = {p: set() for p in a.comm.producers}
+    for r in a.run.rank_ids:
+        c = a.run.ranks[r].communication
+        if c is not None and c.producer in labels:
+            labels[c.producer].add(c.label or PRODUCER_LABELS.get(c.producer, c.producer))
+    return [lab for p in a.comm.producers for lab in sorted(labels[p] or {PRODUCER_LABELS.get(p, p)})]
+
+
 def group_label(a: Analysis, gid: Any) -> str:
     g = a.comm.groups.get(str(gid)) if gid is not None else None
     return g.label if g else (str(gid) if gid else "—")
@@ -315,7 +326,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
     ctx = {
         "has_data": True,
-        "sources": [PRODUCER_LABELS.get(p, p) for p in c.producers],
+        "sources": source_labels(a),
         "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
         "unit_notes": c.unit_notes,
         "averaging": c.averaging,
