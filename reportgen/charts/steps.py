@@ -40,21 +40,6 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
     return finish(alt.layer(bars, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
-def step_total_histogram(rows: list[dict], median: float) -> dict:
-    """Distribution of the average step total over ranks (for runs with many ranks)."""
-    hist = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
-        x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title=_("Average step time (ms)")),
-        y=alt.Y("count():Q", title=_("Ranks")),
-        color=alt.Color("status:N", title=None, legend=_status_legend(),
-                        scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
-        tooltip=[alt.Tooltip("count():Q", title=_("Ranks")),
-                 alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title=_("Step time (ms)"))],
-    )
-    rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
-        x="median:Q", tooltip=[alt.Tooltip("median:Q", title=_("Cluster median (ms)"), format=",.3f")])
-    return finish(alt.layer(hist, rule), datasets={"ranks": rows, "median": [{"median": median}]})
-
-
 def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "") -> dict:
     """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
     x_title = x_title or _("Rank")

@@ -39,7 +39,6 @@ JOB_GAP_S = 120.0  # rank folders of one launch start within this of each other 
 
 ASCEND_DIR_RE = re.compile(r"_ascend_(pt|ms)$")
 ASCEND_DIR_NAME_RE = re.compile(r"^(?P<host>.+?)_(?P<pid>\d+)_(?P<ts>\d{14,17})_ascend_(pt|ms)$")
-ASCEND_TS_RE = re.compile(r"_(\d{14,17})_ascend_(pt|ms)$")
 
 # File families. Loaders for new inputs add their names here (one entry each).
 # MindInsight flat-folder files: <family>_<rank>[<suffix>].<ext>
