@@ -29,7 +29,8 @@ from typing import Optional
 import numpy as np
 
 from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
-from reportgen.loaders.overlap import STEP_RE, FlowPairs, device_step_ranges, legacy_step_windows
+from reportgen.loaders.overlap import legacy_step_windows
+from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
 from reportgen.model import StepOps, StepTrace, op_class
 
