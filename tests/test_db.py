@@ -76,7 +76,7 @@ def test_db_sample_fills_communication_operators_memory_and_index(db_run):
 def test_db_sample_memory_units(db_run):
     m = db_run.ranks[0].memory
     f = sample(DB_SAMPLE) / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
-    con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
+    con = sqlite3.connect(f.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)  # the sample stays untouched
     (app_max,) = con.execute("SELECT MAX(hbm) FROM NPU_MEM WHERE type = (SELECT id FROM STRING_IDS "
                              "WHERE value = 'app')").fetchone()
     con.close()
@@ -267,3 +267,20 @@ def test_communication_page_names_the_database_it_read(tmp_path):
         p.unlink()
     assert "profiler DB (COMMUNICATION_OP)" in source_line(only_profiler_db, tmp_path / "pdb")
     assert "CANN communication.json + communication_matrix.json" in source_line(sample(TEXT_SAMPLE), tmp_path / "txt")
+
+
+def test_reading_a_db_export_leaves_the_run_folder_untouched(tmp_path):
+    """The DB files (WAL mode) are opened read-only and immutable: no -shm / -wal file appears in the run."""
+    run = tmp_path / "run"
+    shutil.copytree(sample(DB_SAMPLE), run, ignore=shutil.ignore_patterns("*.db-shm", "*.db-wal"))
+    for d in (run, *run.rglob("*")):  # the sample is read-only; the copy is made writable to convert it
+        d.chmod(0o755 if d.is_dir() else 0o644)
+    for db in run.rglob("*.db"):  # every database in WAL mode (the profiler DB is; analysis.db too, here)
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+        con.close()
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    loaded = _load(run)
+    assert loaded.ranks[0].communication is not None and loaded.ranks[0].step_trace is not None
+    analyze(loaded)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
