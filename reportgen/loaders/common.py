@@ -526,6 +526,11 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
 
     if not _text_guard(path, log):
         return None
+    from reportgen.loaders.columnar import read_clean
+
+    fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)  # a clean file: pyarrow, same frame
+    if fast is not None:
+        return fast
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
