@@ -4,6 +4,7 @@ entries as the careful readers), the local process pool and the Dask scheduler (
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -18,15 +19,10 @@ from reportgen.report import build_report
 from reportgen.synth import generate_run
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMING_KEYS = {"generated_at", "build_seconds", "elapsed_s", "timings", "generator"}
-
-
-def _strip(obj):
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if k not in TIMING_KEYS}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
+_spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+fidelity = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fidelity)
+_strip = fidelity._strip  # summary.json without its timing fields
 
 
 # --- the realistic shape -------------------------------------------------------------------------------------------

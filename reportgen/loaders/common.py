@@ -531,16 +531,16 @@ def _fast_json(raw: bytes) -> Any:
         for x in items:
             if isinstance(x, (dict, list)):
                 stack.append((x, d + 1))
-            elif isinstance(x, float):
-                if not math.isfinite(x) or abs(x) > MAX_ABS_NUMBER:
-                    return _MISS
-            elif isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT:
+            elif _unusable(x):
                 return _MISS
-    if isinstance(data, float) and (not math.isfinite(data) or abs(data) > MAX_ABS_NUMBER):
-        return _MISS
-    if isinstance(data, int) and not isinstance(data, bool) and abs(data) > MAX_INT:
-        return _MISS
-    return data
+    return _MISS if _unusable(data) else data
+
+
+def _unusable(x: Any) -> bool:
+    """A JSON number the careful reader would turn into None (non-finite, out of range)."""
+    if isinstance(x, float):
+        return not math.isfinite(x) or abs(x) > MAX_ABS_NUMBER
+    return isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT
 
 
 def _depth_exceeds(data: Any, limit: int) -> bool:
