@@ -183,16 +183,20 @@ def _slow_link(ranks: int):
 
 # --- the realistic shape through the command line ------------------------------------------------------------
 
-GEN_VERSION = 1  # bump when synth.large changes what it writes (the cache key)
+GEN_VERSION = 2  # bump when synth.large changes what it writes (the cache key); 1: memory_record APP rows had
+# one field too many (msreport skipped the file with an entry)
 REPO = Path(__file__).resolve().parents[1]
 
 
-def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0) -> Path:
-    """The cached run of the realistic shape (generated on first use; `.complete` marks a finished one)."""
-    key = f"torch_npu_large-r{ranks}-s{steps}-seed{seed}-g{GEN_VERSION}"
+def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0, gen: int = GEN_VERSION) -> Path:
+    """The cached run of the realistic shape (generated on first use; `.complete` marks a finished one).
+    `gen` < GEN_VERSION reuses an older cached run (to repeat a measurement on the same files); never generated."""
+    key = f"torch_npu_large-r{ranks}-s{steps}-seed{seed}-g{gen}"
     run = cache / key
     if (run / ".complete").exists():
         return run
+    if gen != GEN_VERSION:
+        raise SystemExit(f"no cached run {run} (older generator versions are not regenerated)")
     import sys
 
     shutil.rmtree(run, ignore_errors=True)
@@ -292,11 +296,11 @@ def _size_mb(p: Path) -> float:
 
 
 def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
-                    msprof: bool, extra: list[str]) -> dict:
+                    msprof: bool, extra: list[str], gen: int = GEN_VERSION) -> dict:
     import re
     import sys
 
-    run = realistic_run(cache, ranks, steps)
+    run = realistic_run(cache, ranks, steps, gen=gen)
     tmp = Path(tempfile.mkdtemp(prefix=f"msreport-bench-{ranks}-"))
     try:
         base = [sys.executable, "-m", "reportgen", str(run), "-v", "--lang", "en", *extra]
@@ -358,6 +362,7 @@ def main() -> None:
     p.add_argument("--compare-msprof", action="store_true", help="also time msprof-analyze cluster -m all")
     p.add_argument("--no-single", action="store_true", help="skip the --single-file build")
     p.add_argument("--msreport-args", default="", help="extra msreport arguments (e.g. '--scheduler local')")
+    p.add_argument("--gen-version", type=int, default=GEN_VERSION, help="reuse a run cached by an older generator")
     p.add_argument("--label", default="", help="printed before each line (e.g. 'before' / 'after')")
     p.add_argument("--steps", type=int, default=None, help="default: 4 (realistic), 20 (small)")
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
@@ -374,7 +379,7 @@ def main() -> None:
         label = a.label or ("main" if a.repo.resolve() != REPO else "this checkout")
         for n in a.ranks:
             r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
-                                a.compare_msprof, a.msreport_args.split())
+                                a.compare_msprof, a.msreport_args.split(), a.gen_version)
             print_realistic(r, label)
         return
     a.steps = a.steps or 20

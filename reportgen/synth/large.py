@@ -111,7 +111,7 @@ def write_large_memory(out: Path, r: int, peak: float, samples: int) -> None:
     frac = 0.55 + 0.45 * np.sin(np.pi * i / max(1, samples - 1)) ** 2
     ts = i * 500.0
     dev = f",NPU:{r % 8}\n"
-    app = _text("APP,", fixed3(ts, t0), "\t,,", fixed3(peak * (0.9 + 0.1 * frac)), ",,,", dev)
+    app = _text("APP,", fixed3(ts, t0), "\t,,", fixed3(peak * (0.9 + 0.1 * frac)), ",,", dev)
     alloc = fixed3(peak * 0.85 * frac)
     pta = _text("PTA,", fixed3(ts + 1, t0), "\t,", alloc, ",", f"{peak * 0.92:.3f}", ",", alloc, ",2", dev)
     # interleave the two lanes as the profiler does (one APP sample, then the allocator's)
