@@ -479,6 +479,9 @@ def read_json(path: Path, log: IssueLog) -> Any:
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
+    fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
+    if fast is not _MISS:
+        return fast
     nums = _JsonNumbers()
     try:
         text = raw.decode("utf-8-sig", errors="replace")
@@ -500,6 +503,46 @@ def read_json(path: Path, log: IssueLog) -> Any:
         shown = ", ".join(repr(b) for b in nums.bad if b)
         log.add(path, f"{len(nums.bad)} non-finite or out-of-range number(s) ({shown}) read as missing")
     return data
+
+
+_MISS = object()
+
+
+def _fast_json(raw: bytes) -> Any:
+    """`raw` parsed by orjson when the careful reader would return the same value with no entry: valid UTF-8,
+    standard JSON, every number finite and in range, nesting within MAX_JSON_DEPTH. Else `_MISS`."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
+        return _MISS
+    try:
+        data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    except (orjson.JSONDecodeError, RecursionError, MemoryError):
+        return _MISS
+    stack = [(data, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_JSON_DEPTH:
+            return _MISS
+        if isinstance(v, dict):
+            items = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        for x in items:
+            if isinstance(x, (dict, list)):
+                stack.append((x, d + 1))
+            elif _unusable(x):
+                return _MISS
+    return _MISS if _unusable(data) else data
+
+
+def _unusable(x: Any) -> bool:
+    """A JSON number the careful reader would turn into None (non-finite, out of range)."""
+    if isinstance(x, float):
+        return not math.isfinite(x) or abs(x) > MAX_ABS_NUMBER
+    return isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT
 
 
 def _depth_exceeds(data: Any, limit: int) -> bool:
@@ -528,6 +571,11 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
 
     if not _text_guard(path, log):
         return None
+    from reportgen.loaders.columnar import read_clean
+
+    fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)  # a clean file: pyarrow, same frame
+    if fast is not None:
+        return fast
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
