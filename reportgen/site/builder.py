@@ -9,6 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import multiprocessing
+import signal
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,7 +22,7 @@ from jinja2 import (
     pass_context,
     select_autoescape,
 )
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from reportgen import __version__, i18n
 from reportgen.loaders import timeline
@@ -72,13 +75,36 @@ def _fmt_pct(v) -> str:
     return "—" if v is None else f"{float(v):.1f} %"
 
 
+def _sort_key(v) -> str:
+    """The `data-v` sort key of a numeric cell: 7 significant digits (a float's full repr only makes pages larger;
+    the tables show at most 3 decimals)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.7g}"
+    return str(escape(v))
+
+
+_CELL_FORMATS = {"ratio": _fmt_ratio, "num": _fmt_num}
+
+
+def _num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
+    """One numeric `<td>`: the sort key and the formatted number, built in Python (the rank pages have tens of
+    thousands of cells; a Jinja macro call per cell was most of their rendering time)."""
+    text = _CELL_FORMATS.get(fmt, _fmt_ms)(v)
+    c = f"num {escape(cls)}" if cls else "num"
+    b = f' <span class="badge slow">{escape(badge)}</span>' if badge else ""
+    return Markup(f'<td class="{c}" data-v="{_sort_key(v)}">{escape(text)}{b}</td>')
+
+
 def _ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
-    out = []
-    for v in values:
-        key = "" if v is None else repr(float(v))
-        out.append(f'<td class="num" data-v="{key}">{_fmt_ms(v)}</td>')
-    return Markup("".join(out))
+    return Markup("".join(f'<td class="num" data-v="{_sort_key(None if v is None else float(v))}">{_fmt_ms(v)}</td>'
+                          for v in values))
 
 
 @pass_context
@@ -106,6 +132,7 @@ def make_env() -> Environment:
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells)
+    env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
     return env
 
 
@@ -118,9 +145,16 @@ def _csv_text(columns: list[dict], rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
+
+
 def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
-               progress: Optional[Callable[[int, int], None]] = None) -> Path:
-    """Write the multi-page site to folder `out`; return the path of index.html."""
+               progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1) -> Path:
+    """Write the multi-page site to folder `out`; return the path of index.html.
+
+    With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
+    worker processes, forked from this one so the planned pages are not pickled; each worker sends back only the
+    chart specs its pages share."""
     check_output(out, run_root, single_file=False)
     env = make_env()
     with staged_folder(out) as tmp:
@@ -134,19 +168,21 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             names[key] = "assets/" + name
         total = len(plan.pages)
         shared = SharedSpecs()
-        for n, page in enumerate(plan.pages, 1):
-            url = url_function(page.path, single=False)
-            per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
-            html = _render(env, "page.html", plan, page, url, single=False,
-                           asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
-                           asset_specs=url(SHARED_SPECS) if per_rank else "",
-                           share_spec=shared.share if per_rank else _no_sharing,
-                           inline_css="", inline_js="", inline_vega="")
-            target = tmp / page.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(html, encoding="utf-8")
+        rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"]
+        parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
+        serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+        done = 0
+        for i in serial:
+            _write_page(env, plan, plan.pages[i], tmp, names, shared)
+            done += 1
             if progress:
-                progress(n, total)
+                progress(done, total)
+        if parallel:
+            for n, specs in _write_pages_parallel(env, plan, rank_idx, tmp, names, jobs):
+                shared.specs.update(specs)
+                done += n
+                if progress:
+                    progress(done, total)
         for page in plan.pages:
             for path, columns, rows in page.downloads:
                 (tmp / path).parent.mkdir(parents=True, exist_ok=True)
@@ -158,6 +194,56 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
         (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
+
+
+def _write_page(env: Environment, plan: SitePlan, page: Page, tmp: Path, names: dict, shared: "SharedSpecs") -> None:
+    url = url_function(page.path, single=False)
+    per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
+    html = _render(env, "page.html", plan, page, url, single=False,
+                   asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
+                   asset_specs=url(SHARED_SPECS) if per_rank else "",
+                   share_spec=shared.share if per_rank else _no_sharing,
+                   inline_css="", inline_js="", inline_vega="")
+    target = tmp / page.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+
+
+# What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
+_FORKED: dict = {}
+
+
+def _write_pages_parallel(env: Environment, plan: SitePlan, idx: list[int], tmp: Path, names: dict, jobs: int):
+    """Yield (pages written, their shared specs) per chunk of `idx`, rendered by `jobs` forked processes."""
+    size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+    chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+    _FORKED.update(env=env, plan=plan, tmp=tmp, names=names)
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_ignore_sigint)
+    try:
+        futs = [ex.submit(_write_chunk, c) for c in chunks]
+        for c, fut in zip(chunks, futs):
+            yield len(c), fut.result()
+    except BaseException:  # Ctrl-C or a failure: stop the workers now (the staged folder is then discarded)
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        _FORKED.clear()
+    ex.shutdown()
+
+
+def _ignore_sigint() -> None:
+    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _write_chunk(idx: list[int]) -> dict:
+    """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
+    st = _FORKED
+    shared = SharedSpecs()
+    for i in idx:
+        _write_page(st["env"], st["plan"], st["plan"].pages[i], st["tmp"], st["names"], shared)
+    return shared.specs
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:

@@ -15,6 +15,7 @@ from reportgen.analysis.communication import (
 )
 from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
+from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.site import highlights
 from reportgen.site.comm_views import (
@@ -144,6 +145,25 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
                  "they wait for.")
 
 
+def _wait_strip(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:
+    """Above a bar per rank: every rank's wait per step as a tick on its pipeline stage's line, the ranks the
+    findings name drawn red with their number (the distribution, compared within the stage, and the culprit)."""
+    data = [r for r in rows if r["has_data"] and r["wait_ms"] is not None]
+    if len(data) <= MAX_BARS:
+        return None
+    flagged = hl.slow_ranks | hl.waits_least
+    multi = a.run.info.stages > 1
+    strip = [{"rank": r["rank"], "value": round(r["wait_ms"], 4), "href": r["href"],
+              "status": "slow" if r["rank"] in flagged else "normal",
+              "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
+             for r in data]
+    return Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
+                 _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
+                   "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to open "
+                   "the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
+                 renderer="canvas" if len(strip) > 3000 else "svg")
+
+
 def _step_chart(a: Analysis) -> Optional[Chart]:
     ps = a.comm.per_rank_step
     if not len(ps) or ps["step"].dropna().nunique() < 2:
@@ -260,13 +280,17 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    charts = [ch for ch in (_rank_chart(a, rows, hl), _step_chart(a), _graph_chart(a, hl), _matrix_chart(a, lt),
-                            _box_chart(a, lt)) if ch is not None]
+    charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), _graph_chart(a, hl),
+                            _matrix_chart(a, lt), _box_chart(a, lt)) if ch is not None]
     if mapped:
-        charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(
-            [{**l, "link": f"{l['src']}-{l['dst']}"} for l in mapped if not l["self"] and l["bandwidth_gbps"]]),
+        # only the fields the chart reads: at 1,000+ ranks the scatter has thousands of points
+        points = [{"link": f"{l['src']}→{l['dst']}", "group": l["group"], "transport": l["transport"],
+                   "bandwidth_gbps": l["bandwidth_gbps"], "size_mb": l["size_mb"], "time_ms": l["time_ms"],
+                   "slow": l["slow"]} for l in mapped if not l["self"] and l["bandwidth_gbps"]]
+        charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(points),
             "Every link between two devices: data per step against bandwidth, by transport. Large transfers "
-            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed)."))
+            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed and "
+            "named).", renderer="canvas" if len(points) > 1500 else "svg"))
     transports = sorted({l["transport"] for l in links})
     groups = [{"label": g.label, "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]

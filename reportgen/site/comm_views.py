@@ -39,8 +39,10 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
         g["src_b"] = g["src"] // b
         g["dst_b"] = g["dst"] // b
         g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+        g["slow_name"] = [f"{int(s)}→{int(d)}" if sl else "" for s, d, sl in zip(g["src"], g["dst"], g["slow"])]
         g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
                                                min_bw=("min_bw", "min"), slow=("slow", "any"),
+                                               slow_links=("slow_name", lambda s: " ".join(x for x in s if x)),
                                                transport=("transport", lambda s: "/".join(sorted(set(
                                                    "/".join(s).split("/")))))).reset_index()
         cells = []
@@ -50,7 +52,8 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
                           "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
                           "size_mb": round(float(rec.size_mb), 6),
                           "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow)})
+                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow),
+                          "slow_links": rec.slow_links})
         return {"cells": cells, "bin": b}
     cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
               "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
@@ -113,6 +116,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
                  for rec in agg.itertuples(index=False)]
         for n in nodes:  # a host is marked when a slow link starts or ends on it
             n["slow"] = any(n["id"] in pair for pair in slow_pairs)
+            on = [f"{s}→{d}" for (hs, hd), names in sorted(slow_by_pair.items()) if n["id"] in (hs, hd)
+                  for s, d in (x.split("-") for x in names)]
+            n["note"] = f"{n['label']}: slow link {', '.join(on[:3])}{' …' if len(on) > 3 else ''}" if on else ""
         return {"nodes": nodes, "edges": edges, "by": "host"}
     pos = _rank_positions(ranks, hosts)
     nodes = []
