@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import multiprocessing
+import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -86,25 +87,40 @@ def _sort_key(v) -> str:
         return str(v)
     if isinstance(v, float):
         return "" if v != v else f"{v:.7g}"
-    return str(escape(v))
+    return str(v)
 
 
 _CELL_FORMATS = {"ratio": _fmt_ratio, "num": _fmt_num}
 
 
 def _num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
-    """One numeric `<td>`: the sort key and the formatted number, built in Python (the rank pages have tens of
-    thousands of cells; a Jinja macro call per cell was most of their rendering time)."""
+    """One numeric `<td>`, built in Python (rank pages have tens of thousands of cells; a Jinja macro call per cell
+    was most of their rendering time). The table sorter reads the number the cell shows, so only a cell with a
+    badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page)."""
     text = _CELL_FORMATS.get(fmt, _fmt_ms)(v)
     c = f"num {escape(cls)}" if cls else "num"
-    b = f' <span class="badge slow">{escape(badge)}</span>' if badge else ""
-    return Markup(f'<td class="{c}" data-v="{_sort_key(v)}">{escape(text)}{b}</td>')
+    if badge:
+        return Markup(f'<td class="{c}" data-v="{escape(_sort_key(v))}">{escape(text)} '
+                      f'<span class="badge slow">{escape(badge)}</span></td>')
+    return Markup(f'<td class="{c}">{escape(text)}</td>')
 
 
 def _ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
-    return Markup("".join(f'<td class="num" data-v="{_sort_key(None if v is None else float(v))}">{_fmt_ms(v)}</td>'
-                          for v in values))
+    return Markup("".join(f'<td class="num">{_fmt_ms(v)}</td>' for v in values))
+
+
+def _compact(value):
+    """Page-embedded JSON (chart data, the step selector's and the single file's rank tables) with floats cut to 7
+    significant digits: the pages show at most 3 decimals, and `167.83036663599998` is most of a large run's
+    chart bytes. summary.json and the CSVs keep every digit."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}") if value == value and value not in (float("inf"), float("-inf")) else value
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v) for v in value]
+    return value
 
 
 @pass_context
@@ -116,7 +132,7 @@ def _json_script(context, value) -> Markup:
     resolver = getattr(url, "resolver", None)
     if resolver is not None:
         value = resolve_hrefs(value, resolver)
-    text = json_text(value, separators=(",", ":"))
+    text = json_text(_compact(value), separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -131,12 +147,12 @@ def make_env() -> Environment:
     env.filters["t"] = i18n.translate
     env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
                        csp_hash=csp_hash,
-                       ms_cells=_ms_cells)
+                       ms_cells=_ms_cells, sortkey=_sort_key)
     env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
     return env
 
 
-def _csv_text(columns: list[dict], rows: list[dict]) -> str:
+def _csv_text(columns: list[dict], rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
@@ -183,10 +199,6 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
                 done += n
                 if progress:
                     progress(done, total)
-        for page in plan.pages:
-            for path, columns, rows in page.downloads:
-                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
@@ -207,6 +219,9 @@ def _write_page(env: Environment, plan: SitePlan, page: Page, tmp: Path, names: 
     target = tmp / page.path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
+    for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
+        (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
@@ -309,9 +324,14 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
                  for page in plan.pages if page.single]
     index = next(p for p in plan.pages if p.path == INDEX)
     sr = plan.single_ranks
+    # the flagged ranks' whole pages, their ids scoped so they cannot clash with the cluster sections' ids
+    rank_pages = [{"rank": p.context["rank"], "anchor": f"r{p.context['rank']}-rank-page-{p.context['rank']}",
+                   "html": Markup(scope_ids(_render(env, p.partial, plan, p, url, single=True),
+                                            f"r{p.context['rank']}-"))} for p in sr.pages]
     html = env.get_template("single.html").render(
         page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
-        rank_data=sr.data, line_template=sr.line_template, rank_ids=sr.rank_ids,
+        rank_data=sr.data, rank_meta=sr.meta, rank_pages=rank_pages, line_template=sr.line_template,
+        rank_ids=sr.rank_ids,
         asset_css="", asset_js="", asset_vega="",
         inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),
         inline_vega=Markup(vega_bundle()))
@@ -321,6 +341,18 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     _atomic_write(summary_path, json_text(summary, indent=2))
     _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
     return out
+
+
+_ID_ATTR = re.compile(r'\bid="([^"]+)"')
+_ID_REFS = re.compile(r'\b(href="#|data-filter="|data-colfilter="|data-slowonly="|data-table=")([^"]+)"')
+
+
+def scope_ids(html: str, prefix: str) -> str:
+    """Prefix every id defined in an HTML fragment, and the in-page references to them (`href="#id"`, the table
+    tools' `data-filter` & co.), so the fragment can sit in a page that defines the same ids."""
+    own = set(_ID_ATTR.findall(html))
+    html = _ID_ATTR.sub(lambda m: f'id="{prefix}{m.group(1)}"', html)
+    return _ID_REFS.sub(lambda m: f'{m.group(1)}{prefix}{m.group(2)}"' if m.group(2) in own else m.group(0), html)
 
 
 def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:

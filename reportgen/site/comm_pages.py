@@ -26,13 +26,13 @@ from reportgen.site.comm_views import (
 )
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
-from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
+from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
 RANKS_CSV = "cluster/communication-ranks.csv"
-MAX_LINK_ROWS = 3000  # rows in the HTML table; the CSV has all
+MAX_LINK_ROWS = 1000  # rows in the HTML table (the slowest; the CSV has all): 3,000 rows were most of a 1,024-rank page's DOM
 MAX_MATRIX_GROUPS = 12
 PRODUCER_LABELS = {
     "hccl_raw": "MindInsight hccl_raw_{rank}.csv",
@@ -88,7 +88,7 @@ def link_rows(a: Analysis, frame: Optional[pd.DataFrame] = None) -> list[dict]:
     if not len(lt):
         return []
     out = []
-    for rec in lt.to_dict("records"):
+    for rec in records(lt):
         out.append({"src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
                     "group": group_label(a, rec["group"]), "group_id": rec["group"], "mapped": bool(rec["mapped"]),
                     "time_ms": num(rec["time_ms"]), "size_mb": num(rec["size_mb"]),
@@ -357,31 +357,57 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
-def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Highlights) -> dict:
-    """A rank page's communication section; `by_reporter` comes from `links_by_reporter` (computed once)."""
-    c = a.comm
-    sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
-                           "has_data": c.has_data and r in c.per_rank.index}
-    if not sec["has_data"]:
+class RankComm:
+    """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
+    frames and the cluster median are prepared once (a run has thousands of rank pages)."""
+
+    def __init__(self, a: Analysis, hl: Highlights) -> None:
+        self.a, self.hl = a, hl
+        c = a.comm
+        self.ok = c.has_data
+        if not self.ok:
+            return
+        self.by_reporter = links_by_reporter(a)
+        self.links = link_rows(a, marked_links(a, hl))  # row i = link table row i
+        self.median_wait = num(c.per_rank["wait_ms"].median())
+        self.summary = c.per_rank.to_dict("index")
+        self.steps: dict[int, list[dict]] = {}
+        for rec in records(c.per_rank_step):
+            self.steps.setdefault(int(rec["rank"]), []).append(rec)
+        self.ops: dict[int, list[dict]] = {}
+        if len(c.rank_ops):
+            for rec in records(c.rank_ops.sort_values("communication_ms", ascending=False, kind="stable")):
+                mine = self.ops.setdefault(int(rec["rank"]), [])
+                if len(mine) < 200:
+                    mine.append(rec)
+        self.group_labels: dict[Any, str] = {}
+
+    def _group(self, gid: Any) -> str:
+        if gid not in self.group_labels:
+            self.group_labels[gid] = group_label(self.a, gid)
+        return self.group_labels[gid]
+
+    def section(self, r: int) -> dict:
+        a, c = self.a, self.a.comm
+        sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
+                               "has_data": self.ok and r in self.summary}
+        if not sec["has_data"]:
+            return sec
+        rec = self.summary[r]
+        sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
+                                                     "wait_ratio")}
+        sec["low_wait"] = r in self.hl.waits_least
+        sec["cluster_median_wait"] = self.median_wait
+        sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
+                         "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
+                         "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
+        sec["ops"] = [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
+                       "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
+                       "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
+                      for o in self.ops.get(r, [])]
+        sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
+        sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec
-    rec = c.per_rank.loc[r]
-    ps = c.per_rank_step[c.per_rank_step["rank"] == r]
-    sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
-                                                 "wait_ratio")}
-    sec["low_wait"] = r in hl.waits_least
-    sec["cluster_median_wait"] = num(c.per_rank["wait_ms"].median())
-    sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": num(cm), "wait_ms": num(w),
-                     "transit_ms": num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
-                                                                    ps["transit_ms"])]
-    ro = c.rank_ops[c.rank_ops["rank"] == r].sort_values("communication_ms", ascending=False).head(200)
-    sec["ops"] = [{"op": o["op"], "group": group_label(a, o["group"]), "kind": o["kind"],
-                   "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
-                   "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
-                  for o in ro.to_dict("records")]
-    idx = by_reporter.get(r, [])
-    sec["links"] = link_rows(a, marked_links(a, hl).iloc[idx[:300]]) if idx else []
-    sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
-    return sec
 
 
 def _plan(inp: PlanInput) -> list[Page]:
