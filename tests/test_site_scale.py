@@ -104,6 +104,9 @@ def test_communication_charts_name_the_culprits(plan_512):
     host = a.run.ranks[LINK[0]].info.host
     marked = [n for n in nodes if n["slow"]]
     assert [n["id"] for n in marked] == [host] and f"{LINK[0]}→{LINK[1]}" in marked[0]["note"]
+    # the drill-down table under the host graph starts with the slow link, even one inside a host
+    pairs = next(p for p in plan.pages if p.path == page).context["host_pairs"]
+    assert pairs[0]["slow"] and pairs[0]["slow_links"] == [f"{LINK[0]}-{LINK[1]}"] and pairs[0]["src"] == host
     matrix = _chart(plan, page, "comm-matrix")
     slow_cells = [c for c in matrix["datasets"]["cells"] if c["slow"]]
     assert slow_cells and all(f"{LINK[0]}→{LINK[1]}" in c["slow_links"] for c in slow_cells)

@@ -211,7 +211,7 @@ def host_pairs(a: Analysis, hl: Highlights) -> list[dict]:
         return []
     rows = [{"src": e["src"], "dst": e["dst"], "transport": e["transport"], "links": e["links"],
              "time_ms": e["time_ms"], "size_mb": e["size_mb"], "bandwidth_gbps": e["bandwidth_gbps"],
-             "slow": e["slow"], "slow_links": e["slow_links"]} for e in g["edges"]]
+             "slow": e["slow"], "slow_links": e["slow_links"]} for e in g["edges"] + g.get("within", [])]
     return sorted(rows, key=lambda r: (not r["slow"], r["bandwidth_gbps"] if r["bandwidth_gbps"] is not None
                                        else float("inf")))
 

@@ -93,6 +93,7 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         G = nx.Graph()
         G.add_nodes_from(node_ids)
         e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
+        inner_e = e[e["hs"] == e["hd"]]  # links inside one host: no edge, but a row of the drill-down table
         e = e[e["hs"] != e["hd"]]
         agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
                                           transport=("transport", lambda s: "/".join(sorted(set(s)))),
@@ -119,7 +120,14 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
             on = [f"{s}→{d}" for (hs, hd), names in sorted(slow_by_pair.items()) if n["id"] in (hs, hd)
                   for s, d in (x.split("-") for x in names)]
             n["note"] = f"{n['label']}: slow link {', '.join(on[:3])}{' …' if len(on) > 3 else ''}" if on else ""
-        return {"nodes": nodes, "edges": edges, "by": "host"}
+        inner = inner_e.groupby("hs").agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                          n=("src", "size")).reset_index()
+        within = [{"src": rec.hs, "dst": rec.hs, "time_ms": _r(rec.time_ms), "size_mb": _r(rec.size_mb),
+                   "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else None),
+                   "transport": rec.transport, "slow": (rec.hs, rec.hs) in slow_pairs, "links": int(rec.n),
+                   "slow_links": slow_by_pair.get((rec.hs, rec.hs), [])} for rec in inner.itertuples(index=False)]
+        return {"nodes": nodes, "edges": edges, "by": "host", "within": within}
     pos = _rank_positions(ranks, hosts)
     nodes = []
     for r in ranks:
