@@ -105,7 +105,7 @@ def test_communication_charts_name_the_culprits(plan_512):
     marked = [n for n in nodes if n["slow"]]
     assert [n["id"] for n in marked] == [host] and f"{LINK[0]}→{LINK[1]}" in marked[0]["note"]
     # the drill-down table under the host graph starts with the slow link, even one inside a host
-    pairs = next(p for p in plan.pages if p.path == page).context["host_pairs"]
+    pairs = next(p for p in plan.pages if p.path == page).context.host_pairs
     assert pairs[0]["slow"] and pairs[0]["slow_links"] == [f"{LINK[0]}-{LINK[1]}"] and pairs[0]["src"] == host
     matrix = _chart(plan, page, "comm-matrix")
     slow_cells = [c for c in matrix["datasets"]["cells"] if c["slow"]]

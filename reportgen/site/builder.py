@@ -325,9 +325,9 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     index = next(p for p in plan.pages if p.path == INDEX)
     sr = plan.single_ranks
     # the flagged ranks' whole pages, their ids scoped so they cannot clash with the cluster sections' ids
-    rank_pages = [{"rank": p.context["rank"], "anchor": f"r{p.context['rank']}-rank-page-{p.context['rank']}",
+    rank_pages = [{"rank": p.context.rank, "anchor": f"r{p.context.rank}-rank-page-{p.context.rank}",
                    "html": Markup(scope_ids(_render(env, p.partial, plan, p, url, single=True),
-                                            f"r{p.context['rank']}-"))} for p in sr.pages]
+                                            f"r{p.context.rank}-"))} for p in sr.pages]
     html = env.get_template("single.html").render(
         page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
         rank_data=sr.data, rank_meta=sr.meta, rank_pages=rank_pages, line_template=sr.line_template,
