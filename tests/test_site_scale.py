@@ -55,6 +55,7 @@ def _marks(spec: dict) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
 def test_step_distribution_names_the_slow_rank_and_compares_within_stages(plan_512):
     plan, a = plan_512
     spec = _chart(plan, "cluster/step-trace.html", "step-total")
@@ -71,6 +72,7 @@ def test_step_distribution_names_the_slow_rank_and_compares_within_stages(plan_5
     assert max(med, key=med.get) == f"stage {SLOW_STAGE}"
 
 
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
 def test_breakdown_and_heatmap_keep_the_slow_rank_by_number(plan_512):
     plan, _ = plan_512
     bars = _chart(plan, "cluster/step-trace.html", "breakdown")["datasets"]["breakdown"]
@@ -85,6 +87,7 @@ def test_breakdown_and_heatmap_keep_the_slow_rank_by_number(plan_512):
     assert int(lo) <= SLOW_RANK <= int(hi or lo)
 
 
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
 def test_communication_charts_name_the_culprits(plan_512):
     plan, a = plan_512
     page = "cluster/communication.html"
