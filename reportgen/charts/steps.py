@@ -69,7 +69,14 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
                  alt.Tooltip("value:Q", title=value_title, format=",.3f")],
     )
     n_rows = len({c["ranks"] for c in cells})
-    return finish(chart, height=max(120, min(600, 14 * n_rows)), datasets={"cells": cells})
+    height = max(120, min(600, 14 * n_rows))
+    if any(c.get("flag") for c in cells):  # the ranks a finding names, written on their band
+        label = alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.flag").mark_text(
+            align="left", dx=4, fontWeight="bold", fontSize=12, color="#000").encode(
+            x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending"), bandPosition=0),
+            y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")), text="flag:N")
+        return finish(alt.layer(chart, label), height=height, datasets={"cells": cells})
+    return finish(chart, height=height, datasets={"cells": cells})
 
 
 def rank_step_lines(phase_order: list[str]) -> dict:

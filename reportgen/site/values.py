@@ -11,6 +11,15 @@ from typing import Optional
 
 
 
+def records(frame) -> list[dict]:
+    """`frame.to_dict("records")` for the small per-rank frames the rank pages read, an order of magnitude faster
+    (pandas builds each row through `itertuples`; thousands of rank pages pay that thousands of times)."""
+    if not len(frame):
+        return []
+    cols = list(frame.columns)
+    return [dict(zip(cols, row)) for row in frame.to_numpy(dtype=object).tolist()]
+
+
 def representative_ranks(values, stage_of: dict[int, int], flagged, limit: int) -> dict[int, str]:
     """The ranks to draw one by one when there are too many for a bar each: every flagged rank first (the ones the
     findings name: never averaged away), then per stage the slowest, the median and the fastest rank by `values`
