@@ -287,3 +287,38 @@ def test_one_row_step_trace_with_a_bad_cell_is_named(tmp_path, bad):
     log = IssueLog(tmp_path)
     load_modern_step_trace(p, log)
     assert any("Preparing" in i.problem and i.file == "step_trace_time.csv" for i in log.issues), log.issues
+
+
+def _trace_of(run: Path) -> Path:
+    names = ("trace_view.json", "gpu_timeline_display_0.json", ".pt.trace.json")
+    return next(p for p in sorted(run.rglob("*.json")) if p.name.endswith(names))
+
+
+@pytest.mark.parametrize("layout", ["ascend", "kineto", "mindspore_gpu"])
+@pytest.mark.parametrize("value,words", [("1e300", "non-finite or out-of-range ts/dur"),
+                                         ("5" + "0" * 18, "non-finite or out-of-range ts/dur"),
+                                         ('"abc"', "without a usable ts/dur"),
+                                         ("-5.0", "without a usable ts/dur")])
+def test_trace_events_without_a_usable_duration_are_named(tmp_path, layout, value, words):
+    """Sweep before: an event whose dur was absurd (1e300, 30 digits), text or negative was left out of the Kineto,
+    trace_view and GPU summaries with nothing in data quality; such events are now counted in one entry naming the
+    trace. (1e400 and 30-digit integers overflow the parser itself: the file is named as unreadable from there.)"""
+    from reportgen.discover import discover
+    from reportgen.loaders import load_rank
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=1, steps=2, seed=3, layout=layout,
+                       **({"trace_view": True} if layout == "ascend" else {}))
+    trace = _trace_of(run)
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    x = [e for e in events if e.get("ph") == "X" and str(e.get("tid")) != "Ops" and
+         not str(e.get("name", "")).startswith("ProfilerStep")]
+    x[len(x) // 2]["dur"] = "@@MARK@@"
+    trace.write_text(json.dumps(data).replace('"@@MARK@@"', value))
+    (lay,) = discover(run)
+    (r, rf), = lay.ranks.items()
+    got = load_rank(rf, run, lay.layout)
+    rel = trace.relative_to(run).as_posix()
+    hits = [i for i in got.issues if i.file == rel and words in i.problem]
+    assert len(hits) == 1 and hits[0].problem.startswith("1 "), got.issues
