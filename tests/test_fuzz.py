@@ -131,7 +131,8 @@ class _MemoryBytecodeCache(jinja2.BytecodeCache):
 _BYTECODE = _MemoryBytecodeCache()
 _env_init = jinja2.Environment.__init__
 def _env_init_cached(self, *a, **kw):
-    kw.setdefault("bytecode_cache", _BYTECODE)
+    if not a:  # spontaneous environments (jinja2.Template) pass every setting by position
+        kw.setdefault("bytecode_cache", _BYTECODE)
     _env_init(self, *a, **kw)
 jinja2.Environment.__init__ = _env_init_cached
 _warm = tempfile.mkdtemp(prefix="msreport-fuzz-warm-")
@@ -768,6 +769,42 @@ def test_fuzz_exhaustive(bases):
     assert not bad, f"{len(bad)} of {len(results)} cases fail:\n" + "\n".join(bad[:80])
 
 
+def _row(r: Result) -> dict:
+    return {**r.case.__dict__, "rc": r.rc, "seconds": round(r.seconds, 2), "crash": r.crash, "hang": r.hang,
+            "silent": r.silent, "outside": r.outside, "named": r.named, "why": r.why}
+
+
+def _from_row(d: dict) -> Result:
+    r = Result(Case(d["base"], d["mutation"], d["target"], d["rank"], d.get("cls") or CLASS_OF[d["mutation"]]),
+               d["rc"], d["seconds"])
+    for k in ("crash", "hang", "silent", "outside", "named", "why"):
+        setattr(r, k, d[k])
+    return r
+
+
+def load_results(path: Path) -> list[Result]:
+    """Results written by the sweep: a JSON list (--json) or JSON lines (--jsonl); the last result of a case wins."""
+    text = path.read_text(encoding="utf-8")
+    rows = json.loads(text) if text.lstrip().startswith("[") else [json.loads(x) for x in text.splitlines() if x]
+    last = {(d["base"], d["mutation"], d["target"]): d for d in rows}
+    return [_from_row(d) for d in last.values()]
+
+
+def family_table(results: list[Result]) -> str:
+    """Cases per file family (the file name with digits as #; "(run)" for run-level cases) and what failed."""
+    rows: dict[str, list[int]] = {}
+    for r in results:
+        fam = family(Path(r.case.target).name) if r.case.target else "(run: odd folder names)"
+        t = rows.setdefault(fam, [0, 0, 0, 0, 0, 0])
+        for i, v in enumerate((1, r.crash, r.hang, r.silent, r.outside, r.named)):
+            t[i] += v
+    lines = ["| file family | cases | crashes | hangs | silent losses | outside reads | named in data quality |",
+             "|---|---|---|---|---|---|---|"]
+    for k in sorted(rows):
+        lines.append(f"| {k} | " + " | ".join(str(x) for x in rows[k]) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     import argparse
 
@@ -775,26 +812,54 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--repo", type=Path, default=REPO, help="checkout whose reportgen is run")
     ap.add_argument("--limit", type=int, default=0, help="at most this many cases (seeded sample)")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--json", type=Path, help="write the per-case results here")
+    ap.add_argument("--json", type=Path, help="write the per-case results here (and, as they come, to JSON.jsonl)")
     ap.add_argument("--no-real", action="store_true", help="synthetic runs only")
     ap.add_argument("--bases", default="", help="comma-separated base names to keep")
-    ap.add_argument("--seed", type=int, default=SEED, help="seed of the --limit sample")
+    ap.add_argument("--seed", type=int, default=SEED, help="seed of the --limit sample and of the case order")
     ap.add_argument("--fresh", action="store_true", help="a fresh interpreter per case (no fork server; slower)")
+    ap.add_argument("--cases", type=Path, help="only the cases listed in this results file (--json / .jsonl): "
+                    "re-run failed cases with --failed")
+    ap.add_argument("--failed", action="store_true", help="with --cases: only the cases that failed there")
+    ap.add_argument("--resume", action="store_true", help="skip the cases already in JSON.jsonl (append to it)")
+    ap.add_argument("--table", type=Path, help="print the class and family tables of a results file and exit")
     a = ap.parse_args(argv)
+    if a.table:
+        results = load_results(a.table)
+        print(table(results) + "\n\n" + family_table(results))
+        return 1 if failures(results) else 0
     work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
     try:
         bases = make_bases(work, repo=a.repo, real=not a.no_real)
         if a.bases:
             bases = {k: v for k, v in bases.items() if k in a.bases.split(",")}
         cases = plan_cases(bases)
+        print(f"{len(cases)} cases planned", flush=True)
+        if a.cases:
+            want = {(r.case.base, r.case.mutation, r.case.target) for r in load_results(a.cases)
+                    if not a.failed or r.crash or r.hang or r.silent or r.outside}
+            cases = [c for c in cases if (c.base, c.mutation, c.target) in want]
         if a.limit and len(cases) > a.limit:
             cases = random.Random(a.seed).sample(cases, a.limit)
+        # a seeded order mixing bases and classes: a sweep stopped early is still an even sample of all of them
+        random.Random(a.seed).shuffle(cases)
+        partial = a.json.with_suffix(".jsonl") if a.json else None
+        if partial and a.resume and partial.exists():
+            done = {(r.case.base, r.case.mutation, r.case.target) for r in load_results(partial)}
+            cases = [c for c in cases if (c.base, c.mutation, c.target) not in done]
+        elif partial:
+            partial.write_text("")
         n = [0]
+        t_start = time.monotonic()
 
         def tick(r: Result) -> None:
             n[0] += 1
+            if partial:
+                with partial.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(_row(r)) + "\n")
             if r.crash or r.hang or r.silent or r.outside:
                 print(f"[{n[0]}/{len(cases)}] {failures([r])[0]}", flush=True)
+            elif n[0] % 25 == 0:
+                print(f"[{n[0]}/{len(cases)}] {time.monotonic() - t_start:.0f} s", flush=True)
 
         import resource
 
@@ -810,10 +875,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{secs[len(secs) // 2]:.2f} s, max {secs[-1]:.2f} s; CPU (every process the sweep started, "
                   f"baselines and warm-up included) {cpu:.0f} s = {cpu / len(secs):.2f} s per case")
         if a.json:
-            a.json.write_text(json.dumps([{**r.case.__dict__, "rc": r.rc, "seconds": round(r.seconds, 2),
-                                           "crash": r.crash, "hang": r.hang, "silent": r.silent,
-                                           "outside": r.outside, "named": r.named, "why": r.why}
-                                          for r in results], indent=1))
+            a.json.write_text(json.dumps([_row(r) for r in results], indent=1))
         return 1 if failures(results) else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
