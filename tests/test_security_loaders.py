@@ -322,3 +322,35 @@ def test_trace_events_without_a_usable_duration_are_named(tmp_path, layout, valu
     rel = trace.relative_to(run).as_posix()
     hits = [i for i in got.issues if i.file == rel and words in i.problem]
     assert len(hits) == 1 and hits[0].problem.startswith("1 "), got.issues
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("reader", ["rows", "frame"])
+def test_text_in_a_unit_column_of_a_tiny_csv_is_named(tmp_path, rows, reader):
+    """Sweep before: a CSV with one data row (or two) and text in a guessed numeric column gave no majority of
+    numbers, so the column was not screened and the text was read as a missing value, nothing in data quality.
+    A column of one or two cells whose header names a unit is screened; text columns stay unscreened."""
+    p = tmp_path / "op_summary.csv"
+    good = "Add,12.5,[1 2],3\n"
+    p.write_text("Name,Duration(us),Input Shapes,Count\n" + good * (rows - 1) + "MatMul,abc,[4 4],7\n")
+    log = IssueLog(tmp_path)
+    if reader == "rows":
+        header, kept = read_csv_rows(p, log)
+        names = [cells[0] for _, cells in kept]
+    else:
+        df = read_frame(p, log, ("Name", "Duration(us)"))
+        names = list(df["Name"])
+    assert names == ["Add"] * (rows - 1)
+    (issue,) = log.issues
+    assert issue.file == "op_summary.csv" and "'Duration(us)'" in issue.problem and "'abc'" in issue.problem
+
+
+def test_tiny_csv_text_columns_are_not_screened(tmp_path):
+    """The header rule is narrow: names, shapes, lists and JSON in one-row files are kept (real files hold lists in
+    `output_queue_size` and JSON in `communication_operator_cost`)."""
+    p = tmp_path / "minddata_pipeline_raw_0.csv"
+    p.write_text('op_id,op_type,output_queue_size,communication_operator_cost,Input Shapes\n'
+                 '0,MapOp,"[0, 2]","{""a"": 1}",1;2\n')
+    log = IssueLog(tmp_path)
+    header, kept = read_csv_rows(p, log)
+    assert len(kept) == 1 and not log.issues
