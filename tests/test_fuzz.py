@@ -17,7 +17,12 @@ in a subprocess with a timeout and an audit hook that records every file opened 
 
 The default test run takes a small seeded sample (`test_fuzz_sample`); the exhaustive sweep is marked `fuzz`
 (deselected by default): `python -m pytest -m fuzz tests/test_fuzz.py`. Standalone, for measurements against any
-checkout: `python tests/test_fuzz.py --repo PATH [--limit N] [--jobs 2] [--json OUT]`.
+checkout: `python tests/test_fuzz.py --repo PATH [--limit N] [--jobs 2] [--json OUT]` (results also go, case by
+case, to OUT with the suffix .jsonl; `--resume` continues a stopped sweep, `--cases OUT.jsonl --failed` re-runs the
+failures, `--table OUT.jsonl` prints the class and family tables, `--fresh` starts a new interpreter per case).
+
+Cases run in children forked from a pre-imported server (`ForkServer`): about 1 s of CPU per case instead of
+about 2.5 s for a fresh interpreter that imports pandas / altair each time; the judging is the same.
 """
 
 from __future__ import annotations
