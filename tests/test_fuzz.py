@@ -762,6 +762,52 @@ def test_fuzz_sample(synth_bases):
     assert not bad, "\n".join(bad)
 
 
+def _one_file_per_family(run: Path) -> list[Path]:
+    fams: dict[str, Path] = {}
+    for p in sorted(_rank_files(run)):
+        fams.setdefault(family(p.relative_to(run).as_posix()), p)
+    return list(fams.values())
+
+
+def test_a_folder_in_place_of_any_recognised_file_is_named(bases):
+    """Sweep (first run): a folder standing where `ascend_pytorch_profiler_0.db` was (and, by the same cause,
+    `cpu_framework_0.txt`, `start_info.0`, `x.db-wal`) was skipped with nothing in data quality. Every file family
+    of every base run: the folder in its place is named by discovery, or (msprof's device folders, which their
+    loaders list themselves) by the loader that reads the rank."""
+    from reportgen.discover import discover
+    from reportgen.loaders import load_rank
+
+    missed, n = [], 0
+    for name, run in sorted(bases.items()):
+        listed, read = set(), set()  # files discovery lists by name; files the loaders read (clean run)
+        for lay in discover(run):
+            for rf in lay.ranks.values():
+                listed |= {Path(q).relative_to(run).as_posix() for qs in rf.files.values() for q in qs}
+                read |= set(load_rank(rf, run, lay.layout).files)
+        for p in _one_file_per_family(run):
+            if p.relative_to(run).as_posix() not in listed | read:
+                continue  # inside an msprof device folder and read by no loader (task_time_*.json): harmless
+            aside = p.with_name(p.name + ".aside")
+            p.rename(aside)
+            try:
+                p.mkdir()
+                (p / "inner.txt").write_text("x")
+                rel = p.relative_to(run).as_posix()
+                layouts = discover(run)
+                issues = [i for lay in layouts for i in lay.issues]
+                if not any(i.file == rel for i in issues):
+                    issues = [i for lay in layouts for rf in lay.ranks.values() if str(rf.dir) in str(p)
+                              for i in load_rank(rf, run, lay.layout).issues]
+                n += 1
+                if not any(i.file == rel and re.search("folder|directory", i.problem) for i in issues):
+                    missed.append(f"{name}: {rel}")
+            finally:
+                shutil.rmtree(p, ignore_errors=True)
+                aside.rename(p)
+    assert n > 40
+    assert not missed, "\n".join(missed)
+
+
 @pytest.mark.fuzz
 def test_fuzz_exhaustive(bases):
     """Every applicable mutation of one file per family of every base run (several minutes)."""
