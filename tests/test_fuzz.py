@@ -693,16 +693,17 @@ def run_cases(cases: list[Case], bases: dict[str, Path], repo: Path, jobs: int =
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def table(results: list[Result]) -> str:
+def table(results: list[Result], by: str = "class") -> str:
+    """Cases and failures per class (`by="class"`) or per input family, the base run (`by="base"`)."""
     rows: dict[str, list[int]] = {}
     for r in results:
-        t = rows.setdefault(r.case.cls, [0, 0, 0, 0, 0])
+        t = rows.setdefault(r.case.cls if by == "class" else r.case.base, [0, 0, 0, 0, 0])
         t[0] += 1
         t[1] += r.crash
         t[2] += r.hang
         t[3] += r.silent
         t[4] += r.outside
-    lines = ["| class | cases | crashes | hangs | silent losses | outside reads |", "|---|---|---|---|---|---|"]
+    lines = [f"| {by} | cases | crashes | hangs | silent losses | outside reads |", "|---|---|---|---|---|---|"]
     tot = [0] * 5
     for k in sorted(rows):
         lines.append(f"| {k} | " + " | ".join(str(x) for x in rows[k]) + " |")
@@ -874,7 +875,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     a = ap.parse_args(argv)
     if a.table:
         results = load_results(a.table)
-        print(table(results) + "\n\n" + family_table(results))
+        print(table(results) + "\n\n" + table(results, by="base") + "\n\n" + family_table(results))
         return 1 if failures(results) else 0
     work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
     try:
