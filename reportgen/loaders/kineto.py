@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, to_float
+from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
 from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
@@ -153,8 +153,9 @@ def _num(v) -> float:
 
 def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     """One streamed pass over the events; False when the file broke off (what was read is kept)."""
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             acc.n_events += 1
             ph = e.get("ph")
             if ph == "X":
@@ -162,6 +163,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 name = name if isinstance(name, str) else str(name or "")
                 ts, dur = _num(e.get("ts")), _num(e.get("dur"))
                 if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                    unusable += 1
                     continue
                 if name.startswith("ProfilerStep#"):
                     m = STEP_RE.match(name)
@@ -227,6 +229,8 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     except TRACE_ERRORS as err:
         trace_cut(log, path, err, f"{acc.n_events} event(s) read before the error are used")
         return False
+    finally:
+        note_unusable_events(log, path, unusable)
 
 
 def _corr(v) -> int:

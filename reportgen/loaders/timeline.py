@@ -22,7 +22,7 @@ from typing import IO, Optional
 import numpy as np
 
 from reportgen import intervals
-from reportgen.loaders.common import IssueLog, read_json, to_float
+from reportgen.loaders.common import IssueLog, note_unusable_events, read_json, to_float
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import TimelineSummary, op_class
 
@@ -58,8 +58,9 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     groups: dict = {}  # (pid, lane name or None) -> (starts, durations)
     tids: dict = {}  # pid -> set of tids
     string_ts = False
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             ph = e.get("ph")
             if ph == "M":
                 if e.get("name") == "process_name":
@@ -70,7 +71,8 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             ts, dur = e.get("ts"), to_float(e.get("dur"))
             string_ts = string_ts or isinstance(ts, str)
             ts = to_float(ts)
-            if math.isnan(ts) or math.isnan(dur):
+            if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                unusable += 1
                 continue
             pid, name = e.get("pid"), e.get("name")
             # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
@@ -86,6 +88,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
+    note_unusable_events(log, path, unusable)
     out.trace_needs_numbers = string_ts
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
