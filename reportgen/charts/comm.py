@@ -67,7 +67,11 @@ def link_bandwidth(rows: list[dict]) -> dict:
     )
     ring = base.transform_filter("datum.slow").mark_point(color=SLOW_COLOR, size=260, strokeWidth=2).encode(
         x="size_mb:Q", y="bandwidth_gbps:Q", tooltip=tooltip)
-    return finish(alt.layer(pts, ring), height=300, datasets={"links": rows})
+    # the slow links named on the chart (src→dst): among thousands of points the ring alone is easy to miss
+    name = base.transform_filter("datum.slow").mark_text(dx=14, align="left", color=SLOW_COLOR,
+                                                         fontWeight="bold").encode(
+        x="size_mb:Q", y="bandwidth_gbps:Q", text="link:N")
+    return finish(alt.layer(pts, ring, name), height=300, datasets={"links": rows})
 
 
 def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
@@ -98,15 +102,23 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     if len(nodes) <= 64:
         layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-12, fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))
+    elif any(x.get("slow") for x in nodes):  # too many to label: name the marked hosts (and the slow links on them)
+        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
+            dy=-22, fontSize=12, fontWeight="bold", color=SLOW_COLOR).encode(x="x:Q", y="y:Q", text="note:N"))
     return finish(alt.layer(*layers).resolve_scale(color="independent"), height=460,
                   datasets={"nodes": nodes, "edges": edges})
 
 
 def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
-    """Rank x rank heatmap; a drop-down picks the metric and another the communication group."""
-    metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
-        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=[_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")],
-        name=_("Show:") + " "))
+    """Rank x rank heatmap; a drop-down picks the metric and another the communication group.
+
+    Binned (blocks of ranks), the default colour is each block's slowest link, so one slow link darkens its block
+    instead of being averaged into it; the block's total bandwidth stays one choice away."""
+    options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], [_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")]
+    if binned > 1:
+        options, labels = ["min_bandwidth_gbps"] + options, [_("Slowest link (GB/s)"), _("Block bandwidth (GB/s)")] + labels[1:]
+    metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
+        options=options, labels=labels, name=_("Show:") + " "))
     group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name=_("Group:") + " "))
     src_title = _("Source rank") if binned == 1 else _("Source ranks (blocks of {n})").format(n=binned)
     dst_title = _("Destination rank") if binned == 1 else _("Destination ranks (blocks of {n})").format(n=binned)
@@ -117,7 +129,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
-        strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
+        strokeWidth=alt.condition("datum.slow", alt.value(3 if binned > 1 else 2), alt.value(0)),
         tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
                  alt.Tooltip("group:N", title=_("Group")), alt.Tooltip("transport:N", title=_("Transport")),
                  alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
@@ -126,6 +138,14 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))],
     ).transform_filter("datum.group === grp").transform_calculate(value="datum[metric]").add_params(metric, group)
     n = len({c["src"] for c in cells})
+    layers = [chart]
+    if binned > 1 and any(c.get("slow") for c in cells):  # name the blocks that hold a slow link
+        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.slow && datum.group === grp")
+                      .mark_text(align="left", dx=8, color=SLOW_COLOR, fontWeight="bold", fontSize=11).encode(
+                          x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
+                          y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="slow_links:N"))
+    if len(layers) > 1:
+        return finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells})
     return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
 
 
