@@ -57,10 +57,10 @@ def percent(v: Any) -> str:
     return MISSING if v is None else i18n.format_percent(float(v))  # zh: Babel's "12.3%"
 
 
-def share(v: Any, digits: int = 1) -> str:
+def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
     """A 0..1 ratio as a percentage (filter `pct1`; finding texts)."""
     f = _float(v)
-    return MISSING if f is None else i18n.format_percent(f * 100, digits)
+    return MISSING if f is None else i18n.format_percent(f * 100, digits, lang)
 
 
 def signed_percent(v: Optional[float], missing: str = "n/a") -> str:

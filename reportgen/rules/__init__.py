@@ -21,6 +21,7 @@ from reportgen.rules import (
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, step_interval, tail_single,
 )
+from reportgen import i18n
 from reportgen.i18n import lazy
 from reportgen.rules.base import SEVERITIES, Finding, Rule
 
@@ -184,7 +185,10 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
     order: dict[int, tuple[int, int]] = {}
     for n, rule in enumerate(RULES):
         try:
-            found = rule.check(rule.context(analysis, values[rule.id]))
+            # texts are lazy messages rendered later in either language; the values put into them (numbers,
+            # percentages) are formatted once, in English style, so `title_en` and the translated title agree
+            with i18n.use(i18n.DEFAULT):
+                found = rule.check(rule.context(analysis, values[rule.id]))
         except Exception as e:  # noqa: BLE001 - one broken rule must not cost the report
             log.warning("rule %s failed: %s: %s", rule.id, type(e).__name__, e)
             found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",

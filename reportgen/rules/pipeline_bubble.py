@@ -71,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
                            N_("Pure receive / step")],
                # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
                "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
-                       + [[_("all ranks (the title's rate)"), None, fmt_pct(rate)]],
+                       + [[N_("all ranks (the title's rate)"), None, fmt_pct(rate)]],
                "links": [None] * (len(per_stage) + 1)})]
 
 
