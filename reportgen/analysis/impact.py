@@ -119,7 +119,7 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
     """Saving when the given links (src, dst) move their data at `target_gbps[transport]` (e.g. the transport's
     median bandwidth): every operator that uses one of them lasts as long as its slowest link (a ring runs at the
     pace of its slowest hop; a send/receive pair at its link's), so an operator saves its old duration minus the
-    new one; the saving per step is the sum over its operators, times the share of transfer time not hidden by
+    new one; a rank saves the sum over its operators and the step what its most delayed rank saves, times the share of transfer time not hidden by
     computation (`exposed_fraction`; all of it when the data cannot tell)."""
     lo = getattr(comm, "link_ops", None)
     if lo is None or lo.empty or not {"step", "op", "group", "src", "dst", "time_ms", "size_mb"} <= set(lo.columns):
@@ -137,7 +137,11 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
     used = f.loc[hit, key].drop_duplicates()
     ops = f.merge(used, on=key)
     per_op = ops.groupby(key).agg(old=("time_ms", "max"), new=("fixed", "max")).reset_index()
-    per_step = (per_op["old"] - per_op["new"]).clip(lower=0.0).groupby(per_op["step"]).sum()
+    per_op["delta"] = (per_op["old"] - per_op["new"]).clip(lower=0.0)
+    # a rank's operators run one after the other, different groups' operators side by side: each member of an
+    # operator saves its delta, and the step saves what its most delayed rank saves
+    members = ops[[*key, "rank"]].drop_duplicates().merge(per_op[[*key, "delta"]], on=key)
+    per_step = members.groupby(["step", "rank"])["delta"].sum().groupby(level="step").max()
     all_steps = f["step"].unique()
     saved_ring = float(per_step.reindex(all_steps, fill_value=0.0).mean())
     share = exposed_fraction(steps, ops["rank"].dropna().unique())

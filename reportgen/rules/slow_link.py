@@ -26,6 +26,12 @@ class Thresholds:
                                 'the step, from which the finding is a warning rather than information')
     min_lost_ms: float = th(0.5, 'and at least this many ms lost per step')
     critical_share: float = th(0.2, 'lost time per step from which the finding is critical')
+    rdma_gbps: float = th(12.5, 'reference bandwidth of an RDMA link (GB/s): a link below (1 − min_drop) × it is '
+                                'slow even when every link of its transport is (msprof-analyze / MindStudio Insight)')
+    hccs_gbps: float = th(18.0, 'reference bandwidth of an HCCS link (GB/s)')
+    pcie_gbps: float = th(20.0, 'reference bandwidth of a PCIe link (GB/s)')
+    ref_min_size_mb: float = th(16.0, 'the reference applies to links moving at least this much per step (smaller '
+                                      'transfers are latency-bound and reach less by nature)')
 
 
 ADVICE = """\
@@ -43,6 +49,16 @@ TITLE_ONE = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {medi
                "{n_compared} {transport} links")
 TITLE_MANY = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
                 "median of {n_compared} {transport} links")
+
+
+TITLE_ONE_REF = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {median} GB/s reference of "
+                   "{transport} links (their median is below it too)")
+TITLE_MANY_REF = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
+                    "reference of {transport} links (their median is below it too)")
+
+
+def reference_gbps(t, transport: str) -> float:
+    return {"RDMA": t.rdma_gbps, "HCCS": t.hccs_gbps, "PCIE": t.pcie_gbps}.get(transport.upper(), 0.0)
 
 
 def common_place(a, links: list[str]):
@@ -69,7 +85,7 @@ def place_msg(place):
         return ""
     if place[0] == "nic":
         return lazy(N_("The network port of rank {rank}'s device: "), rank=place[1])
-    return lazy(N_("Host {host}: "), host=md_literal(place[1], 80))
+    return lazy(N_("Host {host}: "), host=str(place[1])[:80])
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -87,9 +103,17 @@ def check(ctx: Context) -> list[Finding]:
         med = float(f["bandwidth_gbps"].median())
         mad = float((f["bandwidth_gbps"] - med).abs().median())
         floor = max(ctx.t.min_drop * med, ctx.t.z * MAD_SCALE * mad)
-        slow = f[(med - f["bandwidth_gbps"]) > floor].copy()
+        ref = reference_gbps(ctx.t, str(transport))
+        below_ref = (f["bandwidth_gbps"] < (1 - ctx.t.min_drop) * ref) & (f["size_mb"] >= ctx.t.ref_min_size_mb) \
+            if ref else False
+        slow = f[((med - f["bandwidth_gbps"]) > floor) | below_ref].copy()
         if slow.empty:
             continue
+        # the typical bandwidth a slow link is measured against: its transport's median, or the reference when the
+        # median itself is far below the reference (every link, or half of them, slow)
+        by_ref = bool(ref) and med < (1 - ctx.t.min_drop) * ref
+        if by_ref:
+            med = ref
         slow["expected_ms"] = slow["size_mb"] / med
         slow["lost_ms"] = slow["time_ms"] - slow["expected_ms"]
         slow = slow.sort_values("lost_ms", ascending=False)
@@ -111,7 +135,8 @@ def check(ctx: Context) -> list[Finding]:
         imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med},
                           IMPACT_BASIS.format(links=", ".join(links[:8]) + (" …" if n > 8 else ""),
                                               transport=transport, median=f"{med:.2f}"))
-        title = lazy(TITLE_ONE if n == 1 else TITLE_MANY, subject=place_msg(place), n=n, links=", ".join(links[:4])
+        title = lazy((TITLE_ONE_REF if n == 1 else TITLE_MANY_REF) if by_ref else (TITLE_ONE if n == 1 else TITLE_MANY),
+                     subject=place_msg(place), n=n, links=", ".join(links[:4])
                      + (" …" if n > 4 else ""), transport=str(transport), bw=f"{float(w['bandwidth_gbps']):.2f}",
                      rel=fmt_pct(float(w["bandwidth_gbps"]) / med, 0), median=f"{med:.2f}", n_compared=len(f))
         rows = [[int(r.src), int(r.dst), round(float(r.size_mb), 3), round(float(r.time_ms), 4),
@@ -132,7 +157,8 @@ def check(ctx: Context) -> list[Finding]:
                       **({"nic_rank": place[1]} if place and place[0] == "nic" else {}),
                       "bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
                       "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),
-                      "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f)},
+                      "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f),
+                      "compared_with": "reference" if by_ref else "transport median"},
             table={"columns": ["Source", "Destination", "Size (MB)", "Time (ms)", "Bandwidth (GB/s)",
                                "vs median", "Lost (ms)"], "rows": rows, "links": [None] * len(rows)}))
     return findings

@@ -14,8 +14,10 @@ from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.impact import replace_excess
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
-from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
+from reportgen.rules.base import (
+    Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern,
+)
+from reportgen.rules.stats import Standout, peer_median, standout_cells, standouts, step_reference
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -169,7 +171,7 @@ def split_hosts(a: Analysis, found: list[Standout]) -> list[tuple[list[Standout]
 
 def host_msg(a: Analysis, hosts: list[str]):
     ranks = [r for r in a.run.rank_ids if r in a.run.ranks and a.run.ranks[r].info.host in set(hosts)]
-    names = ", ".join(md_literal(h, 80) for h in hosts[:6]) + (" …" if len(hosts) > 6 else "")
+    names = ", ".join(str(h)[:80] for h in hosts[:6]) + (" …" if len(hosts) > 6 else "")
     return lazy(N_("Host {hosts} (all its ranks: {ranks})") if len(hosts) == 1 else
                 N_("Hosts {hosts} (all their ranks: {ranks})"), hosts=names,
                 ranks=", ".join(str(r) for r in sorted(ranks)[:32]) + (" …" if len(ranks) > 32 else ""))
@@ -220,6 +222,8 @@ def check(ctx: Context) -> list[Finding]:
             continue
         if phase in ("step_interval", "compute"):
             culprits.extend(s.rank for s in found)
+        cells = standout_cells(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z,
+                               min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share)
         for found, hosts in split_hosts(a, found):
             ranks = [s.rank for s in found]
             worst = found[0]
@@ -230,6 +234,7 @@ def check(ctx: Context) -> list[Finding]:
             else:
                 peers = lazy(N_("its peers in the same stage") if same_stage else N_("its peers"))
             verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
+            pattern, strip = step_pattern(cells, ranks)
             rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
             rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
                         lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
@@ -264,7 +269,8 @@ def check(ctx: Context) -> list[Finding]:
                           "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
                           "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
                           "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
-                          "column": col},
+                          "column": col, "pattern": pattern},
+                strip=strip,
                 table=slow_table(a, found, label, by_stage),
                 impact=impact(a, phase, ranks, stage_of if by_stage else None)))
     return findings
