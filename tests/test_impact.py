@@ -226,3 +226,28 @@ def test_healthy_runs_give_no_warning(tmp_path, kw):
     a = _analysis(generate_run(tmp_path / "run", **kw))
     loud = [(f.id, f.severity, str(f.title)) for f in run_rules(a)[0] if f.severity != "info"]
     assert not loud, loud
+
+
+def test_divergence_point_names_the_slow_operator_and_links_the_timeline(tmp_path):
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.site.finding_pages import finding_view
+
+    path = generate_run(tmp_path / "run", layout="ascend", ranks=8, steps=4, seed=3, trace_view=True,
+                        inject=["slow-op-rank:5:MatMul:3"])
+    layout = discover(path)[0]
+    run = load_run(layout, jobs=1)
+    sel = select(run, timeline_ranks(layout), [])
+    run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    f = next(f for f in run_rules(analyze(run))[0] if f.id == "slow-rank.compute")
+    ev = f.evidence
+    assert f.ranks == [5] and ev["divergence_vs_rank"] != 5
+    # the program starts with a forward MatMul: the first operator that parts is the first MatMul (MatMulV2)
+    assert ev["divergence_first_type"] == "aclnnMm_MatMulCommon_MatMulV2" and ev["divergence_first_extra_ms"] > 0
+    # MatMul forward and backward account for the gap; nothing else is slower on rank 5
+    types = [t.split(" (")[0] for t in ev["divergence_types"].split("; ")]
+    assert set(types[:2]) == {"aclnnMm_MatMulCommon_MatMulV2", "aclnnMm_MatMulCommon_MatMulV2Grad"}, types
+    assert ev["divergence_page"] == "cluster/execution.html#marey-rank-5"
+    view = finding_view(f)
+    assert view["divergence"]["page"] == "cluster/execution.html#marey-rank-5"
+    assert "aclnnMm_MatMulCommon_MatMulV2" in view["divergence"]["text"]

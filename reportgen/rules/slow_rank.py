@@ -12,6 +12,7 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.analysis.divergence import divergence
 from reportgen.analysis.impact import replace_excess
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import (
@@ -177,6 +178,23 @@ def host_msg(a: Analysis, hosts: list[str]):
                 ranks=", ".join(str(r) for r in sorted(ranks)[:32]) + (" …" if len(ranks) > 32 else ""))
 
 
+def falls_behind(a: Analysis, rank: int, stage_of) -> dict:
+    """Evidence of where `rank` falls behind the fastest rank of its stage in the operator timelines
+    (`analysis.divergence`), with the execution view's anchor; {} without timelines."""
+    if a.execution is None:
+        return {}
+    peers = [r for r in a.run.rank_ids if not stage_of or stage_of.get(r) == stage_of.get(rank)]
+    d = divergence(a.execution, rank, peers)
+    if d is None:
+        return {}
+    return {"divergence_first_op": d.first_op, "divergence_first_type": d.first_type,
+            "divergence_first_extra_ms": d.first_extra_ms, "divergence_vs_rank": d.fast_rank,
+            "divergence_step": d.step, "divergence_gap_ms": d.gap_ms,
+            "divergence_types": "; ".join(f"{t['type']} ({fmt_ms(t['extra_ms'])}, {fmt_pct(t['share'], 0)})"
+                                          for t in d.types),
+            "divergence_page": str(urls.marey_rank(rank))}
+
+
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
 IMPACT_BASIS = "{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as much"
@@ -269,7 +287,9 @@ def check(ctx: Context) -> list[Finding]:
                           "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
                           "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
                           "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
-                          "column": col, "pattern": pattern},
+                          "column": col, "pattern": pattern,
+                          **(falls_behind(a, worst.rank, stage_of if by_stage else None) if phase == "compute"
+                             else {})},
                 strip=strip,
                 table=slow_table(a, found, label, by_stage),
                 impact=impact(a, phase, ranks, stage_of if by_stage else None)))

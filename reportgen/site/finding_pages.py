@@ -76,7 +76,22 @@ def finding_view(finding) -> dict:
         "table": {"columns": table["columns"], "rows": rows} if table else None,
         "impact": impact_view(f.get("impact")),
         "strip": strip_view(f.get("strip"), f["evidence"].get("pattern")),
+        "divergence": divergence_view(f["evidence"]),
     }
+
+
+def divergence_view(ev: dict) -> dict | None:
+    """Where the slow rank falls behind (the slow-rank rule's `divergence_*` evidence): a line and its link."""
+    if not ev.get("divergence_first_op") or not ev.get("divergence_page"):
+        return None
+    return {"page": str(ev["divergence_page"]),
+            "text": _("Falls behind rank {fast} from operator {op} ({type}, +{extra} in step {step}); most of the "
+                      "{gap} gap: {types}").format(fast=ev.get("divergence_vs_rank"), op=ev["divergence_first_op"],
+                                                   type=ev.get("divergence_first_type", ""),
+                                                   extra=fmt_ms(ev.get("divergence_first_extra_ms")),
+                                                   step=ev.get("divergence_step"),
+                                                   gap=fmt_ms(ev.get("divergence_gap_ms")),
+                                                   types=ev.get("divergence_types", ""))}
 
 
 STRIP_CELL, STRIP_GAP, STRIP_LABEL = 12, 2, 64
