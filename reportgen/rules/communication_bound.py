@@ -83,7 +83,8 @@ def _own_stage_share(ov, stage: int, q: float):
 
 IMPACT_BASIS = ("the exposed communication of the rank that waits least in each step ({ms} per step: its "
                 "communication not hidden by computation, waiting for other stages left out) hidden behind "
-                "computation; an upper bound, as the last collective of a step can rarely be hidden")
+                "computation or removed (fusion, fewer redistributions); an upper bound, as the last collective of "
+                "a step can rarely be hidden{room}")
 
 
 def own_exposed(a, ranks=None) -> "pd.Series | None":
@@ -108,17 +109,20 @@ def own_exposed(a, ranks=None) -> "pd.Series | None":
 
 
 def comm_impact(a, ranks=None):
-    """What hiding the exposed communication would save (`IMPACT_BASIS`), capped per step by the computation
-    the rank has left to hide it behind."""
+    """What hiding (or removing) the exposed communication would save (`IMPACT_BASIS`); the basis says how much
+    computation there is left to hide it behind, when that is less."""
     own = own_exposed(a, ranks)
     if own is None or own.empty:
         return None
     ps = a.steps.per_step if a.steps.kind else None
     ms = float(own.mean())
+    room = ""
     if ps is not None and "computing" in ps.columns:
-        room = ps["computing"] - (ps["overlapped"].fillna(0.0) if "overlapped" in ps.columns else 0.0)
-        ms = min(ms, max(0.0, float(room.median())))
-    imp = saved_by_ms(ms, a.steps, IMPACT_BASIS.format(ms=fmt_ms(ms)))
+        left = float((ps["computing"] - (ps["overlapped"].fillna(0.0) if "overlapped" in ps.columns
+                                          else 0.0)).median())
+        if 0 <= left < ms:
+            room = f"; computation could hide at most {fmt_ms(left)} of it: the rest has to go"
+    imp = saved_by_ms(ms, a.steps, IMPACT_BASIS.format(ms=fmt_ms(ms), room=room))
     return imp.to_dict() if imp else None
 
 
