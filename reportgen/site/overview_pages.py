@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from reportgen.i18n import N_, _
 
 from reportgen import urls
@@ -63,7 +65,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         "gaps": a.coverage.gaps if a.coverage else [],
         "rank_links": [{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
     }
-    return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=cluster_charts(inp))]
+    return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
 
 
 PAGE = PageKind("overview", urls.INDEX, N_("Overview"), "_overview.html", _plan)

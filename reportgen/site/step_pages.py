@@ -15,7 +15,7 @@ from reportgen.analysis.steps import step_values
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageKind, PlanInput
 from reportgen.site.values import num, representative_ranks, stacked_bar_rows
@@ -86,38 +86,63 @@ def _columns(a: Analysis) -> list[dict]:
     return cols
 
 
+def _total_rows(a: Analysis, hl: Highlights, totals: pd.Series) -> list[dict]:
+    return [{"rank": int(r), "total": round(float(v), 4), "status": "slow" if int(r) in hl.slow_ranks else "normal",
+             "stage": a.run.info.stage_of_rank.get(int(r), "-"), "href": urls.rank_page(int(r))}
+            for r, v in totals.dropna().items()]
+
+
+def _strip_rows(rows: list[dict], multi: bool) -> list[dict]:
+    return [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
+             "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
+
+
 def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
     st = a.steps
     if st.kind is None or "total" not in st.stats:
         return []
     median = st.stats["total"].median
-    rows = [{"rank": int(r), "total": round(float(v), 4), "status": "slow" if int(r) in hl.slow_ranks else "normal",
-             "stage": a.run.info.stage_of_rank.get(int(r), "-"), "href": urls.rank_page(int(r))}
-            for r, v in st.average["total"].dropna().items()]
+    rows = _total_rows(a, hl, st.average["total"])
+    multi = a.run.info.stages > 1
+    bars = len(rows) <= step_charts.MAX_BARS
     charts = []
-    if len(rows) <= step_charts.MAX_BARS:
-        charts.append(Chart("step-total", step_charts.step_total_by_rank(rows, median),
-                            _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
-                              "Click a bar to open the rank's page.")))
+    if bars:
+        total = Chart("step-total", step_charts.step_total_by_rank(rows, median),
+                      _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
+                        "Click a bar to open the rank's page."))
     else:
-        multi = a.run.info.stages > 1
-        strip = [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
-                  "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
-        charts.append(Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),
-                            (_("Average step time of each of the {n} ranks, one tick per rank, a line per pipeline "
-                               "stage; black: the median; red and numbered: ranks a finding names. Click a mark to "
-                               "open the rank's page.") if multi else
-                             _("Average step time of each of the {n} ranks, one tick per rank; black: the median; red "
-                               "and numbered: ranks a finding names. Click a mark to open the rank's page."))
-                            .format(n=len(rows)), renderer="canvas" if len(rows) > 3000 else "svg"))
+        strip = _strip_rows(rows, multi)
+        total = Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),
+                      (_("Average step time of each of the {n} ranks, one tick per rank, a line per pipeline "
+                         "stage; black: the median; red and numbered: ranks a finding names. Click a mark to "
+                         "open the rank's page.") if multi else
+                       _("Average step time of each of the {n} ranks, one tick per rank; black: the median; red "
+                         "and numbered: ranks a finding names. Click a mark to open the rank's page."))
+                      .format(n=len(rows)), renderer="canvas" if len(rows) > 3000 else "svg")
+    charts.append(total)
+    per_step = {s: step_values(st.per_step, s, st.phases) for s in st.steps} if len(st.steps) > 1 else {}
+
+    def total_of(s) -> dict[str, list[dict]]:
+        vals = per_step[s]
+        if "total" not in vals:
+            return {"ranks": []}
+        r = _total_rows(a, hl, vals["total"])
+        if not bars:
+            return {"ranks": _strip_rows(r, multi)}
+        med = pd.Series([x["total"] for x in r], dtype=float).median()
+        return {"ranks": r, "median": [{"median": round(float(med), 4)}] if r else []}
+
+    step_views.attach(total, st.steps, total_of, join="rank")
     picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
                                   step_charts.MAX_BARS) if "total" in st.average else None
-    brows, x_title = stacked_bar_rows(st.average, st.stacked, [_(PHASE_LABELS[p]) for p in st.stacked],
-                                      step_charts.MAX_BARS, picked)
+    labels = [_(PHASE_LABELS[p]) for p in st.stacked]
+    brows, x_title = stacked_bar_rows(st.average, st.stacked, labels, step_charts.MAX_BARS, picked)
     if brows and st.kind != "host":
-        charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
-            brows, [_(PHASE_LABELS[p]) for p in st.stacked], x_title),
-            _("Where each rank's step time goes (average per step).")))
+        breakdown = Chart("breakdown", step_charts.breakdown_by_rank(brows, labels, x_title),
+                          _("Where each rank's step time goes (average per step)."))
+        step_views.attach(breakdown, st.steps, lambda s: {"breakdown": stacked_bar_rows(
+            per_step[s], st.stacked, labels, step_charts.MAX_BARS, picked)[0]})
+        charts.append(breakdown)
     return charts
 
 

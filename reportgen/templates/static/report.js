@@ -45,8 +45,11 @@
     var opts = Object.assign({}, EMBED_OPTS, { renderer: fig.getAttribute("data-renderer") || "svg" });
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
-    return vegaEmbed(vis, spec, opts).then(function () {
+    return vegaEmbed(vis, spec, opts).then(function (res) {
+      fig._msrView = res.view;  // per-step data, linked selections and the timeline drive the drawn view
+      fig._msrSpec = spec;
       fig.setAttribute("data-rendered", "true");
+      fig.dispatchEvent(new CustomEvent("msr-drawn", { detail: res.view }));
     }).catch(function (e) {
       fig.setAttribute("data-error", String(e));
       vis.textContent = "This chart could not be drawn: " + e;
@@ -233,6 +236,50 @@
     fromHash();
   }
 
+  // ---- step selector driving charts (site/step_views.py): swap each chart's named datasets --------------
+  function stepDataOf(fig) {
+    if (fig._msrSteps === undefined) {
+      var el = fig.querySelector("script.step-data");
+      fig._msrSteps = el ? JSON.parse(el.textContent) : null;
+    }
+    return fig._msrSteps;
+  }
+  function stepRows(fig, name, step) {
+    var sd = stepDataOf(fig), orig = (fig._msrSpec.datasets || {})[name] || [];
+    if (step === "avg") { return orig; }
+    var fields = sd.fields[name], rows = ((sd.steps[step] || {})[name]) || [], join = sd.join, byKey = {};
+    if (join) { orig.forEach(function (o) { byKey[o[join]] = o; }); }
+    return rows.map(function (vals) {
+      var row = {};
+      fields.forEach(function (f, i) { row[f] = vals[i]; });
+      var o = join ? byKey[row[join]] : null;
+      if (o) { Object.keys(o).forEach(function (k) { if (!(k in row)) { row[k] = o[k]; } }); }
+      return row;
+    });
+  }
+  function showStep(fig, step) {
+    var view = fig._msrView, sd = stepDataOf(fig);
+    if (!view || !sd) { fig._msrPendingStep = step; return; }
+    Object.keys(sd.fields).forEach(function (name) {
+      view.data(name, stepRows(fig, name, step));
+    });
+    view.runAsync().then(function () { fig.setAttribute("data-step", step); });
+  }
+  function initStepViews() {
+    var figs = document.querySelectorAll("figure.chart[data-steps]");
+    if (!figs.length) { return; }
+    figs.forEach(function (fig) {
+      fig.addEventListener("msr-drawn", function () {
+        if (fig._msrPendingStep !== undefined) { showStep(fig, fig._msrPendingStep); }
+      });
+    });
+    document.querySelectorAll("select[data-step-views]").forEach(function (sel) {
+      sel.addEventListener("change", function () {
+        figs.forEach(function (fig) { showStep(fig, sel.value); });
+      });
+    });
+  }
+
   function initGraphs() {
     // strategy graphs: click a block to show its operators; zoom buttons scale the inline SVG
     document.querySelectorAll("svg.strategy-graph .block").forEach(function (g) {
@@ -280,6 +327,7 @@
     initTables();
     initGraphs();
     initStepSelect();
+    initStepViews();
     drawCharts();
     initRankSelect();
     reportResources();
