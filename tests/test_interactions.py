@@ -118,3 +118,78 @@ def test_step_selector_drives_overlap_and_communication_charts(browser, example_
     assert [{k: r[k] for k in fields} for r in shown] == expected and shown != avg
     o.shot(f"{page[:-5]}-step-{steps[2]}")
     o.offline()
+
+
+def _domain(o: Opened, fig: str) -> list[float]:
+    return o.page.evaluate("f => document.getElementById(f)._msrView.scale('x').domain()", fig)
+
+
+def test_rank_timeline_zooms_pans_switches_steps_and_shows_tooltips(browser, example_site):
+    fig = "fig-rank-5-timeline"
+    o = open_page(browser, example_site / "ranks" / "rank-5.html", (fig,))
+    ops = o.data(fig, "ops")
+    # lanes per stream / thread, and only the execution view's chosen steps (representative and slowest)
+    assert {r["lane"] for r in ops} == {"Ascend Hardware · thread 2", "HCCL · Group 0 Communication"}
+    assert {r["cat"] for r in ops} == {"compute", "communication"}
+    steps = sorted({r["step"] for r in ops})
+    assert len(steps) == 2
+    assert all(r["end"] == pytest.approx(r["start"] + r["dur"], abs=1e-3) for r in ops)
+    o.page.locator(f"#{fig}").scroll_into_view_if_needed()
+    box = o.page.locator(f"#{fig} svg").first.bounding_box()
+    origin = o.page.evaluate("f => document.getElementById(f)._msrView.origin()", fig)
+    y_mid = box["y"] + origin[1] + 22
+    d0 = _domain(o, fig)
+    o.page.mouse.move(box["x"] + box["width"] * 0.5, y_mid)
+    o.page.mouse.wheel(0, -400)  # scroll up: zoom in around the pointer
+    o.page.wait_for_timeout(400)
+    d1 = _domain(o, fig)
+    assert d1[1] - d1[0] < 0.9 * (d0[1] - d0[0]) and d0[0] <= d1[0] and d1[1] <= d0[1]
+    o.page.mouse.down()
+    o.page.mouse.move(box["x"] + box["width"] * 0.3, y_mid, steps=5)  # drag left: pan towards later times
+    o.page.mouse.up()
+    o.page.wait_for_timeout(300)
+    d2 = _domain(o, fig)
+    assert d2[0] > d1[0] and d2[1] - d2[0] == pytest.approx(d1[1] - d1[0], rel=1e-6)
+    o.shot("rank-5-timeline-zoomed")
+    # hover the longest operator drawn in the left part of the plot: the tooltip names it with its duration
+    target = o.page.evaluate("""f => { const v = document.getElementById(f)._msrView, x = v.scale('x'), y = v.scale('y');
+      const d = x.domain(), s = v.signal('tlstep'), w = x.range()[1];
+      const mid = r => x((Math.max(r.start, d[0]) + Math.min(r.end, d[1])) / 2);
+      const o = v.data('ops').filter(r => r.step === s && r.end > d[0] && r.start < d[1] && mid(r) < 0.6 * w)
+        .sort((a, b) => b.dur - a.dur)[0];
+      return {name: o.name, dur: o.dur, x: mid(o), y: y(o.lane) + y.bandwidth() / 2}; }""", fig)
+    o.page.mouse.move(box["x"] + origin[0] + target["x"], box["y"] + origin[1] + target["y"])
+    o.page.wait_for_selector(".msr-tooltip", state="visible", timeout=5000)
+    tip = o.page.inner_text(".msr-tooltip")
+    assert target["name"] in tip and "Duration (ms)" in tip and f"{target['dur']:,.4f}"[:5] in tip
+    # the step drop-down (a Vega binding) switches to the other chosen step
+    other = [s for s in steps if s != o.page.evaluate("f => document.getElementById(f)._msrView.signal('tlstep')", fig)]
+    o.page.select_option(f"#{fig} .vega-bindings select", str(other[0]))
+    o.page.wait_for_timeout(300)
+    assert o.page.evaluate("f => document.getElementById(f)._msrView.signal('tlstep')", fig) == other[0]
+    o.offline()
+
+
+def test_execution_timeline_has_a_lane_per_device_and_stream(browser, example_site):
+    o = open_page(browser, example_site / "cluster" / "execution.html")
+    fig = o.page.get_attribute("[id^=fig-timeline-]", "id")
+    o.page.wait_for_selector(f"#{fig}[data-rendered='true']", timeout=20000)
+    ops = o.data(fig, "ops")
+    devices = [tr.get_attribute("id").split("-")[-1] for tr in o.page.query_selector_all("#marey-devices-table tbody tr")]
+    lanes = {r["lane"] for r in ops}
+    assert len(devices) == 16 and len(lanes) == 2 * len(devices)
+    assert all(any(ln.startswith(f"rank {d} ") for ln in lanes) for d in devices)
+    counts = {}
+    for r in ops:
+        counts[r["lane"].split(" · ")[0]] = counts.get(r["lane"].split(" · ")[0], 0) + 1
+    assert max(counts.values()) <= 150  # the per-device cap
+    d0 = _domain(o, fig)
+    o.page.locator(f"#{fig}").scroll_into_view_if_needed()
+    box = o.page.locator(f"#{fig} svg").first.bounding_box()
+    o.page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 100)
+    o.page.mouse.wheel(0, -300)
+    o.page.wait_for_timeout(400)
+    d1 = _domain(o, fig)
+    assert d1[1] - d1[0] < d0[1] - d0[0]
+    o.shot("execution-timeline")
+    o.offline()

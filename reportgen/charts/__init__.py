@@ -18,3 +18,6 @@ class Chart:
     renderer: str = "svg"
     # Per-step datasets the page's step selector swaps in (`site/step_views.py`): {"fields", "join", "steps"}.
     step_data: Optional[dict] = None
+    # Datasets carried columnar beside the spec, {name: {"fields": [...], "rows": [[...]]}}: report.js expands them
+    # into the spec's datasets before drawing (the timeline's thousands of bars without a key per value).
+    columns: Optional[dict] = None

@@ -17,6 +17,7 @@ from reportgen.analysis.strategy import OpRow, StageGraph
 from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
+from reportgen.site import timeline_view
 from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
 from reportgen.site.values import compact_ranks, num
 
@@ -219,7 +220,9 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                             "line through their starts and a dashed one through their ends (lines that bend mark a "
                             "device running late; a start and end line far apart on every lane, an operator slow "
                             "everywhere). Drag to pan, scroll to zoom along time.")
-        charts = ([overview] if overview else []) + [marey_chart]
+        lanes = timeline_view.execution_chart(a.run.execution, m.step, {d.rank: d.shift_ms for d in m.devices},
+                                              {d.rank: d.label for d in m.devices})
+        charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
         ctx = {**base, "marey": {
             "step": m.step, "step_label": step_label(m.step), "reason": m.reason, "window": m.window, "alignment": m.alignment,
             "span_ms": num(m.span_ms), "devices": _device_rows(m), "not_drawn": m.not_drawn,

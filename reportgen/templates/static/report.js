@@ -56,13 +56,29 @@
     });
   }
 
+  function expandColumns(fig, spec) {
+    // datasets carried columnar (Chart.columns): {name: {fields, rows}} -> rows of objects
+    var el = fig.querySelector("script.columns");
+    if (!el) { return spec; }
+    var cols = JSON.parse(el.textContent), ds = Object.assign({}, spec.datasets || {});
+    Object.keys(cols).forEach(function (name) {
+      var f = cols[name].fields;
+      ds[name] = cols[name].rows.map(function (vals) {
+        var row = {};
+        for (var i = 0; i < f.length; i++) { row[f[i]] = vals[i]; }
+        return row;
+      });
+    });
+    return Object.assign({}, spec, { datasets: ds });
+  }
+
   function specOf(fig) {
     var spec = JSON.parse(fig.querySelector("script.spec").textContent);
     var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
     if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
-      return Object.assign({}, window.MSREPORT_SPECS[key], spec);
+      spec = Object.assign({}, window.MSREPORT_SPECS[key], spec);
     }
-    return spec;
+    return expandColumns(fig, spec);
   }
 
   function drawCharts() {
