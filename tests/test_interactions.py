@@ -193,3 +193,83 @@ def test_execution_timeline_has_a_lane_per_device_and_stream(browser, example_si
     assert d1[1] - d1[0] < d0[1] - d0[0]
     o.shot("execution-timeline")
     o.offline()
+
+
+def _brush(o: Opened, fig: str, x0: float, x1: float, y0: float, y1: float) -> None:
+    """Drag a rectangle over the data-space box [x0, x1] x [y0, y1] of `fig`'s plot (clamped inside the plot),
+    from its bottom-left corner (the chart's action menu sits top right)."""
+    o.page.locator(f"#{fig}").scroll_into_view_if_needed()
+    box = o.page.locator(f"#{fig} svg").first.bounding_box()
+    px = o.page.evaluate("""([f, pts]) => { const v = document.getElementById(f)._msrView, o = v.origin();
+      const clamp = (s, val) => { const d = s.domain(), lo = Math.min(d[0], d[1]), hi = Math.max(d[0], d[1]),
+                                        e = (hi - lo) * 0.01; return s(Math.min(hi - e, Math.max(lo + e, val))); };
+      return pts.map(p => [o[0] + clamp(v.scale('x'), p[0]), o[1] + clamp(v.scale('y'), p[1])]); }""",
+                         [fig, [[x0, min(y0, y1)], [x1, max(y0, y1)]]])
+    o.page.mouse.move(box["x"] + px[0][0], box["y"] + px[0][1])
+    o.page.mouse.down()
+    o.page.mouse.move(box["x"] + px[1][0], box["y"] + px[1][1], steps=8)
+    o.page.mouse.up()
+
+
+def test_brushing_devices_in_the_graph_selects_matrix_rows(browser, example_site):
+    o = open_page(browser, example_site / "cluster" / "communication.html",
+                  ("fig-comm-graph", "fig-comm-matrix", "fig-comm-link-ops"))
+    nodes = o.data("fig-comm-graph", "nodes")
+    # the first host's devices sit on the right of the circle of hosts (x > 0.5)
+    picked = sorted((n["id"] for n in nodes if n["x"] > 0.5), key=int)
+    assert picked and len(picked) < len(nodes)
+    xs = [n["x"] for n in nodes if n["id"] in picked]
+    ys = [n["y"] for n in nodes if n["id"] in picked]
+    _brush(o, "fig-comm-graph", min(xs) - 0.05, max(xs) + 0.05, min(ys) - 0.05, max(ys) + 0.05)
+    o.page.wait_for_selector(f"#fig-comm-matrix[data-selected='{','.join(picked)}']", timeout=10000)
+    # the matrix now draws only the links among the brushed devices: rows and columns are those devices
+    shown = o.page.evaluate("""() => { const v = document.getElementById('fig-comm-matrix')._msrView;
+      return [v.scale('y').domain(), v.scale('x').domain()]; }""")
+    cells = [c for c in o.data("fig-comm-matrix", "cells") if c["group"] == "All groups"]
+    expected = sorted({c["src"] for c in cells if c["src"] in picked and c["dst"] in picked}, key=int)
+    assert sorted(shown[0], key=int) == expected and set(shown[1]) <= set(picked)
+    assert set(shown[0]) < {c["src"] for c in cells}  # fewer rows than before
+    # each drawn cell carries the link's time and size
+    labels = o.page.evaluate("""() => Array.from(document.querySelectorAll('#fig-comm-matrix svg text'))
+      .map(t => t.textContent).filter(t => t.indexOf(' ms · ') > 0)""")
+    within = [c for c in cells if c["src"] in picked and c["dst"] in picked]
+    assert len(labels) == len(within) and within[0]["cell_label"] in labels
+    text = o.page.inner_text("#comm-selection")
+    assert f"{len(picked)} device(s) selected" in text
+    # the per-operator box plots keep the links that start or end on the selected devices
+    assert o.page.get_attribute("#fig-comm-link-ops", "data-selected") == ",".join(picked)
+    ops = o.data("fig-comm-link-ops", "ops")
+    links = o.page.evaluate("() => document.getElementById('fig-comm-link-ops')._msrView.scale('x').domain()")
+    assert set(links) == {r["link"] for r in ops if r["src"] in picked or r["dst"] in picked}
+    assert set(links) < {r["link"] for r in ops}
+    o.shot("communication-brushed")
+    # double-click clears: every device again
+    o.page.locator("#fig-comm-graph svg").first.dblclick()
+    o.page.wait_for_selector("#fig-comm-matrix[data-selected='']", timeout=10000)
+    o.offline()
+
+
+def test_link_op_box_plots_stay_visible_when_operators_barely_differ(browser, tmp_path):
+    """Operators of a link within 0.1 % of each other: the box collapses to a line on a zero-based scale; here
+    the scale leaves zero and every operator is also a dot."""
+    from reportgen.charts.comm import link_op_boxplot
+    rows = [{"link": "0-1 HCCS", "order": 0, "src": "0", "dst": "1", "op": f"op{i}", "time_ms": 1.0 + i * 1e-4,
+             "size_mb": 16.0, "bandwidth_gbps": 16.0 / (1.0 + i * 1e-4), "slow": False} for i in range(6)]
+    spec = link_op_boxplot(rows)
+    page = tmp_path / "box.html"
+    from reportgen.site.assets import vega_bundle, static_text
+    (tmp_path / "vega.js").write_text(vega_bundle())
+    (tmp_path / "report.js").write_text(static_text("report.js"))
+    import json
+    page.write_text('<!DOCTYPE html><html><body><figure class="chart" id="fig-box"><div class="vis"></div>'
+                    '<script type="application/json" class="spec">' + json.dumps(spec) + '</script></figure>'
+                    '<script src="vega.js"></script><script src="report.js"></script></body></html>')
+    o = open_page(browser, page, ("fig-box",))
+    lo, hi = o.page.evaluate("() => document.getElementById('fig-box')._msrView.scale('y').domain()")
+    vals = [r["bandwidth_gbps"] for r in rows]
+    assert lo > 0 and lo <= min(vals) and hi >= max(vals) and (hi - lo) < 0.05 * max(vals)
+    dots = o.page.query_selector_all("#fig-box svg .mark-symbol path")
+    assert len(dots) == len(rows)
+    rect = o.page.query_selector("#fig-box svg .mark-rect path")
+    assert rect is not None and rect.bounding_box()["height"] > 20  # the box spans a visible height
+    o.offline()

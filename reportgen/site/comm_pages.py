@@ -236,14 +236,16 @@ def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     for order, rec in enumerate(pick.to_dict("records")):
         sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
         label = f"{rec['src']}-{rec['dst']} {rec['transport']}"
-        for bw in sel["bandwidth_gbps"].dropna():
-            rows.append({"link": label, "order": order, "bandwidth_gbps": round(float(bw), 4),
-                         "slow": bool(rec["slow"])})
+        for op in sel.dropna(subset=["bandwidth_gbps"]).to_dict("records"):
+            rows.append({"link": label, "order": order, "src": str(int(rec["src"])), "dst": str(int(rec["dst"])),
+                         "op": str(op["op"]), "time_ms": num(op["time_ms"]), "size_mb": num(op["size_mb"]),
+                         "bandwidth_gbps": round(float(op["bandwidth_gbps"]), 4), "slow": bool(rec["slow"])})
     if not rows:
         return None
     return Chart("comm-link-ops", comm_charts.link_op_boxplot(rows),
-                 "Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
-                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier.")
+                 "Per-operator bandwidth, time or size (pick above) on the slow links and the slowest other links (box: "
+                 "quartiles, whiskers: min-max, a dot per operator). A link slow for every operator is a bad link; "
+                 "one slow operator is an outlier.")
 
 
 Download = tuple[str, list[dict], list[dict]]  # CSV path, columns, rows

@@ -296,6 +296,41 @@
     });
   }
 
+  // ---- communication drill-down: devices brushed in the node-link graph restrict the matrix and box plots --
+  function within(v, ext) { return ext && v >= Math.min(ext[0], ext[1]) && v <= Math.max(ext[0], ext[1]); }
+  function initCommDrill() {
+    var graph = document.getElementById("fig-comm-graph");
+    if (!graph) { return; }
+    var out = document.getElementById("comm-selection");
+    function broadcast(ids) {
+      document.querySelectorAll("figure.chart").forEach(function (fig) {
+        var v = fig._msrView;
+        if (!v || fig === graph) { return; }
+        try { v.signal("sel"); } catch (e) { return; }  // a chart without the selection parameter
+        v.signal("sel", ids);
+        v.runAsync().then(function () { fig.setAttribute("data-selected", ids.join(",")); });
+      });
+      if (out) {
+        out.textContent = ids.length ? out.getAttribute("data-some").replace("{ranks}", ids.join(", "))
+          .replace("{n}", String(ids.length)) : out.getAttribute("data-none");
+      }
+      graph.setAttribute("data-selected", ids.join(","));
+    }
+    graph.addEventListener("msr-drawn", function (ev) {
+      var view = ev.detail;
+      try { view.signal("devsel"); } catch (e) { return; }  // a host-level graph: nothing to brush
+      view.addSignalListener("devsel", function (name, value) {
+        var ids = [];
+        if (value && value.x && value.y) {
+          view.data("nodes").forEach(function (n) {
+            if (within(n.x, value.x) && within(n.y, value.y)) { ids.push(String(n.id)); }
+          });
+        }
+        broadcast(ids);
+      });
+    });
+  }
+
   function initGraphs() {
     // strategy graphs: click a block to show its operators; zoom buttons scale the inline SVG
     document.querySelectorAll("svg.strategy-graph .block").forEach(function (g) {
@@ -344,6 +379,7 @@
     initGraphs();
     initStepSelect();
     initStepViews();
+    initCommDrill();
     drawCharts();
     initRankSelect();
     reportResources();
