@@ -97,10 +97,37 @@ def _strip_rows(rows: list[dict], multi: bool) -> list[dict]:
              "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
 
 
+def device_phases(a: Analysis) -> list[str]:
+    """The phases drawn over steps (as on rank pages): the stacked ones and the step total."""
+    st = a.steps
+    return [p for p in (*st.stacked, "total") if p in st.phases and (p != "total" or st.kind != "host")]
+
+
+def _device_charts(a: Analysis) -> list[Chart]:
+    """A single-device run (MindSpore Insight's single-device page): every phase of every step on one chart, bars
+    when the run has one step; no per-rank bars of one bar, no cluster median."""
+    st = a.steps
+    phases = device_phases(a)
+    labels = [_(PHASE_LABELS[p]) for p in phases]
+    rows = [{"step": int(rec["step"]), "phase": lab, "value": round(float(rec[p]), 4)}
+            for rec in st.per_step.dropna(subset=["step"]).to_dict("records")
+            for p, lab in zip(phases, labels) if num(rec.get(p)) is not None]
+    if not rows:
+        return []
+    one = len({r["step"] for r in rows}) == 1
+    spec = step_charts.rank_step_lines(labels, single_step=one)
+    spec["datasets"] = {"steps": rows}
+    return [Chart("step-phases", spec, _("The device's step trace: each phase of the step (step interval, forward + "
+                                         "backward and tail for MindSpore's iteration trace) at every recorded step.")
+                  if not one else _("The device's step trace: each phase of its only recorded step."))]
+
+
 def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
     st = a.steps
     if st.kind is None or "total" not in st.stats:
         return []
+    if len(a.run.rank_ids) == 1:
+        return _device_charts(a)
     median = st.stats["total"].median
     rows = _total_rows(a, hl, st.average["total"])
     multi = a.run.info.stages > 1
@@ -251,13 +278,14 @@ def _plan(inp: PlanInput) -> list[Page]:
     ctx = {
         **inp.common,
         "has_steps": st.kind is not None,
+        "single_device": len(a.run.rank_ids) == 1,
         "kind_label": kind_label(a),
         "columns": cols,
         "rows": [maker.average(r) for r in a.run.rank_ids],
         "rules_used": {k: text(v) for k, v in st.rules_used.items()},
         "steps": st.steps,
         "step_json": _step_json(a, cols, maker),
-        "stats": stats_rows(a, highlights.of(inp)),
+        "stats": stats_rows(a, highlights.of(inp)) if len(a.run.rank_ids) > 1 else [],  # spread of one device
         "hosts": st.host_summary,
         "without": st.ranks_without_data,
         "rules_link": str(urls.Target(urls.RULES, "rule-slow-rank")),
