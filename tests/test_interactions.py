@@ -273,3 +273,19 @@ def test_link_op_box_plots_stay_visible_when_operators_barely_differ(browser, tm
     rect = o.page.query_selector("#fig-box svg .mark-rect path")
     assert rect is not None and rect.bounding_box()["height"] > 20  # the box spans a visible height
     o.offline()
+
+
+def test_single_device_overview_draws_every_chart_offline(browser, tmp_path):
+    out = tmp_path / "site"
+    assert main(["../shared/samples/mindinsight/single_device_run2_rank1_full", "-o", str(out), "-q",
+                 "--lang", "en"]) == 0
+    figs = ("fig-step-phases", "fig-rank-1-optypes", "fig-rank-1-hostq", "fig-rank-1-timeline", "fig-rank-1-cpu")
+    o = open_page(browser, out / "index.html", figs)
+    assert o.page.eval_on_selector_all("figure.chart", "fs => fs.filter(f => f.dataset.rendered !== 'true').length") == 0
+    lanes = {r["lane"] for r in o.data("fig-rank-1-timeline", "ops")}
+    assert lanes == {"AI Core · stream 519", "AI CPU · data queue"}  # the trace's device stream and AI CPU
+    shapes = {r["name"]: r["shapes"] for r in o.data("fig-rank-1-timeline", "ops")}
+    # the trace's args of ApplyMomentum-op38: input_0..3 shapes "2,4096", "2,4096", "1", "2,4096", input_4 ""
+    assert shapes["ApplyMomentum-op38"] == "[2,4096];[2,4096];[1];[2,4096]"
+    o.shot("single-device-overview")
+    o.offline()
