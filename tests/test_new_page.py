@@ -13,12 +13,19 @@ from jinja2 import ChoiceLoader, DictLoader
 from reportgen import urls
 from reportgen.cli import main
 from reportgen.site import builder, pages
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 
 PARTIAL = """<section id="extra"><h1>Extra page</h1>
 <p class="muted">{{ ctx.ranks }} ranks; slowest rank {{ ctx.slowest }}.</p>
 <a id="to-rank" href="{{ url(ctx.rank_href) }}">rank page</a>
 <a id="to-overview" href="{{ url('index.html') }}">overview</a></section>"""
+
+
+@view
+class ExtraContext(PageContext):  # the module's view model: what its partial reads as `ctx.field`
+    ranks: int
+    slowest: int
+    rank_href: str
 
 
 def _plan(inp: PlanInput) -> list[Page]:  # the module's plan function: plain data, no I/O
@@ -28,7 +35,8 @@ def _plan(inp: PlanInput) -> list[Page]:  # the module's plan function: plain da
     totals = a.steps.average["total"] if a.steps.kind else None
     slowest = int(totals.idxmax()) if totals is not None else a.run.rank_ids[0]
     return [Page("extra.html", "Extra", "_extra.html",
-                 {**inp.common, "ranks": len(a.run.rank_ids), "slowest": slowest, "rank_href": urls.rank_page(slowest)})]
+                 ExtraContext(**inp.common, ranks=len(a.run.rank_ids), slowest=slowest,
+                              rank_href=urls.rank_page(slowest)))]
 
 
 EXTRA = PageKind("extra", "extra.html", "Extra", "_extra.html", _plan)

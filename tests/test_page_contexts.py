@@ -1,12 +1,19 @@
-"""Templates see view data only: every page context is plain data (dict, list, str, numbers, bool, None) plus chart
-specs — never a DataFrame, a numpy value, an `Analysis` or a model object (issue 15)."""
+"""Templates see view data only: every page context is a small frozen dataclass defined by its page module (as
+coverage.py's `IndexItem` / `FileData`), whose fields hold plain data (dict, list, str, numbers, bool, None) plus
+chart specs — never a DataFrame, a numpy value, an `Analysis` or a model object (issue 15)."""
 
 from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from markupsafe import Markup
 
 from reportgen.charts import Chart
 from reportgen.discover import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
+from reportgen.site.page import PageContext
 from reportgen.site.pages import plan_pages
 
 PLAIN = (str, int, float, bool, type(None))
@@ -23,19 +30,64 @@ def _impure(v, path: str, out: list[str], depth: int = 0) -> None:
     elif isinstance(v, (list, tuple)):
         for i, x in enumerate(v):
             _impure(x, f"{path}[{i}]", out, depth + 1)
-    elif isinstance(v, Chart):
+    elif isinstance(v, Chart) or type(v) is Markup:  # chart specs; SVG drawn by the page module
         return
-    elif type(v) not in PLAIN and not (isinstance(v, PLAIN) and type(v).__module__ == "builtins"):
+    elif type(v) not in PLAIN:
         out.append(f"{path}: {type(v).__module__}.{type(v).__name__}")
 
 
-def test_page_contexts_are_plain_view_data(synth_8):
+def _problems(ctx, path: str) -> list[str]:
+    """What is wrong with one page context: not a frozen `PageContext` dataclass, or impure data in a field."""
+    if not (dataclasses.is_dataclass(ctx) and isinstance(ctx, PageContext)):
+        return [f"{path}: context is {type(ctx).__module__}.{type(ctx).__name__}, not a PageContext dataclass"]
+    out = []
+    if not type(ctx).__dataclass_params__.frozen:
+        out.append(f"{path}: {type(ctx).__name__} is not frozen")
+    if hasattr(ctx, "__dict__"):
+        out.append(f"{path}: {type(ctx).__name__} has no __slots__")
+    for f in dataclasses.fields(ctx):
+        _impure(getattr(ctx, f.name), f"{path}.{f.name}", out)
+    return out
+
+
+def _plan(run_dir):
     opts = BuildOptions()
-    run = load_phase(discover(synth_8)[0], opts, Progress(False))
+    run = load_phase(discover(run_dir)[0], opts, Progress(False))
     analysis, findings, thresholds = analyse_phase(run, opts)
-    plan = plan_pages(analysis, findings, thresholds=thresholds)
+    return plan_pages(analysis, findings, thresholds=thresholds)
+
+
+def test_page_contexts_are_frozen_dataclasses_of_plain_view_data(synth_8):
+    plan = _plan(synth_8)
     bad: list[str] = []
+    kinds = set()
     for page in plan.pages:
-        _impure(page.context, page.path, bad)
+        bad += _problems(page.context, page.path)
+        kinds.add(type(page.context).__name__)
     assert not bad, "\n".join(bad[:20])
     assert len(plan.pages) > 10
+    # one view model per page module: overview, step trace, overlap, communication, execution, resources, rules, rank
+    assert {"OverviewContext", "StepTraceContext", "RankContext", "RulesContext"} <= kinds
+    assert len(kinds) >= 7
+
+
+def test_a_context_is_immutable_and_a_typo_fails(synth_8):
+    ctx = _plan(synth_8).pages[0].context
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.run_title = "other"
+    with pytest.raises(TypeError):
+        type(ctx)(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)}, no_such_field=1)
+
+
+def test_the_checker_rejects_a_dict_context_and_a_dataframe_field():
+    import pandas as pd
+
+    from reportgen.site.page import view
+
+    @view
+    class Bad(PageContext):
+        table: object
+
+    assert _problems({"run_title": "x"}, "p")
+    assert _problems(Bad(run_title="t", version="v", table=pd.DataFrame()), "p")
+    assert not _problems(Bad(run_title="t", version="v", table=[{"a": 1, "b": [None, 2.5]}]), "p")

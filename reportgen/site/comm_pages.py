@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.i18n import N_, _
 
+from dataclasses import field
 from typing import Any, Optional
 
 import pandas as pd
@@ -24,7 +25,7 @@ from reportgen.site.comm_views import (
     matrix_cells,
 )
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
 from reportgen.numbers import to_int as _int
 
@@ -263,6 +264,37 @@ def marked_links(a: Analysis, hl: Highlights) -> pd.DataFrame:
     return lt
 
 
+@view
+class CommContext(PageContext):
+    has_data: bool
+    sources: list[str] = field(default_factory=list)
+    time_label: str = ""
+    unit_notes: list[str] = field(default_factory=list)
+    averaging: str = ""
+    rank_columns: list[dict] = field(default_factory=list)
+    ranks: list[dict] = field(default_factory=list)
+    low_wait: list[int] = field(default_factory=list)
+    low_wait_rule: str = ""
+    rules_link: str = ""
+    without: list[int] = field(default_factory=list)
+    groups: list[dict] = field(default_factory=list)
+    per_group: list[dict] = field(default_factory=list)
+    ops: list[dict] = field(default_factory=list)
+    n_ops: int = 0
+    link_columns: list[dict] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)
+    n_links: int = 0
+    unmapped: list[dict] = field(default_factory=list)
+    n_unmapped: int = 0
+    transports: list[str] = field(default_factory=list)
+    slow_links: list[dict] = field(default_factory=list)
+    host_pairs: list[dict] = field(default_factory=list)
+    medians: list[dict] = field(default_factory=list)
+    slow_rule: str = ""
+    slow_rule_link: str = ""
+    has_stored_bw: bool = False
+
+
 def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
     """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
@@ -375,7 +407,8 @@ def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Hig
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_comm_context(inp.analysis, highlights.of(inp))
-    return [Page(COMMUNICATION, "Cluster communication", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(COMMUNICATION, "Cluster communication", PAGE.partial, CommContext(**inp.common, **ctx),
+                 charts=charts,
                  downloads=csv)]
 
 

@@ -18,7 +18,7 @@ from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.site import timeline_view
-from reportgen.site.page import Page, PageKind, PlanInput, multi_rank
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
 from reportgen.site.values import compact_ranks, num
 
 STRATEGY = "cluster/strategy.html"
@@ -79,6 +79,32 @@ def _stage_ctx(g: StageGraph) -> dict:
             "n_layers": g.n_layers, "collapsed": g.collapsed_depth,
             "svg": Markup(stage_svg(g.stage, g.blocks, g.edges)), "blocks": blocks,
             "table": [_op_row(o) for o in g.table], "table_more": g.table_more, "csv": strategy_csv(g.stage)}
+
+
+@view
+class StrategyContext(PageContext):
+    has_data: bool
+    mode: str
+    mode_source: str
+    raw_mode: str
+    n_stages: int
+    stage_source: str
+    layout: list[dict]
+    sizes: dict[str, int]
+    stages: list[dict]
+    pipeline: Optional[dict]
+    sources: list[str]
+
+
+@view
+class ExecutionContext(PageContext):
+    has_timeline: bool
+    steps: list[dict]
+    notes: list[str]
+    skipped: str
+    has_overview: bool
+    marey: Optional[dict]
+    current: str = ""  # the path of this page (one page per drawn step)
 
 
 def plan_strategy_context(a: Analysis) -> tuple[dict, list[Chart], list]:
@@ -234,13 +260,15 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
 
 
 def _plan_execution(inp: PlanInput) -> list[Page]:
-    return [Page(path, title, EXECUTION_PAGE.partial, {**inp.common, **ctx}, charts=charts, downloads=csv)
+    return [Page(path, title, EXECUTION_PAGE.partial, ExecutionContext(**inp.common, **ctx), charts=charts,
+                 downloads=csv)
             for path, title, ctx, charts, csv in plan_execution_pages(inp.analysis)]
 
 
 def _plan_strategy(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_strategy_context(inp.analysis)
-    return [Page(STRATEGY, "Parallel strategy", STRATEGY_PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(STRATEGY, "Parallel strategy", STRATEGY_PAGE.partial, StrategyContext(**inp.common, **ctx),
+                 charts=charts,
                  downloads=csv)]
 
 

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from reportgen.rules import RULES, SEVERITY_ORDER
 from reportgen.rules.base import fmt_ms, fmt_pct
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 
 RULES_PAGE = "rules.html"
 MAX_RANK_LINKS = 24
@@ -132,9 +132,14 @@ def rules_context(findings: list, thresholds: dict[str, dict[str, float]]) -> di
     return {"rules": rules}
 
 
+@view
+class RulesContext(PageContext):
+    rules: list[dict]
+
+
 def _plan_rules(inp: PlanInput) -> list[Page]:
     return [Page(RULES_PAGE, N_("Performance helper rules"), RULES_KIND.partial,
-                 {**inp.common, **rules_context(inp.findings, inp.thresholds)})]
+                 RulesContext(**inp.common, **rules_context(inp.findings, inp.thresholds)))]
 
 
 RULES_KIND = PageKind("rules", RULES_PAGE, N_("Rules"), "_rules.html", _plan_rules)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from reportgen.i18n import N_
 
-from typing import Any
+from dataclasses import field
+from typing import Any, Optional
 
 import pandas as pd
 
@@ -17,7 +18,7 @@ from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num, representative_ranks, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
@@ -223,6 +224,34 @@ def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, lis
     return out
 
 
+@view
+class OverlapContext(PageContext):
+    has_data: bool
+    view: str
+    view_label: str
+    mode: str
+    mode_source: str
+    n_stages: int
+    stage_source: str
+    stages: list[dict]
+    sizes: dict[str, int]
+    sources: list[str]
+    notes: list[str]
+    without: list[int]
+    tolerance: float
+    checks: list[dict]
+    dp_rows: list[dict] = field(default_factory=list)  # without overlap data: the data-parallel share per rank
+    columns: list[dict] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    stage_rows: list[dict] = field(default_factory=list)
+    stage_columns: list[dict] = field(default_factory=list)
+    rates: list[dict] = field(default_factory=list)
+    slowest_stage: Optional[int] = None
+    waiting_stage: Optional[int] = None
+    multi_stage: bool = False
+    averaging: str = ""
+
+
 def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list]:
     o, info = a.overlap, a.run.info
     ctx: dict[str, Any] = {
@@ -293,7 +322,8 @@ class RankSections:
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_overlap_context(inp.analysis, highlights.of(inp))
-    return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(OVERLAP, "Overlap and parallel layout", PAGE.partial, OverlapContext(**inp.common, **ctx),
+                 charts=charts,
                  downloads=csv)]
 
 

@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import field
 
 from reportgen.i18n import N_, _
 
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights, resource_pages
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
 from reportgen.site.values import compact_ranks, fmt_list
+
+
+@view
+class OverviewContext(PageContext):
+    facts: list[tuple[str, str]]
+    findings: list[dict]
+    finding_counts: dict[str, int]
+    findings_computed: bool
+    rules_page: str
+    issues: list[dict]
+    has_steps: bool
+    slow_ranks: list[int]
+    stats: list[dict]
+    n_ranks: int
+    coverage: list[dict]
+    gaps: list[str]
+    rank_links: list[dict]
+    single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
+    device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -87,21 +107,21 @@ def _plan(inp: PlanInput) -> list[Page]:
     a = inp.analysis
     run, st = a.run, a.steps
     hl = highlights.of(inp)
-    ctx = {
+    ctx = OverviewContext(
         **inp.common,
-        "facts": run_facts(a),
+        facts=run_facts(a),
         **finding_pages.findings_context(inp.findings),
-        "issues": [i.to_dict() for i in a.issues],
-        "has_steps": st.kind is not None,
-        "slow_ranks": sorted(hl.slow_ranks),
-        "stats": stats_rows(a, hl) if len(run.rank_ids) > 1 else [],
-        "single_device": len(run.rank_ids) == 1,
-        "device": device_dashboard(a) if len(run.rank_ids) == 1 else [],
-        "n_ranks": len(run.rank_ids),
-        "coverage": [a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
-        "gaps": a.coverage.gaps if a.coverage else [],
-        "rank_links": [{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
-    }
+        issues=[i.to_dict() for i in a.issues],
+        has_steps=st.kind is not None,
+        slow_ranks=sorted(hl.slow_ranks),
+        stats=stats_rows(a, hl) if len(run.rank_ids) > 1 else [],
+        single_device=len(run.rank_ids) == 1,
+        device=device_dashboard(a) if len(run.rank_ids) == 1 else [],
+        n_ranks=len(run.rank_ids),
+        coverage=[a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
+        gaps=a.coverage.gaps if a.coverage else [],
+        rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
+    )
     return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
 
 

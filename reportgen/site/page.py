@@ -17,13 +17,27 @@ if TYPE_CHECKING:
 
 Download = tuple[str, list[dict], list[dict]]  # CSV file: site path, columns, rows
 
+# Page contexts are small frozen dataclasses (the view model a page module hands to its partial), as coverage.py's
+# `IndexItem` / `FileData`: each page module defines its own, with the fields its partial reads as `ctx.field`.
+# Their fields hold plain data (str, numbers, bool, None, lists and dicts of those) and chart specs, never an
+# analysis or model object (`tests/test_page_contexts.py`).
+view = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@view
+class PageContext:
+    """What every page context carries (the `common` of `PlanInput`)."""
+
+    run_title: str
+    version: str
+
 
 @dataclass
 class Page:
     path: str
     title: str
     partial: str  # the content template, rendered inside base.html (site) or stacked in the single file
-    context: dict[str, Any]
+    context: PageContext
     charts: list["Chart"] = field(default_factory=list)
     nav: str = ""  # the nav entry (a PageKind id) this page belongs to
     downloads: list[Download] = field(default_factory=list)

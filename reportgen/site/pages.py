@@ -18,7 +18,7 @@ from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS
 from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
-from reportgen.site.page import Page, PlanInput, SingleRanks, SitePlan
+from reportgen.site.page import Page, PageContext, PlanInput, SingleRanks, SitePlan, view
 from reportgen.site.registry import PAGES
 from reportgen.site.step_pages import rank_rows
 from reportgen.site.values import num
@@ -27,6 +27,23 @@ from reportgen.site.values import num
 INDEX, STEP_TRACE, OVERLAP, COMMUNICATION = urls.INDEX, urls.STEP_TRACE, urls.OVERLAP, urls.COMMUNICATION
 EXECUTION, STRATEGY, RESOURCES, RULES = urls.EXECUTION, urls.STRATEGY, urls.RESOURCES, urls.RULES
 rank_page = urls.rank_page
+
+
+@view
+class RankContext(PageContext):
+    """A rank page: its facts, one section per page module (plain-data dicts naming their partial), findings."""
+
+    rank: int
+    facts: list[tuple[str, str]]
+    sections: list[dict]
+    issues: list[dict]
+    slow: bool
+    files: list[str]
+    n_files: int
+    cluster_link: str
+    findings: list[dict]
+    prev: Optional[str]
+    next: Optional[str]
 
 
 def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] = None,
@@ -58,10 +75,9 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     ids = run.rank_ids
     single_data: dict[str, dict] = {}
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, maker, line_spec, inp.common, by_reporter, overlap_sections, detail)
-        rp.context["findings"] = by_rank.get(r, [])
-        rp.context["prev"] = urls.rank_page(ids[n - 1]) if n > 0 else None
-        rp.context["next"] = urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None
+        rp = _plan_rank(a, r, maker, line_spec, inp.common, by_reporter, overlap_sections, detail,
+                        findings=by_rank.get(r, []), prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
+                        next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None)
         pages.append(rp)
         single_data[str(r)] = _single_rank(rp)
     line_template = {k: v for k, v in line_spec.items() if k != "datasets"} if line_spec else None
@@ -71,15 +87,16 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
 
 def _single_rank(rp: Page) -> dict:
     """The compact view of a rank in the single file: facts, its step table and step lines, its data quality."""
-    sec = rp.context["sections"][0]
+    sec = rp.context.sections[0]
     lines = rp.charts[0].spec.get("datasets", {}).get("steps", []) if rp.charts else []
-    return {"facts": rp.context["facts"], "issues": rp.context["issues"], "phases": sec.get("phases", []),
+    return {"facts": rp.context.facts, "issues": rp.context.issues, "phases": sec.get("phases", []),
             "rows": sec.get("rows", []), "average": sec.get("average"), "lines": lines}
 
 
 def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: dict,
                by_reporter: dict[int, list[int]], overlap_sections: overlap_pages.RankSections,
-               detail: resource_pages.RankDetail) -> Page:
+               detail: resource_pages.RankDetail, *, findings: list[dict], prev: Optional[str],
+               next: Optional[str]) -> Page:
     run, st = a.run, a.steps
     data = run.ranks[r]
     info = data.info
@@ -134,9 +151,9 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
     downloads = [dl for sec in sections for dl in sec.pop("downloads", [])]
-    return Page(urls.rank_page(r), f"Rank {r}", "_rank.html", {
-        **common, "rank": r, "facts": facts, "sections": sections, "issues": issues,
-        "slow": r in maker.hl.slow_ranks, "files": data.files[:200], "n_files": len(data.files),
-        "cluster_link": str(urls.step_trace_row(r)),
-    }, charts=charts, nav="ranks", downloads=downloads)
+    return Page(urls.rank_page(r), f"Rank {r}", "_rank.html", RankContext(
+        **common, rank=r, facts=facts, sections=sections, issues=issues,
+        slow=r in maker.hl.slow_ranks, files=data.files[:200], n_files=len(data.files),
+        cluster_link=str(urls.step_trace_row(r)), findings=findings, prev=prev, next=next,
+    ), charts=charts, nav="ranks", downloads=downloads)
 

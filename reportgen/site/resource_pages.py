@@ -5,7 +5,7 @@ from __future__ import annotations
 from reportgen.i18n import N_
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pandas as pd
@@ -17,7 +17,7 @@ from reportgen.charts import Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site import timeline_view
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num
 
 RESOURCES = "cluster/resources.html"
@@ -82,6 +82,20 @@ def _cells(a: Analysis, frame: pd.DataFrame, value: str, label_fmt: str, tip) ->
         rows.append({"rank": r, "group": group, "slot": slot, "value": v, "href": urls.rank_page(r),
                      "label": "" if v is None else format(v, label_fmt), "tip": tip(rec)})
     return rows
+
+
+@view
+class ResourcesContext(PageContext):
+    has_memory: bool
+    has_flops: bool
+    capacity_known: bool
+    op_summary: list[dict]
+    op_basis: str
+    dataprep_rows: list[dict]
+    memory_rows: list[dict] = field(default_factory=list)
+    memory_stats: Optional[dict] = None
+    flops_rows: list[dict] = field(default_factory=list)
+    stage_flops: list[dict] = field(default_factory=list)
 
 
 def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], list]:
@@ -426,7 +440,8 @@ class RankDetail:
 
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_resources_context(inp.analysis)
-    return [Page(RESOURCES, "Resource utilisation", PAGE.partial, {**inp.common, **ctx}, charts=charts,
+    return [Page(RESOURCES, "Resource utilisation", PAGE.partial, ResourcesContext(**inp.common, **ctx),
+                 charts=charts,
                  downloads=csv)]
 
 

@@ -17,12 +17,28 @@ from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
 from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageKind, PlanInput
+from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num, representative_ranks, stacked_bar_rows
 
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
 MAX_HEATMAP_ROWS = 256  # rows of ranks (groups of ranks above, the max of each group shown)
+
+
+@view
+class StepTraceContext(PageContext):
+    has_steps: bool
+    kind_label: str
+    columns: list[dict]
+    rows: list[dict]
+    rules_used: dict[str, str]
+    steps: list[int]
+    step_json: Optional[dict]
+    stats: list[dict]
+    hosts: list[dict]
+    without: list[int]
+    rules_link: str
+    single_device: bool = False
 
 
 class _Rows:
@@ -275,23 +291,23 @@ def _plan(inp: PlanInput) -> list[Page]:
     cols = _columns(a)
     maker = rank_rows(inp)
     hm = _heatmap_chart(a, highlights.of(inp))
-    ctx = {
+    ctx = StepTraceContext(
         **inp.common,
-        "has_steps": st.kind is not None,
-        "single_device": len(a.run.rank_ids) == 1,
-        "kind_label": kind_label(a),
-        "columns": cols,
-        "rows": [maker.average(r) for r in a.run.rank_ids],
-        "rules_used": {k: text(v) for k, v in st.rules_used.items()},
-        "steps": st.steps,
-        "step_json": _step_json(a, cols, maker),
-        "stats": stats_rows(a, highlights.of(inp)) if len(a.run.rank_ids) > 1 else [],  # spread of one device
-        "hosts": st.host_summary,
-        "without": st.ranks_without_data,
-        "rules_link": str(urls.Target(urls.RULES, "rule-slow-rank")),
-    }
+        has_steps=st.kind is not None,
+        single_device=len(a.run.rank_ids) == 1,
+        kind_label=kind_label(a),
+        columns=cols,
+        rows=[maker.average(r) for r in a.run.rank_ids],
+        rules_used={k: text(v) for k, v in st.rules_used.items()},
+        steps=st.steps,
+        step_json=_step_json(a, cols, maker),
+        stats=stats_rows(a, highlights.of(inp)) if len(a.run.rank_ids) > 1 else [],  # spread of one device
+        hosts=st.host_summary,
+        without=st.ranks_without_data,
+        rules_link=str(urls.Target(urls.RULES, "rule-slow-rank")),
+    )
     downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": "Steps"}, {"key": "rule", "label": "Average rule"}],
-                  ctx["rows"])]
+                  ctx.rows)]
     return [Page(urls.STEP_TRACE, N_("Cluster step trace"), PAGE.partial, ctx,
                  charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
 
