@@ -289,3 +289,19 @@ def test_single_device_overview_draws_every_chart_offline(browser, tmp_path):
     assert shapes["ApplyMomentum-op38"] == "[2,4096];[2,4096];[1];[2,4096]"
     o.shot("single-device-overview")
     o.offline()
+
+
+def test_single_device_run_in_the_browser_has_no_communication_page(browser, tmp_path):
+    from reportgen.synth import generate_run
+    run = generate_run(tmp_path / "run", ranks=1, steps=3)
+    out = tmp_path / "site"
+    assert main([str(run), "-o", str(out), "-q"]) == 0
+    o = open_page(browser, out / "index.html")
+    labels = [t.strip() for t in o.page.locator("nav a").all_inner_texts()]
+    assert labels and not {"Communication", "Strategy"} & set(labels)
+    # the step-trace page is one click away and draws its charts
+    o.page.locator("nav a", has_text="Step").first.click()
+    o.page.wait_for_load_state("load")
+    assert o.page.url.endswith("cluster/step-trace.html")
+    o.page.wait_for_selector("figure.chart[data-rendered='true']", timeout=15000)
+    o.offline()

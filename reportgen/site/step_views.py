@@ -46,11 +46,3 @@ def _fields(rows: list[dict]) -> list[str]:
         keys.update(dict.fromkeys(k for k in r if k != "href"))
     return list(keys)
 
-
-def steps_with_data(charts: list[Chart]) -> list[str]:
-    """The steps a page's selector offers: those of any chart with per-step data, in order."""
-    seen: dict[str, None] = {}
-    for c in charts:
-        if c.step_data:
-            seen.update(dict.fromkeys(c.step_data["steps"]))
-    return sorted(seen, key=lambda s: (len(s), s))
