@@ -305,3 +305,21 @@ def test_single_device_run_in_the_browser_has_no_communication_page(browser, tmp
     assert o.page.url.endswith("cluster/step-trace.html")
     o.page.wait_for_selector("figure.chart[data-rendered='true']", timeout=15000)
     o.offline()
+
+
+def test_overlap_step_view_is_the_steps_own_breakdown(browser, example_site):
+    """Step 3 of the example on the overlap page: every part of rank 5's bar is that step's value (computing alone
+    = computing − overlapped), as the step-trace page's data for step 3 has them."""
+    import json
+    from bs4 import BeautifulSoup
+    st = BeautifulSoup((example_site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
+    step3 = {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"]["3"]}[5]
+    o = open_page(browser, example_site / "cluster" / "overlap.html", ("fig-overlap-stack",))
+    o.select("#overlap-step-select", "3", "fig-overlap-stack")
+    bar = {r["phase"]: r["value"] for r in o.data("fig-overlap-stack", "breakdown") if r["label"] == "5"}
+    assert bar["Computing (not overlapped)"] == pytest.approx(step3["computing"] - step3["overlapped"], abs=1e-3)
+    assert bar["Overlapped"] == pytest.approx(step3["overlapped"], abs=1e-3)
+    assert bar["Free"] == pytest.approx(step3["free"], abs=1e-3)
+    assert sum(bar.values()) == pytest.approx(step3["total"], rel=0.02)
+    o.shot("overlap-step-3")
+    o.offline()

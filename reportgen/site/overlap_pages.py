@@ -153,8 +153,11 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                "not overlapped (receive excluded), bubble and free time.")
         stack = Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap)
         ps = o.per_step.dropna(subset=["step"])
+        if "computing_only" in o.stack and "computing_only" not in ps and {"computing", "overlapped"} <= set(ps):
+            ps = ps.assign(computing_only=ps["computing"] - ps["overlapped"])  # as analysis.overlap's per_rank
         have = [c for c in o.stack if c in ps]
-        by_step = {int(s): g.groupby("rank")[have].mean() for s, g in ps.groupby("step")} if have else {}
+        by_step = ({int(s): g.groupby("rank")[have].mean() for s, g in ps.groupby("step")}
+                   if len(have) == len(o.stack) else {})  # a step view missing a part of the bar would mislead
         step_views.attach(stack, sorted(by_step), lambda s: {"breakdown": stacked_bar_rows(
             by_step[s], o.stack, labels, MAX_BARS, picked)[0]})
         charts.append(stack)
