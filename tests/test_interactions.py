@@ -79,7 +79,8 @@ def test_step_selector_swaps_step_trace_chart_data(browser, example_site):
 
     o = open_page(browser, example_site / "cluster" / "step-trace.html", ("fig-step-total", "fig-breakdown"))
     avg = {r["rank"]: r["total"] for r in o.data("fig-step-total", "ranks")}
-    o.select("#step-select", "3", "fig-step-total")
+    o.select("#step-chart-select", "3", "fig-step-total")  # the selector above the charts
+    assert o.page.eval_on_selector("#step-select", "s => s.value") == "3"  # the table's selector follows
     step3 = {r["rank"]: r for r in o.data("fig-step-total", "ranks")}
     # the values are step 3's: those of the step table the selector also switched to step 3
     table = {int(tr.get_attribute("id").split("-")[1]): float(tr.query_selector_all("td")[-1].get_attribute("data-v"))

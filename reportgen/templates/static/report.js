@@ -289,9 +289,16 @@
         if (fig._msrPendingStep !== undefined) { showStep(fig, fig._msrPendingStep); }
       });
     });
-    document.querySelectorAll("select[data-step-views]").forEach(function (sel) {
+    var sels = document.querySelectorAll("select[data-step-views]"), syncing = false;
+    sels.forEach(function (sel) {
       sel.addEventListener("change", function () {
         figs.forEach(function (fig) { showStep(fig, sel.value); });
+        if (syncing) { return; }
+        syncing = true;  // the page's other step selectors (the step-trace table's) follow
+        sels.forEach(function (other) {
+          if (other !== sel && other.value !== sel.value) { other.value = sel.value; other.dispatchEvent(new Event("change")); }
+        });
+        syncing = false;
       });
     });
   }
