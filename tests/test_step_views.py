@@ -23,6 +23,21 @@ def test_attach_is_columnar_keeps_hrefs_out_and_respects_the_budget(monkeypatch)
     assert not step_views.attach(big, [1, 2], lambda s: {"ranks": rows[s]}) and big.step_data is None
 
 
+def _expanded(chart) -> list[dict]:
+    """What report.js makes of the columnar data: dict fields looked up, their index kept as <field>_i."""
+    c = chart.columns["ops"]
+    out = []
+    for vals in c["rows"]:
+        row = {}
+        for f, v in zip(c["fields"], vals):
+            if f in c.get("dicts", {}):
+                row[f], row[f + "_i"] = c["dicts"][f][v], v
+            else:
+                row[f] = v
+        out.append(row)
+    return out
+
+
 def _ops(rank: int, step: int, names, classes, lanes, start, dur) -> StepOps:
     return StepOps(rank=rank, step=step, source="t.json", step_ms=10.0, names=list(names), classes=list(classes),
                    start=np.array(start, dtype=float), dur=np.array(dur, dtype=float), lanes=list(lanes),
@@ -38,15 +53,14 @@ def test_timeline_rows_cap_keeps_communication_first_then_the_longest(monkeypatc
     ex = ExecutionData(steps=[5], reasons={5: "representative: ..."}, ops={5: {0: o}}, ranks=[0])
     monkeypatch.setattr(timeline_view, "MAX_RANK_BARS", 3)
     chart = timeline_view.rank_chart(ex, 0)
-    cols = chart.columns["ops"]
-    rows = [dict(zip(cols["fields"], r)) for r in cols["rows"]]
+    rows = _expanded(chart)
     # the collective (short) is kept; then the two longest: MatMul 5.0 and Mul 3.0; in time order
     assert [r["name"] for r in rows] == ["MatMul-op1", "AllReduce-op2", "Mul-op5"]
     assert {r["name"]: r["cat"] for r in rows} == {"MatMul-op1": "compute", "AllReduce-op2": "communication",
                                                   "Mul-op5": "host dispatch"}
-    assert rows[0]["end"] == 5.0 and rows[0]["shapes"] == "[2,3]"
+    assert rows[0]["dur"] == 5.0 and rows[0]["shapes"] == "[2,3]"
     # lanes ordered by kind: compute, communication, host dispatch
-    assert sorted({(r["lo"], r["lane"]) for r in rows}) == [
+    assert sorted({(r["lane_i"], r["lane"]) for r in rows}) == [
         (0, "Ascend Hardware · Stream 3"), (1, "HCCL · Group 0 Communication"), (2, "CPU OP · Thread 7")]
     assert timeline_view.rank_chart(ex, 1) is None  # a rank the execution loader did not read
     assert timeline_view.category("GetNext-op4", "compute", "AI CPU") == "data queue"
@@ -57,8 +71,6 @@ def test_execution_timeline_shifts_devices_and_orders_them_as_the_marey_view():
     b = _ops(1, 1, ["MatMul-op1"], ["compute"], ["Ascend Hardware · Stream 1"], [1.0], [2.0])
     ex = ExecutionData(steps=[1], reasons={}, ops={1: {3: a, 1: b}}, ranks=[1, 3])
     chart = timeline_view.execution_chart(ex, 1, {3: 0.5, 1: 0.0}, {3: "rank 3", 1: "rank 1"})
-    cols = chart.columns["ops"]
-    rows = [dict(zip(cols["fields"], r)) for r in cols["rows"]]
-    by = {r["lane"]: r for r in rows}
+    by = {r["lane"]: r for r in _expanded(chart)}
     assert by["rank 3 · Ascend Hardware · Stream 1"]["start"] == 1.5  # shifted by its alignment
-    assert by["rank 3 · Ascend Hardware · Stream 1"]["lo"] == 0 and by["rank 1 · Ascend Hardware · Stream 1"]["lo"] == 1
+    assert by["rank 3 · Ascend Hardware · Stream 1"]["lane_i"] == 0 and by["rank 1 · Ascend Hardware · Stream 1"]["lane_i"] == 1

@@ -1,8 +1,9 @@
 """The offline timeline: operators of the chosen steps as bars on one lane per stream / thread (compute,
 communication, host dispatch, data queue), zoom and pan along time, a tooltip with name, duration and shapes.
 
-Rows are {step, lane, lo (lane order), cat, name, start, end, dur, shapes}; the page carries them columnar
-(`Chart.columns`) and the browser expands them before drawing. Built once per shape: the spec holds no rows.
+Rows are {step, lane, lane_i (lane order), cat, name, start, dur, shapes}; the page carries them columnar
+(`Chart.columns`, lanes and kinds as indices) and the browser expands them before drawing; the bar's end is
+computed here. Built once per shape: the spec holds no rows.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
     chart = alt.Chart(alt.NamedData(name="ops")).mark_bar(height={"band": 0.7}, strokeWidth=0.6).encode(
         x=alt.X("start:Q", title=_("Time from the step start (ms)"), scale=alt.Scale(zero=False)),
         x2="end:Q",
-        y=alt.Y("lane:N", title=None, sort=alt.EncodingSortField(field="lo", order="ascending"),
+        y=alt.Y("lane:N", title=None, sort=alt.EncodingSortField(field="lane_i", order="ascending"),
                 axis=alt.Axis(labelLimit=340)),
         color=alt.Color("cat:N", title=_("Kind"), scale=alt.Scale(domain=cats,
                                                                    range=[CATEGORY_COLORS[c] for c in cats])),
@@ -36,7 +37,7 @@ def timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
                  alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.4f"),
                  alt.Tooltip("start:Q", title=_("Start (ms)"), format=",.4f"),
                  alt.Tooltip("shapes:N", title=_("Input shapes"))],
-    ).add_params(zoom)
+    ).transform_calculate(end="datum.start + datum.dur").add_params(zoom)
     if len(steps) > 1:
         pick = alt.param(name="tlstep", value=steps[0][0], bind=alt.binding_select(
             options=[s for s, _l in steps], labels=[lab for _s, lab in steps], name=_("Step: ")))

@@ -20,7 +20,7 @@ from reportgen.model import ExecutionData, StepOps
 
 MAX_RANK_BARS = 800  # operators per step on a rank page: communication first, then the longest
 MAX_DEVICE_BARS = 150  # operators per device and step on the execution page
-FIELDS = ["step", "lane", "lo", "cat", "name", "start", "end", "dur", "shapes"]
+FIELDS = ["step", "lane", "cat", "name", "start", "dur", "shapes"]  # lane and cat: indices into their lists
 DATA_QUEUE_RE = re.compile(r"GetNext|InitData|EndOfSequence|QueueDequeue|DatasetInit|GetData", re.I)
 HOST_LANE_RE = re.compile(r"^(CPU OP|Python|CANN|Host|PyTorch)", re.I)
 CAT_ORDER = {c: i for i, c in enumerate(tl_charts.CATEGORIES)}
@@ -54,7 +54,7 @@ def _pick(o: StepOps, cap: int) -> np.ndarray:
 
 
 def ops_rows(o: StepOps, cap: int, lane_prefix: str = "", shift: float = 0.0) -> list[list]:
-    """Columnar rows (FIELDS) of one rank's step; `lo` orders lanes by kind, then by name."""
+    """Rows of one rank's step: [step, lane, cat, name, start, dur, shapes] (lane and cat still as text)."""
     rows = []
     for i in _pick(o, cap):
         name, cls = o.names[i], o.classes[i]
@@ -63,23 +63,25 @@ def ops_rows(o: StepOps, cap: int, lane_prefix: str = "", shift: float = 0.0) ->
         lane = lane_prefix + _lane(o, i, cat)
         start = float(o.start[i]) + shift
         dur = float(o.dur[i])
-        rows.append([int(o.step), lane, 0, cat, name, round(start, 4), round(start + dur, 4), round(dur, 5),
-                     o.shapes[i] if o.shapes else ""])
+        rows.append([int(o.step), lane, cat, name, round(start, 4), round(dur, 5), o.shapes[i] if o.shapes else ""])
     return rows
 
 
-def _order_lanes(rows: list[list], device_of: Optional[list[int]] = None) -> list[list]:
-    """Lanes by device (the execution view's order), then kind (compute, communication, host, data), then name."""
+def _columns(rows: list[list], device_of: Optional[list[int]] = None) -> dict:
+    """The page's columnar dataset: lanes ordered by device (the execution view's order), then kind (compute,
+    communication, host, data), then name; lane and kind stored once each, rows carry their index (the browser
+    expands them, `lane_i` keeps the lane order)."""
     first_cat: dict[str, int] = {}
     dev: dict[str, int] = {}
     for r, k in zip(rows, device_of or [0] * len(rows)):
-        first_cat[r[1]] = min(first_cat.get(r[1], 99), CAT_ORDER[r[3]])
+        first_cat[r[1]] = min(first_cat.get(r[1], 99), CAT_ORDER[r[2]])
         dev[r[1]] = k
     lanes = sorted(first_cat, key=lambda ln: (dev[ln], first_cat[ln], ln))
     pos = {ln: i for i, ln in enumerate(lanes)}
+    cats = list(tl_charts.CATEGORIES)
     for r in rows:
-        r[2] = pos[r[1]]
-    return rows
+        r[1], r[2] = pos[r[1]], CAT_ORDER[r[2]]
+    return {"ops": {"fields": FIELDS, "dicts": {"lane": lanes, "cat": cats}, "rows": rows}}
 
 
 def step_labels(ex: ExecutionData, steps: list[int]) -> list[tuple[int, str]]:
@@ -107,7 +109,7 @@ def rank_chart(ex: Optional[ExecutionData], rank: int) -> Optional[Chart]:
                   _("The operators of the chosen steps on each stream / thread (times from the rank's own step "
                     "start). Scroll to zoom along time, drag to pan, double-click to reset; hover a bar for its "
                     "name, duration and input shapes."))
-    chart.columns = {"ops": {"fields": FIELDS, "rows": _order_lanes(rows)}}
+    chart.columns = _columns(rows)
     return chart
 
 
@@ -131,5 +133,5 @@ def execution_chart(ex: Optional[ExecutionData], step: int, shifts: dict[int, fl
                   _("Every drawn device's streams and threads in this step, aligned as in the view above (at most "
                     "{n} operators per device: communication first, then the longest). Scroll to zoom, drag to "
                     "pan, double-click to reset.").format(n=MAX_DEVICE_BARS))
-    chart.columns = {"ops": {"fields": FIELDS, "rows": _order_lanes(rows, device_of)}}
+    chart.columns = _columns(rows, device_of)
     return chart

@@ -60,12 +60,16 @@
     // datasets carried columnar (Chart.columns): {name: {fields, rows}} -> rows of objects
     var el = fig.querySelector("script.columns");
     if (!el) { return spec; }
+    // a field listed in `dicts` holds an index into its list: the value is looked up, the index kept as <field>_i
     var cols = JSON.parse(el.textContent), ds = Object.assign({}, spec.datasets || {});
     Object.keys(cols).forEach(function (name) {
-      var f = cols[name].fields;
+      var f = cols[name].fields, dicts = cols[name].dicts || {};
       ds[name] = cols[name].rows.map(function (vals) {
         var row = {};
-        for (var i = 0; i < f.length; i++) { row[f[i]] = vals[i]; }
+        for (var i = 0; i < f.length; i++) {
+          var d = dicts[f[i]];
+          if (d) { row[f[i]] = d[vals[i]]; row[f[i] + "_i"] = vals[i]; } else { row[f[i]] = vals[i]; }
+        }
         return row;
       });
     });
