@@ -17,6 +17,7 @@ from typing import Optional
 from reportgen import cliutil, i18n
 from reportgen.i18n import N_, _
 from reportgen.loaders import default_jobs
+from reportgen.loaders.dispatch import check_scheduler
 
 log = logging.getLogger("msreport")
 
@@ -43,6 +44,10 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--example", action="store_true", help=_("build a report from a generated example run "
                    "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)"))
     cliutil.add_jobs_option(p, default_jobs())
+    p.add_argument("--scheduler", default=None, metavar="local|tcp://HOST:PORT",
+                   help=_("where the ranks are loaded: local (processes on this machine, see -j; the default) or "
+                          "the address of a Dask scheduler (needs {install}; the workers need msreport installed "
+                          "and the run folder at the same path)").format(install='pip install "msreport[dask]"'))
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help=_("device memory capacity to compare peaks with when the profiler did not record it "
                           "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B"))
@@ -90,6 +95,10 @@ def _main(argv: list[str]) -> int:
     if args.output is None:
         parser.error(_("the output path is required: -o OUT"))
     cliutil.check_jobs(parser, args)
+    bad_scheduler = check_scheduler(args.scheduler)
+    if bad_scheduler:
+        print(f"msreport: error: {bad_scheduler}", file=sys.stderr)
+        return 2
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
         parser.error(_("--device-memory-gb must be a positive number"))
     overrides = cliutil.threshold_overrides(parser, args)
@@ -104,7 +113,7 @@ def _main(argv: list[str]) -> int:
         opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
-                            lang=args.lang or i18n.default_language())
+                            lang=args.lang or i18n.default_language(), scheduler=args.scheduler)
         if not args.example:
             results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
             return 0

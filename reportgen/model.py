@@ -181,6 +181,9 @@ class Communication:
     local_links: bool = True
     self_local: dict[str, int] = field(default_factory=dict)
     unit_note: str = ""
+    # what the data was read from, for people, when the producer's name would mislead (the databases hold
+    # communication.json's twin tables: producer "communication.json", label "CANN analysis.db ..."); "" otherwise
+    label: str = ""
     # Kineto traces only: one row per collective instance (step, op, group, kind, key, start_ms, dur_ms, name),
     # `key` pairs the same instance across ranks (loaders.kineto.match_collectives).
     instances: Optional[pd.DataFrame] = None

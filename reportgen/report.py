@@ -40,6 +40,7 @@ class BuildOptions:
     marey_steps: tuple[int, ...] = ()
     title: Optional[str] = None
     lang: str = "en"  # the report's language (reportgen.i18n.LANGUAGES)
+    scheduler: Optional[str] = None  # None / "local": local processes (`jobs`); "tcp://HOST:PORT": a Dask cluster
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overrides", MappingProxyType({k: MappingProxyType(dict(v))
@@ -64,7 +65,7 @@ class BuildResult:
 
 def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     """The ranks, then the operators of the steps the execution view shows (chosen from the step times)."""
-    run = load_run(layout, jobs=opts.jobs, progress=ui.counter("ranks loaded"))
+    run = load_run(layout, jobs=opts.jobs, progress=ui.counter("ranks loaded"), scheduler=opts.scheduler)
     try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
         sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
         run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
@@ -96,7 +97,8 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
         if opts.single_file:
             entry = builder.write_single_file(plan, summary, out, layout.root)
         else:
-            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"))
+            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"),
+                                       jobs=opts.jobs)
     return entry, summary
 
 

@@ -1,7 +1,17 @@
 """Benchmark msreport on big synthetic runs: time per stage and peak memory.
 
-    python scripts/benchmark.py --ranks 512 1024 4096 --steps 20 [--layout ascend] [--jobs 2] [--export db]
+    python scripts/benchmark.py --ranks 256 1024 4096 [--compare-msprof] [--repo /work/main] [--jobs N]
+    python scripts/benchmark.py --shape small --ranks 512 1024 --steps 20 [--layout ascend] [--export db]
     python scripts/benchmark.py --trace-mb 2000     # stream a big trace_view.json: time and peak memory
+
+`--shape realistic` (the default): a torch_npu run of issue 17's shape (tp 8, pp 4, 4 steps, 5,200
+kernel_details.csv rows and 43 communication operators per rank and step, ~2.4 MB per rank), generated once and
+cached under `--cache` (default /work/bench/runs) keyed by its parameters. Each build runs `python -m reportgen`
+from `--repo` (default: this checkout; `--repo /work/main` measures main's code) in a child process and prints:
+build wall time, stage times, peak RSS (largest single process, from RUSAGE_CHILDREN, and the whole process tree
+sampled every 0.1 s), site MB, single-file MB, time per rank, and with `--compare-msprof` the wall time of
+msprof-analyze `cluster -m all` on the same folder and the ratio. `--shape small`: the older in-process benchmark
+(20 steps of the small generator, checks that every injected problem is named).
 
 Prints one line per run; numbers go into closing notes, not into unit tests.
 """
@@ -9,11 +19,13 @@ Prints one line per run; numbers go into closing notes, not into unit tests.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
@@ -169,12 +181,192 @@ def _slow_link(ranks: int):
     return (per_stage // 2, per_stage // 2 + 1) if per_stage >= 3 else None
 
 
+# --- the realistic shape through the command line ------------------------------------------------------------
+
+GEN_VERSION = 2  # bump when synth.large changes what it writes (the cache key); 1: memory_record APP rows had
+# one field too many (msreport skipped the file with an entry)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0, gen: int = GEN_VERSION) -> Path:
+    """The cached run of the realistic shape (generated on first use; `.complete` marks a finished one).
+    `gen` < GEN_VERSION reuses an older cached run (to repeat a measurement on the same files); never generated."""
+    key = f"torch_npu_large-r{ranks}-s{steps}-seed{seed}-g{gen}"
+    run = cache / key
+    if (run / ".complete").exists():
+        return run
+    if gen != GEN_VERSION:
+        raise SystemExit(f"no cached run {run} (older generator versions are not regenerated)")
+    import sys
+
+    shutil.rmtree(run, ignore_errors=True)
+    t0 = time.perf_counter()
+    code = ("import sys;from reportgen.synth import generate_run as g;"
+            "g(sys.argv[1], shape='torch_npu_large', ranks=int(sys.argv[2]), steps=int(sys.argv[3]), "
+            "seed=int(sys.argv[4]), inject=sys.argv[5:])")
+    inject = [f"slow-rank:{ranks // 3}:compute:1.3", f"memory-near-capacity:{_mem_rank(ranks)}"]
+    if (link := _slow_link(ranks)) is not None:
+        inject.append(f"slow-link:{link[0]}-{link[1]}")
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", code, str(run), str(ranks), str(steps), str(seed), *inject],
+                   check=True, cwd=REPO, env={**_env(REPO)})
+    (run / ".complete").write_text(f"{time.perf_counter() - t0:.1f} s\n")
+    size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file()) / 1e9
+    print(f"generated {run} ({ranks} ranks, {size:.2f} GB) in {time.perf_counter() - t0:.0f} s", flush=True)
+    return run
+
+
+def _env(repo: Path) -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(repo)
+    return env
+
+
+def _tree_rss_mb(root: int) -> float:
+    """Resident memory of process `root` and all its descendants now (MB), from /proc."""
+    import os
+
+    kids: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(d), int(parts[1])
+        kids.setdefault(ppid, []).append(pid)
+        rss[pid] = int(parts[21])  # pages
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(kids.get(p, []))
+    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+_WRAP = ("import resource,subprocess,sys;r=subprocess.run(sys.argv[2:]);"
+         "open(sys.argv[1],'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss));"
+         "sys.exit(r.returncode)")
+
+
+def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
+    """Run `cmd`; wall time, stderr, the largest single process's peak RSS (RUSAGE_CHILDREN of a wrapper, so
+    the number is this command's alone) and the sampled peak RSS of the whole process tree."""
+    import subprocess
+    import sys
+    import threading
+
+    fd, rss_file = tempfile.mkstemp(prefix="msreport-bench-rss-")
+    import os
+
+    os.close(fd)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", _WRAP, rss_file, *cmd], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    err = proc.communicate()[1]
+    wall = time.perf_counter() - t0
+    done.set()
+    th.join()
+    try:
+        single = int(Path(rss_file).read_text() or 0) / 1024
+    finally:
+        os.unlink(rss_file)
+    return {"wall": wall, "rc": proc.returncode, "stderr": err, "rss_mb": single, "tree_mb": peak[0]}
+
+
+def _size_mb(p: Path) -> float:
+    if p.is_file():
+        return p.stat().st_size / 1e6
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6
+
+
+def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
+                    msprof: bool, extra: list[str], gen: int = GEN_VERSION) -> dict:
+    import re
+    import sys
+
+    run = realistic_run(cache, ranks, steps, gen=gen)
+    tmp = Path(tempfile.mkdtemp(prefix=f"msreport-bench-{ranks}-"))
+    try:
+        base = [sys.executable, "-m", "reportgen", str(run), "-v", "--lang", "en", *extra]
+        if jobs:
+            base += ["-j", str(jobs)]
+        r = timed(base + ["-o", str(tmp / "site")], repo, _env(repo))
+        if r["rc"] != 0:
+            raise SystemExit(f"msreport failed ({r['rc']}):\n{r['stderr'][-3000:]}")
+        stages = {m.group(1): float(m.group(2)) for m in re.finditer(r"stage (.+?): ([\d.]+) s", r["stderr"])}
+        out = {"ranks": ranks, "run_gb": _size_mb(run) / 1e3, "build_s": r["wall"], "rss_mb": r["rss_mb"],
+               "tree_mb": r["tree_mb"], "stages": stages, "site_mb": _size_mb(tmp / "site"),
+               "per_rank_ms": r["wall"] / ranks * 1e3}
+        summary = json.loads((tmp / "site" / "summary.json").read_text())
+        out["slow_rank_flagged"] = any(f.get("category") == "slow_rank" and (ranks // 3) in (f.get("ranks") or [])
+                                       for f in summary.get("findings", []))
+        shutil.rmtree(tmp / "site", ignore_errors=True)
+        if single:
+            s = timed(base + ["--single-file", "-o", str(tmp / "one.html")], repo, _env(repo))
+            out["single_mb"] = _size_mb(tmp / "one.html") if s["rc"] == 0 else float("nan")
+            out["single_s"] = s["wall"]
+        if msprof:
+            exe = shutil.which("msprof-analyze")
+            if exe is None:
+                print("msprof-analyze is not installed (pip install msprof-analyze): no comparison", flush=True)
+            else:
+                m = timed([exe, "cluster", "-d", str(run), "-m", "all", "-o", str(tmp / "msprof"), "--force"],
+                          tmp, None)
+                out["msprof_s"], out["msprof_rc"], out["msprof_tree_mb"] = m["wall"], m["rc"], m["tree_mb"]
+                out["msprof_rss_mb"] = m["rss_mb"]
+                # msprof-analyze writes into the input folder too (cluster_analysis_output, .db caches): clean
+                for p in run.glob("cluster_analysis_output*"):
+                    shutil.rmtree(p, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def print_realistic(r: dict, label: str) -> None:
+    stages = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["stages"].items())
+    line = (f"{label} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s "
+            f"({r['per_rank_ms']:.1f} ms/rank; {stages}); peak RSS {r['rss_mb']:.0f} MB (largest process), "
+            f"{r['tree_mb']:.0f} MB (process tree); site {r['site_mb']:.1f} MB")
+    if "single_mb" in r:
+        line += f"; single file {r['single_mb']:.1f} MB ({r['single_s']:.1f}s)"
+    if "msprof_s" in r:
+        line += (f"; msprof-analyze cluster -m all {r['msprof_s']:.1f}s (exit {r['msprof_rc']}, RSS "
+                 f"{r['msprof_rss_mb']:.0f} MB / tree {r['msprof_tree_mb']:.0f} MB): msreport is "
+                 f"{r['msprof_s'] / r['build_s']:.1f}x faster")
+    line += f"; slow rank flagged: {r['slow_rank_flagged']}"
+    print(line, flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--ranks", type=int, nargs="+", default=[64, 512, 1024])
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
+    p.add_argument("--shape", default="realistic", choices=("realistic", "small"))
+    p.add_argument("--repo", type=Path, default=REPO, help="the msreport checkout to measure (realistic shape)")
+    p.add_argument("--cache", type=Path, default=Path("/work/bench/runs"), help="generated runs (realistic shape)")
+    p.add_argument("--compare-msprof", action="store_true", help="also time msprof-analyze cluster -m all")
+    p.add_argument("--no-single", action="store_true", help="skip the --single-file build")
+    p.add_argument("--msreport-args", default="", help="extra msreport arguments (e.g. '--scheduler local')")
+    p.add_argument("--gen-version", type=int, default=GEN_VERSION, help="reuse a run cached by an older generator")
+    p.add_argument("--label", default="", help="printed before each line (e.g. 'before' / 'after')")
+    p.add_argument("--steps", type=int, default=None, help="default: 4 (realistic), 20 (small)")
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=None, help="default: msreport's own default (realistic), 1 (small)")
     p.add_argument("--keep", action="store_true")
     p.add_argument("--export", default="text", choices=("text", "db", "both"),
                    help="Ascend layout: text export, torch_npu's DB export only, or both")
@@ -183,8 +375,16 @@ def main() -> None:
     if a.trace_mb:
         bench_trace(a.trace_mb)
         return
+    if a.shape == "realistic":
+        label = a.label or ("main" if a.repo.resolve() != REPO else "this checkout")
+        for n in a.ranks:
+            r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
+                                a.compare_msprof, a.msreport_args.split(), a.gen_version)
+            print_realistic(r, label)
+        return
+    a.steps = a.steps or 20
     for n in a.ranks:
-        r = bench(n, a.steps, a.layout, a.jobs, a.keep, a.export)
+        r = bench(n, a.steps, a.layout, a.jobs or 1, a.keep, a.export)
         stages = " ".join(f"{k}={r[k]:.2f}s" for k in ("generate", "discover", "load", "execution", "analyze",
                                                        "rules", "plan", "write", "single"))
         build = sum(r[k] for k in ("discover", "load", "execution", "analyze", "rules", "plan", "write"))

@@ -66,7 +66,11 @@ def link_bandwidth(rows: list[dict]) -> dict:
     )
     ring = base.transform_filter("datum.slow").mark_point(color=SLOW_COLOR, size=260, strokeWidth=2).encode(
         x="size_mb:Q", y="bandwidth_gbps:Q", tooltip=tooltip)
-    return finish(alt.layer(pts, ring), height=300, datasets={"links": rows})
+    # the slow links named on the chart (src→dst): among thousands of points the ring alone is easy to miss
+    name = base.transform_filter("datum.slow").mark_text(dx=14, align="left", color=SLOW_COLOR,
+                                                         fontWeight="bold").encode(
+        x="size_mb:Q", y="bandwidth_gbps:Q", text="link:N")
+    return finish(alt.layer(pts, ring, name), height=300, datasets={"links": rows})
 
 
 def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
@@ -100,6 +104,9 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     if len(nodes) <= 64:
         layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-12, fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))
+    elif any(x.get("slow") for x in nodes):  # too many to label: name the marked hosts (and the slow links on them)
+        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
+            dy=-22, fontSize=12, fontWeight="bold", color=SLOW_COLOR).encode(x="x:Q", y="y:Q", text="note:N"))
     return finish(alt.layer(*layers).resolve_scale(color="independent"), height=460,
                   datasets={"nodes": nodes, "edges": edges})
 
@@ -110,10 +117,15 @@ SEL_FILTER = "!length(sel) || (indexof(sel, datum.src) >= 0 && indexof(sel, datu
 def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
     """Rank x rank heatmap; a drop-down picks the metric and another the communication group. Unbinned, the
     devices brushed in the graph (`sel`, set by the page) restrict it to the links among them; a cell shows the
-    link's time and size and opens the sending rank's communication section."""
-    metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
-        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=["Bandwidth (GB/s)", "Time (ms)", "Size (MB)"],
-        name="Show: "))
+    link's time and size and opens the sending rank's communication section.
+
+    Binned (blocks of ranks), the default colour is each block's slowest link, so one slow link darkens its block
+    instead of being averaged into it; the block's total bandwidth stays one choice away."""
+    options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], ["Bandwidth (GB/s)", "Time (ms)", "Size (MB)"]
+    if binned > 1:
+        options, labels = ["min_bandwidth_gbps"] + options, ["Slowest link (GB/s)", "Block bandwidth (GB/s)"] + labels[1:]
+    metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
+        options=options, labels=labels, name="Show: "))
     group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name="Group: "))
     title = "Rank" if binned == 1 else f"Ranks (blocks of {binned})"
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
@@ -123,7 +135,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
-        strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
+        strokeWidth=alt.condition("datum.slow", alt.value(3 if binned > 1 else 2), alt.value(0)),
         tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
                  alt.Tooltip("group:N", title=_("Group")), alt.Tooltip("transport:N", title=_("Transport")),
                  alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
@@ -142,6 +154,14 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
         spec = finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
         return _lift_params(spec)
     n = len({c["src"] for c in cells})
+    layers = [chart]
+    if binned > 1 and any(c.get("slow") for c in cells):  # name the blocks that hold a slow link
+        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.slow && datum.group === grp")
+                      .mark_text(align="left", dx=8, color=SLOW_COLOR, fontWeight="bold", fontSize=11).encode(
+                          x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
+                          y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="slow_links:N"))
+    if len(layers) > 1:
+        return finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells})
     return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
 
 

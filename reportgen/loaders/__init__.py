@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import os
-import signal
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -30,7 +28,9 @@ from reportgen.loaders import step_ops as _step_ops
 from reportgen.loaders import step_trace as _step_trace
 from reportgen.loaders import strategy as _strategy
 from reportgen.loaders import timeline as _timeline
+from reportgen.loaders import trace_view as _trace_view
 from reportgen.loaders.common import IssueLog
+from reportgen.loaders.dispatch import map_ranks
 from reportgen.loaders.run_info import build_run_info
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
@@ -92,6 +92,7 @@ step_ops = _Guarded(_step_ops)
 step_trace = _Guarded(_step_trace)
 strategy = _Guarded(_strategy)
 timeline = _Guarded(_timeline)
+trace_view = _Guarded(_trace_view)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
@@ -153,7 +154,7 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     # export_type=db: whatever the text files did not give comes from the DB files (and unread ones are named)
     db.load_db_rank(rf, data, log, text_step_trace=data.step_trace is not None)
     if data.step_trace is None and tv is not None:
-        data.step_trace = overlap.load_trace_view_step_trace(tv, log)
+        data.step_trace = trace_view.load_trace_view_step_trace(tv, log)
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; computing/communication/free per step summed from the "
                     "trace's Overlap Analysis lanes, as torch_npu does", "info")
@@ -305,8 +306,10 @@ def _load_legacy_overlap(rf: "RankFiles", data: RankData, log: IssueLog) -> None
 
 
 def load_run(layout: "RunLayout", jobs: int = 1,
-             progress: Optional[Callable[[int, int], None]] = None) -> Run:
-    """Load every rank of `layout` (in `jobs` processes when the run is large) and the run-level files."""
+             progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None) -> Run:
+    """Load every rank of `layout` and the run-level files. The ranks are loaded by `load_rank` (one pure function
+    per rank, a picklable summary back): in `jobs` processes when the run is large, or on the Dask cluster at
+    `scheduler` (`loaders.dispatch`)."""
     root = layout.root
     ranks: dict[int, RankData] = {}
     issues: list[DataIssue] = list(layout.issues)
@@ -328,25 +331,10 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         issues.append(DataIssue(log.rel(layout.run_files["cluster_step_trace_time"][0]),
                                 "only msprof-analyze's cluster-level output is present; per-rank pages show "
                                 "what that file holds", "info"))
-    elif jobs > 1 and total >= PARALLEL_MIN_RANKS:
-        ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
-        try:
-            futs = [ex.submit(load_rank, rf, root, layout.layout) for _, rf in items]
-            for i, fut in enumerate(futs, 1):
-                d = fut.result()
-                ranks[d.info.rank] = d
-                if progress:
-                    progress(i, total)
-        except BaseException:  # Ctrl-C (or a failure): stop the workers now, do not wait for queued ranks
-            _stop_pool(ex)
-            raise
-        ex.shutdown()
     else:
-        for i, (_, rf) in enumerate(items, 1):
-            d = load_rank(rf, root, layout.layout)
+        for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout), jobs=jobs,
+                           scheduler=scheduler, min_parallel=PARALLEL_MIN_RANKS, progress=progress):
             ranks[d.info.rank] = d
-            if progress:
-                progress(i, total)
     if layout.layout == "kineto":
         kineto.match_collectives(ranks, issues)
         issues.append(DataIssue("", kineto.run_note(ranks), "info"))
@@ -364,20 +352,6 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     return Run(root=root, info=info, ranks=ranks, issues=issues, strategy=strat)
 
 
-def _worker_init() -> None:
-    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _stop_pool(ex: ProcessPoolExecutor) -> None:
-    procs = list((getattr(ex, "_processes", None) or {}).values())
-    ex.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.join(timeout=1)
-
-
 def _load_strategy(layout: "RunLayout", ranks: dict[int, RankData], issues: list[DataIssue]):
     files = {r: rf.files["parallel_strategy.json"][0] for r, rf in layout.ranks.items()
              if rf.files.get("parallel_strategy.json")}
@@ -391,7 +365,8 @@ def _load_strategy(layout: "RunLayout", ranks: dict[int, RankData], issues: list
 
 
 def default_jobs() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """All cores (the per-rank loading is CPU-bound and each worker holds one rank's files at a time)."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def timeline_file(rf: "RankFiles") -> Optional[Path]:

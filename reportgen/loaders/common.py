@@ -15,6 +15,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
+import ijson
+
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
 from reportgen.jsonguard import DepthGuard
@@ -220,8 +222,22 @@ def _is_number(s: str) -> bool:
     return bool(_NUMBER.fullmatch(s)) and not math.isnan(to_float(s))
 
 
+# A header that names a number (a unit in parentheses, a duration): decides for a column whose one or two cells
+# are too few to give a majority (a one-row file with text in its only `Duration(us)` cell). Words such as "size",
+# "time" or "cost" alone are not enough: `output_queue_size`, `full_kernel_time`, `communication_operator_cost`
+# hold lists, names and JSON in real files.
+_NUMERIC_HEADER = re.compile(r"\((us|ms|ns|s|%|kb|mb|gb|b|byte|bytes|per-step)\)\s*$|(^|[^a-z])(duration|elapsed)"
+                             r"([^a-z]|$)", re.I)
+FEW_CELLS = 2  # at most this many cells in a column: the header decides whether it is numeric
+
+
+def _numeric_by_header(name: str, n_cells: int) -> bool:
+    return 0 < n_cells <= FEW_CELLS and bool(_NUMERIC_HEADER.search(name))
+
+
 def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
-    """Columns most of whose cells are numbers (the rest: missing marks, garbage): those are screened."""
+    """Columns most of whose cells are numbers (the rest: missing marks, garbage): those are screened; a column
+    of one or two cells is screened when its header names a number (`_NUMERIC_HEADER`)."""
     out = []
     for i, cells in enumerate(columns):
         num = bad = text = 0
@@ -237,7 +253,7 @@ def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
                 text += 1
         # number-shaped cells that are unusable (inf, nan, 1e400, 30 digits) count as numbers here: a one-row file
         # whose only cell in a column is 30 digits long is a numeric column with a bad value, not a text column
-        if num + bad and num + bad >= 2 * text:
+        if num + bad and num + bad >= 2 * text or i < len(header) and _numeric_by_header(header[i], num + bad + text):
             out.append(i)
     return out
 
@@ -326,7 +342,7 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
         if numeric is None:  # a numeric column: most cells are numbers (non-finite / overflowing ones aside)
             looks = raw.str.fullmatch(_NUMBER.pattern).fillna(False) | raw.str.upper().isin(BAD_TOKENS)
             n_ok, n_text = int(ok.sum()), int((~na & ~looks).sum())
-            if not n_ok or n_ok < 2 * n_text:
+            if (not n_ok or n_ok < 2 * n_text) and not _numeric_by_header(str(c), int((~na).sum())):
                 continue
         wrong = (~ok & ~na).to_numpy().copy()
         if _DURATION.search(str(c)):
@@ -477,6 +493,9 @@ def read_json(path: Path, log: IssueLog) -> Any:
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
+    fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
+    if fast is not _MISS:
+        return fast
     nums = _JsonNumbers()
     try:
         text = raw.decode("utf-8-sig", errors="replace")
@@ -498,6 +517,46 @@ def read_json(path: Path, log: IssueLog) -> Any:
         shown = ", ".join(repr(b) for b in nums.bad if b)
         log.add(path, f"{len(nums.bad)} non-finite or out-of-range number(s) ({shown}) read as missing")
     return data
+
+
+_MISS = object()
+
+
+def _fast_json(raw: bytes) -> Any:
+    """`raw` parsed by orjson when the careful reader would return the same value with no entry: valid UTF-8,
+    standard JSON, every number finite and in range, nesting within MAX_JSON_DEPTH. Else `_MISS`."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
+        return _MISS
+    try:
+        data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    except (orjson.JSONDecodeError, RecursionError, MemoryError):
+        return _MISS
+    stack = [(data, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_JSON_DEPTH:
+            return _MISS
+        if isinstance(v, dict):
+            items = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        for x in items:
+            if isinstance(x, (dict, list)):
+                stack.append((x, d + 1))
+            elif _unusable(x):
+                return _MISS
+    return _MISS if _unusable(data) else data
+
+
+def _unusable(x: Any) -> bool:
+    """A JSON number the careful reader would turn into None (non-finite, out of range)."""
+    if isinstance(x, float):
+        return not math.isfinite(x) or abs(x) > MAX_ABS_NUMBER
+    return isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT
 
 
 def _depth_exceeds(data: Any, limit: int) -> bool:
@@ -526,6 +585,11 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
 
     if not _text_guard(path, log):
         return None
+    from reportgen.loaders.columnar import read_clean
+
+    fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)  # a clean file: pyarrow, same frame
+    if fast is not None:
+        return fast
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
@@ -606,15 +670,41 @@ class _OwningGzip(gzip.GzipFile):
                 raw.close()
 
 
-def trace_events(path: Path) -> Iterator[dict]:
+TRACE_ERRORS = (ijson.JSONError, ValueError, OSError, EOFError)  # what `trace_events` raises on a broken trace
+
+
+def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
+    """The one report of a trace that broke off while it was streamed (`except TRACE_ERRORS as err`): the loader
+    keeps what it read (loaders never raise) and `used` says what that part gives."""
+    log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); {used}", "error")
+
+
+def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
     """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
 
     Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
-    (`jsonguard.DepthGuard`); events whose `ts` or
-    `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
-    a broken file (after yielding what was read), so the loaders' handlers name the file.
+    (`jsonguard.DepthGuard`); events whose `ts` or `dur` is non-finite or out of range are left out -- counted in
+    one data-quality entry on `log` when given (the loader that summarises the file passes it). Raises
+    ijson.JSONError / ValueError / OSError / EOFError on a broken file (after yielding what was read), so the
+    loaders' handlers name the file.
     """
-    import ijson
+    dropped: list = []
+    try:
+        yield from _trace_events(path, dropped)
+    finally:
+        if log is not None and dropped:
+            log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
+                    f"(first: {dropped[1]})")
+
+
+def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
+    """One entry for the complete ("X") events a trace loader left out because `ts` / `dur` is missing, text or
+    negative (non-finite ones are counted by `trace_events`)."""
+    if n:
+        log.add(path, f"{n} complete event(s) without a usable ts/dur (missing, text or negative) left out")
+
+
+def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
 
     with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
@@ -637,6 +727,10 @@ def trace_events(path: Path) -> Iterator[dict]:
                         ok = False
                 if ok:
                     yield e
+                elif dropped:
+                    dropped[0] += 1
+                else:
+                    dropped[:] = [1, f"ts={e.get('ts')!r}, dur={e.get('dur')!r}"[:80]]
         except (RecursionError, MemoryError) as e:
             raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
 

@@ -347,10 +347,9 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
 
     def agg(keys: list[str]) -> pd.DataFrame:
         """Count, sum, min and max of the durations per key (factorize + bincount: fast on small and big files)."""
-        codes, uniques = pd.MultiIndex.from_frame(df[keys]).factorize()
-        n = len(uniques)
-        out = uniques.to_frame(index=False)
-        out.columns = keys
+        codes, first_row = _factorize_rows(df, keys)
+        n = len(first_row)
+        out = pd.DataFrame({k: df[k].iloc[first_row].reset_index(drop=True) for k in keys})
         out["count"] = np.bincount(codes, minlength=n).astype("float64")
         out["total_ms"] = np.bincount(codes, weights=ms, minlength=n)
         lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
@@ -362,13 +361,29 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
         denom = np.where(is_comm, totals[True], totals[False])
         out["share"] = np.where(denom > 0, out["total_ms"] / np.where(denom > 0, denom, 1.0), np.nan)
         if "name" in keys:
-            first = pd.Series(df["op_type"].to_numpy()).groupby(codes).first()
-            out["op_type"] = first.reindex(range(n)).to_numpy()
+            if df["op_type"].notna().all():  # the first operator type of each name (as groupby.first, faster)
+                out["op_type"] = df["op_type"].to_numpy()[first_row]
+            else:
+                first = pd.Series(df["op_type"].to_numpy()).groupby(codes).first()
+                out["op_type"] = first.reindex(range(n)).to_numpy()
         return out
 
     by_type = agg(["side", "core", "op_type"])
     detail = agg(["side", "name"])
     return by_type[list(OP_TYPE_COLUMNS)], detail[list(OP_DETAIL_COLUMNS)]
+
+
+def _factorize_rows(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the distinct `keys` tuples in order of first appearance (as MultiIndex.factorize numbers them),
+    and the row where each first appears: per-column codes combined into one integer key (fast)."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    for k in keys:
+        c, u = pd.factorize(df[k], use_na_sentinel=False)
+        combined = combined * max(1, len(u)) + c
+        combined, _ = pd.factorize(combined)  # keep the key small: codes in order of first appearance
+    codes, _ = pd.factorize(combined)
+    first_row = np.unique(codes, return_index=True)[1]  # codes are 0..n-1: the first row of each
+    return codes, first_row
 
 
 OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",

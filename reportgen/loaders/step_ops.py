@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 
-from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, trace_events
-from reportgen.loaders.overlap import STEP_RE, FlowPairs, device_step_ranges, legacy_step_windows
+from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.overlap import legacy_step_windows
+from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
 from reportgen.model import StepOps, StepTrace, op_class
 
@@ -124,9 +124,8 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                         legacy_steps[s] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); the execution "
-                "view uses the part read", "error")
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, "the execution view uses the part read")
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
         return TraceLayout(legacy_steps, "the trace's Steps lane", procs, threads, legacy)
@@ -248,7 +247,7 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
             c[3].append(dur)
             c[4].append(_lane(e, lay))
             c[5].append(_shapes(e.get("args")))
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+    except TRACE_ERRORS:
         pass  # reported by pass 1
     out = {}
     rel = log.rel(path)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Optional
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.i18n import N_, Msg, lazy, text
 from reportgen.numbers import json_clean as clean
@@ -155,23 +155,10 @@ def md_literal(value: Any, limit: int = 200) -> str:
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
-def fmt_ms(v: float) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    a = abs(v)
-    if a >= 100:
-        return f"{v:,.0f} ms"
-    if a >= 10:
-        return f"{v:.1f} ms"
-    if a >= 1:
-        return f"{v:.2f} ms"
-    return f"{v:.3f} ms"
-
-
-def fmt_pct(v: float, digits: int = 1) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return f"{v * 100:.{digits}f} %"
+# Number and rank-list texts come from `reportgen.fmt` (one formatter for the report); the rules' names for them:
+fmt_ms = fmt.ms
+fmt_pct = fmt.share
+fmt_ranks = fmt.ranks
 
 
 def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
@@ -184,12 +171,3 @@ def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
         return lazy(N_("Ranks {ranks} and {more} more") if capital else N_("ranks {ranks} and {more} more"), ranks=listed,
                     more=len(ranks) - limit)
     return lazy(N_("Ranks {ranks}") if capital else N_("ranks {ranks}"), ranks=listed)
-
-
-def fmt_ranks(ranks: list[int], limit: int = 8) -> str:
-    ranks = [int(r) for r in ranks]
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    s = ", ".join(str(r) for r in ranks[:limit])
-    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
-    return f"ranks {s}{more}"

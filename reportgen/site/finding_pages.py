@@ -12,7 +12,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from reportgen.rules import RULES, SEVERITY_ORDER
-from reportgen.rules.base import fmt_ms, fmt_pct
+from reportgen.fmt import ms as fmt_ms, share as fmt_pct
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 
 RULES_PAGE = "rules.html"

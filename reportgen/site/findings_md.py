@@ -4,7 +4,8 @@ message or an agent can use it without parsing HTML). Made from the summary's fi
 
 from __future__ import annotations
 
-from reportgen.rules.base import fmt_ms, fmt_pct, md_literal
+from reportgen.fmt import ms as fmt_ms, share as fmt_pct
+from reportgen.rules.base import md_literal
 
 HEADER = "# msreport findings: {path}"
 VERDICT = "{critical} critical, {warning} warning, {info} information finding(s) over {ranks} rank(s) and {steps} step(s)."

@@ -19,7 +19,7 @@ from reportgen.charts.steps import MAX_BARS
 from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num, representative_ranks, stacked_bar_rows
+from reportgen.site.values import num, records, representative_ranks, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
@@ -294,7 +294,9 @@ class RankSections:
         self.stage_mean = o.per_rank.groupby("pp_stage")[cols].mean().to_dict("index")
         self.median = o.per_rank[cols].median().to_dict()
         self.values = o.per_rank[[*cols, "pp_stage", "comm_share"]].to_dict("index")
-        self.steps = {int(r): g for r, g in o.per_step.groupby("rank")}
+        self.steps: dict[int, list[dict]] = {}
+        for rec in records(o.per_step):
+            self.steps.setdefault(int(rec["rank"]), []).append(rec)
         self.checks = {c["rank"]: c for c in o.checks}
 
     def section(self, r: int) -> dict:
@@ -309,10 +311,8 @@ class RankSections:
         stage = int(mine["pp_stage"])
         cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": num(mine[c]),
                 "stage_mean": num(self.stage_mean[stage][c]), "median": num(self.median[c])} for c in o.columns]
-        steps = self.steps.get(r)
-        step_rows = [] if steps is None else [
-            {"step": None if pd.isna(rec["step"]) else int(rec["step"]), "values": [num(rec.get(c)) for c in o.columns]}
-            for rec in steps.to_dict("records")]
+        step_rows = [{"step": None if pd.isna(rec["step"]) else int(rec["step"]),
+                      "values": [num(rec.get(c)) for c in o.columns]} for rec in self.steps.get(r, [])]
         data = self.a.run.ranks[r]
         src = data.overlap
         sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],

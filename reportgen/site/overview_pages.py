@@ -12,7 +12,7 @@ from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights, resource_pages
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
-from reportgen.site.values import compact_ranks, fmt_list
+from reportgen.fmt import compact_ranks, joined
 
 
 @view
@@ -53,7 +53,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
         facts.append((_("Ranks in the job"), _("{size} (only {n} profiled or collected)").format(
             size=run.info.rank_size, n=len(run.rank_ids))))
     if hosts:
-        facts.append((_("Hosts"), f"{len(hosts)} ({fmt_list(hosts, 8)})"))
+        facts.append((_("Hosts"), f"{len(hosts)} ({joined(hosts, 8)})"))
     facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
     facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
                                                                         source=run.info.parallel_mode_source)))

@@ -197,9 +197,10 @@ def cluster_charts(inp: PlanInput) -> list[Chart]:
 
 
 def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS,
-                  max_rows: int = MAX_HEATMAP_ROWS) -> dict:
+                  max_rows: int = MAX_HEATMAP_ROWS, flagged=()) -> dict:
     """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells and
-    `max_rows` rows of ranks (a row under a pixel high would hide a slow rank; the max of its bin keeps it)."""
+    `max_rows` rows of ranks (a row under a pixel high would hide a slow rank; the max of its bin keeps it).
+    The first cell of a row holding a `flagged` rank carries `flag` (those ranks' numbers) for a label."""
     df = per_step.dropna(subset=["step"])[["rank", "step", value]]
     if df.empty:
         return {"cells": [], "rank_bin": 1, "step_bin": 1}
@@ -222,6 +223,15 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
               "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
               "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
              for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    flags: dict[int, list[int]] = {}
+    for r in sorted(int(x) for x in flagged):
+        if r in rpos:
+            flags.setdefault(rpos[r], []).append(r)
+    if flags:
+        first = int(min(steps))
+        for cell, rb in zip(cells, g["rb"]):
+            if int(rb) in flags and cell["step_order"] == first:
+                cell["flag"] = "⚑ " + ", ".join(str(r) for r in flags[int(rb)])
     return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
@@ -243,7 +253,7 @@ def _heatmap_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
         med = frame.groupby([stage, frame["step"]])[value].transform("median")
         frame = frame.assign(excess=frame[value] - med)
         value, title = "excess", _("{phase} above its stage's median (ms)").format(phase=label)
-    hm = heatmap_cells(frame, value)
+    hm = heatmap_cells(frame, value, flagged=hl.slow_ranks)
     if not hm["cells"]:
         return None
     caption = (_("Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "

@@ -55,6 +55,7 @@ from reportgen.synth.timeline import (
 MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
+SHAPES = {"torch_npu_large": {"kernels_per_step": 5200, "comm_ops_per_step": 43, "tp": 8, "stages": 4}}
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
@@ -80,6 +81,8 @@ class Plan:
     slow_ops: dict[str, float] = field(default_factory=dict)  # operator type -> factor, on every device
     op_mix: dict[str, float] = field(default_factory=dict)  # operator statistics: type -> factor (or new share)
     seed: int = 0
+    kernels_per_step: int = 0  # realistic size (synth.large): kernel_details.csv rows per rank and step
+    comm_ops_per_step: int = 0  # realistic size: communication operators per rank and step
 
 
 def parse_injections(items: list[str]) -> Plan:
@@ -220,8 +223,15 @@ def _hosts(rank: int, per_host: int) -> tuple[str, int]:
 def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: int = 10, stages: int = 1,
                  tp: int = 1, seed: int = 0, inject: Optional[list[str]] = None, ranks_per_host: int = 8,
                  first_step: int = 1, trace_view: bool = False, compress: bool = False,
-                 export: str = "text") -> Path:
+                 export: str = "text", kernels_per_step: Optional[int] = None,
+                 comm_ops_per_step: Optional[int] = None, shape: Optional[str] = None) -> Path:
     """Write a synthetic run under `path` (created) and return it.
+
+    `kernels_per_step` / `comm_ops_per_step` (Ascend layout) give each rank the size of a production torch_npu
+    run: that many `kernel_details.csv` rows (level-1 columns) and communication operators per step, and a dense
+    `memory_record.csv` (`reportgen.synth.large`). `shape="torch_npu_large"` is the preset of issue 17: 5,200
+    kernels and 43 communication operators per step, tp 8 and 4 pipeline stages (when `tp` and `stages` are left
+    at 1). Without them the files are the small ones, unchanged.
 
     MindInsight runs get step traces with communication columns, operator timelines and the profiler's
     cluster-analyse overlap files; Ascend runs get step_trace_time.csv and, with `trace_view`, a
@@ -233,8 +243,20 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
         raise ValueError(f"export must be one of {', '.join(EXPORTS)} (db only for the ascend layout)")
     if ranks < 1 or steps < 1 or stages < 1 or ranks % stages:
         raise ValueError("need ranks >= 1, steps >= 1 and a stage count that divides the rank count")
+    if shape is not None:
+        if shape not in SHAPES:
+            raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
+        preset = SHAPES[shape]
+        kernels_per_step = kernels_per_step or preset["kernels_per_step"]
+        comm_ops_per_step = comm_ops_per_step or preset["comm_ops_per_step"]
+        if tp == 1 and stages == 1 and ranks % (preset["tp"] * preset["stages"]) == 0:
+            tp, stages = preset["tp"], preset["stages"]
+    if (kernels_per_step or comm_ops_per_step) and layout != "ascend":
+        raise ValueError("kernels_per_step / comm_ops_per_step / shape: only for the ascend layout")
     plan = parse_injections(inject or [])
     plan.seed = seed
+    plan.kernels_per_step = int(kernels_per_step or 0)
+    plan.comm_ops_per_step = int(comm_ops_per_step or 0)
     model = step_model(ranks, steps, stages=stages, tp=tp, plan=plan, seed=seed, layout=layout,
                        ranks_per_host=ranks_per_host)
     path = Path(path)

@@ -33,31 +33,75 @@ def _link_bw(src: int, dst: int, per_host: int, plan: "Plan") -> tuple[str, floa
 def _base_ops(r: int, groups: dict, s: int, per_host: int, plan: "Plan") -> list[dict]:
     """The communication operators of rank r in step s with their local links (ring algorithms), at nominal
     speed: `time` is the transfer over the rank's own link, `ring_time` the operator's duration (a ring is as
-    slow as its slowest hop)."""
+    slow as its slowest hop). With `plan.comm_ops_per_step` (the realistic size), the collectives of the
+    largest non-data-parallel groups (tensor parallel; else data parallel) are split into that many operators
+    per step (one per layer, as Megatron issues them), moving the same bytes in total."""
     ops = []
-    for gid, g in sorted(groups.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1])):
+    mine = [(gid, g) for gid, g in sorted(groups.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))
+            if len(g["global_ranks"]) >= 2 and g["group_name"] != "default_group" and r in g["global_ranks"]]
+    kinds_of = {gid: _kinds(g) for gid, g in mine}
+    reps = _repeats(kinds_of, mine, getattr(plan, "comm_ops_per_step", 0))
+    for gid, g in mine:
         members = g["global_ranks"]
-        if r not in members or len(members) < 2 or g["group_name"] == "default_group":
-            continue
         n = len(members)
         loc = members.index(r)
         peer = members[(loc + 1) % n]
         name = g["group_name"]
-        if name == "dp":
-            kinds = [("allReduce", DP_GRAD_MB / 2 * 2 * (n - 1) / n)] * 2
-        elif name == "tp":
-            kinds = [("allGather", TP_MB * (n - 1) / n), ("reduceScatter", TP_MB * (n - 1) / n)]
-        else:
-            kinds = [("batchSendRecv", PP_MB)]
-        for k, (opname, size) in enumerate(kinds):
-            tr, bw = _link_bw(r, peer, per_host, plan)
-            # a ring is as slow as its slowest link: every member waits for the slowest hop
-            ring_bw = min(_link_bw(members[i], members[(i + 1) % n], per_host, plan)[1] for i in range(n))
-            ops.append({"name": f"hcom_{opname}__{gid.rsplit('_', 1)[1]}_{s}_{k}@{double_hash(gid)}",
-                        "short": opname.lower(), "group": str(double_hash(gid)), "local": loc,
-                        "peer_local": (loc + 1) % n, "transport": tr, "size": size, "time": size / bw,
-                        "ring_time": size / ring_bw, "p2p": name == "pp"})
+        # a ring is as slow as its slowest link: every member waits for the slowest hop
+        ring_bw = _ring_bw(tuple(members), per_host, plan)
+        tr, bw = _link_bw(r, peer, per_host, plan)
+        k = 0
+        for j, (opname, size) in enumerate(kinds_of[gid]):
+            rep = reps.get((gid, j), 1)
+            for _ in range(rep):
+                part = size / rep
+                ops.append({"name": f"hcom_{opname}__{gid.rsplit('_', 1)[1]}_{s}_{k}@{double_hash(gid)}",
+                            "short": opname.lower(), "group": str(double_hash(gid)), "local": loc,
+                            "peer_local": (loc + 1) % n, "transport": tr, "size": part, "time": part / bw,
+                            "ring_time": part / ring_bw, "p2p": name == "pp"})
+                k += 1
     return ops
+
+
+def _kinds(g: dict) -> list[tuple[str, float]]:
+    n = len(g["global_ranks"])
+    name = g["group_name"]
+    if name == "dp":
+        return [("allReduce", DP_GRAD_MB / 2 * 2 * (n - 1) / n)] * 2
+    if name == "tp":
+        return [("allGather", TP_MB * (n - 1) / n), ("reduceScatter", TP_MB * (n - 1) / n)]
+    return [("batchSendRecv", PP_MB)]
+
+
+def _repeats(kinds_of: dict, mine: list, target: int) -> dict:
+    """(group id, operator) -> how many operators per step carry it, so that the rank has `target` in total."""
+    have = sum(len(k) for k in kinds_of.values())
+    if not target or target <= have:
+        return {}
+    split = [gid for gid, g in mine if g["group_name"] == "tp"] or [gid for gid, g in mine if g["group_name"] == "dp"]
+    slots = [(gid, j) for gid in split for j in range(len(kinds_of[gid]))]
+    if not slots:
+        return {}
+    extra = target - have
+    out = {}
+    for i, slot in enumerate(slots):
+        out[slot] = 1 + extra // len(slots) + (1 if i < extra % len(slots) else 0)
+    return out
+
+
+_RING_CACHE: dict = {}
+
+
+def _ring_bw(members: tuple, per_host: int, plan: "Plan") -> float:
+    key = (members, per_host, tuple(sorted(plan.slow_link.items())))
+    bw = _RING_CACHE.get(key)
+    if bw is None:
+        n = len(members)
+        bw = min(_link_bw(members[i], members[(i + 1) % n], per_host, plan)[1] for i in range(n))
+        if len(_RING_CACHE) > 100_000:
+            _RING_CACHE.clear()
+        _RING_CACHE[key] = bw
+    return bw
 
 
 def nominal_transit(ranks: int, groups: dict, per_host: int, plan: "Plan") -> np.ndarray:

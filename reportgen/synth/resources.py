@@ -57,6 +57,15 @@ def write_ascend_resources(out: Path, r: int, comp_ms: np.ndarray, first_step: i
     """kernel_details.csv and op_statistic.csv (the same kernels), memory_record.csv, operator_memory.csv."""
     rng = np.random.default_rng(seed * 7919 + r)
     t0 = 1_763_717_400_000_000.0 + r * 37.5
+    kernels = getattr(plan, "kernels_per_step", 0)
+    if kernels:  # the realistic size (synth.large): a separate generator, so small runs stay byte for byte
+        from reportgen.synth.large import write_large_kernels, write_large_memory
+
+        write_large_kernels(out, r, comp_ms, first_step, op_mix(plan), kernels, seed)
+        peak = peak_ratio(r, plan, rng) * CAPACITY_GB * 1024
+        write_large_memory(out, r, peak, max(60, kernels * len(comp_ms) // 10))
+        _write_operator_memory(out, r, peak, t0)
+        return
     rows = ["Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim"]
     stats: dict = {}
     for s, comp in enumerate(comp_ms):
@@ -86,6 +95,10 @@ def write_ascend_resources(out: Path, r: int, comp_ms: np.ndarray, first_step: i
         alloc = peak * 0.85 * frac
         mem.append(f"PTA,{ts + 1:.3f}\t,{alloc:.6f},{peak * 0.92:.6f},{alloc:.6f},2,NPU:{r % 8}")
     (out / "memory_record.csv").write_text("\n".join(mem) + "\n", encoding="utf-8")
+    _write_operator_memory(out, r, peak, t0)
+
+
+def _write_operator_memory(out: Path, r: int, peak: float, t0: float) -> None:
     om = ["Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),Duration(us),"
           "Active Duration(us),Allocation Total Allocated(MB),Allocation Total Reserved(MB),Allocation Total Active(MB),"
           "Release Total Allocated(MB),Release Total Reserved(MB),Release Total Active(MB),Stream Ptr,Device Type"]

@@ -96,7 +96,12 @@
   function cellValue(td) {
     var v = td.getAttribute("data-v");
     if (v !== null && v !== "" && !isNaN(Number(v))) { return Number(v); }
-    return td.textContent.trim().toLowerCase();
+    var t = td.textContent.trim();
+    if (v === null && t !== "") {  // numeric cells without a sort key show a plain number: 1,234.567 / 34.2 % / 2.30e-05
+      var n = Number(t.replace(/,/g, "").replace(/\s*%$/, ""));
+      if (!isNaN(n)) { return n; }
+    }
+    return t.toLowerCase();
   }
   function sortBy(table, idx, th) {
     var tbody = table.tBodies[0];
@@ -212,6 +217,19 @@
     var dataEl = document.getElementById("rank-data");
     if (!sel || !dataEl) { return; }
     var data = JSON.parse(dataEl.textContent);
+    var metaEl = document.getElementById("rank-meta");  // the phases the ranks share; phase key -> step-line label
+    var meta = metaEl ? JSON.parse(metaEl.textContent) : {};
+    function linesOf(rows, phases) {
+      var labels = meta.line_labels || {}, out = [];
+      rows.forEach(function (r) {
+        phases.forEach(function (p) {
+          if (labels[p.key] && r.step !== null && r[p.key] !== null && r[p.key] !== undefined) {
+            out.push({ step: r.step, phase: labels[p.key], value: r[p.key] });
+          }
+        });
+      });
+      return out;
+    }
     var fig = document.getElementById("fig-rank-lines");
     var template = fig ? specOf(fig) : null;
     var view = document.getElementById("rank-view");
@@ -219,18 +237,20 @@
       var d = data[rank];
       view.textContent = "";
       if (!d) { return; }
+      var phases = d.phases || meta.phases || [];
+      var lines = d.lines || linesOf(d.rows, phases);
       var facts = el("table", { "class": "facts" });
       d.facts.forEach(function (kv) { var tr = el("tr"); tr.appendChild(el("th", {}, kv[0])); tr.appendChild(el("td", {}, kv[1])); facts.appendChild(tr); });
       view.appendChild(facts);
       if (d.rows.length) {
         var t = el("table", { "class": "sortable" });
         var hr = el("tr"); hr.appendChild(el("th", {}, "Step"));
-        d.phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
+        phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
         var thead = el("thead"); thead.appendChild(hr); t.appendChild(thead);
         var tb = el("tbody");
         d.rows.forEach(function (r) {
           var tr = el("tr"); tr.appendChild(el("td", { "class": "num" }, r.step === null ? "—" : String(r.step)));
-          d.phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
+          phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
           tb.appendChild(tr);
         });
         t.appendChild(tb); view.appendChild(t);
@@ -239,9 +259,9 @@
       }
       d.issues.forEach(function (i) { view.appendChild(el("p", { "class": "muted" }, i.severity + ": " + (i.file || "(run)") + ": " + i.problem)); });
       if (fig && template) {
-        if (d.lines.length) {
+        if (lines.length) {
           fig.style.display = "";
-          var spec = Object.assign({}, template, { datasets: { steps: d.lines } });
+          var spec = Object.assign({}, template, { datasets: { steps: lines } });
           embed(fig, spec);
         } else { fig.style.display = "none"; fig.setAttribute("data-rendered", "true"); }
       }

@@ -1,0 +1,112 @@
+"""Where the per-rank loading runs: this process, a local process pool (`-j N`), or a Dask cluster
+(`--scheduler tcp://HOST:PORT`).
+
+`loaders.load_rank(rank_files, root, layout)` is a pure function of one rank's files that returns a compact,
+picklable `RankData` (the rank's summary: step phases, operator-type and per-operator tables, communication per
+operator and link, the downsampled memory curve, data-quality entries; tens of KB per rank, never the raw rows).
+So the same call runs on one core, on all cores, or on the workers of a Dask cluster; the cluster analysis
+only ever sees the summaries. Results come back in rank order whatever order they finish in.
+"""
+
+from __future__ import annotations
+
+import signal
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Iterator, Optional
+
+from reportgen.errors import ReportError
+
+DASK_INSTALL = 'pip install "msreport[dask]"'
+LOCAL = "local"
+
+
+class SchedulerError(ReportError):
+    """The Dask scheduler cannot be used (Dask missing, or the address unreachable)."""
+
+
+def dask_available() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_scheduler(scheduler: Optional[str]) -> Optional[str]:
+    """None when `scheduler` can be used, else a one-line reason (the CLI prints it and exits with 2)."""
+    if scheduler in (None, LOCAL):
+        return None
+    if "://" not in scheduler:
+        return f"--scheduler takes 'local' or a Dask scheduler address such as tcp://HOST:8786, not {scheduler!r}"
+    if not dask_available():
+        return f"--scheduler {scheduler} needs Dask's distributed scheduler: {DASK_INSTALL}"
+    return None
+
+
+def map_ranks(fn: Callable, items: list, args: tuple, *, jobs: int = 1, scheduler: Optional[str] = None,
+              min_parallel: int = 1, progress: Optional[Callable[[int, int], None]] = None) -> Iterator:
+    """`fn(item, *args)` for every item, in order: on a Dask cluster when `scheduler` is an address, in `jobs`
+    local processes when `jobs > 1` and there are at least `min_parallel` items, else here."""
+    total = len(items)
+    if scheduler not in (None, LOCAL):
+        yield from _on_dask(fn, items, args, scheduler, progress)
+    elif jobs > 1 and total >= min_parallel:
+        yield from _in_pool(fn, items, args, jobs, progress)
+    else:
+        for i, item in enumerate(items, 1):
+            yield fn(item, *args)
+            if progress:
+                progress(i, total)
+
+
+def _in_pool(fn, items, args, jobs, progress) -> Iterator:
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_worker_init)
+    try:
+        futs = [ex.submit(fn, item, *args) for item in items]
+        for i, fut in enumerate(futs, 1):
+            yield fut.result()
+            futs[i - 1] = None  # type: ignore[call-overload]  # the summary is the caller's now
+            if progress:
+                progress(i, len(items))
+    except BaseException:  # Ctrl-C (or a failure): stop the workers now, do not wait for queued ranks
+        _stop_pool(ex)
+        raise
+    ex.shutdown()
+
+
+def _on_dask(fn, items, args, address, progress) -> Iterator:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SchedulerError(f"--scheduler {address} needs Dask's distributed scheduler: {DASK_INSTALL}") from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise SchedulerError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    try:
+        futs = client.map(fn, items, *[[a] * len(items) for a in args], pure=False)
+        for i, fut in enumerate(futs, 1):  # all run on the cluster at once; collected in rank order
+            yield fut.result()
+            fut.release()
+            futs[i - 1] = None
+            if progress:
+                progress(i, len(items))
+    finally:
+        client.close()
+
+
+def _worker_init() -> None:
+    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_pool(ex: ProcessPoolExecutor) -> None:
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=1)
+
+
+__all__ = ["DASK_INSTALL", "LOCAL", "SchedulerError", "check_scheduler", "dask_available", "map_ranks"]

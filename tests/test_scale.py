@@ -1,0 +1,231 @@
+"""Issue 17, loading side: the realistic synthetic shape, the columnar fast paths (same frames and data-quality
+entries as the careful readers), the local process pool and the Dask scheduler (same summary.json)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reportgen.loaders import columnar, common
+from reportgen.loaders.common import IssueLog, read_frame, read_json
+from reportgen.report import build_report
+from reportgen.synth import generate_run
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+fidelity = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fidelity)
+_strip = fidelity._strip  # summary.json without its timing fields
+
+
+# --- the realistic shape -------------------------------------------------------------------------------------------
+
+
+def test_realistic_shape_sizes_and_identities(tmp_path):
+    run = generate_run(tmp_path / "r", ranks=8, steps=3, stages=2, tp=2, kernels_per_step=700, comm_ops_per_step=11,
+                       inject=["slow-rank:5:compute:1.3"])
+    outs = sorted(run.glob("*/ASCEND_PROFILER_OUTPUT"))
+    assert len(outs) == 8
+    for out in outs:
+        with open(out / "kernel_details.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 3 * 700
+        per_step = {}
+        for r in rows:
+            per_step[r["Step Id"]] = per_step.get(r["Step Id"], 0.0) + float(r["Duration(us)"])
+        # the kernels of a step add up to the step trace's computing time (µs, rounding of 700 durations aside)
+        with open(out / "step_trace_time.csv", newline="") as f:
+            comp = {r["Step"]: float(r["Computing"]) for r in csv.DictReader(f)}
+        for step, us in per_step.items():
+            assert us == pytest.approx(comp[step], rel=0.03)
+        # op_statistic.csv holds the same kernels
+        with open(out / "op_statistic.csv", newline="") as f:
+            stats = list(csv.DictReader(f))
+        assert sum(int(s["Count"]) for s in stats) == len(rows)
+        assert sum(float(s["Total Time(us)"]) for s in stats) == pytest.approx(sum(per_step.values()), rel=1e-6)
+        # the start times are distinct and increasing within a step, written like torch_npu (3 decimals, a tab)
+        starts = [r["Start Time(us)"] for r in rows if r["Step Id"] == "2"]
+        assert all(s.endswith("\t") and len(s.strip().split(".")[1]) == 3 for s in starts)
+        assert [float(s) for s in starts] == sorted(float(s) for s in starts)
+        comm = json.loads((out / "communication.json").read_text())
+        assert sorted(comm) == ["step1", "step2", "step3"]
+        n_ops = [len(v["collective"]) + len(v["p2p"]) for v in comm.values()]
+        assert n_ops == [11, 11, 11]
+    slow, fast = outs[5], outs[4]  # rank directories sort by rank (node000_100005_...)
+
+    def total(out: Path) -> float:
+        with open(out / "kernel_details.csv", newline="") as f:
+            return sum(float(r["Duration(us)"]) for r in csv.DictReader(f))
+    assert total(slow) / total(fast) == pytest.approx(1.3, rel=0.05)
+
+
+def test_comm_ops_split_keeps_the_bytes(tmp_path):
+    """Splitting the tensor-parallel collectives into more operators moves the same bytes per step."""
+    small = generate_run(tmp_path / "a", ranks=8, steps=1, stages=2, tp=2)
+    big = generate_run(tmp_path / "b", ranks=8, steps=1, stages=2, tp=2, comm_ops_per_step=15)
+
+    def size(run: Path) -> tuple[int, float]:
+        out = sorted(run.glob("*/ASCEND_PROFILER_OUTPUT"))[0]
+        ops = json.loads((out / "communication.json").read_text())["step1"]
+        infos = [i for kind in ops.values() for i in kind.values()]
+        mb = sum(b["Transit Size(MB)"] for i in infos for t, b in i["Communication Bandwidth Info"].items()
+                 if t != "SDMA")
+        return len(infos), mb
+    n_small, mb_small = size(small)
+    n_big, mb_big = size(big)
+    assert (n_small, n_big) == (5, 15)
+    assert mb_big == pytest.approx(mb_small, rel=1e-4)
+
+
+def test_shape_preset_report_flags_the_slow_rank(tmp_path):
+    run = generate_run(tmp_path / "r", ranks=32, steps=2, shape="torch_npu_large", inject=["slow-rank:11:compute:1.3"])
+    meta = json.loads(next(run.glob("*/profiler_metadata.json")).read_text())
+    assert meta["distributed_args"]["tensor_model_parallel_size"] == 8
+    assert meta["distributed_args"]["pipeline_model_parallel_size"] == 4
+    res = build_report(run, tmp_path / "o")
+    assert any(f["category"] == "slow_rank" and 11 in f["ranks"] for f in res.summary["findings"])
+    # every generated file reads cleanly: no data-quality entry names one
+    assert not [q for q in res.summary["data_quality"] if q["file"] and q["severity"] != "info"]
+    mem = res.summary["metrics"].get("memory") or {}
+    assert mem  # the dense memory_record.csv was read
+
+
+def test_small_runs_unchanged_by_the_new_knobs(tmp_path):
+    """Without the knobs the generator writes exactly what it wrote before (0 means: not given)."""
+    a = generate_run(tmp_path / "a", ranks=4, steps=2, stages=2)
+    b = generate_run(tmp_path / "b", ranks=4, steps=2, stages=2, kernels_per_step=0, comm_ops_per_step=0)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    with pytest.raises(ValueError):
+        generate_run(tmp_path / "c", layout="mindinsight", ranks=2, steps=1, kernels_per_step=10)
+
+
+# --- the fast paths: same result as the careful readers ------------------------------------------------------------
+
+
+def _careful_frame(path: Path, columns: tuple[str, ...], monkeypatch):
+    log = IssueLog(path.parent)
+    with monkeypatch.context() as m:
+        m.setattr(columnar, "read_clean", lambda *a, **k: None)
+        df = read_frame(path, log, columns)
+    return df, [i.problem for i in log.issues]
+
+
+@pytest.mark.parametrize("body,fast", [
+    ("Name,Start Time(us),Duration(us)\nMatMul,1763717400000000.120\t,12.5\nAdd,1763717400000013.000\t,3\n", True),
+    ("Name,Start Time(us),Duration(us)\nMatMul,10\t,12.5\nMatMul,10\t,12.5\n", False),  # duplicated row
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,-1\nAdd,11,2\n", False),  # negative duration
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,inf\nAdd,11,2\n", False),  # not finite
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,12\nAdd,11\n", None),  # short row (pandas pads it: no entry)
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,12\n\nAdd,11,2\n", None),  # blank line (skipped, fine)
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,12\nAdd,11,2", None),  # no final line break (complete row)
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,12\nAdd,11,2\nMul,1", False),  # cut off mid-row
+    ("Name,Start Time(us),Duration(us)\nMatMul,10,abc\nAdd,11,2\nMul,12,3\nCast,13,4\n", False),  # text
+    ('Name,Start Time(us),Duration(us)\n"Mat,Mul",10,1e400\nAdd,11,2\n', False),  # out of range
+    ("\ufeffName,Start Time(us),Duration(us)\nN/A,10,\nAdd,11,2\n", True),  # BOM, missing marks
+])
+def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
+    p = tmp_path / "kernel_details.csv"
+    p.write_text(body, encoding="utf-8")
+    cols = ("Name", "Duration(us)")
+    took_fast = columnar.read_clean(p, cols, (), True, common._STAMP, common._DURATION) is not None
+    assert took_fast == bool(fast)
+    log = IssueLog(tmp_path)
+    df = read_frame(p, log, cols)
+    ref, ref_issues = _careful_frame(p, cols, monkeypatch)
+    assert [i.problem for i in log.issues] == ref_issues
+    assert (df is None) == (ref is None)
+    if df is not None:
+        assert df.equals(ref) and list(df.dtypes) == list(ref.dtypes) and list(df.columns) == list(ref.columns)
+    if fast is False:
+        assert ref_issues  # the irregular files above are named in data quality
+
+
+@pytest.mark.parametrize("text,fast", [
+    ('{"a": [1, 2.5, {"b": "x"}], "c": null, "d": true}', True),
+    ('{"a": NaN}', False), ('{"a": 1e400}', False), ('{"a": 123456789012345678901234567890}', False),
+    ('{"a": 5000000000000000000}', False), ('\ufeff{"a": 1}', True), ('{"a": 1,}', False),
+])
+def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fast):
+    p = tmp_path / "communication.json"
+    p.write_text(text, encoding="utf-8")
+    assert (common._fast_json(p.read_bytes()) is not common._MISS) == fast
+    log = IssueLog(tmp_path)
+    got = read_json(p, log)
+    ref_log = IssueLog(tmp_path)
+    with monkeypatch.context() as m:
+        m.setattr(common, "_fast_json", lambda raw: common._MISS)
+        ref = read_json(p, ref_log)
+    assert repr(got) == repr(ref)
+    assert [i.problem for i in log.issues] == [i.problem for i in ref_log.issues]
+
+
+# --- where the ranks are loaded: one process, a pool, a Dask cluster -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("scale")
+    return generate_run(base / "run", ranks=8, steps=3, stages=2, tp=2, kernels_per_step=200, comm_ops_per_step=9,
+                        inject=["slow-rank:3:compute:1.3", "corrupt-comm:6"])
+
+
+def test_process_pool_equals_one_process(small_run, tmp_path, monkeypatch):
+    from reportgen import loaders
+
+    monkeypatch.setattr(loaders, "PARALLEL_MIN_RANKS", 2)
+    one = build_report(small_run, tmp_path / "one", jobs=1)
+    two = build_report(small_run, tmp_path / "two", jobs=2)
+    assert _strip(two.summary) == _strip(one.summary)
+    assert any(q["file"].endswith("communication.json") for q in one.summary["data_quality"])
+
+
+def test_dask_local_cluster_equals_local_build(small_run, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    local = build_report(small_run, tmp_path / "local", jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        res = build_report(small_run, tmp_path / "dask", scheduler=cluster.scheduler_address)
+        prefixes = set(cluster.scheduler.task_prefixes)
+    assert "load_rank" in prefixes  # the ranks really were loaded on the cluster's workers
+    assert _strip(res.summary) == _strip(local.summary)
+    a = json.loads((tmp_path / "dask" / "summary.json").read_text())
+    b = json.loads((tmp_path / "local" / "summary.json").read_text())
+    assert _strip(a) == _strip(b)
+    assert any(f["category"] == "slow_rank" and 3 in f["ranks"] for f in a["findings"])
+
+
+def _cli(args: list[str], pre: str = "") -> subprocess.CompletedProcess:
+    code = f"import sys;{pre}from reportgen.cli import main;sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_scheduler_without_dask_is_one_line_with_the_install_command(small_run, tmp_path):
+    p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:8786", "-q"],
+             pre="sys.modules['distributed']=None;")
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'pip install "msreport[dask]"' in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_scheduler_value_checked(small_run, tmp_path):
+    p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "somewhere", "-q"])
+    assert p.returncode == 2 and "tcp://HOST:8786" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_scheduler_unreachable_is_a_user_error(small_run, tmp_path):
+    pytest.importorskip("distributed")
+    p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9", "-q"])
+    assert p.returncode == 2, p.stderr
+    assert "cannot reach the Dask scheduler" in p.stderr
