@@ -50,5 +50,7 @@ def test_the_old_homes_use_it():
     env = builder.make_env()
     assert (env.filters["ms"], env.filters["pct"], env.filters["pct1"], env.filters["num"]) == (
         fmt.ms_cell, fmt.percent, fmt.share, fmt.number)
-    assert str(builder._ms_cells([1.5, None])) == ('<td class="num" data-v="1.5">1.500</td>'
-                                                   '<td class="num" data-v="">—</td>')
+    assert str(builder._ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
+    assert str(builder._num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
+    assert str(builder._num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
+                                                            '<span class="badge slow">slow</span></td>')
