@@ -93,7 +93,7 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
                 return None
             if other:
                 if n_strict or _numeric_by_header(names[i], n_strict + other):
-                    return None  # a numeric column with text in it: the careful path decides and names rows
+                    return None  # a numeric column with text in it (or a tiny unit column): the careful path
                 continue  # a text column
             if not n_strict:
                 continue
