@@ -489,6 +489,10 @@ class StepOps:
     start: "np.ndarray"
     dur: "np.ndarray"
     window: str = ""  # how the step window was found
+    # The timeline's lanes: the trace's process / thread of each operator ("Ascend Hardware · Stream 3") and its
+    # input shapes when the trace records them; empty when the loader does not know them (lanes by class then).
+    lanes: list[str] = field(default_factory=list)
+    shapes: list[str] = field(default_factory=list)
 
 
 @dataclass

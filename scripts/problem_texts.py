@@ -97,6 +97,9 @@ def evidence_keys() -> list[str]:
                 dicts.append(n.value)
             if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):  # (message, evidence) helpers
                 dicts += [e for e in n.value.elts if isinstance(e, ast.Dict)]
+            if isinstance(n, ast.FunctionDef) and (ast.get_docstring(n) or "").startswith("Evidence"):
+                # helpers returning a finding's evidence as a dict (slow_rank.falls_behind)
+                dicts += [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and isinstance(r.value, ast.Dict)]
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict) and any(
                     isinstance(t, ast.Name) and t.id in ("ev", "evidence") for t in n.targets):
                 dicts.append(n.value)

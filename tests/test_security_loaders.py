@@ -354,3 +354,17 @@ def test_tiny_csv_text_columns_are_not_screened(tmp_path):
     log = IssueLog(tmp_path)
     header, kept = read_csv_rows(p, log)
     assert len(kept) == 1 and not log.issues
+
+
+def test_json_nested_two_hundred_thousand_deep_is_named_not_a_crash(tmp_path):
+    """After the orjson fast path landed, a whole-file JSON nested 200,000 levels deep crashed the process
+    (SIGSEGV inside orjson; exit -11 in the fuzz sample): the nesting is bounded before orjson sees the file.
+    Run in a subprocess so that a crash fails the test instead of killing pytest."""
+    p = tmp_path / "profiler_info_0.json"
+    p.write_bytes(b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
+    code = ("import sys; from pathlib import Path; from reportgen.loaders.common import IssueLog, read_json\n"
+            "log = IssueLog(Path(sys.argv[1]).parent); print(read_json(Path(sys.argv[1]), log)); "
+            "print(log.issues[0].problem)")
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert r.stdout.splitlines() == ["None", "JSON nested too deeply to read; skipped"]

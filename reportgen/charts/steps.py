@@ -79,11 +79,21 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
     return finish(chart, height=height, datasets={"cells": cells})
 
 
-def rank_step_lines(phase_order: list[str]) -> dict:
+def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:
     """One rank's phases over steps. Built ONCE; pages add their rows as the `steps` dataset.
 
-    Rows: {step, phase, value}.
+    Rows: {step, phase, value}. `single_step`: a bar per phase instead of lines that would be single dots.
     """
+    if single_step:
+        chart = alt.Chart(alt.NamedData(name="steps")).mark_bar().encode(
+            x=alt.X("phase:N", title=_("Phase"), sort=phase_order, axis=alt.Axis(labelAngle=0, labelLimit=200)),
+            y=alt.Y("value:Q", title=_("Time (ms)")),
+            color=alt.Color("phase:N", title=_("Phase"), sort=phase_order, scale=phase_scale(phase_order),
+                            legend=None),
+            tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("phase:N", title=_("Phase")),
+                     alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
+        )
+        return finish(chart, height=220)
     chart = alt.Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=_("Time (ms)")),

@@ -6,6 +6,7 @@ import csv
 import errno
 import fcntl
 import gzip
+import io
 import json
 import math
 import mmap
@@ -19,7 +20,7 @@ import ijson
 
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
-from reportgen.jsonguard import DepthGuard
+from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -529,6 +530,8 @@ def _fast_json(raw: bytes) -> Any:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
         return _MISS
+    if not _nesting_within(raw, MAX_JSON_DEPTH):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
+        return _MISS
     try:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
@@ -550,6 +553,17 @@ def _fast_json(raw: bytes) -> Any:
             elif _unusable(x):
                 return _MISS
     return _MISS if _unusable(data) else data
+
+
+def _nesting_within(raw: bytes, limit: int) -> bool:
+    """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count)."""
+    guard = DepthGuard(io.BytesIO(raw), limit)
+    try:
+        while guard.read(JSON_CHUNK):
+            pass
+    except JsonTooDeep:
+        return False
+    return True
 
 
 def _unusable(x: Any) -> bool:

@@ -18,7 +18,7 @@ from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.comm_views import (
     MAX_BOX_LINKS,
     MAX_OP_ROWS,
@@ -148,27 +148,38 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
     if not data:
         return None
     if len(data) <= MAX_BARS:
-        groups = [([r], str(r["rank"])) for r in data]
+        groups = [(r["rank"], str(r["rank"])) for r in data]
         x_title = _("Rank")
     else:  # the culprits and each stage's extremes, each its own bar: never averaged away
-        by_rank = {r["rank"]: r for r in data}
         total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
         picked = representative_ranks(total, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
-        groups = [([by_rank[r]], rank_bar_label(r, role)) for r, role in picked.items()]
+        groups = [(r, rank_bar_label(r, role)) for r, role in picked.items()]
         x_title = _(PICKED_TITLE)
-    out = []
-    for gi, (g, label) in enumerate(groups):
-        transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
-        wait = sum(r["wait_ms"] or 0 for r in g) / len(g)
-        comm = sum(r["communication_ms"] or 0 for r in g) / len(g)
-        other = max(0.0, comm - transit - wait) if a.comm.producers == ["communication.json"] else 0.0
-        for pi, (part, v) in enumerate(((N_("Transit"), transit), (N_("Wait"), wait), (N_("Idle / other"), other))):
-            if v > 0 or part != "Idle / other":
-                out.append({"label": label, "order": gi, "part": _(part), "part_order": pi, "value": round(v, 6)})
-    return Chart("comm-by-rank", comm_charts.comm_by_rank(out, x_title),
-                 N_("Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
-                 "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
-                 "they wait for."))
+    with_other = a.comm.producers == ["communication.json"]
+
+    def bars(by_rank: dict) -> list[dict]:
+        out = []
+        for gi, (r, label) in enumerate(groups):
+            g = by_rank.get(r)
+            if g is None:
+                continue
+            transit, wait = num(g.get("transit_ms")) or 0, num(g.get("wait_ms")) or 0
+            other = max(0.0, (num(g.get("communication_ms")) or 0) - transit - wait) if with_other else 0.0
+            for pi, (part, v) in enumerate(((N_("Transit"), transit), (N_("Wait"), wait), (N_("Idle / other"), other))):
+                if v > 0 or part != "Idle / other":
+                    out.append({"label": label, "order": gi, "part": _(part), "part_order": pi, "value": round(v, 6)})
+        return out
+
+    chart = Chart("comm-by-rank", comm_charts.comm_by_rank(bars({r["rank"]: r for r in data}), x_title),
+                  N_("Communication time per step of each rank: transit (data on the wire), wait (for peers) and "
+                     "the rest of the operators' elapse. A rank that waits much less than its peers is usually the "
+                     "one they wait for."))
+    ps = a.comm.per_rank_step
+    if len(ps):
+        ps = ps.dropna(subset=["step"])
+        by_step = {int(s): g.groupby("rank").mean(numeric_only=True).to_dict("index") for s, g in ps.groupby("step")}
+        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])})
+    return chart
 
 
 def _wait_strip(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:
@@ -272,14 +283,16 @@ def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     for order, rec in enumerate(pick.to_dict("records")):
         sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
         label = f"{rec['src']}-{rec['dst']} {rec['transport']}"
-        for bw in sel["bandwidth_gbps"].dropna():
-            rows.append({"link": label, "order": order, "bandwidth_gbps": round(float(bw), 4),
-                         "slow": bool(rec["slow"])})
+        for op in sel.dropna(subset=["bandwidth_gbps"]).to_dict("records"):
+            rows.append({"link": label, "order": order, "src": str(int(rec["src"])), "dst": str(int(rec["dst"])),
+                         "op": str(op["op"]), "time_ms": num(op["time_ms"]), "size_mb": num(op["size_mb"]),
+                         "bandwidth_gbps": round(float(op["bandwidth_gbps"]), 4), "slow": bool(rec["slow"])})
     if not rows:
         return None
     return Chart("comm-link-ops", comm_charts.link_op_boxplot(rows),
-                 N_("Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
-                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier."))
+                 N_("Per-operator bandwidth, time or size (pick above) on the slow links and the slowest other "
+                    "links (box: quartiles, whiskers: min-max, a dot per operator). A link slow for every operator is "
+                    "a bad link; one slow operator is an outlier."))
 
 
 Download = tuple[str, list[dict], list[dict]]  # CSV path, columns, rows

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis.communication import CommAnalysis
 from reportgen.model import Run
 from reportgen.numbers import rounded
@@ -57,6 +58,8 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
         return {"cells": cells, "bin": b}
     cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
               "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
+              "cell_label": f"{rec.time_ms:.3g} ms · {rec.size_mb:.3g} MB",
+              "href": str(urls.rank(int(rec.src), "communication")),
               "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
               "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
               "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
@@ -137,7 +140,7 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
                       "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
                       "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
-                      "host": hosts[r], "href": f"ranks/rank-{r}.html", "has_data": has})
+                      "host": hosts[r], "href": str(urls.rank(r, "communication")), "has_data": has})
     edges = []
     if len(pairs):
         for rec in pairs.itertuples(index=False):

@@ -17,6 +17,7 @@ from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.charts.strategy_layout import OpRow, StageGraph, build_stage
+from reportgen.site import timeline_view
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
 from reportgen.fmt import compact_ranks
 from reportgen.numbers import finite
@@ -279,7 +280,9 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                               "line through their starts and a dashed one through their ends (lines that bend mark a "
                               "device running late; a start and end line far apart on every lane, an operator slow "
                               "everywhere). Drag to pan, scroll to zoom along time."))
-        charts = ([overview] if overview else []) + [marey_chart]
+        lanes = timeline_view.execution_chart(a.run.execution, m.step, {d.rank: d.shift_ms for d in m.devices},
+                                              {d.rank: d.label for d in m.devices})
+        charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
         ctx = {**base, "marey": {
             "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window), "alignment": [text(n) for n in m.alignment],
             "span_ms": num(m.span_ms), "devices": _device_rows(a, m), "not_drawn": m.not_drawn,

@@ -16,7 +16,7 @@ from reportgen.charts import Chart
 from reportgen.charts import overlap as overlap_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num, records, representative_ranks, stacked_bar_rows
@@ -158,7 +158,16 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                N_("Where each rank's step goes: computation and pure communication.") if o.view == "model" else
                N_("Where each rank's step goes: computing alone, communication hidden under computing, "
                   "communication not overlapped (receive excluded), bubble and free time."))
-        charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
+        stack = Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap)
+        ps = o.per_step.dropna(subset=["step"])
+        if "computing_only" in o.stack and "computing_only" not in ps and {"computing", "overlapped"} <= set(ps):
+            ps = ps.assign(computing_only=ps["computing"] - ps["overlapped"])  # as analysis.overlap's per_rank
+        have = [c for c in o.stack if c in ps]
+        by_step = ({int(s): g.groupby("rank")[have].mean() for s, g in ps.groupby("step")}
+                   if len(have) == len(o.stack) else {})  # a step view missing a part of the bar would mislead
+        step_views.attach(stack, sorted(by_step), lambda s: {"breakdown": stacked_bar_rows(
+            by_step[s], o.stack, labels, MAX_BARS, picked)[0]})
+        charts.append(stack)
     share = [{"rank": int(r), "share": round(float(v), 6), "stage": stage_name.format(stage=int(o.per_rank.at[r, 'pp_stage'])),
               "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
     if share:

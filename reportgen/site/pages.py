@@ -72,7 +72,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
-                                            or [_("Step total")]) if st.kind else None
+                                            or [_("Step total")], single_step=len(st.steps) <= 1) if st.kind else None
     ids = run.rank_ids
     single_data: dict[str, dict] = {}
     meta = {"phases": [{"key": p, "label": translate(f"{PHASE_LABELS[p]} (ms)")} for p in st.phases] if st.kind else [],
@@ -153,7 +153,8 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
             "average": avg_row,
             "rule": text(st.rules_used.get(avg_row["rule"], "")) if avg_row else "",
             "source": trace.source,
-            "cluster_median": {p: st.stats[p].median for p in phases if p in st.stats},
+            "cluster_median": ({p: st.stats[p].median for p in phases if p in st.stats}
+                               if len(run.rank_ids) > 1 else {}),  # no "cluster median" of one device
         })
         if line_spec is not None and len(step_rows) >= 1:
             labels = set(line_spec["encoding"]["color"]["scale"]["domain"])

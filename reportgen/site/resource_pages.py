@@ -20,6 +20,7 @@ from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
+from reportgen.site import timeline_view
 from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num, records
 
@@ -479,6 +480,9 @@ class RankDetail:
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
                     "n_copied": self.n_copied, "max_copies": MAX_TRACE_COPIES,
                     "truncated": t.truncated})
+        chart = timeline_view.rank_chart(self.a.run.execution, r)
+        if chart is not None:
+            sec["charts"].append(chart)
         return sec
 
 
