@@ -513,6 +513,8 @@ def _fast_json(raw: bytes) -> Any:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
         return _MISS
+    if not _shallow(raw, MAX_JSON_DEPTH):  # orjson 3.8 crashes (SIGSEGV) on very deep nesting: never give it one
+        return _MISS
     try:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
@@ -534,6 +536,20 @@ def _fast_json(raw: bytes) -> Any:
             elif _unusable(x):
                 return _MISS
     return _MISS if _unusable(data) else data
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def _shallow(raw: bytes, limit: int) -> bool:
+    """True when the brackets of `raw` outside its strings nest at most `limit` deep (numpy, before parsing)."""
+    import numpy as np
+
+    a = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    if not len(a):
+        return True
+    step = ((a == 0x5B).astype(np.int32) + (a == 0x7B)) - (a == 0x5D) - (a == 0x7D)
+    return int(np.cumsum(step).max()) <= limit
 
 
 def _unusable(x: Any) -> bool:
