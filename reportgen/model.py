@@ -181,6 +181,9 @@ class Communication:
     local_links: bool = True
     self_local: dict[str, int] = field(default_factory=dict)
     unit_note: str = ""
+    # what the data was read from, for people, when the producer's name would mislead (the databases hold
+    # communication.json's twin tables: producer "communication.json", label "CANN analysis.db ..."); "" otherwise
+    label: str = ""
     # Kineto traces only: one row per collective instance (step, op, group, kind, key, start_ms, dur_ms, name),
     # `key` pairs the same instance across ranks (loaders.kineto.match_collectives).
     instances: Optional[pd.DataFrame] = None
@@ -486,6 +489,10 @@ class StepOps:
     start: "np.ndarray"
     dur: "np.ndarray"
     window: str = ""  # how the step window was found
+    # The timeline's lanes: the trace's process / thread of each operator ("Ascend Hardware · Stream 3") and its
+    # input shapes when the trace records them; empty when the loader does not know them (lanes by class then).
+    lanes: list[str] = field(default_factory=list)
+    shapes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -97,7 +97,8 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
         if opts.single_file:
             entry = builder.write_single_file(plan, summary, out, layout.root)
         else:
-            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"))
+            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"),
+                                       jobs=opts.jobs)
     return entry, summary
 
 

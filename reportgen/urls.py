@@ -42,10 +42,6 @@ def rank_page(rank: int) -> str:
     return f"ranks/rank-{int(rank)}.html"
 
 
-def execution_step_page(step: int) -> str:
-    return f"cluster/execution-step-{int(step)}.html"
-
-
 def csv_path(name: str) -> str:
     """A CSV download of a cluster page (`cluster/<name>.csv`)."""
     return f"cluster/{name}.csv"

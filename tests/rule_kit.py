@@ -15,7 +15,8 @@ Every table is literal: one value per rank (position = rank id), or one row per 
 * `stages`: the ranks of each pipeline stage, e.g. [[0, 1], [2, 3]].
 * `comm`: COMM_TIME_COLUMNS name (wait_ms, communication_ms, ...) -> per-rank values or per-step rows
   (the `CommAnalysis.per_rank_step` frame); `links`: [("src-dst", transport, size_mb, time_ms), ...] (the
-  `pairs` and `links` frames).
+  `pairs` and `links` frames); `transfers`: [("src-dst", transport, size_mb, time_ms, count), ...] per-operator
+  records on links (the `link_ops` frame: `count` records of that size, in step 1).
 * `operators`: side -> op type -> per-rank total ms, or (total ms, count) per rank (`Resources.operator_rows`).
 * `memory`: rank -> (peak MB, capacity MB or None); `flops`: per-rank GFLOPS; `stage_flops`: per-stage MFLOPs.
 * `queues`: rank -> QueueSummary fields (host_empty, host_total, device_empty, device_total); `cpu`: rank ->
@@ -97,7 +98,18 @@ def _overlaps(overlap: dict, n_ranks: int) -> dict[int, Overlap]:
     return out
 
 
-def _comm(comm: Optional[dict], links: Optional[list], n_ranks: int, n_steps: int) -> CommAnalysis:
+def _link_ops(transfers: Optional[list]) -> pd.DataFrame:
+    recs = []
+    for name, transport, size_mb, time_ms, count in transfers or []:
+        src, dst = (int(x) for x in name.split("-"))
+        recs += [{"rank": src, "step": 1, "op": f"op{len(recs) + k}", "group": "g0", "src": src, "dst": dst,
+                  "transport": transport, "time_ms": float(time_ms), "size_mb": float(size_mb),
+                  "bandwidth_gbps": size_mb / time_ms} for k in range(int(count))]
+    return pd.DataFrame(recs)
+
+
+def _comm(comm: Optional[dict], links: Optional[list], n_ranks: int, n_steps: int,
+          transfers: Optional[list] = None) -> CommAnalysis:
     empty = pd.DataFrame()
     per_rank_step = pd.DataFrame(columns=["rank", "step", *COMM_TIME_COLUMNS, "n_ops"])
     if comm:
@@ -119,9 +131,9 @@ def _comm(comm: Optional[dict], links: Optional[list], n_ranks: int, n_steps: in
         link_table = pairs.assign(group="g0", mapped=True, stored_bandwidth_gbps=math.nan)
         link_table["self"] = pairs["src"] == pairs["dst"]
     return CommAnalysis(
-        has_data=bool(comm or links), producers=["hand-made"] if comm or links else [], unit_notes=[],
-        per_rank=per_rank, per_rank_step=per_rank_step, per_group_rank=empty, ops=empty, rank_ops=empty,
-        links=link_table, pairs=pairs, link_ops=empty, groups={}, ranks_without_data=[], transport_medians={})
+        has_data=bool(comm or links or transfers), producers=["hand-made"] if comm or links or transfers else [],
+        unit_notes=[], per_rank=per_rank, per_rank_step=per_rank_step, per_group_rank=empty, ops=empty,
+        rank_ops=empty, links=link_table, pairs=pairs, link_ops=_link_ops(transfers), groups={}, ranks_without_data=[], transport_medians={})
 
 
 def _operator_rows(operators: dict) -> pd.DataFrame:
@@ -188,7 +200,8 @@ def analysis(*, steps: Optional[dict] = None, n_steps: int = 4, overlap: Optiona
              stage_flops: Optional[list] = None, queues: Optional[dict] = None, cpu: Optional[dict] = None,
              execution: Optional[dict] = None, timeline: Optional[dict] = None,
              issues: Optional[list[DataIssue]] = None, ranks: Optional[int] = None, layout: str = "ascend",
-             mode: str = "data-parallel", hosts: Optional[list[str]] = None) -> Analysis:
+             mode: str = "data-parallel", hosts: Optional[list[str]] = None,
+             transfers: Optional[list] = None) -> Analysis:
     keyed = [r for d in (memory, queues, cpu, timeline) for r in (d or {})]
     n = ranks or max(_n_ranks(steps, overlap, comm, operators, {"f": flops or []}, (execution or {}).get("types")),
                      1 + max(keyed, default=0))
@@ -209,7 +222,7 @@ def analysis(*, steps: Optional[dict] = None, n_steps: int = 4, overlap: Optiona
                                  step_trace=traces.get(r), overlap=overlaps.get(r), timeline=tl)
     run = Run(root=Path("hand-made"), info=info, ranks=ranks_data)
     st = analyze_steps(run)
-    ca = _comm(comm, links, n, n_steps)
+    ca = _comm(comm, links, n, n_steps, transfers)
     ov = analyze_overlap(run, st, ca)
     res = _resources(operators, memory, flops, stage_flops, stages, queues, cpu)
     ex = _execution(execution, stage_of, n) if execution else None

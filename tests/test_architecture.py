@@ -1,7 +1,7 @@
 """The tree read top-down is the pipeline: no module imports a layer above its own (issue 15).
 
 discover -> loaders -> analysis -> rules -> charts -> site -> report -> commands. The foundation modules (model,
-numbers, errors, urls, intervals, progress) import no pipeline layer. Late imports inside functions count too.
+numbers, fmt, errors, urls, intervals, progress) import no pipeline layer. Late imports inside functions count too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import reportgen
 
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
-    {"__init__", "errors", "numbers", "jsonguard", "intervals", "urls", "progress", "i18n", "model"},
+    {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model"},
     {"discover"},
     {"loaders"},
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)

@@ -76,7 +76,7 @@ def test_db_sample_fills_communication_operators_memory_and_index(db_run):
 def test_db_sample_memory_units(db_run):
     m = db_run.ranks[0].memory
     f = sample(DB_SAMPLE) / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
-    con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
+    con = sqlite3.connect(f.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)  # the sample stays untouched
     (app_max,) = con.execute("SELECT MAX(hbm) FROM NPU_MEM WHERE type = (SELECT id FROM STRING_IDS "
                              "WHERE value = 'app')").fetchone()
     con.close()
@@ -245,3 +245,42 @@ def test_broken_and_partial_databases_never_raise(tmp_path):
     assert r0.operators is None and any(i.severity == "error" for i in r0.issues)
     assert r1.communication is not None and r1.communication.unit_note.startswith("profiler DB COMMUNICATION_OP")
     assert np.isnan(r1.communication.ops["transit_ms"]).all()
+
+
+def test_communication_page_names_the_database_it_read(tmp_path):
+    """The Communication page's "Source:" names the DB (analysis.db / the profiler DB), not communication.json,
+    which a DB export does not have; the text export keeps its label (issue 15)."""
+    from bs4 import BeautifulSoup
+
+    from reportgen.cli import main
+
+    def source_line(run: Path, out: Path) -> str:
+        assert main([str(run), "-o", str(out), "-q", "--lang", "en"]) == 0
+        soup = BeautifulSoup((out / "cluster" / "communication.html").read_text(), "html.parser")
+        return next(p.get_text() for p in soup.select("#communication p.muted") if p.get_text().startswith("Source:"))
+
+    db_line = source_line(sample(DB_SAMPLE), tmp_path / "db")
+    assert "CANN analysis.db (CommAnalyzerTime" in db_line and "communication.json +" not in db_line
+    only_profiler_db = tmp_path / "run"
+    shutil.copytree(sample(DB_SAMPLE), only_profiler_db)
+    for p in only_profiler_db.glob("*/ASCEND_PROFILER_OUTPUT/analysis.db"):
+        p.unlink()
+    assert "profiler DB (COMMUNICATION_OP)" in source_line(only_profiler_db, tmp_path / "pdb")
+    assert "CANN communication.json + communication_matrix.json" in source_line(sample(TEXT_SAMPLE), tmp_path / "txt")
+
+
+def test_reading_a_db_export_leaves_the_run_folder_untouched(tmp_path):
+    """The DB files (WAL mode) are opened read-only and immutable: no -shm / -wal file appears in the run."""
+    run = tmp_path / "run"
+    shutil.copytree(sample(DB_SAMPLE), run, ignore=shutil.ignore_patterns("*.db-shm", "*.db-wal"))
+    for d in (run, *run.rglob("*")):  # the sample is read-only; the copy is made writable to convert it
+        d.chmod(0o755 if d.is_dir() else 0o644)
+    for db in run.rglob("*.db"):  # every database in WAL mode (the profiler DB is; analysis.db too, here)
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+        con.close()
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    loaded = _load(run)
+    assert loaded.ranks[0].communication is not None and loaded.ranks[0].step_trace is not None
+    analyze(loaded)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before

@@ -236,20 +236,57 @@ def test_a_report_left_aside_by_a_kill_is_put_back(tmp_path, run4):
 
 
 def test_kill_9_during_writing_leaves_the_report_and_no_orphans(tmp_path):
-    """Before: 4 of 13 kills left a .NAME.tmp-* folder behind for ever."""
+    """Before: 4 of 13 kills left a .NAME.tmp-* folder behind for ever. Each kill here lands while the report is
+    being written (its staging folder exists), at a different point of the writing."""
     run = generate_run(tmp_path / "run", ranks=32, steps=4, seed=3)
     out = tmp_path / "report"
     assert main([str(run), "-o", str(out), "-q"]) == 0
     before = (out / "summary.json").read_text()
-    for delay in (1.0, 1.8, 2.6, 3.4):
+    orphans_seen = 0
+    for after in (0.0, 0.15, 0.4):
         p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(out), "-q"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+        t0 = time.monotonic()
+        while p.poll() is None and not list(tmp_path.glob(".report.tmp-*")) and time.monotonic() - t0 < 120:
+            time.sleep(0.01)
+        time.sleep(after)
         p.send_signal(signal.SIGKILL)
         p.wait()
+        orphans_seen += bool(list(tmp_path.glob(".report.tmp-*")))
         assert json.loads((out / "summary.json").read_text())["run"] == json.loads(before)["run"]
-    assert main([str(run), "-o", str(out), "-q"]) == 0
+        assert (out / "index.html").is_file()
+    assert orphans_seen, "no kill landed while the report was being written"
+    assert main([str(run), "-o", str(out), "-q"]) == 0  # the next run removes the staging folders it owns
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "run"]
+
+
+def test_fifty_thousand_tiny_files_and_a_sparse_two_gigabyte_file_end_to_end(tmp_path):
+    """The whole command on a run folder holding 50,000 tiny files and a 2 GB sparse trace: bounded time and
+    memory (peak RSS of the process), exit 0, both named in data quality, the ranks still reported."""
+    run = generate_run(tmp_path / "run", ranks=2, steps=2, seed=3, trace_view=True)
+    junk = run / "junk"
+    junk.mkdir()
+    for i in range(50_000):
+        (junk / f"f{i:05d}.txt").touch()
+    trace = next(run.rglob("trace_view.json"))
+    with open(trace, "wb") as f:
+        f.truncate(2 * 1024 ** 3)
+    out = tmp_path / "report"
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(out), "-q", "-j", "1"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         cwd=Path(__file__).resolve().parents[1])
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    assert p.returncode == 0, p.stderr.read()
+    assert seconds < 120
+    assert usage.ru_maxrss < 800 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MB"  # KB; a clean run: ~250 MB
+    summary = json.loads((out / "summary.json").read_text())
+    dq = summary["data_quality"]
+    assert any(d["file"] == "junk" and "50,000 entries" in d["problem"] for d in dq), dq
+    assert any(d["file"].endswith("trace_view.json") and "sparse" in d["problem"] for d in dq), dq
+    assert summary["run"]["ranks"] == [0, 1]
 
 
 # --- concurrent runs --------------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from reportgen.cli import main
 from reportgen.discover import discover
 from reportgen.loaders import load_run
 from reportgen.loaders.common import IssueLog
-from reportgen.loaders.overlap import load_timeline_overlap, load_trace_view_step_trace
+from reportgen.loaders.overlap import load_timeline_overlap
+from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.loaders.run_info import detect_stages, parallel_indices
 from reportgen.loaders.step_trace import load_legacy_step_trace, load_modern_step_trace
 from reportgen.synth import generate_run, parse_injections, step_model

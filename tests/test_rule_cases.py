@@ -253,6 +253,57 @@ SLOW_LINK = [
          overrides={"slow-link": {"min_drop": 0.8}}),
 ]
 
+# --- stalls ------------------------------------------------------------------------------------------------------
+
+def _stall_rows(cells: dict, n_ranks: int = 6, n_steps: int = 6, base: float = 100.0, extra: float = 30.0):
+    """Computing rows (step x rank) of `base` ms with `extra` ms added on the (step, rank) cells given."""
+    return [[base + (extra if (s, r) in cells else 0.0) for r in range(n_ranks)] for s in range(n_steps)]
+
+
+STALLS = [
+    # rank 2 is 30 ms late in step 3 only (30 > 5 % of the ~135 ms step): one-off, information
+    Case("one rank late in one step", dict(steps=modern(_stall_rows({(3, 2)}), 5, 0), n_steps=6),
+         [fire("stall.one-off", I, {"pattern": "one-off", "steps_standing_out": [4], "worst_rank": 2,
+                                    "worst_excess_ms": 30}, ranks=[2])]),
+    # a different rank in each step: rotating, information
+    Case("a different rank each step", dict(steps=modern(_stall_rows({(s, s) for s in range(6)}), 5, 0),
+                                            n_steps=6),
+         [fire("stall.rotating", I, {"pattern": "rotating", "ranks_standing_out": 6})]),
+    # rank 4 in steps 1 and 2 of 6 (2 < 0.5 x 6): intermittent, a warning
+    Case("the same rank in two steps of six", dict(steps=modern(_stall_rows({(0, 4), (1, 4)}), 5, 0), n_steps=6),
+         [fire("stall.intermittent", W, {"pattern": "intermittent", "steps_standing_out": [1, 2]}, ranks=[4])]),
+    # rank 1 in 4 of 6 steps: chronic, the slow-rank rule's
+    Case("chronic is the slow-rank rule's", dict(steps=modern(_stall_rows({(s, 1) for s in range(4)}), 5, 0),
+                                                 n_steps=6), NONE),
+    Case("no stall", dict(steps=modern(_stall_rows(set()), 5, 0), n_steps=6), NONE),
+    # min_abs_ms 40 > 30
+    Case("min_abs_ms above the stall", dict(steps=modern(_stall_rows({(3, 2)}), 5, 0), n_steps=6), NONE,
+         overrides={"stall": {"min_abs_ms": 40}}),
+]
+
+# --- communication health --------------------------------------------------------------------------------------
+
+STEP_100_20 = modern([100] * 4, 20)  # communication not hidden: 20 / 120 = 16.7 % of the step
+COMM_HEALTH = [
+    # 30 of 100 RDMA transfers under 1 MB = 30 % > 20 %, communication 16.7 % >= 10 % -> warning; sizes 0.512 and
+    # 8.192 MB are multiples of 512 B
+    Case("30 % small RDMA transfers", dict(steps=STEP_100_20, transfers=[("0-1", "RDMA", 0.512, 0.1, 30),
+                                                                          ("1-2", "RDMA", 8.192, 1.0, 70)]),
+         [fire("comm-health.small-packets", W, {"small_share": 0.3, "small_transfers": 30})]),
+    # 10 MB is small on HCCS (< 16 MB) but not on RDMA; 10 MB = 10,000,000 B is not a multiple of 512
+    Case("small HCCS transfers, misaligned", dict(steps=modern([100] * 4, 5), transfers=[
+        ("0-1", "HCCS", 10.0, 1.0, 5), ("1-2", "RDMA", 10.0, 1.0, 5)]),
+         [fire("comm-health.small-packets", I, {"small_share": 0.5, "small_share_by_transport": {
+             "HCCS": 1.0, "RDMA": 0.0}}),
+          fire("comm-health.alignment", I, {"misaligned_share": 1.0, "misaligned_transfers": 5})]),
+    Case("large aligned transfers", dict(steps=STEP_100_20, transfers=[("0-1", "HCCS", 16.777216, 1.0, 10),
+                                                                       ("1-2", "RDMA", 8.192, 1.0, 10)]), NONE),
+    # small_share raised to 0.4 > 0.3
+    Case("small_share raised", dict(steps=STEP_100_20, transfers=[("0-1", "RDMA", 0.512, 0.1, 30),
+                                                                  ("1-2", "RDMA", 8.192, 1.0, 70)]), NONE,
+         overrides={"comm-health": {"small_share": 0.4}}),
+]
+
 # --- communication bound -----------------------------------------------------------------------------------------
 
 COMMUNICATION_BOUND = [
@@ -530,6 +581,8 @@ TABLES = {
     "late-arrival": LATE_ARRIVAL,
     "slow-link": SLOW_LINK,
     "communication-bound": COMMUNICATION_BOUND,
+    "comm-health": COMM_HEALTH,
+    "stall": STALLS,
     "stage-imbalance": STAGE_IMBALANCE,
     "pipeline-bubble": PIPELINE_BUBBLE,
     "host-bound": HOST_BOUND,

@@ -287,3 +287,84 @@ def test_one_row_step_trace_with_a_bad_cell_is_named(tmp_path, bad):
     log = IssueLog(tmp_path)
     load_modern_step_trace(p, log)
     assert any("Preparing" in i.problem and i.file == "step_trace_time.csv" for i in log.issues), log.issues
+
+
+def _trace_of(run: Path) -> Path:
+    names = ("trace_view.json", "gpu_timeline_display_0.json", ".pt.trace.json")
+    return next(p for p in sorted(run.rglob("*.json")) if p.name.endswith(names))
+
+
+@pytest.mark.parametrize("layout", ["ascend", "kineto", "mindspore_gpu"])
+@pytest.mark.parametrize("value,words", [("1e300", "non-finite or out-of-range ts/dur"),
+                                         ("5" + "0" * 18, "non-finite or out-of-range ts/dur"),
+                                         ('"abc"', "without a usable ts/dur"),
+                                         ("-5.0", "without a usable ts/dur")])
+def test_trace_events_without_a_usable_duration_are_named(tmp_path, layout, value, words):
+    """Sweep before: an event whose dur was absurd (1e300, 30 digits), text or negative was left out of the Kineto,
+    trace_view and GPU summaries with nothing in data quality; such events are now counted in one entry naming the
+    trace. (1e400 and 30-digit integers overflow the parser itself: the file is named as unreadable from there.)"""
+    from reportgen.discover import discover
+    from reportgen.loaders import load_rank
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=1, steps=2, seed=3, layout=layout,
+                       **({"trace_view": True} if layout == "ascend" else {}))
+    trace = _trace_of(run)
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    x = [e for e in events if e.get("ph") == "X" and str(e.get("tid")) != "Ops" and
+         not str(e.get("name", "")).startswith("ProfilerStep")]
+    x[len(x) // 2]["dur"] = "@@MARK@@"
+    trace.write_text(json.dumps(data).replace('"@@MARK@@"', value))
+    (lay,) = discover(run)
+    (r, rf), = lay.ranks.items()
+    got = load_rank(rf, run, lay.layout)
+    rel = trace.relative_to(run).as_posix()
+    hits = [i for i in got.issues if i.file == rel and words in i.problem]
+    assert len(hits) == 1 and hits[0].problem.startswith("1 "), got.issues
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("reader", ["rows", "frame"])
+def test_text_in_a_unit_column_of_a_tiny_csv_is_named(tmp_path, rows, reader):
+    """Sweep before: a CSV with one data row (or two) and text in a guessed numeric column gave no majority of
+    numbers, so the column was not screened and the text was read as a missing value, nothing in data quality.
+    A column of one or two cells whose header names a unit is screened; text columns stay unscreened."""
+    p = tmp_path / "op_summary.csv"
+    good = "Add,12.5,[1 2],3\n"
+    p.write_text("Name,Duration(us),Input Shapes,Count\n" + good * (rows - 1) + "MatMul,abc,[4 4],7\n")
+    log = IssueLog(tmp_path)
+    if reader == "rows":
+        header, kept = read_csv_rows(p, log)
+        names = [cells[0] for _, cells in kept]
+    else:
+        df = read_frame(p, log, ("Name", "Duration(us)"))
+        names = list(df["Name"])
+    assert names == ["Add"] * (rows - 1)
+    (issue,) = log.issues
+    assert issue.file == "op_summary.csv" and "'Duration(us)'" in issue.problem and "'abc'" in issue.problem
+
+
+def test_tiny_csv_text_columns_are_not_screened(tmp_path):
+    """The header rule is narrow: names, shapes, lists and JSON in one-row files are kept (real files hold lists in
+    `output_queue_size` and JSON in `communication_operator_cost`)."""
+    p = tmp_path / "minddata_pipeline_raw_0.csv"
+    p.write_text('op_id,op_type,output_queue_size,communication_operator_cost,Input Shapes\n'
+                 '0,MapOp,"[0, 2]","{""a"": 1}",1;2\n')
+    log = IssueLog(tmp_path)
+    header, kept = read_csv_rows(p, log)
+    assert len(kept) == 1 and not log.issues
+
+
+def test_json_nested_two_hundred_thousand_deep_is_named_not_a_crash(tmp_path):
+    """After the orjson fast path landed, a whole-file JSON nested 200,000 levels deep crashed the process
+    (SIGSEGV inside orjson; exit -11 in the fuzz sample): the nesting is bounded before orjson sees the file.
+    Run in a subprocess so that a crash fails the test instead of killing pytest."""
+    p = tmp_path / "profiler_info_0.json"
+    p.write_bytes(b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
+    code = ("import sys; from pathlib import Path; from reportgen.loaders.common import IssueLog, read_json\n"
+            "log = IssueLog(Path(sys.argv[1]).parent); print(read_json(Path(sys.argv[1]), log)); "
+            "print(log.issues[0].problem)")
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert r.stdout.splitlines() == ["None", "JSON nested too deeply to read; skipped"]

@@ -76,27 +76,53 @@ KINETO_TOKENS = {  # Kineto: kernel and operator names, the communication kernel
 
 
 def _poison_kineto(run: Path) -> Path:
+    """Kernel, operator, communication kernel and host names (by text); process and thread names, process-group
+    descriptions and device names (by key)."""
     for p in sorted(run.rglob("*.json")):
         text = p.read_text(encoding="utf-8")
         for k, v in KINETO_TOKENS.items():
             text = text.replace(k, v.replace(PAYLOAD, json.dumps(PAYLOAD)[1:-1]))
-        p.write_text(text, encoding="utf-8")
+        data = json.loads(text)
+        if isinstance(data, dict):
+            for e in data.get("traceEvents") or []:
+                if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name"):
+                    e["args"]["name"] = "proc_" + str(e["args"].get("name")) + PAYLOAD
+            for pg in (data.get("distributedInfo") or {}).get("pg_config") or []:
+                pg["pg_desc"] = "pgdesc_" + str(pg.get("pg_desc")) + PAYLOAD
+            for d in data.get("deviceProperties") or []:
+                d["name"] = "devname_" + str(d.get("name")) + PAYLOAD
+        p.write_text(json.dumps(data), encoding="utf-8")
     return run
 
 
 def _poison_db(run: Path) -> Path:
-    """DB export: operator / type / communication / group names live in STRING_IDS, the host in HOST_INFO."""
+    """DB export: every interned string (STRING_IDS: operator, type, core, communication and group names), the host
+    (HOST_INFO; the rank folders are renamed so that the host comes from the database, not the folder name), the
+    memory modules (ENUM_MODULE), the device (NPU_INFO) and the parallel groups (META_DATA)."""
     import sqlite3
 
+    for i, d in enumerate(sorted(run.glob("*_ascend_pt"))):
+        d.rename(d.with_name(f"db rank{i}"))
     for db in sorted(run.rglob("*.db")):
         con = sqlite3.connect(db)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "STRING_IDS" in tables:
-                con.execute("UPDATE STRING_IDS SET value = value || ? WHERE value LIKE '%MatMul%' OR "
-                            "value LIKE '%allReduce%' OR value LIKE 'group%' OR value = 'AI_CORE'", (PAYLOAD,))
+                con.execute("UPDATE STRING_IDS SET value = value || ?", (PAYLOAD,))
             if "HOST_INFO" in tables:
-                con.execute("UPDATE HOST_INFO SET hostName = hostName || ?", (FOLDER_PAYLOAD,))
+                con.execute("UPDATE HOST_INFO SET hostName = 'dbhost' || ?", (FOLDER_PAYLOAD,))
+            if "ENUM_MODULE" in tables:
+                con.execute("UPDATE ENUM_MODULE SET name = name || ?", (PAYLOAD,))
+            if "NPU_INFO" in tables:
+                con.execute("UPDATE NPU_INFO SET name = name || ?", (PAYLOAD,))
+            if "META_DATA" in tables:
+                for (value,) in con.execute("SELECT value FROM META_DATA WHERE name = 'parallel_group_info'"
+                                            ).fetchall():
+                    groups = json.loads(value)
+                    for g in groups.values():
+                        g["group_name"] = "pgname_" + g["group_name"] + PAYLOAD
+                    con.execute("UPDATE META_DATA SET value = ? WHERE name = 'parallel_group_info'",
+                                (json.dumps(groups),))
             con.commit()
         finally:
             con.close()
@@ -195,13 +221,17 @@ def test_payloads_reach_operator_and_dataset_fields(poisoned):
     assert "MapOp" in advice and "javascript" in advice
 
 
-@pytest.mark.parametrize("layout, fields", [
-    ("db", ("MatMulV3", "allReduce_", "AI_CORE")),
-    ("kineto", ("sm80_xmma_gemm", "aten::mm", "node000")),
-])
+DB_KINETO_FIELDS = {  # the poisoned DB / Kineto string fields that reach a page (see _poison_db, _poison_kineto)
+    "db": ("MatMulV3", "allReduce_", "AI_CORE", "dbhost", "pgname_dp"),  # op, communication op, core, host, group
+    "kineto": ("sm80_xmma_gemm", "aten::mm", "ncclDevKernel_AllReduce", "node000", "pgdesc_default_pg"),
+}
+
+
+@pytest.mark.parametrize("layout, fields", sorted(DB_KINETO_FIELDS.items()))
 def test_db_and_kineto_string_fields_reach_pages_as_text(poisoned, layout, fields):
-    """The DB export's STRING_IDS / HOST_INFO and Kineto's kernel, operator and host names carry the payload onto
-    the pages as escaped text (the page checks above cover these runs too)."""
+    """The DB export's STRING_IDS / HOST_INFO.hostName / META_DATA group names and Kineto's kernel, operator, host
+    and process-group names carry the payload onto the pages as escaped text (the page checks above cover these
+    runs too; process / thread / device names and ENUM_MODULE are poisoned as well but shown nowhere)."""
     run, site, single = poisoned[layout]
     pages = " ".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
     for name in fields:
@@ -216,8 +246,12 @@ def test_nothing_executes_nothing_is_fetched(poisoned):
         pytest.skip("Chromium not available")
     pages = []
     for layout, (run, site, single) in poisoned.items():
-        pages += [single, site / "index.html", *sorted((site / "ranks").glob("*.html"))[:1],
-                  *sorted((site / "cluster").glob("*.html"))]
+        visit = [single, site / "index.html", *sorted((site / "ranks").glob("*.html"))[:1],
+                 *sorted((site / "cluster").glob("*.html"))]
+        seen = " ".join(p.read_text(encoding="utf-8") for p in visit)
+        for name in DB_KINETO_FIELDS.get(layout, ()):  # every DB / Kineto field is on a page the browser opens
+            assert name + "&lt;img" in seen or name + "\\u003cimg" in seen, f"{layout}: {name} not visited"
+        pages += visit
     problems = []
     with pw.sync_playwright() as p:
         br = p.chromium.launch(executable_path=chromium, args=[

@@ -13,7 +13,8 @@ from bs4 import BeautifulSoup
 from conftest import sample
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import align, group_stages, join_keys, select, type_spread
-from reportgen.analysis.strategy import analyze_strategy, collapse
+from reportgen.analysis.strategy import analyze_strategy
+from reportgen.charts.strategy_layout import build_stage, collapse
 from reportgen.cli import main
 from reportgen.discover import discover
 from reportgen.loaders import load_execution, load_run, timeline_ranks
@@ -59,7 +60,7 @@ def test_real_strategy_sample_merges_like_mindinsight():
     assert conv.strategy == [[2, 1, 1, 1], [1, 1, 1, 1]]  # gen_strategy (no in_strategy in this version)
     assert conv.groups == ["0", "1"]  # rank 0 says group 0, rank 1 group 1: unioned, as MindInsight merges
     assert conv.inputs == ["1", "1000"] and run.info.parallel_mode_raw == "auto_parallel"
-    g = analyze_strategy(s).stages[0]
+    g = build_stage(analyze_strategy(s).stages[0])
     assert g.n_ops == 2 and g.n_sharded == 1 and g.n_split == 1
     assert [r.inputs for r in g.all_rows if r.op_type == "Conv2D"] == [["Default/GetNext-op767"]]  # 1000: no node
     assert [(u, v, c) for u, v, c in g.edges] == [("Default", "Default/conv1-Conv2d", 1)]
@@ -72,7 +73,7 @@ def test_synthetic_stage_graphs_count_special_operators(pipe32):
     per_mb = 2 * LAYERS_PER_STAGE  # forward + backward per layer
     compute = MICRO_BATCHES * per_mb * len(LAYER_OPS)
     matmuls = MICRO_BATCHES * per_mb * sum(1 for t, _ in LAYER_OPS if t == "MatMul")
-    for st in sv.stages:
+    for st in map(build_stage, sv.stages):
         pipe = (MICRO_BATCHES if st.stage > 0 else 0) + (MICRO_BATCHES if st.stage < 3 else 0)
         assert st.n_ops == compute + matmuls + pipe + LAYERS_PER_STAGE + 1
         assert st.n_sharded == compute and st.n_split == compute  # dp 4 splits every strategy

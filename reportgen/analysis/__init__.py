@@ -43,7 +43,7 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
     except Exception as e:  # noqa: BLE001
         issues.append(DataIssue("", f"the strategy view could not be built ({type(e).__name__}: {e})", "warning"))
     try:
-        execution = analyze_execution(run, steps.per_step, comm.per_rank_step, resources.flops, resources.memory)
+        execution = analyze_execution(run, steps.per_step, comm.per_rank_step)
     except Exception as e:  # noqa: BLE001
         issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
     a = Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,

@@ -254,9 +254,3 @@ def check_consistency(a: "Analysis") -> list[DataIssue]:
                  lambda: _share_checks(a, trace_of)):
         violations += part()
     return _issues(violations, trace_of)
-
-
-def impossible_share(value_ms: float, step_ms: float) -> bool:
-    """True when `value_ms` cannot be a part of a step of `step_ms` (the tolerance of this module); for rules
-    and pages that show a share of the step."""
-    return bool(_over([value_ms], [step_ms])[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from reportgen.i18n import N_, lazy, text
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from reportgen.analysis import Analysis
@@ -141,7 +141,3 @@ def _gaps(a: "Analysis", areas: dict[str, Area]) -> list[str]:
         elif comm.status == PARTIAL:
             gaps.append(f"{comm.of - comm.ranks} of {comm.of} ranks have no communication data")
     return gaps
-
-
-def checks_without_data(cov: Optional[Coverage]) -> list[str]:
-    return list(cov.gaps) if cov else []

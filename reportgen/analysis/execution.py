@@ -121,11 +121,6 @@ class DeviceRow:
     n_ops: int
     drawn: int
     busy_ms: dict[str, float]  # class -> summed duration
-    flops_m: Optional[float] = None
-    flops_rel: Optional[float] = None
-    memory_ratio: Optional[float] = None
-    peak_mb: Optional[float] = None
-    capacity_mb: Optional[float] = None
     source: str = ""
 
 
@@ -314,24 +309,8 @@ def type_spread(ops: dict[int, StepOps], stages: dict[int, int], step_ms: float)
     return sorted(out, key=lambda s: -s.median_ms)
 
 
-def _cells(row: DeviceRow, flops: pd.DataFrame, memory: pd.DataFrame) -> None:
-    if flops is not None and len(flops):
-        f = flops[flops["rank"] == row.rank]
-        if len(f):
-            row.flops_m = float(f["flops_m"].iloc[0]) if pd.notna(f["flops_m"].iloc[0]) else None
-            v = f["flops_per_s_norm"].iloc[0]
-            row.flops_rel = float(v) if pd.notna(v) else None
-    if memory is not None and len(memory):
-        m = memory[memory["rank"] == row.rank]
-        if len(m):
-            for attr, col in (("memory_ratio", "ratio"), ("peak_mb", "peak_mb"), ("capacity_mb", "capacity_mb")):
-                v = m[col].iloc[0]
-                setattr(row, attr, float(v) if pd.notna(v) else None)
-
-
 def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[int, int],
-               flops: pd.DataFrame, memory: pd.DataFrame, max_bars: int = MAX_BARS, max_joins: int = MAX_JOINS
-               ) -> MareyStep:
+               max_bars: int = MAX_BARS, max_joins: int = MAX_JOINS) -> MareyStep:
     raw_keys = {r: join_keys(o.names) for r, o in ops.items()}
     stages = group_stages(ops, stage_of, raw_keys)
     shift, notes = align(ops, stages, raw_keys)
@@ -360,7 +339,6 @@ def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[i
         dev = DeviceRow(rank=r, stage=stages[r], label=f"rank {r}" + (f" · stage {stages[r]}" if len(set(stages.values())) > 1 else ""),
                         shift_ms=shift[r], step_ms=o.step_ms, n_ops=len(o.names), drawn=len(keep),
                         busy_ms=dict(busy), source=o.source)
-        _cells(dev, flops, memory)
         devices.append(dev)
         for i in keep:
             st = float(o.start[i]) + shift[r]
@@ -413,8 +391,7 @@ def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[i
                      spread=sp_sorted, type_spread=type_spread(ops, stages, step_ms), alignment=notes, window=window, span_ms=span, not_drawn=not_drawn)
 
 
-def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.DataFrame,
-                      flops: pd.DataFrame, memory: pd.DataFrame) -> Optional[ExecutionView]:
+def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.DataFrame) -> Optional[ExecutionView]:
     ex: Optional[ExecutionData] = run.execution
     overview = []
     if per_step is not None and len(per_step) and "total" in per_step:
@@ -434,7 +411,7 @@ def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.D
             ops = ex.ops.get(s) or {}
             if not ops:
                 continue
-            m = marey_step(s, ex.reasons.get(s, ""), ops, run.info.stage_of_rank, flops, memory)
+            m = marey_step(s, ex.reasons.get(s, ""), ops, run.info.stage_of_rank)
             marey.append(m)
             spread_all.extend(m.spread)
     return ExecutionView(marey=marey, overview=overview, overview_comm=oc,

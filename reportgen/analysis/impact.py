@@ -37,32 +37,44 @@ def _wide(per_step: pd.DataFrame, col: str) -> pd.DataFrame:
     return f.pivot_table(index="rank", columns="step", values=col, aggfunc="mean")
 
 
-def replace_excess(steps, phase_col: str, culprits: Iterable[int], reference: Optional[Iterable[int]] = None,
-                   basis: str = "", scope: Optional[Iterable[int]] = None) -> Optional[Impact]:
-    """Saving when each culprit's `phase_col` is set to the per-step median of the `reference` ranks (default:
-    every rank that is not a culprit), the others' waits shrinking by as much as the latest arrival moves.
+def replace_excess(steps, phase_col, culprits: Iterable[int], reference: Optional[Iterable[int]] = None,
+                   basis: str = "", scope: Optional[Iterable[int]] = None,
+                   cells: Optional[pd.DataFrame] = None) -> Optional[Impact]:
+    """Saving when each culprit's `phase_col` (one arrival phase, or several) is set to the per-step median of
+    the `reference` ranks (default: every rank that is not a culprit), the others' waits shrinking by as much as
+    the latest arrival moves.
     `scope`: the ranks whose latest arrival sets the pace (default all; a pipeline stage's ranks for the saving of
-    that stage, which the whole step gets once the stage is the slowest)."""
+    that stage, which the whole step gets once the stage is the slowest).
+    `cells`: a rank x step frame of booleans: only the marked (rank, step) cells are replaced (a stall in some steps)."""
     kind = getattr(steps, "kind", None)
     per_step = getattr(steps, "per_step", None)
     if kind not in ARRIVAL or per_step is None or per_step.empty or "total" not in per_step.columns:
         return None
     cols = [c for c in ARRIVAL[kind] if c in per_step.columns]
-    if phase_col not in per_step.columns or phase_col not in cols:
+    phases = (phase_col,) if isinstance(phase_col, str) else tuple(phase_col)
+    phases = tuple(c for c in phases if c in cols)
+    if not phases:
         return None
     culprits = [int(r) for r in culprits]
     parts = {c: _wide(per_step, c) for c in cols}
     arrival = sum(parts[c].fillna(0.0) for c in cols)
-    phase = parts[phase_col]
-    ref = [r for r in (reference if reference is not None else phase.index) if r not in culprits and r in phase.index]
-    present = [r for r in culprits if r in phase.index]
+    index = parts[phases[0]].index
+    ref = [r for r in (reference if reference is not None else index) if r not in culprits and r in index]
+    present = [r for r in culprits if r in index]
     if not ref or not present:
         return None
-    typical = phase.loc[ref].median(axis=0)
     fixed = arrival.copy()
-    for r in present:
-        excess = (phase.loc[r] - typical).clip(lower=0.0).fillna(0.0)
-        fixed.loc[r] = arrival.loc[r] - excess
+    for c in phases:
+        phase = parts[c]
+        typical = phase.loc[[r for r in ref if r in phase.index]].median(axis=0)
+        for r in present:
+            if r not in phase.index:
+                continue
+            excess = (phase.loc[r] - typical).clip(lower=0.0).fillna(0.0)
+            if cells is not None:
+                mask = cells.loc[r].reindex(excess.index, fill_value=False) if r in cells.index else False
+                excess = excess.where(mask, 0.0)
+            fixed.loc[r] = fixed.loc[r] - excess
     if scope is not None:
         keep = [r for r in scope if r in arrival.index]
         arrival, fixed = arrival.loc[keep], fixed.loc[keep]
@@ -85,3 +97,56 @@ def saved_by_ms(saved_ms: float, steps, basis: str) -> Optional[Impact]:
     if not mean_step or math.isnan(mean_step):
         return None
     return Impact(float(saved_ms), float(saved_ms) / mean_step, basis)
+
+
+def exposed_fraction(steps, ranks: Iterable[int]) -> Optional[float]:
+    """Share of these ranks' communication time that is not hidden by computation, from the step trace:
+    Communication (not overlapped) / (it + Overlapped), the pipeline bubble (waiting for another stage) left out;
+    None when the step trace has no overlap columns."""
+    ps = getattr(steps, "per_step", None)
+    if ps is None or not {"overlapped", "communication_not_overlapped"} <= set(getattr(ps, "columns", ())):
+        return None
+    f = ps[ps["rank"].isin({int(r) for r in ranks})]
+    bubble = f["bubble"].fillna(0.0) if "bubble" in f.columns else 0.0
+    nov = (f["communication_not_overlapped"] - bubble).clip(lower=0.0)
+    both = (nov + f["overlapped"]).dropna()
+    if both.empty or float(both.sum()) <= 0:
+        return None
+    return float(min(1.0, max(0.0, float(nov[both.index].sum()) / float(both.sum()))))
+
+
+def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict, basis: str = "") -> Optional[Impact]:
+    """Saving when the given links (src, dst) move their data at `target_gbps[transport]` (e.g. the transport's
+    median bandwidth): every operator that uses one of them lasts as long as its slowest link (a ring runs at the
+    pace of its slowest hop; a send/receive pair at its link's), so an operator saves its old duration minus the
+    new one; a rank saves the sum over its operators and the step what its most delayed rank saves, times the share of transfer time not hidden by
+    computation (`exposed_fraction`; all of it when the data cannot tell)."""
+    lo = getattr(comm, "link_ops", None)
+    if lo is None or lo.empty or not {"step", "op", "group", "src", "dst", "time_ms", "size_mb"} <= set(lo.columns):
+        return None
+    links = {(int(s), int(d)) for s, d in links}
+    f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
+    f["step"] = f["step"].fillna(-1)
+    hit = pd.Series([(int(s), int(d)) in links for s, d in zip(f["src"], f["dst"])], index=f.index)
+    if not hit.any():
+        return None
+    target = f["transport"].map(lambda t: target_gbps.get(t, math.nan)).astype(float)
+    ideal = f["size_mb"] / target  # MB / (GB/s) = ms
+    f["fixed"] = f["time_ms"].where(~hit | ideal.isna(), pd.concat([f["time_ms"], ideal], axis=1).min(axis=1))
+    key = ["step", "group", "op"]
+    used = f.loc[hit, key].drop_duplicates()
+    ops = f.merge(used, on=key)
+    per_op = ops.groupby(key).agg(old=("time_ms", "max"), new=("fixed", "max")).reset_index()
+    per_op["delta"] = (per_op["old"] - per_op["new"]).clip(lower=0.0)
+    # a rank's operators run one after the other, different groups' operators side by side: each member of an
+    # operator saves its delta, and the step saves what its most delayed rank saves
+    members = ops[[*key, "rank"]].drop_duplicates().merge(per_op[[*key, "delta"]], on=key)
+    per_step = members.groupby(["step", "rank"])["delta"].sum().groupby(level="step").max()
+    all_steps = f["step"].unique()
+    saved_ring = float(per_step.reindex(all_steps, fill_value=0.0).mean())
+    share = exposed_fraction(steps, ops["rank"].dropna().unique())
+    if share is None:
+        share, basis = 1.0, basis + " (how much is hidden by computation is unknown: counted as exposed)"
+    else:
+        basis = basis + f"; {share * 100:.0f} % of their communication time is not hidden by computation"
+    return saved_by_ms(saved_ring * share, steps, basis)

@@ -57,10 +57,42 @@ def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, 
     `per_step`: columns rank, step, value. Rows with a missing step are treated as one step (averages only).
     `step_ms`: median step time per step id (index step); missing -> the floors on share are not applied.
     """
+    df = standout_cells(per_step, value, groups=groups, step_ms=step_ms, z=z, min_rel=min_rel,
+                        min_abs_ms=min_abs_ms, min_share=min_share, high=high)
+    if df.empty:
+        return []
+    sign = 1.0 if high else -1.0
+    per_rank = df.groupby(["g", "rank"]).agg(mean=("v", "mean"), steps_out=("out", "sum"),
+                                             steps_total=("out", "size")).reset_index()
+    ref_all = float(step_ms.median()) if step_ms is not None and len(step_ms) else math.nan
+    out = []
+    for g, f in per_rank.groupby("g"):
+        if len(f) < 2:
+            continue
+        m = float(f["mean"].median())
+        cand = f[(f["steps_out"] >= 1) & (f["steps_out"] >= persistence * f["steps_total"])]
+        for rec in cand.itertuples(index=False):
+            base = m
+            if len(f) == 2:
+                base = float(f["mean"].min() if high else f["mean"].max())
+            exc = (float(rec.mean) - base) * sign
+            if exc <= 0:
+                continue
+            out.append(Standout(rank=int(rec.rank), group=int(g), value_ms=float(rec.mean), median_ms=base,
+                                excess_ms=exc, step_ms=ref_all, steps_out=int(rec.steps_out),
+                                steps_total=int(rec.steps_total)))
+    return sorted(out, key=lambda s: -s.excess_ms)
+
+
+def standout_cells(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, int]] = None,
+                   step_ms: Optional[pd.Series] = None, z: float, min_rel: float, min_abs_ms: float,
+                   min_share: float, high: bool = True) -> pd.DataFrame:
+    """One row per (group, step, rank): the value `v`, its deviation from the group's median in that step `dev`
+    and whether it stands out in that step `out` (the per-step test of `standouts`, before persistence)."""
     df = per_step[["rank", "step", value]].rename(columns={value: "v"}).copy()
     df = df[df["v"].notna()]
     if df.empty:
-        return []
+        return pd.DataFrame(columns=["g", "step", "rank", "v", "dev", "out"])
     df["step"] = df["step"].fillna(-1)
     df["rank"] = df["rank"].astype(int)
     df["g"] = df["rank"].map(groups).fillna(0).astype(int) if groups else 0
@@ -88,26 +120,7 @@ def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, 
         min_share * ref.to_numpy(),
     ])
     df["out"] = (n >= 2).to_numpy() & (df["dev"].to_numpy() > floor)
-    per_rank = df.groupby(["g", "rank"]).agg(mean=("v", "mean"), steps_out=("out", "sum"),
-                                             steps_total=("out", "size")).reset_index()
-    ref_all = float(step_ms.median()) if step_ms is not None and len(step_ms) else math.nan
-    out = []
-    for g, f in per_rank.groupby("g"):
-        if len(f) < 2:
-            continue
-        m = float(f["mean"].median())
-        cand = f[(f["steps_out"] >= 1) & (f["steps_out"] >= persistence * f["steps_total"])]
-        for rec in cand.itertuples(index=False):
-            base = m
-            if len(f) == 2:
-                base = float(f["mean"].min() if high else f["mean"].max())
-            exc = (float(rec.mean) - base) * sign
-            if exc <= 0:
-                continue
-            out.append(Standout(rank=int(rec.rank), group=int(g), value_ms=float(rec.mean), median_ms=base,
-                                excess_ms=exc, step_ms=ref_all, steps_out=int(rec.steps_out),
-                                steps_total=int(rec.steps_total)))
-    return sorted(out, key=lambda s: -s.excess_ms)
+    return df
 
 
 def peer_median(values: pd.Series, groups: Optional[dict[int, int]] = None) -> pd.Series:

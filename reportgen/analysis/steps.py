@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.stats import robust_outliers
+from reportgen.fmt import rank_list
 from reportgen.model import PHASES_BY_KIND, STACKED_PHASES, DataIssue, Run
 
 # Highlighting thresholds (the performance helper has its own, configurable ones).
@@ -68,7 +69,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     phases = PHASES_BY_KIND[kind]
     if len(kinds) > 1:
         other = sorted(r for r, t in traces.items() if t.kind != kind)
-        issues.append(DataIssue("", f"ranks {_fmt_ranks(other)} have a different kind of step trace than the "
+        issues.append(DataIssue("", f"ranks {rank_list(other)} have a different kind of step trace than the "
                                 f"others; only their step total is compared", "warning"))
 
     long_parts, rules = [], set()
@@ -138,6 +139,3 @@ def step_values(per_step: pd.DataFrame, step: int, phases: tuple[str, ...]) -> p
     return sel.groupby("rank")[list(phases)].mean()
 
 
-def _fmt_ranks(ranks: list[int], limit: int = 12) -> str:
-    s = ", ".join(str(r) for r in ranks[:limit])
-    return s + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")

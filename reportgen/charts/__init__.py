@@ -7,6 +7,7 @@ them directly. `Chart` is what pages carry (an id, a spec, a caption).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 
 @dataclass
@@ -15,3 +16,8 @@ class Chart:
     spec: dict
     caption: str = ""
     renderer: str = "svg"
+    # Per-step datasets the page's step selector swaps in (`site/step_views.py`): {"fields", "join", "steps"}.
+    step_data: Optional[dict] = None
+    # Datasets carried columnar beside the spec, {name: {"fields": [...], "rows": [[...]]}}: report.js expands them
+    # into the spec's datasets before drawing (the timeline's thousands of bars without a key per value).
+    columns: Optional[dict] = None

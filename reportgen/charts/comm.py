@@ -66,7 +66,11 @@ def link_bandwidth(rows: list[dict]) -> dict:
     )
     ring = base.transform_filter("datum.slow").mark_point(color=SLOW_COLOR, size=260, strokeWidth=2).encode(
         x="size_mb:Q", y="bandwidth_gbps:Q", tooltip=tooltip)
-    return finish(alt.layer(pts, ring), height=300, datasets={"links": rows})
+    # the slow links named on the chart (src→dst): among thousands of points the ring alone is easy to miss
+    name = base.transform_filter("datum.slow").mark_text(dx=14, align="left", color=SLOW_COLOR,
+                                                         fontWeight="bold").encode(
+        x="size_mb:Q", y="bandwidth_gbps:Q", text="link:N")
+    return finish(alt.layer(pts, ring, name), height=300, datasets={"links": rows})
 
 
 def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
@@ -90,6 +94,9 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
         tooltip=[alt.Tooltip("label:N", title=unit), alt.Tooltip("comm_ms:Q", title=_("Transit ms"), format=",.3f"),
                  alt.Tooltip("wait_ms:Q", title=_("Wait ms"), format=",.3f"),
                  alt.Tooltip("ratio:Q", title=_("comm/(comm+wait)"), format=".3f")])
+    if by == "rank":  # drag a rectangle over devices: the matrix and box plots below show only those devices
+        n = n.add_params(alt.selection_interval(name="devsel", encodings=["x", "y"], clear="dblclick",
+                                                mark=alt.BrushConfig(fill="#888", fillOpacity=0.12, stroke="#333")))
     layers = [e, n]
     if by == "host" and any(x.get("slow") for x in nodes):  # hosts a slow link starts or ends on
         layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
@@ -97,15 +104,28 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     if len(nodes) <= 64:
         layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-12, fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))
+    elif any(x.get("slow") for x in nodes):  # too many to label: name the marked hosts (and the slow links on them)
+        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
+            dy=-22, fontSize=12, fontWeight="bold", color=SLOW_COLOR).encode(x="x:Q", y="y:Q", text="note:N"))
     return finish(alt.layer(*layers).resolve_scale(color="independent"), height=460,
                   datasets={"nodes": nodes, "edges": edges})
 
 
+SEL_FILTER = "!length(sel) || (indexof(sel, datum.src) >= 0 && indexof(sel, datum.dst) >= 0)"
+
+
 def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
-    """Rank x rank heatmap; a drop-down picks the metric and another the communication group."""
-    metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
-        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=["Bandwidth (GB/s)", "Time (ms)", "Size (MB)"],
-        name="Show: "))
+    """Rank x rank heatmap; a drop-down picks the metric and another the communication group. Unbinned, the
+    devices brushed in the graph (`sel`, set by the page) restrict it to the links among them; a cell shows the
+    link's time and size and opens the sending rank's communication section.
+
+    Binned (blocks of ranks), the default colour is each block's slowest link, so one slow link darkens its block
+    instead of being averaged into it; the block's total bandwidth stays one choice away."""
+    options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], ["Bandwidth (GB/s)", "Time (ms)", "Size (MB)"]
+    if binned > 1:
+        options, labels = ["min_bandwidth_gbps"] + options, ["Slowest link (GB/s)", "Block bandwidth (GB/s)"] + labels[1:]
+    metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
+        options=options, labels=labels, name="Show: "))
     group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name="Group: "))
     title = "Rank" if binned == 1 else f"Ranks (blocks of {binned})"
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
@@ -115,7 +135,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
-        strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
+        strokeWidth=alt.condition("datum.slow", alt.value(3 if binned > 1 else 2), alt.value(0)),
         tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
                  alt.Tooltip("group:N", title=_("Group")), alt.Tooltip("transport:N", title=_("Transport")),
                  alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
@@ -123,17 +143,58 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                  alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"),
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))],
     ).transform_filter("datum.group === grp").transform_calculate(value="datum[metric]").add_params(metric, group)
+    if binned == 1:
+        label = alt.Chart(alt.NamedData(name="cells")).mark_text(fontSize=9, color="#111").encode(
+            x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
+            y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="cell_label:N",
+        ).transform_filter("datum.group === grp").transform_filter(SEL_FILTER).transform_filter("length(sel) > 0")
+        chart = alt.layer(chart.encode(href="href:N").transform_filter(SEL_FILTER), label).add_params(
+            alt.param(name="sel", value=[]))
+        n = len({c["src"] for c in cells})
+        spec = finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
+        return _lift_params(spec)
     n = len({c["src"] for c in cells})
+    layers = [chart]
+    if binned > 1 and any(c.get("slow") for c in cells):  # name the blocks that hold a slow link
+        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.slow && datum.group === grp")
+                      .mark_text(align="left", dx=8, color=SLOW_COLOR, fontWeight="bold", fontSize=11).encode(
+                          x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
+                          y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="slow_links:N"))
+    if len(layers) > 1:
+        return finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells})
     return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
 
 
+def _lift_params(spec: dict) -> dict:
+    """Move params of a layer's first child to the top level (Vega-Lite wants bound params there)."""
+    layer = spec.get("layer") or []
+    params = [p for child in layer for p in child.pop("params", [])]
+    if params:
+        spec["params"] = spec.get("params", []) + params
+    return spec
+
+
 def link_op_boxplot(rows: list[dict]) -> dict:
-    """Per-operator bandwidth on each shown link (box plot); rows: {link, bandwidth_gbps, op, slow}."""
-    chart = alt.Chart(alt.NamedData(name="ops")).mark_boxplot(extent="min-max", size=14).encode(
-        x=alt.X("link:N", title=_("Link (source-destination, transport)"), sort=alt.EncodingSortField(field="order"),
-                axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y("bandwidth_gbps:Q", title=_("Per-operator bandwidth (GB/s)")),
-        color=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(OK_COLOR)),
-        tooltip=[alt.Tooltip("link:N"), alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f")],
-    )
+    """Per-operator time, size or bandwidth on each shown link (a drop-down picks which): a box (quartiles,
+    whiskers min-max) and every operator as a dot on it, so a link whose operators barely differ still shows.
+    Rows: {link, order, src, dst, time_ms, size_mb, bandwidth_gbps, slow}; `sel` (devices brushed in the graph)
+    keeps the links that start or end on them."""
+    metric = alt.param(name="opmetric", value="bandwidth_gbps", bind=alt.binding_select(
+        options=["bandwidth_gbps", "time_ms", "size_mb"],
+        labels=[_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")], name=_("Show: ")))
+    base = alt.Chart(alt.NamedData(name="ops")).transform_filter(
+        "!length(sel) || indexof(sel, datum.src) >= 0 || indexof(sel, datum.dst) >= 0").transform_calculate(
+        value="datum[opmetric]")
+    x = alt.X("link:N", title=_("Link (source-destination, transport)"), sort=alt.EncodingSortField(field="order"),
+              axis=alt.Axis(labelAngle=-40))
+    y = alt.Y("value:Q", title=_("Per operator (the metric picked)"), scale=alt.Scale(zero=False, padding=8))
+    color = alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(OK_COLOR))
+    box = base.mark_boxplot(extent="min-max", size=16, median={"color": "#111", "strokeWidth": 2}).encode(
+        x=x, y=y, color=color)
+    dots = base.mark_circle(size=22, opacity=0.8, color="#333").encode(
+        x=x, y=y, tooltip=[alt.Tooltip("link:N", title=_("Link")), alt.Tooltip("op:N", title=_("Operator")),
+                           alt.Tooltip("time_ms:Q", title=_("ms"), format=",.4f"),
+                           alt.Tooltip("size_mb:Q", title=_("MB"), format=",.4f"),
+                           alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f")])
+    chart = alt.layer(box, dots).add_params(metric, alt.param(name="sel", value=[]))
     return finish(chart, height=280, datasets={"ops": rows})

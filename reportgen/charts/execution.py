@@ -45,9 +45,12 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
     """Per step: the training time of each device (left axis) and the average communication and wait time
     (right axis). Steps drawn in the Marey view are marked; clicking one opens its view.
 
-    `lines`: {step, series, ms}; `comm`: {step, metric, ms}; `points`: {step, ms, href, label}.
+    `lines`: {step, series, ms}; `comm`: {step, metric, ms}; `points`: {step, ms, href, label}. A run with one
+    step gets dots (a line through one point draws nothing).
     """
-    left = alt.Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1).encode(
+    one_step = len({d["step"] for d in lines}) <= 1
+    left = alt.Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1,
+                                                           point={"size": 90, "filled": True} if one_step else False).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("ms:Q", title=_("Step time per device (ms)")),
         detail="series:N",

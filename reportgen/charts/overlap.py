@@ -46,17 +46,6 @@ def comm_share_by_rank(rows: list[dict]) -> dict:
     return finish(chart, height=220, datasets={"share": rows})
 
 
-def comm_share_histogram(rows: list[dict]) -> dict:
-    """The same share as a distribution, for runs with many ranks."""
-    chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
-        x=alt.X("share:Q", bin=alt.Bin(maxbins=50), title=_("Pure communication / step"), axis=alt.Axis(format="%")),
-        y=alt.Y("count():Q", title=_("Ranks"), stack="zero"),
-        color=alt.Color("stage:N", title=_("Stage")),
-        tooltip=[alt.Tooltip("count():Q", title=_("Ranks")), alt.Tooltip("stage:N", title=_("Stage"))],
-    )
-    return finish(chart, height=220, datasets={"share": rows})
-
-
 def stage_steps(rows: list[dict], y_title: str) -> dict:
     """One line per stage over the steps: the stage row (max over its ranks) of the compute column.
 

@@ -40,21 +40,6 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
     return finish(alt.layer(bars, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
 
-def step_total_histogram(rows: list[dict], median: float) -> dict:
-    """Distribution of the average step total over ranks (for runs with many ranks)."""
-    hist = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
-        x=alt.X("total:Q", bin=alt.Bin(maxbins=60), title=_("Average step time (ms)")),
-        y=alt.Y("count():Q", title=_("Ranks")),
-        color=alt.Color("status:N", title=None, legend=_status_legend(),
-                        scale=alt.Scale(domain=["normal", "slow"], range=[OK_COLOR, SLOW_COLOR])),
-        tooltip=[alt.Tooltip("count():Q", title=_("Ranks")),
-                 alt.Tooltip("total:Q", bin=alt.Bin(maxbins=60), title=_("Step time (ms)"))],
-    )
-    rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
-        x="median:Q", tooltip=[alt.Tooltip("median:Q", title=_("Cluster median (ms)"), format=",.3f")])
-    return finish(alt.layer(hist, rule), datasets={"ranks": rows, "median": [{"median": median}]})
-
-
 def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "") -> dict:
     """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
     x_title = x_title or _("Rank")
@@ -84,14 +69,31 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
                  alt.Tooltip("value:Q", title=value_title, format=",.3f")],
     )
     n_rows = len({c["ranks"] for c in cells})
-    return finish(chart, height=max(120, min(600, 14 * n_rows)), datasets={"cells": cells})
+    height = max(120, min(600, 14 * n_rows))
+    if any(c.get("flag") for c in cells):  # the ranks a finding names, written on their band
+        label = alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.flag").mark_text(
+            align="left", dx=4, fontWeight="bold", fontSize=12, color="#000").encode(
+            x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending"), bandPosition=0),
+            y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")), text="flag:N")
+        return finish(alt.layer(chart, label), height=height, datasets={"cells": cells})
+    return finish(chart, height=height, datasets={"cells": cells})
 
 
-def rank_step_lines(phase_order: list[str]) -> dict:
+def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:
     """One rank's phases over steps. Built ONCE; pages add their rows as the `steps` dataset.
 
-    Rows: {step, phase, value}.
+    Rows: {step, phase, value}. `single_step`: a bar per phase instead of lines that would be single dots.
     """
+    if single_step:
+        chart = alt.Chart(alt.NamedData(name="steps")).mark_bar().encode(
+            x=alt.X("phase:N", title=_("Phase"), sort=phase_order, axis=alt.Axis(labelAngle=0, labelLimit=200)),
+            y=alt.Y("value:Q", title=_("Time (ms)")),
+            color=alt.Color("phase:N", title=_("Phase"), sort=phase_order, scale=phase_scale(phase_order),
+                            legend=None),
+            tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("phase:N", title=_("Phase")),
+                     alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
+        )
+        return finish(chart, height=220)
     chart = alt.Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=_("Time (ms)")),

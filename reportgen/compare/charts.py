@@ -30,20 +30,6 @@ def delta_bars(rows: list[dict], x_title: str = "Change (%)", field: str = "delt
                   datasets={"deltas": rows, "zero": [{"x": 0}]})
 
 
-def rank_deltas(rows: list[dict]) -> dict:
-    """Bars per rank of the step-time change (ms). `rows`: {rank, delta, delta_pct, base, new, status, noise}."""
-    bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
-        x=alt.X("rank:O", title="Rank", sort="ascending"),
-        y=alt.Y("delta:Q", title="Step time change (ms)"),
-        color=_status_color(),
-        tooltip=[alt.Tooltip("rank:O", title="Rank"), alt.Tooltip("base:Q", title="Base (ms)", format=",.3f"),
-                 alt.Tooltip("new:Q", title="New (ms)", format=",.3f"),
-                 alt.Tooltip("delta:Q", title="Δ (ms)", format="+,.3f"),
-                 alt.Tooltip("noise:Q", title="Noise (ms)", format=",.3f"), alt.Tooltip("status:N", title="Status")],
-    )
-    return finish(bars, height=240, datasets={"ranks": rows})
-
-
 def rank_phase_deltas(rows: list[dict], order: list[str]) -> dict:
     """Grouped bars per rank: the change of each phase (ms per step). `rows`: {rank, phase, delta, base, new,
     status, noise}."""

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from reportgen.fmt import signed_percent
 from reportgen.site.values import num
 from reportgen.numbers import rounded
 
@@ -468,10 +469,6 @@ def _compare_findings(base: dict, new: dict) -> list[FindingChange]:
     return out
 
 
-def _fmt_pct(v: Optional[float]) -> str:
-    return "n/a" if v is None else f"{v:+.1f} %"
-
-
 def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange],
                   threshold_pct: Optional[float]) -> Gate:
     """Regression: the mean step time, or a phase of at least 5 % of the step, slower by more than the threshold
@@ -484,11 +481,11 @@ def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange
         gate.items.append({"kind": kind, "key": key, "reason": reason})
 
     if step.status == "slower" and step.delta_pct is not None and step.delta_pct > pct:
-        trip("step", "total_ms", f"step time {_fmt_pct(step.delta_pct)} ({step.base:,.3f} -> {step.new:,.3f} ms)")
+        trip("step", "total_ms", f"step time {signed_percent(step.delta_pct)} ({step.base:,.3f} -> {step.new:,.3f} ms)")
     for p in phases:
         if (p.status == "slower" and p.delta_pct is not None and p.delta_pct > pct
                 and PHASE_GATE_SHARE <= p.extra.get("share", 0) < 0.999):  # (a phase that is the step: the step)
-            trip("phase", p.key, f"{p.label} {_fmt_pct(p.delta_pct)} ({p.base:,.3f} -> {p.new:,.3f} ms per step)")
+            trip("phase", p.key, f"{p.label} {signed_percent(p.delta_pct)} ({p.base:,.3f} -> {p.new:,.3f} ms per step)")
     for f in findings:
         sev = SEVERITY_RANK.get(f.severity, 0)
         if sev < 1:

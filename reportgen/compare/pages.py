@@ -8,7 +8,7 @@ from typing import Optional
 
 from markupsafe import Markup
 
-from reportgen import __version__
+from reportgen import __version__, fmt
 from reportgen.compare import charts
 from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
 from reportgen.compare.trend import Trend
@@ -77,10 +77,6 @@ def compare_charts(c: Comparison) -> dict[str, Chart]:
     return out
 
 
-def _fmt(v: Optional[float], digits: int = 3) -> str:
-    return "—" if v is None else f"{v:,.{digits}f}"
-
-
 def _facts_rows(c: Comparison) -> list[tuple[str, str, str]]:
     b, n = c.base, c.new
 
@@ -109,9 +105,9 @@ def _facts_rows(c: Comparison) -> list[tuple[str, str, str]]:
 
 def _env():
     env = builder.make_env()
-    env.filters["signed"] = lambda v, d=3: "—" if v is None else f"{v:+,.{d}f}"
-    env.filters["signed_pct"] = lambda v: "—" if v is None else f"{v:+.1f} %"
-    env.filters["num3"] = _fmt
+    env.filters["signed"] = fmt.signed
+    env.filters["signed_pct"] = lambda v: fmt.signed_percent(v, missing=fmt.MISSING)
+    env.filters["num3"] = fmt.fixed
     return env
 
 

@@ -39,7 +39,6 @@ JOB_GAP_S = 120.0  # rank folders of one launch start within this of each other 
 
 ASCEND_DIR_RE = re.compile(r"_ascend_(pt|ms)$")
 ASCEND_DIR_NAME_RE = re.compile(r"^(?P<host>.+?)_(?P<pid>\d+)_(?P<ts>\d{14,17})_ascend_(pt|ms)$")
-ASCEND_TS_RE = re.compile(r"_(\d{14,17})_ascend_(pt|ms)$")
 
 # File families. Loaders for new inputs add their names here (one entry each).
 # MindInsight flat-folder files: <family>_<rank>[<suffix>].<ext>
@@ -161,12 +160,22 @@ def _size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+PROFILER_DB_RE = re.compile(r"^ascend_(pytorch|mindspore)_profiler(?:_(\d+))?\.db$")
+MSPROF_DB_RE = re.compile(r"^msprof_.*\.db$")
+# Any name a profiler gives a data file: a data-file extension, or msprof's `info.json.N` / `start_info.N`. A folder
+# named like this stands where a file was (fuzz sweep: a folder in place of `ascend_pytorch_profiler_0.db`,
+# `cpu_framework_0.txt` or a PROF_* `hccl_0_2_2.json` was skipped with nothing in data quality).
+FILE_LIKE_RE = re.compile(r"\.(csv|json|db|db-wal|db-shm|db-journal|txt|trace|gz)$|"
+                          r"^(info\.json|start_info|end_info|sample\.json)\.\d+$", re.I)
+
+
 def _expected_name(name: str) -> bool:
     """A name profiler output uses for a file (so a folder or pipe by that name is a damaged file)."""
     return bool(name in MODERN_FILES or name in RANK_META_FILES or name in CLUSTER_FILES
                 or name == "cluster_step_trace_time.csv" or LEGACY_FILE_RE.match(name)
                 or CLUSTER_ANALYSE_RE.match(name) or KINETO_RE.search(name)
-                or re.match(r"^profiler_info_\d+\.json$", name))
+                or re.match(r"^profiler_info_\d+\.json$", name) or PROFILER_DB_RE.match(name)
+                or MSPROF_DB_RE.match(name) or FILE_LIKE_RE.search(name))
 
 
 _KIND = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
@@ -532,7 +541,7 @@ def _ascend_rank(fs: _Fs, d: Path) -> _RankDir:
         for p in fs.files(out):
             rf.add(p.name, p)
             _add_legacy_family(rf, p)
-            mm = re.match(r"^ascend_(pytorch|mindspore)_profiler(?:_(\d+))?\.db$", p.name)
+            mm = PROFILER_DB_RE.match(p.name)
             if mm:
                 rf.add("profiler_db", p)
             if mm and mm.group(2) and rank is None:
@@ -540,7 +549,7 @@ def _ascend_rank(fs: _Fs, d: Path) -> _RankDir:
     for prof in fs.dirs(d):  # msprof's own unified DB (PROF_*/msprof_*.db, kept without data simplification)
         if prof.name.startswith("PROF_"):
             for p in fs.files(prof):
-                if p.name.startswith("msprof_") and p.name.endswith(".db"):
+                if MSPROF_DB_RE.match(p.name):
                     rf.add("profiler_db", p)
     fw = fs.subdir(d, "FRAMEWORK")
     if fw is not None:

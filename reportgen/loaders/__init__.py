@@ -28,6 +28,7 @@ from reportgen.loaders import step_ops as _step_ops
 from reportgen.loaders import step_trace as _step_trace
 from reportgen.loaders import strategy as _strategy
 from reportgen.loaders import timeline as _timeline
+from reportgen.loaders import trace_view as _trace_view
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.dispatch import map_ranks
 from reportgen.loaders.run_info import build_run_info
@@ -91,6 +92,7 @@ step_ops = _Guarded(_step_ops)
 step_trace = _Guarded(_step_trace)
 strategy = _Guarded(_strategy)
 timeline = _Guarded(_timeline)
+trace_view = _Guarded(_trace_view)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
@@ -152,7 +154,7 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     # export_type=db: whatever the text files did not give comes from the DB files (and unread ones are named)
     db.load_db_rank(rf, data, log, text_step_trace=data.step_trace is not None)
     if data.step_trace is None and tv is not None:
-        data.step_trace = overlap.load_trace_view_step_trace(tv, log)
+        data.step_trace = trace_view.load_trace_view_step_trace(tv, log)
         if data.step_trace is not None:
             log.add(tv, "no step_trace_time.csv; computing/communication/free per step summed from the "
                     "trace's Overlap Analysis lanes, as torch_npu does", "info")

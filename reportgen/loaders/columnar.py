@@ -38,7 +38,8 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
     import pyarrow.compute as pc
     from pyarrow import csv as pacsv
 
-    from reportgen.loaders.common import BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS, clean_cell, open_file
+    from reportgen.loaders.common import (BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS, _numeric_by_header, clean_cell,
+                                          open_file)
 
     with open_file(path, "rb") as f:
         data = f.read(FAST_MAX_BYTES + 1)
@@ -91,8 +92,8 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
             if pc.any(pc.is_in(upper, value_set=bad_tokens)).as_py():
                 return None
             if other:
-                if n_strict:
-                    return None  # a numeric column with text in it: the careful path decides and names rows
+                if n_strict or _numeric_by_header(names[i], n_strict + other):
+                    return None  # a numeric column with text in it (or a tiny unit column): the careful path
                 continue  # a text column
             if not n_strict:
                 continue

@@ -6,6 +6,7 @@ import csv
 import errno
 import fcntl
 import gzip
+import io
 import json
 import math
 import mmap
@@ -15,9 +16,11 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
+import ijson
+
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
-from reportgen.jsonguard import DepthGuard
+from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -220,8 +223,22 @@ def _is_number(s: str) -> bool:
     return bool(_NUMBER.fullmatch(s)) and not math.isnan(to_float(s))
 
 
+# A header that names a number (a unit in parentheses, a duration): decides for a column whose one or two cells
+# are too few to give a majority (a one-row file with text in its only `Duration(us)` cell). Words such as "size",
+# "time" or "cost" alone are not enough: `output_queue_size`, `full_kernel_time`, `communication_operator_cost`
+# hold lists, names and JSON in real files.
+_NUMERIC_HEADER = re.compile(r"\((us|ms|ns|s|%|kb|mb|gb|b|byte|bytes|per-step)\)\s*$|(^|[^a-z])(duration|elapsed)"
+                             r"([^a-z]|$)", re.I)
+FEW_CELLS = 2  # at most this many cells in a column: the header decides whether it is numeric
+
+
+def _numeric_by_header(name: str, n_cells: int) -> bool:
+    return 0 < n_cells <= FEW_CELLS and bool(_NUMERIC_HEADER.search(name))
+
+
 def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
-    """Columns most of whose cells are numbers (the rest: missing marks, garbage): those are screened."""
+    """Columns most of whose cells are numbers (the rest: missing marks, garbage): those are screened; a column
+    of one or two cells is screened when its header names a number (`_NUMERIC_HEADER`)."""
     out = []
     for i, cells in enumerate(columns):
         num = bad = text = 0
@@ -237,7 +254,7 @@ def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
                 text += 1
         # number-shaped cells that are unusable (inf, nan, 1e400, 30 digits) count as numbers here: a one-row file
         # whose only cell in a column is 30 digits long is a numeric column with a bad value, not a text column
-        if num + bad and num + bad >= 2 * text:
+        if num + bad and num + bad >= 2 * text or i < len(header) and _numeric_by_header(header[i], num + bad + text):
             out.append(i)
     return out
 
@@ -326,7 +343,7 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
         if numeric is None:  # a numeric column: most cells are numbers (non-finite / overflowing ones aside)
             looks = raw.str.fullmatch(_NUMBER.pattern).fillna(False) | raw.str.upper().isin(BAD_TOKENS)
             n_ok, n_text = int(ok.sum()), int((~na & ~looks).sum())
-            if not n_ok or n_ok < 2 * n_text:
+            if (not n_ok or n_ok < 2 * n_text) and not _numeric_by_header(str(c), int((~na).sum())):
                 continue
         wrong = (~ok & ~na).to_numpy().copy()
         if _DURATION.search(str(c)):
@@ -513,7 +530,7 @@ def _fast_json(raw: bytes) -> Any:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
         return _MISS
-    if not _shallow(raw, MAX_JSON_DEPTH):  # orjson 3.8 crashes (SIGSEGV) on very deep nesting: never give it one
+    if not _nesting_within(raw, MAX_JSON_DEPTH):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
         return _MISS
     try:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
@@ -538,18 +555,15 @@ def _fast_json(raw: bytes) -> Any:
     return _MISS if _unusable(data) else data
 
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-
-
-def _shallow(raw: bytes, limit: int) -> bool:
-    """True when the brackets of `raw` outside its strings nest at most `limit` deep (numpy, before parsing)."""
-    import numpy as np
-
-    a = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
-    if not len(a):
-        return True
-    step = ((a == 0x5B).astype(np.int32) + (a == 0x7B)) - (a == 0x5D) - (a == 0x7D)
-    return int(np.cumsum(step).max()) <= limit
+def _nesting_within(raw: bytes, limit: int) -> bool:
+    """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count)."""
+    guard = DepthGuard(io.BytesIO(raw), limit)
+    try:
+        while guard.read(JSON_CHUNK):
+            pass
+    except JsonTooDeep:
+        return False
+    return True
 
 
 def _unusable(x: Any) -> bool:
@@ -670,15 +684,41 @@ class _OwningGzip(gzip.GzipFile):
                 raw.close()
 
 
-def trace_events(path: Path) -> Iterator[dict]:
+TRACE_ERRORS = (ijson.JSONError, ValueError, OSError, EOFError)  # what `trace_events` raises on a broken trace
+
+
+def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
+    """The one report of a trace that broke off while it was streamed (`except TRACE_ERRORS as err`): the loader
+    keeps what it read (loaders never raise) and `used` says what that part gives."""
+    log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); {used}", "error")
+
+
+def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
     """Stream the events of a Chrome trace: a JSON list, or an object with `traceEvents` (gzip allowed).
 
     Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
-    (`jsonguard.DepthGuard`); events whose `ts` or
-    `dur` is non-finite or out of range are left out. Raises ijson.JSONError / ValueError / OSError / EOFError on
-    a broken file (after yielding what was read), so the loaders' handlers name the file.
+    (`jsonguard.DepthGuard`); events whose `ts` or `dur` is non-finite or out of range are left out -- counted in
+    one data-quality entry on `log` when given (the loader that summarises the file passes it). Raises
+    ijson.JSONError / ValueError / OSError / EOFError on a broken file (after yielding what was read), so the
+    loaders' handlers name the file.
     """
-    import ijson
+    dropped: list = []
+    try:
+        yield from _trace_events(path, dropped)
+    finally:
+        if log is not None and dropped:
+            log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
+                    f"(first: {dropped[1]})")
+
+
+def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
+    """One entry for the complete ("X") events a trace loader left out because `ts` / `dur` is missing, text or
+    negative (non-finite ones are counted by `trace_events`)."""
+    if n:
+        log.add(path, f"{n} complete event(s) without a usable ts/dur (missing, text or negative) left out")
+
+
+def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
 
     with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
@@ -701,6 +741,10 @@ def trace_events(path: Path) -> Iterator[dict]:
                         ok = False
                 if ok:
                     yield e
+                elif dropped:
+                    dropped[0] += 1
+                else:
+                    dropped[:] = [1, f"ts={e.get('ts')!r}, dur={e.get('dur')!r}"[:80]]
         except (RecursionError, MemoryError) as e:
             raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
 

@@ -62,11 +62,9 @@ from reportgen.numbers import to_int as _int
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles
 
-PROFILER_DB_RE = re.compile(r"^(ascend_(pytorch|mindspore)_profiler(_\d+)?|msprof_\d+)\.db$")
 ANALYSIS_DB_NAMES = ("analysis.db", "communication_analyzer.db")
 NS_PER_MS = 1e6
 MB = float(2 ** 20)  # memory sizes: the profilers' MB are 2^20 bytes
-BANDWIDTH_TRANSPORTS = ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")
 
 
 # --- access ------------------------------------------------------------------------------------
@@ -177,8 +175,6 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
     return got
 
 
-
-
 def _json_value(v: Any, db: Db, name: str) -> Any:
     if v is None or v == "":
         return None
@@ -275,13 +271,6 @@ def _merge(iv: np.ndarray) -> np.ndarray:
     return np.array(out, dtype="int64")
 
 
-def _clipped(iv: Optional[np.ndarray], a: int, b: int) -> float:
-    if iv is None or not len(iv):
-        return 0.0
-    lo, hi = np.maximum(iv[:, 0], a), np.minimum(iv[:, 1], b)
-    return float(np.clip(hi - lo, 0, None).sum())
-
-
 # --- communication ---------------------------------------------------------------------------------
 
 
@@ -345,6 +334,7 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True,
                          self_local=_self_links(links, _known(parallel_groups, rank)),
+                         label="CANN analysis.db (CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix)",
                          unit_note="CANN analysis.db CommAnalyzer* tables (the communication.json twins): times in "
                                    "ms, sizes in MB, bandwidth in GB/s; SDMA already includes HCCS/PCIE/SIO traffic.")
 
@@ -384,6 +374,7 @@ def read_profiler_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
     of, lf = _frames(ops, [])
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True, self_local=_known(parallel_groups, rank),
+                         label="profiler DB (COMMUNICATION_OP)",
                          unit_note="profiler DB COMMUNICATION_OP (no analysis.db): each operator's span in ns "
                                    "converted to ms, wait from waitNs; no transit, link or bandwidth figures.")
 

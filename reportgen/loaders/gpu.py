@@ -28,14 +28,13 @@ from array import array
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.common import IssueLog, note_unusable_events, read_csv_rows, to_float
 from reportgen.loaders.operators import op_type_from_name, types_from_detail
-from reportgen.loaders.common import trace_events
+from reportgen.loaders.common import TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary, op_class
 
 GPU_FILES = ("gpu_op_detail_info.csv", "gpu_op_type_info.csv", "gpu_activity_data.csv", "gpu_timeline_display.json")
@@ -177,12 +176,14 @@ def summarize_gpu_timeline(path: Path, log: IssueLog, summary: Optional[Path]) -
         pass
     cs, ce, ms_, me = array("d"), array("d"), array("d"), array("d")
     streams: set = set()
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             if e.get("ph") != "X" or str(e.get("tid")) == "Ops":
                 continue
             ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-            if math.isnan(ts) or math.isnan(dur):
+            if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                unusable += 1
                 continue
             full = str((e.get("args") or {}).get("op_full_name") or e.get("name") or "")
             name = str(e.get("name") or "")
@@ -190,10 +191,10 @@ def summarize_gpu_timeline(path: Path, log: IssueLog, summary: Optional[Path]) -
             (ms_ if comm else cs).append(ts)
             (me if comm else ce).append(ts + dur)
             streams.add((e.get("pid"), e.get("tid")))
-    except (ijson.JSONError, ValueError, OSError, EOFError) as err:
-        log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); timeline "
-                "summary from the part read", "error")
+    except TRACE_ERRORS as err:
+        trace_cut(log, path, err, "timeline summary from the part read")
         out.truncated = True
+    note_unusable_events(log, path, unusable)
     c = iv.merge(np.frombuffer(cs), np.frombuffer(ce))
     m = iv.merge(np.frombuffer(ms_), np.frombuffer(me))
     busy = iv.merge(np.concatenate([c[0], m[0]]), np.concatenate([c[1], m[1]]))

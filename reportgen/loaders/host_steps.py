@@ -10,10 +10,9 @@ import re
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, to_float, to_int, trace_events
+from reportgen.loaders.common import IssueLog, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import HOST_PHASES, StepTrace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -31,9 +30,8 @@ def load_host_steps(path: Path, log: IssueLog) -> Optional[StepTrace]:
             dur = to_float(e.get("dur"))
             if m and not math.isnan(dur) and to_int(m.group(1)) is not None:
                 steps[to_int(m.group(1))] = dur / 1e3
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); "
-                f"{len(steps)} step marker(s) read before the error", "error")
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, f"{len(steps)} step marker(s) read before the error")
     if not steps:
         return None
     df = pd.DataFrame({"step": pd.array(sorted(steps), dtype="Int64"),

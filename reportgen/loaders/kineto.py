@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, to_float
+from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
 from reportgen.loaders.memory import _downsample
-from reportgen.loaders.common import open_binary as open_maybe_gzip, trace_events
+from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, Operators, RankData, StepTrace,
                              TimelineSummary)
@@ -154,8 +153,9 @@ def _num(v) -> float:
 
 def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     """One streamed pass over the events; False when the file broke off (what was read is kept)."""
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             acc.n_events += 1
             ph = e.get("ph")
             if ph == "X":
@@ -163,6 +163,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 name = name if isinstance(name, str) else str(name or "")
                 ts, dur = _num(e.get("ts")), _num(e.get("dur"))
                 if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                    unusable += 1
                     continue
                 if name.startswith("ProfilerStep#"):
                     m = STEP_RE.match(name)
@@ -225,10 +226,11 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 rec[1].append(alloc)
                 rec[2].append(res)
         return True
-    except (ijson.JSONError, ValueError, OSError, EOFError) as err:
-        log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); "
-                f"{acc.n_events} event(s) read before the error are used", "error")
+    except TRACE_ERRORS as err:
+        trace_cut(log, path, err, f"{acc.n_events} event(s) read before the error are used")
         return False
+    finally:
+        note_unusable_events(log, path, unusable)
 
 
 def _corr(v) -> int:
@@ -649,7 +651,7 @@ def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
                 elif c >= 0:
                     rc.append(c)
                     rt.append(ts)
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+    except TRACE_ERRORS:
         pass  # the loader reported the broken file; the windows read are used
     dev = device_windows(sorted((k, v[0], v[1]) for k, v in out.items()), rc, rt, kc, ks, ke) if len(ks) else None
     if dev is not None:
@@ -698,7 +700,7 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
                 cpu[s].append((ts, dur, name, _exec_class(name), True))
             elif cat == "cpu_op" and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
                 cpu[s].append((ts, dur, name, "compute", False))
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+    except TRACE_ERRORS:
         pass
     out = {}
     use_dev = any(dev.values())

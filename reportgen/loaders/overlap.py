@@ -4,25 +4,22 @@
   overlap values; read by position, as MindInsight does, whatever the header says;
 * `output_timeline_data_{rank}.txt` + the reduce columns of `step_trace_raw_{rank}_detail_time.csv`: the
   inputs of that file; the metrics are recomputed with the profiler's algorithm (`reportgen.intervals`);
-* `trace_view.json` (torch_npu / MindSpore 2.3+): the "Overlap Analysis" lanes summed per step the way
-  torch_npu writes `step_trace_time.csv`, for ranks that have the trace but not the CSV. Streamed.
+* `trace_view.json` (torch_npu / MindSpore 2.3+): read by `loaders/trace_view.py` (the Chrome-trace step reader).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from array import array
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float, to_int, trace_events
-from reportgen.loaders.step_trace import complete_modern, modern_frame
+from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
 PIPELINE_WIDTH = 5
@@ -212,152 +209,6 @@ def _ranges(steps: list[int]) -> str:
     if start is not None:
         out.append(f"{start}–{prev}" if start != prev else str(start))
     return ", ".join(out)
-
-
-# --- modern trace_view.json ---------------------------------------------------------------------------
-
-LANES = {"Computing": "computing", "Communication": "communication",
-         "Communication(Not Overlapped)": "communication_not_overlapped", "Free": "free"}
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-FLOW_CATS = ("async_npu", "HostToDevice")
-SLICE_LANES = ("computing", "communication", "communication_not_overlapped", "free", "bubble")
-
-
-class FlowPairs:
-    """Host-to-device launch flows (`s` on the host, `f` on the device, matched by category and id)."""
-
-    def __init__(self) -> None:
-        self._pending: dict[tuple, float] = {}
-        self._host, self._dev = array("d"), array("d")
-
-    def add(self, e: dict) -> None:
-        ph = e.get("ph")
-        if ph not in ("s", "f") or e.get("cat") not in FLOW_CATS:
-            return
-        key = (e.get("cat"), e.get("id"))
-        ts = to_float(e.get("ts"))
-        other = self._pending.pop(key, None)
-        if other is None:
-            self._pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
-        elif ph == "f" and other >= 0:
-            self._host.append(other)
-            self._dev.append(ts)
-        elif ph == "s" and other < 0:
-            self._host.append(ts)
-            self._dev.append(-other - 1.0)
-
-    def pairs(self) -> np.ndarray:
-        """(host ts, device ts) rows."""
-        if not len(self._host):
-            return np.empty((0, 2))
-        return np.column_stack([np.frombuffer(self._host), np.frombuffer(self._dev)])
-
-
-def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
-    """step_trace_time.csv's columns from a `trace_view.json`, streamed (bounded memory).
-
-    Sums the "Overlap Analysis" slices (Computing, Communication, Communication(Not Overlapped), Free) and the
-    `hcom_receive*` operators (Bubble) of each step, as torch_npu's TraceStepTimeParser does. A step's device
-    range starts at the first device task launched inside its host `ProfilerStep#N` (matched through the
-    host-to-device flow events) and ends where the next step's starts; without flows the host range is used.
-    """
-    # Compact columns (17 bytes a slice) so traces with millions of slices stay small in memory.
-    lane_ix = {name: i for i, name in enumerate(SLICE_LANES)}
-    s_lane, s_ts, s_dur = array("b"), array("d"), array("d")
-    steps: dict[int, tuple[float, float]] = {}
-    flows = FlowPairs()
-    try:
-        for e in trace_events(path):
-            ph = e.get("ph")
-            name = e.get("name")
-            if ph == "X" and isinstance(name, str):
-                lane = LANES.get(name)
-                if lane is None and name.startswith("hcom_receive"):
-                    lane = "bubble"
-                if lane is not None:
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)):
-                        s_lane.append(lane_ix[lane])
-                        s_ts.append(ts)
-                        s_dur.append(dur)
-                    continue
-                m = STEP_RE.match(name)
-                if m:
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                        steps[to_int(m.group(1))] = (ts, ts + dur)
-            elif ph in ("s", "f"):
-                flows.add(e)
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); overlap "
-                "computed from the part read", "error")
-    lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
-    if not (lanes != lane_ix["bubble"]).any():
-        return None
-    return modern_from_slices(lanes, np.frombuffer(s_ts), np.frombuffer(s_dur), steps, flows.pairs(),
-                              source=log.rel(path))
-
-
-def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: np.ndarray) -> list[tuple]:
-    """(step, device start, device end): first device task launched in the step, up to the next step's start."""
-    order = sorted(steps)
-    if not order:
-        return []
-    host = np.array([steps[s] for s in order])
-    first_dev = {s: math.inf for s in order}
-    if len(pairs):
-        idx = np.searchsorted(host[:, 0], pairs[:, 0], side="right") - 1
-        ok = (idx >= 0) & (pairs[:, 0] < host[np.clip(idx, 0, None), 1])
-        if ok.any():
-            firsts = pd.Series(pairs[ok, 1]).groupby(idx[ok]).min()
-            for i, d in firsts.items():
-                first_dev[order[int(i)]] = float(d)
-    starts = [first_dev[s] if math.isfinite(first_dev[s]) else host[i, 0] for i, s in enumerate(order)]
-    out = []
-    for i, s in enumerate(order):
-        end = starts[i + 1] if i + 1 < len(order) else math.inf
-        out.append((s, starts[i], end))
-    return out
-
-
-def modern_from_slices(lanes: np.ndarray, ts: np.ndarray, dur: np.ndarray, steps: dict[int, tuple[float, float]],
-                       pairs: np.ndarray, source: str) -> StepTrace:
-    """Per-step sums of lane slices (µs in, ms out), torch_npu's step_trace_time.csv semantics.
-
-    `lanes` indexes `SLICE_LANES`. A slice belongs to the step whose device range holds its start.
-    """
-    ranges = device_step_ranges(steps, pairs)
-    if not ranges:
-        ranges = [(None, -math.inf, math.inf)]
-    keys = [r[0] for r in ranges]
-    starts = np.array([r[1] for r in ranges])
-    ends = np.array([r[2] for r in ranges])
-    n, nl = len(keys), len(SLICE_LANES)
-    i = np.searchsorted(starts, ts, side="right") - 1
-    ok = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
-    i, lanes, ts, dur = i[ok], lanes[ok], ts[ok], dur[ok]
-    # numpy reductions, no frame: the slice arrays are the only thing that grows with the trace
-    sums = np.bincount(i * nl + lanes, weights=dur, minlength=n * nl).reshape(n, nl)
-    lo = np.full(n, np.inf)
-    hi = np.full(n, -np.inf)
-    np.minimum.at(lo, i, ts)
-    np.maximum.at(hi, i, ts + dur)
-    first = np.full(n, np.inf)
-    task = lanes <= SLICE_LANES.index("communication")  # Computing or Communication slices
-    np.minimum.at(first, i[task], ts[task])
-    records = []
-    for k in range(n):
-        if not np.isfinite(lo[k]):
-            continue
-        key = keys[k]
-        rec = {lane: float(sums[k, j]) / 1e3 for j, lane in enumerate(SLICE_LANES)}
-        rec["stage"] = float(hi[k] - lo[k]) / 1e3 - rec["bubble"]
-        rec["overlapped"] = rec["communication"] - rec["communication_not_overlapped"]
-        rec["communication_not_overlapped_exclude_receive"] = rec["communication_not_overlapped"] - rec["bubble"]
-        rec["preparing"] = ((float(first[k]) - steps[key][0]) / 1e3
-                            if key is not None and key in steps and np.isfinite(first[k]) else math.nan)
-        records.append(complete_modern({"step": key, **rec}))
-    return StepTrace(kind="modern", steps=modern_frame(records), source=source)
 
 
 # --- msprof raw timelines (MindSpore 2.0-2.2 PROF_* folders) ------------------------------------------------

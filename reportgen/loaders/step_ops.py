@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import ijson
 import numpy as np
 
-from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, trace_events
-from reportgen.loaders.overlap import STEP_RE, FlowPairs, device_step_ranges, legacy_step_windows
+from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.overlap import legacy_step_windows
+from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
 from reportgen.model import StepOps, StepTrace, op_class
 
@@ -124,9 +124,8 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                         legacy_steps[s] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); the execution "
-                "view uses the part read", "error")
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, "the execution view uses the part read")
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
         return TraceLayout(legacy_steps, "the trace's Steps lane", procs, threads, legacy)
@@ -185,6 +184,38 @@ def _kind(e: dict, lay: TraceLayout) -> Optional[str]:
     return op_class(name)
 
 
+MAX_SHAPES_CHARS = 160
+
+
+def _lane(e: dict, lay: TraceLayout) -> str:
+    """The process / thread an operator ran on, as a timeline lane label."""
+    pid, tid = e.get("pid"), e.get("tid")
+    pname = lay.processes.get(pid, "")
+    if pname and not lay.legacy:
+        tname = lay.threads.get((pid, tid), "") or f"thread {tid}"
+        return f"{pname} · {tname}"[:80]
+    if str(pid) == str(LEGACY_COMM_PID):
+        return f"Communication · {lay.threads.get((pid, tid), '') or f'plane {tid}'}"[:80]
+    if str(pid) == "9000":
+        return "AI CPU"
+    return f"AI Core · stream {tid}"[:80]
+
+
+def _shapes(args) -> str:
+    """Input shapes from a trace event's args: torch_npu "Input Dims", MindSpore input_N.shape."""
+    if not isinstance(args, dict):
+        return ""
+    dims = args.get("Input Dims") or args.get("Input Shapes")
+    if isinstance(dims, str):
+        return dims[:MAX_SHAPES_CHARS]
+    parts = []
+    for k in sorted(k for k in args if isinstance(k, str) and k.startswith("input_")):
+        v = args[k]
+        if isinstance(v, dict) and v.get("shape") not in (None, ""):
+            parts.append(f"[{v.get('shape')}]")
+    return ";".join(parts)[:MAX_SHAPES_CHARS]
+
+
 def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log: IssueLog
                   ) -> dict[int, StepOps]:
     """Operators starting inside the windows of `steps` (those the trace has), times in ms from the window start."""
@@ -192,7 +223,7 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
     if not wins:
         return {}
     starts = np.array([w[0] for w in wins])
-    cols = {s: ([], [], array("d"), array("d")) for _, _, s in wins}
+    cols = {s: ([], [], array("d"), array("d"), [], []) for _, _, s in wins}
     try:
         for e in trace_events(path):
             if e.get("ph") != "X":
@@ -214,12 +245,14 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
             c[1].append(cls)
             c[2].append(ts)
             c[3].append(dur)
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+            c[4].append(_lane(e, lay))
+            c[5].append(_shapes(e.get("args")))
+    except TRACE_ERRORS:
         pass  # reported by pass 1
     out = {}
     rel = log.rel(path)
     for a, b, s in wins:
-        names, classes, ts, dur = cols[s]
+        names, classes, ts, dur, lanes, shapes = cols[s]
         if not names:
             continue
         t = np.frombuffer(ts)
@@ -228,5 +261,6 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
         order = np.argsort(t, kind="stable")
         out[s] = StepOps(rank=rank, step=s, source=rel, step_ms=(end - base) / 1e3,
                          names=[names[k] for k in order], classes=[classes[k] for k in order],
-                         start=(t[order] - base) / 1e3, dur=np.frombuffer(dur)[order] / 1e3, window=lay.how)
+                         start=(t[order] - base) / 1e3, dur=np.frombuffer(dur)[order] / 1e3, window=lay.how,
+                         lanes=[lanes[k] for k in order], shapes=[shapes[k] for k in order])
     return out

@@ -212,7 +212,8 @@ def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     if not regular_file(path, log):
         return None
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # immutable: a WAL-mode database is read without creating -shm / -wal files in the run folder
+        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
         try:
             cur = con.execute("SELECT * FROM StepTraceTime")
             names = [d[0] for d in cur.description]

@@ -19,12 +19,11 @@ from array import array
 from pathlib import Path
 from typing import IO, Optional
 
-import ijson
 import numpy as np
 
 from reportgen import intervals
-from reportgen.loaders.common import IssueLog, read_json, to_float
-from reportgen.loaders.common import open_binary as open_maybe_gzip, trace_events
+from reportgen.loaders.common import IssueLog, note_unusable_events, read_json, to_float
+from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
@@ -59,8 +58,9 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     groups: dict = {}  # (pid, lane name or None) -> (starts, durations)
     tids: dict = {}  # pid -> set of tids
     string_ts = False
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             ph = e.get("ph")
             if ph == "M":
                 if e.get("name") == "process_name":
@@ -71,7 +71,8 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             ts, dur = e.get("ts"), to_float(e.get("dur"))
             string_ts = string_ts or isinstance(ts, str)
             ts = to_float(ts)
-            if math.isnan(ts) or math.isnan(dur):
+            if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                unusable += 1
                 continue
             pid, name = e.get("pid"), e.get("name")
             # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
@@ -84,10 +85,10 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             g[0].append(ts)
             g[1].append(dur)
             tids.setdefault(pid, set()).add(e.get("tid"))
-    except (ijson.JSONError, ValueError, OSError, EOFError) as e:
-        log.add(path, f"trace could not be read to the end ({type(e).__name__}: {str(e)[:120]}); timeline "
-                "summary from the part read", "error")
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
+    note_unusable_events(log, path, unusable)
     out.trace_needs_numbers = string_ts
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
@@ -158,7 +159,7 @@ def _first_ts_is_string(path: Path) -> bool:
         for e in trace_events(path):
             if "ts" in e:
                 return isinstance(e["ts"], str)
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+    except TRACE_ERRORS:
         pass
     return False
 
@@ -193,7 +194,7 @@ def export_trace(src: Path, dst: IO[str], convert: bool) -> int:
                 text = text.replace(json.dumps(_PLACEHOLDER + k), v, 1)
             dst.write(("," if n else "") + "\n" + text)
             n += 1
-    except (ijson.JSONError, ValueError, OSError, EOFError):
+    except TRACE_ERRORS:
         pass  # the part that was read is written; the loader reported the broken file
     dst.write("\n]\n")
     return n

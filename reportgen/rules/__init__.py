@@ -17,9 +17,9 @@ from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.errors import ReportError
 from reportgen.rules import (
-    aicpu, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
+    aicpu, comm_health, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
-    slow_rank, stage_imbalance, step_interval, tail_single,
+    slow_rank, stage_imbalance, stalls, step_interval, tail_single,
 )
 from reportgen.rules.base import SEVERITIES, Finding, Rule
 
@@ -33,8 +33,10 @@ RULES: tuple[Rule, ...] = (
     tail_single.RULE,
     slow_rank.RULE,
     late_arrival.RULE,
+    stalls.RULE,
     slow_link.RULE,
     communication_bound.RULE,
+    comm_health.RULE,
     stage_imbalance.RULE,
     pipeline_bubble.RULE,
     host_bound.RULE,

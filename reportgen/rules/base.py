@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable, Optional
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.i18n import N_, Msg, lazy, text
 from reportgen.numbers import json_clean as clean
@@ -63,6 +63,9 @@ class Finding:
     aliases: list[str] = field(default_factory=list)  # ids this finding had in earlier versions
     # What fixing it would save: {"step_ms", "step_share", "basis"} (`reportgen.analysis.impact`), or None
     impact: Optional[dict] = None
+    # Which steps the subject stands out in: {"ranks", "steps", "out" (rank x step 0/1), "others" (per step, how
+    # many other ranks stand out)} for the rank x step strip; `pattern` in the evidence names it.
+    strip: Optional[dict] = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -88,6 +91,7 @@ class Finding:
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
             **({"impact": clean(self.impact)} if self.impact else {}),
+            **({"strip": clean(self.strip)} if self.strip else {}),
         }
 
     @property
@@ -155,23 +159,53 @@ def md_literal(value: Any, limit: int = 200) -> str:
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
-def fmt_ms(v: float) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    a = abs(v)
-    if a >= 100:
-        return f"{v:,.0f} ms"
-    if a >= 10:
-        return f"{v:.1f} ms"
-    if a >= 1:
-        return f"{v:.2f} ms"
-    return f"{v:.3f} ms"
+PATTERNS = ("chronic", "intermittent", "one-off", "rotating")
+STRIP_ROWS = 24
 
 
-def fmt_pct(v: float, digits: int = 1) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    return f"{v * 100:.{digits}f} %"
+def step_pattern(cells, subjects: list[int]) -> tuple[str, dict]:
+    """How the subject stands out over the steps, from `analysis.stats.standout_cells` rows (rank, step, out):
+    chronic (the same ranks in every step), intermittent (the same rank, in some steps), one-off (one step only: a
+    GC pause, a checkpoint) or rotating (a different rank from step to step: points at the job, not a device).
+    Returns the pattern and the strip (`Finding.strip`)."""
+    out = cells[cells["out"]]
+    sub = out[out["rank"].isin(set(subjects))]
+    steps_hit = sorted(sub["step"].unique().tolist())
+    n_steps = int(cells["step"].nunique())
+    if len(steps_hit) <= 1 and n_steps > 1:
+        pattern = "one-off"
+    elif sub["rank"].nunique() > 1 and sub.groupby("rank")["step"].nunique().max() < max(2, 0.5 * n_steps):
+        pattern = "rotating"
+    elif len(steps_hit) >= n_steps:
+        pattern = "chronic"
+    else:
+        pattern = "intermittent"
+    return pattern, strip(cells, subjects)
+
+
+def strip(cells, subjects: list[int]) -> dict:
+    steps = sorted(cells["step"].unique().tolist())
+    rows = [int(r) for r in subjects[:STRIP_ROWS]]
+    flag = cells.pivot_table(index="rank", columns="step", values="out", aggfunc="max").reindex(columns=steps)
+    out = [[int(bool(flag.loc[r, s])) if r in flag.index and s == s and not _isnan(flag.loc[r, s]) else 0
+            for s in steps] for r in rows]
+    others = cells[~cells["rank"].isin(set(rows)) & cells["out"]].groupby("step")["rank"].nunique()
+    return {"ranks": rows, "steps": [int(s) for s in steps], "out": out,
+            "others": [int(others.get(s, 0)) for s in steps],
+            "n_others": int(cells.loc[~cells["rank"].isin(set(rows)), "rank"].nunique())}
+
+
+def _isnan(v) -> bool:
+    try:
+        return math.isnan(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+# Number and rank-list texts come from `reportgen.fmt` (one formatter for the report); the rules' names for them:
+fmt_ms = fmt.ms
+fmt_pct = fmt.share
+fmt_ranks = fmt.ranks
 
 
 def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
@@ -184,12 +218,3 @@ def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
         return lazy(N_("Ranks {ranks} and {more} more") if capital else N_("ranks {ranks} and {more} more"), ranks=listed,
                     more=len(ranks) - limit)
     return lazy(N_("Ranks {ranks}") if capital else N_("ranks {ranks}"), ranks=listed)
-
-
-def fmt_ranks(ranks: list[int], limit: int = 8) -> str:
-    ranks = [int(r) for r in ranks]
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    s = ", ".join(str(r) for r in ranks[:limit])
-    more = f" and {len(ranks) - limit} more" if len(ranks) > limit else ""
-    return f"ranks {s}{more}"

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import math
 
+import pandas as pd
+
 from reportgen import urls
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
+from reportgen.analysis.impact import saved_by_ms
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -78,6 +81,51 @@ def _own_stage_share(ov, stage: int, q: float):
     return float(share.quantile(q)) if len(share) else None
 
 
+IMPACT_BASIS = ("the exposed communication of the rank that waits least in each step ({ms} per step: its "
+                "communication not hidden by computation, waiting for other stages left out) hidden behind "
+                "computation or removed (fusion, fewer redistributions); an upper bound, as the last collective of "
+                "a step can rarely be hidden{room}")
+
+
+def own_exposed(a, ranks=None) -> "pd.Series | None":
+    """Per step, the exposed communication (ms) of the rank that waits least: the communication that is not
+    waiting for a slower rank (in a synchronous collective the last rank to arrive does not wait), the pipeline
+    bubble left out. Computed per step, so a stall that moves from rank to rank is not mistaken for communication."""
+    st = a.steps
+    ps = st.per_step if st.kind else None
+    ov = a.overlap.per_step if a.overlap.view == "model" else None
+    if ps is not None and "communication_not_overlapped" in ps.columns:
+        f = ps
+        v = f["communication_not_overlapped"] - (f["bubble"].fillna(0.0) if "bubble" in f.columns else 0.0)
+    elif ov is not None and "communication_alone" in ov.columns:
+        f, v = ov, ov["communication_alone"]
+    else:
+        return None
+    f = f.assign(v=v.clip(lower=0.0), step=f["step"].fillna(-1))
+    if ranks is not None:
+        f = f[f["rank"].isin(set(ranks))]
+    f = f.dropna(subset=["v"])
+    return f.groupby("step")["v"].min() if len(f) else None
+
+
+def comm_impact(a, ranks=None):
+    """What hiding (or removing) the exposed communication would save (`IMPACT_BASIS`); the basis says how much
+    computation there is left to hide it behind, when that is less."""
+    own = own_exposed(a, ranks)
+    if own is None or own.empty:
+        return None
+    ps = a.steps.per_step if a.steps.kind else None
+    ms = float(own.mean())
+    room = ""
+    if ps is not None and "computing" in ps.columns:
+        left = float((ps["computing"] - (ps["overlapped"].fillna(0.0) if "overlapped" in ps.columns
+                                          else 0.0)).median())
+        if 0 <= left < ms:
+            room = f"; computation could hide at most {fmt_ms(left)} of it: the rest has to go"
+    imp = saved_by_ms(ms, a.steps, IMPACT_BASIS.format(ms=fmt_ms(ms), room=room))
+    return imp.to_dict() if imp else None
+
+
 def _severity(rate: float, ctx: Context) -> str | None:
     if rate is None or math.isnan(rate) or rate < ctx.t.info_rate:
         return None
@@ -112,8 +160,13 @@ def _overall(ctx: Context) -> list[Finding]:
         rate = float(rates["communication_rate"])
         shares = ov.per_rank["comm_share"].dropna()
         # Judge on the ranks that wait least (low quantile): waiting for a straggler is the slow rank's cost, not
-        # the communication's. MindInsight's rate over all ranks is the reported value.
+        # the communication's. MindInsight's rate over all ranks is the reported value. With `own_quantile` 0 it
+        # is judged step by step (a straggler that changes from step to step makes every rank wait sometimes).
         own = min(rate, float(shares.quantile(ctx.t.own_quantile))) if len(shares) else rate
+        per_step_own = own_exposed(a)
+        step_ref = a.steps.stats["total"].median if "total" in a.steps.stats else math.nan
+        if ctx.t.own_quantile == 0 and per_step_own is not None and len(per_step_own) and step_ref > 0:
+            own = min(own, float(per_step_own.mean()) / step_ref)
         sev = _severity(rate, ctx)
         if sev:
             sev = _severity(own, ctx) or "info"
@@ -135,7 +188,8 @@ def _overall(ctx: Context) -> list[Finding]:
                           else "model_parallel_communication_rate",
                           "definition": rates.get("definition", ""), "column": col,
                           "min_rank_share": float(shares.min()), "max_rank_share": float(shares.max()),
-                          "judged_rate": own, "top_operators": _top_ops(a)[1]}))
+                          "judged_rate": own, "top_operators": _top_ops(a)[1]},
+                impact=comm_impact(a)))
     return out
 
 
@@ -172,6 +226,8 @@ def _within_stage(ctx: Context) -> list[Finding]:
                           "mindinsight_stage": mi_worst, "mindinsight_rate": vals.get(mi_worst),
                           "other_stages_above_info_rate": others, "threshold_info": ctx.t.info_rate,
                           "judged_rate": judged},
+                impact=comm_impact(ctx.a, next((x["ranks"] for x in ov.stage_summary if x["stage"] == longest),
+                                               None)),
                 table={"columns": ["Stage", "Stage time (ms)", "Pure collective / step"],
                        "rows": [[s, round(times[s], 4) if s in times else None, fmt_pct(v, 2)]
                                 for s, v in sorted(vals.items())],

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import ARRIVAL, replace_excess
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
 from reportgen.rules.slow_rank import slow_table
@@ -62,6 +63,10 @@ def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
             {"work_phase": col, "work_ms": own, "peers_median_work_ms": peer})
 
 
+IMPACT_BASIS = ("the late ranks ({ranks}) arriving with their peers: their {phases} set to the peers' median in "
+                "every step; the others' waits shrink by as much")
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     ca = a.comm
@@ -90,6 +95,15 @@ def check(ctx: Context) -> list[Finding]:
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
         title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
+    imp = None
+    if a.steps.kind in ARRIVAL:
+        ref = None
+        if stage_of:
+            stages = {stage_of.get(r) for r in ranks}
+            ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
+        imp = replace_excess(a.steps, ARRIVAL[a.steps.kind], ranks, ref, IMPACT_BASIS.format(
+            ranks=", ".join(str(r) for r in ranks[:8]) + (" …" if len(ranks) > 8 else ""),
+            phases=" and ".join(ARRIVAL[a.steps.kind])), scope=ref)
     return [Finding(
         id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=lazy(ADVICE),
         why=lazy("Every rank of a collective waits for its last member; the time the others spend waiting is lost "
@@ -98,7 +112,8 @@ def check(ctx: Context) -> list[Finding]:
         evidence={"wait_ms": w.value_ms, "peers_median_wait_ms": w.median_ms, "difference_ms": w.excess_ms,
                   "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total,
                   **(why_late[1] if why_late else {})},
-        table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"))]
+        table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"),
+        impact=imp.to_dict() if imp else None)]
 
 
 RULE = Rule(

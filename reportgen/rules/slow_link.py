@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.analysis.impact import link_saving
+from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
 from reportgen.rules.stats import MAD_SCALE
 
@@ -24,6 +26,12 @@ class Thresholds:
                                 'the step, from which the finding is a warning rather than information')
     min_lost_ms: float = th(0.5, 'and at least this many ms lost per step')
     critical_share: float = th(0.2, 'lost time per step from which the finding is critical')
+    rdma_gbps: float = th(12.5, 'reference bandwidth of an RDMA link (GB/s): a link below (1 − min_drop) × it is '
+                                'slow even when every link of its transport is (msprof-analyze / MindStudio Insight)')
+    hccs_gbps: float = th(18.0, 'reference bandwidth of an HCCS link (GB/s)')
+    pcie_gbps: float = th(20.0, 'reference bandwidth of a PCIe link (GB/s)')
+    ref_min_size_mb: float = th(16.0, 'the reference applies to links moving at least this much per step (smaller '
+                                      'transfers are latency-bound and reach less by nature)')
 
 
 ADVICE = """\
@@ -33,6 +41,51 @@ runs at the speed of its slowest hop).
   RDMA the switch port and its congestion / PFC settings.
 - If the link is slow only in some operators, look at the per-operator distribution on the Communication page:
   small packets (under 16 MB on SDMA, 1 MB on RDMA) reach low bandwidth by nature."""
+
+
+IMPACT_BASIS = ("links {links} ({transport}) moving their data at the {median} GB/s median of their transport; "
+                "every operator using them lasts as long as its slowest link")
+TITLE_ONE = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {median} GB/s median of "
+               "{n_compared} {transport} links")
+TITLE_MANY = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
+                "median of {n_compared} {transport} links")
+
+
+TITLE_ONE_REF = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {median} GB/s reference of "
+                   "{transport} links (their median is below it too)")
+TITLE_MANY_REF = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
+                    "reference of {transport} links (their median is below it too)")
+
+
+def reference_gbps(t, transport: str) -> float:
+    return {"RDMA": t.rdma_gbps, "HCCS": t.hccs_gbps, "PCIE": t.pcie_gbps}.get(transport.upper(), 0.0)
+
+
+def common_place(a, links: list[str]):
+    """("nic", rank) when every slow link starts or ends at one device (its NIC), ("host", name) when every slow
+    link touches one host, else None. One link is a link, not a NIC."""
+    if len(links) < 2:
+        return None
+    pairs = [tuple(int(x) for x in l.split("-")) for l in links]
+    common = set(pairs[0])
+    for p in pairs[1:]:
+        common &= set(p)
+    if len(common) == 1:
+        return ("nic", next(iter(common)))
+    host = {r: a.run.ranks[r].info.host for r in a.run.rank_ids if r in a.run.ranks}
+    touched = [{host.get(s), host.get(d)} - {None, ""} for s, d in pairs]
+    hosts = set.intersection(*touched) if touched and all(touched) else set()
+    if len(hosts) == 1:
+        return ("host", next(iter(hosts)))
+    return None
+
+
+def place_msg(place):
+    if place is None:
+        return ""
+    if place[0] == "nic":
+        return lazy(N_("The network port of rank {rank}'s device: "), rank=place[1])
+    return lazy(N_("Host {host}: "), host=str(place[1])[:80])
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -50,9 +103,17 @@ def check(ctx: Context) -> list[Finding]:
         med = float(f["bandwidth_gbps"].median())
         mad = float((f["bandwidth_gbps"] - med).abs().median())
         floor = max(ctx.t.min_drop * med, ctx.t.z * MAD_SCALE * mad)
-        slow = f[(med - f["bandwidth_gbps"]) > floor].copy()
+        ref = reference_gbps(ctx.t, str(transport))
+        below_ref = (f["bandwidth_gbps"] < (1 - ctx.t.min_drop) * ref) & (f["size_mb"] >= ctx.t.ref_min_size_mb) \
+            if ref else False
+        slow = f[((med - f["bandwidth_gbps"]) > floor) | below_ref].copy()
         if slow.empty:
             continue
+        # the typical bandwidth a slow link is measured against: its transport's median, or the reference when the
+        # median itself is far below the reference (every link, or half of them, slow)
+        by_ref = bool(ref) and med < (1 - ctx.t.min_drop) * ref
+        if by_ref:
+            med = ref
         slow["expected_ms"] = slow["size_mb"] / med
         slow["lost_ms"] = slow["time_ms"] - slow["expected_ms"]
         slow = slow.sort_values("lost_ms", ascending=False)
@@ -70,10 +131,14 @@ def check(ctx: Context) -> list[Finding]:
             severity = "info"
         links = [f"{int(s)}-{int(d)}" for s, d in zip(slow["src"], slow["dst"])]
         n = len(links)
-        title = (f"{'Link' if n == 1 else f'{n} links'} {', '.join(links[:4])}{' …' if n > 4 else ''} "
-                 f"({transport}) {'runs' if n == 1 else 'run'} at {float(w['bandwidth_gbps']):.2f} GB/s, "
-                 f"{fmt_pct(float(w['bandwidth_gbps']) / med, 0)} of the {med:.2f} GB/s median of {len(f)} "
-                 f"{transport} links")
+        place = common_place(a, links)
+        imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med},
+                          IMPACT_BASIS.format(links=", ".join(links[:8]) + (" …" if n > 8 else ""),
+                                              transport=transport, median=f"{med:.2f}"))
+        title = lazy((TITLE_ONE_REF if n == 1 else TITLE_MANY_REF) if by_ref else (TITLE_ONE if n == 1 else TITLE_MANY),
+                     subject=place_msg(place), n=n, links=", ".join(links[:4])
+                     + (" …" if n > 4 else ""), transport=str(transport), bw=f"{float(w['bandwidth_gbps']):.2f}",
+                     rel=fmt_pct(float(w["bandwidth_gbps"]) / med, 0), median=f"{med:.2f}", n_compared=len(f))
         rows = [[int(r.src), int(r.dst), round(float(r.size_mb), 3), round(float(r.time_ms), 4),
                  round(float(r.bandwidth_gbps), 4), fmt_pct(float(r.bandwidth_gbps) / med, 0),
                  round(float(r.lost_ms), 4)] for r in slow.head(50).itertuples()]
@@ -87,9 +152,13 @@ def check(ctx: Context) -> list[Finding]:
                                                         else ".")),
             page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
-            evidence={"bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
+            impact=imp.to_dict() if imp else None,
+            evidence={**({"host": place[1]} if place and place[0] == "host" else {}),
+                      **({"nic_rank": place[1]} if place and place[0] == "nic" else {}),
+                      "bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
                       "size_mb": float(w["size_mb"]), "time_ms": float(w["time_ms"]),
-                      "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f)},
+                      "lost_ms": float(w["lost_ms"]), "lost_share_of_step": lost_share, "links_compared": len(f),
+                      "compared_with": "reference" if by_ref else "transport median"},
             table={"columns": ["Source", "Destination", "Size (MB)", "Time (ms)", "Bandwidth (GB/s)",
                                "vs median", "Lost (ms)"], "rows": rows, "links": [None] * len(rows)}))
     return findings

@@ -12,10 +12,13 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.analysis.divergence import divergence
 from reportgen.analysis.impact import replace_excess
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
-from reportgen.rules.stats import Standout, peer_median, standouts, step_reference
+from reportgen.rules.base import (
+    Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern,
+)
+from reportgen.rules.stats import Standout, peer_median, standout_cells, standouts, step_reference
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -148,6 +151,50 @@ def _host_note(a: Analysis, ranks: list[int]):
     return ""
 
 
+def split_hosts(a: Analysis, found: list[Standout]) -> list[tuple[list[Standout], list[str]]]:
+    """The standing-out ranks in one part per cause: the ranks that make up whole hosts (every rank of a host with
+    at least two ranks stands out: a throttled server, one finding naming the host and every rank) and the rest."""
+    hosts: dict[str, list[int]] = {}
+    for r in a.run.rank_ids:
+        h = a.run.ranks[r].info.host if r in a.run.ranks else None
+        if h:
+            hosts.setdefault(h, []).append(r)
+    out_ranks = {s.rank for s in found}
+    whole = sorted(h for h, rs in hosts.items() if len(rs) >= 2 and set(rs) <= out_ranks)
+    # a host is the subject only when it is not the whole cluster and other hosts do not stand out as well
+    if not whole or len(whole) == len(hosts):
+        return [(found, [])]
+    in_host = {r for h in whole for r in hosts[h]}
+    parts = [([s for s in found if s.rank in in_host], whole)]
+    rest = [s for s in found if s.rank not in in_host]
+    return parts + ([(rest, [])] if rest else [])
+
+
+def host_msg(a: Analysis, hosts: list[str]):
+    ranks = [r for r in a.run.rank_ids if r in a.run.ranks and a.run.ranks[r].info.host in set(hosts)]
+    names = ", ".join(str(h)[:80] for h in hosts[:6]) + (" …" if len(hosts) > 6 else "")
+    return lazy(N_("Host {hosts} (all its ranks: {ranks})") if len(hosts) == 1 else
+                N_("Hosts {hosts} (all their ranks: {ranks})"), hosts=names,
+                ranks=", ".join(str(r) for r in sorted(ranks)[:32]) + (" …" if len(ranks) > 32 else ""))
+
+
+def falls_behind(a: Analysis, rank: int, stage_of) -> dict:
+    """Evidence of where `rank` falls behind the fastest rank of its stage in the operator timelines
+    (`analysis.divergence`), with the execution view's anchor; {} without timelines."""
+    if a.execution is None:
+        return {}
+    peers = [r for r in a.run.rank_ids if not stage_of or stage_of.get(r) == stage_of.get(rank)]
+    d = divergence(a.execution, rank, peers)
+    if d is None:
+        return {}
+    return {"divergence_first_op": d.first_op, "divergence_first_type": d.first_type,
+            "divergence_first_extra_ms": d.first_extra_ms, "divergence_vs_rank": d.fast_rank,
+            "divergence_step": d.step, "divergence_gap_ms": d.gap_ms,
+            "divergence_types": "; ".join(f"{t['type']} ({fmt_ms(t['extra_ms'])}, {fmt_pct(t['share'], 0)})"
+                                          for t in d.types),
+            "divergence_page": str(urls.marey_rank(rank))}
+
+
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
 IMPACT_BASIS = "{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as much"
@@ -191,51 +238,61 @@ def check(ctx: Context) -> list[Finding]:
             found = _not_victims(a, found, stage_of)
         if not found:
             continue
-        ranks = [s.rank for s in found]
         if phase in ("step_interval", "compute"):
-            culprits.extend(ranks)
-        worst = found[0]
-        n = len(found)
-        same_stage = bool(by_stage and stage_of)
-        if n > 1:
-            peers = lazy(N_("their peers in the same stage") if same_stage else N_("their peers"))
-        else:
-            peers = lazy(N_("its peers in the same stage") if same_stage else N_("its peers"))
-        verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
-        rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
-        rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
-                    lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
-        title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
-                     subject=ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,
-                     out=worst.steps_out, total=worst.steps_total)
-        severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
-        if worst.steps_total < ctx.t.min_steps:
-            severity = "info"  # one recorded step: persistence cannot be told
-            title = lazy("{title} (one step recorded: cannot tell whether it persists)", title=title)
-        why = lazy(WHY)
-        advice = lazy(ADVICE[phase])
-        if phase == "tail":
-            severity = "info"
-            others = sorted(set(culprits) - set(ranks))
-            why = (lazy("A long tail is usually waiting, not work: {ranks} is slower in forward/backward or data and "
-                        "makes the others wait.", ranks=ranks_msg(others)) if len(others) == 1 else
-                   lazy("A long tail is usually waiting, not work: {ranks} are slower in forward/backward or data and "
-                        "make the others wait.", ranks=ranks_msg(others)) if others else
-                   lazy("A long tail is usually waiting, not work: no slower rank was found in the other phases."))
-            if not others and worst.steps_total >= ctx.t.min_steps:
-                severity = "warning"
-        label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
-                 "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
-        findings.append(Finding(
-            id=f"slow-rank.{phase.replace('_', '-')}", category="slow_rank", severity=severity, title=title,
-            advice=advice, why=lazy("{why}{note}", why=why, note=_host_note(a, ranks)), page=anchor(worst.rank), ranks=ranks, phase=phase,
-            evidence={"value_ms": worst.value_ms, "cluster_median_ms": worst.median_ms,
-                      "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
-                      "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
-                      "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
-                      "column": col},
-            table=slow_table(a, found, label, by_stage),
-            impact=impact(a, phase, ranks, stage_of if by_stage else None)))
+            culprits.extend(s.rank for s in found)
+        cells = standout_cells(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z,
+                               min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share)
+        for found, hosts in split_hosts(a, found):
+            ranks = [s.rank for s in found]
+            worst = found[0]
+            n = len(found)
+            same_stage = bool(by_stage and stage_of)
+            if n > 1:
+                peers = lazy(N_("their peers in the same stage") if same_stage else N_("their peers"))
+            else:
+                peers = lazy(N_("its peers in the same stage") if same_stage else N_("its peers"))
+            verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
+            pattern, strip = step_pattern(cells, ranks)
+            rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
+            rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
+                        lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
+            title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
+                         subject=host_msg(a, hosts) if hosts else ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,
+                         out=worst.steps_out, total=worst.steps_total)
+            severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
+            if worst.steps_total < ctx.t.min_steps:
+                severity = "info"  # one recorded step: persistence cannot be told
+                title = lazy("{title} (one step recorded: cannot tell whether it persists)", title=title)
+            why = lazy(WHY)
+            advice = lazy(ADVICE[phase])
+            if phase == "tail":
+                severity = "info"
+                others = sorted(set(culprits) - set(ranks))
+                why = (lazy("A long tail is usually waiting, not work: {ranks} is slower in forward/backward or data and "
+                            "makes the others wait.", ranks=ranks_msg(others)) if len(others) == 1 else
+                       lazy("A long tail is usually waiting, not work: {ranks} are slower in forward/backward or data and "
+                            "make the others wait.", ranks=ranks_msg(others)) if others else
+                       lazy("A long tail is usually waiting, not work: no slower rank was found in the other phases."))
+                if not others and worst.steps_total >= ctx.t.min_steps:
+                    severity = "warning"
+            label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
+                     "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
+            findings.append(Finding(
+                id=f"slow-rank.{phase.replace('_', '-')}{'-host' if hosts else ''}", category="slow_rank",
+                severity=severity, title=title, advice=advice,
+                why=lazy("{why}{note}", why=why, note="" if hosts else _host_note(a, ranks)),
+                page=anchor(worst.rank), ranks=sorted(ranks) if hosts else ranks, phase=phase,
+                evidence={**({"hosts": hosts} if hosts else {}), "value_ms": worst.value_ms,
+                          "cluster_median_ms": worst.median_ms,
+                          "excess_ms": worst.excess_ms, "excess_share_of_step": worst.share,
+                          "median_step_ms": worst.step_ms, "steps_slow": worst.steps_out, "steps": worst.steps_total,
+                          "compared_within": "pipeline stage" if by_stage and stage_of else "cluster",
+                          "column": col, "pattern": pattern,
+                          **(falls_behind(a, worst.rank, stage_of if by_stage else None) if phase == "compute"
+                             else {})},
+                strip=strip,
+                table=slow_table(a, found, label, by_stage),
+                impact=impact(a, phase, ranks, stage_of if by_stage else None)))
     return findings
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reportgen.analysis.stats import MAD_SCALE, Standout, peer_median, robust_outliers, standouts, step_reference
+from reportgen.analysis.stats import (
+    MAD_SCALE, Standout, peer_median, robust_outliers, standout_cells, standouts, step_reference,
+)
 
-__all__ = ["MAD_SCALE", "Standout", "peer_median", "robust_outliers", "standouts", "step_reference", "type_totals"]
+__all__ = ["MAD_SCALE", "Standout", "peer_median", "robust_outliers", "standout_cells", "standouts", "step_reference", "type_totals"]
 
 
 def type_totals(analysis, sides: tuple[str, ...]) -> pd.DataFrame:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import multiprocessing
+import re
+import signal
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,9 +23,9 @@ from jinja2 import (
     pass_context,
     select_autoescape,
 )
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from reportgen import __version__, i18n
+from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
@@ -35,50 +39,52 @@ from reportgen.site.output import (MARKER, _swap_into_place, check_output, stage
 from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
 
 
-def _fmt_ms(v) -> str:
+def _sort_key(v) -> str:
+    """The `data-v` sort key of a numeric cell: 7 significant digits (a float's full repr only makes pages larger;
+    the tables show at most 3 decimals)."""
     if v is None:
-        return "—"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
+        return ""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
         return str(v)
-    if f != f:
-        return "—"
-    if f != 0 and abs(f) < 0.001:
-        return f"{f:.2e}"
-    return f"{f:,.3f}"
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.7g}"
+    return str(v)
 
 
-def _fmt_ratio(v) -> str:
-    """A 0..1 ratio as a percentage."""
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    return "—" if f != f else f"{f * 100:.1f} %"
+_CELL_FORMATS = {"ratio": fmt.share, "num": fmt.number}
+_MS_CELL = fmt.ms_cell
 
 
-def _fmt_num(v) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    if f != f:
-        return "—"
-    return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
-
-
-def _fmt_pct(v) -> str:
-    return "—" if v is None else f"{float(v):.1f} %"
+def _num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
+    """One numeric `<td>`, built in Python (rank pages have tens of thousands of cells; a Jinja macro call per cell
+    was most of their rendering time). The table sorter reads the number the cell shows, so only a cell with a
+    badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page)."""
+    text = _CELL_FORMATS.get(fmt, _MS_CELL)(v)
+    c = f"num {escape(cls)}" if cls else "num"
+    if badge:
+        return Markup(f'<td class="{c}" data-v="{escape(_sort_key(v))}">{escape(text)} '
+                      f'<span class="badge slow">{escape(badge)}</span></td>')
+    return Markup(f'<td class="{c}">{escape(text)}</td>')
 
 
 def _ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
-    out = []
-    for v in values:
-        key = "" if v is None else repr(float(v))
-        out.append(f'<td class="num" data-v="{key}">{_fmt_ms(v)}</td>')
-    return Markup("".join(out))
+    return Markup("".join(f'<td class="num">{_MS_CELL(v)}</td>' for v in values))
+
+
+def _compact(value):
+    """Page-embedded JSON (chart data, the step selector's and the single file's rank tables) with floats cut to 7
+    significant digits: the pages show at most 3 decimals, and `167.83036663599998` is most of a large run's
+    chart bytes. summary.json and the CSVs keep every digit."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}") if value == value and value not in (float("inf"), float("-inf")) else value
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v) for v in value]
+    return value
 
 
 @pass_context
@@ -90,7 +96,7 @@ def _json_script(context, value) -> Markup:
     resolver = getattr(url, "resolver", None)
     if resolver is not None:
         value = resolve_hrefs(value, resolver)
-    text = json_text(value, separators=(",", ":"))
+    text = json_text(_compact(value), separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -103,13 +109,14 @@ def make_env() -> Environment:
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
     # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
     env.filters["t"] = i18n.translate
-    env.filters.update(ms=_fmt_ms, pct=_fmt_pct, pct1=_fmt_ratio, num=_fmt_num, jsonscript=_json_script,
+    env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
                        csp_hash=csp_hash,
-                       ms_cells=_ms_cells)
+                       ms_cells=_ms_cells, sortkey=_sort_key)
+    env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
     return env
 
 
-def _csv_text(columns: list[dict], rows: list[dict]) -> str:
+def _csv_text(columns: list[dict], rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
@@ -118,9 +125,16 @@ def _csv_text(columns: list[dict], rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
+
+
 def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
-               progress: Optional[Callable[[int, int], None]] = None) -> Path:
-    """Write the multi-page site to folder `out`; return the path of index.html."""
+               progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1) -> Path:
+    """Write the multi-page site to folder `out`; return the path of index.html.
+
+    With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
+    worker processes, forked from this one so the planned pages are not pickled; each worker sends back only the
+    chart specs its pages share."""
     check_output(out, run_root, single_file=False)
     env = make_env()
     with staged_folder(out) as tmp:
@@ -134,23 +148,21 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             names[key] = "assets/" + name
         total = len(plan.pages)
         shared = SharedSpecs()
-        for n, page in enumerate(plan.pages, 1):
-            url = url_function(page.path, single=False)
-            per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
-            html = _render(env, "page.html", plan, page, url, single=False,
-                           asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
-                           asset_specs=url(SHARED_SPECS) if per_rank else "",
-                           share_spec=shared.share if per_rank else _no_sharing,
-                           inline_css="", inline_js="", inline_vega="")
-            target = tmp / page.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(html, encoding="utf-8")
+        rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"]
+        parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
+        serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+        done = 0
+        for i in serial:
+            _write_page(env, plan, plan.pages[i], tmp, names, shared)
+            done += 1
             if progress:
-                progress(n, total)
-        for page in plan.pages:
-            for path, columns, rows in page.downloads:
-                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
+                progress(done, total)
+        if parallel:
+            for n, specs in _write_pages_parallel(env, plan, rank_idx, tmp, names, jobs):
+                shared.specs.update(specs)
+                done += n
+                if progress:
+                    progress(done, total)
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
@@ -158,6 +170,59 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
         (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
+
+
+def _write_page(env: Environment, plan: SitePlan, page: Page, tmp: Path, names: dict, shared: "SharedSpecs") -> None:
+    url = url_function(page.path, single=False)
+    per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
+    html = _render(env, "page.html", plan, page, url, single=False,
+                   asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
+                   asset_specs=url(SHARED_SPECS) if per_rank else "",
+                   share_spec=shared.share if per_rank else _no_sharing,
+                   inline_css="", inline_js="", inline_vega="")
+    target = tmp / page.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
+        (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
+
+
+# What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
+_FORKED: dict = {}
+
+
+def _write_pages_parallel(env: Environment, plan: SitePlan, idx: list[int], tmp: Path, names: dict, jobs: int):
+    """Yield (pages written, their shared specs) per chunk of `idx`, rendered by `jobs` forked processes."""
+    size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+    chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+    _FORKED.update(env=env, plan=plan, tmp=tmp, names=names)
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_ignore_sigint)
+    try:
+        futs = [ex.submit(_write_chunk, c) for c in chunks]
+        for c, fut in zip(chunks, futs):
+            yield len(c), fut.result()
+    except BaseException:  # Ctrl-C or a failure: stop the workers now (the staged folder is then discarded)
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        _FORKED.clear()
+    ex.shutdown()
+
+
+def _ignore_sigint() -> None:
+    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _write_chunk(idx: list[int]) -> dict:
+    """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
+    st = _FORKED
+    shared = SharedSpecs()
+    for i in idx:
+        _write_page(st["env"], st["plan"], st["plan"].pages[i], st["tmp"], st["names"], shared)
+    return shared.specs
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
@@ -223,9 +288,14 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
                  for page in plan.pages if page.single]
     index = next(p for p in plan.pages if p.path == INDEX)
     sr = plan.single_ranks
+    # the flagged ranks' whole pages, their ids scoped so they cannot clash with the cluster sections' ids
+    rank_pages = [{"rank": p.context.rank, "anchor": f"r{p.context.rank}-rank-page-{p.context.rank}",
+                   "html": Markup(scope_ids(_render(env, p.partial, plan, p, url, single=True),
+                                            f"r{p.context.rank}-"))} for p in sr.pages]
     html = env.get_template("single.html").render(
         page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
-        rank_data=sr.data, line_template=sr.line_template, rank_ids=sr.rank_ids,
+        rank_data=sr.data, rank_meta=sr.meta, rank_pages=rank_pages, line_template=sr.line_template,
+        rank_ids=sr.rank_ids,
         asset_css="", asset_js="", asset_vega="",
         inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),
         inline_vega=Markup(vega_bundle()))
@@ -235,6 +305,18 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     _atomic_write(summary_path, json_text(summary, indent=2))
     _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
     return out
+
+
+_ID_ATTR = re.compile(r'\bid="([^"]+)"')
+_ID_REFS = re.compile(r'\b(href="#|data-filter="|data-colfilter="|data-slowonly="|data-table=")([^"]+)"')
+
+
+def scope_ids(html: str, prefix: str) -> str:
+    """Prefix every id defined in an HTML fragment, and the in-page references to them (`href="#id"`, the table
+    tools' `data-filter` & co.), so the fragment can sit in a page that defines the same ids."""
+    own = set(_ID_ATTR.findall(html))
+    html = _ID_ATTR.sub(lambda m: f'id="{prefix}{m.group(1)}"', html)
+    return _ID_REFS.sub(lambda m: f'{m.group(1)}{prefix}{m.group(2)}"' if m.group(2) in own else m.group(0), html)
 
 
 def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:

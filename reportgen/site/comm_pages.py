@@ -16,8 +16,9 @@ from reportgen.analysis.communication import (
 )
 from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
+from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.comm_views import (
     MAX_BOX_LINKS,
     MAX_OP_ROWS,
@@ -26,13 +27,13 @@ from reportgen.site.comm_views import (
 )
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
-from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, representative_ranks
+from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"
 LINKS_CSV = "cluster/communication-links.csv"
 RANKS_CSV = "cluster/communication-ranks.csv"
-MAX_LINK_ROWS = 3000  # rows in the HTML table; the CSV has all
+MAX_LINK_ROWS = 1000  # rows in the HTML table (the slowest; the CSV has all): 3,000 rows were most of a 1,024-rank page's DOM
 MAX_MATRIX_GROUPS = 12
 PRODUCER_LABELS = {
     "hccl_raw": "MindInsight hccl_raw_{rank}.csv",
@@ -43,6 +44,17 @@ PRODUCER_LABELS = {
 TIME_LABELS = {"communication.json": "Elapse", "hccl_raw": "Communication", "hccl_trace": "Communication",
                "msprof_hccl": "Communication"}
 
+
+
+def source_labels(a: Analysis) -> list[str]:
+    """What the communication data was read from, per producer (a database's own label where it has one: the DB
+    holds communication.json's twin tables, and "communication.json" would name a file that is not there)."""
+    labels: dict[str, set[str]] = {p: set() for p in a.comm.producers}
+    for r in a.run.rank_ids:
+        c = a.run.ranks[r].communication
+        if c is not None and c.producer in labels:
+            labels[c.producer].add(c.label or PRODUCER_LABELS.get(c.producer, c.producer))
+    return [lab for p in a.comm.producers for lab in sorted(labels[p] or {PRODUCER_LABELS.get(p, p)})]
 
 
 def group_label(a: Analysis, gid: Any) -> str:
@@ -88,7 +100,7 @@ def link_rows(a: Analysis, frame: Optional[pd.DataFrame] = None) -> list[dict]:
     if not len(lt):
         return []
     out = []
-    for rec in lt.to_dict("records"):
+    for rec in records(lt):
         out.append({"src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
                     "group": group_label(a, rec["group"]), "group_id": rec["group"], "mapped": bool(rec["mapped"]),
                     "time_ms": num(rec["time_ms"]), "size_mb": num(rec["size_mb"]),
@@ -122,27 +134,57 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
     if not data:
         return None
     if len(data) <= MAX_BARS:
-        groups = [([r], str(r["rank"])) for r in data]
+        groups = [(r["rank"], str(r["rank"])) for r in data]
         x_title = "Rank"
     else:  # the culprits and each stage's extremes, each its own bar: never averaged away
-        by_rank = {r["rank"]: r for r in data}
         total = pd.Series({r["rank"]: r["communication_ms"] for r in data}, dtype=float)
         picked = representative_ranks(total, a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least, MAX_BARS)
-        groups = [([by_rank[r]], rank_bar_label(r, role)) for r, role in picked.items()]
+        groups = [(r, rank_bar_label(r, role)) for r, role in picked.items()]
         x_title = _(PICKED_TITLE)
-    out = []
-    for gi, (g, label) in enumerate(groups):
-        transit = sum(r["transit_ms"] or 0 for r in g) / len(g)
-        wait = sum(r["wait_ms"] or 0 for r in g) / len(g)
-        comm = sum(r["communication_ms"] or 0 for r in g) / len(g)
-        other = max(0.0, comm - transit - wait) if a.comm.producers == ["communication.json"] else 0.0
-        for pi, (part, v) in enumerate((("Transit", transit), ("Wait", wait), ("Idle / other", other))):
-            if v > 0 or part != "Idle / other":
-                out.append({"label": label, "order": gi, "part": part, "part_order": pi, "value": round(v, 6)})
-    return Chart("comm-by-rank", comm_charts.comm_by_rank(out, x_title),
-                 "Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
-                 "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
-                 "they wait for.")
+    with_other = a.comm.producers == ["communication.json"]
+
+    def bars(by_rank: dict) -> list[dict]:
+        out = []
+        for gi, (r, label) in enumerate(groups):
+            g = by_rank.get(r)
+            if g is None:
+                continue
+            transit, wait = num(g.get("transit_ms")) or 0, num(g.get("wait_ms")) or 0
+            other = max(0.0, (num(g.get("communication_ms")) or 0) - transit - wait) if with_other else 0.0
+            for pi, (part, v) in enumerate((("Transit", transit), ("Wait", wait), ("Idle / other", other))):
+                if v > 0 or part != "Idle / other":
+                    out.append({"label": label, "order": gi, "part": part, "part_order": pi, "value": round(v, 6)})
+        return out
+
+    chart = Chart("comm-by-rank", comm_charts.comm_by_rank(bars({r["rank"]: r for r in data}), x_title),
+                  "Communication time per step of each rank: transit (data on the wire), wait (for peers) and the "
+                  "rest of the operators' elapse. A rank that waits much less than its peers is usually the one "
+                  "they wait for.")
+    ps = a.comm.per_rank_step
+    if len(ps):
+        ps = ps.dropna(subset=["step"])
+        by_step = {int(s): g.groupby("rank").mean(numeric_only=True).to_dict("index") for s, g in ps.groupby("step")}
+        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])})
+    return chart
+
+
+def _wait_strip(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart]:
+    """Above a bar per rank: every rank's wait per step as a tick on its pipeline stage's line, the ranks the
+    findings name drawn red with their number (the distribution, compared within the stage, and the culprit)."""
+    data = [r for r in rows if r["has_data"] and r["wait_ms"] is not None]
+    if len(data) <= MAX_BARS:
+        return None
+    flagged = hl.slow_ranks | hl.waits_least
+    multi = a.run.info.stages > 1
+    strip = [{"rank": r["rank"], "value": round(r["wait_ms"], 4), "href": r["href"],
+              "status": "slow" if r["rank"] in flagged else "normal",
+              "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
+             for r in data]
+    return Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
+                 _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
+                   "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to open "
+                   "the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
+                 renderer="canvas" if len(strip) > 3000 else "svg")
 
 
 def _step_chart(a: Analysis) -> Optional[Chart]:
@@ -192,7 +234,7 @@ def host_pairs(a: Analysis, hl: Highlights) -> list[dict]:
         return []
     rows = [{"src": e["src"], "dst": e["dst"], "transport": e["transport"], "links": e["links"],
              "time_ms": e["time_ms"], "size_mb": e["size_mb"], "bandwidth_gbps": e["bandwidth_gbps"],
-             "slow": e["slow"], "slow_links": e["slow_links"]} for e in g["edges"]]
+             "slow": e["slow"], "slow_links": e["slow_links"]} for e in g["edges"] + g.get("within", [])]
     return sorted(rows, key=lambda r: (not r["slow"], r["bandwidth_gbps"] if r["bandwidth_gbps"] is not None
                                        else float("inf")))
 
@@ -226,14 +268,16 @@ def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     for order, rec in enumerate(pick.to_dict("records")):
         sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
         label = f"{rec['src']}-{rec['dst']} {rec['transport']}"
-        for bw in sel["bandwidth_gbps"].dropna():
-            rows.append({"link": label, "order": order, "bandwidth_gbps": round(float(bw), 4),
-                         "slow": bool(rec["slow"])})
+        for op in sel.dropna(subset=["bandwidth_gbps"]).to_dict("records"):
+            rows.append({"link": label, "order": order, "src": str(int(rec["src"])), "dst": str(int(rec["dst"])),
+                         "op": str(op["op"]), "time_ms": num(op["time_ms"]), "size_mb": num(op["size_mb"]),
+                         "bandwidth_gbps": round(float(op["bandwidth_gbps"]), 4), "slow": bool(rec["slow"])})
     if not rows:
         return None
     return Chart("comm-link-ops", comm_charts.link_op_boxplot(rows),
-                 "Per-operator bandwidth on the slow links and the slowest other links (box: quartiles, whiskers: "
-                 "min-max). A link slow for every operator is a bad link; one slow operator is an outlier.")
+                 "Per-operator bandwidth, time or size (pick above) on the slow links and the slowest other links (box: "
+                 "quartiles, whiskers: min-max, a dot per operator). A link slow for every operator is a bad link; "
+                 "one slow operator is an outlier.")
 
 
 Download = tuple[str, list[dict], list[dict]]  # CSV path, columns, rows
@@ -292,13 +336,17 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    charts = [ch for ch in (_rank_chart(a, rows, hl), _step_chart(a), _graph_chart(a, hl), _matrix_chart(a, lt),
-                            _box_chart(a, lt)) if ch is not None]
+    charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), _graph_chart(a, hl),
+                            _matrix_chart(a, lt), _box_chart(a, lt)) if ch is not None]
     if mapped:
-        charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(
-            [{**l, "link": f"{l['src']}-{l['dst']}"} for l in mapped if not l["self"] and l["bandwidth_gbps"]]),
+        # only the fields the chart reads: at 1,000+ ranks the scatter has thousands of points
+        points = [{"link": f"{l['src']}→{l['dst']}", "group": l["group"], "transport": l["transport"],
+                   "bandwidth_gbps": l["bandwidth_gbps"], "size_mb": l["size_mb"], "time_ms": l["time_ms"],
+                   "slow": l["slow"]} for l in mapped if not l["self"] and l["bandwidth_gbps"]]
+        charts.insert(2, Chart("comm-links", comm_charts.link_bandwidth(points),
             "Every link between two devices: data per step against bandwidth, by transport. Large transfers "
-            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed)."))
+            "should sit at the transport's line rate; a point well below its peers is a slow link (ringed and "
+            "named).", renderer="canvas" if len(points) > 1500 else "svg"))
     transports = sorted({l["transport"] for l in links})
     groups = [{"label": g.label, "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]
@@ -315,7 +363,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
     ctx = {
         "has_data": True,
-        "sources": [PRODUCER_LABELS.get(p, p) for p in c.producers],
+        "sources": source_labels(a),
         "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
         "unit_notes": c.unit_notes,
         "averaging": c.averaging,
@@ -365,31 +413,57 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
-def rank_section(a: Analysis, r: int, by_reporter: dict[int, list[int]], hl: Highlights) -> dict:
-    """A rank page's communication section; `by_reporter` comes from `links_by_reporter` (computed once)."""
-    c = a.comm
-    sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
-                           "has_data": c.has_data and r in c.per_rank.index}
-    if not sec["has_data"]:
+class RankComm:
+    """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
+    frames and the cluster median are prepared once (a run has thousands of rank pages)."""
+
+    def __init__(self, a: Analysis, hl: Highlights) -> None:
+        self.a, self.hl = a, hl
+        c = a.comm
+        self.ok = c.has_data
+        if not self.ok:
+            return
+        self.by_reporter = links_by_reporter(a)
+        self.links = link_rows(a, marked_links(a, hl))  # row i = link table row i
+        self.median_wait = num(c.per_rank["wait_ms"].median())
+        self.summary = c.per_rank.to_dict("index")
+        self.steps: dict[int, list[dict]] = {}
+        for rec in records(c.per_rank_step):
+            self.steps.setdefault(int(rec["rank"]), []).append(rec)
+        self.ops: dict[int, list[dict]] = {}
+        if len(c.rank_ops):
+            for rec in records(c.rank_ops.sort_values("communication_ms", ascending=False, kind="stable")):
+                mine = self.ops.setdefault(int(rec["rank"]), [])
+                if len(mine) < 200:
+                    mine.append(rec)
+        self.group_labels: dict[Any, str] = {}
+
+    def _group(self, gid: Any) -> str:
+        if gid not in self.group_labels:
+            self.group_labels[gid] = group_label(self.a, gid)
+        return self.group_labels[gid]
+
+    def section(self, r: int) -> dict:
+        a, c = self.a, self.a.comm
+        sec: dict[str, Any] = {"id": "communication", "title": "Communication", "template": "_rank_comm.html",
+                               "has_data": self.ok and r in self.summary}
+        if not sec["has_data"]:
+            return sec
+        rec = self.summary[r]
+        sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
+                                                     "wait_ratio")}
+        sec["low_wait"] = r in self.hl.waits_least
+        sec["cluster_median_wait"] = self.median_wait
+        sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
+                         "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
+                         "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
+        sec["ops"] = [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
+                       "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
+                       "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
+                      for o in self.ops.get(r, [])]
+        sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
+        sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec
-    rec = c.per_rank.loc[r]
-    ps = c.per_rank_step[c.per_rank_step["rank"] == r]
-    sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
-                                                 "wait_ratio")}
-    sec["low_wait"] = r in hl.waits_least
-    sec["cluster_median_wait"] = num(c.per_rank["wait_ms"].median())
-    sec["steps"] = [{"step": None if pd.isna(s) else int(s), "communication_ms": num(cm), "wait_ms": num(w),
-                     "transit_ms": num(t)} for s, cm, w, t in zip(ps["step"], ps["communication_ms"], ps["wait_ms"],
-                                                                    ps["transit_ms"])]
-    ro = c.rank_ops[c.rank_ops["rank"] == r].sort_values("communication_ms", ascending=False).head(200)
-    sec["ops"] = [{"op": o["op"], "group": group_label(a, o["group"]), "kind": o["kind"],
-                   "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
-                   "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
-                  for o in ro.to_dict("records")]
-    idx = by_reporter.get(r, [])
-    sec["links"] = link_rows(a, marked_links(a, hl).iloc[idx[:300]]) if idx else []
-    sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
-    return sec
 
 
 def _plan(inp: PlanInput) -> list[Page]:

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from reportgen import urls
 from reportgen.analysis.communication import CommAnalysis
 from reportgen.model import Run
 from reportgen.numbers import rounded
@@ -39,8 +40,10 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
         g["src_b"] = g["src"] // b
         g["dst_b"] = g["dst"] // b
         g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+        g["slow_name"] = [f"{int(s)}→{int(d)}" if sl else "" for s, d, sl in zip(g["src"], g["dst"], g["slow"])]
         g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
                                                min_bw=("min_bw", "min"), slow=("slow", "any"),
+                                               slow_links=("slow_name", lambda s: " ".join(x for x in s if x)),
                                                transport=("transport", lambda s: "/".join(sorted(set(
                                                    "/".join(s).split("/")))))).reset_index()
         cells = []
@@ -50,10 +53,13 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
                           "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
                           "size_mb": round(float(rec.size_mb), 6),
                           "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow)})
+                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow),
+                          "slow_links": rec.slow_links})
         return {"cells": cells, "bin": b}
     cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
               "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
+              "cell_label": f"{rec.time_ms:.3g} ms · {rec.size_mb:.3g} MB",
+              "href": str(urls.rank(int(rec.src), "communication")),
               "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
               "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
               "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
@@ -90,6 +96,7 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         G = nx.Graph()
         G.add_nodes_from(node_ids)
         e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
+        inner_e = e[e["hs"] == e["hd"]]  # links inside one host: no edge, but a row of the drill-down table
         e = e[e["hs"] != e["hd"]]
         agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
                                           transport=("transport", lambda s: "/".join(sorted(set(s)))),
@@ -113,7 +120,17 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
                  for rec in agg.itertuples(index=False)]
         for n in nodes:  # a host is marked when a slow link starts or ends on it
             n["slow"] = any(n["id"] in pair for pair in slow_pairs)
-        return {"nodes": nodes, "edges": edges, "by": "host"}
+            on = [f"{s}→{d}" for (hs, hd), names in sorted(slow_by_pair.items()) if n["id"] in (hs, hd)
+                  for s, d in (x.split("-") for x in names)]
+            n["note"] = f"{n['label']}: slow link {', '.join(on[:3])}{' …' if len(on) > 3 else ''}" if on else ""
+        inner = inner_e.groupby("hs").agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                          n=("src", "size")).reset_index()
+        within = [{"src": rec.hs, "dst": rec.hs, "time_ms": _r(rec.time_ms), "size_mb": _r(rec.size_mb),
+                   "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else None),
+                   "transport": rec.transport, "slow": (rec.hs, rec.hs) in slow_pairs, "links": int(rec.n),
+                   "slow_links": slow_by_pair.get((rec.hs, rec.hs), [])} for rec in inner.itertuples(index=False)]
+        return {"nodes": nodes, "edges": edges, "by": "host", "within": within}
     pos = _rank_positions(ranks, hosts)
     nodes = []
     for r in ranks:
@@ -123,7 +140,7 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
                       "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
                       "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
-                      "host": hosts[r], "href": f"ranks/rank-{r}.html", "has_data": has})
+                      "host": hosts[r], "href": str(urls.rank(r, "communication")), "has_data": has})
     edges = []
     if len(pairs):
         for rec in pairs.itertuples(index=False):

@@ -13,12 +13,15 @@ from markupsafe import Markup
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.execution import MareyStep
-from reportgen.analysis.strategy import OpRow, StageGraph
 from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
 from reportgen.charts.strategy_graph import stage_svg
+from reportgen.charts.strategy_layout import OpRow, StageGraph, build_stage
+from reportgen.site import timeline_view
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
-from reportgen.site.values import compact_ranks, num
+from reportgen.fmt import compact_ranks
+from reportgen.numbers import finite
+from reportgen.site.values import num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"
@@ -120,7 +123,7 @@ def plan_strategy_context(a: Analysis) -> tuple[dict, list[Chart], list]:
         return ctx, [], downloads
     cols = [{"key": k, "label": k} for k in ("operator", "type", "scope", "instance", "strategy", "groups",
                                              "group_ranks", "inputs", "outputs")]
-    for g in sv.stages:
+    for g in map(build_stage, sv.stages):
         ctx["stages"].append(_stage_ctx(g))
         downloads.append((strategy_csv(g.stage), cols, [o.csv_row() for o in g.all_rows]))
     if sv.pipeline_ops or len(sv.stages) > 1:
@@ -173,17 +176,35 @@ def _overview_chart(a: Analysis, marey_pages: list[tuple[MareyStep, str]]) -> Op
     return Chart("time-overview", spec, cap)
 
 
-def _device_rows(m: MareyStep) -> list[dict]:
+def _device_cells(a: Analysis, ranks: list[int]) -> dict[int, dict]:
+    """rank -> the FLOPs and memory cells of the device table (from the resources analysis)."""
+    res = a.resources
+    out: dict[int, dict] = {r: {"flops_m": None, "flops_rel": None, "memory_ratio": None, "peak_mb": None,
+                                "capacity_mb": None} for r in ranks}
+    if res.flops is not None and len(res.flops):
+        for rec in res.flops[res.flops["rank"].isin(ranks)].drop_duplicates("rank").to_dict("records"):
+            out[int(rec["rank"])].update(flops_m=finite(rec["flops_m"]), flops_rel=finite(rec["flops_per_s_norm"]))
+    if res.memory is not None and len(res.memory):
+        for rec in res.memory[res.memory["rank"].isin(ranks)].drop_duplicates("rank").to_dict("records"):
+            out[int(rec["rank"])].update(memory_ratio=finite(rec["ratio"]), peak_mb=finite(rec["peak_mb"]),
+                                         capacity_mb=finite(rec["capacity_mb"]))
+    return out
+
+
+def _device_rows(a: Analysis, m: MareyStep) -> list[dict]:
     rows = []
-    fl = [d.flops_m for d in m.devices if d.flops_m]
+    cells = _device_cells(a, [d.rank for d in m.devices])
+    fl = [c["flops_m"] for c in cells.values() if c["flops_m"]]
     for d in m.devices:
+        c = cells[d.rank]
         rows.append({"rank": d.rank, "stage": d.stage, "href": urls.rank_page(d.rank),
                      "step_ms": num(d.step_ms), "shift_ms": num(d.shift_ms), "n_ops": d.n_ops, "drawn": d.drawn,
                      "compute_ms": num(d.busy_ms.get("compute", 0.0)),
                      "comm_ms": num(sum(v for k, v in d.busy_ms.items() if k != "compute")),
-                     "flops_m": num(d.flops_m), "flops_share": (d.flops_m / max(fl)) if d.flops_m and fl else None,
-                     "flops_rel": d.flops_rel, "memory_ratio": d.memory_ratio, "peak_mb": num(d.peak_mb),
-                     "capacity_mb": num(d.capacity_mb), "source": d.source})
+                     "flops_m": num(c["flops_m"]),
+                     "flops_share": (c["flops_m"] / max(fl)) if c["flops_m"] and fl else None,
+                     "flops_rel": c["flops_rel"], "memory_ratio": c["memory_ratio"], "peak_mb": num(c["peak_mb"]),
+                     "capacity_mb": num(c["capacity_mb"]), "source": d.source})
     return rows
 
 
@@ -245,10 +266,12 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                             "line through their starts and a dashed one through their ends (lines that bend mark a "
                             "device running late; a start and end line far apart on every lane, an operator slow "
                             "everywhere). Drag to pan, scroll to zoom along time.")
-        charts = ([overview] if overview else []) + [marey_chart]
+        lanes = timeline_view.execution_chart(a.run.execution, m.step, {d.rank: d.shift_ms for d in m.devices},
+                                              {d.rank: d.label for d in m.devices})
+        charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
         ctx = {**base, "marey": {
             "step": m.step, "step_label": step_label(m.step), "reason": m.reason, "window": m.window, "alignment": m.alignment,
-            "span_ms": num(m.span_ms), "devices": _device_rows(m), "not_drawn": m.not_drawn,
+            "span_ms": num(m.span_ms), "devices": _device_rows(a, m), "not_drawn": m.not_drawn,
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
             "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
             "csv": SPREAD_CSV}, "current": path}

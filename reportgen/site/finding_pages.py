@@ -12,7 +12,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from reportgen.rules import RULES, SEVERITY_ORDER
-from reportgen.rules.base import fmt_ms, fmt_pct
+from reportgen.fmt import ms as fmt_ms, share as fmt_pct
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 
 RULES_PAGE = "rules.html"
@@ -75,7 +75,58 @@ def finding_view(finding) -> dict:
         "related": [{"id": r["id"], "title": r["title"]} for r in f["evidence"].get("related", [])],
         "table": {"columns": table["columns"], "rows": rows} if table else None,
         "impact": impact_view(f.get("impact")),
+        "strip": strip_view(f.get("strip"), f["evidence"].get("pattern")),
+        "divergence": divergence_view(f["evidence"]),
     }
+
+
+def divergence_view(ev: dict) -> dict | None:
+    """Where the slow rank falls behind (the slow-rank rule's `divergence_*` evidence): a line and its link."""
+    if not ev.get("divergence_first_op") or not ev.get("divergence_page"):
+        return None
+    return {"page": str(ev["divergence_page"]),
+            "text": _("Falls behind rank {fast} from operator {op} ({type}, +{extra} in step {step}); most of the "
+                      "{gap} gap: {types}").format(fast=ev.get("divergence_vs_rank"), op=ev["divergence_first_op"],
+                                                   type=ev.get("divergence_first_type", ""),
+                                                   extra=fmt_ms(ev.get("divergence_first_extra_ms")),
+                                                   step=ev.get("divergence_step"),
+                                                   gap=fmt_ms(ev.get("divergence_gap_ms")),
+                                                   types=ev.get("divergence_types", ""))}
+
+
+STRIP_CELL, STRIP_GAP, STRIP_LABEL = 12, 2, 64
+STRIP_ON, STRIP_OFF, STRIP_SOME = "#c0392b", "#e6e9ef", "#e6a23c"
+PATTERN_TEXT = {"chronic": N_("chronic: the same ranks stand out in every step"),
+                "intermittent": N_("intermittent: the same rank stands out in some steps"),
+                "one-off": N_("one-off: one step only"),
+                "rotating": N_("rotating: a different rank from step to step (the job, not a device)")}
+
+
+def strip_view(strip: dict | None, pattern: str | None) -> dict | None:
+    """The rank x step strip of a finding as SVG rectangles (numbers and fixed colours only; labels are escaped
+    by the template): one row per subject rank, one for the other ranks (how many stand out in the step)."""
+    if not strip or not strip.get("steps"):
+        return None
+    steps, ranks = strip["steps"], strip["ranks"]
+    pitch = STRIP_CELL + STRIP_GAP
+    rows, cells = [], []
+    for i, (r, flags) in enumerate(zip(ranks, strip["out"])):
+        rows.append({"y": i * pitch + STRIP_CELL - 2, "label": _("rank {rank}").format(rank=r)})
+        for j, (s, on) in enumerate(zip(steps, flags)):
+            cells.append({"x": STRIP_LABEL + j * pitch, "y": i * pitch, "fill": STRIP_ON if on else STRIP_OFF,
+                          "title": _("rank {rank}, step {step}: {state}").format(
+                              rank=r, step=s, state=_("stands out") if on else _("typical"))})
+    if strip.get("n_others"):
+        i = len(ranks)
+        rows.append({"y": i * pitch + STRIP_CELL - 2, "label": _("{n} others").format(n=strip["n_others"])})
+        for j, (s, n) in enumerate(zip(steps, strip.get("others") or [0] * len(steps))):
+            cells.append({"x": STRIP_LABEL + j * pitch, "y": i * pitch, "fill": STRIP_SOME if n else STRIP_OFF,
+                          "title": _("step {step}: {n} other ranks stand out").format(step=s, n=n)})
+    n_rows = len(rows)
+    return {"width": STRIP_LABEL + len(steps) * pitch, "height": n_rows * pitch + 14, "cell": STRIP_CELL,
+            "rows": rows, "cells": cells, "first_step": steps[0], "last_step": steps[-1],
+            "axis_y": n_rows * pitch + 11, "last_x": STRIP_LABEL + (len(steps) - 1) * pitch,
+            "label_x": STRIP_LABEL, "pattern": _(PATTERN_TEXT[pattern]) if pattern in PATTERN_TEXT else ""}
 
 
 SAVES = "fixing this saves ~{ms}/step ({pct})"

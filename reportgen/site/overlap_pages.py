@@ -16,10 +16,10 @@ from reportgen.charts import Chart
 from reportgen.charts import overlap as overlap_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num, representative_ranks, stacked_bar_rows
+from reportgen.site.values import num, records, representative_ranks, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"
@@ -151,7 +151,16 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                "Where each rank's step goes: computation and pure communication." if o.view == "model" else
                "Where each rank's step goes: computing alone, communication hidden under computing, communication "
                "not overlapped (receive excluded), bubble and free time.")
-        charts.append(Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap))
+        stack = Chart("overlap-stack", step_charts.breakdown_by_rank(rows, labels, x_title), cap)
+        ps = o.per_step.dropna(subset=["step"])
+        if "computing_only" in o.stack and "computing_only" not in ps and {"computing", "overlapped"} <= set(ps):
+            ps = ps.assign(computing_only=ps["computing"] - ps["overlapped"])  # as analysis.overlap's per_rank
+        have = [c for c in o.stack if c in ps]
+        by_step = ({int(s): g.groupby("rank")[have].mean() for s, g in ps.groupby("step")}
+                   if len(have) == len(o.stack) else {})  # a step view missing a part of the bar would mislead
+        step_views.attach(stack, sorted(by_step), lambda s: {"breakdown": stacked_bar_rows(
+            by_step[s], o.stack, labels, MAX_BARS, picked)[0]})
+        charts.append(stack)
     share = [{"rank": int(r), "share": round(float(v), 6), "stage": f"stage {int(o.per_rank.at[r, 'pp_stage'])}",
               "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
     if share:
@@ -285,7 +294,9 @@ class RankSections:
         self.stage_mean = o.per_rank.groupby("pp_stage")[cols].mean().to_dict("index")
         self.median = o.per_rank[cols].median().to_dict()
         self.values = o.per_rank[[*cols, "pp_stage", "comm_share"]].to_dict("index")
-        self.steps = {int(r): g for r, g in o.per_step.groupby("rank")}
+        self.steps: dict[int, list[dict]] = {}
+        for rec in records(o.per_step):
+            self.steps.setdefault(int(rec["rank"]), []).append(rec)
         self.checks = {c["rank"]: c for c in o.checks}
 
     def section(self, r: int) -> dict:
@@ -300,10 +311,8 @@ class RankSections:
         stage = int(mine["pp_stage"])
         cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": num(mine[c]),
                 "stage_mean": num(self.stage_mean[stage][c]), "median": num(self.median[c])} for c in o.columns]
-        steps = self.steps.get(r)
-        step_rows = [] if steps is None else [
-            {"step": None if pd.isna(rec["step"]) else int(rec["step"]), "values": [num(rec.get(c)) for c in o.columns]}
-            for rec in steps.to_dict("records")]
+        step_rows = [{"step": None if pd.isna(rec["step"]) else int(rec["step"]),
+                      "values": [num(rec.get(c)) for c in o.columns]} for rec in self.steps.get(r, [])]
         data = self.a.run.ranks[r]
         src = data.overlap
         sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import field
+
 from reportgen.i18n import N_, _
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.site import finding_pages, highlights
+from reportgen.site import finding_pages, highlights, resource_pages
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
-from reportgen.site.values import compact_ranks, fmt_list
+from reportgen.fmt import compact_ranks, joined
 
 
 @view
@@ -27,6 +30,8 @@ class OverviewContext(PageContext):
     coverage: list[dict]
     gaps: list[str]
     rank_links: list[dict]
+    single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
+    device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -48,7 +53,7 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
         facts.append((_("Ranks in the job"), _("{size} (only {n} profiled or collected)").format(
             size=run.info.rank_size, n=len(run.rank_ids))))
     if hosts:
-        facts.append((_("Hosts"), f"{len(hosts)} ({fmt_list(hosts, 8)})"))
+        facts.append((_("Hosts"), f"{len(hosts)} ({joined(hosts, 8)})"))
     facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
     facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
                                                                         source=run.info.parallel_mode_source)))
@@ -63,6 +68,41 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
     return facts
 
 
+DEVICE_SECTIONS = ("operators", "data", "memory", "timeline", "cpu")  # MindSpore Insight's single-device page
+
+
+def device_dashboard(a: Analysis) -> list[dict]:
+    """A single-device run's overview (MindSpore Insight's single-device page): operator statistics, data
+    preparation, memory, timeline and CPU of the device, each with its charts and a link to its rank-page section."""
+    r = a.run.rank_ids[0]
+    secs = {s["id"]: s for s in resource_pages.RankDetail(a).sections(r)}
+    out = []
+    for sid in DEVICE_SECTIONS:
+        sec = secs.get(sid)
+        if sec is None:
+            continue
+        lines: list[str] = []
+        if sid == "operators" and sec.get("types"):
+            lines = [_("{op} ({where}): {ms} ms, {share} of the time on {where}").format(
+                op=t["op_type"], where=t["side"], ms=f"{t['total_ms']:,.3f}",
+                share=f"{t['share']:.1%}" if t["share"] is not None else "—") for t in sec["types"][:5]]
+        elif sid == "data" and sec.get("has_data"):
+            if sec.get("empty_rate") is not None:
+                lines.append(_("Host queue empty in {rate} of the steps").format(rate=f"{sec['empty_rate']:.1%}"))
+            if sec.get("bottleneck"):
+                lines.append(_("Bottleneck: {text}").format(text=sec["bottleneck"]))
+        elif sid == "memory" and sec.get("peak_mb") is not None:
+            lines.append(_("Peak {peak} MB").format(peak=f"{sec['peak_mb']:,.0f}") + (
+                _(" of {cap} MB ({ratio})").format(cap=f"{sec['capacity_mb']:,.0f}", ratio=f"{sec['ratio']:.0%}")
+                if sec.get("capacity_mb") and sec.get("ratio") is not None else ""))
+        elif sid == "timeline" and sec.get("has_data") and sec.get("span_ms") is not None:
+            lines.append(_("{ops} operators on {streams} streams/threads over {span} ms").format(
+                ops=sec["n_ops"], streams=sec["n_streams"], span=f"{sec['span_ms']:,.3f}"))
+        out.append({"id": f"device-{sid}", "title": sec["title"], "has_data": sec["has_data"], "lines": lines,
+                    "charts": sec.get("charts", [])[:2], "href": str(urls.rank(r, sid))})
+    return out
+
+
 def _plan(inp: PlanInput) -> list[Page]:
     a = inp.analysis
     run, st = a.run, a.steps
@@ -74,13 +114,15 @@ def _plan(inp: PlanInput) -> list[Page]:
         issues=[i.to_dict() for i in a.issues],
         has_steps=st.kind is not None,
         slow_ranks=sorted(hl.slow_ranks),
-        stats=stats_rows(a, hl),
+        stats=stats_rows(a, hl) if len(run.rank_ids) > 1 else [],
+        single_device=len(run.rank_ids) == 1,
+        device=device_dashboard(a) if len(run.rank_ids) == 1 else [],
         n_ranks=len(run.rank_ids),
         coverage=[a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
         gaps=a.coverage.gaps if a.coverage else [],
         rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
     )
-    return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=cluster_charts(inp))]
+    return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
 
 
 PAGE = PageKind("overview", urls.INDEX, N_("Overview"), "_overview.html", _plan)

@@ -15,7 +15,20 @@ if TYPE_CHECKING:
     from reportgen.analysis import Analysis
     from reportgen.charts import Chart
 
-Download = tuple[str, list[dict], list[dict]]  # CSV file: site path, columns, rows
+
+
+class LazyRows:
+    """A download's rows, built only when its CSV is written (`fn()` returns the list of row dicts): a large run's
+    rank pages would otherwise hold every operator of every rank as dicts from planning to writing."""
+
+    def __init__(self, fn: Callable[[], list[dict]]) -> None:
+        self.fn = fn
+
+    def __iter__(self):
+        return iter(self.fn())
+
+
+Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows
 
 # Page contexts are small frozen dataclasses (the view model a page module hands to its partial), as coverage.py's
 # `IndexItem` / `FileData`: each page module defines its own, with the fields its partial reads as `ctx.field`.
@@ -77,11 +90,14 @@ class PageKind:
 
 @dataclass
 class SingleRanks:
-    """The single file's compact rank view: per-rank step tables and one line-chart template."""
+    """The single file's compact rank view: per-rank step tables and one line-chart template; and the pages of the
+    flagged ranks, carried whole."""
 
     rank_ids: list[int]
     data: dict[str, dict]
     line_template: Optional[dict]
+    meta: dict[str, Any] = field(default_factory=dict)  # phases shared by the ranks; phase key -> step-line label
+    pages: list[Page] = field(default_factory=list)  # the flagged ranks' pages (slow, waits least, slow links)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pa
 from reportgen.site.page import Page, PageContext, PlanInput, SingleRanks, SitePlan, view
 from reportgen.site.registry import PAGES
 from reportgen.site.step_pages import rank_rows
-from reportgen.site.values import num
+from reportgen.site.values import num, records
 
 # Page paths, for callers that import them from here (the addresses themselves live in `urls`).
 INDEX, STEP_TRACE, OVERLAP, COMMUNICATION = urls.INDEX, urls.STEP_TRACE, urls.OVERLAP, urls.COMMUNICATION
@@ -67,34 +67,48 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     hl = maker.hl
     drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
     detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn)
-    by_reporter = comm_pages.links_by_reporter(a)
+    rank_comm = comm_pages.RankComm(a, hl)
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([PHASE_LABELS[p] for p in (*st.stacked, "total")
                                              if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
-                                            or ["Step total"]) if st.kind else None
+                                            or ["Step total"], single_step=len(st.steps) <= 1) if st.kind else None
     ids = run.rank_ids
     single_data: dict[str, dict] = {}
+    meta = {"phases": [{"key": p, "label": f"{PHASE_LABELS[p]} (ms)"} for p in st.phases] if st.kind else [],
+            "line_labels": {p: PHASE_LABELS[p] for p in PHASE_LABELS
+                            if line_spec and PHASE_LABELS[p] in line_spec["encoding"]["color"]["scale"]["domain"]}}
+    flagged = hl.slow_ranks | hl.waits_least | {r for link in hl.slow_links for r in link}
+    single_pages = []
     for n, r in enumerate(ids):
-        rp = _plan_rank(a, r, maker, line_spec, inp.common, by_reporter, overlap_sections, detail,
+        rp = _plan_rank(a, r, maker, line_spec, inp.common, rank_comm, overlap_sections, detail,
                         findings=by_rank.get(r, []), prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
                         next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None)
         pages.append(rp)
-        single_data[str(r)] = _single_rank(rp)
+        single_data[str(r)] = _single_rank(rp, meta["phases"])
+        if r in flagged and len(single_pages) < MAX_SINGLE_RANK_PAGES:
+            single_pages.append(rp)
     line_template = {k: v for k, v in line_spec.items() if k != "datasets"} if line_spec else None
     return SitePlan(pages=pages, title=title, nav=nav, exports=detail.exports,
-                    single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=line_template))
+                    single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=line_template,
+                                             meta=meta, pages=single_pages))
 
 
-def _single_rank(rp: Page) -> dict:
-    """The compact view of a rank in the single file: facts, its step table and step lines, its data quality."""
+MAX_SINGLE_RANK_PAGES = 16  # the flagged ranks whose whole page the single file carries (the rest: a compact view)
+
+
+def _single_rank(rp: Page, phases: list[dict]) -> dict:
+    """The compact view of a rank in the single file: facts, its step table, its data quality. The step lines are
+    drawn from the table, and the phase columns are the run's (`meta`) unless this rank's differ (a large run's
+    single file carries a thousand of these)."""
     sec = rp.context.sections[0]
-    lines = rp.charts[0].spec.get("datasets", {}).get("steps", []) if rp.charts else []
-    return {"facts": rp.context.facts, "issues": rp.context.issues, "phases": sec.get("phases", []),
-            "rows": sec.get("rows", []), "average": sec.get("average"), "lines": lines}
+    out = {"facts": rp.context.facts, "issues": rp.context.issues, "rows": sec.get("rows", [])}
+    if sec.get("phases", []) != phases:
+        out["phases"] = sec.get("phases", [])
+    return out
 
 
 def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: dict,
-               by_reporter: dict[int, list[int]], overlap_sections: overlap_pages.RankSections,
+               rank_comm: comm_pages.RankComm, overlap_sections: overlap_pages.RankSections,
                detail: resource_pages.RankDetail, *, findings: list[dict], prev: Optional[str],
                next: Optional[str]) -> Page:
     run, st = a.run, a.steps
@@ -123,7 +137,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
     if trace is not None:
         phases = st.phases if trace.kind == st.kind else trace.phases
         step_rows = []
-        for rec in trace.steps.to_dict("records"):
+        for rec in records(trace.steps):
             step_rows.append({"step": None if pd.isna(rec["step"]) else int(rec["step"]),
                               **{p: num(rec.get(p)) for p in phases}})
         avg_row = maker.average(r) if r in maker.avg else None
@@ -133,7 +147,8 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
             "average": avg_row,
             "rule": text(st.rules_used.get(avg_row["rule"], "")) if avg_row else "",
             "source": trace.source,
-            "cluster_median": {p: st.stats[p].median for p in phases if p in st.stats},
+            "cluster_median": ({p: st.stats[p].median for p in phases if p in st.stats}
+                               if len(run.rank_ids) > 1 else {}),  # no "cluster median" of one device
         })
         if line_spec is not None and len(step_rows) >= 1:
             labels = set(line_spec["encoding"]["color"]["scale"]["domain"])
@@ -146,7 +161,7 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
                 charts.append(Chart(f"rank-{r}-steps", spec, "This rank's step phases over the recorded steps."))
     sections.append(step_section)
     sections.append(overlap_sections.section(r))
-    sections.append(comm_pages.rank_section(a, r, by_reporter, maker.hl))
+    sections.append(rank_comm.section(r))
     sections.extend(detail.sections(r))
     issues = [i.to_dict() for i in data.issues]
     downloads = [dl for sec in sections for dl in sec.pop("downloads", [])]

@@ -6,8 +6,10 @@ from reportgen.i18n import N_
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen import urls
@@ -16,8 +18,9 @@ from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num
+from reportgen.site import timeline_view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.values import num, records
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
@@ -38,6 +41,22 @@ RANK_OP_COLUMNS = [{"key": "name", "label": "Operator"}, {"key": "op_type", "lab
                    {"key": "side", "label": "Runs on"}, {"key": "count", "label": "Count"},
                    {"key": "total_ms", "label": "Total (ms)"}, {"key": "avg_ms", "label": "Average (ms)"},
                    {"key": "share", "label": "Share"}]
+
+
+def _longest_first(rec: dict) -> tuple:
+    """Sort key: `total_ms` descending, missing values last (pandas' `sort_values(ascending=False)`)."""
+    v = rec["total_ms"]
+    return (1, 0.0) if v is None or v != v else (0, -float(v))
+
+
+def _detail_rows(detail, limit: Optional[int] = None) -> list[dict]:
+    """A rank's operators, longest first (the first `limit`): the rank page's table and its CSV."""
+    if limit is not None and len(detail) > limit:  # the longest few of thousands: select before building rows
+        order = np.argsort(-detail["total_ms"].to_numpy(dtype=float), kind="stable")[:limit]
+        detail = detail.iloc[order]
+    return [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
+             "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
+            for rec in sorted(records(detail), key=_longest_first)]
 
 
 def rank_operators_csv(rank: int) -> str:
@@ -217,6 +236,7 @@ class RankDetail:
         self._export_of: dict[int, str] = {}
         self._skipped_export: set[int] = set()
         self._specs: dict[tuple, dict] = {}
+        self._mem: Optional[tuple[dict, Optional[float]]] = None
         with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
         first = [r for r in dict.fromkeys(priority or []) if r in set(with_trace)]
         order = first + [r for r in with_trace if r not in set(first)]
@@ -250,37 +270,44 @@ class RankDetail:
                                "has_data": ops is not None, "charts": []}
         if ops is None:
             return sec
-        bt = ops.by_type.sort_values("total_ms", ascending=False, kind="stable")
-        sides = []
-        for side, g in bt.groupby("side", sort=False):
-            sides.append({"side": side, "label": SIDE_LABELS.get(side, side), "total_ms": num(g["total_ms"].sum()),
-                          "types": int(len(g)), "basis": ops.basis.get(side, "")})
+        bt = sorted(records(ops.by_type), key=_longest_first)
+        sides: list[dict] = []
+        by_side: dict[Any, dict] = {}
+        for rec in bt:
+            side = rec["side"]
+            if side is None or side != side:  # pandas' groupby leaves out missing keys
+                continue
+            if side not in by_side:
+                by_side[side] = {"side": side, "label": SIDE_LABELS.get(side, side), "total_ms": 0.0, "types": 0,
+                                 "basis": ops.basis.get(side, "")}
+                sides.append(by_side[side])
+            v = rec["total_ms"]
+            by_side[side]["total_ms"] += 0.0 if v is None or v != v else float(v)
+            by_side[side]["types"] += 1
         total = sum(s["total_ms"] or 0 for s in sides)
         for s in sides:
+            s["total_ms"] = num(s["total_ms"])
             s["share"] = (s["total_ms"] or 0) / total if total else None
         sec["sides"] = sides
         sec["types"] = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "core": rec["core"],
                          "op_type": rec["op_type"], **{k: num(rec[k]) for k in
                                                        ("count", "total_ms", "avg_ms", "min_ms", "max_ms", "share")}}
-                        for rec in bt.to_dict("records")]
-        top = bt.head(20)
+                        for rec in bt]
+        top = bt[:20]
         if len(top):
             rows = [{"op_type": rec["op_type"], "side": SIDE_LABELS.get(rec["side"], rec["side"]),
                      "total_ms": round(float(rec["total_ms"]), 4), "share": num(rec["share"]), "count": num(rec["count"])}
-                    for rec in top.to_dict("records")]
+                    for rec in top]
             spec = self._chart(("optypes", len(rows)), lambda: res_charts.op_type_share(rows), rows, "types")
             sec["charts"].append(Chart(f"rank-{r}-optypes", spec,
                                        "The 20 operator types with the most time on this rank, coloured by where "
                                        "they run."))
-        d = ops.detail.sort_values("total_ms", ascending=False, kind="stable")
-        sec["n_detail"] = int(len(d))
-        full = [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
-                 "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
-                for rec in d.to_dict("records")]
-        sec["detail"] = full[:RANK_TOP_OPS]
-        if len(full) > RANK_TOP_OPS:
+        sec["n_detail"] = int(len(ops.detail))
+        sec["detail"] = _detail_rows(ops.detail, RANK_TOP_OPS)
+        if len(ops.detail) > RANK_TOP_OPS:
             sec["csv"] = rank_operators_csv(r)
-            sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, full)]
+            # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
+            sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(_detail_rows, ops.detail)))]
         sec["sources"] = sorted(set(ops.sources.values()))
         hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
         sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]
@@ -392,14 +419,19 @@ class RankDetail:
                                "has_data": m is not None, "charts": []}
         if m is None:
             return sec
-        mem = self.a.resources.memory
-        row = mem[mem["rank"] == r]
-        cap = num(row["capacity_mb"].iloc[0]) if len(row) else num(m.capacity_mb)
+        if self._mem is None:  # the cluster memory table, indexed once for every rank page
+            mem = self.a.resources.memory
+            self._mem = ({int(k): v for k, v in zip(mem["rank"], mem[["capacity_mb", "capacity_source"]]
+                                                    .to_dict("records"))} if len(mem) else {},
+                         num(mem["peak_mb"].median()) if len(mem) > 1 else None)
+        by_rank, median = self._mem
+        row = by_rank.get(r)
+        cap = num(row["capacity_mb"]) if row else num(m.capacity_mb)
         ratio = m.peak_mb / cap if m.peak_mb and cap else None
         sec.update({"sources": m.sources, "peak_mb": num(m.peak_mb), "capacity_mb": cap,
                     "ratio": num(ratio), "static_mb": num(m.static_mb), "allocated_peak_mb": num(m.allocated_peak_mb),
-                    "cluster_median_mb": num(mem["peak_mb"].median()) if len(mem) > 1 else None,
-                    "capacity_source": row["capacity_source"].iloc[0] if len(row) else m.capacity_source})
+                    "cluster_median_mb": median,
+                    "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
             rows = []
             for col, label in (("used_mb", "in use / reserved"), ("allocated_mb", "allocated")):
@@ -412,7 +444,7 @@ class RankDetail:
                                        "Memory over " + m.curve_x + (" (dashed: capacity)" if cap else "")))
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
-                           "detail": rec.get("detail", "")} for rec in m.top.to_dict("records")]
+                           "detail": rec.get("detail", "")} for rec in records(m.top)]
         if m.components is not None and len(m.components):
             sec["components"] = [{"component": c, "peak_mb": num(v)} for c, v in
                                  zip(m.components["component"], m.components["peak_mb"])]
@@ -431,6 +463,9 @@ class RankDetail:
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
                     "n_copied": self.n_copied, "max_copies": MAX_TRACE_COPIES,
                     "truncated": t.truncated})
+        chart = timeline_view.rank_chart(self.a.run.execution, r)
+        if chart is not None:
+            sec["charts"].append(chart)
         return sec
 
 

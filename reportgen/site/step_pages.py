@@ -15,7 +15,7 @@ from reportgen.analysis.steps import step_values
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import highlights
+from reportgen.site import highlights, step_views
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.values import num, representative_ranks, stacked_bar_rows
@@ -38,6 +38,7 @@ class StepTraceContext(PageContext):
     hosts: list[dict]
     without: list[int]
     rules_link: str
+    single_device: bool = False
 
 
 class _Rows:
@@ -101,38 +102,90 @@ def _columns(a: Analysis) -> list[dict]:
     return cols
 
 
+def _total_rows(a: Analysis, hl: Highlights, totals: pd.Series) -> list[dict]:
+    return [{"rank": int(r), "total": round(float(v), 4), "status": "slow" if int(r) in hl.slow_ranks else "normal",
+             "stage": a.run.info.stage_of_rank.get(int(r), "-"), "href": urls.rank_page(int(r))}
+            for r, v in totals.dropna().items()]
+
+
+def _strip_rows(rows: list[dict], multi: bool) -> list[dict]:
+    return [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
+             "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
+
+
+def device_phases(a: Analysis) -> list[str]:
+    """The phases drawn over steps (as on rank pages): the stacked ones and the step total."""
+    st = a.steps
+    return [p for p in (*st.stacked, "total") if p in st.phases and (p != "total" or st.kind != "host")]
+
+
+def _device_charts(a: Analysis) -> list[Chart]:
+    """A single-device run (MindSpore Insight's single-device page): every phase of every step on one chart, bars
+    when the run has one step; no per-rank bars of one bar, no cluster median."""
+    st = a.steps
+    phases = device_phases(a)
+    labels = [_(PHASE_LABELS[p]) for p in phases]
+    rows = [{"step": int(rec["step"]), "phase": lab, "value": round(float(rec[p]), 4)}
+            for rec in st.per_step.dropna(subset=["step"]).to_dict("records")
+            for p, lab in zip(phases, labels) if num(rec.get(p)) is not None]
+    if not rows:
+        return []
+    one = len({r["step"] for r in rows}) == 1
+    spec = step_charts.rank_step_lines(labels, single_step=one)
+    spec["datasets"] = {"steps": rows}
+    return [Chart("step-phases", spec, _("The device's step trace: each phase of the step (step interval, forward + "
+                                         "backward and tail for MindSpore's iteration trace) at every recorded step.")
+                  if not one else _("The device's step trace: each phase of its only recorded step."))]
+
+
 def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
     st = a.steps
     if st.kind is None or "total" not in st.stats:
         return []
+    if len(a.run.rank_ids) == 1:
+        return _device_charts(a)
     median = st.stats["total"].median
-    rows = [{"rank": int(r), "total": round(float(v), 4), "status": "slow" if int(r) in hl.slow_ranks else "normal",
-             "stage": a.run.info.stage_of_rank.get(int(r), "-"), "href": urls.rank_page(int(r))}
-            for r, v in st.average["total"].dropna().items()]
+    rows = _total_rows(a, hl, st.average["total"])
+    multi = a.run.info.stages > 1
+    bars = len(rows) <= step_charts.MAX_BARS
     charts = []
-    if len(rows) <= step_charts.MAX_BARS:
-        charts.append(Chart("step-total", step_charts.step_total_by_rank(rows, median),
-                            _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
-                              "Click a bar to open the rank's page.")))
+    if bars:
+        total = Chart("step-total", step_charts.step_total_by_rank(rows, median),
+                      _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
+                        "Click a bar to open the rank's page."))
     else:
-        multi = a.run.info.stages > 1
-        strip = [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
-                  "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
-        charts.append(Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),
-                            (_("Average step time of each of the {n} ranks, one tick per rank, a line per pipeline "
-                               "stage; black: the median; red and numbered: ranks a finding names. Click a mark to "
-                               "open the rank's page.") if multi else
-                             _("Average step time of each of the {n} ranks, one tick per rank; black: the median; red "
-                               "and numbered: ranks a finding names. Click a mark to open the rank's page."))
-                            .format(n=len(rows)), renderer="canvas" if len(rows) > 3000 else "svg"))
+        strip = _strip_rows(rows, multi)
+        total = Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),
+                      (_("Average step time of each of the {n} ranks, one tick per rank, a line per pipeline "
+                         "stage; black: the median; red and numbered: ranks a finding names. Click a mark to "
+                         "open the rank's page.") if multi else
+                       _("Average step time of each of the {n} ranks, one tick per rank; black: the median; red "
+                         "and numbered: ranks a finding names. Click a mark to open the rank's page."))
+                      .format(n=len(rows)), renderer="canvas" if len(rows) > 3000 else "svg")
+    charts.append(total)
+    per_step = {s: step_values(st.per_step, s, st.phases) for s in st.steps} if len(st.steps) > 1 else {}
+
+    def total_of(s) -> dict[str, list[dict]]:
+        vals = per_step[s]
+        if "total" not in vals:
+            return {"ranks": []}
+        r = _total_rows(a, hl, vals["total"])
+        if not bars:
+            return {"ranks": _strip_rows(r, multi)}
+        med = pd.Series([x["total"] for x in r], dtype=float).median()
+        return {"ranks": r, "median": [{"median": round(float(med), 4)}] if r else []}
+
+    step_views.attach(total, st.steps, total_of, join="rank")
     picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
                                   step_charts.MAX_BARS) if "total" in st.average else None
-    brows, x_title = stacked_bar_rows(st.average, st.stacked, [_(PHASE_LABELS[p]) for p in st.stacked],
-                                      step_charts.MAX_BARS, picked)
+    labels = [_(PHASE_LABELS[p]) for p in st.stacked]
+    brows, x_title = stacked_bar_rows(st.average, st.stacked, labels, step_charts.MAX_BARS, picked)
     if brows and st.kind != "host":
-        charts.append(Chart("breakdown", step_charts.breakdown_by_rank(
-            brows, [_(PHASE_LABELS[p]) for p in st.stacked], x_title),
-            _("Where each rank's step time goes (average per step).")))
+        breakdown = Chart("breakdown", step_charts.breakdown_by_rank(brows, labels, x_title),
+                          _("Where each rank's step time goes (average per step)."))
+        step_views.attach(breakdown, st.steps, lambda s: {"breakdown": stacked_bar_rows(
+            per_step[s], st.stacked, labels, step_charts.MAX_BARS, picked)[0]})
+        charts.append(breakdown)
     return charts
 
 
@@ -144,9 +197,10 @@ def cluster_charts(inp: PlanInput) -> list[Chart]:
 
 
 def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int = MAX_HEATMAP_CELLS,
-                  max_rows: int = MAX_HEATMAP_ROWS) -> dict:
+                  max_rows: int = MAX_HEATMAP_ROWS, flagged=()) -> dict:
     """Rank x step matrix of `value`, binned (max within a bin) so it has at most `max_cells` cells and
-    `max_rows` rows of ranks (a row under a pixel high would hide a slow rank; the max of its bin keeps it)."""
+    `max_rows` rows of ranks (a row under a pixel high would hide a slow rank; the max of its bin keeps it).
+    The first cell of a row holding a `flagged` rank carries `flag` (those ranks' numbers) for a label."""
     df = per_step.dropna(subset=["step"])[["rank", "step", value]]
     if df.empty:
         return {"cells": [], "rank_bin": 1, "step_bin": 1}
@@ -169,6 +223,15 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
               "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
               "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
              for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    flags: dict[int, list[int]] = {}
+    for r in sorted(int(x) for x in flagged):
+        if r in rpos:
+            flags.setdefault(rpos[r], []).append(r)
+    if flags:
+        first = int(min(steps))
+        for cell, rb in zip(cells, g["rb"]):
+            if int(rb) in flags and cell["step_order"] == first:
+                cell["flag"] = "⚑ " + ", ".join(str(r) for r in flags[int(rb)])
     return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
 
 
@@ -190,7 +253,7 @@ def _heatmap_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
         med = frame.groupby([stage, frame["step"]])[value].transform("median")
         frame = frame.assign(excess=frame[value] - med)
         value, title = "excess", _("{phase} above its stage's median (ms)").format(phase=label)
-    hm = heatmap_cells(frame, value)
+    hm = heatmap_cells(frame, value, flagged=hl.slow_ranks)
     if not hm["cells"]:
         return None
     caption = (_("Step time of every rank in every step: a slow rank is a horizontal band, a slow step a vertical "
@@ -241,13 +304,14 @@ def _plan(inp: PlanInput) -> list[Page]:
     ctx = StepTraceContext(
         **inp.common,
         has_steps=st.kind is not None,
+        single_device=len(a.run.rank_ids) == 1,
         kind_label=kind_label(a),
         columns=cols,
         rows=[maker.average(r) for r in a.run.rank_ids],
         rules_used={k: text(v) for k, v in st.rules_used.items()},
         steps=st.steps,
         step_json=_step_json(a, cols, maker),
-        stats=stats_rows(a, highlights.of(inp)),
+        stats=stats_rows(a, highlights.of(inp)) if len(a.run.rank_ids) > 1 else [],  # spread of one device
         hosts=st.host_summary,
         without=st.ranks_without_data,
         rules_link=str(urls.Target(urls.RULES, "rule-slow-rank")),

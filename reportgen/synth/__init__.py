@@ -24,6 +24,17 @@ Injections (`inject=[...]`, strings):
   statistics (MatMulV3, FlashAttentionScore, Add, Cast, ... of ``resources.OP_MIX``) takes FACTOR times longer
   (default 1.5); a TYPE not in the mix is a new operator type taking FACTOR of the computing time (default 0.1);
   the computing time grows by the added time;
+* ``throttled-host:H[:FACTOR]``: every rank of host H (its index, or its name such as ``node001``) computes FACTOR
+  times longer (default 1.3): a throttled server;
+* ``slow-nic:R[:FACTOR]`` / ``slow-nic:HOST[:FACTOR]``: the RDMA network port of rank R's device (or of every
+  device of host HOST, e.g. ``node001``) runs at FACTOR of its bandwidth (default 0.3): every RDMA link from or to it
+  is slow;
+* ``stall:R:STEP[:MS]``: rank R stalls once, in the STEP-th recorded step (0-based), for MS ms of host time
+  (default 200): a garbage-collection pause or a checkpoint;
+* ``rotating-stall[:MS[:EVERY]]``: every EVERY-th step (default 1) a different rank stalls for MS ms (default 120):
+  a job-level hiccup that lands on whichever rank is unlucky;
+* ``overlap:F``: the share of transfer time hidden by computation (default 0.35; 0 = nothing hidden, 1 = all);
+* ``slow-op-rank:R:TYPE[:FACTOR]``: like ``slow-op`` but on rank R only (default 3.0);
 * ``starving-queue:R``: rank R's host data queue is empty in 4 steps of 5 and its MapOp cannot keep up
   (MindInsight layout, which carries the MindData files); the rank also waits for data before each step.
 
@@ -60,7 +71,8 @@ LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
              "missing-rank", "slow-link", "missing-comm", "corrupt-comm", "memory-near-capacity", "starving-queue",
-             "slow-op", "op-mix")
+             "slow-op", "op-mix", "throttled-host", "slow-nic", "stall", "rotating-stall", "overlap",
+             "slow-op-rank")
 
 
 @dataclass
@@ -83,6 +95,22 @@ class Plan:
     seed: int = 0
     kernels_per_step: int = 0  # realistic size (synth.large): kernel_details.csv rows per rank and step
     comm_ops_per_step: int = 0  # realistic size: communication operators per rank and step
+    throttled: dict[str, float] = field(default_factory=dict)  # host index or name -> compute factor
+    slow_nic: dict[str, float] = field(default_factory=dict)  # rank number or host name -> RDMA bandwidth factor
+    stalls: dict[tuple[int, int], float] = field(default_factory=dict)  # (rank, step index) -> extra host ms
+    rotating: Optional[tuple[float, int]] = None  # (ms, every) of a rotating stall
+    hidden: float = 0.35  # share of transfer time hidden by computation
+    rank_slow_ops: dict[int, dict[str, float]] = field(default_factory=dict)  # rank -> {operator type: factor}
+
+    def rank_ops(self, r: int) -> dict[str, float]:
+        """Operator slowdowns on rank r: every device's (`slow_ops`) and its own (`rank_slow_ops`)."""
+        own = self.rank_slow_ops.get(r)
+        return {**self.slow_ops, **own} if own else self.slow_ops
+
+    def nic_factor(self, rank: int, per_host: int) -> float:
+        if not self.slow_nic:
+            return 1.0
+        return self.slow_nic.get(str(rank), self.slow_nic.get(f"node{rank // per_host:03d}", 1.0))
 
 
 def parse_injections(items: list[str]) -> Plan:
@@ -124,6 +152,23 @@ def parse_injections(items: list[str]) -> Plan:
 
                 default = 1.5 if mix_share(parts[1]) else 0.1
                 plan.op_mix[parts[1]] = float(parts[2]) if len(parts) > 2 else default
+            elif kind == "throttled-host":
+                h = parts[1]
+                plan.throttled[f"node{int(h):03d}" if h.isdigit() else h] = float(parts[2]) if len(parts) > 2 else 1.3
+            elif kind == "slow-nic":
+                plan.slow_nic[parts[1]] = float(parts[2]) if len(parts) > 2 else 0.3
+            elif kind == "stall":
+                plan.stalls[(int(parts[1]), int(parts[2]))] = float(parts[3]) if len(parts) > 3 else 200.0
+            elif kind == "rotating-stall":
+                plan.rotating = (float(parts[1]) if len(parts) > 1 else 120.0, int(parts[2]) if len(parts) > 2 else 1)
+            elif kind == "overlap":
+                plan.hidden = float(parts[1])
+                if not 0.0 <= plan.hidden <= 1.0:
+                    raise ValueError("overlap must be between 0 and 1")
+            elif kind == "slow-op-rank":
+                if op_share(parts[2]) == 0:
+                    raise ValueError(f"unknown operator type {parts[2]!r} for slow-op-rank")
+                plan.rank_slow_ops.setdefault(int(parts[1]), {})[parts[2]] = float(parts[3]) if len(parts) > 3 else 3.0
             elif kind == "starving-queue":
                 plan.starving.add(int(parts[1]))
                 plan.slow.setdefault(int(parts[1]), ("data", 1.2))
@@ -145,11 +190,14 @@ class StepModel:
     bubble: np.ndarray
     preparing: np.ndarray
     data_wait: np.ndarray  # host-side data wait before the step (legacy iteration interval)
+    transit: Optional[np.ndarray] = None  # transfer time of the communication operators (ring times)
+    hidden: float = 0.35  # share of it hidden by computation (the `overlap` injection)
 
 
 def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
              compute_ms: float = 120.0, comm_ms: float = 30.0,
-             transit_ms: Optional[np.ndarray] = None, slow_ring_ms: Optional[np.ndarray] = None) -> StepModel:
+             transit_ms: Optional[np.ndarray] = None, slow_ring_ms: Optional[np.ndarray] = None,
+             ranks_per_host: int = 8) -> StepModel:
     """`transit_ms`: per rank, the transfer time of its communication operators per step (`comm.nominal_transit`,
     so that the communication files and the step trace describe the same time); default `comm_ms` for all.
     `slow_ring_ms`: per rank, how much of that is due to slow links (a rank whose rings are slow arrives late at
@@ -178,14 +226,30 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
                 data[r] += compute_ms * (f - 1)
             else:
                 host[r] += compute_ms * (f - 1)
+    for r, ops in plan.rank_slow_ops.items():
+        if 0 <= r < ranks:
+            for op, f in ops.items():
+                comp[r] *= 1 + op_share(op) * (f - 1)
+    for h, f in plan.throttled.items():
+        for r in range(ranks):
+            if f"node{r // ranks_per_host:03d}" == h:
+                comp[r] *= f
+    for (r, s_), extra in plan.stalls.items():
+        if 0 <= r < ranks and 0 <= s_ < steps:
+            host[r, s_] += extra
+    if plan.rotating is not None:
+        extra, every = plan.rotating
+        for s_ in range(0, steps, max(1, every)):
+            host[(s_ * 5 + 1) % ranks, s_] += extra
     if steps > 1:  # the first recorded step carries compilation / warm-up
         comp[:, 0] *= 1.08
     base = np.full(ranks, comm_ms) if transit_ms is None else np.asarray(transit_ms, dtype=float)
     transit = base[:, None] * (1 + rng.normal(0, 0.02, shape))
-    overlap = transit * 0.35
+    hidden, exposed = (0.35, 0.65) if plan.hidden == 0.35 else (plan.hidden, 1.0 - plan.hidden)
+    overlap = transit * hidden
     # Synchronous collectives: everyone leaves the last collective when the slowest rank arrives. A rank whose
     # rings are slower than usual (a slow link) arrives late at the next collective (35 % of transit is hidden).
-    late = np.zeros(ranks) if slow_ring_ms is None else 0.65 * np.asarray(slow_ring_ms, dtype=float)
+    late = np.zeros(ranks) if slow_ring_ms is None else exposed * np.asarray(slow_ring_ms, dtype=float)
     busy = comp + host + data + late[:, None]
     if stages > 1:
         # Pipeline: a stage waits (bubble) for the slowest stage; within a stage, collectives synchronise.
@@ -199,7 +263,7 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
         wait = busy.max(axis=0)[None, :] - busy
     comm_nov = transit - overlap + wait + bubble
     return StepModel(computing=comp, comm_nov=comm_nov, overlapped=overlap, free=host, bubble=bubble,
-                     preparing=0.15 + rng.gamma(2.0, 0.03, shape), data_wait=data)
+                     preparing=0.15 + rng.gamma(2.0, 0.03, shape), data_wait=data, transit=transit, hidden=hidden)
 
 
 def step_model(ranks: int, steps: int, *, stages: int, tp: int, plan: Plan, seed: int, layout: str = "ascend",
@@ -207,13 +271,13 @@ def step_model(ranks: int, steps: int, *, stages: int, tp: int, plan: Plan, seed
     """The step model of `generate_run`: transfer times come from the communication operators the files hold
     (the groups of the layout), so the communication files and the step trace describe the same time."""
     if layout not in ("ascend", "mindinsight"):  # their communication is drawn from the step model itself
-        return simulate(ranks, steps, stages=stages, plan=plan, seed=seed)
+        return simulate(ranks, steps, stages=stages, plan=plan, seed=seed, ranks_per_host=ranks_per_host)
     groups = _parallel_groups(ranks, stages, tp) if layout == "ascend" else _mindinsight_groups(ranks, stages)
     hosts = ranks_per_host if layout == "ascend" else 8
     transit = nominal_transit(ranks, groups, hosts, plan)
     healthy = nominal_transit(ranks, groups, hosts, Plan())
     return simulate(ranks, steps, stages=stages, plan=plan, seed=seed, transit_ms=transit,
-                    slow_ring_ms=np.maximum(transit - healthy, 0.0))
+                    slow_ring_ms=np.maximum(transit - healthy, 0.0), ranks_per_host=hosts)
 
 
 def _hosts(rank: int, per_host: int) -> tuple[str, int]:
@@ -335,7 +399,7 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
         write_ascend_resources(out, r, m.computing[r], first_step, plan, plan.seed)
         if trace_view:
             write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5,
-                             kernels=(min(stages - 1, r // max(1, ranks // stages)), stages, plan.slow_ops))
+                             kernels=(min(stages - 1, r // max(1, ranks // stages)), stages, plan.rank_ops(r)))
         if r in plan.missing_step:
             continue
         lines = [MODERN_HEADER]
@@ -405,7 +469,7 @@ def _write_mindinsight(d: Path, m: StepModel, ranks: int, steps: int, stages: in
         ticks = 1e5  # per ms
         layouts = legacy_layout(m, r, steps, pipeline, (61688106196804 + r * 1234) / ticks)
         stage = min(stages - 1, r // max(1, ranks // stages))
-        write_legacy_display(d, r, r % 8, stage, stages, layouts, first_step, plan.slow_ops, ranks > 1)
+        write_legacy_display(d, r, r % 8, stage, stages, layouts, first_step, plan.rank_ops(r), ranks > 1)
         if ranks > 1 and mode != "stand_alone":
             write_cluster_analyse(d, r, layouts, mode, stages, ranks, pipeline)
             write_legacy_timeline(d, r, layouts)

@@ -27,6 +27,8 @@ def _link_bw(src: int, dst: int, per_host: int, plan: "Plan") -> tuple[str, floa
     same = src // per_host == dst // per_host
     tr, bw = ("HCCS", HCCS_GBPS) if same else ("RDMA", RDMA_GBPS)
     bw *= 1 + 0.01 * (((src * 7 + dst * 13) % 11) - 5) / 5  # steady per-link differences of about 1 %
+    if tr == "RDMA" and plan.slow_nic:
+        bw *= min(plan.nic_factor(src, per_host), plan.nic_factor(dst, per_host))
     return tr, bw * plan.slow_link.get((src, dst), 1.0)
 
 
@@ -122,14 +124,15 @@ def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, p
     ops = _base_ops(r, groups, s, per_host, plan)
     if not ops:
         return ops
-    transit_total = float(m.overlapped[r, s]) / 0.35
+    hidden = getattr(m, "hidden", 0.35)
+    transit_total = float(m.overlapped[r, s]) / 0.35 if hidden == 0.35 else float(m.transit[r, s])
     nominal = sum(o["ring_time"] for o in ops)
     f = transit_total / nominal if nominal > 0 else 1.0
     for o in ops:  # the step's own speed (the model's per-step noise), same for every operator of the step
         o["time"] *= f
         o["ring_time"] *= f
     bubble = float(m.bubble[r, s])
-    wait_total = max(0.0, float(m.comm_nov[r, s]) - bubble - 0.65 * transit_total)
+    wait_total = max(0.0, float(m.comm_nov[r, s]) - bubble - (0.65 if hidden == 0.35 else 1 - hidden) * transit_total)
     # the rank's wait goes to its data-parallel collectives (the last one of the step takes most of it)
     coll = [o for o in ops if not o["p2p"]] or ops
     for i, o in enumerate(coll):

@@ -1,0 +1,51 @@
+"""The offline timeline: operators of the chosen steps as bars on one lane per stream / thread (compute,
+communication, host dispatch, data queue), zoom and pan along time, a tooltip with name, duration and shapes.
+
+Rows are {step, lane, lane_i (lane order), cat, name, start, dur, shapes}; the page carries them columnar
+(`Chart.columns`, lanes and kinds as indices) and the browser expands them before drawing; the bar's end is
+computed here. Built once per shape: the spec holds no rows.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reportgen.charts.theme import finish
+from reportgen.i18n import _
+
+CATEGORIES = ("compute", "communication", "host dispatch", "data queue")
+CATEGORY_COLORS = {"compute": "#4c78a8", "communication": "#e45756", "host dispatch": "#9d755d",
+                   "data queue": "#54a24b"}
+LANE_PX = 22
+
+
+def timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
+    """`steps`: (step, label) of the chosen steps, the first shown; a drop-down switches between them. A stroke
+    keeps operators far shorter than a pixel visible as hairlines until one zooms in."""
+    lane_title = lane_title or _("Stream / thread")
+    cats = list(CATEGORIES)
+    zoom = alt.selection_interval(name="tlzoom", bind="scales", encodings=["x"])
+    chart = alt.Chart(alt.NamedData(name="ops")).mark_bar(height={"band": 0.7}, strokeWidth=0.6).encode(
+        x=alt.X("start:Q", title=_("Time from the step start (ms)"), scale=alt.Scale(zero=False)),
+        x2="end:Q",
+        y=alt.Y("lane:N", title=None, sort=alt.EncodingSortField(field="lane_i", order="ascending"),
+                axis=alt.Axis(labelLimit=340)),
+        color=alt.Color("cat:N", title=_("Kind"), scale=alt.Scale(domain=cats,
+                                                                   range=[CATEGORY_COLORS[c] for c in cats])),
+        stroke=alt.Stroke("cat:N", title=_("Kind"), scale=alt.Scale(domain=cats, range=[CATEGORY_COLORS[c] for c in cats])),
+        tooltip=[alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("lane:N", title=lane_title),
+                 alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.4f"),
+                 alt.Tooltip("start:Q", title=_("Start (ms)"), format=",.4f"),
+                 alt.Tooltip("shapes:N", title=_("Input shapes"))],
+    ).transform_calculate(end="datum.start + datum.dur").add_params(zoom)
+    if len(steps) > 1:
+        pick = alt.param(name="tlstep", value=steps[0][0], bind=alt.binding_select(
+            options=[s for s, _l in steps], labels=[lab for _s, lab in steps], name=_("Step: ")))
+        chart = chart.add_params(pick).transform_filter("datum.step == tlstep")
+    else:
+        chart = chart.transform_filter(f"datum.step == {int(steps[0][0])}")
+    spec = finish(chart, height=280)
+    spec["height"] = {"step": LANE_PX}
+    spec["autosize"] = {"type": "fit-x", "contains": "padding"}
+    spec["datasets"] = {"ops": []}
+    return spec

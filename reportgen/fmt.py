@@ -1,0 +1,128 @@
+"""One home for turning numbers and rank lists into the text a report shows (issue 15).
+
+Foundation layer: used by analysis (notes), rules (finding texts), site (the template filters `ms`, `pct`, `pct1`,
+`num`) and compare; it imports nothing of ours. Every function takes what a page or a finding may hold (None, NaN,
+numpy scalars, garbage) and returns a string; "—" stands for a missing value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+MISSING = "—"
+
+
+def _float(v: Any) -> Optional[float]:
+    """`v` as a float, None when it is missing, not a number or NaN."""
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f
+
+
+# --- numbers in tables (template filters) -------------------------------------------------------------------------
+
+def ms_cell(v: Any) -> str:
+    """A duration in ms for a table cell: thousands separators, 3 decimals, scientific below 0.001 (filter `ms`)."""
+    if v is None:
+        return MISSING
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)  # a label in a number column
+    if f != f:
+        return MISSING
+    if f != 0 and abs(f) < 0.001:
+        return f"{f:.2e}"
+    return f"{f:,.3f}"
+
+
+def number(v: Any) -> str:
+    """A count or amount: no decimals when whole, else 2 (filter `num`)."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
+
+
+def percent(v: Any) -> str:
+    """A value already in percent, 1 decimal (filter `pct`)."""
+    return MISSING if v is None else f"{float(v):.1f} %"
+
+
+def share(v: Any, digits: int = 1) -> str:
+    """A 0..1 ratio as a percentage (filter `pct1`; finding texts)."""
+    f = _float(v)
+    return MISSING if f is None else f"{f * 100:.{digits}f} %"
+
+
+def signed_percent(v: Optional[float], missing: str = "n/a") -> str:
+    """A change already in percent, with its sign (run comparison)."""
+    return missing if v is None else f"{v:+.1f} %"
+
+
+def signed(v: Optional[float], digits: int = 3) -> str:
+    """A change with its sign, thousands separators and a fixed number of decimals (run comparison)."""
+    return MISSING if v is None else f"{v:+,.{digits}f}"
+
+
+def fixed(v: Optional[float], digits: int = 3) -> str:
+    """A number with thousands separators and a fixed number of decimals."""
+    return MISSING if v is None else f"{v:,.{digits}f}"
+
+
+# --- numbers in sentences (finding texts) -------------------------------------------------------------------------
+
+def ms(v: Any) -> str:
+    """A duration in a sentence, digits by size: "1,234 ms", "12.3 ms", "1.23 ms", "0.123 ms"."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    a = abs(f)
+    if a >= 100:
+        return f"{f:,.0f} ms"
+    if a >= 10:
+        return f"{f:.1f} ms"
+    if a >= 1:
+        return f"{f:.2f} ms"
+    return f"{f:.3f} ms"
+
+
+# --- lists ---------------------------------------------------------------------------------------------------------
+
+def joined(items: list, limit: int = 16) -> str:
+    """"a, b, c, … (40 in all)"."""
+    s = ", ".join(str(i) for i in items[:limit])
+    return s + (f", … ({len(items)} in all)" if len(items) > limit else "")
+
+
+def rank_list(ranks: list[int], limit: int = 12) -> str:
+    """"1, 2, 3 and 5 more"."""
+    s = ", ".join(str(r) for r in ranks[:limit])
+    return s + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+
+
+def ranks(ranks: list[int], limit: int = 8) -> str:
+    """"rank 5", or "ranks 1, 2, 3 and 5 more"."""
+    ranks = [int(r) for r in ranks]
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + rank_list(ranks, limit)
+
+
+def compact_ranks(ranks: list[int]) -> str:
+    """Runs of ranks: "0–3, 5, 8–15"."""
+    if not ranks:
+        return "none"
+    parts, start, prev = [], ranks[0], ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
+        if r is not None:
+            start = prev = r
+    return joined(parts, 24)

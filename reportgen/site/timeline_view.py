@@ -1,0 +1,137 @@
+"""Timeline rows for the rank pages and the execution page: the operators of the chosen steps (the
+representative and the slowest, `analysis.execution.choose_steps`) that the execution loader already read for the
+drawn devices, on one lane per stream / thread, capped so pages stay small.
+
+Nothing is read here: rows come from `run.execution` (`StepOps`: names, classes, starts, durations and, for
+Ascend traces, the lane and input shapes of each operator). The rows go to the page columnar (`Chart.columns`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import numpy as np
+
+from reportgen.charts import Chart
+from reportgen.charts import timeline as tl_charts
+from reportgen.i18n import _
+from reportgen.model import ExecutionData, StepOps
+
+MAX_RANK_BARS = 800  # operators per step on a rank page: communication first, then the longest
+MAX_DEVICE_BARS = 150  # operators per device and step on the execution page
+FIELDS = ["step", "lane", "cat", "name", "start", "dur", "shapes"]  # lane and cat: indices into their lists
+DATA_QUEUE_RE = re.compile(r"GetNext|InitData|EndOfSequence|QueueDequeue|DatasetInit|GetData", re.I)
+HOST_LANE_RE = re.compile(r"^(CPU OP|Python|CANN|Host|PyTorch)", re.I)
+CAT_ORDER = {c: i for i, c in enumerate(tl_charts.CATEGORIES)}
+
+
+def category(name: str, cls: str, lane: str) -> str:
+    if cls != "compute":
+        return "communication"
+    if DATA_QUEUE_RE.search(name):
+        return "data queue"
+    if HOST_LANE_RE.match(lane):
+        return "host dispatch"
+    return "compute"
+
+
+def _lane(o: StepOps, i: int, cat: str) -> str:
+    if o.lanes and o.lanes[i]:
+        return o.lanes[i] if cat != "data queue" or o.lanes[i] != "AI CPU" else "AI CPU · data queue"
+    return {"compute": _("device: compute"), "communication": _("device: communication"),
+            "host dispatch": _("host"), "data queue": _("data queue")}[cat]
+
+
+def _pick(o: StepOps, cap: int) -> np.ndarray:
+    """Indices of the operators drawn: all when they fit, else communication first, then the longest."""
+    n = len(o.names)
+    if n <= cap:
+        return np.arange(n)
+    comm = np.array([c != "compute" for c in o.classes])
+    order = np.lexsort((-np.asarray(o.dur, dtype=float), ~comm))
+    return np.sort(order[:cap])
+
+
+def ops_rows(o: StepOps, cap: int, lane_prefix: str = "", shift: float = 0.0) -> list[list]:
+    """Rows of one rank's step: [step, lane, cat, name, start, dur, shapes] (lane and cat still as text)."""
+    rows = []
+    for i in _pick(o, cap):
+        name, cls = o.names[i], o.classes[i]
+        lane0 = o.lanes[i] if o.lanes else ""
+        cat = category(name, cls, lane0)
+        lane = lane_prefix + _lane(o, i, cat)
+        start = float(o.start[i]) + shift
+        dur = float(o.dur[i])
+        rows.append([int(o.step), lane, cat, name, round(start, 4), round(dur, 5), o.shapes[i] if o.shapes else ""])
+    return rows
+
+
+def _columns(rows: list[list], device_of: Optional[list[int]] = None) -> dict:
+    """The page's columnar dataset: lanes ordered by device (the execution view's order), then kind (compute,
+    communication, host, data), then name; lane and kind stored once each, rows carry their index (the browser
+    expands them, `lane_i` keeps the lane order)."""
+    first_cat: dict[str, int] = {}
+    dev: dict[str, int] = {}
+    for r, k in zip(rows, device_of or [0] * len(rows)):
+        first_cat[r[1]] = min(first_cat.get(r[1], 99), CAT_ORDER[r[2]])
+        dev[r[1]] = k
+    lanes = sorted(first_cat, key=lambda ln: (dev[ln], first_cat[ln], ln))
+    pos = {ln: i for i, ln in enumerate(lanes)}
+    cats = list(tl_charts.CATEGORIES)
+    for r in rows:
+        r[1], r[2] = pos[r[1]], CAT_ORDER[r[2]]
+    return {"ops": {"fields": FIELDS, "dicts": {"lane": lanes, "cat": cats}, "rows": rows}}
+
+
+def step_labels(ex: ExecutionData, steps: list[int]) -> list[tuple[int, str]]:
+    roles = {"representative": _("representative"), "slowest": _("slowest")}
+    out = []
+    for s in steps:
+        why = roles.get((ex.reasons.get(s) or "").split(":")[0], "")
+        out.append((s, _("step {n}").format(n=s) + (f" ({why})" if why else "")))
+    return out
+
+
+def rank_chart(ex: Optional[ExecutionData], rank: int) -> Optional[Chart]:
+    """The timeline of `rank` for the chosen steps, when the execution loader read this rank."""
+    if ex is None:
+        return None
+    steps = [s for s in ex.steps if rank in ex.ops.get(s, {})]
+    if not steps:
+        return None
+    rows = []
+    for s in steps:
+        rows += ops_rows(ex.ops[s][rank], MAX_RANK_BARS)
+    if not rows:
+        return None
+    chart = Chart(f"rank-{rank}-timeline", tl_charts.timeline(step_labels(ex, steps)),
+                  _("The operators of the chosen steps on each stream / thread (times from the rank's own step "
+                    "start). Scroll to zoom along time, drag to pan, double-click to reset; hover a bar for its "
+                    "name, duration and input shapes."))
+    chart.columns = _columns(rows)
+    return chart
+
+
+def execution_chart(ex: Optional[ExecutionData], step: int, shifts: dict[int, float],
+                    labels: dict[int, str]) -> Optional[Chart]:
+    """One step across the drawn devices: a lane per device and stream / thread, devices aligned as in the
+    Marey view (`shifts`, ms), at most MAX_DEVICE_BARS operators per device."""
+    if ex is None or step not in ex.ops:
+        return None
+    rows, device_of = [], []
+    for k, r in enumerate(labels):  # the execution view's device order
+        o = ex.ops[step].get(r)
+        if o is not None:
+            part = ops_rows(o, MAX_DEVICE_BARS, lane_prefix=f"{labels[r]} · ", shift=shifts.get(r, 0.0))
+            rows += part
+            device_of += [k] * len(part)
+    if not rows:
+        return None
+    chart = Chart(f"timeline-{step}", tl_charts.timeline([(step, _("step {n}").format(n=step))],
+                                                         lane_title=_("Device · stream / thread")),
+                  _("Every drawn device's streams and threads in this step, aligned as in the view above (at most "
+                    "{n} operators per device: communication first, then the longest). Scroll to zoom, drag to "
+                    "pan, double-click to reset.").format(n=MAX_DEVICE_BARS))
+    chart.columns = _columns(rows, device_of)
+    return chart

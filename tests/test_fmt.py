@@ -1,0 +1,56 @@
+"""One formatter (`reportgen.fmt`) for every number and rank list a report shows (issue 15): hand-checked outputs
+of each function, and the places that used to carry their own copy now use it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from reportgen import fmt
+
+
+def test_table_cells():
+    assert fmt.ms_cell(1234.5) == "1,234.500"
+    assert fmt.ms_cell(0.0004) == "4.00e-04"
+    assert fmt.ms_cell(0) == "0.000"
+    assert fmt.ms_cell(None) == fmt.ms_cell(math.nan) == fmt.ms_cell(np.float32("nan")) == "—"
+    assert fmt.ms_cell("n/a") == "n/a"  # a label in a number column is shown as it is
+    assert fmt.number(1234) == "1,234" and fmt.number(2.5) == "2.50" and fmt.number("x") == "—"
+    assert fmt.percent(12.345) == "12.3 %" and fmt.percent(None) == "—"
+    assert fmt.share(0.1234) == "12.3 %" and fmt.share(0.1234, 2) == "12.34 %"
+    assert fmt.share(None) == fmt.share(math.nan) == fmt.share("x") == "—"
+    assert fmt.fixed(1234.5678) == "1,234.568" and fmt.fixed(None) == "—"
+    assert fmt.signed(-2.5, 1) == "-2.5" and fmt.signed(1234.0) == "+1,234.000"
+    assert fmt.signed_percent(3.21) == "+3.2 %" and fmt.signed_percent(None) == "n/a"
+    assert fmt.signed_percent(None, missing="—") == "—"
+
+
+def test_durations_in_sentences_take_digits_by_size():
+    assert [fmt.ms(v) for v in (1234.4, 12.34, 1.234, 0.1234)] == ["1,234 ms", "12.3 ms", "1.23 ms", "0.123 ms"]
+    assert fmt.ms(-150.0) == "-150 ms"
+    assert fmt.ms(None) == fmt.ms(math.nan) == "—"
+
+
+def test_rank_lists():
+    assert fmt.ranks([5]) == "rank 5"
+    assert fmt.ranks([1, 2, 3]) == "ranks 1, 2, 3"
+    assert fmt.ranks(list(range(10)), limit=3) == "ranks 0, 1, 2 and 7 more"
+    assert fmt.rank_list(list(range(14))) == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and 2 more"
+    assert fmt.joined(["a", "b", "c"], 2) == "a, b, … (3 in all)"
+    assert fmt.compact_ranks([0, 1, 2, 3, 5, 8, 9]) == "0–3, 5, 8–9"
+    assert fmt.compact_ranks([]) == "none"
+
+
+def test_the_old_homes_use_it():
+    from reportgen.rules import base
+    from reportgen.site import builder
+
+    assert (base.fmt_ms, base.fmt_pct, base.fmt_ranks) == (fmt.ms, fmt.share, fmt.ranks)
+    env = builder.make_env()
+    assert (env.filters["ms"], env.filters["pct"], env.filters["pct1"], env.filters["num"]) == (
+        fmt.ms_cell, fmt.percent, fmt.share, fmt.number)
+    assert str(builder._ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
+    assert str(builder._num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
+    assert str(builder._num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
+                                                            '<span class="badge slow">slow</span></td>')

@@ -1,0 +1,183 @@
+"""Issue 17, the writing side: charts at hundreds of ranks name the culprits, rank pages are written in parallel
+identically, the single file keeps the flagged ranks' pages, numeric cells stay escaped and sortable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from reportgen.discover import discover
+from reportgen.progress import Progress
+from reportgen.report import BuildOptions, analyse_phase, load_phase
+from reportgen.site import builder
+from reportgen.site.pages import plan_pages
+from reportgen.site.summary import build_summary
+from reportgen.synth import generate_run
+
+SLOW_RANK, SLOW_STAGE, LINK = 171, 2, (8, 9)
+
+
+@pytest.fixture(scope="module")
+def plan_512(tmp_path_factory):
+    """A 512-rank run (tp8 pp4, 64 hosts) with a slow rank, a slow stage and a slow link, planned (not written)."""
+    run = generate_run(tmp_path_factory.mktemp("r512") / "run", ranks=512, steps=2, stages=4, tp=8,
+                       inject=[f"slow-rank:{SLOW_RANK}:compute:1.3", f"unbalanced-stage:{SLOW_STAGE}:1.3",
+                               f"slow-link:{LINK[0]}-{LINK[1]}"])
+    opts = BuildOptions(jobs=2)
+    r = load_phase(discover(run)[0], opts, Progress(False))
+    analysis, findings, thresholds = analyse_phase(r, opts)
+    return plan_pages(analysis, findings, thresholds=thresholds), analysis
+
+
+def _chart(plan, path: str, chart_id: str) -> dict:
+    page = next(p for p in plan.pages if p.path == path)
+    return next(c for c in page.charts if c.id == chart_id).spec
+
+
+def _marks(spec: dict) -> list[str]:
+    out = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "mark" in v:
+                m = v["mark"]
+                out.append(m if isinstance(m, str) else m.get("type"))
+            for k, x in v.items():
+                if k != "datasets":
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(spec)
+    return out
+
+
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
+def test_step_distribution_names_the_slow_rank_and_compares_within_stages(plan_512):
+    plan, a = plan_512
+    spec = _chart(plan, "cluster/step-trace.html", "step-total")
+    rows = spec["datasets"]["ranks"]
+    assert len(rows) == 512  # every rank a tick: a distribution, nothing averaged
+    assert [r["rank"] for r in rows if r["status"] == "slow"] == [SLOW_RANK]
+    assert len({r["stage"] for r in rows}) == 4  # one line per pipeline stage
+    assert "text" in _marks(spec)  # the slow rank is labelled with its number
+    by_stage: dict[str, list[float]] = {}
+    for r in rows:
+        by_stage.setdefault(r["stage"], []).append(r["value"])
+    # the unbalanced stage stands out as a whole stage, not as one rank
+    med = {s: sorted(v)[len(v) // 2] for s, v in by_stage.items()}
+    assert max(med, key=med.get) == f"stage {SLOW_STAGE}"
+
+
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
+def test_breakdown_and_heatmap_keep_the_slow_rank_by_number(plan_512):
+    plan, _ = plan_512
+    bars = _chart(plan, "cluster/step-trace.html", "breakdown")["datasets"]["breakdown"]
+    assert f"{SLOW_RANK} ⚑" in {b["label"] for b in bars}  # its own bar, never a group mean
+    heat = _chart(plan, "cluster/step-trace.html", "heatmap")
+    cells = heat["datasets"]["cells"]
+    flagged = [c for c in cells if c.get("flag")]
+    assert flagged and all(str(SLOW_RANK) in c["flag"] for c in flagged)
+    # the flagged rank's band holds the largest excess: the slow rank is the visible band
+    top = max(cells, key=lambda c: c["value"])
+    lo, _, hi = top["ranks"].partition("–")
+    assert int(lo) <= SLOW_RANK <= int(hi or lo)
+
+
+@pytest.mark.slow  # loads a 512-rank run once for the module (~30 s on an idle 2-core machine)
+def test_communication_charts_name_the_culprits(plan_512):
+    plan, a = plan_512
+    page = "cluster/communication.html"
+    wait = _chart(plan, page, "comm-wait")["datasets"]["ranks"]
+    assert len(wait) == 512 and SLOW_RANK in {r["rank"] for r in wait if r["status"] == "slow"}
+    slow_wait = next(r["value"] for r in wait if r["rank"] == SLOW_RANK)
+    same_stage = [r["value"] for r in wait if r["stage"] == next(x["stage"] for x in wait if x["rank"] == SLOW_RANK)]
+    assert slow_wait == min(same_stage)  # the rank the others wait for waits least in its stage
+    links = _chart(plan, page, "comm-links")
+    named = [p for p in links["datasets"]["links"] if p["slow"]]
+    assert [p["link"] for p in named] == [f"{LINK[0]}→{LINK[1]}"] and "text" in _marks(links)
+    assert set(links["datasets"]["links"][0]) == {"link", "group", "transport", "bandwidth_gbps", "size_mb",
+                                                  "time_ms", "slow"}  # only what the chart reads
+    graph = _chart(plan, page, "comm-graph")
+    nodes = graph["datasets"]["nodes"]
+    assert len(nodes) == 64  # hosts, not 512 ranks
+    host = a.run.ranks[LINK[0]].info.host
+    marked = [n for n in nodes if n["slow"]]
+    assert [n["id"] for n in marked] == [host] and f"{LINK[0]}→{LINK[1]}" in marked[0]["note"]
+    # the drill-down table under the host graph starts with the slow link, even one inside a host
+    pairs = next(p for p in plan.pages if p.path == page).context.host_pairs
+    assert pairs[0]["slow"] and pairs[0]["slow_links"] == [f"{LINK[0]}-{LINK[1]}"] and pairs[0]["src"] == host
+    matrix = _chart(plan, page, "comm-matrix")
+    slow_cells = [c for c in matrix["datasets"]["cells"] if c["slow"]]
+    assert slow_cells and all(f"{LINK[0]}→{LINK[1]}" in c["slow_links"] for c in slow_cells)
+    # binned blocks are coloured by their slowest link by default: the slow link darkens its block
+    params = [p for p in matrix.get("params", []) if p["name"] == "metric"]
+    assert params and params[0]["value"] == "min_bandwidth_gbps"
+    block = next(c for c in slow_cells if c["group"] == "All groups")
+    assert block["min_bandwidth_gbps"] < block["bandwidth_gbps"]
+
+
+def test_rank_pages_written_in_parallel_are_identical(synth_8, tmp_path, monkeypatch):
+    opts = BuildOptions()
+    run = load_phase(discover(synth_8)[0], opts, Progress(False))
+    analysis, findings, thresholds = analyse_phase(run, opts)
+    plan = plan_pages(analysis, findings, thresholds=thresholds)
+    summary = build_summary(analysis, findings, thresholds)
+    builder.write_site(plan, summary, tmp_path / "one", synth_8, jobs=1)
+    monkeypatch.setattr(builder, "PARALLEL_MIN_PAGES", 1)
+    seen = []
+    builder.write_site(plan, summary, tmp_path / "two", synth_8, jobs=2, progress=lambda n, t: seen.append((n, t)))
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
+    assert any(str(f).startswith("ranks/") for f in files)
+    for f in files:
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    assert seen[-1] == (len(plan.pages), len(plan.pages))
+
+
+def test_single_file_keeps_the_flagged_ranks_pages(tmp_path):
+    from reportgen.cli import main
+
+    out = tmp_path / "one.html"
+    assert main(["--example", "-o", str(out), "--single-file", "-q", "--lang", "en"]) == 0
+    soup = BeautifulSoup(out.read_text(encoding="utf-8"), "html.parser")
+    ids = [t["id"] for t in soup.find_all(id=True)]
+    assert len(ids) == len(set(ids)), "ids must stay unique with whole rank pages inside the single file"
+    summary = json.loads(out.with_name("one.summary.json").read_text())
+    named = {r for f in summary["findings"] if f["severity"] in ("warning", "critical")
+             and f["category"] == "slow_rank" for r in f["ranks"]}
+    named |= {r for f in summary["findings"] if f["category"] == "slow_link" and f["severity"] in ("warning", "critical")
+              for r in f["ranks"]}
+    assert {5, 8, 9} <= named  # the example's slow rank and slow link
+    for r in named:
+        sec = soup.find(id=f"r{r}-rank-page-{r}")
+        assert sec is not None and sec.select_one(f"#r{r}-operators, #r{r}-step-trace")
+        # the section's own links and table tools point at its scoped ids
+        for a in sec.select('a[href^="#"]'):
+            target = a["href"][1:]
+            assert soup.find(id=target) is not None, target
+    data = json.loads(soup.select_one("#rank-data").string)
+    meta = json.loads(soup.select_one("#rank-meta").string)
+    assert meta["phases"] and all("lines" not in d for d in data.values())  # lines are drawn from the rows
+
+
+def test_num_cell_escapes_and_keeps_sort_keys_only_where_the_text_is_not_a_number():
+    cell = builder._num_cell(12345.6789)
+    assert str(cell) == '<td class="num">12,345.679</td>'
+    assert str(builder._num_cell(0.256, "ratio")) == '<td class="num">25.6 %</td>'
+    badge = str(builder._num_cell(5.729, cls="hot", badge="<slow>"))
+    assert 'data-v="5.729"' in badge and "&lt;slow&gt;" in badge and 'class="num hot"' in badge
+    assert "<b>" not in str(builder._num_cell("<b>x</b>"))
+    assert builder._sort_key(167.83036663599998) == "167.8304" and builder._sort_key(None) == ""
+    assert builder._compact({"a": [1.0000001234, 2, "x", True]}) == {"a": [1.0, 2, "x", True]}
+
+
+def test_scope_ids_prefixes_own_ids_and_their_references_only():
+    html = ('<h2 id="overlap">x</h2><a href="#overlap">o</a><a href="#findings">f</a>'
+            '<input data-filter="t1"><table id="t1"></table><a href="../x.html#overlap">e</a>')
+    out = builder.scope_ids(html, "r5-")
+    assert 'id="r5-overlap"' in out and 'href="#r5-overlap"' in out and 'href="#findings"' in out
+    assert 'data-filter="r5-t1"' in out and 'id="r5-t1"' in out and 'href="../x.html#overlap"' in out
