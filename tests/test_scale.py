@@ -153,6 +153,8 @@ def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, f
     ('{"a": [1, 2.5, {"b": "x"}], "c": null, "d": true}', True),
     ('{"a": NaN}', False), ('{"a": 1e400}', False), ('{"a": 123456789012345678901234567890}', False),
     ('{"a": 5000000000000000000}', False), ('\ufeff{"a": 1}', True), ('{"a": 1,}', False),
+    ('{"a": ' + "[" * 300 + "]" * 300 + "}", False),  # deeper than MAX_JSON_DEPTH: never handed to orjson
+    ('{"a": "]]]]", "b": ' + "[" * 150 + "]" * 150 + "}", True),  # brackets inside strings do not count
 ])
 def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fast):
     p = tmp_path / "communication.json"

@@ -95,7 +95,8 @@ _RING_CACHE: dict = {}
 
 
 def _ring_bw(members: tuple, per_host: int, plan: "Plan") -> float:
-    key = (members, per_host, tuple(sorted(plan.slow_link.items())))
+    key = (members, per_host, tuple(sorted(plan.slow_link.items())),
+           tuple(sorted(getattr(plan, "slow_nic", {}).items())))
     bw = _RING_CACHE.get(key)
     if bw is None:
         n = len(members)
