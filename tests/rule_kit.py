@@ -187,10 +187,9 @@ def _execution(execution: dict, stage_of: dict[int, int], n_ranks: int) -> Execu
                          dur=np.array([float(types[n][r]) for n in names]))
     stages = {r: stage_of.get(r, 0) for r in range(n_ranks)}
     devices = [DeviceRow(rank=r, stage=stages[r], label=f"rank {r}", shift_ms=0.0, step_ms=step_ms,
-                         n_ops=len(ops[r].names), drawn=len(ops[r].names), busy_ms={}) for r in range(n_ranks)]
-    m = MareyStep(step=1, reason="representative", devices=devices, bars=[], joins=[], stages=[], spread=[],
-                  type_spread=type_spread(ops, stages, step_ms), alignment=[], window="", span_ms=step_ms,
-                  not_drawn=0)
+                         n_ops=len(ops[r].names), busy_ms={}) for r in range(n_ranks)]
+    m = MareyStep(step=1, reason="representative", devices=devices, spread=[],
+                  type_spread=type_spread(ops, stages, step_ms), alignment=[], window="", ops=ops)
     return ExecutionView(marey=[m], overview=[], overview_comm=[], skipped_ranks=[])
 
 

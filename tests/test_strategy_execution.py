@@ -12,7 +12,8 @@ from bs4 import BeautifulSoup
 
 from conftest import sample
 from reportgen.analysis import analyze
-from reportgen.analysis.execution import align, group_stages, join_keys, select, type_spread
+from reportgen.analysis.execution import align, group_stages, join_keys, marey_step, select, type_spread
+from reportgen.charts import marey_layout
 from reportgen.analysis.strategy import analyze_strategy
 from reportgen.charts.strategy_layout import build_stage, collapse
 from reportgen.cli import main
@@ -265,9 +266,12 @@ def test_real_pytorch_trace_view_two_ranks():
         assert d.busy_ms["collective"] > 90 and d.busy_ms["compute"] > 5  # allReduce-dominated toy job
     first = "hcom_allReduce__586_0_1"
     ends = []
-    for d in m.devices:
-        b = next(x for x in m.bars if x["rank"] == d.rank and x["name"] == first)
-        ends.append(b["end"])
+    for d in m.devices:  # the analysis' aligned times, and the bars drawn from them
+        o = m.ops[d.rank]
+        i = o.names.index(first)
+        ends.append(float(m.aligned_start(d.rank)[i] + o.dur[i]))
+        b = next(x for x in marey_layout.layout(m).bars if x["rank"] == d.rank and x["name"] == first)
+        assert b["end"] == pytest.approx(ends[-1], abs=1e-3)
     assert ends[0] == pytest.approx(ends[1], abs=1e-3)  # aligned on the end of the first shared collective
 
 
@@ -277,7 +281,23 @@ def test_real_legacy_timeline_uses_step_trace_windows():
     d = m.devices[0]
     assert m.step == 1 and "output_timeline_data" in m.window
     assert 50 < d.n_ops <= 107 and d.busy_ms["compute"] <= d.step_ms
-    assert min(b["start"] for b in m.bars) >= 0 and max(b["end"] for b in m.bars) <= d.step_ms + 1e-6
+    bars = marey_layout.layout(m).bars
+    assert min(b["start"] for b in bars) >= 0 and max(b["end"] for b in bars) <= d.step_ms + 1e-6
+
+
+def test_marey_layout_caps_bars_and_keeps_communication():
+    """The view's caps live in the layout (charts), not in the analysis: the analysis keeps every operator."""
+    ops = {r: StepOps(rank=r, step=1, source="t", step_ms=100.0,
+                      names=["hcom_allReduce"] + [f"MatMul-op{i}" for i in range(30)],
+                      classes=["collective"] + ["compute"] * 30,
+                      start=np.arange(31, dtype=float), dur=np.array([5.0] + [1.0 + i for i in range(30)]))
+           for r in (0, 1)}
+    m = marey_step(1, "representative", ops, {})
+    assert all(len(m.ops[r].names) == 31 for r in (0, 1))
+    lay = marey_layout.layout(m, max_bars=5)
+    assert lay.drawn == {0: 5, 1: 5} and lay.not_drawn == 2 * 26
+    drawn = {b["name"] for b in lay.bars if b["rank"] == 0}
+    assert drawn == {"hcom_allReduce", "MatMul-op29", "MatMul-op28", "MatMul-op27", "MatMul-op26"}
 
 
 def test_execution_pages_and_marey_step_option(pipe32, tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen.analysis.execution import OP_SUFFIX_RE
@@ -43,8 +44,12 @@ def op_type(name: str) -> str:
     return OP_SUFFIX_RE.sub("", str(name).rsplit("/", 1)[-1])
 
 
-def _ops(bars: pd.DataFrame, rank: int) -> pd.DataFrame:
-    f = bars[(bars["rank"] == rank) & (bars["cls"] == "compute")].sort_values("start", kind="stable").copy()
+def _ops(m, rank: int) -> pd.DataFrame:
+    """The compute operators of `rank` in the step, on the view's common time axis, numbered by occurrence."""
+    o = m.ops[rank]
+    f = pd.DataFrame({"name": list(o.names), "cls": list(o.classes), "start": m.aligned_start(rank),
+                      "dur": np.asarray(o.dur, dtype=float)})
+    f = f[f["cls"] == "compute"].sort_values("start", kind="stable")
     f["k"] = f.groupby("name").cumcount()
     return f[["name", "k", "start", "dur"]]
 
@@ -55,16 +60,13 @@ def divergence(view, slow: int, candidates: list[int], *, min_op_ms: float = 0.0
     first execution-view step that has both; None without operator timelines or when they do not part by
     `min_gap_ms`. An operator diverges when it takes more than `min_op_ms` and `min_op_rel` of its time longer."""
     for m in getattr(view, "marey", None) or []:
-        bars = pd.DataFrame(m.bars)
-        if bars.empty or not {"rank", "name", "cls", "start", "dur"} <= set(bars.columns):
-            continue
-        present = set(bars["rank"].unique())
+        present = set(getattr(m, "ops", None) or {})
         peers = [r for r in candidates if r != slow and r in present]
         if slow not in present or not peers:
             continue
-        busy = bars[bars["cls"] == "compute"].groupby("rank")["dur"].sum()
+        busy = {d.rank: d.busy_ms.get("compute", 0.0) for d in m.devices}
         fast = int(min(peers, key=lambda r: busy.get(r, float("inf"))))
-        j = _ops(bars, fast).merge(_ops(bars, slow), on=["name", "k"], suffixes=("_f", "_s"))
+        j = _ops(m, fast).merge(_ops(m, slow), on=["name", "k"], suffixes=("_f", "_s"))
         if j.empty:
             continue
         j = j.sort_values("start_f", kind="stable").reset_index(drop=True)

@@ -1,8 +1,9 @@
 """Execution overview: the Marey view of chosen steps and the time overview of every step.
 
 Pure functions. `choose_steps` / `choose_ranks` decide what the step-operator loader reads (it keeps only those
-steps in memory); `analyze_execution` turns what it read into per-device rows, stage aggregates, cross-device
-operator joins and the per-operator duration spread the rules read.
+steps in memory); `analyze_execution` turns what it read into per-device rows (with each device's alignment
+shift), the join keys and the per-operator duration spread the rules read. What is drawn of it (the bars, the
+lines joining operators across devices, the stage means, the caps) is shaped by `charts.marey_layout`.
 
 Operators are joined across devices by name and occurrence: the k-th `MatMul-op12` of a step on one device is the
 k-th on another (MindSpore's `-opN` names are unique, torch_npu kernel names repeat).
@@ -29,8 +30,6 @@ from reportgen.i18n import lazy
 from reportgen.model import ExecutionData, Run, StepOps
 
 MAX_DEVICES = 32  # timelines read (and rows drawn) for one step
-MAX_BARS = 600  # operators drawn per device row (the longest; all communication first)
-MAX_JOINS = 80  # operators joined across devices by a line
 MIN_JOIN_DEVICES = 2
 OP_SUFFIX_RE = re.compile(r"-op\d+$|__\d+(?:_\d+)*$")  # MindSpore -opN; torch_npu hcom_allReduce__586_0_1
 
@@ -121,7 +120,6 @@ class DeviceRow:
     shift_ms: float
     step_ms: float
     n_ops: int
-    drawn: int
     busy_ms: dict[str, float]  # class -> summed duration
     source: str = ""
 
@@ -153,16 +151,18 @@ class OpSpread:
 class MareyStep:
     step: int
     reason: str
-    devices: list[DeviceRow]
-    bars: list[dict]  # rank, row, name, cls, start, end, dur (aligned ms)
-    joins: list[dict]  # key, name, cls, row, t (start), end
-    stages: list[dict]  # stage, ranks, label, bars: [{name, cls, st_avg, ed_avg, st_min, ed_max, n}]
+    devices: list[DeviceRow]  # in stage order; `shift_ms` aligns a device's operators (`aligned_start`)
     spread: list[OpSpread]
     type_spread: list[OpSpread]  # per operator type: the type's summed time per device
     alignment: list[str]
     window: str
-    span_ms: float
-    not_drawn: int
+    ops: dict[int, StepOps] = field(default_factory=dict)  # every operator of each device (step-relative times)
+    keys: dict[int, list[str]] = field(default_factory=dict)  # join keys ("stage:name#k") parallel to ops' names
+
+    def aligned_start(self, rank: int) -> np.ndarray:
+        """The start of every operator of `rank` on the view's common time axis (ms)."""
+        shift = next((d.shift_ms for d in self.devices if d.rank == rank), 0.0)
+        return np.asarray(self.ops[rank].start, dtype=float) + shift
 
 
 @dataclass
@@ -314,86 +314,30 @@ def type_spread(ops: dict[int, StepOps], stages: dict[int, int], step_ms: float)
     return sorted(out, key=lambda s: -s.median_ms)
 
 
-def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[int, int],
-               max_bars: int = MAX_BARS, max_joins: int = MAX_JOINS) -> MareyStep:
+def marey_step(step: int, reason: str, ops: dict[int, StepOps], stage_of: dict[int, int]) -> MareyStep:
     raw_keys = {r: join_keys(o.names) for r, o in ops.items()}
     stages = group_stages(ops, stage_of, raw_keys)
     shift, notes = align(ops, stages, raw_keys)
     # operators are joined inside a stage only (two stages may run kernels of the same name)
     keys = {r: [f"{stages[r]}:{k}" for k in ks] for r, ks in raw_keys.items()}
     ranks = sorted(ops, key=lambda r: (stages[r], r))
-    devices, bars = [], []
-    not_drawn = 0
-    row_of = {}
-    for row, r in enumerate(ranks):
+    many = len(set(stages.values())) > 1
+    devices = []
+    for r in ranks:
         o = ops[r]
-        row_of[r] = row
         busy = defaultdict(float)
         for c, d in zip(o.classes, o.dur):
             busy[c] += float(d)
-        comm = [i for i, c in enumerate(o.classes) if c != "compute"]
-        comp = [i for i, c in enumerate(o.classes) if c == "compute"]
-        keep = comm[:max_bars]
-        room = max_bars - len(keep)
-        if room > 0 and comp:
-            comp_dur = o.dur[comp]
-            top = np.argsort(-comp_dur, kind="stable")[:room]
-            keep += [comp[i] for i in top]
-        keep.sort()
-        not_drawn += len(o.names) - len(keep)
-        dev = DeviceRow(rank=r, stage=stages[r], label=f"rank {r}" + (f" · stage {stages[r]}" if len(set(stages.values())) > 1 else ""),
-                        shift_ms=shift[r], step_ms=o.step_ms, n_ops=len(o.names), drawn=len(keep),
-                        busy_ms=dict(busy), source=o.source)
-        devices.append(dev)
-        for i in keep:
-            st = float(o.start[i]) + shift[r]
-            bars.append({"rank": r, "row": dev.label, "name": o.names[i], "cls": o.classes[i],
-                         "start": round(st, 4), "end": round(st + float(o.dur[i]), 4), "dur": round(float(o.dur[i]), 4)})
+        devices.append(DeviceRow(rank=r, stage=stages[r], label=f"rank {r}" + (f" · stage {stages[r]}" if many else ""),
+                                 shift_ms=shift[r], step_ms=o.step_ms, n_ops=len(o.names), busy_ms=dict(busy),
+                                 source=o.source))
     step_ms = float(np.median([o.step_ms for o in ops.values()])) if ops else 0.0
     sp = spread(ops, stages, keys, step_ms)
-    # joins: communication operators and the operators with the largest spread or duration
-    chosen: list[str] = []
-    comm = sorted((s for s in sp if s.cls != "compute"), key=lambda s: -s.median_ms)
-    wide = sorted((s for s in sp if s.cls == "compute"), key=lambda s: -(s.excess_ms + s.median_ms))
-    for s in comm[: max_joins // 2] + wide:
-        if len(chosen) >= max_joins:
-            break
-        chosen.append(s.key)
-    joins = []
-    keyset = set(chosen)
-    for r in ranks:
-        o = ops[r]
-        for i, k in enumerate(keys[r]):
-            if k in keyset:
-                st = float(o.start[i]) + shift[r]
-                joins.append({"key": k, "name": o.names[i], "cls": o.classes[i], "order": row_of[r],
-                              "row": devices[row_of[r]].label, "t": round(st, 4),
-                              "end": round(st + float(o.dur[i]), 4)})
-    # stage aggregates (MindInsight's stage_data: st/ed min, max, average over the stage's devices)
-    stage_rows = []
-    for st in sorted(set(stages.values())):
-        members = [r for r in ranks if stages[r] == st]
-        agg: dict[str, list] = {}
-        for r in members:
-            o = ops[r]
-            for i, k in enumerate(keys[r]):
-                a = float(o.start[i]) + shift[r]
-                agg.setdefault(k, [o.names[i], o.classes[i], []])[2].append((a, a + float(o.dur[i])))
-        items = []
-        for k, (name, cls, spans) in agg.items():
-            arr = np.array(spans)
-            items.append({"key": k, "name": name, "cls": cls, "n": len(spans),
-                          "st_min": float(arr[:, 0].min()), "st_max": float(arr[:, 0].max()),
-                          "st_avg": float(arr[:, 0].mean()), "ed_min": float(arr[:, 1].min()),
-                          "ed_max": float(arr[:, 1].max()), "ed_avg": float(arr[:, 1].mean())})
-        items.sort(key=lambda d: -(d["ed_avg"] - d["st_avg"]))
-        stage_rows.append({"stage": st, "ranks": members, "label": f"stage {st} (mean of {len(members)})",
-                           "bars": items[:max_bars], "n": len(items)})
-    span = max((b["end"] for b in bars), default=0.0) - min((b["start"] for b in bars), default=0.0)
     sp_sorted = sorted(sp, key=lambda s: -max(s.excess_ms, s.median_ms))
     window = next(iter(ops.values())).window if ops else ""
-    return MareyStep(step=step, reason=reason, devices=devices, bars=bars, joins=joins, stages=stage_rows,
-                     spread=sp_sorted, type_spread=type_spread(ops, stages, step_ms), alignment=notes, window=window, span_ms=span, not_drawn=not_drawn)
+    return MareyStep(step=step, reason=reason, devices=devices, spread=sp_sorted,
+                     type_spread=type_spread(ops, stages, step_ms), alignment=notes, window=window,
+                     ops={r: ops[r] for r in ranks}, keys=keys)
 
 
 def analyze_execution(run: Run, per_step: pd.DataFrame, comm_per_rank_step: pd.DataFrame) -> Optional[ExecutionView]:

@@ -15,6 +15,7 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.execution import MareyStep
 from reportgen.charts import Chart
 from reportgen.charts import execution as ex_charts
+from reportgen.charts import marey_layout
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.charts.strategy_layout import OpRow, StageGraph, build_stage
 from reportgen.site import timeline_view
@@ -204,14 +205,14 @@ def _device_cells(a: Analysis, ranks: list[int]) -> dict[int, dict]:
     return out
 
 
-def _device_rows(a: Analysis, m: MareyStep) -> list[dict]:
+def _device_rows(a: Analysis, m: MareyStep, drawn: dict[int, int]) -> list[dict]:
     rows = []
     cells = _device_cells(a, [d.rank for d in m.devices])
     fl = [c["flops_m"] for c in cells.values() if c["flops_m"]]
     for d in m.devices:
         c = cells[d.rank]
         rows.append({"rank": d.rank, "stage": d.stage, "href": urls.rank_page(d.rank),
-                     "step_ms": num(d.step_ms), "shift_ms": num(d.shift_ms), "n_ops": d.n_ops, "drawn": d.drawn,
+                     "step_ms": num(d.step_ms), "shift_ms": num(d.shift_ms), "n_ops": d.n_ops, "drawn": drawn.get(d.rank, 0),
                      "compute_ms": num(d.busy_ms.get("compute", 0.0)),
                      "comm_ms": num(sum(v for k, v in d.busy_ms.items() if k != "compute")),
                      "flops_m": num(c["flops_m"]),
@@ -260,8 +261,9 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
         out.append((EXECUTION, _("Execution overview"), {**base, "marey": None}, charts, downloads))
         return out
     for i, (m, path) in enumerate(pages_for):
-        lane_rows, bars = [], list(m.bars)
-        stages = {s["stage"]: s for s in m.stages}
+        lay = marey_layout.layout(m)
+        lane_rows, bars = [], list(lay.bars)
+        stages = {s["stage"]: s for s in lay.stages}
         for st in sorted(stages):
             members = [d.label for d in m.devices if d.stage == st]
             lane_rows += members
@@ -273,7 +275,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                         bars.append({"rank": -1, "row": label, "name": b["name"], "cls": b["cls"],
                                      "start": round(b["st_avg"], 4), "end": round(b["ed_avg"], 4),
                                      "dur": round(b["ed_avg"] - b["st_avg"], 4)})
-        spec = ex_charts.marey(bars, m.joins, lane_rows)
+        spec = ex_charts.marey(bars, lay.joins, lane_rows)
         marey_chart = Chart(f"marey-{m.step}", spec,
                             _("One lane per device (and the mean of each stage): operators as bars; the longest "
                               "operators and the communication are also joined across a stage's devices by a "
@@ -284,8 +286,9 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                                               {d.rank: d.label for d in m.devices})
         charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
         ctx = {**base, "marey": {
-            "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window), "alignment": [text(n) for n in m.alignment],
-            "span_ms": num(m.span_ms), "devices": _device_rows(a, m), "not_drawn": m.not_drawn,
+            "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window),
+            "alignment": [text(n) for n in m.alignment],
+            "span_ms": num(lay.span_ms), "devices": _device_rows(a, m, lay.drawn), "not_drawn": lay.not_drawn,
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
             "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
             "csv": SPREAD_CSV}, "current": path}
