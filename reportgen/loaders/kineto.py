@@ -40,7 +40,7 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
-from reportgen.loaders.memory import _downsample
+from reportgen.loaders.memory import MAX_CURVE_POINTS, _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, Operators, RankData, StepTrace,
@@ -58,7 +58,6 @@ READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), 
              "windows, GPU kernels / memcpy / memset (NCCL and HCCL kernels as communication), cpu_op operators "
              "(self time), gloo:* work slices, [memory] events; not read: python_function and cuda_runtime/driver "
              "events, flow (ac2g) events, operator input shapes and stacks")
-MAX_CURVE_POINTS = 2000
 KERNEL_NAME_CAP = 160
 
 
