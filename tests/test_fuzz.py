@@ -501,7 +501,11 @@ def apply_case(case: Case, base: Path, work: Path, outside: Path, seed: int = SE
     shutil.copytree(base, run, symlinks=True)
     if case.mutation == "odd_names":
         for d in sorted((p for p in run.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            if d.name in ("profiler", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK") or "ascend" in d.name or \
+            # the profilers' own fixed folder names are layout, not names a user picks: renaming msprof's
+            # `device_N/timeline` (or `summary`) is a different, broken export (the report then says in its coverage
+            # gaps that no step trace was found), not an odd name
+            if d.name in ("profiler", "ASCEND_PROFILER_OUTPUT", "FRAMEWORK", "timeline", "summary") or \
+                    "ascend" in d.name or \
                     d.name.startswith("PROF_") or d.name.startswith("device_") or re.search(r"\d", d.name):
                 continue
             d.rename(d.with_name(d.name + " ü <b>x<i>&amp;"))  # no "/": not allowed in a name

@@ -368,3 +368,23 @@ def test_json_nested_two_hundred_thousand_deep_is_named_not_a_crash(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr[-500:]
     assert r.stdout.splitlines() == ["None", "JSON nested too deeply to read; skipped"]
+
+
+@pytest.mark.parametrize("column", ["Computing", "Communication(Not Overlapped)", "Overlapped", "Communication",
+                                    "Free", "Stage", "Bubble", "Preparing"])
+def test_negative_time_in_a_step_trace_is_named(tmp_path, column):
+    """Sweep: a negative value in a step_trace_time.csv phase column (no header says "duration", so the door's
+    negative-duration screen did not see it) changed the rank's numbers with nothing in data quality."""
+    from reportgen.loaders.step_trace import load_modern_step_trace
+
+    header = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage",
+              "Bubble", "Preparing"]
+    good = ["1", "8000", "6000", "400", "6400", "2000", "16000", "30", "100"]
+    bad = ["2"] + [("-" + v if h == column else v) for h, v in zip(header[1:], good[1:])]
+    p = tmp_path / "step_trace_time.csv"
+    p.write_text(",".join(header) + "\n" + ",".join(good) + "\n" + ",".join(bad) + "\n")
+    log = IssueLog(tmp_path)
+    st = load_modern_step_trace(p, log)
+    assert list(st.steps["step"]) == [1]
+    (issue,) = log.issues
+    assert issue.file == "step_trace_time.csv" and "line 3" in issue.problem and column in issue.problem

@@ -196,9 +196,16 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             d = to_float(cells[col["Device_id"]])
             device = None if math.isnan(d) or d < 0 else int(d)
         step = _step_id(cells[col["Step"]]) if "Step" in col else None
-        rec = _modern_record(step, dict(zip(header, cells)), MODERN_COLUMNS)
+        raw = dict(zip(header, cells))
+        rec = _modern_record(step, raw, MODERN_COLUMNS)
         if math.isnan(rec["computing"]):
             log.add(path, f"line {line}: Computing is not a number; row skipped")
+            continue
+        # every column of the file is a time: a negative one cannot be measured (its header names no duration, so
+        # the door's negative-duration screen does not see it)
+        negative = [name for name in MODERN_COLUMNS if name in raw and to_float(raw[name]) < 0]
+        if negative:
+            log.add(path, f"line {line}: negative time in {', '.join(negative)}; row skipped")
             continue
         records.append(rec)
     if not records:
