@@ -128,6 +128,7 @@ TEMPLATES = (
     N_("average row is labelled '0' instead of '-'; read as the stored average"),
     N_('line {line}: step number {label} is not a number; row skipped'),
     N_('line {line}: Computing is not a number; row skipped'),
+    N_('line {line}: negative time in {negative}; row skipped'),
     N_('cannot read table StepTraceTime: {value}'),
     N_('line {line}: rank index {cells} is not a number; row skipped'),
     N_('parallel strategy files for {n} of {expected} ranks; stages are merged from the files present'),
