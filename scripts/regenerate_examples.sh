@@ -2,9 +2,11 @@
 # Rebuild example_reports/ from the generated example run and two real samples (when ../shared is there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf example_reports/example example_reports/example-single.html example_reports/example-single.summary.json
+rm -rf example_reports/example example_reports/example-zh example_reports/example-single.html example_reports/example-single.summary.json
 msreport --example -o example_reports/example -q
 msreport --example -o example_reports/example-single.html --single-file -q
+rm -rf example_reports/example-zh
+msreport --example -o example_reports/example-zh --lang zh -q
 # a synthetic 4-stage x 8-device MindSpore pipeline run with strategy files, a slow device and an operator
 # slow everywhere (the execution and strategy views)
 tmp=$(mktemp -d)

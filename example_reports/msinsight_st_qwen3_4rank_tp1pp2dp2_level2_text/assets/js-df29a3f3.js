@@ -43,23 +43,50 @@
 
   function embed(fig, spec) {
     var opts = Object.assign({}, EMBED_OPTS, { renderer: fig.getAttribute("data-renderer") || "svg" });
+    var b = document.body;  // the export menu in the report's language (vega-embed's i18n option)
+    if (b.getAttribute("data-save-svg")) {
+      opts.i18n = { SVG_ACTION: b.getAttribute("data-save-svg"), PNG_ACTION: b.getAttribute("data-save-png") };
+    }
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
-    return vegaEmbed(vis, spec, opts).then(function () {
+    return vegaEmbed(vis, spec, opts).then(function (res) {
+      fig._msrView = res.view;  // per-step data, linked selections and the timeline drive the drawn view
+      fig._msrSpec = spec;
       fig.setAttribute("data-rendered", "true");
+      fig.dispatchEvent(new CustomEvent("msr-drawn", { detail: res.view }));
     }).catch(function (e) {
       fig.setAttribute("data-error", String(e));
-      vis.textContent = "This chart could not be drawn: " + e;
+      vis.textContent = (document.body.getAttribute("data-chart-error") || "This chart could not be drawn:") + " " + e;
     });
+  }
+
+  function expandColumns(fig, spec) {
+    // datasets carried columnar (Chart.columns): {name: {fields, rows}} -> rows of objects
+    var el = fig.querySelector("script.columns");
+    if (!el) { return spec; }
+    // a field listed in `dicts` holds an index into its list: the value is looked up, the index kept as <field>_i
+    var cols = JSON.parse(el.textContent), ds = Object.assign({}, spec.datasets || {});
+    Object.keys(cols).forEach(function (name) {
+      var f = cols[name].fields, dicts = cols[name].dicts || {};
+      ds[name] = cols[name].rows.map(function (vals) {
+        var row = {};
+        for (var i = 0; i < f.length; i++) {
+          var d = dicts[f[i]];
+          if (d) { row[f[i]] = d[vals[i]]; row[f[i] + "_i"] = vals[i]; } else { row[f[i]] = vals[i]; }
+        }
+        return row;
+      });
+    });
+    return Object.assign({}, spec, { datasets: ds });
   }
 
   function specOf(fig) {
     var spec = JSON.parse(fig.querySelector("script.spec").textContent);
     var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
     if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
-      return Object.assign({}, window.MSREPORT_SPECS[key], spec);
+      spec = Object.assign({}, window.MSREPORT_SPECS[key], spec);
     }
-    return spec;
+    return expandColumns(fig, spec);
   }
 
   function drawCharts() {
@@ -73,7 +100,12 @@
   function cellValue(td) {
     var v = td.getAttribute("data-v");
     if (v !== null && v !== "" && !isNaN(Number(v))) { return Number(v); }
-    return td.textContent.trim().toLowerCase();
+    var t = td.textContent.trim();
+    if (v === null && t !== "") {  // numeric cells without a sort key show a plain number: 1,234.567 / 34.2 % / 2.30e-05
+      var n = Number(t.replace(/,/g, "").replace(/\s*%$/, ""));
+      if (!isNaN(n)) { return n; }
+    }
+    return t.toLowerCase();
   }
   function sortBy(table, idx, th) {
     var tbody = table.tBodies[0];
@@ -189,6 +221,19 @@
     var dataEl = document.getElementById("rank-data");
     if (!sel || !dataEl) { return; }
     var data = JSON.parse(dataEl.textContent);
+    var metaEl = document.getElementById("rank-meta");  // the phases the ranks share; phase key -> step-line label
+    var meta = metaEl ? JSON.parse(metaEl.textContent) : {};
+    function linesOf(rows, phases) {
+      var labels = meta.line_labels || {}, out = [];
+      rows.forEach(function (r) {
+        phases.forEach(function (p) {
+          if (labels[p.key] && r.step !== null && r[p.key] !== null && r[p.key] !== undefined) {
+            out.push({ step: r.step, phase: labels[p.key], value: r[p.key] });
+          }
+        });
+      });
+      return out;
+    }
     var fig = document.getElementById("fig-rank-lines");
     var template = fig ? specOf(fig) : null;
     var view = document.getElementById("rank-view");
@@ -196,29 +241,31 @@
       var d = data[rank];
       view.textContent = "";
       if (!d) { return; }
+      var phases = d.phases || meta.phases || [];
+      var lines = d.lines || linesOf(d.rows, phases);
       var facts = el("table", { "class": "facts" });
       d.facts.forEach(function (kv) { var tr = el("tr"); tr.appendChild(el("th", {}, kv[0])); tr.appendChild(el("td", {}, kv[1])); facts.appendChild(tr); });
       view.appendChild(facts);
       if (d.rows.length) {
         var t = el("table", { "class": "sortable" });
-        var hr = el("tr"); hr.appendChild(el("th", {}, "Step"));
-        d.phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
+        var hr = el("tr"); hr.appendChild(el("th", {}, view.getAttribute("data-step") || "Step"));
+        phases.forEach(function (p) { hr.appendChild(el("th", {}, p.label)); });
         var thead = el("thead"); thead.appendChild(hr); t.appendChild(thead);
         var tb = el("tbody");
         d.rows.forEach(function (r) {
           var tr = el("tr"); tr.appendChild(el("td", { "class": "num" }, r.step === null ? "—" : String(r.step)));
-          d.phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
+          phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
           tb.appendChild(tr);
         });
         t.appendChild(tb); view.appendChild(t);
       } else {
-        view.appendChild(el("p", { "class": "muted" }, "No step trace for this rank."));
+        view.appendChild(el("p", { "class": "muted" }, view.getAttribute("data-none") || "No step trace for this rank."));
       }
       d.issues.forEach(function (i) { view.appendChild(el("p", { "class": "muted" }, i.severity + ": " + (i.file || "(run)") + ": " + i.problem)); });
       if (fig && template) {
-        if (d.lines.length) {
+        if (lines.length) {
           fig.style.display = "";
-          var spec = Object.assign({}, template, { datasets: { steps: d.lines } });
+          var spec = Object.assign({}, template, { datasets: { steps: lines } });
           embed(fig, spec);
         } else { fig.style.display = "none"; fig.setAttribute("data-rendered", "true"); }
       }
@@ -231,6 +278,92 @@
     window.addEventListener("hashchange", fromHash);
     show(sel.value);
     fromHash();
+  }
+
+  // ---- step selector driving charts (site/step_views.py): swap each chart's named datasets --------------
+  function stepDataOf(fig) {
+    if (fig._msrSteps === undefined) {
+      var el = fig.querySelector("script.step-data");
+      fig._msrSteps = el ? JSON.parse(el.textContent) : null;
+    }
+    return fig._msrSteps;
+  }
+  function stepRows(fig, name, step) {
+    var sd = stepDataOf(fig), orig = (fig._msrSpec.datasets || {})[name] || [];
+    if (step === "avg") { return orig; }
+    var fields = sd.fields[name], rows = ((sd.steps[step] || {})[name]) || [], join = sd.join, byKey = {};
+    if (join) { orig.forEach(function (o) { byKey[o[join]] = o; }); }
+    return rows.map(function (vals) {
+      var row = {};
+      fields.forEach(function (f, i) { row[f] = vals[i]; });
+      var o = join ? byKey[row[join]] : null;
+      if (o) { Object.keys(o).forEach(function (k) { if (!(k in row)) { row[k] = o[k]; } }); }
+      return row;
+    });
+  }
+  function showStep(fig, step) {
+    var view = fig._msrView, sd = stepDataOf(fig);
+    if (!view || !sd) { fig._msrPendingStep = step; return; }
+    Object.keys(sd.fields).forEach(function (name) {
+      view.data(name, stepRows(fig, name, step));
+    });
+    view.runAsync().then(function () { fig.setAttribute("data-step", step); });
+  }
+  function initStepViews() {
+    var figs = document.querySelectorAll("figure.chart[data-steps]");
+    if (!figs.length) { return; }
+    figs.forEach(function (fig) {
+      fig.addEventListener("msr-drawn", function () {
+        if (fig._msrPendingStep !== undefined) { showStep(fig, fig._msrPendingStep); }
+      });
+    });
+    var sels = document.querySelectorAll("select[data-step-views]"), syncing = false;
+    sels.forEach(function (sel) {
+      sel.addEventListener("change", function () {
+        figs.forEach(function (fig) { showStep(fig, sel.value); });
+        if (syncing) { return; }
+        syncing = true;  // the page's other step selectors (the step-trace table's) follow
+        sels.forEach(function (other) {
+          if (other !== sel && other.value !== sel.value) { other.value = sel.value; other.dispatchEvent(new Event("change")); }
+        });
+        syncing = false;
+      });
+    });
+  }
+
+  // ---- communication drill-down: devices brushed in the node-link graph restrict the matrix and box plots --
+  function within(v, ext) { return ext && v >= Math.min(ext[0], ext[1]) && v <= Math.max(ext[0], ext[1]); }
+  function initCommDrill() {
+    var graph = document.getElementById("fig-comm-graph");
+    if (!graph) { return; }
+    var out = document.getElementById("comm-selection");
+    function broadcast(ids) {
+      document.querySelectorAll("figure.chart").forEach(function (fig) {
+        var v = fig._msrView;
+        if (!v || fig === graph) { return; }
+        try { v.signal("sel"); } catch (e) { return; }  // a chart without the selection parameter
+        v.signal("sel", ids);
+        v.runAsync().then(function () { fig.setAttribute("data-selected", ids.join(",")); });
+      });
+      if (out) {
+        out.textContent = ids.length ? out.getAttribute("data-some").replace("{ranks}", ids.join(", "))
+          .replace("{n}", String(ids.length)) : out.getAttribute("data-none");
+      }
+      graph.setAttribute("data-selected", ids.join(","));
+    }
+    graph.addEventListener("msr-drawn", function (ev) {
+      var view = ev.detail;
+      try { view.signal("devsel"); } catch (e) { return; }  // a host-level graph: nothing to brush
+      view.addSignalListener("devsel", function (name, value) {
+        var ids = [];
+        if (value && value.x && value.y) {
+          view.data("nodes").forEach(function (n) {
+            if (within(n.x, value.x) && within(n.y, value.y)) { ids.push(String(n.id)); }
+          });
+        }
+        broadcast(ids);
+      });
+    });
   }
 
   function initGraphs() {
@@ -280,6 +413,8 @@
     initTables();
     initGraphs();
     initStepSelect();
+    initStepViews();
+    initCommDrill();
     drawCharts();
     initRankSelect();
     reportResources();
