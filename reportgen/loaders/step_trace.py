@@ -203,7 +203,7 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             continue
         # every column of the file is a time: a negative one cannot be measured (its header names no duration, so
         # the door's negative-duration screen does not see it)
-        negative = [name for name in MODERN_COLUMNS if name in raw and to_float(raw[name]) < 0]
+        negative = [name for name, key in MODERN_COLUMNS.items() if name in raw and rec[key] < 0]
         if negative:
             log.add(path, f"line {line}: negative time in {', '.join(negative)}; row skipped")
             continue
