@@ -40,7 +40,7 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
-from reportgen.loaders.memory import MAX_CURVE_POINTS, _downsample
+from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, Operators, RankData, StepTrace,
@@ -590,9 +590,7 @@ def _memory(acc: _Acc, head: dict, rel: str) -> Optional[Memory]:
     out.peak_mb = float(np.nanmax(res)) / 1e6 if has_res else out.allocated_peak_mb
     curve = pd.DataFrame({"x": (ts - ts[0]) / 1e3, "used_mb": (res if has_res else alloc) / 1e6,
                           "allocated_mb": alloc / 1e6})
-    if len(curve) > MAX_CURVE_POINTS:
-        curve = _downsample(curve, "used_mb")
-    out.curve = curve.reset_index(drop=True)
+    out.curve = _downsample(curve, "used_mb")  # at most MAX_CURVE_POINTS, index reset
     props = head.get("deviceProperties") or []
     if key[0] not in (0, -1) and isinstance(props, list):
         for p in props:
