@@ -660,6 +660,42 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     return df.drop(columns=extra) if extra else df
 
 
+def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[str, ...],
+               optional: tuple[str, ...] = ()) -> Optional[dict]:
+    """The columns of a (possibly large) CSV ready to aggregate: `{column: Coded}` for the `text` columns (codes per
+    row and the distinct stripped values) and `{column: float64 array}` for the `numeric` ones (NaN where a cell is
+    not a number). A clean file is parsed by pyarrow (`columnar.read_typed`); anything else goes through
+    `read_frame`'s careful path, whose rows and data-quality entries it keeps exactly. None as `read_frame`."""
+    if not _text_guard(path, log):
+        return None
+    from reportgen.loaders.columnar import read_typed as fast_typed
+
+    fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
+    if fast is not None:
+        return fast
+    df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
+    return None if df is None else typed_from_frame(df, text, numeric)
+
+
+def typed_from_frame(df: "pd.DataFrame", text: tuple[str, ...], numeric: tuple[str, ...]) -> dict:
+    """`read_typed`'s columns from a frame of strings (the careful path): text stripped and factorized in order of
+    first appearance, numbers parsed (NaN where a cell is not one)."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.loaders.columnar import Coded
+
+    out: dict = {}
+    for c in text:
+        if c in df:
+            codes, uniques = pd.factorize(df[c].astype(str).str.strip(), use_na_sentinel=False)
+            out[c] = Coded(np.asarray(codes, dtype=np.int64), list(uniques))
+    for c in numeric:
+        if c in df:
+            out[c] = pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
+    return out
+
+
 # --- streamed traces -------------------------------------------------------------------------------
 
 
