@@ -156,6 +156,8 @@ def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, f
     ('{"a": 5000000000000000000}', False), ('\ufeff{"a": 1}', True), ('{"a": 1,}', False),
     ('{"a": ' + "[" * 300 + "]" * 300 + "}", False),  # deeper than MAX_JSON_DEPTH: never handed to orjson
     ('{"a": "]]]]", "b": ' + "[" * 150 + "]" * 150 + "}", True),  # brackets inside strings do not count
+    ('[1.5e+20]', False), ('{"a": 99999999999e9}', False), ('{"a": [-4611686018427387905]}', False),
+    ('{"op@3985311011064145515": [1, 2.5e-05, 1700000000001000.0, -12]}', True),  # long digits in a key: fine
 ])
 def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fast):
     p = tmp_path / "communication.json"

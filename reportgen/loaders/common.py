@@ -536,23 +536,30 @@ def _fast_json(raw: bytes) -> Any:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
         return _MISS
-    stack = [(data, 1)]
+    if not isinstance(data, (dict, list)):
+        return _MISS if _unusable(data) else data
+    return data if _numbers_usable(data) else _MISS
+
+
+def _numbers_usable(data: Any) -> bool:
+    """No number in `data` (orjson's output: NaN cannot occur, overflow to inf can) is non-finite or beyond
+    MAX_ABS_NUMBER / MAX_INT: an explicit stack with exact type tests (bool is not int here), no call per value."""
+    lim_f, lim_i = MAX_ABS_NUMBER, MAX_INT
+    stack = [data]
+    pop, push = stack.pop, stack.append
     while stack:
-        v, d = stack.pop()
-        if d > MAX_JSON_DEPTH:
-            return _MISS
-        if isinstance(v, dict):
-            items = v.values()
-        elif isinstance(v, list):
-            items = v
-        else:
-            continue
-        for x in items:
-            if isinstance(x, (dict, list)):
-                stack.append((x, d + 1))
-            elif _unusable(x):
-                return _MISS
-    return _MISS if _unusable(data) else data
+        v = pop()
+        for x in (v.values() if type(v) is dict else v):
+            t = type(x)
+            if t is float:
+                if not -lim_f <= x <= lim_f:  # False for NaN and inf too
+                    return False
+            elif t is int:
+                if not -lim_i <= x <= lim_i:
+                    return False
+            elif t is dict or t is list:
+                push(x)
+    return True
 
 
 def _nesting_within(raw: bytes, limit: int) -> bool:
