@@ -5,6 +5,7 @@ from __future__ import annotations
 from reportgen.i18n import N_, _, text
 
 from dataclasses import field
+from functools import partial
 from typing import Any, Optional
 
 import pandas as pd
@@ -26,7 +27,7 @@ from reportgen.site.comm_views import (
     matrix_cells,
 )
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, multi_rank, rank_csv, view
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
@@ -428,6 +429,20 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
+RANK_TOP_COMM_OPS = 15  # communication operators on a rank page (the longest); every one is in its CSV
+MAX_FLAGGED_OPS = 200  # on the page of a rank the findings name
+RANK_COMM_OP_COLUMNS = [
+    {"key": "op", "label": N_("Operator")}, {"key": "group", "label": N_("Group")}, {"key": "kind", "label": N_("Kind")},
+    {"key": "count", "label": N_("Per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
+    {"key": "transit_ms", "label": N_("Transit (ms)")}, {"key": "wait_ms", "label": N_("Wait (ms)")},
+    {"key": "wait_ratio", "label": N_("Wait ratio")}]
+
+
+def rank_comm_ops_csv(rank: int, n_ranks: int = 1) -> str:
+    """Every communication operator of a rank, beside its page (`ranks/rank-N.html`; gzip on a large run)."""
+    return rank_csv(rank, "comm-ops", n_ranks)
+
+
 class RankComm:
     """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
     frames and the cluster median are prepared once (a run has thousands of rank pages)."""
@@ -445,18 +460,23 @@ class RankComm:
         self.steps: dict[int, list[dict]] = {}
         for rec in records(c.per_rank_step):
             self.steps.setdefault(int(rec["rank"]), []).append(rec)
-        self.ops: dict[int, list[dict]] = {}
+        self.ops: dict[int, list[dict]] = {}  # every operator of a rank, longest first
         if len(c.rank_ops):
             for rec in records(c.rank_ops.sort_values("communication_ms", ascending=False, kind="stable")):
-                mine = self.ops.setdefault(int(rec["rank"]), [])
-                if len(mine) < 200:
-                    mine.append(rec)
+                self.ops.setdefault(int(rec["rank"]), []).append(rec)
+        self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
 
     def _group(self, gid: Any) -> str:
         if gid not in self.group_labels:
             self.group_labels[gid] = group_label(self.a, gid)
         return self.group_labels[gid]
+
+    def _op_rows(self, ops: list[dict]) -> list[dict]:
+        return [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
+                 "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
+                 "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
+                for o in ops]
 
     def section(self, r: int) -> dict:
         a, c = self.a, self.a.comm
@@ -472,10 +492,14 @@ class RankComm:
         sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
-        sec["ops"] = [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
-                       "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
-                       "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
-                      for o in self.ops.get(r, [])]
+        ops = self.ops.get(r, [])
+        # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
+        shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
+        sec["ops"] = self._op_rows(ops[:shown])
+        sec["n_ops"] = len(ops)
+        if len(ops) > shown:
+            sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
+            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_rows, ops)))]
         sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec

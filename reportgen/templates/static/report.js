@@ -60,6 +60,24 @@
     });
   }
 
+  function columnValues(c) {
+    // charts/columnar.py: a plain list, {dec, d} (delta-coded integers / 10^dec) or {runs: [v, n, ...]}
+    var out = [], i, j;
+    if (Array.isArray(c)) { return c; }
+    if (c.runs) {
+      for (i = 0; i < c.runs.length; i += 2) { for (j = 0; j < c.runs[i + 1]; j++) { out.push(c.runs[i]); } }
+      return out;
+    }
+    var acc = 0, scale = Math.pow(10, c.dec || 0);
+    for (i = 0; i < c.d.length; i++) { acc += c.d[i]; out.push(c.dec ? acc / scale : acc); }
+    return out;
+  }
+  function columnRows(cols) {
+    var vals = cols.map(columnValues), n = vals.length ? vals[0].length : 0, rows = [];
+    for (var i = 0; i < n; i++) { rows.push(vals.map(function (v) { return v[i]; })); }
+    return rows;
+  }
+
   function expandColumns(fig, spec) {
     // datasets carried columnar (Chart.columns): {name: {fields, rows}} -> rows of objects
     var el = fig.querySelector("script.columns");
@@ -68,7 +86,7 @@
     var cols = JSON.parse(el.textContent), ds = Object.assign({}, spec.datasets || {});
     Object.keys(cols).forEach(function (name) {
       var f = cols[name].fields, dicts = cols[name].dicts || {};
-      ds[name] = cols[name].rows.map(function (vals) {
+      ds[name] = (cols[name].cols ? columnRows(cols[name].cols) : cols[name].rows).map(function (vals) {
         var row = {};
         for (var i = 0; i < f.length; i++) {
           var d = dicts[f[i]];
