@@ -324,3 +324,129 @@ def test_overlap_step_view_is_the_steps_own_breakdown(browser, example_site):
     assert sum(bar.values()) == pytest.approx(step3["total"], rel=0.02)
     o.shot("overlap-step-3")
     o.offline()
+
+
+# ---- the step selector on every per-step chart (marks, medians, axis titles) ------------------------------------
+
+MARKS_JS = """([f, key]) => { const out = [];
+  const walk = n => { if (!n) return;
+    if (n.marktype && n.marktype !== 'group') {
+      (n.items || []).forEach(i => { if (i.datum && key in i.datum) out.push({datum: Object.assign({}, i.datum),
+        opacity: i.opacity === undefined ? 1 : i.opacity, x: i.x, mark: n.marktype}); });
+      return; }
+    (n.items || []).forEach(walk); };
+  walk(document.getElementById(f)._msrView.scenegraph().root); return out; }"""
+
+
+def _marks(o: Opened, fig: str, key: str) -> list[dict]:
+    """The drawn items of `fig` whose datum has `key` (opacity and x as drawn)."""
+    return o.page.evaluate(MARKS_JS, [fig, key])
+
+
+def _texts(o: Opened, fig: str) -> list[str]:
+    return o.page.eval_on_selector_all(f"#{fig} svg text", "ts => ts.map(t => t.textContent)")
+
+
+def _step_table(site: Path, step: str) -> dict[int, dict]:
+    import json
+    from bs4 import BeautifulSoup
+    st = BeautifulSoup((site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
+    return {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"][step]}
+
+
+def _median(vals: list[float]) -> float:
+    v = sorted(vals)
+    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2
+
+
+def test_step_selector_isolates_the_step_in_the_heatmap_and_names_it_on_the_axes(browser, example_site):
+    rows = _step_table(example_site, "3")
+    o = open_page(browser, example_site / "cluster" / "step-trace.html", ("fig-step-total", "fig-breakdown",
+                                                                          "fig-heatmap"))
+    assert "Average step time (ms)" in _texts(o, "fig-step-total")
+    assert all(c["opacity"] == 1 for c in _marks(o, "fig-heatmap", "step_order"))
+    o.select("#step-chart-select", "3", "fig-heatmap")
+    o.page.wait_for_selector("#fig-step-total[data-step='3']", timeout=10000)
+    cells = [c for c in _marks(o, "fig-heatmap", "step_order") if c["mark"] == "rect"]
+    on = [c["datum"] for c in cells if c["opacity"] == 1]
+    assert {c["steps"] for c in on} == {"3"} and len(on) == len(rows)
+    assert all(c["opacity"] < 0.5 for c in cells if c["datum"]["steps"] != "3")
+    # the example's heatmap shows computing above the stage's median in the step (rank 5 is slow in computing)
+    for c in on:
+        r = int(c["ranks"])
+        mates = [x["computing"] for x in rows.values() if x["pp_stage"] == rows[r]["pp_stage"]]
+        assert c["value"] == pytest.approx(rows[r]["computing"] - _median(mates), abs=1e-3)
+    assert "Step 3 time (ms)" in _texts(o, "fig-step-total")
+    assert "Average step time (ms)" not in _texts(o, "fig-step-total")
+    assert "Step 3: time (ms)" in _texts(o, "fig-breakdown")
+    o.shot("step-trace-step3-heatmap")
+    o.select("#step-chart-select", "avg", "fig-heatmap")
+    assert all(c["opacity"] == 1 for c in _marks(o, "fig-heatmap", "step_order"))
+    assert "Average step time (ms)" in _texts(o, "fig-step-total")
+    o.offline()
+
+
+def test_step_selector_drives_the_overlap_share_and_stage_charts(browser, example_site):
+    rows = _step_table(example_site, "3")
+    o = open_page(browser, example_site / "cluster" / "overlap.html",
+                  ("fig-overlap-share", "fig-overlap-stages", "fig-overlap-stage-steps"))
+    o.select("#overlap-step-select", "3", "fig-overlap-share")
+    o.page.wait_for_selector("#fig-overlap-stages[data-step='3']", timeout=10000)
+    o.page.wait_for_selector("#fig-overlap-stage-steps[data-step='3']", timeout=10000)
+    share = {r["rank"]: r["share"] for r in o.data("fig-overlap-share", "share")}
+    assert set(share) == set(rows)
+    for r, x in rows.items():  # communication not overlapped / step total, in step 3
+        assert share[r] == pytest.approx(x["communication_not_overlapped"] / x["total"], abs=1e-5)
+    assert o.data("fig-overlap-share", "share")[0]["href"].endswith("ranks/rank-0.html")
+    # the stage bars: the mean over each stage's ranks of step 3's computing, exposed communication and bubble
+    drawn = {(r["stage"], r["metric"]): r["value"] for r in o.data("fig-overlap-stages", "stages")}
+    for stage in (0, 1):
+        mates = [x for x in rows.values() if x["pp_stage"] == stage]
+        for metric, key in (("Computing", "computing"), ("Bubble", "bubble"),
+                            ("Comm. not overlapped (excl. receive)", "communication_not_overlapped_exclude_receive")):
+            assert drawn[(f"stage {stage}", metric)] == pytest.approx(
+                sum(x[key] for x in mates) / len(mates), abs=1e-3)
+    # the stage-per-step lines mark step 3
+    rule = _marks(o, "fig-overlap-stage-steps", "sel_step")
+    assert [m["datum"]["sel_step"] for m in rule] == [3]
+    point3 = [m["x"] for m in _marks(o, "fig-overlap-stage-steps", "stage") if m["datum"].get("step") == 3]
+    assert point3 and all(x == pytest.approx(rule[0]["x"], abs=0.5) for x in point3)
+    assert "Pure communication / step 3" in _texts(o, "fig-overlap-share")
+    assert "Mean per rank in step 3 (ms)" in _texts(o, "fig-overlap-stages")
+    o.shot("overlap-step-3-all")
+    o.select("#overlap-step-select", "avg", "fig-overlap-stage-steps")
+    assert _marks(o, "fig-overlap-stage-steps", "sel_step") == []
+    o.offline()
+
+
+def test_step_selector_marks_the_communication_time_view(browser, example_site):
+    o = open_page(browser, example_site / "cluster" / "communication.html", ("fig-comm-by-rank", "fig-comm-per-step"))
+    o.select("#comm-step-select", "4", "fig-comm-per-step")
+    rule = _marks(o, "fig-comm-per-step", "sel_step")
+    assert [m["datum"]["sel_step"] for m in rule] == [4]
+    o.page.wait_for_selector("#fig-comm-by-rank[data-step='4']", timeout=10000)
+    assert "Step 4: time (ms)" in _texts(o, "fig-comm-by-rank")
+    o.offline()
+
+
+@pytest.fixture(scope="module")
+def big_site(tmp_path_factory) -> Path:
+    """80 ranks on 10 hosts, 2 stages, 3 steps: strips instead of bars, a host-level communication graph."""
+    from reportgen.synth import generate_run
+    tmp = tmp_path_factory.mktemp("big")
+    run = generate_run(tmp / "run", ranks=80, steps=3, stages=2, inject=["slow-rank:13:compute:1.3"])
+    assert main([str(run), "-o", str(tmp / "site"), "-q", "--lang", "en"]) == 0
+    return tmp / "site"
+
+
+def test_step_selector_moves_the_strips_stage_medians_above_64_ranks(browser, big_site):
+    rows = _step_table(big_site, "2")
+    o = open_page(browser, big_site / "cluster" / "step-trace.html", ("fig-step-total",))
+    o.select("#step-chart-select", "2", "fig-step-total")
+    medians = {m["datum"]["stage"]: m["datum"]["median"] for m in _marks(o, "fig-step-total", "median")}
+    assert set(medians) == {"stage 0", "stage 1"}
+    for stage in (0, 1):
+        assert medians[f"stage {stage}"] == pytest.approx(
+            _median([x["total"] for x in rows.values() if x["pp_stage"] == stage]), abs=1e-3)
+    assert "Step 2 time (ms)" in _texts(o, "fig-step-total")
+    o.offline()

@@ -6,6 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
+from reportgen.charts.steps import step_rule, with_step_param
 from reportgen.charts.theme import (
     OK_COLOR,
     PHASE_COLORS,
@@ -45,7 +46,7 @@ def comm_per_step(rows: list[dict]) -> dict:
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=""),
                  alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
-    return finish(chart, height=220, datasets={"rows": rows})
+    return with_step_param(finish(alt.layer(chart, step_rule("Q")), height=220, datasets={"rows": rows}))
 
 
 def link_bandwidth(rows: list[dict]) -> dict:

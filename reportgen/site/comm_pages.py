@@ -178,7 +178,8 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
     if len(ps):
         ps = ps.dropna(subset=["step"])
         by_step = {int(s): g.groupby("rank").mean(numeric_only=True).to_dict("index") for s, g in ps.groupby("step")}
-        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])})
+        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])},
+                          axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")))
     return chart
 
 
@@ -190,15 +191,26 @@ def _wait_strip(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         return None
     flagged = hl.slow_ranks | hl.waits_least
     multi = a.run.info.stages > 1
-    strip = [{"rank": r["rank"], "value": round(r["wait_ms"], 4), "href": r["href"],
-              "status": "slow" if r["rank"] in flagged else "normal",
-              "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
-             for r in data]
-    return Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
-                 _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
-                   "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to open "
-                   "the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
-                 renderer="canvas" if len(strip) > 3000 else "svg")
+
+    def strip_rows(wait: dict) -> list[dict]:
+        return [{"rank": r["rank"], "value": round(float(wait[r["rank"]]), 4), "href": r["href"],
+                 "status": "slow" if r["rank"] in flagged else "normal",
+                 "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
+                for r in data if num(wait.get(r["rank"])) is not None]
+
+    strip = strip_rows({r["rank"]: r["wait_ms"] for r in data})
+    chart = Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
+                  _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
+                    "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to "
+                    "open the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
+                  renderer="canvas" if len(strip) > 3000 else "svg")
+    ps = a.comm.per_rank_step
+    if len(ps) and "wait_ms" in ps:
+        ps = ps.dropna(subset=["step"])
+        by_step = {int(s): g.groupby("rank")["wait_ms"].mean().to_dict() for s, g in ps.groupby("step")}
+        step_views.attach(chart, sorted(by_step), lambda s: {"ranks": strip_rows(by_step[s])}, join="rank",
+                          axis_title=(_("Wait per step (ms)"), _("Wait in step {n} (ms)")))
+    return chart
 
 
 def _step_chart(a: Analysis) -> Optional[Chart]:

@@ -47,6 +47,8 @@
     if (b.getAttribute("data-save-svg")) {
       opts.i18n = { SVG_ACTION: b.getAttribute("data-save-svg"), PNG_ACTION: b.getAttribute("data-save-png") };
     }
+    var title = (spec.usermeta || {}).msr_step_title;
+    if (title) { opts.patch = function (vg) { return stepTitlePatch(vg, title.avg); }; }
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
     return vegaEmbed(vis, spec, opts).then(function (res) {
@@ -58,6 +60,18 @@
       fig.setAttribute("data-error", String(e));
       vis.textContent = (document.body.getAttribute("data-chart-error") || "This chart could not be drawn:") + " " + e;
     });
+  }
+
+  // A chart with per-step data names the step on its axis: the compiled Vega axis titled as the average gets
+  // its title from the signal `msr_step_title`, which the step selector sets (site/step_views.py, axis_title).
+  function stepTitlePatch(vg, avg) {
+    function walk(node) {
+      (node.axes || []).forEach(function (a) { if (a.title === avg) { a.title = { signal: "msr_step_title" }; } });
+      (node.marks || []).forEach(walk);
+    }
+    walk(vg);
+    vg.signals = (vg.signals || []).concat([{ name: "msr_step_title", value: avg }]);
+    return vg;
   }
 
   function expandColumns(fig, spec) {
@@ -301,17 +315,29 @@
       return row;
     });
   }
+  function hasSignal(view, name) {
+    try { view.signal(name); return true; } catch (e) { return false; }
+  }
   function showStep(fig, step) {
+    // a chart's own per-step datasets are swapped in; charts over steps (and the heatmap) mark the step through
+    // their `msrstep` parameter (charts/steps.py STEP_PARAM); the axis title names the step
     var view = fig._msrView, sd = stepDataOf(fig);
-    if (!view || !sd) { fig._msrPendingStep = step; return; }
-    Object.keys(sd.fields).forEach(function (name) {
-      view.data(name, stepRows(fig, name, step));
-    });
-    view.runAsync().then(function () { fig.setAttribute("data-step", step); });
+    if (!view) { fig._msrPendingStep = step; return; }
+    var touched = false;
+    if (sd) {
+      Object.keys(sd.fields).forEach(function (name) { view.data(name, stepRows(fig, name, step)); });
+      touched = true;
+    }
+    if (hasSignal(view, "msrstep")) { view.signal("msrstep", step === "avg" ? null : Number(step)); touched = true; }
+    var title = ((fig._msrSpec || {}).usermeta || {}).msr_step_title;
+    if (title && hasSignal(view, "msr_step_title")) {
+      view.signal("msr_step_title", step === "avg" ? title.avg : title.step.replace("{n}", step));
+    }
+    if (touched) { view.runAsync().then(function () { fig.setAttribute("data-step", step); }); }
   }
   function initStepViews() {
-    var figs = document.querySelectorAll("figure.chart[data-steps]");
-    if (!figs.length) { return; }
+    if (!document.querySelector("select[data-step-views]")) { return; }
+    var figs = document.querySelectorAll("figure.chart");
     figs.forEach(function (fig) {
       fig.addEventListener("msr-drawn", function () {
         if (fig._msrPendingStep !== undefined) { showStep(fig, fig._msrPendingStep); }
