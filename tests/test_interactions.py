@@ -130,14 +130,18 @@ def test_rank_timeline_zooms_pans_switches_steps_and_shows_tooltips(browser, exa
     o = open_page(browser, example_site / "ranks" / "rank-5.html", (fig,))
     ops = o.data(fig, "ops")
     # lanes per stream / thread, and only the execution view's chosen steps (representative and slowest)
-    assert {r["lane"] for r in ops} == {"Ascend Hardware · thread 2", "HCCL · Group 0 Communication"}
-    assert {r["cat"] for r in ops} == {"compute", "communication"}
+    assert {r["lane"] for r in ops} == {"Ascend Hardware · Stream 2", "HCCL · Group 0 Communication",
+                                        "CANN · Thread 4243"}
+    assert {r["cat"] for r in ops} == {"compute", "communication", "host dispatch"}
     steps = sorted({r["step"] for r in ops})
     assert len(steps) == 2
-    assert all(r["lane_i"] == (0 if r["lane"].startswith("Ascend") else 1) for r in ops)  # compute lane first
+    order = {"compute": 0, "communication": 1, "host dispatch": 2}
+    assert all(r["lane_i"] == order[r["cat"]] for r in ops)  # compute lane first, host dispatch last
     o.page.locator(f"#{fig}").scroll_into_view_if_needed()
     box = o.page.locator(f"#{fig} svg").first.bounding_box()
-    origin = o.page.evaluate("f => document.getElementById(f)._msrView.origin()", fig)
+    # the plot's offset in the SVG: the view's origin plus its padding
+    origin = o.page.evaluate("""f => { const v = document.getElementById(f)._msrView, o = v.origin(), p = v.padding();
+      return [o[0] + (p.left || 0), o[1] + (p.top || 0)]; }""", fig)
     y_mid = box["y"] + origin[1] + 22
     d0 = _domain(o, fig)
     o.page.mouse.move(box["x"] + box["width"] * 0.5, y_mid)
@@ -168,6 +172,30 @@ def test_rank_timeline_zooms_pans_switches_steps_and_shows_tooltips(browser, exa
     o.page.select_option(f"#{fig} .vega-bindings select", str(other[0]))
     o.page.wait_for_timeout(300)
     assert o.page.evaluate("f => document.getElementById(f)._msrView.signal('tlstep')", fig) == other[0]
+    # a host dispatch bar: its tooltip names the launch call and the start of the device operator it launched
+    o.page.dblclick(f"#{fig} svg")  # reset the zoom
+    o.page.wait_for_timeout(300)
+    host = o.page.evaluate("""f => { const v = document.getElementById(f)._msrView, x = v.scale('x'), y = v.scale('y');
+      const s = v.signal('tlstep'), d = x.domain();
+      const r = v.data('ops').filter(r => r.step === s && r.cat === 'host dispatch' && r.start > d[0] + 0.2 * (d[1] - d[0])
+                                           && r.start < d[0] + 0.6 * (d[1] - d[0]))[0];
+      return {name: r.name, start: r.start, launch: r.launch, x: x(r.start + r.dur / 2),
+              y: y(r.lane) + y.bandwidth() / 2}; }""", fig)
+    for _ in range(8):  # a launch call lasts µs: zoom in around it until its bar is pixels wide
+        o.page.mouse.move(box["x"] + origin[0] + host["x"], box["y"] + origin[1] + host["y"])
+        o.page.mouse.wheel(0, -600)
+        o.page.wait_for_timeout(150)
+        host["x"] = o.page.evaluate("""([f, t]) => { const v = document.getElementById(f)._msrView;
+          const r = v.data('ops').find(r => r.start === t && r.cat === 'host dispatch' && r.step === v.signal('tlstep'));
+          return v.scale('x')(r.start + r.dur / 2); }""", [fig, host["start"]])
+    o.page.mouse.move(box["x"] + origin[0] + host["x"], box["y"] + origin[1] + host["y"])
+    o.page.wait_for_function("n => document.querySelector('.msr-tooltip') && "
+                             "document.querySelector('.msr-tooltip').innerText.indexOf(n) >= 0", arg=host["name"],
+                             timeout=5000)
+    tip = o.page.inner_text(".msr-tooltip")
+    assert "Launches a device operator at (ms)" in tip and str(host["launch"]) in tip
+    assert "Input shapes" not in tip  # empty fields are left out of the tooltip
+    o.shot("rank-5-timeline-host-dispatch")
     o.offline()
 
 
@@ -449,4 +477,60 @@ def test_step_selector_moves_the_strips_stage_medians_above_64_ranks(browser, bi
         assert medians[f"stage {stage}"] == pytest.approx(
             _median([x["total"] for x in rows.values() if x["pp_stage"] == stage]), abs=1e-3)
     assert "Step 2 time (ms)" in _texts(o, "fig-step-total")
+    o.offline()
+
+
+# ---- above 64 ranks: hosts picked in the host-level graph drill down to their devices -------------------------
+
+def _host_xy(o: Opened, host: str) -> tuple[float, float]:
+    return o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView;
+      const n = v.data('nodes').find(n => n.id === h); return [n.x, n.y]; }""", host)
+
+
+def test_brushing_hosts_above_64_ranks_draws_their_devices_matrix(browser, big_site):
+    o = open_page(browser, big_site / "cluster" / "communication.html",
+                  ("fig-comm-graph", "fig-comm-drill", "fig-comm-link-ops"))
+    nodes = {n["id"]: n for n in o.data("fig-comm-graph", "nodes")}
+    assert len(nodes) == 10 and all(len(n["members"].split(",")) == 8 for n in nodes.values())  # 80 ranks
+    cells = o.data("fig-comm-drill", "cells")
+    assert cells and {"src", "dst", "time_ms", "size_mb", "transport"} <= set(cells[0])
+    assert not [m for m in _marks(o, "fig-comm-drill", "src") if m["mark"] == "rect"]  # nothing until hosts picked
+    # brush the two hosts on the upper right of the circle of hosts
+    right = sorted(h for h, n in nodes.items() if n["x"] > 0.5 and n["y"] > -0.01)  # node000 (1, 0) and node001
+    assert len(right) == 2
+    xs = [nodes[h]["x"] for h in right]
+    ys = [nodes[h]["y"] for h in right]
+    _brush(o, "fig-comm-graph", min(xs) - 0.08, max(xs) + 0.08, min(ys) - 0.08, max(ys) + 0.08)
+    picked = [r for h in sorted(right) for r in nodes[h]["members"].split(",")]
+    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{','.join(picked)}']", timeout=10000)
+    within = [c for c in cells if str(c["src"]) in picked and str(c["dst"]) in picked]
+    rows = o.page.evaluate("() => document.getElementById('fig-comm-drill')._msrView.scale('y').domain()")
+    assert sorted(rows, key=int) == sorted({str(c["src"]) for c in within}, key=int)
+    labels = o.page.evaluate("""() => Array.from(document.querySelectorAll('#fig-comm-drill svg text'))
+      .map(t => t.textContent).filter(t => t.indexOf(' ms · ') > 0)""")
+    assert len(labels) == len(within)
+    c0 = within[0]  # the label is the link's own time and size (3 significant digits)
+    assert f"{c0['time_ms']:.3g} ms · {c0['size_mb']:.3g} MB" in labels
+    assert o.page.inner_text("#comm-drill-selection").startswith(f"2 host(s) picked ({', '.join(sorted(right))})")
+    # the box plots keep the links that start or end on the picked hosts' devices
+    ops = o.data("fig-comm-link-ops", "ops")
+    links = o.page.evaluate("() => document.getElementById('fig-comm-link-ops')._msrView.scale('x').domain()")
+    assert links and set(links) == {r["link"] for r in ops if r["src"] in picked or r["dst"] in picked}
+    o.shot("communication-hosts-brushed")
+    # every host brushed: 80 devices are over the cap of 64, the first 8 hosts are drawn and the page says so
+    _brush(o, "fig-comm-graph", -1.1, 1.1, -1.1, 1.1)
+    o.page.wait_for_function("() => (document.getElementById('fig-comm-drill').getAttribute('data-selected') || '')"
+                             ".split(',').length === 64", timeout=10000)
+    text = o.page.inner_text("#comm-drill-selection")
+    assert text.startswith("10 hosts picked: the first 8") and "64 devices (at most 64 at once)" in text
+    # a click on a host picks that host alone
+    o.page.locator("#fig-comm-graph svg").first.dblclick()
+    o.page.wait_for_timeout(300)
+    box = o.page.locator("#fig-comm-graph svg").first.bounding_box()
+    pt = o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView, o = v.origin(),
+      p = v.padding(), n = v.data('nodes').find(n => n.id === h);
+      return [o[0] + p.left + v.scale('x')(n.x), o[1] + p.top + v.scale('y')(n.y)]; }""", right[0])
+    o.page.mouse.click(box["x"] + pt[0], box["y"] + pt[1])
+    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{nodes[right[0]]['members']}']", timeout=10000)
+    assert o.page.get_attribute("#fig-comm-graph", "data-hosts") == right[0]
     o.offline()

@@ -21,6 +21,7 @@
     tipEl.textContent = "";
     if (typeof value === "object") {
       Object.keys(value).forEach(function (k) {
+        if (value[k] === "" || value[k] === null || value[k] === undefined) { return; }  // a field this row lacks
         var row = document.createElement("div");
         var key = document.createElement("span");
         key.style.color = "#777"; key.textContent = k + ": ";
@@ -377,17 +378,40 @@
       }
       graph.setAttribute("data-selected", ids.join(","));
     }
+    // a host-level graph (above 64 ranks): hosts picked by brush or click stand for their devices, whole hosts,
+    // the first ones up to the drill-down's device cap
+    var drillOut = document.getElementById("comm-drill-selection");
+    function pickHosts(hosts) {
+      var max = Number(drillOut ? drillOut.getAttribute("data-max") : 64), ids = [], used = [];
+      hosts.forEach(function (h) {
+        var m = String(h.members).split(",");
+        if (ids.length + m.length <= max || !used.length) { ids = ids.concat(m.slice(0, max)); used.push(h.id); }
+      });
+      broadcast(ids);
+      if (!drillOut) { return; }
+      var key = !hosts.length ? "data-none" : used.length < hosts.length ? "data-capped" : "data-some";
+      drillOut.textContent = drillOut.getAttribute(key).replace("{h}", String(hosts.length))
+        .replace("{k}", String(used.length)).replace("{hosts}", used.join(", ")).replace("{n}", String(ids.length))
+        .replace("{max}", String(max));
+      graph.setAttribute("data-hosts", used.join(","));
+    }
     graph.addEventListener("msr-drawn", function (ev) {
-      var view = ev.detail;
-      try { view.signal("devsel"); } catch (e) { return; }  // a host-level graph: nothing to brush
+      var view = ev.detail, clicked = 0;
+      try { view.signal("devsel"); } catch (e) { return; }  // a graph without the brush
       view.addSignalListener("devsel", function (name, value) {
-        var ids = [];
+        var inside = [];
         if (value && value.x && value.y) {
-          view.data("nodes").forEach(function (n) {
-            if (within(n.x, value.x) && within(n.y, value.y)) { ids.push(String(n.id)); }
-          });
+          view.data("nodes").forEach(function (n) { if (within(n.x, value.x) && within(n.y, value.y)) { inside.push(n); } });
+        } else if (Date.now() - clicked < 400) { return; }  // the click that picked a host also cleared the brush
+        if (inside.length && inside[0].members !== undefined) { pickHosts(inside); return; }
+        if (!inside.length && view.data("nodes").length && view.data("nodes")[0].members !== undefined) {
+          pickHosts([]); return;
         }
-        broadcast(ids);
+        broadcast(inside.map(function (n) { return String(n.id); }));
+      });
+      view.addEventListener("click", function (event, item) {
+        var d = item && item.datum;
+        if (d && d.members !== undefined && d.id !== undefined) { clicked = Date.now(); pickHosts([d]); }
       });
     });
   }
