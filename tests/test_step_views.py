@@ -154,3 +154,36 @@ def test_kineto_lanes_carry_the_traces_stream_names(tmp_path):
     assert comm == {"GPU 0 · stream 20"}
     rows = _expanded(timeline_view.rank_chart(ex, 0))
     assert {x["lane"] for x in rows} == {"GPU 0 · stream 7", "GPU 0 · stream 20"}
+
+
+def test_malformed_host_and_metadata_events_never_raise(tmp_path):
+    """Broken CANN / task-queue slices and metadata are skipped; the device operators are read as before."""
+    import json
+
+    from reportgen.loaders import kineto, step_ops
+    from reportgen.loaders.common import IssueLog
+
+    ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+          {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "CANN"}},
+          {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "Python"}},
+          {"ph": "M", "name": "thread_name", "pid": 2, "tid": 7, "args": ["not", "a", "dict"]},
+          {"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": "100.0", "dur": 10, "args": {"connection_id": [1]}},
+          {"ph": "X", "name": 42, "pid": 2, "tid": 7, "ts": "101.0", "dur": 1},  # name not a string
+          {"ph": "X", "name": "AscendCL@x", "pid": 2, "tid": 7, "ts": "102.0", "dur": "n/a"},  # no duration
+          {"ph": "X", "name": "AscendCL@y", "pid": 2, "tid": 7, "ts": "bad", "dur": 1},  # no start
+          {"ph": "X", "name": "Node@launch", "pid": 2, "tid": 7, "ts": "103.0", "dur": 2,
+           "args": {"item_id": {"x": 1}, "connection_id": None}},
+          {"ph": "X", "name": "Enqueue", "pid": 3, "tid": 9, "cat": None, "ts": "104.0", "dur": 1}]  # cat missing
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(ev), encoding="utf-8")
+    log = IssueLog(tmp_path)
+    lay = step_ops.trace_layout(path, log)
+    o = next(iter(step_ops.read_step_ops(path, 0, lay, list(lay.windows), log).values()))
+    assert o.names == ["MatMul"] and o.host_names == ["Node@launch"] and o.host_launch == [-1]
+    assert o.host_lanes == ["CANN · thread 7"]
+    names: dict = {}
+    for e in ({"name": "thread_name", "pid": 0, "tid": 7, "args": None},
+              {"name": "process_labels", "pid": 0, "args": {"labels": 3}},
+              {"name": "process_name", "pid": 0, "args": {"name": " python "}}):
+        kineto._name_meta(e, names)
+    assert kineto._lane_name(names, (0, 7), True) == "python · stream 7"

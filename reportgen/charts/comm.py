@@ -196,7 +196,10 @@ def drill_matrix() -> dict:
                  alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
                  alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"),
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f")])
-    label = base.mark_text(fontSize=8, color="#111").encode(x=x, y=y, text="cell_label:N")
+    # white on the dark (low) end of viridis, black elsewhere: every label readable on its cell
+    label = base.transform_joinaggregate(vmin="min(value)", vmax="max(value)").mark_text(fontSize=8).encode(
+        x=x, y=y, text="cell_label:N", color=alt.condition(
+            "datum.value < datum.vmin + 0.4 * (datum.vmax - datum.vmin)", alt.value("#fff"), alt.value("#111")))
     spec = _lift_params(finish(alt.layer(rect, label).add_params(metric, alt.param(name="sel", value=[])),
                                height=560))
     spec["datasets"] = {"cells": []}

@@ -100,10 +100,12 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
             ph = e.get("ph")
             if ph == "M":
                 n = e.get("name")
+                args = e.get("args")
+                label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
                 if n == "process_name":
-                    procs[e.get("pid")] = str((e.get("args") or {}).get("name", ""))
+                    procs[e.get("pid")] = label
                 elif n == "thread_name":
-                    threads[(e.get("pid"), e.get("tid"))] = str((e.get("args") or {}).get("name", ""))
+                    threads[(e.get("pid"), e.get("tid"))] = label
                 continue
             if ph == "X":
                 name = e.get("name")

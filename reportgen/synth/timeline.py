@@ -168,15 +168,19 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
 
 
 LAUNCH_US = 12.0  # an AscendCL launch call's duration on the host
+LAUNCH_EVERY = 3  # a launch slice for every third kernel (torch_npu writes one per kernel): the file stays small
 
 
 def _launches(kernels: list[dict], pid_hw: int, pid_cann: int, tid: int, host0: float, host_end: float,
               first_id: int) -> list[dict]:
     """torch_npu's host dispatch of the step's device kernels: an `AscendCL@aclnn<op>` slice on the CANN process
-    ahead of each kernel, linked to it by `connection_id` (in both events' args) and a `HostToDevice` flow. A
-    launch lies inside the step's host ProfilerStep (the step windows built from the flows stay as they were)."""
+    ahead of every LAUNCH_EVERY-th kernel, linked to it by `connection_id` (in both events' args; the step's first launch also by
+    a `HostToDevice` flow). A launch lies inside the step's host ProfilerStep (the step windows built from the
+    flows stay as they were)."""
     out = []
     for k, e in enumerate(x for x in kernels if x["pid"] == pid_hw):
+        if k % LAUNCH_EVERY:
+            continue
         kts = float(e["ts"])
         ts = max(host0 + 1.0, kts - 40.0 - (k % 5) * 3.0)
         if ts + LAUNCH_US >= kts or ts >= host_end - 1.0:
@@ -185,10 +189,10 @@ def _launches(kernels: list[dict], pid_hw: int, pid_cann: int, tid: int, host0: 
         e.setdefault("args", {})["connection_id"] = cid
         api = e["name"].split("_")[0]  # aclnnMm_MatMulCommon_MatMulV2 -> aclnnMm
         out.append({"ph": "X", "name": f"AscendCL@{api}", "pid": pid_cann, "tid": tid, "ts": f"{ts:.3f}",
-                    "dur": LAUNCH_US, "args": {"Thread Id": tid, "Mode": "ACL_OP", "level": "acl", "id": api,
-                                               "connection_id": cid}})
-        out.append({"ph": "s", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid), "pid": pid_cann,
-                    "tid": tid, "ts": f"{ts:.3f}"})
-        out.append({"ph": "f", "bp": "e", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid),
-                    "pid": pid_hw, "tid": e["tid"], "ts": e["ts"]})
+                    "dur": LAUNCH_US, "args": {"connection_id": cid}})
+        if not k:  # the flow pair torch_npu also writes per launch: once a step keeps the file small
+            out.append({"ph": "s", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid),
+                        "pid": pid_cann, "tid": tid, "ts": f"{ts:.3f}"})
+            out.append({"ph": "f", "bp": "e", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid),
+                        "pid": pid_hw, "tid": e["tid"], "ts": e["ts"]})
     return out

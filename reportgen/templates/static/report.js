@@ -370,6 +370,7 @@
         if (!v || fig === graph) { return; }
         try { v.signal("sel"); } catch (e) { return; }  // a chart without the selection parameter
         v.signal("sel", ids);
+        v.resize();  // relayout: a chart drawn empty (the host drill-down) gets room for its legend's labels
         v.runAsync().then(function () { fig.setAttribute("data-selected", ids.join(",")); });
       });
       if (out) {
