@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, check_json_numbers, read_frame, read_json, to_float
+from reportgen.loaders.common import IssueLog, check_json_numbers, read_frame, read_json, read_typed, to_float
 from reportgen.model import Memory
 
 MB_PER_GB = 1024.0
@@ -103,13 +103,14 @@ def load_modern_memory(record: Optional[Path], operator: Optional[Path], module:
                        log: IssueLog) -> Optional[Memory]:
     out: Optional[Memory] = None
     if record is not None:
-        df = read_frame(record, log, ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"))
-        if df is not None and len(df):
+        cols = read_typed(record, log, ("Component",), ("Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"))
+        if cols is not None and len(cols["Component"].codes):
             out = Memory(source=log.rel(record), curve_x="ms since the first sample", sources=[log.rel(record)])
-            ts = pd.to_numeric(df["Timestamp(us)"].str.strip(), errors="coerce")
-            alloc = pd.to_numeric(df["Total Allocated(MB)"].str.strip(), errors="coerce")
-            res = pd.to_numeric(df["Total Reserved(MB)"].str.strip(), errors="coerce")
-            comp = df["Component"].str.strip()
+            ts = pd.Series(cols["Timestamp(us)"])
+            alloc = pd.Series(cols["Total Allocated(MB)"])
+            res = pd.Series(cols["Total Reserved(MB)"])
+            names = cols["Component"]
+            comp = pd.Series(np.asarray(names.uniques, dtype=object)[names.codes])
             t0 = ts.min()
             app = comp == "APP"
             alloc_comp = next((c for c in ("PTA+GE", "PTA", "GE", "MindSpore", "MS") if (comp == c).any()), None)

@@ -336,7 +336,8 @@ def _comm_groups(c) -> dict:
                            "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
     ro = c.rank_ops
     if ro is not None and len(ro):
-        ro = ro.assign(collective=ro["op"].map(collective_type))
+        kinds = {op: collective_type(op) for op in ro["op"].unique()}  # per distinct name, not per row
+        ro = ro.assign(collective=ro["op"].map(kinds))
         per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
             ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
         for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):
