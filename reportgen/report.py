@@ -177,5 +177,6 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]
     with ui.stage("write the run index"):
-        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file)
+        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
+                                         other_langs=opts.other_langs)
     return entry, combined

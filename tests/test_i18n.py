@@ -120,7 +120,7 @@ def zh_runs(tmp_path_factory) -> dict[str, Path]:
                     "-o", str(base / "trend"), "-q", "--lang", "zh"], cwd=ROOT, env=env, check=True, timeout=300)
     for name, layout in (("a", "ascend"), ("b", "mindinsight")):
         generate_run(base / "multi" / name, layout=layout, ranks=2, steps=3)
-    _build(base / "multi", base / "runs", "zh")
+    _build(base / "multi", base / "runs", "zh,en")  # the landing page and each run in both languages
     out.update({"compare": base / "compare", "trend": base / "trend", "runs": base / "runs",
                 "pipeline-both": base / "pipeline", "compare-cli": cmp})
     single = ROOT / ".." / "shared" / "samples" / "mindinsight" / "single_device_run2_rank1_full"
@@ -142,6 +142,8 @@ def test_every_zh_page_of_three_runs_is_chinese(zh_runs):
             data |= {w for r in json.loads((site / "trend.json").read_text(encoding="utf-8"))["runs"]
                      for w in re.findall(r"[A-Za-z][A-Za-z'-]+", r["label"])}
         for page in sorted(site.rglob("*.html")):
+            if "en" in page.relative_to(site).parts:  # a two-language build's English tree
+                continue
             pages += 1
             soup = _soup(page)
             assert soup.html["lang"] == "zh-CN", page
@@ -477,6 +479,23 @@ def test_two_languages_every_page_links_to_the_same_page_in_the_other(zh_runs):
     assert not (root / "zh" / "assets").exists()
     summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
     assert not CJK.search(json.dumps([f["title"] for f in summary["findings"]], ensure_ascii=False))
+    from test_links import check_site
+
+    assert check_site(root) > 100
+
+
+def test_two_languages_for_a_folder_of_runs(zh_runs):
+    """A folder of two runs with `--lang zh,en`: a landing page per language, each linking to the runs' reports in
+    its language and to the other landing page; every link of the whole output lands."""
+    root = zh_runs["runs"]
+    zh, en = _soup(root / "index.html"), _soup(root / "en" / "index.html")
+    assert zh.html["lang"] == "zh-CN" and en.html["lang"] == "en"
+    assert ((root / "en") / _switch(root / "en" / "index.html")["href"]).resolve() == (root / "index.html").resolve()
+    assert (root / _switch(root / "index.html")["href"]).resolve() == (root / "en" / "index.html").resolve()
+    for soup, here, lang in ((zh, root, "zh-CN"), (en, root / "en", "en")):
+        reports = [(here / a["href"]).resolve() for a in soup.select("main a[href]")]
+        assert len(reports) == 2
+        assert all(_soup(p).html["lang"] == lang for p in reports)
     from test_links import check_site
 
     assert check_site(root) > 100

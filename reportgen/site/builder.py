@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import multiprocessing
+import posixpath
 import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
@@ -367,11 +368,28 @@ def scope_ids(html: str, prefix: str) -> str:
     return _ID_REFS.sub(lambda m: f'{m.group(1)}{prefix}{m.group(2)}"' if m.group(2) in own else m.group(0), html)
 
 
-def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:
+def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool,
+                     other_langs: Sequence[str] = ()) -> Path:
     """Landing page (and combined summary) for a folder that holds several runs.
 
-    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file.
-    """
-    html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
-                                                       css=Markup(static_text("report.css")))
-    return write_index_files(out, html, json_text(summary, indent=2), single_file=single_file)
+    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file. `other_langs`: the
+    sub-reports also carry these languages (`<slug>/<lang>/`); a landing page per language links to them, and
+    each landing page to the other ones."""
+    trees = [("", i18n.current())] + [(tree_root(lang, primary=False), lang) for lang in other_langs]
+
+    def page(tree_dir: str, lang: str) -> str:
+        links = [{"code": code, "label": i18n.LANGUAGE_NAMES.get(code, code),
+                  "href": language_href(INDEX, tree_dir, other)} for other, code in trees if code != lang]
+        tree_rows = [dict(r, href=posixpath.relpath(posixpath.join(posixpath.dirname(r["href"]), tree_dir, INDEX),
+                                                     tree_dir or ".")) for r in rows] if tree_dir else rows
+        with i18n.use(lang):
+            return make_env().get_template("runs.html").render(runs=tree_rows, root=root, version=__version__,
+                                                               css=Markup(static_text("report.css")),
+                                                               lang_links=links)
+
+    entry = write_index_files(out, page("", trees[0][1]), json_text(summary, indent=2), single_file=single_file)
+    if not single_file:
+        for tree_dir, lang in trees[1:]:
+            (out / tree_dir).mkdir(parents=True, exist_ok=True)
+            (out / tree_dir / INDEX).write_text(page(tree_dir, lang), encoding="utf-8")
+    return entry
