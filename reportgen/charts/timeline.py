@@ -38,7 +38,8 @@ def timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
         tooltip=[alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("lane:N", title=lane_title),
                  alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.4f"),
                  alt.Tooltip("start:Q", title=_("Start (ms)"), format=",.4f"),
-                 alt.Tooltip("shapes:N", title=_("Input shapes"))],
+                 alt.Tooltip("shapes:N", title=_("Input shapes")),
+                 alt.Tooltip("launch:N", title=_("Launches a device operator at (ms)"))],
     ).transform_calculate(end="datum.start + datum.dur").add_params(zoom)
     if len(steps) > 1:
         pick = alt.param(name="tlstep", value=steps[0][0], bind=alt.binding_select(

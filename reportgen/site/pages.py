@@ -67,7 +67,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
     hl = maker.hl
     drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
-    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn)
+    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn,
+                                     flagged=hl.flagged)
     rank_comm = comm_pages.RankComm(a, hl)
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
@@ -78,7 +79,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     meta = {"phases": [{"key": p, "label": translate(f"{PHASE_LABELS[p]} (ms)")} for p in st.phases] if st.kind else [],
             "line_labels": {p: PHASE_LABELS[p] for p in PHASE_LABELS
                             if line_spec and PHASE_LABELS[p] in line_spec["encoding"]["color"]["scale"]["domain"]}}
-    flagged = hl.slow_ranks | hl.waits_least | {r for link in hl.slow_links for r in link}
+    flagged = hl.flagged
     single_pages = []
     for n, r in enumerate(ids):
         rp = _plan_rank(a, r, maker, line_spec, inp.common, rank_comm, overlap_sections, detail,

@@ -17,11 +17,11 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import Chart
+from reportgen.charts import columnar, Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site import timeline_view
-from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, rank_csv, view
 from reportgen.site.values import num, records
 
 RESOURCES = "cluster/resources.html"
@@ -38,7 +38,8 @@ TICKS_MAX_RANKS = 64
 MAX_DETAIL_ROWS = 2000
 # A rank page shows only the longest operators; the full per-operator table is a CSV next to the page (at 1,024 ranks
 # 2,000-row HTML tables per rank were most of the site's size and of its rendering time).
-RANK_TOP_OPS = 50
+RANK_TOP_OPS = 50  # operators on the page of a rank the findings name (every one is in the rank's CSV)
+RANK_TOP_OPS_LEAN = 20  # on the other rank pages (a large run has thousands)
 RANK_OP_COLUMNS = [{"key": "name", "label": N_("Operator")}, {"key": "op_type", "label": N_("Type")},
                    {"key": "side", "label": N_("Runs on")}, {"key": "count", "label": N_("Count")},
                    {"key": "total_ms", "label": N_("Total (ms)")}, {"key": "avg_ms", "label": N_("Average (ms)")},
@@ -61,9 +62,9 @@ def _detail_rows(detail, limit: Optional[int] = None) -> list[dict]:
             for rec in sorted(records(detail), key=_longest_first)]
 
 
-def rank_operators_csv(rank: int) -> str:
-    """The full operator table of a rank, beside its page (`ranks/rank-N.html`)."""
-    return f"ranks/rank-{int(rank)}-operators.csv"
+def rank_operators_csv(rank: int, n_ranks: int = 1) -> str:
+    """The full operator table of a rank, beside its page (`ranks/rank-N.html`; gzip-compressed on a large run)."""
+    return rank_csv(rank, "operators", n_ranks)
 SLOTS_WITHOUT_HOSTS = 8
 
 
@@ -244,9 +245,11 @@ CURVE_TERMS = (N_("execution order"), N_("ms since the first sample"))
 class RankDetail:
     """The operator, FLOPs, data, CPU, memory and timeline sections of rank pages."""
 
-    def __init__(self, a: Analysis, priority: Optional[list[int]] = None) -> None:
-        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices)."""
+    def __init__(self, a: Analysis, priority: Optional[list[int]] = None, flagged: frozenset[int] = frozenset()) -> None:
+        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices).
+        `flagged`: ranks the findings name; their pages list more operators."""
         self.a = a
+        self.flagged = flagged
         self.exports: list[TraceExport] = []
         budget = MAX_TRACE_EXPORT_BYTES
         self._export_of: dict[int, str] = {}
@@ -319,9 +322,10 @@ class RankDetail:
                                        N_("The 20 operator types with the most time on this rank, coloured by where "
                                           "they run.")))
         sec["n_detail"] = int(len(ops.detail))
-        sec["detail"] = _detail_rows(ops.detail, RANK_TOP_OPS)
-        if len(ops.detail) > RANK_TOP_OPS:
-            sec["csv"] = rank_operators_csv(r)
+        shown = RANK_TOP_OPS if r in self.flagged else RANK_TOP_OPS_LEAN
+        sec["detail"] = _detail_rows(ops.detail, shown)
+        if len(ops.detail) > shown:
+            sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
             sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(_detail_rows, ops.detail)))]
         sec["sources"] = sorted(set(ops.sources.values()))
@@ -455,11 +459,14 @@ class RankDetail:
                     name = _(label)
                     rows += [{"x": round(float(x), 4), "series": name, "mb": round(float(v), 3)}
                              for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
-            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, curve_label(m.curve_x), cap), rows,
+            # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
+            # expands it into the spec's `mem` rows before drawing
+            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, curve_label(m.curve_x), cap), [],
                                "mem")
-            sec["charts"].append(Chart(f"rank-{r}-mem", spec,
-                                       (_("Memory over {x} (dashed: capacity)") if cap else
-                                        _("Memory over {x}")).format(x=curve_label(m.curve_x))))
+            chart = Chart(f"rank-{r}-mem", spec, (_("Memory over {x} (dashed: capacity)") if cap else
+                                                  _("Memory over {x}")).format(x=curve_label(m.curve_x)))
+            chart.columns = {"mem": columnar.encode(rows, ["x", "series", "mb"], labels=("series",))}
+            sec["charts"].append(chart)
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
                            "detail": rec.get("detail", "")} for rec in records(m.top)]

@@ -1,0 +1,86 @@
+"""Compact chart data for the page: a dataset as columns, numbers delta-coded, labels run-length coded.
+
+`report.js` (`expandColumns`) turns `{"fields": [...], "cols": [...], "dicts": {...}}` back into rows of objects
+before drawing, so a chart spec reads the same rows as before. A column is one of
+  - a plain list of values;
+  - `{"dec": p, "d": [n0, d1, d2, ...]}`: value i = (n0 + d1 + ... + di) / 10**p, for numbers that all have at
+    most `p` decimals (a memory curve's 43889.51, 43889.68, ... becomes 4388951, 17, ...): the same doubles as the
+    plain list, since an integer divided by a power of ten is the double nearest to the decimal;
+  - `{"runs": [v, n, v, n, ...]}`: value v repeated n times (a series label per row).
+A field named in `dicts` holds an index into that list (the same convention as the timeline's `rows` form).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+MAX_DECIMALS = 6
+_SAFE = 2 ** 53
+
+
+def _sig7(v: float) -> float:
+    """The page's number: 7 significant digits (as `builder._compact` writes chart data)."""
+    return float(f"{v:.7g}")
+
+
+def _decimals(values: list[float]) -> Optional[int]:
+    """The fewest decimals (<= MAX_DECIMALS) that write every value exactly, or None."""
+    for p in range(MAX_DECIMALS + 1):
+        scale = 10 ** p
+        if all(abs(v) * scale < _SAFE and round(v * scale) / scale == v for v in values):
+            return p
+    return None
+
+
+def number_column(values: list) -> Any:
+    """Delta-code a column of finite numbers (cut to 7 significant digits); anything else stays a plain list."""
+    if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        return list(values)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        return list(values)
+    vals = [v if isinstance(v, int) else _sig7(v) for v in values]
+    p = _decimals(vals)
+    if p is None:
+        return vals
+    scale = 10 ** p
+    ints = [round(v * scale) for v in vals]
+    return {"dec": p, "d": [ints[0]] + [b - a for a, b in zip(ints, ints[1:])]}
+
+
+def runs_column(values: list) -> dict:
+    out: list = []
+    for v in values:
+        if out and out[-2] == v:
+            out[-1] += 1
+        else:
+            out += [v, 1]
+    return {"runs": out}
+
+
+def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = ()) -> dict:
+    """Rows of objects -> one columnar dataset. `labels`: fields stored as runs (values that repeat in a row)."""
+    cols = []
+    for f in fields:
+        vals = [r.get(f) for r in rows]
+        cols.append(runs_column(vals) if f in labels else number_column(vals))
+    return {"fields": list(fields), "cols": cols}
+
+
+def decode(data: dict) -> list[dict]:
+    """Python twin of report.js's expansion (tests check the round trip)."""
+    fields, cols = data["fields"], []
+    for c in data["cols"]:
+        if isinstance(c, dict) and "runs" in c:
+            r = c["runs"]
+            cols.append([v for i in range(0, len(r), 2) for v in [r[i]] * r[i + 1]])
+        elif isinstance(c, dict) and "d" in c:
+            acc, vals, scale = 0, [], 10 ** c["dec"]
+            for d in c["d"]:
+                acc += d
+                vals.append(acc / scale if c["dec"] else acc)
+            cols.append(vals)
+        else:
+            cols.append(list(c))
+    n = len(cols[0]) if cols else 0
+    return [{f: cols[j][i] for j, f in enumerate(fields)} for i in range(n)]
