@@ -46,7 +46,7 @@ class _Clean(NamedTuple):
 def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
-    from reportgen.loaders.common import clean_cell, open_file
+    from reportgen.loaders.common import MAX_LINE_BYTES, clean_cell, open_file
 
     with open_file(path, "rb") as f:
         data = f.read(FAST_MAX_BYTES + 1)
@@ -55,6 +55,8 @@ def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     end = data.find(b"\n")
+    if end > MAX_LINE_BYTES or b"\x00" in data:
+        return None  # what `common._text_guard` refuses (and names) too: the careful path
     header = next(csv.reader([data[:end].decode("utf-8")]), [])  # strict: invalid UTF-8 goes the careful way
     names = [clean_cell(h) for h in header]
     if not any(names) or len(set(names)) != len(names):
