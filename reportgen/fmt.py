@@ -63,9 +63,17 @@ def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
     return MISSING if f is None else i18n.format_percent(f * 100, digits, lang)
 
 
+def share_text(v: Any, digits: int = 1) -> Any:
+    """A 0..1 ratio as a percentage put into a finding's text (`rules.base.fmt_pct`): a message rendered in the
+    language of the text around it ("35.0 %" in English, Babel's "35.0%" in Chinese), so a finding's `title` and
+    `title_en` each read right. Missing: "—"."""
+    f = _float(v)
+    return MISSING if f is None else i18n.Percent(f * 100, digits)
+
+
 def signed_percent(v: Optional[float], missing: str = "n/a") -> str:
-    """A change already in percent, with its sign (run comparison)."""
-    return missing if v is None else f"{v:+.1f} %"
+    """A change already in percent, with its sign, in the language's style (run comparison): "+3.2 %", zh "+3.2%"."""
+    return missing if v is None else i18n.Percent(v, signed=True).render()
 
 
 def signed(v: Optional[float], digits: int = 3) -> str:

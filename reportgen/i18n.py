@@ -25,6 +25,7 @@ from babel.messages import mofile, pofile
 from babel.support import NullTranslations, Translations
 
 LANGUAGES = ("en", "zh")
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}  # each language in itself: the language switch's link text
 DEFAULT = "en"
 DOMAIN = "messages"
 _BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN"}
@@ -40,6 +41,16 @@ def default_language(environ: Optional[Mapping[str, str]] = None) -> str:
         if value:
             return "zh" if value.lower().startswith("zh") else DEFAULT
     return DEFAULT
+
+
+def parse_languages(text: str) -> tuple[str, ...]:
+    """`--lang` values: "zh", "en" or two of them, "zh,en" (the first is the primary language)."""
+    langs = tuple(x.strip().lower() for x in str(text).split(",") if x.strip())
+    bad = [x for x in langs if x not in LANGUAGES]
+    if not langs or bad or len(set(langs)) != len(langs):
+        raise ValueError(gettext("invalid language {value!r}: give {choices}, or two of them separated by a comma "
+                                 "(zh,en)").format(value=text, choices=" / ".join(LANGUAGES)))
+    return langs
 
 
 def catalog_path(lang: str):
@@ -189,6 +200,19 @@ class Problem(Msg):
         if lang == DEFAULT or _problem_translator is None:
             return self.msgid
         return _problem_translator(self.msgid, lang)
+
+
+class Percent(Msg):
+    """A percentage rendered late in the language's style (`format_percent`): "+12.3 %" in English, "+12.3%" in
+    Chinese. `signed`: with its sign (a change)."""
+
+    def __init__(self, value: float, digits: int = 1, signed: bool = False) -> None:
+        super().__init__("{pct}", value=value, digits=digits, signed=signed)
+
+    def render(self, lang: Optional[str] = None) -> str:
+        v, digits = self.params["value"], self.params["digits"]
+        text = format_percent(abs(v) if self.params["signed"] else v, digits, lang or current())
+        return ("-" if v < 0 else "+") + text if self.params["signed"] else text
 
 
 def lazy(msgid: str, **params: Any) -> Msg:

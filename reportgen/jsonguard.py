@@ -61,12 +61,12 @@ class DepthGuard:
             outside, self.in_string = outside[:q], True
         brackets = outside.translate(None, _NOT_BRACKETS)
         opened = brackets.count(b"[") + brackets.count(b"{")
-        if self.depth + opened > self.limit:
-            d = self.depth
-            for b in brackets:
-                d += 1 if b in (0x5B, 0x7B) else -1
-                if d > self.limit:
-                    raise JsonTooDeep(f"JSON nested more than {self.limit} levels deep")
+        if self.depth + opened > self.limit:  # the running depth over this chunk (vectorised)
+            import numpy as np
+
+            a = np.frombuffer(brackets, dtype=np.uint8)
+            if self.depth + int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1)).max()) > self.limit:
+                raise JsonTooDeep(f"JSON nested more than {self.limit} levels deep")
         self.depth += 2 * opened - len(brackets)
 
     def seek(self, pos: int, whence: int = 0) -> int:

@@ -493,6 +493,15 @@ class StepOps:
     # input shapes when the trace records them; empty when the loader does not know them (lanes by class then).
     lanes: list[str] = field(default_factory=list)
     shapes: list[str] = field(default_factory=list)
+    # Host dispatch of the step (torch_npu's CANN AscendCL calls and task-queue enqueue / dequeue): names, lanes
+    # ("CANN · Thread 123"), starts and durations (ms from the same step start, so usually before the device's
+    # operators) and the index of the device operator each one launched (-1: none found). Not operators of the
+    # device: the execution analysis never reads them; the timeline draws them on their own lanes.
+    host_names: list[str] = field(default_factory=list)
+    host_lanes: list[str] = field(default_factory=list)
+    host_start: list[float] = field(default_factory=list)
+    host_dur: list[float] = field(default_factory=list)
+    host_launch: list[int] = field(default_factory=list)
 
 
 @dataclass

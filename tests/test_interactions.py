@@ -130,14 +130,18 @@ def test_rank_timeline_zooms_pans_switches_steps_and_shows_tooltips(browser, exa
     o = open_page(browser, example_site / "ranks" / "rank-5.html", (fig,))
     ops = o.data(fig, "ops")
     # lanes per stream / thread, and only the execution view's chosen steps (representative and slowest)
-    assert {r["lane"] for r in ops} == {"Ascend Hardware · thread 2", "HCCL · Group 0 Communication"}
-    assert {r["cat"] for r in ops} == {"compute", "communication"}
+    assert {r["lane"] for r in ops} == {"Ascend Hardware · Stream 2", "HCCL · Group 0 Communication",
+                                        "CANN · Thread 4243"}
+    assert {r["cat"] for r in ops} == {"compute", "communication", "host dispatch"}
     steps = sorted({r["step"] for r in ops})
     assert len(steps) == 2
-    assert all(r["lane_i"] == (0 if r["lane"].startswith("Ascend") else 1) for r in ops)  # compute lane first
+    order = {"compute": 0, "communication": 1, "host dispatch": 2}
+    assert all(r["lane_i"] == order[r["cat"]] for r in ops)  # compute lane first, host dispatch last
     o.page.locator(f"#{fig}").scroll_into_view_if_needed()
     box = o.page.locator(f"#{fig} svg").first.bounding_box()
-    origin = o.page.evaluate("f => document.getElementById(f)._msrView.origin()", fig)
+    # the plot's offset in the SVG: the view's origin plus its padding
+    origin = o.page.evaluate("""f => { const v = document.getElementById(f)._msrView, o = v.origin(), p = v.padding();
+      return [o[0] + (p.left || 0), o[1] + (p.top || 0)]; }""", fig)
     y_mid = box["y"] + origin[1] + 22
     d0 = _domain(o, fig)
     o.page.mouse.move(box["x"] + box["width"] * 0.5, y_mid)
@@ -168,6 +172,30 @@ def test_rank_timeline_zooms_pans_switches_steps_and_shows_tooltips(browser, exa
     o.page.select_option(f"#{fig} .vega-bindings select", str(other[0]))
     o.page.wait_for_timeout(300)
     assert o.page.evaluate("f => document.getElementById(f)._msrView.signal('tlstep')", fig) == other[0]
+    # a host dispatch bar: its tooltip names the launch call and the start of the device operator it launched
+    o.page.dblclick(f"#{fig} svg")  # reset the zoom
+    o.page.wait_for_timeout(300)
+    host = o.page.evaluate("""f => { const v = document.getElementById(f)._msrView, x = v.scale('x'), y = v.scale('y');
+      const s = v.signal('tlstep'), d = x.domain();
+      const r = v.data('ops').filter(r => r.step === s && r.cat === 'host dispatch' && r.start > d[0] + 0.2 * (d[1] - d[0])
+                                           && r.start < d[0] + 0.6 * (d[1] - d[0]))[0];
+      return {name: r.name, start: r.start, launch: r.launch, x: x(r.start + r.dur / 2),
+              y: y(r.lane) + y.bandwidth() / 2}; }""", fig)
+    for _ in range(8):  # a launch call lasts µs: zoom in around it until its bar is pixels wide
+        o.page.mouse.move(box["x"] + origin[0] + host["x"], box["y"] + origin[1] + host["y"])
+        o.page.mouse.wheel(0, -600)
+        o.page.wait_for_timeout(150)
+        host["x"] = o.page.evaluate("""([f, t]) => { const v = document.getElementById(f)._msrView;
+          const r = v.data('ops').find(r => r.start === t && r.cat === 'host dispatch' && r.step === v.signal('tlstep'));
+          return v.scale('x')(r.start + r.dur / 2); }""", [fig, host["start"]])
+    o.page.mouse.move(box["x"] + origin[0] + host["x"], box["y"] + origin[1] + host["y"])
+    o.page.wait_for_function("n => document.querySelector('.msr-tooltip') && "
+                             "document.querySelector('.msr-tooltip').innerText.indexOf(n) >= 0", arg=host["name"],
+                             timeout=5000)
+    tip = o.page.inner_text(".msr-tooltip")
+    assert "Launches a device operator at (ms)" in tip and str(host["launch"]) in tip
+    assert "Input shapes" not in tip  # empty fields are left out of the tooltip
+    o.shot("rank-5-timeline-host-dispatch")
     o.offline()
 
 
@@ -324,4 +352,186 @@ def test_overlap_step_view_is_the_steps_own_breakdown(browser, example_site):
     assert bar["Free"] == pytest.approx(step3["free"], abs=1e-3)
     assert sum(bar.values()) == pytest.approx(step3["total"], rel=0.02)
     o.shot("overlap-step-3")
+    o.offline()
+
+
+# ---- the step selector on every per-step chart (marks, medians, axis titles) ------------------------------------
+
+MARKS_JS = """([f, key]) => { const out = [];
+  const walk = n => { if (!n) return;
+    if (n.marktype && n.marktype !== 'group') {
+      (n.items || []).forEach(i => { if (i.datum && key in i.datum) out.push({datum: Object.assign({}, i.datum),
+        opacity: i.opacity === undefined ? 1 : i.opacity, x: i.x, mark: n.marktype}); });
+      return; }
+    (n.items || []).forEach(walk); };
+  walk(document.getElementById(f)._msrView.scenegraph().root); return out; }"""
+
+
+def _marks(o: Opened, fig: str, key: str) -> list[dict]:
+    """The drawn items of `fig` whose datum has `key` (opacity and x as drawn)."""
+    return o.page.evaluate(MARKS_JS, [fig, key])
+
+
+def _texts(o: Opened, fig: str) -> list[str]:
+    return o.page.eval_on_selector_all(f"#{fig} svg text", "ts => ts.map(t => t.textContent)")
+
+
+def _step_table(site: Path, step: str) -> dict[int, dict]:
+    import json
+    from bs4 import BeautifulSoup
+    st = BeautifulSoup((site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
+    return {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"][step]}
+
+
+def _median(vals: list[float]) -> float:
+    v = sorted(vals)
+    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2
+
+
+def test_step_selector_isolates_the_step_in_the_heatmap_and_names_it_on_the_axes(browser, example_site):
+    rows = _step_table(example_site, "3")
+    o = open_page(browser, example_site / "cluster" / "step-trace.html", ("fig-step-total", "fig-breakdown",
+                                                                          "fig-heatmap"))
+    assert "Average step time (ms)" in _texts(o, "fig-step-total")
+    assert all(c["opacity"] == 1 for c in _marks(o, "fig-heatmap", "step_order"))
+    o.select("#step-chart-select", "3", "fig-heatmap")
+    o.page.wait_for_selector("#fig-step-total[data-step='3']", timeout=10000)
+    cells = [c for c in _marks(o, "fig-heatmap", "step_order") if c["mark"] == "rect"]
+    on = [c["datum"] for c in cells if c["opacity"] == 1]
+    assert {c["steps"] for c in on} == {"3"} and len(on) == len(rows)
+    assert all(c["opacity"] < 0.5 for c in cells if c["datum"]["steps"] != "3")
+    # the example's heatmap shows computing above the stage's median in the step (rank 5 is slow in computing)
+    for c in on:
+        r = int(c["ranks"])
+        mates = [x["computing"] for x in rows.values() if x["pp_stage"] == rows[r]["pp_stage"]]
+        assert c["value"] == pytest.approx(rows[r]["computing"] - _median(mates), abs=1e-3)
+    assert "Step 3 time (ms)" in _texts(o, "fig-step-total")
+    assert "Average step time (ms)" not in _texts(o, "fig-step-total")
+    assert "Step 3: time (ms)" in _texts(o, "fig-breakdown")
+    o.shot("step-trace-step3-heatmap")
+    o.select("#step-chart-select", "avg", "fig-heatmap")
+    assert all(c["opacity"] == 1 for c in _marks(o, "fig-heatmap", "step_order"))
+    assert "Average step time (ms)" in _texts(o, "fig-step-total")
+    o.offline()
+
+
+def test_step_selector_drives_the_overlap_share_and_stage_charts(browser, example_site):
+    rows = _step_table(example_site, "3")
+    o = open_page(browser, example_site / "cluster" / "overlap.html",
+                  ("fig-overlap-share", "fig-overlap-stages", "fig-overlap-stage-steps"))
+    o.select("#overlap-step-select", "3", "fig-overlap-share")
+    o.page.wait_for_selector("#fig-overlap-stages[data-step='3']", timeout=10000)
+    o.page.wait_for_selector("#fig-overlap-stage-steps[data-step='3']", timeout=10000)
+    share = {r["rank"]: r["share"] for r in o.data("fig-overlap-share", "share")}
+    assert set(share) == set(rows)
+    for r, x in rows.items():  # communication not overlapped / step total, in step 3
+        assert share[r] == pytest.approx(x["communication_not_overlapped"] / x["total"], abs=1e-5)
+    assert o.data("fig-overlap-share", "share")[0]["href"].endswith("ranks/rank-0.html")
+    # the stage bars: the mean over each stage's ranks of step 3's computing, exposed communication and bubble
+    drawn = {(r["stage"], r["metric"]): r["value"] for r in o.data("fig-overlap-stages", "stages")}
+    for stage in (0, 1):
+        mates = [x for x in rows.values() if x["pp_stage"] == stage]
+        for metric, key in (("Computing", "computing"), ("Bubble", "bubble"),
+                            ("Comm. not overlapped (excl. receive)", "communication_not_overlapped_exclude_receive")):
+            assert drawn[(f"stage {stage}", metric)] == pytest.approx(
+                sum(x[key] for x in mates) / len(mates), abs=1e-3)
+    # the stage-per-step lines mark step 3
+    rule = _marks(o, "fig-overlap-stage-steps", "sel_step")
+    assert [m["datum"]["sel_step"] for m in rule] == [3]
+    point3 = [m["x"] for m in _marks(o, "fig-overlap-stage-steps", "stage") if m["datum"].get("step") == 3]
+    assert point3 and all(x == pytest.approx(rule[0]["x"], abs=0.5) for x in point3)
+    assert "Pure communication / step 3" in _texts(o, "fig-overlap-share")
+    assert "Mean per rank in step 3 (ms)" in _texts(o, "fig-overlap-stages")
+    o.shot("overlap-step-3-all")
+    o.select("#overlap-step-select", "avg", "fig-overlap-stage-steps")
+    assert _marks(o, "fig-overlap-stage-steps", "sel_step") == []
+    o.offline()
+
+
+def test_step_selector_marks_the_communication_time_view(browser, example_site):
+    o = open_page(browser, example_site / "cluster" / "communication.html", ("fig-comm-by-rank", "fig-comm-per-step"))
+    o.select("#comm-step-select", "4", "fig-comm-per-step")
+    rule = _marks(o, "fig-comm-per-step", "sel_step")
+    assert [m["datum"]["sel_step"] for m in rule] == [4]
+    o.page.wait_for_selector("#fig-comm-by-rank[data-step='4']", timeout=10000)
+    assert "Step 4: time (ms)" in _texts(o, "fig-comm-by-rank")
+    o.offline()
+
+
+@pytest.fixture(scope="module")
+def big_site(tmp_path_factory) -> Path:
+    """80 ranks on 10 hosts, 2 stages, 3 steps: strips instead of bars, a host-level communication graph."""
+    from reportgen.synth import generate_run
+    tmp = tmp_path_factory.mktemp("big")
+    run = generate_run(tmp / "run", ranks=80, steps=3, stages=2, inject=["slow-rank:13:compute:1.3"])
+    assert main([str(run), "-o", str(tmp / "site"), "-q", "--lang", "en"]) == 0
+    return tmp / "site"
+
+
+def test_step_selector_moves_the_strips_stage_medians_above_64_ranks(browser, big_site):
+    rows = _step_table(big_site, "2")
+    o = open_page(browser, big_site / "cluster" / "step-trace.html", ("fig-step-total",))
+    o.select("#step-chart-select", "2", "fig-step-total")
+    medians = {m["datum"]["stage"]: m["datum"]["median"] for m in _marks(o, "fig-step-total", "median")}
+    assert set(medians) == {"stage 0", "stage 1"}
+    for stage in (0, 1):
+        assert medians[f"stage {stage}"] == pytest.approx(
+            _median([x["total"] for x in rows.values() if x["pp_stage"] == stage]), abs=1e-3)
+    assert "Step 2 time (ms)" in _texts(o, "fig-step-total")
+    o.offline()
+
+
+# ---- above 64 ranks: hosts picked in the host-level graph drill down to their devices -------------------------
+
+def _host_xy(o: Opened, host: str) -> tuple[float, float]:
+    return o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView;
+      const n = v.data('nodes').find(n => n.id === h); return [n.x, n.y]; }""", host)
+
+
+def test_brushing_hosts_above_64_ranks_draws_their_devices_matrix(browser, big_site):
+    o = open_page(browser, big_site / "cluster" / "communication.html",
+                  ("fig-comm-graph", "fig-comm-drill", "fig-comm-link-ops"))
+    nodes = {n["id"]: n for n in o.data("fig-comm-graph", "nodes")}
+    assert len(nodes) == 10 and all(len(n["members"].split(",")) == 8 for n in nodes.values())  # 80 ranks
+    cells = o.data("fig-comm-drill", "cells")
+    assert cells and {"src", "dst", "time_ms", "size_mb", "transport"} <= set(cells[0])
+    assert not [m for m in _marks(o, "fig-comm-drill", "src") if m["mark"] == "rect"]  # nothing until hosts picked
+    # brush the two hosts on the upper right of the circle of hosts
+    right = sorted(h for h, n in nodes.items() if n["x"] > 0.5 and n["y"] > -0.01)  # node000 (1, 0) and node001
+    assert len(right) == 2
+    xs = [nodes[h]["x"] for h in right]
+    ys = [nodes[h]["y"] for h in right]
+    _brush(o, "fig-comm-graph", min(xs) - 0.08, max(xs) + 0.08, min(ys) - 0.08, max(ys) + 0.08)
+    picked = [r for h in sorted(right) for r in nodes[h]["members"].split(",")]
+    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{','.join(picked)}']", timeout=10000)
+    within = [c for c in cells if str(c["src"]) in picked and str(c["dst"]) in picked]
+    rows = o.page.evaluate("() => document.getElementById('fig-comm-drill')._msrView.scale('y').domain()")
+    assert sorted(rows, key=int) == sorted({str(c["src"]) for c in within}, key=int)
+    labels = o.page.evaluate("""() => Array.from(document.querySelectorAll('#fig-comm-drill svg text'))
+      .map(t => t.textContent).filter(t => t.indexOf(' ms · ') > 0)""")
+    assert len(labels) == len(within)
+    c0 = within[0]  # the label is the link's own time and size (3 significant digits)
+    assert f"{c0['time_ms']:.3g} ms · {c0['size_mb']:.3g} MB" in labels
+    assert o.page.inner_text("#comm-drill-selection").startswith(f"2 host(s) picked ({', '.join(sorted(right))})")
+    # the box plots keep the links that start or end on the picked hosts' devices
+    ops = o.data("fig-comm-link-ops", "ops")
+    links = o.page.evaluate("() => document.getElementById('fig-comm-link-ops')._msrView.scale('x').domain()")
+    assert links and set(links) == {r["link"] for r in ops if r["src"] in picked or r["dst"] in picked}
+    o.shot("communication-hosts-brushed")
+    # every host brushed: 80 devices are over the cap of 64, the first 8 hosts are drawn and the page says so
+    _brush(o, "fig-comm-graph", -1.1, 1.1, -1.1, 1.1)
+    o.page.wait_for_function("() => (document.getElementById('fig-comm-drill').getAttribute('data-selected') || '')"
+                             ".split(',').length === 64", timeout=10000)
+    text = o.page.inner_text("#comm-drill-selection")
+    assert text.startswith("10 hosts picked: the first 8") and "64 devices (at most 64 at once)" in text
+    # a click on a host picks that host alone
+    o.page.locator("#fig-comm-graph svg").first.dblclick()
+    o.page.wait_for_timeout(300)
+    box = o.page.locator("#fig-comm-graph svg").first.bounding_box()
+    pt = o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView, o = v.origin(),
+      p = v.padding(), n = v.data('nodes').find(n => n.id === h);
+      return [o[0] + p.left + v.scale('x')(n.x), o[1] + p.top + v.scale('y')(n.y)]; }""", right[0])
+    o.page.mouse.click(box["x"] + pt[0], box["y"] + pt[1])
+    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{nodes[right[0]]['members']}']", timeout=10000)
+    assert o.page.get_attribute("#fig-comm-graph", "data-hosts") == right[0]
     o.offline()

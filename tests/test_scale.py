@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from reportgen.loaders import columnar, common
@@ -155,6 +157,8 @@ def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, f
     ('{"a": 5000000000000000000}', False), ('\ufeff{"a": 1}', True), ('{"a": 1,}', False),
     ('{"a": ' + "[" * 300 + "]" * 300 + "}", False),  # deeper than MAX_JSON_DEPTH: never handed to orjson
     ('{"a": "]]]]", "b": ' + "[" * 150 + "]" * 150 + "}", True),  # brackets inside strings do not count
+    ('[1.5e+20]', False), ('{"a": 99999999999e9}', False), ('{"a": [-4611686018427387905]}', False),
+    ('{"op@3985311011064145515": [1, 2.5e-05, 1700000000001000.0, -12]}', True),  # long digits in a key: fine
 ])
 def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fast):
     p = tmp_path / "communication.json"
@@ -168,6 +172,86 @@ def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fa
         ref = read_json(p, ref_log)
     assert repr(got) == repr(ref)
     assert [i.problem for i in log.issues] == [i.problem for i in ref_log.issues]
+
+
+KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
+
+
+@pytest.mark.parametrize("body,fast", [
+    (KD + "1,MatMul_1,MatMul,AI_CORE,1763717400000000.120\t,12.5\n1, Add_2 ,Add,AI_VECTOR_CORE,1763717400000013.0\t,3\n"
+     "1,hcom_allReduce_1,hcom_allReduce_,HCCL,1763717400000020\t,40\n1,MatMul_1,MatMul,AI_CORE,1763717400000070,2\n", True),
+    (KD + "1,MatMul,MatMul,AI_CORE,10,12.5\n1,MatMul,MatMul,AI_CORE,10,12.5\n", False),  # duplicated row
+    (KD + "1,MatMul,MatMul,AI_CORE,10,-1\n1,Add,Add,AI_CORE,11,2\n", False),  # negative duration
+    (KD + "1,MatMul,MatMul,AI_CORE,10,inf\n1,Add,Add,AI_CORE,11,2\n", False),  # not finite
+    (KD + "1,MatMul,MatMul,AI_CORE,10,N/A\n1,Add,Add,AI_CORE,11,2\n", True),  # a missing duration: NaN, named
+    (KD + "1,MatMul,MatMul,AI_CORE,10,n/a\n1,Add,Add,AI_CORE,11,abc\n", False),  # text in a number column
+    (KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,11\n", False),  # short row
+    (KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,11,2\n1,Mul,Mul", False),  # cut off mid-row
+    (KD + "1,123,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,11,2\n", False),  # a number in a text column
+    (KD + "1,NaN,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,11,2\n", False),  # a non-finite token in a text column
+    (KD + "1,MatMul,MatMul,AI_CORE,,1\n1,Add,Add,AI_CORE,11,2\n", False),  # a time stamp missing
+    ("\ufeff" + KD.replace("\n", "\r\n") + "1,MatMul,MatMul,AI_CORE,10,1\r\n1,Add,Add,AI_CORE,11,2\r\n", True),
+    ("Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\nMatMul,MatMul,4\n", True),  # no core, no stamp
+])
+def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
+    """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the
+    data-quality entries of the careful path, on clean and on broken files."""
+    from reportgen.loaders import operators
+
+    p = tmp_path / "kernel_details.csv"
+    p.write_bytes(body.encode("utf-8"))
+    took_fast = columnar.read_typed(p, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
+                                    ("Accelerator Core",), common._STAMP, common._DURATION) is not None
+    assert took_fast == fast
+    log = IssueLog(tmp_path)
+    got = operators.load_kernel_details(p, log)
+    ref_log = IssueLog(tmp_path)
+    with monkeypatch.context() as m:
+        m.setattr(columnar, "read_typed", lambda *a, **k: None)
+        m.setattr(columnar, "read_clean", lambda *a, **k: None)
+        ref = operators.load_kernel_details(p, ref_log)
+    assert [i.problem for i in log.issues] == [i.problem for i in ref_log.issues]
+    assert (got is None) == (ref is None)
+    if got is not None:
+        for a, b in zip(got, ref):
+            assert a.equals(b) and list(a.dtypes) == list(b.dtypes)
+    if "hcom_allReduce_1" in body:  # hand-computed: MatMul_1 twice (12.5 + 2 us), the share of computing time
+        by_type, detail = got
+        assert list(detail["name"]) == ["MatMul_1", "Add_2", "hcom_allReduce_1"]  # first appearance, stripped
+        assert list(by_type["op_type"]) == ["MatMul", "Add", "hcom_allReduce_"]
+        d = detail.set_index("name")
+        assert d.loc["MatMul_1", "count"] == 2 and d.loc["MatMul_1", "total_ms"] == pytest.approx(0.0145)
+        assert d.loc["MatMul_1", "share"] == pytest.approx(14.5 / 17.5)
+        assert d.loc["hcom_allReduce_1", "side"] == "communication" and d.loc["hcom_allReduce_1", "share"] == 1.0
+
+
+def test_typed_reader_on_the_real_samples_equals_the_careful_path(monkeypatch):
+    """Every kernel_details / op_statistic / memory_record CSV of the real samples: the typed reader's columns equal
+    what the careful path makes of the same file."""
+    root = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+    files = sorted(root.glob("**/kernel_details.csv")) + sorted(root.glob("**/memory_record.csv"))
+    if not files:
+        pytest.skip(f"real samples not found under {root}")
+    specs = {"kernel_details.csv": (("Name", "Type", "Accelerator Core"), ("Duration(us)",)),
+             "memory_record.csv": (("Component",), ("Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"))}
+    fast_count = 0
+    for p in files:
+        text, numeric = specs[p.name]
+        fast = columnar.read_typed(p, text, numeric, ("Accelerator Core",), common._STAMP, common._DURATION)
+        with monkeypatch.context() as m:
+            m.setattr(columnar, "read_clean", lambda *a, **k: None)
+            df = read_frame(p, IssueLog(p.parent), (*text, *numeric), ("Accelerator Core",))
+        if fast is None or df is None:
+            continue
+        fast_count += 1
+        ref = common.typed_from_frame(df, text, numeric)
+        assert set(fast) == set(ref), p
+        for c in text:
+            if c in fast:
+                assert list(fast[c].codes) == list(ref[c].codes) and fast[c].uniques == ref[c].uniques, (p, c)
+        for c in numeric:
+            assert np.array_equal(fast[c], ref[c], equal_nan=True), (p, c)
+    assert fast_count >= len(files) // 2  # the real files are clean: most take the fast path
 
 
 # --- where the ranks are loaded: one process, a pool, a Dask cluster -----------------------------------------------
@@ -231,3 +315,75 @@ def test_scheduler_unreachable_is_a_user_error(small_run, tmp_path):
     p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9", "-q"])
     assert p.returncode == 2, p.stderr
     assert "cannot reach the Dask scheduler" in p.stderr
+
+
+# --- memory_record in numpy: the same peaks and curve as the pandas code it replaced ------------------------------
+
+
+def _record_curve_reference(ts, alloc, res, comp_values):
+    """The pandas implementation memory_record.csv had before `record_curve` (kept here as the oracle)."""
+    from reportgen.loaders.memory import _downsample
+
+    ts, alloc, res, comp = pd.Series(ts), pd.Series(alloc), pd.Series(res), pd.Series(comp_values, dtype=object)
+    t0 = ts.min()
+    app = comp == "APP"
+    alloc_comp = next((c for c in ("PTA+GE", "PTA", "GE", "MindSpore", "MS") if (comp == c).any()), None)
+    allocated_peak = None
+    if app.any() and res[app].notna().any():
+        curve = pd.DataFrame({"x": (ts[app] - t0) / 1e3, "used_mb": res[app]})
+        peak = float(res[app].max())
+    elif alloc_comp is not None:
+        sel = comp == alloc_comp
+        curve = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "used_mb": res[sel]})
+        peak = float(res[sel].max())
+    else:
+        curve = pd.DataFrame({"x": (ts - t0) / 1e3, "used_mb": res})
+        peak = float(res.max()) if res.notna().any() else None
+    if alloc_comp is not None:
+        sel = comp == alloc_comp
+        allocated_peak = float(alloc[sel].max()) if alloc[sel].notna().any() else None
+        allocated = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "allocated_mb": alloc[sel]})
+        curve = pd.merge_asof(curve.dropna().sort_values("x"), allocated.dropna().sort_values("x"),
+                              on="x", direction="backward")
+    return peak, allocated_peak, _downsample(curve.dropna(subset=["used_mb"]).sort_values("x"), "used_mb")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_record_curve_equals_the_pandas_reference(seed):
+    from reportgen.loaders.columnar import Coded
+    from reportgen.loaders.memory import record_curve
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 5, 300, 700, 2500]))
+    names = list(rng.choice(["APP", "PTA", "PTA+GE", "GE", "MS", "other"], size=int(rng.integers(1, 4)), replace=False))
+    comp = [names[i] for i in rng.integers(0, len(names), n)]
+    ts = np.round(1.7e15 + np.sort(rng.uniform(0, 5e6, n)) * (1 if seed % 3 else -1), 3)  # some runs out of order
+    ts[rng.integers(0, n, n // 50)] = ts[rng.integers(0, n, n // 50)]  # equal time stamps
+    alloc = np.round(rng.uniform(0, 60000, n), 3)
+    res = np.round(alloc + rng.uniform(0, 4000, n), 3)
+    for arr, share in ((alloc, 0.3), (res, 0.1), (ts, 0.02 if seed % 4 == 0 else 0.0)):
+        arr[rng.random(n) < share] = np.nan
+    if seed % 5 == 0:
+        res[np.array(comp) == "APP"] = np.nan  # APP rows without a reserved figure
+    codes, uniques = pd.factorize(pd.Series(comp, dtype=object))
+    got = record_curve(ts, alloc, res, Coded(np.asarray(codes, dtype=np.int64), list(uniques)))
+    ref = _record_curve_reference(ts, alloc, res, comp)
+    for g, r in zip(got[:2], ref[:2]):
+        assert (g is None and r is None) or (g is not None and r is not None and (g == r or (np.isnan(g) and np.isnan(r))))
+    assert list(got[2].columns) == list(ref[2].columns)
+    assert np.array_equal(got[2].to_numpy(dtype=float), ref[2].to_numpy(dtype=float), equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_downsample_equals_the_groupby_reference(seed):
+    """The numpy bucket min/max of `_downsample` keeps the rows pandas' groupby idxmin/idxmax kept (ties: first)."""
+    from reportgen.loaders.memory import MAX_CURVE_POINTS, _downsample
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([601, 1000, 4321, 20000]))
+    df = pd.DataFrame({"x": np.arange(n, dtype=float), "used_mb": np.round(rng.uniform(0, 50, n), int(seed % 3))})
+    got = _downsample(df, "used_mb")
+    bucket = np.arange(n) * (MAX_CURVE_POINTS // 2) // n
+    g = df.groupby(bucket)["used_mb"]
+    ref = df.loc[np.unique(np.concatenate([g.idxmax().to_numpy(), g.idxmin().to_numpy()]))].reset_index(drop=True)
+    assert got.equals(ref) and len(got) <= MAX_CURVE_POINTS

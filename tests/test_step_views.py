@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from reportgen.charts import Chart
 from reportgen.model import ExecutionData, StepOps
@@ -74,3 +75,115 @@ def test_execution_timeline_shifts_devices_and_orders_them_as_the_marey_view():
     by = {r["lane"]: r for r in _expanded(chart)}
     assert by["rank 3 · Ascend Hardware · Stream 1"]["start"] == 1.5  # shifted by its alignment
     assert by["rank 3 · Ascend Hardware · Stream 1"]["lane_i"] == 0 and by["rank 1 · Ascend Hardware · Stream 1"]["lane_i"] == 1
+
+
+# ---- timeline lanes from the traces: torch_npu host dispatch, Kineto stream names --------------------------------
+
+REAL_TORCH_NPU = "../shared/samples/ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"
+
+
+def test_torch_npu_host_dispatch_is_read_with_the_device_operator_it_launched():
+    from pathlib import Path
+
+    from reportgen.loaders import step_ops
+    from reportgen.loaders.common import IssueLog
+
+    path = Path(REAL_TORCH_NPU) / "trace_view.json"
+    log = IssueLog(path.parents[2])
+    lay = step_ops.trace_layout(path, log)
+    o = step_ops.read_step_ops(path, 0, lay, list(lay.windows), log)[50]
+    # the CANN process's calls and the Python process's task-queue slices, one lane per process and thread
+    assert {"CANN · Thread 3099702", "CANN · Thread 3096504", "Python · Thread 3099702"} <= set(o.host_lanes)
+    assert not any(ln.startswith("Python") and not n.startswith(("Enqueue", "Dequeue"))
+                   for n, ln in zip(o.host_names, o.host_lanes))  # no python_function / cpu_op slices
+    # in the trace: Node@launch (item_id Conv2D1) at 1736408883704713.200 µs, 5.02 µs, connection_id 955, the id
+    # of the AI Core task Conv2D1 at 1736408883704903.918 µs; step 50's device range starts at the first launched
+    # task, 1736408883700059.821 µs
+    i = o.host_names.index("Node@launch (Conv2D1)")
+    assert o.host_lanes[i] == "CANN · Thread 3099702"
+    assert o.host_start[i] == pytest.approx((1736408883704713.200 - 1736408883700059.821) / 1e3, abs=1e-6)
+    assert o.host_dur[i] == pytest.approx(0.00502, abs=1e-9)
+    j = o.host_launch[i]
+    assert o.names[j] == "Conv2D1" and o.lanes[j] == "Ascend Hardware · Stream 2"
+    assert o.start[j] == pytest.approx((1736408883704903.918 - 1736408883700059.821) / 1e3, abs=1e-6)
+    # the device operators are as before: the host slices are not operators of the execution view
+    assert not any(n.startswith(("AscendCL@", "Node@", "Enqueue", "Dequeue")) for n in o.names)
+
+
+def test_timeline_draws_host_dispatch_on_its_own_lanes_with_the_launch(tmp_path):
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=2, steps=3, trace_view=True)
+    ex = _execution(run)
+    r = sorted(ex.ops[ex.steps[0]])[0]
+    o = ex.ops[ex.steps[0]][r]
+    assert set(o.host_lanes) == {"CANN · Thread 4243"} and len(o.host_names) > 10
+    chart = timeline_view.rank_chart(ex, r)
+    rows = _expanded(chart)
+    host = [x for x in rows if x["cat"] == "host dispatch"]
+    assert host and {x["lane"] for x in host} == {"CANN · Thread 4243"}
+    assert len([x for x in host if x["step"] == ex.steps[0]]) <= timeline_view.MAX_HOST_BARS
+    dev = {(x["step"], x["start"]): x for x in rows if x["cat"] != "host dispatch"}
+    for x in host:  # the synthetic launch: AscendCL@<op> a little before the operator it launched
+        d = dev[(x["step"], x["launch"])]
+        assert x["name"] == "AscendCL@" + d["name"].split("_")[0] and x["start"] + x["dur"] < d["start"]
+    lanes = chart.columns["ops"]["dicts"]["lane"]
+    assert lanes == ["Ascend Hardware · Stream 2", "HCCL · Group 0 Communication", "CANN · Thread 4243"]
+
+
+def _execution(path):
+    """The execution data of a run as the report reads it (steps and devices chosen, their traces read)."""
+    from reportgen.analysis.execution import select
+    from reportgen.discover import discover
+    from reportgen.loaders import load_execution, load_run, timeline_ranks
+    lay = discover(path)[0]
+    run = load_run(lay)
+    sel = select(run, timeline_ranks(lay), None)
+    return load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+
+
+def test_kineto_lanes_carry_the_traces_stream_names(tmp_path):
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", layout="kineto", ranks=2, steps=3)
+    ex = _execution(run)
+    o = ex.ops[ex.steps[0]][0]
+    # synth/kineto.py names the GPU's process "GPU 0" (process_labels) and its streams "stream 7" / "stream 20"
+    assert set(o.lanes) == {"GPU 0 · stream 7", "GPU 0 · stream 20"}
+    comm = {ln for ln, c in zip(o.lanes, o.classes) if c != "compute"}
+    assert comm == {"GPU 0 · stream 20"}
+    rows = _expanded(timeline_view.rank_chart(ex, 0))
+    assert {x["lane"] for x in rows} == {"GPU 0 · stream 7", "GPU 0 · stream 20"}
+
+
+def test_malformed_host_and_metadata_events_never_raise(tmp_path):
+    """Broken CANN / task-queue slices and metadata are skipped; the device operators are read as before."""
+    import json
+
+    from reportgen.loaders import kineto, step_ops
+    from reportgen.loaders.common import IssueLog
+
+    ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+          {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "CANN"}},
+          {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "Python"}},
+          {"ph": "M", "name": "thread_name", "pid": 2, "tid": 7, "args": ["not", "a", "dict"]},
+          {"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": "100.0", "dur": 10, "args": {"connection_id": [1]}},
+          {"ph": "X", "name": 42, "pid": 2, "tid": 7, "ts": "101.0", "dur": 1},  # name not a string
+          {"ph": "X", "name": "AscendCL@x", "pid": 2, "tid": 7, "ts": "102.0", "dur": "n/a"},  # no duration
+          {"ph": "X", "name": "AscendCL@y", "pid": 2, "tid": 7, "ts": "bad", "dur": 1},  # no start
+          {"ph": "X", "name": "Node@launch", "pid": 2, "tid": 7, "ts": "103.0", "dur": 2,
+           "args": {"item_id": {"x": 1}, "connection_id": None}},
+          {"ph": "X", "name": "Enqueue", "pid": 3, "tid": 9, "cat": None, "ts": "104.0", "dur": 1}]  # cat missing
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(ev), encoding="utf-8")
+    log = IssueLog(tmp_path)
+    lay = step_ops.trace_layout(path, log)
+    o = next(iter(step_ops.read_step_ops(path, 0, lay, list(lay.windows), log).values()))
+    assert o.names == ["MatMul"] and o.host_names == ["Node@launch"] and o.host_launch == [-1]
+    assert o.host_lanes == ["CANN · thread 7"]
+    names: dict = {}
+    for e in ({"name": "thread_name", "pid": 0, "tid": 7, "args": None},
+              {"name": "process_labels", "pid": 0, "args": {"labels": 3}},
+              {"name": "process_name", "pid": 0, "args": {"name": " python "}}):
+        kineto._name_meta(e, names)
+    assert kineto._lane_name(names, (0, 7), True) == "python · stream 7"

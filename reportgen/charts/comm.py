@@ -6,6 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
+from reportgen.charts.steps import step_rule, with_step_param
 from reportgen.charts.theme import (
     OK_COLOR,
     PHASE_COLORS,
@@ -45,7 +46,7 @@ def comm_per_step(rows: list[dict]) -> dict:
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=""),
                  alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
-    return finish(chart, height=220, datasets={"rows": rows})
+    return with_step_param(finish(alt.layer(chart, step_rule("Q")), height=220, datasets={"rows": rows}))
 
 
 def link_bandwidth(rows: list[dict]) -> dict:
@@ -87,17 +88,19 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
                  alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"),
                  alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))])
+    # padded scales: a node on the edge of the layout can still be brushed (a brush stays inside the plot)
     n = alt.Chart(alt.NamedData(name="nodes")).mark_circle(stroke="#333", strokeWidth=0.6, opacity=0.95).encode(
-        x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis),
+        x=alt.X("x:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
+        y=alt.Y("y:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
         size=alt.Size("comm_ms:Q", title=_("Communication ms"), scale=alt.Scale(range=[40, 900])),
         color=alt.Color("ratio:Q", title=_("comm/(comm+wait)"), scale=alt.Scale(scheme="blues", domain=[0, 1])),
         href="href:N",
         tooltip=[alt.Tooltip("label:N", title=unit), alt.Tooltip("comm_ms:Q", title=_("Transit ms"), format=",.3f"),
                  alt.Tooltip("wait_ms:Q", title=_("Wait ms"), format=",.3f"),
                  alt.Tooltip("ratio:Q", title=_("comm/(comm+wait)"), format=".3f")])
-    if by == "rank":  # drag a rectangle over devices: the matrix and box plots below show only those devices
-        n = n.add_params(alt.selection_interval(name="devsel", encodings=["x", "y"], clear="dblclick",
-                                                mark=alt.BrushConfig(fill="#888", fillOpacity=0.12, stroke="#333")))
+    # drag a rectangle over devices (or hosts: their devices) for the matrix and box plots below
+    n = n.add_params(alt.selection_interval(name="devsel", encodings=["x", "y"], clear="dblclick",
+                                            mark=alt.BrushConfig(fill="#888", fillOpacity=0.12, stroke="#333")))
     layers = [e, n]
     if by == "host" and any(x.get("slow") for x in nodes):  # hosts a slow link starts or ends on
         layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
@@ -165,6 +168,42 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
     if len(layers) > 1:
         return finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells})
     return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
+
+
+DRILL_FILTER = "length(sel) > 0 && indexof(sel, '' + datum.src) >= 0 && indexof(sel, '' + datum.dst) >= 0"
+
+
+def drill_matrix() -> dict:
+    """The devices of the hosts picked in a host-level graph (`sel`, set by the page): their rank x rank matrix,
+    a cell per link with its time and size, a drop-down for the colour's metric. The rows come columnar
+    ({src, dst, time_ms, size_mb, bandwidth_gbps, transport, slow}); nothing is drawn until hosts are picked."""
+    metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
+        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=[_("Bandwidth (GB/s)"), _("Time (ms)"),
+                                                                  _("Size (MB)")], name=_("Show:") + " "))
+    base = alt.Chart(alt.NamedData(name="cells")).transform_filter(DRILL_FILTER).transform_calculate(
+        value="datum[metric]", src_s="'' + datum.src", dst_s="'' + datum.dst",
+        cell_label="format(datum.time_ms, '.3g') + ' ms · ' + format(datum.size_mb, '.3g') + ' MB'")
+    x = alt.X("dst_s:O", title=_("Destination rank"), sort=alt.EncodingSortField(field="dst"),
+              axis=alt.Axis(labelOverlap=True))
+    y = alt.Y("src_s:O", title=_("Source rank"), sort=alt.EncodingSortField(field="src"),
+              axis=alt.Axis(labelOverlap=True))
+    rect = base.mark_rect().encode(
+        x=x, y=y, color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
+        stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
+        strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
+        tooltip=[alt.Tooltip("src_s:N", title=_("From")), alt.Tooltip("dst_s:N", title=_("To")),
+                 alt.Tooltip("transport:N", title=_("Transport")),
+                 alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
+                 alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"),
+                 alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f")])
+    # white on the dark (low) end of viridis, black elsewhere: every label readable on its cell
+    label = base.transform_joinaggregate(vmin="min(value)", vmax="max(value)").mark_text(fontSize=8).encode(
+        x=x, y=y, text="cell_label:N", color=alt.condition(
+            "datum.value < datum.vmin + 0.4 * (datum.vmax - datum.vmin)", alt.value("#fff"), alt.value("#111")))
+    spec = _lift_params(finish(alt.layer(rect, label).add_params(metric, alt.param(name="sel", value=[])),
+                               height=560))
+    spec["datasets"] = {"cells": []}
+    return spec
 
 
 def _lift_params(spec: dict) -> dict:

@@ -6,6 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
+from reportgen.charts.steps import step_rule, with_step_param
 from reportgen.charts.theme import SLOW_COLOR, finish, phase_scale
 
 
@@ -58,4 +59,4 @@ def stage_steps(rows: list[dict], y_title: str) -> dict:
         tooltip=[alt.Tooltip("step:O", title=_("Step")), alt.Tooltip("stage:N", title=_("Stage")),
                  alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
     )
-    return finish(chart, height=220, datasets={"stage_steps": rows})
+    return with_step_param(finish(alt.layer(chart, step_rule("O")), height=220, datasets={"stage_steps": rows}))

@@ -12,6 +12,23 @@ from reportgen.i18n import _
 from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
 
 MAX_BARS = 64
+# The step the page's step selector picked (null: the average), set by report.js on every chart declaring it:
+# charts over steps mark it, the heatmap isolates it.
+STEP_PARAM = "msrstep"
+
+
+def with_step_param(spec: dict) -> dict:
+    """Declare the selected-step parameter at the top level of `spec` (layered specs want variables there)."""
+    if not any(p.get("name") == STEP_PARAM for p in spec.get("params", [])):
+        spec.setdefault("params", []).append({"name": STEP_PARAM, "value": None})
+    return spec
+
+
+def step_rule(x_type: str = "Q") -> alt.Chart:
+    """A layer marking the selected step on a chart whose x is the step (nothing drawn for the average)."""
+    return alt.Chart(alt.Data(values=[{}])).transform_filter(f"{STEP_PARAM} != null").transform_calculate(
+        sel_step=STEP_PARAM).mark_rule(color="#111", strokeWidth=2, strokeDash=[5, 3]).encode(
+        x=alt.X(f"sel_step:{x_type}"))
 
 
 def _status_legend():
@@ -60,11 +77,19 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
     value_title = value_title or _("Step time (ms)")
     rank_title = _("Rank") if rank_bin == 1 else _("Ranks (groups of {n}, max shown)").format(n=rank_bin)
     step_title = _("Step") if step_bin == 1 else _("Steps (groups of {n}, max shown)").format(n=step_bin)
+    # the step the page's selector picked: its column keeps full colour and an outline, the others fade
+    picked = (f"{STEP_PARAM} == null || (datum.step_order <= {STEP_PARAM} && "
+              f"{STEP_PARAM} <= (datum.step_last || datum.step_order))")
+    outlined = f"{STEP_PARAM} != null && datum.step_order <= {STEP_PARAM} && " \
+               f"{STEP_PARAM} <= (datum.step_last || datum.step_order)"
     chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
         y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme="orangered", zero=False)),
+        opacity=alt.condition(picked, alt.value(1.0), alt.value(0.18)),
+        stroke=alt.condition(outlined, alt.value("#111"), alt.value(None)),
+        strokeWidth=alt.condition(outlined, alt.value(1.2), alt.value(0)),
         tooltip=[alt.Tooltip("ranks:O", title=_("Rank(s)")), alt.Tooltip("steps:O", title=_("Step(s)")),
                  alt.Tooltip("value:Q", title=value_title, format=",.3f")],
     )
@@ -75,8 +100,8 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
             align="left", dx=4, fontWeight="bold", fontSize=12, color="#000").encode(
             x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending"), bandPosition=0),
             y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")), text="flag:N")
-        return finish(alt.layer(chart, label), height=height, datasets={"cells": cells})
-    return finish(chart, height=height, datasets={"cells": cells})
+        return with_step_param(finish(alt.layer(chart, label), height=height, datasets={"cells": cells}))
+    return with_step_param(finish(chart, height=height, datasets={"cells": cells}))
 
 
 def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:

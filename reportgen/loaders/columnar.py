@@ -14,9 +14,10 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 FAST_MAX_BYTES = 1 << 30  # larger files take the careful (streaming-friendlier) path
@@ -112,3 +113,131 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
                     return None  # duplicated rows: the careful path counts them once and says so
     out = {names[i]: table.column(keys[i]).to_pandas() for i in want if names[i] not in stamps}
     return pd.DataFrame(out)
+
+
+# --- typed columns: the hot loaders' fast path ------------------------------------------------------------------
+
+
+class Coded(NamedTuple):
+    """A text column as codes per row (0..n-1, numbered in order of first appearance, as `pandas.factorize`) and
+    the distinct stripped values."""
+
+    codes: "np.ndarray"
+    uniques: list
+
+
+_NULLS = [v for t in ("", "N/A", "NA", "None", "NULL", "-", "--") for v in dict.fromkeys((t, t.upper(), t.lower()))]
+
+
+def read_typed(path: Path, text: tuple[str, ...], numeric: tuple[str, ...], optional: tuple[str, ...],
+               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]") -> Optional[dict]:
+    """`{column: Coded}` for the `text` columns and `{column: float64 array}` for the `numeric` ones of a clean
+    CSV, equal to what `common.typed_from_frame` makes of the careful path's frame; None on anything irregular
+    (then the careful path reads the file and names the problem). Stricter than `read_clean`: a text column with
+    a number-like or non-finite cell, or a numeric column with an empty / N/A cell, takes the careful path too.
+    Text columns are dictionary-encoded while parsing, so their screening and grouping work on the distinct
+    values, not on every row."""
+    try:
+        return _read_typed(path, text, numeric, optional, stamp_re, duration_re)
+    except Exception:  # noqa: BLE001 - any surprise: the careful path reads the file and names the problem
+        return None
+
+
+def _read_typed(path, text, numeric, optional, stamp_re, duration_re):
+    import numpy as np
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    from reportgen.loaders.common import (_NUMBER, _NUMERIC_HEADER, BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS,
+                                          clean_cell, open_file)
+
+    columns = (*text, *numeric)
+    with open_file(path, "rb") as f:
+        data = f.read(FAST_MAX_BYTES + 1)
+    if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    end = data.find(b"\n")
+    header = next(csv.reader([data[:end].decode("utf-8")]), [])
+    names = [clean_cell(h) for h in header]
+    if not any(names) or len(set(names)) != len(names):
+        return None
+    if any(c not in names and c not in optional for c in columns):
+        return None
+    stamps = [n for n in names if stamp_re.search(n) and n not in columns]
+    want = [i for i, n in enumerate(names) if n in columns or n in stamps]
+    rows = data.count(b"\n") - 1
+    if not want or rows < 1:
+        return None
+    bad = [0]
+
+    def invalid(_row) -> str:
+        bad[0] += 1
+        return "skip"
+
+    keys = [f"c{i}" for i in range(len(names))]
+    # numbers (and time stamps) parsed as float64 while reading; the usual spellings of a missing value (empty,
+    # N/A, NULL, -, ...) become NaN as the careful path makes them; any other text fails the whole read (the
+    # careful path), and "nan" / "inf" parse but are refused below
+    kinds = {keys[i]: pa.dictionary(pa.int32(), pa.string()) if names[i] in text else pa.float64() for i in want}
+    table = pacsv.read_csv(
+        pa.BufferReader(data),
+        read_options=pacsv.ReadOptions(column_names=keys, skip_rows=1, use_threads=False,
+                                       block_size=max(1 << 20, len(data) + 1)),
+        parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
+        convert_options=pacsv.ConvertOptions(include_columns=list(kinds), column_types=kinds, null_values=_NULLS,
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
+    if bad[0] or table.num_rows != rows:
+        return None
+    out: dict = {}
+    for i in want:
+        name, col = names[i], table.column(keys[i])
+        if name in text:
+            if _NUMERIC_HEADER.search(name):
+                return None  # a unit in the header: the careful path decides what the column is
+            col = col.unify_dictionaries() if col.num_chunks > 1 else col
+            chunks = col.chunks or [pa.array([], pa.dictionary(pa.int32(), pa.string()))]
+            values = [v.strip() for v in chunks[0].dictionary.to_pylist()]
+            for v in values:
+                u = v.upper()
+                if u in BAD_TOKENS or (u not in NA_TOKENS and _NUMBER.fullmatch(v)):
+                    return None  # numbers in a text column: the careful path
+            if not values:
+                out[name] = Coded(np.zeros(0, np.int64), [])
+                continue
+            idx = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+            distinct = {}
+            stripped = np.array([distinct.setdefault(v, len(distinct)) for v in values], dtype=np.int64)
+            row = stripped[idx]
+            first = np.full(len(distinct), len(row), dtype=np.int64)
+            np.minimum.at(first, row, np.arange(len(row), dtype=np.int64))
+            seen = np.flatnonzero(first < len(row))
+            order = seen[np.argsort(first[seen], kind="stable")]  # codes in order of first appearance
+            remap = np.empty(len(distinct), dtype=np.int64)
+            remap[order] = np.arange(len(order))
+            uniques = list(distinct)
+            out[name] = Coded(remap[row], [uniques[j] for j in order])
+        else:
+            arr = col.to_numpy(zero_copy_only=False)  # missing cells: NaN
+            missing = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
+            if missing is not None and name not in columns:
+                return None  # a time stamp with a gap: the careful path's duplicate check sees the text
+            present = arr if missing is None else arr[~missing]
+            if not np.all(np.isfinite(present)) or (len(present) and np.abs(present).max() > MAX_ABS_NUMBER):
+                return None
+            if duration_re.search(name) and (arr[~np.isnan(arr)] < 0).any():
+                return None
+            if name in columns:
+                out[name] = arr
+    stamped = [keys[i] for i in want if stamp_re.search(names[i])]
+    if stamps or any(stamp_re.search(c) for c in columns):
+        # identical rows have identical stamps: distinct stamps prove there is no duplicate. Equal floats from
+        # different texts ("1.0", "1.00") count as equal here, which can only send a clean file the careful way
+        if not stamped or len(np.unique(table.column(stamped[0]).to_numpy())) != table.num_rows:
+            cols = [keys[i] for i in want]
+            plain = table.select(cols).cast(pa.schema([(k, pa.string() if pa.types.is_dictionary(table.schema.field(
+                k).type) else pa.float64()) for k in cols]))
+            if plain.group_by(cols, use_threads=False).aggregate([]).num_rows != table.num_rows:
+                return None  # duplicated rows: the careful path counts them once and says so
+    return out

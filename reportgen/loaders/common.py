@@ -536,23 +536,30 @@ def _fast_json(raw: bytes) -> Any:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
         return _MISS
-    stack = [(data, 1)]
+    if not isinstance(data, (dict, list)):
+        return _MISS if _unusable(data) else data
+    return data if _numbers_usable(data) else _MISS
+
+
+def _numbers_usable(data: Any) -> bool:
+    """No number in `data` (orjson's output: NaN cannot occur, overflow to inf can) is non-finite or beyond
+    MAX_ABS_NUMBER / MAX_INT: an explicit stack with exact type tests (bool is not int here), no call per value."""
+    lim_f, lim_i = MAX_ABS_NUMBER, MAX_INT
+    stack = [data]
+    pop, push = stack.pop, stack.append
     while stack:
-        v, d = stack.pop()
-        if d > MAX_JSON_DEPTH:
-            return _MISS
-        if isinstance(v, dict):
-            items = v.values()
-        elif isinstance(v, list):
-            items = v
-        else:
-            continue
-        for x in items:
-            if isinstance(x, (dict, list)):
-                stack.append((x, d + 1))
-            elif _unusable(x):
-                return _MISS
-    return _MISS if _unusable(data) else data
+        v = pop()
+        for x in (v.values() if type(v) is dict else v):
+            t = type(x)
+            if t is float:
+                if not -lim_f <= x <= lim_f:  # False for NaN and inf too
+                    return False
+            elif t is int:
+                if not -lim_i <= x <= lim_i:
+                    return False
+            elif t is dict or t is list:
+                push(x)
+    return True
 
 
 def _nesting_within(raw: bytes, limit: int) -> bool:
@@ -658,6 +665,42 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
         df = screen_frame(path, log, df, dedupe=bool(stamps) or any(_STAMP.search(c) for c in columns))
     extra = [c for c in df.columns if c in stamps]
     return df.drop(columns=extra) if extra else df
+
+
+def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[str, ...],
+               optional: tuple[str, ...] = ()) -> Optional[dict]:
+    """The columns of a (possibly large) CSV ready to aggregate: `{column: Coded}` for the `text` columns (codes per
+    row and the distinct stripped values) and `{column: float64 array}` for the `numeric` ones (NaN where a cell is
+    not a number). A clean file is parsed by pyarrow (`columnar.read_typed`); anything else goes through
+    `read_frame`'s careful path, whose rows and data-quality entries it keeps exactly. None as `read_frame`."""
+    if not _text_guard(path, log):
+        return None
+    from reportgen.loaders.columnar import read_typed as fast_typed
+
+    fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
+    if fast is not None:
+        return fast
+    df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
+    return None if df is None else typed_from_frame(df, text, numeric)
+
+
+def typed_from_frame(df: "pd.DataFrame", text: tuple[str, ...], numeric: tuple[str, ...]) -> dict:
+    """`read_typed`'s columns from a frame of strings (the careful path): text stripped and factorized in order of
+    first appearance, numbers parsed (NaN where a cell is not one)."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.loaders.columnar import Coded
+
+    out: dict = {}
+    for c in text:
+        if c in df:
+            codes, uniques = pd.factorize(df[c].astype(str).str.strip(), use_na_sentinel=False)
+            out[c] = Coded(np.asarray(codes, dtype=np.int64), list(uniques))
+    for c in numeric:
+        if c in df:
+            out[c] = pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
+    return out
 
 
 # --- streamed traces -------------------------------------------------------------------------------

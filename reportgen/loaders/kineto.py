@@ -676,8 +676,12 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     starts = np.array([w[0] for w in wins])
     dev: dict = {s: [] for _, _, s in wins}
     cpu: dict = {s: [] for _, _, s in wins}
+    procs: dict = {}  # pid -> its label ("GPU 0") or name; (pid, tid) -> thread name ("stream 7")
     try:
         for e in trace_events(path):
+            if e.get("ph") == "M":
+                _name_meta(e, procs)
+                continue
             if e.get("ph") != "X":
                 continue
             ts, dur = _num(e.get("ts")), _num(e.get("dur"))
@@ -692,35 +696,62 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             if cat in DEVICE_CATS:
                 comm = bool(COMM_KERNEL_RE.match(name))
                 dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute"))
+                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid"))))
             elif cat == "user_annotation" and name.startswith("gloo:"):
-                cpu[s].append((ts, dur, name, _exec_class(name), True))
+                cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
             elif cat == "cpu_op" and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
-                cpu[s].append((ts, dur, name, "compute", False))
+                cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
     except TRACE_ERRORS:
         pass
     out = {}
     use_dev = any(dev.values())
     for a, b, s in wins:
         if use_dev:
-            rows = sorted(dev[s])
+            rows = sorted(dev[s], key=lambda r: r[:4])
         else:  # top-level operators only (a nested operator is inside its parent's span)
             rows, end = [], -math.inf
-            for ts, dur, name, cls, coll in sorted(cpu[s], key=lambda x: (x[0], -x[1])):
+            for ts, dur, name, cls, coll, where in sorted(cpu[s], key=lambda x: (x[0], -x[1])):
                 if coll:
-                    rows.append((ts, dur, name, cls))
+                    rows.append((ts, dur, name, cls, where))
                 elif ts >= end:
-                    rows.append((ts, dur, name, cls))
+                    rows.append((ts, dur, name, cls, where))
                     end = ts + dur
-            rows.sort()
+            rows.sort(key=lambda r: r[:4])
         if not rows:
             continue
         out[s] = StepOps(rank=rank, step=s, source=log.rel(path), step_ms=(b - a) / 1e3,
                          names=[r[2] for r in rows], classes=[r[3] for r in rows],
                          start=np.array([(r[0] - a) / 1e3 for r in rows]),
                          dur=np.array([r[1] / 1e3 for r in rows]),
-                         window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})")
+                         window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})",
+                         lanes=[_lane_name(procs, r[4], use_dev) for r in rows])
     return out
+
+
+MAX_LANE_CHARS = 80
+
+
+def _name_meta(e: dict, names: dict) -> None:
+    """Kineto's metadata events: `process_name` / `process_labels` ("GPU 0") of a pid, `thread_name` ("stream 7")
+    of a (pid, tid). A label wins over the process name (a GPU's process is named after the Python process)."""
+    args = e.get("args")
+    if not isinstance(args, dict):
+        return
+    kind = e.get("name")
+    if kind == "process_labels" and isinstance(args.get("labels"), str):
+        names[("label", e.get("pid"))] = args["labels"].strip()
+    elif kind == "process_name" and isinstance(args.get("name"), str):
+        names[("name", e.get("pid"))] = args["name"].strip()
+    elif kind == "thread_name" and isinstance(args.get("name"), str):
+        names[(e.get("pid"), e.get("tid"))] = args["name"].strip()
+
+
+def _lane_name(names: dict, where: tuple, device: bool) -> str:
+    """"GPU 0 · stream 7" from the trace's metadata; without it the stream (or thread) number."""
+    pid, tid = where
+    proc = names.get(("label", pid)) or names.get(("name", pid)) or ""
+    thread = names.get((pid, tid)) or (f"stream {tid}" if device else f"thread {tid}")
+    return f"{proc} · {thread}"[:MAX_LANE_CHARS] if proc else thread[:MAX_LANE_CHARS]
 
 
 def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:

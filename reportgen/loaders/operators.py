@@ -17,7 +17,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, read_text, to_float
+from reportgen.loaders.columnar import Coded
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, read_text, read_typed, to_float
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Operators
 
 US_PER_MS = 1e3
@@ -326,64 +327,77 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     """Every device task: per (side, Type) and per (side, Name) totals over the profiled window (ms).
 
     The share is of all computing (non-communication) kernel time, as op_statistic.csv's Ratio(%), which leaves
-    communication kernels out; communication kernels get their share of the communication time.
+    communication kernels out; communication kernels get their share of the communication time. The file is read
+    as typed columns (`read_typed`: codes per distinct name, durations as floats), so the grouping below works on
+    integer codes, never on the strings of every row.
     """
-    df = read_frame(path, log, KERNEL_COLUMNS, optional=("Accelerator Core",))
-    if df is None:
+    cols = read_typed(path, log, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
+                      optional=("Accelerator Core",))
+    if cols is None:
         return None
-    core = df["Accelerator Core"] if "Accelerator Core" in df else pd.Series("AI_CORE", index=df.index)
-    core = core.astype(str).str.strip()
-    sides = {c: side_of_core(c) for c in core.unique()}
-    df = pd.DataFrame({"side": core.map(sides), "core": core,
-                       "name": df["Name"].astype(str).str.strip(), "op_type": df["Type"].astype(str).str.strip(),
-                       "ms": pd.to_numeric(df["Duration(us)"].astype(str).str.strip(), errors="coerce") / US_PER_MS})
-    bad = int(df["ms"].isna().sum())
+    name, op_type, dur = cols["Name"], cols["Type"], cols["Duration(us)"]
+    core = cols.get("Accelerator Core") or Coded(np.zeros(len(dur), dtype=np.int64), ["AI_CORE"])
+    side_names = [side_of_core(c) for c in core.uniques]
+    distinct_sides = list(dict.fromkeys(side_names))
+    side_of = np.array([distinct_sides.index(x) for x in side_names], dtype=np.int64)
+    side = Coded(side_of[core.codes] if len(core.uniques) else core.codes, distinct_sides)
+    ms = dur / US_PER_MS
+    keep = ~np.isnan(ms)
+    bad = int(len(ms) - keep.sum())
     if bad:
         log.add(path, f"{bad} kernel row(s) without a readable duration; skipped")
-        df = df[df["ms"].notna()]
-    ms = df["ms"].to_numpy(dtype="float64")
-    comm = (df["side"] == "communication").to_numpy()
+        ms = ms[keep]
+        side, core, name, op_type = (Coded(c.codes[keep], c.uniques) for c in (side, core, name, op_type))
+    comm_side = distinct_sides.index("communication") if "communication" in distinct_sides else -1
+    comm = side.codes == comm_side
     totals = {True: float(ms[comm].sum()), False: float(ms[~comm].sum())}
 
-    def agg(keys: list[str]) -> pd.DataFrame:
-        """Count, sum, min and max of the durations per key (factorize + bincount: fast on small and big files)."""
-        codes, first_row = _factorize_rows(df, keys)
+    def agg(keys: dict[str, Coded]) -> pd.DataFrame:
+        """Count, sum, min and max of the durations per key (combined integer codes + bincount)."""
+        codes, first_row = _group_codes([c.codes for c in keys.values()])
         n = len(first_row)
-        out = pd.DataFrame({k: df[k].iloc[first_row].reset_index(drop=True) for k in keys})
-        out["count"] = np.bincount(codes, minlength=n).astype("float64")
-        out["total_ms"] = np.bincount(codes, weights=ms, minlength=n)
+        cols: dict = {k: np.asarray(c.uniques, dtype=object)[c.codes[first_row]] if n else np.zeros(0, dtype=object)
+                      for k, c in keys.items()}
+        count = np.bincount(codes, minlength=n).astype("float64")
+        total = np.bincount(codes, weights=ms, minlength=n)
         lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
         np.minimum.at(lo, codes, ms)
         np.maximum.at(hi, codes, ms)
-        out["min_ms"], out["max_ms"] = lo, hi
-        out["avg_ms"] = out["total_ms"] / out["count"]
-        is_comm = (out["side"] == "communication").to_numpy()
+        is_comm = cols["side"] == "communication"
         denom = np.where(is_comm, totals[True], totals[False])
-        out["share"] = np.where(denom > 0, out["total_ms"] / np.where(denom > 0, denom, 1.0), np.nan)
-        if "name" in keys:
-            if df["op_type"].notna().all():  # the first operator type of each name (as groupby.first, faster)
-                out["op_type"] = df["op_type"].to_numpy()[first_row]
-            else:
-                first = pd.Series(df["op_type"].to_numpy()).groupby(codes).first()
-                out["op_type"] = first.reindex(range(n)).to_numpy()
-        return out
+        cols.update({"count": count, "total_ms": total, "min_ms": lo, "max_ms": hi, "avg_ms": total / count,
+                     "share": np.where(denom > 0, total / np.where(denom > 0, denom, 1.0), np.nan)})
+        if "name" in keys:  # the first operator type of each name
+            cols["op_type"] = np.asarray(op_type.uniques, dtype=object)[op_type.codes[first_row]] if n else \
+                np.zeros(0, dtype=object)
+        return pd.DataFrame(cols)
 
-    by_type = agg(["side", "core", "op_type"])
-    detail = agg(["side", "name"])
+    by_type = agg({"side": side, "core": core, "op_type": op_type})
+    detail = agg({"side": side, "name": name})
     return by_type[list(OP_TYPE_COLUMNS)], detail[list(OP_DETAIL_COLUMNS)]
 
 
-def _factorize_rows(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of the distinct `keys` tuples in order of first appearance (as MultiIndex.factorize numbers them),
-    and the row where each first appears: per-column codes combined into one integer key (fast)."""
-    combined = np.zeros(len(df), dtype=np.int64)
-    for k in keys:
-        c, u = pd.factorize(df[k], use_na_sentinel=False)
-        combined = combined * max(1, len(u)) + c
+def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the distinct tuples of per-column codes in order of first appearance (as MultiIndex.factorize
+    numbers them), and the row where each first appears."""
+    combined = np.zeros(len(parts[0]) if parts else 0, dtype=np.int64)
+    for c in parts:
+        combined = combined * (int(c.max()) + 1 if len(c) else 1) + c
         combined, _ = pd.factorize(combined)  # keep the key small: codes in order of first appearance
-    codes, _ = pd.factorize(combined)
-    first_row = np.unique(codes, return_index=True)[1]  # codes are 0..n-1: the first row of each
-    return codes, first_row
+    codes = np.asarray(combined, dtype=np.int64)
+    return codes, first_rows(codes)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The row where each code first appears, for codes numbered 0..n-1 in order of first appearance (a new code is
+    exactly where the running maximum grows)."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    grows = np.empty(len(codes), dtype=bool)
+    grows[0] = True
+    run = np.maximum.accumulate(codes)
+    np.greater(run[1:], run[:-1], out=grows[1:])
+    return np.flatnonzero(grows)
 
 
 OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
@@ -392,18 +406,18 @@ OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(
 
 def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`[Device_id,]OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)`."""
-    df = read_frame(path, log, OP_STAT_COLUMNS)
-    if df is None:
+    cols = read_typed(path, log, OP_STAT_COLUMNS[:2], OP_STAT_COLUMNS[2:])
+    if cols is None:
         return None
-
-    def us(c: str) -> pd.Series:
-        return pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce") / US_PER_MS
-
-    out = pd.DataFrame({"side": df["Core Type"].map(side_of_core), "core": df["Core Type"].astype(str).str.strip(),
-                        "op_type": df["OP Type"].astype(str).str.strip(),
-                        "count": pd.to_numeric(df["Count"], errors="coerce"), "total_ms": us("Total Time(us)"),
-                        "avg_ms": us("Avg Time(us)"), "min_ms": us("Min Time(us)"), "max_ms": us("Max Time(us)"),
-                        "share": pd.to_numeric(df["Ratio(%)"], errors="coerce") / 100.0})
+    op_type, core = cols["OP Type"], cols["Core Type"]
+    core_names = np.asarray(core.uniques, dtype=object)[core.codes] if len(core.codes) else np.zeros(0, object)
+    sides = {c: side_of_core(c) for c in core.uniques}
+    out = pd.DataFrame({"side": np.asarray([sides[c] for c in core_names], dtype=object), "core": core_names,
+                        "op_type": np.asarray(op_type.uniques, dtype=object)[op_type.codes] if len(op_type.codes)
+                        else np.zeros(0, object),
+                        "count": cols["Count"], "total_ms": cols["Total Time(us)"] / US_PER_MS,
+                        "avg_ms": cols["Avg Time(us)"] / US_PER_MS, "min_ms": cols["Min Time(us)"] / US_PER_MS,
+                        "max_ms": cols["Max Time(us)"] / US_PER_MS, "share": cols["Ratio(%)"] / 100.0})
     return out[list(OP_TYPE_COLUMNS)].astype({c: "float64" for c in OP_TYPE_COLUMNS[3:]})
 
 

@@ -53,6 +53,7 @@ class TraceLayout:
     processes: dict = field(default_factory=dict)  # pid -> name
     threads: dict = field(default_factory=dict)  # (pid, tid) -> name
     legacy: bool = True  # MindInsight numbering of pids
+    host_windows: dict = field(default_factory=dict)  # step -> host ProfilerStep (start µs, end µs), torch_npu
 
 
 def _step_number(name) -> Optional[int]:
@@ -99,10 +100,12 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
             ph = e.get("ph")
             if ph == "M":
                 n = e.get("name")
+                args = e.get("args")
+                label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
                 if n == "process_name":
-                    procs[e.get("pid")] = str((e.get("args") or {}).get("name", ""))
+                    procs[e.get("pid")] = label
                 elif n == "thread_name":
-                    threads[(e.get("pid"), e.get("tid"))] = str((e.get("args") or {}).get("name", ""))
+                    threads[(e.get("pid"), e.get("tid"))] = label
                 continue
             if ph == "X":
                 name = e.get("name")
@@ -136,7 +139,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
         ranges = device_step_ranges(host_steps, pairs)
         how = (N_("host ProfilerStep ranges mapped to the device through the launch flows") if len(pairs)
                else N_("host ProfilerStep ranges (no launch flows in the trace)"))
-        return TraceLayout({s: (a, b) for s, a, b in ranges}, how, procs, threads, legacy)
+        return TraceLayout({s: (a, b) for s, a, b in ranges}, how, procs, threads, legacy, host_steps)
     windows, _ = legacy_step_windows(step_trace)
     if windows and math.isfinite(lo):
         how = N_("the step trace's step windows")
@@ -187,6 +190,35 @@ def _kind(e: dict, lay: TraceLayout) -> Optional[str]:
 
 
 MAX_SHAPES_CHARS = 160
+MAX_HOST_EVENTS = 4000  # host dispatch events kept per step (the longest), before the timeline's own cap
+HOST_QUEUE_CATS = ("enqueue", "dequeue")  # torch_npu's task queue on the Python process
+
+
+def _host_event(e: dict, lay: TraceLayout) -> bool:
+    """torch_npu's host dispatch: the CANN process's AscendCL / runtime calls and the Python process's task-queue
+    enqueue / dequeue slices (how torch_npu hands an operator to the launch thread)."""
+    if lay.legacy:
+        return False
+    pname = lay.processes.get(e.get("pid"), "")
+    if pname.startswith("CANN"):
+        return True
+    return pname.startswith("Python") and str(e.get("cat") or "").lower() in HOST_QUEUE_CATS
+
+
+def _host_name(name: str, args) -> str:
+    """A CANN slice's name with the operator it handles when the trace says ("Node@launch (Conv2D1)")."""
+    item = args.get("item_id") if isinstance(args, dict) else None
+    if isinstance(item, str) and item not in ("", "0") and item not in name:
+        return f"{name} ({item})"[:MAX_SHAPES_CHARS]
+    return name[:MAX_SHAPES_CHARS]
+
+
+def _connection(args) -> Optional[str]:
+    """The id pairing a CANN launch with the device task it launched (`connection_id` in both events' args)."""
+    if not isinstance(args, dict):
+        return None
+    c = args.get("connection_id")
+    return None if c is None or isinstance(c, (dict, list)) else str(c)
 
 
 def _lane(e: dict, lay: TraceLayout) -> str:
@@ -225,13 +257,26 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
     if not wins:
         return {}
     starts = np.array([w[0] for w in wins])
-    cols = {s: ([], [], array("d"), array("d"), [], []) for _, _, s in wins}
+    cols = {s: ([], [], array("d"), array("d"), [], [], []) for _, _, s in wins}
+    # host dispatch: by the host ProfilerStep windows when the trace has them (the host runs ahead of the device)
+    hwins = sorted((lay.host_windows[s][0], lay.host_windows[s][1], s) for _, _, s in wins if s in lay.host_windows)
+    hstarts = np.array([w[0] for w in hwins]) if hwins else starts
+    hwins = hwins or wins
+    host: dict = {s: [] for _, _, s in wins}
     try:
         for e in trace_events(path):
             if e.get("ph") != "X":
                 continue
             ts = to_float(e.get("ts"))
             if math.isnan(ts):
+                continue
+            if _host_event(e, lay):
+                i = int(np.searchsorted(hstarts, ts, side="right")) - 1
+                dur = to_float(e.get("dur"))
+                name = e.get("name")
+                if i >= 0 and ts < hwins[i][1] and not math.isnan(dur) and isinstance(name, str):
+                    host[hwins[i][2]].append((ts, dur, _host_name(name, e.get("args")), _lane(e, lay),
+                                              _connection(e.get("args"))))
                 continue
             i = int(np.searchsorted(starts, ts, side="right")) - 1
             if i < 0 or ts >= wins[i][1]:
@@ -249,20 +294,35 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
             c[3].append(dur)
             c[4].append(_lane(e, lay))
             c[5].append(_shapes(e.get("args")))
+            c[6].append(_connection(e.get("args")))
     except TRACE_ERRORS:
         pass  # reported by pass 1
     out = {}
     rel = log.rel(path)
     for a, b, s in wins:
-        names, classes, ts, dur, lanes, shapes = cols[s]
+        names, classes, ts, dur, lanes, shapes, conns = cols[s]
         if not names:
             continue
         t = np.frombuffer(ts)
         base = a if math.isfinite(a) else float(t.min())
         end = b if math.isfinite(b) else float((t + np.frombuffer(dur)).max())
         order = np.argsort(t, kind="stable")
-        out[s] = StepOps(rank=rank, step=s, source=rel, step_ms=(end - base) / 1e3,
-                         names=[names[k] for k in order], classes=[classes[k] for k in order],
-                         start=(t[order] - base) / 1e3, dur=np.frombuffer(dur)[order] / 1e3, window=lay.how,
-                         lanes=[lanes[k] for k in order], shapes=[shapes[k] for k in order])
+        o = StepOps(rank=rank, step=s, source=rel, step_ms=(end - base) / 1e3,
+                    names=[names[k] for k in order], classes=[classes[k] for k in order],
+                    start=(t[order] - base) / 1e3, dur=np.frombuffer(dur)[order] / 1e3, window=lay.how,
+                    lanes=[lanes[k] for k in order], shapes=[shapes[k] for k in order])
+        _add_host(o, host[s], {conns[k]: i for i, k in enumerate(order) if conns[k] is not None}, base)
+        out[s] = o
     return out
+
+
+def _add_host(o: StepOps, events: list[tuple], launched: dict, base: float) -> None:
+    """Host dispatch events (µs) into `o`, in ms from the step start `base`; the longest MAX_HOST_EVENTS kept."""
+    if len(events) > MAX_HOST_EVENTS:
+        events = sorted(events, key=lambda x: -x[1])[:MAX_HOST_EVENTS]
+    events = sorted(events)
+    o.host_names = [x[2] for x in events]
+    o.host_lanes = [x[3] for x in events]
+    o.host_start = [(x[0] - base) / 1e3 for x in events]
+    o.host_dur = [x[1] / 1e3 for x in events]
+    o.host_launch = [launched.get(x[4], -1) if x[4] is not None else -1 for x in events]

@@ -260,7 +260,7 @@ def check(ctx: Context) -> list[Finding]:
             verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
             pattern, strip = step_pattern(cells, ranks)
             rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
-            rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
+            rel_text = ("" if rel is None else lazy(" ({pct})", pct=fmt_pct(rel, 0)) if rel < 2 else
                         lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
             title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
                          subject=host_msg(a, hosts) if hosts else ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,

@@ -22,7 +22,10 @@ from reportgen.charts.steps import MAX_BARS
 from reportgen.site import highlights, step_views
 from reportgen.site.comm_views import (
     MAX_BOX_LINKS,
+    MAX_DRILL_BOX_LINKS,
+    MAX_DRILL_RANKS,
     MAX_OP_ROWS,
+    drill_cells,
     graph_layout,
     matrix_cells,
 )
@@ -179,7 +182,8 @@ def _rank_chart(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
     if len(ps):
         ps = ps.dropna(subset=["step"])
         by_step = {int(s): g.groupby("rank").mean(numeric_only=True).to_dict("index") for s, g in ps.groupby("step")}
-        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])})
+        step_views.attach(chart, sorted(by_step), lambda s: {"rows": bars(by_step[s])},
+                          axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")))
     return chart
 
 
@@ -191,15 +195,26 @@ def _wait_strip(a: Analysis, rows: list[dict], hl: Highlights) -> Optional[Chart
         return None
     flagged = hl.slow_ranks | hl.waits_least
     multi = a.run.info.stages > 1
-    strip = [{"rank": r["rank"], "value": round(r["wait_ms"], 4), "href": r["href"],
-              "status": "slow" if r["rank"] in flagged else "normal",
-              "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
-             for r in data]
-    return Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
-                 _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
-                   "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to open "
-                   "the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
-                 renderer="canvas" if len(strip) > 3000 else "svg")
+
+    def strip_rows(wait: dict) -> list[dict]:
+        return [{"rank": r["rank"], "value": round(float(wait[r["rank"]]), 4), "href": r["href"],
+                 "status": "slow" if r["rank"] in flagged else "normal",
+                 "stage": _("stage {n}").format(n=r["pp_stage"]) if multi and r["pp_stage"] != "" else _("all ranks")}
+                for r in data if num(wait.get(r["rank"])) is not None]
+
+    strip = strip_rows({r["rank"]: r["wait_ms"] for r in data})
+    chart = Chart("comm-wait", step_charts.rank_strip(strip, _("Wait per step (ms)")),
+                  _("Wait per step of each of the {n} ranks, one tick per rank{stages}; black: the median; red and "
+                    "numbered: ranks a finding names (the rank the others wait for waits least). Click a mark to "
+                    "open the rank's page.").format(n=len(strip), stages=_(", a line per pipeline stage") if multi else ""),
+                  renderer="canvas" if len(strip) > 3000 else "svg")
+    ps = a.comm.per_rank_step
+    if len(ps) and "wait_ms" in ps:
+        ps = ps.dropna(subset=["step"])
+        by_step = {int(s): g.groupby("rank")["wait_ms"].mean().to_dict() for s, g in ps.groupby("step")}
+        step_views.attach(chart, sorted(by_step), lambda s: {"ranks": strip_rows(by_step[s])}, join="rank",
+                          axis_title=(_("Wait per step (ms)"), _("Wait in step {n} (ms)")))
+    return chart
 
 
 def _step_chart(a: Analysis) -> Optional[Chart]:
@@ -270,7 +285,25 @@ def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
                  renderer="canvas" if len(g["edges"]) > 3000 else "svg")
 
 
-def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
+def _drill_chart(lt: pd.DataFrame) -> Optional[Chart]:
+    """Above MAX_RANK_NODES ranks: the rank-level matrix of the hosts picked in the host-level graph (drawn by the
+    browser from a bounded columnar dataset; empty until hosts are picked)."""
+    cols, n = drill_cells(lt)
+    kept = len(cols["cells"]["rows"])
+    if not kept:
+        return None
+    cap = _("Pick hosts in the graph above (drag a rectangle over them, or click one; double-click clears): the "
+            "links among their devices, rank by rank, each cell with the link's time and size. At most {m} devices "
+            "at once: the hosts picked first.").format(m=MAX_DRILL_RANKS)
+    if kept < n:
+        cap += " " + _("The page carries {kept} of the run's {n} links: the slow links and the slowest others; a "
+                       "link left out is an empty cell.").format(kept=kept, n=n)
+    chart = Chart("comm-drill", comm_charts.drill_matrix(), cap)
+    chart.columns = cols
+    return chart
+
+
+def _box_chart(a: Analysis, lt: pd.DataFrame, per_host: bool = False) -> Optional[Chart]:
     lo = a.comm.link_ops
     if not len(lo) or not len(lt):
         return None
@@ -280,6 +313,11 @@ def _box_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     slow = cand[cand["slow"]]
     rest = cand[~cand["slow"] & (cand["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)].sort_values("bandwidth_gbps")
     pick = pd.concat([slow, rest]).drop_duplicates(subset=["src", "dst", "transport"]).head(MAX_BOX_LINKS)
+    if per_host:  # the host drill-down: each host's slowest link too, so picked hosts have boxes
+        host = cand["src"].map(lambda r: a.run.ranks[int(r)].info.host if int(r) in a.run.ranks else "")
+        per = cand.assign(h=host).sort_values("bandwidth_gbps").drop_duplicates(subset=["h"])
+        pick = pd.concat([pick, per.drop(columns="h")]).drop_duplicates(
+            subset=["src", "dst", "transport"]).head(MAX_BOX_LINKS + MAX_DRILL_BOX_LINKS)
     rows = []
     for order, rec in enumerate(pick.to_dict("records")):
         sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
@@ -340,6 +378,7 @@ class CommContext(PageContext):
     slow_rule: str = ""
     slow_rule_link: str = ""
     has_stored_bw: bool = False
+    drill_max: int = MAX_DRILL_RANKS  # devices the host drill-down draws at once
 
 
 def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
@@ -352,8 +391,11 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), _graph_chart(a, hl),
-                            _matrix_chart(a, lt), _box_chart(a, lt)) if ch is not None]
+    graph = _graph_chart(a, hl)
+    by_host = graph is not None and any("members" in n for n in graph.spec["datasets"]["nodes"])
+    charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), graph,
+                            _matrix_chart(a, lt), _drill_chart(lt) if by_host else None,
+                            _box_chart(a, lt, per_host=by_host)) if ch is not None]
     if mapped:
         # only the fields the chart reads: at 1,000+ ranks the scatter has thousands of points
         points = [{"link": f"{l['src']}→{l['dst']}", "group": l["group"], "transport": l["transport"],

@@ -20,6 +20,34 @@ MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
 MAX_RANK_NODES = 64  # above this many ranks the graph shows hosts (a rank-level graph is an unreadable hairball)
 MAX_OP_ROWS = 300  # operators across ranks shown in the table
 MAX_BOX_LINKS = 24  # links with per-operator box plots
+MAX_DRILL_CELLS = 6000  # rank-level links carried for the host drill-down above MAX_RANK_NODES ranks
+MAX_DRILL_RANKS = 64  # devices the host drill-down draws at once (the hosts picked first, whole hosts)
+MAX_DRILL_BOX_LINKS = 40  # more links with box plots in the host drill-down: each host's slowest
+DRILL_FIELDS = ["src", "dst", "time_ms", "size_mb", "bandwidth_gbps", "transport", "slow"]
+
+
+def drill_cells(link_table: pd.DataFrame, cap: int = MAX_DRILL_CELLS) -> tuple[dict, int]:
+    """Rank-level link cells for the host drill-down (hosts picked in a host-level graph), columnar: (the page's
+    dataset, how many links the run has). Over `cap`, the slow links and then the slowest others are kept."""
+    empty = {"cells": {"fields": DRILL_FIELDS, "dicts": {"transport": []}, "rows": []}}
+    if not len(link_table):
+        return empty, 0
+    lt = link_table[link_table["mapped"] & ~link_table["self"]]
+    if not len(lt):
+        return empty, 0
+    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                       slow=("slow", "any")).reset_index()
+    g["bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+    n = len(g)
+    if n > cap:
+        g = g.sort_values(["slow", "bw"], ascending=[False, True], na_position="last").head(cap)
+    g = g.sort_values(["src", "dst"])
+    transports = sorted(set(g["transport"]))
+    pos = {t: i for i, t in enumerate(transports)}
+    rows = [[int(r.src), int(r.dst), _r(r.time_ms, 4), _r(r.size_mb, 4), _r(r.bw, 3), pos[r.transport],
+             1 if r.slow else 0] for r in g.itertuples(index=False)]
+    return {"cells": {"fields": DRILL_FIELDS, "dicts": {"transport": transports}, "rows": rows}}, n
 
 
 def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
@@ -110,7 +138,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
         nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
                   "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
-                  "ranks": len(members[h]), "href": ""} for h in node_ids]
+                  "ranks": len(members[h]), "href": "",
+                  "members": ",".join(str(r) for r in members[h])}  # the drill-down: a host's devices
+                 for h in node_ids]
         edges = [{"src": rec.hs, "dst": rec.hd, "x": _r(pos[rec.hs][0]), "y": _r(pos[rec.hs][1]),
                   "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
                   "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0

@@ -143,6 +143,34 @@ def _rates(a: Analysis) -> list[dict]:
     return out
 
 
+def _strip_row(x: dict, flagged: set) -> dict:
+    return {"rank": x["rank"], "value": x["share"], "stage": x["stage"], "href": x["href"],
+            "status": "slow" if x["rank"] in flagged else "normal"}
+
+
+def _share_by_step(o) -> dict[int, pd.Series]:
+    """Each step's communication share per rank, as `analysis.overlap` builds the average's."""
+    ps = o.per_step.dropna(subset=["step"])
+    if o.view == "modern" and {"communication_not_overlapped", "total"} <= set(ps):
+        share = ps["communication_not_overlapped"] / ps["total"].where(ps["total"] > 0)
+    elif o.view != "modern" and {"computation", "communication_alone"} <= set(ps):
+        denom = ps["computation"] + ps["communication_alone"]
+        share = ps["communication_alone"] / denom.where(denom > 0)
+    else:
+        return {}
+    frame = ps[["rank", "step"]].assign(share=share)
+    return {int(s): g.groupby("rank")["share"].mean() for s, g in frame.groupby("step")}
+
+
+def _stage_cols(view: str) -> list[str]:
+    """The stage summary's metrics as `analysis.overlap` columns (compute, collective, wait)."""
+    comp = "computing" if view == "modern" else "computation"
+    coll = ("communication_not_overlapped_exclude_receive" if view == "modern"
+            else "collective_alone" if view == "pipeline" else "communication_alone")
+    wait = "bubble" if view == "modern" else "receive_alone"
+    return [comp, coll] + ([wait] if view != "model" else [])
+
+
 def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
     o = a.overlap
     stage_name = _("stage {stage}")  # chart legends
@@ -166,24 +194,34 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
         by_step = ({int(s): g.groupby("rank")[have].mean() for s, g in ps.groupby("step")}
                    if len(have) == len(o.stack) else {})  # a step view missing a part of the bar would mislead
         step_views.attach(stack, sorted(by_step), lambda s: {"breakdown": stacked_bar_rows(
-            by_step[s], o.stack, labels, MAX_BARS, picked)[0]})
+            by_step[s], o.stack, labels, MAX_BARS, picked)[0]},
+            axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")))
         charts.append(stack)
-    share = [{"rank": int(r), "share": round(float(v), 6), "stage": stage_name.format(stage=int(o.per_rank.at[r, 'pp_stage'])),
-              "href": urls.rank_page(int(r))} for r, v in o.per_rank["comm_share"].dropna().items()]
+    stage_of = {int(r): int(v) for r, v in o.per_rank["pp_stage"].items()}
+    flagged = hl.slow_ranks | hl.waits_least
+
+    def share_rows(shares: pd.Series) -> list[dict]:
+        return [{"rank": int(r), "share": round(float(v), 6), "stage": stage_name.format(stage=stage_of.get(int(r), 0)),
+                 "href": urls.rank_page(int(r))} for r, v in shares.dropna().items()]
+
+    share = share_rows(o.per_rank["comm_share"])
     if share:
-        if len(share) <= MAX_BARS:
-            charts.append(Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
-                                N_("Share of the step spent in communication that computation does not hide, per rank "
-                                "(colour: pipeline stage). Click a bar to open the rank.")))
+        bars = len(share) <= MAX_BARS
+        if bars:
+            chart = Chart("overlap-share", overlap_charts.comm_share_by_rank(share),
+                          N_("Share of the step spent in communication that computation does not hide, per rank "
+                             "(colour: pipeline stage). Click a bar to open the rank."))
         else:
-            flagged = hl.slow_ranks | hl.waits_least
-            strip = [{"rank": s["rank"], "value": s["share"], "stage": s["stage"], "href": s["href"],
-                      "status": "slow" if s["rank"] in flagged else "normal"} for s in share]
-            charts.append(Chart("overlap-share", step_charts.rank_strip(strip, "Pure communication / step", ".1%"),
-                                f"Share of the step in communication that computation does not hide, each of the "
-                                f"{len(share)} ranks a tick on its stage's line; black: the stage median; red and "
-                                "numbered: ranks a finding names (a culprit shows a low share: the others wait for "
-                                "it)."))
+            chart = Chart("overlap-share", step_charts.rank_strip(
+                [_strip_row(x, flagged) for x in share], _("Pure communication / step"), ".1%"),
+                _("Share of the step in communication that computation does not hide, each of the {n} ranks a tick "
+                  "on its stage's line; black: the stage median; red and numbered: ranks a finding names (a culprit "
+                  "shows a low share: the others wait for it).").format(n=len(share)))
+        by_step_share = _share_by_step(o)
+        step_views.attach(chart, sorted(by_step_share), lambda s: {"share" if bars else "ranks": [
+            x if bars else _strip_row(x, flagged) for x in share_rows(by_step_share[s])]}, join="rank",
+            axis_title=(_("Pure communication / step"), _("Pure communication / step {n}")))
+        charts.append(chart)
     if o.stage_summary:
         wait_label = "Bubble" if o.view == "modern" else "Pure receive"
         coll_label = ("Comm. not overlapped (excl. receive)" if o.view == "modern" else
@@ -202,9 +240,24 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
                 if num(v) is not None:
                     srows.append({"stage": stage_name.format(stage=s["stage"]), "metric": m, "value": round(float(v), 4),
                                   "note": note, "ranks": ", ".join(str(r) for r in s["ranks"][:16])})
-        charts.append(Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
-                            N_("Per pipeline stage, the mean over its ranks. The stage that computes longest sets the "
-                            "pace; the others wait for it in Receive (the bubble).")))
+        stages_chart = Chart("overlap-stages", overlap_charts.stage_summary(srows, metrics),
+                             N_("Per pipeline stage, the mean over its ranks. The stage that computes longest sets "
+                                "the pace; the others wait for it in Receive (the bubble)."))
+        sr = o.stage_rows
+        means = sr[(sr["stat"] == "mean") & sr["step"].notna()] if len(sr) else sr
+        cols = _stage_cols(o.view)
+        if len(means) and all(c in means for c in cols):
+            def stage_step_rows(step: int) -> dict[str, list[dict]]:
+                out = []
+                for rec in means[means["step"] == step].sort_values("pp_stage").to_dict("records"):
+                    for m, c in zip(metrics, cols):
+                        if num(rec[c]) is not None:
+                            out.append({"stage": stage_name.format(stage=int(rec["pp_stage"])), "metric": m,
+                                        "value": round(float(rec[c]), 4), "note": "", "ranks": ""})
+                return {"stages": out}
+            step_views.attach(stages_chart, sorted(int(x) for x in means["step"].unique()), stage_step_rows,
+                              axis_title=(_("Mean per rank, per step (ms)"), _("Mean per rank in step {n} (ms)")))
+        charts.append(stages_chart)
         sr = o.stage_rows
         per_step = sr[(sr["stat"] == "max") & sr["step"].notna()]
         if per_step["step"].nunique() > 1:

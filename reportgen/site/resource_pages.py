@@ -28,7 +28,7 @@ RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
 FLOPS_CSV = "cluster/flops.csv"
 OPTYPES_CSV = "cluster/operator-types.csv"
-TRACE_DIR = "traces"
+TRACE_DIR = urls.TRACE_DIR  # the copied traces (one folder both language trees share)
 MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
 MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
 # Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
@@ -457,9 +457,10 @@ class RankDetail:
                     "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
             rows = []
-            for col, label in (("used_mb", "in use / reserved"), ("allocated_mb", "allocated")):
+            for col, label in (("used_mb", N_("in use / reserved")), ("allocated_mb", N_("allocated"))):
                 if col in m.curve:
-                    rows += [{"x": round(float(x), 4), "series": label, "mb": round(float(v), 3)}
+                    name = _(label)
+                    rows += [{"x": round(float(x), 4), "series": name, "mb": round(float(v), 3)}
                              for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
             # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
             # expands it into the spec's `mem` rows before drawing

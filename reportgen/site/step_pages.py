@@ -175,7 +175,8 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
         med = pd.Series([x["total"] for x in r], dtype=float).median()
         return {"ranks": r, "median": [{"median": round(float(med), 4)}] if r else []}
 
-    step_views.attach(total, st.steps, total_of, join="rank")
+    step_views.attach(total, st.steps, total_of, join="rank",
+                      axis_title=(_("Average step time (ms)"), _("Step {n} time (ms)")))
     picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
                                   step_charts.MAX_BARS) if "total" in st.average else None
     labels = [_(PHASE_LABELS[p]) for p in st.stacked]
@@ -184,7 +185,8 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
         breakdown = Chart("breakdown", step_charts.breakdown_by_rank(brows, labels, x_title),
                           _("Where each rank's step time goes (average per step)."))
         step_views.attach(breakdown, st.steps, lambda s: {"breakdown": stacked_bar_rows(
-            per_step[s], st.stacked, labels, step_charts.MAX_BARS, picked)[0]})
+            per_step[s], st.stacked, labels, step_charts.MAX_BARS, picked)[0]},
+            axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")))
         charts.append(breakdown)
     return charts
 
@@ -221,7 +223,8 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
                                      s0=("step", "min"), s1=("step", "max")).reset_index()
     cells = [{"ranks": f"{int(a)}" if a == b else f"{int(a)}–{int(b)}",
               "steps": f"{int(c)}" if c == d else f"{int(c)}–{int(d)}",
-              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4)}
+              "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4),
+              **({"step_last": int(d)} if step_bin > 1 else {})}  # the step selector marks the bin holding it
              for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
     flags: dict[int, list[int]] = {}
     for r in sorted(int(x) for x in flagged):

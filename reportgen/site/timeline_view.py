@@ -20,7 +20,8 @@ from reportgen.model import ExecutionData, StepOps
 
 MAX_RANK_BARS = 800  # operators per step on a rank page: communication first, then the longest
 MAX_DEVICE_BARS = 150  # operators per device and step on the execution page
-FIELDS = ["step", "lane", "cat", "name", "start", "dur", "shapes"]  # lane and cat: indices into their lists
+MAX_HOST_BARS = 40  # host dispatch slices per step on a rank page (the longest): ~45 bytes each
+FIELDS = ["step", "lane", "cat", "name", "start", "dur", "shapes", "launch"]  # lane, cat: indices into their lists
 DATA_QUEUE_RE = re.compile(r"GetNext|InitData|EndOfSequence|QueueDequeue|DatasetInit|GetData", re.I)
 HOST_LANE_RE = re.compile(r"^(CPU OP|Python|CANN|Host|PyTorch)", re.I)
 CAT_ORDER = {c: i for i, c in enumerate(tl_charts.CATEGORIES)}
@@ -63,7 +64,24 @@ def ops_rows(o: StepOps, cap: int, lane_prefix: str = "", shift: float = 0.0) ->
         lane = lane_prefix + _lane(o, i, cat)
         start = float(o.start[i]) + shift
         dur = float(o.dur[i])
-        rows.append([int(o.step), lane, cat, name, round(start, 4), round(dur, 5), o.shapes[i] if o.shapes else ""])
+        rows.append([int(o.step), lane, cat, name, round(start, 4), round(dur, 5), o.shapes[i] if o.shapes else "",
+                     ""])
+    return rows
+
+
+def host_rows(o: StepOps, cap: int) -> list[list]:
+    """The step's host dispatch slices (torch_npu's CANN calls, task-queue enqueue / dequeue), the longest `cap`,
+    each with the start (ms) of the device operator it launched when the trace links them (`launch`)."""
+    n = len(o.host_names)
+    if not n or cap <= 0:
+        return []
+    keep = sorted(sorted(range(n), key=lambda i: -o.host_dur[i])[:cap])
+    rows = []
+    for i in keep:
+        j = o.host_launch[i] if i < len(o.host_launch) else -1
+        launch = round(float(o.start[j]), 4) if 0 <= j < len(o.names) else ""  # the launched operator's start
+        rows.append([int(o.step), o.host_lanes[i] or _("host"), "host dispatch", o.host_names[i],
+                     round(float(o.host_start[i]), 4), round(float(o.host_dur[i]), 5), "", launch])
     return rows
 
 
@@ -78,10 +96,26 @@ def _columns(rows: list[list], device_of: Optional[list[int]] = None) -> dict:
         dev[r[1]] = k
     lanes = sorted(first_cat, key=lambda ln: (dev[ln], first_cat[ln], ln))
     pos = {ln: i for i, ln in enumerate(lanes)}
-    cats = list(tl_charts.CATEGORIES)
+    cats = [_(c) for c in tl_charts.CATEGORIES]  # the legend's words, in the chart's domain too
     for r in rows:
         r[1], r[2] = pos[r[1]], CAT_ORDER[r[2]]
-    return {"ops": {"fields": FIELDS, "dicts": {"lane": lanes, "cat": cats}, "rows": rows}}
+    return {"ops": {"fields": FIELDS, "dicts": {"lane": [lane_text(ln) for ln in lanes], "cat": cats}, "rows": rows}}
+
+
+# Lane names the loaders make up when the trace names none (`loaders.step_ops._lane`); the trace's own process and
+# thread names are data and stay as written.
+_LANE_WORDS = ((re.compile(r"(^|· )Communication · "), lambda m: m[1] + _("Communication") + " · "),
+               (re.compile(r"\bplane (\d+)$"), lambda m: _("plane {n}").format(n=m[1])),
+               (re.compile(r"\bstream (\d+)$"), lambda m: _("stream {n}").format(n=m[1])),
+               (re.compile(r"\bthread (\d+)$"), lambda m: _("thread {n}").format(n=m[1])),
+               (re.compile(r"· data queue$"), lambda m: "· " + _("data queue")))
+
+
+def lane_text(lane: str) -> str:
+    """A timeline lane label in the report's language (the words msreport wrote; trace names unchanged)."""
+    for pat, repl in _LANE_WORDS:
+        lane = pat.sub(repl, lane)
+    return lane
 
 
 def step_labels(ex: ExecutionData, steps: list[int]) -> list[tuple[int, str]]:
@@ -102,7 +136,7 @@ def rank_chart(ex: Optional[ExecutionData], rank: int) -> Optional[Chart]:
         return None
     rows = []
     for s in steps:
-        rows += ops_rows(ex.ops[s][rank], MAX_RANK_BARS)
+        rows += ops_rows(ex.ops[s][rank], MAX_RANK_BARS) + host_rows(ex.ops[s][rank], MAX_HOST_BARS)
     if not rows:
         return None
     chart = Chart(f"rank-{rank}-timeline", tl_charts.timeline(step_labels(ex, steps)),

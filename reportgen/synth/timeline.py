@@ -117,9 +117,14 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
         {"ph": "M", "name": "process_labels", "pid": pid_ovl, "tid": 0, "args": {"labels": f"NPU {device}"}},
         {"ph": "M", "name": "thread_name", "pid": pid_dev, "tid": 0, "args": {"name": "Group 0 Communication"}},
     ]
-    pid_hw = 3170820512
+    pid_hw, pid_cann, launch_tid = 3170820512, 3170820320, 4243
     if kernels is not None:
         ev.append({"ph": "M", "name": "process_name", "pid": pid_hw, "tid": 0, "args": {"name": "Ascend Hardware"}})
+        ev.append({"ph": "M", "name": "thread_name", "pid": pid_hw, "tid": 2, "args": {"name": "Stream 2"}})
+        ev.append({"ph": "M", "name": "process_name", "pid": pid_cann, "tid": 0, "args": {"name": "CANN"}})
+        ev.append({"ph": "M", "name": "process_labels", "pid": pid_cann, "tid": 0, "args": {"labels": "CPU"}})
+        ev.append({"ph": "M", "name": "thread_name", "pid": pid_cann, "tid": launch_tid,
+                   "args": {"name": f"Thread {launch_tid}"}})
 
     def x(name, pid, tid, ts, dur, **extra):
         ev.append({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{ts:.3f}", "dur": round(dur, 3), **extra})
@@ -149,7 +154,9 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
             x("Communication(Not Overlapped)", pid_ovl, 2, d0, bub)
         x("Computing", pid_ovl, 0, d0 + bub, comp)
         if kernels is not None:
-            ev.extend(trace_view_kernels(kernels[0], kernels[1], kernels[2], d0 + bub, ce, pid_hw, pid_dev))
+            ks = trace_view_kernels(kernels[0], kernels[1], kernels[2], d0 + bub, ce, pid_hw, pid_dev)
+            ev.extend(ks)
+            ev.extend(_launches(ks, pid_hw, pid_cann, launch_tid, host0, end - prep, 100_000 * (s + 1)))
         x(f"hcom_allReduce__{s}_0_1", pid_dev, 0, ce - ov, ov + alone)
         x("Communication", pid_ovl, 1, ce - ov, ov + alone)
         if alone > 0:
@@ -158,3 +165,34 @@ def write_trace_view(out: Path, r: int, m, steps: int, first_step: int, device: 
             x("Free", pid_ovl, 3, ce + alone, free)
         t = end
     (out / "trace_view.json").write_text(json.dumps(ev), encoding="utf-8")
+
+
+LAUNCH_US = 12.0  # an AscendCL launch call's duration on the host
+LAUNCH_EVERY = 3  # a launch slice for every third kernel (torch_npu writes one per kernel): the file stays small
+
+
+def _launches(kernels: list[dict], pid_hw: int, pid_cann: int, tid: int, host0: float, host_end: float,
+              first_id: int) -> list[dict]:
+    """torch_npu's host dispatch of the step's device kernels: an `AscendCL@aclnn<op>` slice on the CANN process
+    ahead of every LAUNCH_EVERY-th kernel, linked to it by `connection_id` (in both events' args; the step's first launch also by
+    a `HostToDevice` flow). A launch lies inside the step's host ProfilerStep (the step windows built from the
+    flows stay as they were)."""
+    out = []
+    for k, e in enumerate(x for x in kernels if x["pid"] == pid_hw):
+        if k % LAUNCH_EVERY:
+            continue
+        kts = float(e["ts"])
+        ts = max(host0 + 1.0, kts - 40.0 - (k % 5) * 3.0)
+        if ts + LAUNCH_US >= kts or ts >= host_end - 1.0:
+            continue
+        cid = first_id + k
+        e.setdefault("args", {})["connection_id"] = cid
+        api = e["name"].split("_")[0]  # aclnnMm_MatMulCommon_MatMulV2 -> aclnnMm
+        out.append({"ph": "X", "name": f"AscendCL@{api}", "pid": pid_cann, "tid": tid, "ts": f"{ts:.3f}",
+                    "dur": LAUNCH_US, "args": {"connection_id": cid}})
+        if not k:  # the flow pair torch_npu also writes per launch: once a step keeps the file small
+            out.append({"ph": "s", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid),
+                        "pid": pid_cann, "tid": tid, "ts": f"{ts:.3f}"})
+            out.append({"ph": "f", "bp": "e", "name": f"HostToDevice{cid}", "cat": "HostToDevice", "id": str(cid),
+                        "pid": pid_hw, "tid": e["tid"], "ts": e["ts"]})
+    return out

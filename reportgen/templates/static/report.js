@@ -21,6 +21,7 @@
     tipEl.textContent = "";
     if (typeof value === "object") {
       Object.keys(value).forEach(function (k) {
+        if (value[k] === "" || value[k] === null || value[k] === undefined) { return; }  // a field this row lacks
         var row = document.createElement("div");
         var key = document.createElement("span");
         key.style.color = "#777"; key.textContent = k + ": ";
@@ -47,6 +48,8 @@
     if (b.getAttribute("data-save-svg")) {
       opts.i18n = { SVG_ACTION: b.getAttribute("data-save-svg"), PNG_ACTION: b.getAttribute("data-save-png") };
     }
+    var title = (spec.usermeta || {}).msr_step_title;
+    if (title) { opts.patch = function (vg) { return stepTitlePatch(vg, title.avg); }; }
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
     return vegaEmbed(vis, spec, opts).then(function (res) {
@@ -94,6 +97,18 @@
       d.fields.forEach(function (f, i) { row[f] = vals[i]; });
       return row;
     });
+  }
+
+  // A chart with per-step data names the step on its axis: the compiled Vega axis titled as the average gets
+  // its title from the signal `msr_step_title`, which the step selector sets (site/step_views.py, axis_title).
+  function stepTitlePatch(vg, avg) {
+    function walk(node) {
+      (node.axes || []).forEach(function (a) { if (a.title === avg) { a.title = { signal: "msr_step_title" }; } });
+      (node.marks || []).forEach(walk);
+    }
+    walk(vg);
+    vg.signals = (vg.signals || []).concat([{ name: "msr_step_title", value: avg }]);
+    return vg;
   }
 
   function expandColumns(fig, spec) {
@@ -337,17 +352,29 @@
       return row;
     });
   }
+  function hasSignal(view, name) {
+    try { view.signal(name); return true; } catch (e) { return false; }
+  }
   function showStep(fig, step) {
+    // a chart's own per-step datasets are swapped in; charts over steps (and the heatmap) mark the step through
+    // their `msrstep` parameter (charts/steps.py STEP_PARAM); the axis title names the step
     var view = fig._msrView, sd = stepDataOf(fig);
-    if (!view || !sd) { fig._msrPendingStep = step; return; }
-    Object.keys(sd.fields).forEach(function (name) {
-      view.data(name, stepRows(fig, name, step));
-    });
-    view.runAsync().then(function () { fig.setAttribute("data-step", step); });
+    if (!view) { fig._msrPendingStep = step; return; }
+    var touched = false;
+    if (sd) {
+      Object.keys(sd.fields).forEach(function (name) { view.data(name, stepRows(fig, name, step)); });
+      touched = true;
+    }
+    if (hasSignal(view, "msrstep")) { view.signal("msrstep", step === "avg" ? null : Number(step)); touched = true; }
+    var title = ((fig._msrSpec || {}).usermeta || {}).msr_step_title;
+    if (title && hasSignal(view, "msr_step_title")) {
+      view.signal("msr_step_title", step === "avg" ? title.avg : title.step.replace("{n}", step));
+    }
+    if (touched) { view.runAsync().then(function () { fig.setAttribute("data-step", step); }); }
   }
   function initStepViews() {
-    var figs = document.querySelectorAll("figure.chart[data-steps]");
-    if (!figs.length) { return; }
+    if (!document.querySelector("select[data-step-views]")) { return; }
+    var figs = document.querySelectorAll("figure.chart");
     figs.forEach(function (fig) {
       fig.addEventListener("msr-drawn", function () {
         if (fig._msrPendingStep !== undefined) { showStep(fig, fig._msrPendingStep); }
@@ -379,6 +406,7 @@
         if (!v || fig === graph) { return; }
         try { v.signal("sel"); } catch (e) { return; }  // a chart without the selection parameter
         v.signal("sel", ids);
+        v.resize();  // relayout: a chart drawn empty (the host drill-down) gets room for its legend's labels
         v.runAsync().then(function () { fig.setAttribute("data-selected", ids.join(",")); });
       });
       if (out) {
@@ -387,17 +415,40 @@
       }
       graph.setAttribute("data-selected", ids.join(","));
     }
+    // a host-level graph (above 64 ranks): hosts picked by brush or click stand for their devices, whole hosts,
+    // the first ones up to the drill-down's device cap
+    var drillOut = document.getElementById("comm-drill-selection");
+    function pickHosts(hosts) {
+      var max = Number(drillOut ? drillOut.getAttribute("data-max") : 64), ids = [], used = [];
+      hosts.forEach(function (h) {
+        var m = String(h.members).split(",");
+        if (ids.length + m.length <= max || !used.length) { ids = ids.concat(m.slice(0, max)); used.push(h.id); }
+      });
+      broadcast(ids);
+      if (!drillOut) { return; }
+      var key = !hosts.length ? "data-none" : used.length < hosts.length ? "data-capped" : "data-some";
+      drillOut.textContent = drillOut.getAttribute(key).replace("{h}", String(hosts.length))
+        .replace("{k}", String(used.length)).replace("{hosts}", used.join(", ")).replace("{n}", String(ids.length))
+        .replace("{max}", String(max));
+      graph.setAttribute("data-hosts", used.join(","));
+    }
     graph.addEventListener("msr-drawn", function (ev) {
-      var view = ev.detail;
-      try { view.signal("devsel"); } catch (e) { return; }  // a host-level graph: nothing to brush
+      var view = ev.detail, clicked = 0;
+      try { view.signal("devsel"); } catch (e) { return; }  // a graph without the brush
       view.addSignalListener("devsel", function (name, value) {
-        var ids = [];
+        var inside = [];
         if (value && value.x && value.y) {
-          view.data("nodes").forEach(function (n) {
-            if (within(n.x, value.x) && within(n.y, value.y)) { ids.push(String(n.id)); }
-          });
+          view.data("nodes").forEach(function (n) { if (within(n.x, value.x) && within(n.y, value.y)) { inside.push(n); } });
+        } else if (Date.now() - clicked < 400) { return; }  // the click that picked a host also cleared the brush
+        if (inside.length && inside[0].members !== undefined) { pickHosts(inside); return; }
+        if (!inside.length && view.data("nodes").length && view.data("nodes")[0].members !== undefined) {
+          pickHosts([]); return;
         }
-        broadcast(ids);
+        broadcast(inside.map(function (n) { return String(n.id); }));
+      });
+      view.addEventListener("click", function (event, item) {
+        var d = item && item.datum;
+        if (d && d.members !== undefined && d.id !== undefined) { clicked = Date.now(); pickHosts([d]); }
       });
     });
   }

@@ -1,0 +1,65 @@
+"""The host drill-down of the communication page above 64 ranks (site/comm_views.drill_cells, the comm-drill chart):
+rank-level links carried columnar and bounded; the browser part is in tests/test_interactions.py."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from bs4 import BeautifulSoup
+
+from reportgen.cli import main
+from reportgen.site import comm_views
+
+
+def _links(rows):
+    return pd.DataFrame(rows, columns=["src", "dst", "time_ms", "size_mb", "transport", "slow", "mapped", "self",
+                                       "group"])
+
+
+def test_drill_cells_sum_a_pairs_groups_and_keep_the_slow_and_slowest_over_the_cap():
+    lt = _links([
+        (0, 1, 2.0, 64.0, "HCCS", False, True, False, "g0"),
+        (0, 1, 1.0, 32.0, "HCCS", False, True, False, "g1"),  # same pair, another group: summed
+        (1, 2, 4.0, 16.0, "RDMA", True, True, False, "g0"),  # slow
+        (2, 3, 1.0, 64.0, "RDMA", False, True, False, "g0"),
+        (3, 3, 1.0, 64.0, "LOCAL", False, True, True, "g0"),  # on-chip copy: left out
+        (4, 5, 1.0, 64.0, "HCCS", False, False, False, "g0"),  # group-local ranks: left out
+    ])
+    cols, n = comm_views.drill_cells(lt)
+    c = cols["cells"]
+    assert n == 3 and c["fields"] == comm_views.DRILL_FIELDS and c["dicts"]["transport"] == ["HCCS", "RDMA"]
+    rows = {(r[0], r[1]): r for r in c["rows"]}
+    # 0→1: 3 ms, 96 MB, 32 GB/s (MB/ms = GB/s)
+    assert rows[(0, 1)] == [0, 1, 3.0, 96.0, 32.0, 0, 0]
+    assert rows[(1, 2)] == [1, 2, 4.0, 16.0, 4.0, 1, 1]
+    cols, n = comm_views.drill_cells(lt, cap=2)  # the slow link, then the slowest of the others (0→1 at 32 GB/s)
+    assert n == 3 and [(r[0], r[1]) for r in cols["cells"]["rows"]] == [(0, 1), (1, 2)]
+
+
+def test_communication_page_above_64_ranks_carries_a_bounded_drill_down(tmp_path, monkeypatch):
+    from reportgen.synth import generate_run
+    run = generate_run(tmp_path / "run", ranks=72, steps=2, ranks_per_host=8)
+    from reportgen.site import comm_pages
+    monkeypatch.setattr(comm_pages, "drill_cells", lambda lt: comm_views.drill_cells(lt, 40))
+    assert main([str(run), "-o", str(tmp_path / "site"), "-q", "--lang", "en"]) == 0
+    soup = BeautifulSoup((tmp_path / "site" / "cluster" / "communication.html").read_text(encoding="utf-8"),
+                         "html.parser")
+    fig = soup.select_one("#fig-comm-drill")
+    cols = json.loads(fig.select_one("script.columns").string)["cells"]
+    assert len(cols["rows"]) == 40
+    n_links = len({(r["src"], r["dst"]) for r in _csv(tmp_path / "site" / "cluster" / "communication-links.csv")})
+    assert f"carries 40 of the run's {n_links} links" in fig.figcaption.get_text(" ", strip=True)
+    sel = soup.select_one("#comm-drill-selection")
+    assert sel["data-max"] == "64" and "{hosts}" in sel["data-some"]
+    graph = json.loads(soup.select_one("#fig-comm-graph script.spec").string)
+    nodes = graph["datasets"]["nodes"]
+    assert len(nodes) == 9 and nodes[0]["members"] == "0,1,2,3,4,5,6,7"
+
+
+def _csv(path):
+    """The mapped links between two devices of the page's link CSV."""
+    import csv
+    with open(path, encoding="utf-8") as f:
+        return [{"src": r["Source"], "dst": r["Destination"]} for r in csv.DictReader(f)
+                if r["Global ranks"] == "True" and r["Source"] != r["Destination"]]
