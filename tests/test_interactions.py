@@ -380,7 +380,8 @@ def _step_table(site: Path, step: str) -> dict[int, dict]:
     import json
     from bs4 import BeautifulSoup
     st = BeautifulSoup((site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
-    return {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"][step]}
+    from reportgen.charts.columnar import rows_of
+    return {r["rank"]: r for r in rows_of(json.loads(st.select_one("#step-table-data").string)["steps"][step])}
 
 
 def _median(vals: list[float]) -> float:
