@@ -95,12 +95,14 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
     with ui.stage(f"{prefix}analyse"):
         analysis, findings, thresholds = analyse_phase(run, opts)
     with ui.stage(f"{prefix}plan pages"):
-        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title)
+        lazy = not opts.single_file  # the site's rank pages are planned by the builder as it writes them
+        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=lazy)
         summary = build_summary(analysis, findings, thresholds)
         translations = []
         for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
             with i18n.use(lang):
-                translations.append((lang, plan_pages(analysis, findings, thresholds=thresholds, title=opts.title)))
+                translations.append((lang, plan_pages(analysis, findings, thresholds=thresholds, title=opts.title,
+                                                      lazy_ranks=lazy)))
     with ui.stage(f"{prefix}write"):
         if opts.single_file:
             entry = builder.write_single_file(plan, summary, out, layout.root)

@@ -199,7 +199,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             name = f"{key}-{short_hash(text)}.{ext}"
             (assets / name).write_text(text, encoding="utf-8")
             names[key] = "assets/" + name
-        total, done = sum(len(t.plan.pages) for t in trees), 0
+        total, done = sum(t.plan.page_count() for t in trees), 0
         for tree in trees:
             with i18n.use(tree.lang):
                 done = _write_tree(tree, tmp, names, jobs, progress, done, total)
@@ -217,11 +217,15 @@ def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
     env = make_env()
     plan = tree.plan
     shared = SharedSpecs()
-    rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"]
+    # rank pages: planned ones, then the lazy ones (planned as they are written: `SitePlan.page_at`)
+    rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"] + list(range(len(plan.pages),
+                                                                                      plan.page_count()))
     parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
     serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+    if not parallel:
+        serial += list(range(len(plan.pages), plan.page_count()))
     for i in serial:
-        _write_page(env, tree, plan.pages[i], tmp, names, shared)
+        _write_page(env, tree, plan.page_at(i), tmp, names, shared)
         done += 1
         if progress:
             progress(done, total)
@@ -292,7 +296,7 @@ def _write_chunk(idx: list[int]) -> dict:
     tree = st["tree"]
     with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
         for i in idx:
-            _write_page(st["env"], tree, tree.plan.pages[i], st["tmp"], st["names"], shared)
+            _write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["names"], shared)
     return shared.specs
 
 

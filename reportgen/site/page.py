@@ -110,9 +110,30 @@ class SingleRanks:
 
 
 @dataclass
+class LazyRanks:
+    """Rank pages planned when they are written (`plan_pages(..., lazy_ranks=True)`): `page(n)` plans the n-th
+    rank's page. On a large run the site builder calls it in its forked writers, so a thousand rank pages are
+    planned in parallel and never held in memory at once."""
+
+    paths: list[str]
+    page: Callable[[int], Page]
+
+
+@dataclass
 class SitePlan:
     pages: list[Page]
     title: str
     nav: list[tuple[str, str]]  # (path, label)
     single_ranks: SingleRanks
     exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
+    lazy_ranks: Optional[LazyRanks] = None  # rank pages not in `pages`: planned by the builder as it writes them
+
+    def page_count(self) -> int:
+        return len(self.pages) + (len(self.lazy_ranks.paths) if self.lazy_ranks else 0)
+
+    def page_at(self, i: int) -> Page:
+        """Page `i` of `page_count()`: the planned pages, then the lazy rank pages (planned now)."""
+        if i < len(self.pages):
+            return self.pages[i]
+        assert self.lazy_ranks is not None
+        return self.lazy_ranks.page(i - len(self.pages))
