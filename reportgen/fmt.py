@@ -52,9 +52,10 @@ def number(v: Any) -> str:
     return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
 
 
-def percent(v: Any) -> str:
+def percent(v: Any, digits: int = 1) -> str:
     """A value already in percent, 1 decimal (filter `pct`)."""
-    return MISSING if v is None else i18n.format_percent(float(v))  # zh: Babel's "12.3%"
+    f = _float(v)
+    return MISSING if f is None else i18n.format_percent(f, digits)  # zh: Babel's "12.3%"
 
 
 def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
@@ -71,9 +72,10 @@ def share_text(v: Any, digits: int = 1) -> Any:
     return MISSING if f is None else i18n.Percent(f * 100, digits)
 
 
-def signed_percent(v: Optional[float], missing: str = "n/a") -> str:
+def signed_percent(v: Optional[float], missing: str = "n/a", digits: int = 1) -> str:
     """A change already in percent, with its sign, in the language's style (run comparison): "+3.2 %", zh "+3.2%"."""
-    return missing if v is None else i18n.Percent(v, signed=True).render()
+    f = _float(v)
+    return missing if f is None else i18n.Percent(f, digits, signed=True).render()
 
 
 def signed(v: Optional[float], digits: int = 3) -> str:

@@ -215,6 +215,18 @@ class Percent(Msg):
         return ("-" if v < 0 else "+") + text if self.params["signed"] else text
 
 
+class Joined(Msg):
+    """Messages joined by a separator, each rendered in the same language; the separator is a catalog message too
+    ("; " is "；" in Chinese)."""
+
+    def __init__(self, parts: list, sep: str = "; ") -> None:
+        super().__init__(sep, parts=list(parts))
+
+    def render(self, lang: Optional[str] = None) -> str:
+        lang = lang or current()
+        return translations(lang).gettext(self.msgid).join(text(p, lang) for p in self.params["parts"])
+
+
 def lazy(msgid: str, **params: Any) -> Msg:
     return Msg(msgid, **params)
 
@@ -270,4 +282,6 @@ VOCABULARY = (N_("{label} ({unit})"), N_("critical"), N_("warning"), N_("info"),
               N_("tail"), N_("operator"), N_("queue_drop"), N_("consumer"), N_("slow rank"), N_("default"),
               N_("data_process"), N_("data_transmission"),
               # MindSpore context modes and version keys shown as rank facts
-              N_("graph"), N_("pynative"), N_("context mode"))
+              N_("graph"), N_("pynative"), N_("context mode"),
+              # separators of joined messages (`Joined`)
+              N_("; "))

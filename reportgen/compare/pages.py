@@ -128,7 +128,6 @@ def _facts_rows(c: Comparison) -> list[tuple]:
 def _env():
     env = builder.make_env()
     env.filters["signed"] = fmt.signed
-    env.filters["signed_pct"] = lambda v: fmt.signed_percent(v, missing=fmt.MISSING)
     env.filters["num3"] = fmt.fixed
     # a number already in percent (a threshold): "5 %" / "5%", one decimal only when it has one
     env.filters["pct_value"] = lambda v: i18n.format_percent(v, 0 if float(v).is_integer() else 1)

@@ -116,6 +116,7 @@ def make_env() -> Environment:
     env.filters["t"] = i18n.translate
     env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
     env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
+                       signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells, sortkey=_sort_key)
     env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
