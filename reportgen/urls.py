@@ -44,6 +44,11 @@ _RANK_PAGE_RE = re.compile(r"^ranks/rank-(\d+)\.html$")
 _EXEC_STEP_RE = re.compile(r"^cluster/execution-step-(-?\d+)\.html$")
 
 
+# A rank number no run has: embedded data carries `rank_page(RANK_SLOT)` once, resolved for the page like any
+# href, and the browser puts each row's rank in its place (charts/columnar.py; a thousand hrefs cost 25 KB each).
+RANK_SLOT = 987654321
+
+
 def rank_page(rank: int) -> str:
     return f"ranks/rank-{int(rank)}.html"
 

@@ -204,3 +204,58 @@ def test_browser_expands_the_memory_curve_into_the_drawn_view(big_site):
     fig = _soup(page).select_one("#fig-rank-0-mem")
     want = [[r["x"], r["series"], r["mb"]] for r in columnar.decode(json.loads(fig.select_one("script.columns").string)["mem"])]
     assert json.loads(dom.body["data-mem"]) == want
+
+
+# ---- cluster data: rank hrefs from one template, the step selector's rows columnar -------------------------------
+
+def test_rank_href_column_is_one_template_and_only_when_every_row_matches():
+    from reportgen import urls
+
+    rows = [{"rank": r, "href": urls.rank_page(r)} for r in (0, 7, 341)]
+    enc = columnar.encode(rows, ["rank", "href"], href_of="rank")
+    assert enc["cols"][1] == {"rank_href": f"ranks/rank-{urls.RANK_SLOT}.html", "of": "rank"}
+    assert columnar.decode(enc) == rows
+    rows[1]["href"] = "ranks/rank-7.html#memory"  # not the plain rank page: kept as it is
+    assert columnar.encode(rows, ["rank", "href"], href_of="rank")["cols"][1] == [r["href"] for r in rows]
+
+
+def test_runs_do_not_merge_true_with_one():
+    assert columnar.runs_column([True, 1, 1, False, 0])["runs"] == [True, 1, 1, 2, False, 1, 0, 1]
+
+
+def test_step_selector_and_op_spread_data_are_columnar_with_resolved_hrefs(big_site):
+    from reportgen import urls
+
+    _, out = big_site
+    soup = _soup(out / "cluster" / "step-trace.html")
+    data = json.loads(soup.select_one("#step-table-data").string)
+    for step, enc in data["steps"].items():
+        assert "cols" in enc
+        rows = columnar.rows_of(enc)
+        assert sorted(r["rank"] for r in rows) == list(range(8))
+        assert all(r["href"] == f"../ranks/rank-{r['rank']}.html" for r in rows)
+        assert {r["rank"] for r in rows if r["slow"]} == {5}
+    res = _soup(out / "cluster" / "resources.html").select_one("#fig-op-spread")
+    spread = columnar.rows_of(json.loads(res.select_one("script.columns").string)["spread"])
+    assert {r["rank"] for r in spread} == set(range(8))
+    assert all(r["href"] == f"../ranks/rank-{r['rank']}.html" for r in spread)
+    assert str(urls.RANK_SLOT) not in json.dumps(spread)
+
+
+@pytest.mark.browser
+def test_browser_step_selector_draws_the_columnar_rows(big_site):
+    """Picking a step fills the table from the columnar data: one row per rank, links to the rank pages."""
+    from test_browser import run_probe
+
+    _, out = big_site
+    page = out / "cluster" / "step-trace.html"
+    data = json.loads(_soup(page).select_one("#step-table-data").string)
+    step = sorted(data["steps"])[-1]
+    dom = run_probe(page, f"""
+      var sel = document.getElementById('step-select');
+      sel.value = '{step}'; sel.dispatchEvent(new Event('change'));""")
+    rows = dom.select("#step-table tbody tr")
+    want = columnar.rows_of(data["steps"][step])
+    assert [tr["id"] for tr in rows] == [f"rank-{r['rank']}" for r in want]
+    assert [tr.select_one("a")["href"] for tr in rows] == [f"../ranks/rank-{r['rank']}.html" for r in want]
+    assert "slow" in dom.select_one("#rank-5").get("class", [])

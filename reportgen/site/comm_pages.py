@@ -521,12 +521,22 @@ class RankComm:
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
 
-    def ops(self, r: int) -> list[dict]:
-        """Rank `r`'s communication operators, longest first."""
+    def ops(self, r: int, limit: Optional[int] = None) -> list[dict]:
+        """Rank `r`'s communication operators, longest first (the first `limit`)."""
         if r not in self._op_at:
             return []
         b, e = self._op_at[r]
+        if limit is not None:
+            e = min(e, b + limit)
         return [dict(zip(self._op_cols, row)) for row in self._op_vals[b:e].tolist()]
+
+    def n_ops(self, r: int) -> int:
+        b, e = self._op_at.get(r, (0, 0))
+        return e - b
+
+    def _csv_rows(self, r: int) -> list[dict]:
+        """Every operator of rank `r` as CSV rows: built only when its CSV is written."""
+        return self._op_rows(self.ops(r))
 
     def _group(self, gid: Any) -> str:
         if gid not in self.group_labels:
@@ -553,14 +563,13 @@ class RankComm:
         sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
-        ops = self.ops(r)
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
         shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
-        sec["ops"] = self._op_rows(ops[:shown])
-        sec["n_ops"] = len(ops)
-        if len(ops) > shown:
+        sec["ops"] = self._op_rows(self.ops(r, shown))
+        sec["n_ops"] = self.n_ops(r)
+        if sec["n_ops"] > shown:
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
-            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_rows, ops)))]
+            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._csv_rows, r)))]
         sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec

@@ -198,6 +198,9 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                             _("Each rank's total time in the top operator types (one mark per rank). Red: a rank at "
                               "least 1.5x the median of that type. Click to open the rank."),
                             renderer="canvas" if len(spread) > 3000 else "svg"))
+        # one mark per rank and type (10,000+ at 1,024 ranks): carried columnar, each href from its rank
+        columnar.to_columns(charts[-1], "spread", ["op_type", "rank", "total_ms", "slow", "href"],
+                            labels=("op_type", "slow"), href_of="rank")
     dq = []
     for r, q in sorted(res.queues.items()):
         ids, kind = res.bottlenecks.get(r, ([], ""))
