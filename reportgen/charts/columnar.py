@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
+import numpy as np
+
 from reportgen import urls
 
 MAX_DECIMALS = 6
@@ -28,11 +30,12 @@ def _sig7(v: float) -> float:
     return float(f"{v:.7g}")
 
 
-def _decimals(values: list[float]) -> Optional[int]:
-    """The fewest decimals (<= MAX_DECIMALS) that write every value exactly, or None."""
+def _decimals(values: "np.ndarray") -> Optional[int]:
+    """The fewest decimals (<= MAX_DECIMALS) that write every value exactly, or None (vectorised: numpy's round
+    is Python's, half to even, and dividing the rounded integer, exact below 2**53, is the same IEEE division)."""
     for p in range(MAX_DECIMALS + 1):
-        scale = 10 ** p
-        if all(abs(v) * scale < _SAFE and round(v * scale) / scale == v for v in values):
+        scaled = values * float(10 ** p)
+        if np.all(np.abs(scaled) < _SAFE) and np.array_equal(np.round(scaled) / float(10 ** p), values):
             return p
     return None
 
@@ -44,12 +47,14 @@ def number_column(values: list) -> Any:
     if any(isinstance(v, float) and not math.isfinite(v) for v in values):
         return list(values)
     vals = [v if isinstance(v, int) else _sig7(v) for v in values]
-    p = _decimals(vals)
+    if any(isinstance(v, int) and abs(v) >= _SAFE for v in vals):
+        return vals  # beyond exact doubles: as written
+    arr = np.array(vals, dtype=np.float64)
+    p = _decimals(arr)
     if p is None:
         return vals
-    scale = 10 ** p
-    ints = [round(v * scale) for v in vals]
-    return {"dec": p, "d": [ints[0]] + [b - a for a, b in zip(ints, ints[1:])]}
+    ints = np.round(arr * float(10 ** p)).astype(np.int64)
+    return {"dec": p, "d": [int(ints[0])] + np.diff(ints).tolist()}
 
 
 def runs_column(values: list) -> dict:
@@ -82,6 +87,12 @@ def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), hr
         else:
             cols.append(runs_column(vals) if f in labels else number_column(vals))
     return {"fields": list(fields), "cols": cols}
+
+
+def encode_columns(columns: dict[str, list], labels: tuple[str, ...] = ()) -> dict:
+    """`encode` of rows given as columns (the rows are never built)."""
+    return {"fields": list(columns), "cols": [runs_column(v) if f in labels else number_column(v)
+                                               for f, v in columns.items()]}
 
 
 def decode(data: dict) -> list[dict]:

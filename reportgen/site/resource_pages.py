@@ -456,19 +456,24 @@ class RankDetail:
                     "cluster_median_mb": median,
                     "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
-            rows = []
+            cols: dict[str, list] = {"x": [], "series": [], "mb": []}
             for col, label in (("used_mb", N_("in use / reserved")), ("allocated_mb", N_("allocated"))):
                 if col in m.curve:
-                    name = _(label)
-                    rows += [{"x": round(float(x), 4), "series": name, "mb": round(float(v), 3)}
-                             for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
+                    v = m.curve[col].to_numpy(dtype="float64")
+                    ok = ~np.isnan(v)
+                    cols["x"] += [round(x, 4) for x in m.curve["x"].to_numpy(dtype="float64")[ok].tolist()]
+                    cols["mb"] += [round(y, 3) for y in v[ok].tolist()]
+                    cols["series"] += [_(label)] * int(ok.sum())
+
+            def rows() -> list[dict]:
+                return [{"x": x, "series": n, "mb": y} for x, n, y in zip(cols["x"], cols["series"], cols["mb"])]
             # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
             # expands it into the spec's `mem` rows before drawing
-            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, curve_label(m.curve_x), cap), [],
-                               "mem")
+            spec = self._chart(("mem", m.curve_x, cap),
+                               lambda: res_charts.memory_curve(rows(), curve_label(m.curve_x), cap), [], "mem")
             chart = Chart(f"rank-{r}-mem", spec, (_("Memory over {x} (dashed: capacity)") if cap else
                                                   _("Memory over {x}")).format(x=curve_label(m.curve_x)))
-            chart.columns = {"mem": columnar.encode(rows, ["x", "series", "mb"], labels=("series",))}
+            chart.columns = {"mem": columnar.encode_columns(cols, labels=("series",))}
             sec["charts"].append(chart)
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
