@@ -225,17 +225,24 @@ def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
     serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
     if not parallel:
         serial += list(range(len(plan.pages), plan.page_count()))
-    for i in serial:
-        _write_page(env, tree, plan.page_at(i), tmp, names, shared)
-        done += 1
-        if progress:
-            progress(done, total)
-    if parallel:
-        for n, specs in _write_pages_parallel(env, tree, rank_idx, tmp, names, jobs):
-            shared.specs.update(specs)
-            done += n
+    # the rank pages' writers are forked and given their pages first, so that this process writes the cluster
+    # pages while they work (on two cores that hides most of the cluster pages' time)
+    writers = _RankWriters(env, tree, rank_idx, tmp, names, jobs) if parallel else None
+    try:
+        for i in serial:
+            _write_page(env, tree, plan.page_at(i), tmp, names, shared)
+            done += 1
             if progress:
                 progress(done, total)
+        if writers is not None:
+            for n, specs in writers.results():
+                shared.specs.update(specs)
+                done += n
+                if progress:
+                    progress(done, total)
+    finally:
+        if writers is not None:
+            writers.close()
     (tmp / tree.specs).write_text(shared.script(), encoding="utf-8")
     return done
 
@@ -266,23 +273,32 @@ def _write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, nam
 _FORKED: dict = {}
 
 
-def _write_pages_parallel(env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, names: dict, jobs: int):
-    """Yield (pages written, their shared specs) per chunk of `idx`, rendered by `jobs` forked processes."""
-    size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
-    chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
-    _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                             initializer=_ignore_sigint)
-    try:
-        futs = [ex.submit(_write_chunk, c) for c in chunks]
-        for c, fut in zip(chunks, futs):
+class _RankWriters:
+    """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
+    yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
+    or Ctrl-C: the staged folder is then discarded)."""
+
+    def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, names: dict,
+                 jobs: int) -> None:
+        size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+        self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+        _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
+        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=_ignore_sigint)
+        self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+        self.ok = False
+
+    def results(self):
+        for c, fut in zip(self.chunks, self.futs):
             yield len(c), fut.result()
-    except BaseException:  # Ctrl-C or a failure: stop the workers now (the staged folder is then discarded)
-        ex.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
+        self.ok = True
+
+    def close(self) -> None:
         _FORKED.clear()
-    ex.shutdown()
+        if self.ok:
+            self.ex.shutdown()
+        else:  # Ctrl-C or a failure: stop the workers now
+            self.ex.shutdown(wait=False, cancel_futures=True)
 
 
 def _ignore_sigint() -> None:
