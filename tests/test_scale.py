@@ -192,6 +192,8 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     (KD + "1,MatMul,MatMul,AI_CORE,,1\n1,Add,Add,AI_CORE,11,2\n", False),  # a time stamp missing
     ("\ufeff" + KD.replace("\n", "\r\n") + "1,MatMul,MatMul,AI_CORE,10,1\r\n1,Add,Add,AI_CORE,11,2\r\n", True),
     ("Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\nMatMul,MatMul,4\n", True),  # no core, no stamp
+    ("Name,Type,Duration(us)\rMatMul,MatMul,1\rAdd,Add,2\n", False),  # old Mac line breaks: counted, careful
+    ('Name,Type,Duration(us)\n"Mat\nMul",MatMul,1\nAdd,Add,2\n', False),  # a line break inside a value
 ])
 def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
     """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the
