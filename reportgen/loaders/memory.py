@@ -175,11 +175,12 @@ def load_modern_memory(record: Optional[Path], operator: Optional[Path], module:
             out.peak_mb, out.allocated_peak_mb, out.curve = record_curve(
                 cols["Timestamp(us)"], cols["Total Allocated(MB)"], cols["Total Reserved(MB)"], cols["Component"])
     if operator is not None:
-        df = read_frame(operator, log, ("Name", "Size(KB)", "Duration(us)"))
-        if df is not None and len(df):
-            size = pd.to_numeric(df["Size(KB)"].str.strip(), errors="coerce") / 1024.0
-            dur = pd.to_numeric(df["Duration(us)"].str.strip(), errors="coerce") / 1e3
-            top = pd.DataFrame({"name": df["Name"].str.strip(), "size_mb": size, "duration_ms": dur, "detail": ""})
+        cols = read_typed(operator, log, ("Name",), ("Size(KB)", "Duration(us)"))
+        if cols is not None and len(cols["Name"].codes):
+            name = cols["Name"]
+            top = pd.DataFrame({"name": np.asarray(name.uniques, dtype=object)[name.codes],
+                                "size_mb": cols["Size(KB)"] / 1024.0, "duration_ms": cols["Duration(us)"] / 1e3,
+                                "detail": ""})
             top = top.dropna(subset=["size_mb"]).sort_values("size_mb", ascending=False, kind="stable")
             if out is None:
                 out = Memory(source=log.rel(operator))
