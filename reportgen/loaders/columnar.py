@@ -65,14 +65,8 @@ def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
         return None
     stamps = [n for n in names if stamp_re.search(n) and n not in columns]
     want = [i for i, n in enumerate(names) if n in columns or n in stamps]
-    if not want or data.find(b"\n", end + 1) < 0:
-        return None  # no row
-    # rows: one a line. Without quotes (no line break inside a value), carriage returns and blank lines, and with
-    # more than one column (a short line is then a bad row), pyarrow's rows are the lines: no count needed (a 2 MB
-    # file's count costs a tenth of its parse); else count them
-    plain = len(names) > 1 and b'"' not in data and b"\r" not in data and b"\n\n" not in data
-    rows = -1 if plain else data.count(b"\n") - 1
-    if rows == 0:
+    rows = data.count(b"\n") - 1
+    if not want or rows < 1:
         return None
     return _Clean(data, names, stamps, want, rows)
 
@@ -98,7 +92,7 @@ def _parse(clean: _Clean, kinds: dict, **convert):
         convert_options=pacsv.ConvertOptions(include_columns=list(kinds), column_types=kinds,
                                              strings_can_be_null=False, quoted_strings_can_be_null=False,
                                              **convert))
-    return None if bad[0] or (clean.rows >= 0 and table.num_rows != clean.rows) else table
+    return None if bad[0] or table.num_rows != clean.rows else table
 
 
 def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
