@@ -95,9 +95,14 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
     with ui.stage(f"{prefix}analyse"):
         analysis, findings, thresholds = analyse_phase(run, opts)
     with ui.stage(f"{prefix}plan pages"):
-        lazy = not opts.single_file  # the site's rank pages are planned by the builder as it writes them
+        lazy = not opts.single_file  # the site's pages are planned by the builder as it writes them
         plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=lazy)
-        summary = build_summary(analysis, findings, thresholds)
+        made: dict = {}
+
+        def summary_now() -> dict:  # the site builds it while the rank pages are written
+            if "summary" not in made:
+                made["summary"] = build_summary(analysis, findings, thresholds)
+            return made["summary"]
         translations = []
         for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
             with i18n.use(lang):
@@ -105,11 +110,11 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
                                                       lazy_ranks=lazy)))
     with ui.stage(f"{prefix}write"):
         if opts.single_file:
-            entry = builder.write_single_file(plan, summary, out, layout.root)
+            entry = builder.write_single_file(plan, summary_now(), out, layout.root)
         else:
-            entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"),
+            entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter("pages written"),
                                        jobs=opts.jobs, translations=translations)
-    return entry, summary
+    return entry, summary_now()
 
 
 def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = None, *,

@@ -18,7 +18,7 @@ import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 from jinja2 import (
     Environment,
@@ -177,7 +177,7 @@ def language_trees(plan: SitePlan, translations: Sequence[tuple[str, SitePlan]] 
     return trees
 
 
-def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
+def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Path, run_root: Path, *,
                progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1,
                translations: Sequence[tuple[str, SitePlan]] = ()) -> Path:
     """Write the multi-page site to folder `out`; return the path of index.html.
@@ -188,7 +188,7 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
 
     `translations`: the same site planned in other languages, written under `out/<lang>/`; every page of each
     language links to the same page of the others. summary.json and findings.md are written once (this build's
-    language)."""
+    language). `summary` may be a function: it is then called while the rank pages are being written."""
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
     with staged_folder(out) as tmp:
@@ -200,10 +200,18 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             name = f"{key}-{short_hash(text)}.{ext}"
             (assets / name).write_text(text, encoding="utf-8")
             names[key] = "assets/" + name
-        total, done = sum(t.plan.page_count() for t in trees), 0
+        done, made = 0, {}
+
+        def meanwhile() -> None:  # the first tree's rank writers are at work: build the summary here meanwhile
+            if "summary" not in made:
+                made["summary"] = summary() if callable(summary) else summary
         for tree in trees:
             with i18n.use(tree.lang):
-                done = _write_tree(tree, tmp, names, jobs, progress, done, total)
+                # the total grows as each tree's cluster pages are planned (the progress counter shows it)
+                total = sum(t.plan.page_count() for t in trees)
+                done = _write_tree(tree, tmp, names, jobs, progress, done, total, meanwhile)
+        meanwhile()
+        summary = made["summary"]
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
@@ -213,27 +221,31 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
 
 
 def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
-                progress: Optional[Callable[[int, int], None]], done: int, total: int) -> int:
+                progress: Optional[Callable[[int, int], None]], done: int, total: int,
+                meanwhile: Callable[[], None] = lambda: None) -> int:
     """Write one language's pages (in the current language); return the count of pages written so far."""
     env = make_env()
     plan = tree.plan
     shared = SharedSpecs()
-    # rank pages: planned ones, then the lazy ones (planned as they are written: `SitePlan.page_at`)
-    rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"] + list(range(len(plan.pages),
-                                                                                      plan.page_count()))
+    # rank pages: planned ones, and the lazy ones (planned as they are written: `SitePlan.page_at`)
+    rank_idx = plan.rank_page_ids()
     parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
-    serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
-    if not parallel:
-        serial += list(range(len(plan.pages), plan.page_count()))
-    # the rank pages' writers are forked and given their pages first, so that this process writes the cluster
-    # pages while they work (on two cores that hides most of the cluster pages' time)
+    # the rank pages' writers are forked and given their pages first; this process then plans and writes the
+    # cluster pages (and `meanwhile`) while they work: on two cores that hides most of that time
     writers = _RankWriters(env, tree, rank_idx, tmp, names, jobs) if parallel else None
     try:
+        before = len(plan.pages)
+        plan.realize()
+        total += len(plan.pages) - before  # the pages planned just now
+        serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+        if not parallel:
+            serial += [i for i in rank_idx if i < 0]
         for i in serial:
             _write_page(env, tree, plan.page_at(i), tmp, names, shared)
             done += 1
             if progress:
                 progress(done, total)
+        meanwhile()
         if writers is not None:
             for n, specs in writers.results():
                 shared.specs.update(specs)

@@ -127,13 +127,26 @@ class SitePlan:
     single_ranks: SingleRanks
     exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
     lazy_ranks: Optional[LazyRanks] = None  # rank pages not in `pages`: planned by the builder as it writes them
+    later: Optional[Callable[[], list[Page]]] = None  # the other pages, when their planning waits for `realize`
+
+    def realize(self) -> None:
+        """Plan the pages whose planning was left for the builder (it forks the rank pages' writers first, then
+        plans the cluster pages while they work)."""
+        if self.later is not None:
+            later, self.later = self.later, None
+            self.pages = later() + self.pages
 
     def page_count(self) -> int:
         return len(self.pages) + (len(self.lazy_ranks.paths) if self.lazy_ranks else 0)
 
+    def rank_page_ids(self) -> list[int]:
+        """The ids (`page_at`) of the rank pages: planned ones by position, lazy ones as -1, -2, ..."""
+        lazy = len(self.lazy_ranks.paths) if self.lazy_ranks else 0
+        return [i for i, p in enumerate(self.pages) if p.nav == "ranks"] + [-n - 1 for n in range(lazy)]
+
     def page_at(self, i: int) -> Page:
-        """Page `i` of `page_count()`: the planned pages, then the lazy rank pages (planned now)."""
-        if i < len(self.pages):
+        """A planned page by position (i >= 0), or lazy rank page -i-1 (planned now)."""
+        if i >= 0:
             return self.pages[i]
         assert self.lazy_ranks is not None
-        return self.lazy_ranks.page(i - len(self.pages))
+        return self.lazy_ranks.page(-i - 1)

@@ -50,21 +50,27 @@ class RankContext(PageContext):
 def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] = None,
                title: Optional[str] = None, lazy_ranks: bool = False) -> SitePlan:
     """Every page of the report. `lazy_ranks` (the multi-page site): the rank pages are not planned here but by
-    the builder as it writes them (`SitePlan.lazy_ranks`), and the single file's compact rank view is left
-    empty (only `--single-file` shows it)."""
+    the builder as it writes them (`SitePlan.lazy_ranks`), the other pages when it calls `SitePlan.realize`, and
+    the single file's compact rank view is left empty (only `--single-file` shows it)."""
     run, st = a.run, a.steps
     title = title or f"msreport: {posixpath.basename(run.info.path.rstrip('/')) or run.info.path}"
     inp = PlanInput(analysis=a, findings=findings, thresholds=thresholds or {},
                     common={"run_title": title, "version": __version__})
-    pages: list[Page] = []
     kinds = [k for k in PAGES if k.applies(a)]
-    for kind in kinds:
-        planned = kind.plan(inp)
-        for n, p in enumerate(planned):
-            p.nav = kind.id
-            p.single = kind.in_single and n == 0
-        pages.extend(planned)
+
+    def plan_kinds() -> list[Page]:
+        out: list[Page] = []
+        for kind in kinds:
+            planned = kind.plan(inp)
+            for n, p in enumerate(planned):
+                p.nav = kind.id
+                p.single = kind.in_single and n == 0
+            out.extend(planned)
+        return out
     nav = [(k.path, _(k.nav_label)) for k in kinds]
+    # lazy: the cluster pages too are planned when the builder asks (`SitePlan.realize`), after it has forked the
+    # rank pages' writers with what they need (set up below): the two run side by side
+    pages: list[Page] = [] if lazy_ranks else plan_kinds()
 
     maker = rank_rows(inp)
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
@@ -103,7 +109,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     return SitePlan(pages=pages, title=title, nav=nav, exports=detail.exports,
                     single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=line_template,
                                              meta=meta, pages=single_pages),
-                    lazy_ranks=LazyRanks([urls.rank_page(r) for r in ids], plan_rank) if lazy_ranks else None)
+                    lazy_ranks=LazyRanks([urls.rank_page(r) for r in ids], plan_rank) if lazy_ranks else None,
+                    later=plan_kinds if lazy_ranks else None)
 
 
 MAX_SINGLE_RANK_PAGES = 16  # the flagged ranks whose whole page the single file carries (the rest: a compact view)
