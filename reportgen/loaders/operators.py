@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.columnar import Coded
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_frame, read_text, read_typed, to_float
+from reportgen.loaders.common import IssueLog, read_csv_rows, read_text, read_typed, to_float
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Operators
 
 US_PER_MS = 1e3

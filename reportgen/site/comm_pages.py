@@ -550,7 +550,7 @@ class RankComm:
                 for o in ops]
 
     def section(self, r: int) -> dict:
-        a, c = self.a, self.a.comm
+        a = self.a
         sec: dict[str, Any] = {"id": "communication", "title": N_("Communication"), "template": "_rank_comm.html",
                                "has_data": self.ok and r in self.summary}
         if not sec["has_data"]:
