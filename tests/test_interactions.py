@@ -534,6 +534,16 @@ def test_brushing_hosts_above_64_ranks_draws_their_devices_matrix(browser, big_s
     o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{nodes[right[0]]['members']}']", timeout=10000)
     assert o.page.get_attribute("#fig-comm-graph", "data-hosts") == right[0]
     o.offline()
+    # a drill-down cell opens the sending rank's page
+    o.page.locator("#fig-comm-drill").scroll_into_view_if_needed()
+    box = o.page.locator("#fig-comm-drill svg").first.bounding_box()
+    cell = o.page.evaluate("""() => { const v = document.getElementById('fig-comm-drill')._msrView, o = v.origin(),
+      p = v.padding(), x = v.scale('x'), y = v.scale('y');
+      const c = v.data('cells').find(c => c.src === 1 && v.signal('sel').indexOf('' + c.dst) >= 0);
+      return [o[0] + p.left + x('' + c.dst) + x.bandwidth() / 2, o[1] + p.top + y('' + c.src) + y.bandwidth() / 2]; }""")
+    with o.page.expect_navigation():
+        o.page.mouse.click(box["x"] + cell[0], box["y"] + cell[1])
+    assert o.page.url.endswith("ranks/rank-1.html")
 
 
 def test_step_selector_drives_the_wait_strip_above_64_ranks(browser, big_site):
