@@ -54,9 +54,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--marey-step", dest="marey_steps", type=int, action="append", default=[], metavar="N",
                    help=_("also draw the execution (Marey) view of step N (repeatable; the representative and "
                           "the slowest steps are always drawn)"))
-    p.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
-                   help=_("language of the report and of these messages: zh (Chinese) or en (English); default "
-                          "from the locale (LC_ALL / LC_MESSAGES / LANG starting with zh: zh, else en)"))
+    cliutil.add_lang_option(p, several=True)
     cliutil.add_threshold_options(p)
     p.add_argument("--fail-on", choices=("warning", "critical"), default=None,
                    help=_("exit with code {code} (after writing the report) when a finding of this "
@@ -65,23 +63,13 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _lang_argument(argv: list[str]) -> Optional[str]:
-    """`--lang X` / `--lang=X` read before parsing, so that the help and the usage errors are in that language."""
-    for n, a in enumerate(argv):
-        value = a.split("=", 1)[1] if a.startswith("--lang=") else (argv[n + 1] if a == "--lang" and
-                                                                     n + 1 < len(argv) else None)
-        if value in i18n.LANGUAGES:
-            return value
-    return None
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     from reportgen.compare.cli import dispatch  # `msreport compare ...` / `msreport trend ...`
 
     if (code := dispatch(argv)) is not None:
         return code
     argv = sys.argv[1:] if argv is None else list(argv)
-    with i18n.use(_lang_argument(argv) or i18n.default_language()):
+    with i18n.use(cliutil.lang_argument(argv) or i18n.default_language()):
         return _main(argv)
 
 
@@ -101,6 +89,10 @@ def _main(argv: list[str]) -> int:
         return 2
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
         parser.error(_("--device-memory-gb must be a positive number"))
+    langs = args.lang or (i18n.default_language(),)
+    if args.single_file and len(langs) > 1:
+        parser.error(_("--single-file takes one language (--lang {first}); the site (without --single-file) can "
+                       "carry two").format(first=langs[0]))
     overrides = cliutil.threshold_overrides(parser, args)
     cliutil.setup_logging(args.quiet, args.verbose)
     out = cliutil.out_path(args.output, args.single_file)
@@ -113,7 +105,7 @@ def _main(argv: list[str]) -> int:
         opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
-                            lang=args.lang or i18n.default_language(), scheduler=args.scheduler)
+                            lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler)
         if not args.example:
             results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
             return 0

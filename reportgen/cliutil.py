@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from reportgen import __version__
+from typing import Optional
+
+from reportgen import __version__, i18n
 from reportgen.errors import ReportError
 from reportgen.i18n import _
 
@@ -49,6 +51,42 @@ def add_verbosity_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("-q", "--quiet", action="store_true", help=_("print only errors"))
     g.add_argument("-v", "--verbose", action="store_true", help=_("print progress details and tracebacks"))
     p.add_argument("--version", action="version", version=f"msreport {__version__}")
+
+
+def add_lang_option(p: argparse.ArgumentParser, several: bool = False) -> None:
+    """`--lang zh|en` (the main command also takes two: `--lang zh,en`, the first one at the output's root)."""
+    if several:
+        p.add_argument("--lang", type=_languages, default=None, metavar="zh|en|zh,en|en,zh",
+                       help=_("language of the report and of these messages: zh (Chinese) or en (English); two, "
+                              "such as zh,en, write both, the first at the output's root and the other under "
+                              "OUT/en/ (or OUT/zh/) with a language switch on every page; default from the "
+                              "locale (LC_ALL / LC_MESSAGES / LANG starting with zh: zh, else en)"))
+    else:
+        p.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                       help=_("language of the pages and of these messages: zh (Chinese) or en (English); default "
+                              "from the locale (LC_ALL / LC_MESSAGES / LANG starting with zh: zh, else en)"))
+
+
+def _languages(text: str) -> tuple[str, ...]:
+    try:
+        return i18n.parse_languages(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def lang_argument(argv: list[str]) -> Optional[str]:
+    """The (first) language of `--lang X` / `--lang=X`, read before parsing so that the help and the usage errors
+    are in that language."""
+    for n, a in enumerate(argv):
+        value = a.split("=", 1)[1] if a.startswith("--lang=") else (argv[n + 1] if a == "--lang" and
+                                                                     n + 1 < len(argv) else None)
+        if value is None:
+            continue
+        try:
+            return i18n.parse_languages(value)[0]
+        except ValueError:
+            return None
+    return None
 
 
 def check_jobs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

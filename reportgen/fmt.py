@@ -52,9 +52,10 @@ def number(v: Any) -> str:
     return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
 
 
-def percent(v: Any) -> str:
+def percent(v: Any, digits: int = 1) -> str:
     """A value already in percent, 1 decimal (filter `pct`)."""
-    return MISSING if v is None else i18n.format_percent(float(v))  # zh: Babel's "12.3%"
+    f = _float(v)
+    return MISSING if f is None else i18n.format_percent(f, digits)  # zh: Babel's "12.3%"
 
 
 def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
@@ -63,9 +64,18 @@ def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
     return MISSING if f is None else i18n.format_percent(f * 100, digits, lang)
 
 
-def signed_percent(v: Optional[float], missing: str = "n/a") -> str:
-    """A change already in percent, with its sign (run comparison)."""
-    return missing if v is None else f"{v:+.1f} %"
+def share_text(v: Any, digits: int = 1) -> Any:
+    """A 0..1 ratio as a percentage put into a finding's text (`rules.base.fmt_pct`): a message rendered in the
+    language of the text around it ("35.0 %" in English, Babel's "35.0%" in Chinese), so a finding's `title` and
+    `title_en` each read right. Missing: "—"."""
+    f = _float(v)
+    return MISSING if f is None else i18n.Percent(f * 100, digits)
+
+
+def signed_percent(v: Optional[float], missing: str = "n/a", digits: int = 1) -> str:
+    """A change already in percent, with its sign, in the language's style (run comparison): "+3.2 %", zh "+3.2%"."""
+    f = _float(v)
+    return missing if f is None else i18n.Percent(f, digits, signed=True).render()
 
 
 def signed(v: Optional[float], digits: int = 3) -> str:

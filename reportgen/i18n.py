@@ -25,6 +25,7 @@ from babel.messages import mofile, pofile
 from babel.support import NullTranslations, Translations
 
 LANGUAGES = ("en", "zh")
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}  # each language in itself: the language switch's link text
 DEFAULT = "en"
 DOMAIN = "messages"
 _BABEL_LOCALE = {"en": "en_US", "zh": "zh_Hans_CN"}
@@ -40,6 +41,16 @@ def default_language(environ: Optional[Mapping[str, str]] = None) -> str:
         if value:
             return "zh" if value.lower().startswith("zh") else DEFAULT
     return DEFAULT
+
+
+def parse_languages(text: str) -> tuple[str, ...]:
+    """`--lang` values: "zh", "en" or two of them, "zh,en" (the first is the primary language)."""
+    langs = tuple(x.strip().lower() for x in str(text).split(",") if x.strip())
+    bad = [x for x in langs if x not in LANGUAGES]
+    if not langs or bad or len(set(langs)) != len(langs):
+        raise ValueError(gettext("invalid language {value!r}: give {choices}, or two of them separated by a comma "
+                                 "(zh,en)").format(value=text, choices=" / ".join(LANGUAGES)))
+    return langs
 
 
 def catalog_path(lang: str):
@@ -191,6 +202,31 @@ class Problem(Msg):
         return _problem_translator(self.msgid, lang)
 
 
+class Percent(Msg):
+    """A percentage rendered late in the language's style (`format_percent`): "+12.3 %" in English, "+12.3%" in
+    Chinese. `signed`: with its sign (a change)."""
+
+    def __init__(self, value: float, digits: int = 1, signed: bool = False) -> None:
+        super().__init__("{pct}", value=value, digits=digits, signed=signed)
+
+    def render(self, lang: Optional[str] = None) -> str:
+        v, digits = self.params["value"], self.params["digits"]
+        text = format_percent(abs(v) if self.params["signed"] else v, digits, lang or current())
+        return ("-" if v < 0 else "+") + text if self.params["signed"] else text
+
+
+class Joined(Msg):
+    """Messages joined by a separator, each rendered in the same language; the separator is a catalog message too
+    ("; " is "；" in Chinese)."""
+
+    def __init__(self, parts: list, sep: str = "; ") -> None:
+        super().__init__(sep, parts=list(parts))
+
+    def render(self, lang: Optional[str] = None) -> str:
+        lang = lang or current()
+        return translations(lang).gettext(self.msgid).join(text(p, lang) for p in self.params["parts"])
+
+
 def lazy(msgid: str, **params: Any) -> Msg:
     return Msg(msgid, **params)
 
@@ -246,4 +282,6 @@ VOCABULARY = (N_("{label} ({unit})"), N_("critical"), N_("warning"), N_("info"),
               N_("tail"), N_("operator"), N_("queue_drop"), N_("consumer"), N_("slow rank"), N_("default"),
               N_("data_process"), N_("data_transmission"),
               # MindSpore context modes and version keys shown as rank facts
-              N_("graph"), N_("pynative"), N_("context mode"))
+              N_("graph"), N_("pynative"), N_("context mode"),
+              # separators of joined messages (`Joined`)
+              N_("; "))

@@ -39,7 +39,8 @@ class BuildOptions:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     marey_steps: tuple[int, ...] = ()
     title: Optional[str] = None
-    lang: str = "en"  # the report's language (reportgen.i18n.LANGUAGES)
+    lang: str = "en"  # the report's language (reportgen.i18n.LANGUAGES): the output's root and summary.json
+    other_langs: tuple[str, ...] = ()  # the same site also in these languages, under OUT/<lang>/ (not single-file)
     scheduler: Optional[str] = None  # None / "local": local processes (`jobs`); "tcp://HOST:PORT": a Dask cluster
 
     def __post_init__(self) -> None:
@@ -48,6 +49,9 @@ class BuildOptions:
         object.__setattr__(self, "marey_steps", tuple(int(s) for s in self.marey_steps or ()))
         if self.jobs < 1:
             raise ValueError("jobs must be at least 1")
+        object.__setattr__(self, "other_langs", tuple(l for l in self.other_langs if l != self.lang))
+        if self.single_file and self.other_langs:
+            raise ValueError("a single-file report takes one language")
 
 
 @dataclass
@@ -91,14 +95,20 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
     with ui.stage(f"{prefix}analyse"):
         analysis, findings, thresholds = analyse_phase(run, opts)
     with ui.stage(f"{prefix}plan pages"):
-        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title)
+        lazy = not opts.single_file  # the site's rank pages are planned by the builder as it writes them
+        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=lazy)
         summary = build_summary(analysis, findings, thresholds)
+        translations = []
+        for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
+            with i18n.use(lang):
+                translations.append((lang, plan_pages(analysis, findings, thresholds=thresholds, title=opts.title,
+                                                      lazy_ranks=lazy)))
     with ui.stage(f"{prefix}write"):
         if opts.single_file:
             entry = builder.write_single_file(plan, summary, out, layout.root)
         else:
             entry = builder.write_site(plan, summary, out, layout.root, progress=ui.counter("pages written"),
-                                       jobs=opts.jobs)
+                                       jobs=opts.jobs, translations=translations)
     return entry, summary
 
 
@@ -169,5 +179,6 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]
     with ui.stage("write the run index"):
-        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file)
+        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
+                                         other_langs=opts.other_langs)
     return entry, combined

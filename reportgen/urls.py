@@ -34,8 +34,19 @@ SECTION_OF_PAGE = {
     EXECUTION: "execution", STRATEGY: "strategy", RESOURCES: "resources", RULES: "rules",
 }
 
+# A site in two languages (`--lang zh,en`): the first language's pages at the output's root, the other one's under
+# `<lang>/` (a language tree). Both trees share the files under these folders (the bundled scripts and styles, the
+# copied traces); everything else (pages, CSV downloads) lives in each tree.
+TRACE_DIR = "traces"
+SHARED_DIRS = ("assets/", TRACE_DIR + "/")
+
 _RANK_PAGE_RE = re.compile(r"^ranks/rank-(\d+)\.html$")
 _EXEC_STEP_RE = re.compile(r"^cluster/execution-step-(-?\d+)\.html$")
+
+
+# A rank number no run has: embedded data carries `rank_page(RANK_SLOT)` once, resolved for the page like any
+# href, and the browser puts each row's rank in its place (charts/columnar.py; a thousand hrefs cost 25 KB each).
+RANK_SLOT = 987654321
 
 
 def rank_page(rank: int) -> str:
@@ -108,13 +119,31 @@ FINDINGS = Target(INDEX, "findings")
 
 # ---- resolution ----------------------------------------------------------------------------------------------
 
-class Resolver:
-    """Resolves targets from one page in one mode. Site mode: relative paths. Single file: in-file anchors."""
+def tree_root(lang: str, primary: bool) -> str:
+    """The folder of a language's tree in the output: "" for the primary language, "en/" for another."""
+    return "" if primary else f"{lang}/"
 
-    def __init__(self, current: str, single: bool) -> None:
+
+def in_tree(root: str, path: str) -> str:
+    """The output path of a site path in the language tree at `root` (shared files stay where they are)."""
+    return path if not root or path.startswith(SHARED_DIRS) else root + path
+
+
+def language_href(current: str, root: str, other_root: str, anchor: str = "") -> str:
+    """The link from page `current` of the tree at `root` to the same page in the tree at `other_root`."""
+    return posixpath.relpath(other_root + current, posixpath.dirname(root + current) or ".") + (
+        "#" + anchor if anchor else "")
+
+
+class Resolver:
+    """Resolves targets from one page in one mode. Site mode: relative paths. Single file: in-file anchors.
+    `root`: the page's language tree ("" or "en/", see `tree_root`)."""
+
+    def __init__(self, current: str, single: bool, root: str = "") -> None:
         self.current = current
         self.single = single
-        self._dir = posixpath.dirname(current) or "."
+        self.root = root
+        self._dir = posixpath.dirname(in_tree(root, current)) or "."
 
     def href(self, target: Union[str, Target, None]) -> Optional[str]:
         if target is None or target == "":
@@ -124,7 +153,7 @@ class Resolver:
             return self._single(t)
         if not t.page:
             return "#" + t.anchor if t.anchor else None
-        rel = posixpath.relpath(t.page, self._dir)
+        rel = posixpath.relpath(in_tree(self.root, t.page), self._dir)
         return rel + ("#" + t.anchor if t.anchor else "")
 
     __call__ = href
@@ -143,9 +172,9 @@ class Resolver:
         return "#" + SECTION_OF_PAGE.get(t.page, "overview")
 
 
-def url_function(current: str, single: bool):
+def url_function(current: str, single: bool, root: str = ""):
     """The `url` callable templates use: never returns None (an unavailable target becomes '')."""
-    res = Resolver(current, single)
+    res = Resolver(current, single, root)
 
     def url(target: Union[str, Target, None]) -> str:
         return res.href(target) or ""

@@ -225,8 +225,9 @@ def _env(repo: Path) -> dict:
     return env
 
 
-def _tree_rss_mb(root: int) -> float:
-    """Resident memory of process `root` and all its descendants now (MB), from /proc."""
+def _tree_rss_mb(root: int) -> tuple[float, float]:
+    """Resident memory of process `root` and all its descendants now (MB), from /proc: the sum of their RSS (a page
+    shared by forked processes counted in each) and of their PSS (shared pages split between the sharers)."""
     import os
 
     kids: dict[int, list[int]] = {}
@@ -242,16 +243,29 @@ def _tree_rss_mb(root: int) -> float:
         pid, ppid = int(d), int(parts[1])
         kids.setdefault(ppid, []).append(pid)
         rss[pid] = int(parts[21])  # pages
-    total, todo = 0, [root]
+    total, todo, pss_kb = 0, [root], 0
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        pss_kb += _pss_kb(p)
         todo.extend(kids.get(p, []))
-    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return total * os.sysconf("SC_PAGE_SIZE") / 2**20, pss_kb / 1024
 
 
-_WRAP = ("import resource,subprocess,sys;r=subprocess.run(sys.argv[2:]);"
-         "open(sys.argv[1],'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss));"
+def _pss_kb(pid: int) -> int:
+    """Proportional set size of a process (kB): pages shared by forked workers counted once across the tree."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+_WRAP = ("import resource,subprocess,sys;r=subprocess.run(sys.argv[2:]);u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+         "open(sys.argv[1],'w').write(f'{u.ru_maxrss} {u.ru_utime + u.ru_stime}');"
          "sys.exit(r.returncode)")
 
 
@@ -269,12 +283,13 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", _WRAP, rss_file, *cmd], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = [0.0]
+    peak = [0.0, 0.0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(0.1):
-            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
+            rss, pss = _tree_rss_mb(proc.pid)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
@@ -283,10 +298,12 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
     done.set()
     th.join()
     try:
-        single = int(Path(rss_file).read_text() or 0) / 1024
+        maxrss, cpu = (Path(rss_file).read_text() or "0 nan").split()
     finally:
         os.unlink(rss_file)
-    return {"wall": wall, "rc": proc.returncode, "stderr": err, "rss_mb": single, "tree_mb": peak[0]}
+    # cpu: user + system seconds of the command and all its processes (a figure the machine's load barely moves)
+    return {"wall": wall, "rc": proc.returncode, "stderr": err, "rss_mb": int(maxrss) / 1024, "tree_mb": peak[0],
+            "tree_pss_mb": peak[1], "cpu": float(cpu)}
 
 
 def _size_mb(p: Path) -> float:
@@ -310,7 +327,9 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
         if r["rc"] != 0:
             raise SystemExit(f"msreport failed ({r['rc']}):\n{r['stderr'][-3000:]}")
         stages = {m.group(1): float(m.group(2)) for m in re.finditer(r"stage (.+?): ([\d.]+) s", r["stderr"])}
-        out = {"ranks": ranks, "run_gb": _size_mb(run) / 1e3, "build_s": r["wall"], "rss_mb": r["rss_mb"],
+        out = {"ranks": ranks, "run_gb": _size_mb(run) / 1e3, "build_s": r["wall"], "cpu_s": r["cpu"],
+               "tree_pss_mb": r["tree_pss_mb"],
+               "rss_mb": r["rss_mb"],
                "tree_mb": r["tree_mb"], "stages": stages, "site_mb": _size_mb(tmp / "site"),
                "per_rank_ms": r["wall"] / ranks * 1e3}
         summary = json.loads((tmp / "site" / "summary.json").read_text())
@@ -329,6 +348,7 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
                 m = timed([exe, "cluster", "-d", str(run), "-m", "all", "-o", str(tmp / "msprof"), "--force"],
                           tmp, None)
                 out["msprof_s"], out["msprof_rc"], out["msprof_tree_mb"] = m["wall"], m["rc"], m["tree_mb"]
+                out["msprof_cpu_s"] = m["cpu"]
                 out["msprof_rss_mb"] = m["rss_mb"]
                 # msprof-analyze writes into the input folder too (cluster_analysis_output, .db caches): clean
                 for p in run.glob("cluster_analysis_output*"):
@@ -340,15 +360,15 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
 
 def print_realistic(r: dict, label: str) -> None:
     stages = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["stages"].items())
-    line = (f"{label} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s "
+    line = (f"{label} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s, cpu {r['cpu_s']:.1f}s "
             f"({r['per_rank_ms']:.1f} ms/rank; {stages}); peak RSS {r['rss_mb']:.0f} MB (largest process), "
-            f"{r['tree_mb']:.0f} MB (process tree); site {r['site_mb']:.1f} MB")
+            f"{r['tree_mb']:.0f} MB RSS / {r['tree_pss_mb']:.0f} MB PSS (process tree); site {r['site_mb']:.1f} MB")
     if "single_mb" in r:
         line += f"; single file {r['single_mb']:.1f} MB ({r['single_s']:.1f}s)"
     if "msprof_s" in r:
-        line += (f"; msprof-analyze cluster -m all {r['msprof_s']:.1f}s (exit {r['msprof_rc']}, RSS "
-                 f"{r['msprof_rss_mb']:.0f} MB / tree {r['msprof_tree_mb']:.0f} MB): msreport is "
-                 f"{r['msprof_s'] / r['build_s']:.1f}x faster")
+        line += (f"; msprof-analyze cluster -m all {r['msprof_s']:.1f}s, cpu {r['msprof_cpu_s']:.1f}s (exit "
+                 f"{r['msprof_rc']}, RSS {r['msprof_rss_mb']:.0f} MB / tree {r['msprof_tree_mb']:.0f} MB): msreport "
+                 f"is {r['msprof_s'] / r['build_s']:.1f}x faster (wall), {r['msprof_cpu_s'] / r['cpu_s']:.1f}x (cpu)")
     line += f"; slow rank flagged: {r['slow_rank_flagged']}"
     print(line, flush=True)
 

@@ -8,12 +8,18 @@ Used before and after a loading/pipeline change (issue 17): every number in summ
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's reportgen
+from reportgen.site.builder import csv_value  # noqa: E402
 
 TIMING_KEYS = {"generated_at", "build_seconds", "elapsed_s", "timings", "generator"}
 
@@ -36,10 +42,34 @@ def save(snap: Path, runs: list[str]) -> None:
             dest = snap / name
             dest.mkdir(parents=True, exist_ok=True)
             (dest / "_exit").write_text(f"{proc.returncode}\n")
-            for f in [*out.rglob("*.csv"), *out.rglob("summary.json")]:
-                target = dest / f.relative_to(out)
+            for f in [*out.rglob("*.csv"), *out.rglob("*.csv.gz"), *out.rglob("summary.json")]:
+                rel = f.relative_to(out)
+                if f.suffix == ".gz":  # a large run's per-rank tables: kept decompressed, under the plain name
+                    target = dest / rel.with_suffix("")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(gzip.decompress(f.read_bytes()))
+                    continue
+                target = dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
+
+
+def _same_cell(old: str, new: str) -> bool:
+    """A CSV cell is unchanged when its text is, or when it is the same number written compactly (issue 17:
+    `208.0` -> `208`, `8.552121000000003` -> `8.552121`, the rule of `builder.csv_value`)."""
+    if old == new:
+        return True
+    try:
+        v = float(old)
+    except ValueError:
+        return False
+    return str(csv_value(v)) == new
+
+
+def _same_csv(ta: str, tb: str) -> bool:
+    ra, rb = list(csv.reader(io.StringIO(ta))), list(csv.reader(io.StringIO(tb)))
+    return len(ra) == len(rb) and all(len(x) == len(y) and all(_same_cell(p, q) for p, q in zip(x, y))
+                                      for x, y in zip(ra, rb))
 
 
 def compare(a: Path, b: Path) -> int:
@@ -53,6 +83,8 @@ def compare(a: Path, b: Path) -> int:
         ta, tb = (a / rel).read_text(errors="replace"), (b / rel).read_text(errors="replace")
         if rel.suffix == ".json":
             same = _strip(json.loads(ta)) == _strip(json.loads(tb))
+        elif rel.suffix == ".csv":
+            same = _same_csv(ta, tb)
         else:
             same = ta == tb
         if not same:

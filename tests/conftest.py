@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# every chart spec a test builds is checked against Vega-Lite's schema (builds skip it: charts/theme.VALIDATE);
+# set before reportgen is imported, and inherited by the msreport processes the tests start
+os.environ.setdefault("MSREPORT_VALIDATE_SPECS", "1")
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 

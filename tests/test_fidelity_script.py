@@ -37,3 +37,15 @@ def test_missing_file_detected(tmp_path):
     b = _snap(tmp_path / "b", 1.0, "x", "1")
     (b / "run" / "cluster" / "step-trace.csv").unlink()
     assert fidelity.compare(a, b) == 1
+
+
+def test_compact_csv_numbers_count_as_the_same_numbers(tmp_path, capsys):
+    """Issue 17: CSVs write `208` for `208.0` and drop float noise; compare accepts exactly that rewrite."""
+    a = _snap(tmp_path / "a", 1.0, "x", "208.0")
+    b = _snap(tmp_path / "b", 1.0, "x", "208")
+    assert fidelity.compare(a, b) == 0
+    a = _snap(tmp_path / "c", 1.0, "x", "8.552121000000003")
+    b = _snap(tmp_path / "d", 1.0, "x", "8.552121")
+    assert fidelity.compare(a, b) == 0
+    b = _snap(tmp_path / "e", 1.0, "x", "8.55212")  # a digit the data carries is lost: a difference
+    assert fidelity.compare(a, b) == 1

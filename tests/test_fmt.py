@@ -46,7 +46,10 @@ def test_the_old_homes_use_it():
     from reportgen.rules import base
     from reportgen.site import builder
 
-    assert (base.fmt_ms, base.fmt_pct, base.fmt_ranks) == (fmt.ms, fmt.share, fmt.ranks)
+    assert (base.fmt_ms, base.fmt_pct, base.fmt_ranks) == (fmt.ms, fmt.share_text, fmt.ranks)
+    # the finding texts' percentage is rendered in the language of the text: "35.0 %" / "35.0%"
+    p = base.fmt_pct(0.35)
+    assert (p.render("en"), p.render("zh"), base.fmt_pct(None)) == ("35.0 %", "35.0%", "—")
     env = builder.make_env()
     assert (env.filters["ms"], env.filters["pct"], env.filters["pct1"], env.filters["num"]) == (
         fmt.ms_cell, fmt.percent, fmt.share, fmt.number)

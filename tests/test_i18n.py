@@ -69,6 +69,10 @@ def _latin_left(soup, data: set[str]) -> list[tuple[str, list[str]]]:
     for sel in ("script", "style", "code", ".brand", "svg text"):
         for t in soup.select(sel):
             t.decompose()
+    # text that declares its own language (the language switch "English"; a compared summary's English title)
+    for t in soup.select("body [lang]"):
+        if not t["lang"].startswith("zh"):
+            t.decompose()
 
     def bad(text: str) -> list[str]:
         text = text.replace(run_title, "") if run_title else text
@@ -102,8 +106,23 @@ def zh_runs(tmp_path_factory) -> dict[str, Path]:
     run = generate_run(base / "pipe-run", layout="mindinsight", ranks=8, steps=6, stages=4, tp=2,
                        inject=["slow-rank:5:compute:1.3", "slow-op:LayerNorm:4", "slow-link:0-1",
                                "memory-near-capacity:3", "starving-queue:2"])
-    _build(run, base / "pipeline", "zh")
-    out = {"example": base / "example", "pipeline": base / "pipeline"}
+    # both languages, English first: the zh pages are the second language's tree (OUT/zh/)
+    _build(run, base / "pipeline", "en,zh")
+    out = {"example": base / "example", "pipeline": base / "pipeline" / "zh"}
+    # the comparison of the two (different layouts: the warnings show too; the pipeline's summary is English, its
+    # finding titles are shown as written and marked lang="en"), their trend, and a folder of two runs
+    env_zh = {"PYTHONPATH": str(ROOT), "LANG": "zh_CN.UTF-8", "LC_ALL": "", "PATH": "/usr/bin:/bin"}
+    cmp = subprocess.run([sys.executable, "-m", "reportgen", "compare", str(base / "example"), str(base / "pipeline"),
+                          "-o", str(base / "compare"), "--fail-on-regression", "0"], cwd=ROOT, env=env_zh,
+                         capture_output=True, text=True, timeout=300)
+    assert cmp.returncode in (0, 3), cmp.stderr
+    subprocess.run([sys.executable, "-m", "reportgen", "trend", str(base / "example"), str(base / "pipeline"),
+                    "-o", str(base / "trend"), "-q", "--lang", "zh"], cwd=ROOT, env=env, check=True, timeout=300)
+    for name, layout in (("a", "ascend"), ("b", "mindinsight")):
+        generate_run(base / "multi" / name, layout=layout, ranks=2, steps=3)
+    _build(base / "multi", base / "runs", "zh,en")  # the landing page and each run in both languages
+    out.update({"compare": base / "compare", "trend": base / "trend", "runs": base / "runs",
+                "pipeline-both": base / "pipeline", "compare-cli": cmp})
     single = ROOT / ".." / "shared" / "samples" / "mindinsight" / "single_device_run2_rank1_full"
     if single.is_dir():
         _build(single, base / "single", "zh")
@@ -113,11 +132,18 @@ def zh_runs(tmp_path_factory) -> dict[str, Path]:
 
 def test_every_zh_page_of_three_runs_is_chinese(zh_runs):
     """Every page of the zh reports: no Latin word left that is not a technical term, an identifier or data."""
-    assert {"example", "pipeline"} <= set(zh_runs)
+    assert {"example", "pipeline", "compare", "trend", "runs"} <= set(zh_runs)
     failures, pages = [], 0
     for name, site in zh_runs.items():
+        if name in ("pipeline-both", "compare-cli"):
+            continue
         data = _data_words(site)
+        if (site / "trend.json").is_file():  # the runs' labels (their folder names) are data too
+            data |= {w for r in json.loads((site / "trend.json").read_text(encoding="utf-8"))["runs"]
+                     for w in re.findall(r"[A-Za-z][A-Za-z'-]+", r["label"])}
         for page in sorted(site.rglob("*.html")):
+            if "en" in page.relative_to(site).parts:  # a two-language build's English tree
+                continue
             pages += 1
             soup = _soup(page)
             assert soup.html["lang"] == "zh-CN", page
@@ -365,3 +391,198 @@ def test_numbers_follow_the_language():
         assert env.filters["pct1"](0.5) == "50.0%" and env.filters["num"](12345.0) == "12,345"
     env = make_env()
     assert env.filters["pct1"](0.5) == "50.0 %"
+
+
+# --- compare / trend in the report language ---------------------------------------------------------------------
+
+
+def test_compare_and_trend_pages_and_messages_in_chinese(zh_runs):
+    """`msreport compare` under LANG=zh_CN (no --lang): Chinese messages and page; compare.json stays English."""
+    cli = zh_runs["compare-cli"]
+    assert "迭代耗时" in cli.stdout and "比较结果已写入" in cli.stdout, cli.stdout
+    page = _soup(zh_runs["compare"] / "index.html")
+    assert page.html["lang"] == "zh-CN"
+    assert page.select_one("#compare h1").get_text() == "运行比较"
+    assert page.select_one("#gate h2").get_text().startswith(("性能回退", "无性能回退"))
+    # gate reasons and run warnings: English in compare.json, the same items in Chinese on the page
+    data = json.loads((zh_runs["compare"] / "compare.json").read_text(encoding="utf-8"))
+    assert data["warnings"] and not any(CJK.search(w) for w in data["warnings"])
+    assert any("different profiler output layouts" in w for w in data["warnings"])
+    shown = [li.get_text() for li in page.select(".cmp-warn li")]
+    assert len(shown) == len(data["warnings"]) and all(CJK.search(w) for w in shown), shown
+    reasons = [li.get_text() for li in page.select("#gate li")]
+    assert len(reasons) == len(data["gate"]["reasons"]) and all(CJK.search(r) for r in reasons)
+    assert not any(CJK.search(r) for r in data["gate"]["reasons"])
+    # percentages as zh writes them ("+12.3%"), statuses and chart legends translated
+    assert re.search(r"[+-]\d[\d,]*\.\d%", page.select_one("#tbl-phases").get_text())
+    assert not re.search(r"\d %", page.select_one("#tbl-phases").get_text())
+    specs = [json.loads(s.string) for s in page.select("script.spec")]
+    titles = [t for sp in specs for t in _titles(sp, [])]
+    assert titles and not [t for t in titles if _english_words(t, set())], titles
+    statuses = {r["status"] for sp in specs for rows in sp.get("datasets", {}).values() for r in rows
+                if isinstance(r, dict) and "status" in r}
+    assert statuses and all(CJK.search(s) for s in statuses), statuses
+    trend = _soup(zh_runs["trend"] / "index.html")
+    assert trend.html["lang"] == "zh-CN" and trend.select_one("#trend h1").get_text() == "2 次运行的趋势"
+    tdata = json.loads((zh_runs["trend"] / "trend.json").read_text(encoding="utf-8"))
+    assert all(not CJK.search(f["subject"]) for f in tdata["findings"])
+    assert all(f["title_en"] and not CJK.search(f["title_en"]) for f in tdata["findings"])
+
+
+def test_compare_help_follows_the_language():
+    env = {"PYTHONPATH": str(ROOT), "LANG": "C", "LC_ALL": "", "PATH": "/usr/bin:/bin"}
+    for cmd, word in (("compare", "比较两次运行"), ("trend", "趋势")):
+        r = subprocess.run([sys.executable, "-m", "reportgen", cmd, "--lang", "zh", "-h"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and word in r.stdout and "--lang" in r.stdout, r.stdout
+        en = subprocess.run([sys.executable, "-m", "reportgen", cmd, "-h"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+        assert en.returncode == 0 and not CJK.search(en.stdout)
+    bad = subprocess.run([sys.executable, "-m", "reportgen", "compare", "a", "b", "-o", "x", "--lang", "fr"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--lang" in bad.stderr
+
+
+# --- one site in two languages -------------------------------------------------------------------------------------
+
+
+def _switch(page: Path):
+    links = _soup(page).select("a.lang-switch")
+    assert len(links) == 1, page
+    return links[0]
+
+
+def test_two_languages_every_page_links_to_the_same_page_in_the_other(zh_runs):
+    """`--lang en,zh`: English at the root, Chinese under zh/, the same pages in both; every page's switch link
+    lands on the same page (same path in the other tree) of the other language, which links back."""
+    root = zh_runs["pipeline-both"]
+    en_pages = {p.relative_to(root) for p in root.rglob("*.html") if p.relative_to(root).parts[0] != "zh"}
+    zh_pages = {p.relative_to(root / "zh") for p in (root / "zh").rglob("*.html")}
+    assert len(en_pages) > 10 and en_pages == zh_pages
+    for rel in sorted(en_pages):
+        for here, there, lang in ((root, root / "zh", "zh"), (root / "zh", root, "en")):
+            a = _switch(here / rel)
+            assert a["hreflang"] == lang and a.get_text() == {"zh": "中文", "en": "English"}[lang]
+            target = ((here / rel).parent / a["href"]).resolve()
+            assert target == (there / rel).resolve(), (rel, a["href"])
+            other = _soup(target)
+            assert other.html["lang"] == ("zh-CN" if lang == "zh" else "en")
+            back = ((there / rel).parent / _switch(there / rel)["href"]).resolve()
+            assert back == (here / rel).resolve()
+    # the same page identity: the same section ids and the same number of findings in either language
+    for rel in (Path("index.html"), Path("cluster/communication.html")):
+        a, b = _soup(root / rel), _soup(root / "zh" / rel)
+        assert [s.get("id") for s in a.select("section[id]")] == [s.get("id") for s in b.select("section[id]")]
+        assert len(a.select("li.finding")) == len(b.select("li.finding"))
+    # one summary.json (the primary language's), the assets and traces shared, every link lands
+    assert (root / "summary.json").is_file() and not (root / "zh" / "summary.json").exists()
+    assert not (root / "zh" / "assets").exists()
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    assert not CJK.search(json.dumps([f["title"] for f in summary["findings"]], ensure_ascii=False))
+    from test_links import check_site
+
+    assert check_site(root) > 100
+
+
+def test_two_languages_for_a_folder_of_runs(zh_runs):
+    """A folder of two runs with `--lang zh,en`: a landing page per language, each linking to the runs' reports in
+    its language and to the other landing page; every link of the whole output lands."""
+    root = zh_runs["runs"]
+    zh, en = _soup(root / "index.html"), _soup(root / "en" / "index.html")
+    assert zh.html["lang"] == "zh-CN" and en.html["lang"] == "en"
+    assert ((root / "en") / _switch(root / "en" / "index.html")["href"]).resolve() == (root / "index.html").resolve()
+    assert (root / _switch(root / "index.html")["href"]).resolve() == (root / "en" / "index.html").resolve()
+    for soup, here, lang in ((zh, root, "zh-CN"), (en, root / "en", "en")):
+        reports = [(here / a["href"]).resolve() for a in soup.select("main a[href]")]
+        assert len(reports) == 2
+        assert all(_soup(p).html["lang"] == lang for p in reports)
+    from test_links import check_site
+
+    assert check_site(root) > 100
+
+
+def test_single_file_takes_one_language(tmp_path):
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", layout="ascend", ranks=2, steps=3)
+    env = {"PYTHONPATH": str(ROOT), "LANG": "C", "LC_ALL": "", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "reportgen", str(run), "-o", str(tmp_path / "r.html"), "--single-file",
+                        "--lang", "zh,en"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--single-file" in r.stderr.splitlines()[-1]
+    assert not (tmp_path / "r.html").exists()
+    bad = subprocess.run([sys.executable, "-m", "reportgen", str(run), "-o", str(tmp_path / "x"), "--lang", "zh,zh"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "zh,zh" in bad.stderr
+
+
+# --- numbers inside finding texts; impact.basis stays English ------------------------------------------------------
+
+
+def test_percentages_in_finding_titles_follow_the_language(zh_site):
+    zh = json.loads((zh_site / "zh" / "summary.json").read_text(encoding="utf-8"))
+    en = json.loads((zh_site / "en" / "summary.json").read_text(encoding="utf-8"))
+    with_pct = [f for f in en["findings"] if re.search(r"\d %", f["title"])]
+    assert with_pct, [f["title"] for f in en["findings"]]
+    by_id = {f["id"]: f for f in zh["findings"]}
+    for f in with_pct:
+        z = by_id[f["id"]]
+        assert z["title_en"] == f["title"]
+        assert not re.search(r"\d %", z["title"]) and re.search(r"\d%", z["title"]), z["title"]
+        # the same numbers in both titles
+        assert re.findall(r"\d+(?:\.\d+)?", z["title"]) == re.findall(r"\d+(?:\.\d+)?", f["title"])
+
+
+def test_impact_basis_is_english_in_summary_and_translated_on_the_page(zh_site):
+    zh = json.loads((zh_site / "zh" / "summary.json").read_text(encoding="utf-8"))
+    en = json.loads((zh_site / "en" / "summary.json").read_text(encoding="utf-8"))
+    zb = {f["id"]: f["impact"]["basis"] for f in zh["findings"] if f.get("impact", {}).get("basis")}
+    eb = {f["id"]: f["impact"]["basis"] for f in en["findings"] if f.get("impact", {}).get("basis")}
+    assert zb and zb == eb and not any(CJK.search(b) for b in zb.values())
+    page = _soup(zh_site / "zh" / "index.html")
+    shown = [p.select_one(".muted").get_text() for p in page.select("p.impact") if p.select_one(".muted")]
+    assert shown and all(CJK.search(b) for b in shown), shown
+
+
+def test_execution_page_legends_lanes_and_memory_tooltip_in_chinese(zh_runs):
+    """The execution view's legends (operator classes, timeline kinds, communication / wait) and its lane labels are
+    Chinese on zh pages, and every data value a legend colours is in its scale's domain (colours stay right)."""
+    soup = _soup(zh_runs["pipeline"] / "cluster" / "execution.html")
+    specs = {s.get("data-chart") or n: json.loads(s.string) for n, s in enumerate(soup.select("script.spec"))}
+    domains, values = [], set()
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k == "scale" and isinstance(x, dict) and isinstance(x.get("domain"), list):
+                    domains.append(x["domain"])
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for spec in specs.values():
+        walk(spec)
+        for rows in (spec.get("datasets") or {}).values():
+            values.update(r.get("cls") for r in rows if isinstance(r, dict) and r.get("cls"))
+            values.update(r.get("metric") for r in rows if isinstance(r, dict) and r.get("metric"))
+    words = [d for dom in domains for d in dom if isinstance(d, str)]
+    assert words and all(CJK.search(w) for w in words), words
+    assert values and values <= set(words), (values, words)
+    cols = [json.loads(s.string) for s in soup.select("script[type='application/json']")]
+    lanes = [ln for c in cols if isinstance(c, dict) for ds in c.values() if isinstance(ds, dict)
+             for ln in (ds.get("dicts") or {}).get("lane", [])]
+    cats = [c_ for c in cols if isinstance(c, dict) for ds in c.values() if isinstance(ds, dict)
+            for c_ in (ds.get("dicts") or {}).get("cat", [])]
+    assert lanes and cats and all(CJK.search(c) for c in cats)
+    assert not [ln for ln in lanes if re.search(r"\b(rank|stage|Communication|plane|stream|thread)\b", ln)], lanes
+
+
+def test_memory_tooltip_says_capacity_unknown():
+    from reportgen.site.execution_pages import memory_tip
+
+    assert memory_tip(30100.0, 32768.0) == "30,100 of 32,768 MB"
+    assert memory_tip(30100.0, None) == "30,100 MB, capacity unknown"
+    assert memory_tip(None, 32768.0) == ""
+    with i18n.use("zh"):
+        assert memory_tip(30100.0, None) == "30,100 MB，容量未知"
+        assert memory_tip(30100.0, float("nan")) == "30,100 MB，容量未知"

@@ -341,8 +341,9 @@ def test_overlap_step_view_is_the_steps_own_breakdown(browser, example_site):
     = computing − overlapped), as the step-trace page's data for step 3 has them."""
     import json
     from bs4 import BeautifulSoup
+    from reportgen.charts.columnar import rows_of
     st = BeautifulSoup((example_site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
-    step3 = {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"]["3"]}[5]
+    step3 = {r["rank"]: r for r in rows_of(json.loads(st.select_one("#step-table-data").string)["steps"]["3"])}[5]
     o = open_page(browser, example_site / "cluster" / "overlap.html", ("fig-overlap-stack",))
     o.select("#overlap-step-select", "3", "fig-overlap-stack")
     bar = {r["phase"]: r["value"] for r in o.data("fig-overlap-stack", "breakdown") if r["label"] == "5"}
@@ -379,7 +380,8 @@ def _step_table(site: Path, step: str) -> dict[int, dict]:
     import json
     from bs4 import BeautifulSoup
     st = BeautifulSoup((site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
-    return {r["rank"]: r for r in json.loads(st.select_one("#step-table-data").string)["steps"][step]}
+    from reportgen.charts.columnar import rows_of
+    return {r["rank"]: r for r in rows_of(json.loads(st.select_one("#step-table-data").string)["steps"][step])}
 
 
 def _median(vals: list[float]) -> float:

@@ -10,11 +10,14 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
+from reportgen.charts import columnar
 from reportgen.cli import main
 
 
 def _json_hrefs(value, out: list[str]) -> None:
-    if isinstance(value, dict):
+    if isinstance(value, dict) and "fields" in value and "cols" in value:  # columnar data: every row's href
+        _json_hrefs(columnar.decode(value), out)
+    elif isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, str) and (k == "href" or k.endswith("_href")):
                 out.append(v)

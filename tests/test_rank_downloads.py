@@ -20,6 +20,7 @@ def lean_site(tmp_path_factory) -> Path:
     generate_run(run, layout="ascend", ranks=4, steps=2, stages=2)
     mp = pytest.MonkeyPatch()
     mp.setattr(resource_pages, "RANK_TOP_OPS", TOP)
+    mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", TOP)
     try:
         assert main([str(run), "-o", str(root / "out"), "-q"]) == 0
     finally:

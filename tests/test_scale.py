@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from reportgen.loaders import columnar, common
@@ -191,6 +192,8 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     (KD + "1,MatMul,MatMul,AI_CORE,,1\n1,Add,Add,AI_CORE,11,2\n", False),  # a time stamp missing
     ("\ufeff" + KD.replace("\n", "\r\n") + "1,MatMul,MatMul,AI_CORE,10,1\r\n1,Add,Add,AI_CORE,11,2\r\n", True),
     ("Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\nMatMul,MatMul,4\n", True),  # no core, no stamp
+    ("Name,Type,Duration(us)\rMatMul,MatMul,1\rAdd,Add,2\n", False),  # old Mac line breaks: counted, careful
+    ('Name,Type,Duration(us)\n"Mat\nMul",MatMul,1\nAdd,Add,2\n', False),  # a line break inside a value
 ])
 def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
     """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the
@@ -314,3 +317,75 @@ def test_scheduler_unreachable_is_a_user_error(small_run, tmp_path):
     p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9", "-q"])
     assert p.returncode == 2, p.stderr
     assert "cannot reach the Dask scheduler" in p.stderr
+
+
+# --- memory_record in numpy: the same peaks and curve as the pandas code it replaced ------------------------------
+
+
+def _record_curve_reference(ts, alloc, res, comp_values):
+    """The pandas implementation memory_record.csv had before `record_curve` (kept here as the oracle)."""
+    from reportgen.loaders.memory import _downsample
+
+    ts, alloc, res, comp = pd.Series(ts), pd.Series(alloc), pd.Series(res), pd.Series(comp_values, dtype=object)
+    t0 = ts.min()
+    app = comp == "APP"
+    alloc_comp = next((c for c in ("PTA+GE", "PTA", "GE", "MindSpore", "MS") if (comp == c).any()), None)
+    allocated_peak = None
+    if app.any() and res[app].notna().any():
+        curve = pd.DataFrame({"x": (ts[app] - t0) / 1e3, "used_mb": res[app]})
+        peak = float(res[app].max())
+    elif alloc_comp is not None:
+        sel = comp == alloc_comp
+        curve = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "used_mb": res[sel]})
+        peak = float(res[sel].max())
+    else:
+        curve = pd.DataFrame({"x": (ts - t0) / 1e3, "used_mb": res})
+        peak = float(res.max()) if res.notna().any() else None
+    if alloc_comp is not None:
+        sel = comp == alloc_comp
+        allocated_peak = float(alloc[sel].max()) if alloc[sel].notna().any() else None
+        allocated = pd.DataFrame({"x": (ts[sel] - t0) / 1e3, "allocated_mb": alloc[sel]})
+        curve = pd.merge_asof(curve.dropna().sort_values("x"), allocated.dropna().sort_values("x"),
+                              on="x", direction="backward")
+    return peak, allocated_peak, _downsample(curve.dropna(subset=["used_mb"]).sort_values("x"), "used_mb")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_record_curve_equals_the_pandas_reference(seed):
+    from reportgen.loaders.columnar import Coded
+    from reportgen.loaders.memory import record_curve
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 5, 300, 700, 2500]))
+    names = list(rng.choice(["APP", "PTA", "PTA+GE", "GE", "MS", "other"], size=int(rng.integers(1, 4)), replace=False))
+    comp = [names[i] for i in rng.integers(0, len(names), n)]
+    ts = np.round(1.7e15 + np.sort(rng.uniform(0, 5e6, n)) * (1 if seed % 3 else -1), 3)  # some runs out of order
+    ts[rng.integers(0, n, n // 50)] = ts[rng.integers(0, n, n // 50)]  # equal time stamps
+    alloc = np.round(rng.uniform(0, 60000, n), 3)
+    res = np.round(alloc + rng.uniform(0, 4000, n), 3)
+    for arr, share in ((alloc, 0.3), (res, 0.1), (ts, 0.02 if seed % 4 == 0 else 0.0)):
+        arr[rng.random(n) < share] = np.nan
+    if seed % 5 == 0:
+        res[np.array(comp) == "APP"] = np.nan  # APP rows without a reserved figure
+    codes, uniques = pd.factorize(pd.Series(comp, dtype=object))
+    got = record_curve(ts, alloc, res, Coded(np.asarray(codes, dtype=np.int64), list(uniques)))
+    ref = _record_curve_reference(ts, alloc, res, comp)
+    for g, r in zip(got[:2], ref[:2]):
+        assert (g is None and r is None) or (g is not None and r is not None and (g == r or (np.isnan(g) and np.isnan(r))))
+    assert list(got[2].columns) == list(ref[2].columns)
+    assert np.array_equal(got[2].to_numpy(dtype=float), ref[2].to_numpy(dtype=float), equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_downsample_equals_the_groupby_reference(seed):
+    """The numpy bucket min/max of `_downsample` keeps the rows pandas' groupby idxmin/idxmax kept (ties: first)."""
+    from reportgen.loaders.memory import MAX_CURVE_POINTS, _downsample
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([601, 1000, 4321, 20000]))
+    df = pd.DataFrame({"x": np.arange(n, dtype=float), "used_mb": np.round(rng.uniform(0, 50, n), int(seed % 3))})
+    got = _downsample(df, "used_mb")
+    bucket = np.arange(n) * (MAX_CURVE_POINTS // 2) // n
+    g = df.groupby(bucket)["used_mb"]
+    ref = df.loc[np.unique(np.concatenate([g.idxmax().to_numpy(), g.idxmin().to_numpy()]))].reset_index(drop=True)
+    assert got.equals(ref) and len(got) <= MAX_CURVE_POINTS

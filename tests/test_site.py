@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from reportgen.charts.columnar import rows_of
 from reportgen.cli import main
 from reportgen.synth import generate_run
 
@@ -77,8 +78,8 @@ def test_step_table_rows_link_to_rank_pages(example_site):
     assert "Computing (ms)" in headers and "PP stage" in headers
     assert "sortable" in soup.select_one("#step-table")["class"]
     data = json.loads(soup.select_one("#step-table-data").string)
-    assert len(data["steps"]) == 12 and len(data["steps"]["1"]) == 16
-    assert len(data["steps"]["12"]) == 15  # rank 11's file is truncated: its last steps are gone
+    assert len(data["steps"]) == 12 and len(rows_of(data["steps"]["1"])) == 16
+    assert len(rows_of(data["steps"]["12"])) == 15  # rank 11's file is truncated: its last steps are gone
 
 
 def test_injected_slow_rank_is_highlighted(example_site):

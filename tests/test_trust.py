@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from reportgen.charts.columnar import rows_of
 from reportgen.cli import main
 from reportgen.synth import generate_run
 from tests.conftest import sample
@@ -61,7 +62,7 @@ def test_single_selected_step_keeps_its_marks(example_site):
     soup = _soup(example_site / "cluster" / "step-trace.html")
     data = json.loads(soup.find(id="step-table-data").string)
     for step, rows in data["steps"].items():
-        marked = {r["rank"] for r in rows if r.get("hot")}
+        marked = {r["rank"] for r in rows_of(rows) if r.get("hot")}
         assert marked == {5}, (step, marked)
 
 

@@ -293,16 +293,19 @@ def _stage_flops(run: Run, flops: pd.DataFrame) -> list[dict]:
 
 def _operator_view(run: Run, res: Resources) -> None:
     """Per (side, type): each rank's total, the cluster median, and the rank furthest above it."""
-    frames, bases = [], set()
+    frames, ranks, bases = [], [], set()
     for r in run.rank_ids:
         ops = run.ranks[r].operators
         if ops is None or not len(ops.by_type):
             continue
-        frames.append(ops.by_type[list(OPERATOR_ROW_COLUMNS[1:])].assign(rank=r))
+        frames.append(ops.by_type[list(OPERATOR_ROW_COLUMNS[1:])])
+        ranks.append(r)
         bases.update(ops.basis.values())
     if not frames:
         return
-    res.operator_rows = pd.concat(frames, ignore_index=True)[list(OPERATOR_ROW_COLUMNS)]
+    rows = pd.concat(frames, ignore_index=True)  # the rank column added once (per-frame assign is slow)
+    rows["rank"] = np.repeat(np.array(ranks, dtype=np.int64), [len(f) for f in frames])
+    res.operator_rows = rows[list(OPERATOR_ROW_COLUMNS)]
     allt = res.operator_rows.groupby(["rank", "side", "op_type"], as_index=False)["total_ms"].sum()
     res.operator_basis = ", ".join(sorted(bases))
     n_ranks = allt["rank"].nunique()

@@ -21,7 +21,11 @@ def marey(bars: list[dict], joins: list[dict], rows: list[str]) -> dict:
     `bars`: {row, name, cls, start, end, dur}; `joins`: {key, row, order, cls, t, end}; `rows`: lane order.
     """
     classes = list(OP_CLASSES)
-    color = alt.Color("cls:N", title=_("Operator class"), scale=alt.Scale(domain=classes,
+    # the legend in the report's language: the rows' classes translated, and the domain with them
+    names = {c: _(c) for c in classes}
+    bars = [dict(b, cls=names.get(b["cls"], b["cls"])) for b in bars]
+    joins = [dict(j, cls=names.get(j["cls"], j["cls"])) for j in joins]
+    color = alt.Color("cls:N", title=_("Operator class"), scale=alt.Scale(domain=[names[c] for c in classes],
                                                                         range=[CLASS_COLORS[c] for c in classes]))
     y = alt.Y("row:N", title=None, scale=alt.Scale(domain=rows), axis=alt.Axis(labelLimit=220))
     # each joined operator as a band from its start to its end across the devices (MindInsight's polygons)
@@ -64,7 +68,8 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
     right = alt.Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
         x="step:Q", y=alt.Y("ms:Q", title=_("Average communication / wait (ms)")),
         color=alt.Color("metric:N", title=_("Average per device"),
-                        scale=alt.Scale(domain=["communication", "wait"], range=[PHASE_COLORS["Communication"], PHASE_COLORS["Wait"]])),
+                        scale=alt.Scale(domain=[_("communication"), _("wait")],
+                                        range=[PHASE_COLORS["Communication"], PHASE_COLORS["Wait"]])),
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("metric:N", title=_("Metric")),
                  alt.Tooltip("ms:Q", title=_("ms"), format=",.2f")])
     chart = alt.layer(alt.layer(left, marks), right).resolve_scale(y="independent", color="independent")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from reportgen.i18n import _
 
 import altair as alt
@@ -37,6 +39,9 @@ def phase_scale(labels: list[str]) -> alt.Scale:
 
 
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+# Altair's JSON-schema validation of every spec costs ~50 ms a chart (a second per report at scale) and finds
+# nothing a build can act on: the tests validate every spec they build (MSREPORT_VALIDATE_SPECS=1, conftest.py).
+VALIDATE = os.environ.get("MSREPORT_VALIDATE_SPECS", "") == "1"
 
 
 def finish(chart: alt.TopLevelMixin, height: int = 280, datasets: dict | None = None) -> dict:
@@ -50,7 +55,7 @@ def finish(chart: alt.TopLevelMixin, height: int = 280, datasets: dict | None = 
             .configure_axis(labelFontSize=11, titleFontSize=12, gridColor="#eee")
             .configure_legend(labelFontSize=11, titleFontSize=12, orient="bottom")
             .configure_view(stroke=None)
-            .to_dict())
+            .to_dict(validate=VALIDATE))
     if datasets:
         spec["datasets"] = datasets
     return spec

@@ -11,9 +11,9 @@ from __future__ import annotations
 import altair as alt
 
 from reportgen.charts.theme import finish
-from reportgen.i18n import _
+from reportgen.i18n import N_, _
 
-CATEGORIES = ("compute", "communication", "host dispatch", "data queue")
+CATEGORIES = (N_("compute"), N_("communication"), N_("host dispatch"), N_("data queue"))
 CATEGORY_COLORS = {"compute": "#4c78a8", "communication": "#e45756", "host dispatch": "#9d755d",
                    "data queue": "#54a24b"}
 LANE_PX = 22
@@ -24,15 +24,17 @@ def timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
     keeps operators far shorter than a pixel visible as hairlines until one zooms in."""
     lane_title = lane_title or _("Stream / thread")
     cats = list(CATEGORIES)
+    names = [_(c) for c in cats]  # the rows carry the kinds in the report's language (`timeline_view._columns`)
     zoom = alt.selection_interval(name="tlzoom", bind="scales", encodings=["x"])
     chart = alt.Chart(alt.NamedData(name="ops")).mark_bar(height={"band": 0.7}, strokeWidth=0.6).encode(
         x=alt.X("start:Q", title=_("Time from the step start (ms)"), scale=alt.Scale(zero=False)),
         x2="end:Q",
         y=alt.Y("lane:N", title=None, sort=alt.EncodingSortField(field="lane_i", order="ascending"),
                 axis=alt.Axis(labelLimit=340)),
-        color=alt.Color("cat:N", title=_("Kind"), scale=alt.Scale(domain=cats,
+        color=alt.Color("cat:N", title=_("Kind"), scale=alt.Scale(domain=names,
                                                                    range=[CATEGORY_COLORS[c] for c in cats])),
-        stroke=alt.Stroke("cat:N", title=_("Kind"), scale=alt.Scale(domain=cats, range=[CATEGORY_COLORS[c] for c in cats])),
+        stroke=alt.Stroke("cat:N", title=_("Kind"), scale=alt.Scale(domain=names,
+                                                                     range=[CATEGORY_COLORS[c] for c in cats])),
         tooltip=[alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("lane:N", title=lane_title),
                  alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.4f"),
                  alt.Tooltip("start:Q", title=_("Start (ms)"), format=",.4f"),

@@ -12,59 +12,69 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from reportgen import cliutil
+from reportgen import cliutil, fmt, i18n
+from reportgen.i18n import N_, _
 
 log = logging.getLogger("msreport")
 
 EXIT_REGRESSION = 3
 COMMANDS = ("compare", "trend")
-_SINGLE = "write one self-contained HTML file (and NAME.compare.json / NAME.trend.json beside it)"
+_SINGLE = N_("write one self-contained HTML file (and NAME.compare.json / NAME.trend.json beside it)")
 
 
 def compare_parser() -> argparse.ArgumentParser:
     from reportgen.loaders import default_jobs
 
-    p = cliutil.Parser(prog="msreport compare", description="Compare two runs (before / after) and optionally gate "
-                       "on a regression. BASE and NEW are run folders, report folders or summary.json files.")
-    p.add_argument("base", type=Path, help="the reference run: run folder, report folder or summary.json")
-    p.add_argument("new", type=Path, help="the run to judge: run folder, report folder or summary.json")
+    p = cliutil.Parser(prog="msreport compare", description=_("Compare two runs (before / after) and optionally gate "
+                       "on a regression. BASE and NEW are run folders, report folders or summary.json files."))
+    p.add_argument("base", type=Path, help=_("the reference run: run folder, report folder or summary.json"))
+    p.add_argument("new", type=Path, help=_("the run to judge: run folder, report folder or summary.json"))
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
-                   help=f"exit {EXIT_REGRESSION} when the mean step time, or a phase of at least 5 %% of the step, "
-                        "is slower by more than PCT %% (and outside the step-to-step noise), or when a new "
-                        "warning/critical finding appeared")
+                   help=_("exit {code} when the mean step time, or a phase of at least 5 %% of the step, "
+                          "is slower by more than PCT %% (and outside the step-to-step noise), or when a new "
+                          "warning/critical finding appeared").format(code=EXIT_REGRESSION))
     p.add_argument("--link-threshold", type=float, default=None, metavar="PCT",
-                   help="list links whose bandwidth changed by more than PCT %% (default 20)")
+                   help=_("list links whose bandwidth changed by more than PCT %% (default 20)"))
     cliutil.add_jobs_option(p, default_jobs())
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
-                   help="device memory capacity for run folders analysed here (as `msreport RUN`)")
+                   help=_("device memory capacity for run folders analysed here (as `msreport RUN`)"))
     cliutil.add_threshold_options(p)
-    cliutil.add_output_options(p, _SINGLE, required=True)
+    cliutil.add_output_options(p, _(_SINGLE), required=True)
+    cliutil.add_lang_option(p)
     cliutil.add_verbosity_options(p)
     return p
 
 
 def trend_parser() -> argparse.ArgumentParser:
-    p = cliutil.Parser(prog="msreport trend", description="Step time, phases and findings over many runs (a CI "
-                       "history), in date order, from their summary.json files (or report folders).")
-    p.add_argument("summaries", type=Path, nargs="+", metavar="SUMMARY", help="summary.json files or report folders")
-    cliutil.add_output_options(p, _SINGLE, required=True)
+    p = cliutil.Parser(prog="msreport trend", description=_("Step time, phases and findings over many runs (a CI "
+                       "history), in date order, from their summary.json files (or report folders)."))
+    p.add_argument("summaries", type=Path, nargs="+", metavar="SUMMARY", help=_("summary.json files or report "
+                                                                                  "folders"))
+    cliutil.add_output_options(p, _(_SINGLE), required=True)
+    cliutil.add_lang_option(p)
     cliutil.add_verbosity_options(p)
     return p
 
 
 def main(argv: list[str]) -> int:
-    """`argv` starts with the sub-command (compare | trend)."""
+    """`argv` starts with the sub-command (compare | trend). The pages and the messages are in `--lang` (default:
+    from the locale, as the main command)."""
+    with i18n.use(cliutil.lang_argument(argv[1:]) or i18n.default_language()):
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     cmd, rest = argv[0], list(argv[1:])
     parser = compare_parser() if cmd == "compare" else trend_parser()
     args = parser.parse_args(rest)
     settings: dict = {}
     if cmd == "compare":
         if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
-            parser.error("--fail-on-regression must be a percentage >= 0")
+            parser.error(_("--fail-on-regression must be a percentage >= 0"))
         if args.link_threshold is not None and not args.link_threshold > 0:
-            parser.error("--link-threshold must be a positive percentage")
+            parser.error(_("--link-threshold must be a positive percentage"))
         if args.device_memory_gb is not None and not args.device_memory_gb > 0:
-            parser.error("--device-memory-gb must be a positive number")
+            parser.error(_("--device-memory-gb must be a positive number"))
         cliutil.check_jobs(parser, args)
         settings = {"overrides": cliutil.threshold_overrides(parser, args),
                     "device_memory_mb": args.device_memory_gb * 1024 if args.device_memory_gb else None}
@@ -89,15 +99,15 @@ def _run_compare(args, settings: dict) -> int:
     entry = write_compare(comp, out, single_file=args.single_file, inputs=[args.base, args.new])
     if not args.quiet:
         s = comp.step
-        pct = "n/a" if s.delta_pct is None else f"{s.delta_pct:+.1f} %"
-        print(f"msreport: step time {pct} ({s.status}); findings: {len(comp.findings_by('new'))} new, "
-              f"{len(comp.findings_by('resolved'))} resolved")
+        pct = fmt.signed_percent(s.delta_pct, missing=_("n/a"))
+        print(_("msreport: step time {pct} ({status}); findings: {new} new, {resolved} resolved").format(
+            pct=pct, status=_(s.status), new=len(comp.findings_by("new")), resolved=len(comp.findings_by("resolved"))))
         for w in comp.warnings:
-            print(f"msreport: warning: {w}", file=sys.stderr)
-        print(f"Wrote comparison to {entry.resolve().as_uri()}")
+            print(_("msreport: warning: {text}").format(text=w), file=sys.stderr)
+        print(_("Wrote comparison to {uri}").format(uri=entry.resolve().as_uri()))
     if comp.gate.failed:
         for r in comp.gate.reasons:
-            print(f"msreport: regression: {r}", file=sys.stderr)
+            print(_("msreport: regression: {text}").format(text=r), file=sys.stderr)
         return EXIT_REGRESSION
     return 0
 
@@ -110,8 +120,9 @@ def _run_trend(args) -> int:
     trend = build_trend(args.summaries)
     entry = write_trend(trend, out, single_file=args.single_file, inputs=list(args.summaries))
     if not args.quiet:
-        print(f"msreport: {len(trend.runs)} run(s) from {trend.runs[0].label} to {trend.runs[-1].label}")
-        print(f"Wrote trend to {entry.resolve().as_uri()}")
+        print(_("msreport: {n} run(s) from {first} to {last}").format(n=len(trend.runs), first=trend.runs[0].label,
+                                                                       last=trend.runs[-1].label))
+        print(_("Wrote trend to {uri}").format(uri=entry.resolve().as_uri()))
     return 0
 
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from reportgen.fmt import signed_percent
+from reportgen.i18n import N_, Msg, Percent, lazy
 from reportgen.site.values import num
 from reportgen.numbers import rounded
 
@@ -21,13 +21,19 @@ PHASE_GATE_SHARE = 0.05  # a phase takes part in the gate when it is at least 5 
 DEFAULT_LINK_PCT = 20.0  # links whose bandwidth changed by more than this are listed
 TOP_ITEMS = 40  # operators listed (by size of the change)
 
+# English labels (compare.json); the pages translate them through the catalog (`|t`)
 PHASE_LABELS = {
-    "total_ms": "Step time", "iteration_interval_ms": "Iteration interval", "fp_and_bp_ms": "FP + BP",
-    "tail_ms": "Tail", "computing_ms": "Computing", "communication_not_overlapped_ms": "Communication (not overlapped)",
-    "overlapped_ms": "Overlapped", "communication_ms": "Communication", "free_ms": "Free", "stage_ms": "Stage",
-    "bubble_ms": "Bubble", "communication_not_overlapped_exclude_receive_ms":
-        "Communication (not overlapped, excl. receive)", "preparing_ms": "Preparing",
+    "total_ms": N_("Step time"), "iteration_interval_ms": N_("Iteration interval"), "fp_and_bp_ms": N_("FP + BP"),
+    "tail_ms": N_("Tail"), "computing_ms": N_("Computing"),
+    "communication_not_overlapped_ms": N_("Communication (not overlapped)"),
+    "overlapped_ms": N_("Overlapped"), "communication_ms": N_("Communication"), "free_ms": N_("Free"),
+    "stage_ms": N_("Stage"), "bubble_ms": N_("Bubble"), "communication_not_overlapped_exclude_receive_ms":
+        N_("Communication (not overlapped, excl. receive)"), "preparing_ms": N_("Preparing"),
 }
+# the statuses of a compared quantity, for the pages (`|t`)
+# kinds and sides of the compared operators and communication items, for the pages (`|t`)
+ITEM_WORDS = (N_("type"), N_("operator"), N_("collective"), N_("aicore"), N_("aicpu"))
+STATUS_WORDS = (N_("slower"), N_("faster"), N_("within noise"), N_("unchanged"), N_("new"), N_("vanished"), N_("n/a"))
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 # phases that add up to the step (no aggregate of others): the per-rank chart and "phase that changed most"
 LEAF_PHASES = ("iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "computing_ms",
@@ -36,6 +42,18 @@ LEAF_PHASES = ("iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "computing_ms
 
 def phase_label(key: str) -> str:
     return PHASE_LABELS.get(key, key.removesuffix("_ms").replace("_", " ").capitalize())
+
+
+def english(value: Any) -> Any:
+    """`value` with every message (`i18n.Msg`) rendered in English: compare.json and trend.json are
+    language-neutral like summary.json; the pages render the same messages in the report's language."""
+    if isinstance(value, Msg):
+        return value.en
+    if isinstance(value, dict):
+        return {k: english(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [english(v) for v in value]
+    return value
 
 
 _num = num  # a finite float or None (site.values.num)
@@ -66,10 +84,10 @@ class Delta:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d = {"key": self.key, "label": self.label, "base": _r(self.base), "new": _r(self.new),
+        d = {"key": self.key, "label": english(self.label), "base": _r(self.base), "new": _r(self.new),
              "delta": _r(self.delta), "delta_pct": _r(self.delta_pct, 3), "noise": _r(self.noise),
              "status": self.status}
-        d.update(self.extra)
+        d.update(english(self.extra))
         return d
 
 
@@ -134,33 +152,38 @@ class FindingChange:
     severity: str  # the new run's severity (the base run's for resolved findings)
     base_severity: Optional[str]
     title: str
-    subject: str
+    subject: Msg
     ranks: list[int]
     links: list[str]
     stages: list[int]
     impact_delta: Optional[float] = None  # when the findings carry an impact (ms per step)
+    title_en: str = ""  # the English title (summary.json's `title_en`; `title` is in that report's language)
+
+    def title_in(self, lang: str) -> str:
+        """The title to show on a page in `lang`: English pages use the English title."""
+        return self.title_en or self.title if lang == "en" else self.title
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return english(asdict(self))
 
 
 @dataclass
 class Gate:
     threshold_pct: Optional[float]
     failed: bool = False
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[Msg] = field(default_factory=list)
     items: list[dict] = field(default_factory=list)  # {"kind": "step"|"phase"|"finding", "key": ..., "reason": ...}
 
     def to_dict(self) -> dict:
-        return {"threshold_pct": self.threshold_pct, "failed": self.failed, "reasons": list(self.reasons),
-                "items": list(self.items)}
+        return {"threshold_pct": self.threshold_pct, "failed": self.failed, "reasons": english(self.reasons),
+                "items": english(self.items)}
 
 
 @dataclass
 class Comparison:
     base: RunFacts
     new: RunFacts
-    warnings: list[str]
+    warnings: list[Msg]
     step: Delta
     phases: list[Delta]
     stages: list[Delta]
@@ -181,7 +204,7 @@ class Comparison:
         step = self.step.to_dict()
         return {
             "schema": SCHEMA,
-            "base": asdict(self.base), "new": asdict(self.new), "warnings": list(self.warnings),
+            "base": asdict(self.base), "new": asdict(self.new), "warnings": english(self.warnings),
             "step_ms": {"base": step["base"], "new": step["new"], "delta_ms": step["delta"],
                         "delta_pct": step["delta_pct"], "noise_ms": step["noise"], "status": step["status"]},
             "phases": [p.to_dict() for p in self.phases],
@@ -244,24 +267,27 @@ def _scaled(rel: float, *values) -> Optional[float]:
     return rel * max(vals) if vals and rel > 0 else None
 
 
-def run_warnings(b: RunFacts, n: RunFacts) -> list[str]:
+def run_warnings(b: RunFacts, n: RunFacts) -> list[Msg]:
     out = []
     if b.ranks != n.ranks:
-        out.append(f"different rank count: {b.ranks} vs {n.ranks}; cluster means compare, ranks only where both have them")
+        out.append(lazy("different rank count: {base} vs {new}; cluster means compare, ranks only where both have "
+                        "them", base=b.ranks, new=n.ranks))
     if (b.parallel_mode, b.stages) != (n.parallel_mode, n.stages) or (
             b.parallel_sizes and n.parallel_sizes and b.parallel_sizes != n.parallel_sizes):
-        out.append(f"different parallel layout: {b.parallel_mode}, {b.stages} stage(s) {b.parallel_sizes or ''} vs "
-                   f"{n.parallel_mode}, {n.stages} stage(s) {n.parallel_sizes or ''}".replace(" {}", ""))
+        def layout(f: RunFacts) -> Msg:
+            return lazy("{mode}, {stages} stage(s) {sizes}", mode=lazy(str(f.parallel_mode)), stages=f.stages,
+                        sizes=" ".join(f"{k}={v}" for k, v in f.parallel_sizes.items()))
+        out.append(lazy("different parallel layout: {base} vs {new}", base=layout(b), new=layout(n)))
     if b.profiler_level != n.profiler_level:
-        out.append(f"different profiler level: {b.profiler_level or 'unknown'} vs {n.profiler_level or 'unknown'}; "
-                   "the profiler's own overhead differs")
+        out.append(lazy("different profiler level: '{base}' vs '{new}'; the profiler's own overhead differs",
+                        base=b.profiler_level or lazy("unknown"), new=n.profiler_level or lazy("unknown")))
     if b.step_trace_kind != n.step_trace_kind:
-        out.append(f"different step-trace kinds ({b.step_trace_kind} vs {n.step_trace_kind}): only the step time "
-                   "and the phases both runs have compare")
+        out.append(lazy("different step-trace kinds ('{base}' vs '{new}'): only the step time and the phases both "
+                        "runs have compare", base=b.step_trace_kind, new=n.step_trace_kind))
     if b.layout != n.layout:
-        out.append(f"different profiler output layouts: {b.layout} vs {n.layout}")
+        out.append(lazy("different profiler output layouts: '{base}' vs '{new}'", base=b.layout, new=n.layout))
     if b.framework and n.framework and b.framework != n.framework:
-        out.append(f"different frameworks: {b.framework} vs {n.framework}")
+        out.append(lazy("different frameworks: '{base}' vs '{new}'", base=b.framework, new=n.framework))
     return out
 
 
@@ -295,7 +321,7 @@ def _compare_steps(base: dict, new: dict) -> tuple[Delta, list[Delta], list[Delt
                            _max_noise(bsp.get(k), nsp.get(k))).to_dict() for k in keys}
             leaf = [v for k, v in ph.items() if k in LEAF_PHASES and v.get("delta") is not None]
             top = max(leaf, key=lambda v: abs(v["delta"]), default=None)
-            stages.append(delta(f"stage-{st}", f"Stage {st}", _mean(b_rows.get(r, {}).get("total_ms") for r in br),
+            stages.append(delta(f"stage-{st}", lazy("Stage {stage}", stage=st), _mean(b_rows.get(r, {}).get("total_ms") for r in br),
                                 _mean(n_rows.get(r, {}).get("total_ms") for r in nr), step.noise, stage=st,
                                 ranks=sorted(int(r) for r in set(br) | set(nr)), phases=ph,
                                 top_phase={"key": top["key"], "label": top["label"], "delta": top["delta"]}
@@ -311,7 +337,7 @@ def _compare_steps(base: dict, new: dict) -> tuple[Delta, list[Delta], list[Delt
                 ph[k] = delta(k, phase_label(k), b.get(k), n.get(k),
                               _max_noise((bpr.get(r) or {}).get(k), (npr.get(r) or {}).get(k))).to_dict()
         stage = n_stage.get(r, b_stage.get(r))
-        ranks.append(delta(f"rank-{r}", f"Rank {r}", b.get("total_ms"), n.get("total_ms"),
+        ranks.append(delta(f"rank-{r}", lazy("Rank {rank}", rank=r), b.get("total_ms"), n.get("total_ms"),
                            _max_noise((bpr.get(r) or {}).get("total_ms"), (npr.get(r) or {}).get("total_ms")),
                            rank=int(r), stage=stage, phases=ph))
     # "most changed": how far a rank's change departs from the change every rank shares (in a synchronous cluster
@@ -419,21 +445,28 @@ def _compare_per_rank(base: dict, new: dict, section: str, value: str, label: st
     out = []
     for r in sorted(set(b) | set(n), key=int):
         bv, nv = (b.get(r) or {}).get(value), (n.get(r) or {}).get(value)
-        out.append(delta(f"rank-{r}", f"Rank {r}", bv, nv, _scaled(rel, bv, nv), rank=int(r), unit=label))
+        out.append(delta(f"rank-{r}", lazy("Rank {rank}", rank=r), bv, nv, _scaled(rel, bv, nv), rank=int(r), unit=label))
     return out
 
 
-def _subject(f: dict) -> str:
-    parts = []
+def _subject(f: dict) -> Msg:
+    """What a finding is about ("rank 5; links 2-3", "cluster"), in either language."""
+    parts: list[Msg] = []
     if f.get("ranks"):
-        parts.append(f"ranks {_compact(f['ranks'])}" if len(f["ranks"]) > 1 else f"rank {f['ranks'][0]}")
+        parts.append(lazy("ranks {ranks}", ranks=_compact(f["ranks"])) if len(f["ranks"]) > 1
+                     else lazy("rank {rank}", rank=f["ranks"][0]))
     if f.get("links"):
-        parts.append("links " + ", ".join(f["links"]))
+        parts.append(lazy("links {links}", links=", ".join(f["links"])))
     if f.get("stages"):
-        parts.append("stages " + ", ".join(str(s) for s in f["stages"]))
+        parts.append(lazy("stages {stages}", stages=", ".join(str(s) for s in f["stages"])))
     if f.get("files") and not parts:
-        parts.append(", ".join(f["files"][:3]) + (" …" if len(f["files"]) > 3 else ""))
-    return "; ".join(parts) or "cluster"
+        parts.append(lazy("{files}", files=", ".join(f["files"][:3]) + (" …" if len(f["files"]) > 3 else "")))
+    if not parts:
+        return lazy("cluster")
+    out = parts[0]
+    for p in parts[1:]:
+        out = lazy("{a}; {b}", a=out, b=p)
+    return out
 
 
 def _finding_key(f: dict) -> tuple:
@@ -461,7 +494,8 @@ def _compare_findings(base: dict, new: dict) -> list[FindingChange]:
         bi, ni = _impact(bf), _impact(nf)
         out.append(FindingChange(change=change, id=f.get("id", ""), category=f.get("category", ""),
                                  severity=f.get("severity", "info"), base_severity=(bf or {}).get("severity"),
-                                 title=f.get("title", ""), subject=_subject(f), ranks=list(f.get("ranks") or []),
+                                 title=f.get("title", ""), title_en=f.get("title_en") or f.get("title", ""),
+                                 subject=_subject(f), ranks=list(f.get("ranks") or []),
                                  links=list(f.get("links") or []), stages=list(f.get("stages") or []),
                                  impact_delta=(ni or 0) - (bi or 0) if (bi is not None or ni is not None) else None))
     order = {"new": 0, "unchanged": 1, "resolved": 2}
@@ -476,24 +510,28 @@ def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange
     gate = Gate(threshold_pct)
     pct = 0.0 if threshold_pct is None else threshold_pct
 
-    def trip(kind: str, key: str, reason: str) -> None:
+    def trip(kind: str, key: str, reason: Msg) -> None:
         gate.reasons.append(reason)
         gate.items.append({"kind": kind, "key": key, "reason": reason})
 
     if step.status == "slower" and step.delta_pct is not None and step.delta_pct > pct:
-        trip("step", "total_ms", f"step time {signed_percent(step.delta_pct)} ({step.base:,.3f} -> {step.new:,.3f} ms)")
+        trip("step", "total_ms", lazy("step time {pct} ({base} -> {new} ms)", pct=Percent(step.delta_pct, signed=True),
+                                      base=f"{step.base:,.3f}", new=f"{step.new:,.3f}"))
     for p in phases:
         if (p.status == "slower" and p.delta_pct is not None and p.delta_pct > pct
                 and PHASE_GATE_SHARE <= p.extra.get("share", 0) < 0.999):  # (a phase that is the step: the step)
-            trip("phase", p.key, f"{p.label} {signed_percent(p.delta_pct)} ({p.base:,.3f} -> {p.new:,.3f} ms per step)")
+            trip("phase", p.key, lazy("{phase} {pct} ({base} -> {new} ms per step)", phase=lazy(p.label),
+                                      pct=Percent(p.delta_pct, signed=True), base=f"{p.base:,.3f}", new=f"{p.new:,.3f}"))
     for f in findings:
         sev = SEVERITY_RANK.get(f.severity, 0)
         if sev < 1:
             continue
         if f.change == "new":
-            trip("finding", f.id, f"new {f.severity} {f.id} [{f.subject}]")
+            trip("finding", f.id, lazy("new {severity} {id} [{subject}]", severity=lazy(f.severity), id=f.id,
+                                       subject=f.subject))
         elif f.change == "unchanged" and sev > SEVERITY_RANK.get(f.base_severity or "info", 0):
-            trip("finding", f.id, f"{f.id} [{f.subject}] escalated from {f.base_severity} to {f.severity}")
+            trip("finding", f.id, lazy("{id} [{subject}] escalated from {base} to {new}", id=f.id, subject=f.subject,
+                                       base=lazy(f.base_severity or "info"), new=lazy(f.severity)))
     gate.failed = bool(gate.reasons) and threshold_pct is not None
     return gate
 

@@ -10,7 +10,8 @@ from typing import Optional
 
 from reportgen.compare import read_summary
 from reportgen.compare.model import (PHASE_LABELS, SEVERITY_RANK, _cluster_means, _finding_key, _spread, _subject,
-                                     phase_label)
+                                     english, phase_label)
+from reportgen.i18n import Msg, lazy
 from reportgen.errors import ReportError
 
 SCHEMA = "msreport.trend/1"
@@ -35,8 +36,9 @@ class TrendFinding:
     key: str
     id: str
     severity: str  # the worst severity seen
-    subject: str
+    subject: Msg
     title: str
+    title_en: str
     present: list[bool]
     first: int  # run index
     last: int
@@ -47,12 +49,12 @@ class Trend:
     runs: list[TrendRun]
     phases: list[str]
     findings: list[TrendFinding]
-    notes: list[str] = field(default_factory=list)
+    notes: list[Msg] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, "runs": [asdict(r) for r in self.runs],
                 "phases": [{"key": k, "label": phase_label(k)} for k in self.phases],
-                "findings": [asdict(f) for f in self.findings], "notes": list(self.notes)}
+                "findings": [english(asdict(f)) for f in self.findings], "notes": english(self.notes)}
 
 
 def _summary_path(p: Path) -> Path:
@@ -96,8 +98,8 @@ def build_trend(paths: list[Path]) -> Trend:
     loaded.sort(key=lambda t: (t[0], t[1]))
     notes = []
     if any(t[4] != "summary" for t in loaded):
-        notes.append("some summaries carry no generated_at (written before msreport added it); their file "
-                     "modification time orders them")
+        notes.append(lazy("some summaries carry no generated_at (written before msreport added it); their file "
+                          "modification time orders them"))
     runs, found, phase_keys = [], {}, set()
     for i, (when, _, sp, s, src, given) in enumerate(loaded):
         means = _cluster_means(s)
@@ -112,7 +114,7 @@ def build_trend(paths: list[Path]) -> Trend:
             tf = found.get(k)
             if tf is None:
                 found[k] = tf = TrendFinding(k, f.get("id", ""), f.get("severity", ""), _subject(f), f.get("title", ""),
-                                             [False] * len(loaded), i, i)
+                                             f.get("title_en") or f.get("title", ""), [False] * len(loaded), i, i)
             if SEVERITY_RANK.get(f.get("severity"), 0) > SEVERITY_RANK.get(tf.severity, 0):
                 tf.severity = f["severity"]
             tf.present[i] = True
@@ -121,7 +123,8 @@ def build_trend(paths: list[Path]) -> Trend:
                              src, len((s.get("run") or {}).get("ranks") or []), means.get("total_ms"),
                              ((_spread(s).get("cluster") or {}).get("total_ms")), phases, keys))
     if len({r.ranks for r in runs}) > 1:
-        notes.append("the runs have different rank counts: " + ", ".join(f"{r.label}: {r.ranks}" for r in runs))
+        notes.append(lazy("the runs have different rank counts: {counts}",
+                          counts=", ".join(f"{r.label}: {r.ranks}" for r in runs)))
     order = list(PHASE_LABELS)
     phases = sorted(phase_keys, key=lambda k: (order.index(k) if k in order else 99, k))
     findings = sorted(found.values(), key=lambda f: (f.first, -SEVERITY_RANK.get(f.severity, 0), f.id))

@@ -33,14 +33,20 @@ def read_clean(path: Path, columns: tuple[str, ...], optional: tuple[str, ...], 
         return None
 
 
-def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv as pacsv
+class _Clean(NamedTuple):
+    """A CSV that passed the checks both fast readers make before parsing (see `_open_clean`)."""
 
-    from reportgen.loaders.common import (BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS, _numeric_by_header, clean_cell,
-                                          open_file)
+    data: bytes
+    names: list
+    stamps: list
+    want: list
+    rows: int
+
+
+def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
+    """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
+    strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
+    from reportgen.loaders.common import MAX_LINE_BYTES, clean_cell, open_file
 
     with open_file(path, "rb") as f:
         data = f.read(FAST_MAX_BYTES + 1)
@@ -49,8 +55,9 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     end = data.find(b"\n")
-    first = data[:end].decode("utf-8")  # strict: invalid UTF-8 goes the careful way
-    header = next(csv.reader([first]), [])
+    if end > MAX_LINE_BYTES or b"\x00" in data:
+        return None  # what `common._text_guard` refuses (and names) too: the careful path
+    header = next(csv.reader([data[:end].decode("utf-8")]), [])  # strict: invalid UTF-8 goes the careful way
     names = [clean_cell(h) for h in header]
     if not any(names) or len(set(names)) != len(names):
         return None
@@ -58,26 +65,50 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
         return None
     stamps = [n for n in names if stamp_re.search(n) and n not in columns]
     want = [i for i, n in enumerate(names) if n in columns or n in stamps]
-    if not want:
-        return None
     rows = data.count(b"\n") - 1
-    if rows < 1:
+    if not want or rows < 1:
         return None
+    return _Clean(data, names, stamps, want, rows)
+
+
+def _parse(clean: _Clean, kinds: dict, **convert):
+    """pyarrow's parse of the `kinds` columns (keys `c<i>`), or None when a row is irregular (wrong field count,
+    blank lines, line breaks inside values: the row count differs)."""
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
     bad = [0]
 
     def invalid(_row) -> str:
         bad[0] += 1
         return "skip"
 
-    keys = [f"c{i}" for i in range(len(names))]
+    keys = [f"c{i}" for i in range(len(clean.names))]
     table = pacsv.read_csv(
-        pa.BufferReader(data),
-        read_options=pacsv.ReadOptions(column_names=keys, skip_rows=1, use_threads=False),
+        pa.BufferReader(clean.data),
+        read_options=pacsv.ReadOptions(column_names=keys, skip_rows=1, use_threads=False,
+                                       block_size=max(1 << 20, len(clean.data) + 1)),
         parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
-        convert_options=pacsv.ConvertOptions(include_columns=[keys[i] for i in want],
-                                             column_types={keys[i]: pa.string() for i in want},
-                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
-    if bad[0] or table.num_rows != rows:
+        convert_options=pacsv.ConvertOptions(include_columns=list(kinds), column_types=kinds,
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                             **convert))
+    return None if bad[0] or table.num_rows != clean.rows else table
+
+
+def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from reportgen.loaders.common import BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS, _numeric_by_header
+
+    clean = _open_clean(path, columns, optional, stamp_re)
+    if clean is None:
+        return None
+    names, stamps, want = clean.names, clean.stamps, clean.want
+    keys = [f"c{i}" for i in range(len(names))]
+    table = _parse(clean, {keys[i]: pa.string() for i in want})
+    if table is None:
         return None  # bad rows, blank lines or line breaks inside values: the careful path counts them
     if screen:
         na_tokens = pa.array(sorted(NA_TOKENS), pa.string())
@@ -146,49 +177,21 @@ def read_typed(path: Path, text: tuple[str, ...], numeric: tuple[str, ...], opti
 def _read_typed(path, text, numeric, optional, stamp_re, duration_re):
     import numpy as np
     import pyarrow as pa
-    from pyarrow import csv as pacsv
 
-    from reportgen.loaders.common import (_NUMBER, _NUMERIC_HEADER, BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS,
-                                          clean_cell, open_file)
+    from reportgen.loaders.common import _NUMBER, _NUMERIC_HEADER, BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS
 
     columns = (*text, *numeric)
-    with open_file(path, "rb") as f:
-        data = f.read(FAST_MAX_BYTES + 1)
-    if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
+    clean = _open_clean(path, columns, optional, stamp_re)
+    if clean is None:
         return None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    end = data.find(b"\n")
-    header = next(csv.reader([data[:end].decode("utf-8")]), [])
-    names = [clean_cell(h) for h in header]
-    if not any(names) or len(set(names)) != len(names):
-        return None
-    if any(c not in names and c not in optional for c in columns):
-        return None
-    stamps = [n for n in names if stamp_re.search(n) and n not in columns]
-    want = [i for i, n in enumerate(names) if n in columns or n in stamps]
-    rows = data.count(b"\n") - 1
-    if not want or rows < 1:
-        return None
-    bad = [0]
-
-    def invalid(_row) -> str:
-        bad[0] += 1
-        return "skip"
-
+    names, stamps, want = clean.names, clean.stamps, clean.want
     keys = [f"c{i}" for i in range(len(names))]
     # numbers (and time stamps) parsed as float64 while reading; the usual spellings of a missing value (empty,
     # N/A, NULL, -, ...) become NaN as the careful path makes them; any other text fails the whole read (the
     # careful path), and "nan" / "inf" parse but are refused below
     kinds = {keys[i]: pa.dictionary(pa.int32(), pa.string()) if names[i] in text else pa.float64() for i in want}
-    table = pacsv.read_csv(
-        pa.BufferReader(data),
-        read_options=pacsv.ReadOptions(column_names=keys, skip_rows=1, use_threads=False,
-                                       block_size=max(1 << 20, len(data) + 1)),
-        parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
-        convert_options=pacsv.ConvertOptions(include_columns=list(kinds), column_types=kinds, null_values=_NULLS,
-                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
-    if bad[0] or table.num_rows != rows:
+    table = _parse(clean, kinds, null_values=_NULLS)
+    if table is None:
         return None
     out: dict = {}
     for i in want:

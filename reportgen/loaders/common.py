@@ -604,13 +604,17 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     """
     import pandas as pd
 
-    if not _text_guard(path, log):
-        return None
     from reportgen.loaders.columnar import read_clean
 
-    fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)  # a clean file: pyarrow, same frame
+    # a clean file: pyarrow, the same frame (the fast reader refuses whatever `_text_guard` would refuse)
+    guarded = not _guard_after(path)
+    if guarded and not _text_guard(path, log):
+        return None
+    fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)
     if fast is not None:
         return fast
+    if not guarded and not _text_guard(path, log):
+        return None
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
@@ -667,19 +671,38 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     return df.drop(columns=extra) if extra else df
 
 
+GUARD_AFTER_BYTES = 64 * 1024 * 1024  # a smaller CSV is tried by the fast reader before `_text_guard` reads it
+
+
+def _guard_after(path: Path) -> bool:
+    """True when `path` may go to a fast reader before `_text_guard`: small enough that reading it whole costs
+    little even when it is garbage (a 1 GB file of NUL bytes is refused by the guard first, without loading it)."""
+    try:
+        return os.stat(path).st_size <= GUARD_AFTER_BYTES
+    except OSError:
+        return False
+
+
 def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[str, ...],
                optional: tuple[str, ...] = ()) -> Optional[dict]:
     """The columns of a (possibly large) CSV ready to aggregate: `{column: Coded}` for the `text` columns (codes per
     row and the distinct stripped values) and `{column: float64 array}` for the `numeric` ones (NaN where a cell is
     not a number). A clean file is parsed by pyarrow (`columnar.read_typed`); anything else goes through
     `read_frame`'s careful path, whose rows and data-quality entries it keeps exactly. None as `read_frame`."""
-    if not _text_guard(path, log):
-        return None
     from reportgen.loaders.columnar import read_typed as fast_typed
 
-    fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
-    if fast is not None:
-        return fast
+    # a clean file first: the fast reader refuses everything `_text_guard` would (and more), so the guard's
+    # extra pass over the file is paid only by files that go the careful way, where it names the problem
+    if _guard_after(path):
+        fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
+        if fast is not None:
+            return fast
+    elif not _text_guard(path, log):
+        return None
+    else:
+        fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
+        if fast is not None:
+            return fast
     df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
     return None if df is None else typed_from_frame(df, text, numeric)
 

@@ -90,9 +90,16 @@ class Finding:
             "evidence": evidence, "advice": text(self.advice), "page": str(self.page), "why": text(self.why),
             **({"table": clean(self.table)} if self.table else {}), "rule": self.rule,
             **({"aliases": list(self.aliases)} if self.aliases else {}),
-            **({"impact": clean(self.impact)} if self.impact else {}),
+            # impact.basis is a machine field: English in summary.json (the pages show it translated, `impact_basis`)
+            **({"impact": clean({**self.impact, "basis": text(self.impact.get("basis"), "en")}
+                                if "basis" in self.impact else self.impact)} if self.impact else {}),
             **({"strip": clean(self.strip)} if self.strip else {}),
         }
+
+    @property
+    def impact_basis(self) -> str:
+        """The impact's basis in the current language (summary.json keeps the English one)."""
+        return text((self.impact or {}).get("basis"))
 
     @property
     def saving_ms(self) -> float:
@@ -204,7 +211,7 @@ def _isnan(v) -> bool:
 
 # Number and rank-list texts come from `reportgen.fmt` (one formatter for the report); the rules' names for them:
 fmt_ms = fmt.ms
-fmt_pct = fmt.share
+fmt_pct = fmt.share_text  # a message: each language formats the percentage its own way
 fmt_ranks = fmt.ranks
 
 

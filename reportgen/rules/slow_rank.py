@@ -14,7 +14,7 @@ from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.divergence import divergence
 from reportgen.analysis.impact import replace_excess
-from reportgen.i18n import N_, lazy
+from reportgen.i18n import N_, Joined, lazy
 from reportgen.rules.base import (
     Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern,
 )
@@ -194,8 +194,8 @@ def falls_behind(a: Analysis, rank: int, stage_of) -> dict:
     return {"divergence_first_op": d.first_op, "divergence_first_type": d.first_type,
             "divergence_first_extra_ms": d.first_extra_ms, "divergence_vs_rank": d.fast_rank,
             "divergence_step": d.step, "divergence_gap_ms": d.gap_ms,
-            "divergence_types": "; ".join(f"{t['type']} ({fmt_ms(t['extra_ms'])}, {fmt_pct(t['share'], 0)})"
-                                          for t in d.types),
+            "divergence_types": Joined([lazy("{type} ({ms}, {pct})", type=t["type"], ms=fmt_ms(t["extra_ms"]),
+                                             pct=fmt_pct(t["share"], 0)) for t in d.types]),
             "divergence_page": str(urls.marey_rank(rank))}
 
 
@@ -260,7 +260,7 @@ def check(ctx: Context) -> list[Finding]:
             verb = lazy(TITLES[phase], s="" if n > 1 else "s", has="have" if n > 1 else "has", peers=peers)
             pattern, strip = step_pattern(cells, ranks)
             rel = worst.excess_ms / worst.median_ms if worst.median_ms > 0 else None
-            rel_text = ("" if rel is None else f" ({fmt_pct(rel, 0)})" if rel < 2 else
+            rel_text = ("" if rel is None else lazy(" ({pct})", pct=fmt_pct(rel, 0)) if rel < 2 else
                         lazy(" ({times}× the median)", times=f"{rel + 1:.0f}"))
             title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
                          subject=host_msg(a, hosts) if hosts else ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,

@@ -7,14 +7,18 @@ half-written report over a good one.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
+import math
 import multiprocessing
+import posixpath
 import re
 import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
 
 from jinja2 import (
     Environment,
@@ -32,7 +36,7 @@ from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
 from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
-from reportgen.urls import INDEX, resolve_hrefs, url_function
+from reportgen.urls import INDEX, in_tree, language_href, resolve_hrefs, tree_root, url_function
 
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
 from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
@@ -112,10 +116,28 @@ def make_env() -> Environment:
     env.filters["t"] = i18n.translate
     env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
     env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
+                       signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
                        csp_hash=csp_hash,
                        ms_cells=_ms_cells, sortkey=_sort_key)
     env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
+    env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
     return env
+
+
+def csv_value(v):
+    """A CSV cell: whole floats as integers (a count is `208`, not `208.0`); other floats with the digits the data
+    carries, 9 significant digits or 6 decimals, whichever keeps more (ms totals of nanosecond durations keep every
+    nanosecond; `8.552121000000003` becomes `8.552121`, summation noise dropped). Timestamps and other numbers of
+    12+ digits keep their shortest repr. `tests/test_size.py` checks the round trip."""
+    if isinstance(v, float) and not isinstance(v, bool):
+        if not math.isfinite(v):
+            return v
+        if v.is_integer() and abs(v) < 1e15:
+            return int(v)
+        a = abs(v)
+        digits = max(9, (math.floor(math.log10(a)) + 1 if a >= 1 else 0) + 6)
+        return repr(v) if digits >= 17 else f"{v:.{digits}g}"
+    return v
 
 
 def _csv_text(columns: list[dict], rows) -> str:
@@ -123,22 +145,52 @@ def _csv_text(columns: list[dict], rows) -> str:
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
     for r in rows:
-        w.writerow(["" if r.get(c["key"]) is None else r.get(c["key"]) for c in columns])
+        w.writerow(["" if r.get(c["key"]) is None else csv_value(r.get(c["key"])) for c in columns])
     return buf.getvalue()
 
 
 PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
 
 
+@dataclass
+class LanguageTree:
+    """One language of the site: its planned pages and where they go (`root`: "" or "en/", see `urls.tree_root`)."""
+
+    lang: str
+    root: str
+    plan: SitePlan
+    specs: str  # its rank pages' shared chart specs (the specs carry translated titles: one file per language)
+    others: list = field(default_factory=list)  # the other trees: (lang, root) for the language switch
+
+    def lang_links(self, page_path: str) -> list[dict]:
+        return [{"code": lang, "label": i18n.LANGUAGE_NAMES.get(lang, lang),
+                 "href": language_href(page_path, self.root, root)} for lang, root in self.others]
+
+
+def language_trees(plan: SitePlan, translations: Sequence[tuple[str, SitePlan]] = ()) -> list[LanguageTree]:
+    """The primary language's tree (the current language, at the root) and one tree per other language."""
+    trees = [LanguageTree(i18n.current(), "", plan, SHARED_SPECS)]
+    trees += [LanguageTree(lang, tree_root(lang, primary=False), p, SHARED_SPECS.replace(".js", f"-{lang}.js"))
+              for lang, p in translations]
+    for t in trees:
+        t.others = [(o.lang, o.root) for o in trees if o is not t]
+    return trees
+
+
 def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
-               progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1) -> Path:
+               progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1,
+               translations: Sequence[tuple[str, SitePlan]] = ()) -> Path:
     """Write the multi-page site to folder `out`; return the path of index.html.
 
     With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
     worker processes, forked from this one so the planned pages are not pickled; each worker sends back only the
-    chart specs its pages share."""
+    chart specs its pages share.
+
+    `translations`: the same site planned in other languages, written under `out/<lang>/`; every page of each
+    language links to the same page of the others. summary.json and findings.md are written once (this build's
+    language)."""
     check_output(out, run_root, single_file=False)
-    env = make_env()
+    trees = language_trees(plan, translations)
     with staged_folder(out) as tmp:
         assets = tmp / "assets"
         assets.mkdir()
@@ -148,69 +200,105 @@ def write_site(plan: SitePlan, summary: dict, out: Path, run_root: Path, *,
             name = f"{key}-{short_hash(text)}.{ext}"
             (assets / name).write_text(text, encoding="utf-8")
             names[key] = "assets/" + name
-        total = len(plan.pages)
-        shared = SharedSpecs()
-        rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"]
-        parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
-        serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
-        done = 0
-        for i in serial:
-            _write_page(env, plan, plan.pages[i], tmp, names, shared)
-            done += 1
-            if progress:
-                progress(done, total)
-        if parallel:
-            for n, specs in _write_pages_parallel(env, plan, rank_idx, tmp, names, jobs):
-                shared.specs.update(specs)
-                done += n
-                if progress:
-                    progress(done, total)
+        total, done = sum(t.plan.page_count() for t in trees), 0
+        for tree in trees:
+            with i18n.use(tree.lang):
+                done = _write_tree(tree, tmp, names, jobs, progress, done, total)
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
-        (tmp / SHARED_SPECS).write_text(shared.script(), encoding="utf-8")
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
         (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
 
-def _write_page(env: Environment, plan: SitePlan, page: Page, tmp: Path, names: dict, shared: "SharedSpecs") -> None:
-    url = url_function(page.path, single=False)
+def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
+                progress: Optional[Callable[[int, int], None]], done: int, total: int) -> int:
+    """Write one language's pages (in the current language); return the count of pages written so far."""
+    env = make_env()
+    plan = tree.plan
+    shared = SharedSpecs()
+    # rank pages: planned ones, then the lazy ones (planned as they are written: `SitePlan.page_at`)
+    rank_idx = [i for i, p in enumerate(plan.pages) if p.nav == "ranks"] + list(range(len(plan.pages),
+                                                                                      plan.page_count()))
+    parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
+    serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+    if not parallel:
+        serial += list(range(len(plan.pages), plan.page_count()))
+    # the rank pages' writers are forked and given their pages first, so that this process writes the cluster
+    # pages while they work (on two cores that hides most of the cluster pages' time)
+    writers = _RankWriters(env, tree, rank_idx, tmp, names, jobs) if parallel else None
+    try:
+        for i in serial:
+            _write_page(env, tree, plan.page_at(i), tmp, names, shared)
+            done += 1
+            if progress:
+                progress(done, total)
+        if writers is not None:
+            for n, specs in writers.results():
+                shared.specs.update(specs)
+                done += n
+                if progress:
+                    progress(done, total)
+    finally:
+        if writers is not None:
+            writers.close()
+    (tmp / tree.specs).write_text(shared.script(), encoding="utf-8")
+    return done
+
+
+def _write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, names: dict,
+                shared: "SharedSpecs") -> None:
+    url = url_function(page.path, single=False, root=tree.root)
     per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
-    html = _render(env, "page.html", plan, page, url, single=False,
+    html = _render(env, "page.html", tree.plan, page, url, single=False,
                    asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
-                   asset_specs=url(SHARED_SPECS) if per_rank else "",
+                   asset_specs=url(tree.specs) if per_rank else "",
                    share_spec=shared.share if per_rank else _no_sharing,
-                   inline_css="", inline_js="", inline_vega="")
-    target = tmp / page.path
+                   inline_css="", inline_js="", inline_vega="", lang_links=tree.lang_links(page.path))
+    target = tmp / in_tree(tree.root, page.path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
-        (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / path).write_text(_csv_text(columns, rows), encoding="utf-8")
+        dest = tmp / in_tree(tree.root, path)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        text = _csv_text(columns, rows)
+        if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
+            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+        else:
+            dest.write_text(text, encoding="utf-8")
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
 _FORKED: dict = {}
 
 
-def _write_pages_parallel(env: Environment, plan: SitePlan, idx: list[int], tmp: Path, names: dict, jobs: int):
-    """Yield (pages written, their shared specs) per chunk of `idx`, rendered by `jobs` forked processes."""
-    size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
-    chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
-    _FORKED.update(env=env, plan=plan, tmp=tmp, names=names)
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                             initializer=_ignore_sigint)
-    try:
-        futs = [ex.submit(_write_chunk, c) for c in chunks]
-        for c, fut in zip(chunks, futs):
+class _RankWriters:
+    """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
+    yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
+    or Ctrl-C: the staged folder is then discarded)."""
+
+    def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, names: dict,
+                 jobs: int) -> None:
+        size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+        self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+        _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
+        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=_ignore_sigint)
+        self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+        self.ok = False
+
+    def results(self):
+        for c, fut in zip(self.chunks, self.futs):
             yield len(c), fut.result()
-    except BaseException:  # Ctrl-C or a failure: stop the workers now (the staged folder is then discarded)
-        ex.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
+        self.ok = True
+
+    def close(self) -> None:
         _FORKED.clear()
-    ex.shutdown()
+        if self.ok:
+            self.ex.shutdown()
+        else:  # Ctrl-C or a failure: stop the workers now
+            self.ex.shutdown(wait=False, cancel_futures=True)
 
 
 def _ignore_sigint() -> None:
@@ -222,8 +310,10 @@ def _write_chunk(idx: list[int]) -> dict:
     """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
     st = _FORKED
     shared = SharedSpecs()
-    for i in idx:
-        _write_page(st["env"], st["plan"], st["plan"].pages[i], st["tmp"], st["names"], shared)
+    tree = st["tree"]
+    with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
+        for i in idx:
+            _write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["names"], shared)
     return shared.specs
 
 
@@ -321,11 +411,28 @@ def scope_ids(html: str, prefix: str) -> str:
     return _ID_REFS.sub(lambda m: f'{m.group(1)}{prefix}{m.group(2)}"' if m.group(2) in own else m.group(0), html)
 
 
-def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool) -> Path:
+def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool,
+                     other_langs: Sequence[str] = ()) -> Path:
     """Landing page (and combined summary) for a folder that holds several runs.
 
-    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file.
-    """
-    html = make_env().get_template("runs.html").render(runs=rows, root=root, version=__version__,
-                                                       css=Markup(static_text("report.css")))
-    return write_index_files(out, html, json_text(summary, indent=2), single_file=single_file)
+    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file. `other_langs`: the
+    sub-reports also carry these languages (`<slug>/<lang>/`); a landing page per language links to them, and
+    each landing page to the other ones."""
+    trees = [("", i18n.current())] + [(tree_root(lang, primary=False), lang) for lang in other_langs]
+
+    def page(tree_dir: str, lang: str) -> str:
+        links = [{"code": code, "label": i18n.LANGUAGE_NAMES.get(code, code),
+                  "href": language_href(INDEX, tree_dir, other)} for other, code in trees if code != lang]
+        tree_rows = [dict(r, href=posixpath.relpath(posixpath.join(posixpath.dirname(r["href"]), tree_dir, INDEX),
+                                                     tree_dir or ".")) for r in rows] if tree_dir else rows
+        with i18n.use(lang):
+            return make_env().get_template("runs.html").render(runs=tree_rows, root=root, version=__version__,
+                                                               css=Markup(static_text("report.css")),
+                                                               lang_links=links)
+
+    entry = write_index_files(out, page("", trees[0][1]), json_text(summary, indent=2), single_file=single_file)
+    if not single_file:
+        for tree_dir, lang in trees[1:]:
+            (out / tree_dir).mkdir(parents=True, exist_ok=True)
+            (out / tree_dir / INDEX).write_text(page(tree_dir, lang), encoding="utf-8")
+    return entry

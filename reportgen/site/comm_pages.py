@@ -5,8 +5,10 @@ from __future__ import annotations
 from reportgen.i18n import N_, _, text
 
 from dataclasses import field
+from functools import partial
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen import urls
@@ -29,7 +31,7 @@ from reportgen.site.comm_views import (
     matrix_cells,
 )
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, multi_rank, rank_csv, view
 from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
@@ -470,6 +472,20 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
     return out
 
 
+RANK_TOP_COMM_OPS = 15  # communication operators on a rank page (the longest); every one is in its CSV
+MAX_FLAGGED_OPS = 200  # on the page of a rank the findings name
+RANK_COMM_OP_COLUMNS = [
+    {"key": "op", "label": N_("Operator")}, {"key": "group", "label": N_("Group")}, {"key": "kind", "label": N_("Kind")},
+    {"key": "count", "label": N_("Per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
+    {"key": "transit_ms", "label": N_("Transit (ms)")}, {"key": "wait_ms", "label": N_("Wait (ms)")},
+    {"key": "wait_ratio", "label": N_("Wait ratio")}]
+
+
+def rank_comm_ops_csv(rank: int, n_ranks: int = 1) -> str:
+    """Every communication operator of a rank, beside its page (`ranks/rank-N.html`; gzip on a large run)."""
+    return rank_csv(rank, "comm-ops", n_ranks)
+
+
 class RankComm:
     """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
     frames and the cluster median are prepared once (a run has thousands of rank pages)."""
@@ -487,18 +503,51 @@ class RankComm:
         self.steps: dict[int, list[dict]] = {}
         for rec in records(c.per_rank_step):
             self.steps.setdefault(int(rec["rank"]), []).append(rec)
-        self.ops: dict[int, list[dict]] = {}
-        if len(c.rank_ops):
-            for rec in records(c.rank_ops.sort_values("communication_ms", ascending=False, kind="stable")):
-                mine = self.ops.setdefault(int(rec["rank"]), [])
-                if len(mine) < 200:
-                    mine.append(rec)
+        # every operator of a rank, longest first: the rows sorted once, a rank's records made when its page is
+        # planned (in the site's parallel writers; 170,000 dicts up front cost seconds at 1,024 ranks)
+        ro = c.rank_ops
+        self._op_cols: list = list(ro.columns) if len(ro) else []
+        self._op_vals = None
+        self._op_at: dict[int, tuple[int, int]] = {}
+        if len(ro):
+            comm = ro["communication_ms"].to_numpy(dtype="float64")
+            rank = ro["rank"].to_numpy(dtype="int64")
+            order = np.lexsort((-comm, rank))  # by rank, then longest first (stable: ties keep their order)
+            self._op_vals = ro.to_numpy(dtype=object)[order]
+            ranks = rank[order]
+            starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+            ends = np.r_[starts[1:], len(ranks)]
+            self._op_at = {int(ranks[b]): (int(b), int(e)) for b, e in zip(starts, ends)}
+        self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
+
+    def ops(self, r: int, limit: Optional[int] = None) -> list[dict]:
+        """Rank `r`'s communication operators, longest first (the first `limit`)."""
+        if r not in self._op_at:
+            return []
+        b, e = self._op_at[r]
+        if limit is not None:
+            e = min(e, b + limit)
+        return [dict(zip(self._op_cols, row)) for row in self._op_vals[b:e].tolist()]
+
+    def n_ops(self, r: int) -> int:
+        b, e = self._op_at.get(r, (0, 0))
+        return e - b
+
+    def _csv_rows(self, r: int) -> list[dict]:
+        """Every operator of rank `r` as CSV rows: built only when its CSV is written."""
+        return self._op_rows(self.ops(r))
 
     def _group(self, gid: Any) -> str:
         if gid not in self.group_labels:
             self.group_labels[gid] = group_label(self.a, gid)
         return self.group_labels[gid]
+
+    def _op_rows(self, ops: list[dict]) -> list[dict]:
+        return [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
+                 "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
+                 "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
+                for o in ops]
 
     def section(self, r: int) -> dict:
         a, c = self.a, self.a.comm
@@ -514,10 +563,13 @@ class RankComm:
         sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
-        sec["ops"] = [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
-                       "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
-                       "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
-                      for o in self.ops.get(r, [])]
+        # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
+        shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
+        sec["ops"] = self._op_rows(self.ops(r, shown))
+        sec["n_ops"] = self.n_ops(r)
+        if sec["n_ops"] > shown:
+            sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
+            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._csv_rows, r)))]
         sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec

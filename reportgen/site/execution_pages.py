@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from markupsafe import Markup
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.execution import MareyStep
 from reportgen.charts import Chart
@@ -30,6 +30,17 @@ SPREAD_CSV = "cluster/execution-operators.csv"
 MAX_PER_RANK_LINES = 64
 MAX_PIPE_ROWS = 400
 MAX_LIST = 8
+
+
+def _lane_names(m, lay) -> dict[str, str]:
+    """The Marey view's lane labels (analysis writes "rank 3 · stage 1", layout "stage 1 (mean of 2)") in the
+    report's language."""
+    many = len({d.stage for d in m.devices}) > 1
+    out = {d.label: _("rank {rank}").format(rank=d.rank) + (" · " + _("stage {stage}").format(stage=d.stage)
+                                                             if many else "") for d in m.devices}
+    for s in lay.stages:
+        out[s["label"]] = _("stage {stage} (mean of {n})").format(stage=s["stage"], n=len(s["ranks"]))
+    return out
 
 
 def step_label(step: int) -> str:
@@ -218,8 +229,20 @@ def _device_rows(a: Analysis, m: MareyStep, drawn: dict[int, int]) -> list[dict]
                      "flops_m": num(c["flops_m"]),
                      "flops_share": (c["flops_m"] / max(fl)) if c["flops_m"] and fl else None,
                      "flops_rel": c["flops_rel"], "memory_ratio": c["memory_ratio"], "peak_mb": num(c["peak_mb"]),
-                     "capacity_mb": num(c["capacity_mb"]), "source": d.source})
+                     "capacity_mb": num(c["capacity_mb"]), "source": d.source,
+                     "memory_tip": memory_tip(c["peak_mb"], c["capacity_mb"])})
     return rows
+
+
+def memory_tip(peak_mb: Optional[float], capacity_mb: Optional[float]) -> str:
+    """The peak-memory cell's tooltip: "peak of capacity MB", or "peak MB, capacity unknown" when the profiler did
+    not record the device's capacity (torch_npu, MindSpore 2.3+; see --device-memory-gb); "" without a peak."""
+    peak, cap = num(peak_mb), num(capacity_mb)
+    if peak is None:
+        return ""
+    if cap is None:
+        return _("{peak} MB, capacity unknown").format(peak=fmt.number(peak))
+    return _("{peak} of {capacity} MB").format(peak=fmt.number(peak), capacity=fmt.number(cap))
 
 
 def _spread_rows(items: list, limit: int) -> list[dict]:
@@ -262,20 +285,23 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
         return out
     for i, (m, path) in enumerate(pages_for):
         lay = marey_layout.layout(m)
-        lane_rows, bars = [], list(lay.bars)
+        names = _lane_names(m, lay)  # the lanes in the report's language
+        lane_rows = []
+        bars = [dict(b, row=names.get(b["row"], b["row"])) for b in lay.bars]
+        joins = [dict(j, row=names.get(j["row"], j["row"])) for j in lay.joins]
         stages = {s["stage"]: s for s in lay.stages}
         for st in sorted(stages):
-            members = [d.label for d in m.devices if d.stage == st]
+            members = [names[d.label] for d in m.devices if d.stage == st]
             lane_rows += members
             if len(members) > 1:  # a stage mean lane
-                label = stages[st]["label"]
+                label = names[stages[st]["label"]]
                 lane_rows.append(label)
                 for b in stages[st]["bars"]:
                     if b["n"] > 1:
                         bars.append({"rank": -1, "row": label, "name": b["name"], "cls": b["cls"],
                                      "start": round(b["st_avg"], 4), "end": round(b["ed_avg"], 4),
                                      "dur": round(b["ed_avg"] - b["st_avg"], 4)})
-        spec = ex_charts.marey(bars, lay.joins, lane_rows)
+        spec = ex_charts.marey(bars, joins, lane_rows)
         marey_chart = Chart(f"marey-{m.step}", spec,
                             _("One lane per device (and the mean of each stage): operators as bars; the longest "
                               "operators and the communication are also joined across a stage's devices by a "
@@ -283,7 +309,7 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
                               "device running late; a start and end line far apart on every lane, an operator slow "
                               "everywhere). Drag to pan, scroll to zoom along time."))
         lanes = timeline_view.execution_chart(a.run.execution, m.step, {d.rank: d.shift_ms for d in m.devices},
-                                              {d.rank: d.label for d in m.devices})
+                                              {d.rank: names[d.label] for d in m.devices})
         charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
         ctx = {**base, "marey": {
             "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window),

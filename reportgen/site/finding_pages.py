@@ -74,7 +74,7 @@ def finding_view(finding) -> dict:
         "evidence": _evidence_rows(f["evidence"]),
         "related": [{"id": r["id"], "title": r["title"]} for r in f["evidence"].get("related", [])],
         "table": {"columns": table["columns"], "rows": rows} if table else None,
-        "impact": impact_view(f.get("impact")),
+        "impact": impact_view(f.get("impact"), finding.impact_basis),
         "strip": strip_view(f.get("strip"), f["evidence"].get("pattern")),
         "divergence": divergence_view(f["evidence"]),
     }
@@ -132,13 +132,14 @@ def strip_view(strip: dict | None, pattern: str | None) -> dict | None:
 SAVES = N_("fixing this saves ~{ms}/step ({pct})")
 
 
-def impact_view(impact: dict | None) -> dict | None:
-    """The saving line of a finding: one format string (translatable as a whole), and the basis."""
+def impact_view(impact: dict | None, basis: str | None = None) -> dict | None:
+    """The saving line of a finding: one format string (translatable as a whole), and the basis (`basis`: in the
+    report's language; summary.json's is English)."""
     if not impact or not isinstance(impact.get("step_ms"), (int, float)):
         return None
     return {"saves": _(SAVES).format(ms=fmt_ms(impact["step_ms"]).replace(" ", "\u00a0"),
                                   pct=fmt_pct(impact.get("step_share"))),
-            "basis": str(impact.get("basis", ""))}
+            "basis": basis if basis is not None else str(impact.get("basis", ""))}
 
 
 def findings_context(findings: list) -> dict:

@@ -49,6 +49,11 @@ class Highlights:
                    slow_links=frozenset(links), waits_least=frozenset(int(r) for r in waits_least),
                    waiting=frozenset(int(r) for r in waiting - slow - waits_least))
 
+    @property
+    def flagged(self) -> frozenset[int]:
+        """The ranks the findings name: slow, waiting least, either end of a slow link (their pages show in full)."""
+        return self.slow_ranks | self.waits_least | frozenset(r for link in self.slow_links for r in link)
+
     def is_hot(self, rank: int, column: str) -> bool:
         return column in self.hot.get(int(rank), ())
 

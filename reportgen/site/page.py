@@ -28,7 +28,16 @@ class LazyRows:
         return iter(self.fn())
 
 
-Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows
+Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows (`.csv.gz`: gzip)
+
+GZIP_RANK_CSVS_FROM = 64  # ranks: from here on, the rank pages' full tables are written as `.csv.gz`
+
+
+def rank_csv(rank: int, table: str, n_ranks: int) -> str:
+    """Site path of a rank page's full table (`ranks/rank-N-<table>.csv`). A large run has a thousand or more of
+    each, 20 KB apiece as text: they are gzip-compressed there (5x to 20x smaller; pandas, DuckDB and every archive
+    tool read them), which keeps the site within its size goal (issue 17)."""
+    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if n_ranks >= GZIP_RANK_CSVS_FROM else "")
 
 # Page contexts are small frozen dataclasses (the view model a page module hands to its partial), as coverage.py's
 # `IndexItem` / `FileData`: each page module defines its own, with the fields its partial reads as `ctx.field`.
@@ -101,9 +110,30 @@ class SingleRanks:
 
 
 @dataclass
+class LazyRanks:
+    """Rank pages planned when they are written (`plan_pages(..., lazy_ranks=True)`): `page(n)` plans the n-th
+    rank's page. On a large run the site builder calls it in its forked writers, so a thousand rank pages are
+    planned in parallel and never held in memory at once."""
+
+    paths: list[str]
+    page: Callable[[int], Page]
+
+
+@dataclass
 class SitePlan:
     pages: list[Page]
     title: str
     nav: list[tuple[str, str]]  # (path, label)
     single_ranks: SingleRanks
     exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
+    lazy_ranks: Optional[LazyRanks] = None  # rank pages not in `pages`: planned by the builder as it writes them
+
+    def page_count(self) -> int:
+        return len(self.pages) + (len(self.lazy_ranks.paths) if self.lazy_ranks else 0)
+
+    def page_at(self, i: int) -> Page:
+        """Page `i` of `page_count()`: the planned pages, then the lazy rank pages (planned now)."""
+        if i < len(self.pages):
+            return self.pages[i]
+        assert self.lazy_ranks is not None
+        return self.lazy_ranks.page(i - len(self.pages))

@@ -19,7 +19,7 @@ from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS
 from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
 from reportgen.site.problems import translate_problem
-from reportgen.site.page import Page, PageContext, PlanInput, SingleRanks, SitePlan, view
+from reportgen.site.page import LazyRanks, Page, PageContext, PlanInput, SingleRanks, SitePlan, view
 from reportgen.site.registry import PAGES
 from reportgen.site.step_pages import rank_rows
 from reportgen.site.values import num, records
@@ -48,7 +48,10 @@ class RankContext(PageContext):
 
 
 def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] = None,
-               title: Optional[str] = None) -> SitePlan:
+               title: Optional[str] = None, lazy_ranks: bool = False) -> SitePlan:
+    """Every page of the report. `lazy_ranks` (the multi-page site): the rank pages are not planned here but by
+    the builder as it writes them (`SitePlan.lazy_ranks`), and the single file's compact rank view is left
+    empty (only `--single-file` shows it)."""
     run, st = a.run, a.steps
     title = title or f"msreport: {posixpath.basename(run.info.path.rstrip('/')) or run.info.path}"
     inp = PlanInput(analysis=a, findings=findings, thresholds=thresholds or {},
@@ -67,7 +70,8 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
     hl = maker.hl
     drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
-    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn)
+    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn,
+                                     flagged=hl.flagged)
     rank_comm = comm_pages.RankComm(a, hl)
     overlap_sections = overlap_pages.RankSections(a)
     line_spec = step_charts.rank_step_lines([_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
@@ -78,20 +82,28 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     meta = {"phases": [{"key": p, "label": translate(f"{PHASE_LABELS[p]} (ms)")} for p in st.phases] if st.kind else [],
             "line_labels": {p: PHASE_LABELS[p] for p in PHASE_LABELS
                             if line_spec and PHASE_LABELS[p] in line_spec["encoding"]["color"]["scale"]["domain"]}}
-    flagged = hl.slow_ranks | hl.waits_least | {r for link in hl.slow_links for r in link}
-    single_pages = []
-    for n, r in enumerate(ids):
+    flagged = hl.flagged
+
+    def plan_rank(n: int) -> Page:
+        r = ids[n]
         rp = _plan_rank(a, r, maker, line_spec, inp.common, rank_comm, overlap_sections, detail,
                         findings=by_rank.get(r, []), prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
                         next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None)
-        pages.append(rp)
-        single_data[str(r)] = _single_rank(rp, meta["phases"])
-        if r in flagged and len(single_pages) < MAX_SINGLE_RANK_PAGES:
-            single_pages.append(rp)
+        return rp
+
+    single_pages = []
+    if not lazy_ranks:
+        for n, r in enumerate(ids):
+            rp = plan_rank(n)
+            pages.append(rp)
+            single_data[str(r)] = _single_rank(rp, meta["phases"])
+            if r in flagged and len(single_pages) < MAX_SINGLE_RANK_PAGES:
+                single_pages.append(rp)
     line_template = {k: v for k, v in line_spec.items() if k != "datasets"} if line_spec else None
     return SitePlan(pages=pages, title=title, nav=nav, exports=detail.exports,
                     single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=line_template,
-                                             meta=meta, pages=single_pages))
+                                             meta=meta, pages=single_pages),
+                    lazy_ranks=LazyRanks([urls.rank_page(r) for r in ids], plan_rank) if lazy_ranks else None)
 
 
 MAX_SINGLE_RANK_PAGES = 16  # the flagged ranks whose whole page the single file carries (the rest: a compact view)

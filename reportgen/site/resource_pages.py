@@ -17,18 +17,18 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import Chart
+from reportgen.charts import columnar, Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site import timeline_view
-from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, rank_csv, view
 from reportgen.site.values import num, records
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
 FLOPS_CSV = "cluster/flops.csv"
 OPTYPES_CSV = "cluster/operator-types.csv"
-TRACE_DIR = "traces"
+TRACE_DIR = urls.TRACE_DIR  # the copied traces (one folder both language trees share)
 MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
 MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
 # Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
@@ -38,7 +38,8 @@ TICKS_MAX_RANKS = 64
 MAX_DETAIL_ROWS = 2000
 # A rank page shows only the longest operators; the full per-operator table is a CSV next to the page (at 1,024 ranks
 # 2,000-row HTML tables per rank were most of the site's size and of its rendering time).
-RANK_TOP_OPS = 50
+RANK_TOP_OPS = 50  # operators on the page of a rank the findings name (every one is in the rank's CSV)
+RANK_TOP_OPS_LEAN = 20  # on the other rank pages (a large run has thousands)
 RANK_OP_COLUMNS = [{"key": "name", "label": N_("Operator")}, {"key": "op_type", "label": N_("Type")},
                    {"key": "side", "label": N_("Runs on")}, {"key": "count", "label": N_("Count")},
                    {"key": "total_ms", "label": N_("Total (ms)")}, {"key": "avg_ms", "label": N_("Average (ms)")},
@@ -61,9 +62,9 @@ def _detail_rows(detail, limit: Optional[int] = None) -> list[dict]:
             for rec in sorted(records(detail), key=_longest_first)]
 
 
-def rank_operators_csv(rank: int) -> str:
-    """The full operator table of a rank, beside its page (`ranks/rank-N.html`)."""
-    return f"ranks/rank-{int(rank)}-operators.csv"
+def rank_operators_csv(rank: int, n_ranks: int = 1) -> str:
+    """The full operator table of a rank, beside its page (`ranks/rank-N.html`; gzip-compressed on a large run)."""
+    return rank_csv(rank, "operators", n_ranks)
 SLOTS_WITHOUT_HOSTS = 8
 
 
@@ -197,6 +198,9 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
                             _("Each rank's total time in the top operator types (one mark per rank). Red: a rank at "
                               "least 1.5x the median of that type. Click to open the rank."),
                             renderer="canvas" if len(spread) > 3000 else "svg"))
+        # one mark per rank and type (10,000+ at 1,024 ranks): carried columnar, each href from its rank
+        columnar.to_columns(charts[-1], "spread", ["op_type", "rank", "total_ms", "slow", "href"],
+                            labels=("op_type", "slow"), href_of="rank")
     dq = []
     for r, q in sorted(res.queues.items()):
         ids, kind = res.bottlenecks.get(r, ([], ""))
@@ -244,9 +248,11 @@ CURVE_TERMS = (N_("execution order"), N_("ms since the first sample"))
 class RankDetail:
     """The operator, FLOPs, data, CPU, memory and timeline sections of rank pages."""
 
-    def __init__(self, a: Analysis, priority: Optional[list[int]] = None) -> None:
-        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices)."""
+    def __init__(self, a: Analysis, priority: Optional[list[int]] = None, flagged: frozenset[int] = frozenset()) -> None:
+        """`priority`: ranks whose traces are copied first (the ones the findings name, the drawn devices).
+        `flagged`: ranks the findings name; their pages list more operators."""
         self.a = a
+        self.flagged = flagged
         self.exports: list[TraceExport] = []
         budget = MAX_TRACE_EXPORT_BYTES
         self._export_of: dict[int, str] = {}
@@ -319,9 +325,10 @@ class RankDetail:
                                        N_("The 20 operator types with the most time on this rank, coloured by where "
                                           "they run.")))
         sec["n_detail"] = int(len(ops.detail))
-        sec["detail"] = _detail_rows(ops.detail, RANK_TOP_OPS)
-        if len(ops.detail) > RANK_TOP_OPS:
-            sec["csv"] = rank_operators_csv(r)
+        shown = RANK_TOP_OPS if r in self.flagged else RANK_TOP_OPS_LEAN
+        sec["detail"] = _detail_rows(ops.detail, shown)
+        if len(ops.detail) > shown:
+            sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
             sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(_detail_rows, ops.detail)))]
         sec["sources"] = sorted(set(ops.sources.values()))
@@ -449,16 +456,25 @@ class RankDetail:
                     "cluster_median_mb": median,
                     "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
-            rows = []
-            for col, label in (("used_mb", "in use / reserved"), ("allocated_mb", "allocated")):
+            cols: dict[str, list] = {"x": [], "series": [], "mb": []}
+            for col, label in (("used_mb", N_("in use / reserved")), ("allocated_mb", N_("allocated"))):
                 if col in m.curve:
-                    rows += [{"x": round(float(x), 4), "series": label, "mb": round(float(v), 3)}
-                             for x, v in zip(m.curve["x"], m.curve[col]) if not math.isnan(v)]
-            spec = self._chart(("mem", m.curve_x, cap), lambda: res_charts.memory_curve(rows, curve_label(m.curve_x), cap), rows,
-                               "mem")
-            sec["charts"].append(Chart(f"rank-{r}-mem", spec,
-                                       (_("Memory over {x} (dashed: capacity)") if cap else
-                                        _("Memory over {x}")).format(x=curve_label(m.curve_x))))
+                    v = m.curve[col].to_numpy(dtype="float64")
+                    ok = ~np.isnan(v)
+                    cols["x"] += [round(x, 4) for x in m.curve["x"].to_numpy(dtype="float64")[ok].tolist()]
+                    cols["mb"] += [round(y, 3) for y in v[ok].tolist()]
+                    cols["series"] += [_(label)] * int(ok.sum())
+
+            def rows() -> list[dict]:
+                return [{"x": x, "series": n, "mb": y} for x, n, y in zip(cols["x"], cols["series"], cols["mb"])]
+            # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
+            # expands it into the spec's `mem` rows before drawing
+            spec = self._chart(("mem", m.curve_x, cap),
+                               lambda: res_charts.memory_curve(rows(), curve_label(m.curve_x), cap), [], "mem")
+            chart = Chart(f"rank-{r}-mem", spec, (_("Memory over {x} (dashed: capacity)") if cap else
+                                                  _("Memory over {x}")).format(x=curve_label(m.curve_x)))
+            chart.columns = {"mem": columnar.encode_columns(cols, labels=("series",))}
+            sec["charts"].append(chart)
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),
                            "detail": rec.get("detail", "")} for rec in records(m.top)]

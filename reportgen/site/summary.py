@@ -246,46 +246,62 @@ def collective_type(op: str) -> str:
 TOP_OPERATORS = 100
 
 
-def _frame(parts: list[tuple], columns: tuple[str, ...]) -> pd.DataFrame:
-    """One frame from per-rank tuples of column arrays (one concatenation instead of one frame per rank)."""
-    return pd.DataFrame({c: np.concatenate([t[i] for t in parts]) for i, c in enumerate(columns)})
+def _stacked(items: list[tuple], n_steps_of: dict) -> tuple:
+    """The ranks' operator-type and per-operator frames, each one frame under the other (`rank`, `side`, text
+    columns as str, `ms` and the type rows' `count` divided by the rank's divisor for the row's side: the number
+    of steps where the producer's totals cover the profiled window), the bases seen and the number of ranks with
+    rows. One concatenation and one pass over (rank, side) pairs, not a frame per rank."""
+    def stack(frames: list[tuple[int, pd.DataFrame]]):
+        if not frames:
+            return None, np.zeros(0, dtype=np.int64)
+        f = pd.concat([x for _, x in frames], ignore_index=True)
+        return f, np.repeat(np.array([i for i, _ in frames]), [len(x) for _, x in frames])
+    bt, bt_item = stack([(i, ops.by_type) for i, (_, ops) in enumerate(items) if len(ops.by_type)])
+    dt, dt_item = stack([(i, ops.detail) for i, (_, ops) in enumerate(items) if len(ops.detail)])
+    side_all = pd.concat([x["side"] for x in (bt, dt) if x is not None], ignore_index=True) \
+        if bt is not None or dt is not None else pd.Series([], dtype=object)
+    codes, sides = pd.factorize(side_all, use_na_sentinel=False)
+    present = np.zeros((len(items), len(sides)), dtype=bool)
+    present[np.concatenate([bt_item, dt_item]), codes] = True
+    div = np.ones((len(items), len(sides)))
+    bases: set = set()
+    for i, (r, ops) in enumerate(items):
+        n_steps = int(n_steps_of[r]) or None if r in n_steps_of else None
+        for j in np.flatnonzero(present[i]):
+            basis = ops.basis.get(sides[j], "per step")
+            div[i, j] = 1.0 if basis == "per step" or not n_steps else float(n_steps)
+            bases.add("per step" if basis == "per step" or n_steps else basis)
+    n_bt = len(bt_item)
+
+    def frame(f, item, code, text: tuple[str, ...], count: bool):
+        if f is None:
+            return None
+        d = div[item, code]
+        out = {"rank": np.array([items[i][0] for i in range(len(items))])[item], "side": f["side"].to_numpy(object)}
+        for c in text:
+            out[c] = f[c].astype(str).to_numpy(dtype=object)
+        out["ms"] = f["total_ms"].to_numpy(dtype="float64") / d
+        if count:
+            out["count"] = pd.to_numeric(f["count"], errors="coerce").to_numpy(dtype="float64") / d
+        return pd.DataFrame(out)
+    types_f = frame(bt, bt_item, codes[:n_bt], ("op_type",), True)
+    names_f = frame(dt, dt_item, codes[n_bt:], ("name", "op_type"), False)
+    ranks_with = len(set(bt_item.tolist()) | set(dt_item.tolist()))
+    return types_f, names_f, bases, ranks_with
 
 
 def _operators(a: Analysis) -> dict:
     """Operator types and top operators, time per step averaged over the ranks that have operator data."""
     st = a.steps
-    types_f, names_f, bases = [], [], set()
-    for r in a.run.rank_ids:
-        ops = a.run.ranks[r].operators
-        if ops is None:
-            continue
-        n_steps = None
-        if st.kind and r in st.average.index:
-            n_steps = int(st.average.at[r, "n_steps"]) or None
-        bt, dt = ops.by_type, ops.detail
-        div = {}
-        for side in set(bt["side"]) | set(dt["side"]):
-            basis = ops.basis.get(side, "per step")
-            div[side] = 1.0 if basis == "per step" or not n_steps else float(n_steps)
-            bases.add("per step" if basis == "per step" or n_steps else basis)
-        if len(bt):
-            sides = bt["side"].to_numpy(dtype=object)
-            d = np.array([div[x] for x in sides], dtype="float64")
-            types_f.append((np.full(len(bt), r), sides, bt["op_type"].astype(str).to_numpy(dtype=object),
-                            bt["total_ms"].to_numpy(dtype="float64") / d,
-                            pd.to_numeric(bt["count"], errors="coerce").to_numpy(dtype="float64") / d))
-        if len(dt):
-            sides = dt["side"].to_numpy(dtype=object)
-            d = np.array([div[x] for x in sides], dtype="float64")
-            names_f.append((np.full(len(dt), r), sides, dt["name"].astype(str).to_numpy(dtype=object),
-                            dt["op_type"].astype(str).to_numpy(dtype=object),
-                            dt["total_ms"].to_numpy(dtype="float64") / d))
-    if not types_f and not names_f:
+    n_steps_of = st.average["n_steps"].to_dict() if st.kind and "n_steps" in st.average else {}
+    items = [(r, ops) for r in a.run.rank_ids if (ops := a.run.ranks[r].operators) is not None]
+    types_f, names_f, bases, ranks_with = _stacked(items, n_steps_of)
+    if types_f is None and names_f is None:
         return {"basis": None, "ranks": 0, "types": [], "top": []}
-    ranks = len(set().union(*[set(t[0].tolist()) for t in types_f + names_f]))
+    ranks = ranks_with
     types = []
-    if types_f:
-        df = _frame(types_f, ("rank", "side", "op_type", "ms", "count"))
+    if types_f is not None:
+        df = types_f
         per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
         n = df.groupby("side")["rank"].nunique()
         for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
@@ -295,8 +311,8 @@ def _operators(a: Analysis) -> dict:
                           "ranks": int(len(g))})
         types.sort(key=lambda t: -(t["time_ms"] or 0))
     top = []
-    if names_f:
-        df = _frame(names_f, ("rank", "side", "name", "op_type", "ms"))
+    if names_f is not None:
+        df = names_f
         keys = {k: op_key(k) for k in df["name"].unique()}
         df["name"] = df["name"].map(keys)
         n = df.groupby("side")["rank"].nunique()
@@ -336,7 +352,8 @@ def _comm_groups(c) -> dict:
                            "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
     ro = c.rank_ops
     if ro is not None and len(ro):
-        ro = ro.assign(collective=ro["op"].map(collective_type))
+        kinds = {op: collective_type(op) for op in ro["op"].unique()}  # per distinct name, not per row
+        ro = ro.assign(collective=ro["op"].map(kinds))
         per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
             ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
         for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):

@@ -96,10 +96,26 @@ def _columns(rows: list[list], device_of: Optional[list[int]] = None) -> dict:
         dev[r[1]] = k
     lanes = sorted(first_cat, key=lambda ln: (dev[ln], first_cat[ln], ln))
     pos = {ln: i for i, ln in enumerate(lanes)}
-    cats = list(tl_charts.CATEGORIES)
+    cats = [_(c) for c in tl_charts.CATEGORIES]  # the legend's words, in the chart's domain too
     for r in rows:
         r[1], r[2] = pos[r[1]], CAT_ORDER[r[2]]
-    return {"ops": {"fields": FIELDS, "dicts": {"lane": lanes, "cat": cats}, "rows": rows}}
+    return {"ops": {"fields": FIELDS, "dicts": {"lane": [lane_text(ln) for ln in lanes], "cat": cats}, "rows": rows}}
+
+
+# Lane names the loaders make up when the trace names none (`loaders.step_ops._lane`); the trace's own process and
+# thread names are data and stay as written.
+_LANE_WORDS = ((re.compile(r"(^|· )Communication · "), lambda m: m[1] + _("Communication") + " · "),
+               (re.compile(r"\bplane (\d+)$"), lambda m: _("plane {n}").format(n=m[1])),
+               (re.compile(r"\bstream (\d+)$"), lambda m: _("stream {n}").format(n=m[1])),
+               (re.compile(r"\bthread (\d+)$"), lambda m: _("thread {n}").format(n=m[1])),
+               (re.compile(r"· data queue$"), lambda m: "· " + _("data queue")))
+
+
+def lane_text(lane: str) -> str:
+    """A timeline lane label in the report's language (the words msreport wrote; trace names unchanged)."""
+    for pat, repl in _LANE_WORDS:
+        lane = pat.sub(repl, lane)
+    return lane
 
 
 def step_labels(ex: ExecutionData, steps: list[int]) -> list[tuple[int, str]]:

@@ -63,6 +63,42 @@
     });
   }
 
+  function columnValues(c) {
+    // charts/columnar.py: a plain list, {dec, d} (delta-coded integers / 10^dec) or {runs: [v, n, ...]}
+    var out = [], i, j;
+    if (Array.isArray(c)) { return c; }
+    if (c.runs) {
+      for (i = 0; i < c.runs.length; i += 2) { for (j = 0; j < c.runs[i + 1]; j++) { out.push(c.runs[i]); } }
+      return out;
+    }
+    var acc = 0, scale = Math.pow(10, c.dec || 0);
+    for (i = 0; i < c.d.length; i++) { acc += c.d[i]; out.push(c.dec ? acc / scale : acc); }
+    return out;
+  }
+  var RANK_SLOT = "987654321";  // urls.RANK_SLOT: a column {rank_href, of} is each row's rank in that href
+  function columnRows(cols, fields) {
+    var vals = cols.map(function (c) { return c.rank_href !== undefined ? null : columnValues(c); });
+    cols.forEach(function (c, j) {
+      if (c.rank_href === undefined) { return; }
+      var ranks = vals[fields.indexOf(c.of)] || [];
+      vals[j] = ranks.map(function (r) { return c.rank_href.replace(RANK_SLOT, r); });
+    });
+    var n = vals.length ? vals[0].length : 0, rows = [];
+    for (var i = 0; i < n; i++) { rows.push(vals.map(function (v) { return v[i]; })); }
+    return rows;
+  }
+
+  function datasetRows(d) {
+    // a step's rows: objects, or columnar {fields, cols} (charts/columnar.py)
+    if (!d) { return []; }
+    if (!d.cols) { return d; }
+    return columnRows(d.cols, d.fields).map(function (vals) {
+      var row = {};
+      d.fields.forEach(function (f, i) { row[f] = vals[i]; });
+      return row;
+    });
+  }
+
   // A chart with per-step data names the step on its axis: the compiled Vega axis titled as the average gets
   // its title from the signal `msr_step_title`, which the step selector sets (site/step_views.py, axis_title).
   function stepTitlePatch(vg, avg) {
@@ -83,7 +119,7 @@
     var cols = JSON.parse(el.textContent), ds = Object.assign({}, spec.datasets || {});
     Object.keys(cols).forEach(function (name) {
       var f = cols[name].fields, dicts = cols[name].dicts || {};
-      ds[name] = cols[name].rows.map(function (vals) {
+      ds[name] = (cols[name].cols ? columnRows(cols[name].cols, f) : cols[name].rows).map(function (vals) {
         var row = {};
         for (var i = 0; i < f.length; i++) {
           var d = dicts[f[i]];
@@ -225,7 +261,7 @@
     var original = table.tBodies[0].innerHTML;
     sel.addEventListener("change", function () {
       if (sel.value === "avg") { table.tBodies[0].innerHTML = original; }
-      else { renderRows(table, data.columns, data.steps[sel.value] || []); }
+      else { renderRows(table, data.columns, datasetRows(data.steps[sel.value])); }
       applyFilter(table);
     });
   }

@@ -1,0 +1,261 @@
+"""Issue 17, the size of what is written: compact chart data, compact CSV numbers, top-N rank tables with the
+full tables beside the page (gzip-compressed on a large run). Every number must come back exactly."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from reportgen.charts import columnar
+from reportgen.site import comm_pages, page as page_mod, resource_pages
+from reportgen.site.builder import _compact, csv_value
+
+
+# ---- columnar chart data -------------------------------------------------------------------------------------
+
+def test_number_column_is_delta_coded_and_decodes_to_the_same_doubles():
+    col = columnar.number_column([43889.51, 43889.68, 43889.74, 43889.5])
+    assert col == {"dec": 2, "d": [4388951, 17, 6, -24]}  # hand-computed: cents of MB, then differences
+    rows = columnar.decode({"fields": ["mb"], "cols": [col]})
+    assert [r["mb"] for r in rows] == [43889.51, 43889.68, 43889.74, 43889.5]
+
+
+def test_number_column_keeps_the_pages_seven_digits_and_leaves_other_values_plain():
+    assert columnar.number_column([0.0, 3.0, 3.5]) == {"dec": 1, "d": [0, 30, 5]}
+    assert columnar.number_column([1, 2, 4]) == {"dec": 0, "d": [1, 1, 2]}
+    # 7 significant digits, as every chart number on a page (builder._compact)
+    assert columnar.decode({"fields": ["v"], "cols": [columnar.number_column([167.83036663599998])]}) == [{"v": 167.8304}]
+    for plain in ([1.0, None], ["a", "b"], [float("nan"), 1.0], [True, False], [1e-300, 1.0]):
+        assert columnar.number_column(plain) == [_compact(v) for v in plain] or columnar.number_column(plain) == plain
+
+
+def test_runs_column_and_round_trip_of_random_curves():
+    assert columnar.runs_column(["a", "a", "b", "b", "b", "a"]) == {"runs": ["a", 2, "b", 3, "a", 1]}
+    rnd = random.Random(7)
+    for _ in range(50):
+        n = rnd.randint(1, 300)
+        rows = [{"x": round(rnd.uniform(0, 1e5), rnd.randint(0, 4)), "series": rnd.choice("ab"),
+                 "mb": round(rnd.uniform(-1e4, 1e6), rnd.randint(0, 3))} for _ in range(n)]
+        back = columnar.decode(columnar.encode(rows, ["x", "series", "mb"], labels=("series",)))
+        assert back == [{k: _compact(v) for k, v in r.items()} for r in rows]
+
+
+# ---- CSV numbers ------------------------------------------------------------------------------------------------
+
+def test_csv_value_hand_cases():
+    assert csv_value(208.0) == 208  # counts are integers
+    assert csv_value(8.552121000000003) == "8.552121"  # summation noise dropped
+    assert csv_value(0.04111596634615386) == "0.0411159663"  # 9 significant digits
+    assert csv_value(123456.789123) == "123456.789123"  # every nanosecond of a large ms total
+    assert csv_value(1700000000000000.5) == "1700000000000000.5"  # a timestamp keeps every digit
+    assert csv_value(3) == 3 and csv_value("x") == "x" and csv_value(True) is True
+    assert math.isnan(csv_value(float("nan")))
+
+
+def test_csv_value_round_trip_keeps_what_the_data_carries():
+    rnd = random.Random(3)
+    for _ in range(20000):
+        v = rnd.choice([rnd.uniform(0, 1), rnd.uniform(0, 1e3), rnd.uniform(0, 1e7), rnd.expovariate(1e4),
+                        rnd.randint(0, 10 ** 9) / 1e6, rnd.randint(0, 10 ** 12) / 1e3 + 0.1 ** 12])
+        back = float(csv_value(v))
+        # 9 significant digits, or 6 decimals (a nanosecond in ms) where that is more
+        assert abs(back - v) <= max(5e-9 * abs(v), 5e-7), (v, back)
+        # what the data carries comes back exactly: microsecond durations summed in ms
+    for _ in range(5000):
+        us = [rnd.randint(1, 10 ** 7) / 1e3 for _ in range(rnd.randint(1, 50))]  # durations in µs, ns resolution
+        total_ms = sum(u / 1e3 for u in us)
+        assert round(float(csv_value(total_ms)), 6) == round(sum(us) / 1e3, 6)
+
+
+# ---- rank pages ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def big_site(tmp_path_factory) -> tuple[Path, Path]:
+    """8 ranks with a dense memory curve, 300 kernels and 20 communication operators per step, rank 5 slow; the
+    per-rank CSVs gzip-compressed as on a large run."""
+    from reportgen.cli import main
+    from reportgen.synth import generate_run
+
+    root = tmp_path_factory.mktemp("size")
+    run = generate_run(root / "run", ranks=8, steps=2, stages=2, tp=2, kernels_per_step=300, comm_ops_per_step=20,
+                       inject=["slow-rank:5:compute:1.4"])
+    mp = pytest.MonkeyPatch()
+    mp.setattr(page_mod, "GZIP_RANK_CSVS_FROM", 8)
+    mp.setattr(resource_pages, "RANK_TOP_OPS", 10)  # the run has 17 distinct operators per rank
+    mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", 5)
+    try:
+        assert main([str(run), "-o", str(root / "out"), "-q", "-j", "1"]) == 0
+    finally:
+        mp.undo()
+    return run, root / "out"
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _csv(path: Path) -> list[dict]:
+    raw = path.read_bytes()
+    text = gzip.decompress(raw).decode("utf-8") if path.suffix == ".gz" else raw.decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_memory_curve_is_carried_columnar_and_expands_to_the_curve(big_site):
+    _, out = big_site
+    fig = _soup(out / "ranks" / "rank-0.html").select_one("#fig-rank-0-mem")
+    assert json.loads(fig.select_one("script.spec").string) == {"datasets": {"mem": []}}
+    data = json.loads(fig.select_one("script.columns").string)["mem"]
+    rows = columnar.decode(data)
+    series = {r["series"] for r in rows}
+    assert series == {"in use / reserved", "allocated"}
+    assert data["cols"][1] == {"runs": ["in use / reserved", len([r for r in rows if r["series"] == "in use / reserved"]),
+                                        "allocated", len([r for r in rows if r["series"] == "allocated"])]}
+    assert len(rows) > 100
+    peak = max(r["mb"] for r in rows if r["series"] == "in use / reserved")
+    summary = json.loads((out / "summary.json").read_text())
+    assert peak == pytest.approx(summary["metrics"]["memory"]["per_rank"]["0"]["peak_mb"], rel=1e-6)
+
+
+def test_comm_ops_top_n_on_the_page_and_every_operator_in_the_csv(big_site):
+    _, out = big_site
+    soup = _soup(out / "ranks" / "rank-0.html")
+    body = soup.select("#rank-comm-ops tbody tr")
+    assert len(body) == comm_pages.RANK_TOP_COMM_OPS
+    link = soup.select_one("#communication ~ .table-tools a.csv-download, a.csv-download[href$='comm-ops.csv.gz']")
+    assert link is not None and link["href"] == "rank-0-comm-ops.csv.gz" and link.has_attr("download")
+    rows = _csv(out / "ranks" / link["href"])
+    assert f"({len(rows)} rows" in link.get_text() and "gzip" in link.get_text()
+    assert len(rows) > len(body)
+    assert list(rows[0]) == [c["label"] for c in comm_pages.RANK_COMM_OP_COLUMNS]
+    # the page's rows are the longest of the CSV, in order
+    longest = sorted(rows, key=lambda r: -float(r["Time (ms)"]))[:len(body)]
+    assert [tr.find("code").get_text() for tr in body] == [r["Operator"] for r in longest]
+    heading = soup.find("h3", string=lambda t: t and t.startswith("Operators"))
+    assert f"the {len(body)} longest of {len(rows)}" in heading.get_text()
+
+
+def test_the_flagged_rank_page_keeps_its_tables_in_full(big_site):
+    _, out = big_site
+    summary = json.loads((out / "summary.json").read_text())
+    assert any(f["category"] == "slow_rank" and 5 in f["ranks"] and f["severity"] in ("warning", "critical")
+               for f in summary["findings"])
+    soup = _soup(out / "ranks" / "rank-5.html")
+    lean = _soup(out / "ranks" / "rank-0.html")
+    assert len(soup.select("#rank-comm-ops tbody tr")) > comm_pages.RANK_TOP_COMM_OPS
+    assert not soup.select("a.csv-download[href*='comm-ops']")  # everything is on the page
+    assert len(soup.select("#rank-op-detail tbody tr")) == 10  # RANK_TOP_OPS, patched
+    assert len(lean.select("#rank-op-detail tbody tr")) == 5  # RANK_TOP_OPS_LEAN
+    assert lean.select_one("a.csv-download[href='rank-0-operators.csv.gz']") is not None
+
+
+def test_gzip_csvs_hold_the_same_rows_as_plain_ones(big_site, tmp_path):
+    """Below the threshold the same tables are plain CSV; decompressed, the bytes are identical."""
+    from reportgen.cli import main
+
+    run, out = big_site
+    plain = tmp_path / "plain"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(resource_pages, "RANK_TOP_OPS", 10)
+        mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", 5)
+        assert main([str(run), "-o", str(plain), "-q", "-j", "1"]) == 0
+    gz = sorted(p.name for p in (out / "ranks").glob("*.csv.gz"))
+    assert len(gz) >= 8 and not list((out / "ranks").glob("*.csv"))
+    for name in gz:
+        assert gzip.decompress((out / "ranks" / name).read_bytes()) == (plain / "ranks" / name[:-3]).read_bytes()
+    # the cluster CSVs stay plain
+    assert list((out / "cluster").glob("*.csv")) and not list((out / "cluster").glob("*.gz"))
+
+
+def test_rank_csv_numbers_are_compact_and_equal_to_the_analysis(big_site):
+    _, out = big_site
+    rows = _csv(out / "ranks" / "rank-1-operators.csv.gz")
+    for r in rows:
+        assert "." not in r["Count"]  # counts as integers
+        for k in ("Total (ms)", "Average (ms)", "Share"):
+            v = r[k]
+            assert len(v.replace("-", "").replace(".", "").lstrip("0")) <= 12, v
+        assert float(r["Average (ms)"]) == pytest.approx(float(r["Total (ms)"]) / float(r["Count"]), rel=1e-8)
+    assert sum(float(r["Share"]) for r in rows) == pytest.approx(1.0, rel=1e-7)
+
+
+@pytest.mark.browser
+def test_browser_expands_the_memory_curve_into_the_drawn_view(big_site):
+    """report.js turns the columnar curve back into rows: the drawn view holds exactly the decoded rows."""
+    from test_browser import assert_charts_drawn, run_probe
+
+    _, out = big_site
+    page = out / "ranks" / "rank-0.html"
+    dom = run_probe(page, """
+      var fig = document.getElementById('fig-rank-0-mem');
+      var t0 = Date.now();
+      (function wait() {
+        if (fig._msrView) { document.body.setAttribute('data-mem', JSON.stringify(fig._msrView.data('mem').map(
+            function (r) { return [r.x, r.series, r.mb]; }))); return; }
+        if (Date.now() - t0 < 10000) { setTimeout(wait, 50); }
+      })();""")
+    assert_charts_drawn(dom, page, 3)
+    fig = _soup(page).select_one("#fig-rank-0-mem")
+    want = [[r["x"], r["series"], r["mb"]] for r in columnar.decode(json.loads(fig.select_one("script.columns").string)["mem"])]
+    assert json.loads(dom.body["data-mem"]) == want
+
+
+# ---- cluster data: rank hrefs from one template, the step selector's rows columnar -------------------------------
+
+def test_rank_href_column_is_one_template_and_only_when_every_row_matches():
+    from reportgen import urls
+
+    rows = [{"rank": r, "href": urls.rank_page(r)} for r in (0, 7, 341)]
+    enc = columnar.encode(rows, ["rank", "href"], href_of="rank")
+    assert enc["cols"][1] == {"rank_href": f"ranks/rank-{urls.RANK_SLOT}.html", "of": "rank"}
+    assert columnar.decode(enc) == rows
+    rows[1]["href"] = "ranks/rank-7.html#memory"  # not the plain rank page: kept as it is
+    assert columnar.encode(rows, ["rank", "href"], href_of="rank")["cols"][1] == [r["href"] for r in rows]
+
+
+def test_runs_do_not_merge_true_with_one():
+    assert columnar.runs_column([True, 1, 1, False, 0])["runs"] == [True, 1, 1, 2, False, 1, 0, 1]
+
+
+def test_step_selector_and_op_spread_data_are_columnar_with_resolved_hrefs(big_site):
+    from reportgen import urls
+
+    _, out = big_site
+    soup = _soup(out / "cluster" / "step-trace.html")
+    data = json.loads(soup.select_one("#step-table-data").string)
+    for step, enc in data["steps"].items():
+        assert "cols" in enc
+        rows = columnar.rows_of(enc)
+        assert sorted(r["rank"] for r in rows) == list(range(8))
+        assert all(r["href"] == f"../ranks/rank-{r['rank']}.html" for r in rows)
+        assert {r["rank"] for r in rows if r["slow"]} == {5}
+    res = _soup(out / "cluster" / "resources.html").select_one("#fig-op-spread")
+    spread = columnar.rows_of(json.loads(res.select_one("script.columns").string)["spread"])
+    assert {r["rank"] for r in spread} == set(range(8))
+    assert all(r["href"] == f"../ranks/rank-{r['rank']}.html" for r in spread)
+    assert str(urls.RANK_SLOT) not in json.dumps(spread)
+
+
+@pytest.mark.browser
+def test_browser_step_selector_draws_the_columnar_rows(big_site):
+    """Picking a step fills the table from the columnar data: one row per rank, links to the rank pages."""
+    from test_browser import run_probe
+
+    _, out = big_site
+    page = out / "cluster" / "step-trace.html"
+    data = json.loads(_soup(page).select_one("#step-table-data").string)
+    step = sorted(data["steps"])[-1]
+    dom = run_probe(page, f"""
+      var sel = document.getElementById('step-select');
+      sel.value = '{step}'; sel.dispatchEvent(new Event('change'));""")
+    rows = dom.select("#step-table tbody tr")
+    want = columnar.rows_of(data["steps"][step])
+    assert [tr["id"] for tr in rows] == [f"rank-{r['rank']}" for r in want]
+    assert [tr.select_one("a")["href"] for tr in rows] == [f"../ranks/rank-{r['rank']}.html" for r in want]
+    assert "slow" in dom.select_one("#rank-5").get("class", [])
