@@ -536,3 +536,33 @@ def test_brushing_hosts_above_64_ranks_draws_their_devices_matrix(browser, big_s
     o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{nodes[right[0]]['members']}']", timeout=10000)
     assert o.page.get_attribute("#fig-comm-graph", "data-hosts") == right[0]
     o.offline()
+    # a drill-down cell opens the sending rank's page
+    o.page.locator("#fig-comm-drill").scroll_into_view_if_needed()
+    box = o.page.locator("#fig-comm-drill svg").first.bounding_box()
+    cell = o.page.evaluate("""() => { const v = document.getElementById('fig-comm-drill')._msrView, o = v.origin(),
+      p = v.padding(), x = v.scale('x'), y = v.scale('y');
+      const c = v.data('cells').find(c => c.src === 1 && v.signal('sel').indexOf('' + c.dst) >= 0);
+      return [o[0] + p.left + x('' + c.dst) + x.bandwidth() / 2, o[1] + p.top + y('' + c.src) + y.bandwidth() / 2]; }""")
+    with o.page.expect_navigation():
+        o.page.mouse.click(box["x"] + cell[0], box["y"] + cell[1])
+    assert o.page.url.endswith("ranks/rank-1.html")
+
+
+def test_step_selector_drives_the_wait_strip_above_64_ranks(browser, big_site):
+    o = open_page(browser, big_site / "cluster" / "communication.html", ("fig-comm-wait",))
+    avg = {r["rank"]: r["value"] for r in o.data("fig-comm-wait", "ranks")}
+    spec = o.page.eval_on_selector("#fig-comm-wait script.step-data", "s => JSON.parse(s.textContent)")
+    o.select("#comm-step-select", "2", "fig-comm-wait")
+    shown = {r["rank"]: r for r in o.data("fig-comm-wait", "ranks")}
+    fields = spec["fields"]["ranks"]
+    step2 = {row["rank"]: row for row in (dict(zip(fields, v)) for v in spec["steps"]["2"]["ranks"])}
+    assert set(shown) == set(step2) == set(avg) and len(avg) == 80
+    assert all(shown[r]["value"] == step2[r]["value"] for r in avg)
+    assert any(shown[r]["value"] != avg[r] for r in avg)
+    assert shown[13]["href"].endswith("ranks/rank-13.html")  # links kept from the average rows
+    medians = {m["datum"]["stage"]: m["datum"]["median"] for m in _marks(o, "fig-comm-wait", "median")}
+    for stage in ("stage 0", "stage 1"):
+        assert medians[stage] == pytest.approx(_median([x["value"] for x in step2.values() if x["stage"] == stage]),
+                                               abs=1e-4)
+    assert "Wait in step 2 (ms)" in _texts(o, "fig-comm-wait")
+    o.offline()

@@ -152,8 +152,20 @@ def test_kineto_lanes_carry_the_traces_stream_names(tmp_path):
     assert set(o.lanes) == {"GPU 0 · stream 7", "GPU 0 · stream 20"}
     comm = {ln for ln, c in zip(o.lanes, o.classes) if c != "compute"}
     assert comm == {"GPU 0 · stream 20"}
+    # the launches (cudaLaunchKernel on the Python thread, "CPU" its process label) with the kernel of the same
+    # correlation id: synth/kineto.py calls cudaLaunchKernel (9.2 µs) 36, 41 or 46 µs before a compute kernel,
+    # (7.1 µs) 27 µs before an NCCL kernel
+    assert set(o.host_lanes) == {"CPU · thread 200000 (python)"} and set(o.host_names) == {"cudaLaunchKernel"}
+    assert all(j >= 0 for j in o.host_launch)
+    for i, j in enumerate(o.host_launch):
+        lead = o.start[j] - o.host_start[i]
+        if o.classes[j] == "compute":
+            assert o.host_dur[i] == pytest.approx(0.0092) and min(abs(lead - d) for d in (0.036, 0.041, 0.046)) < 1e-6
+        else:
+            assert o.host_dur[i] == pytest.approx(0.0071) and lead == pytest.approx(0.027, abs=1e-6)
     rows = _expanded(timeline_view.rank_chart(ex, 0))
-    assert {x["lane"] for x in rows} == {"GPU 0 · stream 7", "GPU 0 · stream 20"}
+    assert {x["lane"] for x in rows} == {"GPU 0 · stream 7", "GPU 0 · stream 20", "CPU · thread 200000 (python)"}
+    assert {x["cat"] for x in rows if x["lane"].startswith("CPU")} == {"host dispatch"}
 
 
 def test_malformed_host_and_metadata_events_never_raise(tmp_path):

@@ -175,7 +175,8 @@ DRILL_FILTER = "length(sel) > 0 && indexof(sel, '' + datum.src) >= 0 && indexof(
 
 def drill_matrix() -> dict:
     """The devices of the hosts picked in a host-level graph (`sel`, set by the page): their rank x rank matrix,
-    a cell per link with its time and size, a drop-down for the colour's metric. The rows come columnar
+    a cell per link with its time and size (a click opens the sending rank's page), a drop-down for the colour's
+    metric. The rows come columnar
     ({src, dst, time_ms, size_mb, bandwidth_gbps, transport, slow}); nothing is drawn until hosts are picked."""
     metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
         options=["bandwidth_gbps", "time_ms", "size_mb"], labels=[_("Bandwidth (GB/s)"), _("Time (ms)"),
@@ -187,7 +188,7 @@ def drill_matrix() -> dict:
               axis=alt.Axis(labelOverlap=True))
     y = alt.Y("src_s:O", title=_("Source rank"), sort=alt.EncodingSortField(field="src"),
               axis=alt.Axis(labelOverlap=True))
-    rect = base.mark_rect().encode(
+    rect = base.mark_rect(cursor="pointer").encode(  # a click opens the sending rank (report.js)
         x=x, y=y, color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
         strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),

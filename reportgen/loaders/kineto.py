@@ -619,9 +619,10 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
 # --- execution view (Marey): the device operators of chosen steps --------------------------------------------
 
 
-def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
-    """Step windows (µs) and the (pid, tid) of the thread recording ProfilerStep (first streamed pass): on the
-    device when kernels map to steps through their launches (as the loader does), else the host windows."""
+def step_windows(path: Path) -> dict[int, tuple]:
+    """Step windows (µs), the (pid, tid) of the thread recording ProfilerStep and the host ProfilerStep window
+    (first streamed pass): (start, end, thread, host start, host end); start and end on the device when kernels
+    map to steps through their launches (as the loader does), else the host window."""
     out: dict = {}
     rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
@@ -635,7 +636,7 @@ def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
             if isinstance(name, str) and name.startswith("ProfilerStep#"):
                 m = STEP_RE.match(name)
                 if m:
-                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
                 continue
             cat = str(e.get("cat") or "").lower()
             if cat in DEVICE_CATS or cat in RUNTIME_CATS:
@@ -651,8 +652,8 @@ def step_windows(path: Path) -> dict[int, tuple[float, float, object]]:
     except TRACE_ERRORS:
         pass  # the loader reported the broken file; the windows read are used
     dev = device_windows(sorted((k, v[0], v[1]) for k, v in out.items()), rc, rt, kc, ks, ke) if len(ks) else None
-    if dev is not None:
-        out = {step: (a, b, out[step][2]) for step, a, b in dev}
+    if dev is not None:  # the host window stays beside the device one (the launches happen in it)
+        out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in dev}
     return out
 
 
@@ -677,6 +678,10 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     dev: dict = {s: [] for _, _, s in wins}
     cpu: dict = {s: [] for _, _, s in wins}
     procs: dict = {}  # pid -> its label ("GPU 0") or name; (pid, tid) -> thread name ("stream 7")
+    # the launches (cudaLaunchKernel, ...) of a step happen in its host ProfilerStep window
+    hwins = sorted((windows[s][3], windows[s][4], s) for _, _, s in wins if len(windows[s]) > 4)
+    hstarts = np.array([w[0] for w in hwins])
+    launches: dict = {s: [] for _, _, s in wins}
     try:
         for e in trace_events(path):
             if e.get("ph") == "M":
@@ -687,16 +692,25 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             ts, dur = _num(e.get("ts")), _num(e.get("dur"))
             if math.isnan(ts) or math.isnan(dur):
                 continue
+            cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
+            if cat in RUNTIME_CATS and hwins:
+                j = int(np.searchsorted(hstarts, ts, side="right")) - 1
+                if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
+                    args = e.get("args")
+                    launches[hwins[j][2]].append((ts, dur, e["name"], (e.get("pid"), e.get("tid")),
+                                                  _corr(args.get("correlation")) if isinstance(args, dict) else -1))
+                continue
             i = int(np.searchsorted(starts, ts, side="right")) - 1
             if i < 0 or ts >= wins[i][1]:
                 continue
             s = wins[i][2]
             name = e.get("name") or ""
-            cat = (e.get("cat") or "").lower()
             if cat in DEVICE_CATS:
                 comm = bool(COMM_KERNEL_RE.match(name))
+                args = e.get("args")
                 dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid"))))
+                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")),
+                               _corr(args.get("correlation")) if isinstance(args, dict) else -1))
             elif cat == "user_annotation" and name.startswith("gloo:"):
                 cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
             elif cat == "cpu_op" and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
@@ -719,13 +733,27 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             rows.sort(key=lambda r: r[:4])
         if not rows:
             continue
-        out[s] = StepOps(rank=rank, step=s, source=log.rel(path), step_ms=(b - a) / 1e3,
-                         names=[r[2] for r in rows], classes=[r[3] for r in rows],
-                         start=np.array([(r[0] - a) / 1e3 for r in rows]),
-                         dur=np.array([r[1] / 1e3 for r in rows]),
-                         window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})",
-                         lanes=[_lane_name(procs, r[4], use_dev) for r in rows])
+        o = StepOps(rank=rank, step=s, source=log.rel(path), step_ms=(b - a) / 1e3,
+                    names=[r[2] for r in rows], classes=[r[3] for r in rows],
+                    start=np.array([(r[0] - a) / 1e3 for r in rows]),
+                    dur=np.array([r[1] / 1e3 for r in rows]),
+                    window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})",
+                    # CPU-only traces: the operators are the "device" (lanes by class as before)
+                    lanes=[_lane_name(procs, r[4], True) for r in rows] if use_dev else [])
+        if use_dev and launches[s]:  # the host dispatch: each launch with the kernel of its correlation id
+            ev = sorted(launches[s], key=lambda x: -x[1])[:MAX_LAUNCHES]
+            ev.sort(key=lambda x: x[0])
+            by_corr = {r[5]: i for i, r in enumerate(rows) if r[5] >= 0}
+            o.host_names = [x[2] for x in ev]
+            o.host_lanes = [_lane_name(procs, x[3], False) for x in ev]
+            o.host_start = [(x[0] - a) / 1e3 for x in ev]
+            o.host_dur = [x[1] / 1e3 for x in ev]
+            o.host_launch = [by_corr.get(x[4], -1) if x[4] >= 0 else -1 for x in ev]
+        out[s] = o
     return out
+
+
+MAX_LAUNCHES = 4000  # host launch slices kept per step (the longest), before the timeline's own cap
 
 
 MAX_LANE_CHARS = 80

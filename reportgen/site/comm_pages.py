@@ -294,8 +294,8 @@ def _drill_chart(lt: pd.DataFrame) -> Optional[Chart]:
     if not kept:
         return None
     cap = _("Pick hosts in the graph above (drag a rectangle over them, or click one; double-click clears): the "
-            "links among their devices, rank by rank, each cell with the link's time and size. At most {m} devices "
-            "at once: the hosts picked first.").format(m=MAX_DRILL_RANKS)
+            "links among their devices, rank by rank, each cell with the link's time and size; click one for the "
+            "sending rank. At most {m} devices at once: the hosts picked first.").format(m=MAX_DRILL_RANKS)
     if kept < n:
         cap += " " + _("The page carries {kept} of the run's {n} links: the slow links and the slowest others; a "
                        "link left out is an empty cell.").format(kept=kept, n=n)

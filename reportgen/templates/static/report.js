@@ -432,6 +432,18 @@
         .replace("{max}", String(max));
       graph.setAttribute("data-hosts", used.join(","));
     }
+    // a cell of the host drill-down opens the sending rank's page: the link of its row in the rank table (already
+    // resolved for this page and output mode), so the drill data carries no links
+    var drill = document.getElementById("fig-comm-drill");
+    if (drill) {
+      drill.addEventListener("msr-drawn", function (ev) {
+        ev.detail.addEventListener("click", function (event, item) {
+          var d = item && item.datum, a = d && d.src !== undefined &&
+            document.querySelector("#comm-rank-" + Number(d.src) + " a[href]");
+          if (a) { window.location.href = a.href; }
+        });
+      });
+    }
     graph.addEventListener("msr-drawn", function (ev) {
       var view = ev.detail, clicked = 0;
       try { view.signal("devsel"); } catch (e) { return; }  // a graph without the brush
