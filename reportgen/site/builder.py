@@ -129,14 +129,18 @@ def csv_value(v):
     carries, 9 significant digits or 6 decimals, whichever keeps more (ms totals of nanosecond durations keep every
     nanosecond; `8.552121000000003` becomes `8.552121`, summation noise dropped). Timestamps and other numbers of
     12+ digits keep their shortest repr. `tests/test_size.py` checks the round trip."""
-    if isinstance(v, float) and not isinstance(v, bool):
+    if type(v) is float:
+        a = abs(v)
+        if a < 1000.0:  # (NaN fails every comparison: below)
+            return int(v) if v.is_integer() else f"{v:.9g}"  # fewer than 4 integer digits: 9 significant
         if not math.isfinite(v):
             return v
-        if v.is_integer() and abs(v) < 1e15:
+        if v.is_integer() and a < 1e15:
             return int(v)
-        a = abs(v)
-        digits = max(9, (math.floor(math.log10(a)) + 1 if a >= 1 else 0) + 6)
+        digits = max(9, math.floor(math.log10(a)) + 1 + 6)
         return repr(v) if digits >= 17 else f"{v:.{digits}g}"
+    if isinstance(v, float) and not isinstance(v, bool):  # a float subclass (numpy float64): the same rule
+        return csv_value(float(v))
     return v
 
 
@@ -144,8 +148,9 @@ def _csv_text(columns: list[dict], rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
+    keys = [c["key"] for c in columns]
     for r in rows:
-        w.writerow(["" if r.get(c["key"]) is None else csv_value(r.get(c["key"])) for c in columns])
+        w.writerow(["" if (v := r.get(k)) is None else csv_value(v) for k in keys])
     return buf.getvalue()
 
 
