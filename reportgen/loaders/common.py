@@ -693,16 +693,11 @@ def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[
 
     # a clean file first: the fast reader refuses everything `_text_guard` would (and more), so the guard's
     # extra pass over the file is paid only by files that go the careful way, where it names the problem
-    if _guard_after(path):
-        fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
-        if fast is not None:
-            return fast
-    elif not _text_guard(path, log):
+    if not _guard_after(path) and not _text_guard(path, log):
         return None
-    else:
-        fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
-        if fast is not None:
-            return fast
+    fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
+    if fast is not None:
+        return fast
     df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
     return None if df is None else typed_from_frame(df, text, numeric)
 
