@@ -2,6 +2,6 @@
 
 import sys
 
-from reportgen.cli import main
+from reportgen.entry import main
 
 sys.exit(main())

@@ -214,3 +214,23 @@ def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch):
         s = _run(sub, "--help")
         assert s.returncode == 0 and s.stdout.startswith(f"usage: msreport {sub}")
     assert "--set" in _run("compare", "--help").stdout
+
+
+def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
+    """Before: a KeyboardInterrupt traceback from inside pandas' import and exit code -2."""
+    import signal
+    import time
+
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=2, steps=2)
+    for delay in (0.3, 0.6):
+        p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(tmp_path / "o")],
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=30)
+        err = p.stderr.read()
+        if rc == 0:  # a fast machine finished first: nothing to interrupt
+            continue
+        assert rc == 130 and "interrupted" in err and "Traceback" not in err, (delay, rc, err)

@@ -10,11 +10,11 @@ only ever sees the summaries. Results come back in rank order whatever order the
 
 from __future__ import annotations
 
-import signal
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Optional
 
 from reportgen.errors import ReportError
+from reportgen.pools import ignore_sigint, stop_pool
 
 DASK_INSTALL = 'pip install "msreport[dask]"'
 LOCAL = "local"
@@ -60,7 +60,7 @@ def map_ranks(fn: Callable, items: list, args: tuple, *, jobs: int = 1, schedule
 
 
 def _in_pool(fn, items, args, jobs, progress) -> Iterator:
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_worker_init)
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=ignore_sigint)
     try:
         futs = [ex.submit(fn, item, *args) for item in items]
         for i, fut in enumerate(futs, 1):
@@ -69,7 +69,7 @@ def _in_pool(fn, items, args, jobs, progress) -> Iterator:
             if progress:
                 progress(i, len(items))
     except BaseException:  # Ctrl-C (or a failure): stop the workers now, do not wait for queued ranks
-        _stop_pool(ex)
+        stop_pool(ex)
         raise
     ex.shutdown()
 
@@ -93,20 +93,6 @@ def _on_dask(fn, items, args, address, progress) -> Iterator:
                 progress(i, len(items))
     finally:
         client.close()
-
-
-def _worker_init() -> None:
-    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _stop_pool(ex: ProcessPoolExecutor) -> None:
-    procs = list((getattr(ex, "_processes", None) or {}).values())
-    ex.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.join(timeout=1)
 
 
 __all__ = ["DASK_INSTALL", "LOCAL", "SchedulerError", "check_scheduler", "dask_available", "map_ranks"]

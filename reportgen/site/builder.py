@@ -14,7 +14,6 @@ import math
 import multiprocessing
 import posixpath
 import re
-import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from markupsafe import Markup, escape
 
 from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
+from reportgen.pools import ignore_sigint, stop_pool
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
@@ -301,7 +301,7 @@ class _RankWriters:
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
         _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=_ignore_sigint)
+                                      initializer=ignore_sigint)
         self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         self.ok = False
 
@@ -314,13 +314,8 @@ class _RankWriters:
         _FORKED.clear()
         if self.ok:
             self.ex.shutdown()
-        else:  # Ctrl-C or a failure: stop the workers now
-            self.ex.shutdown(wait=False, cancel_futures=True)
-
-
-def _ignore_sigint() -> None:
-    """Workers ignore Ctrl-C: the main process stops them (a terminal sends SIGINT to the whole group)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:  # Ctrl-C or a failure: stop the workers now (the staged folder is discarded)
+            stop_pool(self.ex)
 
 
 def _write_chunk(idx: list[int]) -> dict:

@@ -1,0 +1,44 @@
+"""Process pools that stop at once: Ctrl-C (or a failure) must not wait for queued or running work, and must
+never leave the interpreter unable to exit.
+
+Both pools of a build (the rank loaders, `loaders.dispatch`, and the rank-page writers, `site.builder`) start
+their workers with `ignore_sigint` (a terminal sends SIGINT to the whole process group; the main process
+decides) and stop them with `stop_pool`.
+"""
+
+from __future__ import annotations
+
+import signal
+from concurrent.futures import ProcessPoolExecutor
+
+
+def ignore_sigint() -> None:
+    """A pool worker's initializer: Ctrl-C is the main process's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_pool(ex: ProcessPoolExecutor, grace: float = 1.0) -> None:
+    """Cancel what is queued, kill the workers and make sure the executor's manager thread ends.
+
+    A worker killed while it sends a result leaves half a message in the result pipe; the manager thread then
+    blocks reading the rest, and interpreter exit (which joins that thread) waits for ever. Once every worker is
+    gone, closing this process's copy of the pipe's write end makes that read see end-of-file: the pool is
+    marked broken and the thread ends."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    results = getattr(ex, "_result_queue", None)  # shutdown() drops the executor's reference; keep ours
+    thread = getattr(ex, "_executor_manager_thread", None)
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(timeout=grace)
+    if results is not None and not any(p.is_alive() for p in procs):
+        try:
+            results._writer.close()
+        except OSError:
+            pass
+    if thread is not None:
+        thread.join(timeout=grace)
+
+
+__all__ = ["ignore_sigint", "stop_pool"]

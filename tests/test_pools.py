@@ -1,0 +1,40 @@
+"""Stopping a process pool never hangs, even when a worker dies in the middle of sending its result (CI saw the
+Ctrl-C test hang for 30 s on that: the executor's manager thread kept reading half a message)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import gc, struct, time
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.queues import SimpleQueue
+    from reportgen.pools import ignore_sigint, stop_pool
+
+    def half_a_result(_):
+        # what a worker killed mid-send leaves behind: a header announcing 1 MB, then a few bytes of it
+        results = next(o for o in gc.get_objects() if isinstance(o, SimpleQueue))  # the worker's only one
+        results._writer._send(struct.pack("!i", 1 << 20) + b"x" * 10)
+        time.sleep(600)
+
+    if __name__ == "__main__":
+        ex = ProcessPoolExecutor(max_workers=1, initializer=ignore_sigint)
+        fut = ex.submit(half_a_result, 0)
+        time.sleep(1.5)  # the manager thread is now blocked reading the rest of the message
+        thread = ex._executor_manager_thread
+        t0 = time.monotonic()
+        stop_pool(ex)
+        print("stopped", round(time.monotonic() - t0, 2), "thread alive:", thread.is_alive(), flush=True)
+""")
+
+
+def test_stop_pool_ends_the_manager_thread_after_a_half_sent_result(tmp_path):
+    script = tmp_path / "half.py"
+    script.write_text(SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "thread alive: False" in r.stdout, r.stdout
+    took = float(r.stdout.split()[1])
+    assert took < 3.0, took
