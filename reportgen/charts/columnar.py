@@ -49,12 +49,53 @@ def number_column(values: list) -> Any:
     vals = [v if isinstance(v, int) else _sig7(v) for v in values]
     if any(isinstance(v, int) and abs(v) >= _SAFE for v in vals):
         return vals  # beyond exact doubles: as written
-    arr = np.array(vals, dtype=np.float64)
+    return _delta_coded(np.array(vals, dtype=np.float64), vals)
+
+
+def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
+    """The delta-coded column of `arr` (floats already cut to the page's digits), or its plain list."""
     p = _decimals(arr)
     if p is None:
-        return vals
+        return vals if vals is not None else arr.tolist()
     ints = np.round(arr * float(10 ** p)).astype(np.int64)
     return {"dec": p, "d": [int(ints[0])] + np.diff(ints).tolist()}
+
+
+_POW10 = np.array([10 ** i for i in range(19)], dtype=np.int64)
+_FAST_MAX = 1e8  # below this, a value times 10**6 is an exact-enough double for the checks of `rounded_column`
+
+
+def rounded_column(values: "np.ndarray", decimals: int) -> Any:
+    """`number_column([round(v, decimals) for v in values])` for a float64 array, vectorised (a rank page's memory
+    curve: a thousand points per series on each of thousands of rank pages). The same column, bit for bit:
+    Python's `round` and the 7-significant-digit cut both round the exact binary value to a decimal, which numpy
+    reproduces with integers except where the value is (within the float's error) half-way between two results;
+    those few values take the Python path. Non-finite or large values: the Python path for the whole column."""
+    a = np.asarray(values, dtype=np.float64)
+    if not len(a) or not 0 <= decimals <= 6 or not np.all(np.abs(a) < _FAST_MAX):  # (NaN and inf fail `<`)
+        return number_column([round(v, decimals) for v in a.tolist()])
+    scale = float(10 ** decimals)
+    t = a * scale  # within 2**-13 of the exact product (|t| < 2**47)
+    k = np.rint(t)
+    near_half = np.abs(t - np.floor(t) - 0.5) < 1e-3  # Python's round of the exact value could go either way
+    k = k.astype(np.int64)
+    # the 7 significant digits the page writes (`_sig7`): the value is k / 10**decimals exactly as a decimal
+    mag = np.abs(k)
+    digits = np.searchsorted(_POW10, mag, side="right")  # decimal digits of |k| (0 for 0)
+    drop = np.maximum(digits - 7, 0)
+    unit = _POW10[drop]
+    q, rem = np.divmod(mag, unit)
+    half = unit // 2
+    up = rem > half
+    tie = (drop > 0) & (rem == half)  # the exact binary value decides: Python's formatting
+    m = np.where(k < 0, -(q + up), q + up)
+    e = drop - decimals  # the value is m * 10**e
+    out = np.where(e >= 0, m * _POW10[np.clip(e, 0, 18)], 0).astype(np.float64)
+    neg = e < 0
+    out[neg] = m[neg] / _POW10[-e[neg]].astype(np.float64)
+    for i in np.flatnonzero(near_half | tie).tolist():
+        out[i] = _sig7(round(float(a[i]), decimals))
+    return _delta_coded(out)
 
 
 def runs_column(values: list) -> dict:
@@ -64,6 +105,19 @@ def runs_column(values: list) -> dict:
             out[-1] += 1
         else:
             out += [v, 1]
+    return {"runs": out}
+
+
+def runs_of(runs: list[tuple[Any, int]]) -> dict:
+    """`runs_column` of the values given as (value, times) pairs (the rows are never built)."""
+    out: list = []
+    for v, n in runs:
+        if n <= 0:
+            continue
+        if out and type(out[-2]) is type(v) and out[-2] == v:
+            out[-1] += n
+        else:
+            out += [v, n]
     return {"runs": out}
 
 

@@ -36,7 +36,7 @@ from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
 from reportgen.site.csp import csp_hash
 from reportgen.site.page import Page, SitePlan
-from reportgen.urls import INDEX, in_tree, language_href, resolve_hrefs, tree_root, url_function
+from reportgen.urls import INDEX, in_tree, language_href, tree_root, url_function
 
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
 from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
@@ -79,16 +79,28 @@ def _ms_cells(values) -> Markup:
     return Markup("".join(f'<td class="num">{_MS_CELL(v)}</td>' for v in values))
 
 
-def _compact(value):
+_INF = (float("inf"), float("-inf"))
+_PLAIN = frozenset((int, str, bool, type(None)))  # page JSON values `_compact` leaves as they are
+
+
+def _compact(value, href=None):
     """Page-embedded JSON (chart data, the step selector's and the single file's rank tables) with floats cut to 7
     significant digits: the pages show at most 3 decimals, and `167.83036663599998` is most of a large run's
-    chart bytes. summary.json and the CSVs keep every digit."""
+    chart bytes. summary.json and the CSVs keep every digit.
+
+    `href` (the page's resolver's `href`): also resolve every string under an `href` (or `*_href`) key, as
+    `urls.resolve_hrefs` does, in the same walk (a rank page's chart data has thousands of numbers to walk)."""
     if isinstance(value, float):
-        return float(f"{value:.7g}") if value == value and value not in (float("inf"), float("-inf")) else value
+        return float(f"{value:.7g}") if value == value and value not in _INF else value
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_compact(v) for v in value]
+        if href is not None:
+            return {k: ((href(v) or "") if isinstance(v, str) and (k == "href" or k.endswith("_href")) else
+                        v if type(v) in _PLAIN else _compact(v, href)) for k, v in value.items()}
+        return {k: v if type(v) in _PLAIN else _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if type(v) in _PLAIN else _compact(v, href) for v in value]
+    if isinstance(value, tuple):  # (no href is looked for inside a tuple, as in `urls.resolve_hrefs`)
+        return [v if type(v) in _PLAIN else _compact(v) for v in value]
     return value
 
 
@@ -97,11 +109,8 @@ def _json_script(context, value) -> Markup:
     """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless.
 
     Every `href` in the data is resolved from the page being rendered (chart links, the step table's rows)."""
-    url = context.get("url")
-    resolver = getattr(url, "resolver", None)
-    if resolver is not None:
-        value = resolve_hrefs(value, resolver)
-    text = json_text(_compact(value), separators=(",", ":"))
+    resolver = getattr(context.get("url"), "resolver", None)
+    text = json_text(_compact(value, resolver.href if resolver is not None else None), separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -149,8 +158,11 @@ def _csv_text(columns: list[dict], rows) -> str:
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
     keys = [c["key"] for c in columns]
-    for r in rows:
-        w.writerow(["" if (v := r.get(k)) is None else csv_value(v) for k in keys])
+    # `csv_value` per cell, its commonest cases inline (a large run writes millions of cells): str and int as they
+    # are, a float below 1,000 as `csv_value` writes it
+    w.writerows([["" if v is None else v if (t := type(v)) is str or t is int else
+                  ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
+                   csv_value(v)) for v in map(r.get, keys)] for r in rows])
     return buf.getvalue()
 
 

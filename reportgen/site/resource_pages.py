@@ -456,24 +456,31 @@ class RankDetail:
                     "cluster_median_mb": median,
                     "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
-            cols: dict[str, list] = {"x": [], "series": [], "mb": []}
+            xs, mbs, runs = [], [], []  # runs: (series label, its points)
             for col, label in (("used_mb", N_("in use / reserved")), ("allocated_mb", N_("allocated"))):
                 if col in m.curve:
                     v = m.curve[col].to_numpy(dtype="float64")
                     ok = ~np.isnan(v)
-                    cols["x"] += [round(x, 4) for x in m.curve["x"].to_numpy(dtype="float64")[ok].tolist()]
-                    cols["mb"] += [round(y, 3) for y in v[ok].tolist()]
-                    cols["series"] += [_(label)] * int(ok.sum())
+                    xs.append(m.curve["x"].to_numpy(dtype="float64")[ok])
+                    mbs.append(v[ok])
+                    runs.append((_(label), int(ok.sum())))
+            x_all = np.concatenate(xs) if xs else np.zeros(0)
+            mb_all = np.concatenate(mbs) if mbs else np.zeros(0)
 
-            def rows() -> list[dict]:
-                return [{"x": x, "series": n, "mb": y} for x, n, y in zip(cols["x"], cols["series"], cols["mb"])]
+            def rows() -> list[dict]:  # (only for the spec built once per shape)
+                series = [label for label, n in runs for _i in range(n)]
+                return [{"x": round(x, 4), "series": n, "mb": round(y, 3)}
+                        for x, n, y in zip(x_all.tolist(), series, mb_all.tolist())]
             # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
             # expands it into the spec's `mem` rows before drawing
             spec = self._chart(("mem", m.curve_x, cap),
                                lambda: res_charts.memory_curve(rows(), curve_label(m.curve_x), cap), [], "mem")
             chart = Chart(f"rank-{r}-mem", spec, (_("Memory over {x} (dashed: capacity)") if cap else
                                                   _("Memory over {x}")).format(x=curve_label(m.curve_x)))
-            chart.columns = {"mem": columnar.encode_columns(cols, labels=("series",))}
+            # (the columns of `rows()`, built without the rows: thousands of points on thousands of pages)
+            chart.columns = {"mem": {"fields": ["x", "series", "mb"],
+                                     "cols": [columnar.rounded_column(x_all, 4), columnar.runs_of(runs),
+                                              columnar.rounded_column(mb_all, 3)]}}
             sec["charts"].append(chart)
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),

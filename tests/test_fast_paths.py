@@ -1,0 +1,114 @@
+"""Issue 17, rank pages cheaper to render: each fast path writes exactly what the plain path it replaces wrote
+(the plain path, kept here as the reference, on random and edge-case values)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+
+import numpy as np
+
+from reportgen import urls
+from reportgen.charts import columnar
+from reportgen.site import builder
+
+
+def _plain_rounded(values, decimals: int):
+    """What the memory chart wrote before `rounded_column`: Python's round, then `number_column`."""
+    return columnar.number_column([round(v, decimals) for v in np.asarray(values, dtype=float).tolist()])
+
+
+def test_rounded_column_hand_cases():
+    # 7 significant digits of 3-decimal MB: 43889.512 -> 43889.51; 43889.515 is a tie the float's bits decide
+    assert columnar.rounded_column(np.array([43889.512, 43889.5149, 43889.68]), 3) == {"dec": 2,
+                                                                                     "d": [4388951, 0, 17]}
+    assert columnar.rounded_column(np.array([0.5, 1.5, 2.5]), 0) == {"dec": 0, "d": [0, 2, 0]}  # half to even
+    assert columnar.rounded_column(np.array([]), 4) == []
+    for bad in (float("nan"), float("inf")):  # not finite: the column stays a plain list
+        assert json.dumps(columnar.rounded_column(np.array([1.0, bad]), 3)) == json.dumps([1.0, bad])
+
+
+def test_rounded_column_equals_the_plain_path_bit_for_bit():
+    rng = np.random.default_rng(17)
+    cases = []
+    for d in range(7):
+        cases.append((np.array([0.5, 1.5, 2.5, -0.5, -0.0, 0.0, 1e-9, -1e-9, 9999999.5, 99999995.0, 0.125,
+                                1234.5625, 43889.5125, 99999.99995, 9.9999995, 1e8, -1e8, 1.5e8]), d))
+        for scale in (1e-7, 1e-3, 1.0, 999.0, 5e4, 1e6, 9.99e7, 2e8):
+            cases.append((rng.uniform(-scale, scale, 400), d))
+            # values with one decimal more than kept (ties at 5) and with exactly the kept decimals
+            cases.append((rng.integers(-10 ** 9, 10 ** 9, 400) / 10.0 ** (d + 1) * (scale / 1e6), d))
+            cases.append((np.round(rng.uniform(0, scale, 400), d), d))
+            cases.append(((rng.integers(0, 10 ** 7, 400) * 10 + 5) / 10.0 ** (d + 1) * (scale / 1e6), d))
+    for values, d in cases:
+        assert json.dumps(columnar.rounded_column(values, d)) == json.dumps(_plain_rounded(values, d)), (d, values)
+
+
+def test_runs_of_equals_runs_column():
+    assert columnar.runs_of([("a", 2), ("b", 0), ("a", 1), ("c", 3)]) == columnar.runs_column(["a"] * 3 + ["c"] * 3)
+    assert columnar.runs_of([]) == columnar.runs_column([]) == {"runs": []}
+
+
+def _random_json(rnd: random.Random, depth: int = 0):
+    kind = rnd.randrange(9 if depth < 4 else 5)
+    if kind == 0:
+        return rnd.choice([1.0000001234, 167.83036663599998, float("nan"), float("inf"), -0.0, 1e-300, 3.0])
+    if kind == 1:
+        return rnd.choice([0, -7, True, False, None, 2 ** 60])
+    if kind == 2:
+        return rnd.choice(["x", "<b>", "ranks/rank-3.html", "cluster/step-trace.html#rank-3", ""])
+    if kind == 3:
+        return np.float64(rnd.uniform(0, 1e4))
+    if kind == 4:
+        return np.int64(5)
+    if kind in (5, 6):
+        d = {}
+        for _ in range(rnd.randrange(5)):
+            k = rnd.choice(["href", "rank_href", "x", "label", "hrefs", "a_href_b"])
+            d[k] = rnd.choice(["ranks/rank-9.html", "index.html#findings"]) if rnd.random() < 0.4 else \
+                _random_json(rnd, depth + 1)
+        return d
+    if kind == 7:
+        return [_random_json(rnd, depth + 1) for _ in range(rnd.randrange(6))]
+    return tuple(_random_json(rnd, depth + 1) for _ in range(rnd.randrange(4)))
+
+
+def _old_compact(value):
+    if isinstance(value, float):
+        return float(f"{value:.7g}") if value == value and value not in (float("inf"), float("-inf")) else value
+    if isinstance(value, dict):
+        return {k: _old_compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_old_compact(v) for v in value]
+    return value
+
+
+def test_compact_with_hrefs_equals_resolving_then_compacting():
+    rnd = random.Random(5)
+    res = urls.Resolver("ranks/rank-4.html", single=False, root="")
+    for _ in range(3000):
+        v = _random_json(rnd)
+        want = builder.json_text(_old_compact(urls.resolve_hrefs(v, res)), separators=(",", ":"))
+        assert builder.json_text(builder._compact(v, res.href), separators=(",", ":")) == want
+        assert builder.json_text(builder._compact(v), separators=(",", ":")) == \
+            builder.json_text(_old_compact(v), separators=(",", ":"))
+    # a resolved href, and none inside a tuple (as before)
+    out = builder._compact({"a": [{"href": "ranks/rank-9.html"}], "t": ({"href": "ranks/rank-9.html"},)}, res.href)
+    assert out == {"a": [{"href": "rank-9.html"}], "t": [{"href": "ranks/rank-9.html"}]}
+
+
+def test_csv_text_equals_csv_value_per_cell():
+    rnd = random.Random(11)
+    values = [None, "", "a,b", 'say "x"', "line\nbreak", 0, -3, True, False, 0.0, -0.0, 208.0, 999.9999999999,
+              -999.5, 1000.0, 1234.5678, 8.552121000000003, 1e-7, float("nan"), float("inf"), -float("inf"),
+              np.float64(0.1 + 0.2), np.int64(4), 1700000000000000.5]
+    values += [rnd.uniform(-2000, 2000) for _ in range(300)] + [float(rnd.randint(-999, 999)) for _ in range(50)]
+    columns = [{"key": f"c{i}", "label": f"C{i}"} for i in range(5)]
+    rows = [{f"c{i}": rnd.choice(values) for i in range(5) if rnd.random() < 0.9} for _ in range(2000)]
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([c["label"] for c in columns])
+    for r in rows:
+        w.writerow(["" if (v := r.get(c["key"])) is None else builder.csv_value(v) for c in columns])
+    assert builder._csv_text(columns, rows) == buf.getvalue()
