@@ -11,7 +11,7 @@ import numpy as np
 
 from reportgen import urls
 from reportgen.charts import columnar
-from reportgen.site import builder
+from reportgen.site import builder, page as page_mod, resource_pages
 
 
 def _plain_rounded(values, decimals: int):
@@ -98,17 +98,75 @@ def test_compact_with_hrefs_equals_resolving_then_compacting():
     assert out == {"a": [{"href": "rank-9.html"}], "t": [{"href": "ranks/rank-9.html"}]}
 
 
-def test_csv_text_equals_csv_value_per_cell():
-    rnd = random.Random(11)
-    values = [None, "", "a,b", 'say "x"', "line\nbreak", 0, -3, True, False, 0.0, -0.0, 208.0, 999.9999999999,
-              -999.5, 1000.0, 1234.5678, 8.552121000000003, 1e-7, float("nan"), float("inf"), -float("inf"),
-              np.float64(0.1 + 0.2), np.int64(4), 1700000000000000.5]
-    values += [rnd.uniform(-2000, 2000) for _ in range(300)] + [float(rnd.randint(-999, 999)) for _ in range(50)]
-    columns = [{"key": f"c{i}", "label": f"C{i}"} for i in range(5)]
-    rows = [{f"c{i}": rnd.choice(values) for i in range(5) if rnd.random() < 0.9} for _ in range(2000)]
+def _plain_csv(columns, rows) -> str:
+    """The CSV as `csv.writer` wrote it, `csv_value` per cell."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
     for r in rows:
         w.writerow(["" if (v := r.get(c["key"])) is None else builder.csv_value(v) for c in columns])
-    assert builder._csv_text(columns, rows) == buf.getvalue()
+    return buf.getvalue()
+
+
+def test_csv_text_equals_csv_writer_with_csv_value_per_cell():
+    rnd = random.Random(11)
+    values = [None, "", " ", "a,b", 'say "x"', "line\nbreak", "cr\r", "nul\x00", "tab\t", "é中", 0, -3, 2 ** 70,
+              True, False, 0.0, -0.0, 208.0, 999.9999999999, -999.5, 1000.0, -1000.0, 1234.5678, 8.552121000000003,
+              1e-7, 1e300, float("nan"), float("inf"), -float("inf"), np.float64(0.1 + 0.2), np.float64(1e5),
+              np.int64(4), np.bool_(True), 1700000000000000.5]
+    values += [rnd.uniform(-2000, 2000) for _ in range(300)] + [float(rnd.randint(-999, 999)) for _ in range(50)]
+    for n_cols in (0, 1, 2, 5):
+        columns = [{"key": f"c{i}", "label": rnd.choice([f"C{i}", "Time (ms)", "a,b", ""])} for i in range(n_cols)]
+        for n_rows in (0, 1, 300):
+            rows = [{f"c{i}": rnd.choice(values) for i in range(n_cols) if rnd.random() < 0.9}
+                    for _ in range(n_rows)]
+            want = _plain_csv(columns, rows)
+            assert builder._csv_text(columns, rows) == want
+            table = {c["key"]: [r.get(c["key"]) for r in rows] for c in columns}
+            lazy = page_mod.LazyRows(lambda: table, columns=True)
+            if n_cols:  # (a table given by columns has its row count in them)
+                assert builder._csv_text(columns, lazy) == want
+                assert list(lazy) == [{k: r.get(k) for k in table} for r in rows]
+
+
+def _plain_detail_rows(detail, limit=None):
+    """The rank page's operator rows as they were built before `_detail_columns` (records, sorted, `num`)."""
+    from reportgen.model import SIDE_LABELS
+    from reportgen.site.values import num, records
+    if limit is not None and len(detail) > limit:
+        order = np.argsort(-detail["total_ms"].to_numpy(dtype=float), kind="stable")[:limit]
+        detail = detail.iloc[order]
+    return [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"], "op_type": rec["op_type"],
+             **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
+            for rec in sorted(records(detail), key=resource_pages._longest_first)]
+
+
+def test_operator_rows_and_csv_columns_equal_the_plain_rows():
+    import pandas as pd
+    rnd = random.Random(2)
+    for n in (0, 1, 5, 40):
+        total = [rnd.choice([1.5, 2.0, 0.0, -0.0, float("nan"), rnd.uniform(0, 9), float("inf")]) for _ in range(n)]
+        detail = pd.DataFrame({
+            "side": [rnd.choice(["ai_core", "aicpu", None, "cube<x>"]) for _ in range(n)],
+            "name": [f"op{i},\"q\"" for i in range(n)], "op_type": [rnd.choice(["MatMul", None]) for _ in range(n)],
+            "count": [float(rnd.randint(0, 9)) for _ in range(n)], "total_ms": total,
+            "avg_ms": [rnd.choice([None, 1.25, float("nan")]) for _ in range(n)],
+            "share": pd.array([rnd.choice([0.5, None]) for _ in range(n)], dtype="Float64")})
+        for limit in (None, 3, 20, 100):
+            assert resource_pages._detail_rows(detail, limit) == _plain_detail_rows(detail, limit) or \
+                json.dumps(resource_pages._detail_rows(detail, limit)) == json.dumps(_plain_detail_rows(detail, limit))
+        cols = page_mod.LazyRows(lambda: resource_pages._detail_columns(detail), columns=True)
+        assert builder._csv_text(resource_pages.RANK_OP_COLUMNS, cols) == \
+            builder._csv_text(resource_pages.RANK_OP_COLUMNS, _plain_detail_rows(detail))
+
+
+def test_num_column_equals_num_per_value():
+    import pandas as pd
+    from reportgen.site.values import num, num_column
+    cases = [np.array([1.5, np.nan, np.inf, -0.0]), np.array([1, 2 ** 62], dtype=np.int64), np.array([True, False]),
+             np.array([1.5, None, "2.5", "x", 3], dtype=object), np.array([None, 1.0], dtype=object),
+             np.array([pd.NA, 1.0], dtype=object), pd.Series([1.0, None], dtype="Float64"),
+             pd.Series(["1", "a"]), pd.Series([1.5, 2.5]), np.array([], dtype=float), [1, None, 2.5]]
+    for c in cases:
+        plain = [num(v) for v in (c.to_numpy(dtype=object) if hasattr(c, "to_numpy") else np.asarray(c)).tolist()]
+        assert json.dumps(num_column(c)) == json.dumps(plain), c

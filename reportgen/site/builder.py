@@ -35,7 +35,7 @@ from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
 from reportgen.site.csp import csp_hash
-from reportgen.site.page import Page, SitePlan
+from reportgen.site.page import LazyRows, Page, SitePlan
 from reportgen.urls import INDEX, in_tree, language_href, tree_root, url_function
 
 # Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
@@ -115,8 +115,25 @@ def _json_script(context, value) -> Markup:
     return Markup(text)
 
 
+_DICT_ATTRS = frozenset(dir(dict))
+
+
+class _Environment(Environment):
+    """Jinja's environment; `row.key` on a plain dict (the rows of every table) is looked up as the key at once
+    when `dict` has no such attribute. Jinja finds the same value, after raising and catching an AttributeError
+    (a rank page has some 900 such lookups)."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict and attribute not in _DICT_ATTRS:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return Environment.getattr(self, obj, attribute)
+
+
 def make_env() -> Environment:
-    env = Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
+    env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
     env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
@@ -130,7 +147,27 @@ def make_env() -> Environment:
                        ms_cells=_ms_cells, sortkey=_sort_key)
     env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
+    env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
     return env
+
+
+def _template_gettext(lookup: Callable[[str], str]):
+    """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
+    autoescape, then `% variables`, which escapes the variables), in one call instead of three, and a message
+    without variables looked up once per build (a rank page has 125 `_()` calls, thousands of pages the same)."""
+    done: dict = {}
+
+    @pass_context
+    def gettext(context, message: str, **variables):
+        if variables:
+            rv = lookup(message)
+            return (Markup(rv) if context.eval_ctx.autoescape else rv) % variables
+        key = (message, context.eval_ctx.autoescape)
+        rv = done.get(key)
+        if rv is None:
+            rv = done[key] = (Markup(lookup(message)) if key[1] else lookup(message)) % variables
+        return rv
+    return gettext
 
 
 def csv_value(v):
@@ -153,17 +190,50 @@ def csv_value(v):
     return v
 
 
+def _csv_field(v) -> str:
+    """What `csv.writer` writes for a cell holding `v` (after `csv_value`): floats as their repr, else str."""
+    v = csv_value(v)
+    return v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v)
+
+
+_CSV_SPECIAL = (",", '"', "\r", "\n")  # a field holding one of these is quoted (csv.QUOTE_MINIMAL)
+
+
+def _csv_quoted(field: str) -> str:
+    return '"' + field.replace('"', '""') + '"' if any(c in field for c in _CSV_SPECIAL) else field
+
+
 def _csv_text(columns: list[dict], rows) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow([c["label"] for c in columns])
+    """A download's CSV, as `csv.writer` writes it: a header of the columns' labels, then a line per row (rows of
+    dicts, or a `LazyRows` that gives its table column by column). Built column by column, each cell as
+    `csv_value` writes it (its commonest cases inline: a large run writes millions of cells), a column scanned
+    once for characters that need quotes."""
     keys = [c["key"] for c in columns]
-    # `csv_value` per cell, its commonest cases inline (a large run writes millions of cells): str and int as they
-    # are, a float below 1,000 as `csv_value` writes it
-    w.writerows([["" if v is None else v if (t := type(v)) is str or t is int else
-                  ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
-                   csv_value(v)) for v in map(r.get, keys)] for r in rows])
-    return buf.getvalue()
+    if isinstance(rows, LazyRows) and rows.columns:
+        table = rows.fn()
+        n = len(next(iter(table.values()), ()))
+    else:
+        rows = list(rows)
+        table, n = {k: [r.get(k) for r in rows] for k in keys}, len(rows)
+    if len(keys) < 2:  # (csv writes a lone empty field as "")
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow([c["label"] for c in columns])
+        w.writerows([["" if v is None else csv_value(v) for v in vals] for vals in zip(*[table.get(k) or [None] * n
+                                                                                          for k in keys])]
+                    if keys else [[]] * n)
+        return buf.getvalue()
+    cells = []
+    for k in keys:
+        col = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
+               ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
+                _csv_field(v)) for v in table.get(k) or [None] * n]
+        text = "\x00".join(col)
+        if any(c in text for c in _CSV_SPECIAL):
+            col = [_csv_quoted(f) for f in col]
+        cells.append(col)
+    header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
+    return "\r\n".join([header, *map(",".join, zip(*cells))]) + "\r\n"
 
 
 PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)

@@ -32,7 +32,7 @@ from reportgen.site.comm_views import (
 )
 from reportgen.site.highlights import Highlights
 from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, multi_rank, rank_csv, view
-from reportgen.site.values import PICKED_TITLE, num, rank_bar_label, records, representative_ranks
+from reportgen.site.values import PICKED_TITLE, num, num_column, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"
@@ -521,33 +521,27 @@ class RankComm:
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
 
-    def ops(self, r: int, limit: Optional[int] = None) -> list[dict]:
-        """Rank `r`'s communication operators, longest first (the first `limit`)."""
+    def _op_columns(self, r: int, limit: Optional[int] = None) -> dict[str, list]:
+        """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
+        page's table and (every operator, built only when the CSV is written) its CSV."""
+        nums = ("communication_ms", "transit_ms", "wait_ms", "wait_ratio", "count")
         if r not in self._op_at:
-            return []
+            return {k: [] for k in ("op", "group", "kind", *nums)}
         b, e = self._op_at[r]
         if limit is not None:
             e = min(e, b + limit)
-        return [dict(zip(self._op_cols, row)) for row in self._op_vals[b:e].tolist()]
+        col = {c: self._op_vals[b:e, j] for j, c in enumerate(self._op_cols)}
+        return {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
+                "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
 
     def n_ops(self, r: int) -> int:
         b, e = self._op_at.get(r, (0, 0))
         return e - b
 
-    def _csv_rows(self, r: int) -> list[dict]:
-        """Every operator of rank `r` as CSV rows: built only when its CSV is written."""
-        return self._op_rows(self.ops(r))
-
     def _group(self, gid: Any) -> str:
         if gid not in self.group_labels:
             self.group_labels[gid] = group_label(self.a, gid)
         return self.group_labels[gid]
-
-    def _op_rows(self, ops: list[dict]) -> list[dict]:
-        return [{"op": o["op"], "group": self._group(o["group"]), "kind": o["kind"],
-                 "communication_ms": num(o["communication_ms"]), "transit_ms": num(o["transit_ms"]),
-                 "wait_ms": num(o["wait_ms"]), "wait_ratio": num(o["wait_ratio"]), "count": num(o["count"])}
-                for o in ops]
 
     def section(self, r: int) -> dict:
         a = self.a
@@ -565,11 +559,13 @@ class RankComm:
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
         shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
-        sec["ops"] = self._op_rows(self.ops(r, shown))
+        cols = self._op_columns(r, shown)
+        sec["ops"] = [dict(zip(cols, row)) for row in zip(*cols.values())]
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > shown:
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
-            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._csv_rows, r)))]
+            sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS,
+                                 LazyRows(partial(self._op_columns, r), columns=True))]
         sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return sec

@@ -19,13 +19,19 @@ if TYPE_CHECKING:
 
 class LazyRows:
     """A download's rows, built only when its CSV is written (`fn()` returns the list of row dicts): a large run's
-    rank pages would otherwise hold every operator of every rank as dicts from planning to writing."""
+    rank pages would otherwise hold every operator of every rank as dicts from planning to writing. `columns`:
+    `fn()` returns the table column by column instead (key -> one value per row), which the CSV writer reads
+    without a dict per row; iterating still yields the rows."""
 
-    def __init__(self, fn: Callable[[], list[dict]]) -> None:
+    def __init__(self, fn: Callable[[], Any], columns: bool = False) -> None:
         self.fn = fn
+        self.columns = columns
 
     def __iter__(self):
-        return iter(self.fn())
+        if not self.columns:
+            return iter(self.fn())
+        cols = self.fn()
+        return iter([dict(zip(cols, row)) for row in zip(*cols.values())])
 
 
 Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows (`.csv.gz`: gzip)

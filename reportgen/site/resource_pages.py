@@ -22,7 +22,7 @@ from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site import timeline_view
 from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, rank_csv, view
-from reportgen.site.values import num, records
+from reportgen.site.values import num, num_column, records
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
@@ -52,14 +52,25 @@ def _longest_first(rec: dict) -> tuple:
     return (1, 0.0) if v is None or v != v else (0, -float(v))
 
 
+def _detail_columns(detail, limit: Optional[int] = None) -> dict[str, list]:
+    """A rank's operators, longest first (the first `limit`), column by column: the rank page's table and its CSV
+    (`total_ms` descending, missing last, ties in the frame's order: `_longest_first`)."""
+    total = detail["total_ms"].to_numpy(dtype=float)
+    missing = np.isnan(total)
+    order = np.lexsort((np.where(missing, 0.0, -total), missing))[:limit]  # (lexsort is stable)
+
+    def col(k: str):  # the column's values in that order (as `records` reads them, numbers kept numeric)
+        v = detail[k]
+        return (v.to_numpy() if v.dtype.kind in "fiub" else v.to_numpy(dtype=object))[order]
+    return {"side": [SIDE_LABELS.get(v, v) for v in col("side").tolist()],
+            "name": col("name").tolist(), "op_type": col("op_type").tolist(),
+            **{k: num_column(col(k)) for k in ("count", "total_ms", "avg_ms", "share")}}
+
+
 def _detail_rows(detail, limit: Optional[int] = None) -> list[dict]:
-    """A rank's operators, longest first (the first `limit`): the rank page's table and its CSV."""
-    if limit is not None and len(detail) > limit:  # the longest few of thousands: select before building rows
-        order = np.argsort(-detail["total_ms"].to_numpy(dtype=float), kind="stable")[:limit]
-        detail = detail.iloc[order]
-    return [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"],
-             "op_type": rec["op_type"], **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
-            for rec in sorted(records(detail), key=_longest_first)]
+    """`_detail_columns` as rows."""
+    cols = _detail_columns(detail, limit)
+    return [dict(zip(cols, row)) for row in zip(*cols.values())]
 
 
 def rank_operators_csv(rank: int, n_ranks: int = 1) -> str:
@@ -330,7 +341,7 @@ class RankDetail:
         if len(ops.detail) > shown:
             sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
-            sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(_detail_rows, ops.detail)))]
+            sec["downloads"] = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(_detail_columns, ops.detail), columns=True))]
         sec["sources"] = sorted(set(ops.sources.values()))
         hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
         sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from reportgen.i18n import N_, _
 
 import math
+
+import numpy as np
 from reportgen.numbers import finite as num
 from typing import Optional
 
@@ -18,6 +20,24 @@ def records(frame) -> list[dict]:
         return []
     cols = list(frame.columns)
     return [dict(zip(cols, row)) for row in frame.to_numpy(dtype=object).tolist()]
+
+
+def num_column(values) -> list:
+    """`[num(v) for v in values]` for a column (a numpy array or a Series), vectorised where the column is
+    numeric or converts to float as a whole (numpy's cast of an object is `float(v)`, None becoming NaN, as `num`
+    reads None); anything else one value at a time."""
+    arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    if arr.dtype.kind not in "fiub":
+        if hasattr(values, "to_numpy"):
+            arr = values.to_numpy(dtype=object)  # the values `records` gives
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return [num(v) for v in arr.tolist()]
+    out = arr.astype(np.float64).tolist()
+    for i in np.flatnonzero(~np.isfinite(arr)).tolist():
+        out[i] = None
+    return out
 
 
 def representative_ranks(values, stage_of: dict[int, int], flagged, limit: int) -> dict[int, str]:
