@@ -31,6 +31,7 @@ from markupsafe import Markup, escape
 from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
 from reportgen.pools import ignore_sigint, stop_pool
+from reportgen.site import html_rows
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
@@ -44,39 +45,8 @@ from reportgen.site.output import (MARKER, _swap_into_place, check_output, stage
 from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
 
 
-def _sort_key(v) -> str:
-    """The `data-v` sort key of a numeric cell: 7 significant digits (a float's full repr only makes pages larger;
-    the tables show at most 3 decimals)."""
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "" if v != v else f"{v:.7g}"
-    return str(v)
-
-
-_CELL_FORMATS = {"ratio": fmt.share, "num": fmt.number}
-_MS_CELL = fmt.ms_cell
-
-
-def _num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
-    """One numeric `<td>`, built in Python (rank pages have tens of thousands of cells; a Jinja macro call per cell
-    was most of their rendering time). The table sorter reads the number the cell shows, so only a cell with a
-    badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page)."""
-    text = _CELL_FORMATS.get(fmt, _MS_CELL)(v)
-    c = f"num {escape(cls)}" if cls else "num"
-    if badge:
-        return Markup(f'<td class="{c}" data-v="{escape(_sort_key(v))}">{escape(text)} '
-                      f'<span class="badge slow">{escape(badge)}</span></td>')
-    return Markup(f'<td class="{c}">{escape(text)}</td>')
-
-
-def _ms_cells(values) -> Markup:
-    """A row of numeric `<td>` cells (ms) in one call: the per-step tables of rank pages have thousands of them."""
-    return Markup("".join(f'<td class="num">{_MS_CELL(v)}</td>' for v in values))
+# The rank tables' cells and rows are built in Python (site/html_rows.py); these names stay importable here.
+_sort_key, _num_cell, _ms_cells = html_rows.sort_key, html_rows.num_cell, html_rows.ms_cells
 
 
 _INF = (float("inf"), float("-inf"))
@@ -143,8 +113,7 @@ def make_env() -> Environment:
     env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
     env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
                        signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
-                       csp_hash=csp_hash,
-                       ms_cells=_ms_cells, sortkey=_sort_key)
+                       csp_hash=csp_hash, **html_rows.FILTERS)
     env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
     env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)

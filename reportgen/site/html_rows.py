@@ -1,0 +1,125 @@
+"""Table cells and rows of the rank pages, built in Python (template filters and globals, see `builder.make_env`).
+
+A large run has thousands of rank pages, each with some 600 table cells: Jinja spends several times longer on a
+cell (attribute lookups, filter calls, escaping, one generator step per piece) than an f-string does. Each row
+builder here writes exactly what the template loop it replaced wrote (`tests/test_fast_paths.py` renders both);
+every value from the data is escaped (`markupsafe.escape`), and a text that comes from data is translated with
+`i18n.translate`, as the templates' `|t` filter does. Texts of the templates themselves (`_()`) stay in the
+templates and are passed in.
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+from reportgen import fmt
+from reportgen.i18n import translate
+
+_CELL_FORMATS = {"ratio": fmt.share, "num": fmt.number}
+_MS = fmt.ms_cell
+_NUM = fmt.number
+_PCT1 = fmt.share
+
+
+def sort_key(v) -> str:
+    """The `data-v` sort key of a numeric cell: 7 significant digits (a float's full repr only makes pages larger;
+    the tables show at most 3 decimals)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.7g}"
+    return str(v)
+
+
+def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
+    """One numeric `<td>` (`num_cell` in the templates). The table sorter reads the number the cell shows, so only
+    a cell with a badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page)."""
+    text = _CELL_FORMATS.get(fmt, _MS)(v)
+    c = f"num {escape(cls)}" if cls else "num"
+    if badge:
+        return Markup(f'<td class="{c}" data-v="{escape(sort_key(v))}">{escape(text)} '
+                      f'<span class="badge slow">{escape(badge)}</span></td>')
+    return Markup(f'<td class="{c}">{escape(text)}</td>')
+
+
+def _ms_td(v) -> str:
+    return f'<td class="num">{escape(_MS(v))}</td>'
+
+
+def ms_cells(values) -> Markup:
+    """A row of numeric `<td>` cells (ms) in one call (filter `ms_cells`)."""
+    return Markup("".join(map(_ms_td, values)))
+
+
+def _step_td(step) -> str:
+    """The step number cell of the per-step tables (`—` for a step without a number, sorted first)."""
+    if step is None:
+        return '<td class="num" data-v="">—</td>'
+    s = escape(step)
+    return f'<td class="num" data-v="{s}">{s}</td>'
+
+
+def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
+    """The rank's step table (`_rank_steps.html`): a row per step, a cell (ms) per phase."""
+    keys = [p["key"] for p in phases]
+    out = []
+    for row in rows:
+        step = row["step"]
+        s = "" if step is None else escape(step)
+        cells = "".join([f"<td>{escape(_MS(row[k]))}</td>" for k in keys])
+        out.append(f'<tr><td data-v="{s}">{"—" if step is None else s}</td>{cells}</tr>\n')
+    return Markup("".join(out))
+
+
+def step_value_rows(rows: list[dict]) -> Markup:
+    """Per-step rows of a step cell and ms cells (`row["values"]`: the overlap section's per-step table)."""
+    return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_td, row["values"]))}</tr>'
+                           for row in rows]))
+
+
+def comm_step_rows(rows: list[dict]) -> Markup:
+    """The rank's communication per step (`_rank_comm.html`)."""
+    return Markup("".join([f'<tr>{_step_td(r["step"])}{_ms_td(r["communication_ms"])}{_ms_td(r["transit_ms"])}'
+                           f'{_ms_td(r["wait_ms"])}</tr>' for r in rows]))
+
+
+def comm_op_rows(ops: list[dict]) -> Markup:
+    """The rank's longest communication operators (`_rank_comm.html`)."""
+    return Markup("".join([
+        f'<tr><td><code>{escape(o["op"])}</code></td><td>{escape(translate(o["group"]))}</td>'
+        f'<td>{escape(translate(o["kind"]))}</td><td>{escape(_NUM(o["count"]))}</td>'
+        f'<td>{escape(_MS(o["communication_ms"]))}</td><td>{escape(_MS(o["transit_ms"]))}</td>'
+        f'<td>{escape(_MS(o["wait_ms"]))}</td><td>{escape(_PCT1(o["wait_ratio"]))}</td></tr>' for o in ops]))
+
+
+def op_type_rows(types: list[dict]) -> Markup:
+    """The rank's operator types (`_rank_ops.html`)."""
+    return Markup("".join([
+        f'<tr><td><code>{escape(t["op_type"])}</code></td><td>{escape(translate(t["side"]))}</td>'
+        f'<td>{escape(translate(t["core"]))}</td><td>{escape(_NUM(t["count"]))}</td>'
+        f'<td>{escape(_MS(t["total_ms"]))}</td><td>{escape(_MS(t["avg_ms"]))}</td><td>{escape(_MS(t["min_ms"]))}</td>'
+        f'<td>{escape(_MS(t["max_ms"]))}</td><td>{escape(_PCT1(t["share"]))}</td></tr>' for t in types]))
+
+
+def op_detail_rows(ops: list[dict]) -> Markup:
+    """The rank's longest operators (`_rank_ops.html`)."""
+    return Markup("".join([
+        f'<tr><td><code>{escape(o["name"])}</code></td><td><code>{escape(o["op_type"])}</code></td>'
+        f'<td>{escape(translate(o["side"]))}</td><td>{escape(_NUM(o["count"]))}</td>'
+        f'<td>{escape(_MS(o["total_ms"]))}</td><td>{escape(_MS(o["avg_ms"]))}</td>'
+        f'<td>{escape(_PCT1(o["share"]))}</td></tr>' for o in ops]))
+
+
+def compare_rows(rows: list[dict]) -> Markup:
+    """Label, this rank, stage mean, cluster median (`_rank_overlap.html`)."""
+    return Markup("".join([f'<tr><td>{escape(translate(c["label"]))}</td>{num_cell(c["value"])}'
+                           f'{num_cell(c["stage_mean"])}{num_cell(c["median"])}</tr>' for c in rows]))
+
+
+FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "step_value_rows": step_value_rows,
+           "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows, "op_type_rows": op_type_rows,
+           "op_detail_rows": op_detail_rows, "compare_rows": compare_rows}
