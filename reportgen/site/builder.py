@@ -103,13 +103,14 @@ class _Environment(Environment):
 
 
 def make_env() -> Environment:
+    # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include)
     env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False)
     i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
     env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
     # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
-    env.filters["t"] = i18n.translate
+    env.filters["t"] = html_rows.translate
     env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
     env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
                        signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),

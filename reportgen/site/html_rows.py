@@ -12,13 +12,29 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from reportgen import fmt
-from reportgen.i18n import translate
+from reportgen import fmt, i18n
 
 _CELL_FORMATS = {"ratio": fmt.share, "num": fmt.number}
 _MS = fmt.ms_cell
 _NUM = fmt.number
 _PCT1 = fmt.share
+
+
+_TRANSLATED: dict = {}
+
+
+def translate(value):
+    """`i18n.translate` (the `|t` filter), remembered per language for strings: a rank page translates some 150
+    labels, the same ones on every page (a gettext lookup, a regular expression and often a second lookup each)."""
+    if type(value) is not str:
+        return i18n.translate(value)
+    key = (i18n.current(), value)
+    out = _TRANSLATED.get(key)
+    if out is None:
+        if len(_TRANSLATED) > 50_000:  # labels from data (group names): bounded
+            _TRANSLATED.clear()
+        out = _TRANSLATED[key] = i18n.translate(value)
+    return out
 
 
 def sort_key(v) -> str:
