@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 import ijson
 
+from reportgen.discover.peek import read_capped
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
 from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
@@ -490,7 +491,7 @@ def read_json(path: Path, log: IssueLog) -> Any:
             if size > MAX_JSON_BYTES:
                 log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
                 return None
-            raw = f.read(MAX_JSON_BYTES + 1)
+            raw = read_capped(f, MAX_JSON_BYTES)
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
