@@ -41,15 +41,20 @@ class _Clean(NamedTuple):
     stamps: list
     want: list
     rows: int
+    quoted: bool
+
+
+_UNQUOTED = {"quote_char": False, "double_quote": False}
 
 
 def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
+    from reportgen.discover.peek import read_capped
     from reportgen.loaders.common import MAX_LINE_BYTES, clean_cell, open_file
 
     with open_file(path, "rb") as f:
-        data = f.read(FAST_MAX_BYTES + 1)
+        data = read_capped(f, FAST_MAX_BYTES)
     if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
         return None  # huge, empty, or cut off mid-row: the careful path
     if data.startswith(b"\xef\xbb\xbf"):
@@ -68,7 +73,7 @@ def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
     rows = data.count(b"\n") - 1
     if not want or rows < 1:
         return None
-    return _Clean(data, names, stamps, want, rows)
+    return _Clean(data, names, stamps, want, rows, b'"' in data)
 
 
 def _parse(clean: _Clean, kinds: dict, **convert):
@@ -88,7 +93,8 @@ def _parse(clean: _Clean, kinds: dict, **convert):
         pa.BufferReader(clean.data),
         read_options=pacsv.ReadOptions(column_names=keys, skip_rows=1, use_threads=False,
                                        block_size=max(1 << 20, len(clean.data) + 1)),
-        parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
+        # a file without a quote needs no quote handling (the usual profiler CSV): 8 % off the parse
+        parse_options=pacsv.ParseOptions(invalid_row_handler=invalid, **({} if clean.quoted else _UNQUOTED)),
         convert_options=pacsv.ConvertOptions(include_columns=list(kinds), column_types=kinds,
                                              strings_can_be_null=False, quoted_strings_can_be_null=False,
                                              **convert))
