@@ -4,6 +4,7 @@ file by file: a change that should not change the output (a faster renderer) mus
     python scripts/site_diff.py -- /path/to/run                   # main vs this worktree
     python scripts/site_diff.py --base HEAD~3 -- --example --lang en,zh
     python scripts/site_diff.py --keep /tmp/sites -- RUN -j 2     # keep both sites (A = base, B = worktree)
+    python scripts/site_diff.py -- RUN --single-file               # the single file (and its summary, findings)
 
 Every file must be byte-identical, except `summary.json` (and `*.summary.json`), compared without its
 `generated_at` line, and the temporary folder `--example` generates its run in (`msreport-example-XXXX`, a new
@@ -76,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         base.mkdir()
         export(a.base, base)
         site_a, site_b = work / "A", work / "B"
-        build(base, site_a, args)
-        build(ROOT, site_b, args)
+        # --single-file writes one file (and its summary and findings beside it): each build in its own folder
+        name = "report.html" if "--single-file" in args else ""
+        build(base, site_a / name, args)
+        build(ROOT, site_b / name, args)
         diffs = compare(site_a, site_b)
         n = sum(1 for f in site_a.rglob("*") if f.is_file())
         if diffs:

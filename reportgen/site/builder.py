@@ -79,8 +79,8 @@ def _json_script(context, value) -> Markup:
     """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless.
 
     Every `href` in the data is resolved from the page being rendered (chart links, the step table's rows)."""
-    resolver = getattr(context.get("url"), "resolver", None)
-    text = json_text(_compact(value, resolver.href if resolver is not None else None), separators=(",", ":"))
+    url = context.get("url")  # (`url(target)` is the resolver's href, "" for none)
+    text = json_text(_compact(value, url if hasattr(url, "resolver") else None), separators=(",", ":"))
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text)
 
@@ -316,9 +316,33 @@ def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
     return done
 
 
+_HREFS: dict = {}
+
+
+def _site_url(page: str, root: str):
+    """`url_function(page, single=False, root=root)`, its answers for string targets remembered: a site link
+    depends only on the folder of the page (every rank page is in `ranks/`) and the target, and a rank page
+    resolves some 25 links (each a `relpath`, which asks the OS for the working folder twice)."""
+    url = url_function(page, single=False, root=root)
+    folder = posixpath.dirname(in_tree(root, page)) or "."
+
+    def cached(target) -> str:
+        if type(target) is not str:
+            return url(target)
+        key = (root, folder, target)
+        out = _HREFS.get(key)
+        if out is None:
+            if len(_HREFS) > 100_000:
+                _HREFS.clear()
+            out = _HREFS[key] = url(target)
+        return out
+    cached.resolver = url.resolver  # type: ignore[attr-defined]
+    return cached
+
+
 def _write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, names: dict,
                 shared: "SharedSpecs") -> None:
-    url = url_function(page.path, single=False, root=tree.root)
+    url = _site_url(page.path, tree.root)
     per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
     html = _render(env, "page.html", tree.plan, page, url, single=False,
                    asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
