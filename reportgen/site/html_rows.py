@@ -103,31 +103,34 @@ def comm_step_rows(rows: list[dict]) -> Markup:
                            f'{_ms_td(r["wait_ms"])}</tr>' for r in rows]))
 
 
-def comm_op_rows(ops: list[dict]) -> Markup:
-    """The rank's longest communication operators (`_rank_comm.html`)."""
-    return Markup("".join([
-        f'<tr><td><code>{escape(o["op"])}</code></td><td>{escape(translate(o["group"]))}</td>'
-        f'<td>{escape(translate(o["kind"]))}</td><td>{escape(_NUM(o["count"]))}</td>'
-        f'<td>{escape(_MS(o["communication_ms"]))}</td><td>{escape(_MS(o["transit_ms"]))}</td>'
-        f'<td>{escape(_MS(o["wait_ms"]))}</td><td>{escape(_PCT1(o["wait_ratio"]))}</td></tr>' for o in ops]))
+# A table row of plain cells, declared as (key, kind) pairs: `code` (the value in <code>), `t` (a data text,
+# translated), and the numbers `num`, `ms`, `pct1` (the filters of the same names).
+_CELLS = {
+    "code": lambda v: f"<td><code>{escape(v)}</code></td>",
+    "t": lambda v: f"<td>{escape(translate(v))}</td>",
+    "num": lambda v: f"<td>{escape(_NUM(v))}</td>",
+    "ms": lambda v: f"<td>{escape(_MS(v))}</td>",
+    "pct1": lambda v: f"<td>{escape(_PCT1(v))}</td>",
+}
 
 
-def op_type_rows(types: list[dict]) -> Markup:
-    """The rank's operator types (`_rank_ops.html`)."""
-    return Markup("".join([
-        f'<tr><td><code>{escape(t["op_type"])}</code></td><td>{escape(translate(t["side"]))}</td>'
-        f'<td>{escape(translate(t["core"]))}</td><td>{escape(_NUM(t["count"]))}</td>'
-        f'<td>{escape(_MS(t["total_ms"]))}</td><td>{escape(_MS(t["avg_ms"]))}</td><td>{escape(_MS(t["min_ms"]))}</td>'
-        f'<td>{escape(_MS(t["max_ms"]))}</td><td>{escape(_PCT1(t["share"]))}</td></tr>' for t in types]))
+def _plain_rows(*cells: tuple[str, str]):
+    """A filter writing a `<tr>` of these cells per item."""
+    spec = [(key, _CELLS[kind]) for key, kind in cells]
+
+    def rows(items: list[dict]) -> Markup:
+        return Markup("".join(["<tr>" + "".join([cell(it[key]) for key, cell in spec]) + "</tr>" for it in items]))
+    return rows
 
 
-def op_detail_rows(ops: list[dict]) -> Markup:
-    """The rank's longest operators (`_rank_ops.html`)."""
-    return Markup("".join([
-        f'<tr><td><code>{escape(o["name"])}</code></td><td><code>{escape(o["op_type"])}</code></td>'
-        f'<td>{escape(translate(o["side"]))}</td><td>{escape(_NUM(o["count"]))}</td>'
-        f'<td>{escape(_MS(o["total_ms"]))}</td><td>{escape(_MS(o["avg_ms"]))}</td>'
-        f'<td>{escape(_PCT1(o["share"]))}</td></tr>' for o in ops]))
+# the rank's longest communication operators (`_rank_comm.html`)
+comm_op_rows = _plain_rows(("op", "code"), ("group", "t"), ("kind", "t"), ("count", "num"),
+                           ("communication_ms", "ms"), ("transit_ms", "ms"), ("wait_ms", "ms"), ("wait_ratio", "pct1"))
+# the rank's operator types and its longest operators (`_rank_ops.html`)
+op_type_rows = _plain_rows(("op_type", "code"), ("side", "t"), ("core", "t"), ("count", "num"), ("total_ms", "ms"),
+                           ("avg_ms", "ms"), ("min_ms", "ms"), ("max_ms", "ms"), ("share", "pct1"))
+op_detail_rows = _plain_rows(("name", "code"), ("op_type", "code"), ("side", "t"), ("count", "num"),
+                             ("total_ms", "ms"), ("avg_ms", "ms"), ("share", "pct1"))
 
 
 def compare_rows(rows: list[dict]) -> Markup:
