@@ -30,7 +30,7 @@ from markupsafe import Markup, escape
 
 from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
-from reportgen.pools import ignore_sigint, stop_pool
+from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
 from reportgen.site.problems import translate_problem
@@ -302,8 +302,13 @@ class _RankWriters:
         _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                       initializer=ignore_sigint)
-        self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         self.ok = False
+        try:
+            with deferred_sigint():  # the workers are forked at the first submit
+                self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+        except BaseException:
+            self.close()
+            raise
 
     def results(self):
         for c, fut in zip(self.chunks, self.futs):
