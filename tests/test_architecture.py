@@ -13,7 +13,7 @@ import reportgen
 
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
-    {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model"},
+    {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools"},
     {"discover"},
     {"loaders"},
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)
@@ -24,7 +24,7 @@ LAYERS = [
     {"report"},
     {"cliutil"},
     {"compare"},
-    {"cli", "__main__"},
+    {"cli", "__main__", "entry"},
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -143,3 +143,22 @@ def test_msprof_iterations():
     assert first["total"] == pytest.approx(47.58781)
     assert first["fp_and_bp"] == pytest.approx(4.2361, abs=1e-6)
     assert first["iteration_interval"] + first["fp_and_bp"] + first["tail"] == pytest.approx(first["total"], abs=1e-3)
+
+
+def test_json_nesting_check_without_escapes_equals_the_streaming_guard():
+    """The whole-file JSON reader's quick nesting check (quote parity, used when a file has no backslash) gives the
+    streaming guard's answer on every input: strings with brackets, unbalanced quotes, deep and shallow nesting,
+    pieces longer than the guard's 64 KB chunk."""
+    import random
+
+    from reportgen.loaders.common import _guarded_nesting_within, _nesting_within
+
+    rng = random.Random(7)
+    cases = [b"", b'"', b'["]"]', b'{"a": "[[[["}', b'[' * 300 + b']' * 300, b'"' + b'[' * 300 + b'"',
+             b'["' + b'x' * 70_000 + b'[[[", [[[]]]]', b'[' * 150 + b'"' + b'[' * 100_000]
+    for _ in range(3000):
+        n = rng.choice((5, 40, 400))
+        cases.append(bytes(rng.choice(b'[]{}"a, ') for _ in range(n)))
+    for raw in cases:
+        for limit in (1, 3, 10, 200):
+            assert _nesting_within(raw, limit) == _guarded_nesting_within(raw, limit), (raw[:80], limit)

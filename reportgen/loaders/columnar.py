@@ -46,10 +46,11 @@ class _Clean(NamedTuple):
 def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
+    from reportgen.discover.peek import read_capped
     from reportgen.loaders.common import MAX_LINE_BYTES, clean_cell, open_file
 
     with open_file(path, "rb") as f:
-        data = f.read(FAST_MAX_BYTES + 1)
+        data = read_capped(f, FAST_MAX_BYTES)
     if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
         return None  # huge, empty, or cut off mid-row: the careful path
     if data.startswith(b"\xef\xbb\xbf"):

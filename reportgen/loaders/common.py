@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 import ijson
 
+from reportgen.discover.peek import read_capped
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, NA_TOKENS, clean_cell, to_float, to_int  # noqa: F401 - re-exported
 from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
@@ -490,7 +491,7 @@ def read_json(path: Path, log: IssueLog) -> Any:
             if size > MAX_JSON_BYTES:
                 log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
                 return None
-            raw = f.read(MAX_JSON_BYTES + 1)
+            raw = read_capped(f, MAX_JSON_BYTES)
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
@@ -562,8 +563,26 @@ def _numbers_usable(data: Any) -> bool:
     return True
 
 
+_NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
 def _nesting_within(raw: bytes, limit: int) -> bool:
     """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count)."""
+    if b"\\" not in raw:
+        # no escapes: every quote opens or closes a string, exactly as a JSON parser reads it (up to where it
+        # fails), so the brackets between even and odd quotes are the ones outside strings (4x the guard's speed)
+        outside = b"".join(raw.translate(None, _NOT_MARKS).split(b'"')[::2])
+        if outside.count(b"[") + outside.count(b"{") <= limit:
+            return True
+        import numpy as np
+
+        a = np.frombuffer(outside, dtype=np.uint8)
+        return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1)).max()) <= limit
+    return _guarded_nesting_within(raw, limit)
+
+
+def _guarded_nesting_within(raw: bytes, limit: int) -> bool:
+    """`_nesting_within` for any bytes (escapes too): the streaming guard's count, chunk by chunk."""
     guard = DepthGuard(io.BytesIO(raw), limit)
     try:
         while guard.read(JSON_CHUNK):

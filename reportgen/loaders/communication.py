@@ -69,26 +69,33 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
     for c in columns:
         vals = [r.get(c, nan) for r in recs]
         if c == "step":
-            out[c] = pd.array([nan if v is None else v for v in vals], dtype="Int64")
+            steps = np.array([nan if v is None else v for v in vals], dtype=float)
+            missing = np.isnan(steps)
+            out[c] = pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)
         elif c in ints:
             out[c] = np.array(vals, dtype=np.int64)
         elif c in floats:
             out[c] = np.array([nan if v is None else v for v in vals], dtype=float)
         elif c in texts:
-            out[c] = pd.Series([nan if v is None else v for v in vals], dtype=object)
+            col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
+            col[:] = [nan if v is None else v for v in vals]
+            out[c] = pd.Series(col, dtype=object, copy=False)  # object, not the inferred string dtype
         else:
             out[c] = vals
-    return pd.DataFrame(out, columns=list(columns))
+    return pd.DataFrame(out, copy=False)  # the columns in `columns` order (the dict's)
 
 
 def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
+    """The time columns summed per step (ops without a step form one row with step <NA>, first), as
+    `groupby(step).sum(min_count=1)` (a column with no number in a step stays NaN; pandas' compensated sum), without
+    the copies around it (1.7 -> 0.6 ms a rank)."""
     cols = list(COMM_TIME_COLUMNS)
     if not len(of):
         return pd.DataFrame(columns=["step", *cols])
-    f = of.assign(_s=of["step"].fillna(-1))
-    out = f.groupby("_s")[cols].sum(min_count=1).reset_index().rename(columns={"_s": "step"})
-    out["step"] = out["step"].astype("Int64").replace(-1, pd.NA)
-    return out
+    step = of["step"].to_numpy(dtype="float64", na_value=np.nan)
+    sums = of[cols].groupby(np.where(np.isnan(step), -1, step).astype(np.int64), sort=True).sum(min_count=1)
+    return pd.DataFrame({"step": pd.array([None if k == -1 else int(k) for k in sums.index], dtype="Int64"),
+                         **{c: sums[c].to_numpy() for c in cols}})
 
 
 def _self_links(links: list[dict], known: dict[str, int]) -> dict[str, int]:

@@ -177,14 +177,14 @@ def load_modern_memory(record: Optional[Path], operator: Optional[Path], module:
     if operator is not None:
         cols = read_typed(operator, log, ("Name",), ("Size(KB)", "Duration(us)"))
         if cols is not None and len(cols["Name"].codes):
-            name = cols["Name"]
-            top = pd.DataFrame({"name": np.asarray(name.uniques, dtype=object)[name.codes],
-                                "size_mb": cols["Size(KB)"] / 1024.0, "duration_ms": cols["Duration(us)"] / 1e3,
-                                "detail": ""})
-            top = top.dropna(subset=["size_mb"]).sort_values("size_mb", ascending=False, kind="stable")
+            name, size_mb = cols["Name"], cols["Size(KB)"] / 1024.0
+            known = np.flatnonzero(~np.isnan(size_mb))  # the largest first; equal sizes in file order
+            rows = known[np.argsort(-size_mb[known], kind="stable")][:TOP_ALLOCATIONS]
             if out is None:
                 out = Memory(source=log.rel(operator))
-            out.top = top.head(TOP_ALLOCATIONS).reset_index(drop=True)
+            out.top = pd.DataFrame({"name": np.asarray(name.uniques, dtype=object)[name.codes[rows]],
+                                    "size_mb": size_mb[rows], "duration_ms": cols["Duration(us)"][rows] / 1e3,
+                                    "detail": ""})
             out.sources.append(log.rel(operator))
     if module is not None:
         df = read_frame(module, log, ("Component", "Total Reserved(MB)"))

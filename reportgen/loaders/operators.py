@@ -352,8 +352,8 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     comm = side.codes == comm_side
     totals = {True: float(ms[comm].sum()), False: float(ms[~comm].sum())}
 
-    def agg(keys: dict[str, Coded]) -> pd.DataFrame:
-        """Count, sum, min and max of the durations per key (combined integer codes + bincount)."""
+    def agg(keys: dict[str, Coded], order: tuple[str, ...]) -> pd.DataFrame:
+        """Count, sum, min and max of the durations per key (combined integer codes + bincount), columns `order`."""
         codes, first_row = _group_codes([c.codes for c in keys.values()])
         n = len(first_row)
         cols: dict = {k: np.asarray(c.uniques, dtype=object)[c.codes[first_row]] if n else np.zeros(0, dtype=object)
@@ -370,11 +370,10 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
         if "name" in keys:  # the first operator type of each name
             cols["op_type"] = np.asarray(op_type.uniques, dtype=object)[op_type.codes[first_row]] if n else \
                 np.zeros(0, dtype=object)
-        return pd.DataFrame(cols)
+        return pd.DataFrame({c: cols[c] for c in order})  # built in the final column order: no reindexing copy
 
-    by_type = agg({"side": side, "core": core, "op_type": op_type})
-    detail = agg({"side": side, "name": name})
-    return by_type[list(OP_TYPE_COLUMNS)], detail[list(OP_DETAIL_COLUMNS)]
+    return (agg({"side": side, "core": core, "op_type": op_type}, OP_TYPE_COLUMNS),
+            agg({"side": side, "name": name}, OP_DETAIL_COLUMNS))
 
 
 def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
