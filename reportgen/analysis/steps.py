@@ -72,12 +72,12 @@ def analyze_steps(run: Run) -> StepAnalysis:
         issues.append(DataIssue("", f"ranks {rank_list(other)} have a different kind of step trace than the "
                                 f"others; only their step total is compared", "warning"))
 
-    long_parts, rules = [], set()
-    for r in sorted(traces):
-        part = traces[r].steps.reindex(columns=["step", *phases])
-        part.insert(0, "rank", r)
-        long_parts.append(part)
-    per_step = pd.concat(long_parts, ignore_index=True)
+    rules: set = set()
+    ranks = sorted(traces)
+    # every rank's steps one under the other (stacked once, then the columns picked: per-rank reindexing and
+    # concatenation cost a millisecond a rank)
+    per_step = pd.concat([traces[r].steps for r in ranks], ignore_index=True).reindex(columns=["step", *phases])
+    per_step.insert(0, "rank", np.repeat(np.array(ranks, dtype=np.int64), [len(traces[r].steps) for r in ranks]))
     # Mean over the recorded steps for every rank at once; stored averages replace it where present.
     means = per_step.groupby("rank")[list(phases)].mean()
     counts = per_step.groupby("rank").size()

@@ -454,8 +454,10 @@ def load_modern(kernels: Optional[Path], statistic: Optional[Path], log: IssueLo
         by_type = k[0]
     elif k is None:
         by_type = s
-    else:
-        by_type = pd.concat([s, k[0][k[0]["side"] == "communication"]], ignore_index=True)
+    else:  # op_statistic's rows, then kernel_details' communication rows (column by column: no frame concat)
+        comm = (k[0]["side"] == "communication").to_numpy(dtype=bool)
+        by_type = s if not comm.any() else pd.DataFrame(
+            {c: np.concatenate([s[c].to_numpy(), k[0][c].to_numpy()[comm]]) for c in OP_TYPE_COLUMNS})
     sources = {"device": log.rel(statistic if s is not None else kernels)}
     if k is not None:
         sources["kernels"] = log.rel(kernels)
