@@ -9,12 +9,35 @@ decides) and stop them with `stop_pool`.
 from __future__ import annotations
 
 import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def ignore_sigint() -> None:
     """A pool worker's initializer: Ctrl-C is the main process's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def deferred_sigint() -> Iterator[None]:
+    """Hold a Ctrl-C back while workers are forked and raise it right after.
+
+    A KeyboardInterrupt raised inside the interpreter's fork hooks is printed and dropped ("Exception ignored in
+    _releaseLock"): the build then ran on to the end as if Ctrl-C had never been pressed. Only the main thread
+    handles signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def stop_pool(ex: ProcessPoolExecutor, grace: float = 1.0) -> None:
@@ -41,4 +64,4 @@ def stop_pool(ex: ProcessPoolExecutor, grace: float = 1.0) -> None:
         thread.join(timeout=grace)
 
 
-__all__ = ["ignore_sigint", "stop_pool"]
+__all__ = ["deferred_sigint", "ignore_sigint", "stop_pool"]

@@ -110,10 +110,10 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
                                                       lazy_ranks=lazy)))
     with ui.stage(f"{prefix}write"):
         if opts.single_file:
-            entry = builder.write_single_file(plan, summary_now(), out, layout.root)
+            entry = builder.write_single_file(plan, summary_now(), out, layout.root, findings=findings)
         else:
             entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter("pages written"),
-                                       jobs=opts.jobs, translations=translations)
+                                       jobs=opts.jobs, translations=translations, findings=findings)
     return entry, summary_now()
 
 

@@ -484,6 +484,31 @@ def test_two_languages_every_page_links_to_the_same_page_in_the_other(zh_runs):
     assert check_site(root) > 100
 
 
+def test_two_languages_findings_md_in_each_tree_linked_from_its_overview(zh_runs):
+    """findings.md in each language's tree, in that language (the same findings, in the same order, with the titles
+    the pages show), and each overview links to its own tree's file."""
+    from reportgen.site.findings_md import md_text
+
+    root = zh_runs["pipeline-both"]
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    ids = [f["id"] for f in summary["findings"]]
+    for tree, lang in ((root, "en"), (root / "zh", "zh")):
+        page = _soup(tree / "index.html")
+        a = page.select_one("#findings-md a[href]")
+        assert a is not None and (tree / a["href"]).resolve() == (tree / "findings.md").resolve()
+        md = (tree / "findings.md").read_text(encoding="utf-8")
+        assert [m for m in re.findall(r"^- id: `([^`]+)`", md, re.M)] == ids
+        titles = [li.select_one(".ftitle").get_text() for li in page.select("li.finding")]
+        heads = re.findall(r"^## \d+\. \[[^]]+\] (.*)$", md, re.M)
+        assert heads == [md_text(t, 300) for t in titles]
+        head = md.splitlines()[0]
+        if lang == "zh":
+            assert head.startswith("# msreport 诊断结论") and all(CJK.search(h) for h in heads)
+            assert "critical" not in md.splitlines()[2] and "严重" in md.splitlines()[2]
+        else:
+            assert head.startswith("# msreport findings:") and not CJK.search(md)
+
+
 def test_two_languages_for_a_folder_of_runs(zh_runs):
     """A folder of two runs with `--lang zh,en`: a landing page per language, each linking to the runs' reports in
     its language and to the other landing page; every link of the whole output lands."""

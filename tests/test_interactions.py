@@ -528,24 +528,55 @@ def test_brushing_hosts_above_64_ranks_draws_their_devices_matrix(browser, big_s
     # a click on a host picks that host alone
     o.page.locator("#fig-comm-graph svg").first.dblclick()
     o.page.wait_for_timeout(300)
-    box = o.page.locator("#fig-comm-graph svg").first.bounding_box()
-    pt = o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView, o = v.origin(),
-      p = v.padding(), n = v.data('nodes').find(n => n.id === h);
-      return [o[0] + p.left + v.scale('x')(n.x), o[1] + p.top + v.scale('y')(n.y)]; }""", right[0])
-    o.page.mouse.click(box["x"] + pt[0], box["y"] + pt[1])
-    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{nodes[right[0]]['members']}']", timeout=10000)
+    _click_host(o, right[0], nodes[right[0]]["members"])
     assert o.page.get_attribute("#fig-comm-graph", "data-hosts") == right[0]
     o.offline()
     # a drill-down cell opens the sending rank's page
+    with o.page.expect_navigation():
+        _click_drill_cell(o, 1)
+    assert o.page.url.endswith("ranks/rank-1.html")
+
+
+def _click_host(o: Opened, host: str, members: str) -> None:
+    """Click a host of the host-level graph: its devices fill the drill-down."""
+    o.page.locator("#fig-comm-graph").scroll_into_view_if_needed()
+    box = o.page.locator("#fig-comm-graph svg").first.bounding_box()
+    pt = o.page.evaluate("""h => { const v = document.getElementById('fig-comm-graph')._msrView, o = v.origin(),
+      p = v.padding(), n = v.data('nodes').find(n => n.id === h);
+      return [o[0] + p.left + v.scale('x')(n.x), o[1] + p.top + v.scale('y')(n.y)]; }""", host)
+    o.page.mouse.click(box["x"] + pt[0], box["y"] + pt[1])
+    o.page.wait_for_selector(f"#fig-comm-drill[data-selected='{members}']", timeout=10000)
+
+
+def _click_drill_cell(o: Opened, src: int) -> None:
+    """Click a drawn cell of the drill-down whose sending rank is `src`."""
     o.page.locator("#fig-comm-drill").scroll_into_view_if_needed()
     box = o.page.locator("#fig-comm-drill svg").first.bounding_box()
-    cell = o.page.evaluate("""() => { const v = document.getElementById('fig-comm-drill')._msrView, o = v.origin(),
+    cell = o.page.evaluate("""s => { const v = document.getElementById('fig-comm-drill')._msrView, o = v.origin(),
       p = v.padding(), x = v.scale('x'), y = v.scale('y');
-      const c = v.data('cells').find(c => c.src === 1 && v.signal('sel').indexOf('' + c.dst) >= 0);
-      return [o[0] + p.left + x('' + c.dst) + x.bandwidth() / 2, o[1] + p.top + y('' + c.src) + y.bandwidth() / 2]; }""")
-    with o.page.expect_navigation():
-        o.page.mouse.click(box["x"] + cell[0], box["y"] + cell[1])
-    assert o.page.url.endswith("ranks/rank-1.html")
+      const c = v.data('cells').find(c => c.src === s && v.signal('sel').indexOf('' + c.dst) >= 0);
+      return [o[0] + p.left + x('' + c.dst) + x.bandwidth() / 2, o[1] + p.top + y('' + c.src) + y.bandwidth() / 2]; }""",
+                           src)
+    o.page.mouse.click(box["x"] + cell[0], box["y"] + cell[1])
+
+
+def test_a_drill_down_cell_opens_the_rank_in_the_single_file_above_64_ranks(browser, big_site, tmp_path):
+    """--single-file: rank pages are the compact rank view; a drill-down cell switches it to the sending rank
+    (the link of the rank table's row, `#rank-page-N`), for a rank whose whole page is carried or not."""
+    out = tmp_path / "one.html"
+    assert main([str(big_site.parent / "run"), "-o", str(out), "--single-file", "-q", "--lang", "en"]) == 0
+    o = open_page(browser, out, ("fig-comm-graph", "fig-comm-drill"))
+    nodes = {n["id"]: n for n in o.data("fig-comm-graph", "nodes")}
+    for rank in (13, 9):  # 13: the slow rank (its page carried whole); 9: a compact-view-only rank
+        host = next(h for h, n in nodes.items() if str(rank) in n["members"].split(","))
+        _click_host(o, host, nodes[host]["members"])
+        assert o.page.get_attribute(f"#comm-rank-{rank} a", "href") == f"#rank-page-{rank}"
+        _click_drill_cell(o, rank)
+        o.page.wait_for_function("r => location.hash === '#rank-page-' + r", arg=rank, timeout=10000)
+        assert o.page.input_value("#rank-select") == str(rank)
+        o.page.wait_for_function("() => document.getElementById('rank-view').textContent.length > 0", timeout=10000)
+    o.shot("single-file-drill-click")
+    o.offline()
 
 
 def test_step_selector_drives_the_wait_strip_above_64_ranks(browser, big_site):

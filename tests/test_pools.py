@@ -38,3 +38,23 @@ def test_stop_pool_ends_the_manager_thread_after_a_half_sent_result(tmp_path):
     assert "thread alive: False" in r.stdout, r.stdout
     took = float(r.stdout.split()[1])
     assert took < 3.0, took
+
+
+def test_a_ctrl_c_while_workers_are_forked_is_raised_after_it():
+    """Before: a SIGINT that landed in the interpreter's fork hooks was printed and dropped ("Exception ignored in
+    _releaseLock") and the build ran on to the end with exit code 0."""
+    import os
+    import signal
+
+    import pytest
+
+    from reportgen.pools import deferred_sigint
+
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_sigint():
+            os.kill(os.getpid(), signal.SIGINT)  # delivered now, held back by the handler
+            after = True  # the block runs to its end
+    assert after
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with deferred_sigint():  # nothing pressed: nothing raised
+        pass

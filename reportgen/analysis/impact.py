@@ -17,6 +17,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
+from reportgen.fmt import share_text
 from reportgen.i18n import N_, lazy
 
 # Arrival phases per step-trace kind: the rank's own work before it can enter the step's last collective.
@@ -152,6 +153,7 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
         share, basis = 1.0, lazy(N_("{basis} (how much is hidden by computation is unknown: counted as exposed)"),
                                  basis=basis)
     else:
-        basis = lazy(N_("{basis}; {pct} % of their communication time is not hidden by computation"), basis=basis,
-                     pct=f"{share * 100:.0f}")
+        # the percentage is a message too: "67 %" in English, "67%" in Chinese (`fmt.share_text`)
+        basis = lazy(N_("{basis}; {pct} of their communication time is not hidden by computation"), basis=basis,
+                     pct=share_text(share, 0))
     return saved_by_ms(saved_ring * share, steps, basis)

@@ -179,6 +179,33 @@ def _merge(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+# One cause, two findings, one saving: a rank that is slow in an arrival phase (its work before the step's collectives)
+# makes its peers wait, so the late-arrival rule names it too, and both estimates replace the same excess of the same
+# rank (`analysis.impact.replace_excess`). The slow-rank finding names the cause; the late arrival's saving is
+# included in it (`impact.included_in`), and only what it adds beyond (`impact.additional_step_ms`) ranks it.
+ROOT_CAUSE = ("slow-rank", ("step_interval", "compute", "free"))  # (rule, phases) of the findings naming the cause
+SAME_SAVING = ("late-arrival",)  # rules whose saving is the cause's, seen from the collectives
+SAME_SAVING_MS = 0.05  # a saving beyond the cause's below this (ms per step) is none: noise of the two estimates
+
+
+def _shared_savings(findings: list[Finding]) -> None:
+    """Mark each saving that is the same time as a root-cause finding's saving (same ranks): the cause finding
+    keeps its saving, the other says where its saving is counted (`Finding.included_in`), and adds to its impact
+    `included_in` (ids) and `additional_step_ms` (its saving beyond theirs, 0 when theirs covers it)."""
+    rule, phases = ROOT_CAUSE
+    causes = [f for f in findings if f.rule == rule and f.phase in phases and f.impact]
+    for f in findings:
+        if f.rule not in SAME_SAVING or not f.impact:
+            continue
+        same = [c for c in causes if set(c.ranks) & set(f.ranks)]
+        if not same:
+            continue
+        beyond = f.saving_ms - sum(c.saving_ms for c in same)
+        f.included_in = same
+        f.impact = {**f.impact, "included_in": [c.id for c in same],
+                    "additional_step_ms": round(beyond, 4) if beyond >= SAME_SAVING_MS else 0.0}
+
+
 def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[list[Finding], dict]:
     """Return (findings ordered by severity, then by estimated saving, thresholds used per rule). Findings stay typed until a page or
     summary.json serialises them (`Finding.to_dict`)."""
@@ -208,5 +235,6 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             order[id(f)] = (n, k)
             findings.append(f)
     findings = _merge(findings)
+    _shared_savings(findings)
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], -f.saving_ms, order[id(f)]))
     return findings, values

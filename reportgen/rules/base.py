@@ -66,6 +66,8 @@ class Finding:
     # Which steps the subject stands out in: {"ranks", "steps", "out" (rank x step 0/1), "others" (per step, how
     # many other ranks stand out)} for the rank x step strip; `pattern` in the evidence names it.
     strip: Optional[dict] = None
+    # Findings whose saving already counts this one's (the same time of the same ranks, `rules._shared_savings`)
+    included_in: list["Finding"] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -103,8 +105,10 @@ class Finding:
 
     @property
     def saving_ms(self) -> float:
-        """The estimated saving per step (0 when unknown): findings are ordered by it within a severity."""
-        v = (self.impact or {}).get("step_ms")
+        """The estimated saving per step (0 when unknown): findings are ordered by it within a severity. A saving
+        included in another finding's counts only what it adds beyond it (`impact.additional_step_ms`)."""
+        imp = self.impact or {}
+        v = imp.get("additional_step_ms", imp.get("step_ms"))
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
 

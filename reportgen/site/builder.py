@@ -30,7 +30,7 @@ from markupsafe import Markup, escape
 
 from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline
-from reportgen.pools import ignore_sigint, stop_pool
+from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
 from reportgen.site import html_rows
 from reportgen.site.assets import short_hash, static_text, vega_bundle
 from reportgen.site.findings_md import findings_markdown
@@ -236,7 +236,7 @@ def language_trees(plan: SitePlan, translations: Sequence[tuple[str, SitePlan]] 
 
 def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Path, run_root: Path, *,
                progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1,
-               translations: Sequence[tuple[str, SitePlan]] = ()) -> Path:
+               translations: Sequence[tuple[str, SitePlan]] = (), findings: Optional[Sequence] = None) -> Path:
     """Write the multi-page site to folder `out`; return the path of index.html.
 
     With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
@@ -244,8 +244,9 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     chart specs its pages share.
 
     `translations`: the same site planned in other languages, written under `out/<lang>/`; every page of each
-    language links to the same page of the others. summary.json and findings.md are written once (this build's
-    language). `summary` may be a function: it is then called while the rank pages are being written."""
+    language links to the same page of the others. summary.json is written once (this build's language),
+    findings.md in each language's tree (`findings`: the typed findings, rendered in each language; without them,
+    the summary's, in the first tree only). `summary` may be a function: it is then called while the rank pages are being written."""
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
     with staged_folder(out) as tmp:
@@ -272,7 +273,10 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
         for ex in plan.exports:
             _export_trace(run_root, ex, tmp)
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
-        (tmp / "findings.md").write_text(findings_markdown(summary), encoding="utf-8")
+        for tree in trees if findings is not None else trees[:1]:
+            with i18n.use(tree.lang):
+                (tmp / in_tree(tree.root, "findings.md")).write_text(findings_markdown(summary, findings),
+                                                                     encoding="utf-8")
         (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
     return out / INDEX
 
@@ -378,8 +382,13 @@ class _RankWriters:
         _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                       initializer=ignore_sigint)
-        self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         self.ok = False
+        try:
+            with deferred_sigint():  # the workers are forked at the first submit
+                self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+        except BaseException:
+            self.close()
+            raise
 
     def results(self):
         for c, fut in zip(self.chunks, self.futs):
@@ -456,7 +465,8 @@ def _render(env: Environment, template: str, plan: SitePlan, page: Page, url, *,
                                              single=single, **extra)
 
 
-def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) -> Path:
+def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path,
+                      findings: Optional[Sequence] = None) -> Path:
     """Write one self-contained HTML file (Vega inlined once) and `<name>.summary.json` beside it.
 
     The same partials as the site, with the same contexts, stacked in one page; rank pages become one compact
@@ -483,7 +493,7 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path) 
     summary_path = out.with_name(out.stem + ".summary.json")
     _atomic_write(out, html)
     _atomic_write(summary_path, json_text(summary, indent=2))
-    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary))
+    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary, findings))
     return out
 
 

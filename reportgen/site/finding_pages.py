@@ -74,7 +74,7 @@ def finding_view(finding) -> dict:
         "evidence": _evidence_rows(f["evidence"]),
         "related": [{"id": r["id"], "title": r["title"]} for r in f["evidence"].get("related", [])],
         "table": {"columns": table["columns"], "rows": rows} if table else None,
-        "impact": impact_view(f.get("impact"), finding.impact_basis),
+        "impact": impact_view(f.get("impact"), finding.impact_basis, [text(c.title) for c in finding.included_in]),
         "strip": strip_view(f.get("strip"), f["evidence"].get("pattern")),
         "divergence": divergence_view(f["evidence"]),
     }
@@ -130,15 +130,26 @@ def strip_view(strip: dict | None, pattern: str | None) -> dict | None:
 
 
 SAVES = N_("fixing this saves ~{ms}/step ({pct})")
+# a saving that is another finding's (the same time of the same ranks: `rules._shared_savings`), said once
+INCLUDED = N_("saving included in “{title}”: the same time of the same ranks, not to be added to it")
+BEYOND = N_("fixing this saves ~{ms}/step more than “{title}” (its ~{own}/step in all overlaps that one's)")
 
 
-def impact_view(impact: dict | None, basis: str | None = None) -> dict | None:
+def impact_view(impact: dict | None, basis: str | None = None, included_in: list[str] = ()) -> dict | None:
     """The saving line of a finding: one format string (translatable as a whole), and the basis (`basis`: in the
-    report's language; summary.json's is English)."""
+    report's language; summary.json's is English). `included_in`: the titles of the findings whose saving already
+    counts this one's (`impact.included_in`): the line names them instead of a saving to add."""
     if not impact or not isinstance(impact.get("step_ms"), (int, float)):
         return None
-    return {"saves": _(SAVES).format(ms=fmt_ms(impact["step_ms"]).replace(" ", "\u00a0"),
-                                  pct=fmt_pct(impact.get("step_share"))),
+    ms = fmt_ms(impact["step_ms"]).replace(" ", "\u00a0")
+    if included_in:
+        title = "”, “".join(included_in)
+        extra = impact.get("additional_step_ms")
+        saves = (_(BEYOND).format(ms=fmt_ms(extra).replace(" ", "\u00a0"), title=title, own=ms)
+                 if isinstance(extra, (int, float)) and extra > 0 else _(INCLUDED).format(title=title))
+    else:
+        saves = _(SAVES).format(ms=ms, pct=fmt_pct(impact.get("step_share")))
+    return {"saves": saves, "line": saves[:1].upper() + saves[1:], "in_findings": [],
             "basis": basis if basis is not None else str(impact.get("basis", ""))}
 
 
@@ -146,7 +157,12 @@ def findings_context(findings: list) -> dict:
     counts = {s: 0 for s in SEVERITY_ORDER}
     for f in findings:
         counts[f.severity] += 1
-    return {"findings": [finding_view(f) for f in findings], "finding_counts": counts,
+    views = [finding_view(f) for f in findings]
+    number = {id(f): n for n, f in enumerate(findings, 1)}
+    for f, v in zip(findings, views):
+        if v["impact"] and f.included_in:  # the verdict's short form: the numbers of the findings it is counted in
+            v["impact"]["in_findings"] = [number[id(c)] for c in f.included_in if id(c) in number]
+    return {"findings": views, "finding_counts": counts,
             "findings_computed": True, "rules_page": RULES_PAGE}
 
 

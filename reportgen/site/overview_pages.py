@@ -12,7 +12,7 @@ from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights, resource_pages
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
-from reportgen.fmt import compact_ranks, joined
+from reportgen.fmt import compact_ranks, joined, share as fmt_share
 
 
 @view
@@ -85,15 +85,15 @@ def device_dashboard(a: Analysis) -> list[dict]:
         if sid == "operators" and sec.get("types"):
             lines = [_("{op} ({where}): {ms} ms, {share} of the time on {where}").format(
                 op=t["op_type"], where=t["side"], ms=f"{t['total_ms']:,.3f}",
-                share=f"{t['share']:.1%}" if t["share"] is not None else "—") for t in sec["types"][:5]]
+                share=fmt_share(t["share"])) for t in sec["types"][:5]]
         elif sid == "data" and sec.get("has_data"):
             if sec.get("empty_rate") is not None:
-                lines.append(_("Host queue empty in {rate} of the steps").format(rate=f"{sec['empty_rate']:.1%}"))
+                lines.append(_("Host queue empty in {rate} of the steps").format(rate=fmt_share(sec["empty_rate"])))
             if sec.get("bottleneck"):
                 lines.append(_("Bottleneck: {text}").format(text=sec["bottleneck"]))
         elif sid == "memory" and sec.get("peak_mb") is not None:
             lines.append(_("Peak {peak} MB").format(peak=f"{sec['peak_mb']:,.0f}") + (
-                _(" of {cap} MB ({ratio})").format(cap=f"{sec['capacity_mb']:,.0f}", ratio=f"{sec['ratio']:.0%}")
+                _(" of {cap} MB ({ratio})").format(cap=f"{sec['capacity_mb']:,.0f}", ratio=fmt_share(sec["ratio"], 0))
                 if sec.get("capacity_mb") and sec.get("ratio") is not None else ""))
         elif sid == "timeline" and sec.get("has_data") and sec.get("span_ms") is not None:
             lines.append(_("{ops} operators on {streams} streams/threads over {span} ms").format(
