@@ -201,6 +201,12 @@ _OLD_LOOPS = {
                        '</td><td>{{ (o.side|t) }}</td><td>{{ o.count|num }}</td><td>{{ o.total_ms|ms }}</td><td>'
                        '{{ o.avg_ms|ms }}</td><td>{{ o.share|pct1 }}</td></tr>{% endfor %}\n',
                        "{{ s.rows|op_detail_rows }}"),
+    "link_rows": ('{% for l in s.rows %}<tr{% if l.slow %} class="slow"{% endif %}><td class="num">{{ l.src }}'
+                  '{% if not l.mapped %} {{ _("(local)") }}{% endif %}</td><td class="num">{{ l.dst }}{% if not '
+                  'l.mapped %} {{ _("(local)") }}{% endif %}</td><td>{{ l.transport }}</td><td>{{ (l.group|t) }}</td>'
+                  '{{ num_cell(l.time_ms) }}{{ num_cell(l.size_mb) }}{{ num_cell(l.bandwidth_gbps, cls="hot" if l.slow '
+                  'else "", badge=_("slow") if l.slow else "") }}</tr>{% endfor %}\n',
+                  '{{ s.rows|link_rows(_("(local)"), _("slow")) }}'),
 }
 
 _NASTY = ["<script>alert(1)</script>", 'a"b', "it's", "x & y", "AI Core", "AI_CORE", "Computing", "p2p", "critical",
@@ -212,7 +218,8 @@ def test_html_rows_equal_the_template_loops_they_replaced():
     rnd = random.Random(9)
     keys = ["step", "label", "value", "stage_mean", "median", "communication_ms", "transit_ms", "wait_ms", "op",
             "group", "kind", "count", "wait_ratio", "op_type", "side", "core", "total_ms", "avg_ms", "min_ms",
-            "max_ms", "share", "name", "a", "b"]
+            "max_ms", "share", "name", "a", "b", "src", "dst", "transport", "mapped", "slow", "size_mb",
+            "bandwidth_gbps", "time_ms"]
     for lang in ("en", "zh"):
         with i18n.use(lang):
             env = builder.make_env()

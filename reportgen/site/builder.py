@@ -166,11 +166,11 @@ def _csv_field(v) -> str:
     return v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v)
 
 
-_CSV_SPECIAL = (",", '"', "\r", "\n")  # a field holding one of these is quoted (csv.QUOTE_MINIMAL)
+_CSV_SPECIAL = re.compile('[,"\r\n]').search  # a field holding one of these is quoted (csv.QUOTE_MINIMAL)
 
 
 def _csv_quoted(field: str) -> str:
-    return '"' + field.replace('"', '""') + '"' if any(c in field for c in _CSV_SPECIAL) else field
+    return '"' + field.replace('"', '""') + '"' if _CSV_SPECIAL(field) else field
 
 
 def _csv_text(columns: list[dict], rows) -> str:
@@ -198,9 +198,8 @@ def _csv_text(columns: list[dict], rows) -> str:
         col = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
                ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
                 _csv_field(v)) for v in table.get(k) or [None] * n]
-        text = "\x00".join(col)
-        if any(c in text for c in _CSV_SPECIAL):
-            col = [_csv_quoted(f) for f in col]
+        if _CSV_SPECIAL("\x00".join(col)):
+            col = [('"' + f.replace('"', '""') + '"') if _CSV_SPECIAL(f) else f for f in col]
         cells.append(col)
     header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
     return "\r\n".join([header, *map(",".join, zip(*cells))]) + "\r\n"

@@ -139,6 +139,21 @@ def compare_rows(rows: list[dict]) -> Markup:
                            f'{num_cell(c["stage_mean"])}{num_cell(c["median"])}</tr>' for c in rows]))
 
 
+def link_rows(links: list[dict], local: str, slow: str) -> Markup:
+    """The links a rank reports (`_rank_comm.html`); `local` and `slow`: the template's texts for a link inside
+    the device and for the slow badge."""
+    out = []
+    for lk in links:
+        loc = "" if lk["mapped"] else f" {local}"
+        hot = lk["slow"]
+        tr = '<tr class="slow">' if hot else "<tr>"
+        out.append(f'{tr}<td class="num">{escape(lk["src"])}{loc}</td>'
+                   f'<td class="num">{escape(lk["dst"])}{loc}</td><td>{escape(lk["transport"])}</td>'
+                   f'<td>{escape(translate(lk["group"]))}</td>{num_cell(lk["time_ms"])}{num_cell(lk["size_mb"])}'
+                   f'{num_cell(lk["bandwidth_gbps"], cls="hot" if hot else "", badge=slow if hot else "")}</tr>')
+    return Markup("".join(out))
+
+
 FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "step_value_rows": step_value_rows,
            "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows, "op_type_rows": op_type_rows,
-           "op_detail_rows": op_detail_rows, "compare_rows": compare_rows}
+           "op_detail_rows": op_detail_rows, "compare_rows": compare_rows, "link_rows": link_rows}
