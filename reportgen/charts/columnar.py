@@ -143,12 +143,6 @@ def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), hr
     return {"fields": list(fields), "cols": cols}
 
 
-def encode_columns(columns: dict[str, list], labels: tuple[str, ...] = ()) -> dict:
-    """`encode` of rows given as columns (the rows are never built)."""
-    return {"fields": list(columns), "cols": [runs_column(v) if f in labels else number_column(v)
-                                               for f, v in columns.items()]}
-
-
 def decode(data: dict) -> list[dict]:
     """Python twin of report.js's expansion (tests check the round trip)."""
     fields, cols = data["fields"], []
