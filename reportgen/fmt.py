@@ -7,6 +7,7 @@ numpy scalars, garbage) and returns a string; "—" stands for a missing value.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Optional
 
 from reportgen import i18n
@@ -42,26 +43,45 @@ def ms_cell(v: Any) -> str:
     return f"{f:,.3f}"
 
 
+# Babel formats a number in some 10 µs; a Chinese rank page has a hundred of them, mostly values that recur from
+# page to page (operator counts, shares): remembered per (value, digits, language). (Not zeros: 0.0 and -0.0 are
+# one key, and Babel may write them differently.)
+@lru_cache(maxsize=1 << 16)
+def _babel_number(f: float, digits: int, lang: str) -> str:
+    return i18n.format_number(f, digits, lang)
+
+
+@lru_cache(maxsize=1 << 16)
+def _babel_percent(f: float, digits: int, lang: str) -> str:
+    return i18n.format_percent(f, digits, lang)
+
+
 def number(v: Any) -> str:
     """A count or amount: no decimals when whole, else 2 (filter `num`)."""
     f = _float(v)
     if f is None:
         return MISSING
-    if i18n.current() != i18n.DEFAULT:  # the locale's grouping and decimal signs (Babel)
-        return i18n.format_number(f, 0 if f == int(f) else 2)
+    lang = i18n.current()
+    if lang != i18n.DEFAULT:  # the locale's grouping and decimal signs (Babel)
+        return (_babel_number if f else i18n.format_number)(f, 0 if f == int(f) else 2, lang)
     return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
 
 
 def percent(v: Any, digits: int = 1) -> str:
     """A value already in percent, 1 decimal (filter `pct`)."""
     f = _float(v)
-    return MISSING if f is None else i18n.format_percent(f, digits)  # zh: Babel's "12.3%"
+    return MISSING if f is None else _percent(f, digits, None)  # zh: Babel's "12.3%"
 
 
 def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
     """A 0..1 ratio as a percentage (filter `pct1`; finding texts)."""
     f = _float(v)
-    return MISSING if f is None else i18n.format_percent(f * 100, digits, lang)
+    return MISSING if f is None else _percent(f * 100, digits, lang)
+
+
+def _percent(f: float, digits: int, lang: Optional[str]) -> str:
+    lang = lang or i18n.current()
+    return (_babel_percent if f and lang != i18n.DEFAULT else i18n.format_percent)(f, digits, lang)
 
 
 def share_text(v: Any, digits: int = 1) -> Any:

@@ -236,3 +236,21 @@ def test_html_rows_equal_the_template_loops_they_replaced():
                     got = env.from_string(new + "\n").render(s=s)
                     assert got == want, (lang, name)
                     assert "<script>" not in got
+
+
+def test_remembered_babel_numbers_equal_babel():
+    from reportgen import fmt, i18n
+    rnd = random.Random(4)
+    values = [0.0, -0.0, 1.0, -1.0, 0.165, 0.145, 1234.5, 4476.0, 1e-9, -12345.675, 0.5, 99.95]
+    values += [rnd.uniform(-1e4, 1e4) for _ in range(300)] + [float(rnd.randint(0, 10 ** 6)) for _ in range(100)]
+    for lang in ("zh", "en"):
+        with i18n.use(lang):
+            for _ in range(2):  # the second time from memory
+                for v in values:
+                    digits = 0 if v == int(v) else 2
+                    plain = i18n.format_number(v, digits, lang) if lang != "en" else \
+                        (f"{v:,.0f}" if v == int(v) else f"{v:,.2f}")
+                    assert fmt.number(v) == plain
+                    assert fmt.share(v / 100) == i18n.format_percent(v / 100 * 100, 1, lang)
+                    assert fmt.percent(v, 2) == i18n.format_percent(v, 2, lang)
+                    assert fmt.share(v, 1, "zh") == i18n.format_percent(v * 100, 1, "zh")
