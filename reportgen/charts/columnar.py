@@ -15,7 +15,7 @@ A field named in `dicts` holds an index into that list (the same convention as t
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -99,16 +99,11 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
 
 
 def runs_column(values: list) -> dict:
-    out: list = []
-    for v in values:
-        if out and type(out[-2]) is type(v) and out[-2] == v:
-            out[-1] += 1
-        else:
-            out += [v, 1]
-    return {"runs": out}
+    """Values that repeat in a row as [value, times, value, times, ...]."""
+    return runs_of((v, 1) for v in values)
 
 
-def runs_of(runs: list[tuple[Any, int]]) -> dict:
+def runs_of(runs: Iterable[tuple[Any, int]]) -> dict:
     """`runs_column` of the values given as (value, times) pairs (the rows are never built)."""
     out: list = []
     for v, n in runs:

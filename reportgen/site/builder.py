@@ -199,7 +199,7 @@ def _csv_text(columns: list[dict], rows) -> str:
                ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
                 _csv_field(v)) for v in table.get(k) or [None] * n]
         if _CSV_SPECIAL("\x00".join(col)):
-            col = [('"' + f.replace('"', '""') + '"') if _CSV_SPECIAL(f) else f for f in col]
+            col = [_csv_quoted(f) for f in col]
         cells.append(col)
     header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
     return "\r\n".join([header, *map(",".join, zip(*cells))]) + "\r\n"

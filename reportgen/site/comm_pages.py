@@ -31,7 +31,8 @@ from reportgen.site.comm_views import (
     matrix_cells,
 )
 from reportgen.site.highlights import Highlights
-from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, multi_rank, rank_csv, view
+from reportgen.site.page import (LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, multi_rank,
+                                  rank_csv, view)
 from reportgen.site.values import PICKED_TITLE, num, num_column, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
@@ -560,7 +561,7 @@ class RankComm:
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
         shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
         cols = self._op_columns(r, shown)
-        sec["ops"] = [dict(zip(cols, row)) for row in zip(*cols.values())]
+        sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > shown:
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))

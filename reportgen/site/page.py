@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 
 
+def column_rows(columns: dict[str, list]) -> list[dict]:
+    """A table given column by column (key -> one value per row) as a dict per row."""
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
 class LazyRows:
     """A download's rows, built only when its CSV is written (`fn()` returns the list of row dicts): a large run's
     rank pages would otherwise hold every operator of every rank as dicts from planning to writing. `columns`:
@@ -30,8 +35,7 @@ class LazyRows:
     def __iter__(self):
         if not self.columns:
             return iter(self.fn())
-        cols = self.fn()
-        return iter([dict(zip(cols, row)) for row in zip(*cols.values())])
+        return iter(column_rows(self.fn()))
 
 
 Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows (`.csv.gz`: gzip)

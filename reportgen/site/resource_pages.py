@@ -21,7 +21,7 @@ from reportgen.charts import columnar, Chart
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
 from reportgen.site import timeline_view
-from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, rank_csv, view
+from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, rank_csv, view
 from reportgen.site.values import num, num_column, records
 
 RESOURCES = "cluster/resources.html"
@@ -69,8 +69,7 @@ def _detail_columns(detail, limit: Optional[int] = None) -> dict[str, list]:
 
 def _detail_rows(detail, limit: Optional[int] = None) -> list[dict]:
     """`_detail_columns` as rows."""
-    cols = _detail_columns(detail, limit)
-    return [dict(zip(cols, row)) for row in zip(*cols.values())]
+    return column_rows(_detail_columns(detail, limit))
 
 
 def rank_operators_csv(rank: int, n_ranks: int = 1) -> str:
