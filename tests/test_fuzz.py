@@ -48,7 +48,7 @@ from typing import Callable, Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO.parent / "shared" / "samples"
+SAMPLES = Path(os.environ.get("MSREPORT_SAMPLES") or REPO.parent / "shared" / "samples")  # as tests/conftest.py
 TIMEOUT_S = 90
 SEED = 18
 

@@ -15,6 +15,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 
 from reportgen import i18n
+from tests.conftest import SAMPLES
 
 bs4 = pytest.importorskip("bs4")
 
@@ -123,7 +124,7 @@ def zh_runs(tmp_path_factory) -> dict[str, Path]:
     _build(base / "multi", base / "runs", "zh,en")  # the landing page and each run in both languages
     out.update({"compare": base / "compare", "trend": base / "trend", "runs": base / "runs",
                 "pipeline-both": base / "pipeline", "compare-cli": cmp})
-    single = ROOT / ".." / "shared" / "samples" / "mindinsight" / "single_device_run2_rank1_full"
+    single = SAMPLES / "mindinsight" / "single_device_run2_rank1_full"
     if single.is_dir():
         _build(single, base / "single", "zh")
         out["single"] = base / "single"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.cli import main
+from tests.conftest import sample
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("MSREPORT_SHOTS", "")) if os.environ.get("MSREPORT_SHOTS") else None
@@ -306,7 +307,7 @@ def test_link_op_box_plots_stay_visible_when_operators_barely_differ(browser, tm
 
 def test_single_device_overview_draws_every_chart_offline(browser, tmp_path):
     out = tmp_path / "site"
-    assert main(["../shared/samples/mindinsight/single_device_run2_rank1_full", "-o", str(out), "-q",
+    assert main([str(sample("mindinsight/single_device_run2_rank1_full")), "-o", str(out), "-q",
                  "--lang", "en"]) == 0
     figs = ("fig-step-phases", "fig-rank-1-optypes", "fig-rank-1-hostq", "fig-rank-1-timeline", "fig-rank-1-cpu")
     o = open_page(browser, out / "index.html", figs)

@@ -19,6 +19,7 @@ from reportgen.loaders import columnar, common
 from reportgen.loaders.common import IssueLog, read_frame, read_json
 from reportgen.report import build_report
 from reportgen.synth import generate_run
+from tests.conftest import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
@@ -230,7 +231,7 @@ def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
 def test_typed_reader_on_the_real_samples_equals_the_careful_path(monkeypatch):
     """Every kernel_details / op_statistic / memory_record CSV of the real samples: the typed reader's columns equal
     what the careful path makes of the same file."""
-    root = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+    root = SAMPLES
     files = sorted(root.glob("**/kernel_details.csv")) + sorted(root.glob("**/memory_record.csv"))
     if not files:
         pytest.skip(f"real samples not found under {root}")

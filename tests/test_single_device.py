@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
 from reportgen.cli import main
+from tests.conftest import SAMPLES
 
-SAMPLE = "../shared/samples/mindinsight/single_device_run2_rank1_full"
+SAMPLE = str(SAMPLES / "mindinsight" / "single_device_run2_rank1_full")
+pytestmark = pytest.mark.skipif(not Path(SAMPLE).is_dir(), reason=f"sample {SAMPLE} not available")
 
 
 def _soup(path):

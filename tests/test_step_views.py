@@ -8,6 +8,7 @@ import pytest
 from reportgen.charts import Chart
 from reportgen.model import ExecutionData, StepOps
 from reportgen.site import step_views, timeline_view
+from tests.conftest import sample
 
 
 def test_attach_is_columnar_keeps_hrefs_out_and_respects_the_budget(monkeypatch):
@@ -79,7 +80,7 @@ def test_execution_timeline_shifts_devices_and_orders_them_as_the_marey_view():
 
 # ---- timeline lanes from the traces: torch_npu host dispatch, Kineto stream names --------------------------------
 
-REAL_TORCH_NPU = "../shared/samples/ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"
+REAL_TORCH_NPU = "ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"  # under SAMPLES
 
 
 def test_torch_npu_host_dispatch_is_read_with_the_device_operator_it_launched():
@@ -88,7 +89,7 @@ def test_torch_npu_host_dispatch_is_read_with_the_device_operator_it_launched():
     from reportgen.loaders import step_ops
     from reportgen.loaders.common import IssueLog
 
-    path = Path(REAL_TORCH_NPU) / "trace_view.json"
+    path = sample(REAL_TORCH_NPU) / "trace_view.json"
     log = IssueLog(path.parents[2])
     lay = step_ops.trace_layout(path, log)
     o = step_ops.read_step_ops(path, 0, lay, list(lay.windows), log)[50]
