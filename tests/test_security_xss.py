@@ -263,7 +263,7 @@ def test_nothing_executes_nothing_is_fetched(poisoned):
                 pg.on("request", lambda r: requests.append(r.url))
                 pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
                 pg.goto(page_path.resolve().as_uri())
-                pg.wait_for_timeout(600)
+                pg.wait_for_timeout(300)
                 # hover and click every rendered finding / details so lazy content renders too
                 pg.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
                 pg.wait_for_timeout(200)

@@ -24,9 +24,8 @@ def _soup(path: Path) -> BeautifulSoup:
     return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
 
-def test_slow_link_marks_follow_the_threshold_in_force(tmp_path):
-    default, strict = tmp_path / "a", tmp_path / "b"
-    assert main(["--example", "-o", str(default), "-q"]) == 0
+def test_slow_link_marks_follow_the_threshold_in_force(example_site, tmp_path):
+    default, strict = example_site, tmp_path / "b"  # the session's example build is the default one
     assert main(["--example", "-o", str(strict), "-q", "--set", "slow-link.min_drop=0.9"]) == 0
     for site, expect in ((default, ["8-9"]), (strict, [])):
         s = _summary(site)
