@@ -11,7 +11,8 @@ import pytest
 # set before reportgen is imported, and inherited by the msreport processes the tests start
 os.environ.setdefault("MSREPORT_VALIDATE_SPECS", "1")
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+# `../shared/samples` beside the repository; MSREPORT_SAMPLES points elsewhere (a git worktree in another folder)
+SAMPLES = Path(os.environ.get("MSREPORT_SAMPLES") or Path(__file__).resolve().parents[1].parent / "shared" / "samples")
 
 
 def sample(rel: str) -> Path:
