@@ -74,7 +74,7 @@ READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), 
              "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
              "(self time), gloo:* work slices, [memory] events; not read: python_function events, flow (ac2g) "
              "events, operator input shapes and stacks")
-STEPS_MAPPED = ("device steps from the launches: a kernel belongs to the step whose host ProfilerStep launched it "
+STEPS_MAPPED = ("steps mapped through their launches: a kernel belongs to the step whose host ProfilerStep launched it "
                 "(correlation id); a step lasts from its first kernel to the next step's first kernel")
 KERNEL_NAME_CAP = 160
 MAX_NAMED = 5  # kernel names listed in one data-quality line
@@ -242,7 +242,9 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                         acc.hc_s.append(ts)
                         acc.hc_e.append(ts + dur)
                         acc.hc_tid.append(tid)
-                        acc.hc_name.append(name)
+                        args = e.get("args")  # record_param_comms names its collective in its args
+                        coll = args.get("Collective name") if isinstance(args, dict) else None
+                        acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
                     if cat == "user_annotation":
                         if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
                             acc.colls.append((ts, dur, collective_kind(name), None, None, name))
