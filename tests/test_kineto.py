@@ -353,3 +353,21 @@ def test_other_accelerators_are_devices(tmp_path):
     assert "GPU kernels" in d.step_trace.label and list(d.step_trace.steps["step"]) == [1]
     assert float(d.step_trace.steps["total"].iloc[0]) == pytest.approx(1.0)  # 50 -> 1050 µs
     assert float(d.step_trace.steps["computing"].iloc[0]) == pytest.approx(0.4)
+
+
+def test_traces_of_different_jobs_are_separate_runs(tmp_path, slow_run):
+    """Two traces in one folder from different jobs (another GPU and world size): two runs, never one job."""
+    src = sorted((slow_run / "traces").glob("*.pt.trace.json"))
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(src[0], d / src[0].name)
+    other = src[1].read_text().replace("NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X").replace(
+        '"world_size": 8', '"world_size": 16')
+    (d / src[1].name).write_text(other)
+    runs = discover(d)
+    assert len(runs) == 2 and {len(r.ranks) for r in runs} == {1}
+    assert {r.name for r in runs} == {"NVIDIA A100-SXM4-80GB, world size 8", "AMD Instinct MI300X, world size 16"}
+    assert len({r.slug for r in runs}) == 2
+    assert all(any("different jobs" in i.problem for i in r.issues) for r in runs)
+    # the same job in one folder stays one run
+    assert len(discover(slow_run)) == 1

@@ -246,3 +246,15 @@ def test_operator_totals_cover_the_complete_steps_only():
     d = run.ranks[1]
     gpu = d.operators.detail[d.operators.detail["side"] == "gpu"]["total_ms"].sum()
     assert gpu == pytest.approx(d.step_trace.steps["computing"].sum(), rel=0.02)
+
+
+def test_two_real_jobs_in_one_folder_are_two_runs(tmp_path):
+    import shutil
+
+    d = tmp_path / "two"
+    d.mkdir()
+    for case, name in (("tracelens_mi300x_resnet_rank0_of8", "a.pt.trace.json.gz"),
+                       ("hta_a100_16rank_job_rank0_5steps", "b.pt.trace.json.gz")):
+        shutil.copy(_traces(sample(f"external/{case}"))[0], d / name)
+    runs = discover(d)
+    assert sorted(r.name for r in runs) == ["AMD Instinct MI300X, world size 8", "NVIDIA A100-SXM4-80GB, world size 16"]

@@ -119,7 +119,8 @@ def msprof_rank(info_files: list[Path]) -> Optional[int]:
 
 
 def kineto_header(path: Path) -> dict:
-    """Read `distributedInfo.rank` and `host_name` from a Kineto trace without reading its events."""
+    """Read `distributedInfo.rank` / `world_size`, `host_name` and the first `deviceProperties` name from a Kineto
+    trace without reading its events."""
     out: dict = {}
     try:
         with DepthGuard(_open_maybe_gzip(path)) as f:
@@ -130,6 +131,8 @@ def kineto_header(path: Path) -> dict:
                     out["world_size"] = int(value)
                 elif prefix == "host_name" and event == "string":
                     out["host"] = value
+                elif prefix == "deviceProperties.item.name" and event == "string" and "device_model" not in out:
+                    out["device_model"] = value
                 elif prefix == "traceEvents" and event == "start_array":
                     break
     except Exception:  # noqa: BLE001 - a broken trace is reported by the loader
