@@ -350,7 +350,7 @@ def test_other_accelerators_are_devices(tmp_path):
     (tmp_path / "x" / "r.pt.trace.json").write_text(json.dumps({"traceEvents": ev}))
     run = _run(tmp_path / "x")
     d = run.ranks[0]
-    assert "GPU kernels" in d.step_trace.label and list(d.step_trace.steps["step"]) == [1]
+    assert "device kernels" in d.step_trace.label and list(d.step_trace.steps["step"]) == [1]
     assert float(d.step_trace.steps["total"].iloc[0]) == pytest.approx(1.0)  # 50 -> 1050 µs
     assert float(d.step_trace.steps["computing"].iloc[0]) == pytest.approx(0.4)
 

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
+from reportgen.i18n import N_
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
 from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
@@ -74,8 +75,20 @@ READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), 
              "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
              "(self time), gloo:* work slices, [memory] events; not read: python_function events, flow (ac2g) "
              "events, operator input shapes and stacks")
-STEPS_MAPPED = ("steps mapped through their launches: a kernel belongs to the step whose host ProfilerStep launched it "
-                "(correlation id); a step lasts from its first kernel to the next step's first kernel")
+# What the step trace of a Kineto trace is (the overview's "Step trace" fact), one per way of measuring the steps
+STEP_LABELS = {
+    "mapped": N_("computed from the Kineto trace (device kernels, steps mapped through their launches: a step lasts "
+                 "from its first kernel to the next step's first kernel; the last step is partial): computing / "
+                 "communication / overlapped / free per step, as HTA's temporal and overlap breakdowns"),
+    "cut": N_("computed from the Kineto trace (device kernels cut at the host's ProfilerStep windows): computing / "
+              "communication / overlapped / free per step, as HTA's temporal and overlap breakdowns"),
+    "whole": N_("computed from the Kineto trace (device kernels; no ProfilerStep: one window over the whole trace): "
+                "computing / communication / overlapped / free"),
+    "cpu": N_("computed from the Kineto trace (CPU operators and gloo slices in the host's ProfilerStep windows): "
+              "computing / communication / overlapped / free per step"),
+    "cpu_whole": N_("computed from the Kineto trace (CPU operators and gloo slices; no ProfilerStep: one window over "
+                    "the whole trace): computing / communication / overlapped / free"),
+}
 KERNEL_NAME_CAP = 160
 MAX_NAMED = 5  # kernel names listed in one data-quality line
 
@@ -468,9 +481,9 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
                 "whole trace stands for the step (step id shown empty)", "info")
     elif ev is not None and ev.partial:
         last = sorted(ev.partial)
-        log.add(path, f"step(s) {', '.join(map(str, last[:8]))} partial: no next step in the trace ends "
-                f"{'it' if len(last) == 1 else 'them'} on the device (its kernels may run past the trace's end); "
-                "left out of the averages, spreads and the slowest step", "info")
+        log.add(path, f"step(s) {', '.join(map(str, last[:8]))} partial: no next step in the trace marks where the "
+                "step ends on the device (its kernels may run past the trace's end); left out of the averages, "
+                "spreads and the slowest step", "info")
     out.communication = _communication(acc, ev, out.step_trace, host, rel, dist, out.device)
     out.operators = _operators(acc, ev, host, rel, out.device)
     out.memory = _memory(acc, head, rel)
@@ -620,16 +633,16 @@ def _step_trace(acc: _Acc, ev: Optional[DeviceEvents], comp: iv.Intervals, comm:
     mapped = ev is not None and (ev.step >= 0).any()
     if not host:
         windows = _whole(acc, ev)
-        how = "no ProfilerStep in the trace: one window over the whole trace"
+        how = "whole" if ev is not None else "cpu_whole"
         if ev is not None and windows:  # every event belongs to the one window
             ev.step = np.zeros(len(ev.start), dtype="int64")
             ev.windows, mapped = windows, True
     elif ev is not None:
         windows = ev.windows
-        how = STEPS_MAPPED if mapped else "device activity cut at the host ProfilerStep windows"
+        how = "mapped" if mapped else "cut"
     else:
         windows = host
-        how = "CPU operators and gloo slices in the host ProfilerStep windows"
+        how = "cpu"
     if not windows:
         return None
     partial = ev.partial if ev is not None else set()
@@ -649,10 +662,7 @@ def _step_trace(acc: _Acc, ev: Optional[DeviceEvents], comp: iv.Intervals, comm:
             data[p] = np.array([r[p] for r in rs], dtype="float64")
         return pd.DataFrame(data)
 
-    what = ("GPU kernels" if device == "gpu" else "CPU operators and gloo slices")
-    st = StepTrace(kind="modern", steps=frame(rows), source=rel,
-                   label=f"computed from the Kineto trace ({what}; {how}): computing / communication / overlapped / "
-                         "free per ProfilerStep, as HTA's temporal and overlap breakdowns")
+    st = StepTrace(kind="modern", steps=frame(rows), source=rel, label=STEP_LABELS[how])
     if prows and hasattr(st, "partial_steps"):
         st.partial_steps = frame(prows)
     return st
