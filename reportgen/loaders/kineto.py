@@ -31,6 +31,7 @@ import json
 import math
 import re
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -687,7 +688,7 @@ def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace
     if ev is not None:
         names = list(acc.dev_names)
         nid = np.asarray(acc.dev_nid, dtype="int64")
-        hc = _host_op_kind(acc, ev)
+        kinds = _comm_kinds(acc, ev)
         wins = ev.windows
         mapped = bool((ev.step >= 0).any())
         for i in np.flatnonzero(ev.comm):
@@ -700,10 +701,8 @@ def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace
                 if step is _NONE:
                     continue
             name = names[nid[i]]
-            coll, group, seq = acc.dev_args.get(int(i), (None, None, None))
-            kind = collective_kind(str(coll or name))
-            if kind == "collective" and hc.get(int(i)):
-                kind = collective_kind(hc[int(i)])
+            _coll, group, seq = acc.dev_args.get(int(i), (None, None, None))
+            kind = kinds[int(i)]
             cands.append((float(ev.start[i]), float(ev.end[i] - ev.start[i]), step, kind, group, seq, name))
     else:
         wins = host or _whole(acc, None)
@@ -747,6 +746,25 @@ def _step_at(wins: list, ts: float):
         if a <= ts < b:
             return step
     return _NONE
+
+
+def _comm_kinds(acc: _Acc, ev: DeviceEvents) -> dict:
+    """Device event index -> collective kind of every communication event: from its `Collective name` arg, else
+    its name, else the collective host op that launched it (RCCL's `ncclDevKernel_Generic`, custom kernels)."""
+    names = list(acc.dev_names)
+    nid = np.asarray(acc.dev_nid, dtype="int64")
+    hc = None
+    out = {}
+    for i in np.flatnonzero(ev.comm).tolist():
+        coll = acc.dev_args.get(i, (None, None, None))[0]
+        kind = collective_kind(str(coll)) if isinstance(coll, str) and coll else "collective"
+        if kind == "collective":
+            kind = collective_kind(names[nid[i]])
+        if kind == "collective":
+            hc = _host_op_kind(acc, ev) if hc is None else hc
+            kind = collective_kind(hc[i]) if i in hc else kind
+        out[i] = kind
+    return out
 
 
 def _host_op_kind(acc: _Acc, ev: DeviceEvents) -> dict:
@@ -890,18 +908,26 @@ def _operators(acc: _Acc, ev: Optional[DeviceEvents], host: list, rel: str, devi
     if ev is not None and len(ev.start):
         sel = _complete_mask(ev)
         nid = np.asarray(acc.dev_nid, dtype="int64")
-        code = nid[sel] * 2 + ev.comm[sel].astype("int64")
-        dur = (ev.end - ev.start)[sel]
-        n = 2 * len(acc.dev_names)
-        cnt = np.bincount(code, minlength=n)
-        tot = np.bincount(code, weights=dur, minlength=n)
+        dur = ev.end - ev.start
         names = list(acc.dev_names)
+        comp = sel & ~ev.comm
+        n = len(names)
+        cnt = np.bincount(nid[comp], minlength=n)
+        tot = np.bincount(nid[comp], weights=dur[comp], minlength=n)
         for c in np.flatnonzero(cnt):
-            name, comm = names[c // 2], bool(c % 2)
-            rows.append({"side": "communication" if comm else "gpu", "name": name[:KERNEL_NAME_CAP],
-                         "op_type": collective_kind(name) if comm else kernel_type(name.split("] ", 1)[-1]),
-                         "count": float(cnt[c]), "total_ms": tot[c] / 1e3, "avg_ms": tot[c] / 1e3 / cnt[c],
-                         "share": math.nan})
+            rows.append({"side": "gpu", "name": names[c][:KERNEL_NAME_CAP],
+                         "op_type": kernel_type(names[c].split("] ", 1)[-1]), "count": float(cnt[c]),
+                         "total_ms": tot[c] / 1e3, "avg_ms": tot[c] / 1e3 / cnt[c], "share": math.nan})
+        # communication: one row per kernel name and collective kind (RCCL's ncclDevKernel_Generic runs them all)
+        agg: dict = {}
+        for i, k in _comm_kinds(acc, ev).items():
+            if sel[i]:
+                agg[(int(nid[i]), k)] = _add(agg.get((int(nid[i]), k)), float(dur[i]))
+        kinds_of = Counter(c for c, _k in agg)
+        for (c, k), (cn, tt, _mx) in agg.items():
+            name = names[c][:KERNEL_NAME_CAP] if kinds_of[c] == 1 else f"{names[c][:KERNEL_NAME_CAP]} [{k}]"
+            rows.append({"side": "communication", "name": name, "op_type": k, "count": float(cn),
+                         "total_ms": tt / 1e3, "avg_ms": tt / 1e3 / cn, "share": math.nan})
     elif acc.colls:
         cs = np.array([c[0] for c in acc.colls], dtype="float64")
         keep = _host_mask(cs, host, partial)
