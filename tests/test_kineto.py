@@ -371,3 +371,17 @@ def test_traces_of_different_jobs_are_separate_runs(tmp_path, slow_run):
     assert all(any("different jobs" in i.problem for i in r.issues) for r in runs)
     # the same job in one folder stays one run
     assert len(discover(slow_run)) == 1
+
+
+def test_execution_view_shows_the_custom_all_to_all_as_communication(a2a_run):
+    from reportgen.analysis.execution import select
+    from reportgen.loaders import load_execution, timeline_ranks
+
+    root, _m = a2a_run
+    lay = discover(root)[0]
+    run = load_run(lay, jobs=1)
+    sel = select(run, timeline_ranks(lay))
+    ex = load_execution(lay, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+    o = ex.ops[ex.steps[0]][0]
+    assert "alltoall" in o.names and o.classes[o.names.index("alltoall")] == "collective"
+    assert o.classes.count("collective") == 3  # two all-reduce buckets and the all-to-all

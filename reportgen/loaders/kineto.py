@@ -1119,6 +1119,11 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     hwins = sorted((windows[s][3], windows[s][4], s) for _, _, s in wins if len(windows[s]) > 4)
     hstarts = np.array([w[0] for w in hwins])
     launches: dict = {s: [] for _, _, s in wins}
+    maybe: list = []  # correlation ids of kernels without a collective's name
+    # every launch and every collective host op, to find the kernels a collective launched (custom all-to-all)
+    rt = (array("q"), array("d"), array("l"))
+    hc = (array("d"), array("d"), array("l"), [])
+    threads: dict = {}
     try:
         for e in trace_events(path):
             if e.get("ph") == "M":
@@ -1130,6 +1135,22 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             if math.isnan(ts) or math.isnan(dur):
                 continue
             cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
+            if is_runtime_cat(cat) or ((cat in HOST_OP_CATS or cat == "user_annotation")
+                                       and HOST_COMM_RE.match(str(e.get("name") or ""))):
+                args = e.get("args")
+                tid = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
+                if is_runtime_cat(cat):
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if c >= 0:
+                        rt[0].append(c)
+                        rt[1].append(ts)
+                        rt[2].append(tid)
+                else:
+                    coll = args.get("Collective name") if isinstance(args, dict) else None
+                    hc[0].append(ts)
+                    hc[1].append(ts + dur)
+                    hc[2].append(tid)
+                    hc[3].append(coll if isinstance(coll, str) and coll else str(e.get("name")))
             if is_runtime_cat(cat) and hwins:
                 j = int(np.searchsorted(hstarts, ts, side="right")) - 1
                 if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
@@ -1145,15 +1166,22 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             if cat in DEVICE_CATS:
                 comm = is_comm_kernel(name)
                 args = e.get("args")
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                 dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")),
-                               _corr(args.get("correlation")) if isinstance(args, dict) else -1))
+                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")), c))
+                if not comm and cat == "kernel" and c >= 0:
+                    maybe.append(c)
             elif cat == "user_annotation" and name.startswith("gloo:"):
                 cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
             elif cat in HOST_OP_CATS and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
                 cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
     except TRACE_ERRORS:
         pass
+    by_op = _kernels_of_collectives(rt, hc, maybe)
+    if by_op:  # kernels launched inside a collective's host op are communication, as the loader counts them
+        for s_, rows_ in dev.items():
+            dev[s_] = [(r[0], r[1], collective_kind(by_op[r[5]]), _exec_class(by_op[r[5]]), r[4], r[5])
+                       if r[3] == "compute" and r[5] in by_op else r for r in rows_]
     out = {}
     use_dev = any(dev.values())
     for a, b, s in wins:
@@ -1187,6 +1215,27 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             o.host_dur = [x[1] / 1e3 for x in ev]
             o.host_launch = [by_corr.get(x[4], -1) if x[4] >= 0 else -1 for x in ev]
         out[s] = o
+    return out
+
+
+def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
+    """Correlation id -> the collective's name, for the kernels (`corrs`) launched inside a collective's host op on
+    the same thread; `rt` = (correlation, ts, thread) arrays of the launches, `hc` = (start, end, thread, name) of
+    the host ops."""
+    if not corrs or not len(hc[0]) or not len(rt[0]):
+        return {}
+    li = launch_index(rt[0], np.asarray(corrs, dtype="int64"))
+    hs, he, ht = (np.asarray(hc[0], dtype="float64"), np.asarray(hc[1], dtype="float64"),
+                  np.asarray(hc[2], dtype="int64"))
+    out = {}
+    for c, l in zip(corrs, li.tolist()):
+        if l < 0:
+            continue
+        t, tid = rt[1][l], rt[2][l]
+        hit = np.flatnonzero((ht == tid) & (hs <= t) & (he >= t))
+        if len(hit):
+            names = [hc[3][j] for j in hit]
+            out[c] = next((n for n in names if collective_kind(n) != "collective"), names[0])
     return out
 
 
