@@ -385,3 +385,22 @@ def test_execution_view_shows_the_custom_all_to_all_as_communication(a2a_run):
     o = ex.ops[ex.steps[0]][0]
     assert "alltoall" in o.names and o.classes[o.names.index("alltoall")] == "collective"
     assert o.classes.count("collective") == 3  # two all-reduce buckets and the all-to-all
+
+
+def test_report_names_the_device_and_the_partial_step_in_either_language(tmp_path, a2a_run):
+    """One zh build: the overview's facts name the GPU and its memory (MB = 2^20 bytes), summary.json carries them
+    (additive keys), the data-quality table says in Chinese which step is partial."""
+    from bs4 import BeautifulSoup
+
+    from reportgen.report import build_report
+
+    root, _m = a2a_run
+    build_report(root, tmp_path / "out", lang="zh")
+    s = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert s["run"]["device_model"] == "NVIDIA A100-SXM4-80GB"
+    assert s["run"]["device_memory_mb"] == pytest.approx(85_899_345_920 / 2**20)
+    assert any("step(s) 4 partial" in i["problem"] for i in s["data_quality"])  # stored in English
+    soup = BeautifulSoup((tmp_path / "out" / "index.html").read_text(encoding="utf-8"), "html.parser")
+    text = soup.get_text(" ", strip=True)
+    assert "NVIDIA A100-SXM4-80GB（内存 81,920 MB）" in text
+    assert "迭代 4 不完整" in text and "由 Kineto trace 计算" in text
