@@ -404,3 +404,20 @@ def test_report_names_the_device_and_the_partial_step_in_either_language(tmp_pat
     text = soup.get_text(" ", strip=True)
     assert "NVIDIA A100-SXM4-80GB（内存 81,920 MB）" in text
     assert "迭代 4 不完整" in text and "由 Kineto trace 计算" in text
+
+
+def test_a_rank_traced_twice_makes_two_runs_in_time_order(tmp_path, slow_run):
+    """Two profiling runs of the same job in one folder (the same ranks, later time base): two runs, not a second
+    trace of each rank ignored."""
+    src = sorted((slow_run / "traces").glob("*.pt.trace.json"))[:2]
+    d = tmp_path / "twice"
+    d.mkdir()
+    for p in src:
+        shutil.copy(p, d / p.name)
+        later = p.read_text().replace('"ts": 5', '"ts": 6')  # the events' µs start with 5e9: 1e9 µs later
+        (d / ("later_" + p.name)).write_text(later)
+    runs = discover(d)
+    assert len(runs) == 2 and all(sorted(r.ranks) == [0, 1] for r in runs)
+    first = min(runs, key=lambda r: r.name)
+    assert all(not p.name.startswith("later_") for rf in first.ranks.values() for p in rf.files["kineto_trace"])
+    assert not any("a second trace" in i.problem for r in runs for i in r.issues)

@@ -153,7 +153,7 @@ TEMPLATES = (
     N_('rank folder is empty; skipped'),
     N_('this folder holds {launches} launches; each is reported as a run of its own: {name}'),
     N_('the processes in this folder were profiled in {cycles} cycles (a profiler schedule with repeat > 1); each is reported as a run of its own: {name}'),
-    N_('the folder holds traces of {jobs} different jobs (device model or world size differ); each is reported as its own run'),
+    N_('the folder holds traces of {jobs} different jobs (device model, world size or time base differ, or a rank traced twice); each is reported as its own run'),
     N_('no rank rows could be read'),
     N_('folder cannot be listed ({strerror}); skipped'),
     N_('symbolic link {why}; not followed'),
