@@ -187,6 +187,7 @@ class _Acc:
     dev_nid: array = field(default_factory=lambda: array("l"))  # index into `dev_names`
     dev_args: dict = field(default_factory=dict)  # index -> (Collective name, Process Group Name, Seq) when written
     dev_names: dict = field(default_factory=dict)  # kernel name ("[cat] name" for copies and sets) -> id
+    name_comm: list = field(default_factory=list)  # per kernel name id: communication by its name (1/0)
     stream_ids: dict = field(default_factory=dict)  # (pid, tid) -> id
     devices: dict = field(default_factory=dict)  # device id -> events
     # host launches (runtime / driver API calls): correlation id, start, thread
@@ -298,10 +299,15 @@ def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float
     i = len(acc.dev_s)
     acc.dev_s.append(ts)
     acc.dev_e.append(ts + dur)
-    acc.dev_named_comm.append(1 if is_comm_kernel(name) else 0)
+    key = name if cat == "kernel" else f"[{cat}] {name}"
+    nid = acc.dev_names.get(key)
+    if nid is None:  # the name test once per kernel name (names repeat thousands of times)
+        nid = acc.dev_names[key] = len(acc.dev_names)
+        acc.name_comm.append(1 if is_comm_kernel(name) else 0)
+    acc.dev_named_comm.append(acc.name_comm[nid])
     acc.dev_corr.append(_corr(args.get("correlation")))
     acc.dev_stream.append(acc.stream_ids.setdefault((e.get("pid"), e.get("tid")), len(acc.stream_ids)))
-    acc.dev_nid.append(acc.dev_names.setdefault(name if cat == "kernel" else f"[{cat}] {name}", len(acc.dev_names)))
+    acc.dev_nid.append(nid)
     dev = args.get("device", e.get("pid"))
     dev = dev if isinstance(dev, (int, float, str)) else str(dev)
     acc.devices[dev] = acc.devices.get(dev, 0) + 1
@@ -768,25 +774,42 @@ def _comm_kinds(acc: _Acc, ev: DeviceEvents) -> dict:
 
 
 def _host_op_kind(acc: _Acc, ev: DeviceEvents) -> dict:
-    """Device event index -> the name of a collective host op its launch lies in (for the collective's kind),
-    for communication events without a library name."""
+    """Device event index -> the name (or `Collective name`) of the collective host op its launch lies in, for
+    the communication events without a library's name."""
     named = np.frombuffer(acc.dev_named_comm, dtype="int8").astype(bool) if len(acc.dev_named_comm) \
         else np.zeros(0, bool)
     want = np.flatnonzero(ev.comm & ~named)
     if not len(want) or not len(acc.hc_s):
         return {}
-    li = launch_index(acc.rt_corr, ev.corr[want])
-    hs, he = np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")
-    ht = np.asarray(acc.hc_tid, dtype="int64")
+    return _containing_op(acc.rt_corr, acc.rt_ts, acc.rt_tid, (acc.hc_s, acc.hc_e, acc.hc_tid, acc.hc_name),
+                          ev.corr[want], want.tolist())
+
+
+def _containing_op(rt_corr, rt_ts, rt_tid, hc: tuple, corrs, keys: list, look_back: int = 16) -> dict:
+    """key -> the name of a host op (`hc` = starts, ends, threads, names) holding the launch of correlation id
+    `corrs[i]` on the launching thread; a kind-bearing name is preferred among nested ops. Per thread, the ops
+    sorted by start and at most `look_back` of them before the launch looked at (nesting is shallow)."""
+    li = launch_index(rt_corr, corrs)
+    hs, he = np.asarray(hc[0], dtype="float64"), np.asarray(hc[1], dtype="float64")
+    ht = np.asarray(hc[2], dtype="int64")
+    by_thread = {}
+    for t in np.unique(ht).tolist():
+        idx = np.flatnonzero(ht == t)
+        idx = idx[np.argsort(hs[idx], kind="stable")]
+        by_thread[t] = (idx, hs[idx])
     out = {}
-    for i, l in zip(want.tolist(), li.tolist()):
+    for key, l in zip(keys, li.tolist()):
         if l < 0:
             continue
-        t, tid = acc.rt_ts[l], acc.rt_tid[l]
-        cand = np.flatnonzero((ht == tid) & (hs <= t) & (he >= t))
-        kinds = [acc.hc_name[j] for j in cand if collective_kind(acc.hc_name[j]) != "collective"]
-        if kinds:
-            out[i] = kinds[0]
+        t, tid = rt_ts[l], rt_tid[l]
+        got = by_thread.get(tid)
+        if got is None:
+            continue
+        idx, starts = got
+        j = int(np.searchsorted(starts, t, side="right"))
+        names = [hc[3][k] for k in idx[max(0, j - look_back):j][::-1] if he[k] >= t]
+        if names:
+            out[key] = next((n for n in names if collective_kind(n) != "collective"), names[0])
     return out
 
 
@@ -1224,19 +1247,7 @@ def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
     the host ops."""
     if not corrs or not len(hc[0]) or not len(rt[0]):
         return {}
-    li = launch_index(rt[0], np.asarray(corrs, dtype="int64"))
-    hs, he, ht = (np.asarray(hc[0], dtype="float64"), np.asarray(hc[1], dtype="float64"),
-                  np.asarray(hc[2], dtype="int64"))
-    out = {}
-    for c, l in zip(corrs, li.tolist()):
-        if l < 0:
-            continue
-        t, tid = rt[1][l], rt[2][l]
-        hit = np.flatnonzero((ht == tid) & (hs <= t) & (he >= t))
-        if len(hit):
-            names = [hc[3][j] for j in hit]
-            out[c] = next((n for n in names if collective_kind(n) != "collective"), names[0])
-    return out
+    return _containing_op(rt[0], rt[1], rt[2], hc, np.asarray(corrs, dtype="int64"), list(corrs))
 
 
 MAX_LAUNCHES = 4000  # host launch slices kept per step (the longest), before the timeline's own cap
