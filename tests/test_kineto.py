@@ -421,3 +421,16 @@ def test_a_rank_traced_twice_makes_two_runs_in_time_order(tmp_path, slow_run):
     first = min(runs, key=lambda r: r.name)
     assert all(not p.name.startswith("later_") for rf in first.ranks.values() for p in rf.files["kineto_trace"])
     assert not any("a second trace" in i.problem for r in runs for i in r.issues)
+
+
+def test_cpu_trace_without_steps_is_one_window(tmp_path):
+    """A CPU-only trace without ProfilerStep: one window from its first operator or gloo slice to its last."""
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 400},
+          {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": 300, "dur": 700}]
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "r.pt.trace.json").write_text(json.dumps({"traceEvents": ev}))
+    st = _run(tmp_path / "c").ranks[0].step_trace.steps
+    assert float(st["total"].iloc[0]) == pytest.approx(0.9)  # 100 -> 1000 µs
+    assert float(st["computing"].iloc[0]) == pytest.approx(0.4)
+    assert float(st["communication"].iloc[0]) == pytest.approx(0.7)
+    assert float(st["overlapped"].iloc[0]) == pytest.approx(0.2)

@@ -608,10 +608,8 @@ def _whole(acc: _Acc, ev: Optional[DeviceEvents]) -> list:
     if ev is not None and len(ev.start):
         return [(None, float(ev.start.min()), float(ev.end.max()))]
     s, e = np.frombuffer(acc.cpu_s, dtype="float64"), np.frombuffer(acc.cpu_e, dtype="float64")
-    cs = [c[0] for c in acc.colls]
-    ce = [c[0] + c[1] for c in acc.colls]
-    lo = min([float(s.min())] if len(s) else [] + cs, default=None)
-    hi = max([float(e.max())] if len(e) else [] + ce, default=None)
+    lo = min(([float(s.min())] if len(s) else []) + [c[0] for c in acc.colls], default=None)
+    hi = max(([float(e.max())] if len(e) else []) + [c[0] + c[1] for c in acc.colls], default=None)
     return [] if lo is None or hi is None or not hi > lo else [(None, lo, hi)]
 
 
