@@ -1,23 +1,39 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
 streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
 
-What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it):
+What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
+categories `Operator` / `Runtime` / `Kernel` / `Memcpy` / `Memset` too):
 
 * the header before `traceEvents`: `distributedInfo` (backend, rank, world_size, `pg_config`: process groups
-  with their ranks), `deviceProperties` (GPU name, `totalGlobalMem` in bytes), `host_name`;
-* `ProfilerStep#N` slices (host clock, µs): the step windows. Kineto puts device events on the same clock;
-* device activity (`cat` kernel / gpu_memcpy / gpu_memset; µs): communication kernels are NCCL's
-  (`ncclDevKernel_*`, `ncclKernel_*`, `nccl:*`) and HCCL's (`hcom_*`, `hccl*`), everything else is computation.
+  with their ranks), `deviceProperties` (device model, `totalGlobalMem` in bytes), `host_name`;
+* the host's `ProfilerStep#N` ranges (`user_annotation` / `cpu_op`, host clock, µs). ROCm and recent CUDA traces
+  repeat them on the GPU lane (`gpu_user_annotation`, a few µs at the step's first kernel): annotations, never
+  steps (used, with a warning, only when the host has none);
+* device activity of every accelerator Kineto records (`kernel`, `gpu_memcpy` / `gpu_memset` and the other
+  backends' copies and sets; µs) and the host launches (`cuda_runtime` / `cuda_driver` / `xpu_runtime` /
+  `privateuse1_runtime` / ...) whose `correlation` id names the kernel they launched;
+* communication: a collective library's kernel by name (NCCL `ncclKernel_*`, NCCL >= 2.19 and RCCL
+  `ncclDevKernel_*`, MSCCL, HCCL, NVSHMEM, expert-parallel libraries: DeepEP `deep_ep::` / `dpsk::ep::`, pplx,
+  UCCL-EP), or a kernel launched inside a collective's host op on the same thread (`record_param_comms`,
+  `nccl:*`, `c10d::*`, functional collectives): custom all-to-all kernels. Copies and sets stay computation.
   NCCL kernels of PyTorch >= 2.1 carry `Collective name`, `Process Group Name` and, later, `Seq`;
-* host operators (`cat` cpu_op): per-operator self time (nesting per thread), and, for a run without any
-  device activity (CPU training with gloo), the device *is* the CPU: computation is the time covered by operators
-  of the step's thread, communication the `gloo:*` work slices of gloo's worker threads;
-* `[memory]` instant events (`Total Allocated` / `Total Reserved`, bytes; `Device Type` 1 = CUDA, 0 = CPU).
+* host operators (`cpu_op`): per-operator self time (nesting per thread), and, for a run without any device
+  activity (CPU training with gloo), the device *is* the CPU: computation is the time covered by operators of the
+  step's thread, communication the `gloo:*` work slices of gloo's worker threads (one union over the threads);
+* `[memory]` instant events (`Total Allocated` / `Total Reserved`, bytes -> MB of 2^20 bytes; `Device Type` 1 =
+  CUDA, 0 = CPU, others = other accelerators).
 
-Per step (HTA's temporal and overlap breakdowns, written as Ascend's step_trace_time.csv columns):
-computing = union of computation inside the step window; communication = union of communication;
-overlapped = their intersection; communication not overlapped = communication − overlapped; free = step −
-computing − communication not overlapped.
+Steps (HTA's mapping): each device event belongs to the step whose host range holds its launch; a step lasts from
+its first device event to the next step's first one (the device's period, which a host running ahead of the GPU
+does not shorten). The last step, which no next step ends, is *partial*: kept in `StepTrace.partial_steps`, left
+out of `steps` (so of averages, spreads and the slowest step), named in data quality. One step alone, or device
+events that cannot be mapped, use the host ranges; a trace without ProfilerStep is one window (step id empty).
+
+Per step (HTA's temporal and overlap breakdowns, written as Ascend's step_trace_time.csv columns): computing =
+union of the step's computation events; communication = union of its communication events; overlapped = their
+intersection; communication not overlapped = communication − overlapped; free = step − computing − communication
+not overlapped (never below 0). Operator totals count the complete steps' events only (the site divides them by
+the number of steps).
 
 Communication wait needs every rank: `match_collectives` pairs each collective instance across ranks (by process
 group and `Seq` when written, else by step and order within the step and group, checking the kind) and sets
