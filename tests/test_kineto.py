@@ -434,3 +434,23 @@ def test_cpu_trace_without_steps_is_one_window(tmp_path):
     assert float(st["computing"].iloc[0]) == pytest.approx(0.4)
     assert float(st["communication"].iloc[0]) == pytest.approx(0.7)
     assert float(st["overlapped"].iloc[0]) == pytest.approx(0.2)
+
+
+def test_ranks_without_a_common_step_are_named(tmp_path, slow_run):
+    """Two ranks of one job that recorded different steps (another profiling window): a warning names the ranges."""
+    src = sorted((slow_run / "traces").glob("*.pt.trace.json"))[:3]
+    d = tmp_path / "ranges"
+    d.mkdir()
+    for p in src[:2]:
+        shutil.copy(p, d / p.name)
+    later = src[2].read_text()
+    for s in range(6, 0, -1):
+        later = later.replace(f'"ProfilerStep#{s}"', f'"ProfilerStep#{s + 100}"')
+    (d / src[2].name).write_text(later)
+    run = _run(d)
+    assert list(run.ranks[2].step_trace.steps["step"]) == [101, 102, 103, 104, 105]
+    msgs = [i.problem for i in run.issues if "share no step" in i.problem]
+    assert msgs == ["the ranks' traces share no step (rank(s) 0, 1: steps 1-5; rank(s) 2: steps 101-105): they "
+                    "were not profiled together (other jobs or other profiling windows), so comparing the ranks "
+                    "step by step is not meaningful; profile the ranks over the same steps"]
+    assert not any("share no step" in i.problem for i in _run(slow_run).issues)

@@ -872,8 +872,34 @@ def run_note(ranks: dict[int, RankData]) -> str:
     return READ_NOTE
 
 
+def check_step_ranges(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
+    """Ranks whose traces share no step (one recorded steps 550-554, another 15-17) were not profiled together:
+    their steps are not comparable, whatever the folder says."""
+    sets = {r: {int(s) for s in d.step_trace.steps["step"].dropna()} for r, d in ranks.items()
+            if d.step_trace is not None and len(d.step_trace.steps) and d.step_trace.steps["step"].notna().any()}
+    if len(sets) < 2:
+        return
+    groups: list[tuple[set, list]] = []  # ranks joined while their steps overlap
+    for r in sorted(sets):
+        hit = [g for g in groups if g[0] & sets[r]]
+        merged = (set(sets[r]), [r])
+        for g in hit:
+            merged[0].update(g[0])
+            merged[1].extend(g[1])
+            groups.remove(g)
+        groups.append(merged)
+    if len(groups) < 2:
+        return
+    parts = "; ".join(f"rank(s) {', '.join(map(str, sorted(rs)[:8]))}: steps {min(st)}-{max(st)}"
+                      for st, rs in sorted(groups, key=lambda g: min(g[1]))[:4])
+    issues.append(DataIssue("", f"the ranks' traces share no step ({parts}): they were not profiled together (other "
+                                "jobs or other profiling windows), so comparing the ranks step by step is not "
+                                "meaningful; profile the ranks over the same steps", "warning"))
+
+
 def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
     """Pair every collective instance across the ranks that recorded it and set each rank's wait and transit."""
+    check_step_ranges(ranks, issues)
     frames = []
     for r, d in ranks.items():
         c = d.communication
