@@ -122,6 +122,9 @@ class StepTrace:
     # What produced the phases when it is not the kind's usual file (Kineto traces: computed here); the site may
     # show it instead of STEP_TRACE_KIND_LABELS[kind].
     label: str = ""
+    # Steps measured but left out of `steps` (and so of averages, spreads and the slowest step): their end is not
+    # known (Kineto: the last step, which no next step ends on the device). Same columns as `steps`.
+    partial_steps: Optional[pd.DataFrame] = None
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -146,6 +149,8 @@ class RankInfo:
     distributed_args: dict = field(default_factory=dict)
     parallel_groups: dict = field(default_factory=dict)  # group id -> {group_name, global_ranks}
     distributed_args_source: str = ""  # where distributed_args came from when not profiler_metadata.json (DB export)
+    device_model: Optional[str] = None  # the accelerator's name (Kineto deviceProperties: "NVIDIA A100-SXM4-80GB")
+    device_memory_mb: Optional[float] = None  # its memory, MB = 2^20 bytes (deviceProperties totalGlobalMem)
 
 
 # --- communication -------------------------------------------------------------------------------
@@ -313,7 +318,7 @@ class CpuUsage:
 
 @dataclass
 class Memory:
-    """One rank's device memory, in MB (1e6 bytes).
+    """One rank's device memory, in MB (2^20 bytes, as the profilers write it).
 
     `peak_mb`: the highest memory in use (MindInsight `peak_mem`; torch_npu: max reserved of the whole process
     (APP), else of the allocator); `capacity_mb` when the profiler records it. `curve`: x, used_mb (+ reserved_mb

@@ -36,7 +36,7 @@ REL_TOLERANCE = 0.05
 ABS_TOLERANCE_MS = 0.5
 MAX_RANKS_LISTED = 8
 SEVERITY = "warning"  # the numbers built from these values (shares, waits, bars) cannot be trusted
-WAIT_INCLUDED = ("communication.json",)  # producers whose communication time includes the wait
+WAIT_INCLUDED = ("communication.json", "kineto")  # producers whose communication time includes the wait
 
 
 @dataclass(frozen=True)

@@ -396,7 +396,7 @@ def discover(root: Path) -> list[RunLayout]:
     for parent, profs in prof_by_parent.items():
         runs.append(_msprof_run(fs, parent, profs))
     for d, files in scan.kineto.items():
-        runs.append(_kineto_run(fs, d, files))
+        runs.extend(_kineto_runs(fs, d, files))
     for d in scan.bare_modern:
         runs.append(_bare_modern_run(fs, d))
     for d in scan.cluster_outputs:
@@ -836,12 +836,55 @@ def _msprof_run(fs: _Fs, parent: Path, profs: list[Path]) -> RunLayout:
 # --- PyTorch (Kineto) traces ---------------------------------------------------------------------
 
 
-def _kineto_run(fs: _Fs, d: Path, files: list[Path]) -> RunLayout:
+def _kineto_runs(fs: _Fs, d: Path, files: list[Path]) -> list[RunLayout]:
+    """The Kineto traces of one folder: one run, or one per job when the traces are of different jobs (another
+    device model or world size: never one job with ranks that never ran together)."""
+    heads = {p: peek.kineto_header(p) for p in files}
+    jobs: dict[tuple, list[Path]] = {}
+    for p in files:
+        h = heads[p]
+        jobs.setdefault((h.get("world_size"), h.get("device_model")), []).append(p)
+    known = [k for k in jobs if k != (None, None)]
+    if (None, None) in jobs and len(known) == 1:  # traces that say nothing go with the one job that does
+        jobs[known[0]].extend(jobs.pop((None, None)))
+    # the same rank twice: the traces of runs one after the other (another time base); in time order, a trace
+    # whose rank the current job already has starts the next job
+    split: dict[tuple, list[Path]] = {}
+    for key, ps in jobs.items():
+        ranks_seen: set = set()
+        part = 0
+        for p in sorted(ps, key=lambda q: (heads[q].get("first_ts", float("inf")), q.name)):
+            r = heads[p].get("rank")
+            if r is not None and r in ranks_seen and heads[p].get("first_ts") is not None:
+                part += 1
+                ranks_seen = set()
+            if r is not None:
+                ranks_seen.add(r)
+            split.setdefault((*key, part), []).append(p)
+    jobs = split
+    if len(jobs) == 1:
+        return [_kineto_run(fs, d, files, heads)]
+    runs = []
+    for i, (key, ps) in enumerate(sorted(jobs.items(), key=lambda kv: sorted(kv[1])[0]), start=1):
+        run = _kineto_run(fs, d, ps, heads)
+        ws, model, part = key
+        run.name = ", ".join(x for x in (model, f"world size {ws}" if ws else None,
+                                         f"run {part + 1}" if any(k[2] for k in jobs) else None) if x) \
+            or f"job {i}"
+        run.key = f"job{i}"
+        run.issues.append(DataIssue(run.rel(d), f"the folder holds traces of {len(jobs)} different jobs (device "
+                                    "model, world size or time base differ, or a rank traced twice); each is "
+                                    "reported as its own run", "info"))
+        runs.append(run)
+    return runs
+
+
+def _kineto_run(fs: _Fs, d: Path, files: list[Path], heads: Optional[dict] = None) -> RunLayout:
     run = RunLayout(root=fs.root, base=d, layout="kineto")
     unknown = []
     sizes: set[int] = set()
     for p in files:
-        info = peek.kineto_header(p)
+        info = (heads or {}).get(p) or peek.kineto_header(p)
         rank = info.get("rank")
         if info.get("world_size"):
             sizes.add(int(info["world_size"]))

@@ -22,6 +22,7 @@ from reportgen.numbers import to_int as _int
 
 MAX_PEEK_BYTES = 4 * 1024 * 1024  # a metadata file larger than this is not peeked at (the loader judges it)
 MAX_CSV_PEEK_ROWS = 1_000_000
+KINETO_PEEK_EVENTS = 50  # events of a Kineto trace read for its time base
 
 
 
@@ -119,8 +120,11 @@ def msprof_rank(info_files: list[Path]) -> Optional[int]:
 
 
 def kineto_header(path: Path) -> dict:
-    """Read `distributedInfo.rank` and `host_name` from a Kineto trace without reading its events."""
+    """Read `distributedInfo.rank` / `world_size`, `host_name` and the first `deviceProperties` name from a Kineto
+    trace, and the earliest `ts` of its first `KINETO_PEEK_EVENTS` events (`first_ts`, µs: the trace's time base),
+    without reading the rest."""
     out: dict = {}
+    seen = 0
     try:
         with DepthGuard(_open_maybe_gzip(path)) as f:
             for prefix, event, value in ijson.parse(f):
@@ -130,8 +134,19 @@ def kineto_header(path: Path) -> dict:
                     out["world_size"] = int(value)
                 elif prefix == "host_name" and event == "string":
                     out["host"] = value
-                elif prefix == "traceEvents" and event == "start_array":
-                    break
+                elif prefix == "deviceProperties.item.name" and event == "string" and "device_model" not in out:
+                    out["device_model"] = value
+                elif prefix == "traceEvents.item" and event == "end_map":
+                    seen += 1
+                    if seen >= KINETO_PEEK_EVENTS:
+                        break
+                elif prefix == "traceEvents.item.ts" and event == "number":
+                    out["first_ts"] = min(float(value), out.get("first_ts", float("inf")))
+                elif prefix == "traceEvents.item.ts" and event == "string":
+                    try:
+                        out["first_ts"] = min(float(value), out.get("first_ts", float("inf")))
+                    except ValueError:
+                        pass
     except Exception:  # noqa: BLE001 - a broken trace is reported by the loader
         pass
     return out

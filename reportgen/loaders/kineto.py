@@ -1,23 +1,39 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
 streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
 
-What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it):
+What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
+categories `Operator` / `Runtime` / `Kernel` / `Memcpy` / `Memset` too):
 
 * the header before `traceEvents`: `distributedInfo` (backend, rank, world_size, `pg_config`: process groups
-  with their ranks), `deviceProperties` (GPU name, `totalGlobalMem` in bytes), `host_name`;
-* `ProfilerStep#N` slices (host clock, µs): the step windows. Kineto puts device events on the same clock;
-* device activity (`cat` kernel / gpu_memcpy / gpu_memset; µs): communication kernels are NCCL's
-  (`ncclDevKernel_*`, `ncclKernel_*`, `nccl:*`) and HCCL's (`hcom_*`, `hccl*`), everything else is computation.
+  with their ranks), `deviceProperties` (device model, `totalGlobalMem` in bytes), `host_name`;
+* the host's `ProfilerStep#N` ranges (`user_annotation` / `cpu_op`, host clock, µs). ROCm and recent CUDA traces
+  repeat them on the GPU lane (`gpu_user_annotation`, a few µs at the step's first kernel): annotations, never
+  steps (used, with a warning, only when the host has none);
+* device activity of every accelerator Kineto records (`kernel`, `gpu_memcpy` / `gpu_memset` and the other
+  backends' copies and sets; µs) and the host launches (`cuda_runtime` / `cuda_driver` / `xpu_runtime` /
+  `privateuse1_runtime` / ...) whose `correlation` id names the kernel they launched;
+* communication: a collective library's kernel by name (NCCL `ncclKernel_*`, NCCL >= 2.19 and RCCL
+  `ncclDevKernel_*`, MSCCL, HCCL, NVSHMEM, expert-parallel libraries: DeepEP `deep_ep::` / `dpsk::ep::`, pplx,
+  UCCL-EP), or a kernel launched inside a collective's host op on the same thread (`record_param_comms`,
+  `nccl:*`, `c10d::*`, functional collectives): custom all-to-all kernels. Copies and sets stay computation.
   NCCL kernels of PyTorch >= 2.1 carry `Collective name`, `Process Group Name` and, later, `Seq`;
-* host operators (`cat` cpu_op): per-operator self time (nesting per thread), and, for a run without any
-  device activity (CPU training with gloo), the device *is* the CPU: computation is the time covered by operators
-  of the step's thread, communication the `gloo:*` work slices of gloo's worker threads;
-* `[memory]` instant events (`Total Allocated` / `Total Reserved`, bytes; `Device Type` 1 = CUDA, 0 = CPU).
+* host operators (`cpu_op`): per-operator self time (nesting per thread), and, for a run without any device
+  activity (CPU training with gloo), the device *is* the CPU: computation is the time covered by operators of the
+  step's thread, communication the `gloo:*` work slices of gloo's worker threads (one union over the threads);
+* `[memory]` instant events (`Total Allocated` / `Total Reserved`, bytes -> MB of 2^20 bytes; `Device Type` 1 =
+  CUDA, 0 = CPU, others = other accelerators).
 
-Per step (HTA's temporal and overlap breakdowns, written as Ascend's step_trace_time.csv columns):
-computing = union of computation inside the step window; communication = union of communication;
-overlapped = their intersection; communication not overlapped = communication − overlapped; free = step −
-computing − communication not overlapped.
+Steps (HTA's mapping): each device event belongs to the step whose host range holds its launch; a step lasts from
+its first device event to the next step's first one (the device's period, which a host running ahead of the GPU
+does not shorten). The last step, which no next step ends, is *partial*: kept in `StepTrace.partial_steps`, left
+out of `steps` (so of averages, spreads and the slowest step), named in data quality. One step alone, or device
+events that cannot be mapped, use the host ranges; a trace without ProfilerStep is one window (step id empty).
+
+Per step (HTA's temporal and overlap breakdowns, written as Ascend's step_trace_time.csv columns): computing =
+union of the step's computation events; communication = union of its communication events; overlapped = their
+intersection; communication not overlapped = communication − overlapped; free = step − computing − communication
+not overlapped (never below 0). Operator totals count the complete steps' events only (the site divides them by
+the number of steps).
 
 Communication wait needs every rank: `match_collectives` pairs each collective instance across ranks (by process
 group and `Seq` when written, else by step and order within the step and group, checking the kind) and sets
@@ -31,6 +47,7 @@ import json
 import math
 import re
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -39,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
+from reportgen.i18n import N_
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
 from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
@@ -47,24 +65,74 @@ from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUM
                              TimelineSummary)
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "runtime", "privateuse1_runtime")
-COMM_KERNEL_RE = re.compile(r"^(?:void\s+)?(?:nccl|hcom_|hccl|c10d::|rccl)", re.I)
-HOST_COMM_RE = re.compile(r"^(?:gloo:|nccl:|hccl:|c10d::|record_param_comms|torch\.distributed)", re.I)
+# Device activity by Kineto category (libkineto ActivityType names; the 2021 schema wrote `Kernel`, `Memcpy`,
+# `Memset`, `Runtime`, `Operator`, compared in lower case). Kernels of every accelerator Kineto records (CUDA,
+# ROCm, XPU, MTIA, privateuse1 backends) are `kernel`; copies and sets carry the backend's prefix.
+DEVICE_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "mtia_ccp_events", "hpu_op",
+                         "gcu_memcpy", "gcu_memset", "mlu_memcpy", "mlu_memset"))
+HOST_OP_CATS = frozenset(("cpu_op", "operator"))  # `Operator`: the 2021 schema's cpu_op
+# Communication kernels by name: NCCL (`ncclKernel_*`, NCCL >= 2.19 `ncclDevKernel_*`), RCCL (same names,
+# `ncclDevKernel_Generic`), MSCCL/MSCCL++, HCCL, NVSHMEM; expert-parallel all-to-all libraries (DeepEP
+# `deep_ep::...::dispatch|combine`, its `dpsk::ep` fork, pplx-kernels, UCCL-EP).
+COMM_KERNEL_RE = re.compile(
+    r"^(?:void\s+)?(?:\w+::)*(?:nccl|rccl|msccl|hccl|hcom_|nvshmem|c10d::)"
+    r"|ncclDevKernel|ncclKernel|(?:^|[\s:<(])(?:deep_ep|dpsk::ep|pplx|uccl_ep|uccl::ep)::", re.I)
+EP_KERNEL_RE = re.compile(r"(?:deep_ep|dpsk::ep|pplx|uccl_ep|uccl::ep)::", re.I)
+# Host ops of a process group's collective (the kernels launched inside them are its communication): c10d's
+# `record_param_comms`, the backend's `nccl:*` / `gloo:*` / `hccl:*` ranges, `c10d::` and functional collectives.
+HOST_COMM_RE = re.compile(r"^(?:gloo:|nccl:|rccl:|hccl:|ucc:|mpi:|c10d::|_?c10d_functional::|record_param_comms|"
+                          r"torch\.distributed)", re.I)
 KIND_RE = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|send_?recv|barrier|"
                      r"reduce|send|recv|gather|scatter)", re.I)
 HEADER_BYTES = 1 << 20
-READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, ProfilerStep#N "
-             "windows, GPU kernels / memcpy / memset (NCCL and HCCL kernels as communication), cpu_op operators "
-             "(self time), gloo:* work slices, [memory] events; not read: python_function and cuda_runtime/driver "
-             "events, flow (ac2g) events, operator input shapes and stacks")
+MIB = float(2 ** 20)  # the report's MB (memory) are 2^20 bytes; Kineto writes bytes
+READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's "
+             "ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of "
+             "every accelerator (2021 schema categories included), runtime launches (to map each kernel to the "
+             "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
+             "(self time), gloo:* work slices, [memory] events; not read: python_function events, flow (ac2g) "
+             "events, operator input shapes and stacks")
+# What the step trace of a Kineto trace is (the overview's "Step trace" fact), one per way of measuring the steps
+STEP_LABELS = {
+    "mapped": N_("computed from the Kineto trace (device kernels, steps mapped through their launches: a step lasts "
+                 "from its first kernel to the next step's first kernel; the last step is partial): computing / "
+                 "communication / overlapped / free per step, as HTA's temporal and overlap breakdowns"),
+    "cut": N_("computed from the Kineto trace (device kernels cut at the host's ProfilerStep windows): computing / "
+              "communication / overlapped / free per step, as HTA's temporal and overlap breakdowns"),
+    "whole": N_("computed from the Kineto trace (device kernels; no ProfilerStep: one window over the whole trace): "
+                "computing / communication / overlapped / free"),
+    "cpu": N_("computed from the Kineto trace (CPU operators and gloo slices in the host's ProfilerStep windows): "
+              "computing / communication / overlapped / free per step"),
+    "cpu_whole": N_("computed from the Kineto trace (CPU operators and gloo slices; no ProfilerStep: one window over "
+                    "the whole trace): computing / communication / overlapped / free"),
+}
 KERNEL_NAME_CAP = 160
+MAX_NAMED = 5  # kernel names listed in one data-quality line
+
+
+def is_device_cat(cat: str) -> bool:
+    return cat in DEVICE_CATS
+
+
+def is_runtime_cat(cat: str) -> bool:
+    """Host-side launch APIs (`cuda_runtime`, `cuda_driver`, `xpu_runtime`, `privateuse1_runtime`, 2021 `Runtime`)."""
+    return cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver")
+
+
+def is_comm_kernel(name: str) -> bool:
+    """A device event that is communication by its name alone (collective and expert-parallel libraries)."""
+    return bool(COMM_KERNEL_RE.search(name))
 
 
 def collective_kind(name: str) -> str:
-    """`ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` / `gloo:all_reduce` -> `allreduce`."""
+    """`ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` / `gloo:all_reduce` -> `allreduce`; an expert-parallel
+    library's dispatch / combine kernel -> `alltoall`."""
     m = KIND_RE.search(name.replace("To", "to"))
-    return m.group(1).lower().replace("_", "") if m else "collective"
+    if m:
+        return m.group(1).lower().replace("_", "")
+    if EP_KERNEL_RE.search(name) and re.search(r"dispatch|combine", name, re.I):
+        return "alltoall"
+    return "collective"
 
 
 def kernel_type(name: str) -> str:
@@ -122,28 +190,44 @@ def read_header(path: Path) -> dict:
 
 @dataclass
 class _Acc:
-    """Compact accumulators of one streamed pass."""
+    """Compact accumulators of one streamed pass (arrays, not event dicts)."""
 
-    steps: dict = field(default_factory=dict)  # step -> (start µs, end µs, (pid, tid))
+    steps: dict = field(default_factory=dict)  # host ProfilerStep: step -> (start µs, end µs, (pid, tid))
+    lane_steps: dict = field(default_factory=dict)  # ProfilerStep annotations on a device lane: step -> (start, end)
+    # device activity, one entry per kernel / copy / set
     dev_s: array = field(default_factory=lambda: array("d"))
     dev_e: array = field(default_factory=lambda: array("d"))
-    dev_comm: array = field(default_factory=lambda: array("b"))
+    dev_named_comm: array = field(default_factory=lambda: array("b"))  # communication by its name
     dev_corr: array = field(default_factory=lambda: array("q"))  # launch correlation id (-1: none)
-    rt_corr: array = field(default_factory=lambda: array("q"))  # host runtime launches: correlation, ts
+    dev_stream: array = field(default_factory=lambda: array("l"))  # index into `stream_ids`
+    dev_nid: array = field(default_factory=lambda: array("l"))  # index into `dev_names`
+    dev_args: dict = field(default_factory=dict)  # index -> (Collective name, Process Group Name, Seq) when written
+    dev_names: dict = field(default_factory=dict)  # kernel name ("[cat] name" for copies and sets) -> id
+    name_comm: list = field(default_factory=list)  # per kernel name id: communication by its name (1/0)
+    stream_ids: dict = field(default_factory=dict)  # (pid, tid) -> id
+    devices: dict = field(default_factory=dict)  # device id -> events
+    # host launches (runtime / driver API calls): correlation id, start, thread
+    rt_corr: array = field(default_factory=lambda: array("q"))
     rt_ts: array = field(default_factory=lambda: array("d"))
-    dev_windows: Optional[list] = None  # [(step, start µs, end µs)] on the device, when launches map kernels
-    streams: set = field(default_factory=set)
-    devices: dict = field(default_factory=dict)  # device id -> kernels
-    kernels: dict = field(default_factory=dict)  # (comm, name) -> [count, total µs, max µs]
-    colls: list = field(default_factory=list)  # (start µs, dur µs, kind, group, seq, name)
+    rt_tid: array = field(default_factory=lambda: array("l"))
+    # host ops of a collective (record_param_comms, nccl:*, c10d::*, ...): start, end, thread, name
+    hc_s: array = field(default_factory=lambda: array("d"))
+    hc_e: array = field(default_factory=lambda: array("d"))
+    hc_tid: array = field(default_factory=lambda: array("l"))
+    hc_name: list = field(default_factory=list)
+    colls: list = field(default_factory=list)  # CPU collectives (gloo:*): (start µs, dur µs, kind, group, seq, name)
     cpu_s: array = field(default_factory=lambda: array("d"))
     cpu_e: array = field(default_factory=lambda: array("d"))
     cpu_tid: array = field(default_factory=lambda: array("l"))
     cpu_name: array = field(default_factory=lambda: array("l"))
-    names: dict = field(default_factory=dict)  # name -> id
-    tids: dict = field(default_factory=dict)  # (pid, tid) -> id
+    names: dict = field(default_factory=dict)  # host op name -> id
+    tids: dict = field(default_factory=dict)  # (pid, tid) -> id (host threads)
     mem: dict = field(default_factory=dict)  # (device type, device id) -> (ts array, allocated array, reserved)
     n_events: int = 0
+
+    @property
+    def streams(self) -> set:
+        return set(self.stream_ids)
 
 
 def _num(v) -> float:
@@ -164,45 +248,38 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 if math.isnan(ts) or math.isnan(dur) or dur < 0:
                     unusable += 1
                     continue
+                cat = str(e.get("cat") or "").lower()
                 if name.startswith("ProfilerStep#"):
                     m = STEP_RE.match(name)
                     if m:
-                        acc.steps[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+                        if cat.endswith("user_annotation") and cat != "user_annotation":
+                            # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
+                            acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
+                        else:
+                            acc.steps[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
                     continue
-                cat = str(e.get("cat") or "").lower()
                 if cat in DEVICE_CATS:
-                    args = e.get("args")
-                    args = args if isinstance(args, dict) else {}
-                    comm = bool(COMM_KERNEL_RE.match(name))
-                    acc.dev_s.append(ts)
-                    acc.dev_e.append(ts + dur)
-                    acc.dev_comm.append(1 if comm else 0)
-                    acc.dev_corr.append(_corr(args.get("correlation")))
-                    acc.streams.add((e.get("pid"), e.get("tid")))
-                    dev = args.get("device", e.get("pid"))
-                    acc.devices[dev] = acc.devices.get(dev, 0) + 1
-                    key = (comm, name if cat == "kernel" else f"[{cat}] {name}")
-                    k = acc.kernels.get(key)
-                    if k is None:
-                        acc.kernels[key] = [1, dur, dur]
-                    else:
-                        k[0] += 1
-                        k[1] += dur
-                        k[2] = max(k[2], dur)
-                    if comm:
-                        kind = collective_kind(str(args.get("Collective name") or name))
-                        acc.colls.append((ts, dur, kind, args.get("Process Group Name"), args.get("Seq"), name))
-                elif cat in RUNTIME_CATS:
+                    _device_event(acc, e, name, cat, ts, dur)
+                elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
                     args = e.get("args")
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                     if c >= 0:
                         acc.rt_corr.append(c)
                         acc.rt_ts.append(ts)
-                elif cat == "user_annotation" and name.startswith("gloo:"):
-                    acc.colls.append((ts, dur, collective_kind(name), None, None, name))
-                    acc.kernels[(True, name)] = _add(acc.kernels.get((True, name)), dur)
-                elif cat == "cpu_op":
+                        acc.rt_tid.append(acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids)))
+                elif cat in HOST_OP_CATS or cat == "user_annotation":
                     tid = acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids))
+                    if HOST_COMM_RE.match(name):
+                        acc.hc_s.append(ts)
+                        acc.hc_e.append(ts + dur)
+                        acc.hc_tid.append(tid)
+                        args = e.get("args")  # record_param_comms names its collective in its args
+                        coll = args.get("Collective name") if isinstance(args, dict) else None
+                        acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
+                    if cat == "user_annotation":
+                        if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
+                            acc.colls.append((ts, dur, collective_kind(name), None, None, name))
+                        continue
                     nid = acc.names.setdefault(name, len(acc.names))
                     acc.cpu_s.append(ts)
                     acc.cpu_e.append(ts + dur)
@@ -232,6 +309,28 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
         note_unusable_events(log, path, unusable)
 
 
+def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float) -> None:
+    args = e.get("args")
+    args = args if isinstance(args, dict) else {}
+    i = len(acc.dev_s)
+    acc.dev_s.append(ts)
+    acc.dev_e.append(ts + dur)
+    key = name if cat == "kernel" else f"[{cat}] {name}"
+    nid = acc.dev_names.get(key)
+    if nid is None:  # the name test once per kernel name (names repeat thousands of times)
+        nid = acc.dev_names[key] = len(acc.dev_names)
+        acc.name_comm.append(1 if is_comm_kernel(name) else 0)
+    acc.dev_named_comm.append(acc.name_comm[nid])
+    acc.dev_corr.append(_corr(args.get("correlation")))
+    acc.dev_stream.append(acc.stream_ids.setdefault((e.get("pid"), e.get("tid")), len(acc.stream_ids)))
+    acc.dev_nid.append(nid)
+    dev = args.get("device", e.get("pid"))
+    dev = dev if isinstance(dev, (int, float, str)) else str(dev)
+    acc.devices[dev] = acc.devices.get(dev, 0) + 1
+    if "Collective name" in args or "Process Group Name" in args or "Seq" in args:
+        acc.dev_args[i] = (args.get("Collective name"), args.get("Process Group Name"), args.get("Seq"))
+
+
 def _corr(v) -> int:
     try:
         c = int(v)
@@ -240,50 +339,80 @@ def _corr(v) -> int:
     return c if 0 <= c < 2**62 else -1
 
 
-def device_windows(cpu: list, rt_corr, rt_ts, k_corr, k_s, k_e) -> Optional[list]:
-    """Step windows on the device, as torch_npu and HTA map them: a kernel belongs to the step whose
-    ProfilerStep window holds its host launch (same correlation id); a step's device range starts at its first
-    kernel and ends where the next step's first kernel starts (the last one at its last kernel's end).
-    None when some step has no mapped kernel (then the host windows are used)."""
-    rc, rt = np.asarray(rt_corr, dtype="int64"), np.asarray(rt_ts, dtype="float64")
+def launch_index(rt_corr, k_corr) -> np.ndarray:
+    """For each device event, the index of its host launch (same correlation id) in `rt_corr`, -1 when none."""
+    rc = np.asarray(rt_corr, dtype="int64")
     kc = np.asarray(k_corr, dtype="int64")
-    ks, ke = np.asarray(k_s, dtype="float64"), np.asarray(k_e, dtype="float64")
-    if not len(cpu) or not len(rc) or not len(kc):
-        return None
+    if not len(rc) or not len(kc):
+        return np.full(len(kc), -1, dtype="int64")
     order = np.argsort(rc, kind="stable")
-    rc, rt = rc[order], rt[order]
-    pos = np.clip(np.searchsorted(rc, kc), 0, len(rc) - 1)
-    found = (rc[pos] == kc) & (kc >= 0)
-    launch = np.where(found, rt[pos], np.nan)
-    starts = np.array([w[1] for w in cpu])
-    ends = np.array([w[2] for w in cpu])
-    idx = np.searchsorted(starts, launch, side="right") - 1
-    ok = found & (idx >= 0)
-    ok[ok] &= launch[ok] < ends[idx[ok]]
-    if not ok.any():
-        return None
-    first = np.full(len(cpu), np.inf)
-    last = np.full(len(cpu), -np.inf)
-    np.minimum.at(first, idx[ok], ks[ok])
-    np.maximum.at(last, idx[ok], ke[ok])
+    pos = np.clip(np.searchsorted(rc[order], kc), 0, len(rc) - 1)
+    found = (rc[order][pos] == kc) & (kc >= 0)
+    return np.where(found, order[pos], -1)
+
+
+def step_of_launch(host: list, launch_ts: np.ndarray) -> np.ndarray:
+    """Index into `host` (sorted [(step, start, end)]) of the host step holding each launch time, -1 when none."""
+    if not len(host):
+        return np.full(len(launch_ts), -1, dtype="int64")
+    starts = np.array([w[1] for w in host])
+    ends = np.array([w[2] for w in host])
+    t = np.nan_to_num(launch_ts, nan=-np.inf)
+    idx = np.searchsorted(starts, t, side="right") - 1
+    ok = idx >= 0
+    ok[ok] &= t[ok] < ends[idx[ok]]
+    return np.where(ok, idx, -1)
+
+
+def device_windows(host: list, kstep: np.ndarray, k_s, k_e) -> tuple[list, set, bool]:
+    """Step windows on the device from the host steps and the step of each device event (HTA and torch_npu map
+    kernels to steps through their launches): every step lasts from its first device event to the next step's
+    first one. A step without a next step in the trace (the last one, or before a gap in the step numbers) has
+    no measured end: its window ends with its own last event and it is *partial*.
+
+    Returns (windows [(step, start µs, end µs)], partial steps, mapped); `mapped` is False, and the host
+    windows come back, when some step has no device event mapped to it (no correlation ids, CPU-only steps).
+    One step alone, or no complete step at all, keeps the host windows (its device work mapped)."""
+    ks, ke = np.asarray(k_s, dtype="float64"), np.asarray(k_e, dtype="float64")
+    n = len(host)
+    if not n or not len(ks) or not (kstep >= 0).any():
+        return list(host), set(), False
+    ok = kstep >= 0
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    np.minimum.at(first, kstep[ok], ks[ok])
+    np.maximum.at(last, kstep[ok], ke[ok])
     if not np.isfinite(first).all():
-        return None
-    out = []
-    for i, (step, _a, _b) in enumerate(cpu):
-        end = first[i + 1] if i + 1 < len(cpu) else last[i]
-        if not end > first[i]:
-            return None
-        out.append((step, float(first[i]), float(end)))
-    return out
+        return list(host), set(), False
+    out, partial = [], set()
+    for i, (step, _a, _b) in enumerate(host):
+        if i + 1 < n and host[i + 1][0] == step + 1 and first[i + 1] > first[i]:
+            out.append((step, float(first[i]), float(first[i + 1])))
+        else:
+            out.append((step, float(first[i]), float(max(last[i], first[i]))))
+            partial.add(step)
+    if len(partial) == n:
+        return list(host), set(), True
+    return out, partial, True
 
 
-def _add(k, dur):
-    if k is None:
-        return [1, dur, dur]
-    k[0] += 1
-    k[1] += dur
-    k[2] = max(k[2], dur)
-    return k
+@dataclass
+class DeviceEvents:
+    """The device activity of one trace after the build (µs, host clock), one entry per kernel / copy / set, for
+    the analyses that need the events themselves (idle time by cause, launch delays): start, end, stream (index
+    into `streams`, (pid, tid) each), launch correlation id, host launch time (NaN: no launch recorded), whether it
+    is communication, and the index of its step in `windows` (-1: launched outside the steps read)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    stream: np.ndarray
+    streams: list
+    corr: np.ndarray
+    launch: np.ndarray
+    comm: np.ndarray
+    step: np.ndarray
+    windows: list  # [(step, start µs, end µs)]
+    partial: set
 
 
 @dataclass
@@ -293,7 +422,8 @@ class KinetoRank:
     operators: Optional[Operators] = None
     memory: Optional[Memory] = None
     timeline: Optional[TimelineSummary] = None
-    device: str = "cpu"  # "gpu" (device activity) or "cpu"
+    device: str = "cpu"  # "gpu" (device activity, any accelerator) or "cpu"
+    events: Optional[DeviceEvents] = None
 
 
 def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
@@ -328,6 +458,20 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
         return KinetoRank()
 
 
+def device_properties(head: dict, device) -> tuple[Optional[str], Optional[float]]:
+    """(model name, memory in MB = 2^20 bytes) of the trace's device from `deviceProperties` (the entry whose id is
+    the device the kernels ran on, else the first)."""
+    props = [p for p in head.get("deviceProperties") or [] if isinstance(p, dict)] \
+        if isinstance(head.get("deviceProperties"), list) else []
+    if not props:
+        return None, None
+    p = next((p for p in props if p.get("id") == device), props[0])
+    name = p.get("name")
+    mem = p.get("totalGlobalMem")
+    return (str(name).strip()[:120] if isinstance(name, str) and name.strip() else None,
+            float(mem) / MIB if isinstance(mem, (int, float)) and mem > 0 else None)
+
+
 def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -> KinetoRank:
     out = KinetoRank()
     rel = log.rel(path)
@@ -336,37 +480,137 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
         dev = max(acc.devices, key=acc.devices.get)
         info.device = int(dev) if isinstance(dev, (int, float)) else None
     if out.device == "gpu":
-        acc.dev_windows = device_windows(sorted((k, v[0], v[1]) for k, v in acc.steps.items()), acc.rt_corr,
-                                         acc.rt_ts, acc.dev_corr, acc.dev_s, acc.dev_e)
-        if acc.steps and acc.dev_windows is None:
+        model, mem = device_properties(head, info.device)
+        if model and not getattr(info, "device_model", None):
+            info.device_model = model
+        if mem and not getattr(info, "device_memory_mb", None):
+            info.device_memory_mb = mem
+    host = sorted((k, v[0], v[1]) for k, v in acc.steps.items())
+    if not host and acc.lane_steps:
+        host = sorted((k, v[0], v[1]) for k, v in acc.lane_steps.items())
+        log.add(path, "ProfilerStep#N marks only the device lane (gpu_user_annotation), not the host: the step "
+                "windows are those marks, and device work is cut at them", "warning")
+    ev = _device_events(acc, host) if out.device == "gpu" else None
+    out.events = ev
+    if ev is not None:
+        _note_comm(acc, ev, path, log)
+        if host and not (ev.step >= 0).any():
             log.add(path, "kernels could not be mapped to steps through their launches (no correlation ids, or a "
                     "step without kernels): the device time is cut at the host's ProfilerStep windows", "info")
-    comp, comm = _intervals(acc, out.device)
-    out.step_trace = _step_trace(acc, comp, comm, rel, out.device)
-    if out.step_trace is None:
-        log.add(path, "no ProfilerStep#N markers in the trace (profiled without a schedule?); no step times, "
-                "no per-step breakdown or communication", "info")
-    out.communication = _communication(acc, out.step_trace, rel, dist, out.device)
-    out.operators = _operators(acc, rel, out.device)
+    comp, comm = _intervals(acc, ev)
+    out.step_trace = _step_trace(acc, ev, comp, comm, host, rel, out.device)
+    if not host:
+        log.add(path, "no ProfilerStep#N markers in the trace (profiled without a schedule?): one window over the "
+                "whole trace stands for the step (step id shown empty)", "info")
+    elif ev is not None and ev.partial:
+        last = sorted(ev.partial)
+        log.add(path, f"step(s) {', '.join(map(str, last[:8]))} partial: no next step in the trace marks where the "
+                "step ends on the device (its kernels may run past the trace's end); left out of the averages, "
+                "spreads and the slowest step", "info")
+    out.communication = _communication(acc, ev, out.step_trace, host, rel, dist, out.device)
+    out.operators = _operators(acc, ev, host, rel, out.device)
     out.memory = _memory(acc, head, rel)
     out.timeline = _timeline(acc, comp, comm, path, rel)
-    if not acc.colls and (info.rank_size or 1) > 1:
-        log.add(path, "no collective found in the trace (NCCL/HCCL kernels or gloo:* slices); no communication "
-                "data for this rank", "warning")
+    if not acc.colls and not (ev is not None and ev.comm.any()) and (info.rank_size or 1) > 1:
+        log.add(path, "no collective found in the trace (NCCL/RCCL/HCCL kernels, kernels launched by a collective's "
+                "host op, or gloo:* slices); no communication data for this rank", "warning")
     return out
 
 
-def _intervals(acc: _Acc, device: str) -> tuple[iv.Intervals, iv.Intervals]:
-    """Merged computation and communication intervals (µs) of the device."""
-    if device == "gpu":
-        s, e = np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64")
-        c = np.frombuffer(acc.dev_comm, dtype="int8").astype(bool)
-        return iv.merge(s[~c], e[~c]), iv.merge(s[c], e[c])
-    s, e = np.frombuffer(acc.cpu_s, dtype="float64"), np.frombuffer(acc.cpu_e, dtype="float64")
+def _device_events(acc: _Acc, host: list) -> DeviceEvents:
+    """Launch, step and communication of every device event: the step is the host step that launched it, and an
+    event is communication by its name or when its launch happened inside a collective's host op on the same
+    thread (record_param_comms, nccl:*, c10d::*): custom all-to-all kernels, copies of a collective."""
+    s = np.frombuffer(acc.dev_s, dtype="float64") if len(acc.dev_s) else np.zeros(0)
+    e = np.frombuffer(acc.dev_e, dtype="float64") if len(acc.dev_e) else np.zeros(0)
+    li = launch_index(acc.rt_corr, acc.dev_corr)
+    rt_ts = np.frombuffer(acc.rt_ts, dtype="float64") if len(acc.rt_ts) else np.zeros(0)
+    launch = np.where(li >= 0, rt_ts[np.clip(li, 0, max(len(rt_ts) - 1, 0))] if len(rt_ts) else np.nan, np.nan)
+    comm = np.frombuffer(acc.dev_named_comm, dtype="int8").astype(bool) if len(acc.dev_named_comm) \
+        else np.zeros(0, bool)
+    # kernels only: a copy or set inside a collective's host op (flattening into its buffer) stays local work
+    is_kernel = np.array([not n.startswith("[") for n in acc.dev_names], dtype=bool)
+    nid = np.asarray(acc.dev_nid, dtype="int64")
+    in_op = _launched_in_comm_op(acc, li) & (is_kernel[nid] if len(nid) else np.zeros(0, bool))
+    comm = comm | in_op
+    kstep = step_of_launch(host, launch)
+    windows, partial, mapped = device_windows(host, kstep, s, e)
+    if not mapped:
+        windows = host  # `windows is host`: the device time is cut at the host windows
+        kstep = np.full(len(s), -1, dtype="int64")
+    return DeviceEvents(start=s, end=e, stream=np.asarray(acc.dev_stream, dtype="int64"),
+                        streams=list(acc.stream_ids), corr=np.asarray(acc.dev_corr, dtype="int64"), launch=launch,
+                        comm=comm, step=kstep, windows=windows, partial=partial)
+
+
+def _launched_in_comm_op(acc: _Acc, li: np.ndarray) -> np.ndarray:
+    """Whether each device event's launch lies inside a collective's host op on the launching thread."""
+    out = np.zeros(len(li), dtype=bool)
+    if not len(acc.hc_s) or not (li >= 0).any():
+        return out
+    hs, he = np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")
+    ht = np.asarray(acc.hc_tid, dtype="int64")
+    rt_ts = np.frombuffer(acc.rt_ts, dtype="float64")
+    rt_tid = np.asarray(acc.rt_tid, dtype="int64")
+    has = li >= 0
+    lt, ltid = rt_ts[li[has]], rt_tid[li[has]]
+    hit = np.zeros(len(lt), dtype=bool)
+    for t in np.unique(ht):
+        u = iv.merge(hs[ht == t], he[ht == t])
+        sel = ltid == t
+        if not sel.any() or not len(u[0]):
+            continue
+        x = lt[sel]
+        j = np.searchsorted(u[0], x, side="right") - 1
+        ok = j >= 0
+        ok[ok] &= x[ok] <= u[1][j[ok]]
+        hit[sel] = ok
+    out[has] = hit
+    return out
+
+
+def _note_comm(acc: _Acc, ev: DeviceEvents, path: Path, log: IssueLog) -> None:
+    """Name what was found as communication without a library's name, and what runs beside collectives on their
+    streams yet is counted as computation."""
+    named = np.frombuffer(acc.dev_named_comm, dtype="int8").astype(bool) if len(acc.dev_named_comm) \
+        else np.zeros(0, bool)
+    names = list(acc.dev_names)
+    nid = np.asarray(acc.dev_nid, dtype="int64")
+    by_op = ev.comm & ~named
+    if by_op.any():
+        got = sorted({names[i] for i in np.unique(nid[by_op])})
+        log.add(path, f"{int(by_op.sum())} device event(s) launched inside a collective's host op "
+                f"(record_param_comms / nccl:* / c10d::*) counted as communication although their names are not a "
+                f"collective library's (kernels only; copies and sets there stay computation): {', '.join(n[:80] for n in got[:MAX_NAMED])}"
+                + (f" and {len(got) - MAX_NAMED} more" if len(got) > MAX_NAMED else ""), "info")
+    # the streams that are mostly communication (NCCL's own streams; not a compute stream that also runs
+    # collectives, as on ROCm): what else runs there is likely communication under a name we do not know
+    n_all = np.bincount(ev.stream, minlength=len(ev.streams))
+    n_comm = np.bincount(ev.stream[ev.comm], minlength=len(ev.streams))
+    comm_streams = np.flatnonzero((n_comm > 0) & (2 * n_comm >= n_all))
+    beside = ~ev.comm & np.isin(ev.stream, comm_streams)
+    if beside.any():
+        got = sorted({names[i] for i in np.unique(nid[beside])})
+        log.add(path, f"{int(beside.sum())} device event(s) of {len(got)} unrecognised kind(s) run on the streams of "
+                f"the collectives and are counted as computation: {', '.join(n[:80] for n in got[:MAX_NAMED])}"
+                + (f" and {len(got) - MAX_NAMED} more" if len(got) > MAX_NAMED else ""), "info")
+
+
+def _cpu_main(acc: _Acc) -> set:
     tids = np.asarray(acc.cpu_tid, dtype="int64")
     main = {acc.tids[t] for _, _, t in acc.steps.values() if t in acc.tids}
     if not main and len(tids):
         main = {int(np.bincount(tids).argmax())}
+    return main
+
+
+def _intervals(acc: _Acc, ev: Optional[DeviceEvents]) -> tuple[iv.Intervals, iv.Intervals]:
+    """Merged computation and communication intervals (µs) of the device over the whole trace."""
+    if ev is not None:
+        return iv.merge(ev.start[~ev.comm], ev.end[~ev.comm]), iv.merge(ev.start[ev.comm], ev.end[ev.comm])
+    s, e = np.frombuffer(acc.cpu_s, dtype="float64"), np.frombuffer(acc.cpu_e, dtype="float64")
+    tids = np.asarray(acc.cpu_tid, dtype="int64")
+    main = _cpu_main(acc)
     comm_names = np.array([bool(HOST_COMM_RE.match(n)) for n in acc.names], dtype=bool)
     nid = np.asarray(acc.cpu_name, dtype="int64")
     keep = np.isin(tids, list(main)) & ~(comm_names[nid] if len(nid) else np.zeros(0, bool))
@@ -375,38 +619,74 @@ def _intervals(acc: _Acc, device: str) -> tuple[iv.Intervals, iv.Intervals]:
     return iv.merge(s[keep], e[keep]), iv.merge(cs, ce)
 
 
-def _windows(acc: _Acc) -> list[tuple[int, float, float]]:
-    if acc.dev_windows is not None:
-        return acc.dev_windows
-    return sorted((k, v[0], v[1]) for k, v in acc.steps.items())
+def _whole(acc: _Acc, ev: Optional[DeviceEvents]) -> list:
+    """The one window of a trace without ProfilerStep: its device activity's span (the CPU's when none)."""
+    if ev is not None and len(ev.start):
+        return [(None, float(ev.start.min()), float(ev.end.max()))]
+    s, e = np.frombuffer(acc.cpu_s, dtype="float64"), np.frombuffer(acc.cpu_e, dtype="float64")
+    lo = min(([float(s.min())] if len(s) else []) + [c[0] for c in acc.colls], default=None)
+    hi = max(([float(e.max())] if len(e) else []) + [c[0] + c[1] for c in acc.colls], default=None)
+    return [] if lo is None or hi is None or not hi > lo else [(None, lo, hi)]
 
 
-def _step_trace(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, rel: str, device: str
-                ) -> Optional[StepTrace]:
-    device_label = ("GPU kernels, steps mapped through their launches" if acc.dev_windows is not None
-                    else "GPU kernels, cut at the host step windows" if device == "gpu"
-                    else "CPU operators and gloo slices")
-    rows = []
+def _per_window(ev: Optional[DeviceEvents], comp: iv.Intervals, comm: iv.Intervals, windows: list
+                ) -> list[tuple[float, float, float]]:
+    """(computation, communication, overlap) µs per window: unions of the events each step launched when the
+    device work is mapped to steps, else of everything inside the window."""
+    out = []
+    mapped = ev is not None and (ev.step >= 0).any()
     both = iv.intersect(comp, comm)
-    for step, a, b in _windows(acc):
-        w = (np.array([a]), np.array([b]))
-        c = iv.total(iv.intersect(comp, w))
-        m = iv.total(iv.intersect(comm, w))
-        o = iv.total(iv.intersect(both, w))
+    for i, (_step, a, b) in enumerate(windows):
+        if mapped:
+            sel = ev.step == i
+            c = iv.merge(ev.start[sel & ~ev.comm], ev.end[sel & ~ev.comm])
+            m = iv.merge(ev.start[sel & ev.comm], ev.end[sel & ev.comm])
+            out.append((iv.total(c), iv.total(m), iv.total(iv.intersect(c, m))))
+        else:
+            w = (np.array([a]), np.array([b]))
+            out.append((iv.total(iv.intersect(comp, w)), iv.total(iv.intersect(comm, w)),
+                        iv.total(iv.intersect(both, w))))
+    return out
+
+
+def _step_trace(acc: _Acc, ev: Optional[DeviceEvents], comp: iv.Intervals, comm: iv.Intervals, host: list,
+                rel: str, device: str) -> Optional[StepTrace]:
+    mapped = ev is not None and (ev.step >= 0).any()
+    if not host:
+        windows = _whole(acc, ev)
+        how = "whole" if ev is not None else "cpu_whole"
+        if ev is not None and windows:  # every event belongs to the one window
+            ev.step = np.zeros(len(ev.start), dtype="int64")
+            ev.windows, mapped = windows, True
+    elif ev is not None:
+        windows = ev.windows
+        how = "mapped" if mapped else "cut"
+    else:
+        windows = host
+        how = "cpu"
+    if not windows:
+        return None
+    partial = ev.partial if ev is not None else set()
+    rows, prows = [], []
+    for (step, a, b), (c, m, o) in zip(windows, _per_window(ev if mapped else None, comp, comm, windows)):
         tot = b - a
         nov = m - o
-        rows.append({"step": step, "computing": c / 1e3, "communication_not_overlapped": nov / 1e3,
-                     "overlapped": o / 1e3, "communication": m / 1e3, "free": max(0.0, tot - c - nov) / 1e3,
-                     "stage": tot / 1e3, "bubble": 0.0, "communication_not_overlapped_exclude_receive": nov / 1e3,
-                     "preparing": math.nan, "total": tot / 1e3})
-    if not rows:
-        return None
-    data: dict = {"step": pd.array([r["step"] for r in rows], dtype="Int64")}
-    for p in MODERN_PHASES:
-        data[p] = np.array([r[p] for r in rows], dtype="float64")
-    return StepTrace(kind="modern", steps=pd.DataFrame(data), source=rel,
-                     label=f"computed from the Kineto trace ({device_label}): computing / communication / "
-                           "overlapped / free per ProfilerStep, as HTA's temporal and overlap breakdowns")
+        row = {"step": step, "computing": c / 1e3, "communication_not_overlapped": nov / 1e3,
+               "overlapped": o / 1e3, "communication": m / 1e3, "free": max(0.0, tot - c - nov) / 1e3,
+               "stage": tot / 1e3, "bubble": 0.0, "communication_not_overlapped_exclude_receive": nov / 1e3,
+               "preparing": math.nan, "total": tot / 1e3}
+        (prows if step in partial else rows).append(row)
+
+    def frame(rs):
+        data: dict = {"step": pd.array([r["step"] for r in rs], dtype="Int64")}
+        for p in MODERN_PHASES:
+            data[p] = np.array([r[p] for r in rs], dtype="float64")
+        return pd.DataFrame(data)
+
+    st = StepTrace(kind="modern", steps=frame(rows), source=rel, label=STEP_LABELS[how])
+    if prows and hasattr(st, "partial_steps"):
+        st.partial_steps = frame(prows)
+    return st
 
 
 def _default_group(dist: dict) -> str:
@@ -416,21 +696,46 @@ def _default_group(dist: dict) -> str:
     return "0"
 
 
-def _communication(acc: _Acc, st: Optional[StepTrace], rel: str, dist: dict, device: str
-                   ) -> Optional[Communication]:
-    if not acc.colls or st is None:
+def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace], host: list, rel: str,
+                   dist: dict, device: str) -> Optional[Communication]:
+    """One instance per collective of the complete steps (device: its communication events, stepped by their
+    launch; CPU: gloo slices starting in a host step)."""
+    if st is None or not len(st.steps):
         return None
-    wins = _windows(acc)
-    starts = np.array([w[1] for w in wins])
-    ends = np.array([w[2] for w in wins])
     default = _default_group(dist)
+    keep = set(st.steps["step"].dropna().astype(int)) if st.steps["step"].notna().any() else None
+    cands = []  # (start, dur, step, kind, group, seq, name)
+    if ev is not None:
+        names = list(acc.dev_names)
+        nid = np.asarray(acc.dev_nid, dtype="int64")
+        kinds = _comm_kinds(acc, ev)
+        wins = ev.windows
+        mapped = bool((ev.step >= 0).any())
+        for i in np.flatnonzero(ev.comm):
+            if ev.step[i] >= 0:
+                step = wins[ev.step[i]][0]
+            elif mapped:
+                continue  # launched outside the steps read
+            else:
+                step = _step_at(wins, ev.start[i])
+                if step is _NONE:
+                    continue
+            name = names[nid[i]]
+            _coll, group, seq = acc.dev_args.get(int(i), (None, None, None))
+            kind = kinds[int(i)]
+            cands.append((float(ev.start[i]), float(ev.end[i] - ev.start[i]), step, kind, group, seq, name))
+    else:
+        wins = host or _whole(acc, None)
+        for ts, dur, kind, group, seq, name in acc.colls:
+            step = _step_at(wins, ts)
+            if step is _NONE:
+                continue
+            cands.append((ts, dur, step, kind, group, seq, name))
     inst = []
     order: dict = {}
-    for ts, dur, kind, group, seq, name in sorted(acc.colls, key=lambda c: c[0]):
-        i = int(np.searchsorted(starts, ts, side="right")) - 1
-        if i < 0 or ts >= ends[i]:
-            continue  # outside the profiled steps
-        step = wins[i][0]
+    for ts, dur, step, kind, group, seq, name in sorted(cands, key=lambda c: c[0]):
+        if keep is not None and step not in keep:
+            continue  # partial steps and steps outside the windows
         g = str(group) if group not in (None, "") else default
         k = order[(step, g, kind)] = order.get((step, g, kind), 0) + 1
         key = f"seq:{seq}" if seq not in (None, "") else f"{step}:{kind}:{k}"
@@ -439,20 +744,100 @@ def _communication(acc: _Acc, st: Optional[StepTrace], rel: str, dist: dict, dev
     if not inst:
         return None
     instances = pd.DataFrame(inst)
+    instances["step"] = instances["step"].astype("Int64")
     comm = Communication(source=rel, producer="kineto", steps=pd.DataFrame(), ops=pd.DataFrame(),
                          links=pd.DataFrame(columns=list(COMM_LINK_COLUMNS)),
                          unit_note=("Kineto traces: a collective's communication time is its elapsed time on the "
-                                    + ("GPU (NCCL kernel)" if device == "gpu" else "CPU (the backend's work slice)")
+                                    + ("device (its kernels)" if device == "gpu" else "CPU (the backend's work slice)")
                                     + ", wait included; wait = elapsed − the shortest elapsed of the same collective "
                                     "on any rank (the last rank to arrive waits least), transit = that shortest "
-                                    "elapsed"))
+                                    "elapsed; per step, the union of the collectives' time (concurrent streams and "
+                                    "threads counted once)"))
     comm.instances = instances
     _fill_ops(comm, np.full(len(instances), math.nan))
     return comm
 
 
+_NONE = object()
+
+
+def _step_at(wins: list, ts: float):
+    for step, a, b in wins:
+        if a <= ts < b:
+            return step
+    return _NONE
+
+
+def _comm_kinds(acc: _Acc, ev: DeviceEvents) -> dict:
+    """Device event index -> collective kind of every communication event: from its `Collective name` arg, else
+    its name, else the collective host op that launched it (RCCL's `ncclDevKernel_Generic`, custom kernels)."""
+    names = list(acc.dev_names)
+    nid = np.asarray(acc.dev_nid, dtype="int64")
+    hc = None
+    out = {}
+    for i in np.flatnonzero(ev.comm).tolist():
+        coll = acc.dev_args.get(i, (None, None, None))[0]
+        kind = collective_kind(str(coll)) if isinstance(coll, str) and coll else "collective"
+        if kind == "collective":
+            kind = collective_kind(names[nid[i]])
+        if kind == "collective":
+            hc = _host_op_kind(acc, ev) if hc is None else hc
+            kind = collective_kind(hc[i]) if i in hc else kind
+        out[i] = kind
+    return out
+
+
+def _host_op_kind(acc: _Acc, ev: DeviceEvents) -> dict:
+    """Device event index -> the name (or `Collective name`) of the collective host op its launch lies in, for
+    the communication events without a library's name."""
+    named = np.frombuffer(acc.dev_named_comm, dtype="int8").astype(bool) if len(acc.dev_named_comm) \
+        else np.zeros(0, bool)
+    want = np.flatnonzero(ev.comm & ~named)
+    if not len(want) or not len(acc.hc_s):
+        return {}
+    return _containing_op(acc.rt_corr, acc.rt_ts, acc.rt_tid, (acc.hc_s, acc.hc_e, acc.hc_tid, acc.hc_name),
+                          ev.corr[want], want.tolist())
+
+
+def _containing_op(rt_corr, rt_ts, rt_tid, hc: tuple, corrs, keys: list, look_back: int = 16) -> dict:
+    """key -> the name of a host op (`hc` = starts, ends, threads, names) holding the launch of correlation id
+    `corrs[i]` on the launching thread; a kind-bearing name is preferred among nested ops. Per thread, the ops
+    sorted by start and at most `look_back` of them before the launch looked at (nesting is shallow)."""
+    li = launch_index(rt_corr, corrs)
+    hs, he = np.asarray(hc[0], dtype="float64"), np.asarray(hc[1], dtype="float64")
+    ht = np.asarray(hc[2], dtype="int64")
+    by_thread = {}
+    for t in np.unique(ht).tolist():
+        idx = np.flatnonzero(ht == t)
+        idx = idx[np.argsort(hs[idx], kind="stable")]
+        by_thread[t] = (idx, hs[idx])
+    out = {}
+    for key, l in zip(keys, li.tolist()):
+        if l < 0:
+            continue
+        t, tid = rt_ts[l], rt_tid[l]
+        got = by_thread.get(tid)
+        if got is None:
+            continue
+        idx, starts = got
+        j = int(np.searchsorted(starts, t, side="right"))
+        names = [hc[3][k] for k in idx[max(0, j - look_back):j][::-1] if he[k] >= t]
+        if names:
+            out[key] = next((n for n in names if collective_kind(n) != "collective"), names[0])
+    return out
+
+
+def _union_ms(starts: np.ndarray, lengths: np.ndarray) -> float:
+    ok = ~np.isnan(lengths)
+    if not ok.any():
+        return math.nan
+    return iv.total(iv.merge(starts[ok], starts[ok] + lengths[ok]))
+
+
 def _fill_ops(comm: Communication, wait: np.ndarray) -> None:
-    """Per (step, op, group) rows and per-step totals from the instances and their waits (NaN: unknown)."""
+    """Per (step, op, group) rows and per-step totals from the instances and their waits (NaN: unknown). A step's
+    communication is the union of its collectives' spans (concurrent streams and gloo threads count once), its
+    wait the union of their waiting parts (a collective waits from its start), transit the rest."""
     f = comm.instances.copy()
     f["communication_ms"] = f["dur_ms"]
     f["wait_ms"] = wait
@@ -463,10 +848,17 @@ def _fill_ops(comm: Communication, wait: np.ndarray) -> None:
     ops = f[list(COMM_OP_COLUMNS)].copy()
     ops["step"] = ops["step"].astype("Int64")
     comm.ops = ops.reset_index(drop=True)
-    g = f.groupby("step", sort=True)
-    steps = pd.DataFrame({"step": pd.array(list(g.groups), dtype="Int64")})
+    rows = []
+    for step, g in f.groupby("step", sort=True, dropna=False):
+        s = g["start_ms"].to_numpy(dtype="float64")
+        tot = _union_ms(s, g["dur_ms"].to_numpy(dtype="float64"))
+        w = _union_ms(s, g["wait_ms"].to_numpy(dtype="float64"))
+        rows.append({"step": step, "communication_ms": tot, "transit_ms": tot - w if w == w else math.nan,
+                     "wait_ms": w, "sync_ms": math.nan, "idle_ms": math.nan})
+    steps = pd.DataFrame(rows, columns=["step", *COMM_TIME_COLUMNS])
+    steps["step"] = pd.array([None if pd.isna(x) else int(x) for x in steps["step"]], dtype="Int64")
     for c in COMM_TIME_COLUMNS:
-        steps[c] = g[c].sum(min_count=1).to_numpy(dtype="float64")
+        steps[c] = steps[c].astype("float64")
     comm.steps = steps
 
 
@@ -480,8 +872,34 @@ def run_note(ranks: dict[int, RankData]) -> str:
     return READ_NOTE
 
 
+def check_step_ranges(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
+    """Ranks whose traces share no step (one recorded steps 550-554, another 15-17) were not profiled together:
+    their steps are not comparable, whatever the folder says."""
+    sets = {r: {int(s) for s in d.step_trace.steps["step"].dropna()} for r, d in ranks.items()
+            if d.step_trace is not None and len(d.step_trace.steps) and d.step_trace.steps["step"].notna().any()}
+    if len(sets) < 2:
+        return
+    groups: list[tuple[set, list]] = []  # ranks joined while their steps overlap
+    for r in sorted(sets):
+        hit = [g for g in groups if g[0] & sets[r]]
+        merged = (set(sets[r]), [r])
+        for g in hit:
+            merged[0].update(g[0])
+            merged[1].extend(g[1])
+            groups.remove(g)
+        groups.append(merged)
+    if len(groups) < 2:
+        return
+    parts = "; ".join(f"rank(s) {', '.join(map(str, sorted(rs)[:8]))}: steps {min(st)}-{max(st)}"
+                      for st, rs in sorted(groups, key=lambda g: min(g[1]))[:4])
+    issues.append(DataIssue("", f"the ranks' traces share no step ({parts}): they were not profiled together (other "
+                                "jobs or other profiling windows), so comparing the ranks step by step is not "
+                                "meaningful; profile the ranks over the same steps", "warning"))
+
+
 def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
     """Pair every collective instance across the ranks that recorded it and set each rank's wait and transit."""
+    check_step_ranges(ranks, issues)
     frames = []
     for r, d in ranks.items():
         c = d.communication
@@ -515,16 +933,78 @@ def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> No
         _fill_ops(c, w)
 
 
-def _operators(acc: _Acc, rel: str, device: str) -> Optional[Operators]:
+def _complete_mask(ev: DeviceEvents) -> np.ndarray:
+    """The device events that count per step: those of the complete steps (all when the trace has no steps)."""
+    if (ev.step >= 0).any():
+        bad = np.array([w[0] in ev.partial for w in ev.windows] + [True], dtype=bool)
+        return (ev.step >= 0) & ~bad[ev.step]
+    if ev.windows:
+        s = np.array([w[1] for w in ev.windows])
+        e = np.array([w[2] for w in ev.windows])
+        j = np.searchsorted(s, ev.start, side="right") - 1
+        ok = j >= 0
+        ok[ok] &= ev.start[ok] < e[j[ok]]
+        return ok
+    return np.ones(len(ev.start), dtype=bool)
+
+
+def _host_mask(starts: np.ndarray, host: list, partial: set) -> np.ndarray:
+    """Host slices starting inside a complete host step (all when the trace has no steps)."""
+    wins = [(a, b) for s, a, b in host if s not in partial]
+    if not host:
+        return np.ones(len(starts), dtype=bool)
+    if not wins:
+        return np.zeros(len(starts), dtype=bool)
+    s = np.array([w[0] for w in wins])
+    e = np.array([w[1] for w in wins])
+    j = np.searchsorted(s, starts, side="right") - 1
+    ok = j >= 0
+    ok[ok] &= starts[ok] < e[j[ok]]
+    return ok
+
+
+def _operators(acc: _Acc, ev: Optional[DeviceEvents], host: list, rel: str, device: str) -> Optional[Operators]:
+    """Operator totals of the complete steps only (the site divides them by the number of steps): device events
+    mapped to those steps, host operators and gloo slices starting in them."""
     rows = []
-    for (comm, name), (cnt, tot, _mx) in acc.kernels.items():
-        side = "communication" if comm else "gpu"
-        rows.append({"side": side, "name": name[:KERNEL_NAME_CAP],
-                     "op_type": collective_kind(name) if comm else kernel_type(name.split("] ", 1)[-1]),
-                     "count": float(cnt), "total_ms": tot / 1e3, "avg_ms": tot / 1e3 / cnt, "share": math.nan})
+    partial = ev.partial if ev is not None else set()
+    if ev is not None and len(ev.start):
+        sel = _complete_mask(ev)
+        nid = np.asarray(acc.dev_nid, dtype="int64")
+        dur = ev.end - ev.start
+        names = list(acc.dev_names)
+        comp = sel & ~ev.comm
+        n = len(names)
+        cnt = np.bincount(nid[comp], minlength=n)
+        tot = np.bincount(nid[comp], weights=dur[comp], minlength=n)
+        for c in np.flatnonzero(cnt):
+            rows.append({"side": "gpu", "name": names[c][:KERNEL_NAME_CAP],
+                         "op_type": kernel_type(names[c].split("] ", 1)[-1]), "count": float(cnt[c]),
+                         "total_ms": tot[c] / 1e3, "avg_ms": tot[c] / 1e3 / cnt[c], "share": math.nan})
+        # communication: one row per kernel name and collective kind (RCCL's ncclDevKernel_Generic runs them all)
+        agg: dict = {}
+        for i, k in _comm_kinds(acc, ev).items():
+            if sel[i]:
+                agg[(int(nid[i]), k)] = _add(agg.get((int(nid[i]), k)), float(dur[i]))
+        kinds_of = Counter(c for c, _k in agg)
+        for (c, k), (cn, tt, _mx) in agg.items():
+            name = names[c][:KERNEL_NAME_CAP] if kinds_of[c] == 1 else f"{names[c][:KERNEL_NAME_CAP]} [{k}]"
+            rows.append({"side": "communication", "name": name, "op_type": k, "count": float(cn),
+                         "total_ms": tt / 1e3, "avg_ms": tt / 1e3 / cn, "share": math.nan})
+    elif acc.colls:
+        cs = np.array([c[0] for c in acc.colls], dtype="float64")
+        keep = _host_mask(cs, host, partial)
+        agg: dict = {}
+        for (ts, dur, _k, _g, _s, name), k in zip(acc.colls, keep):
+            if k:
+                agg[name] = _add(agg.get(name), dur)
+        for name, (cnt, tot, _mx) in agg.items():
+            rows.append({"side": "communication", "name": name[:KERNEL_NAME_CAP], "op_type": collective_kind(name),
+                         "count": float(cnt), "total_ms": tot / 1e3, "avg_ms": tot / 1e3 / cnt, "share": math.nan})
     if len(acc.cpu_s):
-        self_us = _self_times(acc)
-        counts = np.bincount(np.asarray(acc.cpu_name, dtype="int64"), minlength=len(acc.names))
+        self_us = _self_times(acc, _host_mask(np.frombuffer(acc.cpu_s, dtype="float64"), host, partial))
+        counts = np.bincount(np.asarray(acc.cpu_name, dtype="int64")[
+            _host_mask(np.frombuffer(acc.cpu_s, dtype="float64"), host, partial)], minlength=len(acc.names))
         names = list(acc.names)
         for i, nm in enumerate(names):
             if counts[i]:
@@ -549,8 +1029,18 @@ def _operators(acc: _Acc, rel: str, device: str) -> Optional[Operators]:
     return assemble(parts)
 
 
-def _self_times(acc: _Acc) -> np.ndarray:
-    """Self time (µs) per operator name: its duration minus its direct children's, per thread."""
+def _add(k, dur):
+    if k is None:
+        return [1, dur, dur]
+    k[0] += 1
+    k[1] += dur
+    k[2] = max(k[2], dur)
+    return k
+
+
+def _self_times(acc: _Acc, keep: Optional[np.ndarray] = None) -> np.ndarray:
+    """Self time (µs) per operator name: its duration minus its direct children's, per thread; only the
+    operators in `keep` are counted (their children are still subtracted)."""
     s = np.frombuffer(acc.cpu_s, dtype="float64")
     e = np.frombuffer(acc.cpu_e, dtype="float64")
     t = np.asarray(acc.cpu_tid, dtype="int64")
@@ -571,13 +1061,16 @@ def _self_times(acc: _Acc) -> np.ndarray:
             child[stack[-1][0]] += min(el[pos], el[stack[-1][1]]) - st
         stack.append((i, pos))
     self_t = np.maximum(e - s - child, 0.0)
+    if keep is not None:
+        self_t = np.where(keep, self_t, 0.0)
     return np.bincount(nid, weights=self_t, minlength=len(acc.names))
 
 
 def _memory(acc: _Acc, head: dict, rel: str) -> Optional[Memory]:
+    """The allocator's curve and peaks, bytes -> MB of 2^20 bytes (the report's memory unit)."""
     if not acc.mem:
         return None
-    # the accelerator's allocator when there is one (Device Type 1 = CUDA), else the CPU's
+    # the accelerator's allocator when there is one (Device Type 1 = CUDA, others = other accelerators), else the CPU's
     gpu = [k for k in acc.mem if k[0] not in (0, -1)]
     key = max(gpu or list(acc.mem), key=lambda k: len(acc.mem[k][0]))
     ts, alloc, res = (np.frombuffer(a, dtype="float64") for a in acc.mem[key])
@@ -586,16 +1079,16 @@ def _memory(acc: _Acc, head: dict, rel: str) -> Optional[Memory]:
     where = "CPU" if key[0] == 0 else f"device {key[1]}"
     out = Memory(source=rel, curve_x="ms since the first sample", sources=[rel])
     has_res = bool(np.nanmax(res) > 0) if len(res) else False
-    out.allocated_peak_mb = float(np.nanmax(alloc)) / 1e6
-    out.peak_mb = float(np.nanmax(res)) / 1e6 if has_res else out.allocated_peak_mb
-    curve = pd.DataFrame({"x": (ts - ts[0]) / 1e3, "used_mb": (res if has_res else alloc) / 1e6,
-                          "allocated_mb": alloc / 1e6})
+    out.allocated_peak_mb = float(np.nanmax(alloc)) / MIB
+    out.peak_mb = float(np.nanmax(res)) / MIB if has_res else out.allocated_peak_mb
+    curve = pd.DataFrame({"x": (ts - ts[0]) / 1e3, "used_mb": (res if has_res else alloc) / MIB,
+                          "allocated_mb": alloc / MIB})
     out.curve = _downsample(curve, "used_mb")  # at most MAX_CURVE_POINTS, index reset
     props = head.get("deviceProperties") or []
     if key[0] not in (0, -1) and isinstance(props, list):
         for p in props:
             if isinstance(p, dict) and p.get("id") == key[1] and isinstance(p.get("totalGlobalMem"), (int, float)):
-                out.capacity_mb = float(p["totalGlobalMem"]) / 1e6
+                out.capacity_mb = float(p["totalGlobalMem"]) / MIB
                 out.capacity_source = f"deviceProperties totalGlobalMem of {p.get('name', 'the GPU')}"
     out.capacity_source = out.capacity_source or f"({where} allocator; the trace records no capacity)"
     return out
@@ -611,7 +1104,7 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
         size = 0
     return TimelineSummary(
         source=rel, span_ms=span, n_ops=len(acc.dev_s) or len(acc.cpu_s),
-        n_streams=len(acc.streams) or len({t for t in acc.tids}), compute_ms=iv.total(comp) / 1e3,
+        n_streams=len(acc.stream_ids) or len({t for t in acc.tids}), compute_ms=iv.total(comp) / 1e3,
         communication_ms=iv.total(comm) / 1e3, pure_communication_ms=iv.total(iv.subtract(comm, comp)) / 1e3,
         free_ms=(span - iv.total(union) / 1e3) if span is not None else None, trace_bytes=size)
 
@@ -622,7 +1115,8 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
 def step_windows(path: Path) -> dict[int, tuple]:
     """Step windows (µs), the (pid, tid) of the thread recording ProfilerStep and the host ProfilerStep window
     (first streamed pass): (start, end, thread, host start, host end); start and end on the device when kernels
-    map to steps through their launches (as the loader does), else the host window."""
+    map to steps through their launches (`device_windows`, as the loader measures them), else the host window.
+    Only the host's ProfilerStep ranges are steps (the GPU lane's are annotations)."""
     out: dict = {}
     rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
@@ -633,13 +1127,13 @@ def step_windows(path: Path) -> dict[int, tuple]:
             ts, dur = _num(e.get("ts")), _num(e.get("dur"))
             if math.isnan(ts) or math.isnan(dur):
                 continue
+            cat = str(e.get("cat") or "").lower()
             if isinstance(name, str) and name.startswith("ProfilerStep#"):
                 m = STEP_RE.match(name)
-                if m:
+                if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
                     out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
                 continue
-            cat = str(e.get("cat") or "").lower()
-            if cat in DEVICE_CATS or cat in RUNTIME_CATS:
+            if cat in DEVICE_CATS or is_runtime_cat(cat):
                 args = e.get("args")
                 c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                 if cat in DEVICE_CATS:
@@ -651,9 +1145,15 @@ def step_windows(path: Path) -> dict[int, tuple]:
                     rt.append(ts)
     except TRACE_ERRORS:
         pass  # the loader reported the broken file; the windows read are used
-    dev = device_windows(sorted((k, v[0], v[1]) for k, v in out.items()), rc, rt, kc, ks, ke) if len(ks) else None
-    if dev is not None:  # the host window stays beside the device one (the launches happen in it)
-        out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in dev}
+    if not len(ks) or not out:
+        return out
+    host = sorted((k, v[0], v[1]) for k, v in out.items())
+    li = launch_index(rc, kc)
+    rts = np.asarray(rt, dtype="float64")
+    launch = np.where(li >= 0, rts[np.clip(li, 0, max(len(rts) - 1, 0))] if len(rts) else np.nan, np.nan)
+    wins, _partial, mapped = device_windows(host, step_of_launch(host, launch), ks, ke)
+    if mapped:  # the host window stays beside the device one (the launches happen in it)
+        out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in wins}
     return out
 
 
@@ -682,6 +1182,11 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     hwins = sorted((windows[s][3], windows[s][4], s) for _, _, s in wins if len(windows[s]) > 4)
     hstarts = np.array([w[0] for w in hwins])
     launches: dict = {s: [] for _, _, s in wins}
+    maybe: list = []  # correlation ids of kernels without a collective's name
+    # every launch and every collective host op, to find the kernels a collective launched (custom all-to-all)
+    rt = (array("q"), array("d"), array("l"))
+    hc = (array("d"), array("d"), array("l"), [])
+    threads: dict = {}
     try:
         for e in trace_events(path):
             if e.get("ph") == "M":
@@ -693,7 +1198,23 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             if math.isnan(ts) or math.isnan(dur):
                 continue
             cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
-            if cat in RUNTIME_CATS and hwins:
+            if is_runtime_cat(cat) or ((cat in HOST_OP_CATS or cat == "user_annotation")
+                                       and HOST_COMM_RE.match(str(e.get("name") or ""))):
+                args = e.get("args")
+                tid = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
+                if is_runtime_cat(cat):
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if c >= 0:
+                        rt[0].append(c)
+                        rt[1].append(ts)
+                        rt[2].append(tid)
+                else:
+                    coll = args.get("Collective name") if isinstance(args, dict) else None
+                    hc[0].append(ts)
+                    hc[1].append(ts + dur)
+                    hc[2].append(tid)
+                    hc[3].append(coll if isinstance(coll, str) and coll else str(e.get("name")))
+            if is_runtime_cat(cat) and hwins:
                 j = int(np.searchsorted(hstarts, ts, side="right")) - 1
                 if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
                     args = e.get("args")
@@ -706,17 +1227,24 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             s = wins[i][2]
             name = e.get("name") or ""
             if cat in DEVICE_CATS:
-                comm = bool(COMM_KERNEL_RE.match(name))
+                comm = is_comm_kernel(name)
                 args = e.get("args")
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                 dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")),
-                               _corr(args.get("correlation")) if isinstance(args, dict) else -1))
+                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")), c))
+                if not comm and cat == "kernel" and c >= 0:
+                    maybe.append(c)
             elif cat == "user_annotation" and name.startswith("gloo:"):
                 cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
-            elif cat == "cpu_op" and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
+            elif cat in HOST_OP_CATS and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
                 cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
     except TRACE_ERRORS:
         pass
+    by_op = _kernels_of_collectives(rt, hc, maybe)
+    if by_op:  # kernels launched inside a collective's host op are communication, as the loader counts them
+        for s_, rows_ in dev.items():
+            dev[s_] = [(r[0], r[1], collective_kind(by_op[r[5]]), _exec_class(by_op[r[5]]), r[4], r[5])
+                       if r[3] == "compute" and r[5] in by_op else r for r in rows_]
     out = {}
     use_dev = any(dev.values())
     for a, b, s in wins:
@@ -751,6 +1279,15 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             o.host_launch = [by_corr.get(x[4], -1) if x[4] >= 0 else -1 for x in ev]
         out[s] = o
     return out
+
+
+def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
+    """Correlation id -> the collective's name, for the kernels (`corrs`) launched inside a collective's host op on
+    the same thread; `rt` = (correlation, ts, thread) arrays of the launches, `hc` = (start, end, thread, name) of
+    the host ops."""
+    if not corrs or not len(hc[0]) or not len(rt[0]):
+        return {}
+    return _containing_op(rt[0], rt[1], rt[2], hc, np.asarray(corrs, dtype="int64"), list(corrs))
 
 
 MAX_LAUNCHES = 4000  # host launch slices kept per step (the longest), before the timeline's own cap

@@ -54,6 +54,11 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
             size=run.info.rank_size, n=len(run.rank_ids))))
     if hosts:
         facts.append((_("Hosts"), f"{len(hosts)} ({joined(hosts, 8)})"))
+    models = sorted({(i.device_model, i.device_memory_mb) for i in infos if i.device_model})
+    if models:  # the accelerator as the profiler describes it (Kineto deviceProperties)
+        facts.append((_("Device"), "; ".join(
+            _("{model} ({memory} MB of memory)").format(model=m, memory=f"{mem:,.0f}") if mem else m
+            for m, mem in models[:4])))
     facts.append((_("Steps"), f"{len(st.steps)} ({compact_ranks(st.steps)})" if st.steps else _("no step ids")))
     facts.append((_("Parallel mode"), _("{mode} (from {source})").format(mode=_(run.info.parallel_mode),
                                                                         source=_(text(run.info.parallel_mode_source)))))

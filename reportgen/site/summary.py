@@ -189,7 +189,10 @@ def _run_facts(a: Analysis) -> dict:
         for k, v in (i.versions or {}).items():
             versions.setdefault(str(k), str(v))
     return {"framework": common([i.framework for i in infos]), "versions": versions,
-            "profiler_level": common([i.profiler_level for i in infos])}
+            "profiler_level": common([i.profiler_level for i in infos]),
+            # the accelerator as the profiler describes it (Kineto deviceProperties); MB = 2^20 bytes
+            "device_model": common([getattr(i, "device_model", None) for i in infos]),
+            "device_memory_mb": common([getattr(i, "device_memory_mb", None) for i in infos])}
 
 
 def _std(values) -> Optional[float]:

@@ -14,6 +14,19 @@ instant events in bytes. Times are µs floats with three decimals.
 Per step (ms, from `StepModel`): host gap, forward kernels, backward kernels with the first gradient bucket's
 all-reduce overlapped, then the last bucket's all-reduce exposed (it lasts until the slowest rank arrives: the
 wait), so computing / overlapped / communication not overlapped / free add up as in the Ascend files.
+The last step's kernels are followed by no next step: readers that map kernels to steps through their launches
+(HTA, this report) measure a step from its first kernel to the next step's first kernel, so the last one is partial.
+Like ROCm and recent CUDA traces, the GPU lane repeats each step marker as a `gpu_user_annotation`
+`ProfilerStep#N` a few µs long on the compute stream (an annotation, not the step).
+
+Variants (keyword arguments of `write_kineto`): `schema="2021"` writes the 2021 Kineto categories (`Operator`,
+`Runtime`, `Kernel`, `Memcpy`, `Memset`; no `distributedInfo`, file names `worker{r}.{ms}.pt.trace.json`) with an
+input copy (`Memcpy HtoD`) at each step's start; `expert_a2a=True` adds, in each forward pass, an expert-parallel
+all-to-all done by a custom kernel (`moe_ep::a2a_dispatch_kernel`, a name no library table knows) launched under
+`record_param_comms` (`Collective name` all_to_all) on the NCCL stream, fully under the forward kernels, and a
+small unrecognised kernel on that stream launched outside any collective. `write_kineto_gloo` writes CPU-only
+gloo runs whose all-reduce slices run on two gloo threads at once (as the HTA rank-34 trace).
+
 Injections used: slow-rank (any phase adds to computation or host time), missing-rank, corrupt-step-trace
 (the trace is cut mid-event), missing-step-trace (no ProfilerStep markers), memory-near-capacity. A slow link has
 no per-link record in Kineto; it is not written.
@@ -46,6 +59,12 @@ KERNELS = (  # (cpu op, kernel name, share of forward/backward time)
                    "at::detail::Array<char*, 3>)", 0.1),
 )
 NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+A2A_KERNEL = "void moe_ep::a2a_dispatch_kernel<__nv_bfloat16, 8>(moe_ep::DispatchArgs)"  # unknown to any name table
+A2A_SHARE = 0.2  # of the forward pass, on the NCCL stream under the forward kernels
+MISC_KERNEL = "void moe_ep::signal_ready_kernel(int*)"  # beside the collectives, launched outside them
+MISC_US = 2.0
+INPUT_COPY_US = 150.0  # 2021 variant: the batch's host-to-device copy at each step's start (computation)
+LANE_MARK_US = 15.0  # the GPU lane's ProfilerStep annotation
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
 
 
@@ -54,8 +73,11 @@ def _ev(**kw) -> str:
 
 
 def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, first_step: int,
-                 kernels_per_step: int = 30, compress: bool = False) -> None:
+                 kernels_per_step: int = 30, compress: bool = False, schema: str = "2.x",
+                 expert_a2a: bool = False) -> None:
     """Write one trace per rank under `root` (created)."""
+    old = schema == "2021"
+    cat_op, cat_rt, cat_k = ("Operator", "Runtime", "Kernel") if old else ("cpu_op", "cuda_runtime", "kernel")
     root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(plan.seed + 17)
     pg = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": ranks,
@@ -98,10 +120,27 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
             total = comp + nov + free
             step_start = t
             if r not in plan.missing_step:
-                add(_ev(ph="X", cat="user_annotation", name=f"ProfilerStep#{first_step + s}", pid=pid, tid=pid,
-                        ts=round(t, 3), dur=round(total, 3), args={"External id": ext, "Record function id": 0}))
+                add(_ev(ph="X", cat=cat_op if old else "user_annotation", name=f"ProfilerStep#{first_step + s}",
+                        pid=pid, tid=pid, ts=round(t, 3), dur=round(total, 3),
+                        args={"External id": ext, "Record function id": 0}))
+                if not old:  # the GPU lane's copy of the marker, at the step's first kernel
+                    add(_ev(ph="X", cat="gpu_user_annotation", name=f"ProfilerStep#{first_step + s}", pid=dev,
+                            tid=COMPUTE_STREAM, ts=round(t + free * 0.6, 3), dur=LANE_MARK_US,
+                            args={"External id": ext}))
             ext += 1
             cur = t + free * 0.6
+            if old:  # the input batch's copy, the step's first device work (taken from its host gap)
+                add(_ev(ph="X", cat=cat_op, name="aten::copy_", pid=pid, tid=pid, ts=round(cur - 60.0, 3), dur=20.0,
+                        args={"External id": ext}))
+                add(_ev(ph="X", cat=cat_rt, name="cudaMemcpyAsync", pid=pid, tid=pid, ts=round(cur - 55.0, 3),
+                        dur=8.0, args={"External id": ext, "cbid": 41, "correlation": corr}))
+                add(_ev(ph="X", cat="Memcpy", name="Memcpy HtoD (Pinned -> Device)", pid=dev, tid=COMPUTE_STREAM,
+                        ts=round(cur, 3), dur=INPUT_COPY_US, args={"device": dev, "stream": COMPUTE_STREAM,
+                                                                  "correlation": corr, "bytes": 25_690_112}))
+                corr += 1
+                ext += 1
+                cur += INPUT_COPY_US
+            fwd_start = cur
             gap = free * 0.4 / (2 * kernels_per_step)
             mem_now = base_mem
             bwd_start = None
@@ -115,15 +154,15 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                     op, kname, _ = KERNELS[seq_k[i]]
                     d = span * shares[i]
                     launch = cur - 40.0 - 5.0 * (i % 3)
-                    add(_ev(ph="X", cat="cpu_op", name=op, pid=pid, tid=pid, ts=round(launch, 3), dur=18.5,
+                    add(_ev(ph="X", cat=cat_op, name=op, pid=pid, tid=pid, ts=round(launch, 3), dur=18.5,
                             args={"External id": ext, "Sequence number": ext, "Fwd thread id": 0,
                                   "Record function id": 0}))
-                    add(_ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=pid, tid=pid,
+                    add(_ev(ph="X", cat=cat_rt, name="cudaLaunchKernel", pid=pid, tid=pid,
                             ts=round(launch + 4.0, 3), dur=9.2, args={"External id": ext, "cbid": 211,
                                                                       "correlation": corr}))
                     add(_ev(ph="s", id=corr, pid=pid, tid=pid, ts=round(launch + 4.0, 3), cat="ac2g",
                             name="ac2g"))
-                    add(_ev(ph="X", cat="kernel", name=kname, pid=dev, tid=COMPUTE_STREAM, ts=round(cur, 3),
+                    add(_ev(ph="X", cat=cat_k, name=kname, pid=dev, tid=COMPUTE_STREAM, ts=round(cur, 3),
                             dur=round(d, 3), args={"External id": ext, "queued": 0, "device": dev, "context": 1,
                                                    "stream": COMPUTE_STREAM, "correlation": corr,
                                                    "registers per thread": 128, "shared memory": 49152,
@@ -143,20 +182,46 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                     ext += 1
                     cur += d + gap
             compute_end = cur
+            if expert_a2a:  # the forward pass's expert all-to-all, a custom kernel under a collective's host op
+                fwd_end = bwd_start
+                a2a_start = fwd_start + (fwd_end - fwd_start) * 0.3
+                a2a_dur = (fwd_end - fwd_start) * A2A_SHARE
+                launch = a2a_start - 25.0
+                add(_ev(ph="X", cat=cat_op, name="record_param_comms", pid=pid, tid=pid, ts=round(launch, 3),
+                        dur=10.0, args={"External id": ext, "Collective name": "all_to_all",
+                                        "Process Group Name": "0", "Process Group Description": "default_pg"}))
+                add(_ev(ph="X", cat=cat_rt, name="cudaLaunchKernel", pid=pid, tid=pid, ts=round(launch + 3.0, 3),
+                        dur=5.0, args={"External id": ext, "cbid": 211, "correlation": corr}))
+                add(_ev(ph="X", cat=cat_k, name=A2A_KERNEL, pid=dev, tid=NCCL_STREAM, ts=round(a2a_start, 3),
+                        dur=round(a2a_dur, 3), args={"device": dev, "stream": NCCL_STREAM, "correlation": corr,
+                                                     "grid": [24, 1, 1], "block": [768, 1, 1]}))
+                corr += 1
+                ext += 1
+                # a small signal kernel on the same stream, launched by no collective: counted as computation
+                launch = a2a_start + a2a_dur - 20.0
+                add(_ev(ph="X", cat=cat_op, name="moe_ep::signal", pid=pid, tid=pid, ts=round(launch - 2.0, 3),
+                        dur=8.0, args={"External id": ext}))
+                add(_ev(ph="X", cat=cat_rt, name="cudaLaunchKernel", pid=pid, tid=pid, ts=round(launch, 3),
+                        dur=4.0, args={"External id": ext, "cbid": 211, "correlation": corr}))
+                add(_ev(ph="X", cat=cat_k, name=MISC_KERNEL, pid=dev, tid=NCCL_STREAM,
+                        ts=round(a2a_start + a2a_dur + 1.0, 3), dur=MISC_US,
+                        args={"device": dev, "stream": NCCL_STREAM, "correlation": corr}))
+                corr += 1
+                ext += 1
             for k, (start, dur) in enumerate(((bwd_start + (compute_end - bwd_start) * 0.5, ov),
                                               (compute_end, nov))):
                 seq_ += 1
                 launch = start - 30.0
-                add(_ev(ph="X", cat="cpu_op", name="record_param_comms", pid=pid, tid=pid, ts=round(launch, 3),
+                add(_ev(ph="X", cat=cat_op, name="record_param_comms", pid=pid, tid=pid, ts=round(launch, 3),
                         dur=12.0, args={"External id": ext, "Record function id": 0, "Collective name": "allreduce",
                                         "dtype": "Float", "In msg nelems": nelems, "Out msg nelems": nelems,
                                         "Group size": ranks, "In split size": "[]", "Out split size": "[]",
                                         "Process Group Name": "0", "Process Group Description": "default_pg",
                                         "Process Group Ranks": json.dumps(list(range(ranks)))}))
-                add(_ev(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=pid, tid=pid,
+                add(_ev(ph="X", cat=cat_rt, name="cudaLaunchKernel", pid=pid, tid=pid,
                         ts=round(launch + 3.0, 3), dur=7.1, args={"External id": ext, "cbid": 211,
                                                                   "correlation": corr}))
-                add(_ev(ph="X", cat="kernel", name=NCCL_KERNEL, pid=dev, tid=NCCL_STREAM, ts=round(start, 3),
+                add(_ev(ph="X", cat=cat_k, name=NCCL_KERNEL, pid=dev, tid=NCCL_STREAM, ts=round(start, 3),
                         dur=round(dur, 3), args={"External id": ext, "queued": 0, "device": dev, "context": 1,
                                                  "stream": NCCL_STREAM, "correlation": corr,
                                                  "registers per thread": 96, "shared memory": 0,
@@ -178,15 +243,61 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                 "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks, "pg_count": 1,
                                     "pg_config": pg, "nccl_version": "2.21.5"},
                 "record_shapes": 1, "profile_memory": 1, "with_stack": 0, "host_name": host}
+        if old:  # the 2021 schema: no distributedInfo yet, the rank is in the file name
+            del head["distributedInfo"]
         text = ("{\n" + ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in head.items())
                 + ',\n  "traceEvents": [\n' + ",\n".join(lines)
                 + '\n  ],\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1763717400000000000,\n'
                 + f'  "traceName": "/work/run/{host}_{pid}.1763717400{r:09d}.pt.trace.json"\n}}\n')
         if r in plan.corrupt_step:
             text = text[: int(len(text) * 0.6)]
-        name = f"{host}_{pid}.1763717400{r:09d}.pt.trace.json"
+        name = f"worker{r}.{1623143089861 + r}.pt.trace.json" if old else \
+            f"{host}_{pid}.1763717400{r:09d}.pt.trace.json"
         if compress:
             with gzip.open(root / (name + ".gz"), "wt", encoding="utf-8") as f:
                 f.write(text)
         else:
             (root / name).write_text(text, encoding="utf-8")
+
+
+def write_kineto_gloo(root: Path, ranks: int, steps: int, seed: int = 0, threads: int = 2,
+                      first_step: int = 1) -> dict:
+    """CPU-only DDP over gloo: per step a forward/backward on the training thread (`cpu_op`s) and one
+    `gloo:all_reduce` slice per bucket on each of `threads` gloo threads, running at once (they overlap each other
+    and the backward). Returns {rank: [(step, start µs, end µs, compute µs, comm union µs, comm sum µs)]}: what a
+    reader must find (the communication of a step is the union of the threads' slices, not their sum)."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    truth: dict = {}
+    for r in range(ranks):
+        pid = 3000 + r
+        t = 1_000_000.0 + r * 7.0
+        lines = [_ev(ph="M", name="process_labels", ts=t, pid=pid, tid=0, args={"labels": "CPU"})]
+        rows = []
+        for s in range(steps):
+            step = first_step + s
+            fwd, bwd, gap = 40_000.0 * (1 + rng.normal(0, 0.01)), 80_000.0 * (1 + rng.normal(0, 0.01)), 5_000.0
+            comm = [(t + gap + fwd + bwd * 0.5 + 300.0 * k, 50_000.0 + 2_000.0 * k) for k in range(threads)]
+            end = max(t + gap + fwd + bwd, max(a + d for a, d in comm)) + gap
+            lines.append(_ev(ph="X", cat="user_annotation", name=f"ProfilerStep#{step}", pid=pid, tid=pid,
+                             ts=round(t, 3), dur=round(end - t, 3), args={}))
+            lines.append(_ev(ph="X", cat="cpu_op", name="aten::linear", pid=pid, tid=pid, ts=round(t + gap, 3),
+                             dur=round(fwd, 3), args={}))
+            lines.append(_ev(ph="X", cat="cpu_op", name="autograd::engine::evaluate_function: MmBackward0",
+                             pid=pid, tid=pid, ts=round(t + gap + fwd, 3), dur=round(bwd, 3), args={}))
+            for k, (a, d) in enumerate(comm):
+                lines.append(_ev(ph="X", cat="user_annotation", name="gloo:all_reduce", pid=pid, tid=pid + 1 + k,
+                                 ts=round(a, 3), dur=round(d, 3), args={}))
+            lo, hi = min(a for a, _ in comm), max(a + d for a, d in comm)
+            rows.append((step, t, end, fwd + bwd, hi - lo, sum(d for _, d in comm)))
+            t = end
+        truth[r] = rows
+        head = {"schemaVersion": 1, "deviceProperties": [],
+                "distributedInfo": {"backend": "gloo", "rank": r, "world_size": ranks,
+                                    "pg_config": [{"pg_name": "0", "pg_desc": "default_pg",
+                                                   "backend_config": "cpu:gloo,cuda:gloo", "pg_size": ranks,
+                                                   "ranks": list(range(ranks))}]}}
+        text = ("{\n" + ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in head.items())
+                + ',\n  "traceEvents": [\n' + ",\n".join(lines) + "\n  ]\n}\n")
+        (root / f"rank-{r}.pt.trace.json").write_text(text, encoding="utf-8")
+    return truth
