@@ -1,4 +1,4 @@
-"""`summary.json`: the machine-readable half of the report (contract: shared/docs/summary-json.md)."""
+"""`summary.json`: the machine-readable half of the report (contract: docs/summary-json.md)."""
 
 from __future__ import annotations
 
