@@ -772,10 +772,12 @@ def compare(base: dict, new: dict, *, base_source: str = "base", new_source: str
            if _steps(f) is not None and _steps(f) < MIN_NOISE_STEPS]
     noise_note = None
     if few:
+        sides = []
+        for side, st in few:
+            sides.append(lazy("the base run has {steps} step(s)", steps=st) if side == "base"
+                         else lazy("the new run has {steps} step(s)", steps=st))
         noise_note = lazy("No noise estimate: {runs} (at least {n} are needed to measure the step-to-step spread). "
-                          "A change under {share} of the step is taken as noise.",
-                          runs=Joined([lazy("the base run has {steps} step(s)", steps=st) if side == "base" else
-                                       lazy("the new run has {steps} step(s)", steps=st) for side, st in few], ", "),
+                          "A change under {share} of the step is taken as noise.", runs=Joined(sides, "; "),
                           n=MIN_NOISE_STEPS, share=Percent(NO_NOISE_SHARE * 100, 0))
         base, new = _noise_free(base, NO_NOISE_SHARE), _noise_free(new, NO_NOISE_SHARE)
     step, phases, stages, ranks = _compare_steps(base, new)
