@@ -66,6 +66,8 @@ def test_slow_rank_fails_and_names_the_rank(runs, layout):
     grew = float(str(cause["cause"]).split("+")[1].split(" ms")[0])
     assert grew == pytest.approx(c.step.delta, rel=0.35)
     assert {i["cause"] for i in c.gate.items} == {0} and len(c.gate.items) >= 3
+    zh = c.gate.reasons[0].render("zh")  # the same sentence in Chinese on a zh page
+    assert zh.startswith("卡 5") and "计算时间" in zh and "slow-rank.compute" in zh, zh
     assert c.step.status == "slower" and c.step.delta_pct > 20
     assert c.ranks[0].extra["rank"] == 5  # the rank whose own phases moved is listed first
     assert c.ranks[0].extra["top_phase"]["key"] in ("computing_ms", "fp_and_bp_ms")

@@ -671,8 +671,10 @@ def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange
     One reason per cause: ranks whose own phase moved (a slow rank) are the cause and carry the step time,
     the phases (their peers' waiting) and the findings on those ranks; without such a rank, the phase that grew
     most is the cause of the step time; other findings are causes of their own, one per subject.
-    Not `comparable` (see `comparability`): nothing is judged, `failed` stays false."""
+    Not `comparable` (see `comparability`): nothing is judged (no reasons), `failed` stays false."""
     gate = Gate(threshold_pct, comparable=comparable, noise_known=noise_known)
+    if not comparable:
+        return gate  # nothing is judged between runs that cannot be compared
     pct = 0.0 if threshold_pct is None else threshold_pct
     step_base = step.base or 0.0
     tripped: list[dict] = []  # {"kind", "key", "reason", "ranks", "grew_ms"}
