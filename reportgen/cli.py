@@ -31,9 +31,9 @@ EXAMPLE_MARKER = ".msreport-example"  # in the example's run folder: ours to rep
 
 
 def example_run_path(out: Path) -> Path:
-    """Where `--example -o OUT` keeps its generated run: beside the report, `OUT-run` (`NAME-run` for NAME.html)."""
-    out = Path(out)
-    return out.with_name((out.stem if out.suffix.lower() in (".html", ".htm") else out.name) + "-run")
+    """Where `--example -o OUT` keeps its generated run: `example-run` beside the report (the run is the same for
+    every example build, so the site, the single file and the Chinese example in one folder share it)."""
+    return Path(out).parent / "example-run"
 
 
 SUBCOMMANDS_HELP = N_("""sub-commands:
@@ -50,7 +50,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("run", nargs="?", type=Path, help=_("folder holding the profiler output of a run"))
     cliutil.add_output_options(p, _("write one self-contained HTML file (and NAME.summary.json beside it)"))
     p.add_argument("--example", action="store_true", help=_("build a report from a generated example run "
-                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file), kept beside the report as OUT-run"))
+                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file), kept beside the report as example-run"))
     cliutil.add_jobs_option(p, default_jobs())
     p.add_argument("--scheduler", default=None, metavar="local|tcp://HOST:PORT",
                    help=_("where the ranks are loaded: local (processes on this machine, see -j; the default) or "

@@ -53,7 +53,7 @@ def test_mindinsight_timeline_names_follow_the_statistics(tmp_path):
 
 
 def test_example_run_folder_is_kept_beside_the_report(example_site):
-    kept = example_site.with_name(example_site.name + "-run")
+    kept = example_site.parent / "example-run"
     assert kept.is_dir() and (kept / ".msreport-example").is_file()
     assert len(list(kept.glob("*_ascend_pt"))) == 16
     overview = BeautifulSoup((example_site / "index.html").read_text(), "html.parser")
@@ -64,9 +64,8 @@ def test_example_replaces_its_own_run_but_not_a_stranger(tmp_path, capsys):
     from reportgen.cli import example_run_path, main
 
     out = tmp_path / "rep.html"
-    assert example_run_path(out) == tmp_path / "rep-run"
-    assert example_run_path(tmp_path / "site") == tmp_path / "site-run"
-    stranger = tmp_path / "rep-run"
+    assert example_run_path(out) == tmp_path / "example-run" == example_run_path(tmp_path / "site")
+    stranger = tmp_path / "example-run"
     stranger.mkdir()
     (stranger / "mine.txt").write_text("keep")
     assert main(["--example", "-o", str(out), "--single-file", "-q"]) == 2
