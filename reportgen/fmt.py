@@ -135,14 +135,31 @@ def signed_percent(v: Optional[float], missing: str = "n/a", digits: int = 1) ->
     return missing if f is None else i18n.Percent(f, digits, signed=True).render()
 
 
+def _small(f: float, digits: int) -> Optional[str]:
+    """3 significant digits for a value under 1 that `digits` decimals would cut ("0.000412", not "0.000")."""
+    if f == 0 or abs(f) >= 1:
+        return None
+    text = significant(f, 3)
+    return text if float(text) != float(f"{f:.{digits}f}") else None
+
+
 def signed(v: Optional[float], digits: int = 3) -> str:
-    """A change with its sign, thousands separators and a fixed number of decimals (run comparison)."""
-    return MISSING if v is None else f"{v:+,.{digits}f}"
+    """A change with its sign, thousands separators and a fixed number of decimals (run comparison); a change
+    under 1 keeps 3 significant digits ("+0.000300")."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    small = _small(f, digits)
+    return ("+" + small if f > 0 else small) if small else f"{f:+,.{digits}f}"
 
 
 def fixed(v: Optional[float], digits: int = 3) -> str:
-    """A number with thousands separators and a fixed number of decimals."""
-    return MISSING if v is None else f"{v:,.{digits}f}"
+    """A number with thousands separators and a fixed number of decimals; under 1, 3 significant digits when the
+    decimals would cut them."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    return _small(f, digits) or f"{f:,.{digits}f}"
 
 
 # --- numbers in sentences (finding texts) -------------------------------------------------------------------------

@@ -36,6 +36,12 @@ def test_durations_in_sentences_take_digits_by_size():
     assert fmt.ms(-0.0153) == "-15.3 µs"
 
 
+def test_fixed_and_signed_keep_small_values():
+    assert (fmt.fixed(0.0004), fmt.fixed(0.25), fmt.fixed(0.0123, 2), fmt.fixed(0)) == ("0.000400", "0.250", "0.0123", "0.000")
+    assert (fmt.signed(0.0003), fmt.signed(-0.0003), fmt.signed(0.5, 1)) == ("+0.000300", "-0.000300", "+0.5")
+    assert fmt.signed(float("nan")) == fmt.fixed(None) == "—"
+
+
 def test_significant_digits():
     assert [fmt.significant(v) for v in (0.000412, 0.0123, 1.234, 12.345, 1234.5, -0.5)] == [
         "0.000412", "0.0123", "1.23", "12.3", "1,234", "-0.500"]
