@@ -413,7 +413,7 @@ def test_a_single_step_run_has_no_noise_estimate_and_no_gate_on_jitter(one_step,
     jitter = _add(base, "free_ms", 0.3)  # +0.3 ms of free time on every rank
     c = compare(base, jitter, threshold_pct=0)
     assert not c.gate.noise_known and c.noise_note is not None
-    assert str(c.noise_note).startswith("No noise estimate: the base run has 1 step(s), the new run has 1 step(s)")
+    assert str(c.noise_note).startswith("No noise estimate: the base run has 1 step(s); the new run has 1 step(s)")
     assert not c.gate.failed, c.gate.reasons
     assert c.step.status == "within noise"
     # a real regression still fails without a noise estimate
