@@ -53,6 +53,11 @@ def built(tmp_path_factory) -> dict[str, Path]:
     assert main(["trend", *sums, "-o", str(root / "trend"), "-q", "--lang", "en"]) == 0
     assert main(["trend", *sums, "-o", str(root / "trend.html"), "--single-file", "-q", "--lang", "en"]) == 0
     out["trend"], out["trend-single"] = root / "trend" / "index.html", root / "trend.html"
+    # a folder of two runs: the landing page (runs.html, its own policy) and a run's overview below it
+    for name, layout in (("a", "ascend"), ("b", "mindinsight")):
+        generate_run(root / "multi" / name, layout=layout, ranks=2, steps=3)
+    assert main([str(root / "multi"), "-o", str(root / "runs"), "-q", "--lang", "en"]) == 0
+    out["runs"] = root / "runs" / "index.html"
     return out
 
 
@@ -86,6 +91,20 @@ def test_report_site_pages_have_no_csp_violation(browser, built):
         page, problems = _open(browser, p)
         assert not problems, (p.name, problems)
         page.close()
+
+
+def test_landing_page_of_several_runs_has_no_csp_violation(browser, built):
+    landing = built["runs"]
+    page, problems = _open(browser, landing)
+    try:
+        assert not problems, problems
+        links = page.eval_on_selector_all("a[href$='index.html']", "els => els.map(e => e.getAttribute('href'))")
+        assert len(links) >= 2
+    finally:
+        page.close()
+    page, problems = _open(browser, (landing.parent / links[0]).resolve())
+    page.close()
+    assert not problems, problems
 
 
 @pytest.mark.parametrize("kind", ["report-single", "compare", "compare-single", "trend", "trend-single"])
