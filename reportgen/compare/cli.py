@@ -117,7 +117,8 @@ def _run_compare(args, settings: dict) -> int:
         for c in comp.comparability:
             if c["blocking"]:
                 print(_("msreport: cannot compare: {what} differs ({base} vs {new})").format(
-                    what=i18n.translate(c["label"]), base=c["base"], new=c["new"]), file=sys.stderr)
+                    what=i18n.translate(c["label"]), base=i18n.translate(c["base"]), new=i18n.translate(c["new"])),
+                    file=sys.stderr)
         if args.fail_on_regression is not None:
             return EXIT_INCOMPARABLE
     if comp.gate.failed:

@@ -549,9 +549,10 @@ def comparability(base: dict, new: dict, b: RunFacts, n: RunFacts) -> list[dict]
     "blocking"}. Blocking when both sides are known and differ: the device (its model where the summary records
     one, else its memory capacity), the world size, the parallel layout, the profiler level. The step count is
     listed but never blocks (per-step means compare; fewer than 3 steps only lose the noise estimate)."""
-    def layout(f: RunFacts) -> str:
+    def layout(f: RunFacts) -> Msg:  # a message: compare.json holds its English, the page its translation
         sizes = " ".join(f"{k}={v}" for k, v in sorted(f.parallel_sizes.items()))
-        return f"{f.parallel_mode}, {f.stages} stage(s)" + (f", {sizes}" if sizes else "")
+        return lazy("{mode}, {stages} stage(s) {sizes}", mode=lazy(str(f.parallel_mode)), stages=f.stages,
+                    sizes=sizes)
 
     def device(s: dict) -> Optional[str]:
         model = (s.get("run") or {}).get("device_model")
@@ -568,7 +569,7 @@ def comparability(base: dict, new: dict, b: RunFacts, n: RunFacts) -> list[dict]
             ("profiler_level", N_("Profiler level"), b.profiler_level, n.profiler_level, True),
             ("steps", N_("Profiled steps"), _steps(b), _steps(n), False)):
         known = bv is not None and nv is not None
-        same = bv == nv if known else None
+        same = english(bv) == english(nv) if known else None
         out.append({"key": key, "label": label, "base": bv, "new": nv, "same": same,
                     "blocking": bool(blocking and known and not same)})
     return out
