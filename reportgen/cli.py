@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Optional
 
 from reportgen import cliutil, i18n
+from reportgen.errors import ReportError
 from reportgen.i18n import N_, _
 from reportgen.loaders import default_jobs
 from reportgen.loaders.dispatch import check_scheduler
@@ -26,6 +27,13 @@ EXAMPLE = {"layout": "ascend", "ranks": 16, "steps": 12, "stages": 2, "tp": 2,
 
 
 EXIT_FINDINGS = 3
+EXAMPLE_MARKER = ".msreport-example"  # in the example's run folder: ours to replace on the next --example
+
+
+def example_run_path(out: Path) -> Path:
+    """Where `--example -o OUT` keeps its generated run: `example-run` beside the report (the run is the same for
+    every example build, so the site, the single file and the Chinese example in one folder share it)."""
+    return Path(out).parent / "example-run"
 
 
 SUBCOMMANDS_HELP = N_("""sub-commands:
@@ -42,7 +50,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("run", nargs="?", type=Path, help=_("folder holding the profiler output of a run"))
     cliutil.add_output_options(p, _("write one self-contained HTML file (and NAME.summary.json beside it)"))
     p.add_argument("--example", action="store_true", help=_("build a report from a generated example run "
-                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file)"))
+                   "(16 ranks, 2 pipeline stages, one slow rank, one damaged file), kept beside the report as example-run"))
     cliutil.add_jobs_option(p, default_jobs())
     p.add_argument("--scheduler", default=None, metavar="local|tcp://HOST:PORT",
                    help=_("where the ranks are loaded: local (processes on this machine, see -j; the default) or "
@@ -97,6 +105,7 @@ def _main(argv: list[str]) -> int:
     cliutil.setup_logging(args.quiet, args.verbose)
     out = cliutil.out_path(args.output, args.single_file)
     results = []
+    kept: list[Path] = []
 
     def build() -> int:
         from reportgen.progress import Progress
@@ -111,10 +120,19 @@ def _main(argv: list[str]) -> int:
             return 0
         from reportgen.synth import generate_run
 
-        with tempfile.TemporaryDirectory(prefix="msreport-example-") as tmp:
-            run = generate_run(Path(tmp) / "example-run", **EXAMPLE)
-            log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
-            results.append(build_report(run, out, opts, ui=Progress(not args.quiet)))
+        # the run is kept beside the report (the overview names its folder; `msreport compare` can use it): an
+        # earlier example run of ours is replaced, any other folder of that name is left alone
+        run = example_run_path(out)
+        if run.exists():
+            if not (run / EXAMPLE_MARKER).is_file():
+                raise ReportError(_("{path} exists and is not an example run of msreport; move it or choose "
+                                    "another -o").format(path=run))
+            shutil.rmtree(run)
+        generate_run(run, **EXAMPLE)
+        (run / EXAMPLE_MARKER).write_text("msreport --example\n", encoding="utf-8")
+        log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
+        results.append(build_report(run, out, opts, ui=Progress(not args.quiet)))
+        kept.append(run)
         return 0
 
     code = cliutil.run_guarded(build, verbose=args.verbose)
@@ -132,6 +150,8 @@ def _main(argv: list[str]) -> int:
     if not args.quiet:
         print(_("msreport: findings: {critical} critical, {warning} warning, {info} info").format(**counts))
         print(_("Wrote report to {uri}").format(uri=result.entry.resolve().as_uri()))
+        for run in kept:
+            print(_("The example's run folder is kept at {path}").format(path=run.resolve()))
     if args.fail_on:
         hit = counts["critical"] + (counts["warning"] if args.fail_on == "warning" else 0)
         if hit:

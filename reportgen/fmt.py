@@ -7,6 +7,7 @@ numpy scalars, garbage) and returns a string; "—" stands for a missing value.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -29,7 +30,9 @@ def _float(v: Any) -> Optional[float]:
 # --- numbers in tables (template filters) -------------------------------------------------------------------------
 
 def ms_cell(v: Any) -> str:
-    """A duration in ms for a table cell: thousands separators, 3 decimals, scientific below 0.001 (filter `ms`)."""
+    """A duration in ms for a table cell (filter `ms`): thousands separators and 3 decimals from 1 ms up; below,
+    3 significant digits ("0.0123", "0.000412"), never "0.000" for a time that is not zero. (A column of ms keeps
+    its unit; the sentences' `ms` switches to µs.)"""
     if v is None:
         return MISSING
     try:
@@ -38,9 +41,23 @@ def ms_cell(v: Any) -> str:
         return str(v)  # a label in a number column
     if f != f:
         return MISSING
-    if f != 0 and abs(f) < 0.001:
-        return f"{f:.2e}"
+    if f != 0 and abs(f) < 1:
+        return significant(f, 3)
     return f"{f:,.3f}"
+
+
+def significant(f: float, digits: int = 3) -> str:
+    """`f` with `digits` significant digits in plain decimal notation: 0.000412 -> "0.000412", 12.345 -> "12.3",
+    1234.5 -> "1,234" (whole numbers keep every digit)."""
+    if f == 0 or f != f:
+        return "0"
+    a = abs(f)
+    decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+    text = f"{f:,.{decimals}f}"
+    if float(text.replace(",", "")) and abs(float(text.replace(",", ""))) >= 10 ** (digits - decimals):
+        decimals = max(0, decimals - 1)  # 9.996 rounded up to 10.00: one decimal fewer
+        text = f"{f:,.{decimals}f}"
+    return text
 
 
 # Babel formats a number in some 10 µs; a Chinese rank page has a hundred of them, mostly values that recur from
@@ -81,7 +98,27 @@ def share(v: Any, digits: int = 1, lang: Optional[str] = None) -> str:
 
 def _percent(f: float, digits: int, lang: Optional[str]) -> str:
     lang = lang or i18n.current()
+    floor = _floor(f, digits)
+    if floor is not None:  # a share that is not zero but rounds to it: "<0.1 %", never "0.0 %"
+        return floor + _babel_percent(10.0 ** -digits if digits > 0 else 1.0, digits, lang)
     return (_babel_percent if f and lang != i18n.DEFAULT else i18n.format_percent)(f, digits, lang)
+
+
+def _floor(f: float, digits: int) -> Optional[str]:
+    """"<" (or ">-") when `f` is not zero but rounds to zero at `digits` decimals, else None."""
+    if f == 0 or abs(f) >= 0.5 * 10.0 ** -digits:
+        return None
+    return "<" if f > 0 else ">-"
+
+
+class _Share(i18n.Percent):
+    """A percentage in a finding's text that keeps a small non-zero share visible ("<0.1 %")."""
+
+    def render(self, lang: Optional[str] = None) -> str:
+        v, digits = self.params["value"], self.params["digits"]
+        if not self.params["signed"] and _floor(v, digits) is not None:
+            return _percent(v, digits, lang)
+        return super().render(lang)
 
 
 def share_text(v: Any, digits: int = 1) -> Any:
@@ -89,7 +126,7 @@ def share_text(v: Any, digits: int = 1) -> Any:
     language of the text around it ("35.0 %" in English, Babel's "35.0%" in Chinese), so a finding's `title` and
     `title_en` each read right. Missing: "—"."""
     f = _float(v)
-    return MISSING if f is None else i18n.Percent(f * 100, digits)
+    return MISSING if f is None else _Share(f * 100, digits)
 
 
 def signed_percent(v: Optional[float], missing: str = "n/a", digits: int = 1) -> str:
@@ -98,31 +135,53 @@ def signed_percent(v: Optional[float], missing: str = "n/a", digits: int = 1) ->
     return missing if f is None else i18n.Percent(f, digits, signed=True).render()
 
 
+def _small(f: float, digits: int) -> Optional[str]:
+    """3 significant digits for a value under 1 that `digits` decimals would cut ("0.000412", not "0.000")."""
+    if f == 0 or abs(f) >= 1:
+        return None
+    text = significant(f, 3)
+    return text if float(text) != float(f"{f:.{digits}f}") else None
+
+
 def signed(v: Optional[float], digits: int = 3) -> str:
-    """A change with its sign, thousands separators and a fixed number of decimals (run comparison)."""
-    return MISSING if v is None else f"{v:+,.{digits}f}"
+    """A change with its sign, thousands separators and a fixed number of decimals (run comparison); a change
+    under 1 keeps 3 significant digits ("+0.000300")."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    small = _small(f, digits)
+    return ("+" + small if f > 0 else small) if small else f"{f:+,.{digits}f}"
 
 
 def fixed(v: Optional[float], digits: int = 3) -> str:
-    """A number with thousands separators and a fixed number of decimals."""
-    return MISSING if v is None else f"{v:,.{digits}f}"
+    """A number with thousands separators and a fixed number of decimals; under 1, 3 significant digits when the
+    decimals would cut them."""
+    f = _float(v)
+    if f is None:
+        return MISSING
+    return _small(f, digits) or f"{f:,.{digits}f}"
 
 
 # --- numbers in sentences (finding texts) -------------------------------------------------------------------------
 
 def ms(v: Any) -> str:
-    """A duration in a sentence, digits by size: "1,234 ms", "12.3 ms", "1.23 ms", "0.123 ms"."""
+    """A duration in a sentence, 3 significant digits: "1,234 ms", "12.3 ms", "1.23 ms"; below 1 ms in µs
+    ("123 µs", "2.10 µs"), below 1 µs in ns; zero is "0 ms"."""
     f = _float(v)
     if f is None:
         return MISSING
+    if f == 0:
+        return "0 ms"
+    if abs(f) < 100:
+        f = float(f"{f:.2e}")  # 3 significant digits first, so 0.9996 ms is "1.00 ms", not "1,000 µs"
     a = abs(f)
     if a >= 100:
         return f"{f:,.0f} ms"
-    if a >= 10:
-        return f"{f:.1f} ms"
     if a >= 1:
-        return f"{f:.2f} ms"
-    return f"{f:.3f} ms"
+        return significant(f, 3) + " ms"
+    if a >= 0.001:
+        return significant(f * 1e3, 3) + " µs"
+    return significant(f * 1e6, 3) + " ns"
 
 
 # --- lists ---------------------------------------------------------------------------------------------------------

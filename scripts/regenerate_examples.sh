@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf example_reports/example example_reports/example-zh example_reports/example-single.html example_reports/example-single.summary.json
+# (--example keeps its generated run in example_reports/example-run/, shared by the three example builds and
+#  replaced by each; the overview names it)
 msreport --example -o example_reports/example -q
 msreport --example -o example_reports/example-single.html --single-file -q
 rm -rf example_reports/example-zh

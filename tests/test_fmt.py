@@ -12,7 +12,7 @@ from reportgen import fmt
 
 def test_table_cells():
     assert fmt.ms_cell(1234.5) == "1,234.500"
-    assert fmt.ms_cell(0.0004) == "4.00e-04"
+    assert fmt.ms_cell(0.0004) == "0.000400" and fmt.ms_cell(0.01234) == "0.0123" and fmt.ms_cell(0.5) == "0.500"
     assert fmt.ms_cell(0) == "0.000"
     assert fmt.ms_cell(None) == fmt.ms_cell(math.nan) == fmt.ms_cell(np.float32("nan")) == "—"
     assert fmt.ms_cell("n/a") == "n/a"  # a label in a number column is shown as it is
@@ -27,8 +27,38 @@ def test_table_cells():
 
 
 def test_durations_in_sentences_take_digits_by_size():
-    assert [fmt.ms(v) for v in (1234.4, 12.34, 1.234, 0.1234)] == ["1,234 ms", "12.3 ms", "1.23 ms", "0.123 ms"]
+    assert [fmt.ms(v) for v in (1234.4, 12.34, 1.234, 0.1234)] == ["1,234 ms", "12.3 ms", "1.23 ms", "123 µs"]
     assert fmt.ms(-150.0) == "-150 ms"
+    # below 1 ms in µs with 3 significant digits (issue 29: not "0.002 ms"), below 1 µs in ns; rounding up to the
+    # next unit stays in the larger unit
+    assert [fmt.ms(v) for v in (0.0021, 0.000_5, 0.0000012, 0.9996, 99.96, 0)] == [
+        "2.10 µs", "500 ns", "1.20 ns", "1.00 ms", "100 ms", "0 ms"]
+    assert fmt.ms(-0.0153) == "-15.3 µs"
+
+
+def test_fixed_and_signed_keep_small_values():
+    assert (fmt.fixed(0.0004), fmt.fixed(0.25), fmt.fixed(0.0123, 2), fmt.fixed(0)) == ("0.000400", "0.250", "0.0123", "0.000")
+    assert (fmt.signed(0.0003), fmt.signed(-0.0003), fmt.signed(0.5, 1)) == ("+0.000300", "-0.000300", "+0.5")
+    assert fmt.signed(float("nan")) == fmt.fixed(None) == "—"
+
+
+def test_significant_digits():
+    assert [fmt.significant(v) for v in (0.000412, 0.0123, 1.234, 12.345, 1234.5, -0.5)] == [
+        "0.000412", "0.0123", "1.23", "12.3", "1,234", "-0.500"]
+    assert fmt.significant(0.09996) == "0.100" and fmt.significant(9.996) == "10.0"
+
+
+def test_small_shares_are_not_zero():
+    """A share that is not zero never reads "0.0 %" (issue 29): "<0.1 %" in English, "<0.1%" in Chinese."""
+    from reportgen import i18n
+
+    assert (fmt.share(0.0004), fmt.share(0), fmt.share(0.0006)) == ("<0.1 %", "0.0 %", "0.1 %")
+    assert fmt.share(-0.0001) == ">-0.1 %" and fmt.share(0.00004, 2) == "<0.01 %"
+    assert fmt.percent(0.04) == "<0.1 %" and fmt.percent(0.05) == "0.1 %"
+    assert (fmt.share_text(0.0004).render("en"), fmt.share_text(0.0004).render("zh")) == ("<0.1 %", "<0.1%")
+    assert fmt.share_text(0.35).render("zh") == "35.0%"
+    with i18n.use("zh"):
+        assert (fmt.share(0.0004), fmt.share(0.1234), fmt.percent(0.02)) == ("<0.1%", "12.3%", "<0.1%")
     assert fmt.ms(None) == fmt.ms(math.nan) == "—"
 
 

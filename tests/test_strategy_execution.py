@@ -73,7 +73,7 @@ def test_synthetic_stage_graphs_count_special_operators(pipe32):
     assert [st.ranks for st in sv.stages] == [list(range(s * 8, s * 8 + 8)) for s in range(4)]
     per_mb = 2 * LAYERS_PER_STAGE  # forward + backward per layer
     compute = MICRO_BATCHES * per_mb * len(LAYER_OPS)
-    matmuls = MICRO_BATCHES * per_mb * sum(1 for t, _ in LAYER_OPS if t == "MatMul")
+    matmuls = MICRO_BATCHES * per_mb * sum(1 for t, _ in LAYER_OPS if t == "MatMulV3")
     for st in map(build_stage, sv.stages):
         pipe = (MICRO_BATCHES if st.stage > 0 else 0) + (MICRO_BATCHES if st.stage < 3 else 0)
         assert st.n_ops == compute + matmuls + pipe + LAYERS_PER_STAGE + 1
@@ -230,14 +230,14 @@ def test_marey_names_the_slow_device_and_shows_the_slow_operator(pipe32, pipe32_
     peers = [d.busy_ms["compute"] for d in m.devices if d.stage == 1 and d.rank != 13]
     assert d13.busy_ms["compute"] / np.median(peers) == pytest.approx(1.3, rel=0.05)
     slow_types = {s.name: s for s in m.type_spread if s.stage == 1 and s.max_rank == 13 and s.ratio > 1.2}
-    assert "MatMulGrad" in slow_types and "LayerNorm" in slow_types
-    # the slow-everywhere operator: LayerNorm's share of the step grows ~4x on every device, in every stage
+    assert "MatMulV3" in slow_types and "RmsNorm" in slow_types  # (slow-op:LayerNorm is RmsNorm, its new name)
+    # the slow-everywhere operator: RmsNorm's share of the step grows ~4x on every device, in every stage
 
     def share(an, typ):
         return {s.stage: s.share for s in an.execution.marey[0].type_spread if s.name == typ}
     for st in range(4):
-        assert share(a, "LayerNorm")[st] / share(h, "LayerNorm")[st] > 2.5
-        assert share(a, "MatMul")[st] / share(h, "MatMul")[st] < 1.0  # the others lose share
+        assert share(a, "RmsNorm")[st] / share(h, "RmsNorm")[st] > 2.5
+        assert share(a, "MatMulV3")[st] / share(h, "MatMulV3")[st] < 1.0  # the others lose share
     # rules: the timeline's slow device is rank 13 (folded into the step-trace finding); nothing on the healthy run
     from reportgen.rules import run_rules
     found = [f.to_dict() for f in run_rules(a)[0]]

@@ -1,7 +1,9 @@
 """`msreport compare BASE NEW -o OUT` and `msreport trend SUMMARY... -o OUT`.
 
-Exit codes: 0 written (and no regression); 3 written and `--fail-on-regression` found one; 2 bad command line,
-unreadable input or unsafe output; 1 an unexpected internal error.
+Exit codes: 0 written (and no regression); 3 written and `--fail-on-regression` found one; 4 written, but
+`--fail-on-regression` was asked and the runs cannot be compared (another device, world size, parallel layout or
+profiler level: nothing judged); 2 bad command line, unreadable input or unsafe output; 1 an unexpected internal
+error.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from reportgen.i18n import N_, _
 log = logging.getLogger("msreport")
 
 EXIT_REGRESSION = 3
+EXIT_INCOMPARABLE = 4  # (compare.model.EXIT_INCOMPARABLE)
 COMMANDS = ("compare", "trend")
 _SINGLE = N_("write one self-contained HTML file (and NAME.compare.json / NAME.trend.json beside it)")
 
@@ -30,9 +33,12 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("base", type=Path, help=_("the reference run: run folder, report folder or summary.json"))
     p.add_argument("new", type=Path, help=_("the run to judge: run folder, report folder or summary.json"))
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
-                   help=_("exit {code} when the mean step time, or a phase of at least 5 %% of the step, "
-                          "is slower by more than PCT %% (and outside the step-to-step noise), or when a new "
-                          "warning/critical finding appeared").format(code=EXIT_REGRESSION))
+                   help=_("exit {code} when the mean step time, or a phase that costs step time, is slower by "
+                          "more than PCT %% beyond the step-to-step noise (a phase under 5 %% of the step is judged "
+                          "by its change as a share of the step), or when a warning/critical finding appeared or "
+                          "rose in severity; exit {other} when the runs cannot be compared (another device, world "
+                          "size, parallel layout or profiler level)").format(code=EXIT_REGRESSION,
+                                                                              other=EXIT_INCOMPARABLE))
     p.add_argument("--link-threshold", type=float, default=None, metavar="PCT",
                    help=_("list links whose bandwidth changed by more than PCT %% (default 20)"))
     cliutil.add_jobs_option(p, default_jobs())
@@ -104,7 +110,17 @@ def _run_compare(args, settings: dict) -> int:
             pct=pct, status=_(s.status), new=len(comp.findings_by("new")), resolved=len(comp.findings_by("resolved"))))
         for w in comp.warnings:
             print(_("msreport: warning: {text}").format(text=w), file=sys.stderr)
+        if comp.noise_note is not None:
+            print(_("msreport: warning: {text}").format(text=comp.noise_note), file=sys.stderr)
         print(_("Wrote comparison to {uri}").format(uri=entry.resolve().as_uri()))
+    if not comp.gate.comparable:
+        for c in comp.comparability:
+            if c["blocking"]:
+                print(_("msreport: cannot compare: {what} differs ({base} vs {new})").format(
+                    what=i18n.translate(c["label"]), base=i18n.translate(c["base"]), new=i18n.translate(c["new"])),
+                    file=sys.stderr)
+        if args.fail_on_regression is not None:
+            return EXIT_INCOMPARABLE
     if comp.gate.failed:
         for r in comp.gate.reasons:
             print(_("msreport: regression: {text}").format(text=r), file=sys.stderr)

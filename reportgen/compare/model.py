@@ -12,12 +12,14 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from reportgen.i18n import N_, Msg, Percent, lazy
+from reportgen.i18n import N_, Joined, Msg, Percent, lazy
 from reportgen.site.values import num
 from reportgen.numbers import rounded
 
 SCHEMA = "msreport.compare/1"
-PHASE_GATE_SHARE = 0.05  # a phase takes part in the gate when it is at least 5 % of the step (in either run)
+PHASE_GATE_SHARE = 0.05  # a phase's own percentage counts only when the phase is at least 5 % of the BASE step
+MIN_NOISE_STEPS = 3  # fewer profiled steps in either run: no step-to-step noise estimate
+EXIT_INCOMPARABLE = 4  # `--fail-on-regression` on runs that cannot be compared (see `comparability`)
 DEFAULT_LINK_PCT = 20.0  # links whose bandwidth changed by more than this are listed
 TOP_ITEMS = 40  # operators listed (by size of the change)
 
@@ -35,6 +37,16 @@ PHASE_LABELS = {
 ITEM_WORDS = (N_("type"), N_("operator"), N_("collective"), N_("aicore"), N_("aicpu"))
 STATUS_WORDS = (N_("slower"), N_("faster"), N_("within noise"), N_("unchanged"), N_("new"), N_("vanished"), N_("n/a"))
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+# phases that do not cost step time by themselves: more overlapped communication is hidden (good), the
+# communication total includes the hidden part, a stage is the step of a pipeline rank; never a gate reason
+NOT_COSTING = ("overlapped_ms", "communication_ms", "stage_ms")
+HIGHER_IS_BETTER = ("overlapped_ms",)
+# the phases that cost step time, each once (the not-overlapped communication without the receive when a run
+# has it, else with it): the gate's phases
+GATE_PHASES = ("iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "computing_ms",
+               "communication_not_overlapped_exclude_receive_ms", "communication_not_overlapped_ms", "bubble_ms",
+               "free_ms", "preparing_ms")
+CHANGE_WORDS = (N_("changed"),)
 # phases that add up to the step (no aggregate of others): the per-rank chart and "phase that changed most"
 LEAF_PHASES = ("iteration_interval_ms", "fp_and_bp_ms", "tail_ms", "computing_ms",
                "communication_not_overlapped_exclude_receive_ms", "bubble_ms", "free_ms")
@@ -146,7 +158,7 @@ class RunFacts:
 
 @dataclass
 class FindingChange:
-    change: str  # "new" | "resolved" | "unchanged"
+    change: str  # "new" | "resolved" | "unchanged" | "changed" (both runs have it, at another severity)
     id: str
     category: str
     severity: str  # the new run's severity (the base run's for resolved findings)
@@ -169,14 +181,21 @@ class FindingChange:
 
 @dataclass
 class Gate:
+    """The verdict. `causes`: one entry per cause, the cause first, then what it did (`effects`); `reasons` the
+    same as one sentence per cause; `items` every quantity that tripped, with the index of its cause."""
+
     threshold_pct: Optional[float]
     failed: bool = False
     reasons: list[Msg] = field(default_factory=list)
-    items: list[dict] = field(default_factory=list)  # {"kind": "step"|"phase"|"finding", "key": ..., "reason": ...}
+    items: list[dict] = field(default_factory=list)  # {"kind": "step"|"phase"|"finding", "key", "reason", "cause"}
+    causes: list[dict] = field(default_factory=list)  # {"kind", "key", "cause": Msg, "effects": [Msg], "ranks"}
+    comparable: bool = True
+    noise_known: bool = True
 
     def to_dict(self) -> dict:
         return {"threshold_pct": self.threshold_pct, "failed": self.failed, "reasons": english(self.reasons),
-                "items": english(self.items)}
+                "items": english(self.items), "causes": english(self.causes), "comparable": self.comparable,
+                "noise_known": self.noise_known}
 
 
 @dataclass
@@ -196,6 +215,8 @@ class Comparison:
     findings: list[FindingChange]
     gate: Gate
     link_threshold_pct: float = DEFAULT_LINK_PCT
+    comparability: list[dict] = field(default_factory=list)  # see `comparability`
+    noise_note: Optional[Msg] = None  # why there is no noise estimate (fewer than 3 steps in a run)
 
     def findings_by(self, change: str) -> list[FindingChange]:
         return [f for f in self.findings if f.change == change]
@@ -215,8 +236,11 @@ class Comparison:
             "links": {"threshold_pct": self.link_threshold_pct, "changed": [x.to_dict() for x in self.links]},
             "memory": [m.to_dict() for m in self.memory],
             "flops": [f.to_dict() for f in self.flops],
-            "findings": {c: [f.to_dict() for f in self.findings_by(c)] for c in ("new", "resolved", "unchanged")},
+            "findings": {c: [f.to_dict() for f in self.findings_by(c)]
+                         for c in ("new", "changed", "resolved", "unchanged")},
             "gate": self.gate.to_dict(),
+            "comparability": {"comparable": self.gate.comparable, "checks": english(self.comparability)},
+            "noise": {"known": self.gate.noise_known, "note": english(self.noise_note)},
         }
 
 
@@ -306,8 +330,10 @@ def _compare_steps(base: dict, new: dict) -> tuple[Delta, list[Delta], list[Delt
     for k in keys:
         share = max((bm.get(k) or 0) / bm["total_ms"] if bm.get("total_ms") else 0,
                     (nm.get(k) or 0) / nm["total_ms"] if nm.get("total_ms") else 0)
+        base_share = (bm.get(k) or 0) / bm["total_ms"] if bm.get("total_ms") else 0.0
         phases.append(delta(k, phase_label(k), bm.get(k), nm.get(k), _max_noise(bsp.get(k), nsp.get(k)),
-                            share=round(share, 4)))
+                            higher_is_better=k in HIGHER_IS_BETTER, share=round(share, 4),
+                            base_share=round(base_share, 4)))
     # stages: the mean step time of the stage's ranks
     b_rows, n_rows = _step_rows(base), _step_rows(new)
     b_stage, n_stage = _stage_of(base), _stage_of(new)
@@ -490,7 +516,10 @@ def _compare_findings(base: dict, new: dict) -> list[FindingChange]:
     for k in list(n) + [k for k in b if k not in n]:
         bf, nf = b.get(k), n.get(k)
         f = nf or bf
-        change = "unchanged" if bf and nf else ("new" if nf else "resolved")
+        if bf and nf:
+            change = "unchanged" if bf.get("severity") == nf.get("severity") else "changed"
+        else:
+            change = "new" if nf else "resolved"
         bi, ni = _impact(bf), _impact(nf)
         out.append(FindingChange(change=change, id=f.get("id", ""), category=f.get("category", ""),
                                  severity=f.get("severity", "info"), base_severity=(bf or {}).get("severity"),
@@ -498,41 +527,240 @@ def _compare_findings(base: dict, new: dict) -> list[FindingChange]:
                                  subject=_subject(f), ranks=list(f.get("ranks") or []),
                                  links=list(f.get("links") or []), stages=list(f.get("stages") or []),
                                  impact_delta=(ni or 0) - (bi or 0) if (bi is not None or ni is not None) else None))
-    order = {"new": 0, "unchanged": 1, "resolved": 2}
+    order = {"new": 0, "changed": 1, "unchanged": 2, "resolved": 3}
     out.sort(key=lambda f: (order[f.change], -SEVERITY_RANK.get(f.severity, 0)))
     return out
 
 
-def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange],
-                  threshold_pct: Optional[float]) -> Gate:
-    """Regression: the mean step time, or a phase of at least 5 % of the step, slower by more than the threshold
-    and outside the noise; or a new (or escalated) warning / critical finding."""
-    gate = Gate(threshold_pct)
-    pct = 0.0 if threshold_pct is None else threshold_pct
+def _steps(f: RunFacts) -> Optional[int]:
+    return f.steps if isinstance(f.steps, int) else None
 
-    def trip(kind: str, key: str, reason: Msg) -> None:
-        gate.reasons.append(reason)
-        gate.items.append({"kind": kind, "key": key, "reason": reason})
+
+def _capacity_mb(s: dict) -> Optional[float]:
+    """The most common device memory capacity over the ranks (MB), where the profiler recorded one."""
+    caps = [_num((row or {}).get("capacity_mb")) for row in ((_metrics(s).get("memory") or {}).get("per_rank") or {})
+            .values()]
+    caps = [round(c) for c in caps if c]
+    return max(set(caps), key=caps.count) if caps else None
+
+
+def comparability(base: dict, new: dict, b: RunFacts, n: RunFacts) -> list[dict]:
+    """The checks that decide whether two runs can be compared at all: {"key", "label", "base", "new", "same",
+    "blocking"}. Blocking when both sides are known and differ: the device (its model where the summary records
+    one, else its memory capacity), the world size, the parallel layout, the profiler level. The step count is
+    listed but never blocks (per-step means compare; fewer than 3 steps only lose the noise estimate)."""
+    def layout(f: RunFacts) -> Msg:  # a message: compare.json holds its English, the page its translation
+        sizes = " ".join(f"{k}={v}" for k, v in sorted(f.parallel_sizes.items()))
+        return lazy("{mode}, {stages} stage(s) {sizes}", mode=lazy(str(f.parallel_mode)), stages=f.stages,
+                    sizes=sizes)
+
+    def device(s: dict) -> Optional[str]:
+        model = (s.get("run") or {}).get("device_model")
+        if model:
+            return str(model)
+        cap = _capacity_mb(s)
+        return f"{cap / 1024:.0f} GB" if cap else None
+
+    out = []
+    for key, label, bv, nv, blocking in (
+            ("device", N_("Device (model or memory capacity)"), device(base), device(new), True),
+            ("world_size", N_("World size (ranks)"), b.ranks or None, n.ranks or None, True),
+            ("parallel_layout", N_("Parallel layout"), layout(b), layout(n), True),
+            ("profiler_level", N_("Profiler level"), b.profiler_level, n.profiler_level, True),
+            ("steps", N_("Profiled steps"), _steps(b), _steps(n), False)):
+        known = bv is not None and nv is not None
+        same = english(bv) == english(nv) if known else None
+        out.append({"key": key, "label": label, "base": bv, "new": nv, "same": same,
+                    "blocking": bool(blocking and known and not same)})
+    return out
+
+
+def _noise_free(s: dict, share: float) -> dict:
+    """`s` with its step-to-step spread replaced by `share` of each step time (cluster and per rank): the noise
+    assumed when a run has too few steps to measure one."""
+    st = dict(_metrics(s).get("step_trace") or {})
+    rows = _step_rows(s)
+    means = _cluster_means(s)
+    st["spread"] = {"cluster": {k: share * (means.get("total_ms") or 0) for k in means},
+                    "per_rank": {r: {k: share * (_num(row.get("total_ms")) or 0) for k in row if k.endswith("_ms")}
+                                 for r, row in rows.items()}}
+    return dict(s, metrics=dict(_metrics(s), step_trace=st))
+
+
+NO_NOISE_SHARE = 0.02  # the step-to-step noise assumed (share of the step) when a run has fewer than 3 steps
+
+
+def _gate_phases(phases: list[Delta]) -> list[Delta]:
+    """The phases that cost step time, each once (`GATE_PHASES`; the not-overlapped communication without the
+    receive when either run has it)."""
+    keys = {p.key for p in phases if p.base is not None or p.new is not None}
+    skip = {"communication_not_overlapped_ms"} if "communication_not_overlapped_exclude_receive_ms" in keys else set()
+    return [p for p in phases if p.key in GATE_PHASES and p.key not in skip and p.key not in NOT_COSTING]
+
+
+def _ms(v: float) -> str:
+    return f"{v:+,.1f} ms" if abs(v) >= 1 else f"{v:+,.3f} ms"
+
+
+def _rank_causes(ranks: list[Delta], step_base: float, floor_share: float) -> list[dict]:
+    """Ranks whose own phase moved away from the others' (its change minus the median change of every rank), by
+    more than the rank's noise and `floor_share` of the step: {"ranks", "phase", "delta", "own"} grouped by phase,
+    largest first. A slow rank's peers wait for it (their not-overlapped communication grows): the median keeps
+    them out, the slow rank stands out in its computing."""
+    import statistics
+
+    rows = [r for r in ranks if r.delta is not None]
+    if len(rows) < 2 or not step_base:
+        return []
+    keys = sorted({k for r in rows for k in r.extra["phases"] if k in GATE_PHASES})
+    if "communication_not_overlapped_exclude_receive_ms" in keys:
+        keys.remove("communication_not_overlapped_ms")
+    found: dict[str, list[tuple[int, float, float]]] = {}
+    for k in keys:
+        deltas = {r.extra["rank"]: r.extra["phases"][k].get("delta") for r in rows if k in r.extra["phases"]}
+        deltas = {rk: v for rk, v in deltas.items() if v is not None}
+        if len(deltas) < 2:
+            continue
+        med = statistics.median(deltas.values())
+        for r in rows:
+            v = deltas.get(r.extra["rank"])
+            if v is None:
+                continue
+            own = v - med
+            noise = r.extra["phases"][k].get("noise") or 0.0
+            if own > max(noise, floor_share * step_base) and v > 0:
+                found.setdefault(k, []).append((r.extra["rank"], v, own))
+    out = []
+    for k, hits in found.items():
+        out.append({"phase": k, "ranks": sorted(h[0] for h in hits), "delta": max(h[1] for h in hits),
+                    "own": max(h[2] for h in hits)})
+    out.sort(key=lambda c: -c["own"])
+    # a rank is the cause once, by the phase that moved most
+    seen: set[int] = set()
+    kept = []
+    for c in out:
+        c["ranks"] = [r for r in c["ranks"] if r not in seen]
+        if c["ranks"]:
+            seen.update(c["ranks"])
+            kept.append(c)
+    return kept
+
+
+def _rank_cause(who: Msg, key: str, grew: float) -> Msg:
+    """"rank 6 computes +47.0 ms per step" (the phase as a verb where there is one)."""
+    d = _ms(grew)
+    if key in ("computing_ms", "fp_and_bp_ms"):
+        return lazy("{who} computes {delta} per step", who=who, delta=d)
+    if key.startswith("communication_not_overlapped"):
+        return lazy("{who} spends {delta} per step in communication that is not overlapped", who=who, delta=d)
+    if key == "bubble_ms":
+        return lazy("{who} waits {delta} per step in the pipeline bubble", who=who, delta=d)
+    if key == "free_ms":
+        return lazy("{who} is idle {delta} per step", who=who, delta=d)
+    return lazy("{who}: {phase} {delta} per step", who=who, phase=lazy(phase_label(key)), delta=d)
+
+
+def evaluate_gate(step: Delta, phases: list[Delta], findings: list[FindingChange],
+                  threshold_pct: Optional[float], ranks: Optional[list[Delta]] = None, *, comparable: bool = True,
+                  noise_known: bool = True) -> Gate:
+    """Regression, only in the direction that costs time and only beyond the noise:
+    - the mean step time slower by more than the threshold (percent of the step);
+    - a phase that costs time (`GATE_PHASES`: not the overlapped communication, which hides time) slower in ms
+      beyond its noise and by more than the threshold: its own percentage when it is at least 5 % of the base
+      step, else its change in ms as a share of the base step (a near-zero base makes any percentage huge);
+    - a new warning / critical finding, or one whose severity rose.
+    One reason per cause: ranks whose own phase moved (a slow rank) are the cause and carry the step time,
+    the phases (their peers' waiting) and the findings on those ranks; without such a rank, the phase that grew
+    most is the cause of the step time; other findings are causes of their own, one per subject.
+    Not `comparable` (see `comparability`): nothing is judged (no reasons), `failed` stays false."""
+    gate = Gate(threshold_pct, comparable=comparable, noise_known=noise_known)
+    if not comparable:
+        return gate  # nothing is judged between runs that cannot be compared
+    pct = 0.0 if threshold_pct is None else threshold_pct
+    step_base = step.base or 0.0
+    tripped: list[dict] = []  # {"kind", "key", "reason", "ranks", "grew_ms"}
 
     if step.status == "slower" and step.delta_pct is not None and step.delta_pct > pct:
-        trip("step", "total_ms", lazy("step time {pct} ({base} -> {new} ms)", pct=Percent(step.delta_pct, signed=True),
-                                      base=f"{step.base:,.3f}", new=f"{step.new:,.3f}"))
-    for p in phases:
-        if (p.status == "slower" and p.delta_pct is not None and p.delta_pct > pct
-                and PHASE_GATE_SHARE <= p.extra.get("share", 0) < 0.999):  # (a phase that is the step: the step)
-            trip("phase", p.key, lazy("{phase} {pct} ({base} -> {new} ms per step)", phase=lazy(p.label),
-                                      pct=Percent(p.delta_pct, signed=True), base=f"{p.base:,.3f}", new=f"{p.new:,.3f}"))
+        tripped.append({"kind": "step", "key": "total_ms", "grew_ms": step.delta or 0.0,
+                        "reason": lazy("step time {pct} ({base} -> {new} ms)", pct=Percent(step.delta_pct, signed=True),
+                                       base=f"{step.base:,.3f}", new=f"{step.new:,.3f}")})
+    for p in _gate_phases(phases):
+        if p.status != "slower" or p.delta is None or p.base is None or not step_base:
+            continue
+        if p.base / step_base >= PHASE_GATE_SHARE and p.delta_pct is not None and p.delta_pct > pct:
+            reason = lazy("{phase} {pct} ({base} -> {new} ms per step)", phase=lazy(p.label),
+                          pct=Percent(p.delta_pct, signed=True), base=f"{p.base:,.3f}", new=f"{p.new:,.3f}")
+        elif p.base / step_base < PHASE_GATE_SHARE and p.delta / step_base * 100 > pct:
+            reason = lazy("{phase} {delta} per step ({share} of the base step; {base} -> {new} ms)",
+                          phase=lazy(p.label), delta=_ms(p.delta), share=Percent(p.delta / step_base * 100),
+                          base=f"{p.base:,.3f}", new=f"{p.new:,.3f}")
+        else:
+            continue
+        tripped.append({"kind": "phase", "key": p.key, "reason": reason, "grew_ms": p.delta})
     for f in findings:
         sev = SEVERITY_RANK.get(f.severity, 0)
         if sev < 1:
             continue
         if f.change == "new":
-            trip("finding", f.id, lazy("new {severity} {id} [{subject}]", severity=lazy(f.severity), id=f.id,
-                                       subject=f.subject))
-        elif f.change == "unchanged" and sev > SEVERITY_RANK.get(f.base_severity or "info", 0):
-            trip("finding", f.id, lazy("{id} [{subject}] escalated from {base} to {new}", id=f.id, subject=f.subject,
-                                       base=lazy(f.base_severity or "info"), new=lazy(f.severity)))
-    gate.failed = bool(gate.reasons) and threshold_pct is not None
+            reason = lazy("new {severity} {id} [{subject}]", severity=lazy(f.severity), id=f.id, subject=f.subject)
+        elif f.change == "changed" and sev > SEVERITY_RANK.get(f.base_severity or "info", 0):
+            reason = lazy("{id} [{subject}] escalated from {base} to {new}", id=f.id, subject=f.subject,
+                          base=lazy(f.base_severity or "info"), new=lazy(f.severity))
+        else:
+            continue
+        tripped.append({"kind": "finding", "key": f.id, "reason": reason, "finding": f})
+
+    # --- one reason per cause ---
+    causes: list[dict] = []
+    measured = [t for t in tripped if t["kind"] in ("step", "phase")]
+    rank_causes = _rank_causes(ranks or [], step_base, NO_NOISE_SHARE) if tripped else []
+    for rc in rank_causes:
+        who = (lazy("rank {rank}", rank=rc["ranks"][0]) if len(rc["ranks"]) == 1
+               else lazy("ranks {ranks}", ranks=_compact(rc["ranks"])))
+        causes.append({"kind": "rank", "key": f"rank:{_compact(rc['ranks'])}:{rc['phase']}", "ranks": rc["ranks"],
+                       "cause": _rank_cause(who, rc["phase"], rc["delta"]), "items": []})
+    if measured:
+        if causes:
+            main_cause = causes[0]  # the step and the phases follow from the rank that moved most
+        else:
+            phase_items = sorted((t for t in measured if t["kind"] == "phase"), key=lambda t: -t["grew_ms"])
+            lead = phase_items[0] if phase_items else measured[0]
+            main_cause = {"kind": lead["kind"], "key": lead["key"], "ranks": [], "cause": lead["reason"], "items": []}
+            causes.append(main_cause)
+            measured = [t for t in measured if t is not lead]
+            main_cause["items"].append(lead)
+        main_cause["items"].extend(measured)
+    by_subject: dict[str, dict] = {}
+    for t in (t for t in tripped if t["kind"] == "finding"):
+        f = t["finding"]
+        home = None
+        if f.ranks and not f.links:
+            home = next((c for c in causes if c["kind"] == "rank" and set(f.ranks) & set(c["ranks"])), None)
+        elif not f.ranks and not f.links and not f.stages and causes and causes[0]["kind"] in ("step", "phase"):
+            home = causes[0]  # a cluster-wide finding on the same step
+        if home is None:
+            subject = english(f.subject)
+            home = by_subject.get(subject)
+            if home is None:
+                home = by_subject[subject] = {"kind": "finding", "key": f.id, "ranks": list(f.ranks),
+                                              "cause": t["reason"], "items": []}
+                causes.append(home)
+                home["items"].append(t)
+                continue
+        home["items"].append(t)
+    causes = [c for c in causes if c["items"]]  # a rank that moved but tripped nothing is no reason
+    for i, c in enumerate(causes):
+        effects = [t["reason"] for t in c["items"] if t["reason"] is not c["cause"]]
+        text = c["cause"]
+        for e in effects:
+            text = lazy("{a}; {b}", a=text, b=e) if text is not c["cause"] else lazy("{cause}: {effect}",
+                                                                                       cause=c["cause"], effect=e)
+        gate.reasons.append(text)
+        gate.causes.append({"kind": c["kind"], "key": c["key"], "ranks": c["ranks"], "cause": c["cause"],
+                            "effects": effects})
+        for t in c["items"]:
+            gate.items.append({"kind": t["kind"], "key": t["key"], "reason": t["reason"], "cause": i})
+    gate.failed = bool(gate.reasons) and threshold_pct is not None and comparable
     return gate
 
 
@@ -541,6 +769,20 @@ def compare(base: dict, new: dict, *, base_source: str = "base", new_source: str
             link_pct: float = DEFAULT_LINK_PCT) -> Comparison:
     """Compare two summaries. `threshold_pct` None: no gate (the reasons are still listed, `failed` stays false)."""
     bf, nf = RunFacts.of(base, base_source, base_kind), RunFacts.of(new, new_source, new_kind)
+    checks = comparability(base, new, bf, nf)
+    comparable = not any(c["blocking"] for c in checks)
+    few = [(side, f.steps) for side, f in (("base", bf), ("new", nf))
+           if _steps(f) is not None and _steps(f) < MIN_NOISE_STEPS]
+    noise_note = None
+    if few:
+        sides = []
+        for side, st in few:
+            sides.append(lazy("the base run has {steps} step(s)", steps=st) if side == "base"
+                         else lazy("the new run has {steps} step(s)", steps=st))
+        noise_note = lazy("No noise estimate: {runs} (at least {n} are needed to measure the step-to-step spread). "
+                          "A change under {share} of the step is taken as noise.", runs=Joined(sides, "; "),
+                          n=MIN_NOISE_STEPS, share=Percent(NO_NOISE_SHARE * 100, 0))
+        base, new = _noise_free(base, NO_NOISE_SHARE), _noise_free(new, NO_NOISE_SHARE)
     step, phases, stages, ranks = _compare_steps(base, new)
     rel = _rel_noise(base, new)
     comm, links = _compare_comm(base, new, rel, link_pct)
@@ -550,4 +792,6 @@ def compare(base: dict, new: dict, *, base_source: str = "base", new_source: str
         operators=_compare_operators(base, new, rel), communication=comm, links=links,
         memory=_compare_per_rank(base, new, "memory", "peak_mb", "MB", rel),
         flops=_compare_per_rank(base, new, "flops", "flops_m", "MFLOPs", rel),
-        findings=findings, gate=evaluate_gate(step, phases, findings, threshold_pct), link_threshold_pct=link_pct)
+        findings=findings, gate=evaluate_gate(step, phases, findings, threshold_pct, ranks, comparable=comparable,
+                                              noise_known=not few),
+        link_threshold_pct=link_pct, comparability=checks, noise_note=noise_note)

@@ -47,9 +47,10 @@ def compare_charts(c: Comparison) -> dict[str, Chart]:
     out: dict[str, Chart] = {}
     steps = [c.step] + c.phases
     if any(d.delta_pct is not None for d in steps):
-        out["phases"] = Chart("cmp-phases", charts.delta_bars(_delta_rows(steps)),
-                              _("Change of the cluster-mean step time and of each phase (grey: within the "
-                                "step-to-step noise of either run)."))
+        out["phases"] = Chart("cmp-phases", charts.delta_bars(_delta_rows(steps), _("Change (ms per step)"), "delta"),
+                              _("Change of the cluster-mean step time and of each phase in ms per step (a "
+                                "percentage of a phase near zero says nothing; grey: within the step-to-step noise "
+                                "of either run; more overlapped communication is hidden time, green)."))
     ranks = [r for r in c.ranks if r.delta is not None][: charts.MAX_BARS]
     if ranks:
         rows, order = [], []

@@ -245,18 +245,42 @@ def memory_tip(peak_mb: Optional[float], capacity_mb: Optional[float]) -> str:
     return _("{peak} of {capacity} MB").format(peak=fmt.number(peak), capacity=fmt.number(cap))
 
 
-def _spread_rows(items: list, limit: int) -> list[dict]:
+MIN_REL_DEFAULT = 0.15  # operator-spread's `min_rel` (the threshold in force is passed in)
+
+
+def occurrence(key: str) -> int:
+    """The occurrence of an operator in its step (1 for the first), from its join key ("stage:name#k")."""
+    head, sep, k = key.rpartition("#")
+    return int(k) + 1 if sep and k.isdigit() else 1
+
+
+def _stands_out(s, min_rel: float) -> bool:
+    """Computation: the longest device at least 1 + `min_rel` times the median. A collective or a receive (every
+    member leaves together, the last to arrive waits least): the shortest device at most the median / (1 +
+    `min_rel`)."""
+    if s.cls in ("collective", "receive") and s.min_rank >= 0:
+        return s.median_ms > 0 and (s.min_ms <= 0 or s.median_ms / s.min_ms - 1 >= min_rel - 1e-9)
+    return math.isfinite(s.ratio) and s.ratio - 1 >= min_rel - 1e-9
+
+
+def _spread_rows(items: list, limit: int, min_rel: float = MIN_REL_DEFAULT) -> list[dict]:
+    """Table rows. The culprit device is named only where one stands out: max / median at least 1 + `min_rel`
+    (operator-spread's slow-operator threshold in force), not a device 1 % above the median. Operators that
+    occur several times in the step carry their occurrence ("#2"), so identical rows can be told apart."""
     out = []
+    repeated = {(s.stage, s.name) for s in items if occurrence(s.key) > 1}
     for s in items[:limit]:
+        stands_out = _stands_out(s, min_rel)
         out.append({"name": s.name, "cls": s.cls, "stage": s.stage, "n": s.n, "median_ms": num(s.median_ms),
+                    "occurrence": occurrence(s.key) if (s.stage, s.name) in repeated else None,
                     "min_ms": num(s.min_ms), "max_ms": num(s.max_ms), "max_rank": s.culprit_rank,
-                    "arrived_last": s.culprit_rank != s.max_rank,
+                    "culprit": stands_out, "arrived_last": s.culprit_rank != s.max_rank,
                     "ratio": None if not math.isfinite(s.ratio) else round(s.ratio, 3), "share": s.share,
                     "href": urls.rank_page(s.culprit_rank)})
     return out
 
 
-def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart], list]]:
+def plan_execution_pages(a: Analysis, min_rel: float = MIN_REL_DEFAULT) -> list[tuple[str, str, dict, list[Chart], list]]:
     """(path, title, context, charts, downloads) of every execution page: the first chosen step on
     `EXECUTION`, the others on their own page."""
     ev = a.execution
@@ -271,9 +295,10 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
             "has_overview": overview is not None}
     downloads = []
     if marey:
-        cols = [{"key": k, "label": k} for k in ("step", "stage", "operator", "class", "devices", "median_ms",
-                                                 "min_ms", "max_ms", "slowest_rank", "max_over_median")]
-        rows = [{"step": m.step, "stage": s.stage, "operator": s.name, "class": s.cls, "devices": s.n,
+        cols = [{"key": k, "label": k} for k in ("step", "stage", "operator", "occurrence", "class", "devices",
+                                                 "median_ms", "min_ms", "max_ms", "slowest_rank", "max_over_median")]
+        rows = [{"step": m.step, "stage": s.stage, "operator": s.name, "occurrence": occurrence(s.key),
+                 "class": s.cls, "devices": s.n,
                  "median_ms": round(s.median_ms, 6), "min_ms": round(s.min_ms, 6), "max_ms": round(s.max_ms, 6),
                  "slowest_rank": s.max_rank, "max_over_median": round(s.ratio, 4) if math.isfinite(s.ratio) else ""}
                 for m in marey for s in m.spread]
@@ -315,8 +340,8 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
             "step": m.step, "step_label": step_label(m.step), "reason": text(m.reason), "window": text(m.window),
             "alignment": [text(n) for n in m.alignment],
             "span_ms": num(lay.span_ms), "devices": _device_rows(a, m, lay.drawn), "not_drawn": lay.not_drawn,
-            "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40),
-            "types": _spread_rows(m.type_spread, 25), "n_types": len(m.type_spread), "n_spread": len(m.spread),
+            "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40, min_rel),
+            "types": _spread_rows(m.type_spread, 25, min_rel), "min_rel": min_rel, "n_types": len(m.type_spread), "n_spread": len(m.spread),
             "csv": SPREAD_CSV}, "current": path}
         out.append((path, _("Execution overview: {step}").format(step=step_label(m.step)), ctx, charts, downloads if i == 0 else []))
     return out
@@ -325,7 +350,8 @@ def plan_execution_pages(a: Analysis) -> list[tuple[str, str, dict, list[Chart],
 def _plan_execution(inp: PlanInput) -> list[Page]:
     return [Page(path, title, EXECUTION_PAGE.partial, ExecutionContext(**inp.common, **ctx), charts=charts,
                  downloads=csv)
-            for path, title, ctx, charts, csv in plan_execution_pages(inp.analysis)]
+            for path, title, ctx, charts, csv in plan_execution_pages(
+                inp.analysis, (inp.thresholds.get("operator-spread") or {}).get("min_rel", MIN_REL_DEFAULT))]
 
 
 def _plan_strategy(inp: PlanInput) -> list[Page]:

@@ -51,11 +51,14 @@ def sort_key(v) -> str:
     return str(v)
 
 
-def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
+def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "", key: bool = False) -> Markup:
     """One numeric `<td>` (`num_cell` in the templates). The table sorter reads the number the cell shows, so only
-    a cell with a badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page)."""
+    a cell with a badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page);
+    `key`: carry it anyway (the full-precision value the CSV button saves, for the small cluster tables)."""
     text = _CELL_FORMATS.get(fmt, _MS)(v)
     c = f"num {escape(cls)}" if cls else "num"
+    if key and not badge:
+        return Markup(f'<td class="{c}" data-v="{escape(sort_key(v))}">{escape(text)}</td>')
     if badge:
         return Markup(f'<td class="{c}" data-v="{escape(sort_key(v))}">{escape(text)} '
                       f'<span class="badge slow">{escape(badge)}</span></td>')

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import columnar, Chart
@@ -129,7 +129,9 @@ class ResourcesContext(PageContext):
     stage_flops: list[dict] = field(default_factory=list)
 
 
-def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], list]:
+def plan_resources_context(a: Analysis, slow_ranks: frozenset = frozenset()) -> tuple[dict[str, Any], list[Chart], list]:
+    """`slow_ranks`: the ranks a finding names slow (`Highlights.slow_ranks`): the operator spread paints them red
+    in every type where they are above the median, as the finding's advice says."""
     res = a.resources
     ctx: dict[str, Any] = {"has_memory": res.has_memory, "has_flops": res.has_flops,
                            "capacity_known": bool(res.capacity_known)}
@@ -198,15 +200,27 @@ def plan_resources_context(a: Analysis) -> tuple[dict[str, Any], list[Chart], li
         slow = {(o["op_type"], o["slow_rank"]) for o in res.operator_summary if o["slow_rank"] is not None}
         t = res.operator_types
         n_ranks = t["rank"].nunique()
+        if slow_ranks:  # the ranks a finding names slow: red wherever they run a type longer than its median
+            med = t.groupby("op_type")["total_ms"].median()
+            named = t[t["rank"].isin(list(slow_ranks))]
+            slow |= {(rec["op_type"], int(rec["rank"])) for rec in named.to_dict("records")
+                     if rec["total_ms"] > med.get(rec["op_type"], math.inf)}
         spread = [{"op_type": rec["op_type"], "rank": int(rec["rank"]), "total_ms": round(float(rec["total_ms"]), 4),
                    "slow": (rec["op_type"], int(rec["rank"])) in slow, "href": urls.rank_page(int(rec["rank"]))}
                   for rec in t.to_dict("records")]
+        red = sorted({r for _t, r in slow})
+        if red:
+            marked = _("Red: {ranks}, where a rank is at least 1.5x the median of a type{named}.").format(
+                ranks=(_("rank {rank}").format(rank=red[0]) if len(red) == 1
+                       else _("ranks {ranks}").format(ranks=fmt.compact_ranks(red))),
+                named=_(", or a rank a slow-rank finding names runs a type above its median") if slow_ranks else "")
+        else:
+            marked = _("No mark is red: no rank is 1.5x the median of a type and no finding names a slow rank.")
         charts.append(Chart("op-spread", res_charts.op_type_spread(spread, types, boxes=n_ranks > TICKS_MAX_RANKS),
-                            _("Each rank's total time in the top operator types (one mark per rank; boxes span min to "
-                              "max). Red: a rank at least 1.5x the median of that type. Click to open the rank.")
-                            if n_ranks > TICKS_MAX_RANKS else
-                            _("Each rank's total time in the top operator types (one mark per rank). Red: a rank at "
-                              "least 1.5x the median of that type. Click to open the rank."),
+                            (_("Each rank's total time in the top operator types (one mark per rank; boxes span min "
+                               "to max).") if n_ranks > TICKS_MAX_RANKS else
+                             _("Each rank's total time in the top operator types (one mark per rank).")) + " " + marked
+                            + " " + _("Click to open the rank."),
                             renderer="canvas" if len(spread) > 3000 else "svg"))
         # one mark per rank and type (10,000+ at 1,024 ranks): carried columnar, each href from its rank
         columnar.to_columns(charts[-1], "spread", ["op_type", "rank", "total_ms", "slow", "href"],
@@ -520,7 +534,9 @@ class RankDetail:
 
 
 def _plan(inp: PlanInput) -> list[Page]:
-    ctx, charts, csv = plan_resources_context(inp.analysis)
+    from reportgen.site import highlights
+
+    ctx, charts, csv = plan_resources_context(inp.analysis, highlights.of(inp).slow_ranks)
     return [Page(RESOURCES, N_("Resource utilisation"), PAGE.partial, ResourcesContext(**inp.common, **ctx),
                  charts=charts,
                  downloads=csv)]

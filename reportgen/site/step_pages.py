@@ -9,7 +9,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.steps import step_values
 from reportgen.charts import Chart, columnar
@@ -108,6 +108,30 @@ def _total_rows(a: Analysis, hl: Highlights, totals: pd.Series) -> list[dict]:
             for r, v in totals.dropna().items()]
 
 
+def total_caption(rows: list[dict], median: float, hl: Optional[Highlights] = None) -> str:
+    """The step-time bars' caption, saying what is red: the ranks a finding names slow, the phase it names and how
+    far each one's step stands above the median (a rank 0.9 % above is not "far above": its peers wait for it,
+    so the difference is in the phases); or that no finding names one."""
+    red = sorted((r for r in rows if r["status"] == "slow"), key=lambda r: -r["total"])
+    if not red:
+        return _("Average step time per rank; dashed line: cluster median. No rank is red: no finding names a "
+                 "slow rank. Click a bar to open the rank's page.")
+    parts = []
+    for r in red[:8]:
+        cols = sorted((hl.hot.get(r["rank"], ()) if hl else ()))
+        phases = ", ".join(_(PHASE_LABELS[c]) for c in cols if c in PHASE_LABELS)
+        above = fmt.share(r["total"] / median - 1) if median else "—"
+        parts.append(_("rank {rank}, slow in {phases}: step {pct} above the median").format(
+            rank=r["rank"], phases=phases, pct=above) if phases else
+            _("rank {rank}: step {pct} above the median").format(rank=r["rank"], pct=above))
+    text = _("Average step time per rank; dashed line: cluster median; red: the ranks a slow-rank finding names "
+             "({ranks}).").format(ranks="; ".join(parts) + (" …" if len(red) > 8 else ""))
+    if median and all(r["total"] / median - 1 < 0.05 for r in red):
+        text += " " + _("Their peers wait for them at each collective, so every step lasts about as long: the "
+                        "difference is in the phases (below), not in the step time.")
+    return text + " " + _("Click a bar to open the rank's page.")
+
+
 def _strip_rows(rows: list[dict], multi: bool) -> list[dict]:
     return [{"rank": r["rank"], "value": r["total"], "status": r["status"], "href": r["href"],
              "stage": _("stage {n}").format(n=r['stage']) if multi else _("all ranks")} for r in rows]
@@ -150,9 +174,7 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
     bars = len(rows) <= step_charts.MAX_BARS
     charts = []
     if bars:
-        total = Chart("step-total", step_charts.step_total_by_rank(rows, median),
-                      _("Average step time per rank; dashed line: cluster median; red: ranks far above it. "
-                        "Click a bar to open the rank's page."))
+        total = Chart("step-total", step_charts.step_total_by_rank(rows, median), total_caption(rows, median, hl))
     else:
         strip = _strip_rows(rows, multi)
         total = Chart("step-total", step_charts.rank_strip(strip, _("Average step time (ms)")),

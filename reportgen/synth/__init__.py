@@ -18,8 +18,9 @@ Injections (`inject=[...]`, strings):
 * ``missing-comm:R`` / ``corrupt-comm:R``: rank R's communication files are absent / truncated;
 * ``memory-near-capacity:R[:RATIO]``: rank R's peak device memory is RATIO of the capacity (default 0.96;
   healthy ranks sit near 70 %; Ascend runs record no capacity: build with --device-memory-gb 64);
-* ``slow-op:TYPE[:FACTOR]``: operator type TYPE (MatMul, BiasAdd, LayerNorm, Gelu, Add) takes FACTOR times
-  longer on every device (default 3.0); visible in the operator timelines (execution view);
+* ``slow-op:TYPE[:FACTOR]``: operator type TYPE of the operator timelines (MatMulV3, Add, RmsNorm, Mul; the old
+  names MatMul, BiasAdd, LayerNorm, Gelu still work) takes FACTOR times longer on every device (default 3.0);
+  visible in the operator timelines (execution view);
 * ``op-mix:TYPE[:FACTOR]``: a changed operator mix on every device: operator type TYPE of the operator
   statistics (MatMulV3, FlashAttentionScore, Add, Cast, ... of ``resources.OP_MIX``) takes FACTOR times longer
   (default 1.5); a TYPE not in the mix is a new operator type taking FACTOR of the computing time (default 0.1);
@@ -56,7 +57,7 @@ from typing import Optional
 
 import numpy as np
 
-from reportgen.synth.execution import op_share, write_legacy_display, write_strategy
+from reportgen.synth.execution import op_share, op_type_of, write_legacy_display, write_strategy
 from reportgen.synth.comm import mindinsight_groups as _mindinsight_groups, nominal_transit, write_ascend_comm, write_hccl_raw
 from reportgen.synth.resources import write_ascend_resources, write_mindinsight_resources
 from reportgen.synth.timeline import (
@@ -146,7 +147,7 @@ def parse_injections(items: list[str]) -> Plan:
             elif kind == "slow-op":
                 if op_share(parts[1]) == 0:
                     raise ValueError(f"unknown operator type {parts[1]!r} for slow-op")
-                plan.slow_ops[parts[1]] = float(parts[2]) if len(parts) > 2 else 3.0
+                plan.slow_ops[op_type_of(parts[1])] = float(parts[2]) if len(parts) > 2 else 3.0
             elif kind == "op-mix":
                 from reportgen.synth.resources import mix_share
 
@@ -168,7 +169,8 @@ def parse_injections(items: list[str]) -> Plan:
             elif kind == "slow-op-rank":
                 if op_share(parts[2]) == 0:
                     raise ValueError(f"unknown operator type {parts[2]!r} for slow-op-rank")
-                plan.rank_slow_ops.setdefault(int(parts[1]), {})[parts[2]] = float(parts[3]) if len(parts) > 3 else 3.0
+                plan.rank_slow_ops.setdefault(int(parts[1]), {})[op_type_of(parts[2])] = (
+                    float(parts[3]) if len(parts) > 3 else 3.0)
             elif kind == "starving-queue":
                 plan.starving.add(int(parts[1]))
                 plan.slow.setdefault(int(parts[1]), ("data", 1.2))

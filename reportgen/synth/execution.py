@@ -14,16 +14,27 @@ from pathlib import Path
 
 LAYERS_PER_STAGE = 3
 MICRO_BATCHES = 2
-# (type, relative weight) of one layer's forward pass; backward ops weigh twice as much
-LAYER_OPS = (("MatMul", 4.0), ("BiasAdd", 0.5), ("LayerNorm", 1.0), ("Gelu", 1.0), ("MatMul", 3.0), ("Add", 0.5))
-TORCH_KERNELS = {"MatMul": "aclnnMm_MatMulCommon_MatMulV2", "BiasAdd": "aclnnAdd_AddAiCore_Add",
-                 "LayerNorm": "aclnnLayerNorm_LayerNormV4_LayerNormV4", "Gelu": "aclnnGelu_GeluAiCore_Gelu",
-                 "Add": "aclnnAdd_AddAiCore_Add"}
+# (type, relative weight) of one layer's forward pass; backward ops weigh twice as much. The types are those of
+# the operator statistics (`resources.OP_MIX`), so every file of a synthetic run names an operator the same way
+# (issue 29: the execution view said MatMulV2 / MatMulV2Grad, the operator tables MatMulV3). Backward operators
+# keep their type (as MindSpore and torch_npu name them); MindSpore's full names put them under `Gradients/`.
+LAYER_OPS = (("MatMulV3", 4.0), ("Add", 0.5), ("RmsNorm", 1.0), ("Mul", 1.0), ("MatMulV3", 3.0), ("Add", 0.5))
+# torch_npu kernel names (aclnn API _ kernel _ type): the loader takes the type from the last part
+TORCH_KERNELS = {"MatMulV3": "aclnnMm_MatMulV3_MatMulV3", "Add": "aclnnAdd_AddAiCore_Add",
+                 "RmsNorm": "aclnnRmsNorm_RmsNorm_RmsNorm", "Mul": "aclnnMul_MulAiCore_Mul"}
+# the names `slow-op` took before the types followed the operator statistics
+OLD_TYPES = {"MatMul": "MatMulV3", "BiasAdd": "Add", "LayerNorm": "RmsNorm", "Gelu": "Mul"}
+
+
+def op_type_of(name: str) -> str:
+    """`slow-op`'s TYPE: a type of `LAYER_OPS`, or its old name (MatMul, BiasAdd, LayerNorm, Gelu)."""
+    return OLD_TYPES.get(name, name)
 
 
 def op_share(op_type: str) -> float:
     """Share of the compute time spent in `op_type` (for the step model of ``slow-op``)."""
     total = sum(w for _, w in LAYER_OPS)
+    op_type = op_type_of(op_type)
     return sum(w for t, w in LAYER_OPS if t == op_type) / total
 
 
@@ -43,8 +54,7 @@ def program(stage: int, stages: int, slow_ops: dict[str, float]) -> list[tuple[s
                     grad = "Gradients/" if phase == "backward" else ""
                     scope = (f"{grad}Default/network-PipelineCell/_backbone-GPT/blocks-CellList/{g}-Block/"
                              + ("attention-Attention" if t in ("MatMul", "BiasAdd") else "mlp-MLP"))
-                    out.append((f"{scope}/{t}{'Grad' if grad else ''}-op{base + n}", t, scope,
-                                w * mult * slow_ops.get(t, 1.0)))
+                    out.append((f"{scope}/{t}-op{base + n}", t, scope, w * mult * slow_ops.get(t, 1.0)))
             send_to = stage + 1 if phase == "forward" else stage - 1
             if 0 <= send_to < stages:
                 out.append((f"Default/network-PipelineCell/Send-op{base + 900 + 2 * mb + (phase == 'backward')}",
@@ -105,8 +115,8 @@ def trace_view_kernels(stage: int, stages: int, slow_ops: dict[str, float], d0: 
             ev.append({"ph": "X", "name": f"hcom_send__{name.rsplit('-op', 1)[-1]}_0_1", "pid": comm_pid, "tid": 0,
                        "ts": f"{t:.3f}", "dur": round(max(dur, 2.0), 3)})
             continue
-        typ = name.rsplit("/", 1)[-1].split("-")[0].replace("Grad", "")
-        ev.append({"ph": "X", "name": TORCH_KERNELS.get(typ, typ) + ("Grad" if "Grad" in name else ""),
+        typ = name.rsplit("/", 1)[-1].split("-")[0]
+        ev.append({"ph": "X", "name": TORCH_KERNELS.get(typ, typ),
                    "pid": pid, "tid": 2, "ts": f"{t:.3f}", "dur": round(dur, 3),
                    "args": {"Task Type": "AI_CORE", "Physic Stream Id": 2}})
     return ev
@@ -151,14 +161,14 @@ def strategy_graph(stage: int, stages: int, dp: int, tp: int, per_stage: int) ->
         if typ == "Send":
             continue
         attrs = []
-        if typ == "MatMul":
+        if typ == "MatMulV3":
             attrs.append(("in_strategy", _tuple([[dp, 1], [1, tp]])))
-        elif typ in ("BiasAdd", "Add"):
+        elif typ == "Add":
             attrs.append(("in_strategy", _tuple([[dp, tp], [tp]])))
-        elif typ in ("LayerNorm", "Gelu"):
+        elif typ in ("RmsNorm", "Mul"):
             attrs.append(("in_strategy", _tuple([[dp, 1]])))
-        add(typ + ("Grad" if "Gradients/" in scope else ""), scope, name, attrs)
-        if typ == "MatMul" and tp > 1:
+        add(typ, scope, name, attrs)
+        if typ == "MatMulV3" and tp > 1:
             add("AllGather", scope, f"{scope}/AllGather-op{base + 500 + len(nodes)}",
                 [("group", {"dtype": "DT_STRING", "strVal": f"tp-{stage}"})], instance="redistribution_op_AllGather")
     if stage < stages - 1:

@@ -187,7 +187,7 @@ def _launches(kernels: list[dict], pid_hw: int, pid_cann: int, tid: int, host0: 
             continue
         cid = first_id + k
         e.setdefault("args", {})["connection_id"] = cid
-        api = e["name"].split("_")[0]  # aclnnMm_MatMulCommon_MatMulV2 -> aclnnMm
+        api = e["name"].split("_")[0]  # aclnnMm_MatMulV3_MatMulV3 -> aclnnMm
         out.append({"ph": "X", "name": f"AscendCL@{api}", "pid": pid_cann, "tid": tid, "ts": f"{ts:.3f}",
                     "dur": LAUNCH_US, "args": {"connection_id": cid}})
         if not k:  # the flow pair torch_npu also writes per launch: once a step keeps the file small

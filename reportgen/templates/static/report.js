@@ -189,6 +189,51 @@
         function () { applyFilter(document.getElementById(id)); });
     });
   }
+  // Every table can be saved as CSV: numbers from their sort keys (data-v: the full-precision value behind the
+  // rounded text), other cells as shown; every row, filtered or not. Text that a spreadsheet would run as a formula
+  // (= + - @ at the start, not a number) is prefixed with an apostrophe.
+  function csvCell(td) {
+    var v = td.getAttribute("data-v");
+    var t = (v !== null && v !== "" && !isNaN(Number(v))) ? v : td.textContent.replace(/\s+/g, " ").trim();
+    if (/^[=+\-@\t\r]/.test(t) && isNaN(Number(t))) { t = "'" + t; }
+    return /[",\n;]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+  }
+  function tableCsv(table) {
+    var lines = [];
+    var head = table.tHead && table.tHead.rows.length ? table.tHead.rows[table.tHead.rows.length - 1] : null;
+    if (head) { lines.push(Array.prototype.map.call(head.cells, csvCell).join(",")); }
+    Array.prototype.forEach.call(table.tBodies, function (tb) {
+      Array.prototype.forEach.call(tb.rows, function (r) { lines.push(Array.prototype.map.call(r.cells, csvCell).join(",")); });
+    });
+    return lines.join("\r\n") + "\r\n";
+  }
+  function initCsvButtons(root) {
+    var label = document.body.getAttribute("data-save-csv");
+    if (!label) { return; }
+    (root || document).querySelectorAll("main table").forEach(function (table, i) {
+      if (table.getAttribute("data-csv") === "done" || !table.tBodies.length || !table.tBodies[0].rows.length) { return; }
+      table.setAttribute("data-csv", "done");
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "csv-save";
+      b.textContent = label;
+      b.title = document.body.getAttribute("data-save-csv-title") || "";
+      b.addEventListener("click", function () {
+        var blob = new Blob(["\ufeff" + tableCsv(table)], { type: "text/csv;charset=utf-8" });
+        var a = document.createElement("a");
+        var page = (location.pathname.split("/").pop() || "page").replace(/\.html?$/, "");
+        a.href = URL.createObjectURL(blob);
+        a.download = page + "-" + (table.id || "table-" + (i + 1)) + ".csv";
+        document.body.appendChild(a);
+        a.click();
+        setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 0);
+      });
+      var anchor = table.parentElement && table.parentElement.classList.contains("scroll") ? table.parentElement : table;
+      anchor.parentElement.insertBefore(b, anchor);
+    });
+  }
+  window.msrCsv = { table: tableCsv, init: initCsvButtons };  // (tests; the rank view of the single file)
+
   // A row shows when it contains the free-text filter, every column filter matches its cell exactly,
   // and (with "slow only") it is marked slow.
   function applyFilter(table) {
@@ -305,10 +350,14 @@
         var tb = el("tbody");
         d.rows.forEach(function (r) {
           var tr = el("tr"); tr.appendChild(el("td", { "class": "num" }, r.step === null ? "—" : String(r.step)));
-          phases.forEach(function (p) { tr.appendChild(el("td", { "class": "num" }, fmt(r[p.key], "ms"))); });
+          phases.forEach(function (p) {
+            var v = r[p.key];
+            tr.appendChild(el("td", { "class": "num", "data-v": v === null || v === undefined ? "" : String(v) }, fmt(v, "ms")));
+          });
           tb.appendChild(tr);
         });
         t.appendChild(tb); view.appendChild(t);
+        initCsvButtons(view);
       } else {
         view.appendChild(el("p", { "class": "muted" }, view.getAttribute("data-none") || "No step trace for this rank."));
       }
@@ -516,6 +565,7 @@
     initCommDrill();
     drawCharts();
     initRankSelect();
+    initCsvButtons();
     reportResources();
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", main); } else { main(); }
