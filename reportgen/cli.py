@@ -107,14 +107,15 @@ def _main(argv: list[str]) -> int:
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
                             lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler)
         if not args.example:
-            results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
+            results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet, lang=i18n.current())))
             return 0
         from reportgen.synth import generate_run
 
         with tempfile.TemporaryDirectory(prefix="msreport-example-") as tmp:
             run = generate_run(Path(tmp) / "example-run", **EXAMPLE)
-            log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
-            results.append(build_report(run, out, opts, ui=Progress(not args.quiet)))
+            log.info("%s", _("generated an example run ({ranks} ranks) in {path}").format(ranks=EXAMPLE["ranks"],
+                                                                                         path=run))
+            results.append(build_report(run, out, opts, ui=Progress(not args.quiet, lang=i18n.current())))
         return 0
 
     code = cliutil.run_guarded(build, verbose=args.verbose)
