@@ -366,9 +366,14 @@
       touched = true;
     }
     if (hasSignal(view, "msrstep")) { view.signal("msrstep", step === "avg" ? null : Number(step)); touched = true; }
-    var title = ((fig._msrSpec || {}).usermeta || {}).msr_step_title;
+    var meta = (fig._msrSpec || {}).usermeta || {}, title = meta.msr_step_title;
     if (title && hasSignal(view, "msr_step_title")) {
       view.signal("msr_step_title", step === "avg" ? title.avg : title.step.replace("{n}", step));
+    }
+    var cap = fig.querySelector("figcaption");
+    if (cap && meta.msr_step_caption) {  // a caption that speaks of the average says which step is drawn
+      if (fig._msrAvgCaption === undefined) { fig._msrAvgCaption = cap.textContent; }
+      cap.textContent = step === "avg" ? fig._msrAvgCaption : meta.msr_step_caption.replace("{n}", step);
     }
     if (touched) { view.runAsync().then(function () { fig.setAttribute("data-step", step); }); }
   }
