@@ -443,18 +443,17 @@
     // a host-level graph (above 64 ranks): hosts picked by brush or click stand for their devices, whole hosts,
     // the first ones up to the drill-down's device cap
     var drillOut = document.getElementById("comm-drill-selection");
-    var drillVis = document.getElementById("fig-comm-drill");  // the drill-down's figure
-    if (drillVis) { drillVis.hidden = true; }  // nothing to draw until hosts are picked: the line above says so
+    // nothing to draw until hosts are picked: the line above says so, the figure is folded away (kept at its width,
+    // so the view is laid out and drawn as usual and shows at once when hosts are picked)
+    var drillFig = document.getElementById("fig-comm-drill");
+    if (drillFig) { drillFig.classList.add("folded"); }
     function pickHosts(hosts) {
       var max = Number(drillOut ? drillOut.getAttribute("data-max") : 64), ids = [], used = [];
       hosts.forEach(function (h) {
         var m = String(h.members).split(",");
         if (ids.length + m.length <= max || !used.length) { ids = ids.concat(m.slice(0, max)); used.push(h.id); }
       });
-      if (drillVis && drillVis.hidden !== !ids.length) {
-        drillVis.hidden = !ids.length;
-        window.dispatchEvent(new Event("resize"));  // a view drawn hidden takes its container's width now
-      }
+      if (drillFig) { drillFig.classList.toggle("folded", !ids.length); }
       broadcast(ids);
       if (!drillOut) { return; }
       var key = !hosts.length ? "data-none" : used.length < hosts.length ? "data-capped" : "data-some";
