@@ -690,6 +690,11 @@ def test_host_drill_down_shows_a_hint_until_hosts_are_picked(browser, big_site):
     _click_host(o, host, nodes[host]["members"])
     o.page.wait_for_selector("#fig-comm-drill", state="visible", timeout=10000)
     assert o.page.locator("#fig-comm-drill svg").first.bounding_box()["width"] > 300  # laid out at full width
+    # a brush cleared with a double-click folds it away again
+    n = nodes[host]
+    _brush(o, "fig-comm-graph", n["x"] - 0.08, n["x"] + 0.08, n["y"] - 0.08, n["y"] + 0.08)
+    o.page.wait_for_timeout(300)
     o.page.locator("#fig-comm-graph svg").first.dblclick()
     o.page.wait_for_selector("#fig-comm-drill", state="hidden", timeout=10000)
+    assert o.page.inner_text("#comm-drill-selection").startswith("No host picked yet")
     o.offline()
