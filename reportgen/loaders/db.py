@@ -411,9 +411,10 @@ def read_operators(db: Db) -> Optional[Operators]:
     df = pd.DataFrame.from_records(parts, columns=["name", "op_type", "core", "ns"])
     df["name"] = df["name"].fillna("").astype(str).str.strip()
     df["op_type"] = df["op_type"].fillna("").astype(str).str.strip()
-    missing = df["op_type"].map(type_missing)
+    missing = df["op_type"].isin([t for t in df["op_type"].unique() if type_missing(t)])
     if missing.any():  # torch_npu Level0 records no types (N/A): the type the name carries, said in data quality
-        df.loc[missing, "op_type"] = df.loc[missing, "name"].map(kernel_type_from_name)
+        names = df.loc[missing, "name"]
+        df.loc[missing, "op_type"] = names.map({n: kernel_type_from_name(n) for n in names.unique()})
         note_types_from_names(db.log, db.path)
     df["core"] = df["core"].fillna("").astype(str).str.strip()
     df["side"] = df["core"].map({c: side_of_core(c) for c in df["core"].unique()})
