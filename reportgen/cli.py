@@ -116,7 +116,7 @@ def _main(argv: list[str]) -> int:
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
                             lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler)
         if not args.example:
-            results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet)))
+            results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet, lang=i18n.current())))
             return 0
         from reportgen.synth import generate_run
 
@@ -130,8 +130,9 @@ def _main(argv: list[str]) -> int:
             shutil.rmtree(run)
         generate_run(run, **EXAMPLE)
         (run / EXAMPLE_MARKER).write_text("msreport --example\n", encoding="utf-8")
-        log.info("generated an example run (%d ranks) in %s", EXAMPLE["ranks"], run)
-        results.append(build_report(run, out, opts, ui=Progress(not args.quiet)))
+        log.info("%s", _("generated an example run ({ranks} ranks) in {path}").format(ranks=EXAMPLE["ranks"],
+                                                                                     path=run))
+        results.append(build_report(run, out, opts, ui=Progress(not args.quiet, lang=i18n.current())))
         kept.append(run)
         return 0
 

@@ -75,17 +75,19 @@ def _languages(text: str) -> tuple[str, ...]:
 
 
 def lang_argument(argv: list[str]) -> Optional[str]:
-    """The (first) language of `--lang X` / `--lang=X`, read before parsing so that the help and the usage errors
-    are in that language."""
+    """The language of the command's own messages from `--lang X` / `--lang=X`, read before parsing so that the
+    help, the usage errors and the progress lines are in that language. With two (`--lang zh,en`: the report in
+    both) the messages take the locale's language (`default_language`), which is always one of them."""
     for n, a in enumerate(argv):
         value = a.split("=", 1)[1] if a.startswith("--lang=") else (argv[n + 1] if a == "--lang" and
                                                                      n + 1 < len(argv) else None)
         if value is None:
             continue
         try:
-            return i18n.parse_languages(value)[0]
+            langs = i18n.parse_languages(value)
         except ValueError:
             return None
+        return i18n.default_language() if i18n.default_language() in langs else langs[0]
     return None
 
 

@@ -12,7 +12,9 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO
+
+from reportgen import i18n
 
 log = logging.getLogger("msreport")
 
@@ -22,8 +24,10 @@ BAR_WIDTH = 28
 
 
 class Progress:
-    def __init__(self, enabled: bool = True, *, stream: Optional[TextIO] = None, tty: Optional[bool] = None):
+    def __init__(self, enabled: bool = True, *, stream: Optional[TextIO] = None, tty: Optional[bool] = None,
+                 lang: Optional[str] = None):
         self.enabled = enabled
+        self.lang = lang  # the language of the lines (the command's messages); None: the current one
         self.stream = stream or sys.stderr
         self.tty = bool(tty if tty is not None else getattr(self.stream, "isatty", lambda: False)())
         self.timings: list[tuple[str, float]] = []
@@ -38,9 +42,20 @@ class Progress:
 
     # -- stages -----------------------------------------------------------------------------------------------
 
+    def text(self, value: Any) -> str:
+        """A stage name or label (a `lazy` message or plain text) in the language of the lines."""
+        return value.render(self.lang) if isinstance(value, i18n.Msg) else str(value)
+
+    def info(self, message: Any) -> None:
+        """A line about the run (logged at INFO, so -q hides it), in the language of the lines."""
+        log.info("%s", self.text(message))
+
     @contextmanager
-    def stage(self, name: str):
-        """Time one stage; under -v its duration is logged ("stage load: 2.31 s")."""
+    def stage(self, name: Any):
+        """Time one stage; under -v its duration is logged ("stage load: 2.31 s"). `name`: a `lazy` message (shown
+        in the language of the lines; the timings keep its English text) or plain text."""
+        name_en = name.en if isinstance(name, i18n.Msg) else str(name)
+        name = self.text(name)
         with self._lock:
             self._stage, self._stage_t0, self._count = name, time.monotonic(), None
             self._last_out = self._stage_t0
@@ -52,10 +67,12 @@ class Progress:
             with self._lock:
                 self._clear_bar()
                 self._stage, self._count = None, None
-            self.timings.append((name, dt))
-            log.debug("stage %s: %.2f s", name, dt)
+            self.timings.append((name_en, dt))
+            log.debug("stage %s: %.2f s", name_en, dt)
 
-    def counter(self, label: str) -> Callable[[int, int], None]:
+    def counter(self, label: Any) -> Callable[[int, int], None]:
+        label = self.text(label)
+
         def report(done: int, total: int) -> None:
             if not self.enabled:
                 return

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from reportgen import i18n
+from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
 from reportgen.discover import RunLayout, discover
@@ -69,7 +70,7 @@ class BuildResult:
 
 def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     """The ranks, then the operators of the steps the execution view shows (chosen from the step times)."""
-    run = load_run(layout, jobs=opts.jobs, progress=ui.counter("ranks loaded"), scheduler=opts.scheduler)
+    run = load_run(layout, jobs=opts.jobs, progress=ui.counter(lazy("ranks loaded")), scheduler=opts.scheduler)
     try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
         sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
         run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
@@ -89,14 +90,16 @@ def analyse_phase(run: Run, opts: BuildOptions):
 
 def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Progress] = None) -> tuple[Path, dict]:
     ui = ui or Progress(False)
-    prefix = f"{layout.label}: " if opts.title else ""
-    with ui.stage(f"{prefix}load {len(layout.ranks)} rank(s)"):
+    def named(stage: Msg) -> Msg:  # several runs: each stage names its run
+        return lazy("{run}: {stage}", run=layout.label, stage=stage) if opts.title else stage
+
+    with ui.stage(named(lazy("load {n} rank(s)", n=len(layout.ranks)))):
         run = load_phase(layout, opts, ui)
-    with ui.stage(f"{prefix}analyse"):
+    with ui.stage(named(lazy("analyse"))):
         analysis, findings, thresholds = analyse_phase(run, opts)
-    with ui.stage(f"{prefix}plan pages"):
-        lazy = not opts.single_file  # the site's pages are planned by the builder as it writes them
-        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=lazy)
+    with ui.stage(named(lazy("plan pages"))):
+        defer = not opts.single_file  # the site's pages are planned by the builder as it writes them
+        plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=defer)
         made: dict = {}
 
         def summary_now() -> dict:  # the site builds it while the rank pages are written
@@ -107,12 +110,12 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
         for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
             with i18n.use(lang):
                 translations.append((lang, plan_pages(analysis, findings, thresholds=thresholds, title=opts.title,
-                                                      lazy_ranks=lazy)))
-    with ui.stage(f"{prefix}write"):
+                                                      lazy_ranks=defer)))
+    with ui.stage(named(lazy("write"))):
         if opts.single_file:
             entry = builder.write_single_file(plan, summary_now(), out, layout.root, findings=findings)
         else:
-            entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter("pages written"),
+            entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter(lazy("pages written")),
                                        jobs=opts.jobs, translations=translations, findings=findings)
     return entry, summary_now()
 
@@ -127,7 +130,7 @@ def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = Non
     output.check_output(out, run_dir, opts.single_file)
     try:
         with output.output_lock(out), i18n.use(opts.lang):
-            with ui.stage("discover"):
+            with ui.stage(lazy("discover")):
                 layouts = discover(run_dir)
             log.debug("found %d run(s): %s", len(layouts),
                       "; ".join(f"{l.label} ({l.layout}, {len(l.ranks)} ranks)" for l in layouts))
@@ -158,7 +161,8 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     entries, summaries = [], []
     for n, lay in enumerate(layouts, 1):
         sub = out.with_name(f"{out.stem}.{lay.slug}{out.suffix or '.html'}") if opts.single_file else folder / lay.slug
-        log.info("run %d/%d: %s (%s, %d ranks)", n, len(layouts), lay.label, lay.layout, len(lay.ranks))
+        ui.info(lazy("run {n}/{total}: {label} ({layout}, {ranks} ranks)", n=n, total=len(layouts), label=lay.label,
+                     layout=lay.layout, ranks=len(lay.ranks)))
         entry, summary = build_one(lay, sub, replace(opts, title=f"msreport: {lay.label}"), ui)
         entries.append((lay, entry))
         summaries.append(summary)
@@ -183,7 +187,7 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     }
     rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]
-    with ui.stage("write the run index"):
+    with ui.stage(lazy("write the run index")):
         entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
                                          other_langs=opts.other_langs)
     return entry, combined

@@ -284,3 +284,87 @@ def test_reading_a_db_export_leaves_the_run_folder_untouched(tmp_path):
     assert loaded.ranks[0].communication is not None and loaded.ranks[0].step_trace is not None
     analyze(loaded)
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+# --- a standalone msprof database; Level0 exports without operator types (issue 34) ------------------------------
+
+
+def _task_counts(db_path: Path) -> dict[str, tuple[int, float]]:
+    """Kernels per name (count, total ms) read straight from TASK x COMPUTE_TASK_INFO, independently of the loader."""
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    names = dict(con.execute("SELECT id, value FROM STRING_IDS"))
+    out: dict[str, tuple[int, float]] = {}
+    for n, ns in con.execute("SELECT c.name, t.endNs - t.startNs FROM TASK t JOIN COMPUTE_TASK_INFO c "
+                             "ON c.globalTaskId = t.globalTaskId"):
+        c, ms = out.get(names[n], (0, 0.0))
+        out[names[n]] = (c + 1, ms + ns / 1e6)
+    con.close()
+    return out
+
+
+def test_standalone_msprof_database_is_discovered_and_read():
+    """PROF_*/msprof_*.db with no *_ascend_* folder around it (the real msinsight fixture): one rank, its operators
+    equal to TASK x COMPUTE_TASK_INFO counted here with sqlite; the missing step trace is named for the DB."""
+    root = sample("external/msinsight_msprof_db_single")
+    runs = discover(root)
+    assert len(runs) == 1 and sorted(runs[0].ranks) == [0]
+    db_path = next(root.glob("PROF_*/msprof_*.db"))
+    assert runs[0].ranks[0].files["profiler_db"] == [db_path]
+    loaded = load_run(runs[0], jobs=1)
+    ops = loaded.ranks[0].operators
+    assert ops is not None
+    want = _task_counts(db_path)
+    got = ops.detail.set_index("name")
+    assert set(want) <= set(got.index)
+    for name, (count, ms) in want.items():
+        assert got.loc[name, "count"] == count and got.loc[name, "total_ms"] == pytest.approx(ms)
+    problems = [i.problem for i in loaded.ranks[0].issues]
+    assert any("no step trace in the msprof database" in p for p in problems), problems
+    assert not any("ASCEND_PROFILER_OUTPUT" in p for p in problems), problems
+
+
+def test_msprof_database_alone_equals_the_framework_database(tmp_path):
+    """The same database moved out of its rank folder into PROF_*/msprof_*.db alone: discovered, the same
+    operators as when it was read as the framework's DB (synthetic, so no sample needed)."""
+    run = generate_run(tmp_path / "run", ranks=1, steps=3, seed=3, export="db")
+    src = next(run.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_*.db"))
+    alone = tmp_path / "alone" / "PROF_000001_20261121093000000_ABC"
+    alone.mkdir(parents=True)
+    shutil.copy(src, alone / "msprof_20261121093000.db")
+    a, b = _load(run).ranks[0].operators, _load(tmp_path / "alone").ranks[0].operators
+    assert a is not None and b is not None
+    _eq(a.by_type, b.by_type, ["side", "core", "op_type"])
+    _eq(a.detail, b.detail, ["side", "name"])
+
+
+LEVEL0 = ("external/msinsight_pytorch_2rank_level0_db", "ascend/msinsight_pytorch_2rank_level0_text")
+
+
+@pytest.mark.parametrize("rel", LEVEL0)
+def test_level0_operator_types_come_from_the_names(rel):
+    """torch_npu Level0 records Type N/A for every kernel. The types are read from the names and equal the types the
+    profiler recorded for the same kernels of the same workload at Level2; data quality says where they came from."""
+    level2 = pd.read_csv(sample("ascend/msinsight_pytorch_2rank_level2_text") / "rank0_ascend_pt" /
+                         "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", usecols=["Name", "Type"])
+    truth = dict(zip(level2["Name"], level2["Type"]))
+    loaded = _load(sample(rel))
+    for rank in loaded.ranks.values():
+        ops = rank.operators
+        assert ops is not None
+        assert not ({"N/A", ""} & set(ops.by_type["op_type"])), ops.by_type["op_type"].tolist()
+        known = ops.detail[ops.detail["name"].isin(truth)]
+        assert len(known) >= 20
+        assert (known["op_type"] == known["name"].map(truth)).all(), known[["name", "op_type"]]
+        assert any("recorded no operator types" in i.problem for i in rank.issues)
+
+
+def test_kernel_type_from_name_rules():
+    from reportgen.loaders.operators import kernel_type_from_name as t
+
+    assert t("aclnnMm_MatMulCommon_MatMulV2") == "MatMulV2"
+    assert t("trans_TransData_12") == "TransData"
+    assert t("Conv2DBackpropFilter6") == "Conv2DBackpropFilter"
+    assert t("Conv2DBackpropFilter6_MemSet") == "MemSet"
+    assert t("hcom_allReduce__576_0_1") == "hcom_allReduce_"
+    assert t("atomic_memset-1_68_1413001_1_0") == "MemSet"
+    assert t("MatMul") == "MatMul" and t("42") == "42" and t("") == ""

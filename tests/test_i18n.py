@@ -619,3 +619,25 @@ def test_memory_tooltip_says_capacity_unknown():
     with i18n.use("zh"):
         assert memory_tip(30100.0, None) == "30,100 MB，容量未知"
         assert memory_tip(30100.0, float("nan")) == "30,100 MB，容量未知"
+
+
+def test_zh_finding_texts_have_no_spaces_between_chinese_words(tmp_path):
+    """Before: "msprof-analyze advisor：集群中 通信 存在问题", "把它们的 计算 和 空闲 设为": a translated label
+    placed between Chinese words kept the English spaces around it. Every finding of the example run, in Chinese."""
+    import json as _json
+
+    from reportgen.analysis import analyze
+    from reportgen.cli import EXAMPLE
+    from reportgen.discover import discover
+    from reportgen.loaders import load_run
+    from reportgen.rules import run_rules
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", **EXAMPLE)
+    findings, _ = run_rules(analyze(load_run(discover(run)[0], jobs=1)))
+    assert any(f.id.startswith("msprof-analyze.") for f in findings)
+    with i18n.use("zh"):
+        text = _json.dumps([f.to_dict() for f in findings], ensure_ascii=False)
+    assert "集群中通信（未被掩盖）存在问题" in text or re.search(r"集群中[\u4e00-\u9fff（）]+存在问题", text), text[:500]
+    stray = re.findall(r".{0,12}[\u4e00-\u9fff] [\u4e00-\u9fff]+ [\u4e00-\u9fff].{0,12}", text)
+    assert not stray, stray

@@ -71,7 +71,7 @@ def open_page(browser, path: Path, figs: tuple[str, ...] = ()) -> Opened:
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
     for f in figs:
-        page.wait_for_selector(f"#{f}[data-rendered='true']", timeout=20000)
+        page.wait_for_selector(f"#{f}[data-rendered='true']", timeout=20000, state="attached")  # drawn, maybe hidden
     return Opened(page, requests, errors)
 
 
@@ -597,4 +597,105 @@ def test_step_selector_drives_the_wait_strip_above_64_ranks(browser, big_site):
         assert medians[stage] == pytest.approx(_median([x["value"] for x in step2.values() if x["stage"] == stage]),
                                                abs=1e-4)
     assert "Wait in step 2 (ms)" in _texts(o, "fig-comm-wait")
+    o.offline()
+
+
+# ---- the small things (issue 34): captions follow the step, missing cells, legends, labels, hints ----------------
+
+ITEMS_JS = """([f, key]) => { const out = [];
+  const walk = n => { if (!n) return;
+    if (n.marktype && n.marktype !== 'group') {
+      (n.items || []).forEach(i => { if (i.datum && key in i.datum && i.bounds) out.push({datum: Object.assign({},
+        i.datum), mark: n.marktype, shape: i.shape, fill: i.fill, y1: i.bounds.y1, y2: i.bounds.y2}); });
+      return; }
+    (n.items || []).forEach(walk); };
+  walk(document.getElementById(f)._msrView.scenegraph().root); return out; }"""
+
+
+def _caption(o: Opened, fig: str) -> str:
+    return o.page.inner_text(f"#{fig} figcaption")
+
+
+def test_step_captions_name_the_step_and_missing_heatmap_cells_are_grey_with_a_legend(browser, example_site):
+    """Before: a chosen step redrew the charts but the captions still said "Average"; the cells of rank 11 (its
+    step_trace_time.csv ends after 6 rows) were blank white with no legend entry."""
+    o = open_page(browser, example_site / "cluster" / "step-trace.html", ("fig-step-total", "fig-breakdown",
+                                                                          "fig-heatmap"))
+    avg_total, avg_breakdown = _caption(o, "fig-step-total"), _caption(o, "fig-breakdown")
+    assert avg_total.startswith("Average step time per rank") and "average" in avg_breakdown
+    o.select("#step-select", "7", "fig-step-total")
+    o.page.wait_for_selector("#fig-breakdown[data-step='7']", timeout=10000)
+    assert _caption(o, "fig-step-total").startswith("Step 7: the time of each rank in that step")
+    assert "verage" not in _caption(o, "fig-step-total")
+    assert _caption(o, "fig-breakdown") == "Where each rank's time goes in step 7."
+    o.select("#step-select", "avg", "fig-step-total")
+    assert (_caption(o, "fig-step-total"), _caption(o, "fig-breakdown")) == (avg_total, avg_breakdown)
+    # every (rank, step) of the grid is drawn: a value from the step table, or a grey "no data" cell
+    steps = [str(s) for s in range(1, 13)]
+    have = {(r, s) for s in steps for r, row in _step_table(example_site, s).items() if row.get("total") is not None}
+    ranks = {r for r, _ in have}
+    cells = [c for c in _marks(o, "fig-heatmap", "step_order") if c["mark"] == "rect"]
+    drawn = {(int(c["datum"]["ranks"]), c["datum"]["steps"]) for c in cells if c["datum"].get("missing") is None}
+    grey = {(int(c["datum"]["ranks"]), c["datum"]["steps"]) for c in cells if c["datum"].get("missing")}
+    assert drawn == have and grey == {(r, s) for r in ranks for s in steps} - have
+    assert grey and {r for r, _ in grey} == {11}
+    assert "no data" in _texts(o, "fig-heatmap")
+    o.offline()
+
+
+def test_comm_graph_labels_clear_the_circles_and_the_matrix_legend_names_the_metric(browser, example_site):
+    o = open_page(browser, example_site / "cluster" / "communication.html", ("fig-comm-graph", "fig-comm-matrix"))
+    items = o.page.evaluate(ITEMS_JS, ["fig-comm-graph", "href"])  # the nodes' items (the legends' have no href)
+    circles = {i["datum"]["label"]: i for i in items if i["mark"] == "symbol"}
+    labels = [i for i in items if i["mark"] == "text"]
+    assert len(labels) == len(circles) == 16
+    for t in labels:  # each label ends above its own circle (before: drawn across it)
+        assert t["y2"] <= circles[t["datum"]["label"]]["y1"] + 0.5, t
+    texts = _texts(o, "fig-comm-matrix")
+    assert "Bandwidth (GB/s)" in texts and "value" not in texts
+    for option, title in (("time_ms", "Time (ms)"), ("size_mb", "Size (MB)")):
+        o.page.select_option("#fig-comm-matrix select >> nth=0", option)
+        o.page.wait_for_function("([f, t]) => Array.from(document.querySelectorAll('#' + f + ' svg text'))"
+                                 ".some(x => x.textContent === t)", arg=["fig-comm-matrix", title], timeout=10000)
+        assert "Bandwidth (GB/s)" not in _texts(o, "fig-comm-matrix")
+    o.offline()
+
+
+def test_overview_legend_and_execution_marks(browser, example_site):
+    """The phase legend is not cut ("Communication (not overl…"); the time overview's caption speaks of marks only
+    as they are drawn (before: "red points" that could not be told from the red wait line)."""
+    o = open_page(browser, example_site / "index.html", ("fig-breakdown",))
+    legend = _texts(o, "fig-breakdown")
+    assert [t for t in legend if t.startswith("Communication (not overlapped")] and not [
+        t for t in legend if t.endswith("…")], legend
+    o.offline()
+    o = open_page(browser, example_site / "cluster" / "execution.html", ("fig-time-overview",))
+    points = o.data("fig-time-overview", "points")
+    assert points
+    drawn = [i for i in o.page.evaluate(ITEMS_JS, ["fig-time-overview", "href"]) if i["mark"] == "symbol"]
+    assert len(drawn) == len(points) and {(d["shape"], d["fill"]) for d in drawn} == {("diamond", "#111")}
+    cap = _caption(o, "fig-time-overview")
+    assert "Black diamonds are the steps with an execution view" in cap and "Red points" not in cap
+    o.offline()
+
+
+def test_host_drill_down_shows_a_hint_until_hosts_are_picked(browser, big_site):
+    """Before: at 80+ ranks an empty plot with a "NaN" legend stood under the hint line until a host was picked."""
+    o = open_page(browser, big_site / "cluster" / "communication.html", ("fig-comm-graph", "fig-comm-drill"))
+    assert not o.page.is_visible("#fig-comm-drill")
+    assert o.page.inner_text("#comm-drill-selection").startswith("No host picked yet")
+    box = o.page.locator("#fig-comm-drill").bounding_box()
+    assert box is None or box["height"] == 0  # the empty plot and its "NaN" legend take no room and show nothing
+    nodes = {n["id"]: n for n in o.data("fig-comm-graph", "nodes")}
+    host = sorted(nodes)[0]
+    _click_host(o, host, nodes[host]["members"])
+    o.page.wait_for_selector("#fig-comm-drill", state="visible", timeout=10000)
+    assert o.page.locator("#fig-comm-drill svg").first.bounding_box()["width"] > 300  # laid out at full width
+    # a brush cleared with a double-click folds it away again
+    n = nodes[host]
+    _brush(o, "fig-comm-graph", n["x"] - 0.08, n["x"] + 0.08, n["y"] - 0.08, n["y"] + 0.08)
+    o.page.wait_for_timeout(300)
+    o.page.locator("#fig-comm-graph svg").first.dblclick()
+    o.page.wait_for_selector("#fig-comm-drill", state="hidden", timeout=10000)
+    assert o.page.inner_text("#comm-drill-selection").startswith("No host picked yet")
     o.offline()

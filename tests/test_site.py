@@ -188,3 +188,35 @@ def test_operator_names_from_files_are_escaped(tmp_path):
     assert main([str(run), "-o", str(out), "-q"]) == 0
     for page in _pages(out):
         assert "<script>alert(2)" not in page.read_text()
+
+
+def test_rank_page_comm_operators_per_call_memory_units_and_the_flagged_ranks_csv(example_site):
+    """Issue 34: operators named per call read "Per step 0.08"; allocation sizes read "5,491.70" and "4" in one
+    column; the rank the findings name (5) was the only one without its comm-ops CSV."""
+    import csv
+
+    page = BeautifulSoup((example_site / "ranks" / "rank-5.html").read_text(encoding="utf-8"), "html.parser")
+    table = page.select_one("#rank-comm-ops")
+    head = [th.get_text() for th in table.select("thead th")]
+    assert head[3:5] == ["Calls per step", "Time per step (ms)"] and head[-1] == "Per call (ms)"
+    steps = len(page.select("#communication ~ details table tbody tr"))
+    assert steps == 12
+    rows = [[td.get_text() for td in tr.select("td")] for tr in table.select("tbody tr")]
+    assert rows
+    for r in rows:
+        if r[3] == "1 in 12 steps":  # an operator named per call: its per-step time is its duration over 12 steps
+            assert float(r[-1].replace(",", "")) == pytest.approx(float(r[4].replace(",", "")) * 12, abs=0.01)
+        else:
+            assert float(r[-1].replace(",", "")) == pytest.approx(
+                float(r[4].replace(",", "")) / float(r[3].replace(",", "")), abs=0.01)
+    assert any(r[3] == "1 in 12 steps" for r in rows)
+    link = page.select_one("#communication ~ .table-tools a.csv-download, a.csv-download[href*='comm-ops']")
+    assert link is not None
+    path = example_site / "ranks" / link["href"]
+    assert path.exists()
+    with open(path, newline="", encoding="utf-8") as f:
+        data = list(csv.reader(f))
+    assert "Calls per step" in data[0] and "Per call (ms)" in data[0]
+    assert len(data) - 1 == int(re.search(r"\((\d+) rows", link.get_text()).group(1))
+    sizes = [tr.select("td")[1].get_text() for tr in page.select("#rank-mem-top tbody tr")]
+    assert sizes and all(re.fullmatch(r"[\d,]+\.\d{3}", s) for s in sizes), sizes

@@ -149,7 +149,8 @@ def test_the_flagged_rank_page_keeps_its_tables_in_full(big_site):
     soup = _soup(out / "ranks" / "rank-5.html")
     lean = _soup(out / "ranks" / "rank-0.html")
     assert len(soup.select("#rank-comm-ops tbody tr")) > comm_pages.RANK_TOP_COMM_OPS
-    assert not soup.select("a.csv-download[href*='comm-ops']")  # everything is on the page
+    # everything is on the page, and in its CSV as on every other rank's page (before: the only rank without one)
+    assert soup.select_one("a.csv-download[href*='rank-5-comm-ops']") is not None
     assert len(soup.select("#rank-op-detail tbody tr")) == 10  # RANK_TOP_OPS, patched
     assert len(lean.select("#rank-op-detail tbody tr")) == 5  # RANK_TOP_OPS_LEAN
     assert lean.select_one("a.csv-download[href='rank-0-operators.csv.gz']") is not None

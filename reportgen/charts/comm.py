@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from reportgen.i18n import _
 
 import altair as alt
@@ -75,6 +77,18 @@ def link_bandwidth(rows: list[dict]) -> dict:
     return finish(alt.layer(pts, ring, name), height=300, datasets={"links": rows})
 
 
+NODE_SIZE_RANGE = (40, 900)  # px² of the graph's circles
+NODE_LABEL_DY = int(math.sqrt(NODE_SIZE_RANGE[1]) / 2) + 2  # a label's baseline this far above the centre
+
+
+def metric_legend(spec: dict, options: list[str], labels: list[str]) -> dict:
+    """The colour legend of a chart whose metric a drop-down (`metric`) picks is titled with the picked metric and
+    its unit (report.js swaps the title with the choice; the spec's own title is the default's)."""
+    spec.setdefault("usermeta", {})["msr_legend_titles"] = {"signal": "metric", "default": labels[0],
+                                                           "titles": dict(zip(options, labels))}
+    return spec
+
+
 def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     """Node-link graph: node size = communication time, colour = comm/(comm+wait); edges coloured by bandwidth."""
     unit = _("Host") if by == "host" else _("Rank")
@@ -92,7 +106,7 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     n = alt.Chart(alt.NamedData(name="nodes")).mark_circle(stroke="#333", strokeWidth=0.6, opacity=0.95).encode(
         x=alt.X("x:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
         y=alt.Y("y:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
-        size=alt.Size("comm_ms:Q", title=_("Communication ms"), scale=alt.Scale(range=[40, 900])),
+        size=alt.Size("comm_ms:Q", title=_("Communication ms"), scale=alt.Scale(range=list(NODE_SIZE_RANGE))),
         color=alt.Color("ratio:Q", title=_("comm/(comm+wait)"), scale=alt.Scale(scheme="blues", domain=[0, 1])),
         href="href:N",
         tooltip=[alt.Tooltip("label:N", title=unit), alt.Tooltip("comm_ms:Q", title=_("Transit ms"), format=",.3f"),
@@ -106,7 +120,9 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
         layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
             color=SLOW_COLOR, size=700, strokeWidth=2.5).encode(x="x:Q", y="y:Q"))
     if len(nodes) <= 64:
-        layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-12, fontSize=10, color="#333").encode(
+        # above the circle: the largest (900 px², 30 px across) ends 15 px above its centre, so 17 px clears them all
+        layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-NODE_LABEL_DY, baseline="bottom",
+                                                                       fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))
     elif any(x.get("slow") for x in nodes):  # too many to label: name the marked hosts (and the slow links on them)
         layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
@@ -138,7 +154,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                 axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("src:O", title=src_title, sort=alt.EncodingSortField(field="so"),
                 axis=alt.Axis(labelOverlap=True)),
-        color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
+        color=alt.Color("value:Q", title=labels[0], scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
         strokeWidth=alt.condition("datum.slow", alt.value(3 if binned > 1 else 2), alt.value(0)),
         tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
@@ -157,7 +173,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
             alt.param(name="sel", value=[]))
         n = len({c["src"] for c in cells})
         spec = finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
-        return _lift_params(spec)
+        return metric_legend(_lift_params(spec), options, labels)
     n = len({c["src"] for c in cells})
     layers = [chart]
     if binned > 1 and any(c.get("slow") for c in cells):  # name the blocks that hold a slow link
@@ -166,8 +182,9 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                           x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
                           y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="slow_links:N"))
     if len(layers) > 1:
-        return finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells})
-    return finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells})
+        return metric_legend(finish(alt.layer(*layers), height=max(200, min(640, 16 * n)), datasets={"cells": cells}),
+                             options, labels)
+    return metric_legend(finish(chart, height=max(200, min(640, 16 * n)), datasets={"cells": cells}), options, labels)
 
 
 DRILL_FILTER = "length(sel) > 0 && indexof(sel, '' + datum.src) >= 0 && indexof(sel, '' + datum.dst) >= 0"
@@ -178,9 +195,9 @@ def drill_matrix() -> dict:
     a cell per link with its time and size (a click opens the sending rank's page), a drop-down for the colour's
     metric. The rows come columnar
     ({src, dst, time_ms, size_mb, bandwidth_gbps, transport, slow}); nothing is drawn until hosts are picked."""
-    metric = alt.param(name="metric", value="bandwidth_gbps", bind=alt.binding_select(
-        options=["bandwidth_gbps", "time_ms", "size_mb"], labels=[_("Bandwidth (GB/s)"), _("Time (ms)"),
-                                                                  _("Size (MB)")], name=_("Show:") + " "))
+    options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], [_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")]
+    metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
+        options=options, labels=labels, name=_("Show:") + " "))
     base = alt.Chart(alt.NamedData(name="cells")).transform_filter(DRILL_FILTER).transform_calculate(
         value="datum[metric]", src_s="'' + datum.src", dst_s="'' + datum.dst",
         cell_label="format(datum.time_ms, '.3g') + ' ms · ' + format(datum.size_mb, '.3g') + ' MB'")
@@ -189,7 +206,7 @@ def drill_matrix() -> dict:
     y = alt.Y("src_s:O", title=_("Source rank"), sort=alt.EncodingSortField(field="src"),
               axis=alt.Axis(labelOverlap=True))
     rect = base.mark_rect(cursor="pointer").encode(  # a click opens the sending rank (report.js)
-        x=x, y=y, color=alt.Color("value:Q", title=_("value"), scale=alt.Scale(scheme="viridis")),
+        x=x, y=y, color=alt.Color("value:Q", title=labels[0], scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.slow", alt.value(SLOW_COLOR), alt.value(None)),
         strokeWidth=alt.condition("datum.slow", alt.value(2), alt.value(0)),
         tooltip=[alt.Tooltip("src_s:N", title=_("From")), alt.Tooltip("dst_s:N", title=_("To")),
@@ -204,7 +221,7 @@ def drill_matrix() -> dict:
     spec = _lift_params(finish(alt.layer(rect, label).add_params(metric, alt.param(name="sel", value=[])),
                                height=560))
     spec["datasets"] = {"cells": []}
-    return spec
+    return metric_legend(spec, options, labels)
 
 
 def _lift_params(spec: dict) -> dict:

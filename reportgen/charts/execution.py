@@ -61,7 +61,9 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
         color=alt.value("#4c78a8") if per_rank else alt.Color("series:N", title=_("Step time")),
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=_("Device")),
                  alt.Tooltip("ms:Q", title=_("ms"), format=",.2f")])
-    marks = alt.Chart(alt.NamedData(name="points")).mark_point(size=120, filled=True, color="#d62728",
+    # the steps with an execution view: black diamonds (red stays for what a finding names; the wait line is red)
+    marks = alt.Chart(alt.NamedData(name="points")).mark_point(size=150, filled=True, shape="diamond", color="#111",
+                                                                stroke="#fff", strokeWidth=1, opacity=1,
                                                                 cursor="pointer").encode(
         x="step:Q", y="ms:Q", href="href:N",
         tooltip=[alt.Tooltip("label:N", title=_("Marey view")), alt.Tooltip("step:Q", title=_("Step"))])

@@ -95,13 +95,28 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
     )
     n_rows = len({c["ranks"] for c in cells})
     height = max(120, min(600, 14 * n_rows))
+    layers = [chart]
+    missing = sorted({c["missing"] for c in cells if c.get("missing")})
+    if missing:  # cells without a value (a rank whose trace ends early): grey, with a legend entry of their own
+        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.missing").mark_rect().encode(
+            x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending")),
+            y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")),
+            color=alt.Color("missing:N", title=" ", scale=alt.Scale(domain=missing, range=["#c8c8c8"])),
+            opacity=alt.condition(picked, alt.value(1.0), alt.value(0.18)),
+            tooltip=[alt.Tooltip("ranks:O", title=_("Rank(s)")), alt.Tooltip("steps:O", title=_("Step(s)")),
+                     alt.Tooltip("missing:N", title=value_title)]))
     if any(c.get("flag") for c in cells):  # the ranks a finding names, written on their band
         label = alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.flag").mark_text(
             align="left", dx=4, fontWeight="bold", fontSize=12, color="#000").encode(
             x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending"), bandPosition=0),
             y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")), text="flag:N")
-        return with_step_param(finish(alt.layer(chart, label), height=height, datasets={"cells": cells}))
-    return with_step_param(finish(chart, height=height, datasets={"cells": cells}))
+        layers.append(label)
+    if len(layers) == 1:
+        return with_step_param(finish(chart, height=height, datasets={"cells": cells}))
+    layered = alt.layer(*layers)
+    if missing:
+        layered = layered.resolve_scale(color="independent")
+    return with_step_param(finish(layered, height=height, datasets={"cells": cells}))
 
 
 def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:

@@ -53,7 +53,8 @@ def finish(chart: alt.TopLevelMixin, height: int = 280, datasets: dict | None = 
     spec = (chart.properties(width="container", height=height)
             .configure(font=FONT)
             .configure_axis(labelFontSize=11, titleFontSize=12, gridColor="#eee")
-            .configure_legend(labelFontSize=11, titleFontSize=12, orient="bottom")
+            .configure_legend(labelFontSize=11, titleFontSize=12, orient="bottom", labelLimit=360,
+                              titleLimit=360)
             .configure_view(stroke=None)
             .to_dict(validate=VALIDATE))
     if datasets:

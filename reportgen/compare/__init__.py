@@ -52,6 +52,13 @@ def summary_from_run(run_dir: Path, *, jobs: int = 1, settings: Optional[dict] =
     return build_summary(analysis, findings, thresholds)
 
 
+def check_side(path: Path) -> None:
+    """Refuse an input that cannot be one side of a comparison, before anything is analysed."""
+    path = Path(path)
+    if not path.exists() and not path.with_name(path.stem + ".summary.json").is_file():
+        raise ReportError(f"{path} does not exist")
+
+
 def load_side(path: Path, *, jobs: int = 1, settings: Optional[dict] = None) -> tuple[dict, str]:
     """(summary, kind) for a run folder ("run"), a report folder ("report") or a summary.json file ("summary")."""
     path = Path(path)

@@ -90,13 +90,15 @@ def _main(argv: list[str]) -> int:
 
 
 def _run_compare(args, settings: dict) -> int:
-    from reportgen.compare import load_side
+    from reportgen.compare import check_side, load_side
     from reportgen.compare.model import DEFAULT_LINK_PCT, compare
     from reportgen.compare.pages import write_compare
     from reportgen.loaders import default_jobs
 
     out = cliutil.out_path(args.output, args.single_file)
     jobs = args.jobs or default_jobs()
+    for side in (args.base, args.new):  # both inputs checked before either is analysed (that can take minutes)
+        check_side(side)
     base, base_kind = load_side(args.base, jobs=jobs, settings=settings)
     new, new_kind = load_side(args.new, jobs=jobs, settings=settings)
     comp = compare(base, new, base_source=str(args.base), new_source=str(args.new), base_kind=base_kind,

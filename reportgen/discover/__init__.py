@@ -356,6 +356,9 @@ def _walk(fs: _Fs) -> _Scan:
         if d.name.startswith("PROF_") and any(n.startswith("device_") for n in dirnames):
             scan.prof_dirs.append(d)
             continue
+        if d.name.startswith("PROF_") and any(MSPROF_DB_RE.match(n) for n in names):
+            scan.ascend_dirs.append(d)  # msprof's unified DB on its own (no *_ascend_* folder around it): one rank
+            continue
         if d.name == "cluster_analysis_output" and "cluster_step_trace_time.csv" in names:
             scan.cluster_outputs.append(d)
             continue
@@ -546,11 +549,11 @@ def _ascend_rank(fs: _Fs, d: Path) -> _RankDir:
                 rf.add("profiler_db", p)
             if mm and mm.group(2) and rank is None:
                 rank = int(mm.group(2))
-    for prof in fs.dirs(d):  # msprof's own unified DB (PROF_*/msprof_*.db, kept without data simplification)
-        if prof.name.startswith("PROF_"):
-            for p in fs.files(prof):
-                if MSPROF_DB_RE.match(p.name):
-                    rf.add("profiler_db", p)
+    profs = [d] if d.name.startswith("PROF_") else [p for p in fs.dirs(d) if p.name.startswith("PROF_")]
+    for prof in profs:  # msprof's own unified DB (PROF_*/msprof_*.db, kept without data simplification)
+        for p in (files if prof == d else fs.files(prof)):
+            if MSPROF_DB_RE.match(p.name):
+                rf.add("profiler_db", p)
     fw = fs.subdir(d, "FRAMEWORK")
     if fw is not None:
         suffixes = set()

@@ -169,6 +169,9 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
         if any(k.startswith("framework/cpu_") for k in rf.files):
             log.add(rf.dir, "MindSpore CPU profiler output: it writes no step trace, so no step times "
                     "for this rank", "info")
+        elif rf.dir.name.startswith("PROF_"):
+            log.add(rf.dir, "no step trace in the msprof database (it needs the STEP_TIME and OVERLAP_ANALYSIS "
+                    "tables) for this rank", "warning")
         else:
             log.add(rf.dir, "no step trace (ASCEND_PROFILER_OUTPUT/step_trace_time.csv) for this rank", "warning")
 

@@ -54,7 +54,7 @@ from reportgen.loaders.communication import (
 )
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.memory import TOP_ALLOCATIONS, _downsample
-from reportgen.loaders.operators import side_of_core
+from reportgen.loaders.operators import kernel_type_from_name, note_types_from_names, side_of_core, type_missing
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData, StepTrace
 from reportgen.numbers import to_int as _int
@@ -411,6 +411,11 @@ def read_operators(db: Db) -> Optional[Operators]:
     df = pd.DataFrame.from_records(parts, columns=["name", "op_type", "core", "ns"])
     df["name"] = df["name"].fillna("").astype(str).str.strip()
     df["op_type"] = df["op_type"].fillna("").astype(str).str.strip()
+    missing = df["op_type"].isin([t for t in df["op_type"].unique() if type_missing(t)])
+    if missing.any():  # torch_npu Level0 records no types (N/A): the type the name carries, said in data quality
+        names = df.loc[missing, "name"]
+        df.loc[missing, "op_type"] = names.map({n: kernel_type_from_name(n) for n in names.unique()})
+        note_types_from_names(db.log, db.path)
     df["core"] = df["core"].fillna("").astype(str).str.strip()
     df["side"] = df["core"].map({c: side_of_core(c) for c in df["core"].unique()})
     df["ms"] = pd.to_numeric(df["ns"], errors="coerce") / NS_PER_MS

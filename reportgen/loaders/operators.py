@@ -34,6 +34,60 @@ def op_type_from_name(full_name: str) -> str:
     return OP_SUFFIX_RE.sub("", last) or last
 
 
+_HCOM_TYPE_RE = re.compile(r"^(hcom_[A-Za-z]+_)_")
+MISSING_TYPES = frozenset(("", "N/A", "NA", "NAN", "NONE", "NULL", "-", "--"))
+
+
+def kernel_type_from_name(name: str) -> str:
+    """The operator type a kernel name carries, for exports that record none (torch_npu Level0 writes N/A):
+    `aclnnMm_MatMulCommon_MatMulV2` -> `MatMulV2` (the part after the last underscore), `trans_TransData_12` ->
+    `TransData` (index parts dropped), `Conv2D1` -> `Conv2D` (a graph node's index), `hcom_allReduce__576_0_1` ->
+    `hcom_allReduce_` and `atomic_memset-1_68_...` -> `MemSet` (as the profiler types them at Level1)."""
+    name = str(name).strip()
+    m = _HCOM_TYPE_RE.match(name)
+    if m:
+        return m.group(1)
+    if name.lower().startswith("atomic_memset"):
+        return "MemSet"
+    parts = [p for p in name.split("_") if p and not p.isdigit()]
+    if not parts:
+        return name
+    if len(parts) == 1 and "_" not in name:
+        return re.sub(r"(?<=[A-Za-z])\d+$", "", parts[0]) or parts[0]
+    return parts[-1]
+
+
+def note_types_from_names(log: IssueLog, path: Path) -> None:
+    log.add(path, "the profiler recorded no operator types (Type is N/A, as torch_npu writes at Level0); the types "
+            "shown are read from the operator names", "info")
+
+
+def type_missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or \
+        str(value).strip().upper() in MISSING_TYPES
+
+
+def fill_missing_types(op_type: Coded, name: Coded) -> tuple[Coded, bool]:
+    """Rows whose type is missing (N/A, empty) get the type their name carries (`kernel_type_from_name`); True when
+    any did. Works on the distinct values: one derivation per distinct name."""
+    missing = np.array([type_missing(u) for u in op_type.uniques], dtype=bool)
+    if not len(op_type.codes) or not missing.any():
+        return op_type, False
+    rows = missing[op_type.codes]
+    uniques = list(op_type.uniques)
+    index = {u: i for i, u in enumerate(uniques)}
+    derived = np.empty(len(name.uniques), dtype=np.int64)
+    for i, n in enumerate(name.uniques):
+        t = kernel_type_from_name(n)
+        if t not in index:
+            index[t] = len(uniques)
+            uniques.append(t)
+        derived[i] = index[t]
+    codes = op_type.codes.copy()
+    codes[rows] = derived[name.codes[rows]]
+    return Coded(codes, uniques), True
+
+
 def side_of_core(core: str) -> str:
     """Map kernel_details' `Accelerator Core` / op_statistic's `Core Type` to a side."""
     c = str(core).strip().upper()
@@ -336,6 +390,9 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     if cols is None:
         return None
     name, op_type, dur = cols["Name"], cols["Type"], cols["Duration(us)"]
+    op_type, derived = fill_missing_types(op_type, name)
+    if derived:
+        note_types_from_names(log, path)
     core = cols.get("Accelerator Core") or Coded(np.zeros(len(dur), dtype=np.int64), ["AI_CORE"])
     side_names = [side_of_core(c) for c in core.uniques]
     distinct_sides = list(dict.fromkeys(side_names))

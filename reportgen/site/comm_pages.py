@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import urls
+from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.communication import (
     SLOW_LINK_MIN_SIZE_MB,
@@ -477,14 +477,26 @@ RANK_TOP_COMM_OPS = 15  # communication operators on a rank page (the longest); 
 MAX_FLAGGED_OPS = 200  # on the page of a rank the findings name
 RANK_COMM_OP_COLUMNS = [
     {"key": "op", "label": N_("Operator")}, {"key": "group", "label": N_("Group")}, {"key": "kind", "label": N_("Kind")},
-    {"key": "count", "label": N_("Per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
+    {"key": "count", "label": N_("Calls per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
     {"key": "transit_ms", "label": N_("Transit (ms)")}, {"key": "wait_ms", "label": N_("Wait (ms)")},
-    {"key": "wait_ratio", "label": N_("Wait ratio")}]
+    {"key": "wait_ratio", "label": N_("Wait ratio")}, {"key": "per_call_ms", "label": N_("Per call (ms)")}]
 
 
 def rank_comm_ops_csv(rank: int, n_ranks: int = 1) -> str:
     """Every communication operator of a rank, beside its page (`ranks/rank-N.html`; gzip on a large run)."""
     return rank_csv(rank, "comm-ops", n_ranks)
+
+
+def calls_text(count: Optional[float], n_steps: int) -> str:
+    """The calls-per-step cell: the number per step, or for an operator that ran in fewer steps than were profiled
+    (one named per call) how often in how many steps ("1 in 12 steps")."""
+    if count is None:
+        return ""
+    if n_steps > 1 and count < 1:
+        k = int(round(count * n_steps))
+        if k >= 1 and abs(k - count * n_steps) < 1e-6 * n_steps:
+            return _("{k} in {n} steps").format(k=k, n=n_steps)
+    return fmt.number(count)
 
 
 class RankComm:
@@ -527,13 +539,17 @@ class RankComm:
         page's table and (every operator, built only when the CSV is written) its CSV."""
         nums = ("communication_ms", "transit_ms", "wait_ms", "wait_ratio", "count")
         if r not in self._op_at:
-            return {k: [] for k in ("op", "group", "kind", *nums)}
+            return {k: [] for k in ("op", "group", "kind", *nums, "per_call_ms")}
         b, e = self._op_at[r]
         if limit is not None:
             e = min(e, b + limit)
         col = {c: self._op_vals[b:e, j] for j, c in enumerate(self._op_cols)}
-        return {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
-                "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
+        out = {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
+               "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
+        # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
+        # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)
+        out["per_call_ms"] = [t / c if t is not None and c else None for t, c in zip(out["communication_ms"], out["count"])]
+        return out
 
     def n_ops(self, r: int) -> int:
         b, e = self._op_at.get(r, (0, 0))
@@ -561,9 +577,11 @@ class RankComm:
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
         shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
         cols = self._op_columns(r, shown)
+        n_steps = len(sec["steps"])
+        cols["calls"] = [calls_text(c, n_steps) for c in cols["count"]]
         sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
-        if sec["n_ops"] > shown:
+        if sec["n_ops"] > RANK_TOP_COMM_OPS:  # every rank with more than the usual few: a flagged rank's page too
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
             sec["downloads"] = [(sec["csv"], RANK_COMM_OP_COLUMNS,
                                  LazyRows(partial(self._op_columns, r), columns=True))]

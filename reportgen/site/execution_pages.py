@@ -193,11 +193,12 @@ def _overview_chart(a: Analysis, marey_pages: list[tuple[MareyStep, str]]) -> Op
                            "label": f"{step_label(m.step)}: {_(_reason_short(m.reason))}"})
     spec = ex_charts.time_overview(lines, comm, points, per_rank)
     cap = (_("Training time of every device per step (left axis) and the average communication and wait time per "
-             "device (right axis, dashed). Red points are the steps with an execution view; click one to open it.")
+             "device (right axis, dashed).")
            if per_rank else
            _("Training time of every device per step (left axis; min / median / max over {n} devices) and the average "
-             "communication and wait time per device (right axis, dashed). Red points are the steps with an execution "
-             "view; click one to open it.").format(n=len(ranks)))
+             "communication and wait time per device (right axis, dashed).").format(n=len(ranks)))
+    if points:  # said only where drawn
+        cap += " " + _("Black diamonds are the steps with an execution view; click one to open it.")
     return Chart("time-overview", spec, cap)
 
 

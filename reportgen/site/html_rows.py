@@ -114,6 +114,7 @@ _CELLS = {
     "num": lambda v: f"<td>{escape(_NUM(v))}</td>",
     "ms": lambda v: f"<td>{escape(_MS(v))}</td>",
     "pct1": lambda v: f"<td>{escape(_PCT1(v))}</td>",
+    "text": lambda v: f"<td>{escape(v)}</td>",
 }
 
 
@@ -127,8 +128,9 @@ def _plain_rows(*cells: tuple[str, str]):
 
 
 # the rank's longest communication operators (`_rank_comm.html`)
-comm_op_rows = _plain_rows(("op", "code"), ("group", "t"), ("kind", "t"), ("count", "num"),
-                           ("communication_ms", "ms"), ("transit_ms", "ms"), ("wait_ms", "ms"), ("wait_ratio", "pct1"))
+comm_op_rows = _plain_rows(("op", "code"), ("group", "t"), ("kind", "t"), ("calls", "text"),
+                           ("communication_ms", "ms"), ("transit_ms", "ms"), ("wait_ms", "ms"), ("wait_ratio", "pct1"),
+                           ("per_call_ms", "ms"))
 # the rank's operator types and its longest operators (`_rank_ops.html`)
 op_type_rows = _plain_rows(("op_type", "code"), ("side", "t"), ("core", "t"), ("count", "num"), ("total_ms", "ms"),
                            ("avg_ms", "ms"), ("min_ms", "ms"), ("max_ms", "ms"), ("share", "pct1"))

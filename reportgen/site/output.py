@@ -79,6 +79,44 @@ def _why(e: OSError) -> str:
     return e.strerror or str(e)
 
 
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _blocking_file(path: Path) -> Optional[Path]:
+    """The first component of `path` that exists and is not a folder (a file standing where a folder must be)."""
+    p = Path(os.path.abspath(path))
+    for part in reversed([p, *p.parents]):
+        if part.exists() and not part.is_dir():
+            return part
+        if not part.exists():
+            return None
+    return None
+
+
+def refusal(out: Path, folder: Path, e: Optional[OSError] = None) -> OutputError:
+    """The one-line error for an output that cannot be written: the path the user gave, and why in words (the
+    folder that refused it, read-only, permissions, a file in the way, a virtual file system, a full disk)."""
+    code = e.errno if e is not None else None
+    blocking = _blocking_file(out) if code in (None, errno.EEXIST, errno.ENOTDIR) else None
+    if blocking is not None and blocking != Path(os.path.abspath(out)):
+        why = f"{blocking} is a file, not a folder"
+    elif code == errno.EROFS or (code in (None, errno.EACCES, errno.EPERM) and _read_only(folder)):
+        why = f"{folder} is on a read-only file system"
+    elif code in (None, errno.EACCES, errno.EPERM):
+        why = f"no permission to create files in {folder}"
+    elif code == errno.ENOENT and folder.is_dir():
+        why = f"{folder} does not accept new files ({_why(e)})"  # /proc, /sys: the folder exists, creating fails
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        why = f"{_why(e)} on the device holding {folder}"
+    else:
+        why = _why(e) if e is not None else "not writable"
+    return OutputError(f"cannot write the report to {out}: {why}")
+
+
 def _stale_re(name: str) -> re.Pattern:
     return re.compile(r"^\." + re.escape(name) + r"\.(?P<kind>tmp|old)-(?P<pid>\d+)(?:-[0-9a-f]+)?$")
 
@@ -123,9 +161,20 @@ def ensure_parent(out: Path) -> None:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise OutputError(f"cannot create the folder for {out}: {_why(e)}") from None
-    if not os.access(out.parent, os.W_OK | os.X_OK) and not (is_mount(out)):
-        raise OutputError(f"cannot write to {out.parent}: permission denied or read-only")
+        raise refusal(out, _existing(out.parent), e) from None
+    if is_mount(out):  # written in place: the mount point itself must take files
+        if not os.access(out, os.W_OK | os.X_OK) or _read_only(out):
+            raise refusal(out, out)
+    elif not os.access(out.parent, os.W_OK | os.X_OK) or _read_only(out.parent):
+        raise refusal(out, out.parent)
+
+
+def _existing(folder: Path) -> Path:
+    """`folder` or its nearest existing parent (the one that refused a new sub-folder)."""
+    p = folder
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
 
 
 # --- writing files -----------------------------------------------------------------------------------------------
@@ -184,7 +233,7 @@ def output_lock(out: Path):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as e:
-            raise OutputError(f"cannot write to {out.parent}: {_why(e)}") from None
+            raise refusal(out, path.parent, e) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -307,7 +356,7 @@ def staged_folder(out: Path):
     try:
         tmp = _make_staging(out, ".msreport") if in_place else _make_staging(out.parent, f".{out.name}")
     except OSError as e:
-        raise OutputError(f"cannot write the report to {out}: {_why(e)}") from None
+        raise refusal(out, out if in_place else out.parent, e) from None
     try:
         try:
             yield tmp

@@ -198,7 +198,13 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
         return {"ranks": r, "median": [{"median": round(float(med), 4)}] if r else []}
 
     step_views.attach(total, st.steps, total_of, join="rank",
-                      axis_title=(_("Average step time (ms)"), _("Step {n} time (ms)")))
+                      axis_title=(_("Average step time (ms)"), _("Step {n} time (ms)")),
+                      caption_step=(_("Step {n}: the time of each rank in that step; dashed line: the step's median "
+                                      "over the ranks; red: ranks a finding names (over all steps). Click a bar to "
+                                      "open the rank's page.") if bars else
+                                    _("Step {n}: the time of each rank in that step, one tick per rank; black: the "
+                                      "step's median; red and numbered: ranks a finding names (over all steps). "
+                                      "Click a mark to open the rank's page.")))
     picked = representative_ranks(st.average["total"], a.run.info.stage_of_rank, hl.slow_ranks | hl.waits_least,
                                   step_charts.MAX_BARS) if "total" in st.average else None
     labels = [_(PHASE_LABELS[p]) for p in st.stacked]
@@ -208,7 +214,8 @@ def _cluster_charts(a: Analysis, hl: Highlights) -> list[Chart]:
                           _("Where each rank's step time goes (average per step)."))
         step_views.attach(breakdown, st.steps, lambda s: {"breakdown": stacked_bar_rows(
             per_step[s], st.stacked, labels, step_charts.MAX_BARS, picked)[0]},
-            axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")))
+            axis_title=(_("Time per step (ms)"), _("Step {n}: time (ms)")),
+            caption_step=_("Where each rank's time goes in step {n}."))
         charts.append(breakdown)
     return charts
 
@@ -248,6 +255,7 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
               "rank_order": int(a), "step_order": int(c), "value": round(float(v), 4),
               **({"step_last": int(d)} if step_bin > 1 else {})}  # the step selector marks the bin holding it
              for a, b, c, d, v in zip(g["r0"], g["r1"], g["s0"], g["s1"], g["v"])]
+    cells.extend(_missing_cells(set(zip(g["rb"].astype(int), g["sb"].astype(int))), ranks, steps, rank_bin, step_bin))
     flags: dict[int, list[int]] = {}
     for r in sorted(int(x) for x in flagged):
         if r in rpos:
@@ -258,6 +266,25 @@ def heatmap_cells(per_step: pd.DataFrame, value: str = "total", max_cells: int =
             if int(rb) in flags and cell["step_order"] == first:
                 cell["flag"] = "⚑ " + ", ".join(str(r) for r in flags[int(rb)])
     return {"cells": cells, "rank_bin": rank_bin, "step_bin": step_bin}
+
+
+def _missing_cells(present: set, ranks: list, steps: list, rank_bin: int, step_bin: int) -> list[dict]:
+    """A cell for every (rank bin, step bin) without a value (a rank whose file ends early, a step a rank did not
+    record): drawn grey with its own legend entry, not left as blank page."""
+    def span(values: list, i: int, size: int) -> tuple[int, int]:
+        part = values[i * size:(i + 1) * size]
+        return int(part[0]), int(part[-1])
+
+    out = []
+    for rb in range(math.ceil(len(ranks) / rank_bin)):
+        for sb in range(math.ceil(len(steps) / step_bin)):
+            if (rb, sb) in present:
+                continue
+            (a, b), (c, d) = span(ranks, rb, rank_bin), span(steps, sb, step_bin)
+            out.append({"ranks": f"{a}" if a == b else f"{a}–{b}", "steps": f"{c}" if c == d else f"{c}–{d}",
+                        "rank_order": a, "step_order": c, "value": None, "missing": _("no data"),
+                        **({"step_last": d} if step_bin > 1 else {})})
+    return out
 
 
 def _heatmap_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:

@@ -17,12 +17,13 @@ MAX_STEP_VALUES = 120_000  # values (rows x fields) of one chart's per-step data
 
 
 def attach(chart: Optional[Chart], steps: list, rows_of: Callable[[object], dict[str, list[dict]]],
-           join: str = "", axis_title: Optional[tuple[str, str]] = None) -> bool:
+           join: str = "", axis_title: Optional[tuple[str, str]] = None, caption_step: str = "") -> bool:
     """Give `chart` the datasets of every step (`rows_of(step)` -> {dataset: rows}); False when over the budget
     or when there is a single step (nothing to select).
 
     `axis_title`: (the axis title of the average as the spec has it, the title for one step with `{n}`): the
-    browser swaps the title with the data, so the axis says which step is drawn."""
+    browser swaps the title with the data, so the axis says which step is drawn. `caption_step`: the caption for one
+    step (`{n}`), for a chart whose caption speaks of the average; the browser swaps it in, and back."""
     if chart is None or len(steps) < 2:
         return False
     fields: dict[str, list[str]] = {}
@@ -42,6 +43,8 @@ def attach(chart: Optional[Chart], steps: list, rows_of: Callable[[object], dict
     chart.step_data = {"fields": fields, "join": join, "steps": out}
     if axis_title:
         chart.spec.setdefault("usermeta", {})["msr_step_title"] = {"avg": axis_title[0], "step": axis_title[1]}
+    if caption_step:
+        chart.spec.setdefault("usermeta", {})["msr_step_caption"] = caption_step
     return True
 
 

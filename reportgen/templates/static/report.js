@@ -48,8 +48,13 @@
     if (b.getAttribute("data-save-svg")) {
       opts.i18n = { SVG_ACTION: b.getAttribute("data-save-svg"), PNG_ACTION: b.getAttribute("data-save-png") };
     }
-    var title = (spec.usermeta || {}).msr_step_title;
-    if (title) { opts.patch = function (vg) { return stepTitlePatch(vg, title.avg); }; }
+    var title = (spec.usermeta || {}).msr_step_title, legends = (spec.usermeta || {}).msr_legend_titles;
+    if (title || legends) {
+      opts.patch = function (vg) {
+        if (title) { vg = stepTitlePatch(vg, title.avg); }
+        return legends ? legendTitlePatch(vg, legends) : vg;
+      };
+    }
     var vis = fig.querySelector(".vis");
     if (typeof vegaEmbed !== "function") { fig.setAttribute("data-error", "vega-embed missing"); return; }
     return vegaEmbed(vis, spec, opts).then(function (res) {
@@ -108,6 +113,21 @@
     }
     walk(vg);
     vg.signals = (vg.signals || []).concat([{ name: "msr_step_title", value: avg }]);
+    return vg;
+  }
+
+  // A colour legend whose metric a drop-down picks is titled with that metric and its unit (charts/comm.py,
+  // metric_legend): the compiled legend titled as the default gets a title expression over the drop-down's signal.
+  function legendTitlePatch(vg, meta) {
+    var expr = JSON.stringify(meta["default"]);
+    Object.keys(meta.titles).forEach(function (k) {
+      expr = meta.signal + " === " + JSON.stringify(k) + " ? " + JSON.stringify(meta.titles[k]) + " : (" + expr + ")";
+    });
+    function walk(node) {
+      (node.legends || []).forEach(function (l) { if (l.title === meta["default"]) { l.title = { signal: expr }; } });
+      (node.marks || []).forEach(walk);
+    }
+    walk(vg);
     return vg;
   }
 
@@ -415,9 +435,14 @@
       touched = true;
     }
     if (hasSignal(view, "msrstep")) { view.signal("msrstep", step === "avg" ? null : Number(step)); touched = true; }
-    var title = ((fig._msrSpec || {}).usermeta || {}).msr_step_title;
+    var meta = (fig._msrSpec || {}).usermeta || {}, title = meta.msr_step_title;
     if (title && hasSignal(view, "msr_step_title")) {
       view.signal("msr_step_title", step === "avg" ? title.avg : title.step.replace("{n}", step));
+    }
+    var cap = fig.querySelector("figcaption");
+    if (cap && meta.msr_step_caption) {  // a caption that speaks of the average says which step is drawn
+      if (fig._msrAvgCaption === undefined) { fig._msrAvgCaption = cap.textContent; }
+      cap.textContent = step === "avg" ? fig._msrAvgCaption : meta.msr_step_caption.replace("{n}", step);
     }
     if (touched) { view.runAsync().then(function () { fig.setAttribute("data-step", step); }); }
   }
@@ -467,12 +492,17 @@
     // a host-level graph (above 64 ranks): hosts picked by brush or click stand for their devices, whole hosts,
     // the first ones up to the drill-down's device cap
     var drillOut = document.getElementById("comm-drill-selection");
+    // nothing to draw until hosts are picked: the line above says so, the figure is folded away (kept at its width,
+    // so the view is laid out and drawn as usual and shows at once when hosts are picked)
+    var drillFig = document.getElementById("fig-comm-drill");
+    if (drillFig) { drillFig.classList.add("folded"); }
     function pickHosts(hosts) {
       var max = Number(drillOut ? drillOut.getAttribute("data-max") : 64), ids = [], used = [];
       hosts.forEach(function (h) {
         var m = String(h.members).split(",");
         if (ids.length + m.length <= max || !used.length) { ids = ids.concat(m.slice(0, max)); used.push(h.id); }
       });
+      if (drillFig) { drillFig.classList.toggle("folded", !ids.length); }
       broadcast(ids);
       if (!drillOut) { return; }
       var key = !hosts.length ? "data-none" : used.length < hosts.length ? "data-capped" : "data-some";
