@@ -294,6 +294,7 @@ class KinetoRank:
     memory: Optional[Memory] = None
     timeline: Optional[TimelineSummary] = None
     device: str = "cpu"  # "gpu" (device activity) or "cpu"
+    idle: object = None  # analysis.idle.IdleBreakdown (the idle hook below)
 
 
 def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
@@ -350,10 +351,32 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     out.operators = _operators(acc, rel, out.device)
     out.memory = _memory(acc, head, rel)
     out.timeline = _timeline(acc, comp, comm, path, rel)
+    out.idle = _idle_hook(acc, out.device, log, path)
     if not acc.colls and (info.rank_size or 1) > 1:
         log.add(path, "no collective found in the trace (NCCL/HCCL kernels or gloo:* slices); no communication "
                 "data for this rank", "warning")
     return out
+
+
+# --- idle hook (analysis.idle owns the method; this only hands it the arrays of the pass) ----------------------
+
+
+def _idle_hook(acc: _Acc, device: str, log: IssueLog, path: Path):
+    """The device's idle time by cause per step window and the launch statistics (`analysis.idle.breakdown`)."""
+    if device != "gpu" or not len(acc.dev_s):
+        return None
+    from reportgen.analysis import idle
+
+    try:
+        launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
+        stream = getattr(acc, "dev_stream", None)
+        return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
+                              np.frombuffer(acc.dev_comm, dtype="int8").astype(bool),
+                              stream if stream is not None and len(stream) == len(acc.dev_s) else None,
+                              launch, _windows(acc))
+    except (ValueError, TypeError, IndexError) as err:
+        log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
+        return None
 
 
 def _intervals(acc: _Acc, device: str) -> tuple[iv.Intervals, iv.Intervals]:
