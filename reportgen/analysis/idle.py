@@ -107,6 +107,9 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
             gap = g1 - g0
             if gap <= 0:
                 continue
+            # when the device went idle: the end of the busy time before the gap (the gap may be cut by the window)
+            k = int(np.searchsorted(busy[1], g0, side="right")) - 1
+            went_idle = float(busy[1][k]) if k >= 0 else g0
             i = int(np.searchsorted(ks, g1, side="left"))
             if i >= len(ks):
                 other += gap
@@ -118,14 +121,14 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
                 other += gap
                 continue
             launch = float(lt.min())
-            if launch >= g0:
+            if launch >= went_idle:
                 host += gap
-            elif gap <= QUEUE_GAP_US:
+            elif float(ks[i]) - went_idle <= QUEUE_GAP_US:
                 other += gap
             else:
                 stream_w += gap
                 ci = int(np.searchsorted(cs, g1, side="left"))
-                if ci < len(cs) and suf[ci] <= g0:
+                if ci < len(cs) and suf[ci] <= went_idle:
                     stream_c += gap
         idle = (b - a) - c_ms
         rows.append({"step": step, "step_ms": (b - a) / 1e3, "computing_ms": c_ms / 1e3, "idle_ms": idle / 1e3,
