@@ -79,7 +79,11 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
     ke = np.asarray(k_end, dtype="float64")
     kc = np.asarray(k_comm, dtype=bool)
     kl = np.asarray(k_launch, dtype="float64")
-    stream = np.asarray([str(x) for x in (k_stream if k_stream is not None else [""] * len(ks))], dtype=object)
+    if k_stream is None:
+        codes, labels = np.zeros(len(ks), dtype="int64"), np.array([""], dtype=object)
+    else:
+        codes, labels = pd.factorize(pd.Series(np.asarray(k_stream, dtype=object)).astype(str))
+    stream = np.asarray(codes, dtype="int64")
     if not len(ks) or not len(windows) or not (len(ks) == len(ke) == len(kc) == len(kl) == len(stream)):
         return None
     if not np.isfinite(kl).any():
@@ -89,10 +93,14 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
     comp = _merge(ks[~kc], ke[~kc])
     comm = _merge(ks[kc], ke[kc])
     busy = _merge(ks, ke)
-    # the kernel that ends a gap: the first to start at or after the gap's end (ties: the earliest launched)
+    alone = iv.subtract(comm, comp)
     # pending collectives: comm kernels sorted by start, the earliest launch from each on (suffix minimum)
     cs, cl = ks[kc], np.where(np.isfinite(kl[kc]), kl[kc], np.inf)
     suf = np.minimum.accumulate(cl[::-1])[::-1] if len(cl) else cl
+    # kernels starting at the same time form a group; the group's earliest known launch
+    new_group = np.r_[True, ks[1:] != ks[:-1]]
+    grp_of = np.cumsum(new_group) - 1
+    grp_min = np.minimum.reduceat(np.where(np.isfinite(kl), kl, np.inf), np.flatnonzero(new_group))
     rows = []
     for step, a, b in windows:
         a, b = float(a), float(b)
@@ -100,36 +108,9 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
             continue
         w = (np.array([a]), np.array([b]))
         c_ms = iv.total(iv.intersect(comp, w))
-        exposed = iv.total(iv.intersect(iv.subtract(comm, comp), w))
+        exposed = iv.total(iv.intersect(alone, w))
         gaps = iv.subtract(w, busy)
-        host = stream_w = stream_c = other = 0.0
-        for g0, g1 in zip(gaps[0].tolist(), gaps[1].tolist()):
-            gap = g1 - g0
-            if gap <= 0:
-                continue
-            # when the device went idle: the end of the busy time before the gap (the gap may be cut by the window)
-            k = int(np.searchsorted(busy[1], g0, side="right")) - 1
-            went_idle = float(busy[1][k]) if k >= 0 else g0
-            i = int(np.searchsorted(ks, g1, side="left"))
-            if i >= len(ks):
-                other += gap
-                continue
-            j = int(np.searchsorted(ks, ks[i], side="right"))  # the kernels starting with it
-            lt = kl[i:j]
-            lt = lt[np.isfinite(lt)]
-            if not len(lt):
-                other += gap
-                continue
-            launch = float(lt.min())
-            if launch >= went_idle:
-                host += gap
-            elif float(ks[i]) - went_idle <= QUEUE_GAP_US:
-                other += gap
-            else:
-                stream_w += gap
-                ci = int(np.searchsorted(cs, g1, side="left"))
-                if ci < len(cs) and suf[ci] <= went_idle:
-                    stream_c += gap
+        host, stream_w, stream_c, other = _classify(gaps[0], gaps[1], busy[1], ks, grp_min, grp_of, cs, suf)
         idle = (b - a) - c_ms
         rows.append({"step": step, "step_ms": (b - a) / 1e3, "computing_ms": c_ms / 1e3, "idle_ms": idle / 1e3,
                      "communication_ms": exposed / 1e3, "host_wait_ms": host / 1e3, "stream_wait_ms": stream_w / 1e3,
@@ -137,7 +118,35 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
     if not rows:
         return None
     steps = pd.DataFrame(rows, columns=list(COLUMNS))
-    return IdleBreakdown(steps=steps, launch=launch_stats(ks, kl, stream, windows), basis=basis)
+    return IdleBreakdown(steps=steps, launch=launch_stats(ks, kl, stream, windows, labels), basis=basis)
+
+
+def _classify(g0: np.ndarray, g1: np.ndarray, busy_end: np.ndarray, ks: np.ndarray, grp_min: np.ndarray,
+              grp_of: np.ndarray, cs: np.ndarray, suf: np.ndarray) -> tuple[float, float, float, float]:
+    """Host wait, stream wait, of it with a collective pending, and other (µs) of the gaps [g0, g1] (see the
+    module's docstring)."""
+    ok = g1 > g0
+    g0, g1 = g0[ok], g1[ok]
+    if not len(g0):
+        return 0.0, 0.0, 0.0, 0.0
+    gap = g1 - g0
+    # when the device went idle: the end of the busy time before the gap (the gap may be cut by the window)
+    k = np.searchsorted(busy_end, g0, side="right") - 1
+    went_idle = np.where(k >= 0, busy_end[np.clip(k, 0, None)], g0)
+    # the work that ends the gap: the first kernels to start at or after its end (their earliest launch)
+    i = np.searchsorted(ks, g1, side="left")
+    has_next = i < len(ks)
+    ic = np.clip(i, 0, len(ks) - 1)
+    launch = np.where(has_next, grp_min[grp_of[ic]] if len(ks) else np.inf, np.inf)
+    known = has_next & np.isfinite(launch)
+    host = known & (launch >= went_idle)
+    queued = known & ~host & (ks[ic] - went_idle > QUEUE_GAP_US)
+    ci = np.searchsorted(cs, g1, side="left")
+    pending = queued & (ci < len(cs))
+    if len(cs):
+        pending &= suf[np.clip(ci, 0, len(cs) - 1)] <= went_idle
+    h, q, p = float(gap[host].sum()), float(gap[queued].sum()), float(gap[pending].sum())
+    return h, q, p, float(gap.sum()) - h - q
 
 
 def launch_times(rt_corr, rt_ts, k_corr) -> np.ndarray:
@@ -155,7 +164,8 @@ def launch_times(rt_corr, rt_ts, k_corr) -> np.ndarray:
     return out
 
 
-def launch_stats(ks: np.ndarray, kl: np.ndarray, stream: np.ndarray, windows: Sequence[tuple]) -> dict:
+def launch_stats(ks: np.ndarray, kl: np.ndarray, stream: np.ndarray, windows: Sequence[tuple],
+                 labels: Sequence = ("",)) -> dict:
     """Launch delay (start − launch, ms) of the kernels starting inside the windows, and the longest queue:
     the most kernels launched and not yet started at one time, on the device and on the busiest stream."""
     starts = np.array([float(w[1]) for w in windows])
@@ -176,8 +186,9 @@ def launch_stats(ks: np.ndarray, kl: np.ndarray, stream: np.ndarray, windows: Se
         q = _max_queue(kl[sel], ks[sel])
         if q > best:
             best, where = q, s
-    if where not in (None, ""):  # the streams are known
-        out["max_queue_stream"] = str(where)
+    name = str(labels[int(where)]) if where is not None and 0 <= int(where) < len(labels) else ""
+    if name:  # the streams are known
+        out["max_queue_stream"] = name
         out["max_queue_on_stream"] = int(best)
     return out
 
