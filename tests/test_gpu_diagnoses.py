@@ -212,6 +212,8 @@ def test_late_rank_is_named_with_its_cost(tmp_path):
     assert ev["late_ms"] == pytest.approx(5.0) and ev["first_rank"] != 2
     assert ev["cost_per_step_ms"] == pytest.approx(5.0)  # the median peer arrives 5 ms earlier in every step
     assert "start times" in ev["basis"]
+    # had it arrived with the others, each all-reduce would start 5 ms earlier: 5 ms of every 20 ms step
+    assert late[0].impact["step_ms"] == pytest.approx(5.0) and late[0].severity == "warning"
     # nobody else is blamed for waiting: no slow-operator finding on a waiting rank
     assert not [x for x in f if x.id == "operator-rank.slow-on-rank" and x.ranks != [2]]
 
@@ -468,6 +470,9 @@ def test_dlrm_names_rank_7_not_the_victim():
     assert len(late) == 1 and late[0].ranks == [7]
     assert late[0].evidence["late_ms"] == pytest.approx(spread_ms, abs=0.05)
     assert late[0].evidence["cost_per_step_ms"] > 1.0
+    # the saving counts only what rank 7 adds after the next latest ranks (2 and 6 are late too): ~0.5 ms at each
+    # of the two collectives it is last at
+    assert 0.5 < late[0].impact["step_ms"] < late[0].evidence["cost_per_step_ms"]
     assert "7" in text(late[0].title) and "ms" in text(late[0].title)
     # the device-to-host copy that waits behind NCCL on the earliest rank is not a slow-operator finding
     assert not [x for x in f if x.id == "operator-rank.slow-on-rank" and x.evidence.get("op_type") == "aten::copy_"]

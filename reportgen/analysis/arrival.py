@@ -28,7 +28,8 @@ class Arrivals:
     """Per matched instance (group, key) with two ranks or more: every rank's lateness (ms after the first)."""
 
     late: pd.DataFrame  # rank, step, op, group, key, late_ms
-    instances: pd.DataFrame  # step, op, group, key, n, first_rank, last_rank, spread_ms, last_behind_median_ms
+    instances: pd.DataFrame  # step, op, group, key, n, first_rank, last_rank, spread_ms, last_behind_median_ms,
+    #                          last_margin_ms (the last arrival − the one before it)
     basis: str  # "start times" | "elapsed times"
 
 
@@ -65,7 +66,8 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         rows.append({"step": x["step"].iloc[0], "op": str(x["op"].iloc[0]), "group": grp, "key": key, "n": len(x),
                      "first_rank": int(x["rank"].iloc[0]), "last_rank": int(last["rank"]),
                      "spread_ms": float(last["arrival"] - x["arrival"].iloc[0]),
-                     "last_behind_median_ms": float(last["arrival"] - np.median(others)) if len(others) else math.nan})
+                     "last_behind_median_ms": float(last["arrival"] - np.median(others)) if len(others) else math.nan,
+                     "last_margin_ms": float(last["arrival"] - others[-1]) if len(others) else math.nan})
     return Arrivals(late=f[["rank", "step", "op", "group", "key", "late_ms"]].reset_index(drop=True),
                     instances=pd.DataFrame(rows), basis="start times" if same_clock else "elapsed times")
 
@@ -76,6 +78,7 @@ class LateRank:
     last_in: int  # significant instances it reached last
     significant: int  # instances whose spread is significant
     cost_ms: float  # per step: how long the median peer waited for it, summed over the instances it was last in
+    saving_ms: float  # per step: how much earlier those collectives would start had it arrived with the next latest
     worst_ms: float  # its largest lateness after the first rank
     worst_op: str
     worst_step: object
@@ -102,6 +105,7 @@ def late_ranks(arr: Arrivals, n_steps: int, min_abs_ms: float, min_share: float,
             continue
         w = x.loc[x["spread_ms"].idxmax()]
         out.append(LateRank(rank=int(r), last_in=len(x), significant=len(sig), cost_ms=cost,
+                            saving_ms=float(x["last_margin_ms"].sum()) / n_steps,
                             worst_ms=float(w["spread_ms"]), worst_op=str(w["op"]), worst_step=w["step"],
                             first_rank=int(w["first_rank"])))
     return sorted(out, key=lambda x: -x.cost_ms)

@@ -13,7 +13,7 @@ import math
 
 from reportgen import urls
 from reportgen.analysis.arrival import arrivals, late_ranks
-from reportgen.analysis.impact import ARRIVAL, replace_excess
+from reportgen.analysis.impact import ARRIVAL, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
 from reportgen.rules.slow_rank import slow_table
@@ -66,6 +66,8 @@ def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
             {"work_phase": col, "work_ms": own, "peers_median_work_ms": peer})
 
 
+IMPACT_ARRIVAL = N_("the late ranks ({ranks}) arriving at each collective they were last at with the next latest "
+                    "rank: those collectives start earlier by as much ({ms} per step)")
 IMPACT_BASIS = N_("the late ranks ({ranks}) arriving with their peers: their {phases} set to the peers' median "
                   "in every step; the others' waits shrink by as much")
 AND = N_("{first} and {second}")
@@ -116,7 +118,7 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
         page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
         evidence={"basis": f"arrival at matched collectives ({arr.basis})", "late_ms": w.worst_ms,
                   "late_op": w.worst_op, "late_step": w.worst_step, "first_rank": w.first_rank,
-                  "cost_per_step_ms": w.cost_ms, "last_in": w.last_in, "significant_instances": w.significant,
+                  "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
                   "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
                                              "late_ms": x.worst_ms} for x in found},
                   **(why_late[1] if why_late else {})},
@@ -125,7 +127,14 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                "rows": [[None if r.step != r.step else r.step, r.op, str(r.group), r.last_rank, r.first_rank,
                          round(r.spread_ms, 4), round(r.last_behind_median_ms, 4)] for r in top.itertuples()],
                "links": [None] * len(top)},
-        impact=_impact(a, ranks, stage_of))]
+        impact=_arrival_impact(a, found))]
+
+
+def _arrival_impact(a, found):
+    ms = sum(x.saving_ms for x in found)
+    imp = saved_by_ms(ms, a.steps, lazy(IMPACT_ARRIVAL, ranks=", ".join(str(x.rank) for x in found[:8]),
+                                        ms=fmt_ms(ms)))
+    return imp.to_dict() if imp else None
 
 
 def check(ctx: Context) -> list[Finding]:
