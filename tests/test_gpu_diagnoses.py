@@ -122,16 +122,21 @@ def test_idle_unknown_launches_are_other_and_nothing_without_launches():
 
 def test_idle_from_the_kineto_loader(tmp_path):
     """Through the loader (the hook in kineto.py): window-independent totals (the step windows are the loader's)."""
-    run = _load(write_trace(tmp_path / "run" / "r0.pt.trace.json", KERNELS,
-                            [(1, -60, 1000), (2, 1000, 2000)]).parent)
+    # a third step (k7 [2000, 2100], launched at 2000, after the device went idle at 1700: host wait 300 µs) ends
+    # step 2 on the device; the loader leaves it out (partial) or measures it without a gap: the totals agree
+    # (k1 launched at 0, when the first step starts: no gap before it whether a step starts at its host mark or
+    # at its first kernel)
+    kernels = [dict(KERNELS[0], launch=0.0)] + KERNELS[1:] + [_k(GEMM, 2000, 100, 2000)]
+    run = _load(write_trace(tmp_path / "run" / "r0.pt.trace.json", kernels,
+                            [(1, 0, 1000), (2, 1000, 2000), (3, 2000, 2200)]).parent)
     b = run.ranks[0].idle
     assert b is not None and b.basis == "kernels"
     tot = b.steps.sum(numeric_only=True)
-    assert tot["host_wait_ms"] == pytest.approx(0.4, abs=1e-6)  # 200 + 100 + 100 µs
+    assert tot["host_wait_ms"] == pytest.approx(0.7, abs=1e-6)  # 200 + 200 ([900, 1100]) + 300 µs
     assert tot["stream_wait_ms"] == pytest.approx(0.5, abs=1e-6)
     assert tot["stream_wait_comm_ms"] == pytest.approx(0.3, abs=1e-6)
     assert tot["communication_ms"] == pytest.approx(0.2, abs=1e-6)
-    assert tot["other_ms"] >= 0.005 - 1e-9
+    assert tot["other_ms"] == pytest.approx(0.005, abs=1e-6)
 
 
 def _load(folder: Path):
@@ -205,7 +210,8 @@ def test_late_rank_is_named_with_its_cost(tmp_path):
     arr = arrivals(run)
     assert arr is not None and arr.basis == "start times"
     assert set(arr.instances["last_rank"]) == {2}
-    assert arr.instances["spread_ms"].to_numpy() == pytest.approx([5.0] * 3)
+    assert len(arr.instances) >= 2  # every complete step's all-reduce (the last step may be left out as partial)
+    assert arr.instances["spread_ms"].to_numpy() == pytest.approx([5.0] * len(arr.instances))
     late = [x for x in f if x.id == "late-arrival.culprit"]
     assert len(late) == 1 and late[0].ranks == [2]
     ev = late[0].evidence
@@ -432,19 +438,74 @@ def run_idle_steps(summary: dict) -> range:
     return range(summary["metrics"]["idle"]["per_rank"]["0"]["steps"])
 
 
+def _exposed_by_launch(path: Path) -> list[float]:
+    """HTA's overlap breakdown, written here: per host ProfilerStep, the kernels it launched (correlation id);
+    communication not overlapped by computation, ms per step."""
+    ev = _raw(path)["traceEvents"]
+    steps = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev if e.get("ph") == "X"
+                   and re.fullmatch(r"ProfilerStep#\d+", str(e.get("name")))
+                   and str(e.get("cat", "")).lower() in ("user_annotation", "cpu_op"))
+    rt = {e["args"]["correlation"]: float(e["ts"]) for e in ev if e.get("ph") == "X"
+          and str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver", "runtime")
+          and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
+    out = []
+    for a, b in steps:
+        comp, comm = [], []
+        for e in ev:
+            if e.get("ph") != "X" or str(e.get("cat", "")).lower() not in ("kernel", "gpu_memcpy", "gpu_memset"):
+                continue
+            t = rt.get((e.get("args") or {}).get("correlation"))
+            if t is None or not a <= t < b:
+                continue
+            iv = (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+            (comm if re.search(r"nccl|rccl", str(e.get("name")), re.I) else comp).append(iv)
+        out.append(sum(max(0.0, e_ - s_) for s_, e_ in _minus(_union(comm), _union(comp))) / 1e3)
+    return out
+
+
+def _union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def _minus(a, b):
+    """Merged intervals `a` minus merged intervals `b`."""
+    out = []
+    for s, e in a:
+        cur = s
+        for bs, be in b:
+            if be <= cur or bs >= e:
+                continue
+            if bs > cur:
+                out.append((cur, bs))
+            cur = max(cur, be)
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
 def test_mi300x_lone_rank_judged_for_communication():
     folder = sample(f"{EXTERNAL}/tracelens_mi300x_resnet_rank0_of8")
-    ind = _independent(next(folder.glob("*.json*")))
     run, a, f = _build(folder)
     st = run.ranks[0].step_trace.steps
-    host_ms = np.array([(y - x) / 1e3 for x, y in ind["steps"]])
-    if not np.allclose(st["total"].to_numpy()[: len(host_ms)], host_ms, rtol=0.01):
+    if float(st["total"].median()) < 1.0:  # the GPU lane's 17 µs ProfilerStep marks read as steps
         pytest.xfail("needs the host ProfilerStep windows of the Kineto loader (issue 28, item 1, helper gpuread)")
-    assert ind["exposed_comm_share"] > 0.4  # ~62 % in the independent reading
+    exposed = _exposed_by_launch(next(folder.glob("*.json*")))  # ~11.8 ms of every step
     cb = [x for x in f if x.id == "communication-bound.rate"]
     assert len(cb) == 1 and cb[0].evidence["lone_rank"] and cb[0].evidence["world_size"] == 8
-    assert cb[0].evidence["rate"] == pytest.approx(ind["exposed_comm_share"], abs=0.02)
+    assert cb[0].severity == "warning" and cb[0].evidence["rate"] > 0.5  # 62 % of the device's step
+    # the rate is the loader's exposed communication over its step: the same ms as HTA's reading, step by step
+    steps = [int(x) for x in st["step"]]
+    loader_ms = cb[0].evidence["rate"] * float(st["total"].mean())
+    first = 15  # ProfilerStep#15-17 in this trace
+    assert loader_ms == pytest.approx(np.mean([exposed[s - first] for s in steps]), rel=0.01)
     assert any("one rank of 8" in g for g in a.coverage.to_dict()["gaps"])
+    assert not [x for x in f if x.id == "host-bound.free"]
 
 
 def test_dlrm_names_rank_7_not_the_victim():
