@@ -538,3 +538,29 @@ def test_dlrm_names_rank_7_not_the_victim():
     # the device-to-host copy that waits behind NCCL on the earliest rank is not a slow-operator finding
     assert not [x for x in f if x.id == "operator-rank.slow-on-rank" and x.evidence.get("op_type") == "aten::copy_"]
     assert not [x for x in f if x.id.startswith("msprof-analyze")]
+
+
+def test_torch_npu_idle_from_the_host_dispatch():
+    """torch_npu (real, level 1 text export): the execution view's steps, their AscendCL dispatch linked to the
+    device tasks, give the same split; host wait is a part of the step trace's Free."""
+    from reportgen.progress import Progress
+    from reportgen.report import BuildOptions, load_phase
+
+    folder = sample("ascend/msinsight_pytorch_2rank_level1_text")
+    run = load_phase(discover(folder)[0], BuildOptions(), Progress(False))
+    idle = run_idle(run)
+    assert sorted(idle) == [0, 1]
+    a = analyze(run)
+    free = (a.steps.average["free"] / a.steps.average["total"]).to_dict()
+    for r, b in idle.items():
+        assert b.basis == "host dispatch" and b.launch["n"] > 0
+        for _, row in b.steps.iterrows():
+            parts = row["communication_ms"] + row["host_wait_ms"] + row["stream_wait_ms"] + row["other_ms"]
+            assert parts == pytest.approx(row["idle_ms"], abs=1e-6)
+            assert row["stream_wait_comm_ms"] <= row["stream_wait_ms"] + 1e-9
+        m = b.mean()
+        assert 0 < m["host_wait_ms"] / m["step_ms"] <= free[r] + 0.02
+    f, _ = run_rules(a, {})
+    host = [x for x in f if x.id == "host-bound.free"]
+    assert host and host[0].evidence["source"] == "idle time by cause (host dispatch)"
+    assert "torch.compile` / torchair" in text(host[0].advice)  # the Ascend text, not the GPU one
