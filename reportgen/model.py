@@ -10,7 +10,7 @@ from reportgen.i18n import N_
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -377,6 +377,7 @@ class RankData:
     cpu: Optional[CpuUsage] = None
     memory: Optional[Memory] = None
     timeline: Optional[TimelineSummary] = None
+    idle: Optional[Any] = None  # analysis.idle.IdleBreakdown: idle time by cause per step (Kineto)
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
 

@@ -53,7 +53,7 @@ class Area:
 @dataclass(frozen=True)
 class Coverage:
     areas: dict[str, Area]
-    gaps: list[str]  # the checks that could not run, with why: plain sentences
+    gaps: list  # the checks that could not run, with why: plain sentences (or i18n.Msg, rendered by to_dict)
 
     @property
     def complete(self) -> bool:
@@ -62,7 +62,7 @@ class Coverage:
 
     def to_dict(self) -> dict:
         return {"areas": {k: a.to_dict() for k, a in self.areas.items()}, "complete": self.complete,
-                "gaps": self.gaps}
+                "gaps": [text(g) for g in self.gaps]}
 
 
 def _sources(obj) -> list[str]:
@@ -80,10 +80,17 @@ def _status(n: int, total: int) -> str:
     return READ if total and n >= total else (PARTIAL if n else ABSENT)
 
 
+def world_size(run) -> int:
+    """The job's size as the ranks' metadata gives it (Kineto's distributedInfo world_size, the profiler's rank
+    size), at least the ranks read."""
+    return max(len(run.rank_ids), int(run.info.rank_size or 0))
+
+
 def coverage(a: "Analysis") -> Coverage:
     run = a.run
     ids = run.rank_ids
     total = len(ids)
+    world = world_size(run)
     unsupported = UNSUPPORTED_BY_LAYOUT.get(run.info.layout, set())
     areas: dict[str, Area] = {}
     for key, (label, get) in AREAS.items():
@@ -91,7 +98,10 @@ def coverage(a: "Analysis") -> Coverage:
             n_links = len(a.comm.links) if a.comm.has_data else 0
             reporters = set(int(r) for r in a.comm.per_rank.index) if a.comm.has_data and n_links else set()
             status = READ if n_links and len(reporters) >= total else (PARTIAL if n_links else ABSENT)
-            if total == 1 and not n_links:
+            if total == 1 and world > 1 and not n_links:
+                status, note = UNSUPPORTED, lazy("one rank of {world} profiled alone: the links between ranks need "
+                                                 "the other ranks' data", world=world)
+            elif total == 1 and not n_links:
                 status, note = UNSUPPORTED, lazy("a single device has no links to other devices")
             elif key in unsupported and not n_links:
                 status, note = UNSUPPORTED, lazy("{layout} does not record links", layout=lazy(run.info.layout_label))
@@ -115,7 +125,9 @@ def coverage(a: "Analysis") -> Coverage:
         if key == "step_trace" and a.steps.kind == "host":
             status = PARTIAL if n else status
             note = lazy("only step totals (ProfilerStep ranges): no phases inside the step")
-        if key == "communication" and total == 1 and not n:
+        if key == "communication" and total == 1 and not n and world > 1:
+            note = lazy("no collective found for this rank of {world}", world=world)
+        elif key == "communication" and total == 1 and not n:
             status, note = UNSUPPORTED, lazy("a single device does not communicate")
         areas[key] = Area(key, label, status, n, total, files, note)
     return Coverage(areas, _gaps(a, areas))
@@ -133,6 +145,12 @@ def _gaps(a: "Analysis", areas: dict[str, Area]) -> list[str]:
                     "and waiting) cannot be seen without operator or communication data")
     elif st.status == PARTIAL:
         gaps.append(f"{st.of - st.ranks} of {st.of} ranks have no step trace and were not judged")
+    world = world_size(a.run)
+    if total == 1 and world > 1:
+        gaps.append(lazy("one rank of {world} was profiled alone: late arrival at collectives, slow ranks and slow "
+                         "links need the other ranks' traces, and the waiting inside its communication cannot be "
+                         "told apart from the transfer; its own computation, communication and overlap were judged",
+                         world=world))
     if total > 1:
         comm, ovl = areas["communication"], areas["overlap"]
         if comm.status in (ABSENT, UNSUPPORTED) and ovl.status in (ABSENT, UNSUPPORTED):

@@ -421,6 +421,7 @@ class KinetoRank:
     communication: Optional[Communication] = None
     operators: Optional[Operators] = None
     memory: Optional[Memory] = None
+    idle: object = None  # analysis.idle.IdleBreakdown (`_idle_hook`, at the end of this module)
     timeline: Optional[TimelineSummary] = None
     device: str = "cpu"  # "gpu" (device activity, any accelerator) or "cpu"
     events: Optional[DeviceEvents] = None
@@ -510,6 +511,7 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     out.communication = _communication(acc, ev, out.step_trace, host, rel, dist, out.device)
     out.operators = _operators(acc, ev, host, rel, out.device)
     out.memory = _memory(acc, head, rel)
+    out.idle = _idle_hook(acc, out, log, path)
     out.timeline = _timeline(acc, comp, comm, path, rel)
     if not acc.colls and not (ev is not None and ev.comm.any()) and (info.rank_size or 1) > 1:
         log.add(path, "no collective found in the trace (NCCL/RCCL/HCCL kernels, kernels launched by a collective's "
@@ -1348,3 +1350,32 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
         if missing:
             data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its trace")
     return True
+
+
+# --- idle hook (analysis.idle owns the method; this only hands it the device events the build already has) -------
+
+
+def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
+    """The device's idle time by cause per step window and the launch statistics (`analysis.idle.breakdown`), from
+    the build's device events (`out.events`: start, end, stream, launch, communication, windows; partial steps left
+    out) or, without them, from the pass's arrays."""
+    if out.device != "gpu" or not len(acc.dev_s):
+        return None
+    from reportgen.analysis import idle
+
+    try:
+        ev = getattr(out, "events", None)
+        if ev is not None:
+            wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
+            names = np.array([str(t[1]) if isinstance(t, tuple) and len(t) > 1 else str(t) for t in ev.streams]
+                             or [""], dtype=object)
+            stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
+                else None
+            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins)
+        launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
+        comm = getattr(acc, "dev_comm", None)
+        return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
+                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc))
+    except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
+        log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
+        return None

@@ -229,3 +229,9 @@ def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
         return lazy(N_("Ranks {ranks} and {more} more") if capital else N_("ranks {ranks} and {more} more"), ranks=listed,
                     more=len(ranks) - limit)
     return lazy(N_("Ranks {ranks}") if capital else N_("ranks {ranks}"), ranks=listed)
+
+
+def gpu_run(a: Analysis) -> bool:
+    """A PyTorch profiler (Kineto) run: CUDA / ROCm GPUs, or the CPU with gloo. Advice for it names PyTorch's and the
+    GPU's levers, never Ascend's (AI Core, msprof-analyze, MindSpore settings)."""
+    return a.run.info.layout == "kineto"

@@ -17,7 +17,7 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -47,6 +47,25 @@ redistribution (tensor rearrangement) between operators whose strategies do not 
   was inserted; choose strategies so that consecutive operators share their split and no redistribution is needed.
 - Prefer sharding where it does not insert communication; keep tensor parallelism inside a host (HCCS) and
   data / pipeline parallelism across hosts.""")
+
+ADVICE_DP_GPU = N_("""\
+Gradient all-reduce (or FSDP's all-gather / reduce-scatter) is not hidden behind the backward pass.
+- DDP: tune `bucket_cap_mb` (smaller first buckets start while backward still runs), keep
+  `gradient_as_bucket_view=True` and do not call `no_sync()` more than gradient accumulation needs; FSDP: turn on
+  `backward_prefetch` / `forward_prefetch` and check the wrapping granularity.
+- Check that NCCL uses the fast path: NVLink / NVSwitch inside a node, InfiniBand or RoCE with GPUDirect RDMA across
+  nodes (`NCCL_DEBUG=INFO` prints the transports and rings); a TCP socket transport is an order of magnitude slower.
+- Larger micro-batches or gradient accumulation communicate less often per sample.""")
+
+ADVICE_MP_GPU = N_("""\
+Communication that is not hidden by computation is high: tensor-, sequence- or expert-parallel collectives (and
+pipeline send / receive) sit on the critical path.
+- Keep tensor and expert parallelism inside a node (NVLink / NVSwitch) and data / pipeline parallelism across nodes.
+- Overlap communication with computation where the framework offers it (Megatron `--overlap-grad-reduce`,
+  `--overlap-param-gather`, `--tp-comm-overlap`; async all-to-all for experts) and check NCCL's transports with
+  `NCCL_DEBUG=INFO`.
+- Look at a rank's trace for the collectives that run alone and why they are there (redistribution of tensors
+  between operators whose splits differ).""")
 
 ADVICE_STAGE = N_("""\
 Inside this pipeline stage, collective communication (excluding the receive from other stages) is not hidden by
@@ -184,7 +203,7 @@ def _overall(ctx: Context) -> list[Finding]:
                            least=lazy("; the ranks that wait least show {own}: the rest is waiting for slower ranks",
                                       own=fmt_pct(own)) if rate - own >= 0.05 or waiting else "",
                            ops=_top_ops(a)[0]),
-                advice=lazy(ADVICE_DP if dp else ADVICE_MP),
+                advice=lazy((ADVICE_DP_GPU if dp else ADVICE_MP_GPU) if gpu_run(a) else (ADVICE_DP if dp else ADVICE_MP)),
                 why=lazy("Communication that runs while no computation does adds straight to the step time on every "
                     "rank."),
                 page=urls.OVERLAP_RATES,
@@ -276,7 +295,45 @@ def _tail(ctx: Context) -> list[Finding]:
     return out
 
 
+def lone_rank(run) -> bool:
+    """One rank of a larger job profiled alone (the world size in its metadata is larger than one)."""
+    return len(run.rank_ids) == 1 and (run.info.rank_size or 1) > 1
+
+
+def _lone(ctx: Context) -> list[Finding]:
+    """One rank of a larger job: its own exposed communication, judged as it is (its waiting for the other ranks
+    cannot be told apart without their traces), at most a warning."""
+    a = ctx.a
+    ov = a.overlap
+    rate = (ov.rates or {}).get("communication_rate")
+    r = a.run.rank_ids[0]
+    if ov.view not in ("model", "modern") or rate is None or math.isnan(float(rate)):
+        return []
+    rate = float(rate)
+    sev = _severity(rate, ctx)
+    if not sev:
+        return []
+    dp = a.run.info.parallel_mode == "data-parallel"
+    return [Finding(
+        id="communication-bound.rate", category="communication_bound",
+        severity="warning" if sev == "critical" else sev,
+        title=lazy("{main}{ops}", main=lazy(
+            "Communication not hidden by computation takes {rate} of the step on rank {rank}, profiled alone (one "
+            "of {world} ranks): part of it may be waiting for the other ranks, which its trace cannot tell apart",
+            rate=fmt_pct(rate), rank=r, world=a.run.info.rank_size), ops=_top_ops(a)[0]),
+        advice=lazy((ADVICE_DP_GPU if dp else ADVICE_MP_GPU) if gpu_run(a) else (ADVICE_DP if dp else ADVICE_MP)),
+        why=lazy("Communication that runs while no computation does adds straight to the step time on every "
+                 "rank."),
+        page=urls.OVERLAP_RATES, ranks=[r],
+        evidence={"rate": rate, "threshold_info": ctx.t.info_rate, "lone_rank": True,
+                  "world_size": a.run.info.rank_size, "definition": (ov.rates or {}).get("definition", ""),
+                  "judged_rate": rate, "severity_capped": sev == "critical", "top_operators": _top_ops(a)[1]},
+        impact=comm_impact(a))]
+
+
 def check(ctx: Context) -> list[Finding]:
+    if lone_rank(ctx.a.run):
+        return _lone(ctx)
     if len(ctx.a.run.rank_ids) < 2:
         return []
     return [*_overall(ctx), *_within_stage(ctx), *_tail(ctx)]

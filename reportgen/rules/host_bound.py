@@ -2,6 +2,11 @@
 
 Seed 003's delimitation (Free -> scheduling / host dispatch); msprof-analyze Overall Summary (free / E2E above
 10 %); the tuning guide's timeline check ("a period in which no operator of any kind runs").
+
+Where the launches of the device's work are known (Kineto's runtime calls, torch_npu's host dispatch), free time is
+split by cause (`analysis.idle`, HTA's idle-time breakdown): only *host wait* (the next kernel launched after the
+device went idle) is the host's; time idle with work already queued (*stream wait*: behind another stream, a
+collective waiting for its peers, a synchronisation) is reported as such, never as host bound.
 """
 
 from __future__ import annotations
@@ -13,14 +18,17 @@ import math
 import pandas as pd
 
 from reportgen import urls
+from reportgen.analysis.idle import run_idle
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
 @dataclass(frozen=True)
 class Thresholds:
     info_rate: float = th(0.1, N_("median free / step over ranks from which it is reported (msprof-analyze's 10 %)"))
     warning_rate: float = th(0.2, N_('from which it is a warning'))
     critical_rate: float = th(0.4, N_('from which it is critical'))
+    explained: float = th(0.5, N_("free time is judged by its causes (host wait, stream wait) when they explain at "
+                                  "least this fraction of it (median over ranks); else free time as a whole"))
 
 
 ADVICE = N_("""\
@@ -31,8 +39,101 @@ The device waits for the host to give it work (operator dispatch, Python in the 
   operators reduce dispatch overhead; check CPU affinity and contention on the host.""")
 
 
+ADVICE_GPU = N_("""\
+The GPU waits for the host to launch its next kernel (Python in the step, operator dispatch, data loading,
+synchronisation).
+- Open a rank's trace in Perfetto or TensorBoard and look at what the CPU thread does in the gaps with no kernel:
+  `.item()` / `.cpu()` / `torch.cuda.synchronize()` calls, data loading (`DataLoader` `num_workers`,
+  `pin_memory`), logging, Python-heavy code between operators.
+- Fewer and larger kernels cut the launch cost: `torch.compile`, CUDA Graphs (`torch.cuda.graphs`, `mode=
+  "reduce-overhead"`), fused optimizers (`fused=True`), larger batches; check CPU affinity and contention.""")
+
+ADVICE_STREAM = N_("""\
+The device has its next work already queued but does not run it: the kernels wait for another stream (an event
+of a communication stream: the collective waits for its peers), a synchronisation or a dependency; the host is not
+the cause, so making dispatch faster will not help.
+- When collectives were pending in the gaps, the time is spent waiting for the other ranks: look at the late
+  arrival and slow-rank findings, at the other ranks' traces (a single rank's trace cannot show which peer is
+  late) and, with pipeline parallelism, at the pipeline bubble (micro-batches, schedule).
+- Otherwise look in the trace for the synchronisation before each gap (stream or event waits, a copy to the host,
+  `torch.cuda.synchronize()`) and for work serialised on one stream that could overlap.""")
+
+
+def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
+    """Per rank, the shares of the step by idle cause (`analysis.idle`); None when no rank has them or the causes
+    explain too little of the free time (launches unknown)."""
+    idle = run_idle(ctx.a.run)
+    rows, launch = {}, {}
+    for r, b in idle.items():
+        m = b.mean()
+        step = m.get("step_ms", math.nan)
+        if not step > 0:
+            continue
+        free = m["host_wait_ms"] + m["stream_wait_ms"] + m["other_ms"]
+        rows[r] = {"host": m["host_wait_ms"] / step, "stream": m["stream_wait_ms"] / step,
+                   "stream_comm": m["stream_wait_comm_ms"] / step, "other": m["other_ms"] / step,
+                   "free": free / step, "basis": b.basis}
+        launch[r] = b.launch
+    if not rows:
+        return None
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    known = (df["host"] + df["stream"]) / df["free"].where(df["free"] > 0)
+    if float(df["free"].median()) >= ctx.t.info_rate and not float(known.fillna(1.0).median()) >= ctx.t.explained:
+        return None
+    return df, launch
+
+
+def _severity(ctx: Context, share: float) -> str:
+    return "critical" if share >= ctx.t.critical_rate else "warning" if share >= ctx.t.warning_rate else "info"
+
+
+def _from_causes(ctx: Context, df: pd.DataFrame, launch: dict) -> list[Finding]:
+    a = ctx.a
+    out: list[Finding] = []
+    n = len(df)
+    host, stream, free = (float(df[c].median()) for c in ("host", "stream", "free"))
+    basis = str(df["basis"].iloc[0])
+    page = urls.rank(int(df.index.min()), "idle")
+    delays = [v.get("p50_ms") for v in launch.values() if v.get("p50_ms") is not None]
+    delay = float(pd.Series(delays).median()) if delays else math.nan
+    ev = {"median_host_wait_share": host, "median_stream_wait_share": stream, "median_free_share": free,
+          "median_stream_wait_comm_share": float(df["stream_comm"].median()),
+          "median_other_share": float(df["other"].median()), "launch_delay_p50_ms": delay,
+          "source": f"idle time by cause ({basis})", "threshold_info": ctx.t.info_rate}
+    if host >= ctx.t.info_rate:
+        ranks = sorted(int(r) for r in df.index[df["host"] >= ctx.t.info_rate])
+        out.append(Finding(
+            id="host-bound.free", category="host_bound", severity=_severity(ctx, host),
+            title=lazy("The device waits for the host {share} of the step (median over {n} ranks): its next work is "
+                       "launched only after it went idle", share=fmt_pct(host), n=n),
+            advice=lazy(ADVICE_GPU if gpu_run(a) else ADVICE),
+            why=lazy("While the host has not launched the next kernel the device has nothing to run; the step is "
+                     "as long as the host's loop."),
+            page=page, ranks=ranks, evidence=ev))
+    if stream >= ctx.t.info_rate:
+        comm = float(df["stream_comm"].median()) >= 0.5 * stream
+        ranks = sorted(int(r) for r in df.index[df["stream"] >= ctx.t.info_rate])
+        what = (lazy("collectives already launched and waiting for their peers") if comm
+                else lazy("another stream or a synchronisation"))
+        out.append(Finding(
+            id="host-bound.stream-wait", category="communication_bound" if comm else "host_bound",
+            severity="warning" if stream >= ctx.t.warning_rate else "info",
+            title=lazy("The device is idle {share} of the step with its next work already launched (median {delay} "
+                       "from launch to start): it waits for {what}, not for the host (host wait {host})",
+                       share=fmt_pct(stream), delay=fmt_ms(delay) if delay == delay else "?", what=what,
+                       host=fmt_pct(host)),
+            advice=lazy(ADVICE_STREAM),
+            why=lazy("Idle time with work queued is not the host's: the device waits on a dependency, most often the "
+                     "communication of other ranks."),
+            page=page, ranks=ranks, phase="communication" if comm else None, evidence=ev))
+    return out
+
+
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
+    causes = _by_cause(ctx)
+    if causes is not None:
+        return _from_causes(ctx, *causes)
     st = a.steps
     if st.kind == "modern" and "free" in st.average and "total" in st.average:
         share = (st.average["free"] / st.average["total"]).dropna()
@@ -59,7 +160,7 @@ def check(ctx: Context) -> list[Finding]:
         id="host-bound.free", category="host_bound", severity=sev,
         title=lazy("The device is idle (free) for {share} of the step (median over {n} ranks)", share=fmt_pct(med),
                    n=len(share)),
-        advice=lazy(ADVICE), why=lazy("Free time is neither computation nor communication: the device has nothing to run."),
+        advice=lazy(ADVICE_GPU if gpu_run(a) else ADVICE), why=lazy("Free time is neither computation nor communication: the device has nothing to run."),
         page=page, ranks=ranks,
         evidence={"median_free_share": med, "max_free_share": float(share.max()), "source": source,
                   "threshold_info": ctx.t.info_rate})]
@@ -71,5 +172,9 @@ RULE = Rule(
 The median over ranks of Free / step time (Ascend `step_trace_time.csv`). Information from `info_rate`
 (msprof-analyze's 10 %), warning from `warning_rate`, critical from `critical_rate`. Runs with only a device
 timeline use its free time / span, as information. A single rank with more free time than its peers is a
-slow-rank finding (phase free)."""),
+slow-rank finding (phase free).
+Where the launches of the device's work are known (Kineto traces; torch_npu's host dispatch in the execution view's
+steps) and explain at least `explained` of the free time, only the host wait (the next work launched after the
+device went idle) is judged, with the same thresholds; idle time with work already queued (stream wait) is reported
+apart, as information or a warning, and as communication when collectives were pending."""),
     params=Thresholds, check=check, source=N_("seed 003; msprof-analyze Overall Summary; tuning guide timeline check"))

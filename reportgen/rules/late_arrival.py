@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 from reportgen import urls
-from reportgen.analysis.impact import ARRIVAL, replace_excess
+from reportgen.analysis.arrival import arrivals, late_ranks
+from reportgen.analysis.impact import ARRIVAL, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
 from reportgen.rules.slow_rank import slow_table
@@ -55,7 +58,7 @@ def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
         others = others[[stage_of.get(int(r), 0) == stage_of.get(rank, 0) for r in others.index]]
     peer = float(others.median()) if len(others) else med
     own = float(mean[rank])
-    if not own > peer:
+    if not own > peer * 1.05:  # a few per cent more is noise, not the reason it is late
         return None
     text = (N_("it computes {own} per step against {peer} on its peers") if col == "computing" else
             N_("it spends in forward and backward {own} per step against {peer} on its peers"))
@@ -63,12 +66,81 @@ def _why_late(a, rank: int, stage_of) -> "tuple[str, dict] | None":
             {"work_phase": col, "work_ms": own, "peers_median_work_ms": peer})
 
 
+IMPACT_ARRIVAL = N_("the late ranks ({ranks}) arriving at each collective they were last at with the next latest "
+                    "rank: those collectives start earlier by as much ({ms} per step)")
 IMPACT_BASIS = N_("the late ranks ({ranks}) arriving with their peers: their {phases} set to the peers' median "
                   "in every step; the others' waits shrink by as much")
 AND = N_("{first} and {second}")
 
 
+def _impact(a, ranks, stage_of):
+    if a.steps.kind not in ARRIVAL:
+        return None
+    ref = None
+    if stage_of:
+        stages = {stage_of.get(r) for r in ranks}
+        ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
+    imp = replace_excess(a.steps, ARRIVAL[a.steps.kind], ranks, ref, lazy(
+        IMPACT_BASIS, ranks=", ".join(str(r) for r in ranks[:8]) + (" …" if len(ranks) > 8 else ""),
+        phases=lazy(AND, first=lazy(ARRIVAL[a.steps.kind][0]), second=lazy(ARRIVAL[a.steps.kind][1]))), scope=ref)
+    return imp.to_dict() if imp else None
+
+
+def _from_arrivals(ctx: Context) -> list[Finding]:
+    """Matched collective instances with their start times (Kineto): the rank that reaches them last."""
+    a = ctx.a
+    arr = arrivals(a.run)
+    if arr is None:
+        return []
+    step_ms = a.steps.stats["total"].median if a.steps.kind and "total" in a.steps.stats else math.nan
+    n_steps = int(arr.instances["step"].nunique())
+    found = late_ranks(arr, n_steps, ctx.t.min_abs_ms, ctx.t.min_share, step_ms, ctx.t.persistence)
+    if not found:
+        return []
+    stage_of = a.run.info.stage_of_rank if a.run.info.stages > 1 else None
+    ranks = [x.rank for x in found]
+    w = found[0]
+    title = lazy(N_("{ranks} arrives last at collectives: it reaches {op} of step {step} {late} after the first rank "
+                    "(rank {first}); the median peer waits {cost} per step for it"),
+                 ranks=ranks_msg([w.rank], capital=True), op=w.worst_op, step=w.worst_step, late=fmt_ms(w.worst_ms),
+                 first=w.first_rank, cost=fmt_ms(w.cost_ms))
+    if len(found) > 1:
+        title = lazy("{title}; also {others}", title=title, others=ranks_msg(ranks[1:]))
+    why_late = _why_late(a, w.rank, stage_of)
+    if why_late:
+        title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
+    inst = arr.instances
+    top = inst[inst["last_rank"].isin(ranks)].sort_values("spread_ms", ascending=False).head(20)
+    return [Finding(
+        id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=lazy(ADVICE),
+        why=lazy("Every rank of a collective waits for its last member; the time the others spend waiting is lost "
+                 "on all of them."),
+        page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
+        evidence={"basis": f"arrival at matched collectives ({arr.basis})", "late_ms": w.worst_ms,
+                  "late_op": w.worst_op, "late_step": w.worst_step, "first_rank": w.first_rank,
+                  "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
+                  "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
+                                             "late_ms": x.worst_ms} for x in found},
+                  **(why_late[1] if why_late else {})},
+        table={"columns": [N_("Step"), N_("Collective"), N_("Group"), N_("Last to arrive"), N_("First to arrive"),
+                           N_("Last − first (ms)"), N_("Last − median (ms)")],
+               "rows": [[None if r.step != r.step else r.step, r.op, str(r.group), r.last_rank, r.first_rank,
+                         round(r.spread_ms, 4), round(r.last_behind_median_ms, 4)] for r in top.itertuples()],
+               "links": [None] * len(top)},
+        impact=_arrival_impact(a, found))]
+
+
+def _arrival_impact(a, found):
+    ms = sum(x.saving_ms for x in found)
+    imp = saved_by_ms(ms, a.steps, lazy(IMPACT_ARRIVAL, ranks=", ".join(str(x.rank) for x in found[:8]),
+                                        ms=fmt_ms(ms)))
+    return imp.to_dict() if imp else None
+
+
 def check(ctx: Context) -> list[Finding]:
+    arrived = _from_arrivals(ctx)
+    if arrived:
+        return arrived
     a = ctx.a
     ca = a.comm
     if not ca.has_data or ca.per_rank_step.empty or "wait_ms" not in ca.per_rank_step.columns:
@@ -96,15 +168,7 @@ def check(ctx: Context) -> list[Finding]:
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
         title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
-    imp = None
-    if a.steps.kind in ARRIVAL:
-        ref = None
-        if stage_of:
-            stages = {stage_of.get(r) for r in ranks}
-            ref = [r for r in a.run.rank_ids if stage_of.get(r) in stages]
-        imp = replace_excess(a.steps, ARRIVAL[a.steps.kind], ranks, ref, lazy(
-            IMPACT_BASIS, ranks=", ".join(str(r) for r in ranks[:8]) + (" …" if len(ranks) > 8 else ""),
-            phases=lazy(AND, first=lazy(ARRIVAL[a.steps.kind][0]), second=lazy(ARRIVAL[a.steps.kind][1]))), scope=ref)
+    imp = _impact(a, ranks, stage_of)
     return [Finding(
         id="late-arrival.culprit", category="slow_rank", severity="warning", title=title, advice=lazy(ADVICE),
         why=lazy("Every rank of a collective waits for its last member; the time the others spend waiting is lost "
@@ -114,7 +178,7 @@ def check(ctx: Context) -> list[Finding]:
                   "difference_share_of_step": w.share, "steps_waiting_least": w.steps_out, "steps": w.steps_total,
                   **(why_late[1] if why_late else {})},
         table=slow_table(a, found, "Wait", stage_of is not None, diff="Waits less by"),
-        impact=imp.to_dict() if imp else None)]
+        impact=imp)]
 
 
 RULE = Rule(
@@ -123,6 +187,9 @@ RULE = Rule(
 Communication wait time per rank and step (from the communication files) is compared within each pipeline stage.
 A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
-wait for it. Severity: warning."""),
+wait for it. Where every rank's collectives are matched with their start times (Kineto traces), the arrival is read
+directly: a rank that reaches at least `persistence` of the collectives whose spread (last − first arrival) is at
+least `min_abs_ms` and `min_share` of the step last, and costs the median peer as much per step, is named, with the
+instance it was latest at and that cost. Severity: warning."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe"))

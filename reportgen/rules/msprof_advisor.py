@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, gpu_run
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -33,8 +33,8 @@ slow-rank and stage-imbalance findings (when present) say which it is.""")
 def check(ctx: Context) -> list[Finding]:
     a = ctx.a
     st = a.steps
-    if st.kind != "modern" or len(a.run.rank_ids) < 2:
-        return []
+    if st.kind != "modern" or len(a.run.rank_ids) < 2 or gpu_run(a):
+        return []  # a GPU run has no vendor verdict to compare with
     ps = st.per_step.dropna(subset=["step"])
     if ps.empty:
         return []

@@ -3,11 +3,12 @@ others (the Marey view's "long on one device: slow node"; MindInsight's cluster 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 from reportgen.rules.stats import type_totals
 
 @dataclass(frozen=True)
@@ -20,11 +21,33 @@ class Thresholds:
     min_ranks: float = th(3.0, N_('ranks with operator statistics needed to call one of them different'))
 
 
+# Host operators that block until the device has caught up (copies to the host, synchronisations, waits): their
+# time on the host is the device's queue ahead of them (on a rank that waits in a collective, the collective), not
+# their own work; long only on the rank that waits longest, they are the victim, never the slow operator.
+BLOCKING_HOST_OP = re.compile(
+    r"^(?:aten::(?:copy_|to|_to_copy|item|_local_scalar_dense|cpu|nonzero|is_nonzero|equal|masked_select|"
+    r"unique\w*|allclose)|.*synchroni[sz]e.*|.*(?:^|[^a-z])wait(?:$|[^a-z]).*|cuda(?:Memcpy|Stream|Event|Device)\w*|"
+    r"(?:aclrt|acl\.rt\.)\w*)$", re.I)
+
+
+def blocking_host_op(side: str, op_type: str) -> bool:
+    """A host operator whose time is spent waiting for the device (see `BLOCKING_HOST_OP`)."""
+    return side == "hostcpu" and bool(BLOCKING_HOST_OP.match(str(op_type)))
+
+
 ADVICE = N_("""\
 Only this rank is slow at this operator type, so the cause is local:
 - compare the operator's inputs on this rank with another rank's (shapes, data types, formats: a different shard or
   an uneven split of the data), and its count (more calls on this rank?);
 - if the inputs are the same, the device may be degraded (frequency, temperature, memory errors): check its health.
+- Within a pipeline stage all ranks should run the same operators; across stages different layers are expected.""")
+
+ADVICE_GPU = N_("""\
+Only this rank is slow at this operator type, so the cause is local:
+- compare the operator's inputs on this rank with another rank's (shapes, dtypes, memory layout: a different shard
+  or an uneven split of the data), and its count (more calls on this rank?);
+- if the inputs are the same, check the GPU: `nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE` (or `rocm-smi`) for
+  throttled clocks, ECC / Xid errors in the kernel log, other processes on the GPU, its PCIe / NVLink width.
 - Within a pipeline stage all ranks should run the same operators; across stages different layers are expected.""")
 
 
@@ -49,6 +72,8 @@ def check(ctx: Context) -> list[Finding]:
         sub = piv[members]
         med = sub.median(axis=1)
         for (side, op_type), row in sub.iterrows():
+            if blocking_host_op(side, op_type):
+                continue  # waiting for the device, not work: the victim of whatever the device waits for
             m = float(med[(side, op_type)])
             if m <= 0:
                 continue
@@ -75,7 +100,7 @@ def check(ctx: Context) -> list[Finding]:
                                                  median=fmt_ms(m), ratio=f"{hi / m:.1f}"),
                        more=(lazy(", and {n} more types", n=len(hs) - 1) if len(hs) > 2 else
                              lazy(", and 1 more type") if len(hs) > 1 else "")),
-            advice=lazy(ADVICE), why=lazy("The extra {gap} is {share} of a typical rank's operator time; collectives "
+            advice=lazy(ADVICE_GPU if gpu_run(a) else ADVICE), why=lazy("The extra {gap} is {share} of a typical rank's operator time; collectives "
                                           "make the others wait for it.", gap=fmt_ms(gap), share=fmt_pct(share)),
             page=urls.rank(r, "operators"), ranks=[r],
             evidence={"op_type": op_type, "side": side, "value_ms": hi, "median_ms": m, "ratio": hi / m,
@@ -90,7 +115,8 @@ def check(ctx: Context) -> list[Finding]:
 RULE = Rule(
     id="operator-rank", category="operator_hotspot", title=N_("Operator type slow on one rank"),
     description=N_("""\
-For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not work), the time on each rank is
+For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not work, and so are host operators
+that block until the device catches up: copies to the host, synchronisations), the time on each rank is
 compared with the median over the ranks of its pipeline stage (at least `min_ranks`). A rank is reported when its
 time is at least `min_ratio` × the median and the difference is at least `min_share` of a typical rank's operator
 time (information), `warning_share` (warning). Totals cover what the profiler recorded (per step for MindInsight,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -40,6 +40,25 @@ A collective takes a large share of the step on every device, so it is not one s
   or shard the optimizer state to replace the all-reduce by reduce-scatter + all-gather;
 - check the parallel strategy: a smaller data-parallel group or a different split shrinks the volume.""")
 
+ADVICE_DEVICE_GPU = N_("""\
+One GPU runs the same kernels longer than the other GPUs of its stage, so the whole stage waits for it at the next
+collective (the other GPUs' collectives are longer by about the same amount):
+- check the GPU: `nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE` (or `rocm-smi`) for throttled clocks and power
+  limits, ECC / Xid errors in the kernel log, other processes on it;
+- check its host: CPU binding (NUMA), memory pressure, a noisy neighbour;
+- if the excess is in one kernel type only, compare its input shapes with the other GPUs (uneven data).
+Open the rank's page and the execution view: its bars are longer and the lines joining the same operator bend at
+its lane.""")
+
+ADVICE_COLLECTIVE_GPU = N_("""\
+A collective takes a large share of the step on every GPU, so it is not one slow node:
+- gradient all-reduces: tune DDP's `bucket_cap_mb` (fewer, larger buckets cost less; smaller ones overlap better
+  with the backward pass) or FSDP's prefetching;
+- move the communication off the critical path: overlap gradient communication with computation, or shard the
+  optimizer state (ZeRO / FSDP) to replace the all-reduce by reduce-scatter + all-gather;
+- check NCCL's transports (`NCCL_DEBUG=INFO`: NVLink inside a node, InfiniBand / RoCE with GPUDirect RDMA across
+  nodes) and the parallel strategy: a smaller data-parallel group or a different split shrinks the volume.""")
+
 ADVICE_COMPUTE = N_("""\
 One operator type takes a large share of the step on every device, so it is the operator, not a device:
 - check its precision (float32 where float16 / bfloat16 would do) and its shapes (multiples of 16);
@@ -57,6 +76,7 @@ def check(ctx: Context) -> list[Finding]:
     if ev is None or not ev.marey:
         return []
     out: list[Finding] = []
+    gpu = gpu_run(ctx.a)
     m = ev.marey[0]  # the representative step
     step_ms = max((d.step_ms for d in m.devices), default=0.0)
     if not step_ms > 0:
@@ -79,7 +99,7 @@ def check(ctx: Context) -> list[Finding]:
             title=lazy("Rank {rank} runs {names} longer than the other devices of stage {stage} (+{excess} in {step})",
                        rank=r, names=names, stage=stage_of.get(r, 0), excess=fmt_ms(excess),
                        step=_step_label(m.step)),
-            advice=lazy(ADVICE_DEVICE), ranks=[r], phase="compute",
+            advice=lazy(ADVICE_DEVICE_GPU if gpu else ADVICE_DEVICE), ranks=[r], phase="compute",
             why=lazy("The stage waits for this device: {share} of the step in its timeline.", share=fmt_pct(share)),
             page=urls.marey_rank(r),
             evidence={"step": m.step, "stage": stage_of.get(r, 0), "excess_ms": excess, "step_ms": step_ms,
@@ -98,7 +118,8 @@ def check(ctx: Context) -> list[Finding]:
                 severity="info",
                 title=lazy("{op} takes {share} of {step} on every device of stage {stage}", op=s.name,
                            share=fmt_pct(s.share), step=_step_label(m.step), stage=s.stage),
-                advice=lazy(ADVICE_COLLECTIVE if coll else ADVICE_COMPUTE), stages=[s.stage],
+                advice=lazy((ADVICE_COLLECTIVE_GPU if gpu else ADVICE_COLLECTIVE) if coll else ADVICE_COMPUTE),
+                stages=[s.stage],
                 why=lazy("Long on all devices alike: the operator (or its configuration) is the lever, not a device."),
                 page=urls.MAREY_TYPES,
                 evidence={"step": m.step, "op_type": s.name, "median_ms": s.median_ms, "max_ms": s.max_ms,

@@ -16,7 +16,7 @@ from reportgen.analysis.divergence import divergence
 from reportgen.analysis.impact import replace_excess
 from reportgen.i18n import N_, Joined, lazy
 from reportgen.rules.base import (
-    Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern,
+    Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern, gpu_run,
 )
 from reportgen.rules.stats import Standout, peer_median, standout_cells, standouts, step_reference
 
@@ -64,6 +64,23 @@ This rank spends longer than its peers in communication that is not hidden by co
 A long tail on a few ranks usually means they finished forward and backward early and wait in the gradient
 all-reduce for a slower rank: the slow rank is elsewhere. Fix the slow ranks named in the other findings; if none is
 found, look at this rank's collectives and links on the Communication page."""),
+}
+
+# GPU runs (PyTorch profiler): the same advice with the GPU's levers, where the Ascend one names Ascend's
+ADVICE_GPU = {
+    "compute": N_("""\
+This rank takes longer to compute the same work as its peers.
+- Open the rank's page, **Operators**: compare its top kernels with another rank's (the Resources page shows every
+  type across ranks, with the slow rank in red).
+- A GPU that is slower on every kernel is usually a hardware or clock problem (thermal or power throttling, a
+  degraded card, a narrower PCIe / NVLink link): check `nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE` (or
+  `rocm-smi`) and the kernel log for Xid / ECC errors; a single slow kernel type points at its inputs (shapes, dtypes)
+  on that rank."""),
+    "free": N_("""\
+Free time is time the GPU has nothing to run: the host does not launch work fast enough on this rank.
+- Look for host-side work on this rank only (logging, checkpoint saving, Python code in the step, data loading, CPU
+  contention or NUMA binding on its host) and for synchronisation calls (`.item()`, `.cpu()`,
+  `torch.cuda.synchronize()`) in the training loop."""),
 }
 
 TITLES = {
@@ -270,7 +287,7 @@ def check(ctx: Context) -> list[Finding]:
                 severity = "info"  # one recorded step: persistence cannot be told
                 title = lazy("{title} (one step recorded: cannot tell whether it persists)", title=title)
             why = lazy(WHY)
-            advice = lazy(ADVICE[phase])
+            advice = lazy(ADVICE_GPU[phase] if gpu_run(a) and phase in ADVICE_GPU else ADVICE[phase])
             if phase == "tail":
                 severity = "info"
                 others = sorted(set(culprits) - set(ranks))

@@ -9,6 +9,7 @@ from reportgen.i18n import N_, _, text
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.site.idle_view import overview_idle
 from reportgen.site import finding_pages, highlights, resource_pages
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
@@ -32,6 +33,7 @@ class OverviewContext(PageContext):
     rank_links: list[dict]
     single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
     device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
+    idle: list[dict] = field(default_factory=list)  # idle time by cause (site.idle_view.overview_idle)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -126,6 +128,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         coverage=[a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
         gaps=a.coverage.gaps if a.coverage else [],
         rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
+        idle=overview_idle(a),
     )
     return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
 

@@ -21,6 +21,7 @@ from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pa
 from reportgen.site.problems import translate_problem
 from reportgen.site.page import LazyRanks, Page, PageContext, PlanInput, SingleRanks, SitePlan, view
 from reportgen.site.registry import PAGES
+from reportgen.site.idle_view import idle_section
 from reportgen.site.step_pages import rank_rows
 from reportgen.site.values import num, records
 
@@ -185,6 +186,9 @@ def _plan_rank(a: Analysis, r: int, maker, line_spec: Optional[dict], common: di
                 spec["datasets"] = {"steps": lines}
                 charts.append(Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps.")))
     sections.append(step_section)
+    idle = idle_section(a, r)
+    if idle is not None:
+        sections.append(idle)
     sections.append(overlap_sections.section(r))
     sections.append(rank_comm.section(r))
     sections.extend(detail.sections(r))

@@ -69,12 +69,21 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "memory": _memory(a),
             "flops": _flops(a),
             "operators": _operators(a),
+            "idle": _idle(a),
         },
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
         # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
         "coverage": a.coverage.to_dict() if a.coverage else None,
     }
+
+
+def _idle(a: Analysis) -> dict:
+    """Idle time by cause per rank (`analysis.idle`): mean ms per step of each cause and the launch statistics."""
+    from reportgen.analysis.idle import run_idle
+    from reportgen.numbers import json_clean
+
+    return {"per_rank": {str(int(r)): json_clean(b.to_dict()) for r, b in sorted(run_idle(a.run).items())}}
 
 
 # `metrics.overlap.per_rank` keys -> the column of each view (modern data maps onto MindInsight's names).

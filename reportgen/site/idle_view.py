@@ -1,0 +1,60 @@
+"""The rank page's "Idle time by cause" section (`analysis.idle`): a row per step, ms, and the launch statistics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reportgen.analysis import Analysis
+from reportgen.analysis.idle import run_idle
+from reportgen.i18n import N_
+from reportgen.site.values import num
+
+COLUMNS = (("step_ms", N_("Step (ms)")), ("computing_ms", N_("Computing (ms)")), ("idle_ms", N_("Idle (ms)")),
+           ("communication_ms", N_("Communication alone (ms)")), ("host_wait_ms", N_("Host wait (ms)")),
+           ("stream_wait_ms", N_("Stream wait (ms)")), ("stream_wait_comm_ms", N_("of which collectives pending (ms)")),
+           ("other_ms", N_("Other (ms)")))
+BASIS = {"kernels": N_("the GPU kernels and the host calls that launched them, every step"),
+         "host dispatch": N_("the device operators and the host dispatch that launched them, in the steps of the "
+                             "execution view")}
+
+
+def idle_section(a: Analysis, r: int) -> dict[str, Any] | None:
+    """The section, or None when the rank's idle time has no known cause (no launches read)."""
+    b = run_idle(a.run).get(r)
+    if b is None or not len(b.steps):
+        return None
+    rows = [{"step": int(rec["step"]) if rec["step"] == rec["step"] else None,
+             **{k: num(rec[k]) for k, _ in COLUMNS}} for rec in b.steps.to_dict("records")]
+    m = b.mean()
+    return {"id": "idle", "title": N_("Idle time by cause"), "template": "_rank_idle.html",
+            "columns": [{"key": k, "label": label} for k, label in COLUMNS], "rows": rows,
+            "average": {k: num(m.get(k)) for k, _ in COLUMNS} if len(rows) > 1 else None,
+            "basis": BASIS.get(b.basis, b.basis), "launch": dict(b.launch) or None}
+
+
+CAUSES = (("communication_ms", N_("Communication alone")), ("host_wait_ms", N_("Host wait")),
+          ("stream_wait_ms", N_("Stream wait")), ("stream_wait_comm_ms", N_("of which collectives pending")),
+          ("other_ms", N_("Other")))
+
+
+def overview_idle(a: Analysis) -> list[dict]:
+    """The overview's rows: per cause, the median over ranks (ms per step and share of the step) and the rank
+    with the most, linked to its page."""
+    from reportgen import urls
+
+    idle = run_idle(a.run)
+    means = {r: b.mean() for r, b in idle.items() if len(b.steps)}
+    means = {r: m for r, m in means.items() if m.get("step_ms", 0) > 0}
+    if not means:
+        return []
+    out = []
+    for key, label in CAUSES:
+        vals = sorted((m[key], r) for r, m in means.items())
+        shares = sorted(m[key] / m["step_ms"] for m in means.values())
+        top_v, top_r = vals[-1]
+        out.append({"label": label, "median_ms": num(vals[len(vals) // 2][0] if len(vals) % 2 else
+                                                     (vals[len(vals) // 2 - 1][0] + vals[len(vals) // 2][0]) / 2),
+                    "share": num(shares[len(shares) // 2] if len(shares) % 2 else
+                                 (shares[len(shares) // 2 - 1] + shares[len(shares) // 2]) / 2),
+                    "max_ms": num(top_v), "max_rank": top_r, "href": str(urls.rank(top_r, "idle"))})
+    return out
