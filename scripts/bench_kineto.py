@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import resource
 import subprocess
 import sys
 import tempfile

@@ -332,7 +332,7 @@ def _independent(path: Path) -> dict:
                  for e in ev if e.get("ph") == "X" and str(e.get("cat", "")).lower() in
                  ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda x: x[0])
     a, b = steps[0][0], steps[-1][1]
-    host = queued = total = comm_alone = 0.0
+    host = queued = total = 0.0
     end = None
     for s, e, launch, comm in ks:
         if end is not None and s > end and a <= end and s <= b:

@@ -7,7 +7,6 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
 from bs4 import BeautifulSoup
 
 from reportgen.synth import generate_run

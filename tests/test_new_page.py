@@ -4,7 +4,6 @@ file, and have its links resolved in both modes."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup

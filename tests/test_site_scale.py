@@ -4,7 +4,6 @@ identically, the single file keeps the flagged ranks' pages, numeric cells stay 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup

@@ -84,7 +84,6 @@ REAL_TORCH_NPU = "ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt/ASC
 
 
 def test_torch_npu_host_dispatch_is_read_with_the_device_operator_it_launched():
-    from pathlib import Path
 
     from reportgen.loaders import step_ops
     from reportgen.loaders.common import IssueLog

@@ -133,7 +133,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
-        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing, 
+        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 

@@ -26,7 +26,7 @@ from jinja2 import (
     pass_context,
     select_autoescape,
 )
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from reportgen import __version__, fmt, i18n
 from reportgen.loaders import timeline

@@ -3,7 +3,7 @@ execution pages (time overview, Marey view of each chosen step). Plain data only
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _, lazy, text
+from reportgen.i18n import N_, _, text
 
 import math
 from typing import Any, Optional

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reportgen.i18n import N_, _, lazy, text
+from reportgen.i18n import N_, _, text
 
 from dataclasses import field
 from typing import Any, Optional

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from reportgen import __version__, urls
-from reportgen.i18n import N_, _, lazy, text, translate
+from reportgen.i18n import N_, _, text, translate
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from reportgen.i18n import N_, _, lazy, text
+from reportgen.i18n import N_, _, text
 
 import math
 from dataclasses import dataclass, field
