@@ -64,6 +64,22 @@ def test_missing_rank_is_not_invented(tmp_path):
     assert sorted(layout.ranks) == [0, 1, 2, 4, 5, 6, 7]
 
 
+def test_ranks_the_world_size_names_are_a_warning_unless_one_rank_was_profiled_alone(tmp_path):
+    """Rank 0 of 8 profiled alone (common on GPU jobs): the missing ranks are context (info), the coverage says what
+    a lone rank cannot show; two ranks of four present: the missing two are a warning naming them."""
+    run = generate_run(tmp_path / "r", layout="kineto", ranks=4, steps=3, seed=1)
+    traces = sorted((run / "traces").glob("*.pt.trace.json"))
+    for t in traces[2:]:
+        t.unlink()
+    (layout,) = discover(run)
+    (issue,) = [i for i in layout.issues if "took part" in i.problem]
+    assert issue.severity == "warning" and tuple(issue.ranks) == (2, 3)
+    traces[1].unlink()
+    (layout,) = discover(run)
+    (issue,) = [i for i in layout.issues if "took part" in i.problem]
+    assert issue.severity == "info" and tuple(issue.ranks) == (1, 2, 3)
+
+
 # --- runs are never merged across experiments --------------------------------------------------------------------
 
 

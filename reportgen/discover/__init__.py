@@ -478,7 +478,10 @@ def _missing_ranks(run: RunLayout) -> None:
         "", f"{word} {_compact(missing)} missing: {' and '.join(sources)} show{'s' if len(sources) == 1 else ''} "
             f"{'it' if len(missing) == 1 else 'they'} took part, but no files of "
             f"{'it' if len(missing) == 1 else 'them'} were found; the run is reported without "
-            f"{'it' if len(missing) == 1 else 'them'}", "warning", ranks=tuple(missing)))
+            f"{'it' if len(missing) == 1 else 'them'}",
+        # one rank of a larger job profiled alone is a common choice, not damage: context (coverage says what a lone
+        # rank cannot show); a rank missing among several profiled ones is a warning
+        "info" if len(run.ranks) == 1 else "warning", ranks=tuple(missing)))
 
 
 # --- Ascend (*_ascend_pt / *_ascend_ms) ------------------------------------------------------------
