@@ -19,7 +19,8 @@ msreport "$tmp/pipeline" -o example_reports/pipeline_4x8_slow_device -q
 rm -rf "$tmp"
 if [ -d ../shared/samples ]; then
   for case in ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text mindinsight/cluster_pipeline_parallel_4rank \
-      mindinsight/single_device_run2_rank1_full real/mindspore_cpu_dist4_new_graph_skew; do
+      mindinsight/single_device_run2_rank1_full real/mindspore_cpu_dist4_new_graph_skew \
+      external/tracelens_mi300x_resnet_rank0_of8 external/hta_a100_16rank_job_rank0_5steps; do
     name=$(basename "$case")
     rm -rf "example_reports/$name"
     msreport "../shared/samples/$case" -o "example_reports/$name" -q
