@@ -377,7 +377,7 @@ class RankData:
     cpu: Optional[CpuUsage] = None
     memory: Optional[Memory] = None
     timeline: Optional[TimelineSummary] = None
-    idle: Optional[Any] = None  # analysis.idle.IdleBreakdown: idle time by cause per step (Kineto)
+    idle: Optional[Any] = None  # reportgen.idle.IdleBreakdown: idle time by cause per step (Kineto)
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
 

@@ -14,7 +14,8 @@ import reportgen
 
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
-    {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools"},
+    {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
+     "idle"},  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
     {"discover"},
     {"loaders"},
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)

@@ -190,9 +190,9 @@ _OLD_LOOPS = {
                        '{{ num_cell(row.transit_ms) }}{{ num_cell(row.wait_ms) }}</tr>{% endfor %}\n',
                        "{{ s.rows|comm_step_rows }}"),
     "comm_op_rows": ('{% for o in s.rows %}<tr><td><code>{{ o.op }}</code></td><td>{{ (o.group|t) }}</td><td>'
-                     '{{ (o.kind|t) }}</td><td>{{ o.count|num }}</td><td>{{ o.communication_ms|ms }}</td><td>'
-                     '{{ o.transit_ms|ms }}</td><td>{{ o.wait_ms|ms }}</td><td>{{ o.wait_ratio|pct1 }}</td></tr>'
-                     '{% endfor %}\n', "{{ s.rows|comm_op_rows }}"),
+                     '{{ (o.kind|t) }}</td><td>{{ o.calls }}</td><td>{{ o.communication_ms|ms }}</td><td>'
+                     '{{ o.transit_ms|ms }}</td><td>{{ o.wait_ms|ms }}</td><td>{{ o.wait_ratio|pct1 }}</td><td>'
+                     '{{ o.per_call_ms|ms }}</td></tr>{% endfor %}\n', "{{ s.rows|comm_op_rows }}"),
     "op_type_rows": ('{% for t in s.rows %}<tr><td><code>{{ t.op_type }}</code></td><td>{{ (t.side|t) }}</td><td>'
                      '{{ (t.core|t) }}</td><td>{{ t.count|num }}</td><td>{{ t.total_ms|ms }}</td><td>{{ t.avg_ms|ms }}'
                      '</td><td>{{ t.min_ms|ms }}</td><td>{{ t.max_ms|ms }}</td><td>{{ t.share|pct1 }}</td></tr>'
@@ -219,7 +219,7 @@ def test_html_rows_equal_the_template_loops_they_replaced():
     keys = ["step", "label", "value", "stage_mean", "median", "communication_ms", "transit_ms", "wait_ms", "op",
             "group", "kind", "count", "wait_ratio", "op_type", "side", "core", "total_ms", "avg_ms", "min_ms",
             "max_ms", "share", "name", "a", "b", "src", "dst", "transport", "mapped", "slow", "size_mb",
-            "bandwidth_gbps", "time_ms"]
+            "bandwidth_gbps", "time_ms", "calls", "per_call_ms"]
     for lang in ("en", "zh"):
         with i18n.use(lang):
             env = builder.make_env()
@@ -238,6 +238,15 @@ def test_html_rows_equal_the_template_loops_they_replaced():
                     assert "<script>" not in got
 
 
+def _babel_share(f: float, digits: int, lang: str) -> str:
+    """Babel's percentage, except that a value that is not zero but rounds to zero reads "<0.1 %" (">-0.1 %"), never
+    "0.0 %" (issue 29)."""
+    from reportgen import i18n
+    if f != 0 and abs(f) < 0.5 * 10.0 ** -digits:
+        return ("<" if f > 0 else ">-") + i18n.format_percent(10.0 ** -digits, digits, lang)
+    return i18n.format_percent(f, digits, lang)
+
+
 def test_remembered_babel_numbers_equal_babel():
     from reportgen import fmt, i18n
     rnd = random.Random(4)
@@ -251,6 +260,6 @@ def test_remembered_babel_numbers_equal_babel():
                     plain = i18n.format_number(v, digits, lang) if lang != "en" else \
                         (f"{v:,.0f}" if v == int(v) else f"{v:,.2f}")
                     assert fmt.number(v) == plain
-                    assert fmt.share(v / 100) == i18n.format_percent(v / 100 * 100, 1, lang)
-                    assert fmt.percent(v, 2) == i18n.format_percent(v, 2, lang)
-                    assert fmt.share(v, 1, "zh") == i18n.format_percent(v * 100, 1, "zh")
+                    assert fmt.share(v / 100) == _babel_share(v / 100 * 100, 1, lang)
+                    assert fmt.percent(v, 2) == _babel_share(v, 2, lang)
+                    assert fmt.share(v, 1, "zh") == _babel_share(v * 100, 1, "zh")

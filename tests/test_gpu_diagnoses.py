@@ -15,7 +15,7 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.analysis.arrival import arrivals
-from reportgen.analysis.idle import breakdown, from_step_ops, run_idle
+from reportgen.idle import breakdown, from_step_ops, run_idle
 from reportgen.discover import discover
 from reportgen.i18n import text, use
 from reportgen.loaders import load_run

@@ -421,7 +421,7 @@ class KinetoRank:
     communication: Optional[Communication] = None
     operators: Optional[Operators] = None
     memory: Optional[Memory] = None
-    idle: object = None  # analysis.idle.IdleBreakdown (`_idle_hook`, at the end of this module)
+    idle: object = None  # reportgen.idle.IdleBreakdown (`_idle_hook`, at the end of this module)
     timeline: Optional[TimelineSummary] = None
     device: str = "cpu"  # "gpu" (device activity, any accelerator) or "cpu"
     events: Optional[DeviceEvents] = None
@@ -1352,16 +1352,16 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
     return True
 
 
-# --- idle hook (analysis.idle owns the method; this only hands it the device events the build already has) -------
+# --- idle hook (reportgen.idle owns the method; this only hands it the device events the build already has) -------
 
 
 def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
-    """The device's idle time by cause per step window and the launch statistics (`analysis.idle.breakdown`), from
+    """The device's idle time by cause per step window and the launch statistics (`reportgen.idle.breakdown`), from
     the build's device events (`out.events`: start, end, stream, launch, communication, windows; partial steps left
     out) or, without them, from the pass's arrays."""
     if out.device != "gpu" or not len(acc.dev_s):
         return None
-    from reportgen.analysis import idle
+    from reportgen import idle
 
     try:
         ev = getattr(out, "events", None)

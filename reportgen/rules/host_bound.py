@@ -4,7 +4,7 @@ Seed 003's delimitation (Free -> scheduling / host dispatch); msprof-analyze Ove
 10 %); the tuning guide's timeline check ("a period in which no operator of any kind runs").
 
 Where the launches of the device's work are known (Kineto's runtime calls, torch_npu's host dispatch), free time is
-split by cause (`analysis.idle`, HTA's idle-time breakdown): only *host wait* (the next kernel launched after the
+split by cause (`reportgen.idle`, HTA's idle-time breakdown): only *host wait* (the next kernel launched after the
 device went idle) is the host's; time idle with work already queued (*stream wait*: behind another stream, a
 collective waiting for its peers, a synchronisation) is reported as such, never as host bound.
 """
@@ -18,7 +18,7 @@ import math
 import pandas as pd
 
 from reportgen import urls
-from reportgen.analysis.idle import run_idle
+from reportgen.idle import run_idle
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
@@ -60,7 +60,7 @@ the cause, so making dispatch faster will not help.
 
 
 def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
-    """Per rank, the shares of the step by idle cause (`analysis.idle`); None when no rank has them or the causes
+    """Per rank, the shares of the step by idle cause (`reportgen.idle`); None when no rank has them or the causes
     explain too little of the free time (launches unknown)."""
     idle = run_idle(ctx.a.run)
     rows, launch = {}, {}

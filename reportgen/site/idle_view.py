@@ -1,11 +1,11 @@
-"""The rank page's "Idle time by cause" section (`analysis.idle`): a row per step, ms, and the launch statistics."""
+"""The rank page's "Idle time by cause" section (`reportgen.idle`): a row per step, ms, and the launch statistics."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from reportgen.analysis import Analysis
-from reportgen.analysis.idle import run_idle
+from reportgen.idle import run_idle
 from reportgen.i18n import N_
 from reportgen.site.values import num
 

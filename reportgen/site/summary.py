@@ -79,8 +79,8 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
 
 
 def _idle(a: Analysis) -> dict:
-    """Idle time by cause per rank (`analysis.idle`): mean ms per step of each cause and the launch statistics."""
-    from reportgen.analysis.idle import run_idle
+    """Idle time by cause per rank (`reportgen.idle`): mean ms per step of each cause and the launch statistics."""
+    from reportgen.idle import run_idle
     from reportgen.numbers import json_clean
 
     return {"per_rank": {str(int(r)): json_clean(b.to_dict()) for r, b in sorted(run_idle(a.run).items())}}

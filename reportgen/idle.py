@@ -1,5 +1,8 @@
 """Idle time with its cause (HTA's idle-time breakdown, and beyond), and kernel-launch statistics.
 
+A foundation module (numpy on arrays, no pipeline layer): the Kineto loader computes a rank's breakdown in its
+worker, where the per-kernel arrays are, and the analysis, rules and pages read the result.
+
 Per step window, the time the computation does not cover (step − computing) is split into:
 
 * **communication**: communication kernels run while no computation does (exposed communication: the compute
