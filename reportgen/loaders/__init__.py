@@ -129,6 +129,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
             if k is not None:  # None: the guard named the file in data quality
                 data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
                 data.memory, data.timeline = k.memory, k.timeline
+                data.op_flops = k.op_flops
     data.issues = log.issues
     return data
 

@@ -1,0 +1,107 @@
+"""FLOPs of matrix multiplications from the input shapes a profiler records (1 FLOP = one floating-point
+operation; a multiply-add is 2).
+
+* PyTorch operators (Kineto `Input Dims` with `record_shapes=True`): `aten::mm` [M,K],[K,N]; `aten::addmm`
+  [bias],[M,K],[K,N]; `aten::bmm` [B,M,K],[B,K,N]; `aten::baddbmm` [bias],[B,M,K],[B,K,N]; `aten::_scaled_mm`
+  [M,K],[K,N] -> 2 * B * M * K * N. The wrappers (`aten::linear`, `aten::matmul`) call one of these, which is counted
+  instead (never both).
+* Ascend kernels (torch_npu `kernel_details.csv` `Input Shapes` / `Output Shapes`, types MatMul*, BatchMatMul*):
+  2 * numel(output) * K, with K = numel(first input) * N / numel(output) and N the output's last dimension (the
+  same whether or not the first input is transposed).
+
+Anything else (shapes missing, ranks that do not fit, a reduced dimension that does not divide) gives None: the
+operator's FLOPs are unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+# innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims
+TORCH_GEMM_OPS: dict[str, int] = {"aten::mm": 0, "aten::addmm": 1, "aten::bmm": 0, "aten::baddbmm": 1,
+                                  "aten::_scaled_mm": 0}
+ASCEND_GEMM_RE = re.compile(r"^(Batch)?Mat[Mm]ul", re.I)
+# Kineto `Input type` -> the data type the peak table uses
+_DTYPES = {"float": "fp32", "c10::float": "fp32", "float32": "fp32", "double": "fp64", "c10::half": "fp16",
+           "half": "fp16", "c10::bfloat16": "bf16", "bfloat16": "bf16", "c10::float8_e4m3fn": "fp8",
+           "c10::float8_e5m2": "fp8", "c10::float8_e4m3fnuz": "fp8", "c10::float8_e5m2fnuz": "fp8",
+           "float16": "fp16", "dt_bf16": "bf16", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32",
+           "hifloat32": "tf32", "hf32": "tf32"}
+
+
+def dtype_of(name) -> str:
+    """The peak table's data type of a profiler's type name ('c10::BFloat16' -> 'bf16'); '' when unknown."""
+    if not isinstance(name, str):
+        return ""
+    return _DTYPES.get(name.strip().lower(), "")
+
+
+def _dims(d) -> Optional[list[int]]:
+    if not isinstance(d, (list, tuple)) or not d:
+        return None
+    out = []
+    for x in d:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x):
+            return None
+        out.append(int(x))
+    return out
+
+
+def torch_gemm_flops(op: str, input_dims) -> Optional[float]:
+    """FLOPs of one call of a PyTorch GEMM operator from its `Input Dims`; None when they do not fit."""
+    first = TORCH_GEMM_OPS.get(op)
+    if first is None or not isinstance(input_dims, (list, tuple)) or len(input_dims) < first + 2:
+        return None
+    a, b = _dims(input_dims[first]), _dims(input_dims[first + 1])
+    if a is None or b is None or len(a) != len(b) or len(a) not in (2, 3):
+        return None
+    if len(a) == 2:
+        (m, k), (k2, n) = a, b
+        batch = 1
+    else:
+        (batch, m, k), (b2, k2, n) = a, b
+        if b2 != batch:
+            return None
+    if k != k2:
+        return None
+    return 2.0 * batch * m * k * n
+
+
+def parse_shapes(text) -> Optional[list[list[int]]]:
+    """torch_npu `Input Shapes` text ('"32,4096;4096,4096;4096"') -> [[32, 4096], [4096, 4096], [4096]]."""
+    if not isinstance(text, str):
+        return None
+    s = text.strip().strip('"').strip()
+    if not s:
+        return None
+    out = []
+    for part in s.split(";"):
+        part = part.strip()
+        if not part:
+            out.append([])
+            continue
+        try:
+            out.append([int(x) for x in part.split(",")])
+        except ValueError:
+            return None
+    return out
+
+
+def ascend_gemm_flops(op_type: str, input_shapes, output_shapes) -> Optional[float]:
+    """FLOPs of one Ascend MatMul / BatchMatMul kernel from its input and output shapes; None when unknown."""
+    if not isinstance(op_type, str) or not ASCEND_GEMM_RE.match(op_type):
+        return None
+    ins, outs = parse_shapes(input_shapes), parse_shapes(output_shapes)
+    if not ins or not outs or len(ins) < 2 or len(ins[0]) < 2 or len(outs[0]) < 2:
+        return None
+    a, out = ins[0], outs[0]
+    n_out = math.prod(out)
+    if n_out <= 0 or any(x <= 0 for x in a):
+        return None
+    k_num = math.prod(a) * out[-1]
+    if k_num % n_out:
+        return None
+    k = k_num // n_out
+    return 2.0 * n_out * k
