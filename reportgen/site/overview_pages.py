@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from typing import Optional
 
 from reportgen.i18n import N_, _, text
 
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.site import finding_pages, highlights, resource_pages
+from reportgen.site.efficiency_view import efficiency_context
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
 from reportgen.fmt import compact_ranks, joined, share as fmt_share
@@ -32,6 +34,7 @@ class OverviewContext(PageContext):
     rank_links: list[dict]
     single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
     device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
+    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/efficiency_view.py)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -126,6 +129,7 @@ def _plan(inp: PlanInput) -> list[Page]:
         coverage=[a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
         gaps=a.coverage.gaps if a.coverage else [],
         rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
+        efficiency=efficiency_context(a),
     )
     return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
 
