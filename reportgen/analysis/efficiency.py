@@ -322,9 +322,11 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
                                 "MindInsight FLOPs files) nor the shapes of matrix multiplications (record_shapes), "
                                 "and no --model-flops was given; MFU is not reported, not guessed"))
     elif all(x.peak_tflops is None for x in per_rank):
-        names = sorted({d.model or "?" for d in devices.values() if not d.tflops})
-        eff.statement = lazy(N_("no peak for {devices}: MFU is not computed (give the device's peak with "
-                                "--peak-tflops)"), devices=", ".join(names[:4]))
+        names = sorted({d.model for d in devices.values() if not d.tflops and d.model})
+        eff.statement = (lazy(N_("no peak for {devices}: MFU is not computed (give the device's peak with "
+                                 "--peak-tflops)"), devices=", ".join(names[:4])) if names else
+                         lazy(N_("the profile does not name the device, so its peak is unknown: MFU is not computed "
+                                 "(give the device's peak with --peak-tflops)")))
     elif all(x.mfu is None for x in per_rank):
         eff.statement = lazy(N_("no step times or no FLOPs in the steps read: MFU is not computed"))
     if basis in ("model", "mindinsight") or not any(x.dtype for x in per_rank if x.mfu is not None):

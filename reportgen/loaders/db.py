@@ -149,6 +149,12 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
         if rows and rows[0][0]:
             info.host = str(rows[0][0])
             got.append("HOST_INFO")
+    if db.has("NPU_INFO", "id", "name") and not info.device_model:  # the chip type (Ascend910B, Ascend910_9391...)
+        rows = db.query("SELECT id, name FROM NPU_INFO", "NPU_INFO") or []
+        own = [n for d, n in rows if info.device is not None and d == info.device] or [n for _, n in rows]
+        if own and isinstance(own[0], str) and own[0].strip():
+            info.device_model = own[0].strip()[:120]
+            got.append("NPU_INFO")
     if db.has("META_DATA", "name", "value"):
         rows = dict(db.query("SELECT name, value FROM META_DATA", "META_DATA") or [])
         if rows.get("SCHEMA_VERSION"):

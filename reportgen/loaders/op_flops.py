@@ -105,3 +105,58 @@ def ascend_gemm_flops(op_type: str, input_shapes, output_shapes) -> Optional[flo
         return None
     k = k_num // n_out
     return 2.0 * n_out * k
+
+
+def load_kernel_gemms(path, log) -> "Optional[OpFlops]":
+    """torch_npu `kernel_details.csv` (with `record_shapes`): the MatMul / BatchMatMul kernels' FLOPs from their
+    input and output shapes, per step (`Step Id`) and shape, with their device time. None when the file records no
+    shapes or no GEMM kernel."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.loaders.common import read_typed
+    from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
+
+    text = ("Type", "Input Shapes", "Output Shapes", "Input Data Types", "Step Id", "Input Formats", "Output Formats")
+    cols = read_typed(path, log, text, ("Duration(us)",), optional=text[1:])
+    if cols is None or "Input Shapes" not in cols or "Output Shapes" not in cols:
+        return None
+    typ = cols["Type"]
+    gemm_types = np.array([bool(ASCEND_GEMM_RE.match(str(t))) for t in typ.uniques], dtype=bool)
+    rows = np.flatnonzero(gemm_types[typ.codes]) if len(typ.uniques) else np.array([], dtype=np.int64)
+    if not len(rows):
+        return None
+    ins, outs = cols["Input Shapes"], cols["Output Shapes"]
+    dts = cols.get("Input Data Types")
+    steps = cols.get("Step Id")
+    dur = cols["Duration(us)"]
+    cache: dict = {}
+    recs = []
+    fractal = 0
+    fmts = [cols.get("Input Formats"), cols.get("Output Formats")]
+    for i in rows:
+        if any(f is not None and re.search(r"NZ|FRACTAL", str(f.uniques[f.codes[i]]).split(";")[0], re.I)
+               for f in fmts):
+            fractal += 1  # fractal (NZ) layouts: the shapes are not the matrices' M, K, N
+            continue
+        key = (int(typ.codes[i]), int(ins.codes[i]), int(outs.codes[i]))
+        if key not in cache:
+            cache[key] = ascend_gemm_flops(typ.uniques[key[0]], ins.uniques[key[1]], outs.uniques[key[2]])
+        fl = cache[key]
+        if fl is None or not dur[i] >= 0:
+            continue
+        dt = dts.uniques[dts.codes[i]].split(";")[0] if dts is not None else ""
+        st = steps.uniques[steps.codes[i]] if steps is not None else ""
+        recs.append((int(st) if str(st).strip().isdigit() else None, typ.uniques[key[0]],
+                     str(ins.uniques[key[1]]).strip('"')[:120], dtype_of(dt), fl, dur[i] / 1000.0))
+    if fractal:
+        log.add(path, f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
+                "shapes (not counted in MFU)", "info")
+    if not recs:
+        return None
+    df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms"])
+    df["step"] = df["step"].astype("Int64")
+    df["basis"] = "shapes"
+    out = df.groupby(["step", "op", "shapes", "dtype", "basis"], dropna=False, sort=False).agg(
+        count=("flops", "size"), flops=("flops", "sum"), device_ms=("device_ms", "sum")).reset_index()
+    return OpFlops(source=log.rel(path), ops=out[list(OP_FLOPS_COLUMNS)])
