@@ -373,7 +373,7 @@ def summary_dict(e: Efficiency) -> dict:
     return {
         "mfu": num(e.mfu),
         "flops_basis": e.flops_basis or None,
-        "statement": str(e.statement) if e.statement is not None else None,
+        "statement": e.statement.en if e.statement is not None else None,  # summary.json is language-neutral
         "ceiling_fraction": e.ceiling_fraction,
         "devices": [d.to_dict() for d in e.devices],
         "per_rank": {str(x.rank): {"mfu": num(x.mfu), "flops_per_step": num(x.flops_per_step, 1),
