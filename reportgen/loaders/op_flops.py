@@ -117,6 +117,13 @@ def load_kernel_gemms(path, log) -> "Optional[OpFlops]":
     from reportgen.loaders.common import read_typed
     from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 
+    try:  # no shapes recorded (record_shapes off, level-1 columns): nothing to read, and the file is not parsed
+        with open(path, "rb") as f:
+            header = f.readline(1 << 16).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if "Input Shapes" not in header or "Output Shapes" not in header:
+        return None
     text = ("Type", "Input Shapes", "Output Shapes", "Input Data Types", "Step Id", "Input Formats", "Output Formats")
     cols = read_typed(path, log, text, ("Duration(us)",), optional=text[1:])
     if cols is None or "Input Shapes" not in cols or "Output Shapes" not in cols:
