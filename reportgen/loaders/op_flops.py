@@ -19,6 +19,12 @@ import math
 import re
 from typing import Optional
 
+import numpy as np
+import pandas as pd
+
+from reportgen.loaders.common import open_file, read_typed
+from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
+
 # innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims
 TORCH_GEMM_OPS: dict[str, int] = {"aten::mm": 0, "aten::addmm": 1, "aten::bmm": 0, "aten::baddbmm": 1,
                                   "aten::_scaled_mm": 0}
@@ -107,18 +113,12 @@ def ascend_gemm_flops(op_type: str, input_shapes, output_shapes) -> Optional[flo
     return 2.0 * n_out * k
 
 
-def load_kernel_gemms(path, log) -> "Optional[OpFlops]":
+def load_kernel_gemms(path, log) -> Optional[OpFlops]:
     """torch_npu `kernel_details.csv` (with `record_shapes`): the MatMul / BatchMatMul kernels' FLOPs from their
     input and output shapes, per step (`Step Id`) and shape, with their device time. None when the file records no
     shapes or no GEMM kernel."""
-    import numpy as np
-    import pandas as pd
-
-    from reportgen.loaders.common import read_typed
-    from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
-
     try:  # no shapes recorded (record_shapes off, level-1 columns): nothing to read, and the file is not parsed
-        with open(path, "rb") as f:
+        with open_file(path, "rb") as f:
             header = f.readline(1 << 16).decode("utf-8", errors="replace")
     except OSError:
         return None
