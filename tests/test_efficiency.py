@@ -6,8 +6,6 @@ Every expected number is computed by hand in the test from the trace it writes (
 from __future__ import annotations
 
 import json
-import math
-import re
 from pathlib import Path
 
 import bs4
@@ -15,7 +13,7 @@ import pytest
 
 from conftest import sample
 from reportgen.analysis.efficiency import (PEAKS_FILE, analyze_efficiency, device_peak, find_device, parse_peaks,
-                                           peak_table, summary_dict)
+                                           summary_dict)
 from reportgen.discover import discover
 from reportgen.loaders import load_run
 from reportgen.loaders.op_flops import ascend_gemm_flops, load_kernel_gemms, torch_gemm_flops
@@ -318,3 +316,71 @@ def test_real_a100_trace_gemms_against_the_a100_peak():
     assert big[0].tflops == pytest.approx(2 * 64 * 4096 * 2798 / (big[0].ms_per_step * 1e-3) / 1e12, rel=1e-6)
     # GEMMs are under 2 % of this DLRM job's computing time: the MFU (a lower bound) is tiny and says so
     assert r.known_share < 0.02 and 0 < r.mfu < 0.01
+
+
+def test_profiler_flops_counts_win_and_cover_other_operators(tmp_path):
+    """with_flops: the profiler's own count is used (a convolution's too), the GEMM's count replaces its shapes."""
+    folder = write_trace(tmp_path / "wf")
+    p = folder / "rank0.pt.trace.json"
+    data = json.loads(p.read_text())
+    extra = []
+    for ev in data["traceEvents"]:
+        if ev.get("name") == "aten::mm":
+            ev["args"]["flops"] = FLOPS
+        if ev.get("name") == "ProfilerStep#1" or ev.get("name") == "ProfilerStep#2":
+            t0 = ev["ts"]
+            extra.append({"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": t0 + 200,
+                          "dur": 90, "args": {"flops": 3e9, "Input Dims": [[8, 3, 32, 32], [16, 3, 3, 3]]}})
+            extra.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                          "ts": t0 + 250, "dur": 5, "args": {"correlation": 999 + int(t0)}})
+            extra.append({"ph": "X", "cat": "kernel", "name": "conv_kernel", "pid": 0, "tid": 7, "ts": t0 + 2000,
+                          "dur": 100, "args": {"correlation": 999 + int(t0), "device": 0}})
+    data["traceEvents"] += extra
+    p.write_text(json.dumps(data))
+    run = _run(folder)
+    assert run.ranks[0].op_flops.with_flops
+    e = analyze_efficiency(run)
+    assert e.flops_basis == "profiler"
+    r = e.per_rank[0]
+    step_ms = STEP_US / 1000
+    assert r.flops_per_step == pytest.approx(FLOPS + 3e9)
+    assert r.mfu == pytest.approx((FLOPS + 3e9) / (step_ms * 1e-3 * H100_BF16 * 1e12))
+    assert r.known_share == pytest.approx((GEMM_US + 100) / (GEMM_US + 1000 + 100))
+    assert {g.op for g in e.gemms} == {"aten::mm", "aten::conv2d"}
+
+
+@pytest.fixture(scope="module")
+def mindinsight_run(tmp_path_factory):
+    from reportgen.synth import generate_run
+
+    return _run(generate_run(tmp_path_factory.mktemp("mi") / "run", layout="mindinsight", ranks=4, steps=4,
+                             stages=2))
+
+
+def test_mindinsight_flops_mfu_per_rank_and_stage(mindinsight_run):
+    run = mindinsight_run
+    e = analyze_efficiency(run)
+    assert e.flops_basis == "mindinsight" and e.mfu is None  # no device recorded: no peak, said so
+    assert "does not name the device" in e.statement.en
+    e = analyze_efficiency(run, peak_tflops=256.0)
+    by_stage: dict = {}
+    for x in e.per_rank:
+        d = run.ranks[x.rank]
+        fl = json.loads(next(run.root.rglob(f"flops_summary_{x.rank}.json")).read_text())["FLOPs"] * 1e6
+        step_ms = float(d.step_trace.steps["total"].mean())
+        assert x.mfu == pytest.approx(fl / (step_ms * 1e-3 * 256e12))
+        by_stage.setdefault(run.info.stage_of_rank[x.rank], []).append((fl, step_ms))
+    assert len(e.stages) == 2
+    for s in e.stages:
+        rows = by_stage[s["stage"]]
+        assert s["mfu"] == pytest.approx(sum(f for f, _ in rows) / sum(t * 1e-3 * 256e12 for _, t in rows))
+    assert not e.notes  # --peak-tflops: no data type is assumed
+
+
+def test_assumed_data_type_is_said(tmp_path):
+    run = _run(write_trace(tmp_path / "nodt", dtype="weird"))
+    e = analyze_efficiency(run, model_flops=5e12)
+    assert e.per_rank[0].dtype == "bf16" and e.mfu == pytest.approx(5e12 / (STEP_US * 1e-6 * H100_BF16 * 1e12))
+    assert any("not recorded" in n.en and "bf16" in n.en for n in e.notes)
+    e = analyze_efficiency(_run(write_trace(tmp_path / "dt")), model_flops=5e12)
+    assert e.per_rank[0].dtype == "bf16" and not e.notes  # the GEMMs' type is recorded: nothing assumed

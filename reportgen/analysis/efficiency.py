@@ -125,6 +125,7 @@ class RankEfficiency:
     per_step: list[tuple[int, float]] = field(default_factory=list)  # (step, mfu)
     known_ms: Optional[float] = None  # device time per step of the operators whose FLOPs are known
     computing_ms: Optional[float] = None  # computing time per step (step trace)
+    dtype_assumed: bool = False  # no data type recorded: the peak is bf16's (else fp16's), as MFU is quoted
 
     @property
     def known_share(self) -> Optional[float]:
@@ -265,7 +266,9 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
         if ops is not None:
             by_dt = ops[ops["dtype"] != ""].groupby("dtype")["flops"].sum()
             dtype = str(by_dt.idxmax()) if len(by_dt) else ""
+        recorded = dtype
         peak, dtype = pick_peak(rank_peak[r], dtype)
+        assumed = bool(dtype) and not recorded
         if steps is None:
             per_rank.append(RankEfficiency(r, stage, None, None, dtype, peak, None))
             continue
@@ -306,7 +309,8 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
                 key = None if pd.isna(s) else int(s)
                 if key is not None and key in per_step_flops and t > 0:
                     series.append((key, per_step_flops[key] / (t * 1e-3 * peak * 1e12)))
-        per_rank.append(RankEfficiency(r, stage, flops_step, step_ms, dtype, peak, mfu, series, known_ms, comp_ms))
+        per_rank.append(RankEfficiency(r, stage, flops_step, step_ms, dtype, peak, mfu, series, known_ms, comp_ms,
+                                       assumed))
     eff = Efficiency(frac, list(devices.values()), per_rank, basis)
     by_stage: dict[int, list[RankEfficiency]] = {}
     for x in per_rank:
@@ -329,10 +333,9 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
                                  "(give the device's peak with --peak-tflops)")))
     elif all(x.mfu is None for x in per_rank):
         eff.statement = lazy(N_("no step times or no FLOPs in the steps read: MFU is not computed"))
-    if basis in ("model", "mindinsight") or not any(x.dtype for x in per_rank if x.mfu is not None):
-        used = sorted({x.dtype for x in per_rank if x.mfu is not None and x.dtype})
-        if used and peak_tflops is None:
-            eff.notes.append(lazy(N_("the data type of the work is not recorded: MFU is against the {dtype} peak "
+    used = sorted({x.dtype for x in per_rank if x.mfu is not None and x.dtype_assumed})
+    if used:
+        eff.notes.append(lazy(N_("the data type of the work is not recorded: MFU is against the {dtype} peak "
                                      "(--peak-tflops to use another)"), dtype="/".join(used)))
     return eff
 
