@@ -16,7 +16,7 @@ from reportgen.analysis.efficiency import (PEAKS_FILE, analyze_efficiency, devic
                                            summary_dict)
 from reportgen.discover import discover
 from reportgen.loaders import load_run
-from reportgen.loaders.op_flops import ascend_gemm_flops, load_kernel_gemms, torch_gemm_flops
+from reportgen.loaders.op_flops import ascend_gemm_flops, load_kernel_gemms, torch_gemm_flops, torch_op_flops
 from reportgen.loaders.common import IssueLog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +84,36 @@ def test_gemm_flops_from_torch_shapes():
     assert torch_gemm_flops("aten::mm", [[3, 5]]) is None
     assert torch_gemm_flops("aten::linear", [[3, 5], [7, 5]]) is None  # a wrapper: its inner GEMM is counted
     assert torch_gemm_flops("aten::mm", [["a", 5], [5, 7]]) is None
+
+
+def test_conv_and_attention_flops_from_shapes_and_concrete_inputs():
+    # ResNet's 3x3 conv, stride 2, pad 1: [10,256,14,14] * [512,256,3,3] -> [10,512,7,7]
+    conv = ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    assert torch_op_flops("aten::convolution", [[10, 256, 14, 14], [512, 256, 3, 3], [], [], [], [], [], [], []],
+                          conv) == 2 * 10 * 512 * 256 * 9 * 7 * 7
+    grouped = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "32"]  # depthwise-like, 32 groups
+    assert torch_op_flops("aten::convolution", [[2, 64, 8, 8], [64, 2, 3, 3]], grouped) == 2 * 2 * 64 * 2 * 9 * 8 * 8
+    assert torch_op_flops("aten::convolution", [[10, 256, 14, 14], [512, 256, 3, 3]],
+                          conv[:6] + ["True"] + conv[7:]) is None  # transposed: not counted
+    assert torch_op_flops("aten::convolution", [[10, 256, 14, 14], [512, 256, 3, 3]], None) is None  # no scalars
+    # backward: the forward's FLOPs per gradient asked for (input and weight; the bias is not a product)
+    back = ["", "", "", "[0]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, False]"]
+    dims = [[10, 512, 7, 7], [10, 256, 14, 14], [512, 256, 3, 3]]
+    fwd = 2 * 10 * 512 * 256 * 9 * 7 * 7
+    assert torch_op_flops("aten::convolution_backward", dims, back) == 2 * fwd
+    assert torch_op_flops("aten::convolution_backward", dims, back[:10] + ["[False, True, False]"]) == fwd
+    # attention [B,H,S,D] = [2,16,1024,64]: forward 2*B*H*S*S*(D+Dv), half when causal; backward twice the forward
+    q = [2, 16, 1024, 64]
+    full = 2 * 2 * 16 * 1024 * 1024 * 128
+    assert torch_op_flops("aten::_scaled_dot_product_flash_attention", [q, q, q], ["", "", "", "0.", "False", "False",
+                                                                                    ""]) == full
+    assert torch_op_flops("aten::_scaled_dot_product_flash_attention", [q, q, q], ["", "", "", "0.", "True", "False",
+                                                                                    ""]) == full / 2
+    assert torch_op_flops("aten::_scaled_dot_product_flash_attention", [q, q, q], ["", "", "", "0.", "1"]) is None
+    bw = [""] * 11 + ["True"] + [""] * 3
+    assert torch_op_flops("aten::_scaled_dot_product_flash_attention_backward", [q, q, q, q], bw) == full
+    assert torch_op_flops("aten::_scaled_dot_product_flash_attention", [q, [2, 16, 512, 64], [2, 16, 512, 64]],
+                          ["", "", "", "0.", "True", "False", ""]) is None  # causal, Sq != Sk: not guessed
 
 
 def test_gemm_flops_from_ascend_shapes():
@@ -384,3 +414,17 @@ def test_assumed_data_type_is_said(tmp_path):
     assert any("not recorded" in n.en and "bf16" in n.en for n in e.notes)
     e = analyze_efficiency(_run(write_trace(tmp_path / "dt")), model_flops=5e12)
     assert e.per_rank[0].dtype == "bf16" and not e.notes  # the GEMMs' type is recorded: nothing assumed
+
+
+@pytest.mark.samples
+def test_real_mi300x_trace_convolutions_counted():
+    run = _run(sample("external/tracelens_mi300x_resnet_rank0_of8"))
+    e = analyze_efficiency(run)
+    r = e.per_rank[0]
+    assert e.devices[0].entry == "AMD Instinct MI300X" and r.dtype == "bf16" and r.peak_tflops == 1307.4
+    ops = set(run.ranks[0].op_flops.ops["op"])
+    assert {"aten::convolution", "aten::convolution_backward", "aten::mm", "aten::addmm"} <= ops
+    # convolutions carry most of the computing time of a ResNet: about half of it has known FLOPs here
+    assert 0.3 < r.known_share < 0.8
+    assert r.mfu == pytest.approx(r.flops_per_step / (r.step_ms * 1e-3 * 1307.4e12))
+    assert 0 < r.mfu < 0.05  # batch 10 on an MI300X: a small share of the peak

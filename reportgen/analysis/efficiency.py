@@ -7,13 +7,13 @@
   when the table has no figure. `--peak-tflops` overrides every rank. A device that is not in the table (or whose
   name does not say which product it is) has no peak: the report says so and computes no MFU.
 * **FLOPs per step.** In this order: `--model-flops` (the whole job's FLOPs per step, each rank an equal share); the
-  profiler's own counts (Kineto `with_flops`); the matrix multiplications' FLOPs from their input shapes (Kineto
-  `record_shapes`, torch_npu kernel_details.csv); MindInsight's flops_summary (each AI Core operator's FLOPs once: one
+  profiler's own counts (Kineto `with_flops`); the FLOPs of matrix multiplications, convolutions and attention from
+  their input shapes (Kineto `record_shapes`, torch_npu kernel_details.csv MatMul kernels: `loaders.op_flops`); MindInsight's flops_summary (each AI Core operator's FLOPs once: one
   step of the graph). None of these: "FLOPs missing: not reported, not guessed".
 * **MFU** of a rank = its FLOPs in the complete steps / (their total time x peak); per step the same with one step.
   The data type of the peak is that of the GEMMs carrying the most FLOPs; without one, bf16 (else fp16), as MFU is
   conventionally quoted, and the note says so.
-* **GEMM headroom.** For each GEMM shape (operator, shapes, data type): achieved TFLOPS = FLOPs / device time of the
+* **GEMM headroom.** For each operator shape with known FLOPs (operator, shapes, data type): achieved TFLOPS = FLOPs / device time of the
   kernels it launched; headroom per step = its time minus its time at `ceiling_fraction` x peak (never below 0),
   averaged over the ranks that run it; largest first.
 """
@@ -178,7 +178,8 @@ class Efficiency:
 BASIS_LABELS = {
     "model": N_("--model-flops (the whole job's FLOPs per step, an equal share per rank)"),
     "profiler": N_("the profiler's FLOPs counts (Kineto with_flops)"),
-    "shapes": N_("matrix multiplications' FLOPs from their input shapes (other operators not counted: a lower bound)"),
+    "shapes": N_("the FLOPs of matrix multiplications, convolutions and attention from their input shapes (other "
+                 "operators not counted: a lower bound)"),
     "mindinsight": N_("MindInsight flops_summary (each AI Core operator's FLOPs once per step)"),
 }
 STATUS_LABELS = {
@@ -323,7 +324,8 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
     eff.gemms = _gemms(gemm_parts, rank_peak, frac, table.top_gemms)
     if not basis:
         eff.statement = lazy(N_("FLOPs missing: the profile records neither FLOPs counts (Kineto with_flops, "
-                                "MindInsight FLOPs files) nor the shapes of matrix multiplications (record_shapes), "
+                                "MindInsight FLOPs files) nor the shapes of matrix multiplications, convolutions or attention "
+                                "(record_shapes), "
                                 "and no --model-flops was given; MFU is not reported, not guessed"))
     elif all(x.peak_tflops is None for x in per_rank):
         names = sorted({d.model for d in devices.values() if not d.tflops and d.model})

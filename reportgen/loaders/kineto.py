@@ -91,9 +91,9 @@ READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), 
              "ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of "
              "every accelerator (2021 schema categories included), runtime launches (to map each kernel to the "
              "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
-             "(self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications and the "
-             "with_flops counts (FLOPs); not read: python_function events, flow (ac2g) events, other operators' "
-             "shapes and stacks")
+             "(self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, "
+             "convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, "
+             "flow (ac2g) events, other operators' shapes and stacks")
 # What the step trace of a Kineto trace is (the overview's "Step trace" fact), one per way of measuring the steps
 STEP_LABELS = {
     "mapped": N_("computed from the Kineto trace (device kernels, steps mapped through their launches: a step lasts "
@@ -286,7 +286,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                             acc.colls.append((ts, dur, collective_kind(name), None, None, name))
                         continue
                     nid = acc.names.setdefault(name, len(acc.names))
-                    if name in op_flops.TORCH_GEMM_OPS or "flops" in (e.get("args") or {}):
+                    if name in op_flops.TORCH_FLOP_OPS or "flops" in (e.get("args") or {}):
                         _flop_op(acc, e, name, ts, dur, tid)
                     acc.cpu_s.append(ts)
                     acc.cpu_e.append(ts + dur)
@@ -344,11 +344,13 @@ def _flop_op(acc: _Acc, e: dict, name: str, ts: float, dur: float, tid: int) -> 
         return
     prof = _num(args.get("flops")) if "flops" in args else math.nan
     dims = args.get("Input Dims")
-    shaped = op_flops.torch_gemm_flops(name, dims)
+    shaped = op_flops.torch_op_flops(name, dims, args.get("Concrete Inputs"))
     types = args.get("Input type")
-    first = op_flops.TORCH_GEMM_OPS.get(name, 0)
+    first = op_flops.TORCH_GEMM_OPS.get(name, 0) + (1 if name in op_flops.SDPA_OPS and name.endswith("_backward")
+                                                    else 0)
     dtype = op_flops.dtype_of(types[first]) if isinstance(types, list) and len(types) > first else ""
-    shapes = "x".join(str(d) for d in dims[first:first + 2]).replace(" ", "") if isinstance(dims, list) else ""
+    n_in = 3 if name in op_flops.CONV_OPS or name in op_flops.SDPA_OPS else 2
+    shapes = "x".join(str(d) for d in dims[first:first + n_in]).replace(" ", "") if isinstance(dims, list) else ""
     acc.fl.append((ts, ts + dur, tid, name, prof if prof >= 0 else math.nan,
                    math.nan if shaped is None else shaped, shapes[:120], dtype))
 

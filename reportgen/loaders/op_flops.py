@@ -1,10 +1,11 @@
-"""FLOPs of matrix multiplications from the input shapes a profiler records (1 FLOP = one floating-point
+"""FLOPs of matrix multiplications, convolutions and attention from the input shapes a profiler records (1 FLOP = one floating-point
 operation; a multiply-add is 2).
 
 * PyTorch operators (Kineto `Input Dims` with `record_shapes=True`): `aten::mm` [M,K],[K,N]; `aten::addmm`
   [bias],[M,K],[K,N]; `aten::bmm` [B,M,K],[B,K,N]; `aten::baddbmm` [bias],[B,M,K],[B,K,N]; `aten::_scaled_mm`
   [M,K],[K,N] -> 2 * B * M * K * N. The wrappers (`aten::linear`, `aten::matmul`) call one of these, which is counted
   instead (never both).
+* PyTorch convolutions and scaled-dot-product attention from `Input Dims` and `Concrete Inputs` (`torch_op_flops`).
 * Ascend kernels (torch_npu `kernel_details.csv` `Input Shapes` / `Output Shapes`, types MatMul*, BatchMatMul*):
   2 * numel(output) * K, with K = numel(first input) * N / numel(output) and N the output's last dimension (the
   same whether or not the first input is transposed).
@@ -28,6 +29,18 @@ from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 # innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims
 TORCH_GEMM_OPS: dict[str, int] = {"aten::mm": 0, "aten::addmm": 1, "aten::bmm": 0, "aten::baddbmm": 1,
                                   "aten::_scaled_mm": 0}
+# convolutions and attention (Kineto `Input Dims` plus `Concrete Inputs`, the scalar arguments newer PyTorch
+# records): argument positions of the current ATen signatures; a value that is not what the position expects gives
+# None (unknown), never a guess
+CONV_OPS = {"aten::convolution", "aten::convolution_backward"}
+SDPA_OPS: dict[str, int] = {  # op -> index of is_causal among its arguments
+    "aten::_scaled_dot_product_flash_attention": 4,
+    "aten::_scaled_dot_product_efficient_attention": 6,
+    "aten::_scaled_dot_product_cudnn_attention": 6,
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+}
+TORCH_FLOP_OPS = frozenset(TORCH_GEMM_OPS) | CONV_OPS | frozenset(SDPA_OPS)
 ASCEND_GEMM_RE = re.compile(r"^(Batch)?Mat[Mm]ul", re.I)
 # Kineto `Input type` -> the data type the peak table uses
 _DTYPES = {"float": "fp32", "c10::float": "fp32", "float32": "fp32", "double": "fp64", "c10::half": "fp16",
@@ -73,6 +86,92 @@ def torch_gemm_flops(op: str, input_dims) -> Optional[float]:
     if k != k2:
         return None
     return 2.0 * batch * m * k * n
+
+
+def _ints(text) -> Optional[list[int]]:
+    """A Concrete Inputs list ('[2, 2]') -> [2, 2]; None when it is not one."""
+    if not isinstance(text, str) or not re.fullmatch(r"\[\s*-?\d+(\s*,\s*-?\d+)*\s*\]", text.strip()):
+        return None
+    return [int(x) for x in text.strip()[1:-1].split(",")]
+
+
+def _bools(text) -> Optional[list[bool]]:
+    if not isinstance(text, str) or not re.fullmatch(r"\[\s*(True|False)(\s*,\s*(True|False))*\s*\]", text.strip()):
+        return None
+    return [x.strip() == "True" for x in text.strip()[1:-1].split(",")]
+
+
+def _conv_forward(inp: list[int], weight: list[int], out_spatial: list[int], groups: int) -> Optional[float]:
+    """2 x N x K x (C / groups) x prod(kernel) x prod(output spatial)."""
+    if len(inp) != len(weight) or len(inp) < 3 or len(out_spatial) != len(inp) - 2 or groups < 1:
+        return None
+    n, c = inp[0], inp[1]
+    k, cg = weight[0], weight[1]
+    if cg * groups != c or any(x <= 0 for x in out_spatial):
+        return None
+    return 2.0 * n * k * cg * math.prod(weight[2:]) * math.prod(out_spatial)
+
+
+def torch_op_flops(op: str, input_dims, concrete=None) -> Optional[float]:
+    """FLOPs of one call of a PyTorch operator from `Input Dims` (and `Concrete Inputs`): GEMMs (torch_gemm_flops);
+    `aten::convolution` (stride, padding, dilation, transposed, groups concrete; transposed ones unknown) and
+    `aten::convolution_backward` (the forward's FLOPs once per gradient its output_mask asks for, input and weight;
+    the output size is the gradient's); scaled-dot-product attention (forward 2 x B x H x Sq x Sk x (D + Dv), half
+    when causal with Sq = Sk; backward twice the forward: its four matrix products, as PyTorch's FLOP counter). None
+    when anything needed is missing or does not fit."""
+    if op in TORCH_GEMM_OPS:
+        return torch_gemm_flops(op, input_dims)
+    if not isinstance(input_dims, (list, tuple)) or not isinstance(concrete, (list, tuple)):
+        return None
+    if op == "aten::convolution":
+        if len(input_dims) < 2 or len(concrete) < 9:
+            return None
+        inp, w = _dims(input_dims[0]), _dims(input_dims[1])
+        stride, pad, dil = _ints(concrete[3]), _ints(concrete[4]), _ints(concrete[5])
+        if inp is None or w is None or None in (stride, pad, dil) or concrete[6] != "False":
+            return None
+        try:
+            groups = int(concrete[8])
+        except (TypeError, ValueError):
+            return None
+        sp = len(inp) - 2
+        if not (len(stride) == len(pad) == len(dil) == sp) or any(x <= 0 for x in stride + dil):
+            return None
+        out = [(inp[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(sp)]
+        return _conv_forward(inp, w, out, groups)
+    if op == "aten::convolution_backward":
+        if len(input_dims) < 3 or len(concrete) < 11:
+            return None
+        go, inp, w = _dims(input_dims[0]), _dims(input_dims[1]), _dims(input_dims[2])
+        mask = _bools(concrete[10])
+        if go is None or inp is None or w is None or mask is None or len(mask) < 2 or concrete[7] != "False":
+            return None
+        try:
+            groups = int(concrete[9])
+        except (TypeError, ValueError):
+            return None
+        fwd = _conv_forward(inp, w, go[2:], groups)
+        return None if fwd is None or go[0] != inp[0] or go[1] != w[0] else fwd * (int(mask[0]) + int(mask[1]))
+    if op in SDPA_OPS:
+        back = op.endswith("_backward")
+        first = 1 if back else 0  # the backward's arguments start with the output's gradient
+        pos = SDPA_OPS[op]
+        if len(input_dims) < first + 3 or len(concrete) <= pos or concrete[pos] not in ("True", "False"):
+            return None
+        q, k, v = (_dims(input_dims[first + i]) for i in range(3))
+        if q is None or k is None or v is None or not (len(q) == len(k) == len(v) == 4):
+            return None
+        b, h, sq, d = q
+        sk, dv = k[2], v[3]
+        if k[0] != b or v[0] != b or k[3] != d or v[2] != sk:
+            return None
+        fwd = 2.0 * b * h * sq * sk * (d + dv)
+        if concrete[pos] == "True":
+            if sq != sk:
+                return None  # causal with different lengths: the masked share depends on the alignment
+            fwd /= 2
+        return 2 * fwd if back else fwd
+    return None
 
 
 def parse_shapes(text) -> Optional[list[list[int]]]:

@@ -54,8 +54,8 @@ def efficiency_context(a: Analysis) -> Optional[dict]:
     notes = [text(n) for n in e.notes]
     if low_cover and e.flops_basis in ("shapes", "profiler"):
         share = max(x.known_share for x in low_cover)
-        notes.append(_("FLOPs are known for at most {share} of the computing time (operators without a FLOPs count, "
-                       "such as convolutions or attention, are not counted): the MFU is a lower bound").format(
+        notes.append(_("FLOPs are known for at most {share} of the computing time (operators without a FLOPs count "
+                       "are not counted): the MFU is a lower bound").format(
                            share=fmt_share(share, 1)))
     return {
         "mfu": _mfu(e.mfu), "basis": _(BASIS_LABELS[e.flops_basis]) if e.flops_basis else "",
