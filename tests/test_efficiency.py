@@ -428,3 +428,22 @@ def test_real_mi300x_trace_convolutions_counted():
     assert 0.3 < r.known_share < 0.8
     assert r.mfu == pytest.approx(r.flops_per_step / (r.step_ms * 1e-3 * 1307.4e12))
     assert 0 < r.mfu < 0.05  # batch 10 on an MI300X: a small share of the peak
+
+
+@pytest.mark.samples
+def test_ascend_text_and_db_exports_give_the_same_gemm_flops():
+    """torch_npu kernel_details.csv and the DB's COMPUTE_TASK_INFO record the same MatMul shapes (two captures of the
+    same model): the same FLOPs per step from either; the DB also names the chip (NPU_INFO: Ascend910B, no variant)."""
+    text = _run(sample("ascend/msinsight_pytorch_2rank_level1_text"))
+    db = _run(sample("ascend/msinsight_pytorch_2rank_level1_db"))
+    for r in (0, 1):
+        a, b = text.ranks[r].op_flops.ops, db.ranks[r].op_flops.ops
+        assert sorted(zip(a["shapes"], a["flops"])) == sorted(zip(b["shapes"], b["flops"]))
+        # [32,9216] x [4096,9216]^T -> [32,4096]: 2 x 32 x 4096 x 9216
+        assert 2 * 32 * 4096 * 9216 in set(a["flops"])
+    e = analyze_efficiency(db)
+    assert db.ranks[0].info.device_model == "Ascend910B" and e.devices[0].status == "ambiguous"
+    assert e.mfu is None and "no peak for Ascend910B" in e.statement.en
+    e = analyze_efficiency(db, peak_tflops=280.0)
+    r = e.per_rank[0]
+    assert r.mfu == pytest.approx(r.flops_per_step / (r.step_ms * 1e-3 * 280e12))

@@ -236,28 +236,36 @@ def load_kernel_gemms(path, log) -> Optional[OpFlops]:
     dts = cols.get("Input Data Types")
     steps = cols.get("Step Id")
     dur = cols["Duration(us)"]
+    fmts = [cols.get("Input Formats"), cols.get("Output Formats")]
+
+    def cell(c, i) -> str:
+        return "" if c is None else str(c.uniques[c.codes[i]])
+    kernels = ((cell(typ, i), cell(ins, i), cell(outs, i), cell(dts, i), cell(fmts[0], i), cell(fmts[1], i),
+                cell(steps, i), dur[i] / 1000.0) for i in rows)
+    return gemm_flops_of_kernels(kernels, log.rel(path), lambda msg: log.add(path, msg, "info"))
+
+
+def gemm_flops_of_kernels(kernels, source: str, note) -> Optional[OpFlops]:
+    """Ascend GEMM kernels (type, input shapes, output shapes, input data types, input formats, output formats, step
+    id text, duration ms) -> `OpFlops` per step and shape; fractal (NZ) layouts are skipped and counted in a note."""
     cache: dict = {}
     recs = []
     fractal = 0
-    fmts = [cols.get("Input Formats"), cols.get("Output Formats")]
-    for i in rows:
-        if any(f is not None and re.search(r"NZ|FRACTAL", str(f.uniques[f.codes[i]]).split(";")[0], re.I)
-               for f in fmts):
+    for typ, ins, outs, dts, fin, fout, st, ms in kernels:
+        if re.search(r"NZ|FRACTAL", fin.split(";")[0], re.I) or re.search(r"NZ|FRACTAL", fout.split(";")[0], re.I):
             fractal += 1  # fractal (NZ) layouts: the shapes are not the matrices' M, K, N
             continue
-        key = (int(typ.codes[i]), int(ins.codes[i]), int(outs.codes[i]))
+        key = (typ, ins, outs)
         if key not in cache:
-            cache[key] = ascend_gemm_flops(typ.uniques[key[0]], ins.uniques[key[1]], outs.uniques[key[2]])
+            cache[key] = ascend_gemm_flops(typ, ins, outs)
         fl = cache[key]
-        if fl is None or not dur[i] >= 0:
+        if fl is None or not ms >= 0:
             continue
-        dt = dts.uniques[dts.codes[i]].split(";")[0] if dts is not None else ""
-        st = steps.uniques[steps.codes[i]] if steps is not None else ""
-        recs.append((int(st) if str(st).strip().isdigit() else None, typ.uniques[key[0]],
-                     str(ins.uniques[key[1]]).strip('"')[:120], dtype_of(dt), fl, dur[i] / 1000.0))
+        recs.append((int(st) if str(st).strip().isdigit() else None, typ, str(ins).strip('"')[:120],
+                     dtype_of(dts.split(";")[0]), fl, ms))
     if fractal:
-        log.add(path, f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
-                "shapes (not counted in MFU)", "info")
+        note(f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
+             "shapes (not counted in MFU)")
     if not recs:
         return None
     df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms"])
@@ -265,4 +273,4 @@ def load_kernel_gemms(path, log) -> Optional[OpFlops]:
     df["basis"] = "shapes"
     out = df.groupby(["step", "op", "shapes", "dtype", "basis"], dropna=False, sort=False).agg(
         count=("flops", "size"), flops=("flops", "sum"), device_ms=("device_ms", "sum")).reset_index()
-    return OpFlops(source=log.rel(path), ops=out[list(OP_FLOPS_COLUMNS)])
+    return OpFlops(source=source, ops=out[list(OP_FLOPS_COLUMNS)])
