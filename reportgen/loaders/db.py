@@ -222,7 +222,7 @@ def read_gemm_flops(db: Db):
             yield (str(typ or ""), str(ins or ""), str(outs or ""), str(extra.get("inputDataTypes") or ""),
                    str(extra.get("inputFormats") or ""), str(extra.get("outputFormats") or ""), step_of(s_),
                    (e_ - s_) / 1e6)
-    return gemm_flops_of_kernels(kernels(), db.log.rel(db.path), lambda msg: db.log.add(db.path, msg, "info"))
+    return gemm_flops_of_kernels(kernels(), db.path, db.log)
 
 
 def _json_value(v: Any, db: Db, name: str) -> Any:

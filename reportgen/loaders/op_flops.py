@@ -242,10 +242,10 @@ def load_kernel_gemms(path, log) -> Optional[OpFlops]:
         return "" if c is None else str(c.uniques[c.codes[i]])
     kernels = ((cell(typ, i), cell(ins, i), cell(outs, i), cell(dts, i), cell(fmts[0], i), cell(fmts[1], i),
                 cell(steps, i), dur[i] / 1000.0) for i in rows)
-    return gemm_flops_of_kernels(kernels, log.rel(path), lambda msg: log.add(path, msg, "info"))
+    return gemm_flops_of_kernels(kernels, path, log)
 
 
-def gemm_flops_of_kernels(kernels, source: str, note) -> Optional[OpFlops]:
+def gemm_flops_of_kernels(kernels, path, log) -> Optional[OpFlops]:
     """Ascend GEMM kernels (type, input shapes, output shapes, input data types, input formats, output formats, step
     id text, duration ms) -> `OpFlops` per step and shape; fractal (NZ) layouts are skipped and counted in a note."""
     cache: dict = {}
@@ -264,8 +264,8 @@ def gemm_flops_of_kernels(kernels, source: str, note) -> Optional[OpFlops]:
         recs.append((int(st) if str(st).strip().isdigit() else None, typ, str(ins).strip('"')[:120],
                      dtype_of(dts.split(";")[0]), fl, ms))
     if fractal:
-        note(f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
-             "shapes (not counted in MFU)")
+        log.add(path, f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
+                "shapes (not counted in MFU)", "info")
     if not recs:
         return None
     df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms"])
@@ -273,4 +273,4 @@ def gemm_flops_of_kernels(kernels, source: str, note) -> Optional[OpFlops]:
     df["basis"] = "shapes"
     out = df.groupby(["step", "op", "shapes", "dtype", "basis"], dropna=False, sort=False).agg(
         count=("flops", "size"), flops=("flops", "sum"), device_ms=("device_ms", "sum")).reset_index()
-    return OpFlops(source=source, ops=out[list(OP_FLOPS_COLUMNS)])
+    return OpFlops(source=log.rel(path), ops=out[list(OP_FLOPS_COLUMNS)])
