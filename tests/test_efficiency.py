@@ -447,3 +447,17 @@ def test_ascend_text_and_db_exports_give_the_same_gemm_flops():
     e = analyze_efficiency(db, peak_tflops=280.0)
     r = e.per_rank[0]
     assert r.mfu == pytest.approx(r.flops_per_step / (r.step_ms * 1e-3 * 280e12))
+
+
+def test_overview_lists_lowest_median_highest_of_many_ranks_and_names_ranks_without_flops():
+    from types import SimpleNamespace
+
+    from reportgen.analysis.efficiency import Efficiency, RankEfficiency
+    from reportgen.site.efficiency_view import efficiency_context
+
+    rows = [RankEfficiency(r, 0, 1e12, 100.0, "bf16", 100.0, 0.1 + r / 1000) for r in range(40)]
+    rows.append(RankEfficiency(40, 0, None, None, "", None, None))
+    ctx = efficiency_context(SimpleNamespace(efficiency=Efficiency(0.8, [], rows, "shapes")))
+    assert ctx["capped"] and [r["rank"] for r in ctx["ranks"]] == [0, 20, 39]
+    ctx = efficiency_context(SimpleNamespace(efficiency=Efficiency(0.8, [], rows[:5] + rows[40:], "shapes")))
+    assert not ctx["capped"] and [r["rank"] for r in ctx["ranks"]] == [0, 1, 2, 3, 4] and ctx["missing"] == "40"

@@ -32,7 +32,9 @@ def efficiency_context(a: Analysis) -> Optional[dict]:
                         "status_text": _(STATUS_LABELS[d.status]), "source": d.source,
                         "ranks": compact_ranks(d.ranks)})
     rows = [x for x in e.per_rank if x.flops_per_step is not None or x.mfu is not None]
-    if len(rows) > MAX_RANK_ROWS:
+    missing = sorted(set(x.rank for x in e.per_rank) - {x.rank for x in rows})
+    capped = len(rows) > MAX_RANK_ROWS
+    if capped:
         with_mfu = sorted((x for x in rows if x.mfu is not None), key=lambda x: x.mfu)
         pick = [with_mfu[0], with_mfu[len(with_mfu) // 2], with_mfu[-1]] if with_mfu else rows[:3]
         rows = sorted({x.rank: x for x in pick}.values(), key=lambda x: x.rank)
@@ -61,6 +63,7 @@ def efficiency_context(a: Analysis) -> Optional[dict]:
         "mfu": _mfu(e.mfu), "basis": _(BASIS_LABELS[e.flops_basis]) if e.flops_basis else "",
         "statement": text(e.statement) if e.statement is not None else "",
         "devices": devices, "ranks": rank_rows, "n_ranks": len(e.per_rank), "shown": len(rank_rows),
+        "capped": capped, "missing": compact_ranks(missing),
         "stages": [{"stage": s["stage"], "ranks": compact_ranks(s["ranks"]), "mfu": _mfu(s["mfu"])} for s in e.stages]
         if len(e.stages) > 1 else [],
         "gemms": gemms, "ceiling": fmt_share(e.ceiling_fraction, 0),
