@@ -369,10 +369,11 @@ def _op_flops(acc: _Acc, ev: Optional["DeviceEvents"], rel: str) -> Optional[OpF
         kept.append(r)
     dev_ms = np.full(len(kept), np.nan)
     if ev is not None and len(acc.rt_corr):
-        kdur: dict = {}
-        for c, s_, e_ in zip(ev.corr.tolist(), ev.start.tolist(), ev.end.tolist()):
-            if c >= 0:
-                kdur[c] = kdur.get(c, 0.0) + (e_ - s_)
+        ok = ev.corr >= 0  # device time per launch correlation id (several kernels may share one: graphs)
+        order = np.argsort(ev.corr[ok], kind="stable")
+        kc, kd = ev.corr[ok][order], (ev.end - ev.start)[ok][order]
+        uniq, first = np.unique(kc, return_index=True)
+        ksum = np.add.reduceat(kd, first) if len(first) else np.zeros(0)
         rt_tid = np.asarray(acc.rt_tid, dtype="int64")
         rt_ts = np.asarray(acc.rt_ts, dtype="float64")
         rt_corr = np.asarray(acc.rt_corr, dtype="int64")
@@ -384,8 +385,10 @@ def _op_flops(acc: _Acc, ev: Optional["DeviceEvents"], rel: str) -> Optional[OpF
         for i, r in enumerate(kept):
             ts_, corr = by_tid[r[2]]
             lo, hi = np.searchsorted(ts_, r[0], side="left"), np.searchsorted(ts_, r[1], side="right")
-            if hi > lo:
-                dev_ms[i] = sum(kdur.get(int(c), 0.0) for c in corr[lo:hi]) / 1000.0
+            if hi > lo and len(uniq):
+                c = corr[lo:hi]
+                pos = np.clip(np.searchsorted(uniq, c), 0, len(uniq) - 1)
+                dev_ms[i] = float(ksum[pos[uniq[pos] == c]].sum()) / 1000.0
     windows = ev.windows if ev is not None else sorted((k, v[0], v[1]) for k, v in acc.steps.items())
     host = sorted((k, v[0], v[1]) for k, v in acc.steps.items()) or windows
     idx = step_of_launch(host, np.array([r[0] for r in kept], dtype="float64"))
