@@ -6,6 +6,7 @@ Every expected number is computed by hand in the test from the trace it writes (
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import bs4
@@ -461,3 +462,28 @@ def test_overview_lists_lowest_median_highest_of_many_ranks_and_names_ranks_with
     assert ctx["capped"] and [r["rank"] for r in ctx["ranks"]] == [0, 20, 39]
     ctx = efficiency_context(SimpleNamespace(efficiency=Efficiency(0.8, [], rows[:5] + rows[40:], "shapes")))
     assert not ctx["capped"] and [r["rank"] for r in ctx["ranks"]] == [0, 1, 2, 3, 4] and ctx["missing"] == "40"
+
+
+def test_odd_operator_arguments_never_crash_nor_count(tmp_path):
+    folder = write_trace(tmp_path / "odd")
+    p = folder / "rank0.pt.trace.json"
+    data = json.loads(p.read_text())
+    odd = [{"Input Dims": "abc", "Input type": 5}, {"Input Dims": [[M, K], None]}, {"flops": "x"},
+           {"flops": -5, "Input Dims": [[M, K], [K, N]]}, {"Input Dims": [[1e400, K], [K, N]]},
+           {"Input Dims": [[-1, K], [K, N]], "Concrete Inputs": [None]}]
+    t = 100.0
+    for a in odd:
+        t += 1000
+        data["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": STEP_US + t,
+                                    "dur": 10, "args": a})
+    data["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 1, "tid": 2,
+                                "ts": STEP_US + 9000, "dur": 10, "args": {"Input Dims": [[1, 2, 3, 3], [4, 2, 1, 1]],
+                                                                         "Concrete Inputs": ["", "", "", "[0, 1]",
+                                                                                             "[0, 0]", "[1, 1]",
+                                                                                             "False", "[0]", "1"]}})
+    p.write_text(json.dumps(data).replace("1e+400", "1e400"))
+    run = _run(folder)
+    rows = run.ranks[0].op_flops.ops
+    # only the well-formed GEMM of each step counts; the one with a negative profiler count falls back to its shapes
+    step1 = rows[rows["step"] == 1]
+    assert step1["flops"].sum() == 2 * FLOPS and all(math.isfinite(x) for x in rows["flops"])

@@ -62,7 +62,7 @@ def _dims(d) -> Optional[list[int]]:
         return None
     out = []
     for x in d:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < 2**53 or x != int(x):
             return None
         out.append(int(x))
     return out
