@@ -221,7 +221,7 @@ def read_gemm_flops(db: Db):
                 continue
             yield (str(typ or ""), str(ins or ""), str(outs or ""), str(extra.get("inputDataTypes") or ""),
                    str(extra.get("inputFormats") or ""), str(extra.get("outputFormats") or ""), step_of(s_),
-                   (e_ - s_) / 1e6)
+                   (e_ - s_) / 1e6, 1)
     return gemm_flops_of_kernels(kernels(), db.path, db.log)
 
 

@@ -20,10 +20,9 @@ import math
 import re
 from typing import Optional
 
-import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import open_file, read_typed
+from reportgen.loaders.common import open_file
 from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 
 # innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims
@@ -215,45 +214,59 @@ def ascend_gemm_flops(op_type: str, input_shapes, output_shapes) -> Optional[flo
 def load_kernel_gemms(path, log) -> Optional[OpFlops]:
     """torch_npu `kernel_details.csv` (with `record_shapes`): the MatMul / BatchMatMul kernels' FLOPs from their
     input and output shapes, per step (`Step Id`) and shape, with their device time. None when the file records no
-    shapes or no GEMM kernel."""
-    try:  # no shapes recorded (record_shapes off, level-1 columns): nothing to read, and the file is not parsed
+    shapes or no GEMM kernel. Only the lines naming a MatMul are parsed (a few % of a large file): the quoted shape
+    columns never go through the whole file's CSV parse."""
+    import csv
+
+    try:
         with open_file(path, "rb") as f:
-            header = f.readline(1 << 16).decode("utf-8", errors="replace")
+            head = f.readline(1 << 16)
+            if b"Input Shapes" not in head or b"Output Shapes" not in head:
+                return None  # no shapes recorded (record_shapes off, level-1 columns): nothing to read
+            lines = [ln for ln in f if b"atMul" in ln or b"atmul" in ln]
     except OSError:
         return None
-    if "Input Shapes" not in header or "Output Shapes" not in header:
+    header = next(csv.reader([head.decode("utf-8", errors="replace").lstrip("\ufeff")]), [])
+    col = {h.strip(): i for i, h in enumerate(header)}
+    if "Type" not in col or "Duration(us)" not in col:
         return None
-    text = ("Type", "Input Shapes", "Output Shapes", "Input Data Types", "Step Id", "Input Formats", "Output Formats")
-    cols = read_typed(path, log, text, ("Duration(us)",), optional=text[1:])
-    if cols is None or "Input Shapes" not in cols or "Output Shapes" not in cols:
-        return None
-    typ = cols["Type"]
-    gemm_types = np.array([bool(ASCEND_GEMM_RE.match(str(t))) for t in typ.uniques], dtype=bool)
-    rows = np.flatnonzero(gemm_types[typ.codes]) if len(typ.uniques) else np.array([], dtype=np.int64)
-    if not len(rows):
-        return None
-    ins, outs = cols["Input Shapes"], cols["Output Shapes"]
-    dts = cols.get("Input Data Types")
-    steps = cols.get("Step Id")
-    dur = cols["Duration(us)"]
-    fmts = [cols.get("Input Formats"), cols.get("Output Formats")]
-
-    def cell(c, i) -> str:
-        return "" if c is None else str(c.uniques[c.codes[i]])
-    kernels = ((cell(typ, i), cell(ins, i), cell(outs, i), cell(dts, i), cell(fmts[0], i), cell(fmts[1], i),
-                cell(steps, i), dur[i] / 1000.0) for i in rows)
-    return gemm_flops_of_kernels(kernels, path, log)
+    names = ("Type", "Input Shapes", "Output Shapes", "Input Data Types", "Input Formats", "Output Formats", "Step Id")
+    idx = [col.get(n) for n in names]
+    agg: dict = {}
+    bad = 0
+    for row in csv.reader(ln.decode("utf-8", errors="replace") for ln in lines):
+        if len(row) != len(header):
+            bad += 1
+            continue
+        if not ASCEND_GEMM_RE.match(row[col["Type"]].strip()):
+            continue
+        try:
+            ms = float(row[col["Duration(us)"]].strip()) / 1000.0
+        except ValueError:
+            bad += 1
+            continue
+        if not ms >= 0 or ms == float("inf"):
+            bad += 1
+            continue
+        key = tuple("" if i is None else row[i].strip() for i in idx)
+        tot = agg.get(key)
+        agg[key] = (ms, 1) if tot is None else (tot[0] + ms, tot[1] + 1)
+    if bad:
+        log.add(path, f"{bad} MatMul row(s) with a wrong number of fields or no readable duration; skipped", "info")
+    return gemm_flops_of_kernels(((*k, v[0], v[1]) for k, v in agg.items()), path, log)
 
 
 def gemm_flops_of_kernels(kernels, path, log) -> Optional[OpFlops]:
     """Ascend GEMM kernels (type, input shapes, output shapes, input data types, input formats, output formats, step
-    id text, duration ms) -> `OpFlops` per step and shape; fractal (NZ) layouts are skipped and counted in a note."""
+    id text, total duration ms, count) -> `OpFlops` per step and shape; fractal (NZ) layouts are skipped and
+    counted in a note."""
     cache: dict = {}
     recs = []
     fractal = 0
-    for typ, ins, outs, dts, fin, fout, st, ms in kernels:
+    for typ, ins, outs, dts, fin, fout, st, ms, n in kernels:
+        typ = typ.strip()
         if re.search(r"NZ|FRACTAL", fin.split(";")[0], re.I) or re.search(r"NZ|FRACTAL", fout.split(";")[0], re.I):
-            fractal += 1  # fractal (NZ) layouts: the shapes are not the matrices' M, K, N
+            fractal += n  # fractal (NZ) layouts: the shapes are not the matrices' M, K, N
             continue
         key = (typ, ins, outs)
         if key not in cache:
@@ -262,15 +275,15 @@ def gemm_flops_of_kernels(kernels, path, log) -> Optional[OpFlops]:
         if fl is None or not ms >= 0:
             continue
         recs.append((int(st) if str(st).strip().isdigit() else None, typ, str(ins).strip('"')[:120],
-                     dtype_of(dts.split(";")[0]), fl, ms))
+                     dtype_of(dts.split(";")[0]), fl * n, ms, n))
     if fractal:
         log.add(path, f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
                 "shapes (not counted in MFU)", "info")
     if not recs:
         return None
-    df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms"])
+    df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms", "count"])
     df["step"] = df["step"].astype("Int64")
     df["basis"] = "shapes"
     out = df.groupby(["step", "op", "shapes", "dtype", "basis"], dropna=False, sort=False).agg(
-        count=("flops", "size"), flops=("flops", "sum"), device_ms=("device_ms", "sum")).reset_index()
+        count=("count", "sum"), flops=("flops", "sum"), device_ms=("device_ms", "sum")).reset_index()
     return OpFlops(source=log.rel(path), ops=out[list(OP_FLOPS_COLUMNS)])

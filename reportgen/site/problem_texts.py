@@ -99,6 +99,7 @@ TEMPLATES = (
     N_('expected a JSON object'),
     N_('rank_id {rid} inside the file differs from rank {info} taken from the file name; the file name was used'),
     N_('parallel_group_info is not valid JSON; parallel groups unknown'),
+    N_('{bad} MatMul row(s) with a wrong number of fields or no readable duration; skipped'),
     N_('{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the shapes (not counted in MFU)'),
     N_('unexpected header ({header}); need op_type|kernel_type, execution_time|total_time, execution_frequency, percent; not read'),
     N_('unexpected header ({header}); need full_op_name|full_kernel_name and op_type|kernel_type; operator types taken from the names'),
