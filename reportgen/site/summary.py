@@ -72,6 +72,8 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "operators": _operators(a),
             # [issue 32] devices and peaks, MFU per rank / stage / step, GEMM headroom (docs/summary-json-additions.md)
             "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
+            # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
+            "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
         },
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
