@@ -99,3 +99,21 @@ def test_no_all_to_all_no_expert_view(tmp_path):
         c = run.ranks[r].communication
         c.ops = c.ops[c.ops["kind"] != "alltoall"]
     assert analyze_expert_balance(run) is None
+
+
+def test_overview_shows_the_group_and_summary_keeps_it(tmp_path):
+    import bs4
+
+    from reportgen.report import build_report
+
+    run = write_moe(tmp_path / "run", [2000.0, 2000.0, 4000.0, 2000.0])
+    res = build_report(run, tmp_path / "out", lang="en")
+    eb = res.summary["metrics"]["expert_balance"]
+    g = eb["groups"][0]
+    assert g["hot_ranks"] == [2] and g["saving_ms"] == pytest.approx(1.5) and g["peak_to_mean"] == pytest.approx(1.6)
+    assert g["expert_ms"] == {"0": 2.0, "1": 2.0, "2": 4.0, "3": 2.0}
+    assert any(f["id"] == "expert-imbalance.group" and f["impact"]["step_ms"] == pytest.approx(1.5)
+               for f in res.summary["findings"])
+    soup = bs4.BeautifulSoup((tmp_path / "out" / "index.html").read_text(encoding="utf-8"), "html.parser")
+    cells = [td.get_text(strip=True) for td in soup.select("table.expert-balance tbody tr")[0].find_all("td")]
+    assert cells == ["expert_parallel", "0–3", "2.500", "4.000", "1.60", "2", "1.500", "1.800"]

@@ -68,4 +68,24 @@ def efficiency_context(a: Analysis) -> Optional[dict]:
         if len(e.stages) > 1 else [],
         "gemms": gemms, "ceiling": fmt_share(e.ceiling_fraction, 0),
         "headroom": "" if e.headroom_ms is None else f"{e.headroom_ms:,.3f}", "notes": notes,
+        "expert": _expert_rows(a),
     }
+
+
+def _expert_rows(a: Analysis) -> list[dict]:
+    """One row per expert-parallel group (analysis.expert): expert time per step (mean, max), peak-to-mean, hot
+    ranks, what balancing saves, and the all-to-all time per step (mean over its ranks)."""
+    eb = getattr(a, "expert", None)
+    if eb is None:
+        return []
+
+    def ms(v):
+        return "" if v is None else f"{v:,.3f}"
+    rows = []
+    for g in eb.groups:
+        a2a = list(g.alltoall_ms.values())
+        rows.append({"group": g.name, "ranks": compact_ranks(g.ranks), "mean": ms(g.mean_ms), "max": ms(g.max_ms),
+                     "ratio": "" if g.peak_to_mean is None else f"{g.peak_to_mean:.2f}",
+                     "hot": compact_ranks(g.hot_ranks), "saving": ms(g.saving_ms),
+                     "a2a": ms(sum(a2a) / len(a2a)) if a2a else ""})
+    return rows
