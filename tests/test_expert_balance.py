@@ -117,3 +117,11 @@ def test_overview_shows_the_group_and_summary_keeps_it(tmp_path):
     soup = bs4.BeautifulSoup((tmp_path / "out" / "index.html").read_text(encoding="utf-8"), "html.parser")
     cells = [td.get_text(strip=True) for td in soup.select("table.expert-balance tbody tr")[0].find_all("td")]
     assert cells == ["expert_parallel", "0–3", "2.500", "4.000", "1.60", "2", "1.500", "1.800"]
+
+
+def test_all_to_all_without_experts_is_not_expert_parallel(tmp_path):
+    folder = write_moe(tmp_path / "emb", [2000.0] * 4)
+    for p in folder.glob("*.json"):  # no grouped GEMM, and a group named for embeddings
+        p.write_text(p.read_text().replace("cutlass_grouped_gemm_bf16", "embedding_bag_kernel")
+                     .replace("expert_parallel", "embedding_a2a"))
+    assert analyze_expert_balance(load_run(discover(folder)[0])) is None

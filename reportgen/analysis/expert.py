@@ -4,7 +4,8 @@ all-to-all per step, the imbalance and what balancing would save.
 * **Groups.** A communication group that runs all-to-all collectives (Kineto `Collective name` all_to_all /
   expert-parallel libraries' dispatch and combine kernels; Ascend `hcom_alltoall*` / AlltoAll(V) operators) is an
   expert-parallel group; its members are the group's ranks as the profile lists them (Kineto pg_config, Ascend
-  parallel_group_info), else the ranks seen running its all-to-all.
+  parallel_group_info), else the ranks seen running its all-to-all. A group kept has expert computation on its
+  ranks or an expert-parallel name (expert / moe / ep): an all-to-all alone (DLRM's embeddings) is not one.
 * **Expert computation.** The device time of the grouped-GEMM kernels (tokens routed to the rank's experts):
   `EXPERT_KERNEL_RE` on the operator names and types (torch_npu GroupedMatmul, PyTorch `_grouped_mm`, CUTLASS /
   Transformer Engine / Megablocks grouped GEMMs, DeepGEMM m-grouped GEMMs, Triton fused-MoE kernels), per step (the
@@ -26,6 +27,7 @@ from reportgen.model import Run
 EXPERT_KERNEL_RE = re.compile(r"grouped_?gemm|grouped_?mat_?mul|grouped_?mm\b|_grouped_mm|GroupGemm|fused_moe|"
                               r"moe_?ffn|m_grouped", re.I)
 ALLTOALL_RE = re.compile(r"all_?to_?all|alltoallv?|a2a|dispatch|combine", re.I)
+EP_NAME_RE = re.compile(r"expert|moe|(?:^|[^a-z])ep(?:[^a-z]|$)", re.I)
 HOT_MARGIN = 0.1  # a hot rank computes at least this much more than its group's mean
 
 
@@ -112,6 +114,8 @@ def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional
                      {r: expert[r] for r in members if expert.get(r) is not None},
                      {r: per[r][0] for r in members if r in per},
                      {r: per[r][1] for r in members if r in per and math.isfinite(per[r][1])})
+        if not eg.expert_ms and not EP_NAME_RE.search(eg.name):
+            continue  # all-to-all without expert computation nor an expert-parallel name (DLRM embeddings...)
         vals = list(eg.expert_ms.values())
         if len(vals) >= 2:
             eg.mean_ms = sum(vals) / len(vals)
@@ -121,4 +125,4 @@ def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional
                 eg.hot_ranks = sorted(r for r, v in eg.expert_ms.items() if v >= eg.mean_ms * (1 + hot_margin))
             eg.saving_ms = eg.max_ms - eg.mean_ms
         groups.append(eg)
-    return ExpertBalance(groups, sorted(seen))
+    return ExpertBalance(groups, sorted(seen)) if groups else None
