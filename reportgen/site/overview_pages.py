@@ -129,9 +129,19 @@ def _plan(inp: PlanInput) -> list[Page]:
         coverage=[a_.to_dict() | {"id": k} for k, a_ in a.coverage.areas.items()] if a.coverage else [],
         gaps=a.coverage.gaps if a.coverage else [],
         rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
-        efficiency=efficiency_context(a),
+        efficiency=_efficiency(a),
     )
     return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
+
+
+def _efficiency(a: Analysis):
+    try:  # an optional section: an input nobody foresaw must not cost the overview
+        return efficiency_context(a)
+    except Exception as e:  # noqa: BLE001
+        import logging
+
+        logging.getLogger("msreport").warning("efficiency section skipped: %s: %s", type(e).__name__, e)
+        return None
 
 
 PAGE = PageKind("overview", urls.INDEX, N_("Overview"), "_overview.html", _plan)
