@@ -487,3 +487,35 @@ def test_odd_operator_arguments_never_crash_nor_count(tmp_path):
     # only the well-formed GEMM of each step counts; the one with a negative profiler count falls back to its shapes
     step1 = rows[rows["step"] == 1]
     assert step1["flops"].sum() == 2 * FLOPS and all(math.isfinite(x) for x in rows["flops"])
+
+
+def test_ascend_chip_facts_from_msprof_info_json(tmp_path):
+    from reportgen.loaders.metadata import load_chip_info
+    from reportgen.model import RankInfo
+
+    dev = tmp_path / "rank0_ascend_pt" / "PROF_000001_x" / "device_3"
+    dev.mkdir(parents=True)
+    (dev / "info.json.3").write_text(json.dumps({"platform_version": "5", "DeviceInfo": [
+        {"id": 3, "ai_core_num": 24, "aic_frequency": "1800", "aiv_num": 48}]}))
+    info = RankInfo(rank=0, source_dir="rank0_ascend_pt")
+    load_chip_info(tmp_path / "rank0_ascend_pt", info, IssueLog(tmp_path))
+    assert info.device_model == "Ascend910B"
+    assert info.device_compute == {"ai_core_num": 24, "aic_frequency_mhz": 1800.0, "platform_version": "5"}
+    p = device_peak(info.device_model, info.device_compute, None)
+    assert p.status == "derived" and p.tflops["fp16"] == pytest.approx(353.8944)
+    # an unknown chip id names no chip; odd core counts are not used
+    (dev / "info.json.3").write_text(json.dumps({"platform_version": "77", "DeviceInfo": [
+        {"ai_core_num": "x", "aic_frequency": 1800}]}))
+    info = RankInfo(rank=0, source_dir="rank0_ascend_pt")
+    load_chip_info(tmp_path / "rank0_ascend_pt", info, IssueLog(tmp_path))
+    assert info.device_model is None and info.device_compute == {}
+
+
+@pytest.mark.samples
+def test_real_msprof_info_names_the_ascend_910():
+    run = _run(sample("mindinsight/msprof_raw_2rank_10iter"))
+    info = run.ranks[run.rank_ids[0]].info
+    assert info.device_model == "Ascend910"  # info.json platform_version 1
+    assert info.device_compute["ai_core_num"] == 32 and info.device_compute["aic_frequency_mhz"] == 1000
+    e = analyze_efficiency(run)
+    assert e.devices[0].status == "table" and e.devices[0].tflops == {"fp16": 256.0}
