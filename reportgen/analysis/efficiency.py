@@ -299,8 +299,6 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
             f = data.flops
             fps = f.flops_m * 1e6 if f is not None and f.flops_m else None
             per_step_flops = {(None if pd.isna(s) else int(s)): fps for s in ids} if fps else {}
-        elif basis and not per_step_flops:
-            per_step_flops = {}
         flops_step = (sum(per_step_flops.values()) / n) if per_step_flops else None
         mfu = None
         series: list[tuple[int, float]] = []
