@@ -59,6 +59,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help=_("device memory capacity to compare peaks with when the profiler did not record it "
                           "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B"))
+    p.add_argument("--peak-tflops", type=float, default=None, metavar="TFLOPS",
+                   help=_("peak dense TFLOPS of one device, for MFU, when the device is not in the peak table or to "
+                          "use another data type's peak (e.g. 989.5 for H100 SXM bf16)"))
+    p.add_argument("--model-flops", type=float, default=None, metavar="FLOPS",
+                   help=_("the model's FLOPs per training step for the whole job (all ranks), e.g. 6 x parameters x "
+                          "tokens per step, for MFU instead of the FLOPs the profile records"))
     p.add_argument("--marey-step", dest="marey_steps", type=int, action="append", default=[], metavar="N",
                    help=_("also draw the execution (Marey) view of step N (repeatable; the representative and "
                           "the slowest steps are always drawn)"))
@@ -97,6 +103,9 @@ def _main(argv: list[str]) -> int:
         return 2
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
         parser.error(_("--device-memory-gb must be a positive number"))
+    for name, value in (("--peak-tflops", args.peak_tflops), ("--model-flops", args.model_flops)):
+        if value is not None and not (value > 0 and value < float("inf")):
+            parser.error(_("{option} must be a positive number").format(option=name))
     langs = args.lang or (i18n.default_language(),)
     if args.single_file and len(langs) > 1:
         parser.error(_("--single-file takes one language (--lang {first}); the site (without --single-file) can "
@@ -113,6 +122,7 @@ def _main(argv: list[str]) -> int:
 
         opts = BuildOptions(single_file=args.single_file, jobs=args.jobs or default_jobs(), progress=not args.quiet,
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
+                            peak_tflops=args.peak_tflops, model_flops=args.model_flops,
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
                             lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler)
         if not args.example:

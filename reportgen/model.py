@@ -151,6 +151,8 @@ class RankInfo:
     distributed_args_source: str = ""  # where distributed_args came from when not profiler_metadata.json (DB export)
     device_model: Optional[str] = None  # the accelerator's name (Kineto deviceProperties: "NVIDIA A100-SXM4-80GB")
     device_memory_mb: Optional[float] = None  # its memory, MB = 2^20 bytes (deviceProperties totalGlobalMem)
+    # Ascend: what msprof's info.json says about the chip ("ai_core_num", "aic_frequency_mhz", "platform_version")
+    device_compute: dict = field(default_factory=dict)
 
 
 # --- communication -------------------------------------------------------------------------------
@@ -267,6 +269,26 @@ class Flops:
     scopes: list[dict] = field(default_factory=list)
 
 
+# --- operator FLOPs (efficiency) -------------------------------------------------------------------------------
+OP_FLOPS_COLUMNS: tuple[str, ...] = ("step", "op", "shapes", "dtype", "basis", "count", "flops", "device_ms")
+
+
+@dataclass
+class OpFlops:
+    """FLOPs of one rank's operators as the trace records them, per step.
+
+    `ops`: one row per (step, op, shapes, dtype, basis) (`OP_FLOPS_COLUMNS`): `count` calls, `flops` in total
+    (1 = one floating-point operation), `device_ms` the time of the device kernels they launched (NaN when no launch
+    was found). `basis`: "shapes" (matrix multiplications, from their input shapes: loaders.op_flops) or "profiler"
+    (the profiler's own count: Kineto `with_flops`). `step` is <NA> where no step holds the call. `dtype` is the
+    peak table's data type ('bf16', 'fp32', ...; '' unknown). `with_flops`: the trace carries the profiler's counts.
+    """
+
+    source: str
+    ops: pd.DataFrame
+    with_flops: bool = False
+
+
 # --- data preparation (MindData) -----------------------------------------------------------------
 
 
@@ -373,6 +395,7 @@ class RankData:
     overlap: Optional[Overlap] = None
     operators: Optional[Operators] = None
     flops: Optional[Flops] = None
+    op_flops: Optional[OpFlops] = None  # FLOPs of operators from shapes / the profiler's counts (efficiency)
     dataprep: Optional[DataPrep] = None
     cpu: Optional[CpuUsage] = None
     memory: Optional[Memory] = None

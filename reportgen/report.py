@@ -37,6 +37,8 @@ class BuildOptions:
     jobs: int = 1
     progress: bool = False  # progress bar / lines on stderr
     device_memory_mb: Optional[float] = None
+    peak_tflops: Optional[float] = None  # --peak-tflops: every rank's peak dense TFLOPS
+    model_flops: Optional[float] = None  # --model-flops: the whole job's FLOPs per step
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     marey_steps: tuple[int, ...] = ()
     title: Optional[str] = None
@@ -83,7 +85,8 @@ def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
 
 
 def analyse_phase(run: Run, opts: BuildOptions):
-    analysis = analyze(run, device_memory_mb=opts.device_memory_mb)
+    analysis = analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
+                       model_flops=opts.model_flops)
     findings, thresholds = run_rules(analysis, {k: dict(v) for k, v in opts.overrides.items()})
     return analysis, findings, thresholds
 

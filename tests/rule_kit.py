@@ -200,7 +200,7 @@ def analysis(*, steps: Optional[dict] = None, n_steps: int = 4, overlap: Optiona
              execution: Optional[dict] = None, timeline: Optional[dict] = None,
              issues: Optional[list[DataIssue]] = None, ranks: Optional[int] = None, layout: str = "ascend",
              mode: str = "data-parallel", hosts: Optional[list[str]] = None,
-             transfers: Optional[list] = None) -> Analysis:
+             transfers: Optional[list] = None, expert: Optional[dict] = None) -> Analysis:
     keyed = [r for d in (memory, queues, cpu, timeline) for r in (d or {})]
     n = ranks or max(_n_ranks(steps, overlap, comm, operators, {"f": flops or []}, (execution or {}).get("types")),
                      1 + max(keyed, default=0))
@@ -225,5 +225,14 @@ def analysis(*, steps: Optional[dict] = None, n_steps: int = 4, overlap: Optiona
     ov = analyze_overlap(run, st, ca)
     res = _resources(operators, memory, flops, stage_flops, stages, queues, cpu)
     ex = _execution(execution, stage_of, n) if execution else None
-    return Analysis(run=run, steps=st, comm=ca, overlap=ov, resources=res, issues=list(issues or []),
-                    execution=ex)
+    a = Analysis(run=run, steps=st, comm=ca, overlap=ov, resources=res, issues=list(issues or []), execution=ex)
+    if expert is not None:  # {"group": name, "expert_ms": [per rank ms per step]}: one expert-parallel group
+        from reportgen.analysis.expert import EpGroup, ExpertBalance
+
+        vals = {r: float(v) for r, v in enumerate(expert["expert_ms"])}
+        mean, top = sum(vals.values()) / len(vals), max(vals.values())
+        a.expert = ExpertBalance([EpGroup(str(expert.get("group", "ep")), str(expert.get("group", "ep")),
+                                          sorted(vals), vals, {}, mean_ms=mean, max_ms=top, peak_to_mean=top / mean,
+                                          hot_ranks=sorted(r for r, v in vals.items() if v >= mean * 1.1),
+                                          saving_ms=top - mean)], [])
+    return a

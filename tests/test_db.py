@@ -190,7 +190,10 @@ def test_db_numbers_equal_text_numbers(twin):
 def test_unread_db_is_named_in_data_quality(twin):
     text = twin[0]
     probs = [(i.file, i.problem) for i in text.ranks[0].issues]
-    assert any(f.endswith("ascend_pytorch_profiler_0.db") and p.startswith("not read") for f, p in probs)
+    # the text export holds everything but the chip type, which only the DB's NPU_INFO names (issue 32)
+    assert any(f.endswith("ascend_pytorch_profiler_0.db") and p == "read from the DB export: rank facts (NPU_INFO)"
+               for f, p in probs)
+    assert text.ranks[0].info.device_model == "Ascend910B"
     assert any(f.endswith("analysis.db") and p.startswith("not read") for f, p in probs)
     db = twin[1]
     assert any(i.problem.startswith("read from the DB export") for i in db.ranks[0].issues)

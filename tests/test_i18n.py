@@ -27,7 +27,9 @@ WORD = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z'-]{2,}(?![\w./-])")
 ALLOWED = {"HCCL", "HCCS", "RDMA", "SDMA", "PCIe", "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Send",
            "Receive", "MindInsight", "MindSpore", "Ascend", "msprof-analyze", "msreport", "Vega", "Vega-Lite",
            "vega-embed", "BSD-3-Clause", "Marey", "Host", "ProfilerStep", "step_trace_time", "csv", "CSV", "JSON",
-           "ms", "MB", "GB", "Profiler", "torch_npu", "Kineto", "log", "CANN", "profiler"}
+           "ms", "MB", "GB", "Profiler", "torch_npu", "Kineto", "log", "CANN", "profiler",
+           # efficiency (issue 32): the units and measures Chinese UIs keep in English
+           "MFU", "FLOPs", "TFLOPS", "TFLOP", "GEMM"}
 
 
 def _english_words(text: str, data: set[str]) -> list[str]:

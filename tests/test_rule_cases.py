@@ -571,6 +571,27 @@ MSPROF_ADVISOR = [
          overrides={"msprof-analyze": {"spread": 0.25}}),
 ]
 
+# --- expert-parallel imbalance ---------------------------------------------------------------------------------
+
+# Steps of 150 ms (modern: computing 100 + communication 45 + free 5) on 4 ranks of one expert-parallel group.
+EXPERT_IMBALANCE = [
+    # expert time 10, 10, 20, 10 ms: mean 12.5, max 20, peak-to-mean 1.6, saving 7.5 ms = 5 % of 150 ms
+    Case("rank 2's experts take twice the tokens",
+         dict(steps=modern([100] * 4, [45] * 4, 5), expert={"group": "ep", "expert_ms": [10, 10, 20, 10]}),
+         [fire("expert-imbalance.group", W, {"peak_to_mean": 1.6, "saving_ms": 7.5, "mean_ms": 12.5},
+               ranks=[2])]),
+    # 10, 10, 11, 10: peak-to-mean 1.073 < 1.15
+    Case("within 15 % of the mean is balanced",
+         dict(steps=modern([100] * 4, [45] * 4, 5), expert={"group": "ep", "expert_ms": [10, 10, 11, 10]}), NONE),
+    # 1, 1, 2, 1: peak-to-mean 1.6 but saving 0.75 ms = 0.5 % of the step < min_share 1 %
+    Case("a small imbalance that costs little",
+         dict(steps=modern([100] * 4, [45] * 4, 5), expert={"group": "ep", "expert_ms": [1, 1, 2, 1]}), NONE),
+    Case("min_share lowered to 0.4 %: the small imbalance is reported",
+         dict(steps=modern([100] * 4, [45] * 4, 5), expert={"group": "ep", "expert_ms": [1, 1, 2, 1]}),
+         [fire("expert-imbalance.group", W, {"saving_ms": 0.75}, ranks=[2])],
+         overrides={"expert-imbalance": {"min_share": 0.004}}),
+]
+
 TABLES = {
     "data-quality": DATA_QUALITY,
     "step-interval": STEP_INTERVAL,
@@ -584,6 +605,7 @@ TABLES = {
     "comm-health": COMM_HEALTH,
     "stall": STALLS,
     "stage-imbalance": STAGE_IMBALANCE,
+    "expert-imbalance": EXPERT_IMBALANCE,
     "pipeline-bubble": PIPELINE_BUBBLE,
     "host-bound": HOST_BOUND,
     "memory-pressure": MEMORY_PRESSURE,

@@ -8,7 +8,9 @@ from typing import Optional
 from reportgen.analysis.communication import CommAnalysis, analyze_communication
 from reportgen.analysis.consistency import check_consistency
 from reportgen.analysis.coverage import Coverage, coverage
+from reportgen.analysis.efficiency import Efficiency, analyze_efficiency
 from reportgen.analysis.execution import ExecutionView, analyze_execution
+from reportgen.analysis.expert import ExpertBalance, analyze_expert_balance
 from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.resources import Resources, analyze_resources
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
@@ -29,9 +31,13 @@ class Analysis:
     strategy: Optional[StrategyView] = None
     execution: Optional[ExecutionView] = None
     coverage: Optional[Coverage] = None  # what could be judged (set by `analyze`)
+    efficiency: Optional[Efficiency] = None  # device peaks, MFU, GEMM headroom
+    expert: Optional[ExpertBalance] = None  # expert-parallel groups: expert time, all-to-all, imbalance
 
 
-def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
+def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Optional[float] = None,
+            model_flops: Optional[float] = None) -> Analysis:
+    """`peak_tflops` / `model_flops`: --peak-tflops (every rank's peak) and --model-flops (the job's FLOPs per step)."""
     steps = analyze_steps(run)
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
@@ -48,6 +54,15 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None) -> Analysis:
         issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
     a = Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
                  strategy=strategy, execution=execution)
+    try:
+        a.efficiency = analyze_efficiency(run, peak_tflops, model_flops)
+    except Exception as e:  # noqa: BLE001
+        a.issues.append(DataIssue("", f"the efficiency view could not be built ({type(e).__name__}: {e})", "warning"))
+    try:
+        a.expert = analyze_expert_balance(run)
+    except Exception as e:  # noqa: BLE001
+        a.issues.append(DataIssue("", f"the expert-parallel balance could not be computed ({type(e).__name__}: {e})",
+                                  "warning"))
     # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
     # step over the step, shares over 100 %) become data-quality entries naming the file and the rank
     try:

@@ -24,6 +24,7 @@ from reportgen.loaders import host_steps as _host_steps
 from reportgen.loaders import kineto as _kineto
 from reportgen.loaders import memory as _memory
 from reportgen.loaders import metadata as _metadata
+from reportgen.loaders import op_flops as _op_flops
 from reportgen.loaders import operators as _operators
 from reportgen.loaders import overlap as _overlap
 from reportgen.loaders import step_ops as _step_ops
@@ -88,6 +89,7 @@ host_steps = _Guarded(_host_steps)
 kineto = _Guarded(_kineto)
 memory = _Guarded(_memory)
 metadata = _Guarded(_metadata)
+op_flops = _Guarded(_op_flops)
 operators = _Guarded(_operators)
 overlap = _Guarded(_overlap)
 step_ops = _Guarded(_step_ops)
@@ -130,6 +132,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
                 data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
                 data.memory, data.timeline = k.memory, k.timeline
                 data.idle = getattr(k, "idle", None)
+                data.op_flops = k.op_flops
     data.issues = log.issues
     return data
 
@@ -144,6 +147,9 @@ def _load_ascend(rf: "RankFiles", data: RankData, log: IssueLog) -> None:
     p = rf.first("profiler_metadata")
     if p is not None:
         metadata.load_profiler_metadata(p, info, log)
+    metadata.load_chip_info(rf.dir, info, log)  # the chip type, AI Core count and clock (efficiency)
+    if rf.first("kernel_details.csv") is not None:  # GEMM FLOPs from the kernels' shapes (efficiency)
+        data.op_flops = op_flops.load_kernel_gemms(rf.first("kernel_details.csv"), log)
     stt = rf.first("step_trace_time.csv")
     tv = rf.first("trace_view.json")
     if stt is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import bisect
 import re
 import sqlite3
 from pathlib import Path
@@ -149,6 +150,12 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
         if rows and rows[0][0]:
             info.host = str(rows[0][0])
             got.append("HOST_INFO")
+    if db.has("NPU_INFO", "id", "name") and not info.device_model:  # the chip type (Ascend910B, Ascend910_9391...)
+        rows = db.query("SELECT id, name FROM NPU_INFO", "NPU_INFO") or []
+        own = [n for d, n in rows if info.device is not None and d == info.device] or [n for _, n in rows]
+        if own and isinstance(own[0], str) and own[0].strip():
+            info.device_model = own[0].strip()[:120]
+            got.append("NPU_INFO")
     if db.has("META_DATA", "name", "value"):
         rows = dict(db.query("SELECT name, value FROM META_DATA", "META_DATA") or [])
         if rows.get("SCHEMA_VERSION"):
@@ -173,6 +180,49 @@ def read_metadata(db: Db, data: RankData) -> list[str]:
             if clean:
                 got.append("META_DATA parallel_group_info")
     return got
+
+
+def read_gemm_flops(db: Db):
+    """The MatMul / BatchMatMul kernels' FLOPs from their shapes (COMPUTE_TASK_INFO inputShapes / outputShapes,
+    recorded with record_shapes), per STEP_TIME window: kernel_details.csv's twin (`op_flops.load_kernel_gemms`)."""
+    from reportgen.loaders.op_flops import gemm_flops_of_kernels
+
+    need = ("globalTaskId", "opType", "inputShapes", "outputShapes")
+    if not db.has("TASK", "startNs", "endNs", "globalTaskId") or not db.has("COMPUTE_TASK_INFO", *need) \
+            or not db.has("STRING_IDS", "id", "value"):
+        return None
+    cc = db.columns("COMPUTE_TASK_INFO")
+    opt = [c for c in ("inputDataTypes", "inputFormats", "outputFormats") if c in cc]
+    joins = "".join(f" LEFT JOIN STRING_IDS s_{c} ON s_{c}.id = c.{c}" for c in opt)
+    sel = ", ".join(f"s_{c}.value" for c in opt)
+    rows = db.query(
+        "SELECT t.startNs, t.endNs, so.value, si.value, sx.value" + (", " + sel if sel else "") +
+        " FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId"
+        " JOIN STRING_IDS so ON so.id = c.opType JOIN STRING_IDS si ON si.id = c.inputShapes"
+        " JOIN STRING_IDS sx ON sx.id = c.outputShapes" + joins +
+        " WHERE so.value LIKE '%MatMul%' OR so.value LIKE '%Matmul%'", "COMPUTE_TASK_INFO shapes") or []
+    if not rows:
+        return None
+    windows = []
+    if db.has("STEP_TIME", "id", "startNs", "endNs"):
+        windows = sorted((s, e, i) for i, s, e in db.query("SELECT id, startNs, endNs FROM STEP_TIME", "STEP_TIME")
+                         or [] if isinstance(s, (int, float)) and isinstance(e, (int, float)))
+    starts = [w[0] for w in windows]
+
+    def step_of(ns) -> str:
+        k = bisect.bisect_right(starts, ns) - 1
+        return str(windows[k][2]) if k >= 0 and ns < windows[k][1] else ""
+
+    def kernels():
+        for r in rows:
+            s_, e_, typ, ins, outs = r[:5]
+            extra = dict(zip(opt, r[5:]))
+            if not isinstance(s_, (int, float)) or not isinstance(e_, (int, float)) or e_ < s_:
+                continue
+            yield (str(typ or ""), str(ins or ""), str(outs or ""), str(extra.get("inputDataTypes") or ""),
+                   str(extra.get("inputFormats") or ""), str(extra.get("outputFormats") or ""), step_of(s_),
+                   (e_ - s_) / 1e6, 1)
+    return gemm_flops_of_kernels(kernels(), db.path, db.log)
 
 
 def _json_value(v: Any, db: Db, name: str) -> Any:
@@ -583,6 +633,10 @@ def load_db_rank(rf: "RankFiles", data: RankData, log: IssueLog, text_step_trace
             data.memory = read_memory(pdb)
             if data.memory is not None:
                 used.setdefault(main, []).append("memory (MEMORY_RECORD, NPU_MEM, OP_MEMORY, NPU_MODULE_MEM)")
+        if data.op_flops is None and pdb is not None:
+            data.op_flops = read_gemm_flops(pdb)
+            if data.op_flops is not None:
+                used.setdefault(main, []).append("GEMM shapes (COMPUTE_TASK_INFO)")
         if pdb is not None:
             note = infer_world_group(pdb, data)
             if note:

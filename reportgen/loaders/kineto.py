@@ -58,11 +58,12 @@ import pandas as pd
 from reportgen import intervals as iv
 from reportgen.i18n import N_
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
+from reportgen.loaders import op_flops
 from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
-                             Communication, Memory, OP_DETAIL_COLUMNS, Operators, RankData, StepTrace,
-                             TimelineSummary)
+                             Communication, Memory, OP_DETAIL_COLUMNS, OP_FLOPS_COLUMNS, OpFlops, Operators,
+                             RankData, StepTrace, TimelineSummary)
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 # Device activity by Kineto category (libkineto ActivityType names; the 2021 schema wrote `Kernel`, `Memcpy`,
@@ -90,8 +91,9 @@ READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), 
              "ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of "
              "every accelerator (2021 schema categories included), runtime launches (to map each kernel to the "
              "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
-             "(self time), gloo:* work slices, [memory] events; not read: python_function events, flow (ac2g) "
-             "events, operator input shapes and stacks")
+             "(self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, "
+             "convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, "
+             "flow (ac2g) events, other operators' shapes and stacks")
 # What the step trace of a Kineto trace is (the overview's "Step trace" fact), one per way of measuring the steps
 STEP_LABELS = {
     "mapped": N_("computed from the Kineto trace (device kernels, steps mapped through their launches: a step lasts "
@@ -223,6 +225,9 @@ class _Acc:
     names: dict = field(default_factory=dict)  # host op name -> id
     tids: dict = field(default_factory=dict)  # (pid, tid) -> id (host threads)
     mem: dict = field(default_factory=dict)  # (device type, device id) -> (ts array, allocated array, reserved)
+    # operators with FLOPs (GEMMs with shapes, anything with a with_flops count): (start µs, end µs, thread, name,
+    # profiler flops or NaN, flops from shapes or NaN, shapes text, dtype)
+    fl: list = field(default_factory=list)
     n_events: int = 0
 
     @property
@@ -281,6 +286,8 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                             acc.colls.append((ts, dur, collective_kind(name), None, None, name))
                         continue
                     nid = acc.names.setdefault(name, len(acc.names))
+                    if name in op_flops.TORCH_FLOP_OPS or "flops" in (e.get("args") or {}):
+                        _flop_op(acc, e, name, ts, dur, tid)
                     acc.cpu_s.append(ts)
                     acc.cpu_e.append(ts + dur)
                     acc.cpu_tid.append(tid)
@@ -329,6 +336,82 @@ def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float
     acc.devices[dev] = acc.devices.get(dev, 0) + 1
     if "Collective name" in args or "Process Group Name" in args or "Seq" in args:
         acc.dev_args[i] = (args.get("Collective name"), args.get("Process Group Name"), args.get("Seq"))
+
+
+def _flop_op(acc: _Acc, e: dict, name: str, ts: float, dur: float, tid: int) -> None:
+    args = e.get("args")
+    if not isinstance(args, dict):
+        return
+    prof = _num(args.get("flops")) if "flops" in args else math.nan
+    dims = args.get("Input Dims")
+    shaped = op_flops.torch_op_flops(name, dims, args.get("Concrete Inputs"))
+    types = args.get("Input type")
+    first = op_flops.TORCH_GEMM_OPS.get(name, 0) + (1 if name in op_flops.SDPA_OPS and name.endswith("_backward")
+                                                    else 0)
+    dtype = op_flops.dtype_of(types[first]) if isinstance(types, list) and len(types) > first else ""
+    n_in = 3 if name in op_flops.CONV_OPS or name in op_flops.SDPA_OPS else 2
+    shapes = "x".join(str(d) for d in dims[first:first + n_in]).replace(" ", "") if isinstance(dims, list) else ""
+    acc.fl.append((ts, ts + dur, tid, name, prof if prof >= 0 else math.nan,
+                   math.nan if shaped is None else shaped, shapes[:120], dtype))
+
+
+def _op_flops(acc: _Acc, ev: Optional["DeviceEvents"], rel: str) -> Optional[OpFlops]:
+    """The operators with FLOPs, per step: the device time of each is that of the kernels launched from its thread
+    while it ran (runtime launches and kernels paired by correlation id); nested ones count once (the outermost)."""
+    if not acc.fl:
+        return None
+    recs = sorted(acc.fl, key=lambda r: (r[2], r[0], -r[1]))
+    kept, end_of = [], {}
+    for r in recs:  # an operator inside another one of the list on the same thread is the outer one's work
+        if r[0] < end_of.get(r[2], -math.inf):
+            continue
+        end_of[r[2]] = r[1]
+        kept.append(r)
+    dev_ms = np.full(len(kept), np.nan)
+    if ev is not None and len(acc.rt_corr):
+        ok = ev.corr >= 0  # device time per launch correlation id (several kernels may share one: graphs)
+        order = np.argsort(ev.corr[ok], kind="stable")
+        kc, kd = ev.corr[ok][order], (ev.end - ev.start)[ok][order]
+        uniq, first = np.unique(kc, return_index=True)
+        ksum = np.add.reduceat(kd, first) if len(first) else np.zeros(0)
+        rt_tid = np.asarray(acc.rt_tid, dtype="int64")
+        rt_ts = np.asarray(acc.rt_ts, dtype="float64")
+        rt_corr = np.asarray(acc.rt_corr, dtype="int64")
+        by_tid = {}
+        for t in set(r[2] for r in kept):
+            idx = np.flatnonzero(rt_tid == t)
+            idx = idx[np.argsort(rt_ts[idx], kind="stable")]
+            by_tid[t] = (rt_ts[idx], rt_corr[idx])
+        for i, r in enumerate(kept):
+            ts_, corr = by_tid[r[2]]
+            lo, hi = np.searchsorted(ts_, r[0], side="left"), np.searchsorted(ts_, r[1], side="right")
+            if hi > lo and len(uniq):
+                c = corr[lo:hi]
+                pos = np.clip(np.searchsorted(uniq, c), 0, len(uniq) - 1)
+                dev_ms[i] = float(ksum[pos[uniq[pos] == c]].sum()) / 1000.0
+    windows = ev.windows if ev is not None else sorted((k, v[0], v[1]) for k, v in acc.steps.items())
+    host = sorted((k, v[0], v[1]) for k, v in acc.steps.items()) or windows
+    idx = step_of_launch(host, np.array([r[0] for r in kept], dtype="float64"))
+    partial = ev.partial if ev is not None else set()
+    rows = []
+    for i, r in enumerate(kept):
+        step = host[idx[i]][0] if idx[i] >= 0 else None
+        if step is not None and step in partial:
+            step = None  # the partial last step is left out, as from the step times
+        prof, shaped = r[4], r[5]
+        flops, basis = (prof, "profiler") if not math.isnan(prof) else (shaped, "shapes")
+        if math.isnan(flops):
+            continue
+        rows.append((step, r[3], r[6], r[7], basis, flops, dev_ms[i]))
+    if not rows:
+        return None
+    df = pd.DataFrame(rows, columns=["step", "op", "shapes", "dtype", "basis", "flops", "device_ms"])
+    df["step"] = df["step"].astype("Int64")
+    g = df.groupby(["step", "op", "shapes", "dtype", "basis"], dropna=False, sort=False)
+    out = g.agg(count=("flops", "size"), flops=("flops", "sum"),
+                device_ms=("device_ms", lambda x: float(x.sum()) if x.notna().any() else math.nan)).reset_index()
+    return OpFlops(source=rel, ops=out[list(OP_FLOPS_COLUMNS)],
+                   with_flops=bool((df["basis"] == "profiler").any()))
 
 
 def _corr(v) -> int:
@@ -425,6 +508,7 @@ class KinetoRank:
     timeline: Optional[TimelineSummary] = None
     device: str = "cpu"  # "gpu" (device activity, any accelerator) or "cpu"
     events: Optional[DeviceEvents] = None
+    op_flops: Optional[OpFlops] = None
 
 
 def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
@@ -513,6 +597,7 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     out.memory = _memory(acc, head, rel)
     out.idle = _idle_hook(acc, out, log, path)
     out.timeline = _timeline(acc, comp, comm, path, rel)
+    out.op_flops = _op_flops(acc, ev, rel)
     if not acc.colls and not (ev is not None and ev.comm.any()) and (info.rank_size or 1) > 1:
         log.add(path, "no collective found in the trace (NCCL/RCCL/HCCL kernels, kernels launched by a collective's "
                 "host op, or gloo:* slices); no communication data for this rank", "warning")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 from reportgen.loaders.common import IssueLog, read_json
 from reportgen.model import RankInfo
@@ -100,4 +101,40 @@ def load_msprof_info(device_dir: Path, info: RankInfo, log: IssueLog) -> None:
                 info.device = d
         if data.get("version"):
             info.versions.setdefault("msprof", str(data["version"]))
+        _chip(data, info)
         break
+
+
+# msprof's chip id (info.json `platform_version`, msprof's ChipId enum) -> chip family; only the ids whose family is
+# certain: 1 = CHIP_V2_1_0 (Ascend 910), 5 = CHIP_V4_1_0 (Ascend 910B series).
+PLATFORM_CHIPS = {"1": "Ascend910", "5": "Ascend910B"}
+
+
+def load_chip_info(rank_dir: Path, info: RankInfo, log: IssueLog) -> None:
+    """torch_npu / MindSpore 2.3+ output: the chip facts of the first `PROF_*/device_*/info.json.N` in the rank's
+    folder (the rest of the rank's facts come from its own files)."""
+    for p in sorted(rank_dir.glob("PROF_*/device_*/info.json.*"))[:1]:
+        data = read_json(p, log)
+        if isinstance(data, dict):
+            _chip(data, info)
+
+
+def _chip(data: dict, info: RankInfo) -> None:
+    """The chip family and the AI Core count and clock (the fp16 peak: cores x MHz x 4096 x 2) from info.json."""
+    chip = PLATFORM_CHIPS.get(str(data.get("platform_version", "")).strip())
+    if chip and not info.device_model:
+        info.device_model = chip
+    dev = data.get("DeviceInfo")
+    if isinstance(dev, list) and dev and isinstance(dev[0], dict):
+        cores, mhz = _num(dev[0].get("ai_core_num")), _num(dev[0].get("aic_frequency"))
+        if cores and mhz and 0 < cores < 10_000 and 0 < mhz < 100_000:
+            info.device_compute = {"ai_core_num": int(cores), "aic_frequency_mhz": mhz,
+                                   "platform_version": str(data.get("platform_version", ""))}
+
+
+def _num(v) -> Optional[float]:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) else None

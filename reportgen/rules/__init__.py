@@ -21,6 +21,7 @@ from reportgen.rules import (
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
     slow_rank, stage_imbalance, stalls, step_interval, tail_single,
 )
+from reportgen.rules import expert_imbalance
 from reportgen import i18n
 from reportgen.i18n import lazy
 from reportgen.rules.base import SEVERITIES, Finding, Rule
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     communication_bound.RULE,
     comm_health.RULE,
     stage_imbalance.RULE,
+    expert_imbalance.RULE,
     pipeline_bubble.RULE,
     host_bound.RULE,
     memory_pressure.RULE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from typing import Optional
 
 from reportgen.i18n import N_, _, text
 
@@ -11,6 +12,7 @@ from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.site.idle_view import overview_idle
 from reportgen.site import finding_pages, highlights, resource_pages
+from reportgen.site.efficiency_view import efficiency_context
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
 from reportgen.fmt import compact_ranks, joined, share as fmt_share
@@ -34,6 +36,7 @@ class OverviewContext(PageContext):
     single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
     device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
     idle: list[dict] = field(default_factory=list)  # idle time by cause (site.idle_view.overview_idle)
+    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/efficiency_view.py)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -129,8 +132,19 @@ def _plan(inp: PlanInput) -> list[Page]:
         gaps=a.coverage.gaps if a.coverage else [],
         rank_links=[{"rank": r, "href": urls.rank_page(r), "slow": r in hl.slow_ranks} for r in run.rank_ids],
         idle=overview_idle(a),
+        efficiency=_efficiency(a),
     )
     return [Page(urls.INDEX, N_("Overview"), PAGE.partial, ctx, charts=[dataclasses.replace(c, step_data=None) for c in cluster_charts(inp)])]  # no step selector here
+
+
+def _efficiency(a: Analysis):
+    try:  # an optional section: an input nobody foresaw must not cost the overview
+        return efficiency_context(a)
+    except Exception as e:  # noqa: BLE001
+        import logging
+
+        logging.getLogger("msreport").warning("efficiency section skipped: %s: %s", type(e).__name__, e)
+        return None
 
 
 PAGE = PageKind("overview", urls.INDEX, N_("Overview"), "_overview.html", _plan)

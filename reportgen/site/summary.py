@@ -13,6 +13,7 @@ import pandas as pd
 
 from reportgen import __version__
 from reportgen.analysis import Analysis
+from reportgen.analysis.efficiency import summary_dict as efficiency_summary
 from reportgen.site.highlights import Highlights
 from reportgen.numbers import rounded
 
@@ -70,6 +71,10 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "flops": _flops(a),
             "operators": _operators(a),
             "idle": _idle(a),
+            # [issue 32] devices and peaks, MFU per rank / stage / step, GEMM headroom (docs/summary-json.md)
+            "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
+            # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
+            "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
         },
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],

@@ -1,0 +1,128 @@
+"""Expert-parallel balance (issue 32, item 3): per expert-parallel group, each rank's expert computation and
+all-to-all per step, the imbalance and what balancing would save.
+
+* **Groups.** A communication group that runs all-to-all collectives (Kineto `Collective name` all_to_all /
+  expert-parallel libraries' dispatch and combine kernels; Ascend `hcom_alltoall*` / AlltoAll(V) operators) is an
+  expert-parallel group; its members are the group's ranks as the profile lists them (Kineto pg_config, Ascend
+  parallel_group_info), else the ranks seen running its all-to-all. A group kept has expert computation on its
+  ranks or an expert-parallel name (expert / moe / ep): an all-to-all alone (DLRM's embeddings) is not one.
+* **Expert computation.** The device time of the grouped-GEMM kernels (tokens routed to the rank's experts):
+  `EXPERT_KERNEL_RE` on the operator names and types (torch_npu GroupedMatmul, PyTorch `_grouped_mm`, CUTLASS /
+  Transformer Engine / Megablocks grouped GEMMs, DeepGEMM m-grouped GEMMs, Triton fused-MoE kernels), per step (the
+  operators' totals over the steps read / their number).
+* **Imbalance.** Per group: mean and maximum of its ranks' expert time per step, peak-to-mean (max / mean), the hot
+  ranks (at least `hot_margin` above the mean) and the saving of a perfect balance: the group waits for its slowest
+  member at the next all-to-all, so balancing saves max - mean per step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from reportgen.model import Run
+
+EXPERT_KERNEL_RE = re.compile(r"grouped_?gemm|grouped_?mat_?mul|grouped_?mm\b|_grouped_mm|GroupGemm|fused_moe|"
+                              r"moe_?ffn|m_grouped", re.I)
+ALLTOALL_RE = re.compile(r"all_?to_?all|alltoallv?|a2a|dispatch|combine", re.I)
+EP_NAME_RE = re.compile(r"expert|moe|(?:^|[^a-z])ep(?:[^a-z]|$)", re.I)
+HOT_MARGIN = 0.1  # a hot rank computes at least this much more than its group's mean
+
+
+@dataclass
+class EpGroup:
+    group: str
+    name: str
+    ranks: list[int]
+    expert_ms: dict[int, float]  # rank -> expert computation per step (ms)
+    alltoall_ms: dict[int, float]  # rank -> all-to-all time per step (ms)
+    alltoall_mb: dict[int, float] = field(default_factory=dict)  # rank -> all-to-all MB per step, where recorded
+    mean_ms: Optional[float] = None
+    max_ms: Optional[float] = None
+    peak_to_mean: Optional[float] = None
+    hot_ranks: list[int] = field(default_factory=list)
+    saving_ms: Optional[float] = None  # max - mean per step
+
+    def to_dict(self) -> dict:
+        def num(v):
+            return None if v is None or not math.isfinite(v) else round(float(v), 4)
+        return {"group": self.group, "name": self.name, "ranks": self.ranks,
+                "expert_ms": {str(r): num(v) for r, v in sorted(self.expert_ms.items())},
+                "alltoall_ms": {str(r): num(v) for r, v in sorted(self.alltoall_ms.items())},
+                "alltoall_mb": {str(r): num(v) for r, v in sorted(self.alltoall_mb.items())},
+                "mean_ms": num(self.mean_ms), "max_ms": num(self.max_ms), "peak_to_mean": num(self.peak_to_mean),
+                "hot_ranks": self.hot_ranks, "saving_ms": num(self.saving_ms)}
+
+
+@dataclass
+class ExpertBalance:
+    groups: list[EpGroup]
+    kernels: list[str]  # the expert-computation operator names recognised (a few)
+
+    def to_dict(self) -> dict:
+        return {"groups": [g.to_dict() for g in self.groups], "expert_kernels": self.kernels[:12]}
+
+
+def _steps(data) -> int:
+    st = data.step_trace
+    return len(st.steps) if st is not None and st.steps is not None and len(st.steps) else 1
+
+
+def _expert_ms(data, seen: set) -> Optional[float]:
+    ops = data.operators
+    if ops is None or ops.detail is None or not len(ops.detail):
+        return None
+    d = ops.detail
+    d = d[~d["side"].isin(("communication", "hostcpu"))]
+    hit = d["name"].astype(str).str.contains(EXPERT_KERNEL_RE) | d["op_type"].astype(str).str.contains(EXPERT_KERNEL_RE)
+    if not hit.any():
+        return None
+    seen.update(d.loc[hit, "name"].astype(str).head(6))
+    return float(d.loc[hit, "total_ms"].sum()) / _steps(data)
+
+
+def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional[ExpertBalance]:
+    """None when no rank runs an all-to-all in a group (no expert parallelism seen)."""
+    a2a: dict[str, dict[int, tuple[float, float]]] = {}  # group -> rank -> (ms per step, MB per step)
+    for r in run.rank_ids:
+        c = run.ranks[r].communication
+        if c is None or c.ops is None or not len(c.ops):
+            continue
+        ops = c.ops[c.ops["step"].notna()]
+        hit = ops["op"].astype(str).str.contains(ALLTOALL_RE) | ops["kind"].astype(str).str.contains(ALLTOALL_RE)
+        ops = ops[hit]
+        if not len(ops):
+            continue
+        n = max(ops["step"].nunique(), 1)
+        mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
+        for g, part in ops.groupby(ops["group"].astype(str)):
+            mbv = float(mb.loc[part.index].sum()) / n if mb is not None and mb.loc[part.index].notna().any() \
+                else math.nan
+            a2a.setdefault(g, {})[r] = (float(part["communication_ms"].sum()) / n, mbv)
+    if not a2a:
+        return None
+    seen: set = set()
+    expert = {r: _expert_ms(run.ranks[r], seen) for r in run.rank_ids}
+    groups = []
+    for g, per in sorted(a2a.items()):
+        info = next((run.ranks[r].info.parallel_groups.get(g) for r in per
+                     if g in run.ranks[r].info.parallel_groups), None) or {}
+        members = [int(x) for x in info.get("global_ranks") or [] if int(x) in run.ranks] or sorted(per)
+        eg = EpGroup(g, str(info.get("group_name") or g), members,
+                     {r: expert[r] for r in members if expert.get(r) is not None},
+                     {r: per[r][0] for r in members if r in per},
+                     {r: per[r][1] for r in members if r in per and math.isfinite(per[r][1])})
+        if not eg.expert_ms and not EP_NAME_RE.search(eg.name):
+            continue  # all-to-all without expert computation nor an expert-parallel name (DLRM embeddings...)
+        vals = list(eg.expert_ms.values())
+        if len(vals) >= 2:
+            eg.mean_ms = sum(vals) / len(vals)
+            eg.max_ms = max(vals)
+            if eg.mean_ms > 0:
+                eg.peak_to_mean = eg.max_ms / eg.mean_ms
+                eg.hot_ranks = sorted(r for r, v in eg.expert_ms.items() if v >= eg.mean_ms * (1 + hot_margin))
+            eg.saving_ms = eg.max_ms - eg.mean_ms
+        groups.append(eg)
+    return ExpertBalance(groups, sorted(seen)) if groups else None
