@@ -239,6 +239,7 @@ def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
 # --- messages a newcomer reads (issue 34) -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # mounts a read-only tmpfs, several builds: CI's slow stage (issue 31: the default suite within 8 min)
 def test_unwritable_output_names_the_given_path_and_the_reason(tmp_path, synth_8):
     """Before: `-o /proc/x` said "cannot write to /proc: No such file or directory", `-o ro` on a read-only mount
     point "cannot write to .". Now the path the user gave, and why in words."""

@@ -97,6 +97,7 @@ def test_every_link_of_the_example_site_lands(example_site):
     assert n > 500  # chart data links included
 
 
+@pytest.mark.slow  # builds the example again as a single file: CI's slow stage (issue 31: the default suite within 8 min)
 def test_every_link_of_the_example_single_file_lands(tmp_path):
     out = tmp_path / "one.html"
     assert main(["--example", "--single-file", "-o", str(out), "-q"]) == 0
@@ -117,6 +118,7 @@ def test_chart_links_are_resolved_from_the_page_that_embeds_them(example_site):
     assert hrefs and not any("cluster/cluster" in h or h.startswith("cluster/") for h in hrefs), hrefs[:5]
 
 
+@pytest.mark.slow  # a 32-rank pipeline build and every link: CI's slow stage (issue 31: the default suite within 8 min)
 def test_every_link_lands_on_a_mindinsight_pipeline_run(mindinsight_run, tmp_path):
     assert main([str(mindinsight_run), "-o", str(tmp_path / "site"), "-q"]) == 0
     check_site(tmp_path / "site")

@@ -136,6 +136,7 @@ def test_an_output_folder_that_cannot_be_renamed_is_written_into(tmp_path, run4,
     assert not [p for p in out.iterdir() if p.name.startswith(".msreport.")]
 
 
+@pytest.mark.slow  # a bind mount and a full build: CI's slow stage (issue 31: the default suite within 8 min)
 def test_a_bind_mount_as_output(tmp_path, run4):
     src, mnt = tmp_path / "vol", tmp_path / "mnt"
     src.mkdir()
@@ -234,6 +235,7 @@ def test_a_report_left_aside_by_a_kill_is_put_back(tmp_path, run4):
     assert (out / "index.html").is_file() and not aside.exists()
 
 
+@pytest.mark.slow  # kills builds at random points: CI's slow stage (issue 31: the default suite within 8 min)
 def test_kill_9_during_writing_leaves_the_report_and_no_orphans(tmp_path):
     """Before: 4 of 13 kills left a .NAME.tmp-* folder behind for ever. Each kill here lands while the report is
     being written (its staging folder exists), at a different point of the writing."""
@@ -259,6 +261,7 @@ def test_kill_9_during_writing_leaves_the_report_and_no_orphans(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "run"]
 
 
+@pytest.mark.slow  # 50,000 files: CI's slow stage (issue 31: the default suite within 8 min)
 def test_fifty_thousand_tiny_files_and_a_sparse_two_gigabyte_file_end_to_end(tmp_path):
     """The whole command on a run folder holding 50,000 tiny files and a 2 GB sparse trace: bounded time and
     memory (peak RSS of the process), exit 0, both named in data quality, the ranks still reported."""

@@ -277,6 +277,7 @@ def test_process_pool_equals_one_process(small_run, tmp_path, monkeypatch):
     assert any(q["file"].endswith("communication.json") for q in one.summary["data_quality"])
 
 
+@pytest.mark.slow  # starts a Dask LocalCluster: CI's slow stage (issue 31: the default suite within 8 min)
 def test_dask_local_cluster_equals_local_build(small_run, tmp_path):
     distributed = pytest.importorskip("distributed")
     local = build_report(small_run, tmp_path / "local", jobs=1)
@@ -313,6 +314,7 @@ def test_scheduler_value_checked(small_run, tmp_path):
     assert p.returncode == 2 and "tcp://HOST:8786" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # waits for a Dask connection timeout: CI's slow stage (issue 31: the default suite within 8 min)
 def test_scheduler_unreachable_is_a_user_error(small_run, tmp_path):
     pytest.importorskip("distributed")
     p = _cli([str(small_run), "-o", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9", "-q"])

@@ -239,6 +239,7 @@ def test_db_and_kineto_string_fields_reach_pages_as_text(poisoned, layout, field
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # every page of every poisoned layout in Chromium (~25 s idle): CI's slow stage (issue 31: the default suite within 8 min)
 def test_nothing_executes_nothing_is_fetched(poisoned):
     pw = pytest.importorskip("playwright.sync_api")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -137,6 +137,7 @@ def test_rank_pages_written_in_parallel_are_identical(synth_8, tmp_path, monkeyp
     assert seen[-1] == (len(plan.pages), len(plan.pages))
 
 
+@pytest.mark.slow  # a large single file: CI's slow stage (issue 31: the default suite within 8 min)
 def test_single_file_keeps_the_flagged_ranks_pages(tmp_path):
     from reportgen.cli import main
 
