@@ -187,3 +187,32 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
         return None
     saved_ring, ops = found
     return exposed_saving(steps, ops["rank"].dropna().unique(), saved_ring, basis)
+
+
+COMPUTE = ("computing", "fp_and_bp")  # the step trace's computation column, by kind
+
+
+def compute_share_saving(steps, share: float, basis) -> Optional[Impact]:
+    """Saving when `share` of every rank's computation went away (operators that are pure overhead everywhere):
+    that share of the median computation per step; None without a computation column."""
+    ps = getattr(steps, "per_step", None)
+    col = next((c for c in COMPUTE if ps is not None and c in ps.columns), None)
+    if col is None or share is None or not math.isfinite(share):
+        return None
+    comp = _wide(ps, col).median(axis=0)
+    if comp.empty:
+        return None
+    return saved_by_ms(float(comp.mean()) * max(0.0, share), steps, basis)
+
+
+def compute_saving(steps, ranks: Iterable[int], cap_ms: float, basis) -> Optional[Impact]:
+    """Saving when these ranks' computation lost `cap_ms` per step of excess (an operator type slower on them than on
+    their peers): their computation set to the peers' median (`replace_excess`), at most `cap_ms` per step."""
+    col = next((c for c in COMPUTE if getattr(steps, "per_step", None) is not None
+                and c in steps.per_step.columns), None)
+    if col is None:
+        return None
+    imp = replace_excess(steps, col, list(ranks), None, basis)
+    if imp is None or not math.isfinite(cap_ms):
+        return imp
+    return saved_by_ms(min(imp.step_ms, max(0.0, cap_ms)), steps, basis)

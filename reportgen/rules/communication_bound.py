@@ -271,7 +271,11 @@ def _tail(ctx: Context) -> list[Finding]:
                 advice=lazy(ADVICE_DP),
                 why=lazy("In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
                     "no slow rank causes it: the AllReduce itself is exposed."),
-                page=urls.page(urls.STEP_TRACE), evidence={"tail_share": share, "median_tail_ms": med_tail,
+                page=urls.page(urls.STEP_TRACE),
+                # the severity policy: what hiding the exposed AllReduce saves (an upper bound)
+                impact=(lambda i: i.to_dict() if i else None)(saved_by_ms(med_tail, st, lazy(N_(
+                    "every rank's tail (the exposed gradient AllReduce) hidden behind computation: an upper bound")))),
+                evidence={"tail_share": share, "median_tail_ms": med_tail,
                                                           "median_step_ms": med_total, "tail_spread": spread}))
     return out
 

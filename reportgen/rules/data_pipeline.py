@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.analysis.impact import replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
+from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
 
 @dataclass(frozen=True)
@@ -119,13 +121,34 @@ def check(ctx: Context) -> list[Finding]:
             qq = res.queues[r]
             rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
-        out.append(Finding(
+        imp = _impact(a, costly, known)
+        out.append(policy.judged(Finding(
             id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
+            impact=imp.to_dict() if imp else None,
             advice=advice, why=lazy("A device waiting for input computes nothing; the step interval grows by the wait."),
             page=urls.rank(worst, "data"), ranks=ranks, evidence=ev,
             table={"columns": [N_("Rank"), N_("Host queue empty (steps)"), N_("Chip queue empty (batches)"), N_("Step interval")],
-                   "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}))
+                   "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}), ctx.p))
     return out
+
+
+IMPACT_BASIS = N_("{ranks}: step interval set to the other ranks' median in every step; the others' waits shrink "
+                  "by as much")
+IMPACT_ALL = N_("the data ready when the step starts (the step interval of the ranks whose queue runs dry saved): an "
+                "upper bound")
+
+
+def _impact(a, costly: list[int], known: list[int]):
+    """The saving of feeding the dry ranks as fast as the others (their step interval at the other ranks' median);
+    every rank dry: the interval itself (an upper bound). None without a step interval (the queue alone says
+    nothing about the time lost)."""
+    dry = [r for r in costly if r in known]
+    if not dry:
+        return None
+    if len(dry) < len(a.run.rank_ids):
+        return replace_excess(a.steps, "iteration_interval", dry, None, lazy(IMPACT_BASIS, ranks=ranks_msg(dry, capital=True)))
+    ii = a.steps.average["iteration_interval"].dropna()
+    return saved_by_ms(float(ii.median()), a.steps, lazy(IMPACT_ALL))
 
 
 RULE = Rule(
@@ -135,9 +158,10 @@ MindInsight's queue reading for every rank with MindData queue files: the host q
 `host_empty_rate` of the steps → data processing; otherwise the chip-side (GetNext) queue ever empty → data
 transmission. The bottleneck dataset operator follows MindInsight's pipeline rule (input queues ≥ 0.8, output
 queue < 0.6; all queues low → the source operators) with the seed's "input full, output empty" fallback, and gets
-MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
-`min_share` of its step, or when no step interval is recorded; information otherwise (the queue runs dry but the
-step barely waits)."""),
+MindInsight's per-operator advice. Judged by the severity policy when the rank's step interval is at least
+`min_interval_ms` and `min_share` of its step; information otherwise (the queue runs dry but the step barely
+waits), and without a step interval (no saving can be estimated). The saving sets the dry ranks' step interval to
+the other ranks' median (every rank dry: the interval itself, an upper bound)."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
            "MinddataPipelineProposer"))

@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from reportgen import urls
+from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
@@ -55,8 +56,12 @@ def check(ctx: Context) -> list[Finding]:
     if st.kind is None:
         sev = "info"
     ranks = sorted(int(r) for r in share.index[share >= ctx.t.info_rate])
+    # the severity policy: the saving is the median free time were the host to keep up (an upper bound)
+    imp = (saved_by_ms(float(st.average["free"].median()), st, lazy(N_("the median free time, were the host to keep "
+                                                                       "the device busy: an upper bound")))
+           if st.kind == "modern" else None)
     return [Finding(
-        id="host-bound.free", category="host_bound", severity=sev,
+        id="host-bound.free", category="host_bound", severity=sev, impact=imp.to_dict() if imp else None,
         title=lazy("The device is idle (free) for {share} of the step (median over {n} ranks)", share=fmt_pct(med),
                    n=len(share)),
         advice=lazy(ADVICE), why=lazy("Free time is neither computation nor communication: the device has nothing to run."),

@@ -11,15 +11,17 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, _, lazy
+from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
     info_rate: float = th(0.1, N_('Σ receive-only (bubble) / Σ step over all ranks from which it is reported as '
                                "information (MindInsight's 10 %)"))
-    warning_rate: float = th(0.2, N_('from which it is a warning'))
-    critical_rate: float = th(0.4, N_('from which it is critical'))
+    warning_rate: float = th(0.2, N_('from which it is judged by the severity policy on its saving (below it: '
+                                     'information)'))
 
 
 ADVICE = N_("""\
@@ -43,7 +45,7 @@ def check(ctx: Context) -> list[Finding]:
     rate = float(rate)
     if rate < ctx.t.info_rate:
         return []
-    sev = "critical" if rate >= ctx.t.critical_rate else "warning" if rate >= ctx.t.warning_rate else "info"
+    sev = "warning" if rate >= ctx.t.warning_rate else "info"  # the policy decides from the saving
     per_stage = []
     for s in ov.stage_summary:
         share = s["wait_ms"] / s["step_ms"] if s["step_ms"] and not math.isnan(s["wait_ms"]) else math.nan
@@ -53,7 +55,12 @@ def check(ctx: Context) -> list[Finding]:
     worst = max(known, key=lambda x: x[2]) if known else None
     col = "bubble" if ov.view == "modern" else "receive_alone"
     label = "Bubble" if ov.view == "modern" else "Pure receive"
-    return [Finding(
+    # What more micro-batches or an interleaved schedule can save: the bubble every stage has, the slowest one
+    # included (fill and drain). The rest of a stage's bubble is waiting for a slower stage: the stage-imbalance
+    # finding's saving, not this one's.
+    waits = [s["wait_ms"] for s in ov.stage_summary if not math.isnan(s["wait_ms"])]
+    imp = saved_by_ms(min(waits), a.steps, lazy(IMPACT_BASIS)) if waits else None
+    return [policy.judged(Finding(
         id="pipeline-bubble.between-stage", category="pipeline_bubble", severity=sev,
         title=(lazy("Waiting for other stages (receive only) takes {rate} of the step over all ranks; most in stage "
                     "{stage} ({share} of its step)", rate=fmt_pct(rate), stage=worst[0], share=fmt_pct(worst[2]))
@@ -62,8 +69,8 @@ def check(ctx: Context) -> list[Finding]:
                     rate=fmt_pct(rate))),
         advice=lazy(ADVICE), why=lazy("During the bubble the device computes nothing: it is idle time multiplied by every rank "
                            "of the waiting stage."),
-        page=urls.OVERLAP_STAGES, stages=waiting,
-        evidence={"rate": rate, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
+        page=urls.OVERLAP_STAGES, stages=waiting, impact=imp.to_dict() if imp else None,
+        evidence={"rate": rate, "common_bubble_ms": min(waits) if waits else math.nan, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
                   "threshold_info": ctx.t.info_rate, "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
         table={"columns": [N_("Stage"), N_("Bubble per step (ms)") if ov.view == "modern" else
@@ -72,15 +79,22 @@ def check(ctx: Context) -> list[Finding]:
                # the per-stage shares, then the rate of the title (all ranks together), so both numbers are seen
                "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
                        + [[N_("all ranks (the title's rate)"), None, fmt_pct(rate)]],
-               "links": [None] * (len(per_stage) + 1)})]
+               "links": [None] * (len(per_stage) + 1)}), ctx.p)]
+
+
+IMPACT_BASIS = N_("the bubble every stage has, the slowest stage included (fill and drain), removed by more "
+                  "micro-batches or an interleaved schedule: an upper bound; the rest is waiting for a slower stage "
+                  "(the stage-imbalance finding)")
 
 
 RULE = Rule(
     id="pipeline-bubble", category="pipeline_bubble", title=N_("Pipeline bubble (waiting for other stages)"),
     description=N_("""\
 MindInsight ParallelProposer's between-stage rate: Σ pure receive / Σ (computation + pure communication) over all
-ranks (Ascend layout: Σ Bubble / Σ step). Severity: information from `info_rate` (MindInsight's 10 %), warning
-from `warning_rate`, critical from `critical_rate`. The stages listed are those whose own receive share reaches
+ranks (Ascend layout: Σ Bubble / Σ step). Reported from `info_rate` (MindInsight's 10 %); from `warning_rate`
+it is judged by the severity policy on its saving: the bubble that every stage has, the slowest one included (fill
+and drain, what more micro-batches or an interleaved schedule remove). The rest of a stage's bubble is waiting for a
+slower stage and is the stage-imbalance finding's saving. The stages listed are those whose own receive share reaches
 `info_rate`."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, pipeline parallel step 3; MindInsight ParallelProposer pipeline_parallel_between_stage"))

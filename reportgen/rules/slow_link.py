@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.analysis.impact import link_saving
+from reportgen.analysis.impact import exposed_saving, link_saving
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
@@ -42,6 +42,18 @@ runs at the speed of its slowest hop).
 
 IMPACT_BASIS = N_("links {links} ({transport}) moving their data at the {median} GB/s median of their transport; "
                    "every operator using them lasts as long as its slowest link")
+IMPACT_BASIS_LINKS = N_("{basis} (from the links' time per step: the operators' records are not available)")
+
+
+def _lost_per_rank(slow) -> float:
+    """The most time any one rank loses on the slow links per step (its links' lost time summed)."""
+    per = {}
+    for s, d, lost in zip(slow["src"], slow["dst"], slow["lost_ms"]):
+        for r in (int(s), int(d)):
+            per[r] = per.get(r, 0.0) + max(0.0, float(lost))
+    return max(per.values(), default=0.0)
+
+
 TITLE_ONE = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {median} GB/s median of "
                "{n_compared} {transport} links")
 TITLE_MANY = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
@@ -127,9 +139,12 @@ def check(ctx: Context) -> list[Finding]:
         links = [f"{int(s)}-{int(d)}" for s, d in zip(slow["src"], slow["dst"])]
         n = len(links)
         place = common_place(a, links)
-        imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med},
-                          lazy(IMPACT_BASIS, links=", ".join(links[:8]) + (" …" if n > 8 else ""),
-                                              transport=transport, median=f"{med:.2f}"))
+        basis = lazy(IMPACT_BASIS, links=", ".join(links[:8]) + (" …" if n > 8 else ""), transport=transport,
+                     median=f"{med:.2f}")
+        imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med}, basis)
+        if imp is None:  # no per-operator records: the links' lost time itself (per rank, the most delayed one)
+            imp = exposed_saving(a.steps, sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
+                                 _lost_per_rank(slow), lazy(IMPACT_BASIS_LINKS, basis=basis))
         title = lazy((TITLE_ONE_REF if n == 1 else TITLE_MANY_REF) if by_ref else (TITLE_ONE if n == 1 else TITLE_MANY),
                      subject=place_msg(place), n=n, links=", ".join(links[:4])
                      + (" …" if n > 4 else ""), transport=str(transport), bw=f"{float(w['bandwidth_gbps']):.2f}",

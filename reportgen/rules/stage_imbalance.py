@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.analysis.impact import saved_by_ms
+from reportgen.analysis.impact import Impact, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
@@ -103,8 +103,13 @@ def _impact(a, worst: dict, excess: float, n: int) -> dict | None:
     data, the averaged excess."""
     saved = _rebalanced(a)
     balanced = worst["compute_ms"] - excess
-    imp = saved_by_ms(max(0.0, excess if saved is None else saved), a.steps,
-                      lazy(IMPACT_BASIS, stage=worst["stage"], n=n, balanced=fmt_ms(balanced)))
+    basis = lazy(IMPACT_BASIS, stage=worst["stage"], n=n, balanced=fmt_ms(balanced))
+    ms = max(0.0, excess if saved is None else saved)
+    imp = saved_by_ms(ms, a.steps, basis)
+    if imp is None:  # no step trace (MindInsight overlap files only): the stages' own step time
+        steps = [s["step_ms"] for s in a.overlap.stage_summary if s["step_ms"] and not math.isnan(s["step_ms"])]
+        step = sum(steps) / len(steps) if steps else math.nan
+        imp = Impact(ms, ms / step, basis) if step and not math.isnan(step) else None
     return imp.to_dict() if imp else None
 
 
