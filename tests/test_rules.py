@@ -335,10 +335,10 @@ def test_fail_on_exit_codes(tmp_path, capsys):
     assert main([str(bad), "-o", str(tmp_path / "r2"), "-q", "--fail-on", "warning"]) == 3
     assert (tmp_path / "r2" / "index.html").exists()  # the report is written anyway
     assert main([str(bad), "-o", str(tmp_path / "r3"), "-q", "--fail-on", "critical"]) == 3
-    assert main([str(bad), "-o", str(tmp_path / "r4"), "-q", "--set", "slow-rank.critical_share=0.9",
+    assert main([str(bad), "-o", str(tmp_path / "r4"), "-q", "--set", "severity.critical_share=0.9",
                  "--fail-on", "critical"]) == 0
     thr = json.loads((tmp_path / "r4" / "summary.json").read_text())["run"]["thresholds"]
-    assert thr["slow-rank"]["critical_share"] == 0.9
+    assert thr["severity"]["critical_share"] == 0.9
 
 
 def test_bad_thresholds_are_a_usage_error(tmp_path, capsys):

@@ -122,7 +122,16 @@ def check(ctx: Context) -> list[Finding]:
             rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
         imp = _impact(a, costly, known)
-        out.append(policy.judged(Finding(
+        # the policy's fault floor: a dry rank waiting for data several times as long as the other ranks
+        fault = None
+        if ii is not None and len(ii.dropna()) > len(ranks):
+            peers = float(ii.drop(index=[r for r in ranks if r in ii.index]).median())
+            waits = [(float(ii[r]), r) for r in costly if r in known]
+            if waits and peers >= 0:
+                w, _r = max(waits)
+                if w >= ctx.p.phase_fault * peers and w - peers >= ctx.p.fault_min_ms:
+                    fault = policy.fault("phase", w / peers if peers > 0 else math.inf, ctx.p.phase_fault, w - peers)
+        out.append(policy.judged(Finding(fault=fault,
             id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
             impact=imp.to_dict() if imp else None,
             advice=advice, why=lazy("A device waiting for input computes nothing; the step interval grows by the wait."),

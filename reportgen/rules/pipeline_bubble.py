@@ -58,8 +58,8 @@ def check(ctx: Context) -> list[Finding]:
     # What more micro-batches or an interleaved schedule can save: the bubble every stage has, the slowest one
     # included (fill and drain). The rest of a stage's bubble is waiting for a slower stage: the stage-imbalance
     # finding's saving, not this one's.
-    waits = [s["wait_ms"] for s in ov.stage_summary if not math.isnan(s["wait_ms"])]
-    imp = saved_by_ms(min(waits), a.steps, lazy(IMPACT_BASIS)) if waits else None
+    common = _common_bubble(a)
+    imp = saved_by_ms(common, a.steps, lazy(IMPACT_BASIS)) if common is not None else None
     return [policy.judged(Finding(
         id="pipeline-bubble.between-stage", category="pipeline_bubble", severity=sev,
         title=(lazy("Waiting for other stages (receive only) takes {rate} of the step over all ranks; most in stage "
@@ -70,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
         advice=lazy(ADVICE), why=lazy("During the bubble the device computes nothing: it is idle time multiplied by every rank "
                            "of the waiting stage."),
         page=urls.OVERLAP_STAGES, stages=waiting, impact=imp.to_dict() if imp else None,
-        evidence={"rate": rate, "common_bubble_ms": min(waits) if waits else math.nan, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
+        evidence={"rate": rate, "common_bubble_ms": common if common is not None else math.nan, "mindinsight_key": "pipeline_parallel_between_stage", "column": col,
                   "threshold_info": ctx.t.info_rate, "definition": ov.rates.get("definition", ""),
                   "per_stage_share": {str(s): sh for s, _, sh in per_stage}},
         table={"columns": [N_("Stage"), N_("Bubble per step (ms)") if ov.view == "modern" else
@@ -80,6 +80,26 @@ def check(ctx: Context) -> list[Finding]:
                "rows": [[s, round(w, 4) if not math.isnan(w) else None, fmt_pct(sh)] for s, w, sh in per_stage]
                        + [[N_("all ranks (the title's rate)"), None, fmt_pct(rate)]],
                "links": [None] * (len(per_stage) + 1)}), ctx.p)]
+
+
+def _common_bubble(a):
+    """Per step, the bubble of the stage that waits least (each stage's mean over its ranks), averaged over the
+    steps: the fill and drain every stage has; the rest is waiting for the step's slowest stage (which stage that is
+    may change from step to step, e.g. a stall). From the stages' averages when there is no per-step data."""
+    ov = a.overlap
+    col = ov.wait_col
+    ps = ov.per_step
+    stage_of = {r: s.index for s in ov.stages for r in s.ranks}
+    if ps is not None and len(ps) and col in ps.columns and stage_of:
+        f = ps[["rank", "step", col]].dropna(subset=[col]).copy()
+        f["step"] = f["step"].fillna(-1)
+        f["stage"] = f["rank"].map(stage_of)
+        f = f.dropna(subset=["stage"])
+        if f["stage"].nunique() >= 2:
+            per = f.groupby(["step", "stage"])[col].mean().groupby(level="step").min()
+            return float(per.mean()) if len(per) else None
+    waits = [s["wait_ms"] for s in ov.stage_summary if not math.isnan(s["wait_ms"])]
+    return min(waits) if waits else None
 
 
 IMPACT_BASIS = N_("the bubble every stage has, the slowest stage included (fill and drain), removed by more "
