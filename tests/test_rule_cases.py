@@ -437,10 +437,11 @@ PIPELINE_BUBBLE = [
          [fire("pipeline-bubble.between-stage", I, {"rate": 0.25, "per_stage_share": {"0": 0.5, "1": 0.0},
                                                     "common_bubble_ms": 0.0}, stages=[0])]),
     # every stage waits 30 ms of a 130 ms step (fill and drain): rate 0.23 >= warning_rate; saving 30 / 130 = 23 %
-    # of the step >= critical_share 0.2
+    # of the step >= the policy's critical_share 0.2, but the rule's ceiling (rate < critical_rate 0.4) keeps it a
+    # warning
     Case("fill and drain on every stage: 23 % of the step",
          dict(stages=TWO_STAGES, steps=modern([100] * 4, 30, bubble=[30] * 4)),
-         [fire("pipeline-bubble.between-stage", C, {"rate": 30 / 130, "common_bubble_ms": 30.0}, stages=[0, 1])]),
+         [fire("pipeline-bubble.between-stage", W, {"rate": 30 / 130, "common_bubble_ms": 30.0}, stages=[0, 1])]),
     # MindInsight: Σ pure receive / Σ (computation + pure communication) = (75 + 75) / (4 x 150) = 0.25
     Case("MindInsight pipeline: stage 0 receives half its step",
          dict(stages=TWO_STAGES, overlap={"computation": [75, 75, 140, 140], "communication_alone": [75, 75, 10, 10],

@@ -83,7 +83,7 @@ def check(ctx: Context) -> list[Finding]:
                     costly.append(r)
             else:
                 costly.append(r)  # no step interval to weigh it with: the dry queue is the evidence
-        sev = "warning" if costly else "info"
+        sev = "critical" if costly else "info"  # the policy decides from the saving
         worst = max(ranks, key=lambda r: (r in costly, rates.get(r, 0)))
         q = res.queues[worst]
         ids, kind = res.bottlenecks.get(worst, ([], ""))

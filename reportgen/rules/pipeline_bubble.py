@@ -22,6 +22,7 @@ class Thresholds:
                                "information (MindInsight's 10 %)"))
     warning_rate: float = th(0.2, N_('from which it is judged by the severity policy on its saving (below it: '
                                      'information)'))
+    critical_rate: float = th(0.4, N_('from which it may be critical'))
 
 
 ADVICE = N_("""\
@@ -45,7 +46,8 @@ def check(ctx: Context) -> list[Finding]:
     rate = float(rate)
     if rate < ctx.t.info_rate:
         return []
-    sev = "warning" if rate >= ctx.t.warning_rate else "info"  # the policy decides from the saving
+    # a ceiling: the policy decides from the saving
+    sev = "critical" if rate >= ctx.t.critical_rate else "warning" if rate >= ctx.t.warning_rate else "info"
     per_stage = []
     for s in ov.stage_summary:
         share = s["wait_ms"] / s["step_ms"] if s["step_ms"] and not math.isnan(s["wait_ms"]) else math.nan

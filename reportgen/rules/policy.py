@@ -9,8 +9,9 @@ A finding's severity follows what fixing it saves per step (`Finding.impact`, `r
   is at least a warning even when today's saving is small, because it becomes the bottleneck once the current one
   is fixed. Such a finding states both numbers: today's saving (`impact.step_ms`) and what it costs once the rest is
   fixed (`impact.fault.once_rest_fixed_ms`);
-* the rule's own "information" is a ceiling: readings of a reference tool, one recorded step (persistence unknown),
-  one-off stalls and the like are shown, not judged;
+* the rule's own severity is a ceiling: "information" for what is shown, not judged (readings of a reference
+  tool, one recorded step, one-off stalls), "warning" where the saving is an upper bound (the whole phase gone) or
+  the rule's own measure stops there; "critical" leaves it to the saving;
 * findings about the data rather than the time (`CONSEQUENCE` categories: data quality, memory pressure) are judged
   by their consequence by their rule (a missing or damaged file that changes a rank's numbers, a device about to run
   out of memory) and carry no saving.
@@ -94,7 +95,9 @@ def decide(f, p: Policy = POLICY) -> str:
     sev = by_saving(imp.get("step_share"), p)
     if getattr(f, "fault", None) and ORDER[sev] > ORDER["warning"]:
         sev = "warning"
-    return sev
+    # the rule's proposal is a ceiling: a rule whose saving is an upper bound (the whole phase gone) or whose own
+    # measure says so proposes a warning at most; "critical" leaves it to the saving
+    return max(sev, f.severity, key=ORDER.__getitem__)
 
 
 def apply(f, p: Policy = POLICY) -> None:

@@ -23,6 +23,8 @@ class Thresholds:
     z: float = th(3.5, N_('and more than this many robust standard deviations below that median'))
     min_size_mb: float = th(1.0, N_('links that moved less than this per step are latency-bound and not compared'))
     min_peers: float = th(3.0, N_('links of the same transport needed for a median'))
+    critical_share: float = th(0.2, N_('lost time per step (fraction of the step) from which the finding may be '
+                                       'critical (the severity policy decides from the saving)'))
     rdma_gbps: float = th(12.5, N_('reference bandwidth of an RDMA link (GB/s): a link below (1 − min_drop) × it is '
                                 'slow even when every link of its transport is (msprof-analyze / MindStudio Insight)'))
     hccs_gbps: float = th(18.0, N_('reference bandwidth of an HCCS link (GB/s)'))
@@ -153,7 +155,8 @@ def check(ctx: Context) -> list[Finding]:
                  round(float(r.bandwidth_gbps), 4), fmt_pct(float(r.bandwidth_gbps) / med, 0),
                  round(float(r.lost_ms), 4)] for r in slow.head(50).itertuples()]
         findings.append(Finding(
-            id="slow-link.bandwidth", category="slow_link", severity="warning", title=title, advice=lazy(ADVICE),
+            id="slow-link.bandwidth", category="slow_link",
+            severity="critical" if math.isnan(lost_share) or lost_share >= ctx.t.critical_share else "warning", title=title, advice=lazy(ADVICE),
             why=(lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
                       "would need ({share} of the step); counting only what computation does not hide and what "
                       "delays the step's last rank, fixing it saves about {saving} per step.",

@@ -31,6 +31,8 @@ class Thresholds:
     persistence: float = th(0.5, N_('fraction of its steps in which the rank must stand out'))
     min_steps: float = th(2.0, N_('steps a rank needs for a warning; with fewer, persistence is unknown and the '
                                'finding is information'))
+    critical_share: float = th(0.2, N_('excess per step (as a fraction of the step) from which the finding may be '
+                                       'critical (the severity policy decides from the saving)'))
 
 
 WHY = N_("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
@@ -275,7 +277,8 @@ def check(ctx: Context) -> list[Finding]:
             title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
                          subject=host_msg(a, hosts) if hosts else ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,
                          out=worst.steps_out, total=worst.steps_total)
-            severity = "warning"  # the policy decides from the saving and the fault floor
+            # a ceiling: the policy decides from the saving and the fault floor
+            severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
             times = [s.value_ms / s.median_ms for s in found if s.median_ms > 0]
             fault = (policy.fault("phase", max(times), ctx.p.phase_fault, max(s.excess_ms for s in found))
                      if phase in FAULT_PHASES and times and max(times) >= ctx.p.phase_fault

@@ -19,6 +19,8 @@ from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 @dataclass(frozen=True)
 class Thresholds:
     min_rel: float = th(0.1, N_('the slowest stage computes at least this fraction more than the mean of stages'))
+    critical_share: float = th(0.25, N_('excess (fraction of the step) from which the finding may be critical (the '
+                                        'severity policy decides from the saving)'))
     flops_rel: float = th(0.2, N_("stage FLOPs more than this fraction above the mean of stages (MindInsight's "
                                'pipeline_parallel_flops)'))
 
@@ -64,7 +66,8 @@ def check(ctx: Context) -> list[Finding]:
                                      "value_mflops": round(top["flops_m"], 4),
                                      "percent": round(top["vs_mean"] * 100, 2)}
             out.append(policy.judged(Finding(
-                id="stage-imbalance.compute", category="stage_imbalance", severity="warning", fault=fault,
+                id="stage-imbalance.compute", category="stage_imbalance", fault=fault,
+                severity="critical" if math.isnan(share) or share >= ctx.t.critical_share else "warning",
                 title=lazy("{main}{flops}", main=lazy(
                     "Stage {stage} computes {rel} more than the mean of stages ({value} vs {mean} per step)",
                     stage=worst["stage"], rel=fmt_pct(rel, 0), value=fmt_ms(worst["compute_ms"]), mean=fmt_ms(mean)),

@@ -21,6 +21,7 @@ class Thresholds:
                              'StepTraceProposer, 0.5 ms)'))
     warning_share: float = th(0.05, N_('and the fraction of the step from which it is judged by the severity policy '
                                        '(below it: information)'))
+    critical_share: float = th(0.25, N_('fraction of the step from which it may be critical'))
 
 
 ADVICE = N_("""\
@@ -44,7 +45,9 @@ def check(ctx: Context) -> list[Finding]:
     if med < ctx.t.info_ms:
         return []
     share = med / total if total else 0.0
-    sev = "warning" if share >= ctx.t.warning_share else "info"  # the policy decides from the saving
+    # a ceiling: the policy decides from the saving
+    sev = ("critical" if share >= ctx.t.critical_share else "warning" if share >= ctx.t.warning_share
+           else "info")
     ii = st.average["iteration_interval"].dropna()
     ranks = sorted(int(r) for r in ii.index[ii >= ctx.t.info_ms])
     verdicts = {}
