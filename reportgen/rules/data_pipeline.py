@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.analysis.impact import replace_excess, saved_by_ms
+from reportgen.analysis.impact import Impact, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
@@ -122,6 +122,8 @@ def check(ctx: Context) -> list[Finding]:
             rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
         imp = _impact(a, costly, known)
+        if imp is not None and sev == "critical" and not [r for r in costly if r in known]:
+            sev = "warning"  # an upper bound (the iterator's whole wait) proposes a warning at most
         # the policy's fault floor: a dry rank waiting for data several times as long as the other ranks
         fault = None
         if ii is not None and len(ii.dropna()) > len(ranks):
@@ -147,13 +149,42 @@ IMPACT_ALL = N_("the data ready when the step starts (the step interval of the r
                 "upper bound")
 
 
+IMPACT_GET = N_("{ranks}: the wait for each batch (the dataset iterator's get time, {ms} per step on average) saved: "
+               "an upper bound")
+
+
+def _wait_impact(a, ranks: list[int]):
+    """Without a step interval (feed mode without a step trace): the dataset iterator's mean get time per step of
+    the dry rank that waits longest, against the step time (the step trace's, else the device timeline's span per
+    step). None when the files hold neither."""
+    best = None
+    for r in ranks:
+        dp = a.run.ranks[r].dataprep if r in a.run.ranks else None
+        h = getattr(dp, "host_times", None)
+        if dp is None or dp.mode != "feed" or h is None or not len(h) or "get_ms" not in h.columns:
+            continue
+        get = float(h["get_ms"].dropna().mean()) if h["get_ms"].notna().any() else math.nan
+        tl = a.run.ranks[r].timeline
+        step = (tl.span_ms / len(h)) if tl is not None and tl.span_ms else math.nan
+        if not math.isnan(get) and (best is None or get > best[0]):
+            best = (get, step, r)
+    if best is None:
+        return None
+    get, step, r = best
+    basis = lazy(IMPACT_GET, ranks=ranks_msg([r], capital=True), ms=fmt_ms(get))
+    imp = saved_by_ms(get, a.steps, basis)
+    if imp is None and step and not math.isnan(step):
+        imp = Impact(get, get / step, basis)
+    return imp
+
+
 def _impact(a, costly: list[int], known: list[int]):
     """The saving of feeding the dry ranks as fast as the others (their step interval at the other ranks' median);
     every rank dry: the interval itself (an upper bound). None without a step interval (the queue alone says
     nothing about the time lost)."""
     dry = [r for r in costly if r in known]
     if not dry:
-        return None
+        return _wait_impact(a, costly)
     if len(dry) < len(a.run.rank_ids):
         return replace_excess(a.steps, "iteration_interval", dry, None, lazy(IMPACT_BASIS, ranks=ranks_msg(dry, capital=True)))
     ii = a.steps.average["iteration_interval"].dropna()

@@ -20,8 +20,8 @@ from reportgen.rules.base import Context, Finding, Rule, ranks_msg, th
 @dataclass(frozen=True)
 class Thresholds:
     max_findings: float = th(20.0, N_('findings listed one per file; beyond this the rest are grouped into one'))
-    peers_share: float = th(0.5, N_('a per-rank file is missing on a rank when at least this share of the other ranks '
-                                    'have it (and the rank has other files)'))
+    peers_share: float = th(0.75, N_('a per-rank file is missing on a rank when at least this share of the other ranks '
+                                     'have it (and the rank has other files)'))
 
 
 ADVICE = N_("""\
@@ -88,9 +88,9 @@ def _missing(ctx: Context) -> tuple[list[Finding], set[str]]:
         covered.add(d)
         out.append(Finding(
             id="data-quality.missing", category="data_quality", severity="warning",
-            title=lazy("{rank} has no {kinds} data while {n} of {of} ranks have it ({dir})",
+            title=lazy("{rank} lacks the {kinds} files that {n} of the other {of} ranks have ({dir})",
                        rank=ranks_msg([r], capital=True), kinds=Joined([lazy(PER_RANK[k]) for k in kinds], ", "),
-                       n=have[kinds[0]], of=len(run.rank_ids), dir=Problem(d)),
+                       n=have[kinds[0]], of=len(run.rank_ids) - 1, dir=Problem(d)),
             advice=lazy(ADVICE),
             why=lazy("This rank's numbers are missing from every comparison that uses these files: a slow or "
                      "waiting rank among them cannot be named."),
