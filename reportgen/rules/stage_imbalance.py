@@ -93,9 +93,10 @@ def check(ctx: Context) -> list[Finding]:
     return out
 
 
-IMPACT_BASIS = N_("stage {stage}'s computation brought to the balanced stage time (the mean of the {n} stages, "
-                  "{balanced} per step): the pipeline runs at the pace of its slowest stage, so every stage saves "
-                  "the slowest stage's excess")
+IMPACT_BASIS = N_("every stage's computation brought to the balanced stage time (the mean of the {n} stages, "
+                  "{balanced} per step; stage {stage} the longest): the pipeline runs at the pace of the rank with "
+                  "the longest own time (computation, and communication that does not wait for another stage), "
+                  "compared step by step before and after")
 
 
 def _impact(a, worst: dict, excess: float, n: int) -> dict | None:
@@ -117,28 +118,40 @@ def _impact(a, worst: dict, excess: float, n: int) -> dict | None:
 
 
 def _rebalanced(a) -> float | None:
+    """Per step, the pipeline's pace (the longest own time of any rank: its computation, free time and the
+    communication it does not hide that is not waiting for another stage) minus the pace once every stage's
+    computation is moved to the mean over stages (each rank keeping its deviation from its stage), averaged over the
+    steps. None without per-step overlap data."""
     ov = a.overlap
     col = ov.compute_col
     ps = ov.per_step
     if ps is None or ps.empty or col not in ps.columns or not a.run.info.stage_of_rank:
         return None
-    f = ps[["rank", "step", col]].dropna(subset=[col]).copy()
-    f["step"] = f["step"].fillna(-1)
+    f = ps[["rank", "step"]].copy()
+    f["work"] = ps[col]
+    own = ps[col].copy()
+    for extra in OWN_TIME.get(ov.view, ()):
+        if extra in ps.columns:
+            own = own + ps[extra].fillna(0.0)
+            break  # the first present of the alternatives
     if ov.view == "modern" and "free" in ps.columns:
-        f[col] = f[col] + ps.loc[f.index, "free"].fillna(0.0)
-        work = ps.loc[f.index, "computing"]
-    else:
-        work = f[col]
-    f["work"] = work.to_numpy()
+        own = own + ps["free"].fillna(0.0)
+    f["own"] = own
+    f = f.dropna(subset=["work", "own"])
+    f["step"] = f["step"].fillna(-1)
     f["stage"] = f["rank"].map(a.run.info.stage_of_rank)
     f = f.dropna(subset=["stage"])
     if f.empty or f["stage"].nunique() < 2:
         return None
     stage_mean = f.groupby(["step", "stage"])["work"].transform("mean")
     balanced = f.groupby(["step", "stage"])["work"].mean().groupby(level="step").mean()
-    f["new"] = f[col] - stage_mean + f["step"].map(balanced)
-    per_step = f.groupby("step").agg(old=(col, "max"), new=("new", "max"))
+    f["new"] = f["own"] - stage_mean + f["step"].map(balanced)
+    per_step = f.groupby("step").agg(old=("own", "max"), new=("new", "max"))
     return float((per_step["old"] - per_step["new"]).clip(lower=0.0).mean())
+
+
+# A stage's own exposed communication (not waiting for another stage), per overlap view: alternatives in order.
+OWN_TIME = {"modern": ("communication_not_overlapped_exclude_receive",), "pipeline": ("collective_alone",)}
 
 
 def _table(rows: list[dict], flops: dict) -> dict:
