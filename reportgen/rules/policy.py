@@ -106,7 +106,8 @@ def apply(f, p: Policy = POLICY) -> None:
     flt = getattr(f, "fault", None)
     if flt and f.impact and _finite(f.impact.get("step_ms")):
         f.impact = {**f.impact, "fault": dict(flt)}
-        if f.category not in CONSEQUENCE:
+        # the sentence where the floor decides (today's saving alone would make it information)
+        if f.category not in CONSEQUENCE and f.severity != "info" and by_saving(f.impact.get("step_share"), p) == "info":
             f.why = lazy(N_("{why} Fixing it saves {today} per step today; once the rest is fixed it costs {once} per "
                             "step: a component this far below its peers becomes the bottleneck."),
                          why=f.why or "", today=fmt_ms(float(f.impact["step_ms"])),
