@@ -88,9 +88,10 @@ def _missing(ctx: Context) -> tuple[list[Finding], set[str]]:
         covered.add(d)
         out.append(Finding(
             id="data-quality.missing", category="data_quality", severity="warning",
-            title=lazy("{rank} lacks the {kinds} files that {n} of the other {of} ranks have ({dir})",
-                       rank=ranks_msg([r], capital=True), kinds=Joined([lazy(PER_RANK[k]) for k in kinds], ", "),
-                       n=have[kinds[0]], of=len(run.rank_ids) - 1, dir=Problem(d)),
+            title=(lambda t: lazy("{title}: {problem}", title=t, problem=Problem(notes[0][:280])) if notes else t)(
+                lazy("{rank} lacks the {kinds} files that {n} of the other {of} ranks have ({dir})",
+                     rank=ranks_msg([r], capital=True), kinds=Joined([lazy(PER_RANK[k]) for k in kinds], ", "),
+                     n=have[kinds[0]], of=len(run.rank_ids) - 1, dir=Problem(d))),
             advice=lazy(ADVICE),
             why=lazy("This rank's numbers are missing from every comparison that uses these files: a slow or "
                      "waiting rank among them cannot be named."),
