@@ -292,7 +292,8 @@ def test_real_samples_verdicts():
     assert skew["operator-rank.slow-on-rank"][0]["ranks"] == [3]
     databound = _by_id(_findings(sample("real/mindspore_cpu_legacy_graph_databound")))
     assert databound["data-pipeline.data-process"][0]["ranks"] == [0]
-    assert databound["data-pipeline.data-process"][0]["severity"] == "warning"  # no step interval to weigh it
+    # no step interval: the dataset iterator's get time per step is its saving (12 % of the step)
+    assert databound["data-pipeline.data-process"][0]["severity"] == "warning"
     single = _by_id(_findings(sample("mindinsight/single_device_run2_rank1_full")))
     assert single["operator-dominant.type"][0]["evidence"]["op_type"] == "MatMul"
     assert "tail-single-device.tail" not in _by_id(_findings(sample("mindinsight/single_device_run1_rank1_allreduce")))

@@ -37,6 +37,9 @@ PER_RANK = {"step_trace": N_("step trace"), "communication": N_("communication")
             "memory": N_("memory"), "overlap": N_("overlap analysis"), "dataprep": N_("data preparation")}
 
 
+CONSEQUENCES = (N_("numbers"), N_("cosmetic"))  # the values of `evidence.consequence` (shown translated)
+
+
 def consequence(issue) -> str:
     """"numbers" or "cosmetic": the loader's own word (`DataIssue.consequence`), else an error or a file cut off /
     a row skipped changes the numbers."""
