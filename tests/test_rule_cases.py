@@ -268,7 +268,7 @@ SLOW_LINK = [
     # lost 40 - 5 = 35 ms = 23 % of the step >= critical_share 0.2
     Case("35 ms lost per step is critical", dict(steps=STEP_150_5, links=ring(40)),
          [fire("slow-link.bandwidth", C, {"lost_ms": 35}, links=["3-4"])]),
-    # 2 MB links: 0.4 - 0.1 = 0.3 ms lost < min_lost_ms 0.5
+    # 2 MB links: 0.4 - 0.1 = 0.3 ms lost: under fault_min_ms (no fault floor) and 0.2 % of the step (information)
     Case("slow but small: information", dict(steps=STEP_150_5, links=ring(0.4, size_mb=2, ms=0.1)),
          [fire("slow-link.bandwidth", I, {"lost_ms": 0.3}, links=["3-4"])]),
     Case("links within 10 % of each other",
