@@ -184,3 +184,17 @@ def test_missing_step_trace_and_damaged_row_are_warnings_naming_rank_and_file(tm
     assert "_100003_" in damaged.files[0] and damaged.evidence["consequence"] == "numbers"
     # the loader's note about the missing step trace is folded into the rank's finding, not listed again
     assert not [x for x in fs if x.id == "data-quality.file" and x.ranks == [5]]
+
+
+def test_a_hidden_slow_link_is_still_a_warning_and_marked(tmp_path):
+    # The link at 30 % of its transport's median, but 95 % of the transfers hidden by computation: today's saving is
+    # under 2 % of the step (information by the saving alone); the fault floor makes it a warning, the pages mark
+    # it, and the finding says what it costs once the rest is fixed (the time lost on the link).
+    a = _analysis(generate_run(tmp_path / "run", layout="ascend", ranks=16, steps=8, seed=3,
+                               inject=["slow-link:3-4:0.3", "overlap:0.95"]))
+    f = next(f for f in run_rules(a)[0] if f.id == "slow-link.bandwidth")
+    assert f.severity == "warning" and f.impact["step_share"] < 0.02
+    assert f.fault["ratio"] == pytest.approx(f.evidence["bandwidth_gbps"] / f.evidence["transport_median_gbps"])
+    assert f.impact["fault"]["once_rest_fixed_ms"] == pytest.approx(f.evidence["lost_ms"])
+    assert "once the rest is fixed" in text(f.why, "en")
+    assert (3, 4) in Highlights.from_findings([f]).slow_links
