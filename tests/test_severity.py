@@ -131,6 +131,9 @@ HEALTHY = [
     pytest.param(dict(layout="mindinsight", stages=2), id="MindInsight, 2 stages"),
     pytest.param(dict(layout="ascend", seed=21, shape="torch_npu_large", ranks=32, steps=4),
                  id="torch_npu large shape: many small transfers"),
+    # every stall lands in stage 0 (32 ranks per stage): its ranks wait for a different rank each step
+    pytest.param(dict(layout="ascend", ranks=256, stages=8, tp=8, steps=4), id="256 ranks, 8 stages, tp 8",
+                 marks=pytest.mark.slow),
 ]
 
 

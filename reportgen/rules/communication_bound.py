@@ -215,6 +215,12 @@ def _within_stage(ctx: Context) -> list[Finding]:
             rate = vals[longest]
             own = _own_stage_share(ov, longest, ctx.t.own_quantile)
             judged = min(rate, own) if own is not None else rate
+            # step by step too (the rank that waits least in each step): a stall that moves from rank to rank within
+            # the stage is waiting, not communication (the saving's own measure, `own_exposed`)
+            members = next((x["ranks"] for x in ov.stage_summary if x["stage"] == longest), None)
+            per_step = own_exposed(ctx.a, members)
+            if per_step is not None and len(per_step) and times.get(longest):
+                judged = min(judged, float(per_step.mean()) / times[longest])
             others = sorted(s for s, v in vals.items() if s != longest and _severity(v, ctx))
             out.append(Finding(
                 id="communication-bound.within-stage", category="communication_bound",
