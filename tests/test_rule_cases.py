@@ -506,10 +506,15 @@ OPERATOR_RANK = [
     Case("small against the rank's operator time: information",
          dict(operators={"aicore": {"MatMul": [50, 50, 50, 90], "Add": [1000] * 4}}),
          [fire("operator-rank.slow-on-rank", I, {"gap_share_of_operator_time": 40 / 1050}, ranks=[3])]),
-    # the policy: without a step trace no saving can be estimated -> information
+    # the policy: without a step trace (nor a timeline) no saving can be estimated -> information
     Case("no step trace: information",
          dict(operators={"aicore": {"MatMul": [50, 50, 50, 90], "Add": [10, 10, 10, 10]}}),
          [fire("operator-rank.slow-on-rank", I, {"ratio": 1.8}, ranks=[3])]),
+    # no step trace, device timelines of 1,000 ms: the 40 ms gap over the profiled window is 4 % of it -> warning
+    Case("no step trace, a timeline: the profiled window stands for the step",
+         dict(operators={"aicore": {"MatMul": [50, 50, 50, 90], "Add": [10, 10, 10, 10]}},
+              timeline={r: (1000.0, 100.0) for r in range(4)}),
+         [fire("operator-rank.slow-on-rank", W, {"ratio": 1.8}, ranks=[3])]),
     Case("70 < 1.5 x 50", dict(operators={"aicore": {"MatMul": [50, 50, 50, 70], "Add": [10] * 4}}), NONE),
     Case("communication operators are waiting, not work",
          dict(operators={"aicore": {"MatMul": [50] * 4}, "communication": {"hcom_allReduce_": [10, 10, 10, 50]}}),

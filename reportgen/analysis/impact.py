@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from reportgen.fmt import share_text
+from reportgen.fmt import ms as _fmt_ms, share_text
 from reportgen.i18n import N_, lazy
 
 # Arrival phases per step-trace kind: the rank's own work before it can enter the step's last collective.
@@ -205,12 +205,19 @@ def compute_share_saving(steps, share: float, basis) -> Optional[Impact]:
     return saved_by_ms(float(comp.mean()) * max(0.0, share), steps, basis)
 
 
-def compute_saving(steps, ranks: Iterable[int], cap_ms: float, basis) -> Optional[Impact]:
+def compute_saving(steps, ranks: Iterable[int], cap_ms: float, basis, window_ms: Optional[float] = None
+                   ) -> Optional[Impact]:
     """Saving when these ranks' computation lost `cap_ms` per step of excess (an operator type slower on them than on
-    their peers): their computation set to the peers' median (`replace_excess`), at most `cap_ms` per step."""
+    their peers): their computation set to the peers' median (`replace_excess`), at most `cap_ms` per step.
+    Without a step trace, `window_ms` (the profiled window, or the step the excess was measured in) stands for the
+    step: the excess delays every rank that synchronises with these, so `cap_ms` of it is saved."""
     col = next((c for c in COMPUTE if getattr(steps, "per_step", None) is not None
                 and c in steps.per_step.columns), None)
     if col is None:
+        if window_ms and math.isfinite(window_ms) and window_ms > 0 and math.isfinite(cap_ms):
+            ms = max(0.0, min(cap_ms, window_ms))
+            return Impact(ms, ms / window_ms, lazy(N_("{basis} (no step trace: per profiled window of {ms})"),
+                                                   basis=basis, ms=_fmt_ms(window_ms)))
         return None
     imp = replace_excess(steps, col, list(ranks), None, basis)
     if imp is None or not math.isfinite(cap_ms):

@@ -70,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
         gap, _, side, op_type, hi, m, g = hs[0]
         share = gap / typical
         per_step = gap if "per step" in (a.resources.operator_basis or "") else gap / max(1, _n_steps(a, r))
-        imp = compute_saving(a.steps, [r], per_step, lazy(IMPACT_BASIS, rank=r, op=op_type))
+        imp = compute_saving(a.steps, [r], per_step, lazy(IMPACT_BASIS, rank=r, op=op_type), _window(a))
         out.append(policy.judged(Finding(
             id="operator-rank.slow-on-rank", category="operator_hotspot", impact=imp.to_dict() if imp else None,
             severity="warning" if share >= ctx.t.warning_share else "info",
@@ -93,6 +93,12 @@ def check(ctx: Context) -> list[Finding]:
 
 IMPACT_BASIS = N_("rank {rank}'s computation set to its peers' median in every step, at most its extra {op} time "
                   "per step")
+
+
+def _window(a):
+    """The profiled window (the median span of the ranks' device timelines), for runs without a step trace."""
+    spans = sorted(d.timeline.span_ms for d in a.run.ranks.values() if d.timeline is not None and d.timeline.span_ms)
+    return spans[len(spans) // 2] if spans else None
 
 
 def _n_steps(a, r: int) -> int:

@@ -79,7 +79,7 @@ def check(ctx: Context) -> list[Finding]:
         excess = sum(s.excess_ms for s in items)
         share = excess / step_ms
         names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
-        imp = compute_saving(ctx.a.steps, [r], excess, lazy(IMPACT_BASIS, rank=r))
+        imp = compute_saving(ctx.a.steps, [r], excess, lazy(IMPACT_BASIS, rank=r), step_ms)
         out.append(policy.judged(Finding(
             id="operator-spread.slow-device", category="slow_rank", impact=imp.to_dict() if imp else None,
             severity="warning" if share >= ctx.t.warning_share else "info",
