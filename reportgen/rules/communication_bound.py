@@ -94,12 +94,13 @@ def own_exposed(a, ranks=None) -> "pd.Series | None":
     bubble left out. Computed per step, so a stall that moves from rank to rank is not mistaken for communication."""
     st = a.steps
     ps = st.per_step if st.kind else None
-    ov = a.overlap.per_step if a.overlap.view == "model" else None
+    ov = a.overlap.per_step if a.overlap.view in ("model", "pipeline") else None
+    alone = "collective_alone" if a.overlap.view == "pipeline" else "communication_alone"  # pipeline: receives left out
     if ps is not None and "communication_not_overlapped" in ps.columns:
         f = ps
         v = f["communication_not_overlapped"] - (f["bubble"].fillna(0.0) if "bubble" in f.columns else 0.0)
-    elif ov is not None and "communication_alone" in ov.columns:
-        f, v = ov, ov["communication_alone"]
+    elif ov is not None and alone in ov.columns:
+        f, v = ov, ov[alone]
     else:
         return None
     f = f.assign(v=v.clip(lower=0.0), step=f["step"].fillna(-1))

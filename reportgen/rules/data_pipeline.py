@@ -121,8 +121,9 @@ def check(ctx: Context) -> list[Finding]:
             qq = res.queues[r]
             rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
-        imp = _impact(a, costly, known)
-        if imp is not None and sev == "critical" and not [r for r in costly if r in known]:
+        imp = _impact(a, costly, known, ctx.t)
+        if imp is not None and sev == "critical" and (not [r for r in costly if r in known]
+                                                      or imp.basis.msgid == IMPACT_ALL):
             sev = "warning"  # an upper bound (the iterator's whole wait) proposes a warning at most
         # the policy's fault floor: a dry rank waiting for data several times as long as the other ranks
         fault = None
@@ -178,17 +179,22 @@ def _wait_impact(a, ranks: list[int]):
     return imp
 
 
-def _impact(a, costly: list[int], known: list[int]):
+def _impact(a, costly: list[int], known: list[int], t=None):
     """The saving of feeding the dry ranks as fast as the others (their step interval at the other ranks' median);
-    every rank dry: the interval itself (an upper bound). None without a step interval (the queue alone says
-    nothing about the time lost)."""
+    every rank dry, or the other ranks waiting for data as long (by the rule's own thresholds): the dry ranks'
+    interval itself (an upper bound). None without a step interval (the queue alone says nothing about the time
+    lost)."""
     dry = [r for r in costly if r in known]
     if not dry:
         return _wait_impact(a, costly)
-    if len(dry) < len(a.run.rank_ids):
-        return replace_excess(a.steps, "iteration_interval", dry, None, lazy(IMPACT_BASIS, ranks=ranks_msg(dry, capital=True)))
     ii = a.steps.average["iteration_interval"].dropna()
-    return saved_by_ms(float(ii.median()), a.steps, lazy(IMPACT_ALL))
+    others = ii.drop(index=[r for r in dry if r in ii.index])
+    tot = a.steps.average["total"].dropna() if "total" in a.steps.average else None
+    waiting = (t is not None and len(others) and tot is not None and len(tot)
+               and float(others.median()) >= t.min_interval_ms and float(others.median()) >= t.min_share * float(tot.median()))
+    if len(others) and not waiting:
+        return replace_excess(a.steps, "iteration_interval", dry, None, lazy(IMPACT_BASIS, ranks=ranks_msg(dry, capital=True)))
+    return saved_by_ms(float(ii[[r for r in dry if r in ii.index]].median()), a.steps, lazy(IMPACT_ALL))
 
 
 RULE = Rule(
