@@ -92,11 +92,17 @@ class DataIssue:
     problem: str
     severity: str = "warning"  # "error" | "warning" | "info"
     ranks: tuple[int, ...] = ()  # the ranks the problem concerns, when it is about ranks (a missing rank)
+    # what it does to the numbers (the data-quality rule's severity, `rules.data_quality`): "numbers" (a rank's
+    # numbers change or go missing: a damaged row skipped, a file cut off), "cosmetic" (nothing shown changes),
+    # "" (not said: the rule decides from the severity and the problem)
+    consequence: str = ""
 
     def to_dict(self) -> dict:
         d = {"file": self.file, "problem": self.problem, "severity": self.severity}
         if self.ranks:
             d["ranks"] = [int(r) for r in self.ranks]
+        if self.consequence:
+            d["consequence"] = self.consequence
         return d
 
 

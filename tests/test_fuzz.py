@@ -627,7 +627,7 @@ def judge(case: Case, rc, err: str, secs: float, outside_reads: list, out: Path,
             continue
         now = numbers(summary, rank, damaged)
         ref = base_nums if damaged else {k: v for k, v in base_nums.items() if k != "communication"}
-        if damaged and not case.mutation in BENIGN:
+        if damaged and case.mutation not in BENIGN:
             if not _close(now, ref) and not r.named:
                 lost.append(f"rank {rank} (damaged) changed, file not named")
         elif not _close(now, ref):

@@ -288,7 +288,8 @@ def test_real_samples_verdicts():
     assert skew["operator-rank.slow-on-rank"][0]["ranks"] == [3]
     databound = _by_id(_findings(sample("real/mindspore_cpu_legacy_graph_databound")))
     assert databound["data-pipeline.data-process"][0]["ranks"] == [0]
-    assert databound["data-pipeline.data-process"][0]["severity"] == "warning"  # no step interval to weigh it
+    # no step interval: the dataset iterator's get time per step is its saving (12 % of the step)
+    assert databound["data-pipeline.data-process"][0]["severity"] == "warning"
     single = _by_id(_findings(sample("mindinsight/single_device_run2_rank1_full")))
     assert single["operator-dominant.type"][0]["evidence"]["op_type"] == "MatMul"
     assert "tail-single-device.tail" not in _by_id(_findings(sample("mindinsight/single_device_run1_rank1_allreduce")))
@@ -331,10 +332,10 @@ def test_fail_on_exit_codes(tmp_path, capsys):
     assert main([str(bad), "-o", str(tmp_path / "r2"), "-q", "--fail-on", "warning"]) == 3
     assert (tmp_path / "r2" / "index.html").exists()  # the report is written anyway
     assert main([str(bad), "-o", str(tmp_path / "r3"), "-q", "--fail-on", "critical"]) == 3
-    assert main([str(bad), "-o", str(tmp_path / "r4"), "-q", "--set", "slow-rank.critical_share=0.9",
+    assert main([str(bad), "-o", str(tmp_path / "r4"), "-q", "--set", "severity.critical_share=0.9",
                  "--fail-on", "critical"]) == 0
     thr = json.loads((tmp_path / "r4" / "summary.json").read_text())["run"]["thresholds"]
-    assert thr["slow-rank"]["critical_share"] == 0.9
+    assert thr["severity"]["critical_share"] == 0.9
 
 
 def test_bad_thresholds_are_a_usage_error(tmp_path, capsys):

@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from reportgen.fmt import share_text
+from reportgen.fmt import ms as _fmt_ms, share_text
 from reportgen.i18n import N_, lazy
 
 # Arrival phases per step-trace kind: the rank's own work before it can enter the step's last collective.
@@ -119,6 +119,56 @@ def exposed_fraction(steps, ranks: Iterable[int]) -> Optional[float]:
     return float(min(1.0, max(0.0, float(nov[both.index].sum()) / float(both.sum()))))
 
 
+def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
+    """(mean saving per step in ms before hiding, the records of the operators concerned) when the `hit` transfer
+    records of `f` (link_ops rows) move their data at `target_gbps[transport]`: an operator lasts as long as its
+    slowest record, a rank saves the sum over its operators and a step what its most delayed rank saves."""
+    if not hit.any():
+        return None
+    target = f["transport"].map(lambda t: target_gbps.get(t, math.nan)).astype(float)
+    ideal = f["size_mb"] / target  # MB / (GB/s) = ms
+    f = f.assign(fixed=f["time_ms"].where(~hit | ideal.isna(), pd.concat([f["time_ms"], ideal], axis=1).min(axis=1)))
+    key = ["step", "group", "op"]
+    used = f.loc[hit, key].drop_duplicates()
+    ops = f.merge(used, on=key)
+    per_op = ops.groupby(key).agg(old=("time_ms", "max"), new=("fixed", "max")).reset_index()
+    per_op["delta"] = (per_op["old"] - per_op["new"]).clip(lower=0.0)
+    # a rank's operators run one after the other, different groups' operators side by side: each member of an
+    # operator saves its delta, and the step saves what its most delayed rank saves
+    members = ops[[*key, "rank"]].drop_duplicates().merge(per_op[[*key, "delta"]], on=key)
+    per_step = members.groupby(["step", "rank"])["delta"].sum().groupby(level="step").max()
+    return float(per_step.reindex(f["step"].unique(), fill_value=0.0).mean()), ops
+
+
+def exposed_saving(steps, ranks, saved_ms: float, basis) -> Optional[Impact]:
+    """`saved_ms` of transfer time per step, times the share of these ranks' communication not hidden by
+    computation (`exposed_fraction`; all of it when the data cannot tell), as an impact."""
+    share = exposed_fraction(steps, ranks)
+    if share is None:
+        share, basis = 1.0, lazy(N_("{basis} (how much is hidden by computation is unknown: counted as exposed)"),
+                                 basis=basis)
+    else:
+        # the percentage is a message too: "67 %" in English, "67%" in Chinese (`fmt.share_text`)
+        basis = lazy(N_("{basis}; {pct} of their communication time is not hidden by computation"), basis=basis,
+                     pct=share_text(share, 0))
+    return saved_by_ms(saved_ms * share, steps, basis)
+
+
+def small_transfer_saving(steps, comm, small: pd.Series, target_gbps: dict, basis="") -> Optional[Impact]:
+    """Saving when the small transfers (`small`: a boolean per `comm.link_ops` row) took what the same bytes take
+    at `target_gbps[transport]` in large transfers, counting only the time not hidden by computation."""
+    lo = getattr(comm, "link_ops", None)
+    if lo is None or lo.empty or not {"step", "op", "group", "src", "dst", "time_ms", "size_mb"} <= set(lo.columns):
+        return None
+    f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
+    f["step"] = f["step"].fillna(-1)
+    found = _transfer_saving(f, small.reindex(f.index, fill_value=False).astype(bool), target_gbps)
+    if found is None:
+        return None
+    saved, ops = found
+    return exposed_saving(steps, ops["rank"].dropna().unique(), saved, basis)
+
+
 def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict, basis: str = "") -> Optional[Impact]:
     """Saving when the given links (src, dst) move their data at `target_gbps[transport]` (e.g. the transport's
     median bandwidth): every operator that uses one of them lasts as long as its slowest link (a ring runs at the
@@ -132,28 +182,44 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
     f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
     f["step"] = f["step"].fillna(-1)
     hit = pd.Series([(int(s), int(d)) in links for s, d in zip(f["src"], f["dst"])], index=f.index)
-    if not hit.any():
+    found = _transfer_saving(f, hit, target_gbps)
+    if found is None:
         return None
-    target = f["transport"].map(lambda t: target_gbps.get(t, math.nan)).astype(float)
-    ideal = f["size_mb"] / target  # MB / (GB/s) = ms
-    f["fixed"] = f["time_ms"].where(~hit | ideal.isna(), pd.concat([f["time_ms"], ideal], axis=1).min(axis=1))
-    key = ["step", "group", "op"]
-    used = f.loc[hit, key].drop_duplicates()
-    ops = f.merge(used, on=key)
-    per_op = ops.groupby(key).agg(old=("time_ms", "max"), new=("fixed", "max")).reset_index()
-    per_op["delta"] = (per_op["old"] - per_op["new"]).clip(lower=0.0)
-    # a rank's operators run one after the other, different groups' operators side by side: each member of an
-    # operator saves its delta, and the step saves what its most delayed rank saves
-    members = ops[[*key, "rank"]].drop_duplicates().merge(per_op[[*key, "delta"]], on=key)
-    per_step = members.groupby(["step", "rank"])["delta"].sum().groupby(level="step").max()
-    all_steps = f["step"].unique()
-    saved_ring = float(per_step.reindex(all_steps, fill_value=0.0).mean())
-    share = exposed_fraction(steps, ops["rank"].dropna().unique())
-    if share is None:
-        share, basis = 1.0, lazy(N_("{basis} (how much is hidden by computation is unknown: counted as exposed)"),
-                                 basis=basis)
-    else:
-        # the percentage is a message too: "67 %" in English, "67%" in Chinese (`fmt.share_text`)
-        basis = lazy(N_("{basis}; {pct} of their communication time is not hidden by computation"), basis=basis,
-                     pct=share_text(share, 0))
-    return saved_by_ms(saved_ring * share, steps, basis)
+    saved_ring, ops = found
+    return exposed_saving(steps, ops["rank"].dropna().unique(), saved_ring, basis)
+
+
+COMPUTE = ("computing", "fp_and_bp")  # the step trace's computation column, by kind
+
+
+def compute_share_saving(steps, share: float, basis) -> Optional[Impact]:
+    """Saving when `share` of every rank's computation went away (operators that are pure overhead everywhere):
+    that share of the median computation per step; None without a computation column."""
+    ps = getattr(steps, "per_step", None)
+    col = next((c for c in COMPUTE if ps is not None and c in ps.columns), None)
+    if col is None or share is None or not math.isfinite(share):
+        return None
+    comp = _wide(ps, col).median(axis=0)
+    if comp.empty:
+        return None
+    return saved_by_ms(float(comp.mean()) * max(0.0, share), steps, basis)
+
+
+def compute_saving(steps, ranks: Iterable[int], cap_ms: float, basis, window_ms: Optional[float] = None
+                   ) -> Optional[Impact]:
+    """Saving when these ranks' computation lost `cap_ms` per step of excess (an operator type slower on them than on
+    their peers): their computation set to the peers' median (`replace_excess`), at most `cap_ms` per step.
+    Without a step trace, `window_ms` (the profiled window, or the step the excess was measured in) stands for the
+    step: the excess delays every rank that synchronises with these, so `cap_ms` of it is saved."""
+    col = next((c for c in COMPUTE if getattr(steps, "per_step", None) is not None
+                and c in steps.per_step.columns), None)
+    if col is None:
+        if window_ms and math.isfinite(window_ms) and window_ms > 0 and math.isfinite(cap_ms):
+            ms = max(0.0, min(cap_ms, window_ms))
+            return Impact(ms, ms / window_ms, lazy(N_("{basis} (no step trace: per profiled window of {ms})"),
+                                                   basis=basis, ms=_fmt_ms(window_ms)))
+        return None
+    imp = replace_excess(steps, col, list(ranks), None, basis)
+    if imp is None or not math.isfinite(cap_ms):
+        return imp
+    return saved_by_ms(min(imp.step_ms, max(0.0, cap_ms)), steps, basis)

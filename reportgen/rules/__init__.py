@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import tomllib
-from dataclasses import dataclass
 from typing import Optional
 
 from reportgen import urls
@@ -19,12 +18,12 @@ from reportgen.errors import ReportError
 from reportgen.rules import (
     aicpu, comm_health, communication_bound, data_pipeline, data_quality, host_bound, host_cpu, late_arrival, memory_pressure,
     mindinsight_parallel, msprof_advisor, operator_conversion, operator_dominant, operator_rank, operator_spread, pipeline_bubble, slow_link,
-    slow_rank, stage_imbalance, stalls, step_interval, tail_single,
+    policy, slow_rank, stage_imbalance, stalls, step_interval, tail_single,
 )
 from reportgen.rules import expert_imbalance
 from reportgen import i18n
 from reportgen.i18n import lazy
-from reportgen.rules.base import SEVERITIES, Finding, Rule
+from reportgen.rules.base import SEVERITIES, Finding, Rule, threshold_table
 
 log = logging.getLogger("msreport")
 
@@ -57,42 +56,32 @@ RULES: tuple[Rule, ...] = (
 SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-@dataclass(frozen=True)
-class ImpactSeverity:
-    """Severity follows the estimated saving of a finding that has one (`Finding.impact`): the finding gets the
-    milder of the rule's severity (its confidence and its own thresholds, which `--set` can change) and the
-    severity of its saving, so a finding whose fix would save under `warning_share` of the step is information."""
-
-    critical_share: float = 0.10  # saving of at least this share of the step: critical
-    warning_share: float = 0.02  # at least this share: warning; below it: information
-
-
-IMPACT_SEVERITY = ImpactSeverity()
-
-
-def impact_severity(f: Finding, t: ImpactSeverity = IMPACT_SEVERITY) -> str:
-    share = (f.impact or {}).get("step_share")
-    if f.severity == "info" or not isinstance(share, (int, float)) or not math.isfinite(share):
-        return f.severity
-    by_impact = "critical" if share >= t.critical_share else "warning" if share >= t.warning_share else "info"
-    return max(f.severity, by_impact, key=SEVERITY_ORDER.__getitem__)  # the milder of the two
+# The severity policy (`rules.policy`): severity from the estimated saving per step or a fault floor; its
+# thresholds are data like a rule's, under the id "severity" (`--set severity.warning_share=0.03`).
+Policy = policy.Policy
+POLICY = policy.POLICY
 
 
 class ThresholdError(ReportError):
     """An unknown rule or threshold, or a value that is not a number."""
 
 
+def _tables() -> dict[str, dict]:
+    """Rule id -> its thresholds (name -> Threshold), the severity policy's under `policy.POLICY_ID`."""
+    return {**{r.id: r.thresholds for r in RULES}, policy.POLICY_ID: threshold_table(policy.Policy)}
+
+
 def default_thresholds() -> dict[str, dict[str, float]]:
-    return {r.id: {k: t.default for k, t in r.thresholds.items()} for r in RULES}
+    return {rid: {k: t.default for k, t in table.items()} for rid, table in _tables().items()}
 
 
 def _set(out: dict, rule_id: str, name: str, value, origin: str) -> None:
-    rules = {r.id: r for r in RULES}
+    rules = _tables()
     if rule_id not in rules:
         raise ThresholdError(f"{origin}: unknown rule {rule_id!r} (rules: {', '.join(sorted(rules))})")
-    if name not in rules[rule_id].thresholds:
+    if name not in rules[rule_id]:
         raise ThresholdError(f"{origin}: rule {rule_id!r} has no threshold {name!r} "
-                             f"(it has: {', '.join(rules[rule_id].thresholds)})")
+                             f"(it has: {', '.join(rules[rule_id])})")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
         raise ThresholdError(f"{origin}: {rule_id}.{name} must be a number, not {value!r}")
     out.setdefault(rule_id, {})[name] = float(value)
@@ -212,6 +201,7 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
     """Return (findings ordered by severity, then by estimated saving, thresholds used per rule). Findings stay typed until a page or
     summary.json serialises them (`Finding.to_dict`)."""
     values = resolved_thresholds(overrides)
+    pol = policy.Policy(**values[policy.POLICY_ID])
     findings: list[Finding] = []
     order: dict[int, tuple[int, int]] = {}
     for n, rule in enumerate(RULES):
@@ -219,7 +209,7 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             # texts are lazy messages rendered later in either language; the values put into them (numbers,
             # percentages) are formatted once, in English style, so `title_en` and the translated title agree
             with i18n.use(i18n.DEFAULT):
-                found = rule.check(rule.context(analysis, values[rule.id]))
+                found = rule.check(rule.context(analysis, values[rule.id], pol))
         except Exception as e:  # noqa: BLE001 - one broken rule must not cost the report
             log.warning("rule %s failed: %s: %s", rule.id, type(e).__name__, e)
             found = [Finding(id=f"{rule.id}.failed", category="data_quality", severity="info",
@@ -233,7 +223,7 @@ def run_rules(analysis: Analysis, overrides: Optional[dict] = None) -> tuple[lis
             f.rule = rule.id
             if f.id in RENAMED:
                 f.aliases.append(RENAMED[f.id])
-            f.severity = impact_severity(f)
+            policy.apply(f, pol)
             order[id(f)] = (n, k)
             findings.append(f)
     findings = _merge(findings)

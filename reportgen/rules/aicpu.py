@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen import urls
+from reportgen.analysis.impact import compute_share_saving
+from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
@@ -54,8 +56,9 @@ def check(ctx: Context) -> list[Finding]:
         return []
     by_type = cpu.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
-    return [Finding(
-        id="aicpu.share", category="operator_hotspot",
+    imp = compute_share_saving(ctx.a.steps, med, lazy(IMPACT_BASIS, share=fmt_pct(med)))
+    return [policy.judged(Finding(
+        id="aicpu.share", category="operator_hotspot", impact=imp.to_dict() if imp else None,
         severity="warning" if med >= ctx.t.warning_share else "info",
         title=lazy("AI CPU operators take {share} of device operator time ({types})", share=fmt_pct(med),
                    types=", ".join(by_type.index[:3])),
@@ -64,7 +67,12 @@ def check(ctx: Context) -> list[Finding]:
         evidence={"median_share": med, "max_share": float(share.max()), "longest_op_us": max_us,
                   "types_ms": by_type.head(20).to_dict()},
         table={"columns": [N_("AI CPU type"), N_("Time, all ranks")],
-               "rows": [[k, fmt_ms(v)] for k, v in by_type.head(20).items()], "links": [None] * min(20, len(by_type))})]
+               "rows": [[k, fmt_ms(v)] for k, v in by_type.head(20).items()], "links": [None] * min(20, len(by_type))}),
+        ctx.p)]
+
+
+IMPACT_BASIS = N_("the AI CPU operators' {share} of the computation saved on every rank (moved to the AI Core, "
+                  "where they take a fraction of it): an upper bound")
 
 
 RULE = Rule(
@@ -72,5 +80,6 @@ RULE = Rule(
     description=N_("""\
 AI CPU time / (AI Core + AI CPU time) per rank, median over ranks, leaving out the sink-mode data operators
 (GetNext, InitData, …). Reported when some AI CPU operator takes at least `min_max_us`: information from
-`info_share`, warning from `warning_share` (msprof-analyze's medium and high priorities)."""),
+`info_share`; from `warning_share` (msprof-analyze's medium and high priorities) it is judged by the severity policy
+on its saving (that share of the median computation per step: an upper bound; none without a step trace)."""),
     params=Thresholds, check=check, source=N_("msprof-analyze advisor AICPU Issues"))

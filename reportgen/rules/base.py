@@ -68,6 +68,9 @@ class Finding:
     strip: Optional[dict] = None
     # Findings whose saving already counts this one's (the same time of the same ranks, `rules._shared_savings`)
     included_in: list["Finding"] = field(default_factory=list)
+    # The fault floor (`rules.policy.fault`): a component far below its peers, at least a warning whatever it saves
+    # today; the policy copies it into `impact.fault` (summary.json)
+    fault: Optional[dict] = None
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -113,14 +116,18 @@ class Finding:
 
 
 class Context:
-    """What `check` gets: the analysis (`a`) and the thresholds in force for this rule (`t`, the rule's frozen
-    `Thresholds` dataclass with the overrides applied)."""
+    """What `check` gets: the analysis (`a`), the thresholds in force for this rule (`t`, the rule's frozen
+    `Thresholds` dataclass with the overrides applied) and the severity policy in force (`p`, `rules.policy.Policy`:
+    its fault floors decide which findings are at least a warning)."""
 
-    def __init__(self, analysis: Analysis, thresholds: Any) -> None:
+    def __init__(self, analysis: Analysis, thresholds: Any, policy: Any = None) -> None:
         if not is_dataclass(thresholds) or isinstance(thresholds, type):
             raise TypeError("Context needs an instance of the rule's Thresholds dataclass")
+        from reportgen.rules.policy import POLICY
+
         self.a = analysis
         self.t = thresholds
+        self.p = POLICY if policy is None else policy
 
 
 @dataclass(frozen=True)
@@ -147,9 +154,10 @@ class Rule:
     def thresholds(self) -> dict[str, Threshold]:
         return threshold_table(self.params)
 
-    def context(self, analysis: Analysis, values: Optional[dict[str, float]] = None) -> Context:
-        """The context `check` runs in: the defaults with `values` (name -> number) applied."""
-        return Context(analysis, self.params(**(values or {})))
+    def context(self, analysis: Analysis, values: Optional[dict[str, float]] = None, policy: Any = None) -> Context:
+        """The context `check` runs in: the defaults with `values` (name -> number) applied, and the severity
+        policy in force (default `rules.policy.POLICY`)."""
+        return Context(analysis, self.params(**(values or {})), policy)
 
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character

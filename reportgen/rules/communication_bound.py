@@ -113,12 +113,13 @@ def own_exposed(a, ranks=None) -> "pd.Series | None":
     bubble left out. Computed per step, so a stall that moves from rank to rank is not mistaken for communication."""
     st = a.steps
     ps = st.per_step if st.kind else None
-    ov = a.overlap.per_step if a.overlap.view == "model" else None
+    ov = a.overlap.per_step if a.overlap.view in ("model", "pipeline") else None
+    alone = "collective_alone" if a.overlap.view == "pipeline" else "communication_alone"  # pipeline: receives left out
     if ps is not None and "communication_not_overlapped" in ps.columns:
         f = ps
         v = f["communication_not_overlapped"] - (f["bubble"].fillna(0.0) if "bubble" in f.columns else 0.0)
-    elif ov is not None and "communication_alone" in ov.columns:
-        f, v = ov, ov["communication_alone"]
+    elif ov is not None and alone in ov.columns:
+        f, v = ov, ov[alone]
     else:
         return None
     f = f.assign(v=v.clip(lower=0.0), step=f["step"].fillna(-1))
@@ -234,6 +235,12 @@ def _within_stage(ctx: Context) -> list[Finding]:
             rate = vals[longest]
             own = _own_stage_share(ov, longest, ctx.t.own_quantile)
             judged = min(rate, own) if own is not None else rate
+            # step by step too (the rank that waits least in each step): a stall that moves from rank to rank within
+            # the stage is waiting, not communication (the saving's own measure, `own_exposed`)
+            members = next((x["ranks"] for x in ov.stage_summary if x["stage"] == longest), None)
+            per_step = own_exposed(ctx.a, members)
+            if per_step is not None and len(per_step) and times.get(longest):
+                judged = min(judged, float(per_step.mean()) / times[longest])
             others = sorted(s for s, v in vals.items() if s != longest and _severity(v, ctx))
             out.append(Finding(
                 id="communication-bound.within-stage", category="communication_bound",
@@ -290,7 +297,11 @@ def _tail(ctx: Context) -> list[Finding]:
                 advice=lazy(ADVICE_DP),
                 why=lazy("In data parallel the tail holds the gradient AllReduce; when it is long on every rank alike, "
                     "no slow rank causes it: the AllReduce itself is exposed."),
-                page=urls.page(urls.STEP_TRACE), evidence={"tail_share": share, "median_tail_ms": med_tail,
+                page=urls.page(urls.STEP_TRACE),
+                # the severity policy: what hiding the exposed AllReduce saves (an upper bound)
+                impact=(lambda i: i.to_dict() if i else None)(saved_by_ms(med_tail, st, lazy(N_(
+                    "every rank's tail (the exposed gradient AllReduce) hidden behind computation: an upper bound")))),
+                evidence={"tail_share": share, "median_tail_ms": med_tail,
                                                           "median_step_ms": med_total, "tail_spread": spread}))
     return out
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
+from reportgen.analysis.impact import Impact, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg
+from reportgen.rules import policy
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal, ranks_msg
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -81,7 +83,7 @@ def check(ctx: Context) -> list[Finding]:
                     costly.append(r)
             else:
                 costly.append(r)  # no step interval to weigh it with: the dry queue is the evidence
-        sev = "warning" if costly else "info"
+        sev = "critical" if costly else "info"  # the policy decides from the saving
         worst = max(ranks, key=lambda r: (r in costly, rates.get(r, 0)))
         q = res.queues[worst]
         ids, kind = res.bottlenecks.get(worst, ([], ""))
@@ -119,13 +121,80 @@ def check(ctx: Context) -> list[Finding]:
             qq = res.queues[r]
             rows.append([r, f"{qq.host_empty} / {qq.host_total}", f"{qq.device_empty} / {qq.device_total}",
                          fmt_ms(float(ii[r])) if ii is not None and r in ii.index else "—"])
-        out.append(Finding(
+        imp = _impact(a, costly, known, ctx.t)
+        if imp is not None and sev == "critical" and (not [r for r in costly if r in known]
+                                                      or imp.basis.msgid == IMPACT_ALL):
+            sev = "warning"  # an upper bound (the iterator's whole wait) proposes a warning at most
+        # the policy's fault floor: a dry rank waiting for data several times as long as the other ranks
+        fault = None
+        if ii is not None and len(ii.dropna()) > len(ranks):
+            peers = float(ii.drop(index=[r for r in ranks if r in ii.index]).median())
+            waits = [(float(ii[r]), r) for r in costly if r in known]
+            if waits and peers >= 0:
+                w, _r = max(waits)
+                if w >= ctx.p.phase_fault * peers and w - peers >= ctx.p.fault_min_ms:
+                    fault = policy.fault("phase", w / peers if peers > 0 else math.inf, ctx.p.phase_fault, w - peers)
+        out.append(policy.judged(Finding(fault=fault,
             id=f"data-pipeline.{verdict.replace('_', '-')}", category="data_pipeline", severity=sev, title=title,
+            impact=imp.to_dict() if imp else None,
             advice=advice, why=lazy("A device waiting for input computes nothing; the step interval grows by the wait."),
             page=urls.rank(worst, "data"), ranks=ranks, evidence=ev,
             table={"columns": [N_("Rank"), N_("Host queue empty (steps)"), N_("Chip queue empty (batches)"), N_("Step interval")],
-                   "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}))
+                   "rows": rows, "links": [urls.rank(r, "data") for r in ranks[:50]]}), ctx.p))
     return out
+
+
+IMPACT_BASIS = N_("{ranks}: step interval set to the other ranks' median in every step; the others' waits shrink "
+                  "by as much")
+IMPACT_ALL = N_("the data ready when the step starts (the step interval of the ranks whose queue runs dry saved): an "
+                "upper bound")
+
+
+IMPACT_GET = N_("{ranks}: the wait for each batch (the dataset iterator's get time, {ms} per step on average) saved: "
+               "an upper bound")
+
+
+def _wait_impact(a, ranks: list[int]):
+    """Without a step interval (feed mode without a step trace): the dataset iterator's mean get time per step of
+    the dry rank that waits longest, against the step time (the step trace's, else the device timeline's span per
+    step). None when the files hold neither."""
+    best = None
+    for r in ranks:
+        dp = a.run.ranks[r].dataprep if r in a.run.ranks else None
+        h = getattr(dp, "host_times", None)
+        if dp is None or dp.mode != "feed" or h is None or not len(h) or "get_ms" not in h.columns:
+            continue
+        get = float(h["get_ms"].dropna().mean()) if h["get_ms"].notna().any() else math.nan
+        tl = a.run.ranks[r].timeline
+        step = (tl.span_ms / len(h)) if tl is not None and tl.span_ms else math.nan
+        if not math.isnan(get) and (best is None or get > best[0]):
+            best = (get, step, r)
+    if best is None:
+        return None
+    get, step, r = best
+    basis = lazy(IMPACT_GET, ranks=ranks_msg([r], capital=True), ms=fmt_ms(get))
+    imp = saved_by_ms(get, a.steps, basis)
+    if imp is None and step and not math.isnan(step):
+        imp = Impact(get, get / step, basis)
+    return imp
+
+
+def _impact(a, costly: list[int], known: list[int], t=None):
+    """The saving of feeding the dry ranks as fast as the others (their step interval at the other ranks' median);
+    every rank dry, or the other ranks waiting for data as long (by the rule's own thresholds): the dry ranks'
+    interval itself (an upper bound). None without a step interval (the queue alone says nothing about the time
+    lost)."""
+    dry = [r for r in costly if r in known]
+    if not dry:
+        return _wait_impact(a, costly)
+    ii = a.steps.average["iteration_interval"].dropna()
+    others = ii.drop(index=[r for r in dry if r in ii.index])
+    tot = a.steps.average["total"].dropna() if "total" in a.steps.average else None
+    waiting = (t is not None and len(others) and tot is not None and len(tot)
+               and float(others.median()) >= t.min_interval_ms and float(others.median()) >= t.min_share * float(tot.median()))
+    if len(others) and not waiting:
+        return replace_excess(a.steps, "iteration_interval", dry, None, lazy(IMPACT_BASIS, ranks=ranks_msg(dry, capital=True)))
+    return saved_by_ms(float(ii[[r for r in dry if r in ii.index]].median()), a.steps, lazy(IMPACT_ALL))
 
 
 RULE = Rule(
@@ -135,9 +204,10 @@ MindInsight's queue reading for every rank with MindData queue files: the host q
 `host_empty_rate` of the steps → data processing; otherwise the chip-side (GetNext) queue ever empty → data
 transmission. The bottleneck dataset operator follows MindInsight's pipeline rule (input queues ≥ 0.8, output
 queue < 0.6; all queues low → the source operators) with the seed's "input full, output empty" fallback, and gets
-MindInsight's per-operator advice. Warning when the rank's step interval is at least `min_interval_ms` and
-`min_share` of its step, or when no step interval is recorded; information otherwise (the queue runs dry but the
-step barely waits)."""),
+MindInsight's per-operator advice. Judged by the severity policy when the rank's step interval is at least
+`min_interval_ms` and `min_share` of its step; information otherwise (the queue runs dry but the step barely
+waits), and without a step interval (no saving can be estimated). The saving sets the dry ranks' step interval to
+the other ranks' median (every rank dry: the interval itself, an upper bound)."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, single device (non-sink and sink mode); MindInsight MinddataProposer, "
            "MinddataPipelineProposer"))

@@ -19,6 +19,7 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.idle import run_idle
+from reportgen.analysis.impact import _wide, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
@@ -156,8 +157,13 @@ def check(ctx: Context) -> list[Finding]:
     if st.kind is None:
         sev = "info"
     ranks = sorted(int(r) for r in share.index[share >= ctx.t.info_rate])
+    # the severity policy: the saving is the median free time were the host to keep up (an upper bound)
+    # (the median step's: one slow step, a warm-up or a checkpoint, is not what the host costs every step)
+    imp = (saved_by_ms(float(_wide(st.per_step, "free").median(axis=0).median()), st, lazy(N_(
+        "the free time of the median rank in the median step, were the host to keep the device busy: an upper "
+        "bound"))) if st.kind == "modern" and "free" in st.per_step.columns else None)
     return [Finding(
-        id="host-bound.free", category="host_bound", severity=sev,
+        id="host-bound.free", category="host_bound", severity=sev, impact=imp.to_dict() if imp else None,
         title=lazy("The device is idle (free) for {share} of the step (median over {n} ranks)", share=fmt_pct(med),
                    n=len(share)),
         advice=lazy(ADVICE_GPU if gpu_run(a) else ADVICE), why=lazy("Free time is neither computation nor communication: the device has nothing to run."),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ranks, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, th, ranks_msg
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -8,7 +8,7 @@ import math
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, fmt_ranks, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, ranks_msg
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import compute_share_saving
+from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 from reportgen.rules.stats import type_totals
@@ -49,8 +51,9 @@ def check(ctx: Context) -> list[Finding]:
     by_type = conv.groupby("op_type")["total_ms"].sum().sort_values(ascending=False)
     r = int(share.idxmax())
     n = len(share)
-    return [Finding(
-        id="operator-conversion.share", category="operator_hotspot",
+    imp = compute_share_saving(ctx.a.steps, med, lazy(IMPACT_BASIS, share=fmt_pct(med)))
+    return [policy.judged(Finding(
+        id="operator-conversion.share", category="operator_hotspot", impact=imp.to_dict() if imp else None,
         severity="warning" if med >= ctx.t.warning_share else "info",
         title=(lazy("Conversion operators ({types}) take {share} of AI Core time", types=", ".join(by_type.index[:3]),
                     share=fmt_pct(med)) if n == 1 else
@@ -61,12 +64,16 @@ def check(ctx: Context) -> list[Finding]:
         evidence={"median_share": med, "max_share": float(share.max()), "types_ms": by_type.to_dict(),
                   "rank_max": r, "rank_max_ms": float(c[r])},
         table={"columns": [N_("Type"), N_("Time, all ranks")], "rows": [[k, fmt_ms(v)] for k, v in by_type.items()],
-               "links": [None] * len(by_type)})]
+               "links": [None] * len(by_type)}), ctx.p)]
+
+
+IMPACT_BASIS = N_("the conversions' {share} of the computation removed on every rank: an upper bound")
 
 
 RULE = Rule(
     id="operator-conversion", category="operator_hotspot", title=N_("Cast / TransData share"),
     description=N_("""\
 The share of AI Core time spent in Cast and TransData operators (per rank, median over ranks). Information from
-`info_share`, warning from `warning_share`."""),
+`info_share`; from `warning_share` it is judged by the severity policy on its saving (that share of the median
+computation per step, were the conversions removed: an upper bound; none without a step trace)."""),
     params=Thresholds, check=check, source=N_("tuning guide, single device, forward + backward long, step 1"))

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import compute_saving
+from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 from reportgen.rules.stats import type_totals
@@ -92,8 +94,10 @@ def check(ctx: Context) -> list[Finding]:
     for r, hs in sorted(by_rank.items(), key=lambda kv: -kv[1][0][0])[:20]:
         gap, _, side, op_type, hi, m, g = hs[0]
         share = gap / typical
-        out.append(Finding(
-            id="operator-rank.slow-on-rank", category="operator_hotspot",
+        per_step = gap if "per step" in (a.resources.operator_basis or "") else gap / max(1, _n_steps(a, r))
+        imp = compute_saving(a.steps, [r], per_step, lazy(IMPACT_BASIS, rank=r, op=op_type), _window(a))
+        out.append(policy.judged(Finding(
+            id="operator-rank.slow-on-rank", category="operator_hotspot", impact=imp.to_dict() if imp else None,
             severity="warning" if share >= ctx.t.warning_share else "info",
             title=lazy("{main}{more}", main=lazy("Rank {rank} spends {value} in {op} against a median of {median} on "
                                                  "its peers ({ratio}×)", rank=r, value=fmt_ms(hi), op=op_type,
@@ -108,8 +112,25 @@ def check(ctx: Context) -> list[Finding]:
                       "compared_within": f"stage {g}" if stage_of else "cluster"},
             table={"columns": [N_("Type"), N_("Runs on"), N_("This rank (ms)"), N_("Peers' median (ms)"), N_("Ratio")],
                    "rows": [[h[3], h[2], round(h[4], 4), round(h[5], 4), round(h[4] / h[5], 2)] for h in hs[:20]],
-                   "links": [None] * min(20, len(hs))}))
+                   "links": [None] * min(20, len(hs))}), ctx.p))
     return out
+
+
+IMPACT_BASIS = N_("rank {rank}'s computation set to its peers' median in every step, at most its extra {op} time "
+                  "per step")
+
+
+def _window(a):
+    """The profiled window (the median span of the ranks' device timelines), for runs without a step trace."""
+    spans = sorted(d.timeline.span_ms for d in a.run.ranks.values() if d.timeline is not None and d.timeline.span_ms)
+    return spans[len(spans) // 2] if spans else None
+
+
+def _n_steps(a, r: int) -> int:
+    ps = a.steps.per_step
+    if ps is None or ps.empty:
+        return 1
+    return int(ps.loc[ps["rank"] == r, "step"].nunique()) or 1
 
 
 RULE = Rule(
@@ -119,7 +140,8 @@ For each operator type (AI Core, AI CPU, host CPU; communication is waiting, not
 that block until the device catches up: copies to the host, synchronisations), the time on each rank is
 compared with the median over the ranks of its pipeline stage (at least `min_ranks`). A rank is reported when its
 time is at least `min_ratio` × the median and the difference is at least `min_share` of a typical rank's operator
-time (information), `warning_share` (warning). Totals cover what the profiler recorded (per step for MindInsight,
+time (information); from `warning_share` it is judged by the severity policy on its saving (the rank's
+computation set to its peers' median, at most the operator's extra time per step; none without a step trace). Totals cover what the profiler recorded (per step for MindInsight,
 the profiled window for Ascend)."""),
     params=Thresholds, check=check, source=N_("MindInsight cluster operator view; Marey view interpretation "
                                                "(long on one device: slow node)"))

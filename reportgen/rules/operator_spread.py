@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import compute_saving
+from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
 
@@ -66,6 +68,10 @@ One operator type takes a large share of the step on every device, so it is the 
 - for recompute-heavy backward operators, review the recomputation settings.""")
 
 
+IMPACT_BASIS = N_("rank {rank}'s computation set to its stage's median in every step, at most its excess in the "
+                  "representative step")
+
+
 def _step_label(step: int):
     """Runs without step ids (MindSpore CPU) give the whole profiled window step -1."""
     return lazy("step {step}", step=step) if step >= 0 else lazy("the profiled window")
@@ -93,8 +99,9 @@ def check(ctx: Context) -> list[Finding]:
         excess = sum(s.excess_ms for s in items)
         share = excess / step_ms
         names = ", ".join(s.name for s in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
-        out.append(Finding(
-            id="operator-spread.slow-device", category="slow_rank",
+        imp = compute_saving(ctx.a.steps, [r], excess, lazy(IMPACT_BASIS, rank=r), step_ms)
+        out.append(policy.judged(Finding(
+            id="operator-spread.slow-device", category="slow_rank", impact=imp.to_dict() if imp else None,
             severity="warning" if share >= ctx.t.warning_share else "info",
             title=lazy("Rank {rank} runs {names} longer than the other devices of stage {stage} (+{excess} in {step})",
                        rank=r, names=names, stage=stage_of.get(r, 0), excess=fmt_ms(excess),
@@ -106,7 +113,7 @@ def check(ctx: Context) -> list[Finding]:
                       "types": {s.name: {"ms": s.max_ms, "median_ms": s.median_ms} for s in items}},
             table={"columns": [N_("Operator type"), N_("This rank"), N_("Stage median"), N_("Max / median")],
                    "rows": [[s.name, fmt_ms(s.max_ms), fmt_ms(s.median_ms), f"{s.max_ms / s.median_ms:.2f}"]
-                            for s in items[:10]], "links": [None] * min(10, len(items))}))
+                            for s in items[:10]], "links": [None] * min(10, len(items))}), ctx.p))
     for s in m.type_spread:
         if s.n < ctx.t.min_devices or s.cls in ("receive", "send"):
             continue

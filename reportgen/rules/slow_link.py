@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.analysis.impact import link_saving
+from reportgen.analysis.impact import exposed_saving, link_saving
 from reportgen.i18n import N_, lazy
+from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
 from reportgen.rules.stats import MAD_SCALE
 
@@ -22,10 +23,8 @@ class Thresholds:
     z: float = th(3.5, N_('and more than this many robust standard deviations below that median'))
     min_size_mb: float = th(1.0, N_('links that moved less than this per step are latency-bound and not compared'))
     min_peers: float = th(3.0, N_('links of the same transport needed for a median'))
-    min_share: float = th(0.01, N_('time lost on the link per step (time − size / median bandwidth), as a fraction of '
-                                'the step, from which the finding is a warning rather than information'))
-    min_lost_ms: float = th(0.5, N_('and at least this many ms lost per step'))
-    critical_share: float = th(0.2, N_('lost time per step from which the finding is critical'))
+    critical_share: float = th(0.2, N_('lost time per step (fraction of the step) from which the finding may be '
+                                       'critical (the severity policy decides from the saving)'))
     rdma_gbps: float = th(12.5, N_('reference bandwidth of an RDMA link (GB/s): a link below (1 − min_drop) × it is '
                                 'slow even when every link of its transport is (msprof-analyze / MindStudio Insight)'))
     hccs_gbps: float = th(18.0, N_('reference bandwidth of an HCCS link (GB/s)'))
@@ -45,6 +44,18 @@ runs at the speed of its slowest hop).
 
 IMPACT_BASIS = N_("links {links} ({transport}) moving their data at the {median} GB/s median of their transport; "
                    "every operator using them lasts as long as its slowest link")
+IMPACT_BASIS_LINKS = N_("{basis} (from the links' time per step: the operators' records are not available)")
+
+
+def _lost_per_rank(slow) -> float:
+    """The most time any one rank loses on the slow links per step (its links' lost time summed)."""
+    per = {}
+    for s, d, lost in zip(slow["src"], slow["dst"], slow["lost_ms"]):
+        for r in (int(s), int(d)):
+            per[r] = per.get(r, 0.0) + max(0.0, float(lost))
+    return max(per.values(), default=0.0)
+
+
 TITLE_ONE = N_("Link {links} ({transport}) runs at {bw} GB/s, {rel} of the {median} GB/s median of "
                "{n_compared} {transport} links")
 TITLE_MANY = N_("{subject}{n} links {links} ({transport}) run at down to {bw} GB/s, {rel} of the {median} GB/s "
@@ -122,19 +133,20 @@ def check(ctx: Context) -> list[Finding]:
         # [issue 16, h-numbers] a link cannot lose more than the whole step: the files disagree; no share is shown
         # (analysis.consistency writes the data-quality note)
         over_step, lost_share = (True, math.nan) if lost_share > 1 else (False, lost_share)
-        if (not math.isnan(lost_share) and lost_share >= ctx.t.critical_share):
-            severity = "critical"
-        elif float(w["lost_ms"]) >= ctx.t.min_lost_ms and (math.isnan(lost_share)
-                                                               or lost_share >= ctx.t.min_share):
-            severity = "warning"
-        else:
-            severity = "info"
+        # fault floor (the policy): far below its peers, whatever it saves today (not against the reference: when
+        # the whole transport is slow, the saving decides)
+        ratio = float(w["bandwidth_gbps"]) / med
+        fault = (policy.fault("link", ratio, ctx.p.link_fault, float(w["lost_ms"]))
+                 if not by_ref and ratio < ctx.p.link_fault and float(w["lost_ms"]) >= ctx.p.fault_min_ms else None)
         links = [f"{int(s)}-{int(d)}" for s, d in zip(slow["src"], slow["dst"])]
         n = len(links)
         place = common_place(a, links)
-        imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med},
-                          lazy(IMPACT_BASIS, links=", ".join(links[:8]) + (" …" if n > 8 else ""),
-                                              transport=transport, median=f"{med:.2f}"))
+        basis = lazy(IMPACT_BASIS, links=", ".join(links[:8]) + (" …" if n > 8 else ""), transport=transport,
+                     median=f"{med:.2f}")
+        imp = link_saving(a.steps, a.comm, [tuple(map(int, x.split("-"))) for x in links], {transport: med}, basis)
+        if imp is None:  # no per-operator records: the links' lost time itself (per rank, the most delayed one)
+            imp = exposed_saving(a.steps, sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
+                                 _lost_per_rank(slow), lazy(IMPACT_BASIS_LINKS, basis=basis))
         title = lazy((TITLE_ONE_REF if n == 1 else TITLE_MANY_REF) if by_ref else (TITLE_ONE if n == 1 else TITLE_MANY),
                      subject=place_msg(place), n=n, links=", ".join(links[:4])
                      + (" …" if n > 4 else ""), transport=str(transport), bw=f"{float(w['bandwidth_gbps']):.2f}",
@@ -143,8 +155,15 @@ def check(ctx: Context) -> list[Finding]:
                  round(float(r.bandwidth_gbps), 4), fmt_pct(float(r.bandwidth_gbps) / med, 0),
                  round(float(r.lost_ms), 4)] for r in slow.head(50).itertuples()]
         findings.append(Finding(
-            id="slow-link.bandwidth", category="slow_link", severity=severity, title=title, advice=lazy(ADVICE),
+            id="slow-link.bandwidth", category="slow_link",
+            severity="critical" if math.isnan(lost_share) or lost_share >= ctx.t.critical_share else "warning", title=title, advice=lazy(ADVICE),
             why=(lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
+                      "would need ({share} of the step); counting only what computation does not hide and what "
+                      "delays the step's last rank, fixing it saves about {saving} per step.",
+                      lost=fmt_ms(float(w["lost_ms"])), transport=md_literal(transport), share=fmt_pct(lost_share),
+                      saving=fmt_ms(imp.step_ms))
+                 if imp is not None and not math.isnan(lost_share) else
+                 lazy("About {lost} per step is spent on this link beyond what the median {transport} bandwidth "
                       "would need ({share} of the step).", lost=fmt_ms(float(w["lost_ms"])),
                       transport=md_literal(transport), share=fmt_pct(lost_share))
                  if not math.isnan(lost_share) else
@@ -156,7 +175,7 @@ def check(ctx: Context) -> list[Finding]:
                       "would need.", lost=fmt_ms(float(w["lost_ms"])), transport=md_literal(transport))),
             page=urls.COMM_LINKS, links=links, transport=str(transport),
             ranks=sorted({int(x) for pair in zip(slow["src"], slow["dst"]) for x in pair}),
-            impact=imp.to_dict() if imp else None,
+            impact=imp.to_dict() if imp else None, fault=fault,
             evidence={**({"host": place[1]} if place and place[0] == "host" else {}),
                       **({"nic_rank": place[1]} if place and place[0] == "nic" else {}),
                       "bandwidth_gbps": float(w["bandwidth_gbps"]), "transport_median_gbps": med,
@@ -166,6 +185,7 @@ def check(ctx: Context) -> list[Finding]:
             table={"columns": [N_("Source"), N_("Destination"), N_("Size (MB)"), N_("Time (ms)"),
                                N_("Bandwidth (GB/s)"), N_("vs median"), N_("Lost (ms)")],
                    "rows": rows, "links": [None] * len(rows)}))
+        findings.append(policy.judged(findings.pop(), ctx.p))
     return findings
 
 
@@ -175,9 +195,12 @@ RULE = Rule(
 Links between two devices (all communication groups summed, per averaged step) are compared with the other links
 of the same transport (HCCS, RDMA, SDMA, PCIE, SIO; LOCAL and links under `min_size_mb` are left out; at least
 `min_peers` links). A link is slow when its bandwidth is more than `min_drop` below the transport's median and
-more than `z` robust standard deviations below it. Severity follows the time lost on the link (its time minus
-size / median bandwidth): critical from `critical_share` of the step, warning from `min_share` and
-`min_lost_ms`, information below."""),
+more than `z` robust standard deviations below it (or below the transport's reference bandwidth when the median
+itself is). The time lost on a link is its time minus size / median bandwidth; the saving replaces the slow links'
+bandwidth by the median in every operator that uses them (an operator lasts as long as its slowest link) and counts
+the share of communication not hidden by computation. Severity follows the severity policy: the saving, and the
+fault floor for a link under `severity.link_fault` of its transport's median (at least a warning). Pages mark
+exactly the links of warning and critical findings."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, model parallel step 4; msprof-analyze communication matrix reading; MindInsight "
            "cluster_link"))

@@ -15,8 +15,9 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.divergence import divergence
 from reportgen.analysis.impact import replace_excess
 from reportgen.i18n import N_, Joined, lazy
+from reportgen.rules import policy
 from reportgen.rules.base import (
-    Context, Finding, Rule, th, fmt_ms, fmt_pct, fmt_ranks, md_literal, ranks_msg, step_pattern, gpu_run,
+    Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal, ranks_msg, step_pattern, gpu_run,
 )
 from reportgen.rules.stats import Standout, peer_median, standout_cells, standouts, step_reference
 
@@ -30,8 +31,8 @@ class Thresholds:
     persistence: float = th(0.5, N_('fraction of its steps in which the rank must stand out'))
     min_steps: float = th(2.0, N_('steps a rank needs for a warning; with fewer, persistence is unknown and the '
                                'finding is information'))
-    critical_share: float = th(0.2, N_('excess per step (as a fraction of the step) from which the finding is critical'
-                                    ' rather than a warning'))
+    critical_share: float = th(0.2, N_('excess per step (as a fraction of the step) from which the finding may be '
+                                       'critical (the severity policy decides from the saving)'))
 
 
 WHY = N_("Collectives are synchronous: every step, the whole cluster waits for the slowest rank, so its extra time "
@@ -217,6 +218,7 @@ def falls_behind(a: Analysis, rank: int, stage_of) -> dict:
 
 
 # phase -> the step-trace column whose excess is replaced by the peers' median for the impact estimate
+FAULT_PHASES = ("step_interval", "compute", "free")  # a rank's own work: the policy's fault floor applies
 IMPACT_COLUMN = {"step_interval": "iteration_interval", "compute": ("computing", "fp_and_bp"), "free": "free"}
 IMPACT_BASIS = N_("{subject}: {column} set to the median of {peers} in every step; the others' waits shrink by as "
                   "much")
@@ -259,12 +261,22 @@ def check(ctx: Context) -> list[Finding]:
                           persistence=ctx.t.persistence)
         if phase == "communication" and found:
             found = _not_victims(a, found, stage_of)
+        cells = standout_cells(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z,
+                               min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share)
+        if phase in FAULT_PHASES:
+            # the policy's fault floor: a rank whose phase is several times its peers' in most steps is named even
+            # when its excess is a small share of the step today (it is the bottleneck once the rest is fixed)
+            kw = dict(groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z, min_rel=ctx.p.phase_fault - 1,
+                      min_abs_ms=ctx.p.fault_min_ms, min_share=0.0)
+            faulty = [s for s in standouts(frame, col, persistence=ctx.t.persistence, **kw)
+                      if s.rank not in {f.rank for f in found}]
+            if faulty:
+                found = sorted(found + faulty, key=lambda s: -s.excess_ms)
+                cells = cells.assign(out=cells["out"] | standout_cells(frame, col, **kw)["out"])
         if not found:
             continue
         if phase in ("step_interval", "compute"):
             culprits.extend(s.rank for s in found)
-        cells = standout_cells(frame, col, groups=stage_of if by_stage else None, step_ms=ref, z=ctx.t.z,
-                               min_rel=ctx.t.min_rel, min_abs_ms=ctx.t.min_abs_ms, min_share=ctx.t.min_share)
         for found, hosts in split_hosts(a, found):
             ranks = [s.rank for s in found]
             worst = found[0]
@@ -282,7 +294,12 @@ def check(ctx: Context) -> list[Finding]:
             title = lazy("{subject} {verb}: +{excess} per step{rel}, in {out} of {total} steps",
                          subject=host_msg(a, hosts) if hosts else ranks_msg(ranks, capital=True), verb=verb, excess=fmt_ms(worst.excess_ms), rel=rel_text,
                          out=worst.steps_out, total=worst.steps_total)
+            # a ceiling: the policy decides from the saving and the fault floor
             severity = "critical" if worst.share >= ctx.t.critical_share else "warning"
+            times = [s.value_ms / s.median_ms for s in found if s.median_ms > 0]
+            fault = (policy.fault("phase", max(times), ctx.p.phase_fault, max(s.excess_ms for s in found))
+                     if phase in FAULT_PHASES and times and max(times) >= ctx.p.phase_fault
+                     and max(s.excess_ms for s in found) >= ctx.p.fault_min_ms else None)
             if worst.steps_total < ctx.t.min_steps:
                 severity = "info"  # one recorded step: persistence cannot be told
                 title = lazy("{title} (one step recorded: cannot tell whether it persists)", title=title)
@@ -300,9 +317,9 @@ def check(ctx: Context) -> list[Finding]:
                     severity = "warning"
             label = {"step_interval": "Step interval", "compute": "Computation", "free": "Free",
                      "communication": "Communication (not overlapped)", "tail": "Tail"}[phase]
-            findings.append(Finding(
+            findings.append(policy.judged(Finding(
                 id=f"slow-rank.{phase.replace('_', '-')}{'-host' if hosts else ''}", category="slow_rank",
-                severity=severity, title=title, advice=advice,
+                severity=severity, title=title, advice=advice, fault=fault,
                 why=lazy("{why}{note}", why=why, note="" if hosts else _host_note(a, ranks)),
                 page=anchor(worst.rank), ranks=sorted(ranks) if hosts else ranks, phase=phase,
                 evidence={**({"hosts": hosts} if hosts else {}), "value_ms": worst.value_ms,
@@ -315,7 +332,7 @@ def check(ctx: Context) -> list[Finding]:
                              else {})},
                 strip=strip,
                 table=slow_table(a, found, label, by_stage),
-                impact=impact(a, phase, ranks, stage_of if by_stage else None)))
+                impact=impact(a, phase, ranks, stage_of if by_stage else None)), ctx.p))
     return findings
 
 
@@ -326,10 +343,13 @@ For each phase of the step (MindInsight: step interval, computation, tail; Ascen
 Free, Communication (not overlapped)), every rank is compared in **every step** with the ranks of its pipeline
 stage (the whole cluster for the step interval and for runs without stages). A rank stands out in a step when it is
 above the median by more than `z` robust standard deviations, `min_rel` of the median, `min_abs_ms` and
-`min_share` of the step time; it is reported when it stands out in at least `persistence` of its steps.
-Severity: critical when the excess is at least `critical_share` of the step, otherwise warning. A long **tail**
-is reported as information when a slower rank was found in another phase (its tail is waiting, the guide's
-reasoning), as a warning otherwise."""),
+`min_share` of the step time; it is reported when it stands out in at least `persistence` of its steps. A rank
+whose step interval, computation or free time is `severity.phase_fault` times its peers' median (and at least
+`severity.fault_min_ms` more) in as many steps is reported too, however small its share of the step. The saving
+sets the rank's phase to its peers' median in every step (the others' waits shrink by as much). Severity follows
+the severity policy (the saving; the fault floor for a phase several times its peers'); one recorded step is
+information (persistence unknown). Exposed communication and a long **tail** have no saving of their own (they are
+usually waiting for a slower rank named in another finding): information."""),
     params=Thresholds, check=check,
     source=N_("tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
            "(spread / step ≥ 5 %); seed 003 delimitation"))

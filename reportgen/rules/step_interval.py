@@ -10,15 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, lazy
+from reportgen.rules import policy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
 @dataclass(frozen=True)
 class Thresholds:
     info_ms: float = th(0.5, N_("median step interval over ranks from which it is reported (MindInsight's "
                              'StepTraceProposer, 0.5 ms)'))
-    warning_share: float = th(0.05, N_('and the fraction of the step from which it is a warning'))
-    critical_share: float = th(0.25, N_('fraction of the step from which it is critical'))
+    warning_share: float = th(0.05, N_('and the fraction of the step from which it is judged by the severity policy '
+                                       '(below it: information)'))
+    critical_share: float = th(0.25, N_('fraction of the step from which it may be critical'))
 
 
 ADVICE = N_("""\
@@ -42,6 +45,7 @@ def check(ctx: Context) -> list[Finding]:
     if med < ctx.t.info_ms:
         return []
     share = med / total if total else 0.0
+    # a ceiling: the policy decides from the saving
     sev = ("critical" if share >= ctx.t.critical_share else "warning" if share >= ctx.t.warning_share
            else "info")
     ii = st.average["iteration_interval"].dropna()
@@ -58,20 +62,25 @@ def check(ctx: Context) -> list[Finding]:
                   "{n} ranks", ms=fmt_ms(med), share=fmt_pct(share), k=len(ranks), n=n))
     if sev == "info":
         title = lazy("{title}; small against the step", title=title)
-    return [Finding(
+    imp = saved_by_ms(med, st, lazy(IMPACT_BASIS))
+    return [policy.judged(Finding(
         id="step-interval.long", category="data_pipeline", severity=sev, title=title, advice=lazy(ADVICE),
+        impact=imp.to_dict() if imp else None,
         why=lazy("While the step waits for data the device computes nothing; the guide expects the interval under 1 ms."),
         page=urls.page(urls.STEP_TRACE) if n > 1 else urls.rank(ranks[0] if ranks else ii.index[0], "data"),
         ranks=ranks,
         evidence={"median_ms": med, "share_of_step": share, "median_step_ms": total,
-                  "mindinsight_threshold_ms": ctx.t.info_ms, "queue_readings": verdicts})]
+                  "mindinsight_threshold_ms": ctx.t.info_ms, "queue_readings": verdicts}), ctx.p)]
+
+
+IMPACT_BASIS = N_("the data ready when the step starts on every rank (the median step interval saved): an upper bound")
 
 
 RULE = Rule(
     id="step-interval", category="data_pipeline", title=N_("Step interval long (waiting for data)"),
     description=N_("""\
 The median of the ranks' average step interval (MindInsight step trace). Reported from `info_ms` (MindInsight's
-StepTraceProposer threshold, 0.5 ms) as information; a warning when it is also at least `warning_share` of the
-step, critical from `critical_share`. The data-pipeline rule says why, rank by rank, from the queues."""),
+StepTraceProposer threshold, 0.5 ms) as information; from `warning_share` of the step it is judged by the severity
+policy on its saving (the median interval, were the data ready when the step starts: an upper bound). The data-pipeline rule says why, rank by rank, from the queues."""),
     params=Thresholds, check=check, source=N_("tuning guide, single device: step interval long; MindInsight "
                                                "StepTraceProposer"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reportgen import urls
+from reportgen.analysis.impact import saved_by_ms
+from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
 
@@ -41,19 +43,24 @@ def check(ctx: Context) -> list[Finding]:
     share = float(row["tail"]) / float(row["total"])
     if share < ctx.t.info_share:
         return []
-    return [Finding(
-        id="tail-single-device.tail", category="operator_hotspot",
+    usual = ctx.t.info_share * float(row["total"])
+    imp = saved_by_ms(max(0.0, float(row["tail"]) - usual), st, lazy(IMPACT_BASIS, share=fmt_pct(ctx.t.info_share, 0)))
+    return [policy.judged(Finding(
+        id="tail-single-device.tail", category="operator_hotspot", impact=imp.to_dict() if imp else None,
         severity="warning" if share >= ctx.t.warning_share else "info",
         title=lazy("The tail (parameter update) takes {ms} per step, {share} of the step",
                    ms=fmt_ms(float(row["tail"])), share=fmt_pct(share)),
         advice=lazy(ADVICE), why=lazy("On a single device the tail is normally short; a long one is optimizer overhead."),
         page=urls.rank(r, "step-trace"), ranks=[r], phase="tail",
-        evidence={"tail_ms": float(row["tail"]), "step_ms": float(row["total"]), "share": share})]
+        evidence={"tail_ms": float(row["tail"]), "step_ms": float(row["total"]), "share": share}), ctx.p)]
+
+
+IMPACT_BASIS = N_("the tail brought to {share} of the step, where a single device's tail usually stays")
 
 
 RULE = Rule(
     id="tail-single-device", category="operator_hotspot", title=N_("Tail long on a single device"),
     description=N_("""\
-Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`, warning
-from `warning_share`."""),
+Single-device MindInsight runs: tail / step time of the averaged step. Information from `info_share`; from
+`warning_share` it is judged by the severity policy on its saving (the tail brought to `info_share` of the step)."""),
     params=Thresholds, check=check, source=N_("tuning guide, single device, tail long"))

@@ -11,7 +11,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from reportgen.rules import RULES, SEVERITY_ORDER
+from reportgen.rules import RULES, SEVERITY_ORDER, policy
+from reportgen.rules.base import threshold_table
 from reportgen.fmt import ms as fmt_ms, share as fmt_pct
 from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
 
@@ -197,12 +198,18 @@ def rules_context(findings: list, thresholds: dict[str, dict[str, float]]) -> di
                            for k, t in r.thresholds.items()],
             "fired": fired.get(r.id, {s: 0 for s in SEVERITY_ORDER}),
         })
-    return {"rules": rules}
+    used = thresholds.get(policy.POLICY_ID, {})
+    pol = {"id": policy.POLICY_ID, "title": _(policy.TITLE), "description_html": markdown(_(policy.DESCRIPTION)),
+           "thresholds": [{"name": k, "value": _fmt(used.get(k, t.default)), "default": _fmt(t.default),
+                           "changed": used.get(k, t.default) != t.default, "doc": _(t.doc)}
+                          for k, t in threshold_table(policy.Policy).items()]}
+    return {"rules": rules, "policy": pol}
 
 
 @view
 class RulesContext(PageContext):
     rules: list[dict]
+    policy: dict  # the severity policy (`rules.policy`): its description and thresholds
 
 
 def _plan_rules(inp: PlanInput) -> list[Page]:
