@@ -374,3 +374,15 @@ def test_every_finding_links_to_existing_evidence(example_site):
         assert target.exists(), f["page"]
         if frag:
             assert BeautifulSoup(target.read_text(), "html.parser").find(id=frag) is not None, f["page"]
+
+
+def test_retired_thresholds_are_accepted_with_a_warning(caplog):
+    """Thresholds the severity policy replaced (issue 29) keep old `--set` and thresholds files working: ignored,
+    with a warning naming what replaced them; an unknown name is still an error."""
+    from reportgen.rules import ThresholdError, parse_overrides
+
+    with caplog.at_level("WARNING", logger="msreport"):
+        assert parse_overrides("[slow-link]\nmin_share = 0.05\n", ["comm-health.comm_matters=0.1"]) == {}
+    assert "slow-link.min_share no longer exists" in caplog.text and "comm-health.comm_matters" in caplog.text
+    with pytest.raises(ThresholdError):
+        parse_overrides(None, ["slow-link.min_sharee=0.05"])

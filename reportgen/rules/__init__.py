@@ -75,8 +75,24 @@ def default_thresholds() -> dict[str, dict[str, float]]:
     return {rid: {k: t.default for k, t in table.items()} for rid, table in _tables().items()}
 
 
+# Thresholds that the severity policy replaced (issue 29): still accepted in `--set` and thresholds files, so that a
+# CI job's settings keep working, with a warning that they no longer change anything. Name -> what took its place.
+RETIRED = {
+    ("slow-link", "min_share"): "the severity policy (severity.warning_share) judges the link's saving",
+    ("slow-link", "min_lost_ms"): "the severity policy judges the link's saving; severity.link_fault its bandwidth",
+    ("stage-imbalance", "min_share"): "the severity policy (severity.warning_share) judges the stage's saving",
+    ("comm-health", "comm_matters"): "small packets are judged by their own cost (severity.warning_share)",
+}
+
+
 def _set(out: dict, rule_id: str, name: str, value, origin: str) -> None:
     rules = _tables()
+    if (rule_id, name) in RETIRED:
+        import logging
+
+        logging.getLogger("msreport").warning("%s: %s.%s no longer exists and is ignored: %s", origin, rule_id, name,
+                                              RETIRED[(rule_id, name)])
+        return
     if rule_id not in rules:
         raise ThresholdError(f"{origin}: unknown rule {rule_id!r} (rules: {', '.join(sorted(rules))})")
     if name not in rules[rule_id]:
