@@ -175,6 +175,7 @@ def test_host_bound_only_for_host_wait(tmp_path):
     host = [x for x in f if x.id == "host-bound.free"]
     assert len(host) == 1 and host[0].severity == "critical"  # 60 % of the step, the host is late every time
     assert host[0].evidence["median_host_wait_share"] == pytest.approx(0.6, abs=0.01)
+    assert host[0].impact["step_share"] == pytest.approx(0.6, abs=0.01)  # the saving the policy judges it by
     assert "AI Core" not in text(host[0].advice) and "torch.compile" in text(host[0].advice)
     k, s = _steps_trace(4, 10_000, 4_000, "early")
     _, a, f = _build(write_trace(tmp_path / "early" / "r0.pt.trace.json", k, s).parent)

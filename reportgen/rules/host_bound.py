@@ -73,7 +73,8 @@ def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
         free = m["host_wait_ms"] + m["stream_wait_ms"] + m["other_ms"]
         rows[r] = {"host": m["host_wait_ms"] / step, "stream": m["stream_wait_ms"] / step,
                    "stream_comm": m["stream_wait_comm_ms"] / step, "other": m["other_ms"] / step,
-                   "free": free / step, "basis": b.basis}
+                   "free": free / step, "basis": b.basis, "host_ms": m["host_wait_ms"],
+                   "stream_ms": m["stream_wait_ms"] - m["stream_wait_comm_ms"]}
         launch[r] = b.launch
     if not rows:
         return None
@@ -103,8 +104,14 @@ def _from_causes(ctx: Context, df: pd.DataFrame, launch: dict) -> list[Finding]:
           "source": f"idle time by cause ({basis})", "threshold_info": ctx.t.info_rate}
     if host >= ctx.t.info_rate:
         ranks = sorted(int(r) for r in df.index[df["host"] >= ctx.t.info_rate])
+        # the saving (severity policy): the median rank's host wait per step, were the host to launch ahead of the
+        # device (an upper bound: the host's own loop may still set the pace)
+        imp = saved_by_ms(float(df["host_ms"].median()), a.steps, lazy(N_(
+            "the median rank's host wait per step (the device idle before its next kernel was launched), were the "
+            "host to launch ahead of the device: an upper bound")))
         out.append(Finding(
             id="host-bound.free", category="host_bound", severity=_severity(ctx, host),
+            impact=imp.to_dict() if imp else None,
             title=lazy("The device waits for the host {share} of the step (median over {n} ranks): its next work is "
                        "launched only after it went idle", share=fmt_pct(host), n=n),
             advice=lazy(ADVICE_GPU if gpu_run(a) else ADVICE),
@@ -116,9 +123,14 @@ def _from_causes(ctx: Context, df: pd.DataFrame, launch: dict) -> list[Finding]:
         ranks = sorted(int(r) for r in df.index[df["stream"] >= ctx.t.info_rate])
         what = (lazy("collectives already launched and waiting for their peers") if comm
                 else lazy("another stream or a synchronisation"))
+        # waiting for a collective's peers is theirs to save (late arrival, slow rank, communication findings); a
+        # wait for another stream or a synchronisation is this rank's: its median ms per step, an upper bound
+        imp = None if comm else saved_by_ms(float(df["stream_ms"].median()), a.steps, lazy(N_(
+            "the median rank's wait per step for another stream or a synchronisation with its next kernel already "
+            "queued, were the dependency removed: an upper bound")))
         out.append(Finding(
             id="host-bound.stream-wait", category="communication_bound" if comm else "host_bound",
-            severity="warning" if stream >= ctx.t.warning_rate else "info",
+            severity="warning" if stream >= ctx.t.warning_rate else "info", impact=imp.to_dict() if imp else None,
             title=lazy("The device is idle {share} of the step with its next work already launched (median {delay} "
                        "from launch to start): it waits for {what}, not for the host (host wait {host})",
                        share=fmt_pct(stream), delay=fmt_ms(delay) if delay == delay else "?", what=what,
