@@ -79,6 +79,15 @@ def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
     if not rows:
         return None
     df = pd.DataFrame.from_dict(rows, orient="index")
+    # torch_npu: the host dispatch the execution view kept (at most a few hundred operators per step) tells the
+    # cause, the step trace the amount: the causes are scaled to step_trace_time.csv's Free of the rank
+    st = ctx.a.steps
+    if st.kind == "modern" and "free" in st.average and "total" in st.average:
+        free_st = (st.average["free"] / st.average["total"]).reindex(df.index)
+        scale = (free_st / df["free"].where(df["free"] > 0)).where(df["basis"] == "host dispatch", 1.0)
+        scale = scale.fillna(1.0).clip(upper=1.0)
+        for c in ("host", "stream", "stream_comm", "other", "free", "host_ms", "stream_ms"):
+            df[c] = df[c] * scale
     known = (df["host"] + df["stream"]) / df["free"].where(df["free"] > 0)
     if float(df["free"].median()) >= ctx.t.info_rate and not float(known.fillna(1.0).median()) >= ctx.t.explained:
         return None
