@@ -235,7 +235,7 @@ HEALTHY = [
     pytest.param(dict(ranks=16), id="16 ranks"),
     pytest.param(dict(ranks=64, stages=4, tp=2), id="64 ranks, 4 stages, tp 2"),
     pytest.param(dict(ranks=64, layout="mindinsight"), id="64 ranks, MindInsight"),
-    pytest.param(dict(ranks=256, stages=4, tp=4, steps=6), id="256 ranks, 4 stages, tp 4"),
+    pytest.param(dict(ranks=256, stages=4, tp=4, steps=6), id="256 ranks, 4 stages, tp 4", marks=pytest.mark.slow),
     pytest.param(dict(ranks=1024, stages=8, tp=8, steps=4), id="1024 ranks", marks=pytest.mark.slow),
 ]
 
