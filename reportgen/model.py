@@ -92,11 +92,16 @@ class DataIssue:
     problem: str
     severity: str = "warning"  # "error" | "warning" | "info"
     ranks: tuple[int, ...] = ()  # the ranks the problem concerns, when it is about ranks (a missing rank)
+    # the problem class, for entries from the loaders' door (loaders.schema): "impossible value", "empty table",
+    # "duplicate", "conflict", "schema drift", "encoding", "truncation" ("" : not classed)
+    kind: str = ""
 
     def to_dict(self) -> dict:
         d = {"file": self.file, "problem": self.problem, "severity": self.severity}
         if self.ranks:
             d["ranks"] = [int(r) for r in self.ranks]
+        if self.kind:
+            d["kind"] = self.kind
         return d
 
 

@@ -99,7 +99,7 @@ trace_view = _Guarded(_trace_view)
 
 def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
     """Load everything the report needs from one rank's files."""
-    log = IssueLog(root)
+    log = IssueLog(root, rf.rank)
     info = RankInfo(rank=rf.rank, source_dir=log.rel(rf.dir), host=rf.host, device=rf.device)
     data = RankData(info=info)
     seen: set[str] = set()

@@ -37,8 +37,9 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 class IssueLog:
     """Collects the data-quality issues of one loading job, with paths relative to the run root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, rank: Optional[int] = None) -> None:
         self.root = root
+        self.rank = rank  # the rank being loaded (named in the door's entries: loaders.schema)
         self.issues: list[DataIssue] = []
         _RUN_ROOTS[os.path.abspath(root)] = None
         while len(_RUN_ROOTS) > 256:  # bounded; the newest run folders are kept
@@ -141,7 +142,51 @@ def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_
             off = data.index(b"\x00")
             log.add(path, f"binary data (NUL byte at offset {off}) in a text file; not read", "error")
         return None
+    if log is not None:
+        note_undecodable(path, log, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
     return data.decode("utf-8-sig", errors="replace")
+
+
+def undecodable_at(data: bytes) -> Optional[tuple[int, int]]:
+    """(line, byte offset) of the first bytes that are not UTF-8 in `data`; None when it all decodes."""
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as e:
+        return data.count(b"\n", 0, e.start) + 1, e.start
+
+
+def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) -> None:
+    """One entry when a text file holds bytes that are not UTF-8 (they are read as U+FFFD, the cell kept): the
+    line and offset of the first. `data`: the file's bytes when already read (else read in 1 MB chunks)."""
+    from reportgen.loaders.schema import add_issue
+
+    at = None
+    if data is not None:
+        at = undecodable_at(data)
+    else:
+        import codecs
+
+        dec = codecs.getincrementaldecoder("utf-8")()
+        line, off = 1, 0
+        try:
+            with open_file(path, "rb") as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    try:
+                        dec.decode(chunk)
+                    except UnicodeDecodeError as e:
+                        at = (line + chunk.count(b"\n", 0, max(e.start, 0)), off + max(e.start, 0))
+                        break
+                    line += chunk.count(b"\n")
+                    off += len(chunk)
+        except OSError:
+            return
+    if at is not None:
+        add_issue(log, path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
+                  "around them may be garbled", "warning", "encoding")
 
 
 def nul_offset(path: Path) -> Optional[int]:
@@ -381,6 +426,7 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
     """
     if not _text_guard(path, log):
         return None
+    note_undecodable(path, log)
     try:
         with open_file(path, newline="", encoding="utf-8-sig", errors="replace") as f:
             reader = csv.reader(f)
@@ -432,7 +478,9 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
                         "those rows were skipped (file truncated or corrupt?)")
             if screen:
                 rows = screen_rows(path, log, header, rows, numeric)
-            return header, rows
+            from reportgen.loaders.schema import door_rows
+
+            return header, door_rows(path, log, header, rows)
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
@@ -499,6 +547,7 @@ def read_json(path: Path, log: IssueLog) -> Any:
     if fast is not _MISS:
         return fast
     nums = _JsonNumbers()
+    note_undecodable(path, log, raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     try:
         text = raw.decode("utf-8-sig", errors="replace")
         del raw
@@ -613,7 +662,7 @@ def _depth_exceeds(data: Any, limit: int) -> bool:
 
 
 def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = (),
-               screen: bool = True) -> Optional["pd.DataFrame"]:
+               screen: bool = True, door: bool = True) -> Optional["pd.DataFrame"]:
     """Read the named columns of a (possibly large) CSV as strings with pandas' C parser.
 
     Header cells are stripped (torch_npu writes stray tabs). Rows with the wrong number of fields are skipped and
@@ -629,11 +678,14 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     guarded = not _guard_after(path)
     if guarded and not _text_guard(path, log):
         return None
+    from reportgen.loaders.schema import door_frame
+
     fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)
     if fast is not None:
-        return fast
+        return door_frame(path, log, fast) if door else fast
     if not guarded and not _text_guard(path, log):
         return None
+    note_undecodable(path, log)
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
@@ -687,7 +739,8 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     if screen:
         df = screen_frame(path, log, df, dedupe=bool(stamps) or any(_STAMP.search(c) for c in columns))
     extra = [c for c in df.columns if c in stamps]
-    return df.drop(columns=extra) if extra else df
+    df = df.drop(columns=extra) if extra else df
+    return door_frame(path, log, df) if door else df
 
 
 GUARD_AFTER_BYTES = 64 * 1024 * 1024  # a smaller CSV is tried by the fast reader before `_text_guard` reads it
@@ -714,11 +767,14 @@ def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[
     # extra pass over the file is paid only by files that go the careful way, where it names the problem
     if not _guard_after(path) and not _text_guard(path, log):
         return None
+    from reportgen.loaders.schema import door_typed
+
     fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
     if fast is not None:
-        return fast
-    df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
-    return None if df is None else typed_from_frame(df, text, numeric)
+        return door_typed(path, log, fast)
+    # a file the strict reader refused: the frame path
+    df = read_frame(path, log, (*text, *numeric), optional, door=False)
+    return None if df is None else door_typed(path, log, typed_from_frame(df, text, numeric))
 
 
 def typed_from_frame(df: "pd.DataFrame", text: tuple[str, ...], numeric: tuple[str, ...]) -> dict:
@@ -829,22 +885,23 @@ def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
             raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
 
 
-def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str]) -> None:
-    """The numeric normaliser for JSON values read by key: a value present under one of `keys` that is not a
-    usable number (text, a boolean, a non-finite or absurd number written as a string) gets an entry naming the
-    file, the key and the value; the loader reads it as missing."""
+def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str],
+                       required: Iterable[str] = ()) -> None:
+    """The numeric normaliser for JSON values read by key, by the family's schema (`schema.JSON_SCHEMAS`, found
+    by file name; a key it does not list is a number >= 0): a value under one of `keys` that is not a usable
+    number (text, a boolean, null, a negative or out-of-range value) gets an entry naming the file, the key and
+    the value (the loader reads it as missing), and a `required` key that is absent is named (schema drift)."""
+    from reportgen.loaders.schema import Door, json_family
+
     if not isinstance(data, dict):
         return
-    bad = []
+    fam = json_family(path)
+    door = Door(log, path)
     for k in keys:
-        if k not in data or data[k] is None:
-            continue
-        v = data[k]
-        if isinstance(v, bool) or isinstance(v, (dict, list)):
-            bad.append(f"{k!r}: {str(v)[:40]!r}")
-        elif isinstance(v, str) and number_problem(v) is not None:
-            bad.append(f"{k!r}: {v[:40]!r} ({number_problem(v)})")
-        elif to_float(v) < 0:
-            bad.append(f"{k!r}: {v!r} (negative)")
-    if bad:
-        log.add(path, f"value(s) that are not usable numbers: {'; '.join(bad[:5])}")
+        if k in data:
+            door.field(data, k, "top level", fam)
+    missing = [k for k in required if k not in data]
+    if missing:
+        door.note(f"expected key(s) {', '.join(repr(k) for k in missing)} missing (read as missing)", "top level",
+                  "warning", "schema drift")
+    door.close()
