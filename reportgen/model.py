@@ -379,6 +379,9 @@ class RankData:
     timeline: Optional[TimelineSummary] = None
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
+    # the key paths of each small JSON file read whole (relative path -> paths such as "DeviceInfo[].id"), for the
+    # cross-rank schema check (`loaders.schema.compare_shapes`): a key every other rank's copy has is named
+    json_shapes: dict[str, frozenset] = field(default_factory=dict)
 
 
 @dataclass

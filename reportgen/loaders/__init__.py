@@ -34,6 +34,7 @@ from reportgen.loaders import trace_view as _trace_view
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.dispatch import map_ranks
 from reportgen.loaders.run_info import build_run_info
+from reportgen.loaders.schema import compare_shapes
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
                 data.step_trace, data.communication, data.operators = k.step_trace, k.communication, k.operators
                 data.memory, data.timeline = k.memory, k.timeline
     data.issues = log.issues
+    data.json_shapes = log.shapes
     return data
 
 
@@ -337,6 +339,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout), jobs=jobs,
                            scheduler=scheduler, min_parallel=PARALLEL_MIN_RANKS, progress=progress):
             ranks[d.info.rank] = d
+    compare_shapes(ranks, issues)
     if layout.layout == "kineto":
         kineto.match_collectives(ranks, issues)
         issues.append(DataIssue("", kineto.run_note(ranks), "info"))

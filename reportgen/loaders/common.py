@@ -40,6 +40,7 @@ class IssueLog:
     def __init__(self, root: Path, rank: Optional[int] = None) -> None:
         self.root = root
         self.rank = rank  # the rank being loaded (named in the door's entries: loaders.schema)
+        self.shapes: dict[str, frozenset] = {}  # key paths of the small JSON files read (schema.json_shape)
         self.issues: list[DataIssue] = []
         _RUN_ROOTS[os.path.abspath(root)] = None
         while len(_RUN_ROOTS) > 256:  # bounded; the newest run folders are kept
@@ -527,6 +528,18 @@ class _JsonNumbers:
 
 
 def read_json(path: Path, log: IssueLog) -> Any:
+    """`_read_json`, and the key paths of a small document kept on `log` for the cross-rank schema check."""
+    data = _read_json(path, log)
+    if isinstance(data, dict) and getattr(log, "shapes", None) is not None:
+        from reportgen.loaders.schema import json_shape
+
+        shape = json_shape(data)
+        if shape is not None:
+            log.shapes[log.rel(path)] = shape
+    return data
+
+
+def _read_json(path: Path, log: IssueLog) -> Any:
     """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
     out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
     allows, or a file too large, is named and skipped."""
@@ -834,17 +847,26 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
 
     Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
     (`jsonguard.DepthGuard`); events whose `ts` or `dur` is non-finite or out of range are left out -- counted in
-    one data-quality entry on `log` when given (the loader that summarises the file passes it). Raises
-    ijson.JSONError / ValueError / OSError / EOFError on a broken file (after yielding what was read), so the
-    loaders' handlers name the file.
+    one data-quality entry on `log` when given (the loader that summarises the file passes it), as are events with
+    a huge field (`name`, `cat`, `ph` longer than MAX_FIELD_CHARS: kept). Raises ijson.JSONError / ValueError /
+    OSError / EOFError on a broken file (after yielding what was read), so the loaders' handlers name the file.
     """
     dropped: list = []
+    huge: list = []
     try:
-        yield from _trace_events(path, dropped)
+        yield from _trace_events(path, dropped, huge)
     finally:
         if log is not None and dropped:
             log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
                     f"(first: {dropped[1]})")
+        if log is not None and huge:
+            from reportgen.loaders.schema import add_issue
+
+            add_issue(log, path, f"{huge[0]} trace event(s) with a field longer than {MAX_FIELD_CHARS:,} characters "
+                      f"(first: {huge[1]}); kept", "warning", "schema drift")
+
+
+MAX_FIELD_CHARS = 64 * 1024  # a trace event's name, category or phase longer than this is named
 
 
 def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
@@ -854,7 +876,7 @@ def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
         log.add(path, f"{n} complete event(s) without a usable ts/dur (missing, text or negative) left out")
 
 
-def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
+def _trace_events(path: Path, dropped: list, huge: Optional[list] = None) -> Iterator[dict]:
 
     with DepthGuard(open_binary(path)) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
@@ -875,6 +897,15 @@ def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
                         ok = False
                     elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
                         ok = False
+                if huge is not None:
+                    for k in ("name", "cat", "ph"):
+                        v = e.get(k)
+                        if type(v) is str and len(v) > MAX_FIELD_CHARS:
+                            if huge:
+                                huge[0] += 1
+                            else:
+                                huge[:] = [1, f"{k!r} of {len(v):,} characters"]
+                            break
                 if ok:
                     yield e
                 elif dropped:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
 from reportgen.loaders.groups import double_hash
-from reportgen.loaders.schema import Door
+from reportgen.loaders.schema import Door, add_issue, whose as _whose
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 
@@ -155,6 +155,9 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             log.add(matrix, "expected a JSON object of steps; link matrix not read", "error")
         elif isinstance(data, dict):
             links = _modern_links(data, matrix, log)
+            if not links:
+                add_issue(log, matrix, f"communication_matrix.json holds no link: {_whose(log)} links are missing",
+                          "warning", "empty table")
     if comm is None and matrix is None:
         return None
     if not ops and not links:
@@ -214,7 +217,8 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
         b = b if isinstance(b, dict) else {}
         rec[f"{tr.lower()}_mb"] = door.field(b, "Transit Size(MB)", f"{where} {tr}", "communication.json", 0)
         rec[f"{tr.lower()}_ms"] = door.field(b, "Transit Time(ms)", f"{where} {tr}", "communication.json", 0)
-        door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", "communication.json")
+        if "Bandwidth(GB/s)" in b:
+            door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", "communication.json")
     return rec
 
 

@@ -105,11 +105,15 @@ JSON_SCHEMAS.update({
     "flops_summary": {"FLOPs": N_GE0, "FLOPS": N_GE0, "FLOPS_Utilization": P, "cube_FLOPs": N_GE0,
                       "vec_FLOPs": N_GE0, "cube_FLOPS": N_GE0, "vec_FLOPS": N_GE0},
     "memory_usage_summary": {"peak_mem": S, "capacity": S, "static_mem": S},
+    "profiler_metadata.json": {"world_size": Field("count"), "rank": Field("rank"), "group_rank": Field("rank"),
+                               "global_ranks": Field("rank"), "rank_id": Field("rank")},
+    "profiler_info": {"rank_id": Field("rank"), "rank_size": Field("count"), "stage_num": Field("count")},
 })
 JSON_FAMILIES = [(re.compile(r"^flops_summary_\d+\.json$"), "flops_summary"),
                  (re.compile(r"^memory_usage_summary_\d+\.json$"), "memory_usage_summary"),
                  (re.compile(r"^memory_usage_details_\d+\.json$"), "memory_usage_details"),
                  (re.compile(r"^communication\.json$"), "communication.json"),
+                 (re.compile(r"^profiler_info(_\d+)?\.json$"), "profiler_info"),
                  (re.compile(r"^communication_matrix\.json$"), "communication_matrix.json")]
 
 
@@ -124,7 +128,7 @@ JSON_REQUIRED: dict[str, tuple[str, ...]] = {
     "communication_matrix.json": ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"),
 }
 
-_PROBLEM = {"duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
+_PROBLEM = {"rank": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
             "count": "not a whole number >= 0", "id": "not a whole number", "percent": "outside 0-100",
             "timestamp": "a negative timestamp", "number": "not a finite number"}
 
@@ -142,7 +146,9 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
     ok = np.isnan(v)
     fin = ~ok
     with np.errstate(invalid="ignore"):
-        if kind in ("duration", "size", "bandwidth", "timestamp"):
+        if kind == "rank":
+            bad = fin & ((v < 0) | (np.floor(v) != v))
+        elif kind in ("duration", "size", "bandwidth", "timestamp"):
             bad = fin & (v < 0)
         elif kind == "count":
             bad = fin & ((v < 0) | (np.floor(v) != v))
@@ -219,7 +225,7 @@ class Door:
         (schema drift) and read as missing; a value that breaks the field's kind is named and read as missing."""
         f = JSON_SCHEMAS.get(family, {}).get(key, N_GE0)
         if not isinstance(obj, dict) or key not in obj:
-            if key in JSON_REQUIRED.get(family, ()):
+            if key in JSON_REQUIRED.get(family, ()) and default is None:
                 self.note(f"entr(y/ies) without the expected key {key!r} (read as missing)", where, "warning",
                           "schema drift")
             return math.nan if default is None else float(default)
@@ -269,6 +275,12 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
                 door.note_many(f"{name!r} value(s) on more than one row (the same step twice; every row kept)",
                                int((counts[counts > 1] - 1).sum()),
                                f"{name!r} {_fmt(first)} on {int(counts[counts > 1][0])} rows", "warning", "conflict")
+        if f.on_bad == "drop" and n:
+            nan = np.isnan(v)
+            if nan.any():  # an essential field left empty or written as a null mark: the loader reads it as missing
+                i = int(np.flatnonzero(nan)[0])
+                door.note_many(f"row(s) without a value in {name!r} (empty or a null mark; read as missing)",
+                               int(nan.sum()), f"line {line_of(i)}", "warning", "impossible value")
         bad = bad_mask(f.kind, v)
         if not bad.any():
             continue
@@ -287,16 +299,20 @@ def _fmt(x: float) -> str:
     return repr(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 
+def whose(log: Any) -> str:
+    rank = getattr(log, "rank", None)
+    return f"rank {rank}'s" if rank is not None else "the rank's"
+
+
 def _empty(schema: Schema, door: Door, before: int, after: int) -> None:
     if not schema.rows or after:
         return
-    rank = getattr(door.log, "rank", None)
-    whose = f"rank {rank}'s" if rank is not None else "the rank's"
+    whose_ = whose(door.log)
     if before == 0:
-        add_issue(door.log, door.path, f"{schema.family} has a header and no rows: {whose} {schema.rows} are "
+        add_issue(door.log, door.path, f"{schema.family} has a header and no rows: {whose_} {schema.rows} are "
                   "missing", "warning", "empty table")
     else:
-        add_issue(door.log, door.path, f"every row of {schema.family} ({before}) was rejected: {whose} "
+        add_issue(door.log, door.path, f"every row of {schema.family} ({before}) was rejected: {whose_} "
                   f"{schema.rows} are missing", "warning", "empty table")
 
 
@@ -413,3 +429,67 @@ def _dup_mask(path: Path, log: Any, n: int) -> np.ndarray:
         drop[sorted(dups)] = True
     return drop
 
+
+
+# --- schema drift between ranks: the key paths of small JSON files ------------------------------------------------
+
+MAX_SHAPE_PATHS = 400  # a document with more key paths is not compared (a trace, not a metadata file)
+_DYNAMIC = re.compile(r"\d")
+
+
+def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
+    """The key paths of a JSON document ("config.experimental_config._profiler_level", "DeviceInfo[].id"): keys
+    holding a digit (steps, operator names, ids) are written `*`, list items `[]`. None when it has more than
+    `limit` paths or is not an object."""
+    if not isinstance(data, dict):
+        return None
+    out: set[str] = set()
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        v, p, depth = stack.pop()
+        if depth > 6:
+            continue
+        if isinstance(v, dict):
+            for k, x in v.items():
+                k = "*" if _DYNAMIC.search(str(k)) else str(k)
+                q = f"{p}.{k}" if p else k
+                out.add(q)
+                if len(out) > limit:
+                    return None
+                stack.append((x, q, depth + 1))
+        elif isinstance(v, list):
+            for x in v[:50]:
+                if isinstance(x, (dict, list)):
+                    stack.append((x, p + "[]", depth + 1))
+    return frozenset(out)
+
+
+def compare_shapes(ranks: dict, issues: list) -> None:
+    """Name, per file family (the file name with digits as #), a rank's file that lacks key paths every other
+    rank's copy has, or has key paths no other copy has (a key dropped, renamed, emptied: schema drift). Needs at
+    least one other copy; a path is "expected" when every other copy has it."""
+    fams: dict[str, dict[int, tuple[str, frozenset]]] = {}
+    for r, d in ranks.items():
+        for rel, shape in (getattr(d, "json_shapes", None) or {}).items():
+            fam = re.sub(r"\d+", "#", rel)
+            fams.setdefault(fam, {})[r] = (rel, shape)
+    for fam, per in fams.items():
+        if len(per) < 2:
+            continue
+        for r, (rel, shape) in per.items():
+            others = [s for q, (_, s) in per.items() if q != r]
+            common = frozenset.intersection(*others)
+            union = frozenset.union(*others)
+            lost = sorted(common - shape)
+            extra = sorted(shape - union)
+            parts = []
+            if lost:
+                parts.append(f"lacks key(s) every other rank's copy has ({', '.join(lost[:4])}"
+                             f"{' ...' if len(lost) > 4 else ''})")
+            if extra:
+                parts.append(f"has key(s) no other rank's copy has ({', '.join(extra[:4])}"
+                             f"{' ...' if len(extra) > 4 else ''})")
+            if parts:
+                issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
+                                        "the values under it were not read for this rank", "warning", (int(r),),
+                                        "schema drift"))

@@ -59,6 +59,8 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     tids: dict = {}  # pid -> set of tids
     string_ts = False
     unusable = 0
+    seen: set[int] = set()  # hashes of the complete events read: an exact duplicate is counted once, and named
+    dups = 0
     try:
         for e in trace_events(path, log):
             ph = e.get("ph")
@@ -75,6 +77,11 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 unusable += 1
                 continue
             pid, name = e.get("pid"), e.get("name")
+            h = hash((pid, e.get("tid"), str(name), ts, dur))
+            if h in seen:
+                dups += 1
+                continue
+            seen.add(h)
             # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
             # AllReduce-opN) is communication, as the execution view classifies it (one classifier: op_class)
             key = name if name in LANE_KEYS else (COMM_OP if isinstance(name, str) and op_class(name) != "compute"
@@ -89,6 +96,12 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
     note_unusable_events(log, path, unusable)
+    if dups:
+        from reportgen.loaders.schema import add_issue
+
+        add_issue(log, path, f"{dups} duplicated complete event(s) (same process, thread, name, start and duration "
+                  "as an earlier one) counted once", "warning", "duplicate")
+    del seen
     out.trace_needs_numbers = string_ts
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
