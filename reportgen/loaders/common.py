@@ -539,6 +539,20 @@ def read_json(path: Path, log: IssueLog) -> Any:
     return data
 
 
+_HUGE_STRING = re.compile(rb'"[^"\\]{%d,}' % (64 * 1024))
+
+
+def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
+    """One entry when a JSON file holds a string (key or value) longer than MAX_FIELD_CHARS (a huge field)."""
+    m = _HUGE_STRING.search(raw) if len(raw) <= 32 * 1024 * 1024 else None
+    if m is not None:
+        from reportgen.loaders.schema import add_issue
+
+        line = raw.count(b"\n", 0, m.start()) + 1
+        add_issue(log, path, f"a string longer than {MAX_FIELD_CHARS:,} characters at byte {m.start():,} (line "
+                  f"{line}); read as written", "warning", "schema drift")
+
+
 def _read_json(path: Path, log: IssueLog) -> Any:
     """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
     out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
@@ -556,6 +570,7 @@ def _read_json(path: Path, log: IssueLog) -> Any:
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
+    _note_huge_string(path, log, raw)
     fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
     if fast is not _MISS:
         return fast

@@ -612,6 +612,10 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
             if data is not None:
                 log.add(p, "expected a list of trace events; skipped")
             continue
+        if not events:
+            add_issue(log, p, f"the file holds no trace events: {_whose(log)} communication in iteration {step} is "
+                      "missing", "warning", "empty table")
+            continue
         xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("tid"), int)]
         detail = [e for e in xs if e["tid"] < 100]
         op_events = sorted((e for e in xs if e["tid"] >= 100), key=lambda e: float(e.get("ts", 0)))

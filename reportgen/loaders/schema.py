@@ -45,7 +45,7 @@ class Schema:
     dedupe: bool = False  # exact duplicate rows are also dropped (else only named)
 
 
-STEP = Field("id", "missing", unique=True)
+STEP = Field("rank", "missing", unique=True)  # a step number: a whole number >= 0
 N_GE0 = Field("size")  # a quantity >= 0 (FLOPs, operations)
 D, S, B, C, I, P, T, N = (Field(k) for k in ("duration", "size", "bandwidth", "count", "id", "percent", "timestamp",
                                                "number"))
@@ -63,7 +63,7 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
         "Size(KB)": S, "Duration(us)": DM, "Allocation Time(us)": TM, "Release Time(us)": TM},
         rows="largest allocations", key=("Name", "Allocation Time(us)"), dedupe=True)),
     (re.compile(r"^memory_record\.csv$"), Schema("memory_record.csv", {
-        "Timestamp(us)": T, "Total Allocated(MB)": S, "Total Reserved(MB)": S, "Total Active(MB)": SM},
+        "Timestamp(us)": T, "Total Allocated(MB)": SM, "Total Reserved(MB)": S, "Total Active(MB)": SM},
         rows="memory curve")),
     (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
         "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
@@ -209,10 +209,7 @@ class Door:
         if value is None:
             return math.nan
         why = value_problem(kind, value)
-        if why is None:
-            if isinstance(value, str):
-                self.note("number(s) written as text (read as numbers)", f"{where}: {value[:40]!r}",
-                          "info", "schema drift")
+        if why is None:  # (a number written as text is read as the number: the same value, nothing lost)
             return to_float(value)
         self.note(("value(s) read as missing" if on_bad == "missing" else "value(s) kept as written") + f" ({why})",
                   f"{where}: {str(value)[:40]!r}", kind="schema drift" if "where a" in why else "impossible value")
@@ -341,12 +338,28 @@ def door_typed(path: Path, log: Any, cols: dict) -> dict:
     return out
 
 
+_NULL_MARKS = frozenset(("NULL", "NONE", "NAN", "N/A", "NA", "NIL"))
+
+
+def _null_marks(schema: Schema, door: Door, cells_of) -> None:
+    """Name cells of the schema's fields written as a null mark (`null`, `None`, `N/A`): read as missing."""
+    for name in schema.fields:
+        cells = cells_of(name)
+        if cells is None:
+            continue
+        hits = [i for i, c in enumerate(cells) if isinstance(c, str) and c.strip().upper() in _NULL_MARKS]
+        if hits:
+            door.note_many(f"value(s) written as a null mark in {name!r} (read as missing)", len(hits),
+                           f"data row {hits[0] + 1}: {cells[hits[0]].strip()[:20]!r}", "warning", "impossible value")
+
+
 def door_frame(path: Path, log: Any, df: Any) -> Any:
     """`read_frame`'s frame of strings through the family's schema."""
     schema = schema_for(path)
     if schema is None or df is None:
         return df
     door = Door(log, path)
+    _null_marks(schema, door, lambda c: df[c].tolist() if c in df.columns else None)
     arrays = {c: _parse(df[c].tolist()) for c in schema.fields if c in df.columns}
     n = len(df)
     drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
@@ -369,6 +382,8 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
         return rows
     door = Door(log, path)
     ix = {h: i for i, h in enumerate(header)}
+    _null_marks(schema, door, lambda c: [cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows]
+                if c in ix else None)
     arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
     n = len(rows)
@@ -471,7 +486,7 @@ def compare_shapes(ranks: dict, issues: list) -> None:
     fams: dict[str, dict[int, tuple[str, frozenset]]] = {}
     for r, d in ranks.items():
         for rel, shape in (getattr(d, "json_shapes", None) or {}).items():
-            fam = re.sub(r"\d+", "#", rel)
+            fam = re.sub(r"\d+", "#", Path(rel).name)
             fams.setdefault(fam, {})[r] = (rel, shape)
     for fam, per in fams.items():
         if len(per) < 2:

@@ -61,23 +61,32 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     unusable = 0
     seen: set[int] = set()  # hashes of the complete events read: an exact duplicate is counted once, and named
     dups = 0
+    n_events = 0
+    ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
+    unnamed = 0  # process_name metadata without a name
     try:
         for e in trace_events(path, log):
+            n_events += 1
             ph = e.get("ph")
             if ph == "M":
                 if e.get("name") == "process_name":
-                    proc[e.get("pid")] = str((e.get("args") or {}).get("name", ""))
+                    args = e.get("args")
+                    if not isinstance(args, dict) or not isinstance(args.get("name"), str):
+                        unnamed += 1
+                    proc[e.get("pid")] = str((args if isinstance(args, dict) else {}).get("name", ""))
                 continue
             if ph != "X":
                 continue
             ts, dur = e.get("ts"), to_float(e.get("dur"))
+            raw_ts, raw_dur = ts, e.get("dur")  # as written: µs with decimals beyond a float's precision
             string_ts = string_ts or isinstance(ts, str)
+            ts_kinds[isinstance(ts, str)] += 1
             ts = to_float(ts)
-            if math.isnan(ts) or math.isnan(dur) or dur < 0:
+            if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:
                 unusable += 1
                 continue
             pid, name = e.get("pid"), e.get("name")
-            h = hash((pid, e.get("tid"), str(name), ts, dur))
+            h = hash((pid, e.get("tid"), str(name), str(raw_ts), str(raw_dur)))
             if h in seen:
                 dups += 1
                 continue
@@ -96,9 +105,17 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
     note_unusable_events(log, path, unusable)
-    if dups:
-        from reportgen.loaders.schema import add_issue
+    from reportgen.loaders.schema import add_issue
 
+    if not n_events and not out.truncated:
+        add_issue(log, path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+    if ts_kinds[0] and ts_kinds[1]:
+        add_issue(log, path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
+                  f"{ts_kinds[0]}: one writer writes one or the other (read as numbers)", "warning", "schema drift")
+    if unnamed:
+        add_issue(log, path, f"{unnamed} process_name metadata event(s) without a name (args.name): their "
+                  "process is not classified", "warning", "schema drift")
+    if dups:
         add_issue(log, path, f"{dups} duplicated complete event(s) (same process, thread, name, start and duration "
                   "as an earlier one) counted once", "warning", "duplicate")
     del seen
