@@ -18,6 +18,7 @@ from typing import Optional
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
+from reportgen.loaders.schema import Door
 from reportgen.model import DataPrep
 
 
@@ -182,6 +183,7 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         data = _summary(summ, log)
         out.sources.append(log.rel(summ))
         if data:
+            _check_summary(Door(log, summ), data)
             _join_summary(out, data)
     dq, it = files.get("device_queue"), files.get("dataset_iterator")
     qfile = dq or it
@@ -198,6 +200,32 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         out.stage_times = _dataset_csv(ds, log)
         out.sources.append(log.rel(ds))
     return out if out.sources else None
+
+
+SUMMARY_LISTS = {"op_ids": "rank", "queue_empty_freq_pct": "percent", "avg_cpu_pct": "size",
+                 "queue_utilization_pct": "percent", "num_workers": "count"}  # per-operator lists and their kinds
+
+
+def _check_summary(door: Door, data: dict) -> None:
+    """The summary's per-operator lists at the door: numbers of their kind, one per operator (as op_ids)."""
+    ids = data.get("op_ids")
+    n = len(ids) if isinstance(ids, list) else None
+    for key, kind in SUMMARY_LISTS.items():
+        vals = data.get(key)
+        if vals is None:
+            continue
+        if not isinstance(vals, list):
+            door.note("per-operator value(s) that are not a list (not read)", f"{key}: {str(vals)[:30]!r}",
+                      "warning", "schema drift")
+            continue
+        if n is not None and key != "op_ids" and len(vals) != n:
+            door.note("per-operator list(s) whose length differs from op_ids' (not read)",
+                      f"{key}: {len(vals)} value(s), op_ids {n}", "warning", "schema drift")
+        for i, v in enumerate(vals):
+            if isinstance(v, str) and not v.strip():
+                continue
+            door.number(kind, v, f"{key}[{i}]", "missing")
+    door.close()
 
 
 def _join_summary(out: DataPrep, data: dict) -> None:

@@ -90,6 +90,11 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         door.note(f"expected column(s) {', '.join(repr(c) for c in lost)} missing (read as missing)",
                   f"header: {', '.join(header)[:120]}", "warning", "schema drift")
     points = all(c in col for c in ("start_point", "end_point", "fp_point", "bp_point")) and not inference
+    starts = {h[: -len("_start_point")] for h in header if h.endswith("_start_point") and h != "start_point"}
+    ends = {h[: -len("_end_point")] for h in header if h.endswith("_end_point") and h != "end_point"}
+    if starts ^ ends:
+        door.note("communication column(s) without their _start_point / _end_point partner (not read)",
+                  ", ".join(sorted(starts ^ ends))[:120], "warning", "schema drift")
 
     reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
                    and h != "start_point" and h[: -len("_start_point")] + "_end_point" in col]

@@ -64,10 +64,15 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     n_events = 0
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     unnamed = 0  # process_name metadata without a name
+    malformed = 0  # events without a phase, or complete events without a name
     try:
         for e in trace_events(path, log):
             n_events += 1
             ph = e.get("ph")
+            if not isinstance(ph, str) or (ph == "X" and not isinstance(e.get("name"), str)):
+                malformed += 1
+                if ph != "X":
+                    continue
             if ph == "M":
                 if e.get("name") == "process_name":
                     args = e.get("args")
@@ -112,6 +117,15 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     if ts_kinds[0] and ts_kinds[1]:
         add_issue(log, path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
                   f"{ts_kinds[0]}: one writer writes one or the other (read as numbers)", "warning", "schema drift")
+    if proc:
+        stray = {pid: len(g[0]) for (pid, _), g in groups.items() if pid not in proc}
+        if stray:
+            add_issue(log, path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
+                      f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
+                      "pid? counted by their name alone", "warning", "schema drift")
+    if malformed:
+        add_issue(log, path, f"{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)",
+                  "warning", "schema drift")
     if unnamed:
         add_issue(log, path, f"{unnamed} process_name metadata event(s) without a name (args.name): their "
                   "process is not classified", "warning", "schema drift")
