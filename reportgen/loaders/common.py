@@ -539,18 +539,22 @@ def read_json(path: Path, log: IssueLog) -> Any:
     return data
 
 
-_HUGE_STRING = re.compile(rb'"[^"\\]{%d,}' % (64 * 1024))
-
-
 def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
-    """One entry when a JSON file holds a string (key or value) longer than MAX_FIELD_CHARS (a huge field)."""
-    m = _HUGE_STRING.search(raw) if len(raw) <= 32 * 1024 * 1024 else None
-    if m is not None:
-        from reportgen.loaders.schema import add_issue
+    """One entry when a JSON file holds a string (key or value) longer than MAX_FIELD_CHARS (a huge field). Without
+    escapes every quote opens or closes a string, so the strings are the odd pieces between quotes (C speed); a
+    file with escapes, or larger than 32 MB, is not looked at."""
+    if len(raw) > 32 * 1024 * 1024 or len(raw) < MAX_FIELD_CHARS or b"\\" in raw:
+        return
+    pos = 0
+    for i, piece in enumerate(raw.split(b'"')):
+        if i % 2 and len(piece) > MAX_FIELD_CHARS:
+            from reportgen.loaders.schema import add_issue
 
-        line = raw.count(b"\n", 0, m.start()) + 1
-        add_issue(log, path, f"a string longer than {MAX_FIELD_CHARS:,} characters at byte {m.start():,} (line "
-                  f"{line}); read as written", "warning", "schema drift")
+            line = raw.count(b"\n", 0, pos) + 1
+            add_issue(log, path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
+                      f"byte {pos:,} (line {line}); read as written", "warning", "schema drift")
+            return
+        pos += len(piece) + 1
 
 
 def _read_json(path: Path, log: IssueLog) -> Any:

@@ -60,6 +60,10 @@ def _check_series(door: Door, data: dict, n: int) -> None:
         if not isinstance(block, dict):
             door.note("utilisation block(s) that are not an object (not read)", where, "warning", "schema drift")
             continue
+        us, sy = block.get("user_utilization"), block.get("sys_utilization")
+        if isinstance(us, list) and isinstance(sy, list) and len(us) != len(sy):  # written in pairs
+            door.note("utilisation blocks whose user and sys series differ in length", f"{where}: user {len(us)}, "
+                      f"sys {len(sy)} sample(s)", "warning", "schema drift")
         for k in keys:
             v = block.get(k)
             if v is None:

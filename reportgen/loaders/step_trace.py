@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, regular_file, to_float, to_int
-from reportgen.loaders.schema import Door
+from reportgen.loaders.schema import Door, add_issue, whose
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 
 TICKS_PER_MS = 1e5  # Ascend syscnt is 10 ns
@@ -35,6 +35,8 @@ MODERN_COLUMNS = {
     "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_exclude_receive",
     "Preparing": "preparing",
 }
+MODERN_REQUIRED = ("Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
+                   "Stage", "Bubble")  # every generation (2024 writes neither Exclude Receive nor Preparing)
 DB_COLUMNS = {
     "computing": "computing",
     "communication_not_overlapped": "communication_not_overlapped",
@@ -211,6 +213,10 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     unknown = [h for h in header if h not in MODERN_COLUMNS and h not in ("Step", "Device_id")]
     if unknown:
         log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
+    lost = [c for c in MODERN_REQUIRED if c not in col]  # see MODERN_REQUIRED
+    if lost:
+        add_issue(log, path, f"expected column(s) {', '.join(lost)} missing: {whose(log)} step phases under them are "
+                  "read as missing", "warning", "schema drift")
     records = []
     device = None
     for line, cells in rows:
