@@ -482,6 +482,11 @@ CLASS_OF = {
 # duplicated rows and entries, schema drift); set "B" damages other values in other ways (other numbers, other
 # keys, the family's other copy): a product tuned to set A's exact values still has to name set B's.
 
+# a percentage's name ("Ratio(%)", "percent", "FLOPS_Utilization"), not "Duration" or "iteration" (which hold
+# "ratio"): changing a duration to 250 is a plausible value, not a damaged one
+PERCENT_NAME = r"%|percent|(?<![a-z])ratio|util|proportion"
+
+
 def _json_load(data: bytes):
     try:
         return json.loads(data.decode("utf-8-sig"))
@@ -536,7 +541,7 @@ def mutate_json_value(data: bytes, mutation: str, rng: random.Random) -> Optiona
                     "j_percent"):
         pool = numbers
         if mutation == "j_percent":
-            pool = [(p, k) for p, k in numbers if isinstance(k, str) and re.search(r"%|percent|ratio|util", k, re.I)]
+            pool = [(p, k) for p, k in numbers if isinstance(k, str) and re.search(PERCENT_NAME, k, re.I)]
         at = pick(pool)
         if at is None:
             return None
@@ -606,7 +611,7 @@ def mutate_csv_value(data: bytes, mutation: str, rng: random.Random) -> Optional
         if mutation in ("c_negative_any", "c_minus_one"):  # a value that is not a duration: counts, sizes, ...
             pool = [(i, j) for i, j in pool if not re.search(r"dur|time|cost|elapse", rows[0][j], re.I)] or pool
         if mutation == "c_percent":
-            pool = [(i, j) for i, j in pool if re.search(r"%|percent|ratio|util|proportion", rows[0][j], re.I)]
+            pool = [(i, j) for i, j in pool if re.search(PERCENT_NAME, rows[0][j], re.I)]
         if mutation == "c_float_count":
             pool = [(i, j) for i, j in pool if re.search(r"count|num|id$|occurr|freq", rows[0][j], re.I)
                     and re.fullmatch(r"\d+", rows[i][j].strip())]

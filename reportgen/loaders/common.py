@@ -917,8 +917,10 @@ def _trace_events(path: Path, dropped: list, huge: Optional[list] = None) -> Ite
                     elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
                         ok = False
                 if huge is not None:
-                    for k in ("name", "cat", "ph"):
+                    for k in ("name", "cat", "ph", "args"):
                         v = e.get(k)
+                        if k == "args":  # a process / thread name (metadata events)
+                            v = v.get("name") if isinstance(v, dict) else None
                         if type(v) is str and len(v) > MAX_FIELD_CHARS:
                             if huge:
                                 huge[0] += 1

@@ -18,7 +18,7 @@ from typing import Optional
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
-from reportgen.loaders.schema import Door
+from reportgen.loaders.schema import Door, add_issue, whose
 from reportgen.model import DataPrep
 
 
@@ -105,6 +105,9 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
     if text is None:
         return None, None
     lines = text.splitlines()
+    door = Door(log, path)
+    _note_cut(door, text)
+    door.close()
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -140,13 +143,29 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     lines = text.splitlines()
     scale = 1e6 if "getnext_profiling" in path.name else 1e3
     rows = []
-    for line in lines:
+    door = Door(log, path)
+    _note_cut(door, text)
+    for n, line in enumerate(lines, 1):
         p = line.split()
         if p and p[0].startswith("GetNext"):
-            get_ms = (to_float(p[2]) - to_float(p[1])) / scale if len(p) > 2 else math.nan
+            if len(p) < 4:
+                door.note("line(s) with fewer than 4 fields (read with missing values)", f"line {n}", "warning",
+                          "truncation")
+            start, end = (to_float(p[1]), to_float(p[2])) if len(p) > 2 else (math.nan, math.nan)
+            if end < start:
+                door.note("line(s) whose end is before their start (kept as written)", f"line {n}", "warning")
+            get_ms = (end - start) / scale
             rows.append({"index": len(rows) + 1, "size": to_float(p[3]) if len(p) > 3 else math.nan,
                          "get_ms": get_ms})
+    door.close()
     return pd.DataFrame(rows) if rows else None
+
+
+def _note_cut(door: Door, text: str) -> None:
+    """A text file that does not end with a line break: its last line was cut (these writers end every line)."""
+    if text and not text.endswith(("\n", "\r")):
+        door.note("file ends mid-line (truncated?); the last line read as it is",
+                  f"line {text.count(chr(10)) + 1}: {text.splitlines()[-1][:40]!r}", "warning", "truncation")
 
 
 def _dataset_csv(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
@@ -185,6 +204,9 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         if data:
             _check_summary(Door(log, summ), data)
             _join_summary(out, data)
+        if data is not None and not data.get("op_ids"):
+            add_issue(log, summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "
+                      "missing", "warning", "empty table")
     dq, it = files.get("device_queue"), files.get("dataset_iterator")
     qfile = dq or it
     if qfile is not None:
@@ -222,6 +244,10 @@ def _check_summary(door: Door, data: dict) -> None:
             door.note("per-operator list(s) whose length differs from op_ids' (not read)",
                       f"{key}: {len(vals)} value(s), op_ids {n}", "warning", "schema drift")
         for i, v in enumerate(vals):
+            if v is None:
+                door.note("per-operator value(s) that are null (read as missing)", f"{key}[{i}]", "warning",
+                          "impossible value")
+                continue
             if isinstance(v, str) and not v.strip():
                 continue
             door.number(kind, v, f"{key}[{i}]", "missing")

@@ -68,7 +68,9 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
         "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
     (re.compile(r"^step_trace_time\.csv$"), Schema("step_trace_time.csv", {
-        "Step": STEP}, rows="step phases")),
+        "Step": STEP, "Computing": DM, "Communication(Not Overlapped)": DM, "Overlapped": DM, "Communication": DM,
+        "Free": DM, "Stage": DM, "Bubble": DM, "Communication(Not Overlapped and Exclude Receive)": DM},
+        rows="step phases")),
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
     (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
@@ -324,8 +326,20 @@ def _empty(schema: Schema, door: Door, before: int, after: int) -> None:
                   f"{schema.rows} are missing", "warning", "empty table")
 
 
+MAX_CELL_CHARS = 1024 * 1024  # a table cell longer than this is named (a huge field; real hccl_raw cells reach 66 K)
+
+
+def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
+    if found is not None:
+        add_issue(log, path, f"a cell of {found[1]:,} characters (longer than {MAX_CELL_CHARS:,}) in column "
+                  f"{found[0][:60]!r}; read as written", "warning", "schema drift")
+
+
 def door_typed(path: Path, log: Any, cols: dict) -> dict:
     """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN)."""
+    if cols:
+        _huge_cells(log, path, next(((k, len(u)) for k, v in cols.items() if not isinstance(v, np.ndarray)
+                                     for u in v.uniques if isinstance(u, str) and len(u) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
     if schema is None or cols is None:
         return cols
@@ -366,6 +380,13 @@ def _null_marks(schema: Schema, door: Door, cells_of) -> None:
 
 def door_frame(path: Path, log: Any, df: Any) -> Any:
     """`read_frame`'s frame of strings through the family's schema."""
+    if df is not None and len(df):
+        for c in df.columns:
+            if df[c].dtype == object or str(df[c].dtype).startswith("str"):
+                n = df[c].astype(str).str.len().max()
+                if n > MAX_CELL_CHARS:
+                    _huge_cells(log, path, (str(c), int(n)))
+                    break
     schema = schema_for(path)
     if schema is None or df is None:
         return df
@@ -398,6 +419,8 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
 
 def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
     """`read_csv_rows`' (line, cells) through the family's schema."""
+    _huge_cells(log, path, next(((header[j] if j < len(header) else str(j), len(c)) for _, cells in rows
+                                 for j, c in enumerate(cells) if len(c) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
     if schema is None:
         return rows
