@@ -261,3 +261,13 @@ def test_clean_real_samples_gain_no_door_entry(rel):
         entries = list(run.issues) + [i for d in run.ranks.values() for i in d.issues]
         classed = [i for i in entries if i.kind]
         assert not classed, [i.to_dict() for i in classed][:5]
+
+
+def test_huge_string_in_a_streamed_trace_named(tmp_path):
+    ev = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Ascend Hardware"}},
+          {"ph": "X", "name": "MatMul", "pid": 1, "tid": 1, "ts": "100.5", "dur": "10", "args": {"x": "y" * 200000}}]
+    log = IssueLog(tmp_path, rank=0)
+    s = summarize_trace(_w(tmp_path, "trace_view.json", json.dumps(ev)), log)
+    assert s.n_ops == 1 and s.compute_ms == pytest.approx(0.01)
+    (e,) = _mine(log, "trace_view.json")
+    assert e.kind == "schema drift" and "a string longer than 65,536 characters" in e.problem

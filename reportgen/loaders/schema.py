@@ -34,6 +34,7 @@ class Field:
     kind: str  # duration | size | bandwidth | count | id | percent | timestamp | number
     on_bad: str = "drop"  # drop (the row) | missing (the value read as missing)
     unique: bool = False  # a step number: two rows with the same value are named (both kept)
+    na: tuple[str, ...] = ()  # the writer's own "no value" mark for this field (not named): "N/A"
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ STEP = Field("rank", "missing", unique=True)  # a step number: a whole number >=
 N_GE0 = Field("size")  # a quantity >= 0 (FLOPs, operations)
 D, S, B, C, I, P, T, N = (Field(k) for k in ("duration", "size", "bandwidth", "count", "id", "percent", "timestamp",
                                                "number"))
-DM, SM, BM, CM, PM, TM = (Field(k, "missing") for k in ("duration", "size", "bandwidth", "count", "percent",
-                                                        "timestamp"))
+DM, SM, BM, CM, PM, TM, NM = (Field(k, "missing") for k in ("duration", "size", "bandwidth", "count", "percent",
+                                                            "timestamp", "number"))
 
 # File families, matched by name (`schema_for`): (pattern, schema). One place per family.
 SCHEMAS: list[tuple[re.Pattern, Schema]] = [
@@ -68,8 +69,10 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
         "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
     (re.compile(r"^step_trace_time\.csv$"), Schema("step_trace_time.csv", {
-        "Step": STEP, "Computing": DM, "Communication(Not Overlapped)": DM, "Overlapped": DM, "Communication": DM,
-        "Free": DM, "Stage": DM, "Bubble": DM, "Communication(Not Overlapped and Exclude Receive)": DM},
+        # the phases: null marks named here; a negative phase drops its row in the loader (load_modern_step_trace)
+        "Step": STEP, "Computing": NM, "Communication(Not Overlapped)": NM, "Overlapped": NM, "Communication": NM,
+        "Free": NM, "Stage": NM, "Bubble": NM, "Communication(Not Overlapped and Exclude Receive)": NM,
+        "Preparing": Field("number", "missing", na=("N/A",))},  # torch_npu writes N/A when it cannot tell
         rows="step phases")),
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
@@ -368,11 +371,12 @@ _NULL_MARKS = frozenset(("NULL", "NONE", "NAN", "N/A", "NA", "NIL"))
 
 def _null_marks(schema: Schema, door: Door, cells_of) -> None:
     """Name cells of the schema's fields written as a null mark (`null`, `None`, `N/A`): read as missing."""
-    for name in schema.fields:
+    for name, f in schema.fields.items():
         cells = cells_of(name)
         if cells is None:
             continue
-        hits = [i for i, c in enumerate(cells) if isinstance(c, str) and c.strip().upper() in _NULL_MARKS]
+        marks = _NULL_MARKS - {m.upper() for m in f.na}
+        hits = [i for i, c in enumerate(cells) if isinstance(c, str) and c.strip().upper() in marks]
         if hits:
             door.note_many(f"value(s) written as a null mark in {name!r} (read as missing)", len(hits),
                            f"data row {hits[0] + 1}: {cells[hits[0]].strip()[:20]!r}", "warning", "impossible value")
@@ -393,9 +397,9 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
     import pandas as pd
 
     door = Door(log, path)
-    for c in schema.fields:  # (vectorised: these frames can hold millions of rows)
+    for c, f in schema.fields.items():  # (vectorised: these frames can hold millions of rows)
         if c in df.columns:
-            marks = df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS).to_numpy()
+            marks = df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS - {m.upper() for m in f.na}).to_numpy()
             if marks.any():
                 i = int(np.flatnonzero(marks)[0])
                 door.note_many(f"value(s) written as a null mark in {c!r} (read as missing)", int(marks.sum()),

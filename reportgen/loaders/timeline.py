@@ -65,7 +65,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     unnamed = 0  # process_name metadata without a name
     malformed = 0  # events without a phase, or complete events without a name
-    bad_ids = 0  # complete events whose pid / tid is negative, fractional or a boolean
+    bad_ids = 0  # complete events whose pid / tid is missing, negative, fractional or not a number / name
     try:
         for e in trace_events(path, log):
             n_events += 1
@@ -93,7 +93,8 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 continue
             pid, name = e.get("pid"), e.get("name")
             for idv in (pid, e.get("tid")):
-                if isinstance(idv, bool) or (isinstance(idv, (int, float)) and (idv < 0 or idv != int(idv))):
+                if idv is None or isinstance(idv, (bool, list, dict)) or \
+                        (isinstance(idv, (int, float)) and (idv < 0 or idv != int(idv))):
                     bad_ids += 1  # (text ids are normal: MindSpore names its threads)
                     break
             h = hash((pid, e.get("tid"), str(name), str(raw_ts), str(raw_dur)))
@@ -129,7 +130,8 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                       f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
                       "pid? counted by their name alone", "warning", "schema drift")
     if bad_ids:
-        add_issue(log, path, f"{bad_ids} complete event(s) whose pid or tid is negative, fractional or a boolean "
+        add_issue(log, path, f"{bad_ids} complete event(s) whose pid or tid is missing, negative, fractional or "
+                  "not a number / name "
                   "(kept: counted as a process / stream of their own)", "warning", "impossible value")
     if malformed:
         add_issue(log, path, f"{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)",
