@@ -645,8 +645,9 @@ def mutate_csv_value(data: bytes, mutation: str, rng: random.Random) -> Optional
         if sj is None:
             return None
         pool = [i for i in range(1, len(rows)) if sj < len(rows[i]) and re.fullmatch(r"\d+", rows[i][sj].strip())]
-        if not pool:
-            return None
+        steps = [rows[i][sj].strip() for i in pool]
+        if not pool or len(set(steps)) != len(steps):
+            return None  # only tables with one row per step (kernel_details has many rows a step: no conflict)
         i = rng.choice(pool)
         dup = list(rows[i])
         for j, c in enumerate(dup):

@@ -37,6 +37,7 @@ from reportgen.model import CpuUsage
 
 MACHINE_KEYS = {"user_utilization": "user", "sys_utilization": "sys", "io_utilization": "io",
                 "idle_utilization": "idle"}
+REQUIRED_KEYS = ("device_info", "process_info", "op_info", "time_stamp", "cpu_processor_num", "sampling_interval")
 QUEUE_FILES = ("device_queue_profiling_{}.txt", "dataset_iterator_profiling_{}.txt")  # MindInsight's preference
 
 
@@ -179,6 +180,14 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     steps = sample_steps(stamps, queue)
     window = selection_window(steps, len(queue))
     door = Door(log, path)
+    lost = [k for k in REQUIRED_KEYS if k not in data]
+    lost += [f"{b}.{k}" for b in ("device_info", "process_info") if isinstance(data.get(b), dict)
+             for k in ("user_utilization", "sys_utilization") if k not in data[b]]
+    lost += ["device_info.idle_utilization"] if isinstance(data.get("device_info"), dict) and \
+        "idle_utilization" not in data["device_info"] else []
+    if lost:
+        door.note("expected key(s) missing (their samples read as missing)", ", ".join(lost)[:120], "warning",
+                  "schema drift")
     _check_series(door, data, len(data.get("time_stamp") or []) if isinstance(data.get("time_stamp"), list) else 0)
     machine = _frame(data.get("device_info"), MACHINE_KEYS, window)
     process = _frame(data.get("process_info"), {"user_utilization": "user", "sys_utilization": "sys"}, window)

@@ -108,6 +108,8 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
     door = Door(log, path)
     _note_cut(door, text)
     door.close()
+    if not text.strip():
+        add_issue(log, path, f"the file holds no line: {whose(log)} host queue is missing", "warning", "empty table")
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -145,12 +147,18 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     rows = []
     door = Door(log, path)
     _note_cut(door, text)
+    if not text.strip():
+        add_issue(log, path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
+                  "empty table")
     for n, line in enumerate(lines, 1):
         p = line.split()
         if p and p[0].startswith("GetNext"):
             if len(p) < 4:
                 door.note("line(s) with fewer than 4 fields (read with missing values)", f"line {n}", "warning",
                           "truncation")
+            for x in p[1:4]:
+                if math.isnan(to_float(x)):
+                    door.note("value(s) that are not numbers (read as missing)", f"line {n}: {x[:30]!r}")
             start, end = (to_float(p[1]), to_float(p[2])) if len(p) > 2 else (math.nan, math.nan)
             if end < start:
                 door.note("line(s) whose end is before their start (kept as written)", f"line {n}", "warning")

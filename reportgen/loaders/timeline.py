@@ -65,6 +65,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     unnamed = 0  # process_name metadata without a name
     malformed = 0  # events without a phase, or complete events without a name
+    pid_kinds = [0, 0]  # complete events whose pid is a number / text
     bad_ids = 0  # complete events whose pid / tid is missing, negative, fractional or not a number / name
     try:
         for e in trace_events(path, log):
@@ -92,6 +93,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 unusable += 1
                 continue
             pid, name = e.get("pid"), e.get("name")
+            pid_kinds[isinstance(pid, str)] += 1
             for idv in (pid, e.get("tid")):
                 if idv is None or isinstance(idv, (bool, list, dict)) or \
                         (isinstance(idv, (int, float)) and (idv < 0 or idv != int(idv))):
@@ -129,6 +131,9 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             add_issue(log, path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
                       f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
                       "pid? counted by their name alone", "warning", "schema drift")
+    if pid_kinds[0] and pid_kinds[1]:
+        add_issue(log, path, f"'pid' written as text in {pid_kinds[1]} complete event(s) and as a number in "
+                  f"{pid_kinds[0]}: the same process may be counted twice", "warning", "schema drift")
     if bad_ids:
         add_issue(log, path, f"{bad_ids} complete event(s) whose pid or tid is missing, negative, fractional or "
                   "not a number / name "
