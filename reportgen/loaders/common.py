@@ -52,8 +52,10 @@ class IssueLog:
         except ValueError:
             return Path(path).name
 
-    def add(self, path: Path, problem: str, severity: str = "warning") -> None:
-        self.issues.append(DataIssue(self.rel(path), problem, severity))
+    def add(self, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
+        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded."""
+        ranks = (int(self.rank),) if kind and self.rank is not None else ()
+        self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind))
 
 
 # --- opening files: regular files only, never blocking ----------------------------------------------
@@ -160,8 +162,6 @@ def undecodable_at(data: bytes) -> Optional[tuple[int, int]]:
 def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) -> None:
     """One entry when a text file holds bytes that are not UTF-8 (they are read as U+FFFD, the cell kept): the
     line and offset of the first. `data`: the file's bytes when already read (else read in 1 MB chunks)."""
-    from reportgen.loaders.schema import add_issue
-
     at = None
     if data is not None:
         at = undecodable_at(data)
@@ -186,7 +186,7 @@ def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) ->
         except OSError:
             return
     if at is not None:
-        add_issue(log, path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
+        log.add(path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
                   "around them may be garbled", "warning", "encoding")
 
 
@@ -548,10 +548,8 @@ def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
     pos = 0
     for i, piece in enumerate(raw.split(b'"')):
         if i % 2 and len(piece) > MAX_FIELD_CHARS:
-            from reportgen.loaders.schema import add_issue
-
             line = raw.count(b"\n", 0, pos) + 1
-            add_issue(log, path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
+            log.add(path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
                       f"byte {pos:,} (line {line}); read as written", "warning", "schema drift")
             return
         pos += len(piece) + 1
@@ -879,9 +877,7 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
             log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
                     f"(first: {dropped[1]})")
         if log is not None and huge:
-            from reportgen.loaders.schema import add_issue
-
-            add_issue(log, path, f"a string longer than {MAX_FIELD_CHARS:,} characters in the trace (a huge field; "
+            log.add(path, f"a string longer than {MAX_FIELD_CHARS:,} characters in the trace (a huge field; "
                       f"first: {huge[1]}); read as written", "warning", "schema drift")
 
 

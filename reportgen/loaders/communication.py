@@ -29,7 +29,7 @@ import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
 from reportgen.loaders.groups import double_hash
-from reportgen.loaders.schema import Door, add_issue, whose as _whose
+from reportgen.loaders.schema import Door, whose as _whose
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 
@@ -156,7 +156,7 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         elif isinstance(data, dict):
             links = _modern_links(data, matrix, log)
             if not links:
-                add_issue(log, matrix, f"communication_matrix.json holds no link: {_whose(log)} links are missing",
+                log.add(matrix, f"communication_matrix.json holds no link: {_whose(log)} links are missing",
                           "warning", "empty table")
     if comm is None and matrix is None:
         return None
@@ -613,7 +613,7 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
                 log.add(p, "expected a list of trace events; skipped")
             continue
         if not events:
-            add_issue(log, p, f"the file holds no trace events: {_whose(log)} communication in iteration {step} is "
+            log.add(p, f"the file holds no trace events: {_whose(log)} communication in iteration {step} is "
                       "missing", "warning", "empty table")
             continue
         xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("tid"), int)]

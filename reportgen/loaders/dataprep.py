@@ -18,7 +18,7 @@ from typing import Optional
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
-from reportgen.loaders.schema import Door, add_issue, whose
+from reportgen.loaders.schema import Door, whose
 from reportgen.model import DataPrep
 
 
@@ -109,7 +109,7 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
     _note_cut(door, text)
     door.close()
     if not text.strip():
-        add_issue(log, path, f"the file holds no line: {whose(log)} host queue is missing", "warning", "empty table")
+        log.add(path, f"the file holds no line: {whose(log)} host queue is missing", "warning", "empty table")
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -148,7 +148,7 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     door = Door(log, path)
     _note_cut(door, text)
     if not text.strip():
-        add_issue(log, path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
+        log.add(path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
                   "empty table")
     for n, line in enumerate(lines, 1):
         p = line.split()
@@ -213,7 +213,7 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
             _check_summary(Door(log, summ), data)
             _join_summary(out, data)
         if data is not None and not data.get("op_ids"):
-            add_issue(log, summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "
+            log.add(summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "
                       "missing", "warning", "empty table")
     dq, it = files.get("device_queue"), files.get("dataset_iterator")
     qfile = dq or it

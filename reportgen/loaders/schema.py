@@ -206,16 +206,18 @@ class Door:
 
     log: Any  # IssueLog
     path: Path
-    what: str = ""  # what the file gives the rank ("communication times")
+    what: str = ""  # the table (of a DB file) the values come from: written into each example
     counts: dict[str, list] = field(default_factory=dict)  # problem -> [count, example, severity, kind]
 
     def note(self, problem: str, example: str, severity: str = "warning", kind: str = "impossible value") -> None:
+        example = f"{self.what} {example}" if self.what else example
         c = self.counts.setdefault(problem, [0, example, severity, kind])
         c[0] += 1
 
     def note_many(self, problem: str, n: int, example: str, severity: str = "warning",
                   kind: str = "impossible value") -> None:
         if n:
+            example = f"{self.what} {example}" if self.what else example
             c = self.counts.setdefault(problem, [0, example, severity, kind])
             c[0] += n
 
@@ -250,15 +252,10 @@ class Door:
 
     def close(self) -> None:
         for problem, (n, example, severity, kind) in self.counts.items():
-            add_issue(self.log, self.path, f"{n} {problem}; e.g. {example}" + (f" ({self.what})" if self.what else ""),
-                      severity, kind)
+            self.log.add(self.path, f"{n} {problem}; e.g. {example}", severity, kind)
         self.counts.clear()
 
 
-def add_issue(log: Any, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
-    """A data-quality entry with the rank the log loads (when it loads one) and the problem class."""
-    rank = getattr(log, "rank", None)
-    log.issues.append(DataIssue(log.rel(path), problem, severity, (int(rank),) if rank is not None else (), kind))
 
 
 # --- the door for tables (called by the CSV readers in `common`) ------------------------------------------------
@@ -322,10 +319,10 @@ def _empty(schema: Schema, door: Door, before: int, after: int) -> None:
         return
     whose_ = whose(door.log)
     if before == 0:
-        add_issue(door.log, door.path, f"{schema.family} has a header and no rows: {whose_} {schema.rows} are "
+        door.log.add(door.path, f"{schema.family} has a header and no rows: {whose_} {schema.rows} are "
                   "missing", "warning", "empty table")
     else:
-        add_issue(door.log, door.path, f"every row of {schema.family} ({before}) was rejected: {whose_} "
+        door.log.add(door.path, f"every row of {schema.family} ({before}) was rejected: {whose_} "
                   f"{schema.rows} are missing", "warning", "empty table")
 
 
@@ -334,7 +331,7 @@ MAX_CELL_CHARS = 1024 * 1024  # a table cell longer than this is named (a huge f
 
 def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
     if found is not None:
-        add_issue(log, path, f"a cell of {found[1]:,} characters (longer than {MAX_CELL_CHARS:,}) in column "
+        log.add(path, f"a cell of {found[1]:,} characters (longer than {MAX_CELL_CHARS:,}) in column "
                   f"{found[0][:60]!r}; read as written", "warning", "schema drift")
 
 
@@ -479,7 +476,7 @@ def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
     if not dups:
         return None, len(lines)
     verb = "counted once" if schema.dedupe else "kept"
-    add_issue(log, path, f"{len(dups)} exact duplicate row(s) (every column identical to an earlier row) {verb}; "
+    log.add(path, f"{len(dups)} exact duplicate row(s) (every column identical to an earlier row) {verb}; "
               f"e.g. data row {dups[0] + 1}", "warning", "duplicate")
     return (set(dups) if schema.dedupe else None), len(lines)
 

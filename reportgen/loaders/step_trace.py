@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, regular_file, to_float, to_int
-from reportgen.loaders.schema import Door, add_issue, whose
+from reportgen.loaders.schema import Door, whose
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 
 TICKS_PER_MS = 1e5  # Ascend syscnt is 10 ns
@@ -215,7 +215,7 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
     lost = [c for c in MODERN_REQUIRED if c not in col]  # see MODERN_REQUIRED
     if lost:
-        add_issue(log, path, f"expected column(s) {', '.join(lost)} missing: {whose(log)} step phases under them are "
+        log.add(path, f"expected column(s) {', '.join(lost)} missing: {whose(log)} step phases under them are "
                   "read as missing", "warning", "schema drift")
     records = []
     device = None

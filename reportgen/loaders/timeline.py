@@ -118,34 +118,32 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
     note_unusable_events(log, path, unusable)
-    from reportgen.loaders.schema import add_issue
-
     if not n_events and not out.truncated:
-        add_issue(log, path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+        log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
     if ts_kinds[0] and ts_kinds[1]:
-        add_issue(log, path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
+        log.add(path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
                   f"{ts_kinds[0]}: one writer writes one or the other (read as numbers)", "warning", "schema drift")
     if proc:
         stray = {pid: len(g[0]) for (pid, _), g in groups.items() if pid not in proc}
         if stray:
-            add_issue(log, path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
+            log.add(path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
                       f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
                       "pid? counted by their name alone", "warning", "schema drift")
     if pid_kinds[0] and pid_kinds[1]:
-        add_issue(log, path, f"'pid' written as text in {pid_kinds[1]} complete event(s) and as a number in "
+        log.add(path, f"'pid' written as text in {pid_kinds[1]} complete event(s) and as a number in "
                   f"{pid_kinds[0]}: the same process may be counted twice", "warning", "schema drift")
     if bad_ids:
-        add_issue(log, path, f"{bad_ids} complete event(s) whose pid or tid is missing, negative, fractional or "
+        log.add(path, f"{bad_ids} complete event(s) whose pid or tid is missing, negative, fractional or "
                   "not a number / name "
                   "(kept: counted as a process / stream of their own)", "warning", "impossible value")
     if malformed:
-        add_issue(log, path, f"{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)",
+        log.add(path, f"{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)",
                   "warning", "schema drift")
     if unnamed:
-        add_issue(log, path, f"{unnamed} process_name metadata event(s) without a name (args.name): their "
+        log.add(path, f"{unnamed} process_name metadata event(s) without a name (args.name): their "
                   "process is not classified", "warning", "schema drift")
     if dups:
-        add_issue(log, path, f"{dups} duplicated complete event(s) (same process, thread, name, start and duration "
+        log.add(path, f"{dups} duplicated complete event(s) (same process, thread, name, start and duration "
                   "as an earlier one) counted once", "warning", "duplicate")
     del seen
     out.trace_needs_numbers = string_ts

@@ -107,9 +107,7 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     key = np.column_stack([lanes.astype("float64"), ts, dur])
     _, first = np.unique(key, axis=0, return_index=True)
     if len(first) < len(lanes):  # the same lane slice twice (same start and duration): counted once, named
-        from reportgen.loaders.schema import add_issue
-
-        add_issue(log, path, f"{len(lanes) - len(first)} duplicated overlap-lane slice(s) (same lane, start and "
+        log.add(path, f"{len(lanes) - len(first)} duplicated overlap-lane slice(s) (same lane, start and "
                   "duration as an earlier one) counted once", "warning", "duplicate")
         keep = np.sort(first)
         lanes, ts, dur = lanes[keep], ts[keep], dur[keep]
