@@ -77,8 +77,9 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
     (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
-        "op_id": Field("id", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM, "output_queue_average_size": SM,
-        "output_queue_length": CM, "output_queue_usage_rate": PM}, rows="data pipeline operators")),
+        "op_id": Field("id", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
+        "output_queue_average_size": SM, "output_queue_length": CM, "output_queue_usage_rate": PM},
+        rows="data pipeline operators")),
     (re.compile(r"^aicore_intermediate_\d+_detail\.csv$"), Schema("aicore_intermediate_detail", {
         "execution_time": D, "task_duration": D, "avg_execution_time": D, "execution_frequency": C},
         rows="AI Core operators")),
@@ -93,7 +94,6 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^cpu_op_detail_info_\d+\.csv$"), Schema("cpu_op_detail_info", {
         "op_occurrences": C, "op_total_time(ms)": D, "op_avg_time(ms)": D, "total_proportion": PM},
         rows="host CPU operators")),
-    (re.compile(r"^minddata_aicpu_\d+\.txt$"), Schema("minddata_aicpu", {})),
     (re.compile(r"^step_trace_raw_\d+_detail_time\.csv$"), Schema("step_trace_raw", {
         "step_num": STEP, "iteration_interval": D, "fp_and_bp": D, "tail": D},
         rows="step phases")),
@@ -105,15 +105,13 @@ JSON_SCHEMAS: dict[str, dict[str, Field]] = {
         "Elapse Time(ms)": D, "Transit Time(ms)": D, "Wait Time(ms)": D, "Synchronization Time(ms)": D,
         "Idle Time(ms)": D, "Start Timestamp(us)": T, "Transit Size(MB)": S, "Bandwidth(GB/s)": B},
     "communication_matrix.json": {"Transit Size(MB)": S, "Transit Time(ms)": D, "Bandwidth(GB/s)": B},
-}
-JSON_SCHEMAS.update({
     "flops_summary": {"FLOPs": N_GE0, "FLOPS": N_GE0, "FLOPS_Utilization": P, "cube_FLOPs": N_GE0,
                       "vec_FLOPs": N_GE0, "cube_FLOPS": N_GE0, "vec_FLOPS": N_GE0},
     "memory_usage_summary": {"peak_mem": S, "capacity": S, "static_mem": S},
     "profiler_metadata.json": {"world_size": Field("count"), "rank": Field("rank"), "group_rank": Field("rank"),
                                "global_ranks": Field("rank"), "rank_id": Field("rank")},
     "profiler_info": {"rank_id": Field("rank"), "rank_size": Field("count"), "stage_num": Field("count")},
-})
+}
 JSON_FAMILIES = [(re.compile(r"^flops_summary_\d+\.json$"), "flops_summary"),
                  (re.compile(r"^memory_usage_summary_\d+\.json$"), "memory_usage_summary"),
                  (re.compile(r"^memory_usage_details_\d+\.json$"), "memory_usage_details"),
