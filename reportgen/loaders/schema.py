@@ -285,10 +285,11 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
                                f"{name!r} {_fmt(first)} on {int(counts[counts > 1][0])} rows", "warning", "conflict")
         if f.on_bad == "drop" and n:
             nan = np.isnan(v)
-            if nan.any():  # an essential field left empty or written as a null mark: the loader reads it as missing
+            if nan.any():  # an essential field left empty or written as a null mark: the row is dropped
                 i = int(np.flatnonzero(nan)[0])
-                door.note_many(f"row(s) without a value in {name!r} (empty or a null mark; read as missing)",
+                door.note_many(f"row(s) dropped: no value in {name!r} (empty or a null mark)",
                                int(nan.sum()), f"line {line_of(i)}", "warning", "impossible value")
+                drop |= nan
         bad = bad_mask(f.kind, v)
         if not bad.any():
             continue

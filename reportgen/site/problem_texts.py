@@ -149,7 +149,7 @@ TEMPLATES = (
     N_('value(s) written as a null mark in {name} (read as missing)'),
     N_('entr(y/ies) without the expected key {key} (read as missing)'),
     N_('{name} value(s) on more than one row (the same step twice; every row kept)'),
-    N_('row(s) without a value in {name} (empty or a null mark; read as missing)'),
+    N_('row(s) dropped: no value in {name} (empty or a null mark)'),
     N_('value(s) written as a null mark in {c} (read as missing)'),
     N_("rank {r}'s file {parts}: a key dropped or renamed? the values under it were not read for this rank"),
     N_('no step_num column; not a step-trace file'),
