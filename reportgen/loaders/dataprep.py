@@ -150,9 +150,13 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     if not text.strip():
         log.add(path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
                   "empty table")
+    seen: set[str] = set()
     for n, line in enumerate(lines, 1):
         p = line.split()
         if p and p[0].startswith("GetNext"):
+            if line.strip() in seen:  # the same dequeue (same start and end) twice
+                door.note("line(s) identical to an earlier one (kept)", f"line {n}", "warning", "duplicate")
+            seen.add(line.strip())
             if len(p) < 4:
                 door.note("line(s) with fewer than 4 fields (read with missing values)", f"line {n}", "warning",
                           "truncation")

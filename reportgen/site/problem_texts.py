@@ -84,6 +84,7 @@ TEMPLATES = (
     N_('the summary holds no operator (no op_ids): {whose} data-pipeline summary is missing'),
     N_('per-operator value(s) that are not a list (not read)'),
     N_("per-operator list(s) whose length differs from op_ids' (not read)"),
+    N_('line(s) identical to an earlier one (kept)'),
     N_('line(s) with fewer than 4 fields (read with missing values)'),
     N_('line(s) whose end is before their start (kept as written)'),
     N_('per-operator value(s) that are null (read as missing)'),
