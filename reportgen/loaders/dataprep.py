@@ -59,7 +59,18 @@ def _pipeline_raw(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
                      "usage_rate": to_float(c[col["output_queue_usage_rate"]]),
                      "parent_id": None if math.isnan(parent) else int(parent),
                      "children": _ids(c[col["children_id"]]) if "children_id" in col else []})
+    _check_tree(Door(log, path), [r["parent_id"] for r in recs], "parent_id")
     return pd.DataFrame(recs)
+
+
+def _check_tree(door: Door, parents: list, where: str) -> None:
+    """A pipeline is a tree: one root (parent -1 or none), every other parent an operator id >= 0."""
+    roots = [p for p in parents if p is None or to_float(p) == -1]
+    bad = [p for p in parents if p is not None and not math.isnan(to_float(p)) and to_float(p) < -1]
+    if len(roots) > 1 or bad:
+        door.note("pipeline with more than one root or a parent id below -1 (kept as written)",
+                  f"{where}: {len(roots)} root(s)" + (f", {bad[0]!r}" if bad else ""), "warning", "impossible value")
+    door.close()
 
 
 def _pipeline_profiling(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
@@ -163,6 +174,8 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
             for x in p[1:4]:
                 if math.isnan(to_float(x)):
                     door.note("value(s) that are not numbers (read as missing)", f"line {n}: {x[:30]!r}")
+                elif to_float(x) < 0:
+                    door.note("negative time stamp(s) or size(s) (kept as written)", f"line {n}: {x[:30]!r}")
             start, end = (to_float(p[1]), to_float(p[2])) if len(p) > 2 else (math.nan, math.nan)
             if end < start:
                 door.note("line(s) whose end is before their start (kept as written)", f"line {n}", "warning")
@@ -215,6 +228,8 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         out.sources.append(log.rel(summ))
         if data:
             _check_summary(Door(log, summ), data)
+            if isinstance(data.get("parent_id"), list):
+                _check_tree(Door(log, summ), data["parent_id"], "parent_id")
             _join_summary(out, data)
         if data is not None and not data.get("op_ids"):
             log.add(summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "

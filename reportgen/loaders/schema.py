@@ -77,7 +77,7 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
     (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
-        "op_id": Field("id", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
+        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
         "output_queue_average_size": SM, "output_queue_length": CM, "output_queue_usage_rate": PM},
         rows="data pipeline operators")),
     (re.compile(r"^aicore_intermediate_\d+_detail\.csv$"), Schema("aicore_intermediate_detail", {
