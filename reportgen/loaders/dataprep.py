@@ -252,14 +252,16 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
 
 
 SUMMARY_LISTS = {"op_ids": "rank", "queue_empty_freq_pct": "percent", "avg_cpu_pct": "size",
-                 "queue_utilization_pct": "percent", "num_workers": "count"}  # per-operator lists and their kinds
+                 "queue_utilization_pct": "percent", "num_workers": "count", "queue_average_size": "size",
+                 "avg_cpu_pct_per_worker": "size"}  # per-operator lists and their kinds
+SUMMARY_TIMES = ("per_pipeline_time", "per_push_queue_time", "per_batch_time")  # one value each (ms)
 
 
 def _check_summary(door: Door, data: dict) -> None:
     """The summary's per-operator lists at the door: numbers of their kind, one per operator (as op_ids)."""
     ids = data.get("op_ids")
     n = len(ids) if isinstance(ids, list) else None
-    for key, kind in SUMMARY_LISTS.items():
+    for key, kind in [*SUMMARY_LISTS.items(), *((k, "duration") for k in SUMMARY_TIMES)]:
         vals = data.get(key)
         if vals is None:
             continue
@@ -267,7 +269,7 @@ def _check_summary(door: Door, data: dict) -> None:
             door.note("per-operator value(s) that are not a list (not read)", f"{key}: {str(vals)[:30]!r}",
                       "warning", "schema drift")
             continue
-        if n is not None and key != "op_ids" and len(vals) != n:
+        if n is not None and key in SUMMARY_LISTS and key != "op_ids" and len(vals) != n:
             door.note("per-operator list(s) whose length differs from op_ids' (not read)",
                       f"{key}: {len(vals)} value(s), op_ids {n}", "warning", "schema drift")
         for i, v in enumerate(vals):
