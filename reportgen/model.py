@@ -96,6 +96,9 @@ class DataIssue:
     # numbers change or go missing: a damaged row skipped, a file cut off), "cosmetic" (nothing shown changes),
     # "" (not said: the rule decides from the severity and the problem)
     consequence: str = ""
+    # the problem class, for entries from the loaders' door (loaders.schema): "impossible value", "empty table",
+    # "duplicate", "conflict", "schema drift", "encoding", "truncation" ("" : not classed)
+    kind: str = ""
 
     def to_dict(self) -> dict:
         d = {"file": self.file, "problem": self.problem, "severity": self.severity}
@@ -103,6 +106,8 @@ class DataIssue:
             d["ranks"] = [int(r) for r in self.ranks]
         if self.consequence:
             d["consequence"] = self.consequence
+        if self.kind:
+            d["kind"] = self.kind
         return d
 
 
@@ -409,6 +414,9 @@ class RankData:
     idle: Optional[Any] = None  # reportgen.idle.IdleBreakdown: idle time by cause per step (Kineto)
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
+    # the key paths of each small JSON file read whole (relative path -> paths such as "DeviceInfo[].id"), for the
+    # cross-rank schema check (`loaders.schema.compare_shapes`): a key every other rank's copy has is named
+    json_shapes: dict[str, frozenset] = field(default_factory=dict)
 
 
 @dataclass

@@ -642,6 +642,15 @@ def _split_folder(fs: _Fs, parent: Path, rds: list[_RankDir]) -> list[tuple[Path
                               "rank-suffixed files); skipped")
     if not known:
         return []
+    # [issue 30] a folder without the profiler's time stamp in its name (a copy, a renamed folder) that claims a rank
+    # a stamped folder also holds: the stamped one is used, the other named (never a launch of its own)
+    stamped = {rd.rank: rd for rd in known if rd.stamp}
+    for rd in [rd for rd in known if not rd.stamp and rd.rank in stamped]:
+        known.remove(rd)
+        issues.append(DataIssue(rel(rd.d, fs.root), f"claims rank {rd.rank}, as {rel(stamped[rd.rank].d, fs.root)} "
+                                f"does; that one was used (its name carries the profiler's time stamp, this one's "
+                                f"does not: a copy or a renamed folder?) and this folder was ignored", "warning",
+                                (int(rd.rank),), "conflict"))  # type: ignore[arg-type]
     counts: dict[int, int] = {}
     for rd in known:
         counts[rd.rank] = counts.get(rd.rank, 0) + 1  # type: ignore[index]

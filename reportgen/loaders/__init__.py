@@ -35,6 +35,7 @@ from reportgen.loaders import trace_view as _trace_view
 from reportgen.loaders.common import IssueLog
 from reportgen.loaders.dispatch import map_ranks
 from reportgen.loaders.run_info import build_run_info
+from reportgen.loaders.schema import compare_shapes
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ trace_view = _Guarded(_trace_view)
 
 def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
     """Load everything the report needs from one rank's files."""
-    log = IssueLog(root)
+    log = IssueLog(root, rf.rank)
     info = RankInfo(rank=rf.rank, source_dir=log.rel(rf.dir), host=rf.host, device=rf.device)
     data = RankData(info=info)
     seen: set[str] = set()
@@ -134,6 +135,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
                 data.idle = getattr(k, "idle", None)
                 data.op_flops = k.op_flops
     data.issues = log.issues
+    data.json_shapes = log.shapes
     return data
 
 
@@ -327,7 +329,6 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     issues: list[DataIssue] = list(layout.issues)
     stage_sets: list[list[int]] = []
     items = sorted(layout.ranks.items())
-    total = len(items)
     if layout.layout == "cluster_analysis":
         log = IssueLog(root)
         traces = step_trace.load_cluster_step_trace(layout.run_files["cluster_step_trace_time"][0], log)
@@ -347,6 +348,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout), jobs=jobs,
                            scheduler=scheduler, min_parallel=PARALLEL_MIN_RANKS, progress=progress):
             ranks[d.info.rank] = d
+    compare_shapes(ranks, issues)
     if layout.layout == "kineto":
         kineto.match_collectives(ranks, issues)
         issues.append(DataIssue("", kineto.run_note(ranks), "info"))

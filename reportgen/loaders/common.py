@@ -37,8 +37,10 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 class IssueLog:
     """Collects the data-quality issues of one loading job, with paths relative to the run root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, rank: Optional[int] = None) -> None:
         self.root = root
+        self.rank = rank  # the rank being loaded (named in the door's entries: loaders.schema)
+        self.shapes: dict[str, frozenset] = {}  # key paths of the small JSON files read (schema.json_shape)
         self.issues: list[DataIssue] = []
         _RUN_ROOTS[os.path.abspath(root)] = None
         while len(_RUN_ROOTS) > 256:  # bounded; the newest run folders are kept
@@ -50,8 +52,10 @@ class IssueLog:
         except ValueError:
             return Path(path).name
 
-    def add(self, path: Path, problem: str, severity: str = "warning") -> None:
-        self.issues.append(DataIssue(self.rel(path), problem, severity))
+    def add(self, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
+        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded."""
+        ranks = (int(self.rank),) if kind and self.rank is not None else ()
+        self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind))
 
 
 # --- opening files: regular files only, never blocking ----------------------------------------------
@@ -141,7 +145,49 @@ def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_
             off = data.index(b"\x00")
             log.add(path, f"binary data (NUL byte at offset {off}) in a text file; not read", "error")
         return None
+    if log is not None:
+        note_undecodable(path, log, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
     return data.decode("utf-8-sig", errors="replace")
+
+
+def undecodable_at(data: bytes) -> Optional[tuple[int, int]]:
+    """(line, byte offset) of the first bytes that are not UTF-8 in `data`; None when it all decodes."""
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as e:
+        return data.count(b"\n", 0, e.start) + 1, e.start
+
+
+def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) -> None:
+    """One entry when a text file holds bytes that are not UTF-8 (they are read as U+FFFD, the cell kept): the
+    line and offset of the first. `data`: the file's bytes when already read (else read in 1 MB chunks)."""
+    at = None
+    if data is not None:
+        at = undecodable_at(data)
+    else:
+        import codecs
+
+        dec = codecs.getincrementaldecoder("utf-8")()
+        line, off = 1, 0
+        try:
+            with open_file(path, "rb") as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    try:
+                        dec.decode(chunk)
+                    except UnicodeDecodeError as e:
+                        at = (line + chunk.count(b"\n", 0, max(e.start, 0)), off + max(e.start, 0))
+                        break
+                    line += chunk.count(b"\n")
+                    off += len(chunk)
+        except OSError:
+            return
+    if at is not None:
+        log.add(path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
+                  "around them may be garbled", "warning", "encoding")
 
 
 def nul_offset(path: Path) -> Optional[int]:
@@ -381,6 +427,7 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
     """
     if not _text_guard(path, log):
         return None
+    note_undecodable(path, log)
     try:
         with open_file(path, newline="", encoding="utf-8-sig", errors="replace") as f:
             reader = csv.reader(f)
@@ -432,7 +479,9 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
                         "those rows were skipped (file truncated or corrupt?)")
             if screen:
                 rows = screen_rows(path, log, header, rows, numeric)
-            return header, rows
+            from reportgen.loaders.schema import door_rows
+
+            return header, door_rows(path, log, header, rows)
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
@@ -479,6 +528,34 @@ class _JsonNumbers:
 
 
 def read_json(path: Path, log: IssueLog) -> Any:
+    """`_read_json`, and the key paths of a small document kept on `log` for the cross-rank schema check."""
+    data = _read_json(path, log)
+    if isinstance(data, dict) and getattr(log, "shapes", None) is not None:
+        from reportgen.loaders.schema import json_shape
+
+        shape = json_shape(data)
+        if shape is not None:
+            log.shapes[log.rel(path)] = shape
+    return data
+
+
+def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
+    """One entry when a JSON file holds a string (key or value) longer than MAX_FIELD_CHARS (a huge field). Without
+    escapes every quote opens or closes a string, so the strings are the odd pieces between quotes (C speed); a
+    file with escapes, or larger than 32 MB, is not looked at."""
+    if len(raw) > 32 * 1024 * 1024 or len(raw) < MAX_FIELD_CHARS or b"\\" in raw:
+        return
+    pos = 0
+    for i, piece in enumerate(raw.split(b'"')):
+        if i % 2 and len(piece) > MAX_FIELD_CHARS:
+            line = raw.count(b"\n", 0, pos) + 1
+            log.add(path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
+                      f"byte {pos:,} (line {line}); read as written", "warning", "schema drift")
+            return
+        pos += len(piece) + 1
+
+
+def _read_json(path: Path, log: IssueLog) -> Any:
     """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
     out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
     allows, or a file too large, is named and skipped."""
@@ -495,10 +572,12 @@ def read_json(path: Path, log: IssueLog) -> Any:
     except OSError as e:
         log.add(path, f"cannot read the file: {e.strerror or e}", "error")
         return None
+    _note_huge_string(path, log, raw)
     fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
     if fast is not _MISS:
         return fast
     nums = _JsonNumbers()
+    note_undecodable(path, log, raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     try:
         text = raw.decode("utf-8-sig", errors="replace")
         del raw
@@ -613,7 +692,7 @@ def _depth_exceeds(data: Any, limit: int) -> bool:
 
 
 def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tuple[str, ...] = (),
-               screen: bool = True) -> Optional["pd.DataFrame"]:
+               screen: bool = True, door: bool = True) -> Optional["pd.DataFrame"]:
     """Read the named columns of a (possibly large) CSV as strings with pandas' C parser.
 
     Header cells are stripped (torch_npu writes stray tabs). Rows with the wrong number of fields are skipped and
@@ -629,11 +708,14 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     guarded = not _guard_after(path)
     if guarded and not _text_guard(path, log):
         return None
+    from reportgen.loaders.schema import door_frame
+
     fast = read_clean(path, columns, optional, screen, _STAMP, _DURATION)
     if fast is not None:
-        return fast
+        return door_frame(path, log, fast) if door else fast
     if not guarded and not _text_guard(path, log):
         return None
+    note_undecodable(path, log)
     try:
         with open_file(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             header = next(csv.reader([f.readline()]), [])
@@ -687,7 +769,8 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
     if screen:
         df = screen_frame(path, log, df, dedupe=bool(stamps) or any(_STAMP.search(c) for c in columns))
     extra = [c for c in df.columns if c in stamps]
-    return df.drop(columns=extra) if extra else df
+    df = df.drop(columns=extra) if extra else df
+    return door_frame(path, log, df) if door else df
 
 
 GUARD_AFTER_BYTES = 64 * 1024 * 1024  # a smaller CSV is tried by the fast reader before `_text_guard` reads it
@@ -714,11 +797,14 @@ def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[
     # extra pass over the file is paid only by files that go the careful way, where it names the problem
     if not _guard_after(path) and not _text_guard(path, log):
         return None
+    from reportgen.loaders.schema import door_typed
+
     fast = fast_typed(path, text, numeric, optional, _STAMP, _DURATION)
     if fast is not None:
-        return fast
-    df = read_frame(path, log, (*text, *numeric), optional)  # a file the strict reader refused: the frame path
-    return None if df is None else typed_from_frame(df, text, numeric)
+        return door_typed(path, log, fast)
+    # a file the strict reader refused: the frame path
+    df = read_frame(path, log, (*text, *numeric), optional, door=False)
+    return None if df is None else door_typed(path, log, typed_from_frame(df, text, numeric))
 
 
 def typed_from_frame(df: "pd.DataFrame", text: tuple[str, ...], numeric: tuple[str, ...]) -> dict:
@@ -778,17 +864,24 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
 
     Only regular files are opened; a trace nested absurdly deep is refused before the parser sees the chunk
     (`jsonguard.DepthGuard`); events whose `ts` or `dur` is non-finite or out of range are left out -- counted in
-    one data-quality entry on `log` when given (the loader that summarises the file passes it). Raises
-    ijson.JSONError / ValueError / OSError / EOFError on a broken file (after yielding what was read), so the
-    loaders' handlers name the file.
+    one data-quality entry on `log` when given (the loader that summarises the file passes it), as is a huge field
+    (a string longer than MAX_FIELD_CHARS: `_QuoteWatch`). Raises ijson.JSONError / ValueError /
+    OSError / EOFError on a broken file (after yielding what was read), so the loaders' handlers name the file.
     """
     dropped: list = []
+    huge: list = []
     try:
-        yield from _trace_events(path, dropped)
+        yield from _trace_events(path, dropped, huge)
     finally:
         if log is not None and dropped:
             log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
                     f"(first: {dropped[1]})")
+        if log is not None and huge:
+            log.add(path, f"a string longer than {MAX_FIELD_CHARS:,} characters in the trace (a huge field; "
+                      f"first: {huge[1]}); read as written", "warning", "schema drift")
+
+
+MAX_FIELD_CHARS = 64 * 1024  # a trace event's name, category or phase longer than this is named
 
 
 def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
@@ -798,9 +891,31 @@ def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
         log.add(path, f"{n} complete event(s) without a usable ts/dur (missing, text or negative) left out")
 
 
-def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
+class _QuoteWatch:
+    """A binary file whose reads are watched for a huge string: a piece of CHUNK bytes (64 KB) or more with no quote
+    lies inside a string longer than that (trace events hold quotes every few dozen bytes). C-speed `in` test."""
 
-    with DepthGuard(open_binary(path)) as f:
+    def __init__(self, f, huge: Optional[list]) -> None:
+        self.f, self.huge, self.pos = f, huge, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        if self.huge is not None and len(data) >= MAX_FIELD_CHARS and b'"' not in data:
+            if self.huge:
+                self.huge[0] += 1
+            else:
+                self.huge[:] = [1, f"{len(data):,} bytes without a quote at byte {self.pos:,}"]
+        self.pos += len(data)
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self.f, name)
+
+
+def _trace_events(path: Path, dropped: list, huge: Optional[list] = None) -> Iterator[dict]:
+
+    raw = _QuoteWatch(open_binary(path), huge)
+    with DepthGuard(raw) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
         f.seek(start)
         first = f.read(1)
@@ -829,22 +944,23 @@ def _trace_events(path: Path, dropped: list) -> Iterator[dict]:
             raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
 
 
-def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str]) -> None:
-    """The numeric normaliser for JSON values read by key: a value present under one of `keys` that is not a
-    usable number (text, a boolean, a non-finite or absurd number written as a string) gets an entry naming the
-    file, the key and the value; the loader reads it as missing."""
+def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str],
+                       required: Iterable[str] = ()) -> None:
+    """The numeric normaliser for JSON values read by key, by the family's schema (`schema.JSON_SCHEMAS`, found
+    by file name; a key it does not list is a number >= 0): a value under one of `keys` that is not a usable
+    number (text, a boolean, null, a negative or out-of-range value) gets an entry naming the file, the key and
+    the value (the loader reads it as missing), and a `required` key that is absent is named (schema drift)."""
+    from reportgen.loaders.schema import Door, json_family
+
     if not isinstance(data, dict):
         return
-    bad = []
+    fam = json_family(path)
+    door = Door(log, path)
     for k in keys:
-        if k not in data or data[k] is None:
-            continue
-        v = data[k]
-        if isinstance(v, bool) or isinstance(v, (dict, list)):
-            bad.append(f"{k!r}: {str(v)[:40]!r}")
-        elif isinstance(v, str) and number_problem(v) is not None:
-            bad.append(f"{k!r}: {v[:40]!r} ({number_problem(v)})")
-        elif to_float(v) < 0:
-            bad.append(f"{k!r}: {v!r} (negative)")
-    if bad:
-        log.add(path, f"value(s) that are not usable numbers: {'; '.join(bad[:5])}")
+        if k in data:
+            door.field(data, k, "top level", fam)
+    missing = [k for k in required if k not in data]
+    if missing:
+        door.note(f"expected key(s) {', '.join(repr(k) for k in missing)} missing (read as missing)", "top level",
+                  "warning", "schema drift")
+    door.close()

@@ -29,6 +29,7 @@ import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
 from reportgen.loaders.groups import double_hash
+from reportgen.loaders.schema import Door, whose as _whose
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 
@@ -133,8 +134,9 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             log.add(comm, "expected a JSON object of steps; communication times not read", "error")
         elif isinstance(data, dict):
             counter = [0]
+            door = Door(log, comm)
             for step, kind, name, info in _entries(data, counter):
-                rec = _modern_op(step, name, kind, info)
+                rec = _modern_op(step, name, kind, info, door)
                 if rec is None:
                     counter[0] += 1
                 else:
@@ -143,6 +145,7 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             if bad:
                 log.add(comm, f"{bad} entr{'y' if bad == 1 else 'ies'} without the expected "
                         "'Communication Time Info' were skipped")
+            door.close()
             if not ops:
                 log.add(comm, "no communication operators in the file", "info")
     if matrix is not None:
@@ -152,6 +155,9 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             log.add(matrix, "expected a JSON object of steps; link matrix not read", "error")
         elif isinstance(data, dict):
             links = _modern_links(data, matrix, log)
+            if not links:
+                log.add(matrix, f"communication_matrix.json holds no link: {_whose(log)} links are missing",
+                          "warning", "empty table")
     if comm is None and matrix is None:
         return None
     if not ops and not links:
@@ -186,27 +192,40 @@ def _entries(data: dict, bad: list[int]):
                     yield step, kind, str(name), value
 
 
-def _modern_op(step: Optional[int], name: str, kind: str, info: Any) -> Optional[dict]:
+def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door) -> Optional[dict]:
     if not isinstance(info, dict) or not isinstance(info.get("Communication Time Info"), dict):
         return None
     t = info["Communication Time Info"]
     base, group = _split_group(name)
     rec: dict[str, Any] = {"step": step, "op": base, "group": group,
                            "kind": kind if kind in ("p2p", "collective") else op_kind(base)}
+    where = f"{name[:60]!r}"
     for src, col in TIME_FIELDS.items():
-        rec[col] = to_float(t.get(src))
+        rec[col] = door.field(t, src, where, "communication.json")
+    if t.get("Start Timestamp(us)") is not None:
+        door.field(t, "Start Timestamp(us)", where, "communication.json")
     bwi = info.get("Communication Bandwidth Info") or {}
+    if not isinstance(bwi, dict):
+        door.note("'Communication Bandwidth Info' that is not an object (no transport sizes read)", where,
+                  "warning", "schema drift")
+        bwi = {}
     for tr in ("SDMA", "RDMA"):
-        b = bwi.get(tr) if isinstance(bwi, dict) else None
+        b = bwi.get(tr)
+        if b is not None and not isinstance(b, dict):
+            door.note(f"{tr} bandwidth entr(y/ies) that are not an object (read as 0)", where, "warning",
+                      "schema drift")
         b = b if isinstance(b, dict) else {}
-        rec[f"{tr.lower()}_mb"] = to_float(b.get("Transit Size(MB)", 0))
-        rec[f"{tr.lower()}_ms"] = to_float(b.get("Transit Time(ms)", 0))
+        rec[f"{tr.lower()}_mb"] = door.field(b, "Transit Size(MB)", f"{where} {tr}", "communication.json", 0)
+        rec[f"{tr.lower()}_ms"] = door.field(b, "Transit Time(ms)", f"{where} {tr}", "communication.json", 0)
+        if "Bandwidth(GB/s)" in b:
+            door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", "communication.json")
     return rec
 
 
 def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
     out: list[dict] = []
     counter = [0]
+    door = Door(log, path)
     for step, _kind, key, linkmap in _entries(data, counter):
         if not isinstance(linkmap, dict):
             continue
@@ -218,7 +237,7 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
             name, group = _split_group(str(key))
             scope, optype = "op", optype_of(name)
         for lk, li in linkmap.items():
-            rec = _link_record(step, scope, optype, group, name, lk, li)
+            rec = _link_record(step, scope, optype, group, name, lk, li, door)
             if rec is None:
                 counter[0] += 1
             else:
@@ -226,10 +245,11 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
     bad = counter[0]
     if bad:
         log.add(path, f"{bad} link entr{'y' if bad == 1 else 'ies'} could not be read and were skipped")
+    door.close()
     return out
 
 
-def _link_record(step, scope, optype, group, name, lk, li) -> Optional[dict]:
+def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Optional[dict]:
     if not isinstance(li, dict):
         return None
     try:
@@ -237,9 +257,10 @@ def _link_record(step, scope, optype, group, name, lk, li) -> Optional[dict]:
         src, dst = int(a), int(b)
     except ValueError:
         return None
-    size = to_float(li.get("Transit Size(MB)"))
-    time = to_float(li.get("Transit Time(ms)"))
-    stored = to_float(li.get("Bandwidth(GB/s)"))
+    where = f"{str(name or optype)[:50]!r} link {str(lk)[:20]!r}"
+    size = door.field(li, "Transit Size(MB)", where, "communication_matrix.json")
+    time = door.field(li, "Transit Time(ms)", where, "communication_matrix.json")
+    stored = door.field(li, "Bandwidth(GB/s)", where, "communication_matrix.json")
     if scope == "sample":
         name = li.get("Op Name") or optype
     return {"step": step, "scope": scope, "op": str(name) if name else optype, "group": group, "src": src,
@@ -590,6 +611,10 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         if not isinstance(events, list):
             if data is not None:
                 log.add(p, "expected a list of trace events; skipped")
+            continue
+        if not events:
+            log.add(p, f"the file holds no trace events: {_whose(log)} communication in iteration {step} is "
+                      "missing", "warning", "empty table")
             continue
         xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("tid"), int)]
         detail = [e for e in xs if e["tid"] < 100]

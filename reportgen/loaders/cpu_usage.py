@@ -32,15 +32,50 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, open_file, read_json, regular_file, to_float
+from reportgen.loaders.schema import Door
 from reportgen.model import CpuUsage
 
 MACHINE_KEYS = {"user_utilization": "user", "sys_utilization": "sys", "io_utilization": "io",
                 "idle_utilization": "idle"}
+REQUIRED_KEYS = ("device_info", "process_info", "op_info", "time_stamp", "cpu_processor_num", "sampling_interval")
 QUEUE_FILES = ("device_queue_profiling_{}.txt", "dataset_iterator_profiling_{}.txt")  # MindInsight's preference
 
 
 def _series(values) -> np.ndarray:
     return np.array([to_float(v) for v in values], dtype="float64") if isinstance(values, list) else np.array([])
+
+
+def _check_series(door: Door, data: dict, n: int) -> None:
+    """The utilisation series: lists of percentages (0-100). (Their lengths differ in real files: MindSpore 2.x
+    writes idle / io twice as often as user / sys, and process_info one sample short or empty, so length is not
+    judged; `n` is time_stamp's length, kept for the caller's reading.)"""
+    blocks = [("device_info", data.get("device_info"), MACHINE_KEYS), ("process_info", data.get("process_info"),
+              {"user_utilization": "", "sys_utilization": ""})]
+    for o in data.get("op_info") or []:
+        if isinstance(o, dict):
+            blocks.append((f"op_info {str(o.get('op_id'))[:10]}", o.get("metrics"),
+                           {"user_utilization": "", "sys_utilization": ""}))
+    for where, block, keys in blocks:
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            door.note("utilisation block(s) that are not an object (not read)", where, "warning", "schema drift")
+            continue
+        us, sy = block.get("user_utilization"), block.get("sys_utilization")
+        if isinstance(us, list) and isinstance(sy, list) and len(us) != len(sy):  # written in pairs
+            door.note("utilisation blocks whose user and sys series differ in length", f"{where}: user {len(us)}, "
+                      f"sys {len(sy)} sample(s)", "warning", "schema drift")
+        for k in keys:
+            v = block.get(k)
+            if v is None:
+                continue
+            if not isinstance(v, list):
+                door.note("utilisation series that are not a list (not read)", f"{where}.{k}", "warning",
+                          "schema drift")
+                continue
+            kind = "percent" if where == "device_info" else "size"  # a process may use more than one core (> 100 %)
+            for x in v:
+                door.number(kind, x, f"{where}.{k}", "missing")
 
 
 def _frame(block, keys: dict[str, str], window: Optional[tuple[int, int]]) -> pd.DataFrame:
@@ -144,12 +179,27 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     queue = queue_step_times(qfile) if qfile is not None and regular_file(qfile, log) else []
     steps = sample_steps(stamps, queue)
     window = selection_window(steps, len(queue))
+    door = Door(log, path)
+    lost = [k for k in REQUIRED_KEYS if k not in data]
+    lost += [f"{b}.{k}" for b in ("device_info", "process_info") if isinstance(data.get(b), dict)
+             for k in ("user_utilization", "sys_utilization") if k not in data[b]]
+    lost += ["device_info.idle_utilization"] if isinstance(data.get("device_info"), dict) and \
+        "idle_utilization" not in data["device_info"] else []
+    if lost:
+        door.note("expected key(s) missing (their samples read as missing)", ", ".join(lost)[:120], "warning",
+                  "schema drift")
+    _check_series(door, data, len(data.get("time_stamp") or []) if isinstance(data.get("time_stamp"), list) else 0)
     machine = _frame(data.get("device_info"), MACHINE_KEYS, window)
     process = _frame(data.get("process_info"), {"user_utilization": "user", "sys_utilization": "sys"}, window)
     ops = []
+    seen_ids: set = set()
     for o in data.get("op_info") or []:
         if not isinstance(o, dict) or o.get("op_id") in (-1, "-1", None):
             continue
+        if str(o.get("op_id")) in seen_ids:
+            door.note("op_info entr(y/ies) repeating an earlier op_id (both kept)", f"op_id {o.get('op_id')!r}",
+                      "warning", "duplicate")
+        seen_ids.add(str(o.get("op_id")))
         m = o.get("metrics") or {}
         user, sys_ = _series(m.get("user_utilization")), _series(m.get("sys_utilization"))
         oid = int(o["op_id"])
@@ -157,6 +207,7 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
         u, s = mindinsight_average(user, window), mindinsight_average(sys_, window)
         ops.append({"op_id": oid, "op_type": op_type, "num_workers": workers,
                     "user": math.nan if u is None else u, "sys": math.nan if s is None else s})
+    door.close()
     if not len(machine) and not len(process) and not ops:
         log.add(path, "no utilisation samples")
         return None

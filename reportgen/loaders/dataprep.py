@@ -18,6 +18,7 @@ from typing import Optional
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
+from reportgen.loaders.schema import Door, whose
 from reportgen.model import DataPrep
 
 
@@ -58,7 +59,18 @@ def _pipeline_raw(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
                      "usage_rate": to_float(c[col["output_queue_usage_rate"]]),
                      "parent_id": None if math.isnan(parent) else int(parent),
                      "children": _ids(c[col["children_id"]]) if "children_id" in col else []})
+    _check_tree(Door(log, path), [r["parent_id"] for r in recs], "parent_id")
     return pd.DataFrame(recs)
+
+
+def _check_tree(door: Door, parents: list, where: str) -> None:
+    """A pipeline is a tree: one root (parent -1 or none), every other parent an operator id >= 0."""
+    roots = [p for p in parents if p is None or to_float(p) == -1]
+    bad = [p for p in parents if p is not None and not math.isnan(to_float(p)) and to_float(p) < -1]
+    if len(roots) > 1 or bad:
+        door.note("pipeline with more than one root or a parent id below -1 (kept as written)",
+                  f"{where}: {len(roots)} root(s)" + (f", {bad[0]!r}" if bad else ""), "warning", "impossible value")
+    door.close()
 
 
 def _pipeline_profiling(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
@@ -104,6 +116,11 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
     if text is None:
         return None, None
     lines = text.splitlines()
+    door = Door(log, path)
+    _note_cut(door, text)
+    door.close()
+    if not text.strip():
+        log.add(path, f"the file holds no line: {whose(log)} host queue is missing", "warning", "empty table")
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -139,13 +156,41 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     lines = text.splitlines()
     scale = 1e6 if "getnext_profiling" in path.name else 1e3
     rows = []
-    for line in lines:
+    door = Door(log, path)
+    _note_cut(door, text)
+    if not text.strip():
+        log.add(path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
+                  "empty table")
+    seen: set[str] = set()
+    for n, line in enumerate(lines, 1):
         p = line.split()
         if p and p[0].startswith("GetNext"):
-            get_ms = (to_float(p[2]) - to_float(p[1])) / scale if len(p) > 2 else math.nan
+            if line.strip() in seen:  # the same dequeue (same start and end) twice
+                door.note("line(s) identical to an earlier one (kept)", f"line {n}", "warning", "duplicate")
+            seen.add(line.strip())
+            if len(p) < 4:
+                door.note("line(s) with fewer than 4 fields (read with missing values)", f"line {n}", "warning",
+                          "truncation")
+            for x in p[1:4]:
+                if math.isnan(to_float(x)):
+                    door.note("value(s) that are not numbers (read as missing)", f"line {n}: {x[:30]!r}")
+                elif to_float(x) < 0:
+                    door.note("negative time stamp(s) or size(s) (kept as written)", f"line {n}: {x[:30]!r}")
+            start, end = (to_float(p[1]), to_float(p[2])) if len(p) > 2 else (math.nan, math.nan)
+            if end < start:
+                door.note("line(s) whose end is before their start (kept as written)", f"line {n}", "warning")
+            get_ms = (end - start) / scale
             rows.append({"index": len(rows) + 1, "size": to_float(p[3]) if len(p) > 3 else math.nan,
                          "get_ms": get_ms})
+    door.close()
     return pd.DataFrame(rows) if rows else None
+
+
+def _note_cut(door: Door, text: str) -> None:
+    """A text file that does not end with a line break: its last line was cut (these writers end every line)."""
+    if text and not text.endswith(("\n", "\r")):
+        door.note("file ends mid-line (truncated?); the last line read as it is",
+                  f"line {text.count(chr(10)) + 1}: {text.splitlines()[-1][:40]!r}", "warning", "truncation")
 
 
 def _dataset_csv(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
@@ -182,7 +227,13 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         data = _summary(summ, log)
         out.sources.append(log.rel(summ))
         if data:
+            _check_summary(Door(log, summ), data)
+            if isinstance(data.get("parent_id"), list):
+                _check_tree(Door(log, summ), data["parent_id"], "parent_id")
             _join_summary(out, data)
+        if data is not None and not data.get("op_ids"):
+            log.add(summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "
+                      "missing", "warning", "empty table")
     dq, it = files.get("device_queue"), files.get("dataset_iterator")
     qfile = dq or it
     if qfile is not None:
@@ -198,6 +249,38 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
         out.stage_times = _dataset_csv(ds, log)
         out.sources.append(log.rel(ds))
     return out if out.sources else None
+
+
+SUMMARY_LISTS = {"op_ids": "rank", "queue_empty_freq_pct": "percent", "avg_cpu_pct": "size",
+                 "queue_utilization_pct": "percent", "num_workers": "count", "queue_average_size": "size",
+                 "avg_cpu_pct_per_worker": "size"}  # per-operator lists and their kinds
+SUMMARY_TIMES = ("per_pipeline_time", "per_push_queue_time", "per_batch_time")  # one value each (ms)
+
+
+def _check_summary(door: Door, data: dict) -> None:
+    """The summary's per-operator lists at the door: numbers of their kind, one per operator (as op_ids)."""
+    ids = data.get("op_ids")
+    n = len(ids) if isinstance(ids, list) else None
+    for key, kind in [*SUMMARY_LISTS.items(), *((k, "duration") for k in SUMMARY_TIMES)]:
+        vals = data.get(key)
+        if vals is None:
+            continue
+        if not isinstance(vals, list):
+            door.note("per-operator value(s) that are not a list (not read)", f"{key}: {str(vals)[:30]!r}",
+                      "warning", "schema drift")
+            continue
+        if n is not None and key in SUMMARY_LISTS and key != "op_ids" and len(vals) != n:
+            door.note("per-operator list(s) whose length differs from op_ids' (not read)",
+                      f"{key}: {len(vals)} value(s), op_ids {n}", "warning", "schema drift")
+        for i, v in enumerate(vals):
+            if v is None:
+                door.note("per-operator value(s) that are null (read as missing)", f"{key}[{i}]", "warning",
+                          "impossible value")
+                continue
+            if isinstance(v, str) and not v.strip():
+                continue
+            door.number(kind, v, f"{key}[{i}]", "missing")
+    door.close()
 
 
 def _join_summary(out: DataPrep, data: dict) -> None:

@@ -56,6 +56,7 @@ from reportgen.loaders.communication import (
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.memory import TOP_ALLOCATIONS, _downsample
 from reportgen.loaders.operators import kernel_type_from_name, note_types_from_names, side_of_core, type_missing
+from reportgen.loaders.schema import Door
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, Communication, Memory, Operators, RankData, StepTrace
 from reportgen.numbers import to_int as _int
@@ -336,6 +337,7 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
         rows = db.query(f"SELECT {', '.join(tcols)}, {kind_col}, {start_col} FROM CommAnalyzerTime",
                         "CommAnalyzerTime") or []
         bw: dict[tuple, dict] = {}
+        door = Door(db.log, db.path, "CommAnalyzerTime")
         bcols = ("hccl_op_name", "group_name", "transport_type", "transit_size", "transit_time", "bandwidth", "step")
         if db.has("CommAnalyzerBandwidth", *bcols):
             for op, grp, tr, size, ttime, band, step in db.query(
@@ -350,14 +352,16 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
                                                 "Synchronization Time(ms)": sy, "Idle Time(ms)": idle},
                     "Communication Bandwidth Info": bw.get((str(name), grp, str(step)), {})}
             full = f"{name}@{grp}" if grp else str(name)
-            rec = _modern_op(_step_of_key(str(step)), full, str(kind or ""), info)
+            rec = _modern_op(_step_of_key(str(step)), full, str(kind or ""), info, door)
             if rec is not None:
                 ops.append(rec)
+        door.close()
     mcols = ("hccl_op_name", "group_name", "src_rank", "dst_rank", "transport_type", "transit_size",
              "transit_time", "bandwidth", "step")
     if db.has("CommAnalyzerMatrix", *mcols):
         opn = "op_name" if "op_name" in db.columns("CommAnalyzerMatrix") else "NULL"
         bad = 0
+        mdoor = Door(db.log, db.path, "CommAnalyzerMatrix")
         for key, grp, src, dst, tr, size, ttime, band, step, opname in db.query(
                 f"SELECT {', '.join(mcols)}, {opn} FROM CommAnalyzerMatrix", "CommAnalyzerMatrix") or []:
             grp = "" if grp is None else str(grp)
@@ -371,11 +375,12 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
             li = {"Transport Type": tr, "Transit Size(MB)": size, "Transit Time(ms)": ttime, "Bandwidth(GB/s)": band}
             if opname:
                 li["Op Name"] = opname
-            rec = _link_record(_step_of_key(str(step)), scope, optype, grp, name, f"{src}-{dst}", li)
+            rec = _link_record(_step_of_key(str(step)), scope, optype, grp, name, f"{src}-{dst}", li, mdoor)
             if rec is None:
                 bad += 1
             else:
                 links.append(rec)
+        mdoor.close()
         if bad:
             db.log.add(db.path, f"{bad} CommAnalyzerMatrix row(s) could not be read and were skipped")
     if not ops and not links:

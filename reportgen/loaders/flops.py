@@ -25,8 +25,11 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
     out: Optional[Flops] = None
     if summary is not None:
         data = read_json(summary, log)
+        gen = ("FLOPs", "FLOPS", "FLOPS_Utilization") if not isinstance(data, dict) or "FLOPs" in data or \
+            "FLOPS" in data or not any(k in data for k in ("cube_FLOPs", "vec_FLOPs")) else \
+            ("cube_FLOPs", "vec_FLOPs", "cube_FLOPS", "vec_FLOPS")
         check_json_numbers(summary, log, data, ("FLOPs", "FLOPS", "FLOPS_Utilization", "cube_FLOPs", "vec_FLOPs",
-                                                "cube_FLOPS", "vec_FLOPS"))
+                                                "cube_FLOPS", "vec_FLOPS"), required=gen)
         if isinstance(data, dict):
             out = Flops(source=log.rel(summary))
             if "FLOPs" in data or "FLOPS" in data:

@@ -116,7 +116,8 @@ def load_mindinsight_memory(summary: Optional[Path], details: Optional[Path], pb
     out = Memory(source=log.rel(summary or details))  # type: ignore[arg-type]
     if summary is not None:
         data = read_json(summary, log)
-        check_json_numbers(summary, log, data, ("peak_mem", "capacity", "static_mem"))
+        check_json_numbers(summary, log, data, ("peak_mem", "capacity", "static_mem"),
+                           required=("peak_mem", "capacity"))
         if isinstance(data, dict):
             def gb(key: str) -> Optional[float]:
                 v = to_float(data.get(key))

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from reportgen.loaders.common import IssueLog, read_json
+from reportgen.loaders.common import IssueLog, check_json_numbers, read_json
+from reportgen.loaders.schema import Door
 from reportgen.model import RankInfo
 from reportgen.numbers import to_int as _int
 
@@ -21,6 +22,7 @@ def load_profiler_info(path: Path, info: RankInfo, log: IssueLog) -> None:
     if not isinstance(data, dict):
         log.add(path, "expected a JSON object", "error")
         return
+    check_json_numbers(path, log, data, ("rank_id", "rank_size", "stage_num"))
     rid = _int(data.get("rank_id"))
     if rid is not None and rid != info.rank and rid >= 0:
         log.add(path, f"rank_id {rid} inside the file differs from rank {info.rank} taken from the file name; "
@@ -61,8 +63,12 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
     if not isinstance(data, dict):
         log.add(path, "expected a JSON object", "error")
         return
+    door = Door(log, path)
     args = data.get("distributed_args")
     if isinstance(args, dict):
+        for k in ("world_size", "rank"):
+            if k in args:
+                door.field(args, k, "distributed_args", "profiler_metadata.json")
         info.distributed_args = args
         ws = _int(args.get("world_size"))
         if ws:
@@ -79,11 +85,22 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
         for gid, g in groups.items():
             if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
                 ranks = g["global_ranks"]
+                where = f"parallel_group_info {str(gid)[:40]!r}"
+                if not all(type(x) is int and x >= 0 for x in ranks):  # noqa: E721 - the common case, fast
+                    ids = [_int(x) if not isinstance(x, bool) else None for x in ranks]
+                    bad = [x for x, i in zip(ranks, ids) if i is None or i < 0]
+                    if bad:
+                        door.note_many("rank(s) in global_ranks that are not whole numbers >= 0 (left out)",
+                                       len(bad), f"{where}: {str(bad[0])[:40]!r}")
+                        ranks = [i for i in ids if i is not None and i >= 0]
+                if g.get("group_rank") is not None:
+                    door.field(g, "group_rank", where, "profiler_metadata.json")
                 if not all(type(x) is int for x in ranks):  # noqa: E721 - the common case, checked fast
                     ranks = [r for r in (_int(x) for x in ranks) if r is not None]
                 clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": ranks,
                                   "group_rank": _int(g.get("group_rank"))}
         info.parallel_groups = clean
+    door.close()
 
 
 def load_msprof_info(device_dir: Path, info: RankInfo, log: IssueLog) -> None:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.schema import whose
 from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
 
@@ -236,6 +237,8 @@ def load_msprof_overlap(device_dir: Path, log: IssueLog, step_totals: Optional[d
     for it, p in sorted(files[model]):
         st = load_trace_view_step_trace(p, log)
         if st is None or not len(st.steps):
+            log.add(p, f"no Overlap Analysis lanes in this iteration's timeline: {whose(log)} overlap for "
+                      f"iteration {it} is missing", "warning", "empty table")
             continue
         rec = st.steps.iloc[0]
         span = float(rec["stage"]) + float(rec["bubble"])

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, regular_file, to_float, to_int
+from reportgen.loaders.schema import Door, whose
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 
 TICKS_PER_MS = 1e5  # Ascend syscnt is 10 ns
@@ -34,6 +35,8 @@ MODERN_COLUMNS = {
     "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_exclude_receive",
     "Preparing": "preparing",
 }
+MODERN_REQUIRED = ("Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
+                   "Stage", "Bubble")  # every generation (2024 writes neither Exclude Receive nor Preparing)
 DB_COLUMNS = {
     "computing": "computing",
     "communication_not_overlapped": "communication_not_overlapped",
@@ -83,6 +86,18 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     def val(cells: list[str], name: str) -> float:
         return to_float(cells[col[name]]) / TICKS_PER_MS if name in col else math.nan
 
+    door = Door(log, path)
+    lost = [c for c in ("start_point", "end_point", "total") + (() if inference else ("tail",)) if c not in col]
+    if lost:
+        door.note(f"expected column(s) {', '.join(repr(c) for c in lost)} missing (read as missing)",
+                  f"header: {', '.join(header)[:120]}", "warning", "schema drift")
+    points = all(c in col for c in ("start_point", "end_point", "fp_point", "bp_point")) and not inference
+    starts = {h[: -len("_start_point")] for h in header if h.endswith("_start_point") and h != "start_point"}
+    ends = {h[: -len("_end_point")] for h in header if h.endswith("_end_point") and h != "end_point"}
+    if starts ^ ends:
+        door.note("communication column(s) without their _start_point / _end_point partner (not read)",
+                  ", ".join(sorted(starts ^ ends))[:120], "warning", "schema drift")
+
     reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
                    and h != "start_point" and h[: -len("_start_point")] + "_end_point" in col]
     windows: list[tuple[int, float, float]] = []
@@ -120,6 +135,16 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             log.add(path, f"line {line}: non-numeric value(s); row skipped")
             continue
         records.append({"step": step, **rec})
+        if points:  # each phase is the gap between two of the row's own time points (10 ns ticks)
+            sp, ep, fp, bp = (val(cells, c) for c in ("start_point", "end_point", "fp_point", "bp_point"))
+            want = {"iteration_interval": fp - sp, "fp_and_bp": bp - fp, "tail": ep - bp, "total": ep - sp}
+            # (writers round each figure on its own: a few ticks, up to 1e-4 of the step, is not a disagreement)
+            tol = max(2e-5, 1e-4 * abs(ep - sp)) if not math.isnan(ep - sp) else 2e-5
+            off = [k for k, w in want.items() if not math.isnan(w) and w > 0 and abs(rec[k] - w) > tol]
+            if off:
+                door.note("step row(s) whose phases disagree with the row's own time points (kept as written)",
+                          f"line {line}, {off[0]!r}: {rec[off[0]] * TICKS_PER_MS:.0f} ticks, the points give "
+                          f"{want[off[0]] * TICKS_PER_MS:.0f}", "warning", "impossible value")
         a, b = val(cells, "start_point"), val(cells, "end_point")
         if step > 0 and b > a:  # MindSpore's '-' / '0' average rows have no window
             windows.append((step, a, b))
@@ -131,6 +156,7 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         log.add(path, "the stored average row is inconsistent (step total is zero or smaller than its step "
                 "interval); the mean of the step rows is used instead", "warning")
         stored, note = None, ""
+    door.close()
     if not records and stored is None:
         log.add(path, "no step rows", "error")
         return None
@@ -189,6 +215,10 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     unknown = [h for h in header if h not in MODERN_COLUMNS and h not in ("Step", "Device_id")]
     if unknown:
         log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
+    lost = [c for c in MODERN_REQUIRED if c not in col]  # see MODERN_REQUIRED
+    if lost:
+        log.add(path, f"expected column(s) {', '.join(lost)} missing: {whose(log)} step phases under them are "
+                  "read as missing", "warning", "schema drift")
     records = []
     device = None
     for line, cells in rows:

@@ -17,7 +17,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.common import (IssueLog, note_unusable_events, to_float, to_int, TRACE_ERRORS, trace_cut,
+                                     trace_events)
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import StepTrace
 
@@ -71,8 +72,9 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     s_lane, s_ts, s_dur = array("b"), array("d"), array("d")
     steps: dict[int, tuple[float, float]] = {}
     flows = FlowPairs()
+    unusable = 0
     try:
-        for e in trace_events(path):
+        for e in trace_events(path, log):
             ph = e.get("ph")
             name = e.get("name")
             if ph == "X" and isinstance(name, str):
@@ -81,10 +83,12 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                     lane = "bubble"
                 if lane is not None:
                     ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)):
+                    if not (math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0):
                         s_lane.append(lane_ix[lane])
                         s_ts.append(ts)
                         s_dur.append(dur)
+                    else:
+                        unusable += 1
                     continue
                 m = STEP_RE.match(name)
                 if m:
@@ -95,11 +99,19 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
                 flows.add(e)
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "overlap computed from the part read")
+    note_unusable_events(log, path, unusable)
     lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
     if not (lanes != lane_ix["bubble"]).any():
         return None
-    return modern_from_slices(lanes, np.frombuffer(s_ts), np.frombuffer(s_dur), steps, flows.pairs(),
-                              source=log.rel(path))
+    ts, dur = np.frombuffer(s_ts), np.frombuffer(s_dur)
+    key = np.column_stack([lanes.astype("float64"), ts, dur])
+    _, first = np.unique(key, axis=0, return_index=True)
+    if len(first) < len(lanes):  # the same lane slice twice (same start and duration): counted once, named
+        log.add(path, f"{len(lanes) - len(first)} duplicated overlap-lane slice(s) (same lane, start and "
+                  "duration as an earlier one) counted once", "warning", "duplicate")
+        keep = np.sort(first)
+        lanes, ts, dur = lanes[keep], ts[keep], dur[keep]
+    return modern_from_slices(lanes, ts, dur, steps, flows.pairs(), source=log.rel(path))
 
 
 def device_step_ranges(steps: dict[int, tuple[float, float]], pairs: np.ndarray) -> list[tuple]:

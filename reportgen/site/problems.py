@@ -46,8 +46,9 @@ def _translate(text: str, lang: str) -> str:
         target = tr.gettext(template)
         if target == template:
             return text
-        try:
-            return target.format(**m.groupdict())
+        try:  # a value that is itself a message (the door's "{n} {problem}; e.g. {example}") in `lang` too
+            return target.format(**{k: (_translate(v, lang) if k == "problem" else v)
+                                    for k, v in m.groupdict().items()})
         except (KeyError, IndexError, ValueError):
             return text
     return text

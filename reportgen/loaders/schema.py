@@ -1,0 +1,558 @@
+"""The door: per file family, each field a loader reads, its type and its valid range, in one table.
+
+`SCHEMAS` says, for every file family whose values feed a rank's numbers, what each field is (`Field.kind`):
+
+* `duration`, `size`, `bandwidth`: a finite number >= 0;
+* `count`: a whole number >= 0; `id`: a whole number; `percent`: a number from 0 to 100;
+* `timestamp`: a number >= 0 (a clock reading);
+* `number`: any finite number.
+
+A value outside its field's range is dropped with its row (`on_bad="drop"`) or read as missing (`"missing"`), and
+*named*: `Door` collects the problems of one file and writes one data-quality entry per file and problem, with
+the count of rows and an example (`line 7, 'Count': '-3'`). A family whose table must hold rows (`rows`: what
+the rank loses without them) names a header-only table, an empty list, or a file whose every row was rejected;
+a family with a `key` names exact duplicate rows (counted once). The readers in `common` look the family up by
+file name (`schema_for`), so no loader repeats these checks; the JSON loaders call `Door.number` per value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from reportgen.model import DataIssue
+from reportgen.numbers import MAX_ABS_NUMBER, to_float
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str  # duration | size | bandwidth | count | id | percent | timestamp | number
+    on_bad: str = "drop"  # drop (the row) | missing (the value read as missing)
+    unique: bool = False  # a step number: two rows with the same value are named (both kept)
+    na: tuple[str, ...] = ()  # the writer's own "no value" mark for this field (not named): "N/A"
+
+
+@dataclass(frozen=True)
+class Schema:
+    family: str  # as the entries name it
+    fields: dict[str, Field]
+    rows: str = ""  # what the rank loses when the table holds no row ("" : an empty table is normal)
+    key: tuple[str, ...] = ()  # columns that identify a row: exact duplicates are named and counted once
+    dedupe: bool = False  # exact duplicate rows are also dropped (else only named)
+
+
+STEP = Field("rank", "missing", unique=True)  # a step number: a whole number >= 0
+N_GE0 = Field("size")  # a quantity >= 0 (FLOPs, operations)
+D, S, B, C, I, P, T, N = (Field(k) for k in ("duration", "size", "bandwidth", "count", "id", "percent", "timestamp",
+                                               "number"))
+DM, SM, BM, CM, PM, TM, NM = (Field(k, "missing") for k in ("duration", "size", "bandwidth", "count", "percent",
+                                                            "timestamp", "number"))
+
+# File families, matched by name (`schema_for`): (pattern, schema). One place per family.
+SCHEMAS: list[tuple[re.Pattern, Schema]] = [
+    (re.compile(r"^kernel_details\.csv$"), Schema("kernel_details.csv", {
+        "Duration(us)": D, "Start Time(us)": TM, "Wait Time(us)": DM}, rows="operators")),
+    (re.compile(r"^op_statistic\.csv$"), Schema("op_statistic.csv", {
+        "Count": C, "Total Time(us)": D, "Min Time(us)": D, "Avg Time(us)": D, "Max Time(us)": D,
+        "Ratio(%)": PM}, rows="operator types", key=("OP Type", "Core Type"), dedupe=True)),
+    (re.compile(r"^operator_memory\.csv$"), Schema("operator_memory.csv", {
+        "Size(KB)": S, "Duration(us)": DM, "Allocation Time(us)": TM, "Release Time(us)": TM},
+        rows="largest allocations", key=("Name", "Allocation Time(us)"), dedupe=True)),
+    (re.compile(r"^memory_record\.csv$"), Schema("memory_record.csv", {
+        "Timestamp(us)": T, "Total Allocated(MB)": SM, "Total Reserved(MB)": S, "Total Active(MB)": SM},
+        rows="memory curve")),
+    (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
+        "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
+    (re.compile(r"^step_trace_time\.csv$"), Schema("step_trace_time.csv", {
+        # the phases: null marks named here; a negative phase drops its row in the loader (load_modern_step_trace)
+        "Step": STEP, "Computing": NM, "Communication(Not Overlapped)": NM, "Overlapped": NM, "Communication": NM,
+        "Free": NM, "Stage": NM, "Bubble": NM, "Communication(Not Overlapped and Exclude Receive)": NM,
+        "Preparing": Field("number", "missing", na=("N/A",))},  # torch_npu writes N/A when it cannot tell
+        rows="step phases")),
+    (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
+        "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
+    (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
+        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
+        "output_queue_average_size": SM, "output_queue_length": CM, "output_queue_usage_rate": PM},
+        rows="data pipeline operators")),
+    (re.compile(r"^aicore_intermediate_\d+_detail\.csv$"), Schema("aicore_intermediate_detail", {
+        "execution_time": D, "task_duration": D, "avg_execution_time": D, "execution_frequency": C},
+        rows="AI Core operators")),
+    (re.compile(r"^aicore_intermediate_\d+_type\.csv$"), Schema("aicore_intermediate_type", {
+        "execution_time": D, "total_time": D, "execution_frequency": C, "percent": PM},
+        rows="AI Core operator types")),
+    (re.compile(r"^aicpu_intermediate_\d+\.csv$"), Schema("aicpu_intermediate", {
+        "total_time": D, "dispatch_time": DM, "execution_time": DM, "run_start": TM, "run_end": TM})),
+    (re.compile(r"^cpu_op_type_info_\d+\.csv$"), Schema("cpu_op_type_info", {
+        "type_occurrences": C, "execution_frequency": C, "total_compute_time": D, "total_time": D,
+        "avg_time(ms)": D, "avg_time": D, "percent": PM, "total_time_proportion": PM}, rows="host CPU operator types")),
+    (re.compile(r"^cpu_op_detail_info_\d+\.csv$"), Schema("cpu_op_detail_info", {
+        "op_occurrences": C, "op_total_time(ms)": D, "op_avg_time(ms)": D, "total_proportion": PM},
+        rows="host CPU operators")),
+    (re.compile(r"^step_trace_raw_\d+_detail_time\.csv$"), Schema("step_trace_raw", {
+        "step_num": STEP, "iteration_interval": D, "fp_and_bp": D, "tail": D},
+        rows="step phases")),
+]
+
+# JSON families: the fields (keys) read and their kinds; `required` keys missing from an entry are named.
+JSON_SCHEMAS: dict[str, dict[str, Field]] = {
+    "communication.json": {
+        "Elapse Time(ms)": D, "Transit Time(ms)": D, "Wait Time(ms)": D, "Synchronization Time(ms)": D,
+        "Idle Time(ms)": D, "Start Timestamp(us)": T, "Transit Size(MB)": S, "Bandwidth(GB/s)": B},
+    "communication_matrix.json": {"Transit Size(MB)": S, "Transit Time(ms)": D, "Bandwidth(GB/s)": B},
+    "flops_summary": {"FLOPs": N_GE0, "FLOPS": N_GE0, "FLOPS_Utilization": P, "cube_FLOPs": N_GE0,
+                      "vec_FLOPs": N_GE0, "cube_FLOPS": N_GE0, "vec_FLOPS": N_GE0},
+    "memory_usage_summary": {"peak_mem": S, "capacity": S, "static_mem": S},
+    "profiler_metadata.json": {"world_size": Field("count"), "rank": Field("rank"), "group_rank": Field("rank"),
+                               "global_ranks": Field("rank"), "rank_id": Field("rank")},
+    "profiler_info": {"rank_id": Field("rank"), "rank_size": Field("count"), "stage_num": Field("count")},
+}
+JSON_FAMILIES = [(re.compile(r"^flops_summary_\d+\.json$"), "flops_summary"),
+                 (re.compile(r"^memory_usage_summary_\d+\.json$"), "memory_usage_summary"),
+                 (re.compile(r"^memory_usage_details_\d+\.json$"), "memory_usage_details"),
+                 (re.compile(r"^communication\.json$"), "communication.json"),
+                 (re.compile(r"^profiler_info(_\d+)?\.json$"), "profiler_info"),
+                 (re.compile(r"^communication_matrix\.json$"), "communication_matrix.json")]
+
+
+def json_family(path: Path) -> str:
+    name = Path(path).name
+    return next((f for pat, f in JSON_FAMILIES if pat.match(name)), name)
+
+
+JSON_REQUIRED: dict[str, tuple[str, ...]] = {
+    "communication.json": ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)",
+                           "Idle Time(ms)"),
+    "communication_matrix.json": ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"),
+}
+
+_PROBLEM = {"rank": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
+            "count": "not a whole number >= 0", "id": "not a whole number", "percent": "outside 0-100",
+            "timestamp": "a negative timestamp", "number": "not a finite number"}
+
+
+def schema_for(path: Path) -> Optional[Schema]:
+    name = Path(path).name
+    for pat, sch in SCHEMAS:
+        if pat.match(name):
+            return sch
+    return None
+
+
+def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
+    """True where a (parsed, NaN for missing) value breaks its kind's range; missing values are not judged here."""
+    ok = np.isnan(v)
+    fin = ~ok
+    with np.errstate(invalid="ignore"):
+        if kind == "rank":
+            bad = fin & ((v < 0) | (np.floor(v) != v))
+        elif kind in ("duration", "size", "bandwidth", "timestamp"):
+            bad = fin & (v < 0)
+        elif kind == "count":
+            bad = fin & ((v < 0) | (np.floor(v) != v))
+        elif kind == "id":
+            bad = fin & (np.floor(v) != v)
+        elif kind == "percent":
+            bad = fin & ((v < 0) | (v > 100 + 1e-6))
+        else:
+            bad = fin & ~np.isfinite(v)
+    return bad
+
+
+def value_problem(kind: str, v: Any) -> Optional[str]:
+    """Why one JSON value breaks its kind (None: fine or missing). Text, booleans, lists and objects are not
+    numbers; a number written as text is read, and named (schema drift)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or isinstance(v, (dict, list)):
+        return f"a {type(v).__name__} where a number belongs"
+    if isinstance(v, str):
+        f = to_float(v)
+        if math.isnan(f):
+            return "text where a number belongs"
+        return None if _bad_number(kind, f) is None else _bad_number(kind, f)
+    if isinstance(v, (int, float)):
+        return _bad_number(kind, float(v))
+    return "not a number"
+
+
+def _bad_number(kind: str, f: float) -> Optional[str]:
+    """`bad_mask` for one value (scalar arithmetic: called per JSON value)."""
+    if not math.isfinite(f) or abs(f) > MAX_ABS_NUMBER:
+        return "not a finite number"
+    if kind in ("duration", "size", "bandwidth", "timestamp"):
+        bad = f < 0
+    elif kind in ("count", "rank"):
+        bad = f < 0 or not f.is_integer()
+    elif kind == "id":
+        bad = not f.is_integer()
+    elif kind == "percent":
+        bad = f < 0 or f > 100 + 1e-6
+    else:
+        bad = False
+    return _PROBLEM[kind] if bad else None
+
+
+@dataclass
+class Door:
+    """The problems found in one file, one entry per problem when `close`d (count of rows, an example)."""
+
+    log: Any  # IssueLog
+    path: Path
+    what: str = ""  # the table (of a DB file) the values come from: written into each example
+    counts: dict[str, list] = field(default_factory=dict)  # problem -> [count, example, severity, kind]
+
+    def note(self, problem: str, example: str, severity: str = "warning", kind: str = "impossible value") -> None:
+        example = f"{self.what} {example}" if self.what else example
+        c = self.counts.setdefault(problem, [0, example, severity, kind])
+        c[0] += 1
+
+    def note_many(self, problem: str, n: int, example: str, severity: str = "warning",
+                  kind: str = "impossible value") -> None:
+        if n:
+            example = f"{self.what} {example}" if self.what else example
+            c = self.counts.setdefault(problem, [0, example, severity, kind])
+            c[0] += n
+
+    def number(self, kind: str, value: Any, where: str, on_bad: str = "missing") -> float:
+        """A JSON value read as a float: NaN when missing; a value breaking `kind` is named and read as missing
+        (`on_bad="missing"`) or kept (`"keep"`)."""
+        if value is None:
+            return math.nan
+        why = value_problem(kind, value)
+        if why is None:  # (a number written as text is read as the number: the same value, nothing lost)
+            return to_float(value)
+        self.note(("value(s) read as missing" if on_bad == "missing" else "value(s) kept as written") + f" ({why})",
+                  f"{where}: {str(value)[:40]!r}", kind="schema drift" if "where a" in why else "impossible value")
+        if on_bad == "keep" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        return math.nan
+
+    def field(self, obj: Any, key: str, where: str, family: str, default: Any = None) -> float:
+        """`obj[key]` read by the JSON family's schema (`JSON_SCHEMAS`): a required key that is missing is named
+        (schema drift) and read as missing; a value that breaks the field's kind is named and read as missing."""
+        f = JSON_SCHEMAS.get(family, {}).get(key, N_GE0)
+        if not isinstance(obj, dict) or key not in obj:
+            if key in JSON_REQUIRED.get(family, ()) and default is None:
+                self.note(f"entr(y/ies) without the expected key {key!r} (read as missing)", where, "warning",
+                          "schema drift")
+            return math.nan if default is None else float(default)
+        if obj[key] is None:
+            self.note("value(s) read as missing (null where a number belongs)", f"{where}, {key!r}: null",
+                      "warning", "impossible value")
+            return math.nan
+        return self.number(f.kind, obj[key], f"{where}, {key!r}")
+
+    def close(self) -> None:
+        for problem, (n, example, severity, kind) in self.counts.items():
+            self.log.add(self.path, f"{n} {problem}; e.g. {example}", severity, kind)
+        self.counts.clear()
+
+
+
+
+# --- the door for tables (called by the CSV readers in `common`) ------------------------------------------------
+
+
+def _parse(cells) -> np.ndarray:
+    out = np.full(len(cells), math.nan)
+    for i, c in enumerate(cells):
+        out[i] = to_float(c) if c is not None else math.nan
+    return out
+
+
+def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int
+                   ) -> tuple[np.ndarray, dict]:
+    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted."""
+    drop = np.zeros(n, dtype=bool)
+    missing: dict[str, np.ndarray] = {}
+    for name, f in schema.fields.items():
+        if name not in columns:
+            continue
+        v = columns[name]
+        if f.unique:
+            ok = v[~np.isnan(v)]
+            vals, counts = np.unique(ok, return_counts=True)
+            if (counts > 1).any():
+                first = vals[counts > 1][0]
+                door.note_many(f"{name!r} value(s) on more than one row (the same step twice; every row kept)",
+                               int((counts[counts > 1] - 1).sum()),
+                               f"{name!r} {_fmt(first)} on {int(counts[counts > 1][0])} rows", "warning", "conflict")
+        if f.on_bad == "drop" and n:
+            nan = np.isnan(v)
+            if nan.any():  # an essential field left empty or written as a null mark: the row is dropped
+                i = int(np.flatnonzero(nan)[0])
+                door.note_many(f"row(s) dropped: no value in {name!r} (empty or a null mark)",
+                               int(nan.sum()), f"line {line_of(i)}", "warning", "impossible value")
+                drop |= nan
+        bad = bad_mask(f.kind, v)
+        if not bad.any():
+            continue
+        i = int(np.flatnonzero(bad)[0])
+        verb = "row(s) dropped" if f.on_bad == "drop" else "value(s) read as missing"
+        door.note_many(f"{verb}: {name!r} {_PROBLEM[f.kind]}", int(bad.sum()),
+                       f"line {line_of(i)}, {name!r}: {_fmt(v[i])}")
+        if f.on_bad == "drop":
+            drop |= bad
+        else:
+            missing[name] = bad
+    return drop, missing
+
+
+def _fmt(x: float) -> str:
+    return repr(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def whose(log: Any) -> str:
+    rank = getattr(log, "rank", None)
+    return f"rank {rank}'s" if rank is not None else "the rank's"
+
+
+def _empty(schema: Schema, door: Door, before: int, after: int) -> None:
+    if not schema.rows or after:
+        return
+    whose_ = whose(door.log)
+    if before == 0:
+        door.log.add(door.path, f"{schema.family} has a header and no rows: {whose_} {schema.rows} are "
+                  "missing", "warning", "empty table")
+    else:
+        door.log.add(door.path, f"every row of {schema.family} ({before}) was rejected: {whose_} "
+                  f"{schema.rows} are missing", "warning", "empty table")
+
+
+MAX_CELL_CHARS = 1024 * 1024  # a table cell longer than this is named (a huge field; real hccl_raw cells reach 66 K)
+
+
+def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
+    if found is not None:
+        log.add(path, f"a cell of {found[1]:,} characters (longer than {MAX_CELL_CHARS:,}) in column "
+                  f"{found[0][:60]!r}; read as written", "warning", "schema drift")
+
+
+def door_typed(path: Path, log: Any, cols: dict) -> dict:
+    """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN)."""
+    if cols:
+        _huge_cells(log, path, next(((k, len(u)) for k, v in cols.items() if not isinstance(v, np.ndarray)
+                                     for u in v.uniques if isinstance(u, str) and len(u) > MAX_CELL_CHARS), None))
+    schema = schema_for(path)
+    if schema is None or cols is None:
+        return cols
+    door = Door(log, path)
+    arrays = {k: v for k, v in cols.items() if isinstance(v, np.ndarray)}
+    n = len(next(iter(arrays.values()))) if arrays else (len(next(iter(cols.values())).codes) if cols else 0)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
+    drop |= _dup_mask(path, log, n)
+    out = dict(cols)
+    for k, m in missing.items():
+        a = out[k].copy()
+        a[m] = math.nan
+        out[k] = a
+    if drop.any():
+        keep = ~drop
+        for k, v in out.items():
+            out[k] = v[keep] if isinstance(v, np.ndarray) else type(v)(v.codes[keep], v.uniques)
+    door.close()
+    after = n - int(drop.sum())
+    _empty(schema, door, n, after)
+    return out
+
+
+_NULL_MARKS = frozenset(("NULL", "NONE", "NAN", "N/A", "NA", "NIL"))
+
+
+def _null_marks(schema: Schema, door: Door, cells_of) -> None:
+    """Name cells of the schema's fields written as a null mark (`null`, `None`, `N/A`): read as missing."""
+    for name, f in schema.fields.items():
+        cells = cells_of(name)
+        if cells is None:
+            continue
+        marks = _NULL_MARKS - {m.upper() for m in f.na}
+        hits = [i for i, c in enumerate(cells) if isinstance(c, str) and c.strip().upper() in marks]
+        if hits:
+            door.note_many(f"value(s) written as a null mark in {name!r} (read as missing)", len(hits),
+                           f"data row {hits[0] + 1}: {cells[hits[0]].strip()[:20]!r}", "warning", "impossible value")
+
+
+def door_frame(path: Path, log: Any, df: Any) -> Any:
+    """`read_frame`'s frame of strings through the family's schema."""
+    if df is not None and len(df):
+        for c in df.columns:
+            if df[c].dtype == object or str(df[c].dtype).startswith("str"):
+                n = df[c].astype(str).str.len().max()
+                if n > MAX_CELL_CHARS:
+                    _huge_cells(log, path, (str(c), int(n)))
+                    break
+    schema = schema_for(path)
+    if schema is None or df is None:
+        return df
+    import pandas as pd
+
+    door = Door(log, path)
+    for c, f in schema.fields.items():  # (vectorised: these frames can hold millions of rows)
+        if c in df.columns:
+            marks = df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS - {m.upper() for m in f.na}).to_numpy()
+            if marks.any():
+                i = int(np.flatnonzero(marks)[0])
+                door.note_many(f"value(s) written as a null mark in {c!r} (read as missing)", int(marks.sum()),
+                               f"data row {i + 1}: {str(df[c].iloc[i]).strip()[:20]!r}", "warning",
+                               "impossible value")
+    arrays = {c: pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
+              for c in schema.fields if c in df.columns}
+    n = len(df)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
+    drop |= _dup_mask(path, log, n)
+    if missing:
+        df = df.copy()
+        for k, m in missing.items():
+            df.loc[m, k] = ""
+    if drop.any():
+        df = df[~drop].reset_index(drop=True)
+    door.close()
+    _empty(schema, door, n, len(df))
+    return df
+
+
+def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
+    """`read_csv_rows`' (line, cells) through the family's schema."""
+    _huge_cells(log, path, next(((header[j] if j < len(header) else str(j), len(c)) for _, cells in rows
+                                 for j, c in enumerate(cells) if len(c) > MAX_CELL_CHARS), None))
+    schema = schema_for(path)
+    if schema is None:
+        return rows
+    door = Door(log, path)
+    ix = {h: i for i, h in enumerate(header)}
+    _null_marks(schema, door, lambda c: [cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows]
+                if c in ix else None)
+    arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
+              for c in schema.fields if c in ix}
+    n = len(rows)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n)
+    drop |= _dup_mask(path, log, n)
+    out = []
+    for i, (line, cells) in enumerate(rows):
+        if drop[i] if len(drop) else False:
+            continue
+        if any(m[i] for m in missing.values()):
+            cells = list(cells)
+            for k, m in missing.items():
+                if m[i]:
+                    cells[ix[k]] = ""
+        out.append((line, cells))
+    door.close()
+    _empty(schema, door, n, len(out))
+    return out
+
+
+def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
+    """Exact duplicate data lines of a keyed family's file (the whole line, every column), named; returns the
+    0-based data-row indices to drop when the family drops them (None: nothing to drop)."""
+    schema = schema_for(path)
+    if schema is None or not schema.key:
+        return None, -1
+    from reportgen.loaders.common import open_file
+
+    try:
+        with open_file(path, "rb") as f:
+            data = f.read(256 * 1024 * 1024 + 1)
+    except OSError:
+        return None, -1
+    if len(data) > 256 * 1024 * 1024:
+        return None, -1
+    lines = [x.strip() for x in data.splitlines()[1:]]
+    lines = [x for x in lines if x and x.strip(b", \t")]
+    seen: set[bytes] = set()
+    dups: list[int] = []
+    for i, x in enumerate(lines):
+        if x in seen:
+            dups.append(i)
+        else:
+            seen.add(x)
+    if not dups:
+        return None, len(lines)
+    verb = "counted once" if schema.dedupe else "kept"
+    log.add(path, f"{len(dups)} exact duplicate row(s) (every column identical to an earlier row) {verb}; "
+              f"e.g. data row {dups[0] + 1}", "warning", "duplicate")
+    return (set(dups) if schema.dedupe else None), len(lines)
+
+
+def _dup_mask(path: Path, log: Any, n: int) -> np.ndarray:
+    """Rows to drop as exact duplicates (named by `door_duplicates`), when the rows read are the file's lines."""
+    dups, total = door_duplicates(path, log)
+    drop = np.zeros(n, dtype=bool)
+    if dups and total == n:
+        drop[sorted(dups)] = True
+    return drop
+
+
+
+# --- schema drift between ranks: the key paths of small JSON files ------------------------------------------------
+
+MAX_SHAPE_PATHS = 400  # a document with more key paths is not compared (a trace, not a metadata file)
+_DYNAMIC = re.compile(r"\d")
+
+
+def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
+    """The key paths of a JSON document ("config.experimental_config._profiler_level", "DeviceInfo[].id"): keys
+    holding a digit (steps, operator names, ids) are written `*`, list items `[]`. None when it has more than
+    `limit` paths or is not an object."""
+    if not isinstance(data, dict):
+        return None
+    out: set[str] = set()
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    visits = 0
+    while stack:
+        v, p, depth = stack.pop()
+        visits += 1
+        if visits > 20 * limit:  # a large document (communication.json: its own door): not compared
+            return None
+        if depth > 6:
+            continue
+        if isinstance(v, dict):
+            for k, x in v.items():
+                k = "*" if _DYNAMIC.search(str(k)) else str(k)
+                q = f"{p}.{k}" if p else k
+                out.add(q)
+                if len(out) > limit:
+                    return None
+                stack.append((x, q, depth + 1))
+        elif isinstance(v, list):
+            for x in v[:50]:
+                if isinstance(x, (dict, list)):
+                    stack.append((x, p + "[]", depth + 1))
+    return frozenset(out)
+
+
+def compare_shapes(ranks: dict, issues: list) -> None:
+    """Name, per file family (the file name with digits as #), a rank's file that lacks key paths every other
+    rank's copy has, or has key paths no other copy has (a key dropped, renamed, emptied: schema drift). Needs at
+    least one other copy; a path is "expected" when every other copy has it."""
+    fams: dict[str, dict[int, tuple[str, frozenset]]] = {}
+    for r, d in ranks.items():
+        for rel, shape in (getattr(d, "json_shapes", None) or {}).items():
+            fam = re.sub(r"\d+", "#", Path(rel).name)
+            fams.setdefault(fam, {})[r] = (rel, shape)
+    for fam, per in fams.items():
+        if len(per) < 2:
+            continue
+        for r, (rel, shape) in per.items():
+            others = [s for q, (_, s) in per.items() if q != r]
+            common = frozenset.intersection(*others)
+            union = frozenset.union(*others)
+            lost = sorted(common - shape)
+            extra = sorted(shape - union)
+            parts = []
+            if lost:
+                parts.append(f"lacks key(s) every other rank's copy has ({', '.join(lost[:4])}"
+                             f"{' ...' if len(lost) > 4 else ''})")
+            if extra:
+                parts.append(f"has key(s) no other rank's copy has ({', '.join(extra[:4])}"
+                             f"{' ...' if len(extra) > 4 else ''})")
+            if parts:
+                issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
+                                        "the values under it were not read for this rank", "warning", (int(r),),
+                                        "schema drift"))
