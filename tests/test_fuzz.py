@@ -1135,6 +1135,7 @@ def _sample(cases: list[Case], n: int) -> list[Case]:
     return out[:n]
 
 
+@pytest.mark.fuzz  # the exhaustive sweep (CI's fuzz stage) covers these cases; ~1 min alone (issue 31: the default suite)
 def test_fuzz_sample(synth_bases):
     """A few seeded cases of the most dangerous classes (the default test run; ~40 s on two cores)."""
     cases = _sample(plan_cases(synth_bases, sets=("all-file", "all-place", "A")), FAST_SAMPLE)
@@ -1202,8 +1203,29 @@ def test_fuzz_exhaustive(bases, sets):
     cases = plan_cases(bases, sets=sets)
     results = run_cases(cases, bases, REPO, jobs=2)
     print("\n" + table(results))
-    bad = failures(results)
+    known = known_silent()
+    tolerated = [r for r in results if r.silent and not (r.crash or r.hang or r.outside)
+                 and (r.case.base, r.case.mutation, r.case.target) in known]
+    now_named = {(r.case.base, r.case.mutation, r.case.target) for r in results if not r.silent} & known
+    print(f"{len(tolerated)} known silent losses (tests/fuzz_known_silent.txt, open in issue 30); "
+          f"{len(now_named)} listed cases now named (remove them from the list): {sorted(now_named)[:10]}")
+    skip = {id(r) for r in tolerated}
+    bad = failures([r for r in results if id(r) not in skip])
     assert not bad, f"{len(bad)} of {len(results)} cases fail:\n" + "\n".join(bad[:80])
+
+
+KNOWN_SILENT = Path(__file__).with_name("fuzz_known_silent.txt")
+
+
+def known_silent() -> set[tuple[str, str, str]]:
+    """The silent losses the exhaustive sweep knows of and tolerates (never a crash, hang or outside read): each is
+    open work (issue 30); a silent loss not on the list fails the sweep."""
+    out = set()
+    for line in KNOWN_SILENT.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            base, mutation, target = line.split("\t")[:3]
+            out.add((base, mutation, target))
+    return out
 
 
 def _row(r: Result) -> dict:
