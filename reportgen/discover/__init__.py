@@ -650,7 +650,7 @@ def _split_folder(fs: _Fs, parent: Path, rds: list[_RankDir]) -> list[tuple[Path
         issues.append(DataIssue(rel(rd.d, fs.root), f"claims rank {rd.rank}, as {rel(stamped[rd.rank].d, fs.root)} "
                                 f"does; that one was used (its name carries the profiler's time stamp, this one's "
                                 f"does not: a copy or a renamed folder?) and this folder was ignored", "warning",
-                                (int(rd.rank),), "conflict"))  # type: ignore[arg-type]
+                                (int(rd.rank),), kind="conflict"))
     counts: dict[int, int] = {}
     for rd in known:
         counts[rd.rank] = counts.get(rd.rank, 0) + 1  # type: ignore[index]

@@ -55,7 +55,7 @@ class IssueLog:
     def add(self, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
         """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded."""
         ranks = (int(self.rank),) if kind and self.rank is not None else ()
-        self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind))
+        self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind=kind))
 
 
 # --- opening files: regular files only, never blocking ----------------------------------------------

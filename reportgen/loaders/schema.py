@@ -555,4 +555,4 @@ def compare_shapes(ranks: dict, issues: list) -> None:
             if parts:
                 issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
                                         "the values under it were not read for this rank", "warning", (int(r),),
-                                        "schema drift"))
+                                        kind="schema drift"))
