@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,20 @@ def example_site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("example") / "report"
     assert main(["--example", "-o", str(out), "-q", "--lang", "en"]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium through playwright, one per test module (the browser tests)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is not installed")
+    exe = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(exe).exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
+        pytest.skip("Chromium not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield b
+        finally:
+            b.close()

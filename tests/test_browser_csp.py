@@ -5,7 +5,6 @@ the compare and trend pages' own policy blocked their gate box and colours)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,22 +14,6 @@ from reportgen.synth import generate_run
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ["MSREPORT_SHOTS"]) if os.environ.get("MSREPORT_SHOTS") else None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is not installed")
-    exe = shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(exe).exists():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
-        pytest.skip("Chromium not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")
