@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from test_browser_csp import _open, browser  # noqa: F401  (the module-scoped playwright browser)
+from test_browser_csp import _open  # (the browser fixture is in conftest.py)
 
 pytestmark = pytest.mark.browser
 
