@@ -345,15 +345,6 @@ def _independent(path: Path) -> dict:
                 queued += gap
         end = e if end is None else max(end, e)
 
-    def union(iv):
-        out = []
-        for s, e in sorted(iv):
-            if out and s <= out[-1][1]:
-                out[-1][1] = max(out[-1][1], e)
-            else:
-                out.append([s, e])
-        return out
-
     def inter(u, v):
         i = j = 0
         t = 0.0
@@ -367,10 +358,10 @@ def _independent(path: Path) -> dict:
         return t
 
     win = [[x, y] for x, y in steps]
-    comp = union([(s, e) for s, e, _, c in ks if not c])
-    comm = union([(s, e) for s, e, _, c in ks if c])
+    comp = _union([(s, e) for s, e, _, c in ks if not c])
+    comm = _union([(s, e) for s, e, _, c in ks if c])
     comm_in = inter(comm, win)
-    over = inter(union([[max(p[0], q[0]), min(p[1], q[1])] for p in comp for q in comm
+    over = inter(_union([[max(p[0], q[0]), min(p[1], q[1])] for p in comp for q in comm
                         if min(p[1], q[1]) > max(p[0], q[0])]), win) if comm else 0.0
     step_us = sum(y - x for x, y in steps)
     return {"host_share": host / step_us, "queued_share": queued / step_us, "gap_share": total / step_us,
