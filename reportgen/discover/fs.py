@@ -34,7 +34,7 @@ def inside(path: Path, root: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def size_text(n: float) -> str:
+def _size(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
@@ -136,7 +136,7 @@ class Fs:
         data = data_bytes(p, st.st_size)
         if data is None or data >= st.st_size // 2:
             return True
-        self.note(p, f"file is {size_text(st.st_size)} long but only {size_text(data)} of it was ever written (a sparse "
+        self.note(p, f"file is {_size(st.st_size)} long but only {_size(data)} of it was ever written (a sparse "
                      "file, most of it holes: an interrupted copy or a pre-allocated file); not read")
         return False
 
