@@ -4,7 +4,10 @@ is read per rank (load_rank) and per run (run_pass), and which areas it can neve
 
 A new family is its loaders (`reportgen.loaders.<family>`), one `Layout` subclass here (`layouts/<family>.py`,
 listed in `registry.py`) and its synthetic writer (`reportgen.synth`); `reportgen.discover` has the pieces its
-`detect` builds runs from (a family with an unusual grouping adds `discover/<family>.py`)."""
+`detect` builds runs from (a family with an unusual grouping adds `discover/<family>.py`).
+
+A layout calls its loaders through `loaders.guard.guarded` (the shared ones are listed in `loaders/safe.py`), so an
+unexpected exception in one reader becomes a data-quality entry naming the file, never a failed report."""
 
 from __future__ import annotations
 
