@@ -17,8 +17,8 @@ from reportgen import i18n
 from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
-from reportgen.discover import RunLayout, discover
-from reportgen.loaders import load_execution, load_run, timeline_ranks
+from reportgen.discover import RunLayout
+from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
 from reportgen.model import DataIssue, Run
 from reportgen.progress import Progress
 from reportgen.rules import run_rules

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("reportgen/loaders", "reportgen/discover", "reportgen/analysis", "reportgen/model.py")
+SOURCES = ("reportgen/loaders", "reportgen/discover", "reportgen/layouts", "reportgen/analysis", "reportgen/model.py")
 OUT = ROOT / "reportgen" / "site" / "problem_texts.py"
 
 

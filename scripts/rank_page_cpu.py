@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reportgen import i18n  # noqa: E402
-from reportgen.discover import discover  # noqa: E402
+from reportgen.layouts import discover  # noqa: E402
 from reportgen.progress import Progress  # noqa: E402
 from reportgen.report import BuildOptions, analyse_phase, load_phase  # noqa: E402
 from reportgen.site import builder  # noqa: E402

@@ -1,4 +1,7 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
+
+Over 500 lines: one streamed pass fills every per-rank summary from shared interval arrays; its split waits
+until the issue-30 edits to its body have landed (issue 31).
 streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
 
 What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
@@ -57,10 +60,12 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.i18n import N_
-from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
+from reportgen.loaders.files import open_binary as open_maybe_gzip
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float
 from reportgen.loaders import op_flops
 from reportgen.loaders.memory import _downsample
-from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, OP_FLOPS_COLUMNS, OpFlops, Operators,
                              RankData, StepTrace, TimelineSummary)

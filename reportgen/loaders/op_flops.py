@@ -22,7 +22,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import open_file
+from reportgen.loaders.files import open_file
 from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 
 # innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims

@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float
 from reportgen.loaders.schema import whose
 from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace

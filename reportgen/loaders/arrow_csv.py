@@ -1,4 +1,5 @@
-"""The fast path of `common.read_frame`: a clean CSV parsed and screened column-wise with pyarrow (C++).
+"""The pyarrow fast path of the careful CSV readers (`tables.read_frame`, `tables.read_typed`): a clean CSV parsed
+and screened column-wise with pyarrow (C++).
 
 Profiler CSVs of a big run are large (`kernel_details.csv`: 20,000+ rows per rank) and almost always clean. This
 module reads the wanted columns with `pyarrow.csv`, checks them with pyarrow compute (every numeric cell a finite,
@@ -16,19 +17,25 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
+from reportgen.discover.peek import read_capped
+from reportgen.loaders.files import MAX_LINE_BYTES, open_file
+from reportgen.loaders.screen import BAD_TOKENS, NUMBER_RE, NUMERIC_HEADER_RE, numeric_by_header
+from reportgen.numbers import MAX_ABS_NUMBER, NA_TOKENS, clean_cell
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 FAST_MAX_BYTES = 1 << 30  # larger files take the careful (streaming-friendlier) path
-_STRICT_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # `common._NUMBER`, anchored (RE2 syntax)
+_STRICT_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # `screen.NUMBER_RE`, anchored (RE2 syntax)
 
 
 def read_clean(path: Path, columns: tuple[str, ...], optional: tuple[str, ...], screen: bool,
-               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]") -> Optional["pd.DataFrame"]:
+               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None
+               ) -> Optional["pd.DataFrame"]:
     """The frame `read_frame` would return for a clean file, or None (then the careful path decides)."""
     try:
-        return _read_clean(path, columns, optional, screen, stamp_re, duration_re)
+        return _read_clean(path, columns, optional, screen, stamp_re, duration_re, root)
     except Exception:  # noqa: BLE001 - any surprise: the careful path reads the file and names the problem
         return None
 
@@ -47,13 +54,10 @@ class _Clean(NamedTuple):
 _UNQUOTED = {"quote_char": False, "double_quote": False}
 
 
-def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
+def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -> Optional[_Clean]:
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
-    from reportgen.discover.peek import read_capped
-    from reportgen.loaders.common import MAX_LINE_BYTES, clean_cell, open_file
-
-    with open_file(path, "rb") as f:
+    with open_file(path, "rb", root=root) as f:
         data = read_capped(f, FAST_MAX_BYTES)
     if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
         return None  # huge, empty, or cut off mid-row: the careful path
@@ -61,7 +65,7 @@ def _open_clean(path: Path, columns, optional, stamp_re) -> Optional[_Clean]:
         data = data[3:]
     end = data.find(b"\n")
     if end > MAX_LINE_BYTES or b"\x00" in data:
-        return None  # what `common._text_guard` refuses (and names) too: the careful path
+        return None  # what `files.text_guard` refuses (and names) too: the careful path
     header = next(csv.reader([data[:end].decode("utf-8")]), [])  # strict: invalid UTF-8 goes the careful way
     names = [clean_cell(h) for h in header]
     if not any(names) or len(set(names)) != len(names):
@@ -101,14 +105,12 @@ def _parse(clean: _Clean, kinds: dict, **convert):
     return None if bad[0] or table.num_rows != clean.rows else table
 
 
-def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
+def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re, root):
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from reportgen.loaders.common import BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS, _numeric_by_header
-
-    clean = _open_clean(path, columns, optional, stamp_re)
+    clean = _open_clean(path, columns, optional, stamp_re, root)
     if clean is None:
         return None
     names, stamps, want = clean.names, clean.stamps, clean.want
@@ -130,7 +132,7 @@ def _read_clean(path: Path, columns, optional, screen, stamp_re, duration_re):
             if pc.any(pc.is_in(upper, value_set=bad_tokens)).as_py():
                 return None
             if other:
-                if n_strict or _numeric_by_header(names[i], n_strict + other):
+                if n_strict or numeric_by_header(names[i], n_strict + other):
                     return None  # a numeric column with text in it (or a tiny unit column): the careful path
                 continue  # a text column
             if not n_strict:
@@ -167,27 +169,26 @@ _NULLS = [v for t in ("", "N/A", "NA", "None", "NULL", "-", "--") for v in dict.
 
 
 def read_typed(path: Path, text: tuple[str, ...], numeric: tuple[str, ...], optional: tuple[str, ...],
-               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]") -> Optional[dict]:
+               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None
+               ) -> Optional[dict]:
     """`{column: Coded}` for the `text` columns and `{column: float64 array}` for the `numeric` ones of a clean
-    CSV, equal to what `common.typed_from_frame` makes of the careful path's frame; None on anything irregular
+    CSV, equal to what `tables.typed_from_frame` makes of the careful path's frame; None on anything irregular
     (then the careful path reads the file and names the problem). Stricter than `read_clean`: a text column with
     a number-like or non-finite cell, or a numeric column with an empty / N/A cell, takes the careful path too.
     Text columns are dictionary-encoded while parsing, so their screening and grouping work on the distinct
     values, not on every row."""
     try:
-        return _read_typed(path, text, numeric, optional, stamp_re, duration_re)
+        return _read_typed(path, text, numeric, optional, stamp_re, duration_re, root)
     except Exception:  # noqa: BLE001 - any surprise: the careful path reads the file and names the problem
         return None
 
 
-def _read_typed(path, text, numeric, optional, stamp_re, duration_re):
+def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root):
     import numpy as np
     import pyarrow as pa
 
-    from reportgen.loaders.common import _NUMBER, _NUMERIC_HEADER, BAD_TOKENS, MAX_ABS_NUMBER, NA_TOKENS
-
     columns = (*text, *numeric)
-    clean = _open_clean(path, columns, optional, stamp_re)
+    clean = _open_clean(path, columns, optional, stamp_re, root)
     if clean is None:
         return None
     names, stamps, want = clean.names, clean.stamps, clean.want
@@ -203,14 +204,14 @@ def _read_typed(path, text, numeric, optional, stamp_re, duration_re):
     for i in want:
         name, col = names[i], table.column(keys[i])
         if name in text:
-            if _NUMERIC_HEADER.search(name):
+            if NUMERIC_HEADER_RE.search(name):
                 return None  # a unit in the header: the careful path decides what the column is
             col = col.unify_dictionaries() if col.num_chunks > 1 else col
             chunks = col.chunks or [pa.array([], pa.dictionary(pa.int32(), pa.string()))]
             values = [v.strip() for v in chunks[0].dictionary.to_pylist()]
             for v in values:
                 u = v.upper()
-                if u in BAD_TOKENS or (u not in NA_TOKENS and _NUMBER.fullmatch(v)):
+                if u in BAD_TOKENS or (u not in NA_TOKENS and NUMBER_RE.fullmatch(v)):
                     return None  # numbers in a text column: the careful path
             if not values:
                 out[name] = Coded(np.zeros(0, np.int64), [])
