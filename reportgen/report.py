@@ -22,9 +22,10 @@ from reportgen.loaders import load_execution, load_run, timeline_ranks
 from reportgen.model import DataIssue, Run
 from reportgen.progress import Progress
 from reportgen.rules import run_rules
-from reportgen.site import builder, output
-from reportgen.site.pages import plan_pages
-from reportgen.site.summary import build_summary
+from reportgen.site.render import builder
+from reportgen.site.render import output
+from reportgen.site.plan.planner import plan_pages
+from reportgen.site.views.summary import build_summary
 
 log = logging.getLogger("msreport")
 

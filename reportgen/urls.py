@@ -45,7 +45,7 @@ _EXEC_STEP_RE = re.compile(r"^cluster/execution-step-(-?\d+)\.html$")
 
 
 # A rank number no run has: embedded data carries `rank_page(RANK_SLOT)` once, resolved for the page like any
-# href, and the browser puts each row's rank in its place (charts/columnar.py; a thousand hrefs cost 25 KB each).
+# href, and the browser puts each row's rank in its place (charts/column_codec.py; a thousand hrefs cost 25 KB each).
 RANK_SLOT = 987654321
 
 

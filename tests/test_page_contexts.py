@@ -13,8 +13,8 @@ from reportgen.charts import Chart
 from reportgen.discover import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
-from reportgen.site.page import PageContext
-from reportgen.site.pages import plan_pages
+from reportgen.site.plan.page import PageContext
+from reportgen.site.plan.planner import plan_pages
 
 PLAIN = (str, int, float, bool, type(None))
 
@@ -82,7 +82,7 @@ def test_a_context_is_immutable_and_a_typo_fails(synth_8):
 def test_the_checker_rejects_a_dict_context_and_a_dataframe_field():
     import pandas as pd
 
-    from reportgen.site.page import view
+    from reportgen.site.plan.page import view
 
     @view
     class Bad(PageContext):

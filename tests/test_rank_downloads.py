@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.site import resource_pages
-
+from reportgen.site.pages import resources as resource_pages
 TOP = 4
 
 

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.charts import columnar
-from reportgen.site import comm_pages, page as page_mod, resource_pages
-from reportgen.site.builder import _compact, csv_value
+from reportgen.charts import column_codec as columnar
+from reportgen.site.pages import communication as comm_pages
+from reportgen.site.plan import page as page_mod
+from reportgen.site.pages import resources as resource_pages
+from reportgen.site.render.csv_text import csv_value
+from reportgen.site.render.jinja_env import compact
 
 
 # ---- columnar chart data -------------------------------------------------------------------------------------
@@ -30,10 +33,10 @@ def test_number_column_is_delta_coded_and_decodes_to_the_same_doubles():
 def test_number_column_keeps_the_pages_seven_digits_and_leaves_other_values_plain():
     assert columnar.number_column([0.0, 3.0, 3.5]) == {"dec": 1, "d": [0, 30, 5]}
     assert columnar.number_column([1, 2, 4]) == {"dec": 0, "d": [1, 1, 2]}
-    # 7 significant digits, as every chart number on a page (builder._compact)
+    # 7 significant digits, as every chart number on a page (jinja_env.compact)
     assert columnar.decode({"fields": ["v"], "cols": [columnar.number_column([167.83036663599998])]}) == [{"v": 167.8304}]
     for plain in ([1.0, None], ["a", "b"], [float("nan"), 1.0], [True, False], [1e-300, 1.0]):
-        assert columnar.number_column(plain) == [_compact(v) for v in plain] or columnar.number_column(plain) == plain
+        assert columnar.number_column(plain) == [compact(v) for v in plain] or columnar.number_column(plain) == plain
 
 
 def test_runs_column_and_round_trip_of_random_curves():
@@ -44,7 +47,7 @@ def test_runs_column_and_round_trip_of_random_curves():
         rows = [{"x": round(rnd.uniform(0, 1e5), rnd.randint(0, 4)), "series": rnd.choice("ab"),
                  "mb": round(rnd.uniform(-1e4, 1e6), rnd.randint(0, 3))} for _ in range(n)]
         back = columnar.decode(columnar.encode(rows, ["x", "series", "mb"], labels=("series",)))
-        assert back == [{k: _compact(v) for k, v in r.items()} for r in rows]
+        assert back == [{k: compact(v) for k, v in r.items()} for r in rows]
 
 
 # ---- CSV numbers ------------------------------------------------------------------------------------------------

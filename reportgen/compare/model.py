@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from reportgen.i18n import N_, Joined, Msg, Percent, lazy
-from reportgen.site.values import num
+from reportgen.site.views.values import num
 from reportgen.numbers import rounded
 
 SCHEMA = "msreport.compare/1"
@@ -68,7 +68,7 @@ def english(value: Any) -> Any:
     return value
 
 
-_num = num  # a finite float or None (site.values.num)
+_num = num  # a finite float or None (site.views.values.num)
 
 
 def _r(v: Optional[float], nd: int = 6) -> Optional[float]:

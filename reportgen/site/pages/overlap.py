@@ -16,10 +16,11 @@ from reportgen.charts import Chart
 from reportgen.charts import overlap as overlap_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights, step_views
-from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num, records, representative_ranks, stacked_bar_rows
+from reportgen.rules import highlights
+from reportgen.site.views import steps as step_views
+from reportgen.rules.highlights import Highlights
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.views.values import num, records, representative_ranks, stacked_bar_rows
 
 OVERLAP = "cluster/overlap.html"
 RANKS_CSV = "cluster/overlap-ranks.csv"

@@ -17,12 +17,13 @@ import pandas as pd
 from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
-from reportgen.charts import columnar, Chart
+from reportgen.charts import Chart
+from reportgen.charts import column_codec as columnar
 from reportgen.charts import resources as res_charts
 from reportgen.model import SIDE_LABELS
-from reportgen.site import timeline_view
-from reportgen.site.page import LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, rank_csv, view
-from reportgen.site.values import num, num_column, records
+from reportgen.site.views import timeline as timeline_view
+from reportgen.site.plan.page import LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, rank_csv, view
+from reportgen.site.views.values import num, num_column, records
 
 RESOURCES = "cluster/resources.html"
 MEMORY_CSV = "cluster/memory.csv"
@@ -534,8 +535,7 @@ class RankDetail:
 
 
 def _plan(inp: PlanInput) -> list[Page]:
-    from reportgen.site import highlights
-
+    from reportgen.rules import highlights
     ctx, charts, csv = plan_resources_context(inp.analysis, highlights.of(inp).slow_ranks)
     return [Page(RESOURCES, N_("Resource utilisation"), PAGE.partial, ResourcesContext(**inp.common, **ctx),
                  charts=charts,

@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from reportgen.rules import RULES, SEVERITY_ORDER, policy
 from reportgen.rules.base import threshold_table
 from reportgen.fmt import ms as fmt_ms, share as fmt_pct
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
 
 RULES_PAGE = "rules.html"
 MAX_RANK_LINKS = 24

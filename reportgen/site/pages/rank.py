@@ -1,34 +1,35 @@
-"""Phase 1 of the site build: plan every page (paths, titles, plain-data contexts, chart specs). No I/O.
+"""A rank's page: its facts, one section per aspect (step trace, idle time, overlap, communication, then the
+resources' operators, memory, FLOPs, CPU, data pipeline and timeline), its findings and its data quality; and the
+compact view of a rank that the single file carries instead of the page.
 
-The cluster pages come from the registry (`registry.PAGES`), one `PageKind` per page module; the rank pages are
-planned here from the rank sections of the page modules. The builder renders the result in one loop.
+`RankPages` is built once per report with what every rank page shares (the step rows' maker, the communication,
+overlap and resource section builders, the step-lines chart template); `page(n)` plans the n-th rank's page. On a
+large run the builder calls it in its forked writers (`SitePlan.lazy_ranks`).
 """
 
 from __future__ import annotations
 
-import posixpath
 from typing import Any, Optional
 
 import pandas as pd
 
-from reportgen import __version__, urls
-from reportgen.i18n import N_, _, text, translate
+from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.charts import Chart
 from reportgen.charts import steps as step_charts
+from reportgen.i18n import N_, _, text, translate
 from reportgen.model import PHASE_LABELS
-from reportgen.site import comm_pages, finding_pages, overlap_pages, resource_pages
-from reportgen.site.problems import translate_problem
-from reportgen.site.page import LazyRanks, Page, PageContext, PlanInput, SingleRanks, SitePlan, view
-from reportgen.site.registry import PAGES
-from reportgen.site.idle_view import idle_section
-from reportgen.site.step_pages import rank_rows
-from reportgen.site.values import num, records
+from reportgen.site.pages import communication as comm_pages
+from reportgen.site.pages import findings as finding_pages
+from reportgen.site.pages import overlap as overlap_pages
+from reportgen.site.pages import resources as resource_pages
+from reportgen.site.pages.step_trace import rank_rows
+from reportgen.site.plan.page import Page, PageContext, PlanInput, view
+from reportgen.site.views.idle import idle_section
+from reportgen.site.views.problems import translate_problem
+from reportgen.site.views.values import num, records
 
-# Page paths, for callers that import them from here (the addresses themselves live in `urls`).
-INDEX, STEP_TRACE, OVERLAP, COMMUNICATION = urls.INDEX, urls.STEP_TRACE, urls.OVERLAP, urls.COMMUNICATION
-EXECUTION, STRATEGY, RESOURCES, RULES = urls.EXECUTION, urls.STRATEGY, urls.RESOURCES, urls.RULES
-rank_page = urls.rank_page
+MAX_SINGLE_RANK_PAGES = 16  # the flagged ranks whose whole page the single file carries (the rest: a compact view)
 
 
 @view
@@ -48,73 +49,48 @@ class RankContext(PageContext):
     next: Optional[str]
 
 
-def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] = None,
-               title: Optional[str] = None, lazy_ranks: bool = False) -> SitePlan:
-    """Every page of the report. `lazy_ranks` (the multi-page site): the rank pages are not planned here but by
-    the builder as it writes them (`SitePlan.lazy_ranks`), the other pages when it calls `SitePlan.realize`, and
-    the single file's compact rank view is left empty (only `--single-file` shows it)."""
-    run, st = a.run, a.steps
-    title = title or f"msreport: {posixpath.basename(run.info.path.rstrip('/')) or run.info.path}"
-    inp = PlanInput(analysis=a, findings=findings, thresholds=thresholds or {},
-                    common={"run_title": title, "version": __version__})
-    kinds = [k for k in PAGES if k.applies(a)]
+class RankPages:
+    """The rank pages of one report: `page(n)` plans the n-th rank's page, `single_view(page)` its compact view."""
 
-    def plan_kinds() -> list[Page]:
-        out: list[Page] = []
-        for kind in kinds:
-            planned = kind.plan(inp)
-            for n, p in enumerate(planned):
-                p.nav = kind.id
-                p.single = kind.in_single and n == 0
-            out.extend(planned)
-        return out
-    nav = [(k.path, _(k.nav_label)) for k in kinds]
-    # lazy: the cluster pages too are planned when the builder asks (`SitePlan.realize`), after it has forked the
-    # rank pages' writers with what they need (set up below): the two run side by side
-    pages: list[Page] = [] if lazy_ranks else plan_kinds()
+    def __init__(self, inp: PlanInput) -> None:
+        a = inp.analysis
+        run, st = a.run, a.steps
+        self.analysis, self.common, self.ids = a, inp.common, run.rank_ids
+        self.maker = rank_rows(inp)
+        self.by_rank = finding_pages.rank_findings(inp.findings, len(run.rank_ids))
+        hl = self.maker.hl
+        drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
+        self.detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn,
+                                                flagged=hl.flagged)
+        self.rank_comm = comm_pages.RankComm(a, hl)
+        self.overlap_sections = overlap_pages.RankSections(a)
+        self.line_spec = step_charts.rank_step_lines(
+            [_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
+             if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
+            or [_("Step total")], single_step=len(st.steps) <= 1) if st.kind else None
+        line_spec = self.line_spec
+        self.meta = {"phases": [{"key": p, "label": translate(f"{PHASE_LABELS[p]} (ms)")} for p in st.phases]
+                     if st.kind else [],
+                     "line_labels": {p: PHASE_LABELS[p] for p in PHASE_LABELS
+                                     if line_spec and PHASE_LABELS[p] in line_spec["encoding"]["color"]["scale"]["domain"]}}
+        self.flagged = hl.flagged
+        self.exports = self.detail.exports
 
-    maker = rank_rows(inp)
-    by_rank = finding_pages.rank_findings(findings, len(run.rank_ids))
-    hl = maker.hl
-    drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
-    detail = resource_pages.RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn,
-                                     flagged=hl.flagged)
-    rank_comm = comm_pages.RankComm(a, hl)
-    overlap_sections = overlap_pages.RankSections(a)
-    line_spec = step_charts.rank_step_lines([_(PHASE_LABELS[p]) for p in (*st.stacked, "total")
-                                             if st.kind and p in st.phases and (p != "total" or st.kind != "host")]
-                                            or [_("Step total")], single_step=len(st.steps) <= 1) if st.kind else None
-    ids = run.rank_ids
-    single_data: dict[str, dict] = {}
-    meta = {"phases": [{"key": p, "label": translate(f"{PHASE_LABELS[p]} (ms)")} for p in st.phases] if st.kind else [],
-            "line_labels": {p: PHASE_LABELS[p] for p in PHASE_LABELS
-                            if line_spec and PHASE_LABELS[p] in line_spec["encoding"]["color"]["scale"]["domain"]}}
-    flagged = hl.flagged
+    @property
+    def line_template(self) -> Optional[dict]:
+        """The step-lines chart without its data: the single file draws each rank's lines from its step table."""
+        return {k: v for k, v in self.line_spec.items() if k != "datasets"} if self.line_spec else None
 
-    def plan_rank(n: int) -> Page:
+    def page(self, n: int) -> Page:
+        ids = self.ids
         r = ids[n]
-        rp = _plan_rank(a, r, maker, line_spec, inp.common, rank_comm, overlap_sections, detail,
-                        findings=by_rank.get(r, []), prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
-                        next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None)
-        return rp
+        return _plan_rank(self.analysis, r, self.maker, self.line_spec, self.common, self.rank_comm,
+                          self.overlap_sections, self.detail, findings=self.by_rank.get(r, []),
+                          prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
+                          next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None)
 
-    single_pages = []
-    if not lazy_ranks:
-        for n, r in enumerate(ids):
-            rp = plan_rank(n)
-            pages.append(rp)
-            single_data[str(r)] = _single_rank(rp, meta["phases"])
-            if r in flagged and len(single_pages) < MAX_SINGLE_RANK_PAGES:
-                single_pages.append(rp)
-    line_template = {k: v for k, v in line_spec.items() if k != "datasets"} if line_spec else None
-    return SitePlan(pages=pages, title=title, nav=nav, exports=detail.exports,
-                    single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=line_template,
-                                             meta=meta, pages=single_pages),
-                    lazy_ranks=LazyRanks([urls.rank_page(r) for r in ids], plan_rank) if lazy_ranks else None,
-                    later=plan_kinds if lazy_ranks else None)
-
-
-MAX_SINGLE_RANK_PAGES = 16  # the flagged ranks whose whole page the single file carries (the rest: a compact view)
+    def single_view(self, rp: Page) -> dict:
+        return _single_rank(rp, self.meta["phases"])
 
 
 def _single_rank(rp: Page, phases: list[dict]) -> dict:

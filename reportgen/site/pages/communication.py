@@ -20,8 +20,9 @@ from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights, step_views
-from reportgen.site.comm_views import (
+from reportgen.rules import highlights
+from reportgen.site.views import steps as step_views
+from reportgen.site.views.communication import (
     MAX_BOX_LINKS,
     MAX_DRILL_BOX_LINKS,
     MAX_DRILL_RANKS,
@@ -30,10 +31,10 @@ from reportgen.site.comm_views import (
     graph_layout,
     matrix_cells,
 )
-from reportgen.site.highlights import Highlights
-from reportgen.site.page import (LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, multi_rank,
+from reportgen.rules.highlights import Highlights
+from reportgen.site.plan.page import (LazyRows, Page, PageContext, PageKind, PlanInput, column_rows, multi_rank,
                                   rank_csv, view)
-from reportgen.site.values import PICKED_TITLE, num, num_column, rank_bar_label, records, representative_ranks
+from reportgen.site.views.values import PICKED_TITLE, num, num_column, rank_bar_label, records, representative_ranks
 from reportgen.numbers import to_int as _int
 
 COMMUNICATION = "cluster/communication.html"

@@ -18,11 +18,11 @@ from reportgen.charts import execution as ex_charts
 from reportgen.charts import marey_layout
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.charts.strategy_layout import OpRow, StageGraph, build_stage
-from reportgen.site import timeline_view
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
+from reportgen.site.views import timeline as timeline_view
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
 from reportgen.fmt import compact_ranks
 from reportgen.numbers import finite
-from reportgen.site.values import num
+from reportgen.site.views.values import num
 
 STRATEGY = "cluster/strategy.html"
 EXECUTION = "cluster/execution.html"

@@ -10,11 +10,13 @@ from reportgen.i18n import N_, _, text
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.site.idle_view import overview_idle
-from reportgen.site import finding_pages, highlights, resource_pages
-from reportgen.site.efficiency_view import efficiency_context
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
+from reportgen.site.views.idle import overview_idle
+from reportgen.site.pages import findings as finding_pages
+from reportgen.rules import highlights
+from reportgen.site.pages import resources as resource_pages
+from reportgen.site.views.efficiency import efficiency_context
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.pages.step_trace import cluster_charts, kind_label, stats_rows
 from reportgen.fmt import compact_ranks, joined, share as fmt_share
 
 
@@ -36,7 +38,7 @@ class OverviewContext(PageContext):
     single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
     device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
     idle: list[dict] = field(default_factory=list)  # idle time by cause (site.idle_view.overview_idle)
-    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/efficiency_view.py)
+    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/views/efficiency.py)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:

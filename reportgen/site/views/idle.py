@@ -7,7 +7,7 @@ from typing import Any
 from reportgen.analysis import Analysis
 from reportgen.idle import run_idle
 from reportgen.i18n import N_
-from reportgen.site.values import num
+from reportgen.site.views.values import num
 
 COLUMNS = (("step_ms", N_("Step (ms)")), ("computing_ms", N_("Computing (ms)")), ("idle_ms", N_("Idle (ms)")),
            ("communication_ms", N_("Communication alone (ms)")), ("host_wait_ms", N_("Host wait (ms)")),

@@ -203,6 +203,12 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def write_marker(folder: Path) -> None:
+    """The marker of a report folder being staged (`MARKER`, "msreport <version>"); the manifest is added when the
+    folder is swapped into place."""
+    (folder / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+
+
 def write_index_files(out: Path, html: str, summary_text: str, *, single_file: bool) -> Path:
     """The landing page and combined summary of several runs (`out`: the staged folder, or the HTML file)."""
     if single_file:
