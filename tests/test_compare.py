@@ -87,7 +87,7 @@ def test_changed_operator_mix_names_the_operators(runs, layout):
     c = _cmp(runs, layout, "op-mix")
     assert c.gate.failed
     # every rank computes longer: no rank stands out, the phase that grew is the cause, the step time its effect
-    assert c.gate.reasons[0].startswith(("Computing +", "FP + BP +")), c.gate.reasons
+    assert c.gate.reasons[0].startswith(("Computing +", "Forward + backward +")), c.gate.reasons
     assert "step time +" in c.gate.reasons[0] and c.gate.causes[0]["kind"] == "phase"
     top = c.operators[0]
     assert (top.extra["kind"], top.label, top.status) == ("type", "MatMulV3", "slower") and top.delta_pct > 40

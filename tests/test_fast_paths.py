@@ -16,7 +16,7 @@ from reportgen.site.render import html_rows
 from reportgen.site.render import jinja_env
 from reportgen.site.render import output
 from reportgen.site.plan import page as page_mod
-from reportgen.site.pages import resources as resource_pages
+from reportgen.site.pages.rank import resources as rank_resources
 def _plain_rounded(values, decimals: int):
     """What the memory chart wrote before `rounded_column`: Python's round, then `number_column`."""
     return columnar.number_column([round(v, decimals) for v in np.asarray(values, dtype=float).tolist()])
@@ -141,7 +141,7 @@ def _plain_detail_rows(detail, limit=None):
         detail = detail.iloc[order]
     return [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"], "op_type": rec["op_type"],
              **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
-            for rec in sorted(records(detail), key=resource_pages._longest_first)]
+            for rec in sorted(records(detail), key=rank_resources.longest_first)]
 
 
 def test_operator_rows_and_csv_columns_equal_the_plain_rows():
@@ -156,11 +156,11 @@ def test_operator_rows_and_csv_columns_equal_the_plain_rows():
             "avg_ms": [rnd.choice([None, 1.25, float("nan")]) for _ in range(n)],
             "share": pd.array([rnd.choice([0.5, None]) for _ in range(n)], dtype="Float64")})
         for limit in (None, 3, 20, 100):
-            assert resource_pages._detail_rows(detail, limit) == _plain_detail_rows(detail, limit) or \
-                json.dumps(resource_pages._detail_rows(detail, limit)) == json.dumps(_plain_detail_rows(detail, limit))
-        cols = page_mod.LazyRows(lambda: resource_pages._detail_columns(detail), columns=True)
-        assert csv_text.csv_text(resource_pages.RANK_OP_COLUMNS, cols) == \
-            csv_text.csv_text(resource_pages.RANK_OP_COLUMNS, _plain_detail_rows(detail))
+            assert rank_resources.detail_rows(detail, limit) == _plain_detail_rows(detail, limit) or \
+                json.dumps(rank_resources.detail_rows(detail, limit)) == json.dumps(_plain_detail_rows(detail, limit))
+        cols = page_mod.LazyRows(lambda: rank_resources.detail_columns(detail), columns=True)
+        assert csv_text.csv_text(rank_resources.RANK_OP_COLUMNS, cols) == \
+            csv_text.csv_text(rank_resources.RANK_OP_COLUMNS, _plain_detail_rows(detail))
 
 
 def test_num_column_equals_num_per_value():

@@ -1,5 +1,9 @@
 """The comparison of two `summary.json` documents as plain dataclasses (`compare.json`: docs/compare-json.md).
 
+(~790 lines, one module on purpose: every section (steps, operators, communication, findings) is a `Delta` under
+the same noise rule, and the gate at the end reads them all; `trend` reuses its private readers. A split would
+cut along the sections and pass the noise model around.)
+
 Everything here reads summaries only, so a CI job that kept nothing but the last good `summary.json` can compare.
 Noise: a delta no larger than the step-to-step spread of either run (`metrics.step_trace.spread`) is "within
 noise" and never counts as a regression; items without a spread of their own (operators, communication, memory)
@@ -12,7 +16,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from reportgen.fmt import compact_ranks
 from reportgen.i18n import N_, Joined, Msg, Percent, lazy
+from reportgen.model import PHASE_LABELS as MODEL_PHASE_LABELS
 from reportgen.site.views.values import num
 from reportgen.numbers import rounded
 
@@ -23,15 +29,10 @@ EXIT_INCOMPARABLE = 4  # `--fail-on-regression` on runs that cannot be compared 
 DEFAULT_LINK_PCT = 20.0  # links whose bandwidth changed by more than this are listed
 TOP_ITEMS = 40  # operators listed (by size of the change)
 
-# English labels (compare.json); the pages translate them through the catalog (`|t`)
-PHASE_LABELS = {
-    "total_ms": N_("Step time"), "iteration_interval_ms": N_("Iteration interval"), "fp_and_bp_ms": N_("FP + BP"),
-    "tail_ms": N_("Tail"), "computing_ms": N_("Computing"),
-    "communication_not_overlapped_ms": N_("Communication (not overlapped)"),
-    "overlapped_ms": N_("Overlapped"), "communication_ms": N_("Communication"), "free_ms": N_("Free"),
-    "stage_ms": N_("Stage"), "bubble_ms": N_("Bubble"), "communication_not_overlapped_exclude_receive_ms":
-        N_("Communication (not overlapped, excl. receive)"), "preparing_ms": N_("Preparing"),
-}
+# English labels (compare.json); the pages translate them through the catalog (`|t`). The phases are named as the
+# report names them (`model.PHASE_LABELS`, the one home); the step total is the compared "Step time".
+PHASE_LABELS = {"total_ms": N_("Step time"),
+                **{f"{k}_ms": label for k, label in MODEL_PHASE_LABELS.items() if k != "total"}}
 # the statuses of a compared quantity, for the pages (`|t`)
 # kinds and sides of the compared operators and communication items, for the pages (`|t`)
 ITEM_WORDS = (N_("type"), N_("operator"), N_("collective"), N_("aicore"), N_("aicpu"))
@@ -421,15 +422,8 @@ def _group_key(g: dict) -> str:
 
 
 def _compact(ranks: list[int]) -> str:
-    ranks = sorted(int(r) for r in ranks)
-    parts, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """Rank ranges as compare.json keys spell them: "0-3,5"."""
+    return compact_ranks(sorted(int(r) for r in ranks), None, dash="-", sep=",", empty="")
 
 
 def _compare_comm(base: dict, new: dict, rel: float, link_pct: float) -> tuple[list[Delta], list[Delta]]:

@@ -373,11 +373,10 @@ def _plan(inp: PlanInput) -> list[Page]:
         without=st.ranks_without_data,
         rules_link=str(urls.Target(urls.RULES, "rule-slow-rank")),
     )
-    downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": N_("Steps")}, {"key": "rule", "label": N_("Average rule")}],
+    downloads = [(urls.STEP_TRACE_CSV, cols + [{"key": "n_steps", "label": N_("Steps")}, {"key": "rule", "label": N_("Average rule")}],
                   ctx.rows)]
     return [Page(urls.STEP_TRACE, N_("Cluster step trace"), PAGE.partial, ctx,
                  charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
 
 
-STEP_CSV = urls.csv_path("step-trace")
 PAGE = PageKind("step-trace", urls.STEP_TRACE, N_("Step trace"), "_step_trace.html", _plan)

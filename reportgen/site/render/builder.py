@@ -32,7 +32,7 @@ from reportgen.site.render.jinja_env import make_env
 from reportgen.site.render.output import (atomic_write, check_output, json_text, staged_folder, write_index_files,
                                           write_marker)
 from reportgen.site.render.page_assets import PageAssets, style
-from reportgen.urls import INDEX, in_tree, language_href, tree_root, url_function
+from reportgen.urls import FINDINGS_MD, INDEX, in_tree, language_href, tree_root, url_function
 
 
 PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
@@ -97,7 +97,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
         for tree in trees if findings is not None else trees[:1]:
             with i18n.use(tree.lang):
-                (tmp / in_tree(tree.root, "findings.md")).write_text(findings_markdown(summary, findings),
+                (tmp / in_tree(tree.root, FINDINGS_MD)).write_text(findings_markdown(summary, findings),
                                                                      encoding="utf-8")
         write_marker(tmp)
     return out / INDEX

@@ -10,7 +10,7 @@ from typing import Callable
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
 from markupsafe import Markup
 
-from reportgen import fmt, i18n
+from reportgen import fmt, i18n, urls
 from reportgen.site.render import html_rows
 from reportgen.site.render.csp import csp_hash
 from reportgen.site.render.output import json_text
@@ -83,6 +83,7 @@ def make_env() -> Environment:
     env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
                        signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
                        csp_hash=csp_hash, **html_rows.FILTERS)
+    env.globals["paths"] = urls  # page paths in the templates: `url(paths.STEP_TRACE)`
     env.globals["num_cell_fn"] = html_rows.num_cell  # `num_cell` in _macros.html
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
     env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
