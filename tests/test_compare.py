@@ -445,3 +445,29 @@ def test_gate_box_leads_with_the_cause(runs, tmp_path):
     assert causes[0].strong.get_text().startswith("rank 5 computes +")
     effects = [li.get_text() for li in causes[0].select("ul > li")]
     assert effects[0].startswith("step time +") and any("slow-rank.compute" in e for e in effects)
+
+
+def test_compare_and_trend_json_do_not_depend_on_the_hash_seed(runs, tmp_path):
+    """compare.json and trend.json list operators, links and phases in one order whatever PYTHONHASHSEED is (the
+    items came out in set order before: two builds of the same comparison differed)."""
+    import os
+    import subprocess
+    import sys
+
+    paths = []
+    for name in ("base", "op-mix"):
+        p = tmp_path / f"{name}.summary.json"
+        p.write_text(json.dumps(runs[("ascend", name)][1]))
+        paths.append(str(p))
+    code = ("import json, sys; from reportgen.compare import read_summary; from reportgen.compare.model import compare;"
+            "from reportgen.compare.trend import build_trend; from pathlib import Path;"
+            "b, n = (read_summary(Path(p)) for p in sys.argv[1:3]);"
+            "print(json.dumps([compare(b, n).to_dict(), build_trend([Path(p) for p in sys.argv[1:3]]).to_dict()],"
+            " default=str))")
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-c", code, *paths], env=env, capture_output=True, text=True, check=True)
+        outs.append(res.stdout)
+    assert [o["key"] for o in json.loads(outs[0])[0]["operators"]]  # there are operators to order (op-mix changes two)
+    assert outs[0] == outs[1]  # the text: the order of keys and items too

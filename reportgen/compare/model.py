@@ -264,7 +264,7 @@ def _cluster_means(s: dict) -> dict[str, float]:
     rows = _step_rows(s)
     keys = {k for row in rows.values() for k, v in row.items() if k.endswith("_ms")}
     out = {}
-    for k in keys:
+    for k in sorted(keys):  # (sorted: compare.json and trend.json must not depend on the hash seed)
         m = _mean(row.get(k) for row in rows.values())
         if m is not None:
             out[k] = m
@@ -399,7 +399,7 @@ def _compare_operators(base: dict, new: dict, rel: float) -> list[Delta]:
         b = {(t.get("side"), name_of(t)): t for t in bo.get(list_key) or []}
         n = {(t.get("side"), name_of(t)): t for t in no.get(list_key) or []}
         items = []
-        for k in set(b) | set(n):
+        for k in sorted(set(b) | set(n), key=str):  # (a set's order changes with the hash seed)
             bt, nt = b.get(k), n.get(k)
             t = nt or bt
             bv, nv = (bt or {}).get("time_ms"), (nt or {}).get("time_ms")
@@ -449,7 +449,7 @@ def _compare_comm(base: dict, new: dict, rel: float, link_pct: float) -> tuple[l
     links = []
     bl = {(l.get("src"), l.get("dst"), l.get("transport"), l.get("group")): l for l in bc.get("links") or []}
     nl = {(l.get("src"), l.get("dst"), l.get("transport"), l.get("group")): l for l in nc.get("links") or []}
-    for k in set(bl) & set(nl):
+    for k in sorted(set(bl) & set(nl), key=str):
         d = delta(f"link:{k[0]}-{k[1]}:{k[2]}:{k[3]}", f"{k[0]}-{k[1]}", bl[k].get("bandwidth_gbps"),
                   nl[k].get("bandwidth_gbps"), None, higher_is_better=True, src=k[0], dst=k[1], transport=k[2],
                   group=k[3], base_slow=bool(bl[k].get("slow")), new_slow=bool(nl[k].get("slow")))
