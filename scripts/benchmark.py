@@ -32,9 +32,9 @@ from reportgen.analysis.execution import select
 from reportgen.layouts import discover
 from reportgen.layouts import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
-from reportgen.site import builder
-from reportgen.site.pages import plan_pages
-from reportgen.site.summary import build_summary
+from reportgen.site.render import builder
+from reportgen.site.plan.planner import plan_pages
+from reportgen.site.views.summary import build_summary
 from reportgen.synth import generate_run
 
 

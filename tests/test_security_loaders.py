@@ -283,7 +283,7 @@ def test_json_writer_turns_non_finite_values_into_null():
     """Ratios over zero computed in analysis reached json.dumps(allow_nan=False) in the writers and crashed."""
     import numpy as np
 
-    from reportgen.site.output import json_text
+    from reportgen.site.render.output import json_text
 
     value = {"ratio": float("inf"), "rows": [1.5, float("nan"), np.float32("nan"), np.float64("-inf"), 2],
              "nested": ({"x": -math.inf},), "ok": "NaN"}

@@ -9,7 +9,7 @@ from importlib import resources
 
 import altair as alt
 
-from reportgen.site.assets import VEGA_FILES, vega_bundle, vendored_vega
+from reportgen.site.render.assets import VEGA_FILES, vega_bundle, vendored_vega
 
 
 def test_the_vendored_files_are_the_published_ones():

@@ -38,7 +38,7 @@ def summary_from_run(run_dir: Path, *, jobs: int = 1, settings: Optional[dict] =
     from reportgen.layouts import discover
     from reportgen.progress import Progress
     from reportgen.report import BuildOptions, analyse_phase, load_phase
-    from reportgen.site.summary import build_summary
+    from reportgen.site.views.summary import build_summary
 
     layouts = discover(Path(run_dir))
     if len(layouts) > 1:

@@ -1,13 +1,12 @@
-"""The rank page's "Idle time by cause" section (`reportgen.idle`): a row per step, ms, and the launch statistics."""
+"""Idle time by cause (`reportgen.idle`) for the pages: its columns and basis texts (the rank page's section,
+`pages.rank.idle_section`) and the overview's rows."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from reportgen.analysis import Analysis
 from reportgen.idle import run_idle
 from reportgen.i18n import N_
-from reportgen.site.values import num
+from reportgen.site.views.values import num
 
 COLUMNS = (("step_ms", N_("Step (ms)")), ("computing_ms", N_("Computing (ms)")), ("idle_ms", N_("Idle (ms)")),
            ("communication_ms", N_("Communication alone (ms)")), ("host_wait_ms", N_("Host wait (ms)")),
@@ -16,20 +15,6 @@ COLUMNS = (("step_ms", N_("Step (ms)")), ("computing_ms", N_("Computing (ms)")),
 BASIS = {"kernels": N_("the GPU kernels and the host calls that launched them, every step"),
          "host dispatch": N_("the device operators and the host dispatch that launched them, in the steps of the "
                              "execution view")}
-
-
-def idle_section(a: Analysis, r: int) -> dict[str, Any] | None:
-    """The section, or None when the rank's idle time has no known cause (no launches read)."""
-    b = run_idle(a.run).get(r)
-    if b is None or not len(b.steps):
-        return None
-    rows = [{"step": int(rec["step"]) if rec["step"] == rec["step"] else None,
-             **{k: num(rec[k]) for k, _ in COLUMNS}} for rec in b.steps.to_dict("records")]
-    m = b.mean()
-    return {"id": "idle", "title": N_("Idle time by cause"), "template": "_rank_idle.html",
-            "columns": [{"key": k, "label": label} for k, label in COLUMNS], "rows": rows,
-            "average": {k: num(m.get(k)) for k, _ in COLUMNS} if len(rows) > 1 else None,
-            "basis": BASIS.get(b.basis, b.basis), "launch": dict(b.launch) or None}
 
 
 CAUSES = (("communication_ms", N_("Communication alone")), ("host_wait_ms", N_("Host wait")),

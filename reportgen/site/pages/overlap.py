@@ -16,14 +16,12 @@ from reportgen.charts import Chart
 from reportgen.charts import overlap as overlap_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
-from reportgen.site import highlights, step_views
-from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num, records, representative_ranks, stacked_bar_rows
+from reportgen.rules import highlights
+from reportgen.site.views import steps as step_views
+from reportgen.rules.highlights import Highlights
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.views.values import num, representative_ranks, stacked_bar_rows
 
-OVERLAP = "cluster/overlap.html"
-RANKS_CSV = "cluster/overlap-ranks.csv"
-STAGES_CSV = "cluster/overlap-stages.csv"
 VIEW_LABELS = {
     "pipeline": N_("Pipeline-parallel view (MindInsight): step interval, computation, pure communication, stage time, "
                 "pure receive, pure collective communication"),
@@ -272,7 +270,7 @@ def _charts(a: Analysis, hl: Highlights) -> list[Chart]:
 
 def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, list[dict], list[dict]]]:
     o = a.overlap
-    out = [(RANKS_CSV, [c for c in cols if c["key"] != "host"] + [{"key": "host", "label": N_("Host")}],
+    out = [(urls.OVERLAP_RANKS_CSV, [c for c in cols if c["key"] != "host"] + [{"key": "host", "label": N_("Host")}],
             [r for r in rows if r["has_data"]])]
     if not o.stage_rows.empty:
         sr = o.stage_rows
@@ -283,7 +281,7 @@ def _csv(a: Analysis, cols: list[dict], rows: list[dict]) -> list[tuple[str, lis
         for rec in sr.to_dict("records"):
             rec["step"] = "average" if pd.isna(rec["step"]) else int(rec["step"])
             srows.append({k: (num(v) if k in o.columns else v) for k, v in rec.items()})
-        out.append((STAGES_CSV, scols, srows))
+        out.append((urls.OVERLAP_STAGES_CSV, scols, srows))
     return out
 
 
@@ -341,53 +339,11 @@ def plan_overlap_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart]
     return ctx, _charts(a, hl), _csv(a, cols, rows)
 
 
-class RankSections:
-    """Builds the overlap section of every rank page; stage means, medians and per-rank steps are prepared once."""
-
-    def __init__(self, a: Analysis) -> None:
-        self.a = a
-        o = a.overlap
-        self.ok = o.has_data
-        if not self.ok:
-            return
-        cols = list(o.columns)
-        self.stage_mean = o.per_rank.groupby("pp_stage")[cols].mean().to_dict("index")
-        self.median = o.per_rank[cols].median().to_dict()
-        self.values = o.per_rank[[*cols, "pp_stage", "comm_share"]].to_dict("index")
-        self.steps: dict[int, list[dict]] = {}
-        for rec in records(o.per_step):
-            self.steps.setdefault(int(rec["rank"]), []).append(rec)
-        self.checks = {c["rank"]: c for c in o.checks}
-
-    def section(self, r: int) -> dict:
-        o = self.a.overlap
-        sec: dict[str, Any] = {"id": "overlap", "title": N_("Communication / computation overlap"),
-                               "template": "_rank_overlap.html", "has_data": self.ok and r in self.values}
-        if not sec["has_data"]:
-            sec["reason"] = (N_("no overlap data for this run") if not self.ok
-                             else N_("no overlap data for this rank (see data quality)"))
-            return sec
-        mine = self.values[r]
-        stage = int(mine["pp_stage"])
-        cmp = [{"label": f"{COLUMN_LABELS[c]} (ms)", "value": num(mine[c]),
-                "stage_mean": num(self.stage_mean[stage][c]), "median": num(self.median[c])} for c in o.columns]
-        step_rows = [{"step": None if pd.isna(rec["step"]) else int(rec["step"]),
-                      "values": [num(rec.get(c)) for c in o.columns]} for rec in self.steps.get(r, [])]
-        data = self.a.run.ranks[r]
-        src = data.overlap
-        sec.update({"stage": stage, "compare": cmp, "columns": [COLUMN_LABELS[c] for c in o.columns],
-                    "steps": step_rows, "source": src.source if src is not None else
-                    (data.step_trace.source if data.step_trace else ""),
-                    "share": num(mine["comm_share"]), "check": self.checks.get(r),
-                    "coverage": src.coverage_note if src is not None else ""})
-        return sec
-
-
 def _plan(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_overlap_context(inp.analysis, highlights.of(inp))
-    return [Page(OVERLAP, N_("Overlap and parallel layout"), PAGE.partial, OverlapContext(**inp.common, **ctx),
+    return [Page(urls.OVERLAP, N_("Overlap and parallel layout"), PAGE.partial, OverlapContext(**inp.common, **ctx),
                  charts=charts,
                  downloads=csv)]
 
 
-PAGE = PageKind("overlap", OVERLAP, N_("Overlap & stages"), "_overlap.html", _plan)
+PAGE = PageKind("overlap", urls.OVERLAP, N_("Overlap & stages"), "_overlap.html", _plan)

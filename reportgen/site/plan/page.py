@@ -40,15 +40,6 @@ class LazyRows:
 
 Download = tuple[str, list[dict], "list[dict] | LazyRows"]  # CSV file: site path, columns, rows (`.csv.gz`: gzip)
 
-GZIP_RANK_CSVS_FROM = 64  # ranks: from here on, the rank pages' full tables are written as `.csv.gz`
-
-
-def rank_csv(rank: int, table: str, n_ranks: int) -> str:
-    """Site path of a rank page's full table (`ranks/rank-N-<table>.csv`). A large run has a thousand or more of
-    each, 20 KB apiece as text: they are gzip-compressed there (5x to 20x smaller; pandas, DuckDB and every archive
-    tool read them), which keeps the site within its size goal (issue 17)."""
-    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if n_ranks >= GZIP_RANK_CSVS_FROM else "")
-
 # Page contexts are small frozen dataclasses (the view model a page module hands to its partial), as coverage.py's
 # `IndexItem` / `FileData`: each page module defines its own, with the fields its partial reads as `ctx.field`.
 # Their fields hold plain data (str, numbers, bool, None, lists and dicts of those) and chart specs, never an

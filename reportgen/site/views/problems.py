@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Optional
 
 from reportgen import i18n
-from reportgen.site.problem_texts import TEMPLATES
+from reportgen.site.views.problem_texts import TEMPLATES
 
 _FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
 

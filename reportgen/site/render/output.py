@@ -1,5 +1,8 @@
 """Writing the report safely: the only code that creates, replaces or removes output files and folders.
 
+(~550 lines, one module on purpose: staging, the swap, the manifest of our files, user files carried over, stale
+folders and the lock are one protocol over the same folder; each step depends on the others' invariants.)
+
 * A report folder is built in a staging folder beside it and swapped into place at the end, so a failed or killed
   run never leaves a half-written report over a good one. When the folder cannot be renamed (it is a mount point,
   a CI artifact volume) the report is staged inside it and moved in file by file instead.
@@ -38,6 +41,7 @@ from typing import Any, Iterator, Optional
 
 from reportgen import __version__
 from reportgen.errors import OutputError
+from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
 
@@ -203,16 +207,22 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def write_marker(folder: Path) -> None:
+    """The marker of a report folder being staged (`MARKER`, "msreport <version>"); the manifest is added when the
+    folder is swapped into place."""
+    (folder / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+
+
 def write_index_files(out: Path, html: str, summary_text: str, *, single_file: bool) -> Path:
     """The landing page and combined summary of several runs (`out`: the staged folder, or the HTML file)."""
     if single_file:
         atomic_write(out, html)
         atomic_write(out.with_name(out.stem + ".summary.json"), summary_text)
         return out
-    write_text(out / "index.html", html)
+    write_text(out / INDEX, html)
     write_text(out / "summary.json", summary_text)
     write_text(out / MARKER, f"msreport {__version__}\n")
-    return out / "index.html"
+    return out / INDEX
 
 
 # --- the lock ------------------------------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ from reportgen.i18n import N_, _, text
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.site.idle_view import overview_idle
-from reportgen.site import finding_pages, highlights, resource_pages
-from reportgen.site.efficiency_view import efficiency_context
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.step_pages import cluster_charts, kind_label, stats_rows
+from reportgen.site.views.idle import overview_idle
+from reportgen.site.pages import findings as finding_pages
+from reportgen.rules import highlights
+from reportgen.site.pages.rank.resources import RankDetail
+from reportgen.site.views.efficiency import efficiency_context
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.pages.step_trace import cluster_charts, kind_label, stats_rows
 from reportgen.fmt import compact_ranks, joined, share as fmt_share
 
 
@@ -36,7 +38,7 @@ class OverviewContext(PageContext):
     single_device: bool = False  # a 1-rank run: MindSpore Insight's single-device layout
     device: list[dict] = field(default_factory=list)  # its sections (operators, data, memory, timeline, CPU)
     idle: list[dict] = field(default_factory=list)  # idle time by cause (site.idle_view.overview_idle)
-    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/efficiency_view.py)
+    efficiency: Optional[dict] = None  # devices, peaks, MFU, GEMM headroom (site/views/efficiency.py)
 
 
 def run_facts(a: Analysis) -> list[tuple[str, str]]:
@@ -85,31 +87,31 @@ def device_dashboard(a: Analysis) -> list[dict]:
     """A single-device run's overview (MindSpore Insight's single-device page): operator statistics, data
     preparation, memory, timeline and CPU of the device, each with its charts and a link to its rank-page section."""
     r = a.run.rank_ids[0]
-    secs = {s["id"]: s for s in resource_pages.RankDetail(a).sections(r)}
+    secs = {part.section.id: part.section for part in RankDetail(a).sections(r)}
     out = []
     for sid in DEVICE_SECTIONS:
         sec = secs.get(sid)
         if sec is None:
             continue
         lines: list[str] = []
-        if sid == "operators" and sec.get("types"):
+        if sid == "operators" and sec.types:
             lines = [_("{op} ({where}): {ms} ms, {share} of the time on {where}").format(
                 op=t["op_type"], where=t["side"], ms=f"{t['total_ms']:,.3f}",
-                share=fmt_share(t["share"])) for t in sec["types"][:5]]
-        elif sid == "data" and sec.get("has_data"):
-            if sec.get("empty_rate") is not None:
-                lines.append(_("Host queue empty in {rate} of the steps").format(rate=fmt_share(sec["empty_rate"])))
-            if sec.get("bottleneck"):
-                lines.append(_("Bottleneck: {text}").format(text=sec["bottleneck"]))
-        elif sid == "memory" and sec.get("peak_mb") is not None:
-            lines.append(_("Peak {peak} MB").format(peak=f"{sec['peak_mb']:,.0f}") + (
-                _(" of {cap} MB ({ratio})").format(cap=f"{sec['capacity_mb']:,.0f}", ratio=fmt_share(sec["ratio"], 0))
-                if sec.get("capacity_mb") and sec.get("ratio") is not None else ""))
-        elif sid == "timeline" and sec.get("has_data") and sec.get("span_ms") is not None:
+                share=fmt_share(t["share"])) for t in sec.types[:5]]
+        elif sid == "data" and sec.has_data:
+            if sec.empty_rate is not None:
+                lines.append(_("Host queue empty in {rate} of the steps").format(rate=fmt_share(sec.empty_rate)))
+            if sec.bottleneck:
+                lines.append(_("Bottleneck: {text}").format(text=sec.bottleneck))
+        elif sid == "memory" and sec.peak_mb is not None:
+            lines.append(_("Peak {peak} MB").format(peak=f"{sec.peak_mb:,.0f}") + (
+                _(" of {cap} MB ({ratio})").format(cap=f"{sec.capacity_mb:,.0f}", ratio=fmt_share(sec.ratio, 0))
+                if sec.capacity_mb and sec.ratio is not None else ""))
+        elif sid == "timeline" and sec.has_data and sec.span_ms is not None:
             lines.append(_("{ops} operators on {streams} streams/threads over {span} ms").format(
-                ops=sec["n_ops"], streams=sec["n_streams"], span=f"{sec['span_ms']:,.3f}"))
-        out.append({"id": f"device-{sid}", "title": sec["title"], "has_data": sec["has_data"], "lines": lines,
-                    "charts": sec.get("charts", [])[:2], "href": str(urls.rank(r, sid))})
+                ops=sec.n_ops, streams=sec.n_streams, span=f"{sec.span_ms:,.3f}"))
+        out.append({"id": f"device-{sid}", "title": sec.title, "has_data": sec.has_data, "lines": lines,
+                    "charts": list(sec.charts)[:2], "href": str(urls.rank(r, sid))})
     return out
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from reportgen import urls
 from reportgen.rules import RULES, SEVERITY_ORDER, policy
 from reportgen.rules.base import threshold_table
 from reportgen.fmt import ms as fmt_ms, share as fmt_pct
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
 
-RULES_PAGE = "rules.html"
 MAX_RANK_LINKS = 24
 MAX_RANK_FINDINGS = 30
 
@@ -164,7 +164,7 @@ def findings_context(findings: list) -> dict:
         if v["impact"] and f.included_in:  # the verdict's short form: the numbers of the findings it is counted in
             v["impact"]["in_findings"] = [number[id(c)] for c in f.included_in if id(c) in number]
     return {"findings": views, "finding_counts": counts,
-            "findings_computed": True, "rules_page": RULES_PAGE}
+            "findings_computed": True, "rules_page": urls.RULES}
 
 
 def rank_findings(findings: list, n_ranks: int) -> dict[int, list[dict]]:
@@ -213,8 +213,8 @@ class RulesContext(PageContext):
 
 
 def _plan_rules(inp: PlanInput) -> list[Page]:
-    return [Page(RULES_PAGE, N_("Performance helper rules"), RULES_KIND.partial,
+    return [Page(urls.RULES, N_("Performance helper rules"), RULES_KIND.partial,
                  RulesContext(**inp.common, **rules_context(inp.findings, inp.thresholds)))]
 
 
-RULES_KIND = PageKind("rules", RULES_PAGE, N_("Rules"), "_rules.html", _plan_rules)
+RULES_KIND = PageKind("rules", urls.RULES, N_("Rules"), "_rules.html", _plan_rules)

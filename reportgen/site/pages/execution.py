@@ -18,15 +18,12 @@ from reportgen.charts import execution as ex_charts
 from reportgen.charts import marey_layout
 from reportgen.charts.strategy_graph import stage_svg
 from reportgen.charts.strategy_layout import OpRow, StageGraph, build_stage
-from reportgen.site import timeline_view
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
+from reportgen.site.views import timeline as timeline_view
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, multi_rank, view
 from reportgen.fmt import compact_ranks
 from reportgen.numbers import finite
-from reportgen.site.values import num
+from reportgen.site.views.values import num
 
-STRATEGY = "cluster/strategy.html"
-EXECUTION = "cluster/execution.html"
-SPREAD_CSV = "cluster/execution-operators.csv"
 MAX_PER_RANK_LINES = 64
 MAX_PIPE_ROWS = 400
 MAX_LIST = 8
@@ -58,11 +55,7 @@ VOCABULARY = (N_("representative"), N_("slowest"), N_("requested with --marey-st
 
 
 def execution_page(step: int, first: bool) -> str:
-    return EXECUTION if first else f"cluster/execution-step-{step}.html"
-
-
-def strategy_csv(stage: int) -> str:
-    return f"cluster/strategy-stage-{stage}.csv"
+    return urls.EXECUTION if first else urls.execution_step_page(step)
 
 
 def _short_list(items: list[str]) -> dict:
@@ -101,7 +94,7 @@ def _stage_ctx(g: StageGraph) -> dict:
             "n_gradient_aggregation": g.n_gradient_aggregation, "n_edges": g.n_edges, "n_blocks": len(g.blocks),
             "n_layers": g.n_layers, "collapsed": text(g.collapsed_depth),
             "svg": Markup(stage_svg(g.stage, g.blocks, g.edges)), "blocks": blocks,
-            "table": [_op_row(o) for o in g.table], "table_more": g.table_more, "csv": strategy_csv(g.stage)}
+            "table": [_op_row(o) for o in g.table], "table_more": g.table_more, "csv": urls.strategy_csv(g.stage)}
 
 
 @view
@@ -146,7 +139,7 @@ def plan_strategy_context(a: Analysis) -> tuple[dict, list[Chart], list]:
                                              "group_ranks", "inputs", "outputs")]
     for g in map(build_stage, sv.stages):
         ctx["stages"].append(_stage_ctx(g))
-        downloads.append((strategy_csv(g.stage), cols, [o.csv_row() for o in g.all_rows]))
+        downloads.append((urls.strategy_csv(g.stage), cols, [o.csv_row() for o in g.all_rows]))
     if sv.pipeline_ops or len(sv.stages) > 1:
         ctx["pipeline"] = {
             "pairs": [{"src": p.src_stage, "dst": "?" if p.dst_stage is None else p.dst_stage, "sends": p.sends,
@@ -303,11 +296,11 @@ def plan_execution_pages(a: Analysis, min_rel: float = MIN_REL_DEFAULT) -> list[
                  "median_ms": round(s.median_ms, 6), "min_ms": round(s.min_ms, 6), "max_ms": round(s.max_ms, 6),
                  "slowest_rank": s.max_rank, "max_over_median": round(s.ratio, 4) if math.isfinite(s.ratio) else ""}
                 for m in marey for s in m.spread]
-        downloads.append((SPREAD_CSV, cols, rows))
+        downloads.append((urls.EXECUTION_OPS_CSV, cols, rows))
     out = []
     if not marey:
         charts = [overview] if overview else []
-        out.append((EXECUTION, _("Execution overview"), {**base, "marey": None}, charts, downloads))
+        out.append((urls.EXECUTION, _("Execution overview"), {**base, "marey": None}, charts, downloads))
         return out
     for i, (m, path) in enumerate(pages_for):
         lay = marey_layout.layout(m)
@@ -343,7 +336,7 @@ def plan_execution_pages(a: Analysis, min_rel: float = MIN_REL_DEFAULT) -> list[
             "span_ms": num(lay.span_ms), "devices": _device_rows(a, m, lay.drawn), "not_drawn": lay.not_drawn,
             "n_devices": len(m.devices), "spread": _spread_rows(m.spread, 40, min_rel),
             "types": _spread_rows(m.type_spread, 25, min_rel), "min_rel": min_rel, "n_types": len(m.type_spread), "n_spread": len(m.spread),
-            "csv": SPREAD_CSV}, "current": path}
+            "csv": urls.EXECUTION_OPS_CSV}, "current": path}
         out.append((path, _("Execution overview: {step}").format(step=step_label(m.step)), ctx, charts, downloads if i == 0 else []))
     return out
 
@@ -357,11 +350,11 @@ def _plan_execution(inp: PlanInput) -> list[Page]:
 
 def _plan_strategy(inp: PlanInput) -> list[Page]:
     ctx, charts, csv = plan_strategy_context(inp.analysis)
-    return [Page(STRATEGY, N_("Parallel strategy"), STRATEGY_PAGE.partial, StrategyContext(**inp.common, **ctx),
+    return [Page(urls.STRATEGY, N_("Parallel strategy"), STRATEGY_PAGE.partial, StrategyContext(**inp.common, **ctx),
                  charts=charts,
                  downloads=csv)]
 
 
-EXECUTION_PAGE = PageKind("execution", EXECUTION, N_("Execution"), "_execution.html", _plan_execution)
-STRATEGY_PAGE = PageKind("strategy", STRATEGY, N_("Strategy"), "_strategy.html", _plan_strategy,
+EXECUTION_PAGE = PageKind("execution", urls.EXECUTION, N_("Execution"), "_execution.html", _plan_execution)
+STRATEGY_PAGE = PageKind("strategy", urls.STRATEGY, N_("Strategy"), "_strategy.html", _plan_strategy,
                          applies=multi_rank)

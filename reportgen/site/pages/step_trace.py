@@ -12,13 +12,15 @@ import pandas as pd
 from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.steps import step_values
-from reportgen.charts import Chart, columnar
+from reportgen.charts import Chart
+from reportgen.charts import column_codec as columnar
 from reportgen.charts import steps as step_charts
 from reportgen.model import PHASE_LABELS, STEP_TRACE_KIND_LABELS
-from reportgen.site import highlights, step_views
-from reportgen.site.highlights import Highlights
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
-from reportgen.site.values import num, representative_ranks, stacked_bar_rows
+from reportgen.rules import highlights
+from reportgen.site.views import steps as step_views
+from reportgen.rules.highlights import Highlights
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.views.values import num, representative_ranks, stacked_bar_rows
 
 MAX_STEP_JSON_CELLS = 400_000  # per-step selection data embedded in the step-trace page
 MAX_HEATMAP_CELLS = 20_000  # rank x step cells; binned above
@@ -371,11 +373,10 @@ def _plan(inp: PlanInput) -> list[Page]:
         without=st.ranks_without_data,
         rules_link=str(urls.Target(urls.RULES, "rule-slow-rank")),
     )
-    downloads = [(STEP_CSV, cols + [{"key": "n_steps", "label": N_("Steps")}, {"key": "rule", "label": N_("Average rule")}],
+    downloads = [(urls.STEP_TRACE_CSV, cols + [{"key": "n_steps", "label": N_("Steps")}, {"key": "rule", "label": N_("Average rule")}],
                   ctx.rows)]
     return [Page(urls.STEP_TRACE, N_("Cluster step trace"), PAGE.partial, ctx,
                  charts=[*cluster_charts(inp), *([hm] if hm else [])], downloads=downloads)]
 
 
-STEP_CSV = urls.csv_path("step-trace")
 PAGE = PageKind("step-trace", urls.STEP_TRACE, N_("Step trace"), "_step_trace.html", _plan)

@@ -14,7 +14,7 @@ import pandas as pd
 from reportgen import __version__
 from reportgen.analysis import Analysis
 from reportgen.analysis.efficiency import summary_dict as efficiency_summary
-from reportgen.site.highlights import Highlights
+from reportgen.rules.highlights import Highlights
 from reportgen.numbers import rounded
 
 SCHEMA = "msreport.summary/1"

@@ -1,208 +1,38 @@
-"""Phase 2 of the site build: render the planned pages and write them. The only module that writes output.
+"""Phase 2 of the site build: render the planned pages and write them: the multi-page site (`write_site`, its rank
+pages by forked writers), the single file (`write_single_file`) and the landing page of a folder of several runs
+(`write_runs_index`).
 
-Output is written to a temporary sibling and moved into place at the end, so a failed run never leaves a
-half-written report over a good one.
+Every file goes through `output` (staged beside the report and swapped into place at the end, so a failed run never
+leaves a half-written report over a good one); the pages get their style and scripts from `page_assets`.
 """
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 import json
-import math
 import multiprocessing
 import posixpath
 import re
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from jinja2 import (
-    Environment,
-    PackageLoader,
-    StrictUndefined,
-    pass_context,
-    select_autoescape,
-)
+from jinja2 import Environment
 from markupsafe import Markup
 
-from reportgen import __version__, fmt, i18n
+from reportgen import __version__, i18n
 from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
-from reportgen.site import html_rows
-from reportgen.site.assets import short_hash, static_text, vega_bundle
-from reportgen.site.findings_md import findings_markdown
-from reportgen.site.problems import translate_problem
-from reportgen.site.csp import csp_hash
-from reportgen.site.page import LazyRows, Page, SitePlan
-from reportgen.urls import INDEX, in_tree, language_href, tree_root, url_function
-
-# Output writing (staging, swap, marker, umask, locks) lives in site/output.py; these names stay importable here.
-from reportgen.site.output import (MARKER, _swap_into_place, check_output, staged_folder,  # noqa: E402,F401 - re-exported
-                                   write_index_files)
-from reportgen.site.output import atomic_write as _atomic_write, json_text  # noqa: E402
-
-
-# The rank tables' cells and rows are built in Python (site/html_rows.py); these names stay importable here.
-_sort_key, _num_cell, _ms_cells = html_rows.sort_key, html_rows.num_cell, html_rows.ms_cells
-
-
-_INF = (float("inf"), float("-inf"))
-_PLAIN = frozenset((int, str, bool, type(None)))  # page JSON values `_compact` leaves as they are
-
-
-def _compact(value, href=None):
-    """Page-embedded JSON (chart data, the step selector's and the single file's rank tables) with floats cut to 7
-    significant digits: the pages show at most 3 decimals, and `167.83036663599998` is most of a large run's
-    chart bytes. summary.json and the CSVs keep every digit.
-
-    `href` (the page's resolver's `href`): also resolve every string under an `href` (or `*_href`) key, as
-    `urls.resolve_hrefs` does, in the same walk (a rank page's chart data has thousands of numbers to walk)."""
-    if isinstance(value, float):
-        return float(f"{value:.7g}") if value == value and value not in _INF else value
-    if isinstance(value, dict):
-        if href is not None:
-            return {k: ((href(v) or "") if isinstance(v, str) and (k == "href" or k.endswith("_href")) else
-                        v if type(v) in _PLAIN else _compact(v, href)) for k, v in value.items()}
-        return {k: v if type(v) in _PLAIN else _compact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [v if type(v) in _PLAIN else _compact(v, href) for v in value]
-    if isinstance(value, tuple):  # (no href is looked for inside a tuple, as in `urls.resolve_hrefs`)
-        return [v if type(v) in _PLAIN else _compact(v) for v in value]
-    return value
-
-
-@pass_context
-def _json_script(context, value) -> Markup:
-    """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless.
-
-    Every `href` in the data is resolved from the page being rendered (chart links, the step table's rows)."""
-    url = context.get("url")  # (`url(target)` is the resolver's href, "" for none)
-    text = json_text(_compact(value, url if hasattr(url, "resolver") else None), separators=(",", ":"))
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(text)
-
-
-_DICT_ATTRS = frozenset(dir(dict))
-
-
-class _Environment(Environment):
-    """Jinja's environment; `row.key` on a plain dict (the rows of every table) is looked up as the key at once
-    when `dict` has no such attribute. Jinja finds the same value, after raising and catching an AttributeError
-    (a rank page has some 900 such lookups)."""
-
-    def getattr(self, obj, attribute):
-        if type(obj) is dict and attribute not in _DICT_ATTRS:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return Environment.getattr(self, obj, attribute)
-
-
-def make_env() -> Environment:
-    # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include)
-    env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False)
-    i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
-    env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
-    # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
-    # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
-    env.filters["t"] = html_rows.translate
-    env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
-    env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
-                       signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
-                       csp_hash=csp_hash, **html_rows.FILTERS)
-    env.globals["num_cell_fn"] = _num_cell  # `num_cell` in _macros.html
-    env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
-    env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
-    return env
-
-
-def _template_gettext(lookup: Callable[[str], str]):
-    """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
-    autoescape, then `% variables`, which escapes the variables), in one call instead of three, and a message
-    without variables looked up once per build (a rank page has 125 `_()` calls, thousands of pages the same)."""
-    done: dict = {}
-
-    @pass_context
-    def gettext(context, message: str, **variables):
-        if variables:
-            rv = lookup(message)
-            return (Markup(rv) if context.eval_ctx.autoescape else rv) % variables
-        key = (message, context.eval_ctx.autoescape)
-        rv = done.get(key)
-        if rv is None:
-            rv = done[key] = (Markup(lookup(message)) if key[1] else lookup(message)) % variables
-        return rv
-    return gettext
-
-
-def csv_value(v):
-    """A CSV cell: whole floats as integers (a count is `208`, not `208.0`); other floats with the digits the data
-    carries, 9 significant digits or 6 decimals, whichever keeps more (ms totals of nanosecond durations keep every
-    nanosecond; `8.552121000000003` becomes `8.552121`, summation noise dropped). Timestamps and other numbers of
-    12+ digits keep their shortest repr. `tests/test_size.py` checks the round trip."""
-    if type(v) is float:
-        a = abs(v)
-        if a < 1000.0:  # (NaN fails every comparison: below)
-            return int(v) if v.is_integer() else f"{v:.9g}"  # fewer than 4 integer digits: 9 significant
-        if not math.isfinite(v):
-            return v
-        if v.is_integer() and a < 1e15:
-            return int(v)
-        digits = max(9, math.floor(math.log10(a)) + 1 + 6)
-        return repr(v) if digits >= 17 else f"{v:.{digits}g}"
-    if isinstance(v, float) and not isinstance(v, bool):  # a float subclass (numpy float64): the same rule
-        return csv_value(float(v))
-    return v
-
-
-def _csv_field(v) -> str:
-    """What `csv.writer` writes for a cell holding `v` (after `csv_value`): floats as their repr, else str."""
-    v = csv_value(v)
-    return v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v)
-
-
-_CSV_SPECIAL = re.compile('[,"\r\n]').search  # a field holding one of these is quoted (csv.QUOTE_MINIMAL)
-
-
-def _csv_quoted(field: str) -> str:
-    return '"' + field.replace('"', '""') + '"' if _CSV_SPECIAL(field) else field
-
-
-def _csv_text(columns: list[dict], rows) -> str:
-    """A download's CSV, as `csv.writer` writes it: a header of the columns' labels, then a line per row (rows of
-    dicts, or a `LazyRows` that gives its table column by column). Built column by column, each cell as
-    `csv_value` writes it (its commonest cases inline: a large run writes millions of cells), a column scanned
-    once for characters that need quotes."""
-    keys = [c["key"] for c in columns]
-    if isinstance(rows, LazyRows) and rows.columns:
-        table = rows.fn()
-        n = len(next(iter(table.values()), ()))
-    else:
-        rows = list(rows)
-        table, n = {k: [r.get(k) for r in rows] for k in keys}, len(rows)
-    if len(keys) < 2:  # (csv writes a lone empty field as "")
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow([c["label"] for c in columns])
-        w.writerows([["" if v is None else csv_value(v) for v in vals] for vals in zip(*[table.get(k) or [None] * n
-                                                                                          for k in keys])]
-                    if keys else [[]] * n)
-        return buf.getvalue()
-    cells = []
-    for k in keys:
-        col = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
-               ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
-                _csv_field(v)) for v in table.get(k) or [None] * n]
-        if _CSV_SPECIAL("\x00".join(col)):
-            col = [_csv_quoted(f) for f in col]
-        cells.append(col)
-    header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
-    return "\r\n".join([header, *map(",".join, zip(*cells))]) + "\r\n"
+from reportgen.site.plan.page import Page, SitePlan
+from reportgen.site.render.assets import short_hash
+from reportgen.site.render.csv_text import csv_text
+from reportgen.site.render.findings_md import findings_markdown
+from reportgen.site.render.jinja_env import make_env
+from reportgen.site.render.output import (atomic_write, check_output, json_text, staged_folder, write_index_files,
+                                          write_marker)
+from reportgen.site.render.page_assets import PageAssets, style
+from reportgen.urls import FINDINGS_MD, INDEX, in_tree, language_href, tree_root, url_function
 
 
 PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
@@ -249,14 +79,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
     with staged_folder(out) as tmp:
-        assets = tmp / "assets"
-        assets.mkdir()
-        names = {}
-        for key, text, ext in (("vega", vega_bundle(), "js"), ("css", static_text("report.css"), "css"),
-                               ("js", static_text("report.js"), "js")):
-            name = f"{key}-{short_hash(text)}.{ext}"
-            (assets / name).write_text(text, encoding="utf-8")
-            names[key] = "assets/" + name
+        assets = PageAssets.write(tmp)
         done, made = 0, {}
 
         def meanwhile() -> None:  # the first tree's rank writers are at work: build the summary here meanwhile
@@ -266,7 +89,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
             with i18n.use(tree.lang):
                 # the total grows as each tree's cluster pages are planned (the progress counter shows it)
                 total = sum(t.plan.page_count() for t in trees)
-                done = _write_tree(tree, tmp, names, jobs, progress, done, total, meanwhile)
+                done = _write_tree(tree, tmp, assets, jobs, progress, done, total, meanwhile)
         meanwhile()
         summary = made["summary"]
         for ex in plan.exports:
@@ -274,13 +97,13 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
         (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
         for tree in trees if findings is not None else trees[:1]:
             with i18n.use(tree.lang):
-                (tmp / in_tree(tree.root, "findings.md")).write_text(findings_markdown(summary, findings),
+                (tmp / in_tree(tree.root, FINDINGS_MD)).write_text(findings_markdown(summary, findings),
                                                                      encoding="utf-8")
-        (tmp / MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
+        write_marker(tmp)
     return out / INDEX
 
 
-def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
+def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress: Optional[Callable[[int, int], None]], done: int, total: int,
                 meanwhile: Callable[[], None] = lambda: None) -> int:
     """Write one language's pages (in the current language); return the count of pages written so far."""
@@ -292,7 +115,7 @@ def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
     parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
     # the rank pages' writers are forked and given their pages first; this process then plans and writes the
     # cluster pages (and `meanwhile`) while they work: on two cores that hides most of that time
-    writers = _RankWriters(env, tree, rank_idx, tmp, names, jobs) if parallel else None
+    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs) if parallel else None
     try:
         before = len(plan.pages)
         plan.realize()
@@ -301,7 +124,7 @@ def _write_tree(tree: LanguageTree, tmp: Path, names: dict, jobs: int,
         if not parallel:
             serial += [i for i in rank_idx if i < 0]
         for i in serial:
-            _write_page(env, tree, plan.page_at(i), tmp, names, shared)
+            write_page(env, tree, plan.page_at(i), tmp, assets, shared)
             done += 1
             if progress:
                 progress(done, total)
@@ -343,22 +166,21 @@ def _site_url(page: str, root: str):
     return cached
 
 
-def _write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, names: dict,
+def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, assets: PageAssets,
                 shared: "SharedSpecs") -> None:
     url = _site_url(page.path, tree.root)
     per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
-    html = _render(env, "page.html", tree.plan, page, url, single=False,
-                   asset_css=url(names["css"]), asset_js=url(names["js"]), asset_vega=url(names["vega"]),
-                   asset_specs=url(tree.specs) if per_rank else "",
+    html = render(env, "page.html", tree.plan, page, url, single=False,
+                   **assets.template_vars(url), asset_specs=url(tree.specs) if per_rank else "",
                    share_spec=shared.share if per_rank else _no_sharing,
-                   inline_css="", inline_js="", inline_vega="", lang_links=tree.lang_links(page.path))
+                   lang_links=tree.lang_links(page.path))
     target = tmp / in_tree(tree.root, page.path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
         dest = tmp / in_tree(tree.root, path)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        text = _csv_text(columns, rows)
+        text = csv_text(columns, rows)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
             dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
         else:
@@ -374,11 +196,11 @@ class _RankWriters:
     yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
     or Ctrl-C: the staged folder is then discarded)."""
 
-    def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, names: dict,
+    def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
                  jobs: int) -> None:
         size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
-        _FORKED.update(env=env, tree=tree, tmp=tmp, names=names)
+        _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                       initializer=ignore_sigint)
         self.ok = False
@@ -409,7 +231,7 @@ def _write_chunk(idx: list[int]) -> dict:
     tree = st["tree"]
     with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
         for i in idx:
-            _write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["names"], shared)
+            write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
     return shared.specs
 
 
@@ -456,7 +278,7 @@ class SharedSpecs:
         return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
 
 
-def _render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, single: bool, **extra) -> str:
+def render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, single: bool, **extra) -> str:
     """Render one page's template (`page.html` around its partial, or the partial alone) with its context."""
     extra.setdefault("share_spec", _no_sharing)
     extra.setdefault("asset_specs", "")
@@ -473,26 +295,24 @@ def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path,
     check_output(out, run_root, single_file=True)
     env = make_env()
     url = url_function(INDEX, single=True)
-    fragments = [Markup(_render(env, page.partial, plan, page, url, single=True))
+    fragments = [Markup(render(env, page.partial, plan, page, url, single=True))
                  for page in plan.pages if page.single]
     index = next(p for p in plan.pages if p.path == INDEX)
     sr = plan.single_ranks
     # the flagged ranks' whole pages, their ids scoped so they cannot clash with the cluster sections' ids
     rank_pages = [{"rank": p.context.rank, "anchor": f"r{p.context.rank}-rank-page-{p.context.rank}",
-                   "html": Markup(scope_ids(_render(env, p.partial, plan, p, url, single=True),
+                   "html": Markup(scope_ids(render(env, p.partial, plan, p, url, single=True),
                                             f"r{p.context.rank}-"))} for p in sr.pages]
     html = env.get_template("single.html").render(
         page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
         rank_data=sr.data, rank_meta=sr.meta, rank_pages=rank_pages, line_template=sr.line_template,
         rank_ids=sr.rank_ids,
-        asset_css="", asset_js="", asset_vega="",
-        inline_css=Markup(static_text("report.css")), inline_js=Markup(static_text("report.js")),
-        inline_vega=Markup(vega_bundle()))
+        **PageAssets.inline().template_vars())
     out.parent.mkdir(parents=True, exist_ok=True)
     summary_path = out.with_name(out.stem + ".summary.json")
-    _atomic_write(out, html)
-    _atomic_write(summary_path, json_text(summary, indent=2))
-    _atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary, findings))
+    atomic_write(out, html)
+    atomic_write(summary_path, json_text(summary, indent=2))
+    atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary, findings))
     return out
 
 
@@ -524,7 +344,7 @@ def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, s
                                                      tree_dir or ".")) for r in rows] if tree_dir else rows
         with i18n.use(lang):
             return make_env().get_template("runs.html").render(runs=tree_rows, root=root, version=__version__,
-                                                               css=Markup(static_text("report.css")),
+                                                               css=style(),
                                                                lang_links=links)
 
     entry = write_index_files(out, page("", trees[0][1]), json_text(summary, indent=2), single_file=single_file)
