@@ -156,6 +156,9 @@ def late_ranks(arr: Arrivals, n_steps: int, min_abs_ms: float, min_share: float,
     for r, x in sig.groupby("last_rank"):
         if len(x) < persistence * len(sig):
             continue
+        # and in `persistence` of the steps: a one-off stall (one step) is the stall rule's, not a late rank
+        if x["step"].notna().any() and x["step"].nunique() < persistence * n_steps:
+            continue
         cost = float(x["last_behind_median_ms"].sum()) / n_steps
         if cost < floor:
             continue

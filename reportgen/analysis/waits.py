@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.arrival import Arrivals, arrivals
+from reportgen.i18n import N_
 
 if TYPE_CHECKING:
     from reportgen.model import Run
@@ -33,10 +34,10 @@ TOP_CULPRITS = 5  # per group, in summary.json and the table
 TOP_WAITERS = 3  # per culprit: the ranks that waited longest for it
 
 # Why a run has no matrix (`Waits.reason`), shown as is (English; the site translates through the catalogue).
-NO_RANKS = "one rank only: nobody waits for another rank"
-NO_TIMES = ("this input records no per-rank start time of its collectives (MindInsight hccl_raw, communication "
-            "totals without a timestamp): who waits for whom cannot be read")
-NO_MATCH = "no collective was recorded on two ranks or more (nothing to match across ranks)"
+NO_RANKS = N_("one rank only: nobody waits for another rank")
+NO_TIMES = N_("this input records no per-rank start time of its collectives (MindInsight hccl_raw, communication "
+              "totals without a timestamp): who waits for whom cannot be read")
+NO_MATCH = N_("no collective was recorded on two ranks or more (nothing to match across ranks)")
 
 
 @dataclass
@@ -72,6 +73,12 @@ class Waits:
     source: str  # Arrivals.source: "collectives" | "step trace"
     steps: int  # the steps the ms are per (distinct steps of the matched instances; 1 when unnumbered)
     groups: list[GroupWaits] = field(default_factory=list)
+    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads it)
+
+    def culprit(self, rank: int) -> Optional[tuple[GroupWaits, Culprit]]:
+        """The group where `rank` costs its peers the most, and its record there."""
+        got = [(g, c) for g in self.groups for c in g.culprits if c.rank == rank]
+        return max(got, key=lambda gc: gc[1].per_waiter_ms) if got else None
 
     def top(self, n: int = TOP_CULPRITS) -> list[tuple[GroupWaits, Culprit]]:
         """The largest culprits over all groups, largest per_waiter_ms first."""
@@ -110,7 +117,7 @@ def wait_matrices(arr: Arrivals) -> Waits:
     late = late[coll]
     steps = late["step"].dropna()
     n_steps = max(1, int(steps.nunique())) if len(steps) else 1
-    out = Waits(basis=arr.basis, source=arr.source, steps=n_steps)
+    out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
     if late.empty:
         return out
     g = late.groupby(["group", "key"], sort=False)["late_ms"]
@@ -122,9 +129,11 @@ def wait_matrices(arr: Arrivals) -> Waits:
     is_max = lv == lmax
     last_of = pd.Series(ranks[is_max]).groupby(inst[is_max]).first()
     culprit = last_of.reindex(inst).to_numpy()
+    # the collective as the culprit's profile names it (ranks may number concurrent operators differently)
+    op_of = pd.Series(late["op"].astype(str).to_numpy()[is_max]).groupby(inst[is_max]).first()
     wait = lmax - lv
     w = pd.DataFrame({"group": late["group"].astype(str).to_numpy(), "i": ranks, "j": culprit, "ms": wait,
-                      "op": late["op"].astype(str).to_numpy(), "inst": inst})
+                      "op": op_of.reindex(inst).to_numpy(), "inst": inst})
     w = w[w["i"] != w["j"]]
     ins = arr.instances
     ins = ins[~ins["kind"].astype(str).str.lower().isin(P2P_KINDS)] if "kind" in ins else ins

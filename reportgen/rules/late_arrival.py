@@ -89,7 +89,8 @@ def _impact(a, ranks, stage_of):
 def _from_arrivals(ctx: Context) -> list[Finding]:
     """Matched collective instances with their start times (Kineto): the rank that reaches them last."""
     a = ctx.a
-    arr = arrivals(a.run)
+    waits = getattr(a, "waits", None)
+    arr = waits.arrivals if waits is not None and waits.arrivals is not None else arrivals(a.run)
     if arr is None:
         return []
     step_ms = a.steps.stats["total"].median if a.steps.kind and "total" in a.steps.stats else math.nan
@@ -106,6 +107,11 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                  first=w.first_rank, cost=fmt_ms(w.cost_ms))
     if len(found) > 1:
         title = lazy("{title}; also {others}", title=title, others=ranks_msg(ranks[1:]))
+    who = waits.culprit(w.rank) if waits is not None else None
+    if who is not None:  # the wait-for matrix (analysis.waits): what each peer loses per step waiting for it
+        g, c = who
+        title = lazy(N_("{title}; the other ranks of its group wait {ms} per step for it, most at {op}"),
+                     title=title, ms=fmt_ms(c.per_waiter_ms), op=c.op)
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
         title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
@@ -121,6 +127,7 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                   "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
                   "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
                                              "late_ms": x.worst_ms} for x in found},
+                  **(_matrix_evidence(waits, found) if waits is not None else {}),
                   **(why_late[1] if why_late else {})},
         table={"columns": [N_("Step"), N_("Collective"), N_("Group"), N_("Last to arrive"), N_("First to arrive"),
                            N_("Last − first (ms)"), N_("Last − median (ms)")],
@@ -128,6 +135,24 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                          round(r.spread_ms, 4), round(r.last_behind_median_ms, 4)] for r in top.itertuples()],
                "links": [None] * len(top)},
         impact=_arrival_impact(a, found))]
+
+
+def _matrix_evidence(waits, found) -> dict:
+    """Per named rank, from the wait-for matrix: what each other rank of its group waits for it per step, by whom,
+    at which collective."""
+    out = {}
+    for x in found:
+        who = waits.culprit(x.rank)
+        if who is None:
+            continue
+        g, c = who
+        out[str(x.rank)] = {"group": g.group, "waited_for_per_peer_ms": c.per_waiter_ms,
+                            "waited_for_total_ms": c.total_ms, "saving_per_step_ms": c.saving_ms,
+                            "waiters": {str(r): ms for r, ms in c.waiters}, "collective": c.op}
+    if not out:
+        return {}
+    first = out.get(str(found[0].rank))
+    return {"waited_for": out, **({"waited_for_per_peer_ms": first["waited_for_per_peer_ms"]} if first else {})}
 
 
 def _arrival_impact(a, found):

@@ -20,6 +20,7 @@ from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
+from reportgen.site.waits_view import waits_context
 from reportgen.site import highlights, step_views
 from reportgen.site.comm_views import (
     MAX_BOX_LINKS,
@@ -381,13 +382,15 @@ class CommContext(PageContext):
     slow_rule_link: str = ""
     has_stored_bw: bool = False
     drill_max: int = MAX_DRILL_RANKS  # devices the host drill-down draws at once
+    waits: Optional[dict] = None  # who waits for whom (site/waits_view.py)
 
 
 def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
     """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
+    waits, wchart = waits_context(a)  # who waits for whom (site/waits_view.py)
     if not c.has_data:
-        return {"has_data": False}, [], []
+        return {"has_data": False, "waits": waits}, [wchart] if wchart else [], []
     rows = rank_rows(a, hl)
     lt = marked_links(a, hl)
     links = link_rows(a, lt)
@@ -397,7 +400,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     by_host = graph is not None and any("members" in n for n in graph.spec["datasets"]["nodes"])
     charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), graph,
                             _matrix_chart(a, lt), _drill_chart(lt) if by_host else None,
-                            _box_chart(a, lt, per_host=by_host)) if ch is not None]
+                            _box_chart(a, lt, per_host=by_host), wchart) if ch is not None]
     if mapped:
         # only the fields the chart reads: at 1,000+ ranks the scatter has thousands of points
         points = [{"link": f"{l['src']}→{l['dst']}", "group": l["group"], "transport": l["transport"],
@@ -423,6 +426,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
     ctx = {
         "has_data": True,
+        "waits": waits,
         "sources": source_labels(a),
         "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
         "unit_notes": [text(n) for n in c.unit_notes],
