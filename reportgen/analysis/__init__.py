@@ -69,8 +69,9 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     try:
         a.waits, a.waits_reason = analyze_waits(run)
     except Exception as e:  # noqa: BLE001
-        a.waits_reason = f"the wait-for matrix could not be computed ({type(e).__name__}: {e})"
-        a.issues.append(DataIssue("", a.waits_reason, "warning"))
+        a.issues.append(DataIssue("", f"the wait-for matrix could not be computed ({type(e).__name__}: {e})",
+                                  "warning"))
+        a.waits_reason = a.issues[-1].problem
     # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
     # step over the step, shares over 100 %) become data-quality entries naming the file and the rank
     try:

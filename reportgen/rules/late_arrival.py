@@ -112,6 +112,7 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
         g, c = who
         title = lazy(N_("{title}; the other ranks of its group wait {ms} per step for it, most at {op}"),
                      title=title, ms=fmt_ms(c.per_waiter_ms), op=c.op)
+    matrix = _matrix_evidence(waits, found) if waits is not None else {}
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
         title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
@@ -127,7 +128,8 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                   "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
                   "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
                                              "late_ms": x.worst_ms} for x in found},
-                  **(_matrix_evidence(waits, found) if waits is not None else {}),
+                  "waited_for_per_peer_ms": matrix.get(str(w.rank), {}).get("waited_for_per_peer_ms"),
+                  "waited_for": matrix,
                   **(why_late[1] if why_late else {})},
         table={"columns": [N_("Step"), N_("Collective"), N_("Group"), N_("Last to arrive"), N_("First to arrive"),
                            N_("Last − first (ms)"), N_("Last − median (ms)")],
@@ -149,10 +151,7 @@ def _matrix_evidence(waits, found) -> dict:
         out[str(x.rank)] = {"group": g.group, "waited_for_per_peer_ms": c.per_waiter_ms,
                             "waited_for_total_ms": c.total_ms, "saving_per_step_ms": c.saving_ms,
                             "waiters": {str(r): ms for r, ms in c.waiters}, "collective": c.op}
-    if not out:
-        return {}
-    first = out.get(str(found[0].rank))
-    return {"waited_for": out, **({"waited_for_per_peer_ms": first["waited_for_per_peer_ms"]} if first else {})}
+    return out
 
 
 def _arrival_impact(a, found):
