@@ -17,6 +17,7 @@ next latest rank, per step (what fixing it saves on the step, `Arrivals.instance
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -184,9 +185,14 @@ def binned(g: GroupWaits, max_cells: int = 48, keep: int = 8) -> tuple[list[str]
     kept = [c.rank for c in g.culprits[:keep]]
     pos = {r: k for k, r in enumerate(g.ranks)}
     kept_idx = sorted(pos[r] for r in kept)
-    rest = [k for k in range(n) if k not in set(kept_idx)]
-    n_bins = max(1, max_cells - len(kept_idx))
-    chunks = [c for c in np.array_split(np.array(rest, dtype=int), n_bins) if len(c)]
+    # the other ranks in bins of contiguous positions that never straddle a kept culprit (a label "0–36" holds
+    # every rank from 0 to 36): at most `max_cells` labels in all
+    size = max(1, math.ceil((n - len(kept_idx)) / max(1, max_cells - 2 * len(kept_idx) - 1)))
+    chunks, lo = [], 0
+    for stop in kept_idx + [n]:
+        seg = np.arange(lo, stop, dtype=int)
+        chunks += [seg[i:i + size] for i in range(0, len(seg), size)]
+        lo = stop + 1
     parts: list[tuple[int, np.ndarray, str, bool]] = []  # (sort position, members, label, kept)
     for k in kept_idx:
         parts.append((k, np.array([k]), str(g.ranks[k]), True))
