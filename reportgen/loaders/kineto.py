@@ -1502,6 +1502,9 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
     from reportgen import idle
 
     try:
+        # the host's collective calls: a CPU backend (gloo) blocks the calling thread until every peer arrived
+        hcomm = (np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")) \
+            if len(acc.hc_s) else None
         ev = getattr(out, "events", None)
         if ev is not None:
             wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
@@ -1509,11 +1512,12 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
                              or [""], dtype=object)
             stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
                 else None
-            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins)
+            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins, host_comm=hcomm)
         launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
         comm = getattr(acc, "dev_comm", None)
         return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
-                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc))
+                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc),
+                              host_comm=hcomm)
     except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
         log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
         return None

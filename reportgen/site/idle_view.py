@@ -11,7 +11,7 @@ from reportgen.site.values import num
 
 COLUMNS = (("step_ms", N_("Step (ms)")), ("computing_ms", N_("Computing (ms)")), ("idle_ms", N_("Idle (ms)")),
            ("communication_ms", N_("Communication alone (ms)")), ("host_wait_ms", N_("Host wait (ms)")),
-           ("stream_wait_ms", N_("Stream wait (ms)")), ("stream_wait_comm_ms", N_("of which collectives pending (ms)")),
+           ("host_wait_comm_ms", N_("of which in collectives (ms)")), ("stream_wait_ms", N_("Stream wait (ms)")), ("stream_wait_comm_ms", N_("of which collectives pending (ms)")),
            ("other_ms", N_("Other (ms)")))
 BASIS = {"kernels": N_("the GPU kernels and the host calls that launched them, every step"),
          "host dispatch": N_("the device operators and the host dispatch that launched them, in the steps of the "
@@ -33,7 +33,7 @@ def idle_section(a: Analysis, r: int) -> dict[str, Any] | None:
 
 
 CAUSES = (("communication_ms", N_("Communication alone")), ("host_wait_ms", N_("Host wait")),
-          ("stream_wait_ms", N_("Stream wait")), ("stream_wait_comm_ms", N_("of which collectives pending")),
+          ("host_wait_comm_ms", N_("of which in collectives")), ("stream_wait_ms", N_("Stream wait")), ("stream_wait_comm_ms", N_("of which collectives pending")),
           ("other_ms", N_("Other")))
 
 

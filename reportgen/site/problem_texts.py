@@ -315,6 +315,7 @@ EVIDENCE = (
     N_('median stream wait share'),
     N_('median free share'),
     N_('median stream wait comm share'),
+    N_('median host wait in collectives share'),
     N_('median other share'),
     N_('launch delay p50 ms'),
     N_('source'),
