@@ -634,6 +634,7 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         return None
     ops: list[dict] = []
     links: list[dict] = []
+    spans: list[dict] = []
     for step, p in sorted(files):
         data = read_json(p, log)
         events = data.get("traceEvents") if isinstance(data, dict) else data
@@ -659,6 +660,12 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         else:
             groups = [("(all operators)", detail)]
         step_links: dict[tuple[int, int, str], list[float]] = {}
+        for e in op_events:  # the operators' own spans: each rank's arrival at them (`op_instances`)
+            ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+            if ts is not None and dur is not None and math.isfinite(ts) and math.isfinite(dur) and dur >= 0:
+                name = str(e.get("name", ""))
+                spans.append({"step": step, "op": name, "group": "", "kind": op_kind(name.rsplit("/", 1)[-1]),
+                              "start_us": float(ts), "communication_ms": float(dur) / 1e3})
         for name, evs in groups:
             comm = sum(float(e.get("dur", 0)) for e in evs if _task(e) != "Notify Wait") / 1e3
             wait = sum(float(e.get("dur", 0)) for e in evs if _task(e) == "Notify Wait") / 1e3
@@ -672,7 +679,7 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
     of, lf = _frames(ops, links)
     return Communication(source=log.rel(device_dir / "timeline"), producer="msprof_hccl",
                          steps=_steps_from_ops(of), ops=of, links=lf,
-                         local_links=False,
+                         local_links=False, instances=op_instances(spans),
                          unit_note="Computed from msprof timeline/hccl_*.json (one file per iteration) with "
                                    "MindSpore's AscendHCCLGenerator rules: communication = all tasks except "
                                    "Notify Wait, wait = Notify Wait, SDMA = Memcpy + Reduce Inline.")

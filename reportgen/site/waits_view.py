@@ -28,6 +28,8 @@ SOURCE = {"collectives": N_("collective operators matched across ranks"),
 def _label(a: Analysis, gid: str) -> str:
     from reportgen.site.comm_pages import group_label  # the page module imports this one
 
+    if gid == "":
+        return _("all ranks (group not recorded)")
     if gid == "step trace":
         return _("all ranks (step trace)")
     if gid.startswith("stage "):
