@@ -114,61 +114,73 @@ def _has_times(run: "Run") -> bool:
 
 def wait_matrices(arr: Arrivals) -> Waits:
     late = arr.late
-    coll = ~late["kind"].astype(str).str.lower().isin(P2P_KINDS)
+    coll = ~late["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()
     late = late[coll]
     steps = late["step"].dropna()
     n_steps = max(1, int(steps.nunique())) if len(steps) else 1
     out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
     if late.empty:
         return out
-    g = late.groupby(["group", "key"], sort=False)["late_ms"]
-    lmax = g.transform("max").to_numpy(dtype=float)
+    gcode, gnames = pd.factorize(late["group"].astype(str).to_numpy())
+    inst = (late["inst"].to_numpy() if "inst" in late else
+            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())
     lv = late["late_ms"].to_numpy(dtype=float)
-    inst = g.ngroup().to_numpy()
     ranks = late["rank"].to_numpy(dtype="int64")
-    # the last rank of each instance (the first of equal maxima, as `arrivals` sorts them stably)
+    lmax = pd.Series(lv).groupby(inst).transform("max").to_numpy()
+    # the last rank of each instance (the first of equal maxima), and the collective as its profile names it (ranks
+    # may number concurrent operators differently)
     is_max = lv == lmax
-    last_of = pd.Series(ranks[is_max]).groupby(inst[is_max]).first()
-    culprit = last_of.reindex(inst).to_numpy()
-    # the collective as the culprit's profile names it (ranks may number concurrent operators differently)
-    op_of = pd.Series(late["op"].astype(str).to_numpy()[is_max]).groupby(inst[is_max]).first()
-    wait = lmax - lv
-    w = pd.DataFrame({"group": late["group"].astype(str).to_numpy(), "i": ranks, "j": culprit, "ms": wait,
-                      "op": op_of.reindex(inst).to_numpy(), "inst": inst})
-    w = w[w["i"] != w["j"]]
+    first_max = pd.Series(np.flatnonzero(is_max)).groupby(inst[is_max]).first()
+    at = first_max.reindex(inst).to_numpy()
+    culprit = ranks[at]
+    ops = late["op"].astype(str).to_numpy()
+    w = pd.DataFrame({"g": gcode, "i": ranks, "j": culprit, "ms": lmax - lv, "op": ops[at], "inst": inst})
+    w = w[w["i"].to_numpy() != w["j"].to_numpy()]
+    # one aggregation each over every group (a groupby per group costs seconds at 1,024 ranks)
+    cells = w.groupby(["g", "i", "j"], sort=False)["ms"].sum()
+    by_op = w.groupby(["g", "j", "op"], sort=False)["ms"].sum().sort_values(ascending=False, kind="stable")
+    top_op = by_op[~by_op.index.droplevel("op").duplicated()]  # the largest collective per (group, culprit)
+    top_op = {(int(g_), int(j_)): (str(o_), float(v_)) for (g_, j_, o_), v_ in top_op.items()}
+    n_inst = w.groupby("g")["inst"].nunique()
+    members = pd.DataFrame({"g": gcode, "r": ranks}).drop_duplicates()
+    members_of = {int(k): np.sort(v.to_numpy()) for k, v in members.groupby("g")["r"]}
     ins = arr.instances
-    ins = ins[~ins["kind"].astype(str).str.lower().isin(P2P_KINDS)] if "kind" in ins else ins
-    members_of = {str(k): np.unique(v.to_numpy(dtype="int64"))
-                  for k, v in late["rank"].groupby(late["group"].astype(str).to_numpy())}
-    ins_of = {str(k): v for k, v in ins.groupby(ins["group"].astype(str).to_numpy())}
-    for grp, x in w.groupby("group", sort=True):
-        members = members_of[str(grp)]
-        idx = {int(r): k for k, r in enumerate(members)}
-        m = np.zeros((len(members), len(members)))
-        cell = x.groupby(["i", "j"], sort=False)["ms"].sum()
-        ii = np.array([idx[int(a)] for a, _ in cell.index], dtype=int)
-        jj = np.array([idx[int(b)] for _, b in cell.index], dtype=int)
-        m[ii, jj] = cell.to_numpy() / n_steps
-        gi = ins_of.get(str(grp), ins.iloc[:0])
-        n_inst = int(x["inst"].nunique()) if len(gi) == 0 else len(gi)
-        by_op = x.groupby(["j", "op"], sort=False)["ms"].sum()
+    ins = ins[~ins["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()] if "kind" in ins else ins
+    code_of = {name: k for k, name in enumerate(gnames)}
+    ig = np.array([code_of.get(str(x), -1) for x in ins["group"]], dtype="int64") if len(ins) else np.zeros(0, int)
+    lasts = pd.DataFrame({"g": ig, "j": ins["last_rank"].to_numpy() if len(ins) else np.zeros(0, int),
+                          "m": ins["last_margin_ms"].to_numpy(dtype=float) if len(ins) else np.zeros(0)})
+    last_n = lasts.groupby(["g", "j"]).size()
+    last_m = lasts.groupby(["g", "j"])["m"].sum()
+    ins_n = lasts.groupby("g").size()
+    cg = cells.index.get_level_values("g").to_numpy()
+    ci, cj = cells.index.get_level_values("i").to_numpy(), cells.index.get_level_values("j").to_numpy()
+    cv = cells.to_numpy()
+    order = np.argsort(cg, kind="stable")
+    bounds = np.searchsorted(cg[order], np.arange(len(gnames) + 1))
+    for k in sorted(range(len(gnames)), key=lambda k: str(gnames[k])):
+        sel = order[bounds[k]:bounds[k + 1]]
+        if not len(sel):
+            continue  # nobody waited in this group
+        mem = members_of[k]
+        m = np.zeros((len(mem), len(mem)))
+        m[np.searchsorted(mem, ci[sel]), np.searchsorted(mem, cj[sel])] = cv[sel] / n_steps
+        others = max(1, len(mem) - 1)
+        n_i = int(ins_n.get(k, n_inst.get(k, 0)))
         culprits = []
-        others = max(1, len(members) - 1)
         for j in np.flatnonzero(m.sum(axis=0) > 0):
-            r = int(members[j])
+            r = int(mem[j])
             col = m[:, j]
-            order = np.argsort(-col, kind="stable")[:TOP_WAITERS]
-            ops = by_op.loc[r] if r in by_op.index.get_level_values(0) else pd.Series(dtype=float)
-            top_op = str(ops.idxmax()) if len(ops) else ""
-            mine = gi[gi["last_rank"] == r]
+            top = np.argsort(-col, kind="stable")[:TOP_WAITERS]
+            key = (k, r)
+            op_name, op_ms = top_op.get(key, ("", 0.0))
             culprits.append(Culprit(
                 rank=r, per_waiter_ms=float(col.sum() / others), total_ms=float(col.sum()),
-                saving_ms=float(mine["last_margin_ms"].sum() / n_steps) if len(mine) else 0.0,
-                last_in=int(len(mine)), instances=n_inst,
-                waiters=[(int(members[k]), float(col[k])) for k in order if col[k] > 0],
-                op=top_op, op_ms=float(ops.max() / n_steps / others) if len(ops) else 0.0))
+                saving_ms=float(last_m.get(key, 0.0)) / n_steps, last_in=int(last_n.get(key, 0)), instances=n_i,
+                waiters=[(int(mem[t]), float(col[t])) for t in top if col[t] > 0],
+                op=op_name, op_ms=op_ms / n_steps / others))
         culprits.sort(key=lambda c: -c.per_waiter_ms)
-        out.groups.append(GroupWaits(group=str(grp), ranks=[int(r) for r in members], ms=m, instances=n_inst,
+        out.groups.append(GroupWaits(group=str(gnames[k]), ranks=[int(r) for r in mem], ms=m, instances=n_i,
                                      culprits=culprits))
     return out
 

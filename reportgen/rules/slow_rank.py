@@ -273,7 +273,7 @@ def check(ctx: Context) -> list[Finding]:
             if faulty:
                 found = sorted(found + faulty, key=lambda s: -s.excess_ms)
                 cells = cells.assign(out=cells["out"] | standout_cells(frame, col, **kw)["out"])
-        found = _not_waiting(a, found) if found else found
+        found = _not_waiting(a, found) if found and phase == "free" else found
         if not found:
             continue
         if phase in ("step_interval", "compute"):
@@ -348,16 +348,22 @@ def _waited(a: Analysis) -> dict[int, float]:
 
 
 def _not_waiting(a: Analysis, found: list[Standout]) -> list[Standout]:
-    """Drop ranks whose excess is waiting for another rank at the collectives (the wait-for matrix: it waited at
-    least half its excess per step for others, and nobody waits for it as long): a victim, whatever phase its wait
-    landed in (gloo's wait on the host shows as free device time, not communication)."""
+    """Drop ranks whose extra free time is waiting for another rank at the collectives: the wait-for matrix says it
+    waited at least half its excess per step for others, nobody waits for it as long, and its exposed communication
+    does not hold that wait (collectives run on the CPU, gloo: the device idles while the host is blocked in them)."""
     w = getattr(a, "waits", None)
     if w is None:
         return found
     waited = _waited(a)
     cost = {c.rank: c.per_waiter_ms for g in w.groups for c in g.culprits}
-    return [s for s in found if not (waited.get(s.rank, 0.0) >= 0.5 * s.excess_ms
-                                     and cost.get(s.rank, 0.0) < 0.5 * waited.get(s.rank, 0.0))]
+    avg = a.steps.average
+    comm = avg["communication_not_overlapped"].fillna(0.0) if "communication_not_overlapped" in avg else None
+
+    def victim(s: Standout) -> bool:
+        got = waited.get(s.rank, 0.0)
+        exposed = float(comm.get(s.rank, 0.0)) if comm is not None else 0.0
+        return got >= 0.5 * s.excess_ms and cost.get(s.rank, 0.0) < 0.5 * got and exposed < 0.5 * got
+    return [s for s in found if not victim(s)]
 
 
 MEASURED_BASIS = N_("{ranks} arriving at the collectives it was last at with the next latest rank (measured at the "

@@ -13,7 +13,7 @@ from reportgen.charts import waits as wait_charts
 from reportgen.fmt import ms as fmt_ms
 from reportgen.i18n import N_, _
 
-MAX_GROUPS = 12  # groups in the heatmap's drop-down: those whose top culprit costs the most
+MAX_GROUPS = 6  # groups in the heatmap's drop-down: those whose top culprit costs the most
 MAX_CELLS = 32  # rows / columns of one group's heatmap (larger groups are binned)
 KEEP = 8  # top culprits kept as rows and columns of their own when binned
 MAX_ROWS = 20  # culprits in the table
