@@ -211,3 +211,19 @@ def test_communication_page_shows_who_waits_for_whom(site):
     top = s["groups"][0]["culprits"][0]
     assert top["rank"] == 2 and top["per_waiter_ms"] == pytest.approx(200.0, rel=0.05)
     assert not math.isnan(top["saving_ms"]) and {w["rank"] for w in top["waiters"]} == {0, 1, 3}
+
+
+@pytest.mark.parametrize("rel", ["ascend/msinsight_pytorch_2rank_level1_text", "ascend/msinsight_pytorch_2rank_level1_db",
+                                 "mindinsight/msprof_raw_2rank_10iter"])
+def test_real_healthy_samples_have_a_matrix_and_no_late_rank(samples_root, rel):
+    """Real 2-rank Ascend runs (text, DB, raw msprof): the arrivals are read, the ranks' waits for each other are a
+    few ms of a step of tens to hundreds, and nobody is named (the late-arrival rule keeps its thresholds)."""
+    path = samples_root / rel
+    if not path.exists():
+        pytest.skip(f"{rel} not in the samples")
+    a, findings = _analysed(path)
+    assert a.waits is not None, a.waits_reason
+    step = float(a.steps.per_step["total"].median())
+    g, top = a.waits.top(1)[0]
+    assert len(g.ranks) == 2 and top.per_waiter_ms < 0.1 * step
+    assert not [f for f in findings if f.id == "late-arrival.culprit"]
