@@ -211,9 +211,12 @@ RULE = Rule(
 Communication wait time per rank and step (from the communication files) is compared within each pipeline stage.
 A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
-wait for it. Where every rank's collectives are matched with their start times (Kineto traces), the arrival is read
-directly: a rank that reaches at least `persistence` of the collectives whose spread (last − first arrival) is at
-least `min_abs_ms` and `min_share` of the step last, and costs the median peer as much per step, is named, with the
-instance it was latest at and that cost. Severity: warning."""),
+wait for it. Where every rank's collectives are matched with their start times (Kineto traces, Ascend
+communication.json and its databases, msprof timelines, MindInsight and MindSpore GPU step traces), the arrival is
+read directly: a rank that reaches at least `persistence` of the collectives whose spread (last − first arrival) is
+at least `min_abs_ms` and `min_share` of the step last, in at least `persistence` of the steps, and costs the median
+peer as much per step, is named, with the instance it was latest at, that cost and, from the wait-for matrix (who
+waits for whom), what each other rank of its group waits for it per step, by whom and at which collective. Severity:
+warning at most (the saving decides between warning and information)."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe"))

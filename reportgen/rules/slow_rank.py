@@ -402,7 +402,10 @@ whose step interval, computation or free time is `severity.phase_fault` times it
 sets the rank's phase to its peers' median in every step (the others' waits shrink by as much). Severity follows
 the severity policy (the saving; the fault floor for a phase several times its peers'); one recorded step is
 information (persistence unknown). Exposed communication and a long **tail** have no saving of their own (they are
-usually waiting for a slower rank named in another finding): information."""),
+usually waiting for a slower rank named in another finding): information. Where the collectives' arrivals are
+known (who waits for whom), a rank whose extra free time is its wait for another rank at the collectives (collectives
+on the CPU, gloo: the device idles while the host is blocked in them) is a victim, not reported; and a rank's
+saving is what its arrival costs the collectives it is last at, when the step-trace what-if says less."""),
     params=Thresholds, check=check,
     source=N_("tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
            "(spread / step ≥ 5 %); seed 003 delimitation"))
