@@ -53,17 +53,23 @@ def waits_context(a: Analysis) -> tuple[dict, Optional[Chart]]:
                      "op_ms": fmt_ms(c.op_ms)})
     shown = sorted((g for g in w.groups if g.culprits), key=lambda g: -g.culprits[0].per_waiter_ms)[:MAX_GROUPS]
     cells, labels, is_binned = [], [], False
+    ps = a.steps.per_step
+    step = float(ps["total"].median()) if ps is not None and "total" in getattr(ps, "columns", ()) and len(ps) else 0.0
+    step = step if step == step else 0.0
     for g in shown:
         names, m, kept = binned(g, MAX_CELLS, KEEP)
         is_binned |= len(names) < len(g.ranks)
         lab = _label(a, g.group)
         labels.append(lab)
-        culprits = {str(c.rank) for c in g.culprits[:KEEP]}
+        # outlined: the culprits costing each peer at least the policy's warning share of the step (2 %) and a
+        # quarter of the group's top one (not the noise every healthy group has)
+        floor = max(1.0, 0.02 * step, 0.25 * g.culprits[0].per_waiter_ms)
+        culprits = {str(c.rank) for c in g.culprits[:KEEP] if c.per_waiter_ms >= floor}
         for i, ni in enumerate(names):
             for j, nj in enumerate(names):
                 if i != j or kept[i] or len(names) < len(g.ranks):
                     cells.append({"group": lab, "i": ni, "j": nj, "io": i, "jo": j, "ms": round(float(m[i, j]), 4),
-                                  "culprit": bool(kept[j] or nj in culprits) and float(m[:, j].sum()) > 0})
+                                  "culprit": nj in culprits})
     chart = None
     if cells:
         chart = Chart("comm-waits", wait_charts.wait_matrix(cells, labels, is_binned), N_(
