@@ -29,7 +29,9 @@ ALLOWED = {"HCCL", "HCCS", "RDMA", "SDMA", "PCIe", "AllReduce", "AllGather", "Re
            "vega-embed", "BSD-3-Clause", "Marey", "Host", "ProfilerStep", "step_trace_time", "csv", "CSV", "JSON",
            "ms", "MB", "GB", "Profiler", "torch_npu", "Kineto", "log", "CANN", "profiler",
            # efficiency (issue 32): the units and measures Chinese UIs keep in English
-           "MFU", "FLOPs", "TFLOPS", "TFLOP", "GEMM"}
+           "MFU", "FLOPs", "TFLOPS", "TFLOP", "GEMM",
+           # NVIDIA's and PyTorch's product names, kept in English by their Chinese documentation
+           "CUDA", "Graph", "ATen"}
 
 
 def _english_words(text: str, data: set[str]) -> list[str]:

@@ -1,51 +1,34 @@
-"""Static assets: the Vega bundle from vl-convert-python (cached on disk), our CSS and JS."""
+"""Static assets: the vendored Vega bundle (`reportgen/vendor/vega`), our CSS and JS."""
 
 from __future__ import annotations
 
 import hashlib
-import os
+import re
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 
-import altair as alt
-
-from reportgen.errors import ReportError
+VEGA_FILES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # in load order: each UMD build sets a global
+_SOURCE_MAP = re.compile(r"\n?//# sourceMappingURL=\S*\s*$")
 
 
-def _vl_version() -> str:
-    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
-    return f"{major}.{minor}"
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "msreport"
+def vendored_vega() -> dict:
+    """The vendored files' package, version and sha256 (reportgen/vendor/vega/VERSIONS), by file name."""
+    text = resources.files("reportgen").joinpath("vendor", "vega", "VERSIONS").read_text(encoding="utf-8")
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and not line.startswith("#"):
+            out[parts[0]] = {"package": parts[1], "version": parts[2], "sha256": parts[3]}
+    return out
 
 
 @lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """vega + vega-lite + vega-embed as one script (no network), cached per vl-convert version."""
-    import vl_convert as vlc
-
-    vl = _vl_version()
-    if vl not in vlc.get_vegalite_versions():
-        raise ReportError(f"vl-convert-python {vlc.__version__} has no Vega-Lite {vl}; upgrade vl-convert-python")
-    cache = _cache_dir() / f"vega-bundle-{vlc.__version__}-{vl}.js"
-    try:
-        if cache.is_file():
-            return cache.read_text(encoding="utf-8")
-    except OSError:
-        pass
-    js = vlc.javascript_bundle(vl_version=vl)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(js, encoding="utf-8")
-        os.replace(tmp, cache)
-    except OSError:
-        pass  # a cache is a nicety
-    return js
+    """vega + vega-lite + vega-embed as one classic script (no network, no cache outside the output): the three
+    vendored UMD builds in load order, their source-map comments dropped (a browser's tools would fetch them)."""
+    base = resources.files("reportgen").joinpath("vendor", "vega")
+    parts = [_SOURCE_MAP.sub("", base.joinpath(name).read_text(encoding="utf-8")) for name in VEGA_FILES]
+    return ";\n".join(parts) + ";\n"
 
 
 def static_text(name: str) -> str:
