@@ -49,7 +49,9 @@ TERMS = ALLOWED | {"AI", "Core", "CPU", "GPU", "NPU", "ms", "us", "KB", "Perfett
                    # msprof-analyze's own names: its advisor and the sections of its output
                    "advisor", "Overall", "Summary", "Issues", "summary-json",
                    # names the files and traces use: MindSpore Insight, the trace's Steps lane, reduce columns
-                   "Insight", "Steps", "reduce", "cluster-analyse", "Overlap", "Analysis"}
+                   "Insight", "Steps", "reduce", "cluster-analyse", "Overlap", "Analysis",
+                   # a collective library and a profiler tool with its output folder (msprof's timeline/)
+                   "gloo", "msprof", "timeline"}
 IDENTIFIER = re.compile(r"^(?:[A-Z]?[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-zA-Z]*|[a-z]+[A-Z][A-Za-z]*)$")
 
 

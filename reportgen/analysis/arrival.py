@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.i18n import N_, Msg, lazy
+
 if TYPE_CHECKING:
     from reportgen.model import Run
 
@@ -74,6 +76,18 @@ def _step_trace_events(run: "Run") -> list[pd.DataFrame]:
                                     "start_ms": ev["start_ms"].astype(float),
                                     "dur_ms": (ev["end_ms"] - ev["start_ms"]).astype(float), "rank": int(r)}))
     return frames
+
+
+def pseudo_group_text(gid: str) -> "Optional[Msg]":
+    """The words for the groups this module makes up where the profile names none (legacy step traces: "stage N",
+    "step trace"; no group recorded: ""), in the report's language; None for a group the profile names."""
+    if gid == "":
+        return lazy(N_("all ranks (group not recorded)"))
+    if gid == "step trace":
+        return lazy(N_("all ranks (step trace)"))
+    if gid.startswith("stage "):
+        return lazy(N_("stage {n} (step trace)"), n=gid[6:])
+    return None
 
 
 def arrivals(run: "Run") -> Optional[Arrivals]:

@@ -12,12 +12,16 @@ from dataclasses import dataclass
 import math
 
 from reportgen import urls
-from reportgen.analysis.arrival import arrivals, late_ranks
+from reportgen.analysis.arrival import arrivals, late_ranks, pseudo_group_text
 from reportgen.analysis.impact import ARRIVAL, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
 from reportgen.rules.slow_rank import slow_table
 from reportgen.rules.stats import peer_median, standouts, step_reference
+
+# evidence["basis"]: English in summary.json, translated on the pages
+BASIS = {"start times": N_("arrival at matched collectives (start times)"),
+         "elapsed times": N_("arrival at matched collectives (elapsed times)")}
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -123,7 +127,7 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
         why=lazy("Every rank of a collective waits for its last member; the time the others spend waiting is lost "
                  "on all of them."),
         page=urls.comm_rank_row(w.rank), ranks=ranks, phase="communication",
-        evidence={"basis": f"arrival at matched collectives ({arr.basis})", "late_ms": w.worst_ms,
+        evidence={"basis": BASIS.get(arr.basis, arr.basis), "late_ms": w.worst_ms,
                   "late_op": w.worst_op, "late_step": w.worst_step, "first_rank": w.first_rank,
                   "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
                   "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
@@ -133,7 +137,7 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                   **(why_late[1] if why_late else {})},
         table={"columns": [N_("Step"), N_("Collective"), N_("Group"), N_("Last to arrive"), N_("First to arrive"),
                            N_("Last − first (ms)"), N_("Last − median (ms)")],
-               "rows": [[None if r.step != r.step else r.step, r.op, str(r.group), r.last_rank, r.first_rank,
+               "rows": [[None if r.step != r.step else r.step, r.op, pseudo_group_text(str(r.group)) or str(r.group), r.last_rank, r.first_rank,
                          round(r.spread_ms, 4), round(r.last_behind_median_ms, 4)] for r in top.itertuples()],
                "links": [None] * len(top)},
         impact=_arrival_impact(a, found))]

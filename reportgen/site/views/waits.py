@@ -7,11 +7,12 @@ from typing import Optional
 
 from reportgen import urls
 from reportgen.analysis import Analysis
+from reportgen.analysis.arrival import pseudo_group_text
 from reportgen.analysis.waits import Waits, binned
 from reportgen.charts import Chart
 from reportgen.charts import waits as wait_charts
 from reportgen.fmt import ms as fmt_ms
-from reportgen.i18n import N_, _
+from reportgen.i18n import N_, _, text
 from reportgen.site.views.communication import group_label
 
 MAX_GROUPS = 6  # groups in the heatmap's drop-down: those whose top culprit costs the most
@@ -27,13 +28,8 @@ SOURCE = {"collectives": N_("collective operators matched across ranks"),
 
 
 def _label(a: Analysis, gid: str) -> str:
-    if gid == "":
-        return _("all ranks (group not recorded)")
-    if gid == "step trace":
-        return _("all ranks (step trace)")
-    if gid.startswith("stage "):
-        return _("stage {n} (step trace)").format(n=gid[6:])
-    return group_label(a, gid)
+    made_up = pseudo_group_text(gid)
+    return text(made_up) if made_up is not None else group_label(a, gid)
 
 
 def waits_context(a: Analysis) -> tuple[dict, Optional[Chart]]:
