@@ -63,3 +63,63 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+# --- one compiled template and one schema check per distinct input, for the whole session (issue 31: the default
+# suite within 8 min). The tests build some 150 reports in this process; each build made a new Jinja environment
+# that compiled the same ~23 templates again (~0.25 s a build), and validated every chart spec against Vega-Lite's
+# schema again (~0.25 s a build) although most specs repeat from build to build. Neither changes what is checked:
+# every build still renders every page with the same compiled templates (every Environment reportgen makes has the
+# same settings: `site.builder.make_env`; the key is the template's name and source), and every distinct spec is
+# still validated (a spec that was valid once is valid again; errors are never remembered, so an invalid spec raises
+# at every build). Builds in a child process (`python -m reportgen`) pay in full, as before.
+def _share_compiled_templates() -> None:
+    import jinja2
+
+    class _MemoryBytecodeCache(jinja2.BytecodeCache):
+        def __init__(self):
+            self.store: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.store:
+                bucket.bytecode_from_string(self.store[bucket.key])
+
+        def dump_bytecode(self, bucket):
+            self.store[bucket.key] = bucket.bytecode_to_string()
+
+    cache, init = _MemoryBytecodeCache(), jinja2.Environment.__init__
+
+    def init_cached(self, *a, **kw):
+        if not a:  # spontaneous environments (jinja2.Template) pass every setting by position
+            kw.setdefault("bytecode_cache", cache)
+        init(self, *a, **kw)
+
+    jinja2.Environment.__init__ = init_cached
+
+
+def _validate_each_spec_once() -> None:
+    import json
+
+    try:
+        from altair.utils import schemapi
+    except ImportError:
+        return
+    errors_of, valid = schemapi._get_errors_from_spec, set()
+
+    def errors_once(spec, schema, rootschema=None):
+        try:
+            key = (id(schema), id(rootschema), json.dumps(spec, sort_keys=True))
+        except (TypeError, ValueError):
+            return errors_of(spec, schema, rootschema=rootschema)
+        if key in valid:
+            return []
+        errors = errors_of(spec, schema, rootschema=rootschema)
+        if not errors:
+            valid.add(key)
+        return errors
+
+    schemapi._get_errors_from_spec = errors_once
+
+
+_share_compiled_templates()
+_validate_each_spec_once()
