@@ -123,3 +123,85 @@ def _validate_each_spec_once() -> None:
 
 _share_compiled_templates()
 _validate_each_spec_once()
+
+
+# --- CI's plain-clone stage: only the tests that reach the samples (issue 31) -----------------------------------
+# With MSREPORT_SAMPLES_ONLY=1 (and MSREPORT_SAMPLES pointing at a missing folder), every test file is still
+# collected, and only the tests that can reach the samples run: those whose code, fixtures (transitively), helper
+# functions of tests/ or parameters name SAMPLES, sample() or samples_root, or hold a path below SAMPLES. Every
+# other test never looks at the samples, so it runs the same with or without them and the default stage has run it.
+_SAMPLE_NAMES = {"SAMPLES", "sample", "samples_root"}
+_TESTS = Path(__file__).resolve().parent
+
+
+def _holds_sample_path(obj) -> bool:
+    if isinstance(obj, (str, Path, list, tuple, dict, set, frozenset)):
+        try:
+            return str(SAMPLES) in repr(obj)[:100_000]
+        except Exception:
+            return False
+    return False
+
+
+def _reaches_samples(fn, seen: set) -> bool:
+    import types
+
+    fn = getattr(fn, "__wrapped__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    glb = getattr(fn, "__globals__", {})
+
+    def names(c):
+        yield from c.co_names
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from names(k)
+
+    import sys
+
+    for n in names(code):
+        if n in _SAMPLE_NAMES:
+            return True
+        obj = glb.get(n, sys.modules.get(n))
+        if isinstance(obj, types.ModuleType):  # a test module's helpers (`from test_browser import render`)
+            src = getattr(obj, "__file__", None) or ""
+            if Path(src).parent == _TESTS and any(w in Path(src).read_text(encoding="utf-8") for w in _SAMPLE_NAMES):
+                return True
+        elif isinstance(obj, (types.FunctionType, types.MethodType)):
+            if Path(obj.__code__.co_filename).resolve().parent == _TESTS and _reaches_samples(obj, seen):
+                return True
+        elif isinstance(obj, type) and getattr(obj, "__module__", "").startswith(("tests", "test_")):
+            if any(_reaches_samples(v, seen) for v in vars(obj).values() if isinstance(v, types.FunctionType)):
+                return True
+        elif _holds_sample_path(obj):
+            return True
+    return False
+
+
+def _item_reaches_samples(item) -> bool:
+    seen: set = set()
+    if "samples_root" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(_holds_sample_path(v) or isinstance(v, Path) and str(SAMPLES) in str(v)
+                                    for v in callspec.params.values()):
+        return True
+    if _reaches_samples(getattr(item, "function", None), seen):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if any(_reaches_samples(d.func, seen) for d in defs):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("MSREPORT_SAMPLES_ONLY") != "1":
+        return
+    keep = [i for i in items if _item_reaches_samples(i)]
+    dropped = [i for i in items if i not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
