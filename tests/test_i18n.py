@@ -465,8 +465,8 @@ def test_compare_help_follows_the_language():
 # --- one site in two languages -------------------------------------------------------------------------------------
 
 
-def _switch(page: Path):
-    links = _soup(page).select("a.lang-switch")
+def _switch(page: Path, soup=None):
+    links = (soup or _soup(page)).select("a.lang-switch")
     assert len(links) == 1, page
     return links[0]
 
@@ -479,14 +479,16 @@ def test_two_languages_every_page_links_to_the_same_page_in_the_other(zh_runs):
     zh_pages = {p.relative_to(root / "zh") for p in (root / "zh").rglob("*.html")}
     assert len(en_pages) > 10 and en_pages == zh_pages
     for rel in sorted(en_pages):
+        soups = {}  # each page parsed once (read only here)
+        soup = lambda p: soups.get(p.resolve()) or soups.setdefault(p.resolve(), _soup(p))  # noqa: E731
         for here, there, lang in ((root, root / "zh", "zh"), (root / "zh", root, "en")):
-            a = _switch(here / rel)
+            a = _switch(here / rel, soup(here / rel))
             assert a["hreflang"] == lang and a.get_text() == {"zh": "中文", "en": "English"}[lang]
             target = ((here / rel).parent / a["href"]).resolve()
             assert target == (there / rel).resolve(), (rel, a["href"])
-            other = _soup(target)
+            other = soup(target)
             assert other.html["lang"] == ("zh-CN" if lang == "zh" else "en")
-            back = ((there / rel).parent / _switch(there / rel)["href"]).resolve()
+            back = ((there / rel).parent / _switch(there / rel, soup(there / rel))["href"]).resolve()
             assert back == (here / rel).resolve()
     # the same page identity: the same section ids and the same number of findings in either language
     for rel in (Path("index.html"), Path("cluster/communication.html")):
