@@ -212,17 +212,23 @@ def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch):
+def _help(capsys, *args) -> str:
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--help"])
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch, capsys):
+    """In this process (`python -m reportgen` itself: test_version, test_bad_command_line_is_one_line_and_exit_2)."""
     monkeypatch.setenv("LANG", "en_US.UTF-8")
     monkeypatch.delenv("LC_ALL", raising=False)
     monkeypatch.delenv("LC_MESSAGES", raising=False)
-    r = _run("--help")
-    assert r.returncode == 0
-    assert "msreport compare" in r.stdout and "msreport trend" in r.stdout
+    text = _help(capsys)
+    assert "msreport compare" in text and "msreport trend" in text
     for sub in ("compare", "trend"):
-        s = _run(sub, "--help")
-        assert s.returncode == 0 and s.stdout.startswith(f"usage: msreport {sub}")
-    assert "--set" in _run("compare", "--help").stdout
+        assert _help(capsys, sub).startswith(f"usage: msreport {sub}")
+    assert "--set" in _help(capsys, "compare")
 
 
 def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):
