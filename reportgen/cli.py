@@ -164,12 +164,17 @@ def _main(argv: list[str]) -> int:
         for run in kept:
             print(_("The example's run folder is kept at {path}").format(path=run.resolve()))
     if args.fail_on:
-        hit = counts["critical"] + (counts["warning"] if args.fail_on == "warning" else 0)
+        hit = fail_on_hits(result.summary.get("findings", []), args.fail_on)
         if hit:
             print(_("msreport: --fail-on {level}: {n} finding(s) at that level or worse").format(
                 level=args.fail_on, n=hit), file=sys.stderr)
             return EXIT_FINDINGS
     return 0
+
+
+def fail_on_hits(findings: list[dict], level: str) -> int:
+    """How many findings make `--fail-on LEVEL` exit 3: the critical ones, and the warnings too for `warning`."""
+    return sum(1 for f in findings if f["severity"] == "critical" or (level == "warning" and f["severity"] == "warning"))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,25 @@ def samples_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sample_report(tmp_path_factory):
+    """`report_of(rel)` -> (exit code, report folder): the report of the real sample `rel` with the default options
+    (`-q`), built once per session and shared by the tests that read it without changing it (test_samples.py builds
+    every sample; before, seven other tests built some of them again)."""
+    from reportgen.cli import main
+
+    built: dict[str, tuple[int, Path]] = {}
+
+    def report_of(rel: str) -> tuple[int, Path]:
+        if rel not in built:
+            src = sample(rel)  # skips when the samples are absent
+            out = tmp_path_factory.mktemp("sample-report") / "report"
+            built[rel] = (main([str(src), "-o", str(out), "-q"]), out)
+        return built[rel]
+
+    return report_of
+
+
+@pytest.fixture(scope="session")
 def synth_8(tmp_path_factory) -> Path:
     from reportgen.synth import generate_run
 
@@ -63,3 +82,142 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+# --- one compiled template and one schema check per distinct input, for the whole session (issue 31: the default
+# suite within 8 min). The tests build some 150 reports in this process; each build made a new Jinja environment
+# that compiled the same ~23 templates again (~0.25 s a build), and validated every chart spec against Vega-Lite's
+# schema again (~0.25 s a build) although most specs repeat from build to build. Neither changes what is checked:
+# every build still renders every page with the same compiled templates (every Environment reportgen makes has the
+# same settings: `site.builder.make_env`; the key is the template's name and source), and every distinct spec is
+# still validated (a spec that was valid once is valid again; errors are never remembered, so an invalid spec raises
+# at every build). Builds in a child process (`python -m reportgen`) pay in full, as before.
+def _share_compiled_templates() -> None:
+    import jinja2
+
+    class _MemoryBytecodeCache(jinja2.BytecodeCache):
+        def __init__(self):
+            self.store: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.store:
+                bucket.bytecode_from_string(self.store[bucket.key])
+
+        def dump_bytecode(self, bucket):
+            self.store[bucket.key] = bucket.bytecode_to_string()
+
+    cache, init = _MemoryBytecodeCache(), jinja2.Environment.__init__
+
+    def init_cached(self, *a, **kw):
+        if not a:  # spontaneous environments (jinja2.Template) pass every setting by position
+            kw.setdefault("bytecode_cache", cache)
+        init(self, *a, **kw)
+
+    jinja2.Environment.__init__ = init_cached
+
+
+def _validate_each_spec_once() -> None:
+    import json
+
+    try:
+        from altair.utils import schemapi
+    except ImportError:
+        return
+    errors_of, valid = schemapi._get_errors_from_spec, set()
+
+    def errors_once(spec, schema, rootschema=None):
+        try:
+            key = (id(schema), id(rootschema), json.dumps(spec, sort_keys=True))
+        except (TypeError, ValueError):
+            return errors_of(spec, schema, rootschema=rootschema)
+        if key in valid:
+            return []
+        errors = errors_of(spec, schema, rootschema=rootschema)
+        if not errors:
+            valid.add(key)
+        return errors
+
+    schemapi._get_errors_from_spec = errors_once
+
+
+_share_compiled_templates()
+_validate_each_spec_once()
+
+
+# --- CI's plain-clone stage: only the tests that reach the samples (issue 31) -----------------------------------
+# With MSREPORT_SAMPLES_ONLY=1 (and MSREPORT_SAMPLES pointing at a missing folder), every test file is still
+# collected, and only the tests that can reach the samples run: those whose code, fixtures (transitively), helper
+# functions of tests/ or parameters name SAMPLES, sample() or samples_root, or hold a path below SAMPLES. Every
+# other test never looks at the samples, so it runs the same with or without them and the default stage has run it.
+_SAMPLE_NAMES = {"SAMPLES", "sample", "samples_root"}
+_TESTS = Path(__file__).resolve().parent
+
+
+def _holds_sample_path(obj) -> bool:
+    if isinstance(obj, (str, Path, list, tuple, dict, set, frozenset)):
+        return str(SAMPLES) in repr(obj)[:100_000]
+    return False
+
+
+def _reaches_samples(fn, seen: set) -> bool:
+    import types
+
+    fn = getattr(fn, "__wrapped__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    glb = getattr(fn, "__globals__", {})
+
+    def names(c):
+        yield from c.co_names
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from names(k)
+
+    import sys
+
+    for n in names(code):
+        if n in _SAMPLE_NAMES:
+            return True
+        obj = glb.get(n, sys.modules.get(n))
+        if isinstance(obj, types.ModuleType):  # a test module's helpers (`from test_browser import render`)
+            src = getattr(obj, "__file__", None) or ""
+            if Path(src).parent == _TESTS and any(w in Path(src).read_text(encoding="utf-8") for w in _SAMPLE_NAMES):
+                return True
+        elif isinstance(obj, (types.FunctionType, types.MethodType)):
+            if Path(obj.__code__.co_filename).resolve().parent == _TESTS and _reaches_samples(obj, seen):
+                return True
+        elif isinstance(obj, type) and getattr(obj, "__module__", "").startswith(("tests", "test_")):
+            if any(_reaches_samples(v, seen) for v in vars(obj).values() if isinstance(v, types.FunctionType)):
+                return True
+        elif _holds_sample_path(obj):
+            return True
+    return False
+
+
+def _item_reaches_samples(item) -> bool:
+    seen: set = set()
+    if "samples_root" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(_holds_sample_path(v) or isinstance(v, Path) and str(SAMPLES) in str(v)
+                                    for v in callspec.params.values()):
+        return True
+    if _reaches_samples(getattr(item, "function", None), seen):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if any(_reaches_samples(d.func, seen) for d in defs):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("MSREPORT_SAMPLES_ONLY") != "1":
+        return
+    keep = [i for i in items if _item_reaches_samples(i)]
+    dropped = [i for i in items if i not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

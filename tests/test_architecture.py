@@ -199,3 +199,35 @@ def test_nothing_in_reportgen_uses_the_old_common_module():
     users = sorted(name for name, path in MODULES.items()
                    if name != "reportgen.loaders.common" and "reportgen.loaders.common" in _module_imports(path))
     assert users == []
+
+
+# CI's plain-clone stage runs only the tests that can reach the samples (tests/conftest.py, MSREPORT_SAMPLES_ONLY):
+# the selection must see a sample read through a helper, a path held in a module constant, and nothing else.
+def _reads_a_sample():
+    from tests.conftest import sample
+
+    return sample("real")
+
+
+def _through_a_helper():
+    return _reads_a_sample()
+
+
+_SAMPLE_DIRS = []
+
+
+def _holds_a_sample_path():
+    return list(_SAMPLE_DIRS)
+
+
+def _never_looks():
+    return sorted(LEVEL)
+
+
+def test_the_plain_clone_stage_selects_every_test_that_can_reach_the_samples():
+    from tests.conftest import SAMPLES, _reaches_samples
+
+    _SAMPLE_DIRS[:] = [SAMPLES / "real"]
+    assert _reaches_samples(_reads_a_sample, set()) and _reaches_samples(_through_a_helper, set())
+    assert _reaches_samples(_holds_a_sample_path, set())
+    assert not _reaches_samples(_never_looks, set())

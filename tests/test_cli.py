@@ -44,9 +44,18 @@ def test_missing_run_folder_is_exit_2(tmp_path):
     assert main([str(tmp_path / "nope"), "-o", str(tmp_path / "o"), "-q"]) == 2
 
 
-def test_failed_run_leaves_previous_report_intact(tmp_path, synth_8):
-    out = tmp_path / "report"
+@pytest.fixture(scope="module")
+def report_8(tmp_path_factory, synth_8):
+    """synth_8's report, built once; tests that need an earlier report in place copy it (issue 31: suite time)."""
+    out = tmp_path_factory.mktemp("report8") / "report"
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
+    return out
+
+
+def test_failed_run_leaves_previous_report_intact(tmp_path, report_8):
+    import shutil
+
+    out = shutil.copytree(report_8, tmp_path / "report", symlinks=True)
     before = (out / "summary.json").read_text()
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -55,9 +64,10 @@ def test_failed_run_leaves_previous_report_intact(tmp_path, synth_8):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report")]  # no temp leftovers
 
 
-def test_rebuild_replaces_report_and_keeps_files_the_user_added(tmp_path, synth_8):
-    out = tmp_path / "report"
-    assert main([str(synth_8), "-o", str(out), "-q"]) == 0
+def test_rebuild_replaces_report_and_keeps_files_the_user_added(tmp_path, synth_8, report_8):
+    import shutil
+
+    out = shutil.copytree(report_8, tmp_path / "report", symlinks=True)
     (out / "index.html").write_text("old")  # ours: replaced
     (out / "user-notes.html").write_text("mine")  # not ours: kept (see test_output.py)
     assert main([str(synth_8), "-o", str(out), "-q"]) == 0
@@ -91,10 +101,9 @@ def test_symlink_outside_the_run_is_not_followed(tmp_path, synth_8):
     assert any("outside the run folder" in d["problem"] for d in s["data_quality"])
 
 
-def test_final_line_names_the_report(tmp_path, synth_8):
-    r = _run(str(synth_8), "-o", str(tmp_path / "r"))
-    assert r.returncode == 0
-    assert r.stdout.strip().splitlines()[-1].startswith("Wrote report to file://")
+def test_final_line_names_the_report(tmp_path, synth_8, capsys):
+    assert main([str(synth_8), "-o", str(tmp_path / "r")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("Wrote report to file://")
 
 
 # --- -v, progress, Ctrl-C -------------------------------------------------------------------------------------------
@@ -203,17 +212,23 @@ def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch):
+def _help(capsys, *args) -> str:
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--help"])
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_lists_the_compare_and_trend_sub_commands(monkeypatch, capsys):
+    """In this process (`python -m reportgen` itself: test_version, test_bad_command_line_is_one_line_and_exit_2)."""
     monkeypatch.setenv("LANG", "en_US.UTF-8")
     monkeypatch.delenv("LC_ALL", raising=False)
     monkeypatch.delenv("LC_MESSAGES", raising=False)
-    r = _run("--help")
-    assert r.returncode == 0
-    assert "msreport compare" in r.stdout and "msreport trend" in r.stdout
+    text = _help(capsys)
+    assert "msreport compare" in text and "msreport trend" in text
     for sub in ("compare", "trend"):
-        s = _run(sub, "--help")
-        assert s.returncode == 0 and s.stdout.startswith(f"usage: msreport {sub}")
-    assert "--set" in _run("compare", "--help").stdout
+        assert _help(capsys, sub).startswith(f"usage: msreport {sub}")
+    assert "--set" in _help(capsys, "compare")
 
 
 def test_ctrl_c_while_the_libraries_import_is_one_line(tmp_path):

@@ -181,20 +181,20 @@ def test_fault_floor_states_both_savings():
     assert why.startswith("A slow link slows every collective.") and "1.50 ms" in why and "6.10 ms" in why
 
 
-@pytest.mark.parametrize("single", [False, True])
-def test_findings_md_beside_summary_in_both_modes(tmp_path, single):
-    import json
-    import os
-    import subprocess
-    import sys
+@pytest.fixture(scope="module")
+def slow_rank_3(tmp_path_factory) -> Path:
+    return generate_run(tmp_path_factory.mktemp("md") / "run", layout="ascend", ranks=8, steps=6, seed=4,
+                        inject=["slow-rank:3:compute:1.3"])
 
-    run = generate_run(tmp_path / "run", layout="ascend", ranks=8, steps=6, seed=4,
-                       inject=["slow-rank:3:compute:1.3"])
-    root = Path(__file__).resolve().parents[1]
+
+@pytest.mark.parametrize("single", [False, True])
+def test_findings_md_beside_summary_in_both_modes(tmp_path, slow_rank_3, single):
+    import json
+
+    from reportgen.cli import main
+
     out = tmp_path / ("r.html" if single else "r")
-    subprocess.run([sys.executable, "-m", "reportgen", str(run), "-o", str(out), "-q",
-                    *(["--single-file"] if single else [])], cwd=root, check=True,
-                   env={**os.environ, "PYTHONPATH": str(root)})
+    assert main([str(slow_rank_3), "-o", str(out), "-q", *(["--single-file"] if single else [])]) == 0
     summary = json.loads((out.with_name("r.summary.json") if single else out / "summary.json").read_text())
     md = (out.with_name("r.findings.md") if single else out / "findings.md").read_text()
     fs = summary["findings"]
@@ -233,7 +233,8 @@ def test_findings_md_text_is_inert_and_reads_as_written(payload):
 
 HEALTHY = [
     pytest.param(dict(ranks=16), id="16 ranks"),
-    pytest.param(dict(ranks=64, stages=4, tp=2), id="64 ranks, 4 stages, tp 2"),
+    # the same shape runs by default in tests/test_rules.py::test_healthy_runs_give_no_warning[ascend-64-4-2]
+    pytest.param(dict(ranks=64, stages=4, tp=2), id="64 ranks, 4 stages, tp 2", marks=pytest.mark.slow),
     pytest.param(dict(ranks=64, layout="mindinsight"), id="64 ranks, MindInsight"),
     pytest.param(dict(ranks=256, stages=4, tp=4, steps=6), id="256 ranks, 4 stages, tp 4", marks=pytest.mark.slow),
     pytest.param(dict(ranks=1024, stages=8, tp=8, steps=4), id="1024 ranks", marks=pytest.mark.slow),

@@ -329,9 +329,9 @@ def test_legacy_timeline_summary():
 # --- pages, summary, bad input ----------------------------------------------------------------------
 
 
-def test_rank_page_sections_and_empty_sections_say_so(tmp_path):
-    out = tmp_path / "site"
-    assert main([str(sample("mindinsight/single_device_run2_rank1_full")), "-o", str(out), "-q"]) == 0
+def test_rank_page_sections_and_empty_sections_say_so(sample_report):
+    code, out = sample_report("mindinsight/single_device_run2_rank1_full")
+    assert code == 0
     page = BeautifulSoup((out / "ranks/rank-1.html").read_text(), "html.parser")
     for sid in ("operators", "flops", "data", "cpu", "memory", "timeline"):
         assert page.find(id=sid) is not None, sid
@@ -391,9 +391,9 @@ def test_truncated_kernel_details_keeps_the_rows_read(tmp_path):
                                                  for i in log.issues)
 
 
-def test_summary_memory_and_flops_contract(tmp_path):
-    out = tmp_path / "site"
-    assert main([str(sample("mindinsight/cluster_pipeline_parallel_4rank")), "-o", str(out), "-q"]) == 0
+def test_summary_memory_and_flops_contract(sample_report):
+    code, out = sample_report("mindinsight/cluster_pipeline_parallel_4rank")
+    assert code == 0
     s = json.loads((out / "summary.json").read_text())
     f = s["metrics"]["flops"]["per_rank"]["2"]
     assert f["flops_m"] == 329608.369 and f["flops_per_s_g"] == 4859.39

@@ -325,17 +325,35 @@ def test_markdown_escapes_html():
     assert "<script>" not in html and "&lt;script&gt;" in html and "<strong>now</strong>" in html
 
 
-def test_fail_on_exit_codes(tmp_path, capsys):
-    healthy = generate_run(tmp_path / "ok", ranks=4, steps=4, seed=9)
-    assert main([str(healthy), "-o", str(tmp_path / "r1"), "-q", "--fail-on", "warning"]) == 0
+def test_fail_on_decides_on_the_rule_output(tmp_path):
+    """`--fail-on`'s decision on the findings the rules return (issue 31: before, four full builds through main())."""
+    from reportgen.cli import fail_on_hits
+
+    healthy = _findings(generate_run(tmp_path / "ok", ranks=4, steps=4, seed=9))
+    assert fail_on_hits(healthy, "warning") == fail_on_hits(healthy, "critical") == 0
     bad = generate_run(tmp_path / "bad", ranks=8, steps=6, seed=9, inject=["slow-rank:2:compute:1.5"])
-    assert main([str(bad), "-o", str(tmp_path / "r2"), "-q", "--fail-on", "warning"]) == 3
-    assert (tmp_path / "r2" / "index.html").exists()  # the report is written anyway
-    assert main([str(bad), "-o", str(tmp_path / "r3"), "-q", "--fail-on", "critical"]) == 3
-    assert main([str(bad), "-o", str(tmp_path / "r4"), "-q", "--set", "severity.critical_share=0.9",
-                 "--fail-on", "critical"]) == 0
-    thr = json.loads((tmp_path / "r4" / "summary.json").read_text())["run"]["thresholds"]
-    assert thr["severity"]["critical_share"] == 0.9
+    analysis = analyze(load_run(discover(bad)[0], jobs=1))
+    found = [f.to_dict() for f in run_rules(analysis)[0]]
+    crit = sum(f["severity"] == "critical" for f in found)
+    warn = sum(f["severity"] == "warning" for f in found)
+    assert crit >= 1 and fail_on_hits(found, "critical") == crit and fail_on_hits(found, "warning") == crit + warn
+    info_only = [f for f in found if f["severity"] == "info"]
+    assert fail_on_hits(info_only, "warning") == 0  # information never fails a run
+    # severity.critical_share=0.9: no finding is critical any more, so --fail-on critical passes
+    relaxed = [f.to_dict() for f in run_rules(analysis, parse_overrides(None, ["severity.critical_share=0.9"]))[0]]
+    assert relaxed and fail_on_hits(relaxed, "critical") == 0
+
+
+def test_fail_on_exit_code_end_to_end(tmp_path, capsys):
+    """One build through main(): exit 3, the report written anyway, `--set` in force and recorded."""
+    bad = generate_run(tmp_path / "bad", ranks=8, steps=6, seed=9, inject=["slow-rank:2:compute:1.5"])
+    assert main([str(bad), "-o", str(tmp_path / "r"), "-q", "--set", "severity.critical_share=0.9",
+                 "--fail-on", "warning"]) == 3
+    assert "--fail-on warning:" in capsys.readouterr().err
+    assert (tmp_path / "r" / "index.html").exists()  # the report is written anyway
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["run"]["thresholds"]["severity"]["critical_share"] == 0.9
+    assert summary["findings"] and not [f for f in summary["findings"] if f["severity"] == "critical"]
 
 
 def test_bad_thresholds_are_a_usage_error(tmp_path, capsys):

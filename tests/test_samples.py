@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from reportgen.cli import main
 from tests.conftest import SAMPLES
 
 CASES = sorted(str(p.relative_to(SAMPLES)) for g in ("mindinsight", "ascend", "real") if (SAMPLES / g).is_dir()
@@ -17,11 +16,10 @@ NOT_PROFILER_OUTPUT = {"mindinsight/marey_pipeline_4device_derived"}
 
 @pytest.mark.samples
 @pytest.mark.parametrize("case", CASES or ["(none)"])
-def test_sample_builds(tmp_path, case):
+def test_sample_builds(sample_report, case):
     if case == "(none)":
         pytest.skip("../shared/samples not available")
-    out = tmp_path / "report"
-    code = main([str(SAMPLES / case), "-o", str(out), "-q"])
+    code, out = sample_report(case)
     if case in NOT_PROFILER_OUTPUT:
         assert code == 2
         return

@@ -13,7 +13,6 @@ from bs4 import BeautifulSoup
 from reportgen.charts.column_codec import rows_of
 from reportgen.cli import main
 from reportgen.synth import generate_run
-from tests.conftest import sample
 
 
 def _summary(site: Path) -> dict:
@@ -67,9 +66,9 @@ def test_single_selected_step_keeps_its_marks(example_site):
 
 @pytest.mark.samples
 @pytest.mark.parametrize("rel", ["real/mindspore_cpu_dist4_legacy_graph", "mindinsight/parallel_strategy_2rank"])
-def test_no_false_all_clear(rel, tmp_path):
-    site = tmp_path / "r"
-    assert main([str(sample(rel)), "-o", str(site), "-q"]) == 0
+def test_no_false_all_clear(rel, sample_report):
+    code, site = sample_report(rel)
+    assert code == 0
     cov = _summary(site)["coverage"]
     assert cov["complete"] is False and cov["gaps"]
     html = (site / "index.html").read_text(encoding="utf-8")
@@ -124,9 +123,9 @@ def test_a_phase_has_one_colour_on_every_page(example_site):
 
 
 @pytest.mark.samples
-def test_cpu_runs_name_no_step_minus_one_and_one_finding_per_cause(tmp_path):
-    site = tmp_path / "r"
-    assert main([str(sample("real/mindspore_cpu_dist4_new_graph_skew")), "-o", str(site), "-q"]) == 0
+def test_cpu_runs_name_no_step_minus_one_and_one_finding_per_cause(sample_report):
+    code, site = sample_report("real/mindspore_cpu_dist4_new_graph_skew")
+    assert code == 0
     s = _summary(site)
     assert not any("step -1" in f["title"] for f in s["findings"])
     assert "step -1" not in (site / "index.html").read_text(encoding="utf-8")
@@ -136,9 +135,9 @@ def test_cpu_runs_name_no_step_minus_one_and_one_finding_per_cause(tmp_path):
 
 
 @pytest.mark.samples
-def test_bubble_title_and_table_agree(tmp_path):
-    site = tmp_path / "r"
-    assert main([str(sample("mindinsight/cluster_pipeline_parallel_4rank")), "-o", str(site), "-q"]) == 0
+def test_bubble_title_and_table_agree(sample_report):
+    code, site = sample_report("mindinsight/cluster_pipeline_parallel_4rank")
+    assert code == 0
     f = next(f for f in _summary(site)["findings"] if f["id"] == "pipeline-bubble.between-stage")
     cells = [row[-1] for row in f["table"]["rows"]]
     import re
