@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.numbers import MAX_ABS_NUMBER, NA_TOKENS, clean_cell, to_float
 
@@ -130,8 +131,7 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
                 + (" ..." if n_bad > 3 else ""))
     if dups:
         where = ", ".join(str(n) for n in dups[:5]) + (" ..." if len(dups) > 5 else "")
-        log.add(path, f"{len(dups)} duplicated row(s) (identical to an earlier row: same operator and times) "
-                f"counted once (line {where})")
+        log.add(path, dq("screen.duplicated-row-identical-earlier", dups=len(dups), where=where))
     return kept
 
 
@@ -179,8 +179,7 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
         out = df[~bad]
     dup = out.duplicated(keep="first") if dedupe else pd.Series(False, index=out.index)
     if dup.any():
-        log.add(path, f"{int(dup.sum())} duplicated row(s) (identical to an earlier row: same operator and times) "
-                "counted once")
+        log.add(path, dq("screen.duplicated-row-identical-earlier-2", dup=int(dup.sum())))
         out = out[~dup.to_numpy()]
     if out is not df:
         out = out.reset_index(drop=True)
