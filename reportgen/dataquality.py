@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from reportgen.i18n import N_, Msg
+from reportgen.i18n import N_, Msg, Problem
 
 CATALOG: dict[str, str] = {
     "csv.file-empty": N_("file is empty"),
@@ -175,9 +175,6 @@ class Coded(Msg):
         super().__init__(CATALOG[code], **{k: _plain(v) for k, v in params.items()})
         self.code = code
 
-    def __str__(self) -> str:  # the English text (what `summary.json` stores)
-        return self.en
-
     def __repr__(self) -> str:
         return f"dq({self.code!r}, {self.params!r})"
 
@@ -198,3 +195,18 @@ def render(code: Optional[str], params: Optional[dict], lang: Optional[str] = No
     except (KeyError, IndexError, ValueError, AttributeError):
         return None
     return Msg(template, **params).render(lang)
+
+
+def message(issue: Any, limit: int = 300) -> Msg:
+    """An entry's problem as a message for a finding's title: through its code when it has one, else its text
+    (`i18n.Problem`, shown through the site's matching); a text of `limit` characters or more is cut to fit."""
+    text = issue.problem or ""
+    code = getattr(issue, "code", "")
+    if len(text) >= limit:
+        return Problem(text[:limit - 3] + "…")
+    if code in CATALOG:
+        try:
+            return dq(code, **issue.params)
+        except (KeyError, TypeError):  # parameters that do not fit: the text as written
+            pass
+    return Problem(text)
