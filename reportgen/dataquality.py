@@ -175,6 +175,11 @@ class Coded(Msg):
         super().__init__(CATALOG[code], **{k: _plain(v) for k, v in params.items()})
         self.code = code
 
+    def render(self, lang: Optional[str] = None) -> str:
+        # a template is always formatted, with no parameters too (`{{` in it is a brace): `Msg` leaves a message
+        # without parameters as written
+        return super().render(lang) if self.params else Msg(self.msgid, _=None).render(lang)
+
     def __repr__(self) -> str:
         return f"dq({self.code!r}, {self.params!r})"
 
@@ -194,7 +199,7 @@ def render(code: Optional[str], params: Optional[dict], lang: Optional[str] = No
         template.format(**params)
     except (KeyError, IndexError, ValueError, AttributeError):
         return None
-    return Msg(template, **params).render(lang)
+    return (Coded(code, **params) if params else Msg(template, _=None)).render(lang)
 
 
 def message(issue: Any, limit: int = 300) -> Msg:

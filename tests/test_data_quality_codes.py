@@ -134,3 +134,18 @@ def test_summary_entries_carry_code_and_params_and_pages_show_them_in_the_langua
             assert bool(CJK.search(shown)) == (lang == "zh")
         for i in text_only:
             assert translate_problem(i["problem"], lang) in rows
+
+
+def test_every_code_reads_the_same_through_the_catalog_as_through_the_text_matching():
+    """For every code, with made-up parameters: the English text is the template filled in, and the Chinese the
+    catalog renders is what the pages showed when they matched the English text (so coding a call site changes no
+    page); a template without placeholders keeps its literal braces single."""
+    for code, template in CATALOG.items():
+        names = list(dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(template) if f))
+        params = {n: (k + 7 if k % 2 else f"v{k}x") for k, n in enumerate(names)}
+        issue = DataIssue("f", dq(code, **params))
+        assert issue.problem == template.format(**params), code
+        assert render(code, issue.params, "zh") == translate_problem(issue.problem, "zh"), code
+    assert DataIssue("d", dq("discover.no-rank-id-folder")).problem == \
+        "no rank id in the folder (no profiler_info_{rank}.json); treated as rank 0"
+    assert "{rank}" in render("discover.no-rank-id-folder", {}, "zh")
