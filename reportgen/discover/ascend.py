@@ -219,10 +219,8 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
                 parts.append(f"cycle {k + 1} of {cycles}")
             name = ", ".join(parts) + (f", {when}" if when else "")
             key = "-".join(p.replace(" of ", "of").split(" ")[0] + p.split(" ")[1] for p in parts)
-            note = DataIssue(rel(parent, fs.root), (
-                f"this folder holds {len(launches)} launches" if len(launches) > 1 else
-                f"the processes in this folder were profiled in {cycles} cycles (a profiler schedule with "
-                f"repeat > 1)") + "; each is reported as a run of its own: " + name, "info")
+            note = DataIssue(rel(parent, fs.root), dq("discover.launches", launches=len(launches), name=name)
+                             if len(launches) > 1 else dq("discover.profiler-cycles", cycles=cycles, name=name), "info")
             missing = [ds[0].rank for ds in launch if k >= len(ds) and ds[0].rank not in members]
             extra = []
             if missing:

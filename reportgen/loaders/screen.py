@@ -127,8 +127,8 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
         seen.add(key)
         kept.append((line, cells))
     if n_bad:
-        log.add(path, f"{n_bad} row(s) with an unusable number skipped: " + "; ".join(problems)
-                + (" ..." if n_bad > 3 else ""))
+        log.add(path, dq("screen.unusable-numbers-more" if n_bad > 3 else "screen.unusable-numbers", n_bad=n_bad,
+                         problems="; ".join(problems)))
     if dups:
         where = ", ".join(str(n) for n in dups[:5]) + (" ..." if len(dups) > 5 else "")
         log.add(path, dq("screen.duplicated-row-identical-earlier", dups=len(dups), where=where))
@@ -174,8 +174,8 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
             bad |= wrong
     out = df
     if bad.any():
-        log.add(path, f"{int(bad.sum())} row(s) with an unusable number skipped: " + "; ".join(problems)
-                + (" ..." if len(problems) < int(bad.sum()) else ""))
+        log.add(path, dq("screen.unusable-numbers-more" if len(problems) < int(bad.sum()) else
+                         "screen.unusable-numbers", n_bad=int(bad.sum()), problems="; ".join(problems)))
         out = df[~bad]
     dup = out.duplicated(keep="first") if dedupe else pd.Series(False, index=out.index)
     if dup.any():

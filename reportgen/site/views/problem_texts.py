@@ -58,6 +58,8 @@ TEMPLATES = (
     N_('a second msprof folder for rank {rank}; ignored'),
     N_('{word} {compact} missing: {sources} show{sources2} {missing} took part, but no files of {missing2} were found; the run is reported without {missing3}'),
     N_('folder seen twice (a mount looping back into the run); read once'),
+    N_('this folder holds {launches} launches; each is reported as a run of its own: {name}'),
+    N_('the processes in this folder were profiled in {cycles} cycles (a profiler schedule with repeat > 1); each is reported as a run of its own: {name}'),
     N_("no step_trace_time.csv; computing/communication/free per step summed from the trace's Overlap Analysis lanes, as torch_npu does"),
     N_('no step_trace_time.csv; step times are host ProfilerStep durations from trace_view.json (no computing/communication split)'),
     N_('MindSpore CPU profiler output: it writes no step trace, so no step times for this rank'),
@@ -76,6 +78,8 @@ TEMPLATES = (
     N_('file is {size} MB, too large to read whole; skipped'),
     N_('{dups} duplicated row(s) (identical to an earlier row: same operator and times) counted once (line {where})'),
     N_('{dup} duplicated row(s) (identical to an earlier row: same operator and times) counted once'),
+    N_('{n_bad} row(s) with an unusable number skipped: {problems}'),
+    N_('{n_bad} row(s) with an unusable number skipped: {problems} ...'),
     N_('JSON nested more than {max_json_depth} levels deep; skipped'),
     N_('{nums} non-finite or out-of-range number(s) ({shown}) read as missing'),
     N_('a string of {piece} characters (longer than {max_field_chars}) at byte {pos} (line {line}); read as written'),
@@ -210,10 +214,6 @@ TEMPLATES = (
     N_('row(s) dropped: no value in {name} (empty or a null mark)'),
     N_('value(s) written as a null mark in {c} (read as missing)'),
     N_("rank {r}'s file {parts}: a key dropped or renamed? the values under it were not read for this rank"),
-    N_('{n_bad} row(s) with an unusable number skipped: {problems} ...'),
-    N_('{n_bad} row(s) with an unusable number skipped: {problems}'),
-    N_('{bad} row(s) with an unusable number skipped: {problems} ...'),
-    N_('{bad} row(s) with an unusable number skipped: {problems}'),
     N_('no step_num column; not a step-trace file'),
     N_('missing column(s) {missing}; step trace not read'),
     N_('expected column(s) {c} missing (read as missing)'),
@@ -244,8 +244,6 @@ TEMPLATES = (
     N_('{unnamed} process_name metadata event(s) without a name (args.name): their process is not classified'),
     N_('{dups} duplicated complete event(s) (same process, thread, name, start and duration as an earlier one) counted once'),
     N_('{stray} complete event(s) in process(es) the trace never names (pid {p}; no process_name metadata): a damaged pid? counted by their name alone'),
-    N_('this folder holds {launches} launches; each is reported as a run of its own: {name}'),
-    N_('the processes in this folder were profiled in {cycles} cycles (a profiler schedule with repeat > 1); each is reported as a run of its own: {name}'),
 )
 
 EVIDENCE = (
