@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
+from reportgen import i18n
 from reportgen.i18n import N_, Msg, Problem
 
 CATALOG: dict[str, str] = {
@@ -167,6 +168,8 @@ def _plain(v: Any) -> Any:
     """A parameter as summary.json stores it (and as an f-string shows it: `format(v, "")`)."""
     if type(v) in (int, str) or (type(v) is float and math.isfinite(v)):
         return v
+    if isinstance(v, Msg):  # a message as a value: its English (the entry's text is English whatever the language)
+        return v.en
     return format(v, "")
 
 
@@ -180,9 +183,14 @@ class Coded(Msg):
         self.code = code
 
     def render(self, lang: Optional[str] = None) -> str:
-        # a template is always formatted, with no parameters too (`{{` in it is a brace): `Msg` leaves a message
-        # without parameters as written
-        return super().render(lang) if self.params else Msg(self.msgid, _=None).render(lang)
+        """The template in `lang` with the parameters put in; formatted without parameters too (a `{{` in the
+        template is a brace, where `Msg` leaves a message without parameters as written). A translation that does
+        not fit the parameters falls back to English, as `Msg` does."""
+        text = i18n.translations(lang or i18n.current()).gettext(self.msgid)
+        try:
+            return text.format(**self.params)
+        except (KeyError, IndexError, ValueError):
+            return self.msgid.format(**self.params)
 
     def __repr__(self) -> str:
         return f"dq({self.code!r}, {self.params!r})"
@@ -203,7 +211,7 @@ def render(code: Optional[str], params: Optional[dict], lang: Optional[str] = No
         template.format(**params)
     except (KeyError, IndexError, ValueError, AttributeError):
         return None
-    return (Coded(code, **params) if params else Msg(template, _=None)).render(lang)
+    return Coded(code, **params).render(lang)
 
 
 def message(issue: Any, limit: int = 300) -> Msg:
