@@ -1,7 +1,9 @@
 """Data-quality problems as codes with parameters: the catalog of every problem the loaders, discovery and analysis
 write, and how a coded problem is shown in a language.
 
-A problem is written as `dq(code, **params)`: `code` is a stable slug (`<area>.<what>`, e.g. `tables.header-only`)
+A problem is written as `dq(code, **params)`: `code` is a stable slug (`<area>.<what>`, e.g. `csv.too-large`; the
+area is the module family that writes it: `csv`, `json`, `file`, `trace`, a loader's name, `discover`, `layout`,
+`analysis`, `report`)
 listed once in `CATALOG` below with its English template (a `str.format` template with named placeholders). The
 template is the catalog msgid (`reportgen/locale/*/LC_MESSAGES/messages.po`): the same lazy-message mechanism the
 findings use (`reportgen.i18n.Msg`), so a coded problem is translated when a page is rendered, not when it is
@@ -18,7 +20,17 @@ renaming or dropping a code is a deliberate act (a reader of `summary.json` may 
 template here, then run `python scripts/problem_texts.py` and translate the new msgid (README, "Languages").
 
 Entries written as plain English text (the loaders not migrated yet, and `summary.json` files written before codes)
-are still shown through `site.views.problems`, which matches the text against the templates (the fallback).
+are still shown through `site.views.problems`, which matches the text against the templates (the fallback);
+`IssueLog.add`, `Fs.note` and `DataIssue` take either form during the migration. Not coded yet: the loaders'
+door (`loaders.schema`, "{n} {problem}; e.g. {example}"), kineto, gpu, timeline, dataprep, cpu_usage,
+communication, operators and step_trace, and texts built away from the call (analysis.consistency's sentences,
+db's inferred world group, kineto's run note).
+
+Why these choices: one home for every problem's English (this catalog), one translation mechanism (`Msg`, as the
+findings), and no page changes: the templates (and their placeholder names) are those `scripts/problem_texts.py`
+read out of the f-strings, so each already had its Chinese msgstr, and a coded entry renders to exactly what the
+text matching showed for it (tests/test_data_quality_codes.py checks this for every code). This module imports only
+`i18n`, so every layer (discover, loaders, analysis) may write codes.
 """
 
 from __future__ import annotations
