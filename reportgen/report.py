@@ -81,7 +81,8 @@ def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     except Exception as e:  # noqa: BLE001
         log.warning("execution view skipped: %s: %s", type(e).__name__, e)
         log.debug("execution view traceback", exc_info=True)
-        run.issues.append(DataIssue("", dq("report.execution-view-unreadable", name=type(e).__name__, value=e), "warning"))
+        run.issues.append(DataIssue("", dq("report.execution-view-unreadable", name=type(e).__name__, value=e),
+                                    "warning"))
     return run
 
 

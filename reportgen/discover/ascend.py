@@ -225,7 +225,8 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
             extra = []
             if missing:
                 extra.append(DataIssue(rel(parent, fs.root), dq("discover.ranks-without-folder",
-                                                                compact=compact(missing), name=name), "warning", ranks=tuple(sorted(set(missing)))))
+                                                                compact=compact(missing), name=name),
+                                       "warning", ranks=tuple(sorted(set(missing)))))
             out.append((parent, (name, key), sorted(members.values(), key=lambda r: r.rank),
                         issues + [note] + lost + extra))
     return out

@@ -114,7 +114,7 @@ def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 if log is not None:
-                    log.add(path, dq("file.file-mb-too-large", size=format(size / 1000000.0, ".0f")), "warning")
+                    log.add(path, dq("file.file-mb-too-large", size=format(size / 1e6, ".0f")), "warning")
                 return None
             data = f.read(limit + 1)
     except OSError as e:
@@ -200,8 +200,8 @@ def text_guard(path: Path, log: IssueLog) -> bool:
         log.add(path, dq("file.cannot-read-file", strerror=e.strerror or e), "error")
         return False
     if size > MAX_TEXT_BYTES:
-        log.add(path, dq("file.file-gb-larger-than", size=format(size / 1000000000.0, ".1f"),
-                         max_text_bytes=format(MAX_TEXT_BYTES / 1000000000.0, ".0f")), "error")
+        log.add(path, dq("file.file-gb-larger-than", size=format(size / 1e9, ".1f"),
+                         max_text_bytes=format(MAX_TEXT_BYTES / 1e9, ".0f")), "error")
         return False
     off = nul_offset(path, log.root)
     if off is not None:

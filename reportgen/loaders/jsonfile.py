@@ -81,7 +81,8 @@ def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
         if i % 2 and len(piece) > MAX_FIELD_CHARS:
             line = raw.count(b"\n", 0, pos) + 1
             log.add(path, dq("json.string-characters-longer-than", piece=format(len(piece), ","),
-                             max_field_chars=format(MAX_FIELD_CHARS, ","), pos=format(pos, ","), line=line), "warning", "schema drift")
+                             max_field_chars=format(MAX_FIELD_CHARS, ","), pos=format(pos, ","), line=line),
+                    "warning", "schema drift")
             return
         pos += len(piece) + 1
 
@@ -97,7 +98,7 @@ def _read_json(path: Path, log: IssueLog) -> Any:
                 log.add(path, dq("json.file-empty"), "error")
                 return None
             if size > MAX_JSON_BYTES:
-                log.add(path, dq("json.file-mb-too-large", size=format(size / 1000000.0, ".0f")), "warning")
+                log.add(path, dq("json.file-mb-too-large", size=format(size / 1e6, ".0f")), "warning")
                 return None
             raw = read_capped(f, MAX_JSON_BYTES)
     except OSError as e:

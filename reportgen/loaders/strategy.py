@@ -206,6 +206,7 @@ def load_parallel_strategy(files: dict[int, Path], log: IssueLog, rank_size: Opt
     n = len(files)
     expected = rank_size or sum(len(s) for s in stage_devices) or None
     if expected and n < expected:
-        log.add(Path(files[min(files)]).parent, dq("strategy.parallel-strategy-files-ranks", n=n, expected=expected), "warning")
+        log.add(Path(files[min(files)]).parent, dq("strategy.parallel-strategy-files-ranks", n=n, expected=expected),
+                "warning")
     return ParallelStrategy(parallel_type=parallel_type, stages=[stages[k] for k in sorted(stages)],
                             stage_devices=stage_devices, sources=sources)

@@ -60,7 +60,8 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
                 except StopIteration:
                     break
                 except csv.Error as e:
-                    log.add(path, dq("csv.parse-error-rest-skipped", reader=reader.line_num, value=e, rows=len(rows)), "error")
+                    log.add(path, dq("csv.parse-error-rest-skipped", reader=reader.line_num, value=e, rows=len(rows)),
+                            "error")
                     break
                 line += 1
                 if not cells or all(not c.strip() for c in cells):

@@ -109,7 +109,8 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     key = np.column_stack([lanes.astype("float64"), ts, dur])
     _, first = np.unique(key, axis=0, return_index=True)
     if len(first) < len(lanes):  # the same lane slice twice (same start and duration): counted once, named
-        log.add(path, dq("trace-view.duplicated-overlap-lane-slice", lanes=len(lanes) - len(first)), "warning", "duplicate")
+        log.add(path, dq("trace-view.duplicated-overlap-lane-slice", lanes=len(lanes) - len(first)), "warning",
+                "duplicate")
         keep = np.sort(first)
         lanes, ts, dur = lanes[keep], ts[keep], dur[keep]
     return modern_from_slices(lanes, ts, dur, steps, flows.pairs(), source=log.rel(path))
