@@ -58,6 +58,7 @@ CATALOG: dict[str, str] = {
     "analysis.execution-view-failed": N_("the execution view could not be built ({name}: {value})"),
     "analysis.efficiency-view-failed": N_("the efficiency view could not be built ({name}: {value})"),
     "analysis.expert-balance-failed": N_("the expert-parallel balance could not be computed ({name}: {value})"),
+    "analysis.waits-failed": N_("the wait-for matrix could not be computed ({name}: {value})"),
     "analysis.consistency-check-failed": N_("the consistency check could not run ({name}: {value})"),
     "analysis.unmapped-link-ranks": N_("{unmapped} link record(s) name group-local ranks that could not be mapped to global ranks (ranks of the group missing from the collection, or MindInsight data without group information); they are listed with their local ranks but left out of the matrices and the graph"),
     "analysis.ranks-without-communication": N_("{missing} rank(s) have no communication data: {r}{missing2}; they are shown as 'no data', not as zero"),

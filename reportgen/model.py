@@ -207,8 +207,9 @@ class Communication:
     # what the data was read from, for people, when the producer's name would mislead (the databases hold
     # communication.json's twin tables: producer "communication.json", label "CANN analysis.db ..."); "" otherwise
     label: str = ""
-    # Kineto traces only: one row per collective instance (step, op, group, kind, key, start_ms, dur_ms, name),
-    # `key` pairs the same instance across ranks (loaders.kineto.match_collectives).
+    # One row per collective instance (step, op, group, kind, key, start_ms, dur_ms, name) where the input records
+    # each operator's start (Kineto traces; Ascend communication.json, analysis.db, COMMUNICATION_OP; msprof
+    # timeline/hccl_*.json): `key` pairs the same instance across the ranks of a group (analysis.arrival).
     instances: Optional[pd.DataFrame] = None
 
 

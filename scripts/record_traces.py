@@ -94,6 +94,31 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def _profile_steps(out: Path, rank: int, device: str, steps: int, step) -> list[float]:
+    """Run `step()` `steps` times under torch.profiler (wait 1, warm-up 1, active the rest; shapes, memory and
+    FLOPs on; gzipped trace named rank{rank}); the wall time of each step (ms) after a device synchronise."""
+    walls = []
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=steps - 2, repeat=1)
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    handler = torch.profiler.tensorboard_trace_handler(str(out), worker_name=f"rank{rank}", use_gzip=True)
+    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler, record_shapes=True,
+                                profile_memory=True, with_flops=True) as prof:
+        for _ in range(steps):
+            _sync(device)
+            t0 = time.perf_counter()
+            step()
+            _sync(device)
+            walls.append((time.perf_counter() - t0) * 1e3)
+            prof.step()
+    return walls
+
+
+def _amp(device: str):
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+
+
 def _train(rank: int, world: int, out: Path, device: str, steps: int, small: bool, ddp: bool) -> None:
     torch.manual_seed(0)
     cfg = _config(small, ddp)
@@ -112,27 +137,16 @@ def _train(rank: int, world: int, out: Path, device: str, steps: int, small: boo
             inner.blocks[0].register_full_backward_hook(stall)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     data = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device)
-    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
-    walls = []
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=steps - 2, repeat=1)
-    acts = [torch.profiler.ProfilerActivity.CPU]
-    if device.startswith("cuda"):
-        acts.append(torch.profiler.ProfilerActivity.CUDA)
-    handler = torch.profiler.tensorboard_trace_handler(str(out), worker_name=f"rank{rank}", use_gzip=True)
-    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler, record_shapes=True,
-                                profile_memory=True, with_flops=True) as prof:
-        for _ in range(steps):
-            _sync(device)
-            t0 = time.perf_counter()
-            with amp:
-                logits = model(data[:, :-1])
-                loss = nn.functional.cross_entropy(logits.float().reshape(-1, cfg["vocab"]), data[:, 1:].reshape(-1))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            _sync(device)
-            walls.append((time.perf_counter() - t0) * 1e3)
-            prof.step()
+
+    def step():
+        with _amp(device):
+            logits = model(data[:, :-1])
+            loss = nn.functional.cross_entropy(logits.float().reshape(-1, cfg["vocab"]), data[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    walls = _profile_steps(out, rank, device, steps, step)
     meta = dict(rank=rank, world=world, device=device,
                 device_name=torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu",
                 torch=torch.__version__, config=cfg, params=params, tokens_per_step=cfg["batch"] * cfg["seq"],
@@ -152,29 +166,19 @@ def _moe(rank: int, world: int, out: Path, device: str, steps: int, small: bool)
     opt = torch.optim.SGD(expert.parameters(), lr=1e-3)
     x = torch.randn(t, d, device=device, requires_grad=True)
     send = [t // 3, t - t // 3]  # a third to rank 0's expert, two thirds to rank 1's
-    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
-    walls = []
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=steps - 2, repeat=1)
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-    handler = torch.profiler.tensorboard_trace_handler(str(out), worker_name=f"rank{rank}", use_gzip=True)
-    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler, record_shapes=True,
-                                profile_memory=True, with_flops=True) as prof:
-        for _ in range(steps):
-            _sync(device)
-            t0 = time.perf_counter()
-            sizes = torch.tensor(send)
-            recv = [send[rank]] * world  # every rank sends the same split: rank r receives send[r] from each
-            got = all_to_all_single(torch.empty(sum(recv), d), x.float().cpu(), recv, sizes.tolist())
-            with amp:
-                y = expert(got.to(device))
-            back = all_to_all_single(torch.empty(t, d), y.float().cpu(), send, recv)
-            loss = back.to(device).pow(2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            _sync(device)
-            walls.append((time.perf_counter() - t0) * 1e3)
-            prof.step()
+
+    def step():
+        recv = [send[rank]] * world  # every rank sends the same split: rank r receives send[r] from each
+        got = all_to_all_single(torch.empty(sum(recv), d), x.float().cpu(), recv, send)
+        with _amp(device):
+            y = expert(got.to(device))
+        back = all_to_all_single(torch.empty(t, d), y.float().cpu(), send, recv)
+        loss = back.to(device).pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    walls = _profile_steps(out, rank, device, steps, step)
     tokens = [send[rank] * world]
     meta = dict(rank=rank, world=world, device=device, torch=torch.__version__,
                 device_name=torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu",
@@ -193,10 +197,9 @@ def _compiled(out: Path, device: str, steps: int, small: bool) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.startswith("cuda"))
     cmodel = torch.compile(model, mode="reduce-overhead" if device.startswith("cuda") else "default")
     data = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), device=device)
-    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
 
     def step():
-        with amp:
+        with _amp(device):
             logits = cmodel(data[:, :-1])
             loss = nn.functional.cross_entropy(logits.float().reshape(-1, cfg["vocab"]), data[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -206,19 +209,7 @@ def _compiled(out: Path, device: str, steps: int, small: bool) -> None:
     for _ in range(3):  # compile, record the graphs, warm up: outside the profile
         step()
     _sync(device)
-    walls = []
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=steps - 2, repeat=1)
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-    handler = torch.profiler.tensorboard_trace_handler(str(out), worker_name="rank0", use_gzip=True)
-    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler, record_shapes=True,
-                                profile_memory=True, with_flops=True) as prof:
-        for _ in range(steps):
-            _sync(device)
-            t0 = time.perf_counter()
-            step()
-            _sync(device)
-            walls.append((time.perf_counter() - t0) * 1e3)
-            prof.step()
+    walls = _profile_steps(out, 0, device, steps, step)
     meta = dict(rank=0, world=1, device=device, torch=torch.__version__,
                 device_name=torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu", config=cfg,
                 params=params, tokens_per_step=cfg["batch"] * cfg["seq"], model_flops_per_step=_flops_per_step(cfg, params),

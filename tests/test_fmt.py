@@ -72,6 +72,19 @@ def test_rank_lists():
     assert fmt.compact_ranks([]) == "none"
 
 
+def test_one_compact_ranges_helper_for_every_spelling():
+    """fmt.number_runs is the one implementation: the pages' "0–3, 5", compare.json's group keys "0-3,5",
+    discovery's "0-3, 5" and the overlap loader's step ranges all come from it."""
+    from reportgen.discover.runs import compact as discover_text
+
+    assert fmt.number_runs([4, 5, 6, 9, 11, 12]) == ["4–6", "9", "11–12"]
+    assert fmt.number_runs([]) == [] and fmt.number_runs([7]) == ["7"]
+    assert fmt.compact_ranks([1, 2, 3, 12], None, dash="-", sep=",", empty="") == "1-3,12"  # compare.json's keys
+    assert fmt.compact_ranks([], None, dash="-", sep=",", empty="") == ""
+    assert discover_text({5, 3, 2, 1, 9}) == "1-3, 5, 9" and discover_text([]) == ""
+    assert fmt.compact_ranks(range(0, 60, 2)).endswith(", … (30 in all)")  # 24 runs, then the count
+
+
 def test_the_old_homes_use_it():
     from reportgen.rules import base
     from reportgen.site.render import html_rows, jinja_env

@@ -1,8 +1,8 @@
 """The comparison of two `summary.json` documents as plain dataclasses (`compare.json`: docs/compare-json.md).
 
-(~790 lines, one module on purpose: every section (steps, operators, communication, findings) is a `Delta` under
-the same noise rule, and the gate at the end reads them all; `trend` reuses its private readers. A split would
-cut along the sections and pass the noise model around.)
+Over 500 lines: one module on purpose: every section (steps, operators, communication, findings) is a `Delta`
+under the same noise rule, and the gate at the end reads them all; `trend` reuses its private readers. A split
+would cut along the sections and pass the noise model around.
 
 Everything here reads summaries only, so a CI job that kept nothing but the last good `summary.json` can compare.
 Noise: a delta no larger than the step-to-step spread of either run (`metrics.step_trace.spread`) is "within

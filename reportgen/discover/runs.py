@@ -10,6 +10,7 @@ from typing import Iterable, Optional
 
 from reportgen.dataquality import dq
 from reportgen.discover.fs import relpath
+from reportgen.fmt import compact_ranks
 from reportgen.model import DataIssue
 
 
@@ -88,16 +89,8 @@ def under(p: Path, base: Path) -> bool:
 
 
 def compact(ranks: Iterable[int]) -> str:
-    rs = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(rs):
-        j = i
-        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
-            j += 1
-        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
-        i = j + 1
-    return ", ".join(parts)
+    """Rank ranges in discovery's messages: "0-3, 5" (`fmt.compact_ranks`, the one implementation)."""
+    return compact_ranks(sorted(set(ranks)), None, dash="-", empty="")
 
 
 def missing_ranks(run: RunLayout) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from reportgen.i18n import N_, _, text
 
 from dataclasses import field
-from typing import Any, Optional
+from typing import Optional
 
 import pandas as pd
 
@@ -19,6 +19,7 @@ from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts
 from reportgen.charts.steps import MAX_BARS
 from reportgen.rules import highlights
+from reportgen.site.views.waits import waits_context
 from reportgen.site.views import steps as step_views
 from reportgen.site.views.communication import (
     MAX_BOX_LINKS,
@@ -27,7 +28,9 @@ from reportgen.site.views.communication import (
     MAX_OP_ROWS,
     drill_cells,
     graph_layout,
+    group_label,
     matrix_cells,
+    shown_label,
 )
 from reportgen.rules.highlights import Highlights
 from reportgen.site.plan.page import (Page, PageContext, PageKind, PlanInput, multi_rank,
@@ -57,25 +60,6 @@ def source_labels(a: Analysis) -> list[str]:
         if c is not None and c.producer in labels:
             labels[c.producer].add(c.label or PRODUCER_LABELS.get(c.producer, c.producer))
     return [lab for p in a.comm.producers for lab in sorted(labels[p] or {PRODUCER_LABELS.get(p, p)})]
-
-
-def group_label(a: Analysis, gid: Any) -> str:
-    g = a.comm.groups.get(str(gid)) if gid is not None else None
-    return shown_label(g) if g else (str(gid) if gid else "—")
-
-
-def shown_label(g) -> str:
-    """A communication group's label in the report language (`CommGroup.label` is the English one the data-quality
-    notes use): its name when it has one, else "group <id>" (or "group (inferred)"), with its ranks."""
-    if g.name:
-        return g.label
-    rs = ", ".join(str(r) for r in g.ranks[:8]) + ("…" if len(g.ranks) > 8 else "")
-    if not g.id:
-        return _("group ({ranks})").format(ranks=rs)
-    if g.id.startswith("mi:"):
-        return _("group (inferred) ({ranks})").format(ranks=rs)
-    short = g.id if len(g.id) <= 8 else "…" + g.id[-6:]
-    return _("group {id} ({ranks})").format(id=short, ranks=rs)
 
 
 RANK_COLUMNS = [
@@ -377,13 +361,15 @@ class CommContext(PageContext):
     slow_rule_link: str = ""
     has_stored_bw: bool = False
     drill_max: int = MAX_DRILL_RANKS  # devices the host drill-down draws at once
+    waits: Optional[dict] = None  # who waits for whom (site/views/waits.py)
 
 
 def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
     """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
+    waits, wchart = waits_context(a)  # who waits for whom (site/views/waits.py)
     if not c.has_data:
-        return {"has_data": False}, [], []
+        return {"has_data": False, "waits": waits}, [wchart] if wchart else [], []
     rows = rank_rows(a, hl)
     lt = marked_links(a, hl)
     links = link_rows(a, lt)
@@ -393,7 +379,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     by_host = graph is not None and any("members" in n for n in graph.spec["datasets"]["nodes"])
     charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), graph,
                             _matrix_chart(a, lt), _drill_chart(lt) if by_host else None,
-                            _box_chart(a, lt, per_host=by_host)) if ch is not None]
+                            _box_chart(a, lt, per_host=by_host), wchart) if ch is not None]
     if mapped:
         # only the fields the chart reads: at 1,000+ ranks the scatter has thousands of points
         points = [{"link": f"{l['src']}→{l['dst']}", "group": l["group"], "transport": l["transport"],
@@ -419,6 +405,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
     ctx = {
         "has_data": True,
+        "waits": waits,
         "sources": source_labels(a),
         "time_label": " / ".join(sorted({TIME_LABELS.get(p, "Communication") for p in c.producers})),
         "unit_notes": [text(n) for n in c.unit_notes],

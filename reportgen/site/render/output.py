@@ -1,7 +1,7 @@
 """Writing the report safely: the only code that creates, replaces or removes output files and folders.
 
-(~550 lines, one module on purpose: staging, the swap, the manifest of our files, user files carried over, stale
-folders and the lock are one protocol over the same folder; each step depends on the others' invariants.)
+Over 500 lines: one module on purpose: staging, the swap, the manifest of our files, user files carried over,
+stale folders and the lock are one protocol over the same folder; each step depends on the others' invariants.
 
 * A report folder is built in a staging folder beside it and swapped into place at the end, so a failed or killed
   run never leaves a half-written report over a good one. When the folder cannot be renamed (it is a mount point,

@@ -4,15 +4,17 @@ layout (hosts as nodes when dense). Shaping for display only; the numbers come f
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from reportgen import urls
+from reportgen.analysis import Analysis
 from reportgen.analysis.communication import CommAnalysis
 from reportgen.model import Run
+from reportgen.i18n import _
 from reportgen.numbers import rounded
 
 MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
@@ -201,3 +203,22 @@ def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[
             a = 2 * math.pi * i / max(1, len(rs))
             out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
     return out
+
+
+def group_label(a: Analysis, gid: Any) -> str:
+    g = a.comm.groups.get(str(gid)) if gid is not None else None
+    return shown_label(g) if g else (str(gid) if gid else "—")
+
+
+def shown_label(g) -> str:
+    """A communication group's label in the report language (`CommGroup.label` is the English one the data-quality
+    notes use): its name when it has one, else "group <id>" (or "group (inferred)"), with its ranks."""
+    if g.name:
+        return g.label
+    rs = ", ".join(str(r) for r in g.ranks[:8]) + ("…" if len(g.ranks) > 8 else "")
+    if not g.id:
+        return _("group ({ranks})").format(ranks=rs)
+    if g.id.startswith("mi:"):
+        return _("group (inferred) ({ranks})").format(ranks=rs)
+    short = g.id if len(g.id) <= 8 else "…" + g.id[-6:]
+    return _("group {id} ({ranks})").format(id=short, ranks=rs)

@@ -75,12 +75,27 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
             # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
             "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
+            # [issue 32] who waits for whom: per communication group the top culprits, ms per step (not the matrix)
+            "waits": _waits(a),
         },
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
         # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
         "coverage": a.coverage.to_dict() if a.coverage else None,
     }
+
+
+def _waits(a: Analysis) -> dict:
+    """Who waits for whom (`analysis.waits`): per group its top culprits; without arrival times, why."""
+    from reportgen.numbers import json_clean
+
+    w = getattr(a, "waits", None)
+    if w is None:
+        return {"available": False, "reason": getattr(a, "waits_reason", "") or None, "groups": []}
+    d = w.to_dict()
+    for g in d["groups"]:  # the group's name where the run names it (dp, tp, default_pg, ...)
+        g["name"] = _group_label(a.comm, g["group"])[0] if str(g["group"]) in a.comm.groups else None
+    return json_clean({"available": True, "reason": None, **d})
 
 
 def _idle(a: Analysis) -> dict:
