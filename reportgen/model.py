@@ -7,7 +7,7 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
-from reportgen.i18n import N_
+from reportgen.i18n import N_, Msg
 
 import re
 from dataclasses import dataclass, field
@@ -90,6 +90,17 @@ class DataIssue:
     # the problem class, for entries from the loaders' door (loaders.schema): "impossible value", "empty table",
     # "duplicate", "conflict", "schema drift", "encoding", "truncation" ("" : not classed)
     kind: str = ""
+    # the problem as a code with parameters (`reportgen.dataquality`): give `problem` as `dq(code, **params)` and
+    # `problem` keeps its English text while `code` and `params` are filled in; "" / {} for a problem given as text
+    code: str = ""
+    params: dict = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        code = getattr(self.problem, "code", None)
+        if isinstance(self.problem, Msg) and code:
+            object.__setattr__(self, "code", code)
+            object.__setattr__(self, "params", dict(self.problem.params))
+            object.__setattr__(self, "problem", self.problem.en)
 
     def to_dict(self) -> dict:
         d = {"file": self.file, "problem": self.problem, "severity": self.severity}
@@ -99,6 +110,9 @@ class DataIssue:
             d["consequence"] = self.consequence
         if self.kind:
             d["kind"] = self.kind
+        if self.code:
+            d["code"] = self.code
+            d["params"] = dict(self.params)
         return d
 
 

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from reportgen import i18n
+from reportgen.dataquality import dq
 from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
@@ -80,8 +81,8 @@ def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     except Exception as e:  # noqa: BLE001
         log.warning("execution view skipped: %s: %s", type(e).__name__, e)
         log.debug("execution view traceback", exc_info=True)
-        run.issues.append(DataIssue("", f"the operator timelines could not be read for the execution view "
-                                        f"({type(e).__name__}: {e})", "warning"))
+        run.issues.append(DataIssue("", dq("report.execution-view-unreadable", name=type(e).__name__, value=e),
+                                    "warning"))
     return run
 
 

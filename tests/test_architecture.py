@@ -1,7 +1,8 @@
 """The tree read top-down is the pipeline: no module imports a layer above its own (issue 15).
 
 discover -> loaders -> analysis -> rules -> charts -> site -> report -> commands. The foundation modules (model,
-numbers, fmt, errors, urls, intervals, progress) import no pipeline layer. Late imports inside functions count too.
+numbers, fmt, errors, urls, intervals, progress, dataquality) import no pipeline layer. Late imports inside functions
+count too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import reportgen
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
-     "idle"},  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
+     "idle",  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
+     "dataquality"},  # the data-quality codes and their templates: every layer writes them (imports i18n only)
     {"discover"},
     {"loaders"},
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)

@@ -16,6 +16,7 @@ from reportgen.analysis.resources import Resources, analyze_resources
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
 from reportgen.analysis.strategy import StrategyView, analyze_strategy
 from reportgen.analysis.waits import Waits, analyze_waits
+from reportgen.dataquality import dq
 from reportgen.model import DataIssue, Run
 
 
@@ -50,33 +51,32 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     try:  # optional views: a bug or an input we do not foresee must not cost the rest of the report
         strategy = analyze_strategy(run.strategy)
     except Exception as e:  # noqa: BLE001
-        issues.append(DataIssue("", f"the strategy view could not be built ({type(e).__name__}: {e})", "warning"))
+        issues.append(DataIssue("", dq("analysis.strategy-view-failed", name=type(e).__name__, value=e), "warning"))
     try:
         execution = analyze_execution(run, steps.per_step, comm.per_rank_step)
     except Exception as e:  # noqa: BLE001
-        issues.append(DataIssue("", f"the execution view could not be built ({type(e).__name__}: {e})", "warning"))
+        issues.append(DataIssue("", dq("analysis.execution-view-failed", name=type(e).__name__, value=e), "warning"))
     a = Analysis(run=run, steps=steps, comm=comm, overlap=overlap, resources=resources, issues=issues,
                  strategy=strategy, execution=execution)
     try:
         a.efficiency = analyze_efficiency(run, peak_tflops, model_flops)
     except Exception as e:  # noqa: BLE001
-        a.issues.append(DataIssue("", f"the efficiency view could not be built ({type(e).__name__}: {e})", "warning"))
+        a.issues.append(DataIssue("", dq("analysis.efficiency-view-failed", name=type(e).__name__, value=e), "warning"))
     try:
         a.expert = analyze_expert_balance(run)
     except Exception as e:  # noqa: BLE001
-        a.issues.append(DataIssue("", f"the expert-parallel balance could not be computed ({type(e).__name__}: {e})",
+        a.issues.append(DataIssue("", dq("analysis.expert-balance-failed", name=type(e).__name__, value=e),
                                   "warning"))
     try:
         a.waits, a.waits_reason = analyze_waits(run)
     except Exception as e:  # noqa: BLE001
-        a.issues.append(DataIssue("", f"the wait-for matrix could not be computed ({type(e).__name__}: {e})",
-                                  "warning"))
+        a.issues.append(DataIssue("", dq("analysis.waits-failed", name=type(e).__name__, value=e), "warning"))
         a.waits_reason = a.issues[-1].problem
     # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
     # step over the step, shares over 100 %) become data-quality entries naming the file and the rank
     try:
         a.issues.extend(check_consistency(a))
     except Exception as e:  # noqa: BLE001
-        a.issues.append(DataIssue("", f"the consistency check could not run ({type(e).__name__}: {e})", "info"))
+        a.issues.append(DataIssue("", dq("analysis.consistency-check-failed", name=type(e).__name__, value=e), "info"))
     a.coverage = coverage(a)
     return a

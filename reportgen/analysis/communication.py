@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
@@ -110,10 +111,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     issues.extend(link_issues)
     links_g, unmapped = _global_links(links, groups)
     if unmapped:
-        issues.append(DataIssue("", f"{unmapped} link record(s) name group-local ranks that could not be mapped to "
-                                    "global ranks (ranks of the group missing from the collection, or MindInsight "
-                                    "data without group information); they are listed with their local ranks but "
-                                    "left out of the matrices and the graph", "info"))
+        issues.append(DataIssue("", dq("analysis.unmapped-link-ranks", unmapped=unmapped), "info"))
     link_table = _link_table(links_g)
     pairs = _pair_table(link_table)
     medians = _transport_medians(pairs)
@@ -127,9 +125,9 @@ def analyze_communication(run: Run) -> CommAnalysis:
     per_group = _per_group_rank(step_ops, stored_ops)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
-        issues.append(DataIssue("", f"{len(missing)} rank(s) have no communication data: "
-                                    f"{', '.join(str(r) for r in missing[:20])}{' …' if len(missing) > 20 else ''}; "
-                                    "they are shown as 'no data', not as zero", "warning"))
+        issues.append(DataIssue("", dq("analysis.ranks-without-communication", missing=len(missing),
+                                       r=", ".join((str(r) for r in missing[:20])),
+                                       missing2=" …" if len(missing) > 20 else ""), "warning"))
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
@@ -297,9 +295,8 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
             if loc is None:
                 continue
             if loc in l2g and l2g[loc] != r:
-                issues.append(DataIssue(with_data[r].source, f"ranks {l2g[loc]} and {r} both claim local rank "
-                                        f"{loc} in communication group {gi.label}; links of rank {r} in it are "
-                                        "not mapped", "warning"))
+                issues.append(DataIssue(with_data[r].source, dq("analysis.local-rank-claimed-twice", l2g=l2g[loc], r=r,
+                                                                loc=loc, gi=gi.label, r2=r), "warning"))
                 continue
             l2g[loc] = r
         if l2g:
@@ -308,8 +305,8 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
         if granks:
             for i, g in enumerate(granks):
                 if i in l2g and l2g[i] != g:
-                    issues.append(DataIssue("", f"group {gi.label}: local rank {i} is rank {l2g[i]} by its self link "
-                                                f"but rank {g} by parallel_group_info; the self link is used", "info"))
+                    issues.append(DataIssue("", dq("analysis.local-rank-conflict", gi=gi.label, i=i, l2g=l2g[i],
+                                                   g=g), "info"))
                 l2g.setdefault(i, g)
             how.append("parallel_group_info")
         if gid == "" and l2g:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.model import DataIssue
 
 if TYPE_CHECKING:
@@ -240,8 +241,8 @@ def _issues(violations: Iterable[Violation], trace_of: dict[int, str]) -> list[D
         rest = sorted(v.rank for v in listed[MAX_RANKS_LISTED:])
         if rest:
             rs = ", ".join(str(r) for r in rest[:40]) + (" …" if len(rest) > 40 else "")
-            out.append(DataIssue("", f"{len(rest)} more rank(s) with the same impossible value "
-                                     f"({check.replace('_', ' ')}): {rs}", SEVERITY))
+            out.append(DataIssue("", dq("analysis.more-impossible-ranks", rest=len(rest),
+                                        check=check.replace("_", " "), rs=rs), SEVERITY))
     return out
 
 

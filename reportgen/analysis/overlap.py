@@ -22,6 +22,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.model import PHASE_LABELS, DataIssue, Run
 
@@ -193,9 +194,8 @@ def analyze_overlap(run: Run, step_analysis, comm=None) -> OverlapAnalysis:
         sources = sorted(src)
         for c in checks:
             if c["ok"] is False:
-                issues.append(DataIssue("", f"rank {c['rank']}: the overlap recomputed from the timeline differs "
-                                        f"from the profiler's cluster-analyse file by {c['max_diff']:.1%} of the "
-                                        f"step time ({c['column']}); the file's values are shown", "warning"))
+                issues.append(DataIssue("", dq("analysis.overlap-differs-from-file", c=c["rank"],
+                                               c2=format(c["max_diff"], ".1%"), c3=c["column"]), "warning"))
     else:
         share = _communication_share(comm.per_rank if comm is not None and comm.has_data else None,
                                      sa.average if sa.kind else None)

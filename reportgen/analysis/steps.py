@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reportgen.dataquality import dq
 from reportgen.i18n import N_, lazy
 
 import math
@@ -69,8 +70,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     phases = PHASES_BY_KIND[kind]
     if len(kinds) > 1:
         other = sorted(r for r, t in traces.items() if t.kind != kind)
-        issues.append(DataIssue("", f"ranks {rank_list(other)} have a different kind of step trace than the "
-                                f"others; only their step total is compared", "warning"))
+        issues.append(DataIssue("", dq("analysis.mixed-step-trace-kinds", rank_list=rank_list(other)), "warning"))
 
     rules: set = set()
     ranks = sorted(traces)

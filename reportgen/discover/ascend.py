@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
+from reportgen.dataquality import dq
 from reportgen.discover import peek
 from reportgen.discover.fs import Fs, relpath
 from reportgen.discover.names import (ASCEND_DIR_NAME_RE, ASCEND_DIR_RE, FRAMEWORK_RANK_RE, MSPROF_DB_RE,
@@ -124,7 +125,7 @@ def ascend_runs(fs: Fs, dirs: list[Path]) -> list[RunLayout]:
     for d in dirs:
         rd = ascend_rank(fs, d)
         if not rd.rf.files:
-            fs.note(d, "rank folder is empty; skipped")
+            fs.note(d, dq("discover.rank-folder-empty-skipped"))
             continue
         by_parent.setdefault(d.parent, []).append(rd)
     groups: list[tuple[Path, str, list[RankDir], list[DataIssue]]] = []
@@ -142,7 +143,8 @@ def ascend_runs(fs: Fs, dirs: list[Path]) -> list[RunLayout]:
         if len(sizes) == 1:
             run.world_size = sizes[0]
         elif len(sizes) > 1:
-            run.issues.append(DataIssue("", f"the ranks' metadata disagree on the world size ({', '.join(map(str, sizes))})"))
+            run.issues.append(DataIssue("", dq("discover.world-size-disagrees",
+                                               map=", ".join(map(str, sizes)))))
         run.group_ranks = set().union(*(rd.group_ranks for rd in rds))
         runs.append(run)
     return runs
@@ -157,12 +159,10 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
         if not known and len(unknown) == 1:
             unknown[0].rank = 0
             known = unknown
-            issues.append(DataIssue(rel(unknown[0].d, fs.root), "no rank id in the folder (no "
-                                    "profiler_info_{rank}.json); treated as rank 0", "info"))
+            issues.append(DataIssue(rel(unknown[0].d, fs.root), dq("discover.no-rank-id-folder"), "info"))
         else:
             for rd in unknown:
-                fs.note(rd.d, "cannot tell which rank this folder belongs to (no profiler_info_{rank}.json or "
-                              "rank-suffixed files); skipped")
+                fs.note(rd.d, dq("discover.cannot-tell-which-rank"))
     if not known:
         return []
     # [issue 30] a folder without the profiler's time stamp in its name (a copy, a renamed folder) that claims a rank
@@ -170,9 +170,8 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
     stamped = {rd.rank: rd for rd in known if rd.stamp}
     for rd in [rd for rd in known if not rd.stamp and rd.rank in stamped]:
         known.remove(rd)
-        issues.append(DataIssue(rel(rd.d, fs.root), f"claims rank {rd.rank}, as {rel(stamped[rd.rank].d, fs.root)} "
-                                f"does; that one was used (its name carries the profiler's time stamp, this one's "
-                                f"does not: a copy or a renamed folder?) and this folder was ignored", "warning",
+        issues.append(DataIssue(rel(rd.d, fs.root), dq("discover.rank-claimed-twice", rd=rd.rank,
+                                                       rel=rel(stamped[rd.rank].d, fs.root)), "warning",
                                 (int(rd.rank),), kind="conflict"))
     counts: dict[int, int] = {}
     for rd in known:
@@ -205,8 +204,8 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
                 if prev is not None:  # two processes of one launch claim the rank: the newer folder wins
                     older, newer = sorted((prev, rd), key=lambda r: (r.start, mtime(r.d), r.d.name))
                     members[rd.rank] = newer  # type: ignore[index]
-                    lost.append(DataIssue(rel(older.d, fs.root), f"a newer folder ({rel(newer.d, fs.root)}) of the "
-                                          f"same launch also holds rank {rd.rank}; this older one was ignored"))
+                    lost.append(DataIssue(rel(older.d, fs.root), dq("discover.newer-folder-same-launch",
+                                                                    rel=rel(newer.d, fs.root), rd=rd.rank)))
                 else:
                     members[rd.rank] = rd  # type: ignore[index]
             if not members:
@@ -220,15 +219,14 @@ def split_folder(fs: Fs, parent: Path, rds: list[RankDir]) -> list[tuple[Path, s
                 parts.append(f"cycle {k + 1} of {cycles}")
             name = ", ".join(parts) + (f", {when}" if when else "")
             key = "-".join(p.replace(" of ", "of").split(" ")[0] + p.split(" ")[1] for p in parts)
-            note = DataIssue(rel(parent, fs.root), (
-                f"this folder holds {len(launches)} launches" if len(launches) > 1 else
-                f"the processes in this folder were profiled in {cycles} cycles (a profiler schedule with "
-                f"repeat > 1)") + "; each is reported as a run of its own: " + name, "info")
+            note = DataIssue(rel(parent, fs.root), dq("discover.launches", launches=len(launches), name=name)
+                             if len(launches) > 1 else dq("discover.profiler-cycles", cycles=cycles, name=name), "info")
             missing = [ds[0].rank for ds in launch if k >= len(ds) and ds[0].rank not in members]
             extra = []
             if missing:
-                extra.append(DataIssue(rel(parent, fs.root), f"rank(s) {compact(missing)} have no folder for "
-                                       f"{name}", "warning", ranks=tuple(sorted(set(missing)))))
+                extra.append(DataIssue(rel(parent, fs.root), dq("discover.ranks-without-folder",
+                                                                compact=compact(missing), name=name),
+                                       "warning", ranks=tuple(sorted(set(missing)))))
             out.append((parent, (name, key), sorted(members.values(), key=lambda r: r.rank),
                         issues + [note] + lost + extra))
     return out
@@ -292,6 +290,5 @@ def bare_modern_run(fs: Fs, d: Path) -> RunLayout:
         if p.name.startswith("profiler_info") and p.name.endswith(".json"):
             rf.add("profiler_info", p)
     run.ranks[0] = rf
-    run.issues.append(DataIssue(run.rel(d), "profiler output files without their *_ascend_pt/ms rank folder; "
-                                "treated as a single rank (rank 0)", "info"))
+    run.issues.append(DataIssue(run.rel(d), dq("discover.files-without-rank-folder"), "info"))
     return run

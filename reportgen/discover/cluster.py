@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reportgen.dataquality import dq
 from reportgen.discover import peek
 from reportgen.discover.fs import Fs
 from reportgen.discover.names import CLUSTER_FILES
@@ -27,5 +28,5 @@ def cluster_output_run(fs: Fs, d: Path, metadata_files: list[Path]) -> RunLayout
         rf = RankFiles(rank=rank, dir=d)
         run.ranks[rank] = rf
     if not run.ranks:
-        run.issues.append(DataIssue(run.rel(csv_path), "no rank rows could be read"))
+        run.issues.append(DataIssue(run.rel(csv_path), dq("discover.no-rank-rows")))
     return run

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from reportgen.dataquality import dq
 from reportgen.discover.names import expected_name
 from reportgen.model import DataIssue
 
@@ -57,9 +58,10 @@ class Fs:
         self.entries = 0
         self.stopped = False
 
-    def note(self, p: Path, problem: str, severity: str = "warning") -> None:
-        rel = relpath(p, self.root)
-        self.issues.setdefault((rel, problem), DataIssue(rel, problem, severity))
+    def note(self, p: Path, problem, severity: str = "warning") -> None:
+        """One entry per file and problem; `problem` is text or a coded problem (`dataquality.dq`)."""
+        issue = DataIssue(relpath(p, self.root), problem, severity)
+        self.issues.setdefault((issue.file, issue.problem), issue)
 
     def listdir(self, d: Path) -> tuple[list[Path], list[Path]]:
         """(regular files, folders) of `d`, sorted by name; links and special files are named, not returned."""
@@ -74,18 +76,16 @@ class Fs:
                 for n, e in enumerate(it):
                     if n >= MAX_DIR_ENTRIES or self.entries >= MAX_ENTRIES:
                         self.stopped = True
-                        self.note(d, f"folder has more entries than msreport looks at ({n:,} listed); "
-                                     "the rest were not examined", "warning")
+                        self.note(d, dq("discover.folder-has-more-entries", n=format(n, ",")), "warning")
                         break
                     self.entries += 1
                     entries.append(e)
         except OSError as e:
-            self.note(d, f"folder cannot be listed ({e.strerror or e}); skipped")
+            self.note(d, dq("discover.folder-cannot-listed-skipped", strerror=e.strerror or e))
             self._cache[d] = (files, dirs)
             return files, dirs
         if len(entries) > MANY_ENTRIES:
-            self.note(d, f"folder holds {len(entries):,} entries; only files with profiler output names "
-                         "were used", "info")
+            self.note(d, dq("discover.folder-holds-entries-only", entries=format(len(entries), ",")), "info")
         for e in sorted(entries, key=lambda e: e.name):
             p = Path(e.path)
             try:
@@ -93,38 +93,38 @@ class Fs:
                     self._link(p, files, dirs)
                 elif e.is_dir(follow_symlinks=False):
                     if expected_name(e.name):
-                        self.note(p, "a folder stands where this profiler file is expected; not read")
+                        self.note(p, dq("discover.folder-stands-where-profiler"))
                     dirs.append(p)
                 elif e.is_file(follow_symlinks=False):
                     if self._regular_ok(p, e.stat(follow_symlinks=False)):
                         files.append(p)
                 else:
                     kind = _KIND.get(stat.S_IFMT(e.stat(follow_symlinks=False).st_mode), "not a regular file")
-                    self.note(p, f"{kind}, not a regular file; not read",
+                    self.note(p, dq("discover.not-regular-file-not", kind=kind),
                               "warning" if expected_name(e.name) else "info")
             except OSError as err:
-                self.note(p, f"cannot be examined ({err.strerror or err}); skipped")
+                self.note(p, dq("discover.cannot-examined-skipped", err=err.strerror or err))
         self._cache[d] = (files, dirs)
         return files, dirs
 
     def _link(self, p: Path, files: list[Path], dirs: list[Path]) -> None:
         if not inside(p, self.root):
-            self.note(p, "symbolic link leads outside the run folder; not followed")
+            self.note(p, dq("discover.symbolic-link-leads-outside"))
             return
         try:
             st = os.stat(p)
         except (OSError, RuntimeError) as err:
             why = "loops" if getattr(err, "errno", None) == errno.ELOOP else "is broken"
-            self.note(p, f"symbolic link {why}; not followed")
+            self.note(p, dq("discover.symbolic-link-not-followed", why=why))
             return
         if stat.S_ISREG(st.st_mode):
             if self._regular_ok(p, st):
                 files.append(p)  # a file inside the run: reading it reads the run
         elif stat.S_ISDIR(st.st_mode):
-            self.note(p, f"symbolic link to a folder inside the run ({relpath(Path(os.path.realpath(p)), self.root.resolve())}); "
-                         "not followed (the folder is read where it is)", "info")
+            self.note(p, dq("discover.symbolic-link-folder-inside",
+                            relpath=relpath(Path(os.path.realpath(p)), self.root.resolve())), "info")
         else:
-            self.note(p, "symbolic link to something that is not a regular file; not followed")
+            self.note(p, dq("discover.symbolic-link-something-not"))
 
     def _regular_ok(self, p: Path, st: os.stat_result) -> bool:
         """False (and a note) for a large file that is mostly holes: its content was never written."""
@@ -136,8 +136,7 @@ class Fs:
         data = data_bytes(p, st.st_size)
         if data is None or data >= st.st_size // 2:
             return True
-        self.note(p, f"file is {_size(st.st_size)} long but only {_size(data)} of it was ever written (a sparse "
-                     "file, most of it holes: an interrupted copy or a pre-allocated file); not read")
+        self.note(p, dq("discover.sparse-file", size=_size(st.st_size), size2=_size(data)))
         return False
 
     def files(self, d: Path) -> list[Path]:

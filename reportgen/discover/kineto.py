@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from reportgen.dataquality import dq
 from reportgen.discover import peek
 from reportgen.discover.fs import Fs
 from reportgen.discover.runs import RankFiles, RunLayout
@@ -49,9 +50,7 @@ def kineto_runs(fs: Fs, d: Path, files: list[Path]) -> list[RunLayout]:
                                          f"run {part + 1}" if any(k[2] for k in jobs) else None) if x) \
             or f"job {i}"
         run.key = f"job{i}"
-        run.issues.append(DataIssue(run.rel(d), f"the folder holds traces of {len(jobs)} different jobs (device "
-                                    "model, world size or time base differ, or a rank traced twice); each is "
-                                    "reported as its own run", "info"))
+        run.issues.append(DataIssue(run.rel(d), dq("discover.folder-holds-traces-different", jobs=len(jobs)), "info"))
         runs.append(run)
     return runs
 
@@ -72,7 +71,7 @@ def kineto_run(fs: Fs, d: Path, files: list[Path], heads: Optional[dict] = None)
             unknown.append(p)
             continue
         if rank in run.ranks:
-            run.issues.append(DataIssue(run.rel(p), f"a second trace for rank {rank}; ignored", "warning"))
+            run.issues.append(DataIssue(run.rel(p), dq("discover.second-trace-rank-ignored", rank=rank), "warning"))
             continue
         rf = RankFiles(rank=rank, dir=d, host=info.get("host"))
         rf.add("kineto_trace", p)
@@ -85,5 +84,5 @@ def kineto_run(fs: Fs, d: Path, files: list[Path], heads: Optional[dict] = None)
         run.ranks[0] = rf
     else:
         for p in unknown:
-            run.issues.append(DataIssue(run.rel(p), "no rank in the trace (distributedInfo) or file name; skipped"))
+            run.issues.append(DataIssue(run.rel(p), dq("discover.no-rank-trace-distributedinfo")))
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from reportgen.dataquality import dq
 from reportgen.discover import peek
 from reportgen.discover.fs import Fs
 from reportgen.discover.runs import RankFiles, RunLayout
@@ -27,7 +28,7 @@ def msprof_run(fs: Fs, parent: Path, profs: list[Path]) -> RunLayout:
     run = RunLayout(root=fs.root, base=parent, layout="msprof")
     for rank, dev in prof_devices(fs, profs):
         if rank in run.ranks:
-            run.issues.append(DataIssue(run.rel(dev), f"a second msprof folder for rank {rank}; ignored", "warning"))
+            run.issues.append(DataIssue(run.rel(dev), dq("discover.second-msprof-folder-rank", rank=rank), "warning"))
             continue
         rf = RankFiles(rank=rank, dir=dev)
         rf.add("msprof_device", dev)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from reportgen.dataquality import dq
 from reportgen.discover.fs import relpath
 from reportgen.fmt import compact_ranks
 from reportgen.model import DataIssue
@@ -114,10 +115,9 @@ def missing_ranks(run: RunLayout) -> None:
         return
     word = "rank" if len(missing) == 1 else "ranks"
     run.issues.append(DataIssue(
-        "", f"{word} {compact(missing)} missing: {' and '.join(sources)} show{'s' if len(sources) == 1 else ''} "
-            f"{'it' if len(missing) == 1 else 'they'} took part, but no files of "
-            f"{'it' if len(missing) == 1 else 'them'} were found; the run is reported without "
-            f"{'it' if len(missing) == 1 else 'them'}",
+        "", dq("discover.ranks-missing", word=word, compact=compact(missing), sources=" and ".join(sources),
+               sources2="s" if len(sources) == 1 else "", missing="it" if len(missing) == 1 else "they",
+               missing2="it" if len(missing) == 1 else "them", missing3="it" if len(missing) == 1 else "them"),
         # one rank of a larger job profiled alone is a common choice, not damage: context (coverage says what a lone
         # rank cannot show); a rank missing among several profiled ones is a warning
         "info" if len(run.ranks) == 1 else "warning", ranks=tuple(missing)))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Protocol
 
+from reportgen.dataquality import dq
 from reportgen.discover.fs import Fs
 
 MAX_DEPTH = 6
@@ -48,7 +49,7 @@ def walk(fs: Fs, claimers: Iterable[Claimer]) -> Scan:
         except OSError:
             continue
         if key in seen:  # a bind mount looping back; symbolic links are never followed
-            fs.note(d, "folder seen twice (a mount looping back into the run); read once", "info")
+            fs.note(d, dq("discover.folder-seen-twice-mount"), "info")
             continue
         seen.add(key)
         files, dirs = fs.listdir(d)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from reportgen.dataquality import dq
 from reportgen.discover.ascend import ascend_runs, bare_modern_run
 from reportgen.discover.fs import Fs
 from reportgen.discover.names import ASCEND_DIR_RE, MODERN_FILES, MSPROF_DB_RE, mindinsight_file
@@ -74,20 +75,16 @@ class Ascend(Layout):
         if data.step_trace is None and tv is not None:
             data.step_trace = safe.load_trace_view_step_trace(tv, log)
             if data.step_trace is not None:
-                log.add(tv, "no step_trace_time.csv; computing/communication/free per step summed from the "
-                        "trace's Overlap Analysis lanes, as torch_npu does", "info")
+                log.add(tv, dq("layout.step-trace-from-overlap-lanes"), "info")
         if data.step_trace is None and tv is not None:
             data.step_trace = safe.load_host_steps(tv, log)
             if data.step_trace is not None:
-                log.add(tv, "no step_trace_time.csv; step times are host ProfilerStep durations from "
-                        "trace_view.json (no computing/communication split)", "info")
+                log.add(tv, dq("layout.step-trace-from-host-steps"), "info")
         if data.step_trace is None:
             if any(k.startswith("framework/cpu_") for k in rf.files):
-                log.add(rf.dir, "MindSpore CPU profiler output: it writes no step trace, so no step times "
-                        "for this rank", "info")
+                log.add(rf.dir, dq("layout.mindspore-cpu-profiler-output"), "info")
             elif rf.dir.name.startswith("PROF_"):
-                log.add(rf.dir, "no step trace in the msprof database (it needs the STEP_TIME and "
-                        "OVERLAP_ANALYSIS tables) for this rank", "warning")
+                log.add(rf.dir, dq("layout.no-step-trace-msprof"), "warning")
             else:
-                log.add(rf.dir, "no step trace (ASCEND_PROFILER_OUTPUT/step_trace_time.csv) for this rank",
+                log.add(rf.dir, dq("layout.no-step-trace-ascend"),
                         "warning")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from reportgen.dataquality import dq
 from reportgen.discover.cluster import cluster_output_run
 from reportgen.discover.fs import Fs, inside, relpath
 from reportgen.discover.walk import Scan
@@ -38,8 +39,7 @@ class ClusterAnalysis(Layout):
             owner = next((r for r in runs if layouts[r.layout].holds_cluster_output and inside(d, r.base)), None)
             if owner is not None:
                 # msprof-analyze writes its output into the run folder; the per-rank files are the source.
-                owner.issues.append(DataIssue(relpath(d, fs.root), "msprof-analyze output found beside the per-rank "
-                                              "data; the per-rank files were used instead", "info"))
+                owner.issues.append(DataIssue(relpath(d, fs.root), dq("layout.msprof-analyze-output-found"), "info"))
                 continue
             out.append(cluster_output_run(fs, d, metadata_files))
         return out
@@ -62,6 +62,5 @@ class ClusterAnalysis(Layout):
             safe.load_profiler_metadata(meta[0], first, log)
         stage_sets = safe.cluster_stage_sets(step_file, log)
         issues.extend(log.issues)
-        issues.append(DataIssue(log.rel(step_file), "only msprof-analyze's cluster-level output is present; "
-                                "per-rank pages show what that file holds", "info"))
+        issues.append(DataIssue(log.rel(step_file), dq("layout.only-msprof-analyze-cluster"), "info"))
         return ranks, stage_sets

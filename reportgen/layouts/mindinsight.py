@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from reportgen.dataquality import dq
 from reportgen.discover.fs import Fs
 from reportgen.discover.mindinsight import legacy_run
 from reportgen.discover.names import mindinsight_file
@@ -59,12 +60,10 @@ class MindInsight(Layout):
         if data.communication is None and dev is not None:
             data.communication = safe.load_msprof_hccl(dev, log)
         if data.step_trace is None and st is None:
-            log.add(rf.dir, f"no step_trace_raw_{rf.rank}_detail_time.csv for rank {rf.rank}", "info")
+            log.add(rf.dir, dq("layout.no-step-trace-raw", rf=rf.rank, rf2=rf.rank), "info")
         _load_overlap(rf, data, log)
         if gpu.is_gpu(rf) and data.communication is None and rf.rank == min_rank(rf):
-            log.add(rf.dir, "MindSpore GPU output: no per-operator communication file exists on GPU (hccl_raw is "
-                    "Ascend-only), so the Communication page is empty; the step trace's reduce columns and "
-                    "gpu_cluster_analyse_* give the communication time per step (Step trace and Overlap pages)",
+            log.add(rf.dir, dq("layout.mindspore-gpu-output-no"),
                     "info")
 
 

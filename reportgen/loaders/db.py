@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import regular_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.communication import (
@@ -92,7 +93,7 @@ class Db:
             self.con = sqlite3.connect(uri, uri=True)
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except (sqlite3.Error, OSError, ValueError, RuntimeError) as e:
-            log.add(path, f"cannot open the database: {e}", "error")
+            log.add(path, dq("db.cannot-open-database", value=e), "error")
             self.con, self.tables = None, set()
 
     def close(self) -> None:
@@ -121,7 +122,7 @@ class Db:
         try:
             return self.con.execute(sql, params).fetchall()
         except sqlite3.Error as e:
-            self.log.add(self.path, f"cannot read {what}: {e}", "warning")
+            self.log.add(self.path, dq("db.cannot-read", what=what, value=e), "warning")
             return None
 
     def string(self, col: str) -> str:
@@ -239,7 +240,7 @@ def _json_value(v: Any, db: Db, name: str) -> Any:
     try:
         return json.loads(v)
     except (TypeError, ValueError):
-        db.log.add(db.path, f"META_DATA {name} is not valid JSON; not used")
+        db.log.add(db.path, dq("db.meta-data-not-valid", name=name))
         return None
 
 
@@ -387,7 +388,7 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
                 links.append(rec)
         mdoor.close()
         if bad:
-            db.log.add(db.path, f"{bad} CommAnalyzerMatrix row(s) could not be read and were skipped")
+            db.log.add(db.path, dq("db.commanalyzermatrix-row-could-not", bad=bad))
     if not ops and not links:
         return None
     of, lf = _frames(ops, links)
@@ -658,7 +659,7 @@ def load_db_rank(rf: "RankFiles", data: RankData, log: IssueLog, text_step_trace
             if d is not None:
                 d.close()
     for p, what in used.items():
-        log.add(p, "read from the DB export: " + "; ".join(what), "info")
+        log.add(p, dq("db.read-db-export", what="; ".join(what)), "info")
     for p in [*prof, *anal]:
         if p in used:
             continue
@@ -667,7 +668,7 @@ def load_db_rank(rf: "RankFiles", data: RankData, log: IssueLog, text_step_trace
                    or data.operators or data.memory) else "it held none of the tables read")
         else:
             why = f"a second database of this family in the rank folder; {log.rel(main or anal[0])} was read"
-        log.add(p, f"not read: {why}", "info")
+        log.add(p, dq("db.not-read", why=why), "info")
 
 
 def _pick_profiler_db(paths: list[Path], rank: int) -> Optional[Path]:

@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 
 MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file reads (JSON, small text); bigger files must be streamed
@@ -92,15 +93,15 @@ def open_file(path: Path, mode: str = "r", *, root: Optional[Path] = None, **kw:
 def regular_file(path: Path, log: IssueLog) -> bool:
     """True when `path` is a regular file; otherwise the reason is logged (never blocks, never raises)."""
     if outside_link(path, log.root):
-        log.add(path, "a symbolic link out of the run folder; not followed", "error")
+        log.add(path, dq("file.symbolic-link-out-run"), "error")
         return False
     try:
         st = os.stat(path)
     except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        log.add(path, dq("file.cannot-read-file", strerror=e.strerror or e), "error")
         return False
     if not stat.S_ISREG(st.st_mode):
-        log.add(path, f"{_kind(st.st_mode)}, not a regular file; not read", "error")
+        log.add(path, dq("file.not-regular-file-not", kind=_kind(st.st_mode)), "error")
         return False
     return True
 
@@ -113,17 +114,17 @@ def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 if log is not None:
-                    log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                    log.add(path, dq("file.file-mb-too-large", size=format(size / 1e6, ".0f")), "warning")
                 return None
             data = f.read(limit + 1)
     except OSError as e:
         if log is not None:
-            log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+            log.add(path, dq("file.cannot-read-file", strerror=e.strerror or e), "error")
         return None
     if b"\x00" in data:
         if log is not None:
             off = data.index(b"\x00")
-            log.add(path, f"binary data (NUL byte at offset {off}) in a text file; not read", "error")
+            log.add(path, dq("file.binary-data-nul-byte-2", off=off), "error")
         return None
     if log is not None:
         note_undecodable(path, log, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
@@ -166,8 +167,7 @@ def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) ->
         except OSError:
             return
     if at is not None:
-        log.add(path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
-                  "around them may be garbled", "warning", "encoding")
+        log.add(path, dq("file.bytes-not-utf-8", at=at[0], at2=format(at[1], ",")), "warning", "encoding")
 
 
 def nul_offset(path: Path, root: Optional[Path] = None) -> Optional[int]:
@@ -197,19 +197,18 @@ def text_guard(path: Path, log: IssueLog) -> bool:
                 seen += len(chunk)
                 newline = b"\n" in chunk or b"\r" in chunk
     except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        log.add(path, dq("file.cannot-read-file", strerror=e.strerror or e), "error")
         return False
     if size > MAX_TEXT_BYTES:
-        log.add(path, f"file is {size / 1e9:.1f} GB, larger than the {MAX_TEXT_BYTES / 1e9:.0f} GB a text file may "
-                "be; not read", "error")
+        log.add(path, dq("file.file-gb-larger-than", size=format(size / 1e9, ".1f"),
+                         max_text_bytes=format(MAX_TEXT_BYTES / 1e9, ".0f")), "error")
         return False
     off = nul_offset(path, log.root)
     if off is not None:
-        log.add(path, f"binary data (NUL byte at offset {off:,} of {size:,}) in a text file; not read "
-                "(file corrupt or not a CSV?)", "error")
+        log.add(path, dq("file.binary-data-nul-byte", off=format(off, ","), size=format(size, ",")), "error")
         return False
     if size > MAX_LINE_BYTES and not newline:
-        log.add(path, f"no line break in the first {MAX_LINE_BYTES // 2 ** 20} MB; not a CSV, not read", "error")
+        log.add(path, dq("file.no-line-break-first", max_line_bytes=MAX_LINE_BYTES // 2 ** 20), "error")
         return False
     return True
 

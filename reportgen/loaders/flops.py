@@ -11,6 +11,7 @@ from typing import Optional
 
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import read_text
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
@@ -45,10 +46,10 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
                 out.flops_per_s_g = None if cube_g is None and vec_g is None else (cube_g or 0.0) + (vec_g or 0.0)
                 out.utilization_pct = _num(data, "FLOPS_Utilization")
             else:
-                log.add(summary, "no FLOPs / cube_FLOPs keys; FLOPs summary not read")
+                log.add(summary, dq("flops.no-flops-cube-flops"))
                 out = None
         elif data is not None:
-            log.add(summary, "expected a JSON object; FLOPs summary not read")
+            log.add(summary, dq("flops.expected-json-object-flops"))
     ops = load_flops_per_op(per_op, log) if per_op is not None else None
     if ops is not None:
         if out is None:
@@ -73,7 +74,7 @@ def load_flops(summary: Optional[Path], per_op: Optional[Path], scope: Optional[
                 if not math.isnan(v):
                     out.scopes.append({"source": s, "target": t, "value": v})
         elif data is not None:
-            log.add(scope, "no data.nodes / data.links; FLOPs scopes not read")
+            log.add(scope, dq("flops.no-data-nodes-data"))
     if per_step is not None:
         out.per_step = _per_step(per_step, log)
     return out
@@ -87,7 +88,7 @@ def load_flops_per_op(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
         return None
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
-        log.add(path, "file is empty", "error")
+        log.add(path, dq("flops.file-empty"), "error")
         return None
     header = [h.strip().lower() for h in lines[0].split(",")]
 
@@ -120,7 +121,7 @@ def load_flops_per_op(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
             rec[k] = to_float(parts[i]) if i is not None else math.nan
         recs.append(rec)
     if bad:
-        log.add(path, f"{bad} line(s) with too few fields skipped")
+        log.add(path, dq("flops.line-too-few-fields", bad=bad))
     if not recs:
         return None
     df = pd.DataFrame(recs)
@@ -141,6 +142,6 @@ def _per_step(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
         if m:
             rows.append({"step": int(m.group(1)), "util_pct": float(m.group(2))})
     if not rows:
-        log.add(path, "no `step, utilisation` lines found")
+        log.add(path, dq("flops.no-step-utilisation-lines"))
         return None
     return pd.DataFrame(rows)

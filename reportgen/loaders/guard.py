@@ -7,6 +7,7 @@ import inspect
 from pathlib import Path
 from typing import Callable, Optional, TypeVar
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 
 F = TypeVar("F", bound=Callable)
@@ -38,6 +39,6 @@ def guarded(fn: Optional[F] = None, *, empty: Callable[[], object] = lambda: Non
             if path is None:
                 path = next((x for a in values if isinstance(a, dict) for x in a.values() if isinstance(x, Path)),
                             log.root)
-            log.add(path, f"could not be read ({type(e).__name__}: {str(e)[:160]}); skipped", "error")
+            log.add(path, dq("guard.loader-failed", name=type(e).__name__, value=str(e)[:160]), "error")
             return empty()
     return run

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from reportgen.model import DataIssue
+
+if TYPE_CHECKING:
+    from reportgen.dataquality import Coded
 
 
 class IssueLog:
@@ -24,7 +27,9 @@ class IssueLog:
         except ValueError:
             return Path(path).name
 
-    def add(self, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
-        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded."""
+    def add(self, path: Path, problem: "str | Coded", severity: str = "warning", kind: str = "") -> None:
+        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded.
+        `problem` is a coded problem (`dataquality.dq(code, **params)`) or, for call sites not given a code yet,
+        English text."""
         ranks = (int(self.rank),) if kind and self.rank is not None else ()
         self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind=kind))

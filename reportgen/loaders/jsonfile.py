@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from reportgen.dataquality import dq
 from reportgen.discover.peek import read_capped
 from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
 from reportgen.loaders.files import MAX_JSON_BYTES, note_undecodable, open_file
@@ -79,8 +80,9 @@ def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
     for i, piece in enumerate(raw.split(b'"')):
         if i % 2 and len(piece) > MAX_FIELD_CHARS:
             line = raw.count(b"\n", 0, pos) + 1
-            log.add(path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
-                      f"byte {pos:,} (line {line}); read as written", "warning", "schema drift")
+            log.add(path, dq("json.string-characters-longer-than", piece=format(len(piece), ","),
+                             max_field_chars=format(MAX_FIELD_CHARS, ","), pos=format(pos, ","), line=line),
+                    "warning", "schema drift")
             return
         pos += len(piece) + 1
 
@@ -93,14 +95,14 @@ def _read_json(path: Path, log: IssueLog) -> Any:
         with open_file(path, "rb", root=log.root) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
-                log.add(path, "file is empty", "error")
+                log.add(path, dq("json.file-empty"), "error")
                 return None
             if size > MAX_JSON_BYTES:
-                log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                log.add(path, dq("json.file-mb-too-large", size=format(size / 1e6, ".0f")), "warning")
                 return None
             raw = read_capped(f, MAX_JSON_BYTES)
     except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        log.add(path, dq("json.cannot-read-file", strerror=e.strerror or e), "error")
         return None
     _note_huge_string(path, log, raw)
     fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
@@ -113,20 +115,20 @@ def _read_json(path: Path, log: IssueLog) -> Any:
         del raw
         data = json.loads(text, parse_constant=nums.constant, parse_float=nums.float, parse_int=nums.int)
     except json.JSONDecodeError as e:
-        log.add(path, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", "error")
+        log.add(path, dq("json.not-valid-json-line", lineno=e.lineno, colno=e.colno, msg=e.msg), "error")
         return None
     except RecursionError:
-        log.add(path, "JSON nested too deeply to read; skipped", "error")
+        log.add(path, dq("json.json-nested-too-deeply"), "error")
         return None
     except (MemoryError, ValueError) as e:
-        log.add(path, f"cannot parse the JSON ({type(e).__name__}); skipped", "error")
+        log.add(path, dq("json.cannot-parse-json-skipped", name=type(e).__name__), "error")
         return None
     if _depth_exceeds(data, MAX_JSON_DEPTH):
-        log.add(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep; skipped", "error")
+        log.add(path, dq("json.json-nested-more-than", max_json_depth=MAX_JSON_DEPTH), "error")
         return None
     if nums.bad:
         shown = ", ".join(repr(b) for b in nums.bad if b)
-        log.add(path, f"{len(nums.bad)} non-finite or out-of-range number(s) ({shown}) read as missing")
+        log.add(path, dq("json.non-finite-out-range", nums=len(nums.bad), shown=shown))
     return data
 
 

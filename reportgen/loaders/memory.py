@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
 from reportgen.loaders.tables import read_frame, read_typed
@@ -113,8 +114,7 @@ def load_mindinsight_memory(summary: Optional[Path], details: Optional[Path], pb
                             log: IssueLog) -> Optional[Memory]:
     if summary is None and details is None:
         if pb is not None:
-            log.add(pb, "memory_usage_*.pb is the profiler's protobuf input: present but not read (the "
-                    "memory_usage_summary/details JSON files it produces carry the same data)", "info")
+            log.add(pb, dq("memory.memory-usage-pb-profiler"), "info")
         return None
     out = Memory(source=log.rel(summary or details))  # type: ignore[arg-type]
     if summary is not None:
@@ -130,14 +130,14 @@ def load_mindinsight_memory(summary: Optional[Path], details: Optional[Path], pb
                 out.capacity_source = log.rel(summary)
             out.sources.append(log.rel(summary))
         elif data is not None:
-            log.add(summary, "expected a JSON object; memory summary not read")
+            log.add(summary, dq("memory.expected-json-object-memory"))
     if details is not None:
         data = read_json(details, log)
         if isinstance(data, dict):
             out.sources.append(log.rel(details))
             _details(out, data)
         elif data is not None:
-            log.add(details, "expected a JSON object keyed by graph id; memory details not read")
+            log.add(details, dq("memory.expected-json-object-keyed"))
     return out if out.sources else None
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
 from reportgen.loaders.schema import Door
@@ -21,13 +22,12 @@ def load_profiler_info(path: Path, info: RankInfo, log: IssueLog) -> None:
     if data is None:
         return
     if not isinstance(data, dict):
-        log.add(path, "expected a JSON object", "error")
+        log.add(path, dq("metadata.expected-json-object"), "error")
         return
     check_json_numbers(path, log, data, ("rank_id", "rank_size", "stage_num"))
     rid = _int(data.get("rank_id"))
     if rid is not None and rid != info.rank and rid >= 0:
-        log.add(path, f"rank_id {rid} inside the file differs from rank {info.rank} taken from the file name; "
-                "the file name was used", "warning")
+        log.add(path, dq("metadata.rank-id-inside-file", rid=rid, info=info.rank), "warning")
     for key, label in (("ms_version", "MindSpore"), ("torch_npu_version", "torch_npu"),
                        ("cann_version", "CANN"), ("torch_version", "PyTorch")):
         if data.get(key):
@@ -62,7 +62,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
     if data is None:
         return
     if not isinstance(data, dict):
-        log.add(path, "expected a JSON object", "error")
+        log.add(path, dq("metadata.expected-json-object"), "error")
         return
     door = Door(log, path)
     args = data.get("distributed_args")
@@ -79,7 +79,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
         try:
             groups = json.loads(groups)
         except ValueError:
-            log.add(path, "parallel_group_info is not valid JSON; parallel groups unknown")
+            log.add(path, dq("metadata.parallel-group-info-not"))
             groups = None
     if isinstance(groups, dict):
         clean = {}

@@ -22,6 +22,7 @@ from typing import Optional
 
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import open_file
 from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 
@@ -255,7 +256,7 @@ def load_kernel_gemms(path, log) -> Optional[OpFlops]:
         tot = agg.get(key)
         agg[key] = (ms, 1) if tot is None else (tot[0] + ms, tot[1] + 1)
     if bad:
-        log.add(path, f"{bad} MatMul row(s) with a wrong number of fields or no readable duration; skipped", "info")
+        log.add(path, dq("op-flops.matmul-row-wrong-number", bad=bad), "info")
     return gemm_flops_of_kernels(((*k, v[0], v[1]) for k, v in agg.items()), path, log)
 
 
@@ -280,8 +281,7 @@ def gemm_flops_of_kernels(kernels, path, log) -> Optional[OpFlops]:
         recs.append((int(st) if str(st).strip().isdigit() else None, typ, str(ins).strip('"')[:120],
                      dtype_of(dts.split(";")[0]), fl * n, ms, n))
     if fractal:
-        log.add(path, f"{fractal} MatMul kernel(s) in a fractal (NZ) layout: their FLOPs are not computed from the "
-                "shapes (not counted in MFU)", "info")
+        log.add(path, dq("op-flops.matmul-kernel-fractal-nz", fractal=fractal), "info")
     if not recs:
         return None
     df = pd.DataFrame(recs, columns=["step", "op", "shapes", "dtype", "flops", "device_ms", "count"])

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float
@@ -52,8 +53,7 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
         return None
     header, rows = parsed
     if STEP_TRACE_HEADER.search(",".join(header)):
-        log.add(path, f"header {','.join(header)!r} holds step-trace columns, not overlap values "
-                "(a hand-made file); not used for the overlap view", "warning")
+        log.add(path, dq("overlap.header-holds-step-trace", header=repr(",".join(header))), "warning")
         return None
     all_names = ("computation", "communication_alone", "stage", "receive_alone", "collective_alone")
     by_name = {h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace("collective_communication",
@@ -68,14 +68,14 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
         extra = [h for h in header if h.lower().removesuffix("(ms)").strip().removesuffix("_time").replace(
             "collective_communication", "collective") not in names]
         if extra:
-            log.add(path, f"column(s) {', '.join(map(repr, extra[:5]))} not part of the overlap file; ignored", "info")
+            log.add(path, dq("overlap.column-not-part-overlap", map=", ".join(map(repr, extra[:5]))), "info")
     else:
         width = len(header)
         if width < 2:
-            log.add(path, f"{width} column(s); the overlap file has 2 (model-parallel) or 5 (pipeline)", "error")
+            log.add(path, dq("overlap.column-overlap-file-has", width=width), "error")
             return None
         if width not in (2, PIPELINE_WIDTH):
-            log.add(path, f"{width} columns where 2 or 5 are expected; read by position", "warning")
+            log.add(path, dq("overlap.columns-where-2-5", width=width), "warning")
         pipeline = width >= PIPELINE_WIDTH
         names = all_names[:min(width, 5)]
         index = {n: i for i, n in enumerate(names)}
@@ -83,11 +83,11 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
     for line, cells in rows:
         rec = {n: to_float(cells[index[n]]) for n in names}
         if any(math.isnan(v) for v in rec.values()):
-            log.add(path, f"line {line}: non-numeric value(s); row skipped")
+            log.add(path, dq("overlap.line-non-numeric-value", line=line))
             continue
         values.append(rec)
     if not values:
-        log.add(path, "no data rows", "error")
+        log.add(path, dq("overlap.no-data-rows"), "error")
         return None
     stored = values[-1]  # the profiler's average row (a one-row file: both the step and the average)
     body = values[:-1] if len(values) > 1 else values
@@ -96,8 +96,7 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
     else:
         steps = list(range(1, len(body) + 1))
         if step_ids:
-            log.add(path, f"{len(body)} step row(s) but the step trace has {len(step_ids)} step(s); rows are "
-                    "numbered 1..N", "info")
+            log.add(path, dq("overlap.step-row-but-step", body=len(body), step_ids=len(step_ids)), "info")
     for rec, s in zip(body, steps):
         if step_totals and s in step_totals:
             rec["step_duration"] = step_totals[s]
@@ -105,9 +104,7 @@ def load_cluster_analyse(path: Path, log: IssueLog, step_ids: Optional[list[int]
     if ref is not None and ref > 0:
         ratio = (stored["computation"] + stored["communication_alone"]) / ref
         if not UNIT_RATIO_LIMITS[0] <= ratio <= UNIT_RATIO_LIMITS[1]:
-            log.add(path, f"computation + pure communication is {ratio:.3g}x the step time from the step "
-                    "trace (it should be about 1x): the file does not match this run's step trace; its values "
-                    "are shown as written", "warning")
+            log.add(path, dq("overlap.computation-pure-communication-x", ratio=format(ratio, ".3g")), "warning")
     return Overlap(source=log.rel(path), producer="cluster_analyse", steps=_frame(steps, body), pipeline=pipeline,
                    stored_average=stored)
 
@@ -137,14 +134,14 @@ def _read_timeline_txt(path: Path, log: IssueLog) -> Optional[tuple[np.ndarray, 
     di = next((i for h, i in col.items() if h.startswith("duration")), None)
     if si is None or di is None:
         if len(header) < 4 or any(h.strip().lower().startswith(("start", "dur")) for h in header):
-            log.add(path, "expected op_name, stream_id, start_time, duration columns", "error")
+            log.add(path, dq("overlap.expected-op-name-stream"), "error")
             return None
         si, di = 2, 3  # no recognisable header names: the profiler's column order
     st = np.array([to_float(c[si]) for _, c in rows], dtype="float64")
     du = np.array([to_float(c[di]) for _, c in rows], dtype="float64")
     ok = ~(np.isnan(st) | np.isnan(du))
     if (~ok).any():
-        log.add(path, f"{int((~ok).sum())} row(s) with non-numeric times skipped")
+        log.add(path, dq("overlap.row-non-numeric-times", ok=int((~ok).sum())))
     return st[ok], st[ok] + du[ok]
 
 
@@ -160,14 +157,14 @@ def load_timeline_overlap(timeline: Path, trace: Optional[StepTrace], log: Issue
     comp = _read_timeline_txt(timeline, log)
     if comp is None or comp[0].size == 0:
         if comp is not None:
-            log.add(timeline, "no operators in the timeline", "warning")
+            log.add(timeline, dq("overlap.no-operators-timeline"), "warning")
         return None
     if trace is None or trace.windows is None or trace.windows.empty:
-        log.add(timeline, "no step windows in the step trace; overlap cannot be recomputed per step", "info")
+        log.add(timeline, dq("overlap.no-step-windows-step"), "info")
         return None
     ev = trace.comm_events
     if ev is None or ev.empty:
-        log.add(timeline, "the step trace has no communication (reduce) columns; no overlap to compute", "info")
+        log.add(timeline, dq("overlap.step-trace-has-no"), "info")
         return None
     w_steps = trace.windows["step"].astype(int).tolist()
     w_start = trace.windows["start_ms"].to_numpy(dtype="float64")
@@ -180,8 +177,7 @@ def load_timeline_overlap(timeline: Path, trace: Optional[StepTrace], log: Issue
     c_lo, c_hi = float(comp[0].min()), float(comp[1].max())
     inside = (np.minimum(w_end, c_hi) - np.maximum(w_start, c_lo)) >= 0.9 * (w_end - w_start)
     if not inside.any():
-        log.add(timeline, "the timeline does not cover any whole step of the step trace (different clocks or a "
-                "truncated timeline); overlap not recomputed", "warning")
+        log.add(timeline, dq("overlap.timeline-does-not-cover"), "warning")
         return None
     rows, steps = [], []
     for i in np.flatnonzero(inside):
@@ -230,8 +226,7 @@ def load_msprof_overlap(device_dir: Path, log: IssueLog, step_totals: Optional[d
     for it, p in sorted(files[model]):
         st = load_trace_view_step_trace(p, log)
         if st is None or not len(st.steps):
-            log.add(p, f"no Overlap Analysis lanes in this iteration's timeline: {whose(log)} overlap for "
-                      f"iteration {it} is missing", "warning", "empty table")
+            log.add(p, dq("overlap.no-overlap-analysis-lanes", whose=whose(log), it=it), "warning", "empty table")
             continue
         rec = st.steps.iloc[0]
         span = float(rec["stage"]) + float(rec["bubble"])

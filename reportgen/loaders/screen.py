@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.numbers import MAX_ABS_NUMBER, NA_TOKENS, clean_cell, to_float
 
@@ -126,12 +127,11 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
         seen.add(key)
         kept.append((line, cells))
     if n_bad:
-        log.add(path, f"{n_bad} row(s) with an unusable number skipped: " + "; ".join(problems)
-                + (" ..." if n_bad > 3 else ""))
+        log.add(path, dq("screen.unusable-numbers-more" if n_bad > 3 else "screen.unusable-numbers", n_bad=n_bad,
+                         problems="; ".join(problems)))
     if dups:
         where = ", ".join(str(n) for n in dups[:5]) + (" ..." if len(dups) > 5 else "")
-        log.add(path, f"{len(dups)} duplicated row(s) (identical to an earlier row: same operator and times) "
-                f"counted once (line {where})")
+        log.add(path, dq("screen.duplicated-row-identical-earlier", dups=len(dups), where=where))
     return kept
 
 
@@ -174,13 +174,12 @@ def screen_frame(path: Path, log: IssueLog, df: "pd.DataFrame", numeric: Optiona
             bad |= wrong
     out = df
     if bad.any():
-        log.add(path, f"{int(bad.sum())} row(s) with an unusable number skipped: " + "; ".join(problems)
-                + (" ..." if len(problems) < int(bad.sum()) else ""))
+        log.add(path, dq("screen.unusable-numbers-more" if len(problems) < int(bad.sum()) else
+                         "screen.unusable-numbers", n_bad=int(bad.sum()), problems="; ".join(problems)))
         out = df[~bad]
     dup = out.duplicated(keep="first") if dedupe else pd.Series(False, index=out.index)
     if dup.any():
-        log.add(path, f"{int(dup.sum())} duplicated row(s) (identical to an earlier row: same operator and times) "
-                "counted once")
+        log.add(path, dq("screen.duplicated-row-identical-earlier-2", dup=int(dup.sum())))
         out = out[~dup.to_numpy()]
     if out is not df:
         out = out.reset_index(drop=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.model import ParallelStrategy, StageStrategy, StrategyOp
@@ -141,13 +142,14 @@ def load_parallel_strategy(files: dict[int, Path], log: IssueLog, rank_size: Opt
         if data is None:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-            log.add(path, "no 'config' object; not a parallel strategy file", "error")
+            log.add(path, dq("strategy.no-config-object-not"), "error")
             continue
         cfg, graph = data["config"], data.get("graph")
         sources.append(log.rel(path))
         ptype = str(cfg.get("parallelType", ""))
         if parallel_type and ptype and ptype != parallel_type:
-            log.add(path, f"parallel type {ptype!r} differs from {parallel_type!r} in the other files")
+            log.add(path, dq("strategy.parallel-type-differs-other", ptype=repr(ptype),
+                             parallel_type=repr(parallel_type)))
         parallel_type = parallel_type or ptype
         devs = _ranks(cfg.get("stageDevices"))
         stage_devices = stage_devices or devs
@@ -157,15 +159,14 @@ def load_parallel_strategy(files: dict[int, Path], log: IssueLog, rank_size: Opt
         except (TypeError, ValueError):
             file_rank = rank
         if file_rank != rank:
-            log.add(path, f"the file name says rank {rank}, its config says rank {file_rank}; the file name is "
-                    "used", "info")
+            log.add(path, dq("strategy.file-name-says-rank", rank=rank, file_rank=file_rank), "info")
         stage = cfg.get("stageId")
         try:
             stage = int(stage)
         except (TypeError, ValueError):
             stage = next((i for i, rs in enumerate(stage_devices) if rank in rs), 0)
         if not isinstance(graph, dict):
-            log.add(path, "no 'graph' object; the configuration is used, no operators", "warning")
+            log.add(path, dq("strategy.no-graph-object-configuration"), "warning")
             graph = {}
         if stage not in stages:
             ops = _ops(graph)
@@ -194,8 +195,7 @@ def load_parallel_strategy(files: dict[int, Path], log: IssueLog, rank_size: Opt
                         op.groups.append(g)
         if missing:
             first = base.ranks[0]
-            log.add(path, f"{missing} operator(s) are not in rank {first}'s graph of the same stage; the stage "
-                    f"graph shows rank {first}'s operators")
+            log.add(path, dq("strategy.operator-not-rank-graph", missing=missing, first=first, first2=first))
     if not stages:
         return None
     for st in stages.values():
@@ -206,7 +206,7 @@ def load_parallel_strategy(files: dict[int, Path], log: IssueLog, rank_size: Opt
     n = len(files)
     expected = rank_size or sum(len(s) for s in stage_devices) or None
     if expected and n < expected:
-        log.add(Path(files[min(files)]).parent, f"parallel strategy files for {n} of {expected} ranks; stages "
-                "are merged from the files present", "warning")
+        log.add(Path(files[min(files)]).parent, dq("strategy.parallel-strategy-files-ranks", n=n, expected=expected),
+                "warning")
     return ParallelStrategy(parallel_type=parallel_type, stages=[stages[k] for k in sorted(stages)],
                             stage_devices=stage_devices, sources=sources)

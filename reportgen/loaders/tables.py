@@ -9,6 +9,7 @@ import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders import arrow_csv
 from reportgen.loaders.arrow_csv import Coded
 from reportgen.loaders.files import guard_after, note_undecodable, open_file, tail_cut, text_guard
@@ -38,16 +39,16 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
             try:
                 header = next(reader)
             except StopIteration:
-                log.add(path, "file is empty", "error")
+                log.add(path, dq("csv.file-empty"), "error")
                 return None
             except csv.Error as e:
-                log.add(path, f"cannot parse the header: {e}", "error")
+                log.add(path, dq("csv.cannot-parse-header", value=e), "error")
                 return None
             header = [clean_cell(h) for h in header]
             while header and header[-1] == "":
                 header.pop()
             if not header:
-                log.add(path, "header line is empty", "error")
+                log.add(path, dq("csv.header-line-empty"), "error")
                 return None
             rows: list[tuple[int, list[str]]] = []
             bad: list[int] = []
@@ -59,8 +60,8 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
                 except StopIteration:
                     break
                 except csv.Error as e:
-                    log.add(path, f"line {reader.line_num}: {e}; rest of the file skipped "
-                            f"({len(rows)} row(s) read)", "error")
+                    log.add(path, dq("csv.parse-error-rest-skipped", reader=reader.line_num, value=e, rows=len(rows)),
+                            "error")
                     break
                 line += 1
                 if not cells or all(not c.strip() for c in cells):
@@ -75,20 +76,18 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
                 rows.append((reader.line_num, cells))
             if last_short is not None and bad and bad[-1] == last_short and tail_cut(path, log.root):
                 bad.pop()
-                log.add(path, f"file ends mid-row (truncated?): {len(rows)} complete row(s) read; the cut-off last "
-                        f"row (line {last_short}) has a wrong number of fields and was skipped")
+                log.add(path, dq("csv.truncated-last-row-line", rows=len(rows), last_short=last_short))
             if bad:
                 where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
-                log.add(path, f"{len(bad)} row(s) with a wrong number of fields (line {where}); "
-                        "those rows were skipped (file truncated or corrupt?)")
+                log.add(path, dq("csv.wrong-field-count-lines", bad=len(bad), where=where))
             if screen:
                 rows = screen_rows(path, log, header, rows, numeric)
             return header, door_rows(path, log, header, rows)
     except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        log.add(path, dq("csv.cannot-read-file", strerror=e.strerror or e), "error")
         return None
     except MemoryError:
-        log.add(path, "file too large to read; skipped", "error")
+        log.add(path, dq("csv.too-large"), "error")
         return None
 
 
@@ -123,18 +122,18 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
                     n_lines += 1
                     last = line
     except OSError as e:
-        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        log.add(path, dq("csv.cannot-read-file", strerror=e.strerror or e), "error")
         return None
     except csv.Error as e:
-        log.add(path, f"cannot parse the header: {e}", "error")
+        log.add(path, dq("csv.cannot-parse-header", value=e), "error")
         return None
     names = [clean_cell(h) for h in header]
     if not any(names):
-        log.add(path, "file is empty", "error")
+        log.add(path, dq("csv.file-empty"), "error")
         return None
     missing = [c for c in columns if c not in names and c not in optional]
     if missing:
-        log.add(path, f"missing column(s) {', '.join(missing)}; not read", "error")
+        log.add(path, dq("csv.missing-columns", missing=", ".join(missing)), "error")
         return None
     stamps = [n for n in names if STAMP_RE.search(n) and n not in columns]  # for duplicate detection only
     want = [i for i, n in enumerate(names) if n in columns or n in stamps]
@@ -153,16 +152,14 @@ def read_frame(path: Path, log: IssueLog, columns: tuple[str, ...], optional: tu
                              usecols=want, dtype=str, on_bad_lines="skip", skip_blank_lines=True,
                              keep_default_na=False)
     except (ValueError, pd.errors.ParserError, OSError, MemoryError) as e:
-        log.add(path, f"cannot parse the file: {str(e)[:200]}", "error")
+        log.add(path, dq("csv.cannot-parse-file", value=str(e)[:200]), "error")
         return None
     if cut and len(df):
         df = df.iloc[:-1]
         n_lines -= 1
-        log.add(path, f"file ends mid-row (truncated?): {len(df)} complete row(s) read, the cut-off last row "
-                "skipped")
+        log.add(path, dq("csv.truncated-last-row", df=len(df)))
     if len(df) < n_lines:
-        log.add(path, f"{n_lines - len(df)} row(s) with a wrong number of fields were skipped "
-                "(file truncated or corrupt?)")
+        log.add(path, dq("csv.wrong-field-count", n_lines=n_lines - len(df)))
     if screen:
         df = screen_frame(path, log, df, dedupe=bool(stamps) or any(STAMP_RE.search(c) for c in columns))
     extra = [c for c in df.columns if c in stamps]

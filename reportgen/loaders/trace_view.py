@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float, to_int
@@ -108,8 +109,8 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     key = np.column_stack([lanes.astype("float64"), ts, dur])
     _, first = np.unique(key, axis=0, return_index=True)
     if len(first) < len(lanes):  # the same lane slice twice (same start and duration): counted once, named
-        log.add(path, f"{len(lanes) - len(first)} duplicated overlap-lane slice(s) (same lane, start and "
-                  "duration as an earlier one) counted once", "warning", "duplicate")
+        log.add(path, dq("trace-view.duplicated-overlap-lane-slice", lanes=len(lanes) - len(first)), "warning",
+                "duplicate")
         keep = np.sort(first)
         lanes, ts, dur = lanes[keep], ts[keep], dur[keep]
     return modern_from_slices(lanes, ts, dur, steps, flows.pairs(), source=log.rel(path))

@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 
 import ijson
 
+from reportgen.dataquality import dq
 from reportgen.jsonguard import DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
@@ -23,7 +24,7 @@ TRACE_ERRORS = (ijson.JSONError, ValueError, OSError, EOFError)  # what `trace_e
 def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
     """The one report of a trace that broke off while it was streamed (`except TRACE_ERRORS as err`): the loader
     keeps what it read (loaders never raise) and `used` says what that part gives."""
-    log.add(path, f"trace could not be read to the end ({type(err).__name__}: {str(err)[:120]}); {used}", "error")
+    log.add(path, dq("trace.cut-short", err=type(err).__name__, err2=str(err)[:120], used=used), "error")
 
 
 def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
@@ -41,18 +42,17 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
         yield from _trace_events(path, dropped, huge, log.root if log is not None else None)
     finally:
         if log is not None and dropped:
-            log.add(path, f"{dropped[0]} trace event(s) with a non-finite or out-of-range ts/dur left out "
-                    f"(first: {dropped[1]})")
+            log.add(path, dq("trace.trace-event-non-finite", dropped=dropped[0], dropped2=dropped[1]))
         if log is not None and huge:
-            log.add(path, f"a string longer than {MAX_FIELD_CHARS:,} characters in the trace (a huge field; "
-                      f"first: {huge[1]}); read as written", "warning", "schema drift")
+            log.add(path, dq("trace.string-longer-than-characters", max_field_chars=format(MAX_FIELD_CHARS, ","),
+                             huge=huge[1]), "warning", "schema drift")
 
 
 def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
     """One entry for the complete ("X") events a trace loader left out because `ts` / `dur` is missing, text or
     negative (non-finite ones are counted by `trace_events`)."""
     if n:
-        log.add(path, f"{n} complete event(s) without a usable ts/dur (missing, text or negative) left out")
+        log.add(path, dq("trace.complete-event-without-usable", n=n))
 
 
 class _QuoteWatch:

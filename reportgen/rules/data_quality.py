@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reportgen import urls
+from reportgen import dataquality, urls
 from reportgen.i18n import N_, Joined, Problem, lazy
 from reportgen.rules.base import Context, Finding, Rule, ranks_msg, th
 
@@ -72,7 +72,7 @@ def _about_ranks(issues) -> list[Finding]:
     """A problem that names ranks (a rank missing altogether): a warning finding with those ranks."""
     return [Finding(
         id="data-quality.ranks", category="data_quality", severity="warning",
-        title=Problem(i.problem if len(i.problem) < 300 else i.problem[:297] + "…"), advice=lazy(ADVICE),
+        title=dataquality.message(i, 300), advice=lazy(ADVICE),
         why=lazy("The verdict about the rest of the run is weaker: a rank is missing from every comparison."),
         page=urls.DATA_QUALITY, ranks=sorted(i.ranks), files=[i.file] if i.file else [],
         evidence={"problems": [i.problem]}) for i in issues]
@@ -124,10 +124,9 @@ def check(ctx: Context) -> list[Finding]:
     for f in order[:limit]:
         issues = sorted(by_file[f], key=lambda i: consequence(i) != "numbers")
         err = serious(issues)
-        first = issues[0].problem
-        first = first if len(first) < 280 else first[:277] + "…"
+        first = dataquality.message(issues[0], 280)
         rank = rank_of.get(f)
-        title = lazy("{file}: {problem}", file=f, problem=Problem(first)) if f else Problem(first)
+        title = lazy("{file}: {problem}", file=f, problem=first) if f else first
         if rank is not None and err:
             title = lazy("{rank}: {title}", rank=ranks_msg([rank], capital=True), title=title)
         if len(issues) > 1:

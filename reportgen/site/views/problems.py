@@ -1,6 +1,10 @@
 """Data-quality problems in the report's language.
 
-Loaders, discovery and analysis write each problem as English text (that is what `summary.json` stores, whatever the
+A problem written as a code with parameters (`reportgen.dataquality`: its `code` and `params` in the entry) is shown
+through the catalog: its template translated, its parameters put in. The rest of this module is the fallback for
+entries written as text only (loaders not migrated to codes yet, `summary.json` files from before codes).
+
+Loaders, discovery and analysis wrote each problem as English text (that is what `summary.json` stores, whatever the
 report language). `problem_texts.TEMPLATES` lists every such message as a template with named placeholders (generated
 from the source by `scripts/problem_texts.py`), each one a catalog msgid. A stored text is matched against the
 templates (most specific first); the placeholders' values (file names, numbers, operator names) are put into the
@@ -13,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Optional
 
-from reportgen import i18n
+from reportgen import dataquality, i18n
 from reportgen.site.views.problem_texts import TEMPLATES
 
 _FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
@@ -55,9 +59,17 @@ def _translate(text: str, lang: str) -> str:
 
 
 def translate_problem(text: object, lang: Optional[str] = None) -> str:
-    """A stored data-quality problem in `lang` (default: the language of the build)."""
-    s = "" if text is None else str(text)
+    """A stored data-quality problem in `lang` (default: the language of the build): an entry (a `data_quality`
+    dict of `summary.json`, or a `DataIssue`) through its code when it has one, else its text; or a text."""
     lang = lang or i18n.current()
+    if isinstance(text, dict) or hasattr(text, "problem"):
+        get = text.get if isinstance(text, dict) else (lambda k: getattr(text, k, None))
+        if lang != i18n.DEFAULT and get("code"):
+            shown = dataquality.render(get("code"), get("params"), lang)
+            if shown is not None:
+                return shown
+        text = get("problem")
+    s = "" if text is None else str(text)
     if lang == i18n.DEFAULT or not s:
         return s
     return _translate(s, lang)

@@ -115,7 +115,8 @@ class RankPages:
         assert isinstance(sec, StepSection)
         # the single file draws this view in the browser: texts are put in the report language here
         facts = [(translate(k), translate(v)) for k, v in rp.context.facts]
-        issues = [{**i, "severity": translate(i.get("severity")), "problem": translate_problem(i.get("problem"))}
+        issues = [{**{k: v for k, v in i.items() if k not in ("code", "params")},  # the view shows the text only
+                   "severity": translate(i.get("severity")), "problem": translate_problem(i)}
                   if isinstance(i, dict) else i for i in rp.context.issues]
         own = [{**p, "label": translate(p.get("label"))} if isinstance(p, dict) else p for p in sec.phases or []]
         out = {"facts": facts, "issues": issues, "rows": sec.rows or []}
