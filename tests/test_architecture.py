@@ -15,7 +15,8 @@ import reportgen
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
-     "idle"},  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
+     "idle",  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
+     "collectives"},  # collective naming (kinds, display names, op classes): loaders, model and summary share it
     {"discover"},
     {"loaders"},
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)
