@@ -255,9 +255,11 @@ def output_lock(out: Path):
             except OSError:
                 holder = ""
             os.close(fd)
-            who = f" (pid {holder})" if holder.isdigit() else ""
-            raise OutputError(f"another msreport{who} is writing {out}; wait for it to finish or choose another "
-                              "output") from None
+            msg = (lazy("another msreport (pid {pid}) is writing {out}; wait for it to finish or choose another "
+                        "output", pid=holder, out=str(out)) if holder.isdigit() else
+                   lazy("another msreport is writing {out}; wait for it to finish or choose another output",
+                        out=str(out)))
+            raise OutputError(msg) from None
         try:  # the file we locked must still be the one at `path` (a finishing run unlinks it)
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except OSError:
@@ -456,8 +458,8 @@ def _finish(tmp: Path, out: Path, in_place: bool) -> None:
     user = _user_files(out, ours_new)
     clash = [f for f in user if f in ours_new]
     if clash:
-        raise OutputError(f"{out} holds files msreport did not write where the new report writes "
-                          f"({', '.join(clash[:3])}); move them away and run again")
+        raise OutputError(lazy("{out} holds files msreport did not write where the new report writes ({files}); "
+                               "move them away and run again", out=str(out), files=", ".join(clash[:3])))
     if user:
         whose = ("you added" if read_manifest(out) is not None
                  else "the new report does not write (the earlier report kept no list of its files)")
