@@ -7,9 +7,9 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
+from reportgen import collectives
 from reportgen.i18n import N_, Msg
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -507,22 +507,9 @@ class ParallelStrategy:
 
 # --- execution overview (operators of chosen steps) -----------------------------------------------------------
 
-OP_CLASSES: tuple[str, ...] = ("compute", "collective", "send", "receive")
-_COLLECTIVE_RE = re.compile(r"^(?:[\w-]*/)*(All|ReduceScatter|Broadcast|Reduce-|AlltoAll|hcom_(all|reduce|broadcast))"
-                            r"|^stream_\d+_parallel", re.I)
-_SEND_RE = re.compile(r"^(?:[\w-]*/)*(Send|hcom_send)", re.I)
-_RECEIVE_RE = re.compile(r"^(?:[\w-]*/)*(Receive|hcom_receive)", re.I)
-
-
-def op_class(name: str) -> str:
-    """One of OP_CLASSES for an operator name or type (MindSpore `scope/AllReduce-op3`, torch_npu `hcom_send__1_0_1`)."""
-    if _SEND_RE.match(name):
-        return "send"
-    if _RECEIVE_RE.match(name):
-        return "receive"
-    if _COLLECTIVE_RE.match(name):
-        return "collective"
-    return "compute"
+# an operator's class (compute / collective / send / receive): collective naming has one home, reportgen.collectives
+OP_CLASSES = collectives.OP_CLASSES
+op_class = collectives.op_class
 
 
 @dataclass

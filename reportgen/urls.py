@@ -91,9 +91,10 @@ def strategy_csv(stage: int) -> str:
     return csv_path(f"strategy-stage-{stage}")
 
 
-def trace_copy(rank: int) -> str:
-    """A rank's trace copied into the report (shared by the language trees)."""
-    return f"{TRACE_DIR}/rank-{int(rank)}.trace.json"
+def trace_copy(rank: int, gz: bool = False) -> str:
+    """A rank's trace copied into the report (shared by the language trees); `gz`: gzip-compressed, as its
+    source was (Perfetto, trace_processor and chrome://tracing open a .json.gz as it is)."""
+    return f"{TRACE_DIR}/rank-{int(rank)}.trace.json" + (".gz" if gz else "")
 
 
 @dataclass(frozen=True)

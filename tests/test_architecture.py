@@ -17,7 +17,8 @@ ROOT = Path(reportgen.__file__).parent
 LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
      "idle",  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
-     "dataquality"},  # the data-quality codes and their templates: every layer writes them (imports i18n only)
+     "dataquality",  # the data-quality codes and their templates: every layer writes them (imports i18n only)
+     "collectives"},  # collective naming (kinds, display names, op classes): loaders, model and summary share it
     {"discover"},
     {"loaders"},
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)

@@ -336,3 +336,24 @@ def test_progress_lines_follow_the_language(tmp_path, synth_8, monkeypatch, caps
     lines = [l for l in err.splitlines() if l.startswith("msreport: ")]
     assert lines and any(("写入" in l or "分析" in l or "加载" in l) for l in lines), err
     assert not any(w in l for l in lines for w in (" write ", "analyse", "load 8 rank(s)", "pages written")), err
+
+
+def test_errors_in_the_report_language(tmp_path, synth_8, capsys):
+    """Before: under `--lang zh` a missing run folder and an unwritable output were reported in English (the
+    messages were formatted when raised). Now they are rendered when printed, in the command's language: one line,
+    exit code 2, the paths as given; English unchanged."""
+    (tmp_path / "afile").write_text("x")
+    cases = [([str(tmp_path / "nope"), "-o", str(tmp_path / "o")],
+              f"运行目录 {tmp_path / 'nope'} 不存在", f"run folder {tmp_path / 'nope'} does not exist"),
+             ([str(synth_8), "-o", str(tmp_path / "afile" / "out")],
+              f"无法将报告写入 {tmp_path / 'afile' / 'out'}：{tmp_path / 'afile'} 是文件，不是目录",
+              f"cannot write the report to {tmp_path / 'afile' / 'out'}: {tmp_path / 'afile'} is a file, not a folder")]
+    for args, zh, en in cases:
+        for lang, want in (("zh", zh), ("en", en)):
+            assert main([*args, "-q", "--lang", lang]) == 2
+            assert capsys.readouterr().err.splitlines() == [f"msreport: error: {want}"], (lang, args)
+    from reportgen.errors import NoProfilingData
+    from reportgen.layouts.find import discover
+
+    with pytest.raises(NoProfilingData, match="does not exist"):  # str() of the error: English outside a --lang
+        discover(tmp_path / "nope")

@@ -1,5 +1,6 @@
 """Rank pages stay lean: the longest operators on the page, the full operator table as a CSV beside it."""
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,82 @@ def test_csv_holds_every_operator_of_the_rank(lean_site):
     # each share is the operator's part of the rank's operator time: only the full table adds up to 1
     assert sum(float(r["Share"]) for r in rows if r["Share"]) == pytest.approx(1.0, rel=1e-6)
     assert sum(float(r["Share"]) for r in rows[:TOP] if r["Share"]) < 1.0
+
+
+# --- the copied traces ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gz_kineto_site(tmp_path_factory) -> tuple[Path, Path]:
+    """A 2-rank Kineto run whose traces are gzipped, and its site: (run, out)."""
+    from reportgen.cli import main
+    from reportgen.synth import generate_run
+
+    root = tmp_path_factory.mktemp("gztrace")
+    run = generate_run(root / "run", layout="kineto", ranks=2, steps=3, compress=True)
+    assert main([str(run), "-o", str(root / "out"), "-q", "--lang", "en"]) == 0
+    return run, root / "out"
+
+
+def test_a_gzipped_trace_is_copied_gzipped(gz_kineto_site):
+    """Before: a 1.4 MB .json.gz trace was copied as 25 MB of plain JSON. Now the copy is gzip (mtime 0: the same
+    bytes on every build) holding exactly the source's text, and the rank page's link names it."""
+    import gzip
+
+    run, out = gz_kineto_site
+    sources = sorted((run / "traces").glob("*.pt.trace.json.gz"))
+    copies = sorted((out / "traces").iterdir())
+    assert len(sources) == 2 and [p.name for p in copies] == ["rank-0.trace.json.gz", "rank-1.trace.json.gz"]
+    by_text = {gzip.decompress(p.read_bytes()): p.name for p in sources}
+    for copy in copies:
+        data = copy.read_bytes()
+        assert data[:2] == b"\x1f\x8b" and data[4:8] == b"\0\0\0\0"  # gzip, mtime 0
+        assert gzip.decompress(data) in by_text  # the source's text, byte for byte
+        assert len(data) < len(gzip.decompress(data)) / 3
+    for r in (0, 1):
+        soup = BeautifulSoup((out / "ranks" / f"rank-{r}.html").read_text(encoding="utf-8"), "html.parser")
+        link = next(a for a in soup.select("a[download]") if "trace" in a["href"])
+        assert link["href"] == f"../traces/rank-{r}.trace.json.gz"
+        assert (out / "ranks" / link["href"]).resolve().is_file()
+        assert link.get_text(" ", strip=True) == "Download the whole trace (gzip-compressed)"
+
+
+@pytest.mark.parametrize("convert", [False, True])
+@pytest.mark.parametrize("dest", ["traces/rank-0.trace.json", "traces/rank-0.trace.json.gz"])
+def test_a_trace_linked_out_of_the_run_is_not_copied(tmp_path, convert, dest):
+    """The copy is made after loading, outside the loaders' `run_root`: the run folder is passed to the open, so a
+    symbolic link out of the run is refused there too (an empty trace is written, the secret is not), while the
+    same trace inside the run is copied (gzipped for a .gz destination, deterministically)."""
+    import gzip
+
+    from reportgen.site.pages.rank.resources import TraceExport
+    from reportgen.site.render.builder import _export_trace
+
+    body = b'{"traceEvents": [{"ph": "X", "name": "secret-kernel", "ts": "1.5", "dur": "2"}]}'
+    secret = tmp_path / "secret.pt.trace.json"
+    secret.write_bytes(body)
+    run = tmp_path / "run"
+    (run / "t").mkdir(parents=True)
+    (run / "t" / "link.pt.trace.json").symlink_to(secret)
+    (run / "t" / "own.pt.trace.json").write_bytes(body)
+
+    def copied(source: str, out: Path) -> str:
+        _export_trace(run, TraceExport(dest, source, convert), out)
+        data = (out / dest).read_bytes()
+        if dest.endswith(".gz"):
+            assert data[4:8] == b"\0\0\0\0"
+            data = gzip.decompress(data)
+        return data.decode("utf-8")
+
+    assert "secret-kernel" not in copied("t/link.pt.trace.json", tmp_path / "a")
+    assert json.loads(copied("t/link.pt.trace.json", tmp_path / "b")) == []
+    own = copied("t/own.pt.trace.json", tmp_path / "c")
+    events = json.loads(own)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert [e["name"] for e in events] == ["secret-kernel"]
+    assert events[0]["ts"] == (1.5 if convert else "1.5")
+    copied("t/own.pt.trace.json", tmp_path / "d")
+    assert (tmp_path / "c" / dest).read_bytes() == (tmp_path / "d" / dest).read_bytes()  # deterministic
+    assert not (tmp_path / "e" / dest).exists()
+    _export_trace(run, TraceExport(dest, "../secret.pt.trace.json", convert), tmp_path / "e")
+    assert not (tmp_path / "e" / dest).exists()  # a path out of the run is not even opened

@@ -22,11 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from reportgen import collectives
 from reportgen.model import Run
 
 EXPERT_KERNEL_RE = re.compile(r"grouped_?gemm|grouped_?mat_?mul|grouped_?mm\b|_grouped_mm|GroupGemm|fused_moe|"
                               r"moe_?ffn|m_grouped", re.I)
-ALLTOALL_RE = re.compile(r"all_?to_?all|alltoallv?|a2a|dispatch|combine", re.I)
+ALLTOALL_RE = collectives.ALLTOALL_RE  # (one home for collective naming: reportgen.collectives)
 EP_NAME_RE = re.compile(r"expert|moe|(?:^|[^a-z])ep(?:[^a-z]|$)", re.I)
 HOT_MARGIN = 0.1  # a hot rank computes at least this much more than its group's mean
 

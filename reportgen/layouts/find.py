@@ -10,6 +10,7 @@ from reportgen.discover.fs import Fs
 from reportgen.discover.runs import RunLayout, attach, missing_ranks
 from reportgen.discover.walk import walk
 from reportgen.errors import NoProfilingData
+from reportgen.i18n import lazy
 from reportgen.layouts.registry import LAYOUTS
 
 
@@ -23,9 +24,9 @@ def discover(root: Path) -> list[RunLayout]:
     """Return the runs found under `root` (usually one). Raise `NoProfilingData` when there is none."""
     root = Path(root)
     if not root.exists():
-        raise NoProfilingData(f"run folder {root} does not exist")
+        raise NoProfilingData(lazy("run folder {root} does not exist", root=str(root)))
     if not root.is_dir():
-        raise NoProfilingData(f"{root} is not a folder; give the folder that holds the profiler output")
+        raise NoProfilingData(lazy("{root} is not a folder; give the folder that holds the profiler output", root=str(root)))
     fs = Fs(root)
     scan = walk(fs, LAYOUTS.values())
     runs: list[RunLayout] = []
@@ -35,7 +36,8 @@ def discover(root: Path) -> list[RunLayout]:
     for r in runs:
         missing_ranks(r)
     if not runs:
-        raise NoProfilingData(f"no profiler output found under {root}: looked for {what_we_look_for()}")
+        raise NoProfilingData(lazy("no profiler output found under {root}: looked for {what}", root=str(root),
+                                    what=what_we_look_for()))
     runs.sort(key=lambda r: (r.rel(r.base), r.name))
     attach(runs, list(fs.issues.values()))
     return runs

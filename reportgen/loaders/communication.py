@@ -18,6 +18,7 @@ Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_
 
 from __future__ import annotations
 
+from reportgen import collectives
 from reportgen.i18n import N_, lazy
 
 import json
@@ -304,14 +305,10 @@ def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Option
             "stored_bandwidth_gbps": stored, "wait_ms": math.nan}
 
 
-OPTYPE_RE = re.compile(r"(send|receive|allreduce|allgather|reducescatter|broadcast|alltoallvc|alltoallv|alltoall|"
-                       r"batchsendrecv|reduce|scatter)")
-
-
 def optype_of(name: str) -> str:
-    """The operator class of an op name, as torch_npu's matrix keys spell it (e.g. `allreduce`)."""
-    m = OPTYPE_RE.search(str(name).lower().replace("_", ""))
-    return m.group(1) if m else "other"
+    """The operator class of an op name, as torch_npu's matrix keys spell it (e.g. `allreduce`; one home:
+    reportgen.collectives)."""
+    return collectives.matrix_optype(name)
 
 
 # --- MindInsight hccl_raw_{rank}.csv ---------------------------------------------------------------

@@ -58,7 +58,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import intervals as iv
+from reportgen import collectives, intervals as iv
 from reportgen.i18n import N_
 from reportgen.loaders.files import open_binary as open_maybe_gzip
 from reportgen.loaders.issuelog import IssueLog
@@ -83,13 +83,11 @@ HOST_OP_CATS = frozenset(("cpu_op", "operator"))  # `Operator`: the 2021 schema'
 COMM_KERNEL_RE = re.compile(
     r"^(?:void\s+)?(?:\w+::)*(?:nccl|rccl|msccl|hccl|hcom_|nvshmem|c10d::)"
     r"|ncclDevKernel|ncclKernel|(?:^|[\s:<(])(?:deep_ep|dpsk::ep|pplx|uccl_ep|uccl::ep)::", re.I)
-EP_KERNEL_RE = re.compile(r"(?:deep_ep|dpsk::ep|pplx|uccl_ep|uccl::ep)::", re.I)
+EP_KERNEL_RE = collectives.EP_KERNEL_RE  # collective naming has one home: reportgen/collectives.py
 # Host ops of a process group's collective (the kernels launched inside them are its communication): c10d's
 # `record_param_comms`, the backend's `nccl:*` / `gloo:*` / `hccl:*` ranges, `c10d::` and functional collectives.
 HOST_COMM_RE = re.compile(r"^(?:gloo:|nccl:|rccl:|hccl:|ucc:|mpi:|c10d::|_?c10d_functional::|record_param_comms|"
                           r"torch\.distributed)", re.I)
-KIND_RE = re.compile(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|send_?recv|barrier|"
-                     r"reduce|send|recv|gather|scatter)", re.I)
 HEADER_BYTES = 1 << 20
 MIB = float(2 ** 20)  # the report's MB (memory) are 2^20 bytes; Kineto writes bytes
 READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's "
@@ -133,13 +131,8 @@ def is_comm_kernel(name: str) -> bool:
 
 def collective_kind(name: str) -> str:
     """`ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` / `gloo:all_reduce` -> `allreduce`; an expert-parallel
-    library's dispatch / combine kernel -> `alltoall`."""
-    m = KIND_RE.search(name.replace("To", "to"))
-    if m:
-        return m.group(1).lower().replace("_", "")
-    if EP_KERNEL_RE.search(name) and re.search(r"dispatch|combine", name, re.I):
-        return "alltoall"
-    return "collective"
+    library's dispatch / combine kernel -> `alltoall` (one home: reportgen.collectives)."""
+    return collectives.kineto_kind(name)
 
 
 def kernel_type(name: str) -> str:

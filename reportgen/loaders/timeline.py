@@ -22,7 +22,7 @@ from typing import IO, Optional
 import numpy as np
 
 from reportgen import intervals
-from reportgen.loaders.files import open_binary as open_maybe_gzip
+from reportgen.loaders.files import open_binary as open_maybe_gzip, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
@@ -224,9 +224,13 @@ def _first_ts_is_string(path: Path) -> bool:
     return False
 
 
-def export_trace(src: Path, dst: IO[str], convert: bool) -> int:
+def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = None) -> int:
     """Write `src` as a Chrome-trace JSON array to `dst`; with `convert`, string timestamps become JSON numbers
-    (the decimal text is kept exactly, so no precision is lost). Returns the number of events written."""
+    (the decimal text is kept exactly, so no precision is lost). Returns the number of events written.
+    `root`: the run folder (a symbolic link out of it is not followed: an empty trace is written)."""
+    if root is not None:
+        with run_root(root):
+            return export_trace(src, dst, convert)
     if not convert:
         try:
             with open_maybe_gzip(src) as f:

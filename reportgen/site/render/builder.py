@@ -9,8 +9,10 @@ leaves a half-written report over a good one); the pages get their style and scr
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import multiprocessing
+import os
 import posixpath
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -236,16 +238,22 @@ def _write_chunk(idx: list[int]) -> dict:
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
-    """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run."""
-    src = (run_root / ex.source).resolve()
-    try:
-        src.relative_to(run_root.resolve())
-    except ValueError:
-        return  # never read outside the run folder
+    """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run; the
+    open is held to the run folder (`root=`: a symbolic link out of it is refused, an empty trace written).
+    A `.gz` destination (the source was gzipped) is written gzipped, mtime 0: the same bytes on every build."""
+    src = Path(os.path.abspath(run_root / ex.source))
+    if not src.is_relative_to(os.path.abspath(run_root)):
+        return  # never read outside the run folder ("..")
     target = tmp / ex.dest
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w", encoding="utf-8") as f:
-        timeline.export_trace(src, f, ex.convert)
+    if ex.dest.endswith(".gz"):
+        with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6,
+                                                     mtime=0) as gz, \
+                io.TextIOWrapper(gz, encoding="utf-8", newline="") as f:
+            timeline.export_trace(src, f, ex.convert, root=run_root)
+    else:
+        with open(target, "w", encoding="utf-8", newline="") as f:
+            timeline.export_trace(src, f, ex.convert, root=run_root)
 
 
 SHARED_SPECS = "assets/rank-specs.js"

@@ -5,7 +5,7 @@ that pages embed (`compact`, the `jsonscript` filter).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
 from markupsafe import Markup
@@ -85,9 +85,19 @@ def make_env() -> Environment:
                        csp_hash=csp_hash, **html_rows.FILTERS)
     env.globals["paths"] = urls  # page paths in the templates: `url(paths.STEP_TRACE)`
     env.globals["num_cell_fn"] = html_rows.num_cell  # `num_cell` in _macros.html
+    env.globals["csv_rows"] = csv_rows  # `csv_file` in _macros.html: the rows of a page's CSV download
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
     env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
     return env
+
+
+def csv_rows(page, path: str) -> Optional[int]:
+    """How many rows the page's CSV download `path` holds, or None where that is not known without building it
+    (a rank page's lazily built rows) or the page writes no such file."""
+    for dl_path, _columns, rows in getattr(page, "downloads", None) or ():
+        if dl_path == path:
+            return len(rows) if hasattr(rows, "__len__") else None
+    return None
 
 
 def _template_gettext(lookup: Callable[[str], str]):

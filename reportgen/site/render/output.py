@@ -41,6 +41,7 @@ from typing import Any, Iterator, Optional
 
 from reportgen import __version__
 from reportgen.errors import OutputError
+from reportgen.i18n import lazy
 from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
@@ -107,18 +108,18 @@ def refusal(out: Path, folder: Path, e: Optional[OSError] = None) -> OutputError
     code = e.errno if e is not None else None
     blocking = _blocking_file(out) if code in (None, errno.EEXIST, errno.ENOTDIR) else None
     if blocking is not None and blocking != Path(os.path.abspath(out)):
-        why = f"{blocking} is a file, not a folder"
+        why = lazy("{path} is a file, not a folder", path=str(blocking))
     elif code == errno.EROFS or (code in (None, errno.EACCES, errno.EPERM) and _read_only(folder)):
-        why = f"{folder} is on a read-only file system"
+        why = lazy("{folder} is on a read-only file system", folder=str(folder))
     elif code in (None, errno.EACCES, errno.EPERM):
-        why = f"no permission to create files in {folder}"
+        why = lazy("no permission to create files in {folder}", folder=str(folder))
     elif code == errno.ENOENT and folder.is_dir():
-        why = f"{folder} does not accept new files ({_why(e)})"  # /proc, /sys: the folder exists, creating fails
+        why = lazy("{folder} does not accept new files ({why})", folder=str(folder), why=_why(e))  # /proc, /sys: the folder exists, creating fails
     elif code in (errno.ENOSPC, errno.EDQUOT):
-        why = f"{_why(e)} on the device holding {folder}"
+        why = lazy("{why} on the device holding {folder}", why=_why(e), folder=str(folder))
     else:
-        why = _why(e) if e is not None else "not writable"
-    return OutputError(f"cannot write the report to {out}: {why}")
+        why = _why(e) if e is not None else lazy("not writable")
+    return OutputError(lazy("cannot write the report to {out}: {why}", out=str(out), why=why))
 
 
 def _stale_re(name: str) -> re.Pattern:
@@ -132,17 +133,19 @@ def check_output(out: Path, run_root: Path, single_file: bool) -> None:
     """Refuse an output that would hide the run, a foreign folder, or a file msreport did not write."""
     out_r, root_r = out.resolve(), run_root.resolve()
     if out_r == root_r or root_r.is_relative_to(out_r):
-        raise OutputError(f"output {out} would contain the run folder {run_root}; choose another output path")
+        raise OutputError(lazy("output {out} would contain the run folder {run}; choose another output path", out=str(out),
+                                run=str(run_root)))
     if single_file:
         if out.is_dir():
-            raise OutputError(f"{out} is a folder; --single-file needs a file name such as report.html")
+            raise OutputError(lazy("{out} is a folder; --single-file needs a file name such as report.html", out=str(out)))
         if out.exists() and not _written_by_us(out):
-            raise OutputError(f"{out} exists and was not written by msreport; refusing to overwrite it")
+            raise OutputError(lazy("{out} exists and was not written by msreport; refusing to overwrite it", out=str(out)))
         return
     if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} exists and is not a folder")
+        raise OutputError(lazy("{out} exists and is not a folder", out=str(out)))
     if out.is_dir() and not (out / MARKER).exists() and any(_visible(out)):
-        raise OutputError(f"{out} exists, is not empty and is not an msreport report; refusing to overwrite it")
+        raise OutputError(lazy("{out} exists, is not empty and is not an msreport report; refusing to overwrite it",
+                                out=str(out)))
 
 
 def _visible(d: Path) -> Iterator[Path]:
@@ -201,7 +204,7 @@ def atomic_write(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise OutputError(f"cannot write {path}: {_why(e)}") from None
+        raise OutputError(lazy("cannot write {path}: {why}", path=str(path), why=_why(e))) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -252,9 +255,11 @@ def output_lock(out: Path):
             except OSError:
                 holder = ""
             os.close(fd)
-            who = f" (pid {holder})" if holder.isdigit() else ""
-            raise OutputError(f"another msreport{who} is writing {out}; wait for it to finish or choose another "
-                              "output") from None
+            msg = (lazy("another msreport (pid {pid}) is writing {out}; wait for it to finish or choose another "
+                        "output", pid=holder, out=str(out)) if holder.isdigit() else
+                   lazy("another msreport is writing {out}; wait for it to finish or choose another output",
+                        out=str(out)))
+            raise OutputError(msg) from None
         try:  # the file we locked must still be the one at `path` (a finishing run unlinks it)
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except OSError:
@@ -355,7 +360,7 @@ def _make_staging(folder: Path, prefix: str) -> Path:
             continue
         (tmp / STAGING_MARK).write_text(f"{socket.gethostname()} {os.getpid()}\n", encoding="utf-8")
         return tmp
-    raise OutputError(f"cannot create a staging folder in {folder}")
+    raise OutputError(lazy("cannot create a staging folder in {folder}", folder=str(folder)))
 
 
 @contextmanager
@@ -376,7 +381,7 @@ def staged_folder(out: Path):
                 raise
             if e.errno not in _WRITE_ERRNOS and e.filename is None:
                 raise
-            raise OutputError(f"cannot write the report to {out}: {_why(e)}") from None
+            raise OutputError(lazy("cannot write the report to {out}: {why}", out=str(out), why=_why(e))) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -453,8 +458,8 @@ def _finish(tmp: Path, out: Path, in_place: bool) -> None:
     user = _user_files(out, ours_new)
     clash = [f for f in user if f in ours_new]
     if clash:
-        raise OutputError(f"{out} holds files msreport did not write where the new report writes "
-                          f"({', '.join(clash[:3])}); move them away and run again")
+        raise OutputError(lazy("{out} holds files msreport did not write where the new report writes ({files}); "
+                               "move them away and run again", out=str(out), files=", ".join(clash[:3])))
     if user:
         whose = ("you added" if read_manifest(out) is not None
                  else "the new report does not write (the earlier report kept no list of its files)")

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import __version__
+from reportgen import __version__, collectives
 from reportgen.analysis import Analysis
 from reportgen.analysis.efficiency import summary_dict as efficiency_summary
 from reportgen.rules.highlights import Highlights
@@ -260,19 +260,10 @@ def op_key(name: str) -> str:
     return _OP_COUNTER.sub("", s).rstrip("_") or str(name)
 
 
-_COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
-                "broadcast": "Broadcast", "alltoall": "AlltoAll", "alltoallv": "AlltoAllV", "send": "Send",
-                "receive": "Receive", "recv": "Receive", "batchsendrecv": "BatchSendRecv", "reduce": "Reduce",
-                "gather": "Gather", "scatter": "Scatter", "barrier": "Barrier"}
-
-
 def collective_type(op: str) -> str:
-    """The collective of a communication operator (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`) -> `AllReduce`."""
-    s = str(op).rsplit("/", 1)[-1]
-    s = re.sub(r"^hcom_", "", s, flags=re.I)
-    m = re.match(r"[A-Za-z]+", s)
-    word = m.group(0) if m else s
-    return _COLLECTIVES.get(word.lower(), word)
+    """The collective of a communication operator (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`) -> `AllReduce`
+    (one home: reportgen.collectives)."""
+    return collectives.collective_type(op)
 
 
 TOP_OPERATORS = 100

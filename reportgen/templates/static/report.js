@@ -230,8 +230,13 @@
   function initCsvButtons(root) {
     var label = document.body.getAttribute("data-save-csv");
     if (!label) { return; }
+    // a table whose CSV file the report wrote (a.csv-download naming it: every row, even those the page leaves
+    // out) keeps that one control: a second "CSV" beside it would be ambiguous
+    var filed = {};
+    document.querySelectorAll("a.csv-download[data-csv-for]").forEach(function (a) { filed[a.getAttribute("data-csv-for")] = true; });
     (root || document).querySelectorAll("main table").forEach(function (table, i) {
       if (table.getAttribute("data-csv") === "done" || !table.tBodies.length || !table.tBodies[0].rows.length) { return; }
+      if (table.id && Object.prototype.hasOwnProperty.call(filed, table.id)) { table.setAttribute("data-csv", "file"); return; }
       table.setAttribute("data-csv", "done");
       var b = document.createElement("button");
       b.type = "button";
