@@ -329,6 +329,7 @@ def family(name: str) -> str:
 
 # --- mutations (bytes in, bytes out; None: not applicable) --------------------------------------------
 
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _NUM = re.compile(rb"(?<![\w.\"])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.\"])")
 
 
@@ -377,6 +378,16 @@ def _set_number(data: bytes, kind: str, ext: str, rng: random.Random, token: str
         rows[i][j] = ("-" + rows[i][j].strip()) if kind == "negative" else token
         return _csv_bytes(rows)
     nums = [m for m in _NUM.finditer(data) if not m.group().startswith(b"-")]
+    if ext == ".json":  # a JSON number, not digits inside a string ("utilization of 0.0%": text, shown as written)
+        inside = [(q.start(), q.end()) for q in _JSON_STRING.finditer(data)]
+        starts = [a for a, _ in inside]
+        import bisect
+
+        def in_string(pos: int) -> bool:
+            i = bisect.bisect_right(starts, pos) - 1
+            return i >= 0 and inside[i][0] < pos < inside[i][1]
+
+        nums = [m for m in nums if not in_string(m.start())]
     if not nums:
         return None
     m = rng.choice(nums[: max(1, min(len(nums), 400))])
@@ -894,7 +905,12 @@ def page_text(path: Path, run: Path) -> str:
         return ""
     for x in soup(["script", "style"]):
         x.decompose()
-    return soup.get_text(" ", strip=True).replace(str(run), "<RUN>")
+    # a file's size on disk is not a value read from it: a value mutation writes the JSON back without its
+    # indentation (the same events, fewer bytes), which the timeline's "Source: x.json (1.0 MB)" shows
+    return SIZE_RE.sub("<SIZE>", soup.get_text(" ", strip=True).replace(str(run), "<RUN>"))
+
+
+SIZE_RE = re.compile(r"\(\d+(?:\.\d+)? ?(?:[kKMGT]i?)?B\)")
 
 
 def snapshot(out: Path, run: Path, ranks) -> dict:

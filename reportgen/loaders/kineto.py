@@ -59,6 +59,7 @@ from reportgen import intervals as iv
 from reportgen.i18n import N_
 from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
 from reportgen.loaders import op_flops
+from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
 from reportgen.loaders.memory import _downsample
 from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
@@ -242,9 +243,13 @@ def _num(v) -> float:
 def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     """One streamed pass over the events; False when the file broke off (what was read is kept)."""
     unusable = 0
+    door = TraceDoor(log, path, KINETO_TRACE)  # lane ids and the args read, by kind (loaders/schema.py TRACE_SCHEMAS)
+    cut = False
     try:
         for e in trace_events(path, log):
             acc.n_events += 1
+            if door.event(e) is None:
+                continue
             ph = e.get("ph")
             if ph == "X":
                 name = e.get("name")
@@ -310,10 +315,12 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 rec[2].append(res)
         return True
     except TRACE_ERRORS as err:
+        cut = True
         trace_cut(log, path, err, f"{acc.n_events} event(s) read before the error are used")
         return False
     finally:
         note_unusable_events(log, path, unusable)
+        door.close(cut)
 
 
 def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float) -> None:

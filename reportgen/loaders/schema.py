@@ -94,6 +94,16 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^cpu_op_detail_info_\d+\.csv$"), Schema("cpu_op_detail_info", {
         "op_occurrences": C, "op_total_time(ms)": D, "op_avg_time(ms)": D, "total_proportion": PM},
         rows="host CPU operators")),
+    # MindSpore GPU (loaders/gpu.py): µs, counts; proportions are fractions (within the percent range)
+    (re.compile(r"^gpu_activity_data_\d+\.csv$"), Schema("gpu_activity_data", {
+        "occurrences": C, "total_duration(us)": D, "avg_duration(us)": DM, "max_duration(us)": DM,
+        "min_duration(us)": DM}, rows="GPU kernels")),
+    (re.compile(r"^gpu_op_detail_info_\d+\.csv$"), Schema("gpu_op_detail_info", {
+        "op_occurrences": C, "op_total_time(us)": D, "op_avg_time(us)": DM, "total_proportion": PM,
+        "proportion": PM, "cuda_activity_cost_time(us)": D, "cuda_activity_call_count": CM}, rows="GPU operators")),
+    (re.compile(r"^gpu_op_type_info_\d+\.csv$"), Schema("gpu_op_type_info", {
+        "type_occurrences": C, "total_time(us)": D, "total_proportion": PM, "proportion": PM, "avg_time(us)": DM},
+        rows="GPU operator types")),
     (re.compile(r"^step_trace_raw_\d+_detail_time\.csv$"), Schema("step_trace_raw", {
         "step_num": STEP, "iteration_interval": D, "fp_and_bp": D, "tail": D},
         rows="step phases")),
@@ -131,7 +141,7 @@ JSON_REQUIRED: dict[str, tuple[str, ...]] = {
     "communication_matrix.json": ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"),
 }
 
-_PROBLEM = {"rank": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
+_PROBLEM = {"rank": "not a whole number >= 0", "index": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
             "count": "not a whole number >= 0", "id": "not a whole number", "percent": "outside 0-100",
             "timestamp": "a negative timestamp", "number": "not a finite number"}
 
@@ -149,7 +159,7 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
     ok = np.isnan(v)
     fin = ~ok
     with np.errstate(invalid="ignore"):
-        if kind == "rank":
+        if kind in ("rank", "index"):
             bad = fin & ((v < 0) | (np.floor(v) != v))
         elif kind in ("duration", "size", "bandwidth", "timestamp"):
             bad = fin & (v < 0)
@@ -187,7 +197,7 @@ def _bad_number(kind: str, f: float) -> Optional[str]:
         return "not a finite number"
     if kind in ("duration", "size", "bandwidth", "timestamp"):
         bad = f < 0
-    elif kind in ("count", "rank"):
+    elif kind in ("count", "rank", "index"):
         bad = f < 0 or not f.is_integer()
     elif kind == "id":
         bad = not f.is_integer()
@@ -556,3 +566,173 @@ def compare_shapes(ranks: dict, issues: list) -> None:
                 issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
                                         "the values under it were not read for this rank", "warning", (int(r),),
                                         kind="schema drift"))
+
+
+# --- the door for Chrome traces (Kineto, torch_npu trace_view, MindInsight / MindSpore timelines) --------------
+#
+# A trace's events are read one at a time by the loader that summarises the file (`timeline.summarize_trace`,
+# `gpu.summarize_gpu_timeline`, `kineto._scan`); each passes every event through `TraceDoor.event` first. The
+# table says, per trace family, what its lane ids (pid / tid) may be and which `args` values it reads, by kind.
+
+
+@dataclass(frozen=True)
+class TraceSchema:
+    family: str
+    pid: str = "whole"  # lane ids: "whole" (a whole number >= 0; digit text is read as the number), "any" (a
+    tid: str = "whole"  # whole number of any sign), "name" (a whole number of any sign, or a name)
+    tid_names: tuple[str, ...] = ()  # names this writer gives a lane where numbers are the rule ("Ops")
+    args: dict[str, Field] = field(default_factory=dict)  # args values read, by kind (named, kept as written)
+    unnamed_cats: tuple[str, ...] = ()  # categories not judged (Kineto's own "Trace" span: pid "Spans")
+    named_threads: tuple[str, ...] = ()  # categories whose events sit on a thread the trace names (metadata)
+    dedupe: bool = False  # exact duplicate complete events are counted once (and named)
+    rows: str = "timeline"  # what the rank loses when the trace holds no event
+
+
+IDX = Field("index")  # a whole number >= 0 (an id that pairs events: correlation, connection)
+KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto.py whatever the file's name)
+    "Kineto trace", pid="any", tid="name", unnamed_cats=("trace",),
+    args={"correlation": IDX, "External id": IDX, "Total Allocated": S, "Total Reserved": S, "Device Type": IDX,
+          "Device Id": Field("id"), "flops": S, "stream": Field("id"), "device": Field("id")},
+    named_threads=("cpu_op", "operator", "user_annotation", "python_function"))
+GPU_TIMELINE = TraceSchema("gpu_timeline_display", tid_names=("Ops",), dedupe=True)  # MindSpore GPU
+TRACE_SCHEMAS: list[tuple[re.Pattern, TraceSchema]] = [
+    (re.compile(r"^gpu_timeline_display_\d+\.json$"), GPU_TIMELINE),
+    (re.compile(r"^trace_view\.json$"), TraceSchema("trace_view.json", args={"connection_id": IDX}, dedupe=True)),
+    (re.compile(r"^(ascend_)?timeline_display_\d+\.json$"), TraceSchema("ascend_timeline_display", dedupe=True)),
+]
+GENERIC_TRACE = TraceSchema("trace", tid="name", dedupe=True)
+
+
+def trace_schema_for(path: Path) -> TraceSchema:
+    name = Path(path).name
+    return next((s for pat, s in TRACE_SCHEMAS if pat.search(name)), GENERIC_TRACE)
+
+
+_LANE_PROBLEM = {"none": "missing or not a number / name", "frac": "fractional", "neg": "negative",
+                 "text": "text where a number belongs"}
+
+
+class TraceDoor:
+    """The problems of one trace, judged event by event (`event`), named when `close`d. `event` returns the event's
+    lane ids as the loader should key them (digit text read as the number: "519" and 519 are one lane), or None
+    for an event to skip (an exact duplicate, with `dedupe`)."""
+
+    def __init__(self, log: Any, path: Path, schema: Optional[TraceSchema] = None):
+        self.log, self.path = log, path
+        self.s = schema or trace_schema_for(path)
+        self.n_events = 0
+        self.bad_lane: dict[str, list] = {}  # problem -> [count, example]
+        self.bad_args: dict[str, list] = {}
+        self.pid_kinds = [0, 0]  # complete events whose pid is written as a number / as text
+        self.malformed = 0
+        self.unnamed = 0  # process_name metadata without a name
+        self.dups = 0
+        self.seen: set[int] = set()
+        self.threads: set = set()  # lanes the metadata names (thread_name)
+        self.on_threads: dict = {}  # lane -> host events on it (categories `named_threads`)
+
+    def _lane(self, v: Any, kind: str, what: str) -> Any:
+        if isinstance(v, str):
+            t = v.strip()
+            if t.isdigit() or (t[:1] == "-" and t[1:].isdigit()):
+                v = int(t)
+            elif kind == "name" or t in self.s.tid_names:
+                return v
+            else:
+                return self._bad_lane("text", what, v)
+        if v is None or isinstance(v, (bool, list, dict)) or not isinstance(v, (int, float)):
+            return self._bad_lane("none", what, v)
+        if isinstance(v, float):
+            if not math.isfinite(v) or not v.is_integer():
+                return self._bad_lane("frac", what, v)
+            v = int(v)
+        if v < 0 and kind == "whole":
+            return self._bad_lane("neg", what, v)
+        return v
+
+    def _bad_lane(self, why: str, what: str, v: Any) -> Any:
+        c = self.bad_lane.setdefault(f"{what} {_LANE_PROBLEM[why]}", [0, repr(v)[:40]])
+        c[0] += 1
+        return v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else repr(v)[:40]
+
+    def event(self, e: dict) -> Optional[tuple]:
+        """(pid, tid) of one event as the loader should key its lane; None: skip the event."""
+        self.n_events += 1
+        ph = e.get("ph")
+        if not isinstance(ph, str) or (ph == "X" and not isinstance(e.get("name"), str)):
+            self.malformed += 1
+            if ph != "X":
+                return None
+        if ph == "M":
+            name = e.get("name")
+            if name == "process_name":
+                args = e.get("args")
+                if not isinstance(args, dict) or not isinstance(args.get("name"), str):
+                    self.unnamed += 1
+            if name == "thread_name" and self.s.named_threads:
+                self.threads.add((self._quiet(e.get("pid")), self._quiet(e.get("tid"))))
+            return self._quiet(e.get("pid")), self._quiet(e.get("tid"))
+        cat = str(e.get("cat") or "").lower()
+        if cat in self.s.unnamed_cats:
+            return e.get("pid"), e.get("tid")
+        if ph == "X":
+            pid = e.get("pid")
+            self.pid_kinds[isinstance(pid, str)] += 1
+            if self.s.dedupe:
+                h = hash((str(pid), str(e.get("tid")), str(e.get("name")), str(e.get("ts")), str(e.get("dur"))))
+                if h in self.seen:
+                    self.dups += 1
+                    return None
+                self.seen.add(h)
+        lane = (self._lane(e.get("pid"), self.s.pid, "pid"), self._lane(e.get("tid"), self.s.tid, "tid"))
+        if self.s.args:
+            args = e.get("args")
+            if isinstance(args, dict):
+                for k, f in self.s.args.items():
+                    if k in args:
+                        why = value_problem(f.kind, args[k])
+                        if why is not None:
+                            c = self.bad_args.setdefault(f"args {k!r} {why}", [0, repr(args[k])[:40]])
+                            c[0] += 1
+        if ph == "X" and cat in self.s.named_threads:
+            self.on_threads[lane] = self.on_threads.get(lane, 0) + 1
+        return lane
+
+    @staticmethod
+    def _quiet(v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            return int(v.strip())
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v if isinstance(v, (int, float, str)) else repr(v)
+
+    def close(self, truncated: bool = False) -> None:
+        path = self.path
+        if not self.n_events and not truncated:
+            self.log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+        for problem, (n, example) in self.bad_lane.items():
+            self.log.add(path, f"{n} trace event(s) whose {problem} (e.g. {example}): kept, on a lane of their own",
+                         "warning", "impossible value")
+        for problem, (n, example) in self.bad_args.items():
+            self.log.add(path, f"{n} trace event(s) whose {problem} (e.g. {example}): kept as written",
+                         "warning", "impossible value")
+        if self.pid_kinds[0] and self.pid_kinds[1] and self.s.pid != "name":
+            self.log.add(path, f"'pid' written as text in {self.pid_kinds[1]} complete event(s) and as a number in "
+                         f"{self.pid_kinds[0]}: the same process may be counted twice", "warning", "schema drift")
+        if self.malformed:
+            self.log.add(path, f"{self.malformed} trace event(s) without a phase ('ph') or a name (the former "
+                         "skipped)", "warning", "schema drift")
+        if self.unnamed:
+            self.log.add(path, f"{self.unnamed} process_name metadata event(s) without a name (args.name): their "
+                         "process is not classified", "warning", "schema drift")
+        if self.dups:
+            self.log.add(path, f"{self.dups} duplicated complete event(s) (same process, thread, name, start and "
+                         "duration as an earlier one) counted once", "warning", "duplicate")
+        if self.threads:
+            stray = {k: n for k, n in self.on_threads.items() if k not in self.threads}
+            if stray:
+                first = next(iter(stray))
+                self.log.add(path, f"{sum(stray.values())} host operator(s) on thread(s) the trace never names "
+                             f"(no thread_name metadata; e.g. pid {first[0]!r}, tid {first[1]!r}): a damaged pid or "
+                             "tid? kept, on a thread of their own", "warning", "schema drift")
+        self.seen.clear()
