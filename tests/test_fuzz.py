@@ -54,6 +54,9 @@ from typing import Callable, Optional
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz_set_c  # noqa: E402  (set C: the independent generator)
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("MSREPORT_SAMPLES") or REPO.parent / "shared" / "samples")  # as tests/conftest.py
 TIMEOUT_S = 90
@@ -279,18 +282,22 @@ class Result:
 # --- base runs ---------------------------------------------------------------------------------------
 
 
-def make_bases(where: Path, repo: Path = REPO, real: bool = True) -> dict[str, Path]:
-    """Clean runs to mutate: the synthetic layouts (generated with the checkout under test) and real samples."""
+def make_bases(where: Path, repo: Path = REPO, real: bool = True, c: bool = False) -> dict[str, Path]:
+    """Clean runs to mutate: the synthetic layouts (generated with the checkout under test) and real samples;
+    with `c`, also set C's own bases (`fuzz_set_c`: other shapes, other real samples)."""
     where.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from reportgen.synth import generate_run\n"
-            "for name, kw in json.loads(sys.argv[3]).items():\n"
-            "    generate_run(sys.argv[2] + '/' + name, ranks=2, steps=3, seed=3, **kw)")
-    subprocess.run([sys.executable, "-c", code, str(repo), str(where), json.dumps(SYNTH_BASES)],
+            "for name, (n, seed, kw) in json.loads(sys.argv[3]).items():\n"
+            "    generate_run(sys.argv[2] + '/' + name, ranks=n, steps=3, seed=seed, **kw)")
+    synth = {name: (2, 3, kw) for name, kw in SYNTH_BASES.items()}
+    if c:
+        synth.update({name: (3, 11, kw) for name, kw in fuzz_set_c.SYNTH_BASES_C.items()})
+    subprocess.run([sys.executable, "-c", code, str(repo), str(where), json.dumps(synth)],
                    check=True, cwd=repo, timeout=300)
-    out.update({name: where / name for name in SYNTH_BASES})
+    out.update({name: where / name for name in synth})
     if real and SAMPLES.exists():
-        for name, rel in REAL_BASES.items():
+        for name, rel in {**REAL_BASES, **(fuzz_set_c.REAL_BASES_C if c else {})}.items():
             src = SAMPLES / rel
             if src.is_dir():
                 shutil.copytree(src, where / name, symlinks=True)
@@ -695,6 +702,7 @@ VALUE_CLASS = {
     "c_drop_column": "schema drift", "c_rename_column": "schema drift", "c_huge_field": "schema drift",
 }
 CLASS_OF.update(VALUE_CLASS)
+CLASS_OF.update(fuzz_set_c.CLASS_C)
 VALUE_MUTATIONS = VALUE_MUTATIONS_A + VALUE_MUTATIONS_B
 
 
@@ -715,13 +723,15 @@ def plan_cases(bases: dict[str, Path], seed: int = SEED, sets: tuple[str, ...] =
     value-mutation sets; set B damages the family's other copy where there is one) and "run" (a duplicated rank
     folder)."""
     rng = random.Random(seed)
+    rng_c = random.Random(fuzz_set_c.SEED_C)
     cases: list[Case] = []
     for name, run in bases.items():
         files = _rank_files(run)
         fams: dict[str, list[Path]] = {}
         for p in sorted(files):
             fams.setdefault(family(p.relative_to(run).as_posix()), []).append(p)
-        for n_fam, (fam, paths) in enumerate(sorted(fams.items())):
+        only_c = name in fuzz_set_c.REAL_BASES_C or name in fuzz_set_c.SYNTH_BASES_C  # set C's own bases
+        for n_fam, (fam, paths) in enumerate(sorted(fams.items()) if not only_c else ()):
             i = rng.randrange(len(paths))
             for which, muts in (("file", FILE_MUTATIONS), ("place", PLACE_MUTATIONS), ("A", VALUE_MUTATIONS_A),
                                 ("B", VALUE_MUTATIONS_B)):
@@ -747,9 +757,16 @@ def plan_cases(bases: dict[str, Path], seed: int = SEED, sets: tuple[str, ...] =
                            mutate_value(data, m, p.suffix.lower(), rs))
                     if new is not None and new != data:
                         cases.append(Case(name, m, rel, files[p], CLASS_OF[m]))
-        if "place" in sets or "all-place" in sets:
+        if "C" in sets and (name in fuzz_set_c.REAL_BASES_C or name in fuzz_set_c.SYNTH_BASES_C):
+            for fam, paths in sorted(fams.items()):  # the family's third copy where there is one
+                p = paths[(rng_c.randrange(len(paths)) + 2) % len(paths)]
+                rel = p.relative_to(run).as_posix()
+                for m in fuzz_set_c.MUTATIONS_C:
+                    if fuzz_set_c.applies(p, m, rel):
+                        cases.append(Case(name, m, rel, files[p], fuzz_set_c.CLASS_C[m]))
+        if ("place" in sets or "all-place" in sets) and not only_c:
             cases.append(Case(name, "odd_names", "", None, CLASS_OF["odd_names"]))
-        if "run" in sets:
+        if "run" in sets and not only_c:
             for r, d in sorted(_rank_dirs(run).items()):
                 cases.append(Case(name, "dup_rank_folder", d, r, CLASS_OF["dup_rank_folder"]))
                 break
@@ -801,6 +818,8 @@ def apply_case(case: Case, base: Path, work: Path, outside: Path, seed: int = SE
         new = mutate_value(data, case.mutation, ext, random.Random(f"{seed}:{case.target}:{case.mutation}"))
         assert new is not None
         p.write_bytes(new)
+    elif case.mutation in fuzz_set_c.MUTATIONS_C:
+        fuzz_set_c.apply(p, case.mutation, case.target)
     elif case.mutation == "dup_rank_folder":  # a second folder with the same rank, its CSVs a third shorter
         dup = p.with_name(p.name + "_dup")
         shutil.copytree(p, dup, symlinks=True)
@@ -1122,7 +1141,7 @@ def synth_bases(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True)
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True, c=True)
 
 
 def _sample(cases: list[Case], n: int) -> list[Case]:
@@ -1305,7 +1324,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1 if failures(results) else 0
     work = Path(tempfile.mkdtemp(prefix="msreport-fuzz-bases-"))
     try:
-        bases = make_bases(work, repo=a.repo, real=not a.no_real)
+        bases = make_bases(work, repo=a.repo, real=not a.no_real, c="C" in a.sets.split(","))
         if a.bases:
             bases = {k: v for k, v in bases.items() if k in a.bases.split(",")}
         cases = plan_cases(bases, sets=tuple(a.sets.split(",")))

@@ -344,9 +344,23 @@ def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
                   f"{found[0][:60]!r}; read as written", "warning", "schema drift")
 
 
+def _record_header(log: Any, path: Path, header) -> None:
+    """A table's header as its "shape" (`compare_shapes`): a column that one rank's copy lacks, or has under
+    another name (upper case, a suffix), while every other rank's copy has it, is named as schema drift."""
+    shapes = getattr(log, "shapes", None)
+    if shapes is None or not header:
+        return
+    try:
+        rel = log.rel(path)
+    except Exception:  # noqa: BLE001 - a log without a run root: nothing to compare against
+        return
+    shapes[rel] = frozenset("*" if _DYNAMIC.search(str(h)) else f"column {str(h).strip()[:80]}" for h in header)
+
+
 def door_typed(path: Path, log: Any, cols: dict) -> dict:
     """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN)."""
     if cols:
+        _record_header(log, path, list(cols))
         _huge_cells(log, path, next(((k, len(u)) for k, v in cols.items() if not isinstance(v, np.ndarray)
                                      for u in v.uniques if isinstance(u, str) and len(u) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
@@ -390,6 +404,8 @@ def _null_marks(schema: Schema, door: Door, cells_of) -> None:
 
 def door_frame(path: Path, log: Any, df: Any) -> Any:
     """`read_frame`'s frame of strings through the family's schema."""
+    if df is not None:
+        _record_header(log, path, [str(c) for c in df.columns])
     if df is not None and len(df):
         for c in df.columns:
             if df[c].dtype == object or str(df[c].dtype).startswith("str"):
@@ -429,6 +445,7 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
 
 def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
     """`read_csv_rows`' (line, cells) through the family's schema."""
+    _record_header(log, path, header)
     _huge_cells(log, path, next(((header[j] if j < len(header) else str(j), len(c)) for _, cells in rows
                                  for j, c in enumerate(cells) if len(c) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
