@@ -248,7 +248,8 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     try:
         for e in trace_events(path, log):
             acc.n_events += 1
-            if door.event(e) is None:
+            lane = door.event(e)  # (pid, tid) as one lane: "7" and 7 are the same thread
+            if lane is None:
                 continue
             ph = e.get("ph")
             if ph == "X":
@@ -266,19 +267,19 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                             # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
                             acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
                         else:
-                            acc.steps[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+                            acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
                     continue
                 if cat in DEVICE_CATS:
-                    _device_event(acc, e, name, cat, ts, dur)
+                    _device_event(acc, e, name, cat, ts, dur, lane)
                 elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
                     args = e.get("args")
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                     if c >= 0:
                         acc.rt_corr.append(c)
                         acc.rt_ts.append(ts)
-                        acc.rt_tid.append(acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids)))
+                        acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
                 elif cat in HOST_OP_CATS or cat == "user_annotation":
-                    tid = acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids))
+                    tid = acc.tids.setdefault(lane, len(acc.tids))
                     if HOST_COMM_RE.match(name):
                         acc.hc_s.append(ts)
                         acc.hc_e.append(ts + dur)
@@ -323,7 +324,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
         door.close(cut)
 
 
-def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float) -> None:
+def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
     args = e.get("args")
     args = args if isinstance(args, dict) else {}
     i = len(acc.dev_s)
@@ -336,7 +337,7 @@ def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float
         acc.name_comm.append(1 if is_comm_kernel(name) else 0)
     acc.dev_named_comm.append(acc.name_comm[nid])
     acc.dev_corr.append(_corr(args.get("correlation")))
-    acc.dev_stream.append(acc.stream_ids.setdefault((e.get("pid"), e.get("tid")), len(acc.stream_ids)))
+    acc.dev_stream.append(acc.stream_ids.setdefault(lane, len(acc.stream_ids)))
     acc.dev_nid.append(nid)
     dev = args.get("device", e.get("pid"))
     dev = dev if isinstance(dev, (int, float, str)) else str(dev)

@@ -94,6 +94,10 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^cpu_op_detail_info_\d+\.csv$"), Schema("cpu_op_detail_info", {
         "op_occurrences": C, "op_total_time(ms)": D, "op_avg_time(ms)": D, "total_proportion": PM},
         rows="host CPU operators")),
+    # MindInsight's / MindSpore GPU's overlap per step (loaders/overlap.py), ms
+    (re.compile(r"^(ascend|gpu)_cluster_analyse_.+\.csv$"), Schema("cluster_analyse", {
+        "computation_time": D, "computation": D, "communication_alone_time": D, "stage_time": D,
+        "receive_alone_time": D, "collective_communication_time": D}, rows="overlap per step")),
     # MindSpore GPU (loaders/gpu.py): µs, counts; proportions are fractions (within the percent range)
     (re.compile(r"^gpu_activity_data_\d+\.csv$"), Schema("gpu_activity_data", {
         "occurrences": C, "total_duration(us)": D, "avg_duration(us)": DM, "max_duration(us)": DM,
@@ -625,10 +629,6 @@ def trace_schema_for(path: Path) -> TraceSchema:
     return next((s for pat, s in TRACE_SCHEMAS if pat.search(name)), GENERIC_TRACE)
 
 
-_LANE_PROBLEM = {"none": "missing or not a number / name", "frac": "fractional", "neg": "negative",
-                 "text": "text where a number belongs"}
-
-
 class TraceDoor:
     """The problems of one trace, judged event by event (`event`), named when `close`d. `event` returns the event's
     lane ids as the loader should key them (digit text read as the number: "519" and 519 are one lane), or None
@@ -640,7 +640,6 @@ class TraceDoor:
         self.n_events = 0
         self.bad_lane: dict[str, list] = {}  # problem -> [count, example]
         self.bad_args: dict[str, list] = {}
-        self.pid_kinds = [0, 0]  # complete events whose pid is written as a number / as text
         self.malformed = 0
         self.unnamed = 0  # process_name metadata without a name
         self.dups = 0
@@ -649,6 +648,7 @@ class TraceDoor:
         self.on_threads: dict = {}  # lane -> host events on it (categories `named_threads`)
 
     def _lane(self, v: Any, kind: str, what: str) -> Any:
+        raw = v
         if isinstance(v, str):
             t = v.strip()
             if t.isdigit() or (t[:1] == "-" and t[1:].isdigit()):
@@ -664,11 +664,11 @@ class TraceDoor:
                 return self._bad_lane("frac", what, v)
             v = int(v)
         if v < 0 and kind == "whole":
-            return self._bad_lane("neg", what, v)
+            self._bad_lane("neg", what, raw)
         return v
 
     def _bad_lane(self, why: str, what: str, v: Any) -> Any:
-        c = self.bad_lane.setdefault(f"{what} {_LANE_PROBLEM[why]}", [0, repr(v)[:40]])
+        c = self.bad_lane.setdefault((what, why), [0, repr(v)[:40]])
         c[0] += 1
         return v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else repr(v)[:40]
 
@@ -693,10 +693,8 @@ class TraceDoor:
         if cat in self.s.unnamed_cats:
             return e.get("pid"), e.get("tid")
         if ph == "X":
-            pid = e.get("pid")
-            self.pid_kinds[isinstance(pid, str)] += 1
             if self.s.dedupe:
-                h = hash((str(pid), str(e.get("tid")), str(e.get("name")), str(e.get("ts")), str(e.get("dur"))))
+                h = hash((str(e.get("pid")), str(e.get("tid")), str(e.get("name")), str(e.get("ts")), str(e.get("dur"))))
                 if h in self.seen:
                     self.dups += 1
                     return None
@@ -709,7 +707,7 @@ class TraceDoor:
                     if k in args:
                         why = value_problem(f.kind, args[k])
                         if why is not None:
-                            c = self.bad_args.setdefault(f"args {k!r} {why}", [0, repr(args[k])[:40]])
+                            c = self.bad_args.setdefault((k, why), [0, repr(args[k])[:40]])
                             c[0] += 1
         if ph == "X" and cat in self.s.named_threads:
             self.on_threads[lane] = self.on_threads.get(lane, 0) + 1
@@ -727,15 +725,22 @@ class TraceDoor:
         path = self.path
         if not self.n_events and not truncated:
             self.log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
-        for problem, (n, example) in self.bad_lane.items():
-            self.log.add(path, f"{n} trace event(s) whose {problem} (e.g. {example}): kept, on a lane of their own",
-                         "warning", "impossible value")
-        for problem, (n, example) in self.bad_args.items():
-            self.log.add(path, f"{n} trace event(s) whose {problem} (e.g. {example}): kept as written",
-                         "warning", "impossible value")
-        if self.pid_kinds[0] and self.pid_kinds[1] and self.s.pid != "name":
-            self.log.add(path, f"'pid' written as text in {self.pid_kinds[1]} complete event(s) and as a number in "
-                         f"{self.pid_kinds[0]}: the same process may be counted twice", "warning", "schema drift")
+        for (what, why), (n, example) in self.bad_lane.items():
+            if why == "none":
+                self.log.add(path, f"{n} trace event(s) whose {what} is missing or not a number / name (e.g. "
+                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
+            elif why == "frac":
+                self.log.add(path, f"{n} trace event(s) whose {what} is fractional (e.g. {example}): kept, on a lane "
+                             "of their own", "warning", "impossible value")
+            elif why == "neg":
+                self.log.add(path, f"{n} trace event(s) whose {what} is negative (e.g. {example}): kept, on a lane "
+                             "of their own", "warning", "impossible value")
+            else:
+                self.log.add(path, f"{n} trace event(s) whose {what} is text where a number belongs (e.g. "
+                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
+        for (key, why), (n, example) in self.bad_args.items():
+            self.log.add(path, f"{n} trace event(s) whose args value {key!r} is not valid ({why}; e.g. {example}): "
+                         "kept as written", "warning", "schema drift" if "where a" in why else "impossible value")
         if self.malformed:
             self.log.add(path, f"{self.malformed} trace event(s) without a phase ('ph') or a name (the former "
                          "skipped)", "warning", "schema drift")
