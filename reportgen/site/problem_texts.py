@@ -165,7 +165,6 @@ TEMPLATES = (
     N_('value(s) written as a null mark in {name} (read as missing)'),
     N_("the trace holds no events: the rank's timeline is missing"),
     N_('{n} trace event(s) whose args value {key} is not valid ({why}; e.g. {example}): kept as written'),
-    N_("'pid' written as text in {pid_kinds} complete event(s) and as a number in {pid_kinds2}: the same process may be counted twice"),
     N_("{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)"),
     N_('{unnamed} process_name metadata event(s) without a name (args.name): their process is not classified'),
     N_('{dups} duplicated complete event(s) (same process, thread, name, start and duration as an earlier one) counted once'),
