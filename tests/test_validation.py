@@ -407,3 +407,20 @@ def test_table_header_compared_across_ranks(tmp_path):
     (e,) = issues
     assert e.file == "r2/kernel_details.csv" and e.kind == "schema drift" and e.ranks == (2,)
     assert "column Duration(us)" in e.problem and "column DURATION(US)" in e.problem
+
+
+def test_a_gap_in_a_column_the_writer_fills_is_named(tmp_path):
+    """A value lost from a column every other row fills ("--", or nothing) is named with its line; a column the
+    writer leaves empty on most rows, and its own "N/A", are not gaps."""
+    head = "op_id,op_type,num_workers,output_queue_average_size,output_queue_length,output_queue_usage_rate\n"
+    log = IssueLog(tmp_path, rank=2)
+    header, rows = read_csv_rows(_w(tmp_path, "minddata_pipeline_raw_2.csv", head + "0,Batch,2,8.0,16,0.5\n"
+                                    "1,Map,4,--,16,0.25\n2,Shuffle,1,2.0,16,0.1\n"), log)
+    assert [c[3] for _, c in rows] == ["8.0", "--", "2.0"]  # kept: read as missing by the loader
+    (e,) = _mine(log, "minddata_pipeline_raw_2.csv")
+    assert "1 value(s) missing in 'output_queue_average_size' where the other rows have one" in e.problem
+    assert "line 3" in e.problem and e.ranks == (2,)
+    log = IssueLog(tmp_path, rank=2)
+    read_csv_rows(_w(tmp_path, "b/minddata_pipeline_raw_2.csv", head + "0,Batch,2,,16,0.5\n1,Map,4,,16,0.25\n"
+                     "2,Shuffle,1,,16,0.1\n"), log)
+    assert _mine(log, "minddata_pipeline_raw_2.csv") == []  # a column the writer leaves empty

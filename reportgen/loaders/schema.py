@@ -280,15 +280,28 @@ def _parse(cells) -> np.ndarray:
     return out
 
 
-def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int
-                   ) -> tuple[np.ndarray, dict]:
-    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted."""
+MAX_GAPS = 0.1  # a column whose values are there on all rows but this share (at least one gap allowed) ...
+
+
+def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int,
+                   na: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
+    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `na`:
+    per field, the rows holding the writer's own "no value" mark (`Field.na`), which are not gaps."""
     drop = np.zeros(n, dtype=bool)
     missing: dict[str, np.ndarray] = {}
     for name, f in schema.fields.items():
         if name not in columns:
             continue
         v = columns[name]
+        if f.on_bad == "missing" and n >= 2:
+            # ... names the rows where it has none (empty, text or a null mark): a value lost from a column the
+            # writer fills (a column empty on many rows is the writer's way, and is not judged)
+            gap = np.isnan(v) & ~(na or {}).get(name, np.zeros(n, dtype=bool))
+            k = int(gap.sum())
+            if k and k <= max(1, MAX_GAPS * n) and k < n:
+                i = int(np.flatnonzero(gap)[0])
+                door.note_many(f"value(s) missing in {name!r} where the other rows have one (empty, text or a "
+                               "null mark; read as missing)", k, f"line {line_of(i)}", "warning", "impossible value")
         if f.unique:
             ok = v[~np.isnan(v)]
             vals, counts = np.unique(ok, return_counts=True)
@@ -372,8 +385,19 @@ def door_typed(path: Path, log: Any, cols: dict) -> dict:
         return cols
     door = Door(log, path)
     arrays = {k: v for k, v in cols.items() if isinstance(v, np.ndarray)}
+    na: dict[str, np.ndarray] = {}
+    for k, f in schema.fields.items():  # a number column read as text (a cell the reader could not parse)
+        v = cols.get(k)
+        if v is not None and not isinstance(v, np.ndarray) and hasattr(v, "uniques"):
+            u = np.array([to_float(x) if isinstance(x, str) else math.nan for x in v.uniques] + [math.nan])
+            codes = np.asarray(v.codes)
+            arrays[k] = u[np.where(codes < 0, len(u) - 1, codes)]
+            if f.na:
+                m = np.array([isinstance(x, str) and x.strip().upper() in {a.upper() for a in f.na}
+                              for x in v.uniques] + [False])
+                na[k] = m[np.where(codes < 0, len(m) - 1, codes)]
     n = len(next(iter(arrays.values()))) if arrays else (len(next(iter(cols.values())).codes) if cols else 0)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, na)
     drop |= _dup_mask(path, log, n)
     out = dict(cols)
     for k, m in missing.items():
@@ -433,8 +457,10 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
                                "impossible value")
     arrays = {c: pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
               for c in schema.fields if c in df.columns}
+    na = {c: df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS | {m.upper() for m in f.na}).to_numpy()
+          for c, f in schema.fields.items() if c in df.columns}  # (not gaps: marks named above, the writer's own)
     n = len(df)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, na)
     drop |= _dup_mask(path, log, n)
     if missing:
         df = df.copy()
@@ -461,8 +487,11 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
                 if c in ix else None)
     arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
+    # the writer's own "no value" marks and the null marks named above are not gaps
+    na = {c: np.array([ix[c] < len(cells) and cells[ix[c]].strip().upper() in _NULL_MARKS | {m.upper() for m in f.na}
+                       for _, cells in rows], dtype=bool) for c, f in schema.fields.items() if c in ix}
     n = len(rows)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, na)
     drop |= _dup_mask(path, log, n)
     out = []
     for i, (line, cells) in enumerate(rows):
