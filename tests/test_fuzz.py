@@ -1148,7 +1148,13 @@ def synth_bases(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True, c=True)
+    """Every base of the sets A / B (synthetic layouts, real samples when present); `sweep_bases` adds set C's."""
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases-all"), real=True)
+
+
+@pytest.fixture(scope="module")
+def sweep_bases(tmp_path_factory):
+    return make_bases(tmp_path_factory.mktemp("fuzz-bases-sweep"), real=True, c=True)
 
 
 def _one_file_per_family(run: Path) -> list[Path]:
@@ -1255,11 +1261,12 @@ def plan_sweep(bases: dict[str, Path], full: bool = False) -> list[Case]:
 
 
 @pytest.mark.fuzz
-def test_fuzz_sweep(bases):
+def test_fuzz_sweep(sweep_bases):
     """The fuzz stage (issue 30): one planned pass over every base -- the synthetic layouts, the real samples when
     present, set C's own bases -- judged by the stricter oracle (every number of summary.json, the damaged rank's
     CSVs and page text against the clean build, each base's clean build made once). Zero crashes, hangs, outside
     reads and silent losses: no list of tolerated cases."""
+    bases = sweep_bases
     full = os.environ.get("MSREPORT_FUZZ_FULL") == "1"
     cases = plan_sweep(bases, full=full)
     jobs = int(os.environ.get("MSREPORT_FUZZ_JOBS") or max(1, min(os.cpu_count() or 1, 4)))
@@ -1275,6 +1282,7 @@ def test_fuzz_sweep(bases):
     assert not bad, f"{len(bad)} of {len(results)} cases fail:\n" + "\n".join(bad[:80])
 
 
+@pytest.mark.fuzz  # (planning only, ~25 s: with the sweep it checks)
 def test_sweep_plan_covers_every_mutation_and_stratum(synth_bases):
     """The CI pass keeps one case per (base, family, class) and still runs every mutation somewhere; identical
     inputs are planned once."""
