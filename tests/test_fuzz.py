@@ -507,6 +507,9 @@ CLASS_OF = {
 # a percentage's name ("Ratio(%)", "percent", "FLOPS_Utilization"), not "Duration" or "iteration" (which hold
 # "ratio"): changing a duration to 250 is a plausible value, not a damaged one
 PERCENT_NAME = r"%|percent|(?<![a-z])ratio|util|proportion"
+# an id the writers set to -1 for "none" (a task with no launch, the root operator, the CPU device): -1 there is a
+# value real files hold, not damage (set B's "minus one" leaves them alone)
+SENTINEL_ID = re.compile(r"(^|_|\s)id$|Id$|connection", re.I)
 
 
 def _json_load(data: bytes):
@@ -562,6 +565,8 @@ def mutate_json_value(data: bytes, mutation: str, rng: random.Random) -> Optiona
     if mutation in ("j_null", "j_negative", "j_text", "j_string_number", "j_bool", "j_minus_one", "j_list_number",
                     "j_percent"):
         pool = numbers
+        if mutation == "j_minus_one":  # -1 is the writers' own "none" for an id (connection_id, parent_id, Device Id)
+            pool = [(p, k) for p, k in numbers if not (isinstance(k, str) and SENTINEL_ID.search(k))]
         if mutation == "j_percent":
             pool = [(p, k) for p, k in numbers if isinstance(k, str) and re.search(PERCENT_NAME, k, re.I)]
         at = pick(pool)
@@ -632,6 +637,8 @@ def mutate_csv_value(data: bytes, mutation: str, rng: random.Random) -> Optional
         pool = [(i, j) for i, j in cells if float(rows[i][j]) > 0]
         if mutation in ("c_negative_any", "c_minus_one"):  # a value that is not a duration: counts, sizes, ...
             pool = [(i, j) for i, j in pool if not re.search(r"dur|time|cost|elapse", rows[0][j], re.I)] or pool
+        if mutation == "c_minus_one":
+            pool = [(i, j) for i, j in pool if not SENTINEL_ID.search(rows[0][j])]
         if mutation == "c_percent":
             pool = [(i, j) for i, j in pool if re.search(PERCENT_NAME, rows[0][j], re.I)]
         if mutation == "c_float_count":

@@ -320,8 +320,9 @@ def test_kineto_host_operator_on_a_thread_the_trace_never_names(tmp_path):
 
 
 def test_kineto_lane_ids_and_args_by_kind(tmp_path):
-    """A pid written as text that is not a number, a negative correlation id, a null allocation: each named once
-    with its count and an example (the table TRACE_SCHEMAS, Kineto row); a pid written as digits is the same lane."""
+    """A pid written as text on a host operator (off every thread the trace names), a negative correlation id: each
+    named once with its count and an example (the table TRACE_SCHEMAS, Kineto row); Device Id -1 (the CPU) is not;
+    a pid written as digits is the same lane."""
     ev = _ops(pid="n/a") + [
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 1150.0, "dur": 5.0,
          "args": {"correlation": -3}},
@@ -329,7 +330,8 @@ def test_kineto_lane_ids_and_args_by_kind(tmp_path):
          "args": {"Device Type": 0, "Device Id": -1, "Total Allocated": None, "Total Reserved": 10}}]
     _, got = _kineto(tmp_path, ev)
     texts = sorted(e.problem for e in got)
-    assert any(t.startswith("1 trace event(s) whose pid is text where a number belongs (e.g. 'n/a')") for t in texts)
+    assert any(t.startswith("1 host operator(s) on thread(s) the trace never names") and "pid 'n/a', tid 7" in t
+               for t in texts)
     assert any(t.startswith("1 trace event(s) whose args value 'correlation' is not valid (not a whole number >= 0;"
                             " e.g. -3)") for t in texts)
     assert not any("Device Id" in t for t in texts)  # -1: the CPU, as Kineto writes it

@@ -35,6 +35,7 @@ class Field:
     on_bad: str = "drop"  # drop (the row) | missing (the value read as missing)
     unique: bool = False  # a step number: two rows with the same value are named (both kept)
     na: tuple[str, ...] = ()  # the writer's own "no value" mark for this field (not named): "N/A"
+    gaps: bool = False  # the writer leaves this field empty on some rows (else a gap in a filled column is named)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
         "Size(KB)": S, "Duration(us)": DM, "Allocation Time(us)": TM, "Release Time(us)": TM},
         rows="largest allocations", key=("Name", "Allocation Time(us)"), dedupe=True)),
     (re.compile(r"^memory_record\.csv$"), Schema("memory_record.csv", {
-        "Timestamp(us)": T, "Total Allocated(MB)": SM, "Total Reserved(MB)": S, "Total Active(MB)": SM},
+        # (torch_npu leaves Total Allocated / Active empty on the rows of another memory pool)
+        "Timestamp(us)": T, "Total Allocated(MB)": Field("size", "missing", gaps=True), "Total Reserved(MB)": S,
+        "Total Active(MB)": Field("size", "missing", gaps=True)},
         rows="memory curve")),
     (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
         "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
@@ -77,7 +80,8 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
     (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
-        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
+        # (the root operator has no parent)
+        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing", gaps=True), "num_workers": CM,
         "output_queue_average_size": SM, "output_queue_length": CM, "output_queue_usage_rate": PM},
         rows="data pipeline operators")),
     (re.compile(r"^aicore_intermediate_\d+_detail\.csv$"), Schema("aicore_intermediate_detail", {
@@ -145,7 +149,7 @@ JSON_REQUIRED: dict[str, tuple[str, ...]] = {
     "communication_matrix.json": ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"),
 }
 
-_PROBLEM = {"rank": "not a whole number >= 0", "index": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
+_PROBLEM = {"rank": "not a whole number >= 0", "index": "not a whole number >= 0", "link": "not a whole number >= -1", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
             "count": "not a whole number >= 0", "id": "not a whole number", "percent": "outside 0-100",
             "timestamp": "a negative timestamp", "number": "not a finite number"}
 
@@ -171,6 +175,8 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
             bad = fin & ((v < 0) | (np.floor(v) != v))
         elif kind == "id":
             bad = fin & (np.floor(v) != v)
+        elif kind == "link":
+            bad = fin & ((v < -1) | (np.floor(v) != v))
         elif kind == "percent":
             bad = fin & ((v < 0) | (v > 100 + 1e-6))
         else:
@@ -203,6 +209,8 @@ def _bad_number(kind: str, f: float) -> Optional[str]:
         bad = f < 0
     elif kind in ("count", "rank", "index"):
         bad = f < 0 or not f.is_integer()
+    elif kind == "link":  # an id pairing two events; -1: the writer's "no partner"
+        bad = f < -1 or not f.is_integer()
     elif kind == "id":
         bad = not f.is_integer()
     elif kind == "percent":
@@ -293,7 +301,7 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
         if name not in columns:
             continue
         v = columns[name]
-        if f.on_bad == "missing" and n >= 2:
+        if f.on_bad == "missing" and n >= 2 and not f.gaps and not f.unique:
             # ... names the rows where it has none (empty, text or a null mark): a value lost from a column the
             # writer fills (a column empty on many rows is the writer's way, and is not judged)
             gap = np.isnan(v) & ~(na or {}).get(name, np.zeros(n, dtype=bool))
@@ -640,14 +648,18 @@ class TraceSchema:
 
 IDX = Field("index")  # a whole number >= 0 (an id that pairs events: correlation, connection)
 KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto.py whatever the file's name)
-    "Kineto trace", pid="any", tid="name", unnamed_cats=("trace",),
+    # (its own instant events name their lanes: pid "Traces", tid "Trace PyTorch Profiler"; a host operator on a
+    # lane that is not a thread the trace names is caught by `named_threads`)
+    "Kineto trace", pid="name", tid="name", unnamed_cats=("trace",),
     args={"correlation": IDX, "External id": IDX, "Total Allocated": S, "Total Reserved": S, "Device Type": IDX,
           "Device Id": Field("id"), "flops": S, "stream": Field("id"), "device": Field("id")},
     named_threads=("cpu_op", "operator", "user_annotation", "python_function"))
 GPU_TIMELINE = TraceSchema("gpu_timeline_display", tid_names=("Ops",), dedupe=True)  # MindSpore GPU
 TRACE_SCHEMAS: list[tuple[re.Pattern, TraceSchema]] = [
     (re.compile(r"^gpu_timeline_display_\d+\.json$"), GPU_TIMELINE),
-    (re.compile(r"^trace_view\.json$"), TraceSchema("trace_view.json", args={"connection_id": IDX}, dedupe=True)),
+    # (torch_npu writes connection_id -1 on tasks no launch is paired with: MEMCPY_ASYNC)
+    (re.compile(r"^trace_view\.json$"), TraceSchema("trace_view.json", args={"connection_id": Field("link")},
+                                                     dedupe=True)),
     (re.compile(r"^(ascend_)?timeline_display_\d+\.json$"), TraceSchema("ascend_timeline_display", dedupe=True)),
 ]
 GENERIC_TRACE = TraceSchema("trace", tid="name", dedupe=True)

@@ -169,6 +169,7 @@ TEMPLATES = (
     N_('{unnamed} process_name metadata event(s) without a name (args.name): their process is not classified'),
     N_('{dups} duplicated complete event(s) (same process, thread, name, start and duration as an earlier one) counted once'),
     N_('entr(y/ies) without the expected key {key} (read as missing)'),
+    N_('value(s) missing in {name} where the other rows have one (empty, text or a null mark; read as missing)'),
     N_('{name} value(s) on more than one row (the same step twice; every row kept)'),
     N_('row(s) dropped: no value in {name} (empty or a null mark)'),
     N_('value(s) written as a null mark in {c} (read as missing)'),
