@@ -10,9 +10,11 @@ instead of 7 ms is not damage anyone could see):
 * JSON (`k_`): a tiny negative (-0.001), an empty string, an object, 1e300 (finite but beyond any real quantity),
   a fraction in a whole-number field (counts, ids, ranks, steps), a key written in upper case, an entry of a list
   of objects replaced by null or by a string;
-* CSV (`d_`): a blank numeric cell of a row, a tiny negative, a fraction in a whole-number column, "--" in a
-  number column, a header written in upper case, the first data row twice, the header line repeated mid-file, a
-  table of empty rows (",,,");
+* CSV (`d_`): a number with its unit glued on ("12.5ms"), a tiny negative, a fraction in a whole-number column, a
+  decimal comma ("12,5"), a header written in upper case, the first data row twice, the header line repeated
+  mid-file, a table of empty rows (",,,"). (Not an empty cell or "-": the writers leave those themselves on rows
+  with no value -- operator_memory's unreleased blocks, the data pipeline's root operator -- so they are not
+  damage anyone could see);
 * SQLite (`q_`): a number made negative, NULL or text in a table's numeric column, every row of a table deleted;
 * a trace compressed with gzip is mutated inside its compression.
 
@@ -51,14 +53,14 @@ SYNTH_BASES_C = {  # other shapes than sets A / B: 3 ranks, seed 11
 
 JSON_OPS = ["k_tiny_negative", "k_empty_string", "k_object", "k_1e300", "k_fraction", "k_key_upper",
             "k_null_entry", "k_string_entry"]
-CSV_OPS = ["d_blank_cell", "d_tiny_negative", "d_fraction", "d_dashes", "d_header_upper", "d_dup_first_row",
+CSV_OPS = ["d_unit", "d_tiny_negative", "d_fraction", "d_decimal_comma", "d_header_upper", "d_dup_first_row",
            "d_second_header", "d_comma_rows"]
 DB_OPS = ["q_negative", "q_null", "q_text", "q_empty_table"]
 MUTATIONS_C = JSON_OPS + CSV_OPS + DB_OPS
 CLASS_C = {
     "k_tiny_negative": "impossible values", "k_1e300": "impossible values", "k_fraction": "impossible values",
-    "d_tiny_negative": "impossible values", "d_fraction": "impossible values", "d_dashes": "impossible values",
-    "d_blank_cell": "impossible values", "q_negative": "impossible values", "q_null": "impossible values",
+    "d_tiny_negative": "impossible values", "d_fraction": "impossible values", "d_unit": "schema drift",
+    "d_decimal_comma": "schema drift", "q_negative": "impossible values", "q_null": "impossible values",
     "q_text": "impossible values",
     "k_empty_string": "schema drift", "k_object": "schema drift", "k_key_upper": "schema drift",
     "k_null_entry": "schema drift", "k_string_entry": "schema drift", "d_header_upper": "schema drift",
@@ -168,12 +170,14 @@ def mutate_csv(data: bytes, op: str, rng: random.Random) -> Optional[bytes]:
     if rows is None:
         return None
     head = rows[0]
-    if op in ("d_blank_cell", "d_tiny_negative", "d_dashes"):
+    if op in ("d_unit", "d_tiny_negative", "d_decimal_comma"):
         cells = _cells(rows)
         if not cells:
             return None
         i, j = rng.choice(cells)
-        rows[i][j] = {"d_blank_cell": "", "d_tiny_negative": "-0.001", "d_dashes": "--"}[op]
+        v = rows[i][j].strip()
+        rows[i][j] = {"d_unit": v + "ms", "d_tiny_negative": "-0.001",
+                      "d_decimal_comma": v.replace(".", ",") if "." in v else v + ",5"}[op]
     elif op == "d_fraction":
         cells = _cells(rows, lambda h, v: bool(WHOLE_KEY.search(h)) and not DURATIONISH.search(h)
                        and re.fullmatch(r"\d+", v.strip()) is not None)

@@ -35,7 +35,6 @@ class Field:
     on_bad: str = "drop"  # drop (the row) | missing (the value read as missing)
     unique: bool = False  # a step number: two rows with the same value are named (both kept)
     na: tuple[str, ...] = ()  # the writer's own "no value" mark for this field (not named): "N/A"
-    gaps: bool = False  # the writer leaves this field empty on some rows (else a gap in a filled column is named)
 
 
 @dataclass(frozen=True)
@@ -65,9 +64,7 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
         "Size(KB)": S, "Duration(us)": DM, "Allocation Time(us)": TM, "Release Time(us)": TM},
         rows="largest allocations", key=("Name", "Allocation Time(us)"), dedupe=True)),
     (re.compile(r"^memory_record\.csv$"), Schema("memory_record.csv", {
-        # (torch_npu leaves Total Allocated / Active empty on the rows of another memory pool)
-        "Timestamp(us)": T, "Total Allocated(MB)": Field("size", "missing", gaps=True), "Total Reserved(MB)": S,
-        "Total Active(MB)": Field("size", "missing", gaps=True)},
+        "Timestamp(us)": T, "Total Allocated(MB)": SM, "Total Reserved(MB)": S, "Total Active(MB)": SM},
         rows="memory curve")),
     (re.compile(r"^npu_module_mem\.csv$"), Schema("npu_module_mem.csv", {
         "Total Reserved(MB)": S, "Timestamp(us)": TM}, rows="memory per module")),
@@ -80,8 +77,7 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^hccl_raw_\d+\.csv$"), Schema("hccl_raw", {
         "step_num": STEP, "communication_cost": D, "wait_cost": D}, rows="communication steps")),
     (re.compile(r"^minddata_pipeline_raw_\d+\.csv$"), Schema("minddata_pipeline_raw", {
-        # (the root operator has no parent)
-        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing", gaps=True), "num_workers": CM,
+        "op_id": Field("rank", "missing"), "parent_id": Field("id", "missing"), "num_workers": CM,
         "output_queue_average_size": SM, "output_queue_length": CM, "output_queue_usage_rate": PM},
         rows="data pipeline operators")),
     (re.compile(r"^aicore_intermediate_\d+_detail\.csv$"), Schema("aicore_intermediate_detail", {
@@ -288,28 +284,22 @@ def _parse(cells) -> np.ndarray:
     return out
 
 
-MAX_GAPS = 0.1  # a column whose values are there on all rows but this share (at least one gap allowed) ...
-
-
 def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int,
-                   na: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
-    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `na`:
-    per field, the rows holding the writer's own "no value" mark (`Field.na`), which are not gaps."""
+                   text: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
+    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `text`:
+    per field, the rows whose cell is a word where a number belongs (when the reader kept the cells' text)."""
     drop = np.zeros(n, dtype=bool)
     missing: dict[str, np.ndarray] = {}
     for name, f in schema.fields.items():
         if name not in columns:
             continue
         v = columns[name]
-        if f.on_bad == "missing" and n >= 2 and not f.gaps and not f.unique:
-            # ... names the rows where it has none (empty, text or a null mark): a value lost from a column the
-            # writer fills (a column empty on many rows is the writer's way, and is not judged)
-            gap = np.isnan(v) & ~(na or {}).get(name, np.zeros(n, dtype=bool))
-            k = int(gap.sum())
-            if k and k <= max(1, MAX_GAPS * n) and k < n:
-                i = int(np.flatnonzero(gap)[0])
-                door.note_many(f"value(s) missing in {name!r} where the other rows have one (empty, text or a "
-                               "null mark; read as missing)", k, f"line {line_of(i)}", "warning", "impossible value")
+        if text is not None and name in text and text[name].any():
+            # a number column holding words (not empty, not a null spelling: the writers leave those on rows with no
+            # value -- operator_memory's unreleased blocks, the pipeline's root operator): read as missing, named
+            i = int(np.flatnonzero(text[name])[0])
+            door.note_many(f"value(s) in {name!r} that are text, not a number (read as missing)",
+                           int(text[name].sum()), f"line {line_of(i)}", "warning", "schema drift")
         if f.unique:
             ok = v[~np.isnan(v)]
             vals, counts = np.unique(ok, return_counts=True)
@@ -337,6 +327,15 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
         else:
             missing[name] = bad
     return drop, missing
+
+
+_NULL_SPELLINGS = frozenset(("", "-", "--", "NULL", "NONE", "NAN", "N/A", "NA", "NIL"))
+
+
+def _words(cells: list, parsed: np.ndarray) -> np.ndarray:
+    """Rows whose cell is a word where a number belongs: not empty, not a null spelling, not a number."""
+    return np.array([isinstance(c, str) and math.isnan(p) and c.strip().upper() not in _NULL_SPELLINGS
+                     for c, p in zip(cells, parsed)], dtype=bool)
 
 
 def _fmt(x: float) -> str:
@@ -393,19 +392,8 @@ def door_typed(path: Path, log: Any, cols: dict) -> dict:
         return cols
     door = Door(log, path)
     arrays = {k: v for k, v in cols.items() if isinstance(v, np.ndarray)}
-    na: dict[str, np.ndarray] = {}
-    for k, f in schema.fields.items():  # a number column read as text (a cell the reader could not parse)
-        v = cols.get(k)
-        if v is not None and not isinstance(v, np.ndarray) and hasattr(v, "uniques"):
-            u = np.array([to_float(x) if isinstance(x, str) else math.nan for x in v.uniques] + [math.nan])
-            codes = np.asarray(v.codes)
-            arrays[k] = u[np.where(codes < 0, len(u) - 1, codes)]
-            if f.na:
-                m = np.array([isinstance(x, str) and x.strip().upper() in {a.upper() for a in f.na}
-                              for x in v.uniques] + [False])
-                na[k] = m[np.where(codes < 0, len(m) - 1, codes)]
     n = len(next(iter(arrays.values()))) if arrays else (len(next(iter(cols.values())).codes) if cols else 0)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, na)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
     drop |= _dup_mask(path, log, n)
     out = dict(cols)
     for k, m in missing.items():
@@ -465,10 +453,9 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
                                "impossible value")
     arrays = {c: pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
               for c in schema.fields if c in df.columns}
-    na = {c: df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS | {m.upper() for m in f.na}).to_numpy()
-          for c, f in schema.fields.items() if c in df.columns}  # (not gaps: marks named above, the writer's own)
+    text = {c: _words(df[c].astype(str).tolist(), arrays[c]) for c in arrays}
     n = len(df)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, na)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, text)
     drop |= _dup_mask(path, log, n)
     if missing:
         df = df.copy()
@@ -495,11 +482,10 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
                 if c in ix else None)
     arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
-    # the writer's own "no value" marks and the null marks named above are not gaps
-    na = {c: np.array([ix[c] < len(cells) and cells[ix[c]].strip().upper() in _NULL_MARKS | {m.upper() for m in f.na}
-                       for _, cells in rows], dtype=bool) for c, f in schema.fields.items() if c in ix}
+    text = {c: _words([cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows], arrays[c])
+            for c in arrays}
     n = len(rows)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, na)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, text)
     drop |= _dup_mask(path, log, n)
     out = []
     for i, (line, cells) in enumerate(rows):
