@@ -266,10 +266,16 @@ def test_clean_real_samples_gain_no_door_entry(rel):
     from reportgen.discover import discover
     from reportgen.loaders import load_run
 
+    from reportgen.errors import NoProfilingData
+
     p = SAMPLES / rel
     if not p.exists():
         pytest.skip(f"sample {rel} not available")
-    for lay in discover(p):
+    try:
+        layouts = discover(p)
+    except NoProfilingData:
+        pytest.skip(f"{rel} holds no profiler run (a derived file set)")
+    for lay in layouts:
         run = load_run(lay)
         entries = list(run.issues) + [i for d in run.ranks.values() for i in d.issues]
         classed = [i for i in entries if i.kind]
