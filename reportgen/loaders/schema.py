@@ -673,6 +673,7 @@ class TraceDoor:
         self.seen: set[int] = set()
         self.threads: set = set()  # lanes the metadata names (thread_name)
         self.on_threads: dict = {}  # lane -> host events on it (categories `named_threads`)
+        self._argkeys = frozenset(self.s.args)
 
     def _lane(self, v: Any, kind: str, what: str) -> Any:
         raw = v
@@ -716,9 +717,6 @@ class TraceDoor:
             if name == "thread_name" and self.s.named_threads:
                 self.threads.add((self._quiet(e.get("pid")), self._quiet(e.get("tid"))))
             return self._quiet(e.get("pid")), self._quiet(e.get("tid"))
-        cat = str(e.get("cat") or "").lower()
-        if cat in self.s.unnamed_cats:
-            return e.get("pid"), e.get("tid")
         if ph == "X":
             if self.s.dedupe:
                 h = hash((str(e.get("pid")), str(e.get("tid")), str(e.get("name")), str(e.get("ts")), str(e.get("dur"))))
@@ -726,18 +724,31 @@ class TraceDoor:
                     self.dups += 1
                     return None
                 self.seen.add(h)
-        lane = (self._lane(e.get("pid"), self.s.pid, "pid"), self._lane(e.get("tid"), self.s.tid, "tid"))
-        if self.s.args:
+        pid, tid = e.get("pid"), e.get("tid")
+        cat = None
+        if type(pid) is int and pid >= 0 and type(tid) is int and tid >= 0:
+            lane = (pid, tid)  # (the common case first, read as it is: millions of events per trace)
+        else:
+            cat = str(e.get("cat") or "").lower()
+            if cat in self.s.unnamed_cats:
+                return pid, tid
+            lane = (self._lane(pid, self.s.pid, "pid"), self._lane(tid, self.s.tid, "tid"))
+        if self._argkeys:
             args = e.get("args")
-            if isinstance(args, dict):
-                for k, f in self.s.args.items():
-                    if k in args:
-                        why = value_problem(f.kind, args[k])
-                        if why is not None:
-                            c = self.bad_args.setdefault((k, why), [0, repr(args[k])[:40]])
-                            c[0] += 1
-        if ph == "X" and cat in self.s.named_threads:
-            self.on_threads[lane] = self.on_threads.get(lane, 0) + 1
+            if type(args) is dict:
+                for k in self._argkeys.intersection(args):
+                    v = args[k]
+                    if type(v) is int and v >= 0:
+                        continue  # (valid for every kind the table uses)
+                    why = value_problem(self.s.args[k].kind, v)
+                    if why is not None:
+                        c = self.bad_args.setdefault((k, why), [0, repr(v)[:40]])
+                        c[0] += 1
+        if ph == "X" and self.s.named_threads:
+            if cat is None:
+                cat = str(e.get("cat") or "").lower()
+            if cat in self.s.named_threads:
+                self.on_threads[lane] = self.on_threads.get(lane, 0) + 1
         return lane
 
     @staticmethod
