@@ -389,6 +389,8 @@ def _set_number(data: bytes, kind: str, ext: str, rng: random.Random, token: str
         rows[i][j] = ("-" + rows[i][j].strip()) if kind == "negative" else token
         return _csv_bytes(rows)
     nums = [m for m in _NUM.finditer(data) if not m.group().startswith(b"-")]
+    if kind == "negative":  # (as for a CSV: "-0" is zero, not a negative value)
+        nums = [m for m in nums if float(m.group()) > 0]
     if ext == ".json":  # a JSON number, not digits inside a string ("utilization of 0.0%": text, shown as written)
         inside = [(q.start(), q.end()) for q in _JSON_STRING.finditer(data)]
         starts = [a for a, _ in inside]
