@@ -1,7 +1,7 @@
 """Process pools that stop at once: Ctrl-C (or a failure) must not wait for queued or running work, and must
 never leave the interpreter unable to exit.
 
-Both pools of a build (the rank loaders, `loaders.dispatch`, and the rank-page writers, `site.builder`) start
+Both pools of a build (the rank loaders, `loaders.dispatch`, and the rank-page writers, `site.render.builder`) start
 their workers with `ignore_sigint` (a terminal sends SIGINT to the whole process group; the main process
 decides) and stop them with `stop_pool`.
 """

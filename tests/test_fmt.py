@@ -72,18 +72,31 @@ def test_rank_lists():
     assert fmt.compact_ranks([]) == "none"
 
 
+def test_one_compact_ranges_helper_for_every_spelling():
+    """fmt.number_runs is the one implementation: the pages' "0–3, 5", compare.json's group keys "0-3,5",
+    discovery's "0-3, 5" and the overlap loader's step ranges all come from it."""
+    from reportgen.discover.runs import compact as discover_text
+
+    assert fmt.number_runs([4, 5, 6, 9, 11, 12]) == ["4–6", "9", "11–12"]
+    assert fmt.number_runs([]) == [] and fmt.number_runs([7]) == ["7"]
+    assert fmt.compact_ranks([1, 2, 3, 12], None, dash="-", sep=",", empty="") == "1-3,12"  # compare.json's keys
+    assert fmt.compact_ranks([], None, dash="-", sep=",", empty="") == ""
+    assert discover_text({5, 3, 2, 1, 9}) == "1-3, 5, 9" and discover_text([]) == ""
+    assert fmt.compact_ranks(range(0, 60, 2)).endswith(", … (30 in all)")  # 24 runs, then the count
+
+
 def test_the_old_homes_use_it():
     from reportgen.rules import base
-    from reportgen.site import builder
+    from reportgen.site.render import html_rows, jinja_env
 
     assert (base.fmt_ms, base.fmt_pct, base.fmt_ranks) == (fmt.ms, fmt.share_text, fmt.ranks)
     # the finding texts' percentage is rendered in the language of the text: "35.0 %" / "35.0%"
     p = base.fmt_pct(0.35)
     assert (p.render("en"), p.render("zh"), base.fmt_pct(None)) == ("35.0 %", "35.0%", "—")
-    env = builder.make_env()
+    env = jinja_env.make_env()
     assert (env.filters["ms"], env.filters["pct"], env.filters["pct1"], env.filters["num"]) == (
         fmt.ms_cell, fmt.percent, fmt.share, fmt.number)
-    assert str(builder._ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
-    assert str(builder._num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
-    assert str(builder._num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
+    assert str(html_rows.ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
+    assert str(html_rows.num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
+    assert str(html_rows.num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
                                                             '<span class="badge slow">slow</span></td>')

@@ -15,6 +15,7 @@ from reportgen.analysis.overlap import OverlapAnalysis, analyze_overlap
 from reportgen.analysis.resources import Resources, analyze_resources
 from reportgen.analysis.steps import StepAnalysis, analyze_steps
 from reportgen.analysis.strategy import StrategyView, analyze_strategy
+from reportgen.analysis.waits import Waits, analyze_waits
 from reportgen.model import DataIssue, Run
 
 
@@ -33,6 +34,8 @@ class Analysis:
     coverage: Optional[Coverage] = None  # what could be judged (set by `analyze`)
     efficiency: Optional[Efficiency] = None  # device peaks, MFU, GEMM headroom
     expert: Optional[ExpertBalance] = None  # expert-parallel groups: expert time, all-to-all, imbalance
+    waits: Optional[Waits] = None  # who waits for whom at the collectives (analysis.waits)
+    waits_reason: str = ""  # why there is no wait-for matrix (the input gives no arrival times, one rank)
 
 
 def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Optional[float] = None,
@@ -63,6 +66,12 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", f"the expert-parallel balance could not be computed ({type(e).__name__}: {e})",
                                   "warning"))
+    try:
+        a.waits, a.waits_reason = analyze_waits(run)
+    except Exception as e:  # noqa: BLE001
+        a.issues.append(DataIssue("", f"the wait-for matrix could not be computed ({type(e).__name__}: {e})",
+                                  "warning"))
+        a.waits_reason = a.issues[-1].problem
     # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
     # step over the step, shares over 100 %) become data-quality entries naming the file and the rank
     try:

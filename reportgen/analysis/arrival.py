@@ -10,7 +10,7 @@ arrived last, by the difference to the longest), which needs no common clock.
 
 from __future__ import annotations
 
-import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -27,13 +27,20 @@ CLOCK_TOLERANCE_MS = 0.05  # ends of one instance this close (median over instan
 class Arrivals:
     """Per matched instance (group, key) with two ranks or more: every rank's lateness (ms after the first)."""
 
-    late: pd.DataFrame  # rank, step, op, group, key, late_ms
-    instances: pd.DataFrame  # step, op, group, key, n, first_rank, last_rank, spread_ms, last_behind_median_ms,
-    #                          last_margin_ms (the last arrival − the one before it)
+    late: pd.DataFrame  # rank, step, op, group, key, kind, late_ms, inst (an integer per (group, key))
+    instances: pd.DataFrame  # step, op, group, key, kind, n, first_rank, last_rank, spread_ms,
+    #                          last_behind_median_ms, last_margin_ms (the last arrival − the one before it)
     basis: str  # "start times" | "elapsed times"
+    source: str = "collectives"  # "collectives" (matched instances) | "step trace" (legacy step-trace columns)
 
 
-def arrivals(run: "Run") -> Optional[Arrivals]:
+STREAM_PREFIX_RE = re.compile(r"^stream_\d+_")
+
+
+def _instances_of(run: "Run") -> list[pd.DataFrame]:
+    """Every rank's collective instances (step, op, group, key, kind, start_ms, dur_ms, rank): the loaders'
+    matched instances (`Communication.instances`: Kineto traces, Ascend communication.json / analysis.db /
+    COMMUNICATION_OP)."""
     frames = []
     for r, d in run.ranks.items():
         c = d.communication
@@ -41,35 +48,87 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         if inst is None or not len(inst) or not {"start_ms", "dur_ms", "group", "key", "kind"} <= set(inst.columns):
             continue
         frames.append(inst[["step", "op", "group", "key", "kind", "start_ms", "dur_ms"]].assign(rank=int(r)))
+    return frames
+
+
+def _step_trace_events(run: "Run") -> list[pd.DataFrame]:
+    """Legacy step traces (MindInsight, MindSpore GPU `step_trace_raw`): each rank's collective columns with their
+    start and end points, an instance per (step, operator) once the per-rank stream number is dropped from the
+    column name (`stream_48_0_AllReduce-op663` and `stream_37_0_AllReduce-op663` are one operator); ranks of
+    different pipeline stages run different graphs and are never matched with each other."""
+    from reportgen.loaders.communication import op_kind
+
+    frames = []
+    stage_of = run.info.stage_of_rank if run.info.stages > 1 else {}
+    for r, d in run.ranks.items():
+        st = d.step_trace
+        ev = getattr(st, "comm_events", None) if st is not None else None
+        if ev is None or not len(ev):
+            continue
+        name = ev["name"].astype(str).str.replace(STREAM_PREFIX_RE, "", regex=True)
+        kind = np.array(["p2p" if op_kind(n) == "p2p" else "collective" for n in name], dtype=object)
+        group = f"stage {stage_of.get(int(r), 0)}" if stage_of else "step trace"
+        step = ev["step"].astype("Int64")
+        frames.append(pd.DataFrame({"step": step, "op": name, "group": group,
+                                    "key": step.astype(str) + ":" + name, "kind": kind,
+                                    "start_ms": ev["start_ms"].astype(float),
+                                    "dur_ms": (ev["end_ms"] - ev["start_ms"]).astype(float), "rank": int(r)}))
+    return frames
+
+
+def arrivals(run: "Run") -> Optional[Arrivals]:
+    frames, source = _instances_of(run), "collectives"
+    if len(frames) < 2:
+        frames, source = _step_trace_events(run), "step trace"
     if len(frames) < 2:
         return None
     f = pd.concat(frames, ignore_index=True).dropna(subset=["start_ms", "dur_ms"])
-    g = f.groupby(["group", "key"], sort=False)
-    f = f[(g["rank"].transform("nunique") >= 2) & (g["kind"].transform("nunique") == 1)]
-    f = f.drop_duplicates(subset=["group", "key", "rank"], keep="first")
+    # one integer per (group, key): the string keys are factorised once, not in every groupby (seconds at scale)
+    f = f.assign(_inst=f.groupby(["group", "key"], sort=False).ngroup().to_numpy(),
+                 _kind=pd.factorize(f["kind"].astype(str))[0])
+    f = f[f.groupby("_inst", sort=False)["_kind"].transform("nunique").to_numpy() == 1]
+    f = f.drop_duplicates(subset=["_inst", "rank"], keep="first")
+    f = f[f.groupby("_inst", sort=False)["rank"].transform("size").to_numpy() >= 2]
     if f.empty:
         return None
     f = f.assign(end_ms=f["start_ms"] + f["dur_ms"])
-    g = f.groupby(["group", "key"], sort=False)
+    g = f.groupby("_inst", sort=False)
     end_spread = (g["end_ms"].max() - g["end_ms"].min())
     start_spread = (g["start_ms"].max() - g["start_ms"].min())
     same_clock = float(end_spread.median()) <= max(CLOCK_TOLERANCE_MS, 0.1 * float(start_spread.median()))
     arrival = f["start_ms"] if same_clock else -f["dur_ms"]
-    f = f.assign(arrival=arrival)
-    g = f.groupby(["group", "key"], sort=False)
+    f = f.assign(arrival=arrival.astype(float))
+    g = f.groupby("_inst", sort=False)
     f = f.assign(late_ms=f["arrival"] - g["arrival"].transform("min"))
-    rows = []
-    for (grp, key), x in f.groupby(["group", "key"], sort=False):
-        x = x.sort_values("arrival", kind="stable")
-        last = x.iloc[-1]
-        others = x.iloc[:-1]["arrival"].to_numpy()
-        rows.append({"step": x["step"].iloc[0], "op": str(x["op"].iloc[0]), "group": grp, "key": key, "n": len(x),
-                     "first_rank": int(x["rank"].iloc[0]), "last_rank": int(last["rank"]),
-                     "spread_ms": float(last["arrival"] - x["arrival"].iloc[0]),
-                     "last_behind_median_ms": float(last["arrival"] - np.median(others)) if len(others) else math.nan,
-                     "last_margin_ms": float(last["arrival"] - others[-1]) if len(others) else math.nan})
-    return Arrivals(late=f[["rank", "step", "op", "group", "key", "late_ms"]].reset_index(drop=True),
-                    instances=pd.DataFrame(rows), basis="start times" if same_clock else "elapsed times")
+    # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
+    # first, the last and the one before it, and the median of all but the last
+    x = f.sort_values(["_inst", "arrival"], kind="stable")
+    inst_id = x["_inst"].to_numpy()
+    pos = x.groupby("_inst", sort=False).cumcount().to_numpy()
+    n = x.groupby("_inst", sort=False)["rank"].transform("size").to_numpy()
+    arr_v, rank_v = x["arrival"].to_numpy(dtype=float), x["rank"].to_numpy(dtype="int64")
+    first, last, before = pos == 0, pos == n - 1, pos == n - 2
+    ids = inst_id[last]
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    lastv, lastr = arr_v[last][order], rank_v[last][order]
+    fi = np.argsort(inst_id[first], kind="stable")
+    firstv, firstr = arr_v[first][fi], rank_v[first][fi]
+    bi = np.argsort(inst_id[before], kind="stable")
+    beforev = arr_v[before][bi]
+    med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
+    head = x[last].iloc[order]
+    instances = pd.DataFrame({
+        "step": head["step"].to_numpy(), "op": head["op"].astype(str).to_numpy(), "group": head["group"].to_numpy(),
+        "key": head["key"].to_numpy(), "kind": head["kind"].to_numpy(), "n": n[last][order],
+        "first_rank": firstr, "last_rank": lastr, "spread_ms": lastv - firstv,
+        "last_behind_median_ms": lastv - med, "last_margin_ms": lastv - beforev})
+    if "step" in f and str(f["step"].dtype) == "Int64":
+        instances["step"] = instances["step"].astype("Int64")
+    return Arrivals(late=f[["rank", "step", "op", "group", "key", "kind", "late_ms"]].assign(
+                        inst=f["_inst"].to_numpy()).reset_index(drop=True),
+                    instances=instances.reset_index(drop=True), basis="start times" if same_clock else "elapsed times",
+                    source=source)
 
 
 @dataclass
@@ -99,6 +158,9 @@ def late_ranks(arr: Arrivals, n_steps: int, min_abs_ms: float, min_share: float,
     n_steps = max(1, n_steps)
     for r, x in sig.groupby("last_rank"):
         if len(x) < persistence * len(sig):
+            continue
+        # and in `persistence` of the steps: a one-off stall (one step) is the stall rule's, not a late rank
+        if x["step"].notna().any() and x["step"].nunique() < persistence * n_steps:
             continue
         cost = float(x["last_behind_median_ms"].sum()) / n_steps
         if cost < floor:

@@ -95,7 +95,9 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     axis = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
     e = alt.Chart(alt.NamedData(name="edges")).mark_rule(opacity=0.55).encode(
         x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis), x2="x2:Q", y2="y2:Q",
-        color=alt.Color("bandwidth_gbps:Q", title=_("Link GB/s"), scale=alt.Scale(scheme="redyellowblue")),
+        # no links read (a gloo run, a rank's matrix missing): no bandwidth legend (it would read "NaN")
+        color=alt.Color("bandwidth_gbps:Q", title=_("Link GB/s"), scale=alt.Scale(scheme="redyellowblue"),
+                        legend=alt.Legend() if edges else None),
         strokeWidth=alt.condition("datum.slow", alt.value(4), alt.value(1.2)),
         tooltip=[alt.Tooltip("src:N", title=_("From")), alt.Tooltip("dst:N", title=_("To")),
                  alt.Tooltip("transport:N", title=_("Transport")),

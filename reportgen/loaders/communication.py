@@ -1,5 +1,8 @@
 """Collective-communication loaders: one per file family, all normalised to ms / MB / GB/s.
 
+Over 500 lines: every communication file family (hccl_raw generations, HCCL traces, communication.json, msprof
+HCCL) shares one op-name, group and unit normalisation; a split by family is open (issue 31).
+
 Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_formats.md §5-§6):
 
 * MindInsight `hccl_raw_{rank}.csv`, from two producer generations that use different units:
@@ -27,7 +30,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.schema import Door, whose as _whose
 from reportgen.loaders.overlap import legacy_step_windows
@@ -36,6 +42,7 @@ from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMN
 ANY_RANK = 0xFFFFFFFF
 P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
 MATRIX_KEY_RE = re.compile(r"^(?P<optype>[a-z0-9_]+)-(?P<tag>top1|middle|bottom\d|total)(?:@(?P<group>.+))?$")
+OP_TYPE_RE = re.compile(r"^hcom_|__\d[\d_]*$")  # hcom_allReduce__586_3_1 -> allReduce
 TIME_FIELDS = {  # communication.json "Communication Time Info" -> our column
     "Elapse Time(ms)": "communication_ms", "Transit Time(ms)": "transit_ms", "Wait Time(ms)": "wait_ms",
     "Synchronization Time(ms)": "sync_ms", "Idle Time(ms)": "idle_ms",
@@ -173,7 +180,34 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
     return Communication(source=source, producer="communication.json", steps=_steps_from_ops(of), ops=of, links=lf,
                          local_links=True, self_local=_self_links(links, known),
                          unit_note=N_("CANN communication.json: times in ms, sizes in MB, bandwidth in GB/s; "
-                                      "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them."))
+                                      "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them."),
+                         instances=op_instances(ops))
+
+
+def op_instances(ops: list[dict]) -> Optional[pd.DataFrame]:
+    """The operators with a start time as collective instances (`Communication.instances`: step, op, group, kind,
+    key, start_ms, dur_ms, name), for the arrival at each collective (`analysis.arrival`): an operator's name
+    (`hcom_allReduce__586_3_1`) numbers it within its group, so (group, step and name) is the same instance on
+    every rank of the group. The elapse includes the wait (CANN: a rank waits in the operator for the last one)."""
+    rows = [o for o in ops if isinstance(o.get("start_us"), float) and math.isfinite(o["start_us"])
+            and math.isfinite(o.get("communication_ms", math.nan))]
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda o: o["start_us"])
+    seen: dict = {}
+    labels = []
+    for o in rows:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
+        t = OP_TYPE_RE.sub("", str(o["op"])) or str(o["op"])
+        k = seen[(o["step"], o["group"], t)] = seen.get((o["step"], o["group"], t), 0) + 1
+        labels.append(f"{t}#{k}")
+    step = pd.array([o["step"] for o in rows], dtype="Int64")
+    return pd.DataFrame({
+        "step": step, "op": labels, "group": [str(o["group"]) for o in rows],
+        "kind": [o["kind"] for o in rows],
+        "key": [f"{o['step']}:{o['op']}" for o in rows],
+        "start_ms": np.array([o["start_us"] / 1e3 for o in rows], dtype=float),
+        "dur_ms": np.array([o["communication_ms"] for o in rows], dtype=float),
+        "name": [o["op"] for o in rows]})
 
 
 def _entries(data: dict, bad: list[int]):
@@ -203,8 +237,8 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
     where = f"{name[:60]!r}"
     for src, col in TIME_FIELDS.items():
         rec[col] = door.field(t, src, where, "communication.json")
-    if t.get("Start Timestamp(us)") is not None:
-        door.field(t, "Start Timestamp(us)", where, "communication.json")
+    if t.get("Start Timestamp(us)") is not None:  # kept for the arrival at the collective (`op_instances`)
+        rec["start_us"] = door.field(t, "Start Timestamp(us)", where, "communication.json")
     bwi = info.get("Communication Bandwidth Info") or {}
     if not isinstance(bwi, dict):
         door.note("'Communication Bandwidth Info' that is not an object (no transport sizes read)", where,
@@ -606,6 +640,7 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         return None
     ops: list[dict] = []
     links: list[dict] = []
+    spans: list[dict] = []
     for step, p in sorted(files):
         data = read_json(p, log)
         events = data.get("traceEvents") if isinstance(data, dict) else data
@@ -631,6 +666,12 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         else:
             groups = [("(all operators)", detail)]
         step_links: dict[tuple[int, int, str], list[float]] = {}
+        for e in op_events:  # the operators' own spans: each rank's arrival at them (`op_instances`)
+            ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+            if ts is not None and dur is not None and math.isfinite(ts) and math.isfinite(dur) and dur >= 0:
+                name = str(e.get("name", ""))
+                spans.append({"step": step, "op": name, "group": "", "kind": op_kind(name.rsplit("/", 1)[-1]),
+                              "start_us": float(ts), "communication_ms": float(dur) / 1e3})
         for name, evs in groups:
             comm = sum(float(e.get("dur", 0)) for e in evs if _task(e) != "Notify Wait") / 1e3
             wait = sum(float(e.get("dur", 0)) for e in evs if _task(e) == "Notify Wait") / 1e3
@@ -644,7 +685,7 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
     of, lf = _frames(ops, links)
     return Communication(source=log.rel(device_dir / "timeline"), producer="msprof_hccl",
                          steps=_steps_from_ops(of), ops=of, links=lf,
-                         local_links=False,
+                         local_links=False, instances=op_instances(spans),
                          unit_note="Computed from msprof timeline/hccl_*.json (one file per iteration) with "
                                    "MindSpore's AscendHCCLGenerator rules: communication = all tasks except "
                                    "Notify Wait, wait = Notify Wait, SDMA = Memcpy + Reduce Inline.")

@@ -1,5 +1,8 @@
 """DB exports (`export_type=db`): the same model objects the text loaders produce, read from SQLite.
 
+Over 500 lines: one SQLite schema family (profiler DB, analysis.db, msprof DB) whose table readers share the
+connection, the time base and the string table.
+
 Files and the schema generations read (stdlib `sqlite3`, opened read-only and immutable, only the columns
 needed; a missing table or column costs only what it carries and becomes a data-quality entry):
 
@@ -40,9 +43,11 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, regular_file
+from reportgen.loaders.files import regular_file
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.communication import (
     MATRIX_KEY_RE,
+    op_instances,
     _frames,
     _link_record,
     _modern_op,
@@ -389,6 +394,7 @@ def read_analysis_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True,
                          self_local=_self_links(links, _known(parallel_groups, rank)),
+                         instances=op_instances(ops),
                          label="CANN analysis.db (CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix)",
                          unit_note="CANN analysis.db CommAnalyzer* tables (the communication.json twins): times in "
                                    "ms, sizes in MB, bandwidth in GB/s; SDMA already includes HCCS/PCIE/SIO traffic.")
@@ -422,14 +428,14 @@ def read_profiler_communication(db: Db, parallel_groups: dict, rank: int) -> Opt
         step = next((s for s, lo, hi in windows if lo <= int(a) < hi), None) if windows else None
         group = str(double_hash(g)) if g else ""
         ops.append({"step": step, "op": str(name), "group": group, "kind": op_kind(str(name)),
-                    "communication_ms": (int(b) - int(a)) / NS_PER_MS, "transit_ms": math.nan,
+                    "start_us": int(a) / 1e3, "communication_ms": (int(b) - int(a)) / NS_PER_MS, "transit_ms": math.nan,
                     "wait_ms": _num(w) / NS_PER_MS if w is not None else math.nan, "sync_ms": math.nan,
                     "idle_ms": math.nan, "sdma_mb": math.nan, "sdma_ms": math.nan, "rdma_mb": math.nan,
                     "rdma_ms": math.nan})
     of, lf = _frames(ops, [])
     return Communication(source=db.log.rel(db.path), producer="communication.json", steps=_steps_from_ops(of),
                          ops=of, links=lf, local_links=True, self_local=_known(parallel_groups, rank),
-                         label="profiler DB (COMMUNICATION_OP)",
+                         label="profiler DB (COMMUNICATION_OP)", instances=op_instances(ops),
                          unit_note="profiler DB COMMUNICATION_OP (no analysis.db): each operator's span in ns "
                                    "converted to ms, wait from waitNs; no transit, link or bandwidth figures.")
 

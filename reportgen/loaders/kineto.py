@@ -1,4 +1,7 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
+
+Over 500 lines: one streamed pass fills every per-rank summary from shared interval arrays; its split waits
+until the issue-30 edits to its body have landed (issue 31).
 streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
 
 What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
@@ -57,11 +60,13 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.i18n import N_
-from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
+from reportgen.loaders.files import open_binary as open_maybe_gzip
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float
 from reportgen.loaders import op_flops
 from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
 from reportgen.loaders.memory import _downsample
-from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, OP_FLOPS_COLUMNS, OpFlops, Operators,
                              RankData, StepTrace, TimelineSummary)
@@ -794,13 +799,15 @@ def _default_group(dist: dict) -> str:
 def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace], host: list, rel: str,
                    dist: dict, device: str) -> Optional[Communication]:
     """One instance per collective of the complete steps (device: its communication events, stepped by their
-    launch; CPU: gloo slices starting in a host step)."""
+    launch; CPU, and GPU runs whose collectives ran on the CPU (gloo): gloo slices starting in a host step)."""
     if st is None or not len(st.steps):
         return None
     default = _default_group(dist)
     keep = set(st.steps["step"].dropna().astype(int)) if st.steps["step"].notna().any() else None
     cands = []  # (start, dur, step, kind, group, seq, name)
-    if ev is not None:
+    # a GPU run whose collectives ran on the CPU (DDP over gloo: no communication kernel, the backend's gloo:*
+    # slices on its own threads) takes those slices, as a CPU-only run does
+    if ev is not None and (ev.comm.any() or not acc.colls):
         names = list(acc.dev_names)
         nid = np.asarray(acc.dev_nid, dtype="int64")
         kinds = _comm_kinds(acc, ev)
@@ -821,10 +828,16 @@ def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace
             cands.append((float(ev.start[i]), float(ev.end[i] - ev.start[i]), step, kind, group, seq, name))
     else:
         wins = host or _whole(acc, None)
-        for ts, dur, kind, group, seq, name in acc.colls:
+        ready = _gloo_ready(acc, ev, wins) if ev is not None else {}
+        seen: dict = {}
+        for ts, dur, kind, group, seq, name in sorted(acc.colls, key=lambda c: c[0]):
             step = _step_at(wins, ts)
             if step is _NONE:
                 continue
+            k = seen[(step, kind)] = seen.get((step, kind), 0) + 1
+            got = ready.get((step, kind, k))
+            if got is not None and ts < got < ts + dur:  # the slice waited for this rank's own device
+                ts, dur = got, ts + dur - got
             cands.append((ts, dur, step, kind, group, seq, name))
     inst = []
     order: dict = {}
@@ -854,6 +867,51 @@ def _communication(acc: _Acc, ev: Optional[DeviceEvents], st: Optional[StepTrace
 
 
 _NONE = object()
+
+
+def _gloo_ready(acc: _Acc, ev: DeviceEvents, wins: list) -> dict:
+    """GPU tensors reduced over gloo: (step, kind, k) -> when the k-th collective of that kind in the step had this
+    rank's data on the host (µs): the end of the device-to-host copies its host op (`c10d::allreduce_`, ...)
+    launched. A rank whose device is still busy (a stall in its backward) hands gloo its data that late, while its
+    gloo slice started at once: the copy's end, not the slice's start, is when it arrives."""
+    if not len(acc.hc_s) or not len(ev.start):
+        return {}
+    names = list(acc.dev_names)
+    nid = np.asarray(acc.dev_nid, dtype="int64")
+    dtoh = np.array(["DtoH" in n and n.startswith("[") for n in names], dtype=bool)
+    idx = np.flatnonzero(dtoh[nid]) if len(nid) else np.zeros(0, dtype="int64")
+    if not len(idx):
+        return {}
+    hs, he = np.asarray(acc.hc_s, dtype="float64"), np.asarray(acc.hc_e, dtype="float64")
+    ht = np.asarray(acc.hc_tid, dtype="int64")
+    hn = list(acc.hc_name)
+    ops = [i for i in range(len(hs)) if not str(hn[i]).startswith("gloo:")
+           and collective_kind(str(hn[i])) != "collective"]
+    if not ops:
+        return {}
+    li = launch_index(acc.rt_corr, ev.corr[idx])
+    rt_ts, rt_tid = np.asarray(acc.rt_ts, dtype="float64"), np.asarray(acc.rt_tid, dtype="int64")
+    end_of: dict = {}
+    oi = np.array(ops, dtype="int64")
+    for j, l in zip(idx.tolist(), li.tolist()):
+        if l < 0:
+            continue
+        t, tid = rt_ts[l], rt_tid[l]
+        hit = oi[(ht[oi] == tid) & (hs[oi] <= t) & (he[oi] >= t)]
+        if len(hit):
+            o = int(hit[np.argmax(hs[hit])])  # the innermost
+            end_of[o] = max(end_of.get(o, -np.inf), float(ev.end[j]))
+    out: dict = {}
+    seen: dict = {}
+    for o in sorted(ops, key=lambda i: hs[i]):
+        step = _step_at(wins, hs[o])
+        if step is _NONE:
+            continue
+        kind = collective_kind(str(hn[o]))
+        k = seen[(step, kind)] = seen.get((step, kind), 0) + 1
+        if o in end_of:
+            out[(step, kind, k)] = end_of[o]
+    return out
 
 
 def _step_at(wins: list, ts: float):
@@ -1457,6 +1515,9 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
     from reportgen import idle
 
     try:
+        # the host's collective calls: a CPU backend (gloo) blocks the calling thread until every peer arrived
+        hcomm = (np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")) \
+            if len(acc.hc_s) else None
         ev = getattr(out, "events", None)
         if ev is not None:
             wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
@@ -1464,11 +1525,12 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
                              or [""], dtype=object)
             stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
                 else None
-            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins)
+            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins, host_comm=hcomm)
         launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
         comm = getattr(acc, "dev_comm", None)
         return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
-                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc))
+                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc),
+                              host_comm=hcomm)
     except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
         log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
         return None

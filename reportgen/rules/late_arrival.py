@@ -89,7 +89,8 @@ def _impact(a, ranks, stage_of):
 def _from_arrivals(ctx: Context) -> list[Finding]:
     """Matched collective instances with their start times (Kineto): the rank that reaches them last."""
     a = ctx.a
-    arr = arrivals(a.run)
+    waits = getattr(a, "waits", None)
+    arr = waits.arrivals if waits is not None and waits.arrivals is not None else arrivals(a.run)
     if arr is None:
         return []
     step_ms = a.steps.stats["total"].median if a.steps.kind and "total" in a.steps.stats else math.nan
@@ -106,6 +107,12 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                  first=w.first_rank, cost=fmt_ms(w.cost_ms))
     if len(found) > 1:
         title = lazy("{title}; also {others}", title=title, others=ranks_msg(ranks[1:]))
+    who = waits.culprit(w.rank) if waits is not None else None
+    if who is not None:  # the wait-for matrix (analysis.waits): what each peer loses per step waiting for it
+        g, c = who
+        title = lazy(N_("{title}; the other ranks of its group wait {ms} per step for it, most at {op}"),
+                     title=title, ms=fmt_ms(c.per_waiter_ms), op=c.op)
+    matrix = _matrix_evidence(waits, found) if waits is not None else {}
     why_late = _why_late(a, w.rank, stage_of)
     if why_late:
         title = lazy("{title}; {why_late}", title=title, why_late=why_late[0])
@@ -121,6 +128,8 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                   "cost_per_step_ms": w.cost_ms, "saving_per_step_ms": w.saving_ms, "last_in": w.last_in, "significant_instances": w.significant,
                   "per_rank": {str(x.rank): {"cost_per_step_ms": x.cost_ms, "last_in": x.last_in,
                                              "late_ms": x.worst_ms} for x in found},
+                  "waited_for_per_peer_ms": matrix.get(str(w.rank), {}).get("waited_for_per_peer_ms"),
+                  "waited_for": matrix,
                   **(why_late[1] if why_late else {})},
         table={"columns": [N_("Step"), N_("Collective"), N_("Group"), N_("Last to arrive"), N_("First to arrive"),
                            N_("Last − first (ms)"), N_("Last − median (ms)")],
@@ -128,6 +137,21 @@ def _from_arrivals(ctx: Context) -> list[Finding]:
                          round(r.spread_ms, 4), round(r.last_behind_median_ms, 4)] for r in top.itertuples()],
                "links": [None] * len(top)},
         impact=_arrival_impact(a, found))]
+
+
+def _matrix_evidence(waits, found) -> dict:
+    """Per named rank, from the wait-for matrix: what each other rank of its group waits for it per step, by whom,
+    at which collective."""
+    out = {}
+    for x in found:
+        who = waits.culprit(x.rank)
+        if who is None:
+            continue
+        g, c = who
+        out[str(x.rank)] = {"group": g.group, "waited_for_per_peer_ms": c.per_waiter_ms,
+                            "waited_for_total_ms": c.total_ms, "saving_per_step_ms": c.saving_ms,
+                            "waiters": {str(r): ms for r, ms in c.waiters}, "collective": c.op}
+    return out
 
 
 def _arrival_impact(a, found):
@@ -187,9 +211,12 @@ RULE = Rule(
 Communication wait time per rank and step (from the communication files) is compared within each pipeline stage.
 A rank that waits **less** than its peers by more than `z` robust standard deviations, `min_rel` of the median
 wait, `min_abs_ms` and `min_share` of the step, in at least `persistence` of its steps, arrives last: its peers
-wait for it. Where every rank's collectives are matched with their start times (Kineto traces), the arrival is read
-directly: a rank that reaches at least `persistence` of the collectives whose spread (last − first arrival) is at
-least `min_abs_ms` and `min_share` of the step last, and costs the median peer as much per step, is named, with the
-instance it was latest at and that cost. Severity: warning."""),
+wait for it. Where every rank's collectives are matched with their start times (Kineto traces, Ascend
+communication.json and its databases, msprof timelines, MindInsight and MindSpore GPU step traces), the arrival is
+read directly: a rank that reaches at least `persistence` of the collectives whose spread (last − first arrival) is
+at least `min_abs_ms` and `min_share` of the step last, in at least `persistence` of the steps, and costs the median
+peer as much per step, is named, with the instance it was latest at, that cost and, from the wait-for matrix (who
+waits for whom), what each other rank of its group waits for it per step, by whom and at which collective. Severity:
+warning at most (the saving decides between warning and information)."""),
     params=Thresholds, check=check,
     source=N_("tuning guide, model parallel step 4; MindInsight communication graph; msprof-analyze slow_rank recipe"))

@@ -13,7 +13,7 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.divergence import divergence
-from reportgen.analysis.impact import replace_excess
+from reportgen.analysis.impact import replace_excess, saved_by_ms
 from reportgen.i18n import N_, Joined, lazy
 from reportgen.rules import policy
 from reportgen.rules.base import (
@@ -273,6 +273,7 @@ def check(ctx: Context) -> list[Finding]:
             if faulty:
                 found = sorted(found + faulty, key=lambda s: -s.excess_ms)
                 cells = cells.assign(out=cells["out"] | standout_cells(frame, col, **kw)["out"])
+        found = _not_waiting(a, found) if found and phase == "free" else found
         if not found:
             continue
         if phase in ("step_interval", "compute"):
@@ -332,8 +333,60 @@ def check(ctx: Context) -> list[Finding]:
                              else {})},
                 strip=strip,
                 table=slow_table(a, found, label, by_stage),
-                impact=impact(a, phase, ranks, stage_of if by_stage else None)), ctx.p))
+                impact=_measured(a, phase, found, impact(a, phase, ranks, stage_of if by_stage else None))), ctx.p))
     return findings
+
+
+def _waited(a: Analysis) -> dict[int, float]:
+    """Rank -> ms per step it waited for other ranks at the collectives (the wait-for matrix's row, all groups)."""
+    w = getattr(a, "waits", None)
+    out: dict[int, float] = {}
+    for g in (w.groups if w is not None else []):
+        for i, r in enumerate(g.ranks):
+            out[r] = out.get(r, 0.0) + float(g.ms[i].sum())
+    return out
+
+
+def _not_waiting(a: Analysis, found: list[Standout]) -> list[Standout]:
+    """Drop ranks whose extra free time is waiting for another rank at the collectives: the wait-for matrix says it
+    waited at least half its excess per step for others, nobody waits for it as long, and its exposed communication
+    does not hold that wait (collectives run on the CPU, gloo: the device idles while the host is blocked in them)."""
+    w = getattr(a, "waits", None)
+    if w is None:
+        return found
+    waited = _waited(a)
+    cost = {c.rank: c.per_waiter_ms for g in w.groups for c in g.culprits}
+    avg = a.steps.average
+    comm = avg["communication_not_overlapped"].fillna(0.0) if "communication_not_overlapped" in avg else None
+
+    def victim(s: Standout) -> bool:
+        got = waited.get(s.rank, 0.0)
+        exposed = float(comm.get(s.rank, 0.0)) if comm is not None else 0.0
+        return got >= 0.5 * s.excess_ms and cost.get(s.rank, 0.0) < 0.5 * got and exposed < 0.5 * got
+    return [s for s in found if not victim(s)]
+
+
+MEASURED_BASIS = N_("{ranks} arriving at the collectives it was last at with the next latest rank (measured at the "
+                    "matched collectives: the wait-for matrix), at most its excess: the step shortens by as much")
+
+
+def _measured(a: Analysis, phase: str, found: list[Standout], imp: dict | None) -> dict | None:
+    """The saving of a rank's own phase (computation, free, step interval) measured at the collectives when the
+    what-if says less: the what-if moves the rank's phase to its peers' median but leaves its peers' waits where the
+    step trace put them (gloo's wait on the host sits in their free time, so the what-if step does not shrink); the
+    collectives it was last at would start earlier by its arrival margin (`analysis.waits`), at most its excess."""
+    w = getattr(a, "waits", None)
+    if w is None or phase not in FAULT_PHASES:
+        return imp
+    got = [w.culprit(s.rank) for s in found]
+    saving = sum(c.saving_ms for _g, c in (x for x in got if x is not None))
+    measured = min(saving, sum(s.excess_ms for s in found))
+    have = (imp or {}).get("step_ms") or 0.0
+    if not measured > 1.2 * have + 1.0:
+        return imp
+    ranks = [s.rank for s in found]
+    m = saved_by_ms(measured, a.steps, lazy(MEASURED_BASIS, ranks=ranks_msg(ranks, capital=True)))
+    return m.to_dict() if m else imp
 
 
 RULE = Rule(
@@ -349,7 +402,10 @@ whose step interval, computation or free time is `severity.phase_fault` times it
 sets the rank's phase to its peers' median in every step (the others' waits shrink by as much). Severity follows
 the severity policy (the saving; the fault floor for a phase several times its peers'); one recorded step is
 information (persistence unknown). Exposed communication and a long **tail** have no saving of their own (they are
-usually waiting for a slower rank named in another finding): information."""),
+usually waiting for a slower rank named in another finding): information. Where the collectives' arrivals are
+known (who waits for whom), a rank whose extra free time is its wait for another rank at the collectives (collectives
+on the CPU, gloo: the device idles while the host is blocked in them) is a victim, not reported; and a rank's
+saving is what its arrival costs the collectives it is last at, when the step-trace what-if says less."""),
     params=Thresholds, check=check,
     source=N_("tuning guide (cluster: data/model/pipeline parallel, steps 1–3); msprof-analyze advisor slow rank "
            "(spread / step ≥ 5 %); seed 003 delimitation"))

@@ -1,5 +1,8 @@
 """Synthetic runs: realistic profiler output in both layouts, for any rank count, with injected problems.
 
+Over 500 lines: the step model and the Ascend and MindInsight writers share the injected-problem plan (the
+other families' writers have their own modules).
+
 Used by `msreport --example`, the tests and the benchmarks. The files copy the real ones byte for byte in
 shape (names, headers, units, quirks such as the trailing tab-free µs floats of step_trace_time.csv or the
 10 ns ticks and '-' average row of step_trace_raw), and the numbers obey the same identities as real data:
@@ -32,6 +35,11 @@ Injections (`inject=[...]`, strings):
   is slow;
 * ``stall:R:STEP[:MS]``: rank R stalls once, in the STEP-th recorded step (0-based), for MS ms of host time
   (default 200): a garbage-collection pause or a checkpoint;
+* ``stall:R:backward[:MS]`` (or ``forward``; ``200ms`` also reads): rank R stalls for MS ms (default 200) in the
+  backward (forward) pass of every step, its device idle (host time: a blocking host call, a slow data copy): the
+  gradient all-reduce after it makes every other rank wait as long, so every rank's step time stays equal and the
+  per-phase averages of the waiting ranks look alike (Kineto traces place the stall after the first gradient
+  bucket's all-reduce, before the last one);
 * ``rotating-stall[:MS[:EVERY]]``: every EVERY-th step (default 1) a different rank stalls for MS ms (default 120):
   a job-level hiccup that lands on whichever rank is unlucky;
 * ``overlap:F``: the share of transfer time hidden by computation (default 0.35; 0 = nothing hidden, 1 = all);
@@ -67,6 +75,7 @@ from reportgen.synth.timeline import (
 MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
+STALL_PHASES = ("forward", "backward")
 SHAPES = {"torch_npu_large": {"kernels_per_step": 5200, "comm_ops_per_step": 43, "tp": 8, "stages": 4}}
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
@@ -99,6 +108,8 @@ class Plan:
     throttled: dict[str, float] = field(default_factory=dict)  # host index or name -> compute factor
     slow_nic: dict[str, float] = field(default_factory=dict)  # rank number or host name -> RDMA bandwidth factor
     stalls: dict[tuple[int, int], float] = field(default_factory=dict)  # (rank, step index) -> extra host ms
+    # rank -> (phase, ms): a stall in that phase of every step (`stall:R:backward:200ms`)
+    phase_stalls: dict[int, tuple[str, float]] = field(default_factory=dict)
     rotating: Optional[tuple[float, int]] = None  # (ms, every) of a rotating stall
     hidden: float = 0.35  # share of transfer time hidden by computation
     rank_slow_ops: dict[int, dict[str, float]] = field(default_factory=dict)  # rank -> {operator type: factor}
@@ -158,8 +169,12 @@ def parse_injections(items: list[str]) -> Plan:
                 plan.throttled[f"node{int(h):03d}" if h.isdigit() else h] = float(parts[2]) if len(parts) > 2 else 1.3
             elif kind == "slow-nic":
                 plan.slow_nic[parts[1]] = float(parts[2]) if len(parts) > 2 else 0.3
+            elif kind == "stall" and len(parts) > 2 and parts[2] in STALL_PHASES:
+                ms = float(parts[3].removesuffix("ms")) if len(parts) > 3 else 200.0
+                plan.phase_stalls[int(parts[1])] = (parts[2], ms)
             elif kind == "stall":
-                plan.stalls[(int(parts[1]), int(parts[2]))] = float(parts[3]) if len(parts) > 3 else 200.0
+                plan.stalls[(int(parts[1]), int(parts[2]))] = (float(parts[3].removesuffix("ms")) if len(parts) > 3
+                                                               else 200.0)
             elif kind == "rotating-stall":
                 plan.rotating = (float(parts[1]) if len(parts) > 1 else 120.0, int(parts[2]) if len(parts) > 2 else 1)
             elif kind == "overlap":
@@ -239,6 +254,9 @@ def simulate(ranks: int, steps: int, *, stages: int, plan: Plan, seed: int,
     for (r, s_), extra in plan.stalls.items():
         if 0 <= r < ranks and 0 <= s_ < steps:
             host[r, s_] += extra
+    for r, (_phase, extra) in plan.phase_stalls.items():
+        if 0 <= r < ranks:
+            host[r] += extra
     if plan.rotating is not None:
         extra, every = plan.rotating
         for s_ in range(0, steps, max(1, every)):

@@ -152,6 +152,17 @@ def _ops_for_rank(r: int, groups: dict, m: "StepModel", s: int, per_host: int, p
     return ops
 
 
+def _start_us(o: dict, s: int) -> float:
+    """An operator's start on its rank: every member of a synchronous collective leaves it together (the same end
+    on every rank, from the step and the operator's place in its group), so it started `elapse` before that end:
+    the last rank to arrive starts latest and waits least."""
+    base, _, _ = o["name"].partition("@")
+    gid, _, k = base.rsplit("__", 1)[1].partition("_")
+    slot = int(gid) * 64 + int(k.rsplit("_", 1)[1])
+    end = 1.7e15 + s * 3e10 + (slot + 1) * 1e6  # 1 s apart: a rank's operators never overlap
+    return round(end - round(o["elapse"], 6) * 1e3, 3)
+
+
 def _op_info(o: dict, ts_us: float) -> dict:
     tr = o["transport"]
     band = {t: {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Bandwidth(GB/s)": 0, "Large Packet Ratio": 0,
@@ -182,7 +193,7 @@ def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host:
         mkinds: dict = {"collective": {}, "p2p": {}}
         for i, o in enumerate(ops):
             kind = "p2p" if o["p2p"] else "collective"
-            kinds[kind][o["name"]] = _op_info(o, 1.7e15 + s * 2e5 + i * 1e3)
+            kinds[kind][o["name"]] = _op_info(o, _start_us(o, s))
             link = {"Transport Type": o["transport"], "Transit Size(MB)": round(o["size"], 6),
                     "Transit Time(ms)": round(o["time"], 6), "Bandwidth(GB/s)": round(o["size"] / o["time"], 4)}
             self_link = {"Transport Type": "LOCAL", "Transit Size(MB)": round(o["size"], 6),

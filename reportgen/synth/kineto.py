@@ -72,6 +72,11 @@ def _ev(**kw) -> str:
     return json.dumps(kw, separators=(", ", ": "))
 
 
+def phase_stall_at(plan, r: int) -> str:
+    """The pass rank r stalls in every step ("forward" | "backward"), "" when none."""
+    return getattr(plan, "phase_stalls", {}).get(r, ("", 0.0))[0]
+
+
 def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, first_step: int,
                  kernels_per_step: int = 30, compress: bool = False, schema: str = "2.x",
                  expert_a2a: bool = False) -> None:
@@ -118,6 +123,10 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
             comp, nov, ov, free = (float(m.computing[r, s]) * 1e3, float(m.comm_nov[r, s]) * 1e3,
                                    float(m.overlapped[r, s]) * 1e3, float(m.free[r, s]) * 1e3)
             total = comp + nov + free
+            # a stall in a pass of every step (`stall:R:backward`): taken from the host gaps, placed in the pass
+            stall = getattr(plan, "phase_stalls", {}).get(r, ("", 0.0))[1]
+            stall = min(stall * 1e3, free)
+            free -= stall
             step_start = t
             if r not in plan.missing_step:
                 add(_ev(ph="X", cat=cat_op if old else "user_annotation", name=f"ProfilerStep#{first_step + s}",
@@ -181,7 +190,13 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                     corr += 1
                     ext += 1
                     cur += d + gap
+                if phase == "fwd" and stall and phase_stall_at(plan, r) == "forward":
+                    cur += stall
             compute_end = cur
+            bwd_end = cur  # the first gradient bucket's all-reduce starts halfway through the backward kernels
+            if stall and phase_stall_at(plan, r) == "backward":
+                cur += stall  # stalled before the last bucket's all-reduce
+                compute_end = cur
             if expert_a2a:  # the forward pass's expert all-to-all, a custom kernel under a collective's host op
                 fwd_end = bwd_start
                 a2a_start = fwd_start + (fwd_end - fwd_start) * 0.3
@@ -208,7 +223,7 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                         args={"device": dev, "stream": NCCL_STREAM, "correlation": corr}))
                 corr += 1
                 ext += 1
-            for k, (start, dur) in enumerate(((bwd_start + (compute_end - bwd_start) * 0.5, ov),
+            for k, (start, dur) in enumerate(((bwd_start + (bwd_end - bwd_start) * 0.5, ov),
                                               (compute_end, nov))):
                 seq_ += 1
                 launch = start - 30.0

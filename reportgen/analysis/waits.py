@@ -1,0 +1,221 @@
+"""Who waits for whom: per communication group, an N x N matrix "rank i waited for rank j", in ms per step.
+
+In a synchronous collective every member leaves when the last one has arrived (`analysis.arrival`, the one matcher
+of collective instances across ranks). At each matched collective the rank that arrived last is the one the
+others waited for: rank i, arriving `late_j − late_i` ms before it, waited that long for rank j. Summed over the
+instances and divided by the steps, the matrix says per step how long each rank waited for each other rank; a
+column holds what a rank costs its peers. A culprit hidden by the collective (its stall lengthens every rank's step
+by the same amount, so step times and per-phase averages look even) stands out as one column.
+
+Point-to-point operations (pipeline send/receive: a later stage waits for its activations, which is the bubble,
+not a culprit) are left out.
+
+`per_waiter_ms` of a culprit: the mean over the group's other ranks of what each waited for it per step (what each
+of them loses); `saving_ms`: how much earlier the collectives it was last at would start had it arrived with the
+next latest rank, per step (what fixing it saves on the step, `Arrivals.instances.last_margin_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.arrival import Arrivals, arrivals
+from reportgen.i18n import N_
+
+if TYPE_CHECKING:
+    from reportgen.model import Run
+
+P2P_KINDS = frozenset({"p2p", "send", "recv"})
+TOP_CULPRITS = 5  # per group, in summary.json and the table
+TOP_WAITERS = 3  # per culprit: the ranks that waited longest for it
+
+# Why a run has no matrix (`Waits.reason`), shown as is (English; the site translates through the catalogue).
+NO_RANKS = N_("one rank only: nobody waits for another rank")
+NO_TIMES = N_("this input records no per-rank start time of its collectives (MindInsight hccl_raw, communication "
+              "totals without a timestamp): who waits for whom cannot be read")
+NO_MATCH = N_("no collective was recorded on two ranks or more (nothing to match across ranks)")
+
+
+@dataclass
+class Culprit:
+    rank: int
+    per_waiter_ms: float  # mean over the group's other ranks of what each waited for it, ms per step
+    total_ms: float  # what the group's other ranks waited for it together, rank-ms per step
+    saving_ms: float  # per step: its collectives' start with the next latest arrival instead of its own
+    last_in: int  # instances it arrived last at
+    instances: int  # the group's instances
+    waiters: list[tuple[int, float]]  # (rank, ms per step) of the ranks that waited longest for it
+    op: str  # the collective it cost the most at
+    op_ms: float  # per waiter and step, at that collective
+
+    def to_dict(self) -> dict:
+        return {"rank": self.rank, "per_waiter_ms": self.per_waiter_ms, "total_ms": self.total_ms,
+                "saving_ms": self.saving_ms, "last_in": self.last_in, "instances": self.instances,
+                "waiters": [{"rank": r, "ms": ms} for r, ms in self.waiters], "op": self.op, "op_ms": self.op_ms}
+
+
+@dataclass
+class GroupWaits:
+    group: str
+    ranks: list[int]  # the group's ranks seen in matched collectives, ascending (the matrix's order)
+    ms: np.ndarray  # [i, j]: ms per step rank ranks[i] waited for rank ranks[j] (diagonal 0)
+    instances: int
+    culprits: list[Culprit]  # every rank that anyone waited for, largest per_waiter_ms first
+
+
+@dataclass
+class Waits:
+    basis: str  # Arrivals.basis: "start times" | "elapsed times"
+    source: str  # Arrivals.source: "collectives" | "step trace"
+    steps: int  # the steps the ms are per (distinct steps of the matched instances; 1 when unnumbered)
+    groups: list[GroupWaits] = field(default_factory=list)
+    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads it)
+
+    def culprit(self, rank: int) -> Optional[tuple[GroupWaits, Culprit]]:
+        """The group where `rank` costs its peers the most, and its record there."""
+        got = [(g, c) for g in self.groups for c in g.culprits if c.rank == rank]
+        return max(got, key=lambda gc: gc[1].per_waiter_ms) if got else None
+
+    def top(self, n: int = TOP_CULPRITS) -> list[tuple[GroupWaits, Culprit]]:
+        """The largest culprits over all groups, largest per_waiter_ms first."""
+        out = [(g, c) for g in self.groups for c in g.culprits]
+        return sorted(out, key=lambda gc: -gc[1].per_waiter_ms)[:n]
+
+    def to_dict(self, n: int = TOP_CULPRITS) -> dict:
+        return {"basis": self.basis, "source": self.source, "steps": self.steps, "unit": "ms per step",
+                "groups": [{"group": g.group, "ranks": len(g.ranks), "instances": g.instances,
+                            "culprits": [c.to_dict() for c in g.culprits[:n]]} for g in self.groups]}
+
+
+def analyze_waits(run: "Run", arr: Optional[Arrivals] = None) -> tuple[Optional[Waits], str]:
+    """The wait-for matrices of `run` and "" ; or None and the reason there are none."""
+    if len(run.ranks) < 2:
+        return None, NO_RANKS
+    arr = arrivals(run) if arr is None else arr
+    if arr is None:
+        return None, NO_TIMES if not _has_times(run) else NO_MATCH
+    return wait_matrices(arr), ""
+
+
+def _has_times(run: "Run") -> bool:
+    n = 0
+    for d in run.ranks.values():
+        c = d.communication
+        inst = getattr(c, "instances", None) if c is not None else None
+        ev = getattr(d.step_trace, "comm_events", None) if d.step_trace is not None else None
+        n += bool((inst is not None and len(inst)) or (ev is not None and len(ev)))
+    return n >= 2
+
+
+def wait_matrices(arr: Arrivals) -> Waits:
+    late = arr.late
+    coll = ~late["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()
+    late = late[coll]
+    steps = late["step"].dropna()
+    n_steps = max(1, int(steps.nunique())) if len(steps) else 1
+    out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
+    if late.empty:
+        return out
+    gcode, gnames = pd.factorize(late["group"].astype(str).to_numpy())
+    inst = (late["inst"].to_numpy() if "inst" in late else
+            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())
+    lv = late["late_ms"].to_numpy(dtype=float)
+    ranks = late["rank"].to_numpy(dtype="int64")
+    lmax = pd.Series(lv).groupby(inst).transform("max").to_numpy()
+    # the last rank of each instance (the first of equal maxima), and the collective as its profile names it (ranks
+    # may number concurrent operators differently)
+    is_max = lv == lmax
+    first_max = pd.Series(np.flatnonzero(is_max)).groupby(inst[is_max]).first()
+    at = first_max.reindex(inst).to_numpy()
+    culprit = ranks[at]
+    ops = late["op"].astype(str).to_numpy()
+    w = pd.DataFrame({"g": gcode, "i": ranks, "j": culprit, "ms": lmax - lv, "op": ops[at], "inst": inst})
+    w = w[w["i"].to_numpy() != w["j"].to_numpy()]
+    # one aggregation each over every group (a groupby per group costs seconds at 1,024 ranks)
+    cells = w.groupby(["g", "i", "j"], sort=False)["ms"].sum()
+    by_op = w.groupby(["g", "j", "op"], sort=False)["ms"].sum().sort_values(ascending=False, kind="stable")
+    top_op = by_op[~by_op.index.droplevel("op").duplicated()]  # the largest collective per (group, culprit)
+    top_op = {(int(g_), int(j_)): (str(o_), float(v_)) for (g_, j_, o_), v_ in top_op.items()}
+    n_inst = w.groupby("g")["inst"].nunique()
+    members = pd.DataFrame({"g": gcode, "r": ranks}).drop_duplicates()
+    members_of = {int(k): np.sort(v.to_numpy()) for k, v in members.groupby("g")["r"]}
+    ins = arr.instances
+    ins = ins[~ins["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()] if "kind" in ins else ins
+    code_of = {name: k for k, name in enumerate(gnames)}
+    ig = np.array([code_of.get(str(x), -1) for x in ins["group"]], dtype="int64") if len(ins) else np.zeros(0, int)
+    lasts = pd.DataFrame({"g": ig, "j": ins["last_rank"].to_numpy() if len(ins) else np.zeros(0, int),
+                          "m": ins["last_margin_ms"].to_numpy(dtype=float) if len(ins) else np.zeros(0)})
+    last_n = lasts.groupby(["g", "j"]).size()
+    last_m = lasts.groupby(["g", "j"])["m"].sum()
+    ins_n = lasts.groupby("g").size()
+    cg = cells.index.get_level_values("g").to_numpy()
+    ci, cj = cells.index.get_level_values("i").to_numpy(), cells.index.get_level_values("j").to_numpy()
+    cv = cells.to_numpy()
+    order = np.argsort(cg, kind="stable")
+    bounds = np.searchsorted(cg[order], np.arange(len(gnames) + 1))
+    for k in sorted(range(len(gnames)), key=lambda k: str(gnames[k])):
+        sel = order[bounds[k]:bounds[k + 1]]
+        if not len(sel):
+            continue  # nobody waited in this group
+        mem = members_of[k]
+        m = np.zeros((len(mem), len(mem)))
+        m[np.searchsorted(mem, ci[sel]), np.searchsorted(mem, cj[sel])] = cv[sel] / n_steps
+        others = max(1, len(mem) - 1)
+        n_i = int(ins_n.get(k, n_inst.get(k, 0)))
+        culprits = []
+        for j in np.flatnonzero(m.sum(axis=0) > 0):
+            r = int(mem[j])
+            col = m[:, j]
+            top = np.argsort(-col, kind="stable")[:TOP_WAITERS]
+            key = (k, r)
+            op_name, op_ms = top_op.get(key, ("", 0.0))
+            culprits.append(Culprit(
+                rank=r, per_waiter_ms=float(col.sum() / others), total_ms=float(col.sum()),
+                saving_ms=float(last_m.get(key, 0.0)) / n_steps, last_in=int(last_n.get(key, 0)), instances=n_i,
+                waiters=[(int(mem[t]), float(col[t])) for t in top if col[t] > 0],
+                op=op_name, op_ms=op_ms / n_steps / others))
+        culprits.sort(key=lambda c: -c.per_waiter_ms)
+        out.groups.append(GroupWaits(group=str(gnames[k]), ranks=[int(r) for r in mem], ms=m, instances=n_i,
+                                     culprits=culprits))
+    return out
+
+
+def binned(g: GroupWaits, max_cells: int = 48, keep: int = 8) -> tuple[list[str], np.ndarray, list[bool]]:
+    """The matrix for a heatmap of at most `max_cells` x `max_cells`: a group this small as is; a larger one with
+    its `keep` largest culprits as rows and columns of their own and the other ranks in contiguous rank bins.
+    A cell is what a rank of the row (bin) waited per step, on average, for the ranks of the column (bin) together.
+    Returns the labels, the matrix and, per label, whether it is a culprit kept on its own."""
+    n = len(g.ranks)
+    if n <= max_cells:
+        labels = [str(r) for r in g.ranks]
+        return labels, g.ms.copy(), [False] * n
+    kept = [c.rank for c in g.culprits[:keep]]
+    pos = {r: k for k, r in enumerate(g.ranks)}
+    kept_idx = sorted(pos[r] for r in kept)
+    # the other ranks in bins of contiguous positions that never straddle a kept culprit (a label "0–36" holds
+    # every rank from 0 to 36): at most `max_cells` labels in all
+    size = max(1, math.ceil((n - len(kept_idx)) / max(1, max_cells - 2 * len(kept_idx) - 1)))
+    chunks, lo = [], 0
+    for stop in kept_idx + [n]:
+        seg = np.arange(lo, stop, dtype=int)
+        chunks += [seg[i:i + size] for i in range(0, len(seg), size)]
+        lo = stop + 1
+    parts: list[tuple[int, np.ndarray, str, bool]] = []  # (sort position, members, label, kept)
+    for k in kept_idx:
+        parts.append((k, np.array([k]), str(g.ranks[k]), True))
+    for c in chunks:
+        lo, hi = g.ranks[int(c[0])], g.ranks[int(c[-1])]
+        parts.append((int(c[0]), c, str(lo) if lo == hi else f"{lo}–{hi}", False))
+    parts.sort(key=lambda p: p[0])
+    k = len(parts)
+    out = np.zeros((k, k))
+    for a, (_, rows, _, _) in enumerate(parts):
+        sub = g.ms[rows]
+        for b, (_, cols, _, _) in enumerate(parts):
+            out[a, b] = float(sub[:, cols].sum()) / len(rows)
+    return [p[2] for p in parts], out, [p[3] for p in parts]

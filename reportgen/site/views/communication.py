@@ -1,0 +1,224 @@
+"""The communication page's views: rank x rank matrix cells (binned above 64 ranks) and the node-link graph
+layout (hosts as nodes when dense). Shaping for display only; the numbers come from `analysis.communication`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from reportgen import urls
+from reportgen.analysis import Analysis
+from reportgen.analysis.communication import CommAnalysis
+from reportgen.model import Run
+from reportgen.i18n import _
+from reportgen.numbers import rounded
+
+MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
+MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
+MAX_RANK_NODES = 64  # above this many ranks the graph shows hosts (a rank-level graph is an unreadable hairball)
+MAX_OP_ROWS = 300  # operators across ranks shown in the table
+MAX_BOX_LINKS = 24  # links with per-operator box plots
+MAX_DRILL_CELLS = 6000  # rank-level links carried for the host drill-down above MAX_RANK_NODES ranks
+MAX_DRILL_RANKS = 64  # devices the host drill-down draws at once (the hosts picked first, whole hosts)
+MAX_DRILL_BOX_LINKS = 40  # more links with box plots in the host drill-down: each host's slowest
+DRILL_FIELDS = ["src", "dst", "time_ms", "size_mb", "bandwidth_gbps", "transport", "slow"]
+
+
+def drill_cells(link_table: pd.DataFrame, cap: int = MAX_DRILL_CELLS) -> tuple[dict, int]:
+    """Rank-level link cells for the host drill-down (hosts picked in a host-level graph), columnar: (the page's
+    dataset, how many links the run has). Over `cap`, the slow links and then the slowest others are kept."""
+    empty = {"cells": {"fields": DRILL_FIELDS, "dicts": {"transport": []}, "rows": []}}
+    if not len(link_table):
+        return empty, 0
+    lt = link_table[link_table["mapped"] & ~link_table["self"]]
+    if not len(lt):
+        return empty, 0
+    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                       slow=("slow", "any")).reset_index()
+    g["bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+    n = len(g)
+    if n > cap:
+        g = g.sort_values(["slow", "bw"], ascending=[False, True], na_position="last").head(cap)
+    g = g.sort_values(["src", "dst"])
+    transports = sorted(set(g["transport"]))
+    pos = {t: i for i, t in enumerate(transports)}
+    rows = [[int(r.src), int(r.dst), _r(r.time_ms, 4), _r(r.size_mb, 4), _r(r.bw, 3), pos[r.transport],
+             1 if r.slow else 0] for r in g.itertuples(index=False)]
+    return {"cells": {"fields": DRILL_FIELDS, "dicts": {"transport": transports}, "rows": rows}}, n
+
+
+def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
+    """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
+    if not len(link_table):
+        return {"cells": [], "bin": 1}
+    lt = link_table[link_table["mapped"] & ~link_table["self"]]  # on-chip copies would swamp the colour scale
+    if group is not None:
+        lt = lt[lt["group"] == group]
+    if not len(lt):
+        return {"cells": [], "bin": 1}
+    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                       slow=("slow", "any")).reset_index()
+    n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
+    b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
+    if b > 1:
+        g["src_b"] = g["src"] // b
+        g["dst_b"] = g["dst"] // b
+        g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
+        g["slow_name"] = [f"{int(s)}→{int(d)}" if sl else "" for s, d, sl in zip(g["src"], g["dst"], g["slow"])]
+        g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                               min_bw=("min_bw", "min"), slow=("slow", "any"),
+                                               slow_links=("slow_name", lambda s: " ".join(x for x in s if x)),
+                                               transport=("transport", lambda s: "/".join(sorted(set(
+                                                   "/".join(s).split("/")))))).reset_index()
+        cells = []
+        for rec in g.itertuples(index=False):
+            cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
+                          "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
+                          "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
+                          "size_mb": round(float(rec.size_mb), 6),
+                          "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow),
+                          "slow_links": rec.slow_links})
+        return {"cells": cells, "bin": b}
+    cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
+              "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
+              "cell_label": f"{rec.time_ms:.3g} ms · {rec.size_mb:.3g} MB",
+              "href": str(urls.rank(int(rec.src), "communication")),
+              "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+              "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+              "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
+    return {"cells": cells, "bin": 1}
+
+
+def _r(v: float, nd: int = 4) -> Optional[float]:
+    return rounded(v, nd)
+
+
+def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict:
+    """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
+    ranks = run.rank_ids
+    hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
+    pairs = ca.pairs
+    dense = len(pairs) > MAX_GRAPH_EDGES or len(ranks) > MAX_RANK_NODES
+    by_host = dense and len(set(hosts.values())) > 1
+    if not by_host and dense:
+        # no host names: aggregate into rank blocks of 8 (one server's worth of devices)
+        hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
+        by_host = True
+    pr = ca.per_rank
+    slow_set = set(slow)  # the links a slow-link finding names
+    if by_host:
+        node_ids = sorted(set(hosts.values()))
+        comm = {h: 0.0 for h in node_ids}
+        wait = {h: 0.0 for h in node_ids}
+        members: dict[str, list[int]] = {h: [] for h in node_ids}
+        for r in ranks:
+            members[hosts[r]].append(r)
+            if r in pr.index:
+                comm[hosts[r]] += float(np.nan_to_num(pr.at[r, "transit_ms"]))
+                wait[hosts[r]] += float(np.nan_to_num(pr.at[r, "wait_ms"]))
+        G = nx.Graph()
+        G.add_nodes_from(node_ids)
+        e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
+        inner_e = e[e["hs"] == e["hd"]]  # links inside one host: no edge, but a row of the drill-down table
+        e = e[e["hs"] != e["hd"]]
+        agg = e.groupby(["hs", "hd"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                          n=("src", "size")).reset_index()
+        slow_pairs = {(hosts.get(s), hosts.get(d)) for s, d in slow_set}
+        slow_by_pair: dict[tuple, list[str]] = {}
+        for s, d in sorted(slow_set):
+            slow_by_pair.setdefault((hosts.get(s), hosts.get(d)), []).append(f"{s}-{d}")
+        for rec in agg.itertuples(index=False):
+            G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
+        pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
+        nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
+                  "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
+                  "ranks": len(members[h]), "href": "",
+                  "members": ",".join(str(r) for r in members[h])}  # the drill-down: a host's devices
+                 for h in node_ids]
+        edges = [{"src": rec.hs, "dst": rec.hd, "x": _r(pos[rec.hs][0]), "y": _r(pos[rec.hs][1]),
+                  "x2": _r(pos[rec.hd][0]), "y2": _r(pos[rec.hd][1]), "time_ms": _r(rec.time_ms),
+                  "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0
+                                                                   else None),
+                  "transport": rec.transport, "slow": (rec.hs, rec.hd) in slow_pairs, "links": int(rec.n),
+                  "slow_links": slow_by_pair.get((rec.hs, rec.hd), [])}
+                 for rec in agg.itertuples(index=False)]
+        for n in nodes:  # a host is marked when a slow link starts or ends on it
+            n["slow"] = any(n["id"] in pair for pair in slow_pairs)
+            on = [f"{s}→{d}" for (hs, hd), names in sorted(slow_by_pair.items()) if n["id"] in (hs, hd)
+                  for s, d in (x.split("-") for x in names)]
+            n["note"] = f"{n['label']}: slow link {', '.join(on[:3])}{' …' if len(on) > 3 else ''}" if on else ""
+        inner = inner_e.groupby("hs").agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                          transport=("transport", lambda s: "/".join(sorted(set(s)))),
+                                          n=("src", "size")).reset_index()
+        within = [{"src": rec.hs, "dst": rec.hs, "time_ms": _r(rec.time_ms), "size_mb": _r(rec.size_mb),
+                   "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else None),
+                   "transport": rec.transport, "slow": (rec.hs, rec.hs) in slow_pairs, "links": int(rec.n),
+                   "slow_links": slow_by_pair.get((rec.hs, rec.hs), [])} for rec in inner.itertuples(index=False)]
+        return {"nodes": nodes, "edges": edges, "by": "host", "within": within}
+    pos = _rank_positions(ranks, hosts)
+    nodes = []
+    for r in ranks:
+        has = r in pr.index
+        c = float(np.nan_to_num(pr.at[r, "transit_ms"])) if has else None
+        w = float(np.nan_to_num(pr.at[r, "wait_ms"])) if has else None
+        nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
+                      "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
+                      "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
+                      "host": hosts[r], "href": str(urls.rank(r, "communication")), "has_data": has})
+    edges = []
+    if len(pairs):
+        for rec in pairs.itertuples(index=False):
+            s, d = int(rec.src), int(rec.dst)
+            if s not in pos or d not in pos:
+                continue
+            edges.append({"src": str(s), "dst": str(d), "x": _r(pos[s][0]), "y": _r(pos[s][1]),
+                          "x2": _r(pos[d][0]), "y2": _r(pos[d][1]), "time_ms": _r(rec.time_ms),
+                          "size_mb": _r(rec.size_mb), "bandwidth_gbps": _r(rec.bandwidth_gbps),
+                          "transport": rec.transport, "slow": (s, d) in slow_set, "links": 1})
+    return {"nodes": nodes, "edges": edges, "by": "rank"}
+
+
+def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[float, float]]:
+    """Hosts on a circle (networkx), each host's ranks on a small circle around its centre."""
+    host_ids = sorted(set(hosts.values()))
+    if len(host_ids) <= 1:
+        G = nx.cycle_graph(len(ranks)) if len(ranks) > 2 else nx.path_graph(len(ranks))
+        pos = nx.circular_layout(G) if len(ranks) > 1 else {0: np.array([0.0, 0.0])}
+        return {r: (float(pos[i][0]), float(pos[i][1])) for i, r in enumerate(ranks)}
+    centres = nx.circular_layout(nx.cycle_graph(len(host_ids)))
+    radius = min(0.9, 2.2 / len(host_ids)) if len(host_ids) > 2 else 0.5
+    out = {}
+    for hi, h in enumerate(host_ids):
+        rs = [r for r in ranks if hosts[r] == h]
+        cx, cy = centres[hi]
+        for i, r in enumerate(rs):
+            a = 2 * math.pi * i / max(1, len(rs))
+            out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
+    return out
+
+
+def group_label(a: Analysis, gid: Any) -> str:
+    g = a.comm.groups.get(str(gid)) if gid is not None else None
+    return shown_label(g) if g else (str(gid) if gid else "—")
+
+
+def shown_label(g) -> str:
+    """A communication group's label in the report language (`CommGroup.label` is the English one the data-quality
+    notes use): its name when it has one, else "group <id>" (or "group (inferred)"), with its ranks."""
+    if g.name:
+        return g.label
+    rs = ", ".join(str(r) for r in g.ranks[:8]) + ("…" if len(g.ranks) > 8 else "")
+    if not g.id:
+        return _("group ({ranks})").format(ranks=rs)
+    if g.id.startswith("mi:"):
+        return _("group (inferred) ({ranks})").format(ranks=rs)
+    short = g.id if len(g.id) <= 8 else "…" + g.id[-6:]
+    return _("group {id} ({ranks})").format(id=short, ranks=rs)
