@@ -429,3 +429,18 @@ def test_a_word_in_a_number_column_is_named(tmp_path):
     (e,) = _mine(log, "minddata_pipeline_raw_2.csv")
     assert "1 value(s) in 'output_queue_average_size' that are text, not a number (read as missing)" in e.problem
     assert "line 3" in e.problem and e.ranks == (2,) and e.kind == "schema drift"
+
+
+def test_kineto_trace_with_a_bom_keeps_its_rank_and_odd_entries_are_named(tmp_path):
+    """A BOM before a Kineto trace (a benign variant) leaves its rank where distributedInfo says; an entry of the
+    event list that is not an object (null, a string) is named, not skipped silently."""
+    from reportgen.discover.peek import kineto_header
+
+    doc = {"distributedInfo": {"rank": 3, "world_size": 4}, "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.0, "dur": 5.0}, None, "x"]}
+    p = _w(tmp_path, "w.pt.trace.json", b"\xef\xbb\xbf" + json.dumps(doc).encode())
+    assert kineto_header(p)["rank"] == 3 and kineto_header(p)["world_size"] == 4
+    _, got = _kineto(tmp_path / "odd", doc["traceEvents"])
+    (e,) = [i for i in got if "not an object" in i.problem]
+    assert e.problem.startswith("2 entr(y/ies) of the trace's event list that are not an object (first: None)")
+    assert e.kind == "schema drift"
