@@ -444,3 +444,14 @@ def test_kineto_trace_with_a_bom_keeps_its_rank_and_odd_entries_are_named(tmp_pa
     (e,) = [i for i in got if "not an object" in i.problem]
     assert e.problem.startswith("2 entr(y/ies) of the trace's event list that are not an object (first: None)")
     assert e.kind == "schema drift"
+
+
+def test_trace_lane_id_beyond_any_id_named(tmp_path):
+    ev = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Ascend Hardware"}},
+          {"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": "100.5", "dur": "10"},
+          {"ph": "X", "name": "Add", "pid": 1, "tid": 1e300, "ts": "120.5", "dur": "5"}]
+    log = IssueLog(tmp_path, rank=2)
+    s = summarize_trace(_w(tmp_path, "trace_view.json", json.dumps(ev)), log)
+    assert s.n_ops == 2 and s.compute_ms == pytest.approx(0.015)
+    (e,) = _mine(log, "trace_view.json")
+    assert e.problem.startswith("1 trace event(s) whose tid is beyond any id (e.g. 1e+300)") and e.ranks == (2,)

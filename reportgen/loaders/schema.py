@@ -694,6 +694,8 @@ class TraceDoor:
             if not math.isfinite(v) or not v.is_integer():
                 return self._bad_lane("frac", what, v)
             v = int(v)
+        if abs(v) > 2 ** 63:  # beyond any process or thread id (an int64)
+            return self._bad_lane("huge", what, raw)
         if v < 0 and kind == "whole":
             self._bad_lane("neg", what, raw)
         return v
@@ -773,6 +775,9 @@ class TraceDoor:
             elif why == "frac":
                 self.log.add(path, f"{n} trace event(s) whose {what} is fractional (e.g. {example}): kept, on a lane "
                              "of their own", "warning", "impossible value")
+            elif why == "huge":
+                self.log.add(path, f"{n} trace event(s) whose {what} is beyond any id (e.g. {example}): kept, on a "
+                             "lane of their own", "warning", "impossible value")
             elif why == "neg":
                 self.log.add(path, f"{n} trace event(s) whose {what} is negative (e.g. {example}): kept, on a lane "
                              "of their own", "warning", "impossible value")

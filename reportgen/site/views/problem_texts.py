@@ -149,6 +149,7 @@ TEMPLATES = (
     N_('{stray} host operator(s) on thread(s) the trace never names (no thread_name metadata; e.g. pid {first}, tid {first2}): a damaged pid or tid? kept, on a thread of their own'),
     N_("rank {r}'s file {parts}: a key dropped or renamed? the values under it were not read for this rank"),
     N_('{n} trace event(s) whose {what} is fractional (e.g. {example}): kept, on a lane of their own'),
+    N_('{n} trace event(s) whose {what} is beyond any id (e.g. {example}): kept, on a lane of their own'),
     N_('{n} trace event(s) whose {what} is negative (e.g. {example}): kept, on a lane of their own'),
     N_('{n} trace event(s) whose {what} is text where a number belongs (e.g. {example}): kept, on a lane of their own'),
     N_('{n_bad} row(s) with an unusable number skipped: {problems} ...'),
