@@ -455,3 +455,15 @@ def test_trace_lane_id_beyond_any_id_named(tmp_path):
     assert s.n_ops == 2 and s.compute_ms == pytest.approx(0.015)
     (e,) = _mine(log, "trace_view.json")
     assert e.problem.startswith("1 trace event(s) whose tid is beyond any id (e.g. 1e+300)") and e.ranks == (2,)
+
+
+def test_kineto_duplicated_event_named_nested_namesakes_not(tmp_path):
+    """An exact copy of a host operator (same External id) is named; two nested calls of one name at one time
+    (different External ids, as real traces hold) are not."""
+    ops = _ops()
+    _, got = _kineto(tmp_path / "dup", ops + [dict(ops[2])])
+    (e,) = got
+    assert e.kind == "duplicate" and e.problem.startswith("1 host operator event(s) identical to an earlier one")
+    twin = dict(ops[2], args={"External id": 99})
+    _, clean = _kineto(tmp_path / "nested", ops + [twin])
+    assert clean == []

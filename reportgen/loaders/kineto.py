@@ -228,6 +228,7 @@ class _Acc:
     cpu_e: array = field(default_factory=lambda: array("d"))
     cpu_tid: array = field(default_factory=lambda: array("l"))
     cpu_name: array = field(default_factory=lambda: array("l"))
+    cpu_ext: array = field(default_factory=lambda: array("q"))  # the op's External id (-1: none): tells copies apart
     names: dict = field(default_factory=dict)  # host op name -> id
     tids: dict = field(default_factory=dict)  # (pid, tid) -> id (host threads)
     mem: dict = field(default_factory=dict)  # (device type, device id) -> (ts array, allocated array, reserved)
@@ -303,6 +304,9 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     acc.cpu_e.append(ts + dur)
                     acc.cpu_tid.append(tid)
                     acc.cpu_name.append(nid)
+                    args = e.get("args")
+                    x = args.get("External id") if type(args) is dict else None
+                    acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
             elif ph in ("i", "I") and e.get("name") == "[memory]":
                 a = e.get("args")
                 if not isinstance(a, dict):
@@ -327,6 +331,22 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     finally:
         note_unusable_events(log, path, unusable)
         door.close(cut)
+
+
+def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
+    """Host operators and device events identical to an earlier one (same thread or stream, name, start, duration
+    and External id / correlation id: a duplicated event -- nested calls of one name at one time differ in their
+    External id) are named; counted as written. (On the arrays, after the pass: no set of every event.)"""
+    for what, cols in (("host operator", (acc.cpu_s, acc.cpu_e, acc.cpu_tid, acc.cpu_name, acc.cpu_ext)),
+                       ("device", (acc.dev_s, acc.dev_e, acc.dev_stream, acc.dev_nid, acc.dev_corr))):
+        if len(cols[0]) < 2:
+            continue
+        a = np.column_stack([np.asarray(c, dtype="float64") for c in cols])
+        s = a[np.lexsort(a.T[::-1])]
+        k = int(np.all(s[1:] == s[:-1], axis=1).sum())
+        if k:
+            log.add(path, f"{k} {what} event(s) identical to an earlier one (same lane, name, start and duration: "
+                    "a duplicated event?); counted as written", "warning", "duplicate")
 
 
 def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
@@ -549,6 +569,7 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
         info.framework = "PyTorch"
     acc = _Acc()
     _scan(path, acc, log)
+    _note_duplicates(acc, path, log)
     try:
         return _build(acc, head, dist, info, path, log)
     except (ValueError, TypeError, KeyError, IndexError, OverflowError) as err:  # loaders never raise

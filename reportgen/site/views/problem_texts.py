@@ -87,6 +87,7 @@ TEMPLATES = (
     N_('{beside} device event(s) of {got} unrecognised kind(s) run on the streams of the collectives and are counted as computation: {n} and {max_named} more'),
     N_('{beside} device event(s) of {got} unrecognised kind(s) run on the streams of the collectives and are counted as computation: {n}'),
     N_("the ranks' traces share no step ({parts}): they were not profiled together (other jobs or other profiling windows), so comparing the ranks step by step is not meaningful; profile the ranks over the same steps"),
+    N_('{k} {what} event(s) identical to an earlier one (same lane, name, start and duration: a duplicated event?); counted as written'),
     N_('trace read but could not be summarised ({err}: {err2})'),
     N_("kernels could not be mapped to steps through their launches (no correlation ids, or a step without kernels): the device time is cut at the host's ProfilerStep windows"),
     N_("step(s) {map} partial: no next step in the trace marks where the step ends on the device (its kernels may run past the trace's end); left out of the averages, spreads and the slowest step"),
