@@ -127,6 +127,8 @@ def kineto_header(path: Path) -> dict:
     seen = 0
     try:
         with DepthGuard(_open_maybe_gzip(path)) as f:
+            if f.read(3) != b"\xef\xbb\xbf":  # a BOM is skipped, as trace_events does (else no rank is found)
+                f.seek(0)
             for prefix, event, value in ijson.parse(f):
                 if prefix == "distributedInfo.rank" and event == "number":
                     out["rank"] = int(value)

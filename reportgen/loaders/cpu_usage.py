@@ -177,12 +177,17 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
         if data is not None:
             log.add(path, "expected a JSON object; CPU utilisation not read")
         return None
-    stamps = [to_float(t) for t in data.get("time_stamp") or [] if not math.isnan(to_float(t))]
+    door = Door(log, path)
+    raw_stamps = data.get("time_stamp")
+    if raw_stamps is not None and not isinstance(raw_stamps, list):
+        door.note("utilisation series that are not a list (not read)", "time_stamp", "warning", "schema drift")
+    stamps = [door.number("timestamp", t, f"time_stamp[{i}]") for i, t in
+              enumerate(raw_stamps if isinstance(raw_stamps, list) else [])]
+    stamps = [t for t in stamps if not math.isnan(t)]  # (each one left out is named by the door)
     qfile = _queue_file(path)
     queue = queue_step_times(qfile) if qfile is not None and regular_file(qfile, log) else []
     steps = sample_steps(stamps, queue)
     window = selection_window(steps, len(queue))
-    door = Door(log, path)
     lost = [k for k in REQUIRED_KEYS if k not in data]
     lost += [f"{b}.{k}" for b in ("device_info", "process_info") if isinstance(data.get(b), dict)
              for k in ("user_utilization", "sys_utilization") if k not in data[b]]
@@ -197,7 +202,12 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     ops = []
     seen_ids: set = set()
     for o in data.get("op_info") or []:
-        if not isinstance(o, dict) or o.get("op_id") in (-1, "-1", None):
+        if not isinstance(o, dict) or o.get("op_id") is None:
+            door.note("op_info entr(y/ies) without an op_id (not read)", repr(o)[:60], "warning", "schema drift")
+            continue
+        if o.get("op_id") in (-1, "-1"):  # MindInsight drops op -1 (the pipeline's own root)
+            continue
+        if math.isnan(door.number("rank", o.get("op_id"), "op_info op_id")):
             continue
         if str(o.get("op_id")) in seen_ids:
             door.note("op_info entr(y/ies) repeating an earlier op_id (both kept)", f"op_id {o.get('op_id')!r}",

@@ -37,6 +37,7 @@ from reportgen.loaders.tables import read_csv_rows
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float
 from reportgen.loaders.operators import op_type_from_name, types_from_detail
+from reportgen.loaders.schema import GPU_TIMELINE, TraceDoor
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary, op_class
 
 GPU_FILES = ("gpu_op_detail_info.csv", "gpu_op_type_info.csv", "gpu_activity_data.csv", "gpu_timeline_display.json")
@@ -179,9 +180,11 @@ def summarize_gpu_timeline(path: Path, log: IssueLog, summary: Optional[Path]) -
     cs, ce, ms_, me = array("d"), array("d"), array("d"), array("d")
     streams: set = set()
     unusable = 0
+    door = TraceDoor(log, path, GPU_TIMELINE)  # lane ids, duplicates, malformed events (loaders/schema.py)
     try:
         for e in trace_events(path, log):
-            if e.get("ph") != "X" or str(e.get("tid")) == "Ops":
+            lane = door.event(e)
+            if lane is None or e.get("ph") != "X" or lane[1] == "Ops":
                 continue
             ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
             if math.isnan(ts) or math.isnan(dur) or dur < 0:
@@ -192,11 +195,12 @@ def summarize_gpu_timeline(path: Path, log: IssueLog, summary: Optional[Path]) -
             comm = op_class(op_type_from_name(full)) != "compute" or name.lower().startswith("nccl")
             (ms_ if comm else cs).append(ts)
             (me if comm else ce).append(ts + dur)
-            streams.add((e.get("pid"), e.get("tid")))
+            streams.add(lane)
     except TRACE_ERRORS as err:
         trace_cut(log, path, err, "timeline summary from the part read")
         out.truncated = True
     note_unusable_events(log, path, unusable)
+    door.close(out.truncated)
     c = iv.merge(np.frombuffer(cs), np.frombuffer(ce))
     m = iv.merge(np.frombuffer(ms_), np.frombuffer(me))
     busy = iv.merge(np.concatenate([c[0], m[0]]), np.concatenate([c[1], m[1]]))

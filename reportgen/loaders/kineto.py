@@ -65,6 +65,7 @@ from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float
 from reportgen.loaders import op_flops
+from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
 from reportgen.loaders.memory import _downsample
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, OP_FLOPS_COLUMNS, OpFlops, Operators,
@@ -220,6 +221,7 @@ class _Acc:
     cpu_e: array = field(default_factory=lambda: array("d"))
     cpu_tid: array = field(default_factory=lambda: array("l"))
     cpu_name: array = field(default_factory=lambda: array("l"))
+    cpu_ext: array = field(default_factory=lambda: array("q"))  # the op's External id (-1: none): tells copies apart
     names: dict = field(default_factory=dict)  # host op name -> id
     tids: dict = field(default_factory=dict)  # (pid, tid) -> id (host threads)
     mem: dict = field(default_factory=dict)  # (device type, device id) -> (ts array, allocated array, reserved)
@@ -240,9 +242,14 @@ def _num(v) -> float:
 def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     """One streamed pass over the events; False when the file broke off (what was read is kept)."""
     unusable = 0
+    door = TraceDoor(log, path, KINETO_TRACE)  # lane ids and the args read, by kind (loaders/schema.py TRACE_SCHEMAS)
+    cut = False
     try:
         for e in trace_events(path, log):
             acc.n_events += 1
+            lane = door.event(e)  # (pid, tid) as one lane: "7" and 7 are the same thread
+            if lane is None:
+                continue
             ph = e.get("ph")
             if ph == "X":
                 name = e.get("name")
@@ -259,19 +266,19 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                             # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
                             acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
                         else:
-                            acc.steps[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")))
+                            acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
                     continue
                 if cat in DEVICE_CATS:
-                    _device_event(acc, e, name, cat, ts, dur)
+                    _device_event(acc, e, name, cat, ts, dur, lane)
                 elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
                     args = e.get("args")
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
                     if c >= 0:
                         acc.rt_corr.append(c)
                         acc.rt_ts.append(ts)
-                        acc.rt_tid.append(acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids)))
+                        acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
                 elif cat in HOST_OP_CATS or cat == "user_annotation":
-                    tid = acc.tids.setdefault((e.get("pid"), e.get("tid")), len(acc.tids))
+                    tid = acc.tids.setdefault(lane, len(acc.tids))
                     if HOST_COMM_RE.match(name):
                         acc.hc_s.append(ts)
                         acc.hc_e.append(ts + dur)
@@ -290,6 +297,9 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                     acc.cpu_e.append(ts + dur)
                     acc.cpu_tid.append(tid)
                     acc.cpu_name.append(nid)
+                    args = e.get("args")
+                    x = args.get("External id") if type(args) is dict else None
+                    acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
             elif ph in ("i", "I") and e.get("name") == "[memory]":
                 a = e.get("args")
                 if not isinstance(a, dict):
@@ -308,13 +318,31 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 rec[2].append(res)
         return True
     except TRACE_ERRORS as err:
+        cut = True
         trace_cut(log, path, err, f"{acc.n_events} event(s) read before the error are used")
         return False
     finally:
         note_unusable_events(log, path, unusable)
+        door.close(cut)
 
 
-def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float) -> None:
+def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
+    """Host operators and device events identical to an earlier one (same thread or stream, name, start, duration
+    and External id / correlation id: a duplicated event -- nested calls of one name at one time differ in their
+    External id) are named; counted as written. (On the arrays, after the pass: no set of every event.)"""
+    for what, cols in (("host operator", (acc.cpu_s, acc.cpu_e, acc.cpu_tid, acc.cpu_name, acc.cpu_ext)),
+                       ("device", (acc.dev_s, acc.dev_e, acc.dev_stream, acc.dev_nid, acc.dev_corr))):
+        if len(cols[0]) < 2:
+            continue
+        a = np.column_stack([np.asarray(c, dtype="float64") for c in cols])
+        s = a[np.lexsort(a.T[::-1])]
+        k = int(np.all(s[1:] == s[:-1], axis=1).sum())
+        if k:
+            log.add(path, f"{k} {what} event(s) identical to an earlier one (same lane, name, start and duration: "
+                    "a duplicated event?); counted as written", "warning", "duplicate")
+
+
+def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
     args = e.get("args")
     args = args if isinstance(args, dict) else {}
     i = len(acc.dev_s)
@@ -327,7 +355,7 @@ def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float
         acc.name_comm.append(1 if is_comm_kernel(name) else 0)
     acc.dev_named_comm.append(acc.name_comm[nid])
     acc.dev_corr.append(_corr(args.get("correlation")))
-    acc.dev_stream.append(acc.stream_ids.setdefault((e.get("pid"), e.get("tid")), len(acc.stream_ids)))
+    acc.dev_stream.append(acc.stream_ids.setdefault(lane, len(acc.stream_ids)))
     acc.dev_nid.append(nid)
     dev = args.get("device", e.get("pid"))
     dev = dev if isinstance(dev, (int, float, str)) else str(dev)
@@ -534,6 +562,7 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
         info.framework = "PyTorch"
     acc = _Acc()
     _scan(path, acc, log)
+    _note_duplicates(acc, path, log)
     try:
         return _build(acc, head, dist, info, path, log)
     except (ValueError, TypeError, KeyError, IndexError, OverflowError) as err:  # loaders never raise

@@ -97,6 +97,20 @@ SCHEMAS: list[tuple[re.Pattern, Schema]] = [
     (re.compile(r"^cpu_op_detail_info_\d+\.csv$"), Schema("cpu_op_detail_info", {
         "op_occurrences": C, "op_total_time(ms)": D, "op_avg_time(ms)": D, "total_proportion": PM},
         rows="host CPU operators")),
+    # MindInsight's / MindSpore GPU's overlap per step (loaders/overlap.py), ms
+    (re.compile(r"^(ascend|gpu)_cluster_analyse_.+\.csv$"), Schema("cluster_analyse", {
+        "computation_time": D, "computation": D, "communication_alone_time": D, "stage_time": D,
+        "receive_alone_time": D, "collective_communication_time": D}, rows="overlap per step")),
+    # MindSpore GPU (loaders/gpu.py): µs, counts; proportions are fractions (within the percent range)
+    (re.compile(r"^gpu_activity_data_\d+\.csv$"), Schema("gpu_activity_data", {
+        "occurrences": C, "total_duration(us)": D, "avg_duration(us)": DM, "max_duration(us)": DM,
+        "min_duration(us)": DM}, rows="GPU kernels")),
+    (re.compile(r"^gpu_op_detail_info_\d+\.csv$"), Schema("gpu_op_detail_info", {
+        "op_occurrences": C, "op_total_time(us)": D, "op_avg_time(us)": DM, "total_proportion": PM,
+        "proportion": PM, "cuda_activity_cost_time(us)": D, "cuda_activity_call_count": CM}, rows="GPU operators")),
+    (re.compile(r"^gpu_op_type_info_\d+\.csv$"), Schema("gpu_op_type_info", {
+        "type_occurrences": C, "total_time(us)": D, "total_proportion": PM, "proportion": PM, "avg_time(us)": DM},
+        rows="GPU operator types")),
     (re.compile(r"^step_trace_raw_\d+_detail_time\.csv$"), Schema("step_trace_raw", {
         "step_num": STEP, "iteration_interval": D, "fp_and_bp": D, "tail": D},
         rows="step phases")),
@@ -134,7 +148,7 @@ JSON_REQUIRED: dict[str, tuple[str, ...]] = {
     "communication_matrix.json": ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"),
 }
 
-_PROBLEM = {"rank": "not a whole number >= 0", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
+_PROBLEM = {"rank": "not a whole number >= 0", "index": "not a whole number >= 0", "link": "not a whole number >= -1", "duration": "a negative duration", "size": "a negative size", "bandwidth": "a negative bandwidth",
             "count": "not a whole number >= 0", "id": "not a whole number", "percent": "outside 0-100",
             "timestamp": "a negative timestamp", "number": "not a finite number"}
 
@@ -152,7 +166,7 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
     ok = np.isnan(v)
     fin = ~ok
     with np.errstate(invalid="ignore"):
-        if kind == "rank":
+        if kind in ("rank", "index"):
             bad = fin & ((v < 0) | (np.floor(v) != v))
         elif kind in ("duration", "size", "bandwidth", "timestamp"):
             bad = fin & (v < 0)
@@ -160,6 +174,8 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
             bad = fin & ((v < 0) | (np.floor(v) != v))
         elif kind == "id":
             bad = fin & (np.floor(v) != v)
+        elif kind == "link":
+            bad = fin & ((v < -1) | (np.floor(v) != v))
         elif kind == "percent":
             bad = fin & ((v < 0) | (v > 100 + 1e-6))
         else:
@@ -190,8 +206,10 @@ def _bad_number(kind: str, f: float) -> Optional[str]:
         return "not a finite number"
     if kind in ("duration", "size", "bandwidth", "timestamp"):
         bad = f < 0
-    elif kind in ("count", "rank"):
+    elif kind in ("count", "rank", "index"):
         bad = f < 0 or not f.is_integer()
+    elif kind == "link":  # an id pairing two events; -1: the writer's "no partner"
+        bad = f < -1 or not f.is_integer()
     elif kind == "id":
         bad = not f.is_integer()
     elif kind == "percent":
@@ -269,15 +287,22 @@ def _parse(cells) -> np.ndarray:
     return out
 
 
-def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int
-                   ) -> tuple[np.ndarray, dict]:
-    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted."""
+def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int,
+                   text: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
+    """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `text`:
+    per field, the rows whose cell is a word where a number belongs (when the reader kept the cells' text)."""
     drop = np.zeros(n, dtype=bool)
     missing: dict[str, np.ndarray] = {}
     for name, f in schema.fields.items():
         if name not in columns:
             continue
         v = columns[name]
+        if text is not None and name in text and text[name].any():
+            # a number column holding words (not empty, not a null spelling: the writers leave those on rows with no
+            # value -- operator_memory's unreleased blocks, the pipeline's root operator): read as missing, named
+            i = int(np.flatnonzero(text[name])[0])
+            door.note_many(f"value(s) in {name!r} that are text, not a number (read as missing)",
+                           int(text[name].sum()), f"line {line_of(i)}", "warning", "schema drift")
         if f.unique:
             ok = v[~np.isnan(v)]
             vals, counts = np.unique(ok, return_counts=True)
@@ -305,6 +330,15 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
         else:
             missing[name] = bad
     return drop, missing
+
+
+_NULL_SPELLINGS = frozenset(("", "-", "--", "NULL", "NONE", "NAN", "N/A", "NA", "NIL"))
+
+
+def _words(cells: list, parsed: np.ndarray) -> np.ndarray:
+    """Rows whose cell is a word where a number belongs: not empty, not a null spelling, not a number."""
+    return np.array([isinstance(c, str) and math.isnan(p) and c.strip().upper() not in _NULL_SPELLINGS
+                     for c, p in zip(cells, parsed)], dtype=bool)
 
 
 def _fmt(x: float) -> str:
@@ -337,9 +371,23 @@ def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
                   f"{found[0][:60]!r}; read as written", "warning", "schema drift")
 
 
+def _record_header(log: Any, path: Path, header) -> None:
+    """A table's header as its "shape" (`compare_shapes`): a column that one rank's copy lacks, or has under
+    another name (upper case, a suffix), while every other rank's copy has it, is named as schema drift."""
+    shapes = getattr(log, "shapes", None)
+    if shapes is None or not header:
+        return
+    try:
+        rel = log.rel(path)
+    except Exception:  # noqa: BLE001 - a log without a run root: nothing to compare against
+        return
+    shapes[rel] = frozenset("*" if _DYNAMIC.search(str(h)) else f"column {str(h).strip()[:80]}" for h in header)
+
+
 def door_typed(path: Path, log: Any, cols: dict) -> dict:
     """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN)."""
     if cols:
+        _record_header(log, path, list(cols))
         _huge_cells(log, path, next(((k, len(u)) for k, v in cols.items() if not isinstance(v, np.ndarray)
                                      for u in v.uniques if isinstance(u, str) and len(u) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
@@ -383,6 +431,8 @@ def _null_marks(schema: Schema, door: Door, cells_of) -> None:
 
 def door_frame(path: Path, log: Any, df: Any) -> Any:
     """`read_frame`'s frame of strings through the family's schema."""
+    if df is not None:
+        _record_header(log, path, [str(c) for c in df.columns])
     if df is not None and len(df):
         for c in df.columns:
             if df[c].dtype == object or str(df[c].dtype).startswith("str"):
@@ -406,8 +456,9 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
                                "impossible value")
     arrays = {c: pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
               for c in schema.fields if c in df.columns}
+    text = {c: _words(df[c].astype(str).tolist(), arrays[c]) for c in arrays}
     n = len(df)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n, text)
     drop |= _dup_mask(path, log, n)
     if missing:
         df = df.copy()
@@ -422,6 +473,7 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
 
 def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
     """`read_csv_rows`' (line, cells) through the family's schema."""
+    _record_header(log, path, header)
     _huge_cells(log, path, next(((header[j] if j < len(header) else str(j), len(c)) for _, cells in rows
                                  for j, c in enumerate(cells) if len(c) > MAX_CELL_CHARS), None))
     schema = schema_for(path)
@@ -433,8 +485,10 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
                 if c in ix else None)
     arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
+    text = {c: _words([cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows], arrays[c])
+            for c in arrays}
     n = len(rows)
-    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n)
+    drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, text)
     drop |= _dup_mask(path, log, n)
     out = []
     for i, (line, cells) in enumerate(rows):
@@ -559,3 +613,194 @@ def compare_shapes(ranks: dict, issues: list) -> None:
                 issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
                                         "the values under it were not read for this rank", "warning", (int(r),),
                                         kind="schema drift"))
+
+
+# --- the door for Chrome traces (Kineto, torch_npu trace_view, MindInsight / MindSpore timelines) --------------
+#
+# A trace's events are read one at a time by the loader that summarises the file (`timeline.summarize_trace`,
+# `gpu.summarize_gpu_timeline`, `kineto._scan`); each passes every event through `TraceDoor.event` first. The
+# table says, per trace family, what its lane ids (pid / tid) may be and which `args` values it reads, by kind.
+
+
+@dataclass(frozen=True)
+class TraceSchema:
+    family: str
+    pid: str = "whole"  # lane ids: "whole" (a whole number >= 0; digit text is read as the number), "any" (a
+    tid: str = "whole"  # whole number of any sign), "name" (a whole number of any sign, or a name)
+    tid_names: tuple[str, ...] = ()  # names this writer gives a lane where numbers are the rule ("Ops")
+    args: dict[str, Field] = field(default_factory=dict)  # args values read, by kind (named, kept as written)
+    unnamed_cats: tuple[str, ...] = ()  # categories not judged (Kineto's own "Trace" span: pid "Spans")
+    named_threads: tuple[str, ...] = ()  # categories whose events sit on a thread the trace names (metadata)
+    dedupe: bool = False  # exact duplicate complete events are counted once (and named)
+    rows: str = "timeline"  # what the rank loses when the trace holds no event
+
+
+IDX = Field("index")  # a whole number >= 0 (an id that pairs events: correlation, connection)
+KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto.py whatever the file's name)
+    # (its own instant events name their lanes: pid "Traces", tid "Trace PyTorch Profiler"; a host operator on a
+    # lane that is not a thread the trace names is caught by `named_threads`)
+    "Kineto trace", pid="name", tid="name", unnamed_cats=("trace",),
+    args={"correlation": IDX, "External id": IDX, "Total Allocated": S, "Total Reserved": S, "Device Type": IDX,
+          "Device Id": Field("id"), "flops": S, "stream": Field("id"), "device": Field("id")},
+    named_threads=("cpu_op", "operator", "user_annotation", "python_function"))
+GPU_TIMELINE = TraceSchema("gpu_timeline_display", tid_names=("Ops",), dedupe=True)  # MindSpore GPU
+TRACE_SCHEMAS: list[tuple[re.Pattern, TraceSchema]] = [
+    (re.compile(r"^gpu_timeline_display_\d+\.json$"), GPU_TIMELINE),
+    # (torch_npu writes connection_id -1 on tasks no launch is paired with: MEMCPY_ASYNC)
+    (re.compile(r"^trace_view\.json$"), TraceSchema("trace_view.json", args={"connection_id": Field("link")},
+                                                     dedupe=True)),
+    (re.compile(r"^(ascend_)?timeline_display_\d+\.json$"), TraceSchema("ascend_timeline_display", dedupe=True)),
+]
+GENERIC_TRACE = TraceSchema("trace", tid="name", dedupe=True)
+
+
+def trace_schema_for(path: Path) -> TraceSchema:
+    name = Path(path).name
+    return next((s for pat, s in TRACE_SCHEMAS if pat.search(name)), GENERIC_TRACE)
+
+
+class TraceDoor:
+    """The problems of one trace, judged event by event (`event`), named when `close`d. `event` returns the event's
+    lane ids as the loader should key them (digit text read as the number: "519" and 519 are one lane), or None
+    for an event to skip (an exact duplicate, with `dedupe`)."""
+
+    def __init__(self, log: Any, path: Path, schema: Optional[TraceSchema] = None):
+        self.log, self.path = log, path
+        self.s = schema or trace_schema_for(path)
+        self.n_events = 0
+        self.bad_lane: dict[str, list] = {}  # problem -> [count, example]
+        self.bad_args: dict[str, list] = {}
+        self.malformed = 0
+        self.unnamed = 0  # process_name metadata without a name
+        self.dups = 0
+        self.seen: set[int] = set()
+        self.threads: set = set()  # lanes the metadata names (thread_name)
+        self.on_threads: dict = {}  # lane -> host events on it (categories `named_threads`)
+        self._argkeys = frozenset(self.s.args)
+
+    def _lane(self, v: Any, kind: str, what: str) -> Any:
+        raw = v
+        if isinstance(v, str):
+            t = v.strip()
+            if t.isdigit() or (t[:1] == "-" and t[1:].isdigit()):
+                v = int(t)
+            elif kind == "name" or t in self.s.tid_names:
+                return v
+            else:
+                return self._bad_lane("text", what, v)
+        if v is None or isinstance(v, (bool, list, dict)) or not isinstance(v, (int, float)):
+            return self._bad_lane("none", what, v)
+        if isinstance(v, float):
+            if not math.isfinite(v) or not v.is_integer():
+                return self._bad_lane("frac", what, v)
+            v = int(v)
+        if abs(v) > 2 ** 63:  # beyond any process or thread id (an int64)
+            return self._bad_lane("huge", what, raw)
+        if v < 0 and kind == "whole":
+            self._bad_lane("neg", what, raw)
+        return v
+
+    def _bad_lane(self, why: str, what: str, v: Any) -> Any:
+        c = self.bad_lane.setdefault((what, why), [0, repr(v)[:40]])
+        c[0] += 1
+        return v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else repr(v)[:40]
+
+    def event(self, e: dict) -> Optional[tuple]:
+        """(pid, tid) of one event as the loader should key its lane; None: skip the event."""
+        self.n_events += 1
+        ph = e.get("ph")
+        if not isinstance(ph, str) or (ph == "X" and not isinstance(e.get("name"), str)):
+            self.malformed += 1
+            if ph != "X":
+                return None
+        if ph == "M":
+            name = e.get("name")
+            if name == "process_name":
+                args = e.get("args")
+                if not isinstance(args, dict) or not isinstance(args.get("name"), str):
+                    self.unnamed += 1
+            if name == "thread_name" and self.s.named_threads:
+                self.threads.add((self._quiet(e.get("pid")), self._quiet(e.get("tid"))))
+            return self._quiet(e.get("pid")), self._quiet(e.get("tid"))
+        if ph == "X":
+            if self.s.dedupe:
+                h = hash((str(e.get("pid")), str(e.get("tid")), str(e.get("name")), str(e.get("ts")), str(e.get("dur"))))
+                if h in self.seen:
+                    self.dups += 1
+                    return None
+                self.seen.add(h)
+        pid, tid = e.get("pid"), e.get("tid")
+        cat = None
+        if type(pid) is int and pid >= 0 and type(tid) is int and tid >= 0:
+            lane = (pid, tid)  # (the common case first, read as it is: millions of events per trace)
+        else:
+            cat = str(e.get("cat") or "").lower()
+            if cat in self.s.unnamed_cats:
+                return pid, tid
+            lane = (self._lane(pid, self.s.pid, "pid"), self._lane(tid, self.s.tid, "tid"))
+        if self._argkeys:
+            args = e.get("args")
+            if type(args) is dict:
+                for k in self._argkeys.intersection(args):
+                    v = args[k]
+                    if type(v) is int and v >= 0:
+                        continue  # (valid for every kind the table uses)
+                    why = value_problem(self.s.args[k].kind, v)
+                    if why is not None:
+                        c = self.bad_args.setdefault((k, why), [0, repr(v)[:40]])
+                        c[0] += 1
+        if ph == "X" and self.s.named_threads:
+            if cat is None:
+                cat = str(e.get("cat") or "").lower()
+            if cat in self.s.named_threads:
+                self.on_threads[lane] = self.on_threads.get(lane, 0) + 1
+        return lane
+
+    @staticmethod
+    def _quiet(v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            return int(v.strip())
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v if isinstance(v, (int, float, str)) else repr(v)
+
+    def close(self, truncated: bool = False) -> None:
+        path = self.path
+        if not self.n_events and not truncated:
+            self.log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+        for (what, why), (n, example) in self.bad_lane.items():
+            if why == "none":
+                self.log.add(path, f"{n} trace event(s) whose {what} is missing or not a number / name (e.g. "
+                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
+            elif why == "frac":
+                self.log.add(path, f"{n} trace event(s) whose {what} is fractional (e.g. {example}): kept, on a lane "
+                             "of their own", "warning", "impossible value")
+            elif why == "huge":
+                self.log.add(path, f"{n} trace event(s) whose {what} is beyond any id (e.g. {example}): kept, on a "
+                             "lane of their own", "warning", "impossible value")
+            elif why == "neg":
+                self.log.add(path, f"{n} trace event(s) whose {what} is negative (e.g. {example}): kept, on a lane "
+                             "of their own", "warning", "impossible value")
+            else:
+                self.log.add(path, f"{n} trace event(s) whose {what} is text where a number belongs (e.g. "
+                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
+        for (key, why), (n, example) in self.bad_args.items():
+            self.log.add(path, f"{n} trace event(s) whose args value {key!r} is not valid ({why}; e.g. {example}): "
+                         "kept as written", "warning", "schema drift" if "where a" in why else "impossible value")
+        if self.malformed:
+            self.log.add(path, f"{self.malformed} trace event(s) without a phase ('ph') or a name (the former "
+                         "skipped)", "warning", "schema drift")
+        if self.unnamed:
+            self.log.add(path, f"{self.unnamed} process_name metadata event(s) without a name (args.name): their "
+                         "process is not classified", "warning", "schema drift")
+        if self.dups:
+            self.log.add(path, f"{self.dups} duplicated complete event(s) (same process, thread, name, start and "
+                         "duration as an earlier one) counted once", "warning", "duplicate")
+        if self.threads:
+            stray = {k: n for k, n in self.on_threads.items() if k not in self.threads}
+            if stray:
+                first = next(iter(stray))
+                self.log.add(path, f"{sum(stray.values())} host operator(s) on thread(s) the trace never names "
+                             f"(no thread_name metadata; e.g. pid {first[0]!r}, tid {first[1]!r}): a damaged pid or "
+                             "tid? kept, on a thread of their own", "warning", "schema drift")
+        self.seen.clear()

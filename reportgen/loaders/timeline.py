@@ -25,6 +25,7 @@ from reportgen import intervals
 from reportgen.loaders.files import open_binary as open_maybe_gzip, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.schema import TraceDoor
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float
 from reportgen.model import TimelineSummary, op_class
@@ -62,51 +63,29 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     tids: dict = {}  # pid -> set of tids
     string_ts = False
     unusable = 0
-    seen: set[int] = set()  # hashes of the complete events read: an exact duplicate is counted once, and named
-    dups = 0
-    n_events = 0
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
-    unnamed = 0  # process_name metadata without a name
-    malformed = 0  # events without a phase, or complete events without a name
-    pid_kinds = [0, 0]  # complete events whose pid is a number / text
-    bad_ids = 0  # complete events whose pid / tid is missing, negative, fractional or not a number / name
+    door = TraceDoor(log, path)  # lane ids, args, duplicates, malformed and unnamed events (loaders/schema.py)
     try:
         for e in trace_events(path, log):
-            n_events += 1
+            lane = door.event(e)
+            if lane is None:
+                continue
             ph = e.get("ph")
-            if not isinstance(ph, str) or (ph == "X" and not isinstance(e.get("name"), str)):
-                malformed += 1
-                if ph != "X":
-                    continue
             if ph == "M":
                 if e.get("name") == "process_name":
                     args = e.get("args")
-                    if not isinstance(args, dict) or not isinstance(args.get("name"), str):
-                        unnamed += 1
-                    proc[e.get("pid")] = str((args if isinstance(args, dict) else {}).get("name", ""))
+                    proc[lane[0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
                 continue
             if ph != "X":
                 continue
             ts, dur = e.get("ts"), to_float(e.get("dur"))
-            raw_ts, raw_dur = ts, e.get("dur")  # as written: µs with decimals beyond a float's precision
             string_ts = string_ts or isinstance(ts, str)
             ts_kinds[isinstance(ts, str)] += 1
             ts = to_float(ts)
             if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:
                 unusable += 1
                 continue
-            pid, name = e.get("pid"), e.get("name")
-            pid_kinds[isinstance(pid, str)] += 1
-            for idv in (pid, e.get("tid")):
-                if idv is None or isinstance(idv, (bool, list, dict)) or \
-                        (isinstance(idv, (int, float)) and (idv < 0 or idv != int(idv))):
-                    bad_ids += 1  # (text ids are normal: MindSpore names its threads)
-                    break
-            h = hash((pid, e.get("tid"), str(name), str(raw_ts), str(raw_dur)))
-            if h in seen:
-                dups += 1
-                continue
-            seen.add(h)
+            pid, name = lane[0], e.get("name")
             # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
             # AllReduce-opN) is communication, as the execution view classifies it (one classifier: op_class)
             key = name if name in LANE_KEYS else (COMM_OP if isinstance(name, str) and op_class(name) != "compute"
@@ -116,13 +95,12 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 g = groups[(pid, key)] = (array("d"), array("d"))
             g[0].append(ts)
             g[1].append(dur)
-            tids.setdefault(pid, set()).add(e.get("tid"))
+            tids.setdefault(pid, set()).add(lane[1])
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
     note_unusable_events(log, path, unusable)
-    if not n_events and not out.truncated:
-        log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+    door.close(out.truncated)
     if ts_kinds[0] and ts_kinds[1]:
         log.add(path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
                   f"{ts_kinds[0]}: one writer writes one or the other (read as numbers)", "warning", "schema drift")
@@ -132,23 +110,6 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             log.add(path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
                       f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
                       "pid? counted by their name alone", "warning", "schema drift")
-    if pid_kinds[0] and pid_kinds[1]:
-        log.add(path, f"'pid' written as text in {pid_kinds[1]} complete event(s) and as a number in "
-                  f"{pid_kinds[0]}: the same process may be counted twice", "warning", "schema drift")
-    if bad_ids:
-        log.add(path, f"{bad_ids} complete event(s) whose pid or tid is missing, negative, fractional or "
-                  "not a number / name "
-                  "(kept: counted as a process / stream of their own)", "warning", "impossible value")
-    if malformed:
-        log.add(path, f"{malformed} trace event(s) without a phase ('ph') or a name (the former skipped)",
-                  "warning", "schema drift")
-    if unnamed:
-        log.add(path, f"{unnamed} process_name metadata event(s) without a name (args.name): their "
-                  "process is not classified", "warning", "schema drift")
-    if dups:
-        log.add(path, f"{dups} duplicated complete event(s) (same process, thread, name, start and duration "
-                  "as an earlier one) counted once", "warning", "duplicate")
-    del seen
     out.trace_needs_numbers = string_ts
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}

@@ -38,9 +38,13 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
     """
     dropped: list = []
     huge: list = []
+    odd: list = []  # entries of the event list that are not an object (null, a string): [count, first]
     try:
-        yield from _trace_events(path, dropped, huge, log.root if log is not None else None)
+        yield from _trace_events(path, dropped, huge, log.root if log is not None else None, odd)
     finally:
+        if log is not None and odd:
+            log.add(path, f"{odd[0]} entr(y/ies) of the trace's event list that are not an object (first: {odd[1]}) "
+                    "left out", "warning", "schema drift")
         if log is not None and dropped:
             log.add(path, dq("trace.trace-event-non-finite", dropped=dropped[0], dropped2=dropped[1]))
         if log is not None and huge:
@@ -76,8 +80,8 @@ class _QuoteWatch:
         return getattr(self.f, name)
 
 
-def _trace_events(path: Path, dropped: list, huge: Optional[list] = None, root: Optional[Path] = None
-                  ) -> Iterator[dict]:
+def _trace_events(path: Path, dropped: list, huge: Optional[list] = None, root: Optional[Path] = None,
+                  odd: Optional[list] = None) -> Iterator[dict]:
     raw = _QuoteWatch(open_binary(path, root), huge)
     with DepthGuard(raw) as f:
         start = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM is skipped, not parsed
@@ -90,6 +94,8 @@ def _trace_events(path: Path, dropped: list, huge: Optional[list] = None, root: 
         try:
             for e in ijson.items(f, prefix, use_float=True):
                 if not isinstance(e, dict):
+                    if odd is not None:
+                        odd[:] = [odd[0] + 1, odd[1]] if odd else [1, repr(e)[:40]]
                     continue
                 ok = True
                 for k in ("ts", "dur"):
