@@ -55,7 +55,9 @@ def test_slow_rank_only_the_late_arrival_saving_is_included_in_the_slow_rank_one
     # the same time, estimated twice: fixing rank 5's computing, and its computing and free
     assert slow.impact["step_ms"] == pytest.approx(_by_hand(a, 5, ("computing",)), abs=1e-3)
     own = _by_hand(a, 5, ("computing", "free"))
-    assert late.impact["step_ms"] == pytest.approx(own, abs=1e-3)
+    # late arrival's saving is read at the collectives (the wait-for matrix: what its peers wait for it, issue 32
+    # item 4); it agrees with the what-if of rank 5's computing and free time (two estimates of the same time)
+    assert late.impact["step_ms"] == pytest.approx(own, rel=0.01)
     assert own - slow.impact["step_ms"] < SAME_SAVING_MS  # rank 5's free time is typical: nothing beyond
     # the slow-rank finding names the cause and keeps its saving; the late arrival's is counted there
     assert "included_in" not in slow.impact
