@@ -183,33 +183,40 @@ def _slow_link(ranks: int):
 
 # --- the realistic shape through the command line ------------------------------------------------------------
 
-GEN_VERSION = 2  # bump when synth.large changes what it writes (the cache key); 1: memory_record APP rows had
+GEN_VERSION = 2  # the realistic shape's; bump when synth.large changes what it writes (the cache key); 1: memory_record APP rows had
 # one field too many (msreport skipped the file with an entry)
 REPO = Path(__file__).resolve().parents[1]
+# --shape -> reportgen.synth's shape and the generator version of its cached runs (bump when the shape changes)
+SHAPES = {"realistic": ("torch_npu_large", GEN_VERSION), "trace": ("torch_npu_trace", 1),
+          "comm": ("torch_npu_comm", 1)}
 
 
-def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0, gen: int = GEN_VERSION) -> Path:
-    """The cached run of the realistic shape (generated on first use; `.complete` marks a finished one).
-    `gen` < GEN_VERSION reuses an older cached run (to repeat a measurement on the same files); never generated."""
-    key = f"torch_npu_large-r{ranks}-s{steps}-seed{seed}-g{gen}"
+def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0, gen: Optional[int] = None,
+                  shape: str = "realistic") -> Path:
+    """The cached run of `shape` (generated on first use; `.complete` marks a finished one). `gen` below the
+    shape's current version reuses an older cached run (to repeat a measurement on the same files); never
+    generated."""
+    synth_shape, current = SHAPES[shape]
+    gen = current if gen is None else gen
+    key = f"{synth_shape}-r{ranks}-s{steps}-seed{seed}-g{gen}"
     run = cache / key
     if (run / ".complete").exists():
         return run
-    if gen != GEN_VERSION:
+    if gen != current:
         raise SystemExit(f"no cached run {run} (older generator versions are not regenerated)")
     import sys
 
     shutil.rmtree(run, ignore_errors=True)
     t0 = time.perf_counter()
     code = ("import sys;from reportgen.synth import generate_run as g;"
-            "g(sys.argv[1], shape='torch_npu_large', ranks=int(sys.argv[2]), steps=int(sys.argv[3]), "
-            "seed=int(sys.argv[4]), inject=sys.argv[5:])")
+            "g(sys.argv[1], shape=sys.argv[2], ranks=int(sys.argv[3]), steps=int(sys.argv[4]), "
+            "seed=int(sys.argv[5]), inject=sys.argv[6:])")
     inject = [f"slow-rank:{ranks // 3}:compute:1.3", f"memory-near-capacity:{_mem_rank(ranks)}"]
     if (link := _slow_link(ranks)) is not None:
         inject.append(f"slow-link:{link[0]}-{link[1]}")
     import subprocess
 
-    subprocess.run([sys.executable, "-c", code, str(run), str(ranks), str(steps), str(seed), *inject],
+    subprocess.run([sys.executable, "-c", code, str(run), synth_shape, str(ranks), str(steps), str(seed), *inject],
                    check=True, cwd=REPO, env={**_env(REPO)})
     (run / ".complete").write_text(f"{time.perf_counter() - t0:.1f} s\n")
     size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file()) / 1e9
@@ -313,11 +320,11 @@ def _size_mb(p: Path) -> float:
 
 
 def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
-                    msprof: bool, extra: list[str], gen: int = GEN_VERSION) -> dict:
+                    msprof: bool, extra: list[str], gen: Optional[int] = None, shape: str = "realistic") -> dict:
     import re
     import sys
 
-    run = realistic_run(cache, ranks, steps, gen=gen)
+    run = realistic_run(cache, ranks, steps, gen=gen, shape=shape)
     tmp = Path(tempfile.mkdtemp(prefix=f"msreport-bench-{ranks}-"))
     try:
         base = [sys.executable, "-m", "reportgen", str(run), "-v", "--lang", "en", *extra]
@@ -327,7 +334,7 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
         if r["rc"] != 0:
             raise SystemExit(f"msreport failed ({r['rc']}):\n{r['stderr'][-3000:]}")
         stages = {m.group(1): float(m.group(2)) for m in re.finditer(r"stage (.+?): ([\d.]+) s", r["stderr"])}
-        out = {"ranks": ranks, "run_gb": _size_mb(run) / 1e3, "build_s": r["wall"], "cpu_s": r["cpu"],
+        out = {"shape": shape, "ranks": ranks, "run_gb": _size_mb(run) / 1e3, "build_s": r["wall"], "cpu_s": r["cpu"],
                "tree_pss_mb": r["tree_pss_mb"],
                "rss_mb": r["rss_mb"],
                "tree_mb": r["tree_mb"], "stages": stages, "site_mb": _size_mb(tmp / "site"),
@@ -360,7 +367,7 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
 
 def print_realistic(r: dict, label: str) -> None:
     stages = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["stages"].items())
-    line = (f"{label} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s, cpu {r['cpu_s']:.1f}s "
+    line = (f"{label} {r['shape']} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s, cpu {r['cpu_s']:.1f}s "
             f"({r['per_rank_ms']:.1f} ms/rank; {stages}); peak RSS {r['rss_mb']:.0f} MB (largest process), "
             f"{r['tree_mb']:.0f} MB RSS / {r['tree_pss_mb']:.0f} MB PSS (process tree); site {r['site_mb']:.1f} MB")
     if "single_mb" in r:
@@ -376,13 +383,14 @@ def print_realistic(r: dict, label: str) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
-    p.add_argument("--shape", default="realistic", choices=("realistic", "small"))
+    p.add_argument("--shape", default="realistic", choices=(*SHAPES, "small"))
     p.add_argument("--repo", type=Path, default=REPO, help="the msreport checkout to measure (realistic shape)")
     p.add_argument("--cache", type=Path, default=Path("/work/bench/runs"), help="generated runs (realistic shape)")
     p.add_argument("--compare-msprof", action="store_true", help="also time msprof-analyze cluster -m all")
     p.add_argument("--no-single", action="store_true", help="skip the --single-file build")
     p.add_argument("--msreport-args", default="", help="extra msreport arguments (e.g. '--scheduler local')")
-    p.add_argument("--gen-version", type=int, default=GEN_VERSION, help="reuse a run cached by an older generator")
+    p.add_argument("--gen-version", type=int, default=None, help="reuse a run cached by an older generator")
+    p.add_argument("--generate-only", action="store_true", help="only generate (cache) the runs")
     p.add_argument("--label", default="", help="printed before each line (e.g. 'before' / 'after')")
     p.add_argument("--steps", type=int, default=None, help="default: 4 (realistic), 20 (small)")
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
@@ -395,11 +403,14 @@ def main() -> None:
     if a.trace_mb:
         bench_trace(a.trace_mb)
         return
-    if a.shape == "realistic":
+    if a.shape in SHAPES:
         label = a.label or ("main" if a.repo.resolve() != REPO else "this checkout")
         for n in a.ranks:
+            if a.generate_only:
+                print(realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape))
+                continue
             r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
-                                a.compare_msprof, a.msreport_args.split(), a.gen_version)
+                                a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape)
             print_realistic(r, label)
         return
     a.steps = a.steps or 20
