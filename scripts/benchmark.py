@@ -27,7 +27,7 @@ rank, a slow link and a rank near its memory capacity injected):
 
 Each build runs `python -m reportgen` from `--repo` (default: this checkout; `--repo /work/main` measures main's
 code) in a child process and prints: build wall time, CPU seconds (all processes), stage times, peak RSS (largest
-single process, from RUSAGE_CHILDREN, and the whole process tree sampled every 0.1 s), site MB, single-file MB,
+single process, from RUSAGE_CHILDREN, and the whole process tree sampled every 0.25 s), site MB, single-file MB,
 time per rank, and with `--compare-msprof` the wall time of msprof-analyze `cluster -m all` on the same folder and
 the ratio. `--floor`: every file of the run parsed once (orjson for JSON, pyarrow for CSV) in `--jobs` processes
 (default 2), the floor issue 33 asks each stage to be compared with. `--shape small`: the older in-process
@@ -254,28 +254,22 @@ def _env(repo: Path) -> dict:
 
 def _tree_rss_mb(root: int) -> tuple[float, float]:
     """Resident memory of process `root` and all its descendants now (MB), from /proc: the sum of their RSS (a page
-    shared by forked processes counted in each) and of their PSS (shared pages split between the sharers)."""
+    shared by forked processes counted in each) and of their PSS (shared pages split between the sharers). The
+    tree is walked through /proc/PID/task/*/children (cheap: the sampler must not load a 2-core machine)."""
     import os
 
-    kids: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                parts = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(d), int(parts[1])
-        kids.setdefault(ppid, []).append(pid)
-        rss[pid] = int(parts[21])  # pages
-    total, todo, pss_kb = 0, [root], 0
+    total, pss_kb, todo = 0, 0, [root]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1])  # resident pages
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError, IndexError):
+            continue
         pss_kb += _pss_kb(p)
-        todo.extend(kids.get(p, []))
     return total * os.sysconf("SC_PAGE_SIZE") / 2**20, pss_kb / 1024
 
 
@@ -314,7 +308,7 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
     done = threading.Event()
 
     def sample() -> None:
-        while not done.wait(0.1):
+        while not done.wait(0.25):
             rss, pss = _tree_rss_mb(proc.pid)
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 
