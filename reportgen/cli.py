@@ -17,7 +17,7 @@ from typing import Optional
 from reportgen import cliutil, i18n
 from reportgen.errors import ReportError
 from reportgen.i18n import N_, _
-from reportgen.loaders import default_jobs
+from reportgen.layouts import default_jobs
 from reportgen.loaders.dispatch import check_scheduler
 
 log = logging.getLogger("msreport")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from reportgen import i18n
 
@@ -206,16 +206,29 @@ def ranks(ranks: list[int], limit: int = 8) -> str:
     return "ranks " + rank_list(ranks, limit)
 
 
-def compact_ranks(ranks: list[int]) -> str:
-    """Runs of ranks: "0–3, 5, 8–15"."""
-    if not ranks:
-        return "none"
-    parts, start, prev = [], ranks[0], ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+def number_runs(values: Iterable[int], dash: str = "–") -> list[str]:
+    """Runs of consecutive integers, in the order given: [0, 1, 2, 3, 5] -> ["0–3", "5"]. The one implementation of
+    compact rank (and step) ranges; sort first where the order does not matter."""
+    parts: list[str] = []
+    it = iter(values)
+    start = prev = next(it, None)
+    if start is None:
+        return parts
+    for r in [*it, None]:
         if r is not None and r == prev + 1:
             prev = r
             continue
-        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
+        parts.append(f"{start}" if start == prev else f"{start}{dash}{prev}")
         if r is not None:
             start = prev = r
-    return joined(parts, 24)
+    return parts
+
+
+def compact_ranks(ranks: Iterable[int], limit: Optional[int] = 24, *, dash: str = "–", sep: str = ", ",
+                  empty: str = "none") -> str:
+    """Runs of ranks: "0–3, 5, 8–15" (at most `limit` runs, then "… (N in all)"; `empty` for none). `dash` and
+    `sep`: the spelling of a key (compare.json's groups: "0-3,5")."""
+    parts = number_runs(ranks, dash)
+    if not parts:
+        return empty
+    return joined(parts, limit) if limit is not None else sep.join(parts)

@@ -14,6 +14,9 @@ Per step window, the time the computation does not cover (step − computing) is
   or a dependency the device resolves (HTA's "kernel wait" plus its "other" of cross-stream waits). The part of it
   during which a collective was already launched and had not started yet is counted as well
   (`stream_wait_comm_ms`): the device waits on communication that waits for its peers;
+* of the host wait, the part during which the host was blocked inside a collective call (`host_wait_comm_ms`: a
+  CPU backend such as gloo runs the collective on the host, which returns only when every peer has arrived; the
+  device waits for the host, the host for its peers): not the host's to save, the late peer's;
 * **other**: gaps shorter than `QUEUE_GAP_US` between queued kernels (scheduling overhead), gaps ended by a kernel
   whose launch is unknown, and gaps after the last kernel of the trace.
 
@@ -41,8 +44,8 @@ if TYPE_CHECKING:
     from reportgen.model import Run
 
 QUEUE_GAP_US = 10.0  # a gap between queued kernels up to this long is the device's scheduling overhead ("other")
-COLUMNS = ("step", "step_ms", "computing_ms", "idle_ms", "communication_ms", "host_wait_ms", "stream_wait_ms",
-           "stream_wait_comm_ms", "other_ms")
+COLUMNS = ("step", "step_ms", "computing_ms", "idle_ms", "communication_ms", "host_wait_ms", "host_wait_comm_ms",
+           "stream_wait_ms", "stream_wait_comm_ms", "other_ms")
 CAUSES = ("communication_ms", "host_wait_ms", "stream_wait_ms", "other_ms")  # they add up to idle_ms
 
 
@@ -74,10 +77,11 @@ def _merge(s: np.ndarray, e: np.ndarray) -> iv.Intervals:
 
 
 def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence[bool], k_stream: Optional[Sequence],
-              k_launch: Sequence[float], windows: Sequence[tuple], basis: str = "kernels"
-              ) -> Optional[IdleBreakdown]:
-    """The idle breakdown of one rank (all times µs; see the module's docstring). None without kernels or
-    windows, or when no kernel has a known launch (nothing can be told apart)."""
+              k_launch: Sequence[float], windows: Sequence[tuple], basis: str = "kernels",
+              host_comm: Optional[tuple] = None) -> Optional[IdleBreakdown]:
+    """The idle breakdown of one rank (all times µs; see the module's docstring). `host_comm`: (starts, ends) of
+    the host's collective calls (any thread), for `host_wait_comm_ms`. None without kernels or windows, or when no
+    kernel has a known launch (nothing can be told apart)."""
     ks = np.asarray(k_start, dtype="float64")
     ke = np.asarray(k_end, dtype="float64")
     kc = np.asarray(k_comm, dtype=bool)
@@ -97,6 +101,8 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
     comm = _merge(ks[kc], ke[kc])
     busy = _merge(ks, ke)
     alone = iv.subtract(comm, comp)
+    hc = (_merge(np.asarray(host_comm[0], dtype="float64"), np.asarray(host_comm[1], dtype="float64"))
+          if host_comm is not None and len(host_comm[0]) else None)
     # pending collectives: comm kernels sorted by start, the earliest launch from each on (suffix minimum)
     cs, cl = ks[kc], np.where(np.isfinite(kl[kc]), kl[kc], np.inf)
     suf = np.minimum.accumulate(cl[::-1])[::-1] if len(cl) else cl
@@ -113,10 +119,12 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
         c_ms = iv.total(iv.intersect(comp, w))
         exposed = iv.total(iv.intersect(alone, w))
         gaps = iv.subtract(w, busy)
-        host, stream_w, stream_c, other = _classify(gaps[0], gaps[1], busy[1], ks, grp_min, grp_of, cs, suf)
+        host, stream_w, stream_c, other, hg = _classify(gaps[0], gaps[1], busy[1], ks, grp_min, grp_of, cs, suf)
+        host_c = iv.total(iv.intersect(hg, hc)) if hc is not None and len(hg[0]) else 0.0
         idle = (b - a) - c_ms
         rows.append({"step": step, "step_ms": (b - a) / 1e3, "computing_ms": c_ms / 1e3, "idle_ms": idle / 1e3,
-                     "communication_ms": exposed / 1e3, "host_wait_ms": host / 1e3, "stream_wait_ms": stream_w / 1e3,
+                     "communication_ms": exposed / 1e3, "host_wait_ms": host / 1e3,
+                     "host_wait_comm_ms": min(host_c, host) / 1e3, "stream_wait_ms": stream_w / 1e3,
                      "stream_wait_comm_ms": stream_c / 1e3, "other_ms": other / 1e3})
     if not rows:
         return None
@@ -125,13 +133,13 @@ def breakdown(k_start: Sequence[float], k_end: Sequence[float], k_comm: Sequence
 
 
 def _classify(g0: np.ndarray, g1: np.ndarray, busy_end: np.ndarray, ks: np.ndarray, grp_min: np.ndarray,
-              grp_of: np.ndarray, cs: np.ndarray, suf: np.ndarray) -> tuple[float, float, float, float]:
+              grp_of: np.ndarray, cs: np.ndarray, suf: np.ndarray) -> tuple:
     """Host wait, stream wait, of it with a collective pending, and other (µs) of the gaps [g0, g1] (see the
-    module's docstring)."""
+    module's docstring), and the host-wait gaps themselves (starts, ends)."""
     ok = g1 > g0
     g0, g1 = g0[ok], g1[ok]
     if not len(g0):
-        return 0.0, 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0, (np.zeros(0), np.zeros(0))
     gap = g1 - g0
     # when the device went idle: the end of the busy time before the gap (the gap may be cut by the window)
     k = np.searchsorted(busy_end, g0, side="right") - 1
@@ -149,7 +157,7 @@ def _classify(g0: np.ndarray, g1: np.ndarray, busy_end: np.ndarray, ks: np.ndarr
     if len(cs):
         pending &= suf[np.clip(ci, 0, len(cs) - 1)] <= went_idle
     h, q, p = float(gap[host].sum()), float(gap[queued].sum()), float(gap[pending].sum())
-    return h, q, p, float(gap.sum()) - h - q
+    return h, q, p, float(gap.sum()) - h - q, (g0[host], g1[host])
 
 
 def launch_times(rt_corr, rt_ts, k_corr) -> np.ndarray:

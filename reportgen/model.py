@@ -1,5 +1,7 @@
 """Typed in-memory model of a profiled run: what the loaders produce and the analysis reads.
 
+Over 500 lines: dataclasses only, one per area of the report; no logic to split.
+
 Units are normalised at load time: every duration is in milliseconds.
 """
 
@@ -70,17 +72,6 @@ STEP_TRACE_KIND_LABELS: dict[str, str] = {
     "legacy": N_("MindInsight step trace (iteration interval / forward+backward / tail)"),
     "modern": N_("Ascend step_trace_time.csv (computing / communication / free / bubble)"),
     "host": N_("host step markers (ProfilerStep events): total step time only"),
-}
-
-
-# --- input layouts ----------------------------------------------------------------------------------
-# What discovery recognised; the run's facts and the overview show the label.
-LAYOUT_LABELS: dict[str, str] = {
-    "mindinsight": N_("MindInsight flat profiler folder (per-rank *_{rank} files)"),
-    "ascend": N_("Ascend profiler output (*_ascend_pt / *_ascend_ms per rank)"),
-    "msprof": N_("CANN msprof raw output (PROF_*/device_*/timeline)"),
-    "kineto": N_("PyTorch profiler traces (*.pt.trace.json per rank)"),
-    "cluster_analysis": N_("msprof-analyze cluster_analysis_output (cluster-level files only)"),
 }
 
 

@@ -17,14 +17,15 @@ from reportgen import i18n, rankcache
 from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
-from reportgen.discover import RunLayout, discover
-from reportgen.loaders import load_execution, load_run, timeline_ranks
+from reportgen.discover import RunLayout
+from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
 from reportgen.model import DataIssue, Run
 from reportgen.progress import Progress
 from reportgen.rules import run_rules
-from reportgen.site import builder, output
-from reportgen.site.pages import plan_pages
-from reportgen.site.summary import build_summary
+from reportgen.site.render import builder, output
+from reportgen.site.plan.planner import plan_pages
+from reportgen.site.views.summary import build_summary
+from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
 
@@ -157,7 +158,7 @@ def _build_many(layouts: list[RunLayout], run_dir: Path, out: Path, opts: BuildO
     else:
         with output.staged_folder(out) as staging:
             _, combined = _build_subreports(layouts, run_dir, staging, staging, opts, ui)
-        entry = out / "index.html"
+        entry = out / INDEX
     return BuildResult(entry, combined, len(layouts), sum(len(l.ranks) for l in layouts), 0.0)
 
 

@@ -27,6 +27,7 @@ EXECUTION = "cluster/execution.html"
 STRATEGY = "cluster/strategy.html"
 RESOURCES = "cluster/resources.html"
 RULES = "rules.html"
+FINDINGS_MD = "findings.md"  # the findings as Markdown, in each language tree
 
 # The section id each cluster page carries (the single file stacks the pages as these sections).
 SECTION_OF_PAGE = {
@@ -45,7 +46,7 @@ _EXEC_STEP_RE = re.compile(r"^cluster/execution-step-(-?\d+)\.html$")
 
 
 # A rank number no run has: embedded data carries `rank_page(RANK_SLOT)` once, resolved for the page like any
-# href, and the browser puts each row's rank in its place (charts/columnar.py; a thousand hrefs cost 25 KB each).
+# href, and the browser puts each row's rank in its place (charts/column_codec.py; a thousand hrefs cost 25 KB each).
 RANK_SLOT = 987654321
 
 
@@ -53,9 +54,46 @@ def rank_page(rank: int) -> str:
     return f"ranks/rank-{int(rank)}.html"
 
 
+GZIP_RANK_CSVS_FROM = 64  # ranks: from here on, the rank pages' full tables are written as `.csv.gz`
+
+
+def rank_csv(rank: int, table: str, n_ranks: int) -> str:
+    """Site path of a rank page's full table (`ranks/rank-N-<table>.csv`). A large run has a thousand or more of
+    each, 20 KB apiece as text: they are gzip-compressed there (5x to 20x smaller; pandas, DuckDB and every archive
+    tool read them), which keeps the site within its size goal (issue 17)."""
+    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if n_ranks >= GZIP_RANK_CSVS_FROM else "")
+
+
 def csv_path(name: str) -> str:
     """A CSV download of a cluster page (`cluster/<name>.csv`)."""
     return f"cluster/{name}.csv"
+
+
+# the cluster pages' CSV downloads
+STEP_TRACE_CSV = csv_path("step-trace")
+OVERLAP_RANKS_CSV = csv_path("overlap-ranks")
+OVERLAP_STAGES_CSV = csv_path("overlap-stages")
+COMM_LINKS_CSV = csv_path("communication-links")
+COMM_RANKS_CSV = csv_path("communication-ranks")
+MEMORY_CSV = csv_path("memory")
+FLOPS_CSV = csv_path("flops")
+OPTYPES_CSV = csv_path("operator-types")
+EXECUTION_OPS_CSV = csv_path("execution-operators")
+
+
+def execution_step_page(step: int) -> str:
+    """The execution page of one more drawn step (the first drawn step is on `EXECUTION`)."""
+    return f"cluster/execution-step-{step}.html"
+
+
+def strategy_csv(stage: int) -> str:
+    """A pipeline stage's operators on the strategy page, every one."""
+    return csv_path(f"strategy-stage-{stage}")
+
+
+def trace_copy(rank: int) -> str:
+    """A rank's trace copied into the report (shared by the language trees)."""
+    return f"{TRACE_DIR}/rank-{int(rank)}.trace.json"
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def write_trace(path: Path, mb: int, compress: bool) -> int:
 LOAD = """
 import resource, sys, time
 from pathlib import Path
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.kineto import load_kineto
 from reportgen.model import RankData, RankInfo
 p = Path(sys.argv[1])

@@ -49,12 +49,12 @@ from typing import Optional
 
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
-from reportgen.discover import discover
-from reportgen.loaders import load_execution, load_run, timeline_ranks
+from reportgen.layouts import discover
+from reportgen.layouts import load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
-from reportgen.site import builder
-from reportgen.site.pages import plan_pages
-from reportgen.site.summary import build_summary
+from reportgen.site.render import builder
+from reportgen.site.plan.planner import plan_pages
+from reportgen.site.views.summary import build_summary
 from reportgen.synth import generate_run
 
 
@@ -182,7 +182,7 @@ def bench_trace(mb: int) -> None:
             t += 100000
         f.write("]")
     gen = time.perf_counter() - t0
-    code = ("import resource,sys,time;from pathlib import Path;from reportgen.loaders.common import IssueLog;"
+    code = ("import resource,sys,time;from pathlib import Path;from reportgen.loaders.issuelog import IssueLog;"
             "from reportgen.loaders.overlap import load_trace_view_step_trace as f;p=Path(sys.argv[1]);"
             "t=time.perf_counter();st=f(p,IssueLog(p.parent));e=time.perf_counter()-t;"
             "print(len(st.steps), round(float(st.steps['computing'].iloc[0]),3), round(e,2),"

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's reportgen
-from reportgen.site.builder import csv_value  # noqa: E402
+from reportgen.site.render.csv_text import csv_value  # noqa: E402
 
 TIMING_KEYS = {"generated_at", "build_seconds", "elapsed_s", "timings", "generator"}
 
@@ -56,7 +56,7 @@ def save(snap: Path, runs: list[str]) -> None:
 
 def _same_cell(old: str, new: str) -> bool:
     """A CSV cell is unchanged when its text is, or when it is the same number written compactly (issue 17:
-    `208.0` -> `208`, `8.552121000000003` -> `8.552121`, the rule of `builder.csv_value`)."""
+    `208.0` -> `208`, `8.552121000000003` -> `8.552121`, the rule of `csv_text.csv_value`)."""
     if old == new:
         return True
     try:

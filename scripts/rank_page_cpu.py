@@ -25,14 +25,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reportgen import i18n  # noqa: E402
-from reportgen.discover import discover  # noqa: E402
+from reportgen.layouts import discover  # noqa: E402
 from reportgen.progress import Progress  # noqa: E402
 from reportgen.report import BuildOptions, analyse_phase, load_phase  # noqa: E402
-from reportgen.site import builder  # noqa: E402
-from reportgen.site.pages import plan_pages  # noqa: E402
+from reportgen.site.render import builder  # noqa: E402
+from reportgen.site.render.csv_text import csv_text  # noqa: E402
+from reportgen.site.render.jinja_env import make_env  # noqa: E402
+from reportgen.site.render.page_assets import PageAssets  # noqa: E402
+from reportgen.site.plan.planner import plan_pages  # noqa: E402
 from reportgen.urls import url_function  # noqa: E402
 
-NAMES = {"vega": "assets/vega.js", "css": "assets/report.css", "js": "assets/report.js"}
+NAMES = PageAssets(single=False, files={"vega": "assets/vega.js", "css": "assets/report.css", "js": "assets/report.js"})
 
 
 def analysed(run: Path, cache: Path | None):
@@ -55,12 +58,12 @@ def stages(plan, tree, env, idx: list[int]) -> dict[str, float]:
     t = time.process_time()
     for page in pages:
         url = url_function(page.path, single=False, root=tree.root)
-        builder._render(env, "page.html", plan, page, url, single=False, asset_css="a.css", asset_js="a.js",
+        builder.render(env, "page.html", plan, page, url, single=False, asset_css="a.css", asset_js="a.js",
                         asset_vega="v.js", asset_specs="s.js", share_spec=shared.share, inline_css="", inline_js="",
                         inline_vega="", lang_links=[])
     out["render"] = time.process_time() - t
     t = time.process_time()
-    csvs = [(p, builder._csv_text(c, r)) for page in pages for p, c, r in page.downloads]
+    csvs = [(p, csv_text(c, r)) for page in pages for p, c, r in page.downloads]
     out["csv"] = time.process_time() - t
     t = time.process_time()
     for p, text in csvs:
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         analysis, findings, thresholds = analysed(a.run, a.cache)
         plan = plan_pages(analysis, findings, thresholds=thresholds, lazy_ranks=True)
         tree = builder.language_trees(plan)[0]
-        env = builder.make_env()
+        env = make_env()
         idx = plan.rank_page_ids()[:a.n or None]
         with tempfile.TemporaryDirectory(prefix="rank-page-cpu-") as tmp:
             def write(folder: Path) -> float:
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 shared = builder.SharedSpecs()
                 t = time.process_time()
                 for i in idx:
-                    builder._write_page(env, tree, plan.page_at(i), folder, NAMES, shared)
+                    builder.write_page(env, tree, plan.page_at(i), folder, NAMES, shared)
                 return time.process_time() - t
             write(Path(tmp) / "warm")  # templates compiled, specs built once per shape
             runs = [write(Path(tmp) / f"r{k}") for k in range(a.repeat)]

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reportgen.analysis import analyze  # noqa: E402
 from reportgen.analysis.impact import _wide  # noqa: E402
-from reportgen.discover import discover  # noqa: E402
-from reportgen.loaders import load_run  # noqa: E402
+from reportgen.layouts import discover  # noqa: E402
+from reportgen.layouts import load_run  # noqa: E402
 from reportgen.rules import run_rules  # noqa: E402
 from reportgen.synth import generate_run  # noqa: E402
 from tests.test_severity import WHAT_IF  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.analysis.stats import robust_outliers
-from reportgen.site.step_pages import heatmap_cells
+from reportgen.site.pages.step_trace import heatmap_cells
 from reportgen.rules import run_rules
 from reportgen.discover import discover
 from reportgen.loaders import load_run

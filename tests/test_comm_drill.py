@@ -9,9 +9,7 @@ import pandas as pd
 from bs4 import BeautifulSoup
 
 from reportgen.cli import main
-from reportgen.site import comm_views
-
-
+from reportgen.site.views import communication as comm_views
 def _links(rows):
     return pd.DataFrame(rows, columns=["src", "dst", "time_ms", "size_mb", "transport", "slow", "mapped", "self",
                                        "group"])
@@ -40,7 +38,7 @@ def test_drill_cells_sum_a_pairs_groups_and_keep_the_slow_and_slowest_over_the_c
 def test_communication_page_above_64_ranks_carries_a_bounded_drill_down(tmp_path, monkeypatch):
     from reportgen.synth import generate_run
     run = generate_run(tmp_path / "run", ranks=72, steps=2, ranks_per_host=8)
-    from reportgen.site import comm_pages
+    from reportgen.site.pages import communication as comm_pages
     monkeypatch.setattr(comm_pages, "drill_cells", lambda lt: comm_views.drill_cells(lt, 40))
     assert main([str(run), "-o", str(tmp_path / "site"), "-q", "--lang", "en"]) == 0
     soup = BeautifulSoup((tmp_path / "site" / "cluster" / "communication.html").read_text(encoding="utf-8"),

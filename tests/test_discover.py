@@ -193,7 +193,7 @@ def test_missing_rank_is_a_warning_that_names_it(tmp_path, layout_name):
 
 def test_missing_rank_becomes_a_warning_finding_with_ranks(tmp_path):
     from reportgen.analysis import analyze
-    from reportgen.loaders import load_run
+    from reportgen.layouts import load_run
     from reportgen.rules import run_rules
 
     run = generate_run(tmp_path / "r", ranks=8, steps=3, inject=["missing-rank:5"])

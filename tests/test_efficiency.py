@@ -454,7 +454,7 @@ def test_overview_lists_lowest_median_highest_of_many_ranks_and_names_ranks_with
     from types import SimpleNamespace
 
     from reportgen.analysis.efficiency import Efficiency, RankEfficiency
-    from reportgen.site.efficiency_view import efficiency_context
+    from reportgen.site.views.efficiency import efficiency_context
 
     rows = [RankEfficiency(r, 0, 1e12, 100.0, "bf16", 100.0, 0.1 + r / 1000) for r in range(40)]
     rows.append(RankEfficiency(40, 0, None, None, "", None, None))

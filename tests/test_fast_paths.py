@@ -10,10 +10,13 @@ import random
 import numpy as np
 
 from reportgen import urls
-from reportgen.charts import columnar
-from reportgen.site import builder, page as page_mod, resource_pages
-
-
+from reportgen.charts import column_codec as columnar
+from reportgen.site.render import csv_text
+from reportgen.site.render import html_rows
+from reportgen.site.render import jinja_env
+from reportgen.site.render import output
+from reportgen.site.plan import page as page_mod
+from reportgen.site.pages.rank import resources as rank_resources
 def _plain_rounded(values, decimals: int):
     """What the memory chart wrote before `rounded_column`: Python's round, then `number_column`."""
     return columnar.number_column([round(v, decimals) for v in np.asarray(values, dtype=float).tolist()])
@@ -89,12 +92,12 @@ def test_compact_with_hrefs_equals_resolving_then_compacting():
     res = urls.Resolver("ranks/rank-4.html", single=False, root="")
     for _ in range(3000):
         v = _random_json(rnd)
-        want = builder.json_text(_old_compact(urls.resolve_hrefs(v, res)), separators=(",", ":"))
-        assert builder.json_text(builder._compact(v, res.href), separators=(",", ":")) == want
-        assert builder.json_text(builder._compact(v), separators=(",", ":")) == \
-            builder.json_text(_old_compact(v), separators=(",", ":"))
+        want = output.json_text(_old_compact(urls.resolve_hrefs(v, res)), separators=(",", ":"))
+        assert output.json_text(jinja_env.compact(v, res.href), separators=(",", ":")) == want
+        assert output.json_text(jinja_env.compact(v), separators=(",", ":")) == \
+            output.json_text(_old_compact(v), separators=(",", ":"))
     # a resolved href, and none inside a tuple (as before)
-    out = builder._compact({"a": [{"href": "ranks/rank-9.html"}], "t": ({"href": "ranks/rank-9.html"},)}, res.href)
+    out = jinja_env.compact({"a": [{"href": "ranks/rank-9.html"}], "t": ({"href": "ranks/rank-9.html"},)}, res.href)
     assert out == {"a": [{"href": "rank-9.html"}], "t": [{"href": "ranks/rank-9.html"}]}
 
 
@@ -104,7 +107,7 @@ def _plain_csv(columns, rows) -> str:
     w = csv.writer(buf)
     w.writerow([c["label"] for c in columns])
     for r in rows:
-        w.writerow(["" if (v := r.get(c["key"])) is None else builder.csv_value(v) for c in columns])
+        w.writerow(["" if (v := r.get(c["key"])) is None else csv_text.csv_value(v) for c in columns])
     return buf.getvalue()
 
 
@@ -121,24 +124,24 @@ def test_csv_text_equals_csv_writer_with_csv_value_per_cell():
             rows = [{f"c{i}": rnd.choice(values) for i in range(n_cols) if rnd.random() < 0.9}
                     for _ in range(n_rows)]
             want = _plain_csv(columns, rows)
-            assert builder._csv_text(columns, rows) == want
+            assert csv_text.csv_text(columns, rows) == want
             table = {c["key"]: [r.get(c["key"]) for r in rows] for c in columns}
             lazy = page_mod.LazyRows(lambda: table, columns=True)
             if n_cols:  # (a table given by columns has its row count in them)
-                assert builder._csv_text(columns, lazy) == want
+                assert csv_text.csv_text(columns, lazy) == want
                 assert list(lazy) == [{k: r.get(k) for k in table} for r in rows]
 
 
 def _plain_detail_rows(detail, limit=None):
     """The rank page's operator rows as they were built before `_detail_columns` (records, sorted, `num`)."""
     from reportgen.model import SIDE_LABELS
-    from reportgen.site.values import num, records
+    from reportgen.site.views.values import num, records
     if limit is not None and len(detail) > limit:
         order = np.argsort(-detail["total_ms"].to_numpy(dtype=float), kind="stable")[:limit]
         detail = detail.iloc[order]
     return [{"side": SIDE_LABELS.get(rec["side"], rec["side"]), "name": rec["name"], "op_type": rec["op_type"],
              **{k: num(rec[k]) for k in ("count", "total_ms", "avg_ms", "share")}}
-            for rec in sorted(records(detail), key=resource_pages._longest_first)]
+            for rec in sorted(records(detail), key=rank_resources.longest_first)]
 
 
 def test_operator_rows_and_csv_columns_equal_the_plain_rows():
@@ -153,16 +156,16 @@ def test_operator_rows_and_csv_columns_equal_the_plain_rows():
             "avg_ms": [rnd.choice([None, 1.25, float("nan")]) for _ in range(n)],
             "share": pd.array([rnd.choice([0.5, None]) for _ in range(n)], dtype="Float64")})
         for limit in (None, 3, 20, 100):
-            assert resource_pages._detail_rows(detail, limit) == _plain_detail_rows(detail, limit) or \
-                json.dumps(resource_pages._detail_rows(detail, limit)) == json.dumps(_plain_detail_rows(detail, limit))
-        cols = page_mod.LazyRows(lambda: resource_pages._detail_columns(detail), columns=True)
-        assert builder._csv_text(resource_pages.RANK_OP_COLUMNS, cols) == \
-            builder._csv_text(resource_pages.RANK_OP_COLUMNS, _plain_detail_rows(detail))
+            assert rank_resources.detail_rows(detail, limit) == _plain_detail_rows(detail, limit) or \
+                json.dumps(rank_resources.detail_rows(detail, limit)) == json.dumps(_plain_detail_rows(detail, limit))
+        cols = page_mod.LazyRows(lambda: rank_resources.detail_columns(detail), columns=True)
+        assert csv_text.csv_text(rank_resources.RANK_OP_COLUMNS, cols) == \
+            csv_text.csv_text(rank_resources.RANK_OP_COLUMNS, _plain_detail_rows(detail))
 
 
 def test_num_column_equals_num_per_value():
     import pandas as pd
-    from reportgen.site.values import num, num_column
+    from reportgen.site.views.values import num, num_column
     cases = [np.array([1.5, np.nan, np.inf, -0.0]), np.array([1, 2 ** 62], dtype=np.int64), np.array([True, False]),
              np.array([1.5, None, "2.5", "x", 3], dtype=object), np.array([None, 1.0], dtype=object),
              np.array([pd.NA, 1.0], dtype=object), pd.Series([1.0, None], dtype="Float64"),
@@ -222,7 +225,7 @@ def test_html_rows_equal_the_template_loops_they_replaced():
             "bandwidth_gbps", "time_ms", "calls", "per_call_ms"]
     for lang in ("en", "zh"):
         with i18n.use(lang):
-            env = builder.make_env()
+            env = jinja_env.make_env()
             for name, (old, new) in _OLD_LOOPS.items():
                 for n in (0, 1, 12):
                     rows = []
@@ -232,7 +235,7 @@ def test_html_rows_equal_the_template_loops_they_replaced():
                         row["values"] = [rnd.choice(_NASTY) for _ in range(rnd.randrange(4))]
                         rows.append(row)
                     s = {"rows": rows, "phases": [{"key": "a"}, {"key": "b"}, {"key": "total_ms"}]}
-                    want = env.from_string(old).render(s=s, num_cell=builder._num_cell)
+                    want = env.from_string(old).render(s=s, num_cell=html_rows.num_cell)
                     got = env.from_string(new + "\n").render(s=s)
                     assert got == want, (lang, name)
                     assert "<script>" not in got

@@ -74,16 +74,16 @@ def test_rank_lists():
 
 def test_the_old_homes_use_it():
     from reportgen.rules import base
-    from reportgen.site import builder
+    from reportgen.site.render import html_rows, jinja_env
 
     assert (base.fmt_ms, base.fmt_pct, base.fmt_ranks) == (fmt.ms, fmt.share_text, fmt.ranks)
     # the finding texts' percentage is rendered in the language of the text: "35.0 %" / "35.0%"
     p = base.fmt_pct(0.35)
     assert (p.render("en"), p.render("zh"), base.fmt_pct(None)) == ("35.0 %", "35.0%", "—")
-    env = builder.make_env()
+    env = jinja_env.make_env()
     assert (env.filters["ms"], env.filters["pct"], env.filters["pct1"], env.filters["num"]) == (
         fmt.ms_cell, fmt.percent, fmt.share, fmt.number)
-    assert str(builder._ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
-    assert str(builder._num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
-    assert str(builder._num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
+    assert str(html_rows.ms_cells([1.5, None])) == '<td class="num">1.500</td><td class="num">—</td>'
+    assert str(html_rows.num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
+    assert str(html_rows.num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
                                                             '<span class="badge slow">slow</span></td>')

@@ -128,7 +128,7 @@ for name in ("altair", "pandas", "numpy", "jinja2", "markdown", "markupsafe", "s
     except Exception:
         pass
 # Warm-up, so that a case pays only for its own work: (1) compiled Jinja templates are kept in memory and shared
-# by every build (every Environment reportgen makes has the same settings: `site.builder.make_env`); (2) one clean
+# by every build (every Environment reportgen makes has the same settings: `site.render.jinja_env.make_env`); (2) one clean
 # report of a tiny generated run fills the libraries' own caches (altair's schema validators, the vega bundle).
 # Neither changes what a case does with its input: validation still runs on every chart of every case.
 import jinja2, shutil, tempfile

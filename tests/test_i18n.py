@@ -29,7 +29,9 @@ ALLOWED = {"HCCL", "HCCS", "RDMA", "SDMA", "PCIe", "AllReduce", "AllGather", "Re
            "vega-embed", "BSD-3-Clause", "Marey", "Host", "ProfilerStep", "step_trace_time", "csv", "CSV", "JSON",
            "ms", "MB", "GB", "Profiler", "torch_npu", "Kineto", "log", "CANN", "profiler",
            # efficiency (issue 32): the units and measures Chinese UIs keep in English
-           "MFU", "FLOPs", "TFLOPS", "TFLOP", "GEMM"}
+           "MFU", "FLOPs", "TFLOPS", "TFLOP", "GEMM",
+           # NVIDIA's and PyTorch's product names, kept in English by their Chinese documentation
+           "CUDA", "Graph", "ATen"}
 
 
 def _english_words(text: str, data: set[str]) -> list[str]:
@@ -169,7 +171,7 @@ def test_zh_data_quality_problems_are_translated(zh_runs):
 
 
 def test_problem_templates_match_their_messages():
-    from reportgen.site.problems import translate_problem
+    from reportgen.site.views.problems import translate_problem
 
     text = "file ends mid-row (truncated?): 6 complete row(s) read; the cut-off last row (line 8) has a wrong " \
            "number of fields and was skipped"
@@ -183,7 +185,7 @@ def test_problem_templates_match_their_messages():
 
 
 def test_problem_templates_are_up_to_date():
-    """reportgen/site/problem_texts.py lists every message the loaders, discovery and analysis write (regenerate it
+    """reportgen/site/views/problem_texts.py lists every message the loaders, discovery and analysis write (regenerate it
     with scripts/problem_texts.py, then update the catalog)."""
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "problem_texts.py"), "--check"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -387,7 +389,7 @@ def test_numbers_follow_the_language():
     assert i18n.format_percent(12.345, 1, "en") == "12.3 %"
     assert i18n.format_percent(12.345, 1, "zh") == "12.3%"
     assert i18n.format_number(1234567.891, 2, "zh") == "1,234,567.89"
-    from reportgen.site.builder import make_env
+    from reportgen.site.render.jinja_env import make_env
 
     with i18n.use("zh"):
         env = make_env()
@@ -497,7 +499,7 @@ def test_two_languages_every_page_links_to_the_same_page_in_the_other(zh_runs):
 def test_two_languages_findings_md_in_each_tree_linked_from_its_overview(zh_runs):
     """findings.md in each language's tree, in that language (the same findings, in the same order, with the titles
     the pages show), and each overview links to its own tree's file."""
-    from reportgen.site.findings_md import md_text
+    from reportgen.site.render.findings_md import md_text
 
     root = zh_runs["pipeline-both"]
     summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
@@ -613,7 +615,7 @@ def test_execution_page_legends_lanes_and_memory_tooltip_in_chinese(zh_runs):
 
 
 def test_memory_tooltip_says_capacity_unknown():
-    from reportgen.site.execution_pages import memory_tip
+    from reportgen.site.pages.execution import memory_tip
 
     assert memory_tip(30100.0, 32768.0) == "30,100 of 32,768 MB"
     assert memory_tip(30100.0, None) == "30,100 MB, capacity unknown"

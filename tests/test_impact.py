@@ -219,7 +219,7 @@ def test_findings_md_text_is_inert_and_reads_as_written(payload):
     from bs4 import BeautifulSoup
     from markdown_it import MarkdownIt
 
-    from reportgen.site.findings_md import md_text
+    from reportgen.site.render.findings_md import md_text
 
     s = md_text(payload)
     # the most permissive renderer: raw HTML and images on
@@ -253,7 +253,7 @@ def test_healthy_runs_give_no_warning(tmp_path, kw):
 def test_divergence_point_names_the_slow_operator_and_links_the_timeline(tmp_path):
     from reportgen.analysis.execution import select
     from reportgen.loaders import load_execution, timeline_ranks
-    from reportgen.site.finding_pages import finding_view
+    from reportgen.site.pages.findings import finding_view
 
     path = generate_run(tmp_path / "run", layout="ascend", ranks=8, steps=4, seed=3, trace_view=True,
                         inject=["slow-op-rank:5:MatMul:3"])

@@ -270,7 +270,7 @@ def test_link_op_box_plots_stay_visible_when_operators_barely_differ(browser, tm
              "size_mb": 16.0, "bandwidth_gbps": 16.0 / (1.0 + i * 1e-4), "slow": False} for i in range(6)]
     spec = link_op_boxplot(rows)
     page = tmp_path / "box.html"
-    from reportgen.site.assets import vega_bundle, static_text
+    from reportgen.site.render.assets import vega_bundle, static_text
     (tmp_path / "vega.js").write_text(vega_bundle())
     (tmp_path / "report.js").write_text(static_text("report.js"))
     import json
@@ -325,7 +325,7 @@ def test_overlap_step_view_is_the_steps_own_breakdown(browser, example_site):
     = computing − overlapped), as the step-trace page's data for step 3 has them."""
     import json
     from bs4 import BeautifulSoup
-    from reportgen.charts.columnar import rows_of
+    from reportgen.charts.column_codec import rows_of
     st = BeautifulSoup((example_site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
     step3 = {r["rank"]: r for r in rows_of(json.loads(st.select_one("#step-table-data").string)["steps"]["3"])}[5]
     o = open_page(browser, example_site / "cluster" / "overlap.html", ("fig-overlap-stack",))
@@ -364,7 +364,7 @@ def _step_table(site: Path, step: str) -> dict[int, dict]:
     import json
     from bs4 import BeautifulSoup
     st = BeautifulSoup((site / "cluster" / "step-trace.html").read_text(encoding="utf-8"), "html.parser")
-    from reportgen.charts.columnar import rows_of
+    from reportgen.charts.column_codec import rows_of
     return {r["rank"]: r for r in rows_of(json.loads(st.select_one("#step-table-data").string)["steps"][step])}
 
 

@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.charts import columnar
+from reportgen.charts import column_codec as columnar
 from reportgen.cli import main
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.host_steps import load_host_steps
 from reportgen.loaders.step_trace import (load_legacy_step_trace, load_modern_step_trace,
                                           load_msprof_step_trace)
@@ -151,7 +151,7 @@ def test_json_nesting_check_without_escapes_equals_the_streaming_guard():
     pieces longer than the guard's 64 KB chunk."""
     import random
 
-    from reportgen.loaders.common import _guarded_nesting_within, _nesting_within
+    from reportgen.loaders.jsonfile import _guarded_nesting_within, _nesting_within
 
     rng = random.Random(7)
     cases = [b"", b'"', b'["]"]', b'{"a": "[[[["}', b'[' * 300 + b']' * 300, b'"' + b'[' * 300 + b'"',

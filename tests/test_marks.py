@@ -115,8 +115,7 @@ def test_waiting_badges_on_every_peer_of_the_slow_rank(example_site):
 
 
 def test_resources_page_paints_the_named_slow_rank_red(example_site):
-    from reportgen.charts import columnar
-
+    from reportgen.charts import column_codec as columnar
     slow = [f for f in _summary(example_site)["findings"] if f["id"] == "slow-rank.compute"]
     assert slow and slow[0]["ranks"] == [5]
     soup = _soup(example_site / "cluster" / "resources.html")

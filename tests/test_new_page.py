@@ -11,8 +11,9 @@ from jinja2 import ChoiceLoader, DictLoader
 
 from reportgen import urls
 from reportgen.cli import main
-from reportgen.site import builder, pages
-from reportgen.site.page import Page, PageContext, PageKind, PlanInput, view
+from reportgen.site.render import builder, jinja_env
+from reportgen.site.plan import planner as pages
+from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
 
 PARTIAL = """<section id="extra"><h1>Extra page</h1>
 <p class="muted">{{ ctx.ranks }} ranks; slowest rank {{ ctx.slowest }}.</p>
@@ -44,7 +45,7 @@ EXTRA = PageKind("extra", "extra.html", "Extra", "_extra.html", _plan)
 @pytest.fixture
 def with_extra_page(monkeypatch):
     monkeypatch.setattr(pages, "PAGES", (*pages.PAGES, EXTRA))  # the registry line
-    make_env = builder.make_env
+    make_env = jinja_env.make_env
 
     def env_with_partial():
         env = make_env()

@@ -16,7 +16,7 @@ import pytest
 
 from reportgen.cli import main
 from reportgen.errors import OutputError
-from reportgen.site import output
+from reportgen.site.render import output
 from reportgen.synth import generate_run
 
 
@@ -297,7 +297,7 @@ def test_fifty_thousand_tiny_files_and_a_sparse_two_gigabyte_file_end_to_end(tmp
 def test_a_second_run_on_the_same_output_fails_clearly(tmp_path, run4):
     out = tmp_path / "report"
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from reportgen.site.output import output_lock\n"
+        "import sys, time; from pathlib import Path; from reportgen.site.render.output import output_lock\n"
         f"with output_lock(Path({str(out)!r})):\n    print('locked', flush=True); time.sleep(30)")],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
     try:

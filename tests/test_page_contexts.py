@@ -13,8 +13,9 @@ from reportgen.charts import Chart
 from reportgen.discover import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
-from reportgen.site.page import PageContext
-from reportgen.site.pages import plan_pages
+from reportgen.site.pages.rank.sections import RankSection
+from reportgen.site.plan.page import PageContext
+from reportgen.site.plan.planner import plan_pages
 
 PLAIN = (str, int, float, bool, type(None))
 
@@ -32,6 +33,11 @@ def _impure(v, path: str, out: list[str], depth: int = 0) -> None:
             _impure(x, f"{path}[{i}]", out, depth + 1)
     elif isinstance(v, Chart) or type(v) is Markup:  # chart specs; SVG drawn by the page module
         return
+    elif isinstance(v, RankSection):  # a rank page's typed section: a frozen view dataclass of plain data too
+        if not type(v).__dataclass_params__.frozen or hasattr(v, "__dict__"):
+            out.append(f"{path}: {type(v).__name__} is not a frozen, slotted dataclass")
+        for f in dataclasses.fields(v):
+            _impure(getattr(v, f.name), f"{path}.{f.name}", out, depth + 1)
     elif type(v) not in PLAIN:
         out.append(f"{path}: {type(v).__module__}.{type(v).__name__}")
 
@@ -69,6 +75,12 @@ def test_page_contexts_are_frozen_dataclasses_of_plain_view_data(synth_8):
     # one view model per page module: overview, step trace, overlap, communication, execution, resources, rules, rank
     assert {"OverviewContext", "StepTraceContext", "RankContext", "RulesContext"} <= kinds
     assert len(kinds) >= 7
+    # a rank page's sections are typed: one dataclass per section, in page order
+    rank = next(p for p in plan.pages if type(p.context).__name__ == "RankContext")
+    assert [type(s).__name__ for s in rank.context.sections][:1] == ["StepSection"]
+    assert {"OverlapSection", "CommSection", "OperatorsSection", "MemorySection", "TimelineSection"} <= {
+        type(s).__name__ for s in rank.context.sections}
+    assert all(isinstance(s, RankSection) and s.template.startswith("_rank_") for s in rank.context.sections)
 
 
 def test_a_context_is_immutable_and_a_typo_fails(synth_8):
@@ -82,7 +94,7 @@ def test_a_context_is_immutable_and_a_typo_fails(synth_8):
 def test_the_checker_rejects_a_dict_context_and_a_dataframe_field():
     import pandas as pd
 
-    from reportgen.site.page import view
+    from reportgen.site.plan.page import view
 
     @view
     class Bad(PageContext):

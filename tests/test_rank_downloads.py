@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.site import resource_pages
-
+from reportgen.site.pages.rank import resources as rank_resources
 TOP = 4
 
 
@@ -19,8 +18,8 @@ def lean_site(tmp_path_factory) -> Path:
     run = root / "run"
     generate_run(run, layout="ascend", ranks=4, steps=2, stages=2)
     mp = pytest.MonkeyPatch()
-    mp.setattr(resource_pages, "RANK_TOP_OPS", TOP)
-    mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", TOP)
+    mp.setattr(rank_resources, "RANK_TOP_OPS", TOP)
+    mp.setattr(rank_resources, "RANK_TOP_OPS_LEAN", TOP)
     try:
         assert main([str(run), "-o", str(root / "out"), "-q"]) == 0
     finally:
@@ -44,7 +43,7 @@ def test_rank_page_links_its_full_operator_csv(lean_site):
         # the link announces the number of rows the CSV really holds, and it is more than the page shows
         assert f"({len(rows)} rows" in link.get_text()
         assert len(rows) > TOP
-        assert list(rows[0]) == [c["label"] for c in resource_pages.RANK_OP_COLUMNS]
+        assert list(rows[0]) == [c["label"] for c in rank_resources.RANK_OP_COLUMNS]
 
 
 def test_top_n_table_holds_the_longest_operators_of_the_csv(lean_site):
@@ -52,7 +51,7 @@ def test_top_n_table_holds_the_longest_operators_of_the_csv(lean_site):
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
     body = soup.select("#rank-op-detail tbody tr")
     assert len(body) == TOP
-    rows = _rows(lean_site / resource_pages.rank_operators_csv(0))
+    rows = _rows(lean_site / rank_resources.rank_operators_csv(0))
     longest = sorted(rows, key=lambda r: -float(r["Total (ms)"]))[:TOP]
     assert [tr.find("code").get_text() for tr in body] == [r["Operator"] for r in longest]
     heading = soup.find("h3", string=lambda t: t and t.startswith("By operator"))
@@ -60,7 +59,7 @@ def test_top_n_table_holds_the_longest_operators_of_the_csv(lean_site):
 
 
 def test_csv_holds_every_operator_of_the_rank(lean_site):
-    rows = _rows(lean_site / resource_pages.rank_operators_csv(1))
+    rows = _rows(lean_site / rank_resources.rank_operators_csv(1))
     keys = [(r["Operator"], r["Type"], r["Runs on"]) for r in rows]
     assert len(keys) == len(set(keys))
     # each share is the operator's part of the rank's operator time: only the full table adds up to 1

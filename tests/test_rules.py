@@ -19,7 +19,7 @@ from reportgen.loaders import load_run
 from reportgen.rules import RULES, ThresholdError, parse_overrides, run_rules
 from reportgen.rules.base import CATEGORIES
 from reportgen.rules.stats import standouts
-from reportgen.site.finding_pages import markdown
+from reportgen.site.pages.findings import markdown
 from reportgen.synth import generate_run
 
 from tests.conftest import sample

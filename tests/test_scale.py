@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.loaders import columnar, common
-from reportgen.loaders.common import IssueLog, read_frame, read_json
+from reportgen.loaders import arrow_csv as columnar, jsonfile, screen, tables
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.tables import read_frame
 from reportgen.report import build_report
 from reportgen.synth import generate_run
 from tests.conftest import SAMPLES
@@ -139,7 +141,7 @@ def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, f
     p = tmp_path / "kernel_details.csv"
     p.write_text(body, encoding="utf-8")
     cols = ("Name", "Duration(us)")
-    took_fast = columnar.read_clean(p, cols, (), True, common._STAMP, common._DURATION) is not None
+    took_fast = columnar.read_clean(p, cols, (), True, screen.STAMP_RE, screen.DURATION_RE) is not None
     assert took_fast == bool(fast)
     log = IssueLog(tmp_path)
     df = read_frame(p, log, cols)
@@ -164,12 +166,12 @@ def test_read_frame_fast_path_equals_careful_path(tmp_path, monkeypatch, body, f
 def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fast):
     p = tmp_path / "communication.json"
     p.write_text(text, encoding="utf-8")
-    assert (common._fast_json(p.read_bytes()) is not common._MISS) == fast
+    assert (jsonfile._fast_json(p.read_bytes()) is not jsonfile._MISS) == fast
     log = IssueLog(tmp_path)
     got = read_json(p, log)
     ref_log = IssueLog(tmp_path)
     with monkeypatch.context() as m:
-        m.setattr(common, "_fast_json", lambda raw: common._MISS)
+        m.setattr(jsonfile, "_fast_json", lambda raw: jsonfile._MISS)
         ref = read_json(p, ref_log)
     assert repr(got) == repr(ref)
     assert [i.problem for i in log.issues] == [i.problem for i in ref_log.issues]
@@ -204,7 +206,7 @@ def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
     p = tmp_path / "kernel_details.csv"
     p.write_bytes(body.encode("utf-8"))
     took_fast = columnar.read_typed(p, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
-                                    ("Accelerator Core",), common._STAMP, common._DURATION) is not None
+                                    ("Accelerator Core",), screen.STAMP_RE, screen.DURATION_RE) is not None
     assert took_fast == fast
     log = IssueLog(tmp_path)
     got = operators.load_kernel_details(p, log)
@@ -240,14 +242,14 @@ def test_typed_reader_on_the_real_samples_equals_the_careful_path(monkeypatch):
     fast_count = 0
     for p in files:
         text, numeric = specs[p.name]
-        fast = columnar.read_typed(p, text, numeric, ("Accelerator Core",), common._STAMP, common._DURATION)
+        fast = columnar.read_typed(p, text, numeric, ("Accelerator Core",), screen.STAMP_RE, screen.DURATION_RE)
         with monkeypatch.context() as m:
             m.setattr(columnar, "read_clean", lambda *a, **k: None)
             df = read_frame(p, IssueLog(p.parent), (*text, *numeric), ("Accelerator Core",))
         if fast is None or df is None:
             continue
         fast_count += 1
-        ref = common.typed_from_frame(df, text, numeric)
+        ref = tables.typed_from_frame(df, text, numeric)
         assert set(fast) == set(ref), p
         for c in text:
             if c in fast:
@@ -268,9 +270,9 @@ def small_run(tmp_path_factory):
 
 
 def test_process_pool_equals_one_process(small_run, tmp_path, monkeypatch):
-    from reportgen import loaders
+    from reportgen.layouts import run
 
-    monkeypatch.setattr(loaders, "PARALLEL_MIN_RANKS", 2)
+    monkeypatch.setattr(run, "PARALLEL_MIN_RANKS", 2)
     one = build_report(small_run, tmp_path / "one", jobs=1)
     two = build_report(small_run, tmp_path / "two", jobs=2)
     assert _strip(two.summary) == _strip(one.summary)
@@ -355,7 +357,7 @@ def _record_curve_reference(ts, alloc, res, comp_values):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_record_curve_equals_the_pandas_reference(seed):
-    from reportgen.loaders.columnar import Coded
+    from reportgen.loaders.arrow_csv import Coded
     from reportgen.loaders.memory import record_curve
 
     rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from reportgen.rules.base import md_literal
-from reportgen.site.finding_pages import markdown
+from reportgen.site.pages.findings import markdown
 
 PAYLOADS = [
     "<script>alert(1)</script>",
@@ -62,7 +62,7 @@ def test_md_literal_bounds_length_and_lines():
 
 
 def test_csp_hash_matches_browser_format():
-    from reportgen.site.csp import csp_hash
+    from reportgen.site.render.csp import csp_hash
 
     # sha256 of "alert(1)" as browsers report it
     assert csp_hash("alert(1)") == "'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"
@@ -101,7 +101,7 @@ def test_every_site_page_carries_the_policy(example_site):
 
 def test_single_file_carries_the_policy(tmp_path):
     from reportgen.cli import main
-    from reportgen.site.builder import make_env
+    from reportgen.site.render.jinja_env import make_env
 
     out = tmp_path / "r.html"
     assert main(["--example", "--single-file", "-o", str(out), "-q"]) == 0
@@ -109,9 +109,9 @@ def test_single_file_carries_the_policy(tmp_path):
     policy = _csp(html)
     _check_policy(policy, single=True)
     if "csp_hash" not in make_env().filters:
-        pytest.skip("builder.make_env does not register reportgen.site.csp.csp_hash yet: single file falls back "
+        pytest.skip("make_env does not register reportgen.site.render.csp.csp_hash yet: single file falls back "
                     "to 'unsafe-inline' (still no network loads)")
-    from reportgen.site.csp import csp_hash
+    from reportgen.site.render.csp import csp_hash
 
     soup = BeautifulSoup(html, "html.parser")
     for s in soup.find_all("script"):

@@ -1,4 +1,4 @@
-"""The loader door (reportgen.loaders.common): regular files only, bounded parsing, one numeric normaliser."""
+"""The loader door (reportgen.loaders: files, screen, tables, jsonfile, traces): regular files only, bounded parsing, one numeric normaliser."""
 
 from __future__ import annotations
 
@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.loaders.common import (IssueLog, number_problem, read_csv_rows, read_frame, read_json, read_text,
-                                      to_float, to_int, trace_events)
+from reportgen.loaders.files import open_file, read_text, run_root
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.screen import number_problem
+from reportgen.loaders.tables import read_csv_rows, read_frame
+from reportgen.loaders.traces import trace_events
+from reportgen.numbers import to_float, to_int
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -130,8 +135,8 @@ def test_binary_garbage_in_a_huge_csv_costs_little(tmp_path):
     p = tmp_path / "kernel_details.csv"
     p.write_text("Name,Type,Accelerator Core,Duration(us)\n")
     os.truncate(p, 1 << 30)
-    code = ("import resource, sys; from pathlib import Path; from reportgen.loaders.common import IssueLog, "
-            "read_frame, read_csv_rows; p = Path(sys.argv[1]); log = IssueLog(p.parent); "
+    code = ("import resource, sys; from pathlib import Path; from reportgen.loaders.issuelog import IssueLog; "
+            "from reportgen.loaders.tables import read_frame, read_csv_rows; p = Path(sys.argv[1]); log = IssueLog(p.parent); "
             "assert read_frame(p, log, ('Name',)) is None and read_csv_rows(p, log) is None; "
             "print(log.issues[0].problem); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     t0 = time.monotonic()
@@ -211,8 +216,8 @@ def test_queue_file_link_out_of_the_run_is_named_not_read(tmp_path):
     run, link = _link_out(tmp_path, "FRAMEWORK/dataset_iterator_profiling_0.txt", b"1 0 1 0 100.0\n1 0 2 0 200.0\n")
     (run / "FRAMEWORK" / "minddata_cpu_utilization_0.json").write_text(
         json.dumps({"time_stamp": [100, 200], "device_info": {}, "process_info": {}, "op_info": []}))
-    IssueLog(run)  # registers the run folder: links out of it are refused
-    assert cpu_usage.queue_step_times(link) == []
+    with run_root(run):  # the loading job's run folder: links out of it are refused
+        assert cpu_usage.queue_step_times(link) == []
     log = IssueLog(run)
     cpu_usage.load_cpu_usage(run / "FRAMEWORK" / "minddata_cpu_utilization_0.json", log)
     assert any(i.file.endswith("dataset_iterator_profiling_0.txt") and "symbolic link" in i.problem
@@ -246,17 +251,39 @@ def test_kineto_trace_link_out_of_the_run_is_not_read(tmp_path):
 
     run, link = _link_out(tmp_path, "traces/node0_1.pt.trace.json",
                           json.dumps({"host_name": "secret-host", "traceEvents": [{"ph": "X", "ts": 1}]}).encode())
-    IssueLog(run)
-    assert kineto.read_header(link) == {}
+    with run_root(run):
+        assert kineto.read_header(link) == {}
+        with pytest.raises(OSError):
+            list(trace_events(link))
     with pytest.raises(OSError):
-        list(trace_events(link))
+        list(trace_events(link, IssueLog(run)))  # a log carries its run folder
+
+
+def test_the_run_folder_is_passed_explicitly(tmp_path):
+    """Issue 31: an IssueLog no longer registers its folder in a module-global list that every later open obeyed;
+    the folder comes with the call (`root=`, a log's root) or from the loading job in progress (`run_root`)."""
+    run, link = _link_out(tmp_path, "x.csv", b"a,b\n1,2\n")
+    IssueLog(run)
+    with open_file(link) as f:  # no run folder given: only the regular-file checks apply
+        assert f.read() == "a,b\n1,2\n"
+    with pytest.raises(OSError, match="symbolic link out of the run folder"):
+        open_file(link, root=run)
+    with run_root(run):
+        with pytest.raises(OSError, match="symbolic link out of the run folder"):
+            open_file(link)
+        with open_file(link, root=tmp_path) as f:  # an explicit folder wins over the job's
+            assert f.read(1) == "a"
+    with open_file(link):  # the block ended: its folder no longer applies
+        pass
+    log = IssueLog(run)
+    assert read_text(link, log) is None and "symbolic link out of the run" in log.issues[0].problem
 
 
 def test_json_writer_turns_non_finite_values_into_null():
     """Ratios over zero computed in analysis reached json.dumps(allow_nan=False) in the writers and crashed."""
     import numpy as np
 
-    from reportgen.site.output import json_text
+    from reportgen.site.render.output import json_text
 
     value = {"ratio": float("inf"), "rows": [1.5, float("nan"), np.float32("nan"), np.float64("-inf"), 2],
              "nested": ({"x": -math.inf},), "ok": "NaN"}
@@ -362,7 +389,8 @@ def test_json_nested_two_hundred_thousand_deep_is_named_not_a_crash(tmp_path):
     Run in a subprocess so that a crash fails the test instead of killing pytest."""
     p = tmp_path / "profiler_info_0.json"
     p.write_bytes(b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
-    code = ("import sys; from pathlib import Path; from reportgen.loaders.common import IssueLog, read_json\n"
+    code = ("import sys; from pathlib import Path; from reportgen.loaders.issuelog import IssueLog; "
+            "from reportgen.loaders.jsonfile import read_json\n"
             "log = IssueLog(Path(sys.argv[1]).parent); print(read_json(Path(sys.argv[1]), log)); "
             "print(log.issues[0].problem)")
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, cwd=REPO, timeout=120)

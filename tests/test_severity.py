@@ -25,7 +25,7 @@ from reportgen.discover import discover
 from reportgen.i18n import text
 from reportgen.loaders import load_run
 from reportgen.rules import run_rules
-from reportgen.site.highlights import Highlights
+from reportgen.rules.highlights import Highlights
 from reportgen.synth import generate_run
 
 ACTION = ("warning", "critical")

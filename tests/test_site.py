@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.charts.columnar import rows_of
+from reportgen.charts.column_codec import rows_of
 from reportgen.cli import main
 from reportgen.synth import generate_run
 

@@ -11,9 +11,11 @@ from bs4 import BeautifulSoup
 from reportgen.discover import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
-from reportgen.site import builder
-from reportgen.site.pages import plan_pages
-from reportgen.site.summary import build_summary
+from reportgen.site.render import builder
+from reportgen.site.render import html_rows
+from reportgen.site.render import jinja_env
+from reportgen.site.plan.planner import plan_pages
+from reportgen.site.views.summary import build_summary
 from reportgen.synth import generate_run
 
 SLOW_RANK, SLOW_STAGE, LINK = 171, 2, (8, 9)
@@ -165,14 +167,14 @@ def test_single_file_keeps_the_flagged_ranks_pages(tmp_path):
 
 
 def test_num_cell_escapes_and_keeps_sort_keys_only_where_the_text_is_not_a_number():
-    cell = builder._num_cell(12345.6789)
+    cell = html_rows.num_cell(12345.6789)
     assert str(cell) == '<td class="num">12,345.679</td>'
-    assert str(builder._num_cell(0.256, "ratio")) == '<td class="num">25.6 %</td>'
-    badge = str(builder._num_cell(5.729, cls="hot", badge="<slow>"))
+    assert str(html_rows.num_cell(0.256, "ratio")) == '<td class="num">25.6 %</td>'
+    badge = str(html_rows.num_cell(5.729, cls="hot", badge="<slow>"))
     assert 'data-v="5.729"' in badge and "&lt;slow&gt;" in badge and 'class="num hot"' in badge
-    assert "<b>" not in str(builder._num_cell("<b>x</b>"))
-    assert builder._sort_key(167.83036663599998) == "167.8304" and builder._sort_key(None) == ""
-    assert builder._compact({"a": [1.0000001234, 2, "x", True]}) == {"a": [1.0, 2, "x", True]}
+    assert "<b>" not in str(html_rows.num_cell("<b>x</b>"))
+    assert html_rows.sort_key(167.83036663599998) == "167.8304" and html_rows.sort_key(None) == ""
+    assert jinja_env.compact({"a": [1.0000001234, 2, "x", True]}) == {"a": [1.0, 2, "x", True]}
 
 
 def test_scope_ids_prefixes_own_ids_and_their_references_only():

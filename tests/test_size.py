@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.charts import columnar
-from reportgen.site import comm_pages, page as page_mod, resource_pages
-from reportgen.site.builder import _compact, csv_value
+from reportgen.charts import column_codec as columnar
+from reportgen import urls
+from reportgen.site.pages.rank import communication as rank_comm
+from reportgen.site.pages.rank import resources as rank_resources
+from reportgen.site.render.csv_text import csv_value
+from reportgen.site.render.jinja_env import compact
 
 
 # ---- columnar chart data -------------------------------------------------------------------------------------
@@ -30,10 +33,10 @@ def test_number_column_is_delta_coded_and_decodes_to_the_same_doubles():
 def test_number_column_keeps_the_pages_seven_digits_and_leaves_other_values_plain():
     assert columnar.number_column([0.0, 3.0, 3.5]) == {"dec": 1, "d": [0, 30, 5]}
     assert columnar.number_column([1, 2, 4]) == {"dec": 0, "d": [1, 1, 2]}
-    # 7 significant digits, as every chart number on a page (builder._compact)
+    # 7 significant digits, as every chart number on a page (jinja_env.compact)
     assert columnar.decode({"fields": ["v"], "cols": [columnar.number_column([167.83036663599998])]}) == [{"v": 167.8304}]
     for plain in ([1.0, None], ["a", "b"], [float("nan"), 1.0], [True, False], [1e-300, 1.0]):
-        assert columnar.number_column(plain) == [_compact(v) for v in plain] or columnar.number_column(plain) == plain
+        assert columnar.number_column(plain) == [compact(v) for v in plain] or columnar.number_column(plain) == plain
 
 
 def test_runs_column_and_round_trip_of_random_curves():
@@ -44,7 +47,7 @@ def test_runs_column_and_round_trip_of_random_curves():
         rows = [{"x": round(rnd.uniform(0, 1e5), rnd.randint(0, 4)), "series": rnd.choice("ab"),
                  "mb": round(rnd.uniform(-1e4, 1e6), rnd.randint(0, 3))} for _ in range(n)]
         back = columnar.decode(columnar.encode(rows, ["x", "series", "mb"], labels=("series",)))
-        assert back == [{k: _compact(v) for k, v in r.items()} for r in rows]
+        assert back == [{k: compact(v) for k, v in r.items()} for r in rows]
 
 
 # ---- CSV numbers ------------------------------------------------------------------------------------------------
@@ -87,9 +90,9 @@ def big_site(tmp_path_factory) -> tuple[Path, Path]:
     run = generate_run(root / "run", ranks=8, steps=2, stages=2, tp=2, kernels_per_step=300, comm_ops_per_step=20,
                        inject=["slow-rank:5:compute:1.4"])
     mp = pytest.MonkeyPatch()
-    mp.setattr(page_mod, "GZIP_RANK_CSVS_FROM", 8)
-    mp.setattr(resource_pages, "RANK_TOP_OPS", 10)  # the run has 17 distinct operators per rank
-    mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", 5)
+    mp.setattr(urls, "GZIP_RANK_CSVS_FROM", 8)
+    mp.setattr(rank_resources, "RANK_TOP_OPS", 10)  # the run has 17 distinct operators per rank
+    mp.setattr(rank_resources, "RANK_TOP_OPS_LEAN", 5)
     try:
         assert main([str(run), "-o", str(root / "out"), "-q", "-j", "1"]) == 0
     finally:
@@ -127,13 +130,13 @@ def test_comm_ops_top_n_on_the_page_and_every_operator_in_the_csv(big_site):
     _, out = big_site
     soup = _soup(out / "ranks" / "rank-0.html")
     body = soup.select("#rank-comm-ops tbody tr")
-    assert len(body) == comm_pages.RANK_TOP_COMM_OPS
+    assert len(body) == rank_comm.RANK_TOP_COMM_OPS
     link = soup.select_one("#communication ~ .table-tools a.csv-download, a.csv-download[href$='comm-ops.csv.gz']")
     assert link is not None and link["href"] == "rank-0-comm-ops.csv.gz" and link.has_attr("download")
     rows = _csv(out / "ranks" / link["href"])
     assert f"({len(rows)} rows" in link.get_text() and "gzip" in link.get_text()
     assert len(rows) > len(body)
-    assert list(rows[0]) == [c["label"] for c in comm_pages.RANK_COMM_OP_COLUMNS]
+    assert list(rows[0]) == [c["label"] for c in rank_comm.RANK_COMM_OP_COLUMNS]
     # the page's rows are the longest of the CSV, in order
     longest = sorted(rows, key=lambda r: -float(r["Time (ms)"]))[:len(body)]
     assert [tr.find("code").get_text() for tr in body] == [r["Operator"] for r in longest]
@@ -148,7 +151,7 @@ def test_the_flagged_rank_page_keeps_its_tables_in_full(big_site):
                for f in summary["findings"])
     soup = _soup(out / "ranks" / "rank-5.html")
     lean = _soup(out / "ranks" / "rank-0.html")
-    assert len(soup.select("#rank-comm-ops tbody tr")) > comm_pages.RANK_TOP_COMM_OPS
+    assert len(soup.select("#rank-comm-ops tbody tr")) > rank_comm.RANK_TOP_COMM_OPS
     # everything is on the page, and in its CSV as on every other rank's page (before: the only rank without one)
     assert soup.select_one("a.csv-download[href*='rank-5-comm-ops']") is not None
     assert len(soup.select("#rank-op-detail tbody tr")) == 10  # RANK_TOP_OPS, patched
@@ -163,8 +166,8 @@ def test_gzip_csvs_hold_the_same_rows_as_plain_ones(big_site, tmp_path):
     run, out = big_site
     plain = tmp_path / "plain"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(resource_pages, "RANK_TOP_OPS", 10)
-        mp.setattr(resource_pages, "RANK_TOP_OPS_LEAN", 5)
+        mp.setattr(rank_resources, "RANK_TOP_OPS", 10)
+        mp.setattr(rank_resources, "RANK_TOP_OPS_LEAN", 5)
         assert main([str(run), "-o", str(plain), "-q", "-j", "1"]) == 0
     gz = sorted(p.name for p in (out / "ranks").glob("*.csv.gz"))
     assert len(gz) >= 8 and not list((out / "ranks").glob("*.csv"))

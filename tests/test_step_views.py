@@ -1,4 +1,4 @@
-"""Per-step chart data (site/step_views.py) and timeline rows (site/timeline_view.py): shapes and caps."""
+"""Per-step chart data (site/views/steps.py) and timeline rows (site/views/timeline.py): shapes and caps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 
 from reportgen.charts import Chart
 from reportgen.model import ExecutionData, StepOps
-from reportgen.site import step_views, timeline_view
+from reportgen.site.views import steps as step_views
+from reportgen.site.views import timeline as timeline_view
 from tests.conftest import sample
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.loaders.common import IssueLog, read_csv_rows
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.tables import read_csv_rows
 from reportgen.loaders.communication import load_modern_communication
 from reportgen.loaders.operators import load_kernel_details, load_op_statistic
 from reportgen.loaders.schema import SCHEMAS, compare_shapes, json_shape, schema_for
@@ -212,7 +213,7 @@ def test_empty_trace_named(tmp_path):
 
 
 def test_huge_field_in_a_json_file_named(tmp_path):
-    from reportgen.loaders.common import read_json
+    from reportgen.loaders.jsonfile import read_json
 
     log = IssueLog(tmp_path, rank=0)
     data = read_json(_w(tmp_path, "flops_summary_0.json", json.dumps({"FLOPs": 1.0, "note": "x" * 70000})), log)
@@ -251,7 +252,7 @@ def test_duplicated_rank_folder_without_a_time_stamp_is_named(tmp_path):
 def test_clean_real_samples_gain_no_door_entry(rel):
     """No false alarm on real data: the door's classed entries never fire on the clean samples."""
     from reportgen.discover import discover
-    from reportgen.loaders import load_run
+    from reportgen.layouts import load_run
 
     p = SAMPLES / rel
     if not p.exists():

@@ -10,6 +10,8 @@ from reportgen.i18n import N_, lazy, text
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from reportgen.layouts import LAYOUTS
+
 if TYPE_CHECKING:
     from reportgen.analysis import Analysis
     from reportgen.model import RankData
@@ -28,11 +30,6 @@ AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
     "timeline": (N_("Timeline"), lambda d: d.timeline),
 }
 
-# Layouts that cannot carry an area at all (the files do not exist in that layout).
-UNSUPPORTED_BY_LAYOUT: dict[str, set[str]] = {
-    "cluster_analysis": {"operators", "memory", "data_pipeline", "timeline", "overlap"},
-    "kineto": {"links", "data_pipeline"},  # torch.profiler records neither links nor the input pipeline
-}
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,7 @@ def coverage(a: "Analysis") -> Coverage:
     ids = run.rank_ids
     total = len(ids)
     world = world_size(run)
-    unsupported = UNSUPPORTED_BY_LAYOUT.get(run.info.layout, set())
+    unsupported = set(LAYOUTS[run.info.layout].cannot_show) if run.info.layout in LAYOUTS else set()  # never in its files
     areas: dict[str, Area] = {}
     for key, (label, get) in AREAS.items():
         if key == "links":

@@ -321,10 +321,11 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
                            "mfu": sum(x.flops_per_step for x in rows) / den if den > 0 else None})
     eff.gemms = _gemms(gemm_parts, rank_peak, frac, table.top_gemms)
     if not basis:
-        eff.statement = lazy(N_("FLOPs missing: the profile records neither FLOPs counts (Kineto with_flops, "
-                                "MindInsight FLOPs files) nor the shapes of matrix multiplications, convolutions or attention "
-                                "(record_shapes), "
-                                "and no --model-flops was given; MFU is not reported, not guessed"))
+        eff.statement = lazy(N_("FLOPs missing: no operator in the profile carries a FLOPs count or the shapes of "
+                                "its matrix multiplications, convolutions or attention (Kineto with_flops / "
+                                "record_shapes off, no MindInsight FLOPs files, or a compiled model: torch.compile and "
+                                "CUDA graphs run their kernels without ATen operators), and no --model-flops was "
+                                "given; MFU is not reported, not guessed"))
     elif all(x.peak_tflops is None for x in per_rank):
         names = sorted({d.model for d in devices.values() if not d.tflops and d.model})
         eff.statement = (lazy(N_("no peak for {devices}: MFU is not computed (give the device's peak with "

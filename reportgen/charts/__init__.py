@@ -16,7 +16,7 @@ class Chart:
     spec: dict
     caption: str = ""
     renderer: str = "svg"
-    # Per-step datasets the page's step selector swaps in (`site/step_views.py`): {"fields", "join", "steps"}.
+    # Per-step datasets the page's step selector swaps in (`site/views/steps.py`): {"fields", "join", "steps"}.
     step_data: Optional[dict] = None
     # Datasets carried columnar beside the spec, {name: {"fields": [...], "rows": [[...]]}}: report.js expands them
     # into the spec's datasets before drawing (the timeline's thousands of bars without a key per value).

@@ -35,10 +35,10 @@ def read_summary(path: Path) -> dict:
 
 def summary_from_run(run_dir: Path, *, jobs: int = 1, settings: Optional[dict] = None) -> dict:
     """Analyse a run folder in-process: the phases of `report.build_one`, without writing pages."""
-    from reportgen.discover import discover
+    from reportgen.layouts import discover
     from reportgen.progress import Progress
     from reportgen.report import BuildOptions, analyse_phase, load_phase
-    from reportgen.site.summary import build_summary
+    from reportgen.site.views.summary import build_summary
 
     layouts = discover(Path(run_dir))
     if len(layouts) > 1:

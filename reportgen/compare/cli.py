@@ -26,7 +26,7 @@ _SINGLE = N_("write one self-contained HTML file (and NAME.compare.json / NAME.t
 
 
 def compare_parser() -> argparse.ArgumentParser:
-    from reportgen.loaders import default_jobs
+    from reportgen.layouts import default_jobs
 
     p = cliutil.Parser(prog="msreport compare", description=_("Compare two runs (before / after) and optionally gate "
                        "on a regression. BASE and NEW are run folders, report folders or summary.json files."))
@@ -93,7 +93,7 @@ def _run_compare(args, settings: dict) -> int:
     from reportgen.compare import check_side, load_side
     from reportgen.compare.model import DEFAULT_LINK_PCT, compare
     from reportgen.compare.pages import write_compare
-    from reportgen.loaders import default_jobs
+    from reportgen.layouts import default_jobs
 
     out = cliutil.out_path(args.output, args.single_file)
     jobs = args.jobs or default_jobs()

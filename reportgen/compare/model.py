@@ -1,5 +1,9 @@
 """The comparison of two `summary.json` documents as plain dataclasses (`compare.json`: docs/compare-json.md).
 
+(~790 lines, one module on purpose: every section (steps, operators, communication, findings) is a `Delta` under
+the same noise rule, and the gate at the end reads them all; `trend` reuses its private readers. A split would
+cut along the sections and pass the noise model around.)
+
 Everything here reads summaries only, so a CI job that kept nothing but the last good `summary.json` can compare.
 Noise: a delta no larger than the step-to-step spread of either run (`metrics.step_trace.spread`) is "within
 noise" and never counts as a regression; items without a spread of their own (operators, communication, memory)
@@ -12,8 +16,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from reportgen.fmt import compact_ranks
 from reportgen.i18n import N_, Joined, Msg, Percent, lazy
-from reportgen.site.values import num
+from reportgen.model import PHASE_LABELS as MODEL_PHASE_LABELS
+from reportgen.site.views.values import num
 from reportgen.numbers import rounded
 
 SCHEMA = "msreport.compare/1"
@@ -23,15 +29,10 @@ EXIT_INCOMPARABLE = 4  # `--fail-on-regression` on runs that cannot be compared 
 DEFAULT_LINK_PCT = 20.0  # links whose bandwidth changed by more than this are listed
 TOP_ITEMS = 40  # operators listed (by size of the change)
 
-# English labels (compare.json); the pages translate them through the catalog (`|t`)
-PHASE_LABELS = {
-    "total_ms": N_("Step time"), "iteration_interval_ms": N_("Iteration interval"), "fp_and_bp_ms": N_("FP + BP"),
-    "tail_ms": N_("Tail"), "computing_ms": N_("Computing"),
-    "communication_not_overlapped_ms": N_("Communication (not overlapped)"),
-    "overlapped_ms": N_("Overlapped"), "communication_ms": N_("Communication"), "free_ms": N_("Free"),
-    "stage_ms": N_("Stage"), "bubble_ms": N_("Bubble"), "communication_not_overlapped_exclude_receive_ms":
-        N_("Communication (not overlapped, excl. receive)"), "preparing_ms": N_("Preparing"),
-}
+# English labels (compare.json); the pages translate them through the catalog (`|t`). The phases are named as the
+# report names them (`model.PHASE_LABELS`, the one home); the step total is the compared "Step time".
+PHASE_LABELS = {"total_ms": N_("Step time"),
+                **{f"{k}_ms": label for k, label in MODEL_PHASE_LABELS.items() if k != "total"}}
 # the statuses of a compared quantity, for the pages (`|t`)
 # kinds and sides of the compared operators and communication items, for the pages (`|t`)
 ITEM_WORDS = (N_("type"), N_("operator"), N_("collective"), N_("aicore"), N_("aicpu"))
@@ -68,7 +69,7 @@ def english(value: Any) -> Any:
     return value
 
 
-_num = num  # a finite float or None (site.values.num)
+_num = num  # a finite float or None (site.views.values.num)
 
 
 def _r(v: Optional[float], nd: int = 6) -> Optional[float]:
@@ -263,7 +264,7 @@ def _cluster_means(s: dict) -> dict[str, float]:
     rows = _step_rows(s)
     keys = {k for row in rows.values() for k, v in row.items() if k.endswith("_ms")}
     out = {}
-    for k in keys:
+    for k in sorted(keys):  # (sorted: compare.json and trend.json must not depend on the hash seed)
         m = _mean(row.get(k) for row in rows.values())
         if m is not None:
             out[k] = m
@@ -398,7 +399,7 @@ def _compare_operators(base: dict, new: dict, rel: float) -> list[Delta]:
         b = {(t.get("side"), name_of(t)): t for t in bo.get(list_key) or []}
         n = {(t.get("side"), name_of(t)): t for t in no.get(list_key) or []}
         items = []
-        for k in set(b) | set(n):
+        for k in sorted(set(b) | set(n), key=str):  # (a set's order changes with the hash seed)
             bt, nt = b.get(k), n.get(k)
             t = nt or bt
             bv, nv = (bt or {}).get("time_ms"), (nt or {}).get("time_ms")
@@ -421,15 +422,8 @@ def _group_key(g: dict) -> str:
 
 
 def _compact(ranks: list[int]) -> str:
-    ranks = sorted(int(r) for r in ranks)
-    parts, i = [], 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """Rank ranges as compare.json keys spell them: "0-3,5"."""
+    return compact_ranks(sorted(int(r) for r in ranks), None, dash="-", sep=",", empty="")
 
 
 def _compare_comm(base: dict, new: dict, rel: float, link_pct: float) -> tuple[list[Delta], list[Delta]]:
@@ -455,7 +449,7 @@ def _compare_comm(base: dict, new: dict, rel: float, link_pct: float) -> tuple[l
     links = []
     bl = {(l.get("src"), l.get("dst"), l.get("transport"), l.get("group")): l for l in bc.get("links") or []}
     nl = {(l.get("src"), l.get("dst"), l.get("transport"), l.get("group")): l for l in nc.get("links") or []}
-    for k in set(bl) & set(nl):
+    for k in sorted(set(bl) & set(nl), key=str):
         d = delta(f"link:{k[0]}-{k[1]}:{k[2]}:{k[3]}", f"{k[0]}-{k[1]}", bl[k].get("bandwidth_gbps"),
                   nl[k].get("bandwidth_gbps"), None, higher_is_better=True, src=k[0], dst=k[1], transport=k[2],
                   group=k[3], base_slow=bool(bl[k].get("slow")), new_slow=bool(nl[k].get("slow")))

@@ -1,4 +1,5 @@
-"""The comparison and trend pages: the report's look (base.html, report.css, bundled Vega), written atomically."""
+"""The comparison and trend pages: the report's look (base.html, report.css, bundled Vega: `PageAssets`), written
+through the report's writer (`site.render.output`: staged folder, atomic single file, marker)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,17 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
 
-from markupsafe import Markup
 
 from reportgen import __version__, fmt, i18n
 from reportgen.i18n import N_, _
 from reportgen.compare import charts
 from reportgen.compare.model import LEAF_PHASES, Comparison, Delta, phase_label
 from reportgen.compare.trend import Trend
-from reportgen.site import builder
-from reportgen.site.output import json_text
-from reportgen.site.assets import short_hash, static_text, vega_bundle
+from reportgen.site.render.jinja_env import make_env
+from reportgen.site.render.output import atomic_write, check_output, json_text, staged_folder, write_marker
+from reportgen.site.render.page_assets import PageAssets
 from reportgen.charts import Chart
+from reportgen.urls import INDEX
 
 TOP_CHART = 15
 
@@ -127,7 +128,7 @@ def _facts_rows(c: Comparison) -> list[tuple]:
 
 
 def _env():
-    env = builder.make_env()
+    env = make_env()
     env.filters["signed"] = fmt.signed
     env.filters["num3"] = fmt.fixed
     # a number already in percent (a threshold): "5 %" / "5%", one decimal only when it has one
@@ -135,47 +136,35 @@ def _env():
     return env
 
 
-def _render(template: str, title: str, run_title: str, single: bool, assets: dict, **context) -> str:
-    page = SimpleNamespace(title=title, path="index.html")
+def _render(template: str, title: str, run_title: str, assets: PageAssets, **context) -> str:
+    page = SimpleNamespace(title=title, path=INDEX)
     ctx = SimpleNamespace(version=__version__, run_title=run_title)
-    common = dict(page=page, ctx=ctx, nav=[], url=lambda p: p, single=single, charts=[],
+    common = dict(page=page, ctx=ctx, nav=[], url=lambda p: p, single=assets.single, charts=[],
                   share_spec=lambda chart: None, asset_specs="")  # each chart carries its own spec
-    if single:
-        common.update(asset_css="", asset_js="", asset_vega="", inline_css=Markup(static_text("report.css")),
-                      inline_js=Markup(static_text("report.js")), inline_vega=Markup(vega_bundle()))
-    else:
-        common.update(asset_css=assets["css"], asset_js=assets["js"], asset_vega=assets["vega"], inline_css="",
-                      inline_js="", inline_vega="")
-    return _env().get_template(template).render(**common, **context)
+    return _env().get_template(template).render(**common, **assets.template_vars(), **context)
 
 
 def _check(out: Path, single_file: bool, inputs: list[Path]) -> None:
     for p in inputs:
         p = Path(p)
-        builder.check_output(out, p if p.is_dir() else p.parent, single_file)
+        check_output(out, p if p.is_dir() else p.parent, single_file)
 
 
 def _write(out: Path, single_file: bool, template: str, title: str, run_title: str, data_name: str, payload: dict,
            **context) -> Path:
     text = json_text(payload, indent=2)
     if single_file:
-        html = _render(template, title, run_title, True, {}, **context)
+        html = _render(template, title, run_title, PageAssets.inline(), **context)
         out.parent.mkdir(parents=True, exist_ok=True)
-        builder._atomic_write(out.with_name(f"{out.stem}.{data_name}"), text)
-        builder._atomic_write(out, html)
+        atomic_write(out.with_name(f"{out.stem}.{data_name}"), text)
+        atomic_write(out, html)
         return out
-    with builder.staged_folder(out) as tmp:
-        (tmp / "assets").mkdir()
-        names = {}
-        for key, body, ext in (("vega", vega_bundle(), "js"), ("css", static_text("report.css"), "css"),
-                               ("js", static_text("report.js"), "js")):
-            name = f"{key}-{short_hash(body)}.{ext}"
-            (tmp / "assets" / name).write_text(body, encoding="utf-8")
-            names[key] = "assets/" + name
-        (tmp / "index.html").write_text(_render(template, title, run_title, False, names, **context), encoding="utf-8")
+    with staged_folder(out) as tmp:
+        assets = PageAssets.write(tmp)
+        (tmp / INDEX).write_text(_render(template, title, run_title, assets, **context), encoding="utf-8")
         (tmp / data_name).write_text(text, encoding="utf-8")
-        (tmp / builder.MARKER).write_text(f"msreport {__version__}\n", encoding="utf-8")
-    return out / "index.html"
+        write_marker(tmp)
+    return out / INDEX
 
 
 def write_compare(c: Comparison, out: Path, *, single_file: bool = False, inputs: Optional[list[Path]] = None) -> Path:

@@ -1,5 +1,8 @@
 """Collective-communication loaders: one per file family, all normalised to ms / MB / GB/s.
 
+Over 500 lines: every communication file family (hccl_raw generations, HCCL traces, communication.json, msprof
+HCCL) shares one op-name, group and unit normalisation; a split by family is open (issue 31).
+
 Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_formats.md §5-§6):
 
 * MindInsight `hccl_raw_{rank}.csv`, from two producer generations that use different units:
@@ -27,7 +30,10 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, to_float, to_int
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.schema import JSON_SCHEMAS, N_GE0, Door, whose as _whose
 from reportgen.numbers import MAX_ABS_NUMBER

@@ -31,7 +31,10 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, open_file, read_json, regular_file, to_float
+from reportgen.loaders.files import open_file, regular_file
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.numbers import to_float
 from reportgen.loaders.schema import Door
 from reportgen.model import CpuUsage
 

@@ -17,7 +17,11 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, read_text, to_float
+from reportgen.loaders.files import read_text
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float
 from reportgen.loaders.schema import Door, whose
 from reportgen.model import DataPrep
 

@@ -1,5 +1,8 @@
 """DB exports (`export_type=db`): the same model objects the text loaders produce, read from SQLite.
 
+Over 500 lines: one SQLite schema family (profiler DB, analysis.db, msprof DB) whose table readers share the
+connection, the time base and the string table.
+
 Files and the schema generations read (stdlib `sqlite3`, opened read-only and immutable, only the columns
 needed; a missing table or column costs only what it carries and becomes a data-quality entry):
 
@@ -40,7 +43,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, regular_file
+from reportgen.loaders.files import regular_file
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.communication import (
     MATRIX_KEY_RE,
     _frames,

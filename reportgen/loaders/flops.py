@@ -11,7 +11,10 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, check_json_numbers, read_json, read_text, to_float
+from reportgen.loaders.files import read_text
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import check_json_numbers, read_json
+from reportgen.numbers import to_float
 from reportgen.model import Flops
 
 

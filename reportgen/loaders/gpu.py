@@ -32,9 +32,11 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, note_unusable_events, read_csv_rows, to_float
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float
 from reportgen.loaders.operators import op_type_from_name, types_from_detail
-from reportgen.loaders.common import TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary, op_class
 
 GPU_FILES = ("gpu_op_detail_info.csv", "gpu_op_type_info.csv", "gpu_activity_data.csv", "gpu_timeline_display.json")

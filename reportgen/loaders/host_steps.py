@@ -12,7 +12,9 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float, to_int
 from reportgen.model import HOST_PHASES, StepTrace
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")

@@ -1,4 +1,7 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
+
+Over 500 lines: one streamed pass fills every per-rank summary from shared interval arrays; its split waits
+until the issue-30 edits to its body have landed (issue 31).
 streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
 
 What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
@@ -57,10 +60,12 @@ import pandas as pd
 
 from reportgen import intervals as iv
 from reportgen.i18n import N_
-from reportgen.loaders.common import IssueLog, note_unusable_events, to_float
+from reportgen.loaders.files import open_binary as open_maybe_gzip
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float
 from reportgen.loaders import op_flops
 from reportgen.loaders.memory import _downsample
-from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
 from reportgen.model import (COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, DataIssue, MODERN_PHASES,
                              Communication, Memory, OP_DETAIL_COLUMNS, OP_FLOPS_COLUMNS, OpFlops, Operators,
                              RankData, StepTrace, TimelineSummary)
@@ -1449,6 +1454,9 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
     from reportgen import idle
 
     try:
+        # the host's collective calls: a CPU backend (gloo) blocks the calling thread until every peer arrived
+        hcomm = (np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")) \
+            if len(acc.hc_s) else None
         ev = getattr(out, "events", None)
         if ev is not None:
             wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
@@ -1456,11 +1464,12 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
                              or [""], dtype=object)
             stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
                 else None
-            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins)
+            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins, host_comm=hcomm)
         launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
         comm = getattr(acc, "dev_comm", None)
         return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
-                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc))
+                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc),
+                              host_comm=hcomm)
     except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
         log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
         return None

@@ -17,7 +17,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, check_json_numbers, read_frame, read_json, read_typed, to_float
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import check_json_numbers, read_json
+from reportgen.loaders.tables import read_frame, read_typed
+from reportgen.numbers import to_float
 from reportgen.model import Memory
 
 MB_PER_GB = 1024.0

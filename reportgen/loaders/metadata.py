@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from reportgen.loaders.common import IssueLog, check_json_numbers, read_json
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import check_json_numbers, read_json
 from reportgen.loaders.schema import Door
 from reportgen.model import RankInfo
 from reportgen.numbers import to_int as _int

@@ -22,7 +22,7 @@ from typing import Optional
 
 import pandas as pd
 
-from reportgen.loaders.common import open_file
+from reportgen.loaders.files import open_file
 from reportgen.model import OP_FLOPS_COLUMNS, OpFlops
 
 # innermost PyTorch GEMM operators: name -> index of the first matrix in Input Dims
@@ -38,6 +38,9 @@ SDPA_OPS: dict[str, int] = {  # op -> index of is_causal among its arguments
     "aten::_scaled_dot_product_cudnn_attention": 6,
     "aten::_scaled_dot_product_flash_attention_backward": 11,
     "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    # (grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k,
+    # max_q, max_k, dropout_p, is_causal, *, scale): seen on an H100 (PyTorch 2.11, tests/data/h100/single)
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
 }
 TORCH_FLOP_OPS = frozenset(TORCH_GEMM_OPS) | CONV_OPS | frozenset(SDPA_OPS)
 ASCEND_GEMM_RE = re.compile(r"^(Batch)?Mat[Mm]ul", re.I)

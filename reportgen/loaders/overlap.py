@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
-from reportgen.loaders.common import IssueLog, read_csv_rows, to_float
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float
 from reportgen.loaders.schema import whose
 from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.model import OVERLAP_COLUMNS, Overlap, StepTrace
@@ -198,18 +200,9 @@ def load_timeline_overlap(timeline: Path, trace: Optional[StepTrace], log: Issue
 
 
 def _ranges(steps: list[int]) -> str:
-    out, start, prev = [], None, None
-    for s in steps:
-        if start is None:
-            start = prev = s
-        elif s == prev + 1:
-            prev = s
-        else:
-            out.append(f"{start}–{prev}" if start != prev else str(start))
-            start = prev = s
-    if start is not None:
-        out.append(f"{start}–{prev}" if start != prev else str(start))
-    return ", ".join(out)
+    from reportgen.fmt import compact_ranks  # (here: the loaders' imports are being split, issue 31)
+
+    return compact_ranks(steps, None, empty="")
 
 
 # --- msprof raw timelines (MindSpore 2.0-2.2 PROF_* folders) ------------------------------------------------

@@ -6,7 +6,7 @@ from reportgen.i18n import N_, lazy
 
 from typing import TYPE_CHECKING, Optional
 
-from reportgen.model import LAYOUT_LABELS, RankData, RunInfo
+from reportgen.model import RankData, RunInfo
 from reportgen.numbers import to_int as _int
 
 if TYPE_CHECKING:
@@ -24,8 +24,9 @@ LEGACY_MODES = {
 
 
 def build_run_info(layout: "RunLayout", ranks: dict[int, RankData],
-                   stage_sets: Optional[list[list[int]]] = None) -> RunInfo:
-    info = RunInfo(path=str(layout.root), layout=layout.layout, layout_label=LAYOUT_LABELS[layout.layout])
+                   stage_sets: Optional[list[list[int]]] = None, label: str = "") -> RunInfo:
+    """The run's facts; `label`: how the overview names its layout (`layouts.Layout.label`)."""
+    info = RunInfo(path=str(layout.root), layout=layout.layout, layout_label=label)
     if layout.base != layout.root:
         info.notes.append(f"sub-run {layout.rel(layout.base)}")
     infos = [ranks[r].info for r in sorted(ranks)]

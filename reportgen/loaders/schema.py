@@ -1,5 +1,8 @@
 """The door: per file family, each field a loader reads, its type and its valid range, in one table.
 
+Over 500 lines: the door is one table of every family's fields and the checks that read it, kept whole so a
+family's rules are read in one place.
+
 `SCHEMAS` says, for every file family whose values feed a rank's numbers, what each field is (`Field.kind`):
 
 * `duration`, `size`, `bandwidth`: a finite number >= 0;
@@ -454,7 +457,7 @@ def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
     schema = schema_for(path)
     if schema is None or not schema.key:
         return None, -1
-    from reportgen.loaders.common import open_file
+    from reportgen.loaders.files import open_file
 
     try:
         with open_file(path, "rb") as f:

@@ -30,7 +30,10 @@ from typing import Optional
 
 import numpy as np
 
-from reportgen.loaders.common import IssueLog, open_file, to_float, to_int, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.files import open_file
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 

@@ -17,7 +17,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import IssueLog, read_csv_rows, read_json, regular_file, to_float, to_int
+from reportgen.loaders.files import regular_file
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.tables import read_csv_rows
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.schema import Door, whose
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from reportgen.loaders.common import IssueLog, read_json
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
 from reportgen.model import ParallelStrategy, StageStrategy, StrategyOp
 
 MAX_ATTR_CHARS = 160  # small attributes are kept for the operator's details; larger ones dropped

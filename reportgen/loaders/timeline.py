@@ -22,8 +22,11 @@ from typing import IO, Optional
 import numpy as np
 
 from reportgen import intervals
-from reportgen.loaders.common import IssueLog, note_unusable_events, read_json, to_float
-from reportgen.loaders.common import open_binary as open_maybe_gzip, TRACE_ERRORS, trace_cut, trace_events
+from reportgen.loaders.files import open_binary as open_maybe_gzip
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float
 from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024

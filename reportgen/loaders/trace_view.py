@@ -17,8 +17,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.loaders.common import (IssueLog, note_unusable_events, to_float, to_int, TRACE_ERRORS, trace_cut,
-                                     trace_events)
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import StepTrace
 

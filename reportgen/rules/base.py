@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 from reportgen import fmt, urls
 from reportgen.analysis import Analysis
 from reportgen.i18n import N_, Msg, lazy, text
+from reportgen.layouts import LAYOUTS
 from reportgen.numbers import json_clean as clean
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
@@ -242,4 +243,4 @@ def ranks_msg(ranks: list[int], limit: int = 8, capital: bool = False) -> Msg:
 def gpu_run(a: Analysis) -> bool:
     """A PyTorch profiler (Kineto) run: CUDA / ROCm GPUs, or the CPU with gloo. Advice for it names PyTorch's and the
     GPU's levers, never Ascend's (AI Core, msprof-analyze, MindSpore settings)."""
-    return a.run.info.layout == "kineto"
+    return a.run.info.layout in LAYOUTS and LAYOUTS[a.run.info.layout].gpu

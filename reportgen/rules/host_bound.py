@@ -71,10 +71,13 @@ def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
         if not step > 0:
             continue
         free = m["host_wait_ms"] + m["stream_wait_ms"] + m["other_ms"]
-        rows[r] = {"host": m["host_wait_ms"] / step, "stream": m["stream_wait_ms"] / step,
-                   "stream_comm": m["stream_wait_comm_ms"] / step, "other": m["other_ms"] / step,
-                   "free": free / step, "basis": b.basis, "host_ms": m["host_wait_ms"],
-                   "stream_ms": m["stream_wait_ms"] - m["stream_wait_comm_ms"]}
+        # host wait while the host was blocked in a collective call (gloo) waits for the peers, as a queued
+        # collective does: it goes with the stream wait on collectives, not with the host's dispatch
+        hc = min(m.get("host_wait_comm_ms", 0.0) or 0.0, m["host_wait_ms"])
+        rows[r] = {"host": (m["host_wait_ms"] - hc) / step, "stream": (m["stream_wait_ms"] + hc) / step,
+                   "stream_comm": (m["stream_wait_comm_ms"] + hc) / step, "host_comm": hc / step,
+                   "other": m["other_ms"] / step, "free": free / step, "basis": b.basis,
+                   "host_ms": m["host_wait_ms"] - hc, "stream_ms": m["stream_wait_ms"] - m["stream_wait_comm_ms"]}
         launch[r] = b.launch
     if not rows:
         return None
@@ -86,7 +89,7 @@ def _by_cause(ctx: Context) -> "tuple[pd.DataFrame, dict] | None":
         free_st = (st.average["free"] / st.average["total"]).reindex(df.index)
         scale = (free_st / df["free"].where(df["free"] > 0)).where(df["basis"] == "host dispatch", 1.0)
         scale = scale.fillna(1.0).clip(upper=1.0)
-        for c in ("host", "stream", "stream_comm", "other", "free", "host_ms", "stream_ms"):
+        for c in ("host", "stream", "stream_comm", "host_comm", "other", "free", "host_ms", "stream_ms"):
             df[c] = df[c] * scale
     known = (df["host"] + df["stream"]) / df["free"].where(df["free"] > 0)
     if float(df["free"].median()) >= ctx.t.info_rate and not float(known.fillna(1.0).median()) >= ctx.t.explained:
@@ -109,6 +112,7 @@ def _from_causes(ctx: Context, df: pd.DataFrame, launch: dict) -> list[Finding]:
     delay = float(pd.Series(delays).median()) if delays else math.nan
     ev = {"median_host_wait_share": host, "median_stream_wait_share": stream, "median_free_share": free,
           "median_stream_wait_comm_share": float(df["stream_comm"].median()),
+          "median_host_wait_in_collectives_share": float(df["host_comm"].median()),
           "median_other_share": float(df["other"].median()), "launch_delay_p50_ms": delay,
           "source": f"idle time by cause ({basis})", "threshold_info": ctx.t.info_rate}
     if host >= ctx.t.info_rate:
@@ -137,13 +141,21 @@ def _from_causes(ctx: Context, df: pd.DataFrame, launch: dict) -> list[Finding]:
         imp = None if comm else saved_by_ms(float(df["stream_ms"].median()), a.steps, lazy(N_(
             "the median rank's wait per step for another stream or a synchronisation with its next kernel already "
             "queued, were the dependency removed: an upper bound")))
+        blocked = float(df["host_comm"].median()) >= 0.5 * stream
+        if comm and blocked:  # the host itself sat in the collective calls (a CPU backend: gloo)
+            title = lazy("The device is idle {share} of the step while the host is blocked in collective calls "
+                         "waiting for its peers (a CPU backend such as gloo): it waits for the other ranks, not for "
+                         "the host's dispatch (host wait outside collectives {host})",
+                         share=fmt_pct(stream), host=fmt_pct(host))
+        else:
+            title = lazy("The device is idle {share} of the step with its next work already launched (median {delay} "
+                         "from launch to start): it waits for {what}, not for the host (host wait {host})",
+                         share=fmt_pct(stream), delay=fmt_ms(delay) if delay == delay else "?", what=what,
+                         host=fmt_pct(host))
         out.append(Finding(
             id="host-bound.stream-wait", category="communication_bound" if comm else "host_bound",
             severity="warning" if stream >= ctx.t.warning_rate else "info", impact=imp.to_dict() if imp else None,
-            title=lazy("The device is idle {share} of the step with its next work already launched (median {delay} "
-                       "from launch to start): it waits for {what}, not for the host (host wait {host})",
-                       share=fmt_pct(stream), delay=fmt_ms(delay) if delay == delay else "?", what=what,
-                       host=fmt_pct(host)),
+            title=title,
             advice=lazy(ADVICE_STREAM),
             why=lazy("Idle time with work queued is not the host's: the device waits on a dependency, most often the "
                      "communication of other ranks."),

@@ -1,5 +1,8 @@
 """Synthetic runs: realistic profiler output in both layouts, for any rank count, with injected problems.
 
+Over 500 lines: the step model and the Ascend and MindInsight writers share the injected-problem plan (the
+other families' writers have their own modules).
+
 Used by `msreport --example`, the tests and the benchmarks. The files copy the real ones byte for byte in
 shape (names, headers, units, quirks such as the trailing tab-free µs floats of step_trace_time.csv or the
 10 ns ticks and '-' average row of step_trace_raw), and the numbers obey the same identities as real data:

@@ -1,0 +1,157 @@
+"""Loading a discovered run into the typed model, the same way for every layout: the layout object
+(`registry.LAYOUTS`) says what is read per rank and what happens at run level.
+
+Every rank goes through ONE function, `load_rank` (a pure function of one rank's files, picklable, so ranks load
+in parallel processes or on a Dask cluster: `loaders.dispatch.map_ranks`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional
+
+from reportgen.i18n import N_
+from reportgen.layouts.base import exec_trace
+from reportgen.layouts.registry import get
+from reportgen.loaders import gpu, safe, step_ops
+from reportgen.loaders.dispatch import map_ranks
+from reportgen.loaders.files import run_root
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.run_info import build_run_info
+from reportgen.loaders.schema import compare_shapes
+from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
+
+if TYPE_CHECKING:
+    from reportgen.discover import RankFiles, RunLayout
+
+PARALLEL_MIN_RANKS = 64
+
+
+def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
+    """Load everything the report needs from one rank's files (the layout's `load_rank`), under `root`."""
+    log = IssueLog(root, rf.rank)
+    info = RankInfo(rank=rf.rank, source_dir=log.rel(rf.dir), host=rf.host, device=rf.device)
+    data = RankData(info=info)
+    seen: set[str] = set()
+    for paths in rf.files.values():
+        for p in paths:
+            rel = log.rel(p)
+            if rel not in seen:
+                seen.add(rel)
+                data.files.append(rel)
+    with run_root(root):
+        get(layout).load_rank(rf, data, log)
+    data.issues = log.issues
+    data.json_shapes = log.shapes
+    return data
+
+
+def load_run(layout: "RunLayout", jobs: int = 1,
+             progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None) -> Run:
+    """Load every rank of `layout` and the run-level files. The ranks are loaded by `load_rank` (one pure function
+    per rank, a picklable summary back): in `jobs` processes when the run is large, or on the Dask cluster at
+    `scheduler` (`loaders.dispatch`)."""
+    root = layout.root
+    lay = get(layout.layout)
+    issues: list[DataIssue] = list(layout.issues)
+    items = sorted(layout.ranks.items())
+
+    def load_all() -> dict[int, RankData]:
+        return {d.info.rank: d for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout),
+                                                  jobs=jobs, scheduler=scheduler,
+                                                  min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
+
+    with run_root(root):
+        ranks, stage_sets = lay.load_ranks(layout, issues, load_all)
+        compare_shapes(ranks, issues)
+        lay.run_pass(ranks, issues)
+        strat = _load_strategy(layout, ranks, issues)
+    if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
+        stage_sets = [sorted(s) for s in strat.stage_devices]
+    info = build_run_info(layout, ranks, stage_sets, lay.label)
+    dsrc = next((d.info.distributed_args_source for _, d in sorted(ranks.items()) if d.info.distributed_args), "")
+    if dsrc and info.parallel_mode_source == "profiler_metadata.json distributed_args":
+        info.parallel_mode_source = dsrc  # the DB export's META_DATA, or the layout inferred from its HCCL group
+    if strat is not None:
+        info.parallel_mode_raw = info.parallel_mode_raw or strat.parallel_type
+        if len(strat.stage_devices) > 1 and stage_sets == [sorted(s) for s in strat.stage_devices]:
+            info.stage_source = N_("the stage layout of the parallel_strategy files (stageDevices)")
+    return Run(root=root, info=info, ranks=ranks, issues=issues, strategy=strat)
+
+
+def _load_strategy(layout: "RunLayout", ranks: dict[int, RankData], issues: list[DataIssue]):
+    files = {r: rf.files["parallel_strategy.json"][0] for r, rf in layout.ranks.items()
+             if rf.files.get("parallel_strategy.json")}
+    if not files:
+        return None
+    log = IssueLog(layout.root)
+    size = next((d.info.rank_size for d in ranks.values() if d.info.rank_size), None)
+    out = safe.load_parallel_strategy(files, log, size)
+    issues.extend(log.issues)
+    return out
+
+
+def default_jobs() -> int:
+    """All cores (the per-rank loading is CPU-bound and each worker holds one rank's files at a time)."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def timeline_ranks(layout: "RunLayout") -> list[int]:
+    """Ranks that have an operator timeline."""
+    return get(layout.layout).timeline_ranks(layout)
+
+
+def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dict[int, str], ranks: list[int],
+                   skipped: list[int]) -> Optional[ExecutionData]:
+    """The device operators of `steps` on `ranks` (two streamed passes per rank; only those steps are kept).
+    Chosen steps a rank's timeline does not have fall back to the timeline's own steps (see the notes)."""
+    if not ranks:
+        return None
+    log = IssueLog(layout.root)
+    data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
+                         skipped_ranks=list(skipped))
+    with run_root(layout.root):
+        found = get(layout.layout).load_execution(layout, run, data, ranks, log)
+        if found is not None:
+            run.issues.extend(log.issues)
+            return data if found else None
+        return _timeline_execution(layout, run, data, ranks, log)
+
+
+def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog
+                        ) -> Optional[ExecutionData]:
+    """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display)."""
+    lays = {}
+    for r in ranks:
+        path = exec_trace(layout.ranks[r])
+        lay = safe.trace_layout(path, log, run.ranks[r].step_trace if r in run.ranks else None,
+                                layout.ranks[r].first("output_timeline_data.txt"))
+        if lay is not None:
+            lays[r] = lay
+    if not lays:
+        return None
+    wanted = [s for s in data.steps if any(s in lay.windows for lay in lays.values())]
+    if not wanted:  # the timeline numbers its steps differently (or has none): use the middle one it has
+        common = sorted(set.intersection(*(set(lay.windows) for lay in lays.values())))
+        pool = common or sorted(next(iter(lays.values())).windows)
+        pick = pool[len(pool) // 2]
+        if data.steps:
+            data.notes.append(f"steps {', '.join(map(str, data.steps))} are not in the timelines; step {pick} "
+                              "of the timelines is shown")
+        wanted = [pick]
+        data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
+                              else "the middle step of the timelines")
+    data.steps = wanted
+    for r, lay in lays.items():
+        path = exec_trace(layout.ranks[r])
+        got = safe.read_step_ops(path, r, lay, wanted, log)
+        if path is not None and path.name.startswith("gpu_timeline_display"):
+            got = gpu.operator_lane(got)
+        for s, o in got.items():
+            data.ops.setdefault(s, {})[r] = o
+        missing = [s for s in wanted if s not in got]
+        if missing:
+            data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
+    run.issues.extend(log.issues)
+    return data

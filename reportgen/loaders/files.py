@@ -1,0 +1,259 @@
+"""Opening input files safely: regular files only, never blocking, never through a symbolic link out of the run
+folder, text files checked (size, binary garbage, line breaks, encoding) before they are parsed.
+
+The run folder is passed explicitly: `open_file(path, root=log.root)`; a loader function that has no log reads
+under the folder of the loading job in progress (`run_root`, entered by `layouts.load_rank` and the run-level
+passes), so a file found by a loader's own glob is held to the same rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import errno
+import fcntl
+import gzip
+import mmap
+import os
+import stat
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from reportgen.loaders.issuelog import IssueLog
+
+MAX_JSON_BYTES = 256 * 1024 * 1024  # whole-file reads (JSON, small text); bigger files must be streamed
+MAX_TEXT_BYTES = 8 * 1024 ** 3  # a text file larger than this is not read at all
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a CSV whose first lines are longer is not a CSV
+
+# --- the run folder: links out of it are refused -----------------------------------------------------
+
+_ROOT: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("reportgen_run_root", default=None)
+
+
+@contextlib.contextmanager
+def run_root(root: Path) -> Iterator[None]:
+    """Within this block, files opened without an explicit `root` are held to `root` (the loading job's run)."""
+    token = _ROOT.set(os.path.abspath(root))
+    try:
+        yield
+    finally:
+        _ROOT.reset(token)
+
+
+def outside_link(path: Path, root: Optional[Path] = None) -> bool:
+    """True when `path` lies in the run folder `root` (default: the loading job's, `run_root`) but resolves
+    (through a symbolic link) outside it."""
+    r = os.path.abspath(root) if root is not None else _ROOT.get()
+    if r is None:
+        return False
+    ap = os.path.abspath(path)
+    if not ap.startswith(r.rstrip(os.sep) + os.sep):
+        return False
+    rr = os.path.realpath(r)
+    rp = os.path.realpath(path)
+    return not (rp == rr or rp.startswith(rr.rstrip(os.sep) + os.sep))
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or directory where a file was expected (never opened for reading)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_file(path: Path, mode: str = "r", *, root: Optional[Path] = None, **kw: Any):
+    """`open()` for loaders: only regular files, and a FIFO never blocks (it is opened non-blocking, checked
+    with fstat and refused); a symbolic link out of the run folder `root` (default: `run_root`'s) is refused.
+    Raises `NotRegularFile` (an OSError whose strerror names the kind) otherwise."""
+    if any(c in mode for c in "wax+"):
+        raise ValueError("loaders open files for reading only")
+    if outside_link(path, root):
+        raise NotRegularFile(errno.EACCES, "a symbolic link out of the run folder; not followed", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _kind(st.st_mode)
+            raise NotRegularFile(errno.EINVAL, f"{kind}, not a regular file; not read", str(path))
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        return os.fdopen(fd, mode, **kw)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular_file(path: Path, log: IssueLog) -> bool:
+    """True when `path` is a regular file; otherwise the reason is logged (never blocks, never raises)."""
+    if outside_link(path, log.root):
+        log.add(path, "a symbolic link out of the run folder; not followed", "error")
+        return False
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        log.add(path, f"{_kind(st.st_mode)}, not a regular file; not read", "error")
+        return False
+    return True
+
+
+def read_text(path: Path, log: Optional[IssueLog] = None, limit: int = MAX_JSON_BYTES) -> Optional[str]:
+    """A whole (small) text file, decoded leniently; None (logged when `log` is given) when it cannot be read,
+    is not a regular file, is larger than `limit` or holds binary data (NUL bytes)."""
+    try:
+        with open_file(path, "rb", root=log.root if log is not None else None) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                if log is not None:
+                    log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                return None
+            data = f.read(limit + 1)
+    except OSError as e:
+        if log is not None:
+            log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+    if b"\x00" in data:
+        if log is not None:
+            off = data.index(b"\x00")
+            log.add(path, f"binary data (NUL byte at offset {off}) in a text file; not read", "error")
+        return None
+    if log is not None:
+        note_undecodable(path, log, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def undecodable_at(data: bytes) -> Optional[tuple[int, int]]:
+    """(line, byte offset) of the first bytes that are not UTF-8 in `data`; None when it all decodes."""
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as e:
+        return data.count(b"\n", 0, e.start) + 1, e.start
+
+
+def note_undecodable(path: Path, log: IssueLog, data: Optional[bytes] = None) -> None:
+    """One entry when a text file holds bytes that are not UTF-8 (they are read as U+FFFD, the cell kept): the
+    line and offset of the first. `data`: the file's bytes when already read (else read in 1 MB chunks)."""
+    at = None
+    if data is not None:
+        at = undecodable_at(data)
+    else:
+        import codecs
+
+        dec = codecs.getincrementaldecoder("utf-8")()
+        line, off = 1, 0
+        try:
+            with open_file(path, "rb", root=log.root) as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    try:
+                        dec.decode(chunk)
+                    except UnicodeDecodeError as e:
+                        at = (line + chunk.count(b"\n", 0, max(e.start, 0)), off + max(e.start, 0))
+                        break
+                    line += chunk.count(b"\n")
+                    off += len(chunk)
+        except OSError:
+            return
+    if at is not None:
+        log.add(path, f"bytes that are not UTF-8 (line {at[0]}, byte {at[1]:,}); read as \ufffd, the text "
+                  "around them may be garbled", "warning", "encoding")
+
+
+def nul_offset(path: Path, root: Optional[Path] = None) -> Optional[int]:
+    """Offset of the first NUL byte of a file (binary garbage in a text file), scanned without loading it."""
+    try:
+        with open_file(path, "rb", root=root) as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                i = m.find(b"\x00")
+                return None if i < 0 else i
+    except (OSError, ValueError):
+        return None
+
+
+def text_guard(path: Path, log: IssueLog) -> bool:
+    """Checks before a text (CSV) file is parsed: a regular file, not absurdly large, no binary garbage, and
+    line breaks within the first MAX_LINE_BYTES. Every refusal is logged."""
+    try:
+        with open_file(path, "rb", root=log.root) as f:
+            size = os.fstat(f.fileno()).st_size
+            newline, seen = False, 0
+            while seen < min(size, MAX_LINE_BYTES) and not newline:  # 1 MB at a time, up to the first line break
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                seen += len(chunk)
+                newline = b"\n" in chunk or b"\r" in chunk
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return False
+    if size > MAX_TEXT_BYTES:
+        log.add(path, f"file is {size / 1e9:.1f} GB, larger than the {MAX_TEXT_BYTES / 1e9:.0f} GB a text file may "
+                "be; not read", "error")
+        return False
+    off = nul_offset(path, log.root)
+    if off is not None:
+        log.add(path, f"binary data (NUL byte at offset {off:,} of {size:,}) in a text file; not read "
+                "(file corrupt or not a CSV?)", "error")
+        return False
+    if size > MAX_LINE_BYTES and not newline:
+        log.add(path, f"no line break in the first {MAX_LINE_BYTES // 2 ** 20} MB; not a CSV, not read", "error")
+        return False
+    return True
+
+
+def tail_cut(path: Path, root: Optional[Path] = None) -> bool:
+    """True when a non-empty text file does not end with a line break (written partly, cut off)."""
+    try:
+        with open_file(path, "rb", root=root) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return False
+            f.seek(size - 1)
+            return f.read(1) not in (b"\n", b"\r")
+    except OSError:
+        return False
+
+
+GUARD_AFTER_BYTES = 64 * 1024 * 1024  # a smaller CSV is tried by the fast reader before `text_guard` reads it
+
+
+def guard_after(path: Path) -> bool:
+    """True when `path` may go to a fast reader before `text_guard`: small enough that reading it whole costs
+    little even when it is garbage (a 1 GB file of NUL bytes is refused by the guard first, without loading it)."""
+    try:
+        return os.stat(path).st_size <= GUARD_AFTER_BYTES
+    except OSError:
+        return False
+
+
+def open_binary(path: Path, root: Optional[Path] = None):
+    """A regular file opened for binary reading, gunzipped when named `.gz` (FIFOs etc. refused, never block)."""
+    f = open_file(path, "rb", root=root)
+    if Path(path).name.endswith(".gz"):
+        return _OwningGzip(fileobj=f, mode="rb")
+    return f
+
+
+class _OwningGzip(gzip.GzipFile):
+    """A GzipFile that closes the file it reads from."""
+
+    def close(self) -> None:
+        raw = self.fileobj
+        try:
+            super().close()
+        finally:
+            if raw is not None:
+                raw.close()

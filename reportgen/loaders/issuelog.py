@@ -1,0 +1,30 @@
+"""The data-quality log of one loading job: every problem a loader meets becomes a `DataIssue` on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from reportgen.model import DataIssue
+
+
+class IssueLog:
+    """Collects the data-quality issues of one loading job, with paths relative to the run root. `root` is also
+    the folder a symbolic link may not lead out of (`files.open_file(..., root=log.root)`)."""
+
+    def __init__(self, root: Path, rank: Optional[int] = None) -> None:
+        self.root = root
+        self.rank = rank  # the rank being loaded (named in the door's entries: loaders.schema)
+        self.shapes: dict[str, frozenset] = {}  # key paths of the small JSON files read (schema.json_shape)
+        self.issues: list[DataIssue] = []
+
+    def rel(self, path: Path) -> str:
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return Path(path).name
+
+    def add(self, path: Path, problem: str, severity: str = "warning", kind: str = "") -> None:
+        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded."""
+        ranks = (int(self.rank),) if kind and self.rank is not None else ()
+        self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind=kind))

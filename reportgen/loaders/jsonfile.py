@@ -1,0 +1,241 @@
+"""Reading whole JSON files carefully: size and nesting bounded, non-finite and out-of-range numbers read as
+missing (and named), huge strings named, a clean file parsed by orjson with the same result; and the numeric
+check of JSON values read by key (`check_json_numbers`)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from reportgen.discover.peek import read_capped
+from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
+from reportgen.loaders.files import MAX_JSON_BYTES, note_undecodable, open_file
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.schema import Door, json_family, json_shape
+from reportgen.loaders.screen import MAX_FIELD_CHARS
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
+
+MAX_JSON_DEPTH = 200  # nesting of a whole-file JSON read; profiler files nest < 10 deep
+
+
+class _JsonNumbers:
+    """json.load hooks: non-finite and out-of-range numbers become None and are counted."""
+
+    def __init__(self) -> None:
+        self.bad: list[str] = []
+
+    def _note(self, s: str) -> None:
+        if len(self.bad) < 3:
+            self.bad.append(s[:40])
+        else:
+            self.bad.append("")
+
+    def constant(self, s: str) -> None:
+        self._note(s)
+        return None
+
+    def float(self, s: str) -> Optional[float]:
+        try:
+            v = float(s)
+        except (ValueError, OverflowError):
+            v = math.inf
+        if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
+            self._note(s)
+            return None
+        return v
+
+    def int(self, s: str) -> Optional[int]:
+        if len(s) > 20:
+            self._note(s)
+            return None
+        v = int(s)
+        if abs(v) > MAX_INT:
+            self._note(s)
+            return None
+        return v
+
+
+def read_json(path: Path, log: IssueLog) -> Any:
+    """`_read_json`, and the key paths of a small document kept on `log` for the cross-rank schema check."""
+    data = _read_json(path, log)
+    if isinstance(data, dict) and getattr(log, "shapes", None) is not None:
+        shape = json_shape(data)
+        if shape is not None:
+            log.shapes[log.rel(path)] = shape
+    return data
+
+
+def _note_huge_string(path: Path, log: IssueLog, raw: bytes) -> None:
+    """One entry when a JSON file holds a string (key or value) longer than MAX_FIELD_CHARS (a huge field). Without
+    escapes every quote opens or closes a string, so the strings are the odd pieces between quotes (C speed); a
+    file with escapes, or larger than 32 MB, is not looked at."""
+    if len(raw) > 32 * 1024 * 1024 or len(raw) < MAX_FIELD_CHARS or b"\\" in raw:
+        return
+    pos = 0
+    for i, piece in enumerate(raw.split(b'"')):
+        if i % 2 and len(piece) > MAX_FIELD_CHARS:
+            line = raw.count(b"\n", 0, pos) + 1
+            log.add(path, f"a string of {len(piece):,} characters (longer than {MAX_FIELD_CHARS:,}) at "
+                      f"byte {pos:,} (line {line}); read as written", "warning", "schema drift")
+            return
+        pos += len(piece) + 1
+
+
+def _read_json(path: Path, log: IssueLog) -> Any:
+    """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
+    out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
+    allows, or a file too large, is named and skipped."""
+    try:
+        with open_file(path, "rb", root=log.root) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                log.add(path, "file is empty", "error")
+                return None
+            if size > MAX_JSON_BYTES:
+                log.add(path, f"file is {size / 1e6:.0f} MB, too large to read whole; skipped", "warning")
+                return None
+            raw = read_capped(f, MAX_JSON_BYTES)
+    except OSError as e:
+        log.add(path, f"cannot read the file: {e.strerror or e}", "error")
+        return None
+    _note_huge_string(path, log, raw)
+    fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
+    if fast is not _MISS:
+        return fast
+    nums = _JsonNumbers()
+    note_undecodable(path, log, raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    try:
+        text = raw.decode("utf-8-sig", errors="replace")
+        del raw
+        data = json.loads(text, parse_constant=nums.constant, parse_float=nums.float, parse_int=nums.int)
+    except json.JSONDecodeError as e:
+        log.add(path, f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", "error")
+        return None
+    except RecursionError:
+        log.add(path, "JSON nested too deeply to read; skipped", "error")
+        return None
+    except (MemoryError, ValueError) as e:
+        log.add(path, f"cannot parse the JSON ({type(e).__name__}); skipped", "error")
+        return None
+    if _depth_exceeds(data, MAX_JSON_DEPTH):
+        log.add(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep; skipped", "error")
+        return None
+    if nums.bad:
+        shown = ", ".join(repr(b) for b in nums.bad if b)
+        log.add(path, f"{len(nums.bad)} non-finite or out-of-range number(s) ({shown}) read as missing")
+    return data
+
+
+_MISS = object()
+
+
+def _fast_json(raw: bytes) -> Any:
+    """`raw` parsed by orjson when the careful reader would return the same value with no entry: valid UTF-8,
+    standard JSON, every number finite and in range, nesting within MAX_JSON_DEPTH. Else `_MISS`."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
+        return _MISS
+    if not _nesting_within(raw, MAX_JSON_DEPTH):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
+        return _MISS
+    try:
+        data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    except (orjson.JSONDecodeError, RecursionError, MemoryError):
+        return _MISS
+    if not isinstance(data, (dict, list)):
+        return _MISS if _unusable(data) else data
+    return data if _numbers_usable(data) else _MISS
+
+
+def _numbers_usable(data: Any) -> bool:
+    """No number in `data` (orjson's output: NaN cannot occur, overflow to inf can) is non-finite or beyond
+    MAX_ABS_NUMBER / MAX_INT: an explicit stack with exact type tests (bool is not int here), no call per value."""
+    lim_f, lim_i = MAX_ABS_NUMBER, MAX_INT
+    stack = [data]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v = pop()
+        for x in (v.values() if type(v) is dict else v):
+            t = type(x)
+            if t is float:
+                if not -lim_f <= x <= lim_f:  # False for NaN and inf too
+                    return False
+            elif t is int:
+                if not -lim_i <= x <= lim_i:
+                    return False
+            elif t is dict or t is list:
+                push(x)
+    return True
+
+
+_NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
+def _nesting_within(raw: bytes, limit: int) -> bool:
+    """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count)."""
+    if b"\\" not in raw:
+        # no escapes: every quote opens or closes a string, exactly as a JSON parser reads it (up to where it
+        # fails), so the brackets between even and odd quotes are the ones outside strings (4x the guard's speed)
+        outside = b"".join(raw.translate(None, _NOT_MARKS).split(b'"')[::2])
+        if outside.count(b"[") + outside.count(b"{") <= limit:
+            return True
+        import numpy as np
+
+        a = np.frombuffer(outside, dtype=np.uint8)
+        return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1)).max()) <= limit
+    return _guarded_nesting_within(raw, limit)
+
+
+def _guarded_nesting_within(raw: bytes, limit: int) -> bool:
+    """`_nesting_within` for any bytes (escapes too): the streaming guard's count, chunk by chunk."""
+    guard = DepthGuard(io.BytesIO(raw), limit)
+    try:
+        while guard.read(JSON_CHUNK):
+            pass
+    except JsonTooDeep:
+        return False
+    return True
+
+
+def _unusable(x: Any) -> bool:
+    """A JSON number the careful reader would turn into None (non-finite, out of range)."""
+    if isinstance(x, float):
+        return not math.isfinite(x) or abs(x) > MAX_ABS_NUMBER
+    return isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT
+
+
+def _depth_exceeds(data: Any, limit: int) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return False
+
+
+def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str],
+                       required: Iterable[str] = ()) -> None:
+    """The numeric normaliser for JSON values read by key, by the family's schema (`schema.JSON_SCHEMAS`, found
+    by file name; a key it does not list is a number >= 0): a value under one of `keys` that is not a usable
+    number (text, a boolean, null, a negative or out-of-range value) gets an entry naming the file, the key and
+    the value (the loader reads it as missing), and a `required` key that is absent is named (schema drift)."""
+    if not isinstance(data, dict):
+        return
+    fam = json_family(path)
+    door = Door(log, path)
+    for k in keys:
+        if k in data:
+            door.field(data, k, "top level", fam)
+    missing = [k for k in required if k not in data]
+    if missing:
+        door.note(f"expected key(s) {', '.join(repr(k) for k in missing)} missing (read as missing)", "top level",
+                  "warning", "schema drift")
+    door.close()

@@ -1,0 +1,1 @@
+"""One module per page of the report: each exports a `PageKind` (or, for `rank`, plans a rank's page)."""

@@ -1,0 +1,149 @@
+"""The communication section of rank pages: the rank's time, wait and transit, its steps, its longest operators
+(every one in a CSV beside the page) and the links it reported."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen import fmt
+from reportgen.analysis import Analysis
+from reportgen.i18n import N_, _
+from reportgen.rules.highlights import Highlights
+from reportgen.site.pages.communication import group_label, link_rows, marked_links
+from reportgen.site.pages.rank.sections import CommSection, Part
+from reportgen.site.plan.page import LazyRows, column_rows
+from reportgen.site.views.values import num, num_column, records
+from reportgen.urls import rank_csv
+
+
+def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
+    """Row positions of the link table per reporting rank (computed once for all rank pages)."""
+    out: dict[int, list[int]] = {}
+    lt = a.comm.links
+    if not len(lt):
+        return out
+    for i, rep in enumerate(lt["reporters"].astype(str)):
+        for x in rep.split(","):
+            if x.strip().lstrip("-").isdigit():
+                out.setdefault(int(x), []).append(i)
+    return out
+
+
+RANK_TOP_COMM_OPS = 15  # communication operators on a rank page (the longest); every one is in its CSV
+MAX_FLAGGED_OPS = 200  # on the page of a rank the findings name
+RANK_COMM_OP_COLUMNS = [
+    {"key": "op", "label": N_("Operator")}, {"key": "group", "label": N_("Group")}, {"key": "kind", "label": N_("Kind")},
+    {"key": "count", "label": N_("Calls per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
+    {"key": "transit_ms", "label": N_("Transit (ms)")}, {"key": "wait_ms", "label": N_("Wait (ms)")},
+    {"key": "wait_ratio", "label": N_("Wait ratio")}, {"key": "per_call_ms", "label": N_("Per call (ms)")}]
+
+
+def rank_comm_ops_csv(rank: int, n_ranks: int = 1) -> str:
+    """Every communication operator of a rank, beside its page (`ranks/rank-N.html`; gzip on a large run)."""
+    return rank_csv(rank, "comm-ops", n_ranks)
+
+
+def calls_text(count: Optional[float], n_steps: int) -> str:
+    """The calls-per-step cell: the number per step, or for an operator that ran in fewer steps than were profiled
+    (one named per call) how often in how many steps ("1 in 12 steps")."""
+    if count is None:
+        return ""
+    if n_steps > 1 and count < 1:
+        k = int(round(count * n_steps))
+        if k >= 1 and abs(k - count * n_steps) < 1e-6 * n_steps:
+            return _("{k} in {n} steps").format(k=k, n=n_steps)
+    return fmt.number(count)
+
+
+class RankComm:
+    """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
+    frames and the cluster median are prepared once (a run has thousands of rank pages)."""
+
+    def __init__(self, a: Analysis, hl: Highlights) -> None:
+        self.a, self.hl = a, hl
+        c = a.comm
+        self.ok = c.has_data
+        if not self.ok:
+            return
+        self.by_reporter = links_by_reporter(a)
+        self.links = link_rows(a, marked_links(a, hl))  # row i = link table row i
+        self.median_wait = num(c.per_rank["wait_ms"].median())
+        self.summary = c.per_rank.to_dict("index")
+        self.steps: dict[int, list[dict]] = {}
+        for rec in records(c.per_rank_step):
+            self.steps.setdefault(int(rec["rank"]), []).append(rec)
+        # every operator of a rank, longest first: the rows sorted once, a rank's records made when its page is
+        # planned (in the site's parallel writers; 170,000 dicts up front cost seconds at 1,024 ranks)
+        ro = c.rank_ops
+        self._op_cols: list = list(ro.columns) if len(ro) else []
+        self._op_vals = None
+        self._op_at: dict[int, tuple[int, int]] = {}
+        if len(ro):
+            comm = ro["communication_ms"].to_numpy(dtype="float64")
+            rank = ro["rank"].to_numpy(dtype="int64")
+            order = np.lexsort((-comm, rank))  # by rank, then longest first (stable: ties keep their order)
+            self._op_vals = ro.to_numpy(dtype=object)[order]
+            ranks = rank[order]
+            starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+            ends = np.r_[starts[1:], len(ranks)]
+            self._op_at = {int(ranks[b]): (int(b), int(e)) for b, e in zip(starts, ends)}
+        self.flagged = hl.flagged
+        self.group_labels: dict[Any, str] = {}
+
+    def _op_columns(self, r: int, limit: Optional[int] = None) -> dict[str, list]:
+        """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
+        page's table and (every operator, built only when the CSV is written) its CSV."""
+        nums = ("communication_ms", "transit_ms", "wait_ms", "wait_ratio", "count")
+        if r not in self._op_at:
+            return {k: [] for k in ("op", "group", "kind", *nums, "per_call_ms")}
+        b, e = self._op_at[r]
+        if limit is not None:
+            e = min(e, b + limit)
+        col = {c: self._op_vals[b:e, j] for j, c in enumerate(self._op_cols)}
+        out = {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
+               "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
+        # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
+        # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)
+        out["per_call_ms"] = [t / c if t is not None and c else None for t, c in zip(out["communication_ms"], out["count"])]
+        return out
+
+    def n_ops(self, r: int) -> int:
+        b, e = self._op_at.get(r, (0, 0))
+        return e - b
+
+    def _group(self, gid: Any) -> str:
+        if gid not in self.group_labels:
+            self.group_labels[gid] = group_label(self.a, gid)
+        return self.group_labels[gid]
+
+    def section(self, r: int) -> Part:
+        a = self.a
+        sec: dict[str, Any] = {"has_data": self.ok and r in self.summary}
+        if not sec["has_data"]:
+            return Part(CommSection(**sec))
+        rec = self.summary[r]
+        sec["summary"] = {k: num(rec[k]) for k in ("communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms",
+                                                     "wait_ratio")}
+        sec["low_wait"] = r in self.hl.waits_least
+        sec["cluster_median_wait"] = self.median_wait
+        sec["steps"] = [{"step": None if pd.isna(p["step"]) else int(p["step"]),
+                         "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
+                         "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
+        # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
+        shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
+        cols = self._op_columns(r, shown)
+        downloads = []
+        n_steps = len(sec["steps"])
+        cols["calls"] = [calls_text(c, n_steps) for c in cols["count"]]
+        sec["ops"] = column_rows(cols)
+        sec["n_ops"] = self.n_ops(r)
+        if sec["n_ops"] > RANK_TOP_COMM_OPS:  # every rank with more than the usual few: a flagged rank's page too
+            sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
+            downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r), columns=True))]
+        sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
+        sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
+        return Part(CommSection(**sec), downloads)

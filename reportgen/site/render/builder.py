@@ -1,0 +1,355 @@
+"""Phase 2 of the site build: render the planned pages and write them: the multi-page site (`write_site`, its rank
+pages by forked writers), the single file (`write_single_file`) and the landing page of a folder of several runs
+(`write_runs_index`).
+
+Every file goes through `output` (staged beside the report and swapped into place at the end, so a failed run never
+leaves a half-written report over a good one); the pages get their style and scripts from `page_assets`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing
+import posixpath
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from reportgen import __version__, i18n
+from reportgen.loaders import timeline
+from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
+from reportgen.site.plan.page import Page, SitePlan
+from reportgen.site.render.assets import short_hash
+from reportgen.site.render.csv_text import csv_text
+from reportgen.site.render.findings_md import findings_markdown
+from reportgen.site.render.jinja_env import make_env
+from reportgen.site.render.output import (atomic_write, check_output, json_text, staged_folder, write_index_files,
+                                          write_marker)
+from reportgen.site.render.page_assets import PageAssets, style
+from reportgen.urls import FINDINGS_MD, INDEX, in_tree, language_href, tree_root, url_function
+
+
+PARALLEL_MIN_PAGES = 64  # rank pages below this are written in this process (a pool costs more than it saves)
+
+
+@dataclass
+class LanguageTree:
+    """One language of the site: its planned pages and where they go (`root`: "" or "en/", see `urls.tree_root`)."""
+
+    lang: str
+    root: str
+    plan: SitePlan
+    specs: str  # its rank pages' shared chart specs (the specs carry translated titles: one file per language)
+    others: list = field(default_factory=list)  # the other trees: (lang, root) for the language switch
+
+    def lang_links(self, page_path: str) -> list[dict]:
+        return [{"code": lang, "label": i18n.LANGUAGE_NAMES.get(lang, lang),
+                 "href": language_href(page_path, self.root, root)} for lang, root in self.others]
+
+
+def language_trees(plan: SitePlan, translations: Sequence[tuple[str, SitePlan]] = ()) -> list[LanguageTree]:
+    """The primary language's tree (the current language, at the root) and one tree per other language."""
+    trees = [LanguageTree(i18n.current(), "", plan, SHARED_SPECS)]
+    trees += [LanguageTree(lang, tree_root(lang, primary=False), p, SHARED_SPECS.replace(".js", f"-{lang}.js"))
+              for lang, p in translations]
+    for t in trees:
+        t.others = [(o.lang, o.root) for o in trees if o is not t]
+    return trees
+
+
+def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Path, run_root: Path, *,
+               progress: Optional[Callable[[int, int], None]] = None, jobs: int = 1,
+               translations: Sequence[tuple[str, SitePlan]] = (), findings: Optional[Sequence] = None) -> Path:
+    """Write the multi-page site to folder `out`; return the path of index.html.
+
+    With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
+    worker processes, forked from this one so the planned pages are not pickled; each worker sends back only the
+    chart specs its pages share.
+
+    `translations`: the same site planned in other languages, written under `out/<lang>/`; every page of each
+    language links to the same page of the others. summary.json is written once (this build's language),
+    findings.md in each language's tree (`findings`: the typed findings, rendered in each language; without them,
+    the summary's, in the first tree only). `summary` may be a function: it is then called while the rank pages are being written."""
+    check_output(out, run_root, single_file=False)
+    trees = language_trees(plan, translations)
+    with staged_folder(out) as tmp:
+        assets = PageAssets.write(tmp)
+        done, made = 0, {}
+
+        def meanwhile() -> None:  # the first tree's rank writers are at work: build the summary here meanwhile
+            if "summary" not in made:
+                made["summary"] = summary() if callable(summary) else summary
+        for tree in trees:
+            with i18n.use(tree.lang):
+                # the total grows as each tree's cluster pages are planned (the progress counter shows it)
+                total = sum(t.plan.page_count() for t in trees)
+                done = _write_tree(tree, tmp, assets, jobs, progress, done, total, meanwhile)
+        meanwhile()
+        summary = made["summary"]
+        for ex in plan.exports:
+            _export_trace(run_root, ex, tmp)
+        (tmp / "summary.json").write_text(json_text(summary, indent=2), encoding="utf-8")
+        for tree in trees if findings is not None else trees[:1]:
+            with i18n.use(tree.lang):
+                (tmp / in_tree(tree.root, FINDINGS_MD)).write_text(findings_markdown(summary, findings),
+                                                                     encoding="utf-8")
+        write_marker(tmp)
+    return out / INDEX
+
+
+def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
+                progress: Optional[Callable[[int, int], None]], done: int, total: int,
+                meanwhile: Callable[[], None] = lambda: None) -> int:
+    """Write one language's pages (in the current language); return the count of pages written so far."""
+    env = make_env()
+    plan = tree.plan
+    shared = SharedSpecs()
+    # rank pages: planned ones, and the lazy ones (planned as they are written: `SitePlan.page_at`)
+    rank_idx = plan.rank_page_ids()
+    parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
+    # the rank pages' writers are forked and given their pages first; this process then plans and writes the
+    # cluster pages (and `meanwhile`) while they work: on two cores that hides most of that time
+    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs) if parallel else None
+    try:
+        before = len(plan.pages)
+        plan.realize()
+        total += len(plan.pages) - before  # the pages planned just now
+        serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
+        if not parallel:
+            serial += [i for i in rank_idx if i < 0]
+        for i in serial:
+            write_page(env, tree, plan.page_at(i), tmp, assets, shared)
+            done += 1
+            if progress:
+                progress(done, total)
+        meanwhile()
+        if writers is not None:
+            for n, specs in writers.results():
+                shared.specs.update(specs)
+                done += n
+                if progress:
+                    progress(done, total)
+    finally:
+        if writers is not None:
+            writers.close()
+    (tmp / tree.specs).write_text(shared.script(), encoding="utf-8")
+    return done
+
+
+_HREFS: dict = {}
+
+
+def _site_url(page: str, root: str):
+    """`url_function(page, single=False, root=root)`, its answers for string targets remembered: a site link
+    depends only on the folder of the page (every rank page is in `ranks/`) and the target, and a rank page
+    resolves some 25 links (each a `relpath`, which asks the OS for the working folder twice)."""
+    url = url_function(page, single=False, root=root)
+    folder = posixpath.dirname(in_tree(root, page)) or "."
+
+    def cached(target) -> str:
+        if type(target) is not str:
+            return url(target)
+        key = (root, folder, target)
+        out = _HREFS.get(key)
+        if out is None:
+            if len(_HREFS) > 100_000:
+                _HREFS.clear()
+            out = _HREFS[key] = url(target)
+        return out
+    cached.resolver = url.resolver  # type: ignore[attr-defined]
+    return cached
+
+
+def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, assets: PageAssets,
+                shared: "SharedSpecs") -> None:
+    url = _site_url(page.path, tree.root)
+    per_rank = page.nav == "ranks"  # thousands of pages with the same chart shapes: share the specs
+    html = render(env, "page.html", tree.plan, page, url, single=False,
+                   **assets.template_vars(url), asset_specs=url(tree.specs) if per_rank else "",
+                   share_spec=shared.share if per_rank else _no_sharing,
+                   lang_links=tree.lang_links(page.path))
+    target = tmp / in_tree(tree.root, page.path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
+        dest = tmp / in_tree(tree.root, path)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        text = csv_text(columns, rows)
+        if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
+            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+        else:
+            dest.write_text(text, encoding="utf-8")
+
+
+# What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
+_FORKED: dict = {}
+
+
+class _RankWriters:
+    """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
+    yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
+    or Ctrl-C: the staged folder is then discarded)."""
+
+    def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
+                 jobs: int) -> None:
+        size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+        self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+        _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
+        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=ignore_sigint)
+        self.ok = False
+        try:
+            with deferred_sigint():  # the workers are forked at the first submit
+                self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+        except BaseException:
+            self.close()
+            raise
+
+    def results(self):
+        for c, fut in zip(self.chunks, self.futs):
+            yield len(c), fut.result()
+        self.ok = True
+
+    def close(self) -> None:
+        _FORKED.clear()
+        if self.ok:
+            self.ex.shutdown()
+        else:  # Ctrl-C or a failure: stop the workers now (the staged folder is discarded)
+            stop_pool(self.ex)
+
+
+def _write_chunk(idx: list[int]) -> dict:
+    """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
+    st = _FORKED
+    shared = SharedSpecs()
+    tree = st["tree"]
+    with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
+        for i in idx:
+            write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
+    return shared.specs
+
+
+def _export_trace(run_root: Path, ex, tmp: Path) -> None:
+    """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run."""
+    src = (run_root / ex.source).resolve()
+    try:
+        src.relative_to(run_root.resolve())
+    except ValueError:
+        return  # never read outside the run folder
+    target = tmp / ex.dest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        timeline.export_trace(src, f, ex.convert)
+
+
+SHARED_SPECS = "assets/rank-specs.js"
+
+
+def _no_sharing(chart) -> None:
+    return None
+
+
+class SharedSpecs:
+    """Chart specs shared by the rank pages: each page carries only its chart's data and the key of its spec in
+    `assets/rank-specs.js` (the spec without data is the same on every rank page of a shape)."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, dict] = {}
+        self._keys: dict[int, str] = {}
+
+    def share(self, chart) -> Optional[dict]:
+        spec = chart["spec"] if isinstance(chart, dict) else chart.spec
+        if "datasets" not in spec:
+            return None
+        body = {k: v for k, v in spec.items() if k != "datasets"}
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        key = short_hash(text)
+        self.specs.setdefault(key, body)
+        return {"key": key, "data": {"datasets": spec["datasets"]}}
+
+    def script(self) -> str:
+        text = json_text(self.specs, separators=(",", ":"))
+        return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
+
+
+def render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, single: bool, **extra) -> str:
+    """Render one page's template (`page.html` around its partial, or the partial alone) with its context."""
+    extra.setdefault("share_spec", _no_sharing)
+    extra.setdefault("asset_specs", "")
+    return env.get_template(template).render(page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url,
+                                             single=single, **extra)
+
+
+def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path,
+                      findings: Optional[Sequence] = None) -> Path:
+    """Write one self-contained HTML file (Vega inlined once) and `<name>.summary.json` beside it.
+
+    The same partials as the site, with the same contexts, stacked in one page; rank pages become one compact
+    rank view. Links are resolved for the single file (anchors inside it)."""
+    check_output(out, run_root, single_file=True)
+    env = make_env()
+    url = url_function(INDEX, single=True)
+    fragments = [Markup(render(env, page.partial, plan, page, url, single=True))
+                 for page in plan.pages if page.single]
+    index = next(p for p in plan.pages if p.path == INDEX)
+    sr = plan.single_ranks
+    # the flagged ranks' whole pages, their ids scoped so they cannot clash with the cluster sections' ids
+    rank_pages = [{"rank": p.context.rank, "anchor": f"r{p.context.rank}-rank-page-{p.context.rank}",
+                   "html": Markup(scope_ids(render(env, p.partial, plan, p, url, single=True),
+                                            f"r{p.context.rank}-"))} for p in sr.pages]
+    html = env.get_template("single.html").render(
+        page=index, ctx=index.context, charts=[], nav=plan.nav, url=url, single=True, fragments=fragments,
+        rank_data=sr.data, rank_meta=sr.meta, rank_pages=rank_pages, line_template=sr.line_template,
+        rank_ids=sr.rank_ids,
+        **PageAssets.inline().template_vars())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary_path = out.with_name(out.stem + ".summary.json")
+    atomic_write(out, html)
+    atomic_write(summary_path, json_text(summary, indent=2))
+    atomic_write(out.with_name(out.stem + ".findings.md"), findings_markdown(summary, findings))
+    return out
+
+
+_ID_ATTR = re.compile(r'\bid="([^"]+)"')
+_ID_REFS = re.compile(r'\b(href="#|data-filter="|data-colfilter="|data-slowonly="|data-table=")([^"]+)"')
+
+
+def scope_ids(html: str, prefix: str) -> str:
+    """Prefix every id defined in an HTML fragment, and the in-page references to them (`href="#id"`, the table
+    tools' `data-filter` & co.), so the fragment can sit in a page that defines the same ids."""
+    own = set(_ID_ATTR.findall(html))
+    html = _ID_ATTR.sub(lambda m: f'id="{prefix}{m.group(1)}"', html)
+    return _ID_REFS.sub(lambda m: f'{m.group(1)}{prefix}{m.group(2)}"' if m.group(2) in own else m.group(0), html)
+
+
+def write_runs_index(rows: list[dict], summary: dict, root: str, out: Path, *, single_file: bool,
+                     other_langs: Sequence[str] = ()) -> Path:
+    """Landing page (and combined summary) for a folder that holds several runs.
+
+    Site mode: `out` is the (staged) report folder. Single-file mode: `out` is the HTML file. `other_langs`: the
+    sub-reports also carry these languages (`<slug>/<lang>/`); a landing page per language links to them, and
+    each landing page to the other ones."""
+    trees = [("", i18n.current())] + [(tree_root(lang, primary=False), lang) for lang in other_langs]
+
+    def page(tree_dir: str, lang: str) -> str:
+        links = [{"code": code, "label": i18n.LANGUAGE_NAMES.get(code, code),
+                  "href": language_href(INDEX, tree_dir, other)} for other, code in trees if code != lang]
+        tree_rows = [dict(r, href=posixpath.relpath(posixpath.join(posixpath.dirname(r["href"]), tree_dir, INDEX),
+                                                     tree_dir or ".")) for r in rows] if tree_dir else rows
+        with i18n.use(lang):
+            return make_env().get_template("runs.html").render(runs=tree_rows, root=root, version=__version__,
+                                                               css=style(),
+                                                               lang_links=links)
+
+    entry = write_index_files(out, page("", trees[0][1]), json_text(summary, indent=2), single_file=single_file)
+    if not single_file:
+        for tree_dir, lang in trees[1:]:
+            (out / tree_dir).mkdir(parents=True, exist_ok=True)
+            (out / tree_dir / INDEX).write_text(page(tree_dir, lang), encoding="utf-8")
+    return entry

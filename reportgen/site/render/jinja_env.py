@@ -1,0 +1,109 @@
+"""The Jinja environment every page of msreport is rendered with (the site, the single file, compare, trend, the
+runs index): autoescape, the report's filters, the templates' `_()` in the build's language, and the compact JSON
+that pages embed (`compact`, the `jsonscript` filter).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
+from markupsafe import Markup
+
+from reportgen import fmt, i18n, urls
+from reportgen.site.render import html_rows
+from reportgen.site.render.csp import csp_hash
+from reportgen.site.render.output import json_text
+from reportgen.site.views.problems import translate_problem
+
+
+_INF = (float("inf"), float("-inf"))
+_PLAIN = frozenset((int, str, bool, type(None)))  # page JSON values `_compact` leaves as they are
+
+
+def compact(value, href=None):
+    """Page-embedded JSON (chart data, the step selector's and the single file's rank tables) with floats cut to 7
+    significant digits: the pages show at most 3 decimals, and `167.83036663599998` is most of a large run's
+    chart bytes. summary.json and the CSVs keep every digit.
+
+    `href` (the page's resolver's `href`): also resolve every string under an `href` (or `*_href`) key, as
+    `urls.resolve_hrefs` does, in the same walk (a rank page's chart data has thousands of numbers to walk)."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}") if value == value and value not in _INF else value
+    if isinstance(value, dict):
+        if href is not None:
+            return {k: ((href(v) or "") if isinstance(v, str) and (k == "href" or k.endswith("_href")) else
+                        v if type(v) in _PLAIN else compact(v, href)) for k, v in value.items()}
+        return {k: v if type(v) in _PLAIN else compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if type(v) in _PLAIN else compact(v, href) for v in value]
+    if isinstance(value, tuple):  # (no href is looked for inside a tuple, as in `urls.resolve_hrefs`)
+        return [v if type(v) in _PLAIN else compact(v) for v in value]
+    return value
+
+
+@pass_context
+def _json_script(context, value) -> Markup:
+    """JSON for a <script type="application/json"> block, with </script> and <!-- made harmless.
+
+    Every `href` in the data is resolved from the page being rendered (chart links, the step table's rows)."""
+    url = context.get("url")  # (`url(target)` is the resolver's href, "" for none)
+    text = json_text(compact(value, url if hasattr(url, "resolver") else None), separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+_DICT_ATTRS = frozenset(dir(dict))
+
+
+class _Environment(Environment):
+    """Jinja's environment; `row.key` on a plain dict (the rows of every table) is looked up as the key at once
+    when `dict` has no such attribute. Jinja finds the same value, after raising and catching an AttributeError
+    (a rank page has some 900 such lookups)."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict and attribute not in _DICT_ATTRS:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return Environment.getattr(self, obj, attribute)
+
+
+def make_env() -> Environment:
+    # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include)
+    env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False)
+    i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
+    env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
+    # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
+    # named parameters); text that comes from data is translated with `|t`, which returns a plain, escaped string.
+    env.filters["t"] = html_rows.translate
+    env.filters["problem"] = translate_problem  # a stored data-quality problem in the report language
+    env.filters.update(ms=fmt.ms_cell, pct=fmt.percent, pct1=fmt.share, num=fmt.number, jsonscript=_json_script,
+                       signed_pct=lambda v, digits=1: fmt.signed_percent(v, fmt.MISSING, digits),
+                       csp_hash=csp_hash, **html_rows.FILTERS)
+    env.globals["paths"] = urls  # page paths in the templates: `url(paths.STEP_TRACE)`
+    env.globals["num_cell_fn"] = html_rows.num_cell  # `num_cell` in _macros.html
+    env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
+    env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
+    return env
+
+
+def _template_gettext(lookup: Callable[[str], str]):
+    """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
+    autoescape, then `% variables`, which escapes the variables), in one call instead of three, and a message
+    without variables looked up once per build (a rank page has 125 `_()` calls, thousands of pages the same)."""
+    done: dict = {}
+
+    @pass_context
+    def gettext(context, message: str, **variables):
+        if variables:
+            rv = lookup(message)
+            return (Markup(rv) if context.eval_ctx.autoescape else rv) % variables
+        key = (message, context.eval_ctx.autoescape)
+        rv = done.get(key)
+        if rv is None:
+            rv = done[key] = (Markup(lookup(message)) if key[1] else lookup(message)) % variables
+        return rv
+    return gettext

@@ -1,0 +1,1 @@
+"""View shaping shared by the pages: plain-data rows, columns and texts cut from the analysis; summary.json."""

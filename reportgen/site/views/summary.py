@@ -1,0 +1,383 @@
+"""`summary.json`: the machine-readable half of the report (contract: docs/summary-json.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen import __version__
+from reportgen.analysis import Analysis
+from reportgen.analysis.efficiency import summary_dict as efficiency_summary
+from reportgen.rules.highlights import Highlights
+from reportgen.numbers import rounded
+
+SCHEMA = "msreport.summary/1"
+
+# step-trace phase -> summary key (the contract's names for the legacy phases, `<phase>_ms` otherwise)
+STEP_KEYS = {
+    "iteration_interval": "iteration_interval_ms",
+    "fp_and_bp": "fp_and_bp_ms",
+    "tail": "tail_ms",
+    "total": "total_ms",
+}
+
+
+def _clean(v: Any) -> Any:
+    return rounded(v, 6) if isinstance(v, float) else v
+
+
+def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
+    """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
+    run, st = a.run, a.steps
+    per_rank: dict[str, dict] = {}
+    for r in st.average.index if st.kind else []:
+        row = {}
+        for p in st.phases:
+            row[STEP_KEYS.get(p, f"{p}_ms")] = _clean(float(st.average.at[r, p]))
+        row["steps"] = int(st.average.at[r, "n_steps"])
+        row["average_rule"] = str(st.average.at[r, "rule"])
+        per_rank[str(int(r))] = row
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "msreport", "version": __version__},
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "run": {
+            "path": run.info.path,
+            "layout": run.info.layout,
+            "ranks": run.rank_ids,
+            "steps": len(st.steps),
+            "parallel_mode": run.info.parallel_mode,
+            "stages": run.info.stages,
+            "thresholds": thresholds,
+            "step_trace_kind": st.kind,
+            "stage_of_rank": {str(k): v for k, v in sorted(run.info.stage_of_rank.items())},
+            "stage_ranks": {str(s.index): s.ranks for s in a.overlap.stages} if len(a.overlap.stages) > 1 else {},
+            "parallel_sizes": run.info.parallel_sizes,
+            "parallel_index": {str(k): v for k, v in sorted(run.info.parallel_index.items())},
+            **_run_facts(a),
+        },
+        "metrics": {
+            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data,
+                           "spread": _step_spread(a)},
+            "overlap": _overlap(a),
+            "communication": _communication(a, Highlights.from_findings(findings)),
+            "memory": _memory(a),
+            "flops": _flops(a),
+            "operators": _operators(a),
+            "idle": _idle(a),
+            # [issue 32] devices and peaks, MFU per rank / stage / step, GEMM headroom (docs/summary-json.md)
+            "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
+            # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
+            "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
+        },
+        "findings": [f.to_dict() for f in findings],
+        "data_quality": [i.to_dict() for i in a.issues],
+        # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
+        "coverage": a.coverage.to_dict() if a.coverage else None,
+    }
+
+
+def _idle(a: Analysis) -> dict:
+    """Idle time by cause per rank (`reportgen.idle`): mean ms per step of each cause and the launch statistics."""
+    from reportgen.idle import run_idle
+    from reportgen.numbers import json_clean
+
+    return {"per_rank": {str(int(r)): json_clean(b.to_dict()) for r, b in sorted(run_idle(a.run).items())}}
+
+
+# `metrics.overlap.per_rank` keys -> the column of each view (modern data maps onto MindInsight's names).
+OVERLAP_KEYS = {
+    "legacy": {"computation_ms": "computation", "communication_alone_ms": "communication_alone", "stage_ms": "stage",
+               "receive_alone_ms": "receive_alone", "collective_alone_ms": "collective_alone", "free_ms": "free",
+               "step_interval_ms": "iteration_interval"},
+    "modern": {"computation_ms": "computing", "communication_alone_ms": "communication_not_overlapped",
+               "stage_ms": "stage", "receive_alone_ms": "bubble",
+               "collective_alone_ms": "communication_not_overlapped_exclude_receive", "free_ms": "free",
+               "overlapped_ms": "overlapped", "communication_ms": "communication", "bubble_ms": "bubble",
+               "preparing_ms": "preparing", "step_ms": "total"},
+}
+
+
+def _overlap_per_rank(o) -> dict[str, dict]:
+    keys = OVERLAP_KEYS["modern" if o.view == "modern" else "legacy"]
+    out = {}
+    for r, row in o.per_rank.iterrows():
+        rec = {k: _clean(float(row.get(c, math.nan))) for k, c in keys.items()}
+        rec["communication_share"] = _clean(float(row.get("comm_share", math.nan)))
+        rec["pp_stage"] = None if pd.isna(row.get("pp_stage")) else int(row["pp_stage"])
+        out[str(int(r))] = rec
+    return out
+
+
+def _overlap(a: Analysis) -> dict:
+    o = a.overlap
+    if not o.has_data:
+        return {"per_rank": {}, "view": "none", "ranks_without_data": o.ranks_without_data}
+    stages = []
+    for s in o.stage_summary:
+        stages.append({"stage": s["stage"], "ranks": s["ranks"], "compute_ms": _clean(s["compute_ms"]),
+                       "wait_ms": _clean(s["wait_ms"]), "collective_ms": _clean(s["collective_ms"]),
+                       "compute_vs_mean": _clean(s["compute_vs_mean"]), "spread": _clean(s["spread"])})
+    rates = {k: (_clean(v) if isinstance(v, float) else
+                 {str(kk): _clean(vv) for kk, vv in v.items()} if isinstance(v, dict) else v)
+             for k, v in o.rates.items() if k != "definition"}
+    return {"view": o.view, "per_rank": _overlap_per_rank(o), "stages": stages, "rates": rates,
+            "slowest_stage": o.slowest_stage, "waiting_stage": o.waiting_stage,
+            "ranks_without_data": o.ranks_without_data, "sources": o.sources,
+            "timeline_checks": [{"rank": c["rank"], "steps": c["steps"], "max_diff": _clean(c["max_diff"]),
+                                 "ok": c["ok"]} for c in o.checks]}
+
+
+def _communication(a: Analysis, hl: Highlights) -> dict:
+    """Slow links and the ranks that wait least are the ones the findings name (the thresholds in force)."""
+    c = a.comm
+    if not c.has_data:
+        return {"per_rank": {}, "links": [], "ranks_without_data": c.ranks_without_data}
+    per_rank = {}
+    for r, rec in c.per_rank.iterrows():
+        per_rank[str(int(r))] = {
+            "communication_ms": _clean(float(rec["communication_ms"])), "wait_ms": _clean(float(rec["wait_ms"])),
+            "transit_ms": _clean(float(rec["transit_ms"])), "sync_ms": _clean(float(rec["sync_ms"])),
+            "idle_ms": _clean(float(rec["idle_ms"])), "wait_ratio": _clean(float(rec["wait_ratio"])),
+            "steps": int(rec["n_steps"]), "waits_least": int(r) in hl.waits_least,
+        }
+    links = []
+    lt = c.links
+    if len(lt):
+        for rec in lt[lt["mapped"]].to_dict("records"):
+            g = c.groups.get(str(rec["group"]))
+            links.append({
+                "src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
+                "group": (g.name or g.id) if g and (g.name or (g.id and not g.id.startswith("mi:"))) else None,
+                "group_id": rec["group"] or None,
+                "time_ms": _clean(float(rec["time_ms"])), "size_mb": _clean(float(rec["size_mb"])),
+                "bandwidth_gbps": _clean(float(rec["bandwidth_gbps"])), "slow": (int(rec["src"]), int(rec["dst"])) in hl.slow_links,
+            })
+    return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
+            "unmapped_links": c.unmapped_links, "slow_links": sorted(f"{s}-{d}" for s, d in hl.slow_links),
+            "sources": c.producers, **_comm_groups(c)}
+
+
+def _memory(a: Analysis) -> dict:
+    m = a.resources.memory
+    per_rank = {str(int(r["rank"])): {"peak_mb": _clean(float(r["peak_mb"])),
+                                      "capacity_mb": _clean(float(r["capacity_mb"])),
+                                      "peak_ratio": _clean(float(r["ratio"])),
+                                      "allocated_peak_mb": _clean(float(r["allocated_peak_mb"]))}
+                for r in m.to_dict("records")}
+    return {"per_rank": per_rank, "unit": "MB = 2^20 bytes",
+            "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}
+
+
+def _flops(a: Analysis) -> dict:
+    f = a.resources.flops
+    per_rank = {str(int(r["rank"])): {"flops_m": _clean(float(r["flops_m"])),
+                                      "flops_per_s_g": _clean(float(r["flops_per_s_g"])),
+                                      "utilization_pct": _clean(float(r["util_pct"])),
+                                      "flops_vs_max": _clean(float(r["flops_norm"]))}
+                for r in f.to_dict("records")}
+    return {"per_rank": per_rank, "stages": [{"stage": s["stage"], "ranks": s["ranks"], "flops_m": _clean(s["flops_m"]),
+                                               "vs_mean": _clean(s["vs_mean"])} for s in a.resources.stage_flops],
+            "ranks_without_data": [r for r in a.run.rank_ids if str(r) not in per_rank]}
+
+
+# --- keys added for `msreport compare` / `trend` (documented in docs/compare-json.md) ----------------------------
+
+
+def _run_facts(a: Analysis) -> dict:
+    """The profiler's framework, versions and level (the most common value over ranks)."""
+    infos = [rd.info for rd in a.run.ranks.values()]
+
+    def common(values: list) -> Any:
+        values = [v for v in values if v]
+        return Counter(values).most_common(1)[0][0] if values else None
+
+    versions: dict[str, str] = {}
+    for i in infos:
+        for k, v in (i.versions or {}).items():
+            versions.setdefault(str(k), str(v))
+    return {"framework": common([i.framework for i in infos]), "versions": versions,
+            "profiler_level": common([i.profiler_level for i in infos]),
+            # the accelerator as the profiler describes it (Kineto deviceProperties); MB = 2^20 bytes
+            "device_model": common([getattr(i, "device_model", None) for i in infos]),
+            "device_memory_mb": common([getattr(i, "device_memory_mb", None) for i in infos])}
+
+
+def _std(values) -> Optional[float]:
+    v = pd.Series(values, dtype="float64").dropna()
+    return _clean(float(v.std(ddof=1))) if len(v) >= 2 else None
+
+
+def _step_spread(a: Analysis) -> dict:
+    """Step-to-step spread: the standard deviation over steps of the cluster-mean step (per phase), and of each
+    rank's own steps. What `msreport compare` calls noise."""
+    st = a.steps
+    ps = st.per_step
+    if not st.kind or ps is None or not len(ps):
+        return {"cluster": {}, "per_rank": {}, "steps": 0}
+    phases = [p for p in st.phases if p in ps.columns]
+    by_step = ps.groupby("step")[phases].mean()
+    cluster = {STEP_KEYS.get(p, f"{p}_ms"): _std(by_step[p]) for p in phases}
+    sd = ps.groupby("rank")[phases].std(ddof=1)
+    names = [STEP_KEYS.get(p, f"{p}_ms") for p in phases]
+    per_rank = {str(int(r)): {k: _clean(float(v)) if v == v else None for k, v in zip(names, row)}
+                for r, row in zip(sd.index, sd.to_numpy(dtype="float64"))}
+    return {"statistic": "standard deviation over steps (ms)", "steps": int(len(by_step)), "cluster": cluster,
+            "per_rank": per_rank}
+
+
+_OP_SUFFIX = re.compile(r"-op\d+")
+_OP_HASH = re.compile(r"[_-]?(?:0x)?[0-9a-fA-F]{12,}")
+_OP_COUNTER = re.compile(r"(?:_\d+)+$")
+
+
+def op_key(name: str) -> str:
+    """An operator name without MindSpore's `-opN` suffixes, hashes and trailing instance counters, so the same
+    operator matches across runs (`layer0/MatMulV3-op08` -> `layer0/MatMulV3`, `aclnnMatMulV3_3` ->
+    `aclnnMatMulV3`)."""
+    s = _OP_HASH.sub("", _OP_SUFFIX.sub("", str(name)))
+    return _OP_COUNTER.sub("", s).rstrip("_") or str(name)
+
+
+_COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
+                "broadcast": "Broadcast", "alltoall": "AlltoAll", "alltoallv": "AlltoAllV", "send": "Send",
+                "receive": "Receive", "recv": "Receive", "batchsendrecv": "BatchSendRecv", "reduce": "Reduce",
+                "gather": "Gather", "scatter": "Scatter", "barrier": "Barrier"}
+
+
+def collective_type(op: str) -> str:
+    """The collective of a communication operator (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`) -> `AllReduce`."""
+    s = str(op).rsplit("/", 1)[-1]
+    s = re.sub(r"^hcom_", "", s, flags=re.I)
+    m = re.match(r"[A-Za-z]+", s)
+    word = m.group(0) if m else s
+    return _COLLECTIVES.get(word.lower(), word)
+
+
+TOP_OPERATORS = 100
+
+
+def _stacked(items: list[tuple], n_steps_of: dict) -> tuple:
+    """The ranks' operator-type and per-operator frames, each one frame under the other (`rank`, `side`, text
+    columns as str, `ms` and the type rows' `count` divided by the rank's divisor for the row's side: the number
+    of steps where the producer's totals cover the profiled window), the bases seen and the number of ranks with
+    rows. One concatenation and one pass over (rank, side) pairs, not a frame per rank."""
+    def stack(frames: list[tuple[int, pd.DataFrame]]):
+        if not frames:
+            return None, np.zeros(0, dtype=np.int64)
+        f = pd.concat([x for _, x in frames], ignore_index=True)
+        return f, np.repeat(np.array([i for i, _ in frames]), [len(x) for _, x in frames])
+    bt, bt_item = stack([(i, ops.by_type) for i, (_, ops) in enumerate(items) if len(ops.by_type)])
+    dt, dt_item = stack([(i, ops.detail) for i, (_, ops) in enumerate(items) if len(ops.detail)])
+    side_all = pd.concat([x["side"] for x in (bt, dt) if x is not None], ignore_index=True) \
+        if bt is not None or dt is not None else pd.Series([], dtype=object)
+    codes, sides = pd.factorize(side_all, use_na_sentinel=False)
+    present = np.zeros((len(items), len(sides)), dtype=bool)
+    present[np.concatenate([bt_item, dt_item]), codes] = True
+    div = np.ones((len(items), len(sides)))
+    bases: set = set()
+    for i, (r, ops) in enumerate(items):
+        n_steps = int(n_steps_of[r]) or None if r in n_steps_of else None
+        for j in np.flatnonzero(present[i]):
+            basis = ops.basis.get(sides[j], "per step")
+            div[i, j] = 1.0 if basis == "per step" or not n_steps else float(n_steps)
+            bases.add("per step" if basis == "per step" or n_steps else basis)
+    n_bt = len(bt_item)
+
+    def frame(f, item, code, text: tuple[str, ...], count: bool):
+        if f is None:
+            return None
+        d = div[item, code]
+        out = {"rank": np.array([items[i][0] for i in range(len(items))])[item], "side": f["side"].to_numpy(object)}
+        for c in text:
+            out[c] = f[c].astype(str).to_numpy(dtype=object)
+        out["ms"] = f["total_ms"].to_numpy(dtype="float64") / d
+        if count:
+            out["count"] = pd.to_numeric(f["count"], errors="coerce").to_numpy(dtype="float64") / d
+        return pd.DataFrame(out)
+    types_f = frame(bt, bt_item, codes[:n_bt], ("op_type",), True)
+    names_f = frame(dt, dt_item, codes[n_bt:], ("name", "op_type"), False)
+    ranks_with = len(set(bt_item.tolist()) | set(dt_item.tolist()))
+    return types_f, names_f, bases, ranks_with
+
+
+def _operators(a: Analysis) -> dict:
+    """Operator types and top operators, time per step averaged over the ranks that have operator data."""
+    st = a.steps
+    n_steps_of = st.average["n_steps"].to_dict() if st.kind and "n_steps" in st.average else {}
+    items = [(r, ops) for r in a.run.rank_ids if (ops := a.run.ranks[r].operators) is not None]
+    types_f, names_f, bases, ranks_with = _stacked(items, n_steps_of)
+    if types_f is None and names_f is None:
+        return {"basis": None, "ranks": 0, "types": [], "top": []}
+    ranks = ranks_with
+    types = []
+    if types_f is not None:
+        df = types_f
+        per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
+        n = df.groupby("side")["rank"].nunique()
+        for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
+            types.append({"side": side, "op_type": op_type, "time_ms": _clean(float(g["ms"].sum() / n[side])),
+                          "count": _clean(float(g["count"].sum(min_count=1) / n[side])),
+                          "max_ms": _clean(float(g["ms"].max())), "max_rank": int(g.loc[g["ms"].idxmax(), "rank"]),
+                          "ranks": int(len(g))})
+        types.sort(key=lambda t: -(t["time_ms"] or 0))
+    top = []
+    if names_f is not None:
+        df = names_f
+        keys = {k: op_key(k) for k in df["name"].unique()}
+        df["name"] = df["name"].map(keys)
+        n = df.groupby("side")["rank"].nunique()
+        agg = df.groupby(["side", "name", "op_type"], as_index=False).agg(ms=("ms", "sum"), ranks=("rank", "nunique"))
+        agg["time_ms"] = agg["ms"] / agg["side"].map(n)
+        for rec in agg.nlargest(TOP_OPERATORS, "time_ms").to_dict("records"):
+            top.append({"side": rec["side"], "name": rec["name"], "op_type": rec["op_type"],
+                        "time_ms": _clean(float(rec["time_ms"])), "ranks": int(rec["ranks"])})
+    return {"basis": ", ".join(sorted(bases)) or None, "ranks": ranks,
+            "unit": "ms per step, averaged over the ranks with operator data", "types": types, "top": top}
+
+
+def _group_label(c, gid: str) -> tuple[str, list[int]]:
+    g = c.groups.get(str(gid))
+    ranks = sorted(int(x) for x in (g.ranks if g else []))
+    name = (g.name if g and g.name else None) or ("group" if not gid or str(gid).startswith("mi:") else str(gid))
+    return name, ranks
+
+
+def _comm_groups(c) -> dict:
+    """Communication per group and per collective type: time, wait and bandwidth per averaged step, averaged over
+    the group's ranks."""
+    groups, collectives = [], []
+    pg = c.per_group_rank
+    if pg is not None and len(pg):
+        for gid, g in pg.groupby("group", sort=False):
+            name, ranks = _group_label(c, gid)
+            size = float(g.get("sdma_mb", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_mb", pd.Series(dtype=float)).fillna(0).sum())
+            xfer = float(g.get("sdma_ms", pd.Series(dtype=float)).fillna(0).sum()
+                         + g.get("rdma_ms", pd.Series(dtype=float)).fillna(0).sum())
+            groups.append({"group": name, "group_id": str(gid) or None, "ranks": ranks or sorted(int(x) for x in g["rank"]),
+                           "time_ms": _clean(float(g["communication_ms"].mean())),
+                           "wait_ms": _clean(float(g["wait_ms"].mean())),
+                           "transit_ms": _clean(float(g["transit_ms"].mean())),
+                           "size_mb": _clean(size / len(g)),
+                           "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
+    ro = c.rank_ops
+    if ro is not None and len(ro):
+        kinds = {op: collective_type(op) for op in ro["op"].unique()}  # per distinct name, not per row
+        ro = ro.assign(collective=ro["op"].map(kinds))
+        per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
+            ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
+        for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):
+            name, ranks = _group_label(c, gid)
+            collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks, "collective": coll,
+                                "time_ms": _clean(float(g["communication_ms"].mean())),
+                                "wait_ms": _clean(float(g["wait_ms"].mean())),
+                                "transit_ms": _clean(float(g["transit_ms"].mean())),
+                                "count": _clean(float(g["count"].mean()))})
+    return {"groups": groups, "collectives": collectives}
