@@ -17,7 +17,7 @@ LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
      "idle"},  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
     {"discover"},
-    {"loaders"},
+    {"loaders", "rankcache"},  # rankcache: loaders.dispatch.map_ranks through the per-rank summaries cached on disk
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)
     {"analysis"},

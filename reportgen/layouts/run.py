@@ -15,7 +15,7 @@ from reportgen.i18n import N_
 from reportgen.layouts.base import exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
-from reportgen.loaders.dispatch import map_ranks
+from reportgen.rankcache import map_cached  # map_ranks through the per-rank cache (when a build has one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -58,7 +58,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     items = sorted(layout.ranks.items())
 
     def load_all() -> dict[int, RankData]:
-        return {d.info.rank: d for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout),
+        return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout),
                                                   jobs=jobs, scheduler=scheduler,
                                                   min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
 
