@@ -86,7 +86,10 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
             out[c] = np.array([nan if v is None else v for v in vals], dtype=float)
         elif c in texts:
             col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
-            col[:] = [nan if v is None else v for v in vals]
+            # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
+            # every rank's frames in memory, and pickling (workers, the rank cache) keeps the sharing
+            pool: dict = {}
+            col[:] = [nan if v is None else pool.setdefault(v, v) for v in vals]
             out[c] = pd.Series(col, dtype=object, copy=False)  # object, not the inferred string dtype
         else:
             out[c] = vals
