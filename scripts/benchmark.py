@@ -305,26 +305,57 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
     proc = subprocess.Popen([sys.executable, "-c", _WRAP, rss_file, *cmd], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = [0.0, 0.0]
+    samples: list[tuple[float, float]] = []  # (time, RSS MB of msreport's own process: the wrapper's child)
     done = threading.Event()
+
+    def main_rss() -> float:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                kid = int(f.read().split()[0])
+            with open(f"/proc/{kid}/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     def sample() -> None:
         while not done.wait(0.25):
             rss, pss = _tree_rss_mb(proc.pid)
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+            samples.append((time.perf_counter(), main_rss()))
+
+    lines: list[tuple[float, str]] = []
+
+    def read_err() -> None:
+        for line in proc.stderr:
+            lines.append((time.perf_counter(), line))
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    err = proc.communicate()[1]
+    rd = threading.Thread(target=read_err, daemon=True)
+    rd.start()
+    proc.wait()
+    rd.join()
+    err = "".join(line for _, line in lines)
     wall = time.perf_counter() - t0
     done.set()
     th.join()
+    # the main process's peak RSS within each stage (a stage's line is written when it ends)
+    stage_rss, start = {}, t0
+    import re
+
+    for t, line in lines:
+        m = re.search(r"stage (.+?): [\d.]+ s", line)
+        if m:
+            stage_rss[m.group(1)] = max((r for ts, r in samples if start <= ts <= t), default=0.0)
+            start = t
     try:
         maxrss, cpu = (Path(rss_file).read_text() or "0 nan").split()
     finally:
         os.unlink(rss_file)
     # cpu: user + system seconds of the command and all its processes (a figure the machine's load barely moves)
     return {"wall": wall, "rc": proc.returncode, "stderr": err, "rss_mb": int(maxrss) / 1024, "tree_mb": peak[0],
-            "tree_pss_mb": peak[1], "cpu": float(cpu)}
+            "tree_pss_mb": peak[1], "cpu": float(cpu), "main_rss_mb": max((r for _, r in samples), default=0.0),
+            "stage_rss": stage_rss}
 
 
 def _size_mb(p: Path) -> float:
@@ -353,6 +384,7 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
                "tree_pss_mb": r["tree_pss_mb"],
                "rss_mb": r["rss_mb"],
                "tree_mb": r["tree_mb"], "stages": stages, "site_mb": _size_mb(tmp / "site"),
+               "main_rss_mb": r["main_rss_mb"], "stage_rss": r["stage_rss"],
                "per_rank_ms": r["wall"] / ranks * 1e3}
         summary = json.loads((tmp / "site" / "summary.json").read_text())
         out["slow_rank_flagged"] = any(f.get("category") == "slow_rank" and (ranks // 3) in (f.get("ranks") or [])
@@ -434,7 +466,10 @@ def print_realistic(r: dict, label: str) -> None:
     stages = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["stages"].items())
     line = (f"{label} {r['shape']} ranks={r['ranks']} ({r['run_gb']:.2f} GB): build {r['build_s']:.1f}s, cpu {r['cpu_s']:.1f}s "
             f"({r['per_rank_ms']:.1f} ms/rank; {stages}); peak RSS {r['rss_mb']:.0f} MB (largest process), "
-            f"{r['tree_mb']:.0f} MB RSS / {r['tree_pss_mb']:.0f} MB PSS (process tree); site {r['site_mb']:.1f} MB")
+            f"{r['tree_mb']:.0f} MB RSS / {r['tree_pss_mb']:.0f} MB PSS (process tree), main process "
+            f"{r['main_rss_mb']:.0f} MB (by stage: "
+            + " ".join(f"{k.split(': ')[-1]}={v:.0f}" for k, v in r["stage_rss"].items())
+            + f"); site {r['site_mb']:.1f} MB")
     if "single_mb" in r:
         line += f"; single file {r['single_mb']:.1f} MB ({r['single_s']:.1f}s)"
     if "msprof_s" in r:
