@@ -9,6 +9,7 @@ leaves a half-written report over a good one); the pages get their style and scr
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import multiprocessing
 import posixpath
@@ -244,6 +245,11 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
         return  # never read outside the run folder
     target = tmp / ex.dest
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.name.endswith(".gz"):  # level 3: 7 % of the JSON at ~2.5 ms a MB; mtime 0: the same bytes each build
+        with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) as gz, \
+                io.TextIOWrapper(gz, encoding="utf-8") as f:
+            timeline.export_trace(src, f, ex.convert)
+        return
     with open(target, "w", encoding="utf-8") as f:
         timeline.export_trace(src, f, ex.convert)
 
