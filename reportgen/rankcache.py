@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-log = logging.getLogger("reportgen")
+log = logging.getLogger("msreport")
 
 FORMAT = 1  # bump when the entry layout changes
 WALK_DEPTH = 3  # levels under a rank's own folder whose files and folders key its entry
@@ -193,6 +193,9 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     from reportgen.loaders.dispatch import map_ranks
 
     folder = folder if folder is not None else _active
+    if folder is not None and Path(folder).is_symlink():  # a link planted where the cache goes: no cache
+        log.debug("rank cache %s is a symbolic link: not used", folder)
+        folder = None
     if folder is None or not items:
         yield from map_ranks(load, items, args, **kw)
         return
@@ -210,8 +213,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
             hits[i] = data
         else:
             todo.append((i, path, key))
-    if todo:
-        log.info("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
+    log.debug("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
     progress = kw.pop("progress", None)
     total = len(items)
     # the misses are read (and their entries written) where map_ranks runs them; each keeps its own path and key

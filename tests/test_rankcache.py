@@ -191,3 +191,13 @@ def test_report_same_with_and_without_cache(run4, tmp_path):
     build_report(run4, tmp_path / "other", BuildOptions(cache=False, **opts))
     got, fresh = _summary(tmp_path / "site" / "summary.json"), _summary(tmp_path / "other" / "summary.json")
     assert got == fresh
+
+
+def test_symlinked_cache_folder_not_used(run4, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = tmp_path / ".out.msreport-cache"
+    folder.symlink_to(elsewhere)
+    read, got = _load(run4, folder)
+    assert read == [0, 1, 2, 3] and len(got) == 4
+    assert not any(elsewhere.iterdir())  # nothing written through the link
