@@ -236,5 +236,30 @@ def _miss(load: Callable, job: tuple, *args):
     return _load_and_store(load, path, key, item, *args)
 
 
-__all__ = ["folder_for", "map_cached", "use", "active", "environment_key", "rank_key", "read_entry",
+def memo(name: str, files: list, extra: object, log, call: Callable):
+    """`call(log)` cached beside the output (the folder of the enclosing `use` block; none: just the call): keyed by
+    the environment, `name`, the size and modification time of `files` (the files the call reads) and a digest of
+    the pickled `extra` (every other input of the call); the data-quality entries the call adds to `log` are stored
+    and added again on a hit. For the execution view's timeline passes (a rebuild reads no trace again)."""
+    folder = _active
+    if folder is None or Path(folder).is_symlink():
+        return call(log)
+    try:
+        digest = hashlib.sha256(pickle.dumps(extra, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    except Exception:  # noqa: BLE001  # an input that cannot be pickled: no cache for this call
+        return call(log)
+    paths = sorted({str(Path(p).absolute()) for p in files if p is not None})
+    key = (environment_key(), name, tuple(_stat_key(Path(p)) for p in paths), digest)
+    path = folder / f"call-{hashlib.sha256(repr((name, paths)).encode()).hexdigest()[:20]}.pkl"
+    got = read_entry(path, key)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], list):
+        log.issues.extend(got[1])
+        return got[0]
+    n = len(log.issues)
+    result = call(log)
+    write_entry(path, key, (result, log.issues[n:]))
+    return result
+
+
+__all__ = ["folder_for", "map_cached", "memo", "use", "active", "environment_key", "rank_key", "read_entry",
            "write_entry"]

@@ -180,14 +180,16 @@ def test_report_same_with_and_without_cache(run4, tmp_path):
     folder = rankcache.folder_for(tmp_path / "site")
     assert len(list(folder.glob("rank-*.pkl"))) == 4
     assert not any(p.name.endswith(".msreport-cache") for p in (tmp_path / "site").iterdir())
-    stamps = {p: p.stat().st_mtime_ns for p in folder.glob("rank-*.pkl")}
+    # the execution view's two timeline passes are cached too (4 ranks with trace_view.json: 8 entries)
+    assert len(list(folder.glob("call-*.pkl"))) == 8
+    stamps = {p: p.stat().st_mtime_ns for p in folder.glob("*.pkl")}
     want = _summary(tmp_path / "plain" / "summary.json")
     assert _summary(tmp_path / "site" / "summary.json") == want
     assert first.summary["findings"] == plain.summary["findings"]
     # another language and other thresholds from the same cache: what a fresh build with them writes
     opts = dict(lang="zh", overrides={"slow-rank": {"critical_share": 0.99, "min_rel": 0.5}})
     build_report(run4, tmp_path / "site", BuildOptions(**opts))
-    assert {p: p.stat().st_mtime_ns for p in folder.glob("rank-*.pkl")} == stamps  # all hits: nothing rewritten
+    assert {p: p.stat().st_mtime_ns for p in folder.glob("*.pkl")} == stamps  # all hits: nothing rewritten
     build_report(run4, tmp_path / "other", BuildOptions(cache=False, **opts))
     got, fresh = _summary(tmp_path / "site" / "summary.json"), _summary(tmp_path / "other" / "summary.json")
     assert got == fresh
@@ -201,3 +203,26 @@ def test_symlinked_cache_folder_not_used(run4, tmp_path):
     read, got = _load(run4, folder)
     assert read == [0, 1, 2, 3] and len(got) == 4
     assert not any(elsewhere.iterdir())  # nothing written through the link
+
+
+def test_memo_replays_entries_and_misses_on_change(tmp_path):
+    from reportgen.loaders.issuelog import IssueLog
+
+    f = tmp_path / "input.txt"
+    f.write_text("one")
+    calls = []
+
+    def call(lg):
+        calls.append(1)
+        lg.add(f, "a problem the call names")
+        return f.read_text().upper()
+
+    with rankcache.use(tmp_path / "c"):
+        log1, log2 = IssueLog(tmp_path), IssueLog(tmp_path)
+        assert rankcache.memo("t", [f], ("x",), log1, call) == "ONE"
+        assert rankcache.memo("t", [f], ("x",), log2, call) == "ONE" and len(calls) == 1
+        assert [i.problem for i in log2.issues] == [i.problem for i in log1.issues] == ["a problem the call names"]
+        assert rankcache.memo("t", [f], ("y",), IssueLog(tmp_path), call) == "ONE" and len(calls) == 2  # other input
+        f.write_text("two!")
+        assert rankcache.memo("t", [f], ("y",), IssueLog(tmp_path), call) == "TWO!" and len(calls) == 3  # file changed
+    assert rankcache.memo("t", [f], ("y",), IssueLog(tmp_path), call) == "TWO!" and len(calls) == 4  # no cache
