@@ -494,6 +494,7 @@ def main() -> None:
     p.add_argument("--msreport-args", default="", help="extra msreport arguments (e.g. '--scheduler local')")
     p.add_argument("--gen-version", type=int, default=None, help="reuse a run cached by an older generator")
     p.add_argument("--generate-only", action="store_true", help="only generate (cache) the runs")
+    p.add_argument("--msprof-only", action="store_true", help="only time msprof-analyze cluster -m all on the run")
     p.add_argument("--rebuild", action="store_true", help="also time a second build of the same run into the same "
                    "output with --lang zh (reuses the per-rank cache beside it)")
     p.add_argument("--floor", action="store_true", help="only measure the raw-parse floor (orjson + pyarrow over "
@@ -515,6 +516,19 @@ def main() -> None:
         for n in a.ranks:
             if a.generate_only:
                 print(realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape))
+                continue
+            if a.msprof_only:  # msprof-analyze cluster -m all alone on the same folder (its wall, CPU and RSS)
+                run = realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape)
+                tmp = Path(tempfile.mkdtemp(prefix="msreport-bench-msprof-"))
+                exe = shutil.which("msprof-analyze")
+                if exe is None:
+                    raise SystemExit("msprof-analyze is not installed (pip install msprof-analyze)")
+                m = timed([exe, "cluster", "-d", str(run), "-m", "all", "-o", str(tmp / "msprof"), "--force"], tmp)
+                for p_ in run.glob("cluster_analysis_output*"):
+                    shutil.rmtree(p_, ignore_errors=True)
+                shutil.rmtree(tmp, ignore_errors=True)
+                print(f"msprof-analyze {a.shape} ranks={n}: cluster -m all {m['wall']:.1f}s, cpu {m['cpu']:.1f}s, exit "
+                      f"{m['rc']}, RSS {m['rss_mb']:.0f} MB / tree {m['tree_mb']:.0f} MB", flush=True)
                 continue
             if a.floor:
                 f = parse_floor(realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape),
