@@ -366,7 +366,7 @@ def _size_mb(p: Path) -> float:
 
 def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
                     msprof: bool, extra: list[str], gen: Optional[int] = None, shape: str = "realistic",
-                    rebuild: bool = False) -> dict:
+                    rebuild: bool = False, keep: bool = False) -> dict:
     import re
     import sys
 
@@ -395,6 +395,11 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
             out["rebuild_s"], out["rebuild_cpu_s"] = r2["wall"], r2["cpu"]
             out["rebuild_stages"] = {m.group(1): float(m.group(2))
                                      for m in re.finditer(r"stage (.+?): ([\d.]+) s", r2["stderr"])}
+        if keep:  # the site (and the cache beside it) stay for a look: moved out of the temporary folder
+            kept = Path(f"/work/bench/site-{shape}-{ranks}")
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.move(str(tmp / "site"), kept)
+            print(f"kept {kept}", flush=True)
         shutil.rmtree(tmp / "site", ignore_errors=True)
         if single:
             s = timed(base + ["--single-file", "-o", str(tmp / "one.html")], repo, _env(repo))
@@ -540,7 +545,8 @@ def main() -> None:
                       flush=True)
                 continue
             r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
-                                a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape, a.rebuild)
+                                a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape, a.rebuild,
+                                a.keep)
             print_realistic(r, label)
         return
     a.steps = a.steps or 20
