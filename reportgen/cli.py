@@ -56,6 +56,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help=_("where the ranks are loaded: local (processes on this machine, see -j; the default) or "
                           "the address of a Dask scheduler (needs {install}; the workers need msreport installed "
                           "and the run folder at the same path)").format(install='pip install "msreport[dask]"'))
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help=_("neither reuse nor write the per-rank summaries cached beside the output (.NAME.msreport-cache; "
+                          "a second build of the same run reads only the ranks whose files changed)"))
     p.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help=_("device memory capacity to compare peaks with when the profiler did not record it "
                           "(torch_npu / MindSpore 2.3+ output), e.g. 64 for Ascend 910B"))
@@ -124,7 +127,8 @@ def _main(argv: list[str]) -> int:
                             device_memory_mb=args.device_memory_gb * 1024 if args.device_memory_gb else None,
                             peak_tflops=args.peak_tflops, model_flops=args.model_flops,
                             overrides=overrides, marey_steps=tuple(args.marey_steps),
-                            lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler)
+                            lang=langs[0], other_langs=tuple(langs[1:]), scheduler=args.scheduler,
+                            cache=args.cache)
         if not args.example:
             results.append(build_report(args.run, out, opts, ui=Progress(not args.quiet, lang=i18n.current())))
             return 0

@@ -24,6 +24,7 @@ class JsonTooDeep(ValueError):
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # the end of a string begun in an earlier chunk
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
 class DepthGuard:
@@ -48,6 +49,13 @@ class DepthGuard:
         return data
 
     def _count(self, data: bytes) -> None:
+        if b"\\" not in data:  # no escapes: every quote opens or closes a string (C-speed split, ~8x the regex)
+            parts = data.translate(None, _NOT_MARKS).split(b'"')
+            outside = b"".join(parts[1 if self.in_string else 0::2])
+            if len(parts) % 2 == 0:  # an odd number of quotes: the chunk ends on the other side
+                self.in_string = not self.in_string
+            self._add(outside)
+            return
         view = data
         if self.in_string:
             m = _STRING_REST.match(view)
@@ -59,6 +67,10 @@ class DepthGuard:
         q = outside.find(b'"')
         if q >= 0:  # a string that goes on in the next chunk
             outside, self.in_string = outside[:q], True
+        self._add(outside)
+
+    def _add(self, outside: bytes) -> None:
+        """The running depth over `outside` (the chunk's bytes outside strings, quotes already gone)."""
         brackets = outside.translate(None, _NOT_BRACKETS)
         opened = brackets.count(b"[") + brackets.count(b"{")
         if self.depth + opened > self.limit:  # the running depth over this chunk (vectorised)

@@ -29,17 +29,26 @@ def to_float(value: Any) -> float:
             v = float(value)
         except OverflowError:
             return math.nan
+    elif type(value) is str:
+        try:  # the common case ("1763717400354549.930"): float() strips the whitespace clean_cell strips
+            v = float(value)
+        except (ValueError, OverflowError):  # "N/A", "", garbage, a trailing tab and more
+            v = _cleaned_float(value)
     else:
-        s = clean_cell(str(value))
-        if not s or s.upper() in NA_TOKENS:
-            return math.nan
-        try:
-            v = float(s)
-        except (ValueError, OverflowError):
-            return math.nan
+        v = _cleaned_float(str(value))
     if not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER:
         return math.nan
     return v
+
+
+def _cleaned_float(s: str) -> float:
+    s = clean_cell(s)
+    if not s or s.upper() in NA_TOKENS:
+        return math.nan
+    try:
+        return float(s)
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 def to_int(value: Any) -> Optional[int]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
-from reportgen import i18n
+from reportgen import i18n, rankcache
 from reportgen.dataquality import dq
 from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
@@ -47,6 +47,7 @@ class BuildOptions:
     lang: str = "en"  # the report's language (reportgen.i18n.LANGUAGES): the output's root and summary.json
     other_langs: tuple[str, ...] = ()  # the same site also in these languages, under OUT/<lang>/ (not single-file)
     scheduler: Optional[str] = None  # None / "local": local processes (`jobs`); "tcp://HOST:PORT": a Dask cluster
+    cache: bool = True  # reuse / write the per-rank summaries cached beside the output (reportgen.rankcache)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overrides", MappingProxyType({k: MappingProxyType(dict(v))
@@ -134,7 +135,8 @@ def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = Non
     run_dir, out = Path(run_dir), Path(out)
     output.check_output(out, run_dir, opts.single_file)
     try:
-        with output.output_lock(out), i18n.use(opts.lang):
+        with output.output_lock(out), i18n.use(opts.lang), \
+                rankcache.use(rankcache.folder_for(out) if opts.cache else None):
             with ui.stage(lazy("discover")):
                 layouts = discover(run_dir)
             log.debug("found %d run(s): %s", len(layouts),

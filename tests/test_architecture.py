@@ -20,7 +20,7 @@ LAYERS = [
      "dataquality",  # the data-quality codes and their templates: every layer writes them (imports i18n only)
      "collectives"},  # collective naming (kinds, display names, op classes): loaders, model and summary share it
     {"discover"},
-    {"loaders"},
+    {"loaders", "rankcache"},  # rankcache: loaders.dispatch.map_ranks through the per-rank summaries cached on disk
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)
     {"synth"},  # writes profiler files with the loaders' formats (for tests and --example)
     {"analysis"},

@@ -7,6 +7,7 @@ computed here independently of the loaders.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 from pathlib import Path
@@ -339,9 +340,12 @@ def test_rank_page_sections_and_empty_sections_say_so(sample_report):
     assert "No memory data for this rank" in page.get_text()
     assert page.select("#rank-op-types tbody tr") and page.select("#rank-op-detail tbody tr")
     assert "empty in 1 of 1 steps" in page.select_one("#rank-queue-summary").get_text(" ", strip=True)
-    assert (out / "traces/rank-1.trace.json").exists()
+    # the copy is gzip-compressed (Perfetto and chrome://tracing open .json.gz as it is) and holds the trace's events
+    copied = json.loads(gzip.decompress((out / "traces/rank-1.trace.json.gz").read_bytes()))
+    src = sample("mindinsight/single_device_run2_rank1_full") / "profiler" / "ascend_timeline_display_1.json"
+    assert len(copied) == len(json.loads(src.read_text())) > 0
     link = page.select_one('a[download]')
-    assert link["href"] == "../traces/rank-1.trace.json"
+    assert link["href"] == "../traces/rank-1.trace.json.gz"
 
 
 def test_operator_names_are_escaped(tmp_path):

@@ -15,7 +15,7 @@ from reportgen.i18n import N_
 from reportgen.layouts.base import exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
-from reportgen.loaders.dispatch import map_ranks
+from reportgen.rankcache import map_cached, memo  # through the per-rank cache beside the output (when there is one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -58,7 +58,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     items = sorted(layout.ranks.items())
 
     def load_all() -> dict[int, RankData]:
-        return {d.info.rank: d for d in map_ranks(load_rank, [rf for _, rf in items], (root, layout.layout),
+        return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout),
                                                   jobs=jobs, scheduler=scheduler,
                                                   min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
 
@@ -119,14 +119,19 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
         return _timeline_execution(layout, run, data, ranks, log)
 
 
+def _rank_paths(layout: "RunLayout", r: int) -> list:
+    return [p for ps in layout.ranks[r].files.values() for p in ps]
+
+
 def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog
                         ) -> Optional[ExecutionData]:
     """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display)."""
     lays = {}
     for r in ranks:
         path = exec_trace(layout.ranks[r])
-        lay = safe.trace_layout(path, log, run.ranks[r].step_trace if r in run.ranks else None,
-                                layout.ranks[r].first("output_timeline_data.txt"))
+        st, txt = run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt")
+        # cached beside the output, keyed by all of the rank's files (the step trace comes from them)
+        lay = memo("trace_layout", _rank_paths(layout, r), r, log, lambda lg: safe.trace_layout(path, lg, st, txt))
         if lay is not None:
             lays[r] = lay
     if not lays:
@@ -145,7 +150,8 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     data.steps = wanted
     for r, lay in lays.items():
         path = exec_trace(layout.ranks[r])
-        got = safe.read_step_ops(path, r, lay, wanted, log)
+        got = memo("read_step_ops", _rank_paths(layout, r), (r, wanted), log,
+                   lambda lg: safe.read_step_ops(path, r, lay, wanted, lg))
         if path is not None and path.name.startswith("gpu_timeline_display"):
             got = gpu.operator_lane(got)
         for s, o in got.items():

@@ -36,7 +36,8 @@ from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
-from reportgen.loaders.schema import Door, whose as _whose
+from reportgen.loaders.schema import JSON_SCHEMAS, N_GE0, Door, whose as _whose
+from reportgen.numbers import MAX_ABS_NUMBER
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 
@@ -87,7 +88,10 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
             out[c] = np.array([nan if v is None else v for v in vals], dtype=float)
         elif c in texts:
             col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
-            col[:] = [nan if v is None else v for v in vals]
+            # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
+            # every rank's frames in memory, and pickling (workers, the rank cache) keeps the sharing
+            pool: dict = {}
+            col[:] = [nan if v is None else pool.setdefault(v, v) for v in vals]
             out[c] = pd.Series(col, dtype=object, copy=False)  # object, not the inferred string dtype
         else:
             out[c] = vals
@@ -228,6 +232,21 @@ def _entries(data: dict, bad: list[int]):
                     yield step, kind, str(name), value
 
 
+_GE0_KINDS = ("duration", "size", "bandwidth", "timestamp")
+
+
+def _plain(obj: dict, key: str, family: str) -> Optional[float]:
+    """obj[key] as a float when it is a plain JSON number that `Door.field` would return unchanged with no entry (a
+    finite, in-range, non-negative number of a field whose kind only forbids negatives); else None (the door
+    reads it and names what is wrong). Most values of a file are such: this skips the per-value checks' calls."""
+    v = obj.get(key)
+    t = type(v)
+    if (t is float or t is int) and 0 <= v <= MAX_ABS_NUMBER and \
+            JSON_SCHEMAS.get(family, {}).get(key, N_GE0).kind in _GE0_KINDS:
+        return float(v)
+    return None
+
+
 def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door) -> Optional[dict]:
     if not isinstance(info, dict) or not isinstance(info.get("Communication Time Info"), dict):
         return None
@@ -236,10 +255,13 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
     rec: dict[str, Any] = {"step": step, "op": base, "group": group,
                            "kind": kind if kind in ("p2p", "collective") else op_kind(base)}
     where = f"{name[:60]!r}"
+    fam = "communication.json"
     for src, col in TIME_FIELDS.items():
-        rec[col] = door.field(t, src, where, "communication.json")
+        v = _plain(t, src, fam)
+        rec[col] = v if v is not None else door.field(t, src, where, fam)
     if t.get("Start Timestamp(us)") is not None:  # kept for the arrival at the collective (`op_instances`)
-        rec["start_us"] = door.field(t, "Start Timestamp(us)", where, "communication.json")
+        v = _plain(t, "Start Timestamp(us)", fam)
+        rec["start_us"] = v if v is not None else door.field(t, "Start Timestamp(us)", where, fam)
     bwi = info.get("Communication Bandwidth Info") or {}
     if not isinstance(bwi, dict):
         door.note("'Communication Bandwidth Info' that is not an object (no transport sizes read)", where,
@@ -251,10 +273,11 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
             door.note(f"{tr} bandwidth entr(y/ies) that are not an object (read as 0)", where, "warning",
                       "schema drift")
         b = b if isinstance(b, dict) else {}
-        rec[f"{tr.lower()}_mb"] = door.field(b, "Transit Size(MB)", f"{where} {tr}", "communication.json", 0)
-        rec[f"{tr.lower()}_ms"] = door.field(b, "Transit Time(ms)", f"{where} {tr}", "communication.json", 0)
-        if "Bandwidth(GB/s)" in b:
-            door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", "communication.json")
+        for src, col in (("Transit Size(MB)", f"{tr.lower()}_mb"), ("Transit Time(ms)", f"{tr.lower()}_ms")):
+            v = _plain(b, src, fam) if src in b else 0.0
+            rec[col] = v if v is not None else door.field(b, src, f"{where} {tr}", fam, 0)
+        if "Bandwidth(GB/s)" in b and _plain(b, "Bandwidth(GB/s)", fam) is None:
+            door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", fam)
     return rec
 
 
@@ -293,10 +316,14 @@ def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Option
         src, dst = int(a), int(b)
     except ValueError:
         return None
-    where = f"{str(name or optype)[:50]!r} link {str(lk)[:20]!r}"
-    size = door.field(li, "Transit Size(MB)", where, "communication_matrix.json")
-    time = door.field(li, "Transit Time(ms)", where, "communication_matrix.json")
-    stored = door.field(li, "Bandwidth(GB/s)", where, "communication_matrix.json")
+    fam = "communication_matrix.json"
+    size, time, stored = (_plain(li, "Transit Size(MB)", fam), _plain(li, "Transit Time(ms)", fam),
+                          _plain(li, "Bandwidth(GB/s)", fam))
+    if size is None or time is None or stored is None:
+        where = f"{str(name or optype)[:50]!r} link {str(lk)[:20]!r}"
+        size = size if size is not None else door.field(li, "Transit Size(MB)", where, fam)
+        time = time if time is not None else door.field(li, "Transit Time(ms)", where, fam)
+        stored = stored if stored is not None else door.field(li, "Bandwidth(GB/s)", where, fam)
     if scope == "sample":
         name = li.get("Op Name") or optype
     return {"step": step, "scope": scope, "op": str(name) if name else optype, "group": group, "src": src,

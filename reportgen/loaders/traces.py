@@ -92,18 +92,26 @@ def _trace_events(path: Path, dropped: list, huge: Optional[list] = None, root: 
         f.seek(start)
         prefix = "item" if first == b"[" else "traceEvents.item"
         try:
+            lim_f, lim_i = MAX_ABS_NUMBER, MAX_INT
             for e in ijson.items(f, prefix, use_float=True):
                 if not isinstance(e, dict):
                     if odd is not None:
                         odd[:] = [odd[0] + 1, odd[1]] if odd else [1, repr(e)[:40]]
                     continue
-                ok = True
-                for k in ("ts", "dur"):
-                    v = e.get(k)
-                    if isinstance(v, float) and (not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER):
-                        ok = False
-                    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
-                        ok = False
+                ts, dur = e.get("ts"), e.get("dur")
+                t1, t2 = type(ts), type(dur)
+                # the usual event: text or in-range plain numbers (exact type tests; anything else below)
+                ok = ((t1 is str or ts is None or (t1 is float and -lim_f <= ts <= lim_f)
+                       or (t1 is int and -lim_i <= ts <= lim_i))
+                      and (t2 is str or dur is None or (t2 is float and -lim_f <= dur <= lim_f)
+                           or (t2 is int and -lim_i <= dur <= lim_i)))
+                if not ok:
+                    ok = True
+                    for v in (ts, dur):
+                        if isinstance(v, float) and (not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER):
+                            ok = False
+                        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+                            ok = False
                 if ok:
                     yield e
                 elif dropped:

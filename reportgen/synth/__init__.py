@@ -76,7 +76,15 @@ MODERN_HEADER = ("Device_id,Step,Computing,Communication(Not Overlapped),Overlap
                  "Bubble,Communication(Not Overlapped and Exclude Receive),Preparing")
 LEGACY_HEADER = ("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail")
 STALL_PHASES = ("forward", "backward")
-SHAPES = {"torch_npu_large": {"kernels_per_step": 5200, "comm_ops_per_step": 43, "tp": 8, "stages": 4}}
+SHAPES = {
+    # issue 17's production rank: 5,200 kernels and 43 communication operators per step, no trace_view.json
+    "torch_npu_large": {"kernels_per_step": 5200, "comm_ops_per_step": 43, "tp": 8, "stages": 4},
+    # issue 33's torch_npu level 1 with trace_view.json (kernels, launches, host operators, flows; ~75 % of a rank)
+    "torch_npu_trace": {"kernels_per_step": 1000, "comm_ops_per_step": 43, "tp": 8, "stages": 4, "trace_view": True},
+    # issue 33's communication-heavy rank: many small collectives (tensor-parallel ones split per layer), full-mesh
+    # links inside the tensor-parallel groups and every top/middle/bottom entry in communication_matrix.json
+    "torch_npu_comm": {"kernels_per_step": 600, "comm_ops_per_step": 400, "tp": 8, "stages": 4, "mesh": True},
+}
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
 SUPPORTED = ("slow-rank", "unbalanced-stage", "corrupt-step-trace", "corrupt-info", "missing-step-trace",
@@ -105,6 +113,7 @@ class Plan:
     seed: int = 0
     kernels_per_step: int = 0  # realistic size (synth.large): kernel_details.csv rows per rank and step
     comm_ops_per_step: int = 0  # realistic size: communication operators per rank and step
+    mesh: bool = False  # realistic size: full-mesh links in tensor-parallel groups, all matrix entries
     throttled: dict[str, float] = field(default_factory=dict)  # host index or name -> compute factor
     slow_nic: dict[str, float] = field(default_factory=dict)  # rank number or host name -> RDMA bandwidth factor
     stalls: dict[tuple[int, int], float] = field(default_factory=dict)  # (rank, step index) -> extra host ms
@@ -333,6 +342,7 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
         preset = SHAPES[shape]
         kernels_per_step = kernels_per_step or preset["kernels_per_step"]
         comm_ops_per_step = comm_ops_per_step or preset["comm_ops_per_step"]
+        trace_view = trace_view or preset.get("trace_view", False)
         if tp == 1 and stages == 1 and ranks % (preset["tp"] * preset["stages"]) == 0:
             tp, stages = preset["tp"], preset["stages"]
     if (kernels_per_step or comm_ops_per_step) and layout != "ascend":
@@ -341,6 +351,7 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
     plan.seed = seed
     plan.kernels_per_step = int(kernels_per_step or 0)
     plan.comm_ops_per_step = int(comm_ops_per_step or 0)
+    plan.mesh = bool(shape is not None and SHAPES[shape].get("mesh"))
     model = step_model(ranks, steps, stages=stages, tp=tp, plan=plan, seed=seed, layout=layout,
                        ranks_per_host=ranks_per_host)
     path = Path(path)
@@ -417,7 +428,17 @@ def _write_ascend(root: Path, m: StepModel, ranks: int, steps: int, stages: int,
         if r not in plan.missing_comm:
             write_ascend_comm(out, r, m, groups, per_host, first_step, steps, plan)
         write_ascend_resources(out, r, m.computing[r], first_step, plan, plan.seed)
-        if trace_view:
+        if trace_view and plan.kernels_per_step:  # the realistic size: every kernel of kernel_details.csv's mix
+            from reportgen.synth.large import trace_kernel_events
+            from reportgen.synth.resources import op_mix
+
+            rng = np.random.default_rng(plan.seed * 104729 + r)
+            mix, nk = op_mix(plan), plan.kernels_per_step
+            write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5,
+                             body=lambda s, c0, comp, h0: trace_kernel_events(
+                                 mix, nk, comp, c0, h0, 1_763_717_400_000_000.0 + r * 37.5,
+                                 1_000_000 * (s + 1), rng))
+        elif trace_view:
             write_trace_view(out, r, m, steps, first_step, dev, 1_763_717_400_000_000.0 + r * 37.5,
                              kernels=(min(stages - 1, r // max(1, ranks // stages)), stages, plan.rank_ops(r)))
         if r in plan.missing_step:

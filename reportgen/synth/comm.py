@@ -60,7 +60,8 @@ def _base_ops(r: int, groups: dict, s: int, per_host: int, plan: "Plan") -> list
                 ops.append({"name": f"hcom_{opname}__{gid.rsplit('_', 1)[1]}_{s}_{k}@{double_hash(gid)}",
                             "short": opname.lower(), "group": str(double_hash(gid)), "local": loc,
                             "peer_local": (loc + 1) % n, "transport": tr, "size": part, "time": part / bw,
-                            "ring_time": part / ring_bw, "p2p": name == "pp"})
+                            "ring_time": part / ring_bw, "p2p": name == "pp", "n": n, "kind": name,
+                            "members": members, "bw": bw, "per_host": per_host})
                 k += 1
     return ops
 
@@ -182,6 +183,26 @@ def _op_info(o: dict, ts_us: float) -> dict:
         "Communication Bandwidth Info": band}
 
 
+MATRIX_TAGS = ("top1", "middle", "bottom1", "bottom2", "bottom3")
+
+
+def _mesh_links(o: dict, plan: "Plan") -> dict:
+    """A full-mesh collective inside a server: the rank sends 1/(n-1) of the bytes to every other member over that
+    member's link (its own bandwidth, `_link_bw`: a slow link stays one link), at the step's speed."""
+    n, loc, members = o["n"], o["local"], o["members"]
+    speed = o["time"] * o["bw"] / o["size"]  # the step model's factor on the nominal transfer time
+    size = o["size"] / (n - 1)
+    out = {}
+    for p in range(n):
+        if p == loc:
+            continue
+        tr, bw = _link_bw(members[loc], members[p], o["per_host"], plan)
+        time = size / bw * speed
+        out[f"{loc}-{p}"] = {"Transport Type": tr, "Transit Size(MB)": round(size, 6),
+                             "Transit Time(ms)": round(time, 6), "Bandwidth(GB/s)": round(size / time, 4)}
+    return out
+
+
 def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host: int, first_step: int,
                       steps: int, plan: "Plan") -> None:
     comm: dict = {}
@@ -199,6 +220,8 @@ def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host:
             self_link = {"Transport Type": "LOCAL", "Transit Size(MB)": round(o["size"], 6),
                          "Transit Time(ms)": round(o["size"] / LOCAL_GBPS, 6), "Bandwidth(GB/s)": LOCAL_GBPS}
             links = {f"{o['local']}-{o['peer_local']}": link, f"{o['local']}-{o['local']}": self_link}
+            if getattr(plan, "mesh", False) and o["kind"] == "tp" and o["n"] > 2:
+                links = {f"{o['local']}-{o['local']}": self_link, **_mesh_links(o, plan)}
             base = o["name"].split("@")[0]
             tot = mkinds[kind].setdefault(f"{o['short']}-total@{o['group']}", {})
             for lk, li in links.items():
@@ -208,6 +231,11 @@ def write_ascend_comm(out: Path, r: int, m: "StepModel", groups: dict, per_host:
                 cur["Transit Time(ms)"] = round(cur["Transit Time(ms)"] + li["Transit Time(ms)"], 6)
                 cur["Bandwidth(GB/s)"] = round(cur["Transit Size(MB)"] / cur["Transit Time(ms)"], 4)
             tag = "top1" if f"{o['short']}-top1@{o['group']}" not in mkinds[kind] else "bottom1"
+            if getattr(plan, "mesh", False):  # torch_npu's full set: top1, middle, bottom1-3 (then only the total)
+                have = sum(1 for t in MATRIX_TAGS if f"{o['short']}-{t}@{o['group']}" in mkinds[kind])
+                if have == len(MATRIX_TAGS):
+                    continue
+                tag = MATRIX_TAGS[have]
             mkinds[kind][f"{o['short']}-{tag}@{o['group']}"] = {lk: {**li, "Op Name": base}
                                                                for lk, li in links.items()}
         comm[key] = kinds

@@ -120,3 +120,72 @@ def write_large_memory(out: Path, r: int, peak: float, samples: int) -> None:
     with open(out / "memory_record.csv", "wb") as f:
         f.write(b"Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,"
                 b"Device Type\n" + rows + b"\n")
+
+
+# --- trace_view.json of realistic size (shape "torch_npu_trace") -------------------------------------------------
+
+# torch_npu level 1 writes, per device kernel: the kernel on the Ascend Hardware lane, its AscendCL launch on the CANN
+# thread, the aten operator around the launch on the Python thread and a HostToDevice flow pair (launch -> kernel).
+# On the real 2-rank level-1 sample (samples/ascend/msinsight_pytorch_2rank_level1_text) trace_view.json is 77 % of a
+# rank's files and 33x its kernel_details.csv (it also holds PMU/QoS counters, which msreport does not read and this
+# generator leaves out); here it is about 8x kernel_details.csv and 70-80 % of the rank (see scripts/benchmark.py).
+PID_HW, PID_CANN, PID_HOST, LAUNCH_TID, HOST_TID = 3170820512, 3170820320, 4242, 4243, 1
+HOST_OP_US = 16.0  # the aten operator around a launch
+LAUNCH_DUR_US = 12.0
+
+
+@functools.lru_cache(maxsize=4)
+def trace_template(mix: tuple, kernels: int) -> tuple:
+    """Per-kernel JSON text pieces (the kernel's name, type and core are the same on every rank and step)."""
+    types, _, _, _ = kernel_template(mix, kernels)
+    counts = np.bincount(types, minlength=len(mix))
+    hw, launch, host = [], [], []
+    for k, t in enumerate(types):
+        name = mix[t][0]
+        variant = k % max(1, min(24, counts[t] // 16))
+        kname = f"aclnn{name}_{name}Kernel_{name}_{variant}"
+        hw.append(f',{{"ph":"X","name":"{kname}","pid":{PID_HW},"tid":2,"ts":"')
+        launch.append(f',{{"ph":"X","name":"AscendCL@aclnn{name}","pid":{PID_CANN},"tid":{LAUNCH_TID},"ts":"')
+        host.append(f',{{"ph":"X","name":"aten::{name.lower()}","pid":{PID_HOST},"tid":{HOST_TID},"ts":"')
+    return (tuple(hw), tuple(launch), tuple(host),
+            tuple(f'"args":{{"Model Id":4294967295,"Task Id":{k},"Stream Id":2,"Task Type":"{mix[t][1]}",'
+                  f'"Physic Stream Id":2,"connection_id":' for k, t in enumerate(types)))
+
+
+def trace_kernel_events(mix: tuple, kernels: int, comp_us: float, c0: float, host0: float, t0: float,
+                        first_id: int, rng: np.random.Generator) -> bytes:
+    """One step's device kernels tiling the computing window [c0, c0 + comp_us] (µs; their durations sum to
+    comp_us less a 0.5 µs gap each), with launches, host operators and flows, as JSON text (each event preceded by
+    a comma). `c0` and `host0` are relative to `t0` (added exactly: near 1.7e15 µs a float64 keeps no decimals)."""
+    types, weight, _, _ = kernel_template(mix, kernels)
+    hw, launch, host, hw_args = trace_template(mix, kernels)
+    gap = 0.5
+    w = weight * (1 + rng.normal(0, 0.02, kernels))
+    dur = np.maximum(np.floor(w / w.sum() * max(comp_us - gap * kernels, kernels * 0.01) * 1000.0) / 1000.0, 0.001)
+    start = c0 + np.concatenate([[0.0], np.cumsum(dur + gap)[:-1]])
+    # the host dispatches ahead of the device: one launch every h µs from the step's start, never after its kernel
+    h = min(20.0, 0.5 * comp_us / kernels)
+    lts = np.minimum(host0 + 4.0 + np.arange(kernels) * h, start - LAUNCH_DUR_US - 2.0)
+    cid = pa.array(np.arange(first_id, first_id + kernels, dtype=np.int64)).cast(pa.string())
+    kts, lt = fixed3(start, t0), fixed3(lts, t0)
+    parts = [
+        _text(pa.array(hw), kts, '","dur":', fixed3(dur), ",", pa.array(hw_args), cid, "}}"),
+        _text(pa.array(host), fixed3(lts - 2.0, t0), f'","dur":{HOST_OP_US},"args":{{"Sequence number":', cid,
+              ',"Fwd thread id":0,"Input Dims":"[[4096, 8192], [8192, 4096]]",'
+              '"Input type":"[\'c10::BFloat16\', \'c10::BFloat16\']"}}'),
+        _text(pa.array(launch), lt, f'","dur":{LAUNCH_DUR_US},"args":{{"connection_id":', cid, "}}"),
+        _text(',{"ph":"s","name":"HostToDevice', cid, '","cat":"HostToDevice","id":"', cid,
+              f'","pid":{PID_CANN},"tid":{LAUNCH_TID},"ts":"', lt, '"}'),
+        _text(',{"ph":"f","bp":"e","name":"HostToDevice', cid, '","cat":"HostToDevice","id":"', cid,
+              f'","pid":{PID_HW},"tid":2,"ts":"', kts, '"}'),
+    ]
+    return b"".join(parts)
+
+
+def trace_meta() -> list[dict]:
+    return [{"ph": "M", "name": "process_name", "pid": PID_HW, "tid": 0, "args": {"name": "Ascend Hardware"}},
+            {"ph": "M", "name": "thread_name", "pid": PID_HW, "tid": 2, "args": {"name": "Stream 2"}},
+            {"ph": "M", "name": "process_name", "pid": PID_CANN, "tid": 0, "args": {"name": "CANN"}},
+            {"ph": "M", "name": "process_labels", "pid": PID_CANN, "tid": 0, "args": {"labels": "CPU"}},
+            {"ph": "M", "name": "thread_name", "pid": PID_CANN, "tid": LAUNCH_TID,
+             "args": {"name": f"Thread {LAUNCH_TID}"}}]

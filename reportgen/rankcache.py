@@ -1,0 +1,265 @@
+"""Per-rank summaries cached beside the report, so a second build of the same run (another `--lang`, other
+thresholds with `--set`, a new page) reads no profiler file again (issue 33).
+
+`map_cached(load, items, args, ...)` is `loaders.dispatch.map_ranks` with a cache: each rank's `RankData` (the
+picklable summary `load` returns) is stored in one file per rank under the cache folder (`folder_for(out)`: a
+hidden folder beside the output, `.<name>.msreport-cache/`, so it survives the report folder being replaced).
+An entry is used only when its key equals the key of the rank now:
+
+* the msreport version, a hash of msreport's own source files (a changed loader in a development checkout
+  invalidates too), the versions of Python, NumPy, pandas and pyarrow (the pickled frames);
+* the run folder, the layout, the rank's number, host, device and folder;
+* size and modification time (ns) of every file discovery gave the rank and of every file and folder at most
+  three levels under the rank's own folder (files a loader finds by itself, such as PROF_*/device_*/info.json.0),
+  when no other rank shares that folder.
+
+So adding ranks reads only the new ones, adding steps (the rank's files grow) re-reads only those ranks, and a
+new msreport never trusts an old entry. Entries are written atomically (a temporary file renamed over the entry).
+Anything wrong with an entry -- unreadable, truncated, not a pickle, a key that differs, a different owner, a
+folder others may write to -- makes it a miss: the rank is read from its files and the entry written again; the
+cache never stops a build (a folder that cannot be written only means no cache). Entries are pickles, so only
+folders and files owned by the current user and not writable by others are read.
+
+Hits are read in this process (no worker round trip); misses go to `map_ranks` (the local pool or the Dask
+cluster) wrapped by `_load_and_store`, which writes the entry where the rank was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import pickle
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+log = logging.getLogger("msreport")
+
+FORMAT = 1  # bump when the entry layout changes
+WALK_DEPTH = 3  # levels under a rank's own folder whose files and folders key its entry
+MAX_WALK_ENTRIES = 4096  # a rank folder with more entries is keyed by its discovered files and top folders only
+SUFFIX = ".msreport-cache"
+
+_active: Optional[Path] = None
+
+
+def folder_for(out: Path) -> Path:
+    """The cache folder of the report written to `out` (a site folder or a single HTML file): beside it."""
+    out = Path(out).absolute()
+    return out.parent / f".{out.name}{SUFFIX}"
+
+
+@contextlib.contextmanager
+def use(folder: Optional[Path]):
+    """Cache the ranks loaded inside the block under `folder` (None: no cache)."""
+    global _active
+    prev, _active = _active, (Path(folder) if folder is not None else None)
+    try:
+        yield
+    finally:
+        _active = prev
+
+
+def active() -> Optional[Path]:
+    return _active
+
+
+@functools.lru_cache(maxsize=1)
+def environment_key() -> str:
+    """What makes an entry written by another msreport, Python or library untrustworthy."""
+    import numpy
+    import pandas
+    import pyarrow
+
+    from reportgen import __version__
+
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for p in sorted(root.rglob("*.py")):
+        try:
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+        except OSError:
+            h.update(str(p).encode() + b"\0unreadable\0")
+    return "|".join((str(FORMAT), __version__, h.hexdigest(), sys.version, numpy.__version__, pandas.__version__,
+                     pyarrow.__version__))
+
+
+def _stat_key(p: Path) -> tuple:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return (str(p), None)
+    return (str(p), st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode))
+
+
+def _walk_key(top: Path) -> tuple:
+    """(path, size, mtime) of every entry at most WALK_DEPTH levels under `top`, in a fixed order."""
+    out: list = []
+    todo = [(top, 0)]
+    while todo:
+        d, depth = todo.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            out.append((str(d), None))
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=True)
+            except OSError:
+                out.append((e.path, None))
+                continue
+            out.append((e.path, st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode)))
+            if stat.S_ISDIR(st.st_mode) and depth + 1 < WALK_DEPTH:
+                todo.append((Path(e.path), depth + 1))
+            if len(out) > MAX_WALK_ENTRIES:
+                return ("too many entries",)
+    return tuple(out)
+
+
+def rank_key(rf, root: Path, layout: str, shared: bool) -> tuple:
+    files = tuple(sorted((family, _stat_key(p)) for family, paths in rf.files.items() for p in paths))
+    walk = _walk_key(Path(rf.dir)) if not shared else ("shared folder",)
+    return (environment_key(), str(Path(root).absolute()), layout, rf.rank, rf.host, rf.device,
+            str(Path(rf.dir).absolute()), _stat_key(Path(rf.dir)) if not shared else None, files, walk)
+
+
+def entry_path(folder: Path, key: tuple) -> Path:
+    """One file per rank (its folder, number and layout): a new key replaces the rank's old entry."""
+    ident = repr((key[1], key[2], key[3], key[6])).encode()
+    return folder / f"rank-{key[3]}-{hashlib.sha256(ident).hexdigest()[:16]}.pkl"
+
+
+def _trusted(p: Path) -> bool:
+    """Owned by this user and not writable by group or others (a pickle runs code when read)."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = os.stat(p)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def read_entry(path: Path, key: tuple):
+    """The cached RankData when the entry exists, is trusted and was written for `key`; else None."""
+    try:
+        if not (_trusted(path.parent) and _trusted(path)):
+            return None
+        with open(path, "rb") as f:
+            stored_key = pickle.load(f)
+            if stored_key != key:
+                return None
+            return pickle.load(f)
+    except Exception as e:  # noqa: BLE001  # a damaged entry is a miss, whatever it raises
+        log.debug("rank cache entry %s ignored: %s: %s", path, type(e).__name__, e)
+        return None
+
+
+def write_entry(path: Path, key: tuple, data) -> None:
+    """Write atomically (a temporary file renamed over the entry); any failure leaves no entry, never raises."""
+    tmp = None
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(key, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        tmp = None
+    except Exception as e:  # noqa: BLE001  # the cache is optional: a full disk or a read-only folder is no error
+        log.debug("rank cache entry %s not written: %s: %s", path, type(e).__name__, e)
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):
+    data = load(item, *args)
+    write_entry(path, key, data)
+    return data
+
+
+def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Path] = None, **kw) -> Iterator:
+    """`map_ranks(load, items, args, **kw)` through the cache at `folder` (default: the folder of the enclosing
+    `use` block; none: no cache). `args` are (root, layout), as `loaders.load_rank` takes them. In rank order."""
+    from reportgen.loaders.dispatch import map_ranks
+
+    folder = folder if folder is not None else _active
+    if folder is not None and Path(folder).is_symlink():  # a link planted where the cache goes: no cache
+        log.debug("rank cache %s is a symbolic link: not used", folder)
+        folder = None
+    if folder is None or not items:
+        yield from map_ranks(load, items, args, **kw)
+        return
+    root, layout = args[0], args[1]
+    dirs: dict = {}
+    for rf in items:
+        dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
+    hits: dict[int, object] = {}
+    todo: list[tuple[int, Path, tuple]] = []
+    for i, rf in enumerate(items):
+        key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
+        path = entry_path(folder, key)
+        data = read_entry(path, key)
+        if data is not None:
+            hits[i] = data
+        else:
+            todo.append((i, path, key))
+    log.debug("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
+    progress = kw.pop("progress", None)
+    total = len(items)
+    # the misses are read (and their entries written) where map_ranks runs them; each keeps its own path and key
+    fn = functools.partial(_miss, load)
+    fresh = map_ranks(fn, [(it, p, k) for (i, p, k), it in zip(todo, (items[i] for i, _, _ in todo))], args,
+                      progress=None, **kw)
+    done = 0
+    for i in range(total):
+        data = hits.pop(i, None)
+        if data is None:
+            data = next(fresh)
+        done += 1
+        if progress:
+            progress(done, total)
+        yield data
+
+
+def _miss(load: Callable, job: tuple, *args):
+    item, path, key = job
+    return _load_and_store(load, path, key, item, *args)
+
+
+def memo(name: str, files: list, extra: object, log, call: Callable):
+    """`call(log)` cached beside the output (the folder of the enclosing `use` block; none: just the call): keyed by
+    the environment, `name`, the size and modification time of `files` (the files the call reads) and a digest of
+    the pickled `extra` (every other input of the call); the data-quality entries the call adds to `log` are stored
+    and added again on a hit. For the execution view's timeline passes (a rebuild reads no trace again)."""
+    folder = _active
+    if folder is None or Path(folder).is_symlink():
+        return call(log)
+    try:
+        digest = hashlib.sha256(pickle.dumps(extra, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    except Exception:  # noqa: BLE001  # an input that cannot be pickled: no cache for this call
+        return call(log)
+    paths = sorted({str(Path(p).absolute()) for p in files if p is not None})
+    key = (environment_key(), name, tuple(_stat_key(Path(p)) for p in paths), digest)
+    path = folder / f"call-{hashlib.sha256(repr((name, paths)).encode()).hexdigest()[:20]}.pkl"
+    got = read_entry(path, key)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], list):
+        log.issues.extend(got[1])
+        return got[0]
+    n = len(log.issues)
+    result = call(log)
+    write_entry(path, key, (result, log.issues[n:]))
+    return result
+
+
+__all__ = ["folder_for", "map_cached", "memo", "use", "active", "environment_key", "rank_key", "read_entry",
+           "write_entry"]
