@@ -51,7 +51,7 @@ TERMS = ALLOWED | {"AI", "Core", "CPU", "GPU", "NPU", "ms", "us", "KB", "Perfett
                    # names the files and traces use: MindSpore Insight, the trace's Steps lane, reduce columns
                    "Insight", "Steps", "reduce", "cluster-analyse", "Overlap", "Analysis",
                    # a collective library and a profiler tool with its output folder (msprof's timeline/)
-                   "gloo", "msprof", "timeline"}
+                   "gloo", "msprof", "timeline", "gzip"}
 IDENTIFIER = re.compile(r"^(?:[A-Z]?[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}[a-zA-Z]*|[a-z]+[A-Z][A-Za-z]*)$")
 
 
