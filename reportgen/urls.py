@@ -91,10 +91,10 @@ def strategy_csv(stage: int) -> str:
     return csv_path(f"strategy-stage-{stage}")
 
 
-def trace_copy(rank: int, gz: bool = True) -> str:
+def trace_copy(rank: int) -> str:
     """A rank's trace copied into the report (shared by the language trees), gzip-compressed: Perfetto,
     trace_processor and chrome://tracing open .json.gz as it is, and a trace shrinks ~13x."""
-    return f"{TRACE_DIR}/rank-{int(rank)}.trace.json" + (".gz" if gz else "")
+    return f"{TRACE_DIR}/rank-{int(rank)}.trace.json.gz"
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,7 @@ def _write_chunk(idx: list[int]) -> dict:
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run; the
     open is held to the run folder (`root=`: a symbolic link out of it is refused, an empty trace written).
-    A `.gz` destination (the source was gzipped) is written gzipped, mtime 0: the same bytes on every build."""
+    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build."""
     src = Path(os.path.abspath(run_root / ex.source))
     if not src.is_relative_to(os.path.abspath(run_root)):
         return  # never read outside the run folder ("..")
