@@ -217,7 +217,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     progress = kw.pop("progress", None)
     total = len(items)
     # the misses are read (and their entries written) where map_ranks runs them; each keeps its own path and key
-    fn = functools.partial(_miss, load)
+    fn = functools.partial(_load_rank, load)
     fresh = map_ranks(fn, [(it, p, k) for (i, p, k), it in zip(todo, (items[i] for i, _, _ in todo))], args,
                       progress=None, **kw)
     done = 0
@@ -231,7 +231,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         yield data
 
 
-def _miss(load: Callable, job: tuple, *args):
+def _load_rank(load: Callable, job: tuple, *args):  # the name Dask shows for the task (test_scale)
     item, path, key = job
     return _load_and_store(load, path, key, item, *args)
 
