@@ -47,8 +47,7 @@ def test_rank_page_and_execution_page_show_the_same_communication(sample_report)
 
 def _analyze(root: Path):
     from reportgen.analysis import analyze
-    from reportgen.discover import discover
-    from reportgen.loaders import load_run
+    from reportgen.layouts import discover, load_run
 
     return analyze(load_run(discover(root)[0]))
 

@@ -17,9 +17,8 @@ from reportgen.charts import marey_layout
 from reportgen.analysis.strategy import analyze_strategy
 from reportgen.charts.strategy_layout import build_stage, collapse
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_execution, load_run, timeline_ranks
-from reportgen.loaders.common import IssueLog
+from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.strategy import load_parallel_strategy
 from reportgen.model import StepOps, StrategyOp
 from reportgen.synth import generate_run

@@ -14,7 +14,7 @@ A value outside its field's range is dropped with its row (`on_bad="drop"`) or r
 *named*: `Door` collects the problems of one file and writes one data-quality entry per file and problem, with
 the count of rows and an example (`line 7, 'Count': '-3'`). A family whose table must hold rows (`rows`: what
 the rank loses without them) names a header-only table, an empty list, or a file whose every row was rejected;
-a family with a `key` names exact duplicate rows (counted once). The readers in `common` look the family up by
+a family with a `key` names exact duplicate rows (counted once). The readers in `tables` look the family up by
 file name (`schema_for`), so no loader repeats these checks; the JSON loaders call `Door.number` per value.
 """
 
@@ -277,7 +277,7 @@ class Door:
 
 
 
-# --- the door for tables (called by the CSV readers in `common`) ------------------------------------------------
+# --- the door for tables (called by the CSV readers in `tables`) ------------------------------------------------
 
 
 def _parse(cells) -> np.ndarray:

@@ -23,7 +23,8 @@ from reportgen.rules import (
 from reportgen.rules import expert_imbalance
 from reportgen import i18n
 from reportgen.i18n import lazy
-from reportgen.rules.base import SEVERITIES, Finding, Rule, threshold_table
+from reportgen.rules.base import Finding, Rule
+from reportgen.rules.thresholds import threshold_table
 
 log = logging.getLogger("msreport")
 
@@ -53,7 +54,7 @@ RULES: tuple[Rule, ...] = (
     msprof_advisor.RULE,
 )
 
-SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+SEVERITY_ORDER = policy.ORDER  # critical first
 
 
 # The severity policy (`rules.policy`): severity from the estimated saving per step or a fault floor; its
