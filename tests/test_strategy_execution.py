@@ -146,9 +146,8 @@ def test_strategy_page_escapes_and_lists_blocks(tmp_path):
     assert (out / "cluster" / "strategy-stage-0.csv").read_text().count("\n") == 2
 
 
-def test_run_without_strategy_files_says_so(synth_8, tmp_path):
-    out = tmp_path / "r"
-    assert main([str(synth_8), "-o", str(out), "-q"]) == 0
+def test_run_without_strategy_files_says_so(synth_8_report):
+    out = synth_8_report
     soup = BeautifulSoup((out / "cluster" / "strategy.html").read_text(), "html.parser")
     assert soup.select_one("#strategy-none") is not None
     assert [tr.select("td")[1].text for tr in soup.select("#strategy-layout-table tbody tr")] == ["0–7"]
