@@ -54,13 +54,9 @@ RULES: tuple[Rule, ...] = (
     msprof_advisor.RULE,
 )
 
-SEVERITY_ORDER = policy.ORDER  # critical first
-
-
 # The severity policy (`rules.policy`): severity from the estimated saving per step or a fault floor; its
 # thresholds are data like a rule's, under the id "severity" (`--set severity.warning_share=0.03`).
-Policy = policy.Policy
-POLICY = policy.POLICY
+SEVERITY_ORDER = policy.ORDER  # the policy's scale, critical first
 
 
 class ThresholdError(ReportError):
