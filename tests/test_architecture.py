@@ -218,7 +218,7 @@ _FROM = re.compile(r"^[ \t]*(from reportgen[\w.]* import (?:\([^)]*\)|[^\n]*))",
 
 
 def _borrowed(paths) -> list[str]:
-    """`from reportgen.X import name` where X neither defines `name` nor, as a package, lists it in `__all__`.
+    """`from reportgen.X import name` where X neither defines `name` nor lists it in `__all__`.
     (The import lines are found by pattern and parsed alone: parsing every test file whole takes seconds.)"""
     cache: dict[str, tuple[set[str], set[str]]] = {}
     out = []
@@ -238,8 +238,8 @@ def _borrowed(paths) -> list[str]:
             for a in n.names:
                 if f"{n.module}.{a.name}" in MODULES or a.name in own:
                     continue
-                if home.name == "__init__.py" and a.name in listed:
-                    continue  # a package's public names
+                if a.name in listed:
+                    continue  # a module's (a package's) declared public names
                 out.append(f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}: {n.module}.{a.name}")
     return out
 
@@ -248,17 +248,17 @@ def test_borrowed_names_are_found(tmp_path):
     src = tmp_path / "borrows.py"
     src.write_text("from reportgen.rules.base import Finding, Threshold\n"  # base imports Threshold from thresholds
                    "from reportgen.rules.thresholds import th\n"
-                   "from reportgen.layouts import load_run\n"  # a package's __all__
+                   "from reportgen.layouts import load_run\n"  # declared public (the package's __all__)
                    "from reportgen.site.views.values import num\n"  # its own word (numbers.finite as num)
                    "from reportgen.loaders import kineto\n", encoding="utf-8")  # a submodule
     assert _borrowed([src]) == ["borrows.py:1: reportgen.rules.base.Threshold"]
 
 
 def test_every_import_names_the_module_that_defines_the_name():
-    """Tests, scripts and the product import a name from its home (or from a package that lists it in `__all__`),
-    never through a module that happens to import it: a re-export kept for old callers hides where the code is and
-    breaks when the module stops importing it (loaders/common.py and the aliases in discover/ and loaders/ were
-    such shims until issue 31)."""
+    """Tests, scripts and the product import a name from its home (or from a module or package that declares it
+    public in `__all__`), never through a module that happens to import it: a re-export kept for old callers hides
+    where the code is and breaks when the module stops importing it (loaders/common.py and the aliases in discover/
+    and loaders/ were such shims until issue 31)."""
     repo = ROOT.parent
     paths = [*ROOT.rglob("*.py"), *(repo / "tests").glob("*.py"), *(repo / "scripts").glob("*.py")]
     assert _borrowed(paths) == []
