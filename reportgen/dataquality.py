@@ -21,10 +21,14 @@ template here, then run `python scripts/problem_texts.py` and translate the new 
 
 Entries written as plain English text (the loaders not migrated yet, and `summary.json` files written before codes)
 are still shown through `site.views.problems`, which matches the text against the templates (the fallback);
-`IssueLog.add`, `Fs.note` and `DataIssue` take either form during the migration. Not coded yet: the loaders'
-door (`loaders.schema`, "{n} {problem}; e.g. {example}"), kineto, gpu, timeline, dataprep, cpu_usage,
-communication, operators and step_trace, and texts built away from the call (analysis.consistency's sentences,
-db's inferred world group, kineto's run note).
+`IssueLog.add`, `Fs.note` and `DataIssue` take either form during the migration. Not coded yet: kineto
+(`loaders/kineto.py`'s own messages and its run note, `layouts/kineto.py`) and the "{n} separate runs found" entry
+`report.py` writes into a folder of runs' combined summary. The loaders' door (`loaders.schema.Door`) takes only codes:
+a door code's template also holds `{n}` (how many) and `{example}` (the first one), which the door puts in when it
+writes the entry.
+
+Some parameters are English phrases the writer picks (the door's `why`, "not a whole number >= 0"; `whose`, "rank
+3's"; consistency's `what` and `step`): they are shown as written in every language.
 
 Why these choices: one home for every problem's English (this catalog), one translation mechanism (`Msg`, as the
 findings), and no page changes: the templates (and their placeholder names) are those `scripts/problem_texts.py`
