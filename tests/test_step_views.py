@@ -173,7 +173,8 @@ def test_malformed_host_and_metadata_events_never_raise(tmp_path):
     """Broken CANN / task-queue slices and metadata are skipped; the device operators are read as before."""
     import json
 
-    from reportgen.loaders import kineto, step_ops
+    from reportgen.loaders import step_ops
+    from reportgen.loaders.kineto import execution as kineto
     from reportgen.loaders.common import IssueLog
 
     ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
