@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
+from reportgen.dataquality import Coded, dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.model import COMM_LINK_COLUMNS, COMM_OP_COLUMNS, COMM_TIME_COLUMNS, Communication, StepTrace
 from reportgen.loaders.kineto.events import collective_kind
@@ -37,10 +38,8 @@ def _note_comm(acc: _Acc, ev: DeviceEvents, path: Path, log: IssueLog) -> None:
     by_op = ev.comm & ~named
     if by_op.any():
         got = sorted({names[i] for i in np.unique(nid[by_op])})
-        log.add(path, f"{int(by_op.sum())} device event(s) launched inside a collective's host op "
-                f"(record_param_comms / nccl:* / c10d::*) counted as communication although their names are not a "
-                f"collective library's (kernels only; copies and sets there stay computation): {', '.join(n[:80] for n in got[:MAX_NAMED])}"
-                + (f" and {len(got) - MAX_NAMED} more" if len(got) > MAX_NAMED else ""), "info")
+        log.add(path, _named("kineto.comm-by-host-op", "kineto.comm-by-host-op-more", got, by_op=int(by_op.sum())),
+                "info")
     # the streams that are mostly communication (NCCL's own streams; not a compute stream that also runs
     # collectives, as on ROCm): what else runs there is likely communication under a name we do not know
     n_all = np.bincount(ev.stream, minlength=len(ev.streams))
@@ -49,9 +48,17 @@ def _note_comm(acc: _Acc, ev: DeviceEvents, path: Path, log: IssueLog) -> None:
     beside = ~ev.comm & np.isin(ev.stream, comm_streams)
     if beside.any():
         got = sorted({names[i] for i in np.unique(nid[beside])})
-        log.add(path, f"{int(beside.sum())} device event(s) of {len(got)} unrecognised kind(s) run on the streams of "
-                f"the collectives and are counted as computation: {', '.join(n[:80] for n in got[:MAX_NAMED])}"
-                + (f" and {len(got) - MAX_NAMED} more" if len(got) > MAX_NAMED else ""), "info")
+        log.add(path, _named("kineto.unknown-beside-comm", "kineto.unknown-beside-comm-more", got,
+                              beside=int(beside.sum()), got=len(got)), "info")
+
+
+def _named(code: str, more: str, kernels: list, **params) -> Coded:
+    """The problem `code` naming the first `MAX_NAMED` of `kernels` (`{n}`), or `more` (the same with how many more,
+    `{max_named}`) when there are more."""
+    n = ", ".join(name[:80] for name in kernels[:MAX_NAMED])
+    if len(kernels) > MAX_NAMED:
+        return dq(more, **params, n=n, max_named=len(kernels) - MAX_NAMED)
+    return dq(code, **params, n=n)
 
 
 def _default_group(dist: dict) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.model import Communication, Memory, OpFlops, Operators, RankData, StepTrace, TimelineSummary
 from reportgen.loaders.kineto.header import device_properties, read_header
@@ -65,7 +66,7 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
     try:
         return _build(acc, head, dist, info, path, log)
     except (ValueError, TypeError, KeyError, IndexError, OverflowError) as err:  # loaders never raise
-        log.add(path, f"trace read but could not be summarised ({type(err).__name__}: {str(err)[:120]})", "error")
+        log.add(path, dq("kineto.not-summarised", err=type(err).__name__, err2=str(err)[:120]), "error")
         return KinetoRank()
 
 
@@ -85,25 +86,20 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     host = sorted((k, v[0], v[1]) for k, v in acc.steps.items())
     if not host and acc.lane_steps:
         host = sorted((k, v[0], v[1]) for k, v in acc.lane_steps.items())
-        log.add(path, "ProfilerStep#N marks only the device lane (gpu_user_annotation), not the host: the step "
-                "windows are those marks, and device work is cut at them", "warning")
+        log.add(path, dq("kineto.steps-on-device-lane-only"), "warning")
     ev = _device_events(acc, host) if out.device == "gpu" else None
     out.events = ev
     if ev is not None:
         _note_comm(acc, ev, path, log)
         if host and not (ev.step >= 0).any():
-            log.add(path, "kernels could not be mapped to steps through their launches (no correlation ids, or a "
-                    "step without kernels): the device time is cut at the host's ProfilerStep windows", "info")
+            log.add(path, dq("kineto.kernels-not-mapped-to-steps"), "info")
     comp, comm = _intervals(acc, ev)
     out.step_trace = _step_trace(acc, ev, comp, comm, host, rel, out.device)
     if not host:
-        log.add(path, "no ProfilerStep#N markers in the trace (profiled without a schedule?): one window over the "
-                "whole trace stands for the step (step id shown empty)", "info")
+        log.add(path, dq("kineto.no-profiler-steps"), "info")
     elif ev is not None and ev.partial:
         last = sorted(ev.partial)
-        log.add(path, f"step(s) {', '.join(map(str, last[:8]))} partial: no next step in the trace marks where the "
-                "step ends on the device (its kernels may run past the trace's end); left out of the averages, "
-                "spreads and the slowest step", "info")
+        log.add(path, dq("kineto.partial-steps", map=", ".join(map(str, last[:8]))), "info")
     out.communication = _communication(acc, ev, out.step_trace, host, rel, dist, out.device)
     out.operators = _operators(acc, ev, host, rel, out.device)
     out.memory = _memory(acc, head, rel)
@@ -111,6 +107,5 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     out.timeline = _timeline(acc, comp, comm, path, rel)
     out.op_flops = _op_flops(acc, ev, rel)
     if not acc.colls and not (ev is not None and ev.comm.any()) and (info.rank_size or 1) > 1:
-        log.add(path, "no collective found in the trace (NCCL/RCCL/HCCL kernels, kernels launched by a collective's "
-                "host op, or gloo:* slices); no communication data for this rank", "warning")
+        log.add(path, dq("kineto.no-collectives"), "warning")
     return out

@@ -9,27 +9,19 @@ import math
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import Coded, dq
 from reportgen.model import DataIssue, RankData
 from reportgen.loaders.kineto.communication import _fill_ops
 
 
-READ_NOTE = ("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's "
-             "ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of "
-             "every accelerator (2021 schema categories included), runtime launches (to map each kernel to the "
-             "step that launched it, and to find the kernels a collective's host op launched), cpu_op operators "
-             "(self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, "
-             "convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, "
-             "flow (ac2g) events, other operators' shapes and stacks")
-
-
-def run_note(ranks: dict[int, RankData]) -> str:
+def run_note(ranks: dict[int, RankData]) -> Coded:
     """One data-quality line for the run: what was read, and which ranks had no device activity."""
     cpu = sorted(r for r, d in ranks.items() if d.step_trace is not None and "CPU operators" in d.step_trace.label)
-    if cpu:
-        which = "any rank" if len(cpu) == len(ranks) else f"rank(s) {', '.join(map(str, cpu[:10]))}"
-        return (READ_NOTE + f". No GPU/NPU activity on {which}: the CPU is the device (computation = operators of "
-                "the training thread, communication = the backend's collective work slices, gloo:*)")
-    return READ_NOTE
+    if not cpu:
+        return dq("kineto.read")
+    if len(cpu) == len(ranks):
+        return dq("kineto.read-cpu-only")
+    return dq("kineto.read-cpu-ranks", ranks=", ".join(map(str, cpu[:10])))
 
 
 def check_step_ranges(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
@@ -52,9 +44,7 @@ def check_step_ranges(ranks: dict[int, RankData], issues: list[DataIssue]) -> No
         return
     parts = "; ".join(f"rank(s) {', '.join(map(str, sorted(rs)[:8]))}: steps {min(st)}-{max(st)}"
                       for st, rs in sorted(groups, key=lambda g: min(g[1]))[:4])
-    issues.append(DataIssue("", f"the ranks' traces share no step ({parts}): they were not profiled together (other "
-                                "jobs or other profiling windows), so comparing the ranks step by step is not "
-                                "meaningful; profile the ranks over the same steps", "warning"))
+    issues.append(DataIssue("", dq("kineto.no-common-step", parts=parts), "warning"))
 
 
 def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
@@ -77,15 +67,11 @@ def match_collectives(ranks: dict[int, RankData], issues: list[DataIssue]) -> No
     allf["wait"] = np.where(ok, allf["dur_ms"] - shortest, math.nan)
     mism = allf.loc[kinds > 1, ["group", "key"]].drop_duplicates()
     if len(mism):
-        issues.append(DataIssue("", f"{len(mism)} collective instance(s) have different kinds on different ranks "
-                                    "(the ranks' traces do not record the same collectives in the same order); "
-                                    "their wait is unknown", "warning"))
+        issues.append(DataIssue("", dq("kineto.collective-kinds-differ", mism=len(mism)), "warning"))
     counts = allf.groupby(["group", "rank"]).size()
     uneven = [g for g, c in counts.groupby(level=0) if c.nunique() > 1]
     if uneven:
-        issues.append(DataIssue("", "ranks recorded different numbers of collectives in process group(s) "
-                                    f"{', '.join(map(str, uneven[:5]))}; only instances found on two or more ranks "
-                                    "get a wait time", "info"))
+        issues.append(DataIssue("", dq("kineto.collective-counts-differ", map=", ".join(map(str, uneven[:5]))), "info"))
     for r, f in allf.groupby("rank"):
         c = ranks[int(r)].communication
         w = np.full(len(c.instances), math.nan)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reportgen.dataquality import dq
 from reportgen.loaders import op_flops
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
@@ -157,16 +158,16 @@ def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
     """Host operators and device events identical to an earlier one (same thread or stream, name, start, duration
     and External id / correlation id: a duplicated event -- nested calls of one name at one time differ in their
     External id) are named; counted as written. (On the arrays, after the pass: no set of every event.)"""
-    for what, cols in (("host operator", (acc.cpu_s, acc.cpu_e, acc.cpu_tid, acc.cpu_name, acc.cpu_ext)),
-                       ("device", (acc.dev_s, acc.dev_e, acc.dev_stream, acc.dev_nid, acc.dev_corr))):
+    for code, cols in (("kineto.duplicate-host-ops", (acc.cpu_s, acc.cpu_e, acc.cpu_tid, acc.cpu_name, acc.cpu_ext)),
+                       ("kineto.duplicate-device-events", (acc.dev_s, acc.dev_e, acc.dev_stream, acc.dev_nid,
+                                                           acc.dev_corr))):
         if len(cols[0]) < 2:
             continue
         a = np.column_stack([np.asarray(c, dtype="float64") for c in cols])
         s = a[np.lexsort(a.T[::-1])]
         k = int(np.all(s[1:] == s[:-1], axis=1).sum())
         if k:
-            log.add(path, f"{k} {what} event(s) identical to an earlier one (same lane, name, start and duration: "
-                    "a duplicated event?); counted as written", "warning", "duplicate")
+            log.add(path, dq(code, k=k), "warning", "duplicate")
 
 
 def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:

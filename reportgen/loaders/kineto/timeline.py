@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reportgen import intervals as iv
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.model import TimelineSummary
 
@@ -62,5 +63,5 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
                               np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc),
                               host_comm=hcomm)
     except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
-        log.add(path, f"idle time by cause not computed ({type(err).__name__}: {str(err)[:120]})", "info")
+        log.add(path, dq("kineto.idle-not-computed", err=type(err).__name__, err2=str(err)[:120]), "info")
         return None
