@@ -40,8 +40,9 @@ def _timeline(acc: _Acc, comp: iv.Intervals, comm: iv.Intervals, path: Path, rel
 def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
     """The device's idle time by cause per step window and the launch statistics (`reportgen.idle.breakdown`), from
     the build's device events (`out.events`: start, end, stream, launch, communication, windows; partial steps left
-    out) or, without them, from the pass's arrays."""
-    if out.device != "gpu" or not len(acc.dev_s):
+    out). A rank with device activity always has them (`rank._build`)."""
+    ev = out.events
+    if out.device != "gpu" or ev is None or not len(acc.dev_s):
         return None
     from reportgen import idle
 
@@ -49,19 +50,12 @@ def _idle_hook(acc: _Acc, out: KinetoRank, log: IssueLog, path: Path):
         # the host's collective calls: a CPU backend (gloo) blocks the calling thread until every peer arrived
         hcomm = (np.frombuffer(acc.hc_s, dtype="float64"), np.frombuffer(acc.hc_e, dtype="float64")) \
             if len(acc.hc_s) else None
-        ev = getattr(out, "events", None)
-        if ev is not None:
-            wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
-            names = np.array([str(t[1]) if isinstance(t, tuple) and len(t) > 1 else str(t) for t in ev.streams]
-                             or [""], dtype=object)
-            stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
-                else None
-            return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins, host_comm=hcomm)
-        launch = idle.launch_times(acc.rt_corr, acc.rt_ts, acc.dev_corr)
-        comm = getattr(acc, "dev_comm", None)
-        return idle.breakdown(np.frombuffer(acc.dev_s, dtype="float64"), np.frombuffer(acc.dev_e, dtype="float64"),
-                              np.frombuffer(comm, dtype="int8").astype(bool), None, launch, _windows(acc),
-                              host_comm=hcomm)
-    except (ValueError, TypeError, IndexError, AttributeError, NameError) as err:
+        wins = [w for w in ev.windows if w[0] not in ev.partial] or list(ev.windows)
+        names = np.array([str(t[1]) if isinstance(t, tuple) and len(t) > 1 else str(t) for t in ev.streams]
+                         or [""], dtype=object)
+        stream = names[np.clip(np.asarray(ev.stream, dtype="int64"), 0, len(names) - 1)] if len(ev.streams) \
+            else None
+        return idle.breakdown(ev.start, ev.end, ev.comm, stream, ev.launch, wins, host_comm=hcomm)
+    except (ValueError, TypeError, IndexError, AttributeError) as err:
         log.add(path, dq("kineto.idle-not-computed", err=type(err).__name__, err2=str(err)[:120]), "info")
         return None
