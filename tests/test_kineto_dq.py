@@ -163,3 +163,31 @@ def test_failures_inside_the_loader_are_coded_entries(traces, monkeypatch):
     i = _by_code(issues)["kineto.not-summarised"]
     assert (i.problem, i.severity) == ("trace read but could not be summarised (ValueError: boom)", "error")
     assert i.params == {"err": "ValueError", "err2": "boom"}
+
+
+def test_a_run_without_profiler_steps_builds_and_says_so(tmp_path):
+    """Profiled without a schedule: one window over the whole trace, no step id. The build goes through (the rank
+    page's idle table once crashed on the empty step), the entry is coded, and the step cell is empty."""
+    from bs4 import BeautifulSoup
+
+    from reportgen.cli import main
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", layout="kineto", ranks=2, steps=3, seed=4)
+    for f in run.rglob("*.pt.trace.json"):
+        doc = json.loads(f.read_text(encoding="utf-8"))
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+        f.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main([str(run), "-o", str(out), "-q", "--no-cache", "--lang", "en,zh"]) == 0
+    dq_entries = json.loads((out / "summary.json").read_text(encoding="utf-8"))["data_quality"]
+    none = [e for e in dq_entries if e.get("code") == "kineto.no-profiler-steps"]
+    assert len(none) == 2 and all(e["params"] == {} and e["severity"] == "info" for e in none)
+    assert none[0]["problem"].startswith("no ProfilerStep#N markers in the trace (profiled without a schedule?)")
+    assert [e["code"] for e in dq_entries if not e["file"]] == ["kineto.read"]  # the run note
+    page = BeautifulSoup((out / "ranks" / "rank-0.html").read_text(encoding="utf-8"), "html.parser")
+    rows = page.select("#rank-idle tbody tr")
+    assert len(rows) == 1 and rows[0].find("td").get_text() == ""
+    zh = BeautifulSoup((out / "zh" / "ranks" / "rank-0.html").read_text(encoding="utf-8"), "html.parser")
+    text = zh.get_text(" ")
+    assert "没有 ProfilerStep#N 标记" in text and "no ProfilerStep#N markers" not in text
