@@ -16,9 +16,10 @@ from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.kineto import rank as kineto_rank
 from reportgen.loaders.kineto.communication import _named
+from reportgen.loaders.kineto.execution import load_execution
 from reportgen.loaders.kineto.rank import load_kineto
 from reportgen.loaders.kineto.run import check_step_ranges, match_collectives, run_note
-from reportgen.model import DataIssue, RankData, RankInfo
+from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo
 from reportgen.synth import parse_injections, simulate
 from reportgen.synth.kineto import write_kineto, write_kineto_gloo
 
@@ -146,6 +147,28 @@ def test_run_level_entries_are_coded(traces):
     assert i.code == "kineto.no-common-step" and i.params == {"parts": "rank(s) 0: steps 1-3; rank(s) 1: steps 101-103"}
     assert i.problem.startswith("the ranks' traces share no step (rank(s) 0: steps 1-3; rank(s) 1: steps 101-103): ")
     assert CJK.search(dq(i.code, **i.params).render("zh"))
+
+
+def test_execution_notes_render_in_both_languages(traces, tmp_path):
+    """Steps asked for that no trace has: the middle step is shown instead, and the note says so in either
+    language."""
+
+    class _Files:
+        def __init__(self, path):
+            self.path = path
+
+        def first(self, kind):
+            return self.path if kind == "kineto_trace" else None
+
+    class _Layout:
+        ranks = {r: _Files(p) for r, p in enumerate(traces["gpu"])}
+
+    data = ExecutionData(steps=[99], reasons={}, ops={}, ranks=[0, 1])
+    assert load_execution(_Layout(), None, data, [0, 1], IssueLog(tmp_path)) is True
+    assert data.steps == [3] and set(data.ops[3]) == {0, 1}  # the traces hold steps 1-4: the middle one
+    (note,) = data.notes
+    assert note.render("en") == "steps 99 are not in the traces; step 3 is shown"
+    assert note.render("zh") == "迭代 99 不在 trace 中；显示迭代 3"
 
 
 def test_failures_inside_the_loader_are_coded_entries(traces, monkeypatch):

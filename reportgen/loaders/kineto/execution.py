@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reportgen.i18n import lazy
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.traces import TRACE_ERRORS, trace_events
 from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
@@ -243,7 +244,8 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
         pool = common or sorted(next(iter(wins.values()))[1])
         pick = pool[len(pool) // 2]
         if data.steps:
-            data.notes.append(f"steps {', '.join(map(str, data.steps))} are not in the traces; step {pick} is shown")
+            data.notes.append(lazy("steps {steps} are not in the traces; step {pick} is shown",
+                                   steps=", ".join(map(str, data.steps)), pick=pick))
         wanted = [pick]
         data.reasons[pick] = "the middle step of the traces"
     data.steps = wanted
@@ -253,5 +255,6 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]
         if missing:
-            data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its trace")
+            data.notes.append(lazy("rank {rank}: no operators in step(s) {steps} of its trace", rank=r,
+                                   steps=", ".join(map(str, missing))))
     return True
