@@ -21,9 +21,8 @@ template here, then run `python scripts/problem_texts.py` and translate the new 
 
 Entries written as plain English text (the loaders not migrated yet, and `summary.json` files written before codes)
 are still shown through `site.views.problems`, which matches the text against the templates (the fallback);
-`IssueLog.add`, `Fs.note` and `DataIssue` take either form during the migration. Not coded yet: kineto
-(`loaders/kineto.py`'s own messages and its run note, `layouts/kineto.py`) and the "{n} separate runs found" entry
-`report.py` writes into a folder of runs' combined summary. The loaders' door (`loaders.schema.Door`) takes only codes:
+`IssueLog.add`, `Fs.note` and `DataIssue` take either form during the migration. Every problem the code writes is coded
+(the text form stays for `summary.json` files written before codes). The loaders' door (`loaders.schema.Door`) takes only codes:
 a door code's template also holds `{n}` (how many) and `{example}` (the first one), which the door puts in when it
 writes the entry.
 
@@ -171,6 +170,25 @@ CATALOG: dict[str, str] = {
     "flops.expected-json-object-flops": N_("expected a JSON object; FLOPs summary not read"),
     "flops.no-data-nodes-data": N_("no data.nodes / data.links; FLOPs scopes not read"),
     "flops.no-flops-cube-flops": N_("no FLOPs / cube_FLOPs keys; FLOPs summary not read"),
+    "kineto.read": N_("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of every accelerator (2021 schema categories included), runtime launches (to map each kernel to the step that launched it, and to find the kernels a collective's host op launched), cpu_op operators (self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, flow (ac2g) events, other operators' shapes and stacks"),
+    "kineto.read-cpu-only": N_("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of every accelerator (2021 schema categories included), runtime launches (to map each kernel to the step that launched it, and to find the kernels a collective's host op launched), cpu_op operators (self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, flow (ac2g) events, other operators' shapes and stacks. No GPU/NPU activity on any rank: the CPU is the device (computation = operators of the training thread, communication = the backend's collective work slices, gloo:*)"),
+    "kineto.read-cpu-ranks": N_("Kineto traces: read distributedInfo (world size, process groups), deviceProperties, the host's ProfilerStep#N ranges (the GPU lane's copies are annotations), device kernels / copies / sets of every accelerator (2021 schema categories included), runtime launches (to map each kernel to the step that launched it, and to find the kernels a collective's host op launched), cpu_op operators (self time), gloo:* work slices, [memory] events, the input shapes of matrix multiplications, convolutions and attention and the with_flops counts (FLOPs); not read: python_function events, flow (ac2g) events, other operators' shapes and stacks. No GPU/NPU activity on rank(s) {ranks}: the CPU is the device (computation = operators of the training thread, communication = the backend's collective work slices, gloo:*)"),
+    "kineto.duplicate-host-ops": N_("{k} host operator event(s) identical to an earlier one (same lane, name, start and duration: a duplicated event?); counted as written"),
+    "kineto.duplicate-device-events": N_("{k} device event(s) identical to an earlier one (same lane, name, start and duration: a duplicated event?); counted as written"),
+    "kineto.not-summarised": N_("trace read but could not be summarised ({err}: {err2})"),
+    "kineto.steps-on-device-lane-only": N_("ProfilerStep#N marks only the device lane (gpu_user_annotation), not the host: the step windows are those marks, and device work is cut at them"),
+    "kineto.kernels-not-mapped-to-steps": N_("kernels could not be mapped to steps through their launches (no correlation ids, or a step without kernels): the device time is cut at the host's ProfilerStep windows"),
+    "kineto.no-profiler-steps": N_("no ProfilerStep#N markers in the trace (profiled without a schedule?): one window over the whole trace stands for the step (step id shown empty)"),
+    "kineto.partial-steps": N_("step(s) {map} partial: no next step in the trace marks where the step ends on the device (its kernels may run past the trace's end); left out of the averages, spreads and the slowest step"),
+    "kineto.no-collectives": N_("no collective found in the trace (NCCL/RCCL/HCCL kernels, kernels launched by a collective's host op, or gloo:* slices); no communication data for this rank"),
+    "kineto.comm-by-host-op": N_("{by_op} device event(s) launched inside a collective's host op (record_param_comms / nccl:* / c10d::*) counted as communication although their names are not a collective library's (kernels only; copies and sets there stay computation): {n}"),
+    "kineto.comm-by-host-op-more": N_("{by_op} device event(s) launched inside a collective's host op (record_param_comms / nccl:* / c10d::*) counted as communication although their names are not a collective library's (kernels only; copies and sets there stay computation): {n} and {max_named} more"),
+    "kineto.unknown-beside-comm": N_("{beside} device event(s) of {got} unrecognised kind(s) run on the streams of the collectives and are counted as computation: {n}"),
+    "kineto.unknown-beside-comm-more": N_("{beside} device event(s) of {got} unrecognised kind(s) run on the streams of the collectives and are counted as computation: {n} and {max_named} more"),
+    "kineto.idle-not-computed": N_("idle time by cause not computed ({err}: {err2})"),
+    "kineto.no-common-step": N_("the ranks' traces share no step ({parts}): they were not profiled together (other jobs or other profiling windows), so comparing the ranks step by step is not meaningful; profile the ranks over the same steps"),
+    "kineto.collective-kinds-differ": N_("{mism} collective instance(s) have different kinds on different ranks (the ranks' traces do not record the same collectives in the same order); their wait is unknown"),
+    "kineto.collective-counts-differ": N_("ranks recorded different numbers of collectives in process group(s) {map}; only instances found on two or more ranks get a wait time"),
     "memory.memory-usage-pb-profiler": N_("memory_usage_*.pb is the profiler's protobuf input: present but not read (the memory_usage_summary/details JSON files it produces carry the same data)"),
     "memory.expected-json-object-memory": N_("expected a JSON object; memory summary not read"),
     "memory.expected-json-object-keyed": N_("expected a JSON object keyed by graph id; memory details not read"),
@@ -295,6 +313,7 @@ CATALOG: dict[str, str] = {
     "schema.keys-lacked": N_("rank {r}'s file lacks key(s) every other rank's copy has ({lost}): a key dropped or renamed? the values under it were not read for this rank"),
     "schema.keys-added": N_("rank {r}'s file has key(s) no other rank's copy has ({extra}): a key dropped or renamed? the values under it were not read for this rank"),
     "schema.keys-lacked-and-added": N_("rank {r}'s file lacks key(s) every other rank's copy has ({lost}) and has key(s) no other rank's copy has ({extra}): a key dropped or renamed? the values under it were not read for this rank"),
+    "report.separate-runs": N_("{n} separate runs found; reported separately"),
     "report.execution-view-unreadable": N_("the operator timelines could not be read for the execution view ({name}: {value})"),
 }
 

@@ -624,7 +624,7 @@ def compare_shapes(ranks: dict, issues: list) -> None:
 # --- the door for Chrome traces (Kineto, torch_npu trace_view, MindInsight / MindSpore timelines) --------------
 #
 # A trace's events are read one at a time by the loader that summarises the file (`timeline.summarize_trace`,
-# `gpu.summarize_gpu_timeline`, `kineto._scan`); each passes every event through `TraceDoor.event` first. The
+# `gpu.summarize_gpu_timeline`, `kineto.scan._scan`); each passes every event through `TraceDoor.event` first. The
 # table says, per trace family, what its lane ids (pid / tid) may be and which `args` values it reads, by kind.
 
 
@@ -642,7 +642,7 @@ class TraceSchema:
 
 
 IDX = Field("index")  # a whole number >= 0 (an id that pairs events: correlation, connection)
-KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto.py whatever the file's name)
+KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto/scan.py whatever the file's name)
     # (its own instant events name their lanes: pid "Traces", tid "Trace PyTorch Profiler"; a host operator on a
     # lane that is not a thread the trace names is caught by `named_threads`)
     "Kineto trace", pid="name", tid="name", unnamed_cats=("trace",),
