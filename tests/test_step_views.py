@@ -197,5 +197,5 @@ def test_malformed_host_and_metadata_events_never_raise(tmp_path):
     for e in ({"name": "thread_name", "pid": 0, "tid": 7, "args": None},
               {"name": "process_labels", "pid": 0, "args": {"labels": 3}},
               {"name": "process_name", "pid": 0, "args": {"name": " python "}}):
-        kineto._name_meta(e, names)
-    assert kineto._lane_name(names, (0, 7), True) == "python · stream 7"
+        kineto.execution._name_meta(e, names)
+    assert kineto.execution._lane_name(names, (0, 7), True) == "python · stream 7"
