@@ -104,7 +104,10 @@ class RankComm:
         if limit is not None:
             e = min(e, b + limit)
         col = {c: self._op_vals[b:e, j] for j, c in enumerate(self._op_cols)}
-        out = {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
+        groups = col["group"].tolist()
+        labels = {g: self._group(g) for g in set(groups)} if len(groups) > 8 else None  # (a few groups, many rows)
+        out = {"op": col["op"].tolist(), "group": [labels[g] for g in groups] if labels is not None
+               else [self._group(g) for g in groups],
                "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
         # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
         # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)
