@@ -6,6 +6,8 @@ before drawing, so a chart spec reads the same rows as before. A column is one o
   - `{"dec": p, "d": [n0, d1, d2, ...]}`: value i = (n0 + d1 + ... + di) / 10**p, for numbers that all have at
     most `p` decimals (a memory curve's 43889.51, 43889.68, ... becomes 4388951, 17, ...): the same doubles as the
     plain list, since an integer divided by a power of ten is the double nearest to the decimal;
+  - `{"dec": p, "dr": [d1, n1, d2, n2, ...]}`: the same with the deltas as runs (delta d1 n1 times, then d2 n2
+    times: a curve sampled at a regular interval), written when it is under a quarter of the deltas;
   - `{"runs": [v, n, v, n, ...]}`: value v repeated n times (a series label per row).
   - `{"rank_href": "ranks/rank-987654321.html", "of": "rank"}`: each row's rank page, the row's `rank` put in
     place of `urls.RANK_SLOT` (the one href is resolved for the page that embeds it, as every `*_href` key).
@@ -58,7 +60,13 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
     if p is None:
         return vals if vals is not None else arr.tolist()
     ints = np.round(arr * float(10 ** p)).astype(np.int64)
-    return {"dec": p, "d": [int(ints[0])] + np.diff(ints).tolist()}
+    deltas = np.r_[ints[:1], np.diff(ints)]
+    if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
+        starts = np.flatnonzero(np.r_[True, deltas[1:] != deltas[:-1]])
+        if 4 * len(starts) < len(deltas):
+            times = np.diff(np.r_[starts, len(deltas)])
+            return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
+    return {"dec": p, "d": deltas.tolist()}
 
 
 _POW10 = np.array([10 ** i for i in range(19)], dtype=np.int64)
@@ -147,9 +155,10 @@ def decode(data: dict) -> list[dict]:
         elif isinstance(c, dict) and "runs" in c:
             r = c["runs"]
             cols.append([v for i in range(0, len(r), 2) for v in [r[i]] * r[i + 1]])
-        elif isinstance(c, dict) and "d" in c:
+        elif isinstance(c, dict) and ("d" in c or "dr" in c):
             acc, vals, scale = 0, [], 10 ** c["dec"]
-            for d in c["d"]:
+            deltas = c["d"] if "d" in c else [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]]
+            for d in deltas:
                 acc += d
                 vals.append(acc / scale if c["dec"] else acc)
             cols.append(vals)
