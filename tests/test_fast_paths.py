@@ -132,6 +132,23 @@ def test_csv_text_equals_csv_writer_with_csv_value_per_cell():
                 assert list(lazy) == [{k: r.get(k) for k in table} for r in rows]
 
 
+def test_csv_text_float_columns_equal_csv_writer():
+    """Columns of plain floats (the fast path: one C format over the table) against `csv.writer` per cell: whole
+    floats, -0.0, tiny values written with an exponent, values at and beyond +-1000, NaN and inf."""
+    rnd = random.Random(5)
+    special = [0.0, -0.0, 208.0, -3.0, 1.5e-05, -2.5e-300, 999.9999999999, -999.5, 999.99999999, 0.1 + 0.2,
+               8.552121000000003, 1000.0, -1234.5678, float("nan"), float("inf")]
+    columns = [{"key": k, "label": k} for k in ("name", "a", "b")]
+    for n in (1, 2, 50, 400):
+        for pool in ([rnd.uniform(-999, 999) for _ in range(64)], special[:10], special):
+            rows = [{"name": f"op,{i}" if i % 7 == 0 else f"op{i}", "a": rnd.choice(pool), "b": rnd.choice(pool)}
+                    for i in range(n)]
+            want = _plain_csv(columns, rows)
+            assert csv_text.csv_text(columns, rows) == want
+            table = {c["key"]: [r.get(c["key"]) for r in rows] for c in columns}
+            assert csv_text.csv_text(columns, page_mod.LazyRows(lambda: table, columns=True)) == want
+
+
 def _plain_detail_rows(detail, limit=None):
     """The rank page's operator rows as they were built before `_detail_columns` (records, sorted, `num`)."""
     from reportgen.model import SIDE_LABELS

@@ -222,3 +222,31 @@ def test_rank_page_comm_operators_per_call_memory_units_and_the_flagged_ranks_cs
     assert len(data) - 1 == int(re.search(r"\((\d+) rows", link.get_text()).group(1))
     sizes = [tr.select("td")[1].get_text() for tr in page.select("#rank-mem-top tbody tr")]
     assert sizes and all(re.fullmatch(r"[\d,]+\.\d{3}", s) for s in sizes), sizes
+
+
+def test_rank_overlap_per_step_table_not_repeated_when_the_step_table_holds_it(example_site):
+    """Issue 33: the overlap section's per-step table repeated the step table (the same step_trace_time.csv):
+    it is replaced by a link to the step table, which holds every step; a value that differs keeps the table."""
+    from reportgen.site.pages.rank.overlap import _same_steps
+    from reportgen.site.pages.rank.sections import StepSection
+
+    soup = BeautifulSoup((example_site / "ranks" / "rank-3.html").read_text(encoding="utf-8"), "html.parser")
+    h2 = soup.find("h2", id="overlap")
+    section = []
+    for el in h2.find_all_next():
+        if el.name == "h2":
+            break
+        section.append(el)
+    assert any(el.name == "p" and el.find("a", href="#rank-steps") for el in section)
+    assert not any(el.name == "details" for el in section)  # no per-step table of its own
+    steps = soup.find("table", id="rank-steps")
+    assert steps is not None and len(steps.find("tbody").find_all("tr")) >= 2
+
+    table = StepSection(phases=[{"key": "computing", "label": "C"}, {"key": "free", "label": "F"}],
+                        rows=[{"step": 1, "computing": 10.5, "free": 1.0}, {"step": 2, "computing": 11.0, "free": 2.0}])
+    rows = [{"step": 1, "values": [10.5, 1.0]}, {"step": 2, "values": [11.0, 2.0]}]
+    assert _same_steps(rows, ["computing", "free"], table)
+    assert not _same_steps([rows[0], {"step": 2, "values": [11.0, 2.5]}], ["computing", "free"], table)
+    assert not _same_steps(rows, ["computing", "bubble"], table)  # a column the step table lacks
+    assert not _same_steps(rows[:1], ["computing", "free"], table)  # a step the overlap lacks
+    assert not _same_steps(rows, ["computing", "free"], None)

@@ -8,6 +8,7 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 
+from reportgen.charts import column_codec as columnar
 from reportgen.layouts import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
@@ -34,8 +35,15 @@ def plan_512(tmp_path_factory):
 
 
 def _chart(plan, path: str, chart_id: str) -> dict:
+    """The chart's spec with its datasets as rows of objects (a columnar one decoded as report.js does, without
+    the `<field>_i` indexes it adds)."""
     page = next(p for p in plan.pages if p.path == path)
-    return next(c for c in page.charts if c.id == chart_id).spec
+    chart = next(c for c in page.charts if c.id == chart_id)
+    if not chart.columns:
+        return chart.spec
+    rows = {name: [{k: v for k, v in r.items() if not (k.endswith("_i") and k[:-2] in data.get("dicts", {}))}
+                   for r in columnar.decode(data)] for name, data in chart.columns.items()}
+    return {**chart.spec, "datasets": {**chart.spec["datasets"], **rows}}
 
 
 def _marks(spec: dict) -> list[str]:

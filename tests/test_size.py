@@ -39,6 +39,32 @@ def test_number_column_keeps_the_pages_seven_digits_and_leaves_other_values_plai
         assert columnar.number_column(plain) == [compact(v) for v in plain] or columnar.number_column(plain) == plain
 
 
+def test_number_column_codes_a_regular_step_as_runs_of_deltas():
+    """Issue 33: a curve sampled at a regular interval (a rank's memory x: 0, 0.5, 1.0, ... per series) writes its
+    deltas as runs; it decodes to the same doubles; an irregular column keeps the plain deltas."""
+    xs = [i * 0.5 for i in range(240)] + [i * 0.5 for i in range(239)]  # two series, each from 0
+    col = columnar.number_column(xs)
+    assert col == {"dec": 1, "dr": [0, 1, 5, 239, -1195, 1, 5, 238]}  # hand-computed: tenths (119.5 -> 0)
+    assert [r["x"] for r in columnar.decode({"fields": ["x"], "cols": [col]})] == xs
+    irregular = [float(i * i) for i in range(40)]
+    assert "d" in columnar.number_column(irregular)
+    assert [r["x"] for r in columnar.decode({"fields": ["x"], "cols": [columnar.number_column(irregular)]})] == irregular
+
+
+def test_encode_dicts_fields_hold_indexes_and_decode_to_the_rows():
+    """Issue 33: the link scatter's group and transport (a long label repeated on thousands of points) are carried
+    as indexes into one list each; decode gives the rows back (with the index as <field>_i, as report.js does)."""
+    rows = [{"link": "0→1", "group": "tp (0, 1)", "transport": "HCCS", "bw": 18.5, "slow": False},
+            {"link": "1→9", "group": "dp (1, 9)", "transport": "RDMA", "bw": 12.25, "slow": True},
+            {"link": "1→0", "group": "tp (0, 1)", "transport": "HCCS", "bw": 18.0, "slow": False}]
+    data = columnar.encode(rows, ["link", "group", "transport", "bw", "slow"], dicts=("group", "transport"))
+    assert data["dicts"] == {"group": ["tp (0, 1)", "dp (1, 9)"], "transport": ["HCCS", "RDMA"]}
+    assert data["cols"][1] == [0, 1, 0] and data["cols"][2] == [0, 1, 0]
+    back = columnar.decode(data)
+    assert [{k: v for k, v in r.items() if not k.endswith("_i")} for r in back] == rows
+    assert [r["group_i"] for r in back] == [0, 1, 0]
+
+
 def test_runs_column_and_round_trip_of_random_curves():
     assert columnar.runs_column(["a", "a", "b", "b", "b", "a"]) == {"runs": ["a", 2, "b", 3, "a", 1]}
     rnd = random.Random(7)

@@ -6,10 +6,13 @@ before drawing, so a chart spec reads the same rows as before. A column is one o
   - `{"dec": p, "d": [n0, d1, d2, ...]}`: value i = (n0 + d1 + ... + di) / 10**p, for numbers that all have at
     most `p` decimals (a memory curve's 43889.51, 43889.68, ... becomes 4388951, 17, ...): the same doubles as the
     plain list, since an integer divided by a power of ten is the double nearest to the decimal;
+  - `{"dec": p, "dr": [d1, n1, d2, n2, ...]}`: the same with the deltas as runs (delta d1 n1 times, then d2 n2
+    times: a curve sampled at a regular interval), written when it is under a quarter of the deltas;
   - `{"runs": [v, n, v, n, ...]}`: value v repeated n times (a series label per row).
   - `{"rank_href": "ranks/rank-987654321.html", "of": "rank"}`: each row's rank page, the row's `rank` put in
     place of `urls.RANK_SLOT` (the one href is resolved for the page that embeds it, as every `*_href` key).
-A field named in `dicts` holds an index into that list (the same convention as the timeline's `rows` form).
+A field named in `dicts` holds an index into that list (the same convention as the timeline's `rows` form; `decode`
+and report.js give the value, and the index as `<field>_i`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,13 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
     if p is None:
         return vals if vals is not None else arr.tolist()
     ints = np.round(arr * float(10 ** p)).astype(np.int64)
-    return {"dec": p, "d": [int(ints[0])] + np.diff(ints).tolist()}
+    deltas = np.r_[ints[:1], np.diff(ints)]
+    if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
+        starts = np.flatnonzero(np.r_[True, deltas[1:] != deltas[:-1]])
+        if 4 * len(starts) < len(deltas):
+            times = np.diff(np.r_[starts, len(deltas)])
+            return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
+    return {"dec": p, "d": deltas.tolist()}
 
 
 _POW10 = np.array([10 ** i for i in range(19)], dtype=np.int64)
@@ -125,17 +134,26 @@ def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
     return vals
 
 
-def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None) -> dict:
+def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None,
+           dicts: tuple[str, ...] = ()) -> dict:
     """Rows of objects -> one columnar dataset. `labels`: fields stored as runs (values that repeat in a row);
-    `href_of`: the field holding the rank whose page the `href` field links."""
-    cols = []
+    `href_of`: the field holding the rank whose page the `href` field links; `dicts`: fields of a few distinct
+    strings in any order (a link's group): each row holds an index into the field's list in `dicts`."""
+    cols, lists = [], {}
     for f in fields:
         vals = [r.get(f) for r in rows]
         if f == "href" and href_of:
             cols.append(rank_href_column(rows, f, href_of))
+        elif f in dicts:
+            index: dict = {}
+            cols.append([index.setdefault(v, len(index)) for v in vals])
+            lists[f] = list(index)
         else:
             cols.append(runs_column(vals) if f in labels else number_column(vals))
-    return {"fields": list(fields), "cols": cols}
+    out = {"fields": list(fields), "cols": cols}
+    if lists:
+        out["dicts"] = lists
+    return out
 
 
 def decode(data: dict) -> list[dict]:
@@ -147,9 +165,10 @@ def decode(data: dict) -> list[dict]:
         elif isinstance(c, dict) and "runs" in c:
             r = c["runs"]
             cols.append([v for i in range(0, len(r), 2) for v in [r[i]] * r[i + 1]])
-        elif isinstance(c, dict) and "d" in c:
+        elif isinstance(c, dict) and ("d" in c or "dr" in c):
             acc, vals, scale = 0, [], 10 ** c["dec"]
-            for d in c["d"]:
+            deltas = c["d"] if "d" in c else [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]]
+            for d in deltas:
                 acc += d
                 vals.append(acc / scale if c["dec"] else acc)
             cols.append(vals)
@@ -160,7 +179,13 @@ def decode(data: dict) -> list[dict]:
             slot = str(urls.RANK_SLOT)
             cols[j] = [c["rank_href"].replace(slot, str(r)) for r in cols[fields.index(c["of"])]]
     n = len(cols[0]) if cols else 0
-    return [{f: cols[j][i] for j, f in enumerate(fields)} for i in range(n)]
+    dicts = data.get("dicts") or {}
+    rows = [{f: cols[j][i] for j, f in enumerate(fields)} for i in range(n)]
+    for f, values in dicts.items():  # as report.js: the value looked up, the index kept as <field>_i
+        for row in rows:
+            row[f + "_i"] = row[f]
+            row[f] = values[row[f]]
+    return rows
 
 
 def rows_of(data) -> list[dict]:
@@ -168,9 +193,10 @@ def rows_of(data) -> list[dict]:
     return decode(data) if isinstance(data, dict) and "cols" in data else list(data)
 
 
-def to_columns(chart, name: str, fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None):
+def to_columns(chart, name: str, fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None,
+               dicts: tuple[str, ...] = ()):
     """Move a chart's dataset `name` (rows of objects in its spec) beside the spec, columnar (`Chart.columns`)."""
     rows = chart.spec["datasets"][name]
     chart.spec = {**chart.spec, "datasets": {**chart.spec["datasets"], name: []}}
-    chart.columns = {**(chart.columns or {}), name: encode(rows, fields, labels, href_of)}
+    chart.columns = {**(chart.columns or {}), name: encode(rows, fields, labels, href_of, dicts)}
     return chart

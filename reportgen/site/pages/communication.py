@@ -17,6 +17,7 @@ from reportgen.analysis.communication import (
 from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts
+from reportgen.charts.column_codec import to_columns
 from reportgen.charts.steps import MAX_BARS
 from reportgen.rules import highlights
 from reportgen.site.views.waits import waits_context
@@ -364,6 +365,9 @@ class CommContext(PageContext):
     waits: Optional[dict] = None  # who waits for whom (site/views/waits.py)
 
 
+LINKS_COLUMNAR = 500  # the link scatter's points carried columnar above this many
+
+
 def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], list[Download]]:
     """The communication page's context, charts and CSV downloads (all links, all ranks)."""
     c = a.comm
@@ -389,6 +393,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
             N_("Every link between two devices: data per step against bandwidth, by transport. Large transfers "
                "should sit at the transport's line rate; a point well below its peers is a slow link (ringed and "
                "named)."), renderer="canvas" if len(points) > 1500 else "svg"))
+        if len(points) > LINKS_COLUMNAR:  # 185 bytes a point as objects (the group's label on each): ~50 columnar
+            to_columns(charts[2], "links", list(points[0]), dicts=("group", "transport"))
     transports = sorted({l["transport"] for l in links})
     groups = [{"label": shown_label(g), "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]

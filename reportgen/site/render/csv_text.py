@@ -7,6 +7,9 @@ import csv
 import io
 import math
 import re
+from itertools import chain
+
+import numpy as np
 
 from reportgen.site.plan.page import LazyRows
 
@@ -64,13 +67,32 @@ def csv_text(columns: list[dict], rows) -> str:
                                                                                           for k in keys])]
                     if keys else [[]] * n)
         return buf.getvalue()
-    cells = []
-    for k in keys:
-        col = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
-               ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
-                _csv_field(v)) for v in table.get(k) or [None] * n]
-        if _CSV_SPECIAL("\x00".join(col)):
-            col = [_csv_quoted(f) for f in col]
-        cells.append(col)
+    cols = [table.get(k) or [None] * n for k in keys]
+    fmts, args = [], []
+    for col in cols:
+        if n and _plain_floats(col):  # the commonest column: every cell "%.9g" (formatted in C, below)
+            fmts.append("%.9g")
+            args.append(col)
+            continue
+        cells = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
+                 ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
+                  _csv_field(v)) for v in col]
+        if _CSV_SPECIAL("\x00".join(cells)):
+            quoted = {f: _csv_quoted(f) for f in set(cells)}  # (a label column repeats a few values)
+            cells = [quoted[f] for f in cells]
+        fmts.append("%s")
+        args.append(cells)
     header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
-    return "\r\n".join([header, *map(",".join, zip(*cells))]) + "\r\n"
+    if not n:
+        return header + "\r\n"
+    # one %-format over the whole table: the rows are joined (and the float cells written) in C
+    return header + "\r\n" + ((",".join(fmts) + "\r\n") * n) % tuple(chain.from_iterable(zip(*args)))
+
+
+def _plain_floats(col: list) -> bool:
+    """Every cell a float (not a subclass) with |v| < 1000 and not -0.0: then `csv_value`'s cell is "%.9g" of it
+    (a whole float's "%.9g" is its integer; a NaN fails the comparison, -0.0 would be written "-0")."""
+    if set(map(type, col)) != {float}:
+        return False
+    a = np.asarray(col, dtype=np.float64)
+    return bool(np.all(np.abs(a) < 1000.0)) and not bool(np.any(np.signbit(a) & (a == 0.0)))

@@ -89,7 +89,7 @@ class RankPages:
         """Rank `r`'s sections in page order, the page's own charts (the step lines) and the CSVs they link."""
         steps, charts = step_section(self.analysis, r, self.maker, self.line_spec)
         idle = idle_section(self.analysis, r)
-        parts = [Part(steps), *([Part(idle)] if idle is not None else []), Part(self.overlap.section(r)),
+        parts = [Part(steps), *([Part(idle)] if idle is not None else []), Part(self.overlap.section(r, steps)),
                  self.comm.section(r), *self.detail.sections(r)]
         return [p.section for p in parts], charts, [dl for p in parts for dl in p.downloads]
 

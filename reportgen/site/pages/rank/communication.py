@@ -60,6 +60,25 @@ def calls_text(count: Optional[float], n_steps: int) -> str:
     return fmt.number(count)
 
 
+_OP_NUMS = ("communication_ms", "transit_ms", "wait_ms", "wait_ratio", "count")
+
+
+def _coded(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, distinct values): `distinct[codes]` is `values`, each cell the very object it was (a missing value
+    stays None, NaN or pd.NA, as `group_label` reads them differently)."""
+    cells = values.tolist()
+    if set(map(type, cells)) <= {str}:  # the common case: labels
+        codes, uniques = pd.factorize(values)
+    else:  # missing or mixed values: pandas would merge None with NaN (and 2 with 2.0): each kept as it is
+        seen: dict = {}
+        codes = np.fromiter((seen.setdefault((type(v), v), len(seen)) for v in cells), dtype=np.int64,
+                            count=len(cells))
+        uniques = [v for _, v in seen]
+    out = np.empty(len(uniques), dtype=object)
+    out[:] = list(uniques)
+    return codes, out
+
+
 class RankComm:
     """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
     frames and the cluster median are prepared once (a run has thousands of rank pages)."""
@@ -79,15 +98,23 @@ class RankComm:
             self.steps.setdefault(int(rec["rank"]), []).append(rec)
         # every operator of a rank, longest first: the rows sorted once, a rank's records made when its page is
         # planned (in the site's parallel writers; 170,000 dicts up front cost seconds at 1,024 ranks)
+        # kept column by column, sorted: the numbers as float64 arrays, the labels as codes into their distinct
+        # values (one object per cell of 1.6 million rows was ~700 MB and seconds at 1,024 ranks)
         ro = c.rank_ops
-        self._op_cols: list = list(ro.columns) if len(ro) else []
-        self._op_vals = None
+        self._op_data: dict[str, Any] = {}
         self._op_at: dict[int, tuple[int, int]] = {}
         if len(ro):
             comm = ro["communication_ms"].to_numpy(dtype="float64")
             rank = ro["rank"].to_numpy(dtype="int64")
             order = np.lexsort((-comm, rank))  # by rank, then longest first (stable: ties keep their order)
-            self._op_vals = ro.to_numpy(dtype=object)[order]
+            for name in ("op", "group", "kind", *_OP_NUMS):
+                if name not in ro.columns:
+                    continue
+                if name in _OP_NUMS:  # (`num_column` reads any column as float64: the same values)
+                    self._op_data[name] = pd.to_numeric(ro[name], errors="coerce").to_numpy(
+                        dtype="float64", na_value=np.nan)[order]
+                else:
+                    self._op_data[name] = _coded(ro[name].to_numpy(dtype=object)[order])
             ranks = rank[order]
             starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
             ends = np.r_[starts[1:], len(ranks)]
@@ -98,14 +125,17 @@ class RankComm:
     def _op_columns(self, r: int, limit: Optional[int] = None) -> dict[str, list]:
         """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
         page's table and (every operator, built only when the CSV is written) its CSV."""
-        nums = ("communication_ms", "transit_ms", "wait_ms", "wait_ratio", "count")
+        nums = _OP_NUMS
         if r not in self._op_at:
             return {k: [] for k in ("op", "group", "kind", *nums, "per_call_ms")}
         b, e = self._op_at[r]
         if limit is not None:
             e = min(e, b + limit)
-        col = {c: self._op_vals[b:e, j] for j, c in enumerate(self._op_cols)}
-        out = {"op": col["op"].tolist(), "group": [self._group(g) for g in col["group"].tolist()],
+        col = {c: v[b:e] if isinstance(v, np.ndarray) else v[1][v[0][b:e]] for c, v in self._op_data.items()}
+        groups = col["group"].tolist()
+        labels = {g: self._group(g) for g in set(groups)} if len(groups) > 8 else None  # (a few groups, many rows)
+        out = {"op": col["op"].tolist(), "group": [labels[g] for g in groups] if labels is not None
+               else [self._group(g) for g in groups],
                "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
         # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
         # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)

@@ -56,6 +56,7 @@ class OverlapSection(RankSection):
     compare: Optional[list[dict]] = None  # this rank vs its stage's mean and the median
     columns: Optional[list[str]] = None
     steps: Optional[list[dict]] = None
+    steps_in_step_table: bool = False  # every per-step value is the step table's (the same file): not repeated
     source: Optional[str] = None
     share: Optional[float] = None
     check: Optional[dict] = None
