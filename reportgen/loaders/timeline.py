@@ -30,7 +30,7 @@ from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
-from reportgen.numbers import to_float
+from reportgen.numbers import MAX_ABS_NUMBER, to_float
 from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
@@ -64,10 +64,11 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
     groups: dict = {}  # (pid, lane name or None) -> (starts, durations)
     tids: dict = {}  # pid -> set of tids
-    string_ts = False
     unusable = 0
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     door = TraceDoor(log, path)  # lane ids, args, duplicates, malformed and unnamed events (loaders/schema.py)
+    keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
+    lim, nan = MAX_ABS_NUMBER, math.nan
     try:
         for e in trace_events(path, log):
             lane = door.event(e)
@@ -81,24 +82,46 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 continue
             if ph != "X":
                 continue
-            ts, dur = e.get("ts"), to_float(e.get("dur"))
-            string_ts = string_ts or isinstance(ts, str)
-            ts_kinds[isinstance(ts, str)] += 1
-            ts = to_float(ts)
-            if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:
+            ts, dur = e.get("ts"), e.get("dur")
+            ts_kinds[type(ts) is str] += 1
+            # `to_float` inlined for text and floats, the usual cases (millions of events): the same values
+            if type(ts) is str or type(ts) is float:
+                try:
+                    ts = float(ts)
+                except ValueError:
+                    ts = to_float(ts)
+                if not -lim <= ts <= lim:  # (NaN and infinities too)
+                    ts = nan
+            else:
+                ts = to_float(ts)
+            if type(dur) is str or type(dur) is float:
+                try:
+                    dur = float(dur)
+                except ValueError:
+                    dur = to_float(dur)
+                if not -lim <= dur <= lim:
+                    dur = nan
+            else:
+                dur = to_float(dur)
+            if not (ts >= 0 and dur >= 0):  # (NaN compares false)
                 unusable += 1
                 continue
             pid, name = lane[0], e.get("name")
-            # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
-            # AllReduce-opN) is communication, as the execution view classifies it (one classifier: op_class)
-            key = name if name in LANE_KEYS else (COMM_OP if isinstance(name, str) and op_class(name) != "compute"
-                                                 else None)
+            if type(name) is str:
+                key = keys.get(name, keys)
+                if key is keys:
+                    key = keys[name] = _group_key(name)
+            else:
+                key = _group_key(name)
             g = groups.get((pid, key))
             if g is None:
                 g = groups[(pid, key)] = (array("d"), array("d"))
             g[0].append(ts)
             g[1].append(dur)
-            tids.setdefault(pid, set()).add(lane[1])
+            t = tids.get(pid)
+            if t is None:
+                t = tids[pid] = set()
+            t.add(lane[1])
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
@@ -113,7 +136,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             log.add(path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
                       f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
                       "pid? counted by their name alone", "warning", "schema drift")
-    out.trace_needs_numbers = string_ts
+    out.trace_needs_numbers = ts_kinds[1] > 0
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
     n_ops, streams = 0, 0
@@ -157,6 +180,16 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     if len(busy[0]):
         out.free_ms = (float(busy[1][-1] - busy[0][0]) - intervals.total(busy)) / 1e3
     return out
+
+
+def _group_key(name) -> Optional[str]:
+    """The group of a complete event by its name: a lane name of the profiler's overlap lanes, COMM_OP for a
+    communication operator, else None.
+    [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP" AllReduce-opN) is
+    communication, as the execution view classifies it (one classifier: op_class)."""
+    if name in LANE_KEYS:
+        return name
+    return COMM_OP if isinstance(name, str) and op_class(name) != "compute" else None
 
 
 def _classify(pid, name: str, proc: dict) -> str:
