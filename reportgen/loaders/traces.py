@@ -79,8 +79,9 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
 
 
 _WS = re.compile(rb"[ \t\r\n]*")
-_DIGIT_MAP = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))  # digits -> "0", the rest -> " "
-_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+# where an integer token may begin: digits -> "0", "[", ",", ":" and whitespace -> "d", "-" kept, the rest -> " "
+_TOKENS = bytes(48 if 48 <= c <= 57 else 100 if c in b"[,: \t\r\n" else c if c == 45 else 32 for c in range(256))
+_LEADING_LONG = re.compile(rb"[ \t\r\n]*-?[0-9]{19}")
 _ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII character written as \u00XX
 
 
@@ -118,8 +119,7 @@ def _whole(path: Path, root: Optional[Path]) -> Optional[tuple[bytes, int, list]
         doc = orjson.loads(memoryview(data)[start:] if start else data)
     except orjson.JSONDecodeError:
         return None
-    if b"0" * 19 in data.translate(_DIGIT_MAP) and any(
-            int(m) > 2 ** 63 - 2 for m in _LONG_DIGITS.findall(data)):  # (yajl refuses -2^63 too)
+    if _int_beyond_int64(data, start):
         return None
     if first == b"[":
         return data, start, doc
@@ -134,6 +134,27 @@ def _whole(path: Path, root: Optional[Path]) -> Optional[tuple[bytes, int, list]
     if n == 1 and type(events) is list:
         return data, start, events
     return None
+
+
+def _int_beyond_int64(data: bytes, start: int) -> bool:
+    """True when `data` may hold an integer token of 2^63 or more in magnitude (yajl refuses it, -2^63 too; orjson
+    reads it): a run of 19+ digits after "[", ",", ":" or whitespace (and an optional "-") that no "." or exponent
+    follows. Digits in strings ("HostToDevice40004068119343529983", ids written as text) follow a letter or a quote
+    and are passed over; a string with such a run after a space counts (the file is then streamed: the same
+    result, slower)."""
+    t = data.translate(_TOKENS)
+    n = len(t)
+    for pat in (b"d" + b"0" * 19, b"d-" + b"0" * 19):
+        i = t.find(pat)
+        while i >= 0:
+            a = i + len(pat) - 19
+            e = a + 19
+            while e < n and t[e] == 48:
+                e += 1
+            if data[e:e + 1] not in (b".", b"e", b"E") and int(data[a:e]) >= 2 ** 63:
+                return True
+            i = t.find(pat, e)
+    return _LEADING_LONG.match(data, start) is not None  # a long number that is the whole document: streamed
 
 
 def _watch_whole(data: bytes, start: int, huge: list) -> None:
