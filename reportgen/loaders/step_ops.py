@@ -9,6 +9,11 @@ chosen steps' operators are kept.
   window.
 * Pass 2 (`read_step_ops`): the operators that start inside a chosen window.
 
+The passes parse the trace twice (in the main process, for at most `analysis.execution.MAX_DEVICES` ranks): the
+steps pass 2 keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events
+in between (~16 MB of objects for a 3.6 MB trace: ~0.5 GB); a parse of a trace up to `traces.FAST_MAX_BYTES`
+costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.)
+
 Which events are operators (MindInsight's `TimelineService` keeps events whose name contains `-op`, dropping
 `AtomicAddrClean`, `StreamSend`, `StreamReceive`): legacy AI Core (pid = device id) and AI CPU (9000) tasks,
 communication (pid 10000); trace_view "Ascend Hardware" kernels (not the runtime's own tasks: event records,
