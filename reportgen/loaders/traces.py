@@ -4,7 +4,7 @@ named; and the one entry for a trace that broke off (`trace_cut`).
 
 Two readers give the same events and the same data-quality entries: a trace up to FAST_MAX_BYTES is parsed whole
 by orjson (the reading then costs the parse and a type test an event: the chunk guards and the generator chain of
-the stream are gone; ~15 % of a torch_npu trace_view.json's read, the rest is building the events), a larger one
+the stream are gone: 15-35 % of a torch_npu trace_view.json's read; building the events is the rest), a larger one
 -- or one orjson refuses or reads otherwise than yajl: NaN, an integer beyond int64, a cut-off file, bytes that are
 not UTF-8, nesting past orjson's 1,024 levels -- is streamed by ijson as before."""
 
