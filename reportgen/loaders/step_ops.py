@@ -9,6 +9,11 @@ chosen steps' operators are kept.
   window.
 * Pass 2 (`read_step_ops`): the operators that start inside a chosen window.
 
+The passes parse the trace twice (in the main process, for at most `analysis.execution.MAX_DEVICES` ranks): the
+steps pass 2 keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events
+in between (~16 MB of objects for a 3.6 MB trace: ~0.5 GB); a parse of a trace up to `traces.FAST_MAX_BYTES`
+costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.)
+
 Which events are operators (MindInsight's `TimelineService` keeps events whose name contains `-op`, dropping
 `AtomicAddrClean`, `StreamSend`, `StreamReceive`): legacy AI Core (pid = device id) and AI CPU (9000) tasks,
 communication (pid 10000); trace_view "Ascend Hardware" kernels (not the runtime's own tasks: event records,
@@ -23,6 +28,8 @@ from reportgen.i18n import N_
 
 import math
 import re
+from bisect import bisect_right
+from functools import partial
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +40,14 @@ import numpy as np
 from reportgen.loaders.files import open_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.traces import trace_cut, TRACE_ERRORS, trace_events
-from reportgen.numbers import to_float, to_int
+from reportgen.numbers import MAX_ABS_NUMBER, to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
 from reportgen.model import StepOps, StepTrace, op_class
 
 STEPS_TID = 100000
+STEPS_TID_TEXT = str(STEPS_TID)
 LEGACY_SKIP_PIDS = (11000, 12000)
 LEGACY_COMM_PID = 10000
 MODEL_ITER_RE = re.compile(r"Iteration ID:\s*(\d+)")
@@ -57,6 +65,25 @@ class TraceLayout:
     threads: dict = field(default_factory=dict)  # (pid, tid) -> name
     legacy: bool = True  # MindInsight numbering of pids
     host_windows: dict = field(default_factory=dict)  # step -> host ProfilerStep (start µs, end µs), torch_npu
+
+
+def _num(v) -> float:
+    """`to_float`, its usual cases first (text and floats: millions of events a trace); the same values."""
+    if type(v) is str or type(v) is float:
+        try:
+            f = float(v)
+        except ValueError:
+            return to_float(v)
+        return f if -MAX_ABS_NUMBER <= f <= MAX_ABS_NUMBER else math.nan  # (NaN and infinities too)
+    return to_float(v)
+
+
+def _finder(starts: np.ndarray):
+    """`np.searchsorted(starts, x, side="right")` for one float at a time: `bisect` over a list where no start is
+    NaN (the same index; ~10x faster a call)."""
+    if np.isnan(starts).any():
+        return lambda x: int(np.searchsorted(starts, x, side="right"))
+    return partial(bisect_right, starts.tolist())
 
 
 def _step_number(name) -> Optional[int]:
@@ -101,7 +128,31 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     try:
         for e in trace_events(path):
             ph = e.get("ph")
-            if ph == "M":
+            if ph == "X":
+                name = e.get("name")
+                if not isinstance(name, str):
+                    continue
+                ts = _num(e.get("ts"))
+                if ts == ts:  # (not NaN)
+                    if ts < lo:
+                        lo = ts
+                    if ts > hi:
+                        hi = ts
+                    if "-op" in name and name not in first_ts and len(first_ts) < 2000:
+                        first_ts[name] = ts
+                m = STEP_RE.match(name) if name.startswith("ProfilerStep#") else None
+                if m:
+                    ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                        host_steps[to_int(m.group(1))] = (ts, ts + dur)
+                    continue
+                tid = e.get("tid")
+                if (tid == STEPS_TID) if type(tid) is int else (str(tid) == STEPS_TID_TEXT):
+                    s = _step_number(name)
+                    ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                    if s is not None and not (math.isnan(ts) or math.isnan(dur)):
+                        legacy_steps[s] = (ts, ts + dur)
+            elif ph == "M":
                 n = e.get("name")
                 args = e.get("args")
                 label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
@@ -109,27 +160,6 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                     procs[e.get("pid")] = label
                 elif n == "thread_name":
                     threads[(e.get("pid"), e.get("tid"))] = label
-                continue
-            if ph == "X":
-                name = e.get("name")
-                if not isinstance(name, str):
-                    continue
-                ts = to_float(e.get("ts"))
-                if not math.isnan(ts):
-                    lo, hi = min(lo, ts), max(hi, ts)
-                    if "-op" in name and name not in first_ts and len(first_ts) < 2000:
-                        first_ts[name] = ts
-                m = STEP_RE.match(name)
-                if m:
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                        host_steps[to_int(m.group(1))] = (ts, ts + dur)
-                    continue
-                if str(e.get("tid")) == str(STEPS_TID):
-                    s = _step_number(name)
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if s is not None and not (math.isnan(ts) or math.isnan(dur)):
-                        legacy_steps[s] = (ts, ts + dur)
             elif ph in ("s", "f"):
                 flows.add(e)
     except TRACE_ERRORS as e:
@@ -266,28 +296,31 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
     hstarts = np.array([w[0] for w in hwins]) if hwins else starts
     hwins = hwins or wins
     host: dict = {s: [] for _, _, s in wins}
+    # the window an operator starts in: bisect over the sorted starts (numpy's searchsorted where one is NaN)
+    find = _finder(starts)
+    hfind = _finder(hstarts)
     try:
         for e in trace_events(path):
             if e.get("ph") != "X":
                 continue
-            ts = to_float(e.get("ts"))
-            if math.isnan(ts):
+            ts = _num(e.get("ts"))
+            if ts != ts:  # NaN
                 continue
             if _host_event(e, lay):
-                i = int(np.searchsorted(hstarts, ts, side="right")) - 1
-                dur = to_float(e.get("dur"))
+                i = hfind(ts) - 1
+                dur = _num(e.get("dur"))
                 name = e.get("name")
                 if i >= 0 and ts < hwins[i][1] and not math.isnan(dur) and isinstance(name, str):
                     host[hwins[i][2]].append((ts, dur, _host_name(name, e.get("args")), _lane(e, lay),
                                               _connection(e.get("args"))))
                 continue
-            i = int(np.searchsorted(starts, ts, side="right")) - 1
+            i = find(ts) - 1
             if i < 0 or ts >= wins[i][1]:
                 continue
             cls = _kind(e, lay)
             if cls is None:
                 continue
-            dur = to_float(e.get("dur"))
+            dur = _num(e.get("dur"))
             if math.isnan(dur):
                 continue
             c = cols[wins[i][2]]

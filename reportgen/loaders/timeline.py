@@ -13,13 +13,16 @@ Traces are streamed; files above `MAX_SUMMARY_BYTES` are linked but not summaris
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import re
 from array import array
 from pathlib import Path
 from typing import IO, Optional
 
 import numpy as np
+import orjson
 
 from reportgen import intervals
 from reportgen.dataquality import dq
@@ -28,7 +31,7 @@ from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
-from reportgen.numbers import to_float
+from reportgen.numbers import MAX_ABS_NUMBER, to_float
 from reportgen.model import TimelineSummary, op_class
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
@@ -61,10 +64,11 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
     groups: dict = {}  # (pid, lane name or None) -> (starts, durations)
     tids: dict = {}  # pid -> set of tids
-    string_ts = False
     unusable = 0
     ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     door = TraceDoor(log, path)  # lane ids, args, duplicates, malformed and unnamed events (loaders/schema.py)
+    keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
+    lim, nan = MAX_ABS_NUMBER, math.nan
     try:
         for e in trace_events(path, log):
             lane = door.event(e)
@@ -78,24 +82,46 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
                 continue
             if ph != "X":
                 continue
-            ts, dur = e.get("ts"), to_float(e.get("dur"))
-            string_ts = string_ts or isinstance(ts, str)
-            ts_kinds[isinstance(ts, str)] += 1
-            ts = to_float(ts)
-            if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:
+            ts, dur = e.get("ts"), e.get("dur")
+            ts_kinds[type(ts) is str] += 1
+            # `to_float` inlined for text and floats, the usual cases (millions of events): the same values
+            if type(ts) is str or type(ts) is float:
+                try:
+                    ts = float(ts)
+                except ValueError:
+                    ts = to_float(ts)
+                if not -lim <= ts <= lim:  # (NaN and infinities too)
+                    ts = nan
+            else:
+                ts = to_float(ts)
+            if type(dur) is str or type(dur) is float:
+                try:
+                    dur = float(dur)
+                except ValueError:
+                    dur = to_float(dur)
+                if not -lim <= dur <= lim:
+                    dur = nan
+            else:
+                dur = to_float(dur)
+            if not (ts >= 0 and dur >= 0):  # (NaN compares false)
                 unusable += 1
                 continue
             pid, name = lane[0], e.get("name")
-            # [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP"
-            # AllReduce-opN) is communication, as the execution view classifies it (one classifier: op_class)
-            key = name if name in LANE_KEYS else (COMM_OP if isinstance(name, str) and op_class(name) != "compute"
-                                                 else None)
+            if type(name) is str:
+                key = keys.get(name, keys)
+                if key is keys:
+                    key = keys[name] = _group_key(name)
+            else:
+                key = _group_key(name)
             g = groups.get((pid, key))
             if g is None:
                 g = groups[(pid, key)] = (array("d"), array("d"))
             g[0].append(ts)
             g[1].append(dur)
-            tids.setdefault(pid, set()).add(lane[1])
+            t = tids.get(pid)
+            if t is None:
+                t = tids[pid] = set()
+            t.add(lane[1])
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "timeline summary from the part read")
         out.truncated = True
@@ -109,7 +135,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
         if stray:
             log.add(path, dq("timeline.unnamed-process", stray=sum(stray.values()),
                                   p=", ".join(repr(p) for p in list(stray)[:3])), "warning", "schema drift")
-    out.trace_needs_numbers = string_ts
+    out.trace_needs_numbers = ts_kinds[1] > 0
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
     n_ops, streams = 0, 0
@@ -155,6 +181,16 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     return out
 
 
+def _group_key(name) -> Optional[str]:
+    """The group of a complete event by its name: a lane name of the profiler's overlap lanes, COMM_OP for a
+    communication operator, else None.
+    [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP" AllReduce-opN) is
+    communication, as the execution view classifies it (one classifier: op_class)."""
+    if name in LANE_KEYS:
+        return name
+    return COMM_OP if isinstance(name, str) and op_class(name) != "compute" else None
+
+
 def _classify(pid, name: str, proc: dict) -> str:
     pname = proc.get(pid, "")
     if name in LANE_KEYS and (pname in ("Overlap Analysis", "Op Overlap Analyse") or pid == LEGACY_LANE_PID):
@@ -184,41 +220,118 @@ def _first_ts_is_string(path: Path) -> bool:
     return False
 
 
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_PLAIN = r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+)?"  # a JSON number below 1e18: finite and within MAX_ABS_NUMBER
+_PLAIN_NUMBERS = re.compile(f"{_PLAIN}(?:\\n{_PLAIN})*")
+_MARK = "\u0000#"  # around a ts / dur string while the events are dumped: orjson writes it \u0000#
+_MARK_OPEN, _MARK_CLOSE, _MARK_BYTES = b'"\\u0000#', b'\\u0000#"', b"\\u0000#"
+EXPORT_BATCH = 4096  # events dumped at a time
+
+
 def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = None) -> int:
     """Write `src` as a Chrome-trace JSON array to `dst`; with `convert`, string timestamps become JSON numbers
     (the decimal text is kept exactly, so no precision is lost). Returns the number of events written.
-    `root`: the run folder (a symbolic link out of it is not followed: an empty trace is written)."""
+    `root`: the run folder (a symbolic link out of it is not followed: an empty trace is written).
+
+    The events are those `trace_events` yields: entries that are not an object and events whose numeric ts / dur
+    is non-finite or out of range are left out, as the loaders leave them out (the copy shows what the report
+    read; Perfetto would refuse or misplace them). A ts / dur string that the loaders read as a number but that is
+    not written as a JSON number ("+5", "1_000", "012") is written as that float's shortest text (it used to be
+    copied as it stood, which made the file invalid JSON); text that is no number (or a non-finite one) stays
+    text. The events are dumped by orjson a batch at a time, each ts / dur string marked (`_MARK`), the marks of
+    the numbers then dropped bytewise with their quotes (`_write_events`)."""
     if root is not None:
         with run_root(root):
             return export_trace(src, dst, convert)
     if not convert:
         try:
             with open_maybe_gzip(src) as f:
-                while True:
+                dec = codecs.getincrementaldecoder("utf-8")(errors="replace")  # (a character cut by a read
+                while True:  # is decoded whole)
                     chunk = f.read(1 << 20)
                     if not chunk:
                         break
-                    dst.write(chunk.decode("utf-8", errors="replace"))
+                    dst.write(dec.decode(chunk))
+                dst.write(dec.decode(b"", final=True))
         except (OSError, EOFError):  # not a regular file, or unreadable: the loader named it; an empty trace
             dst.write("[]\n")
             return 0
         return -1
     n = 0
+    batch: list = []
+    texts: list = []  # the batch's ts / dur strings (each marked in its event)
     dst.write("[")
     try:
         for e in trace_events(src):
-            raw = {}
-            for k in ("ts", "dur"):
-                v = e.get(k)
-                if isinstance(v, str) and not math.isnan(to_float(v)):
-                    raw[k] = v.strip()
-                    e[k] = _PLACEHOLDER + k
-            text = json.dumps(e, ensure_ascii=False, separators=(",", ":"))
-            for k, v in raw.items():
-                text = text.replace(json.dumps(_PLACEHOLDER + k), v, 1)
-            dst.write(("," if n else "") + "\n" + text)
-            n += 1
+            v = e.get("ts")
+            if type(v) is str:
+                texts.append(v)
+                e["ts"] = _MARK + v + _MARK
+            v = e.get("dur")
+            if type(v) is str:
+                texts.append(v)
+                e["dur"] = _MARK + v + _MARK
+            batch.append(e)
+            if len(batch) >= EXPORT_BATCH:
+                _write_events(dst, batch, texts, n)
+                n += len(batch)
+                batch, texts = [], []
     except TRACE_ERRORS:
         pass  # the part that was read is written; the loader reported the broken file
+    if batch:
+        _write_events(dst, batch, texts, n)
+        n += len(batch)
     dst.write("\n]\n")
     return n
+
+
+def _write_events(dst: IO[str], batch: list, texts: list, n: int) -> None:
+    """`batch` as the next entries of the JSON array (`n` written before it). `texts`: its ts / dur strings, each
+    marked in its event. When all are plain decimals (one regex over them all) each is written as it stands, else
+    `_settle` judges each as the loaders read it. One orjson call dumps the batch; the marks of the numbers are then
+    dropped with their quotes, bytewise. Should a string of the trace itself hold the mark (the count tells) or
+    orjson refuse a value, the batch is written event by event with `json`."""
+    marked = None
+    if texts and not (_PLAIN_NUMBERS.fullmatch(blob := "\n".join(texts)) and blob.count("\n") == len(texts) - 1):
+        marked = _settle(batch)
+    try:
+        out = orjson.dumps(batch)[1:-1]
+        if out.count(_MARK_BYTES) == 2 * (len(texts) if marked is None else len(marked)):
+            out = out.replace(_MARK_OPEN, b"").replace(_MARK_CLOSE, b"")
+            dst.write(("," if n else "") + "\n" + out.decode("utf-8"))
+            return
+    except orjson.JSONEncodeError:
+        pass
+    if marked is None:
+        marked = _settle(batch)
+    raw: dict = {}
+    for i, k, t in marked:
+        raw.setdefault(i, {})[k] = t
+        batch[i][k] = _PLACEHOLDER + k
+    for i, e in enumerate(batch):
+        text = json.dumps(e, ensure_ascii=False, separators=(",", ":"))
+        for k, v in raw.get(i, {}).items():
+            text = text.replace(json.dumps(_PLACEHOLDER + k), v, 1)
+        dst.write(("," if n + i else "") + "\n" + text)
+
+
+def _settle(batch: list) -> list:
+    """Each marked ts / dur string of `batch` judged as the loaders read it (`to_float`): a number keeps its mark
+    around the JSON text to write (its own, stripped, when it is a JSON number), other text loses the mark.
+    Returns (index, key, JSON text) of the numbers."""
+    marked = []
+    m = len(_MARK)
+    for i, e in enumerate(batch):
+        for k in ("ts", "dur"):
+            v = e.get(k)
+            if type(v) is str:  # (every one was marked)
+                v = v[m:-m]
+                f = to_float(v)
+                if f == f:
+                    t = v.strip()
+                    t = t if _JSON_NUMBER.fullmatch(t) else repr(f)
+                    e[k] = _MARK + t + _MARK
+                    marked.append((i, k, t))
+                else:
+                    e[k] = v
+    return marked

@@ -1,0 +1,193 @@
+"""Reading Chrome traces (`loaders.traces.trace_events`): the whole-file reader (orjson, traces up to FAST_MAX_BYTES)
+gives the same events, the same exception and the same data-quality entries as the streamed reader (ijson) on
+healthy and damaged traces; and the Perfetto copy (`timeline.export_trace`) writes ts / dur text as JSON numbers
+with their exact decimal text."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+
+import orjson
+import pytest
+
+from conftest import sample
+from reportgen.jsonguard import JsonTooDeep
+from reportgen.loaders import traces
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.timeline import export_trace
+
+EV = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+      {"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": "1763717399999809.500", "dur": "12.25",
+       "args": {"ts": "5", "Input Dims": "1,2"}},
+      {"ph": "X", "name": "Add", "pid": 1, "tid": 2, "ts": 1763717399999900.25, "dur": 3},
+      {"ph": "s", "name": "flow", "id": 7, "pid": 1, "tid": 2, "ts": "1763717399999809.000", "cat": "async_npu"}]
+HEALTHY = json.dumps(EV).encode()
+
+
+def _read(path, fast: bool, monkeypatch):
+    """(events, exception, data-quality entries, whether the whole-file reader took the file)."""
+    took = []
+    whole = traces._whole
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(traces, "FAST_MAX_BYTES", -1)
+        m.setattr(traces, "_whole", lambda *a: took.append(r := whole(*a)) or r)
+        log = IssueLog(path.parent)
+        events, err = [], None
+        try:
+            for e in traces.trace_events(path, log):
+                events.append(e)
+        except Exception as x:  # noqa: BLE001 - compared between the readers
+            err = (type(x).__name__, str(x))
+    return events, err, [(i.problem, i.severity, i.kind) for i in log.issues], took[0] is not None
+
+
+def _same(a, b) -> bool:
+    """The same events (types too: repr), exception and entries."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)  # (an event nested 1,500 deep)
+    try:
+        return [repr(e) for e in a[0]] == [repr(e) for e in b[0]] and a[1:3] == b[1:3]
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _both(tmp_path, monkeypatch, data: bytes, name: str = "trace_view.json"):
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(data, mtime=0) if name.endswith(".gz") else data)
+    fast, slow = _read(p, True, monkeypatch), _read(p, False, monkeypatch)
+    assert _same(fast, slow)
+    assert not slow[3]
+    return fast
+
+
+HUGE = json.dumps([EV[0], dict(EV[1], args={"x": "y" * 200_000})]).encode()
+DAMAGED = {  # name: (bytes, the whole-file reader takes it)
+    "healthy": (HEALTHY, True),
+    "object form, BOM, whitespace": (b"\xef\xbb\xbf \n\t" + json.dumps({"traceEvents": EV}).encode(), True),
+    "non-finite and out-of-range ts": (json.dumps(EV[:2] + [dict(EV[2], ts=1e300)] + EV[3:]).encode(), True),
+    "entries that are not objects": (HEALTHY.replace(b"[{", b'[null, "x", 3, [1], {', 1), True),
+    "a huge string": (HUGE, True),
+    "a huge string with escapes": (HUGE.replace(b"y" * 200_000, (b"y" * 999 + b"\\\\") * 200), True),
+    "a huge run of backslashes": (HUGE.replace(b"y" * 200_000, b"\\\\" * 70_000), True),  # (read byte by byte)
+    "NaN literal": (HEALTHY.replace(b'"dur": 3', b'"dur": NaN'), False),
+    "an integer beyond int64": (HEALTHY.replace(b'"id": 7', b'"id": 99999999999999999999'), False),
+    "int64's maximum": (HEALTHY.replace(b'"id": 7', b'"id": 9223372036854775807'), True),
+    "long digits in text": (HEALTHY.replace(b'"name": "flow"', b'"name": "HostToDevice40004068119343529983", '
+                                            b'"x": "40004068119343529983", "y": 0.40004068119343529983'), True),
+    "int64's minimum (yajl refuses it)": (HEALTHY.replace(b'"id": 7', b'"id": -9223372036854775808'), False),
+    "a long number alone": (b" 99999999999999999999", False),
+    "cut off": (HEALTHY[:-40], False),
+    "bytes that are not UTF-8": (HEALTHY.replace(b"MatMul", b"Mat\xffMul"), False),
+    "a lone surrogate": (HEALTHY.replace(b"MatMul", b"Mat\\ud800Mul"), False),
+    "nested past orjson's bound": (HEALTHY.replace(b'"args": {"ts"', b'"args": {"d": ' + b"[" * 1500 + b"]" * 1500
+                                                   + b', "ts"'), False),
+    "nested past the stream's bound": (HEALTHY.replace(b'"args": {"ts"', b'"args": {"d": ' + b"[" * 2500
+                                                       + b"]" * 2500 + b', "ts"'), False),
+    "trailing garbage": (HEALTHY + b" x", False),
+    "traceEvents twice": (b'{"traceEvents": [{"ph": "X", "ts": 1}], "traceEvents": [{"ph": "X", "ts": 2}]}', False),
+    "a key traceEvents.item": (b'{"traceEvents.item": {"ph": "X", "ts": 3}, "traceEvents": [{"ph": "X"}]}', False),
+    "traceEvents spelt with an escape": (b'{"traceEvents": [{"ph": "X", "ts": 1}], "trace\\u0045vents": [{"ts": 2}]}',
+                                         False),
+    "no event list": (b'{"a": 1}', True),
+    "empty": (b"", False),
+}
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("case", list(DAMAGED))
+def test_whole_file_and_streamed_readers_agree(tmp_path, monkeypatch, case, gz):
+    data, whole = DAMAGED[case]
+    events, err, entries, took = _both(tmp_path, monkeypatch, data, "trace_view.json" + (".gz" if gz else ""))
+    assert took == whole
+    if case == "healthy":
+        assert err is None and events == EV and not entries
+    if case == "non-finite and out-of-range ts":
+        assert len(events) == 3 and "1e+300" in entries[0][0]
+    if case == "entries that are not objects":
+        assert len(events) == 4 and "4 entr(y/ies)" in entries[0][0] and "None" in entries[0][0]
+    if case.startswith("a huge string"):
+        (e,) = entries
+        assert "65,536 characters" in e[0] and e[2] == "schema drift"
+    if case == "nested past the stream's bound":
+        assert err[0] == JsonTooDeep.__name__
+    if case in ("cut off", "NaN literal", "empty"):
+        assert err is not None
+    if case == "traceEvents twice":
+        assert [e["ts"] for e in events] == [1, 2]  # the stream's reading: every list under the key
+
+
+def test_the_huge_string_entry_names_the_same_offset_whatever_the_prefix(tmp_path, monkeypatch):
+    """The watch's offset counts the stream's probe of the first bytes (BOM, whitespace) and the bytes each piece
+    gains while it ends in a backslash: the whole-file reader names the same byte."""
+    for lead in (b"", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n\n  ", b"   "):
+        for pad in (0, 1, 7):
+            data = lead + HUGE.replace(b'"MatMul"', b'"Mat' + b"\\\\" * pad + b'Mul"')
+            _, err, entries, took = _both(tmp_path, monkeypatch, data)
+            assert took and err is None and len(entries) == 1
+
+
+def test_whole_file_reader_gives_the_real_trace_the_stream_gives(tmp_path, monkeypatch):
+    path = sample("ascend/msinsight_pytorch_2rank_level1_text") / "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"
+    fast, slow = _read(path, True, monkeypatch), _read(path, False, monkeypatch)
+    assert fast[3] and _same(fast, slow) and len(fast[0]) > 1000
+
+
+def test_a_trace_above_the_bound_is_streamed(tmp_path, monkeypatch):
+    p = tmp_path / "trace_view.json"
+    p.write_bytes(HEALTHY)
+    monkeypatch.setattr(traces, "FAST_MAX_BYTES", len(HEALTHY) - 1)
+    assert traces._whole(p, None) is None
+    p2 = tmp_path / "t.json.gz"  # gzip's trailer gives the size without inflating
+    p2.write_bytes(gzip.compress(HEALTHY))
+    assert traces._whole(p2, None) is None
+    monkeypatch.setattr(traces, "FAST_MAX_BYTES", len(HEALTHY))
+    assert traces._whole(p, None)[2] == EV and traces._whole(p2, None)[2] == EV
+
+
+# --- the Perfetto copy ----------------------------------------------------------------------------------------
+
+
+def _export(tmp_path, events) -> tuple[bytes, int]:
+    p = tmp_path / "trace_view.json"
+    p.write_text(json.dumps(events))
+    out = io.StringIO()
+    n = export_trace(p, out, convert=True)
+    return out.getvalue().encode(), n
+
+
+def test_export_writes_ts_and_dur_text_as_json_numbers_with_their_exact_text(tmp_path):
+    odd = [{"ph": "X", "name": "b", "ts": " 15.5 ", "dur": "N/A"}, {"ph": "X", "name": "c", "ts": "1e5", "dur": "-0"},
+           {"ph": "X", "name": "d", "ts": "+5", "dur": "012"}, {"ph": "X", "name": "e", "ts": "1_000", "dur": "inf"},
+           {"ph": "X", "name": "f", "ts": "1e300", "dur": "5\n6"}, None, {"ph": "X", "name": "g", "ts": 1e300}]
+    text, n = _export(tmp_path, EV + odd)
+    got = orjson.loads(text)
+    assert n == len(got) == len(EV) + 5  # the entry that is not an object and the unusable ts are left out
+    assert b'"ts":1763717399999809.500,"dur":12.25' in text  # the profiler's own digits
+    assert got[1]["ts"] == 1763717399999809.5 and got[1]["args"] == {"ts": "5", "Input Dims": "1,2"}  # args as written
+    assert got[2] == EV[2] and got[3]["ts"] == 1763717399999809.0
+    b, c, d, e, f = got[4:]
+    assert (b["ts"], b["dur"]) == (15.5, "N/A") and (c["ts"], c["dur"]) == (1e5, 0)
+    assert (d["ts"], d["dur"]) == (5.0, 12.0) and (e["ts"], e["dur"]) == (1000.0, "inf")  # read as the loaders do
+    assert (f["ts"], f["dur"]) == ("1e300", "5\n6")  # beyond any profiler value, or no number: text stays text
+
+
+def test_export_of_a_trace_holding_the_mark_is_still_exact(tmp_path):
+    """A string of the trace holding the exporter's own mark: the batch is written event by event instead."""
+    events = [{"ph": "X", "name": "a\u0000#x\u0000#", "ts": "\u0000#7\u0000#", "dur": "2"},
+              {"ph": "X", "name": "b", "ts": "3", "dur": "4", "args": {"s": "\\u0000#"}}]
+    text, n = _export(tmp_path, events)
+    got = orjson.loads(text)
+    assert n == 2 and got[0] == {"ph": "X", "name": "a\u0000#x\u0000#", "ts": "\u0000#7\u0000#", "dur": 2}
+    assert got[1] == {"ph": "X", "name": "b", "ts": 3, "dur": 4, "args": {"s": "\\u0000#"}}
+
+
+def test_export_of_many_events_keeps_every_one_in_order(tmp_path):
+    events = [{"ph": "X", "name": f"op{i}", "ts": f"{1000 + i}.125", "dur": "1.5"} for i in range(10_000)]
+    text, n = _export(tmp_path, events)
+    got = orjson.loads(text)
+    assert n == 10_000 and [e["name"] for e in got] == [e["name"] for e in events]
+    assert all(g["ts"] == float(e["ts"]) and g["dur"] == 1.5 for g, e in zip(got, events))
