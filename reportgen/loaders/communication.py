@@ -79,13 +79,13 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
     for c in columns:
         vals = [r.get(c, nan) for r in recs]
         if c == "step":
-            steps = np.array([nan if v is None else v for v in vals], dtype=float)
+            steps = np.array(vals, dtype=float)  # None -> NaN
             missing = np.isnan(steps)
             out[c] = pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)
         elif c in ints:
             out[c] = np.array(vals, dtype=np.int64)
         elif c in floats:
-            out[c] = np.array([nan if v is None else v for v in vals], dtype=float)
+            out[c] = np.array(vals, dtype=float)  # None -> NaN
         elif c in texts:
             col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
             # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
