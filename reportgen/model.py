@@ -404,7 +404,7 @@ class TimelineSummary:
 
 @dataclass
 class RankData:
-    """Everything loaded for one rank. Produced by `loaders.load_rank`, a pure function of one rank's files."""
+    """Everything loaded for one rank. Produced by `layouts.load_rank`, a pure function of one rank's files."""
 
     info: RankInfo
     step_trace: Optional[StepTrace] = None

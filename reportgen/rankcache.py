@@ -189,7 +189,7 @@ def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):
 
 def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Path] = None, **kw) -> Iterator:
     """`map_ranks(load, items, args, **kw)` through the cache at `folder` (default: the folder of the enclosing
-    `use` block; none: no cache). `args` are (root, layout), as `loaders.load_rank` takes them. In rank order."""
+    `use` block; none: no cache). `args` are (root, layout), as `layouts.load_rank` takes them. In rank order."""
     from reportgen.loaders.dispatch import map_ranks
 
     folder = folder if folder is not None else _active

@@ -180,6 +180,7 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     def summary_name(lay: RunLayout, entry: Path) -> str:
         return entry.with_name(entry.stem + ".summary.json").name if opts.single_file else f"{lay.slug}/summary.json"
 
+    runs_found = dq("report.separate-runs", n=len(layouts))
     combined = {
         "schema": summaries[0]["schema"],
         "tool": summaries[0]["tool"],
@@ -189,8 +190,8 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
                   "summary": summary_name(lay, e)} for lay, e in entries],
         "metrics": {},
         "findings": [f for s in summaries for f in s["findings"]],
-        "data_quality": [{"file": "", "problem": f"{len(layouts)} separate runs found; reported separately",
-                          "severity": "info"}] + [q for s in summaries for q in s["data_quality"]],
+        "data_quality": [{"file": "", "problem": runs_found.en, "severity": "info", "code": runs_found.code,
+                          "params": dict(runs_found.params)}] + [q for s in summaries for q in s["data_quality"]],
     }
     rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]

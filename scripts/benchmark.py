@@ -49,8 +49,7 @@ from typing import Optional
 
 from reportgen.analysis import analyze
 from reportgen.analysis.execution import select
-from reportgen.layouts import discover
-from reportgen.layouts import load_execution, load_run, timeline_ranks
+from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
 from reportgen.rules import run_rules
 from reportgen.site.render import builder
 from reportgen.site.plan.planner import plan_pages

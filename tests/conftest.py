@@ -58,6 +58,17 @@ def synth_8(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def synth_8_report(tmp_path_factory, synth_8) -> Path:
+    """synth_8's report with the default options, built once per session (per worker) for the tests that read it
+    without changing it; a test that needs an earlier report in place copies it (issue 31: one build per fixture)."""
+    from reportgen.cli import main
+
+    out = tmp_path_factory.mktemp("synth8-report") / "report"
+    assert main([str(synth_8), "-o", str(out), "-q"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def example_site(tmp_path_factory) -> Path:
     """The README's example report, built once per session."""
     from reportgen.cli import main

@@ -11,8 +11,7 @@ from reportgen.analysis import analyze
 from reportgen.analysis.stats import robust_outliers
 from reportgen.site.pages.step_trace import heatmap_cells
 from reportgen.rules import run_rules
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.synth import generate_run
 from tests.conftest import sample
 

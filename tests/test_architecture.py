@@ -52,12 +52,6 @@ def test_every_module_has_a_layer():
     assert tops <= set(LEVEL), f"place these in LAYERS: {sorted(tops - set(LEVEL))}"
 
 
-# Old names kept where they were when their code moved up a layer (issue 31), resolved on first use: new code
-# imports from the new home. Remove an entry with its alias once no test or branch uses the old name.
-ALIASES = {"discover/__init__.py imports layouts",  # discover() -> reportgen.layouts.discover
-           "loaders/__init__.py imports layouts"}  # load_run, load_rank, load_execution, ... -> reportgen.layouts
-
-
 def test_no_import_runs_back_up():
     upward = []
     for path in ROOT.rglob("*.py"):
@@ -66,7 +60,7 @@ def test_no_import_runs_back_up():
         for dst in _imports(path):
             if dst in LEVEL and dst != src and LEVEL[dst] > LEVEL[src]:
                 upward.append(f"{'/'.join(rel)} imports {dst}")
-    assert not set(upward) - ALIASES, "\n".join(sorted(set(upward) - ALIASES))
+    assert upward == [], "\n".join(sorted(upward))
 
 
 def test_tests_find_the_real_samples_through_one_place():
@@ -160,9 +154,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 # Circles known and not yet broken, each with where it is (remove the entry when it is gone).
-KNOWN_CYCLES = [
-    ["reportgen.rules.base", "reportgen.rules.policy"],  # policy imports base; base's Context imports POLICY late
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def test_no_import_cycle_inside_reportgen():
@@ -196,12 +188,80 @@ def test_no_module_over_500_lines_without_a_stated_reason():
     assert long == [], "split these or state the reason at the top:\n" + "\n".join(long)
 
 
-def test_nothing_in_reportgen_uses_the_old_common_module():
-    """loaders/common.py only re-exports the readers' old names for branches written before the split (issue 31):
-    the product imports each reader from the module of its concern."""
-    users = sorted(name for name, path in MODULES.items()
-                   if name != "reportgen.loaders.common" and "reportgen.loaders.common" in _module_imports(path))
-    assert users == []
+# --- public names: every import names the module that defines the name (issue 31) -------------------------
+
+
+def _own_names(path: Path) -> tuple[set[str], set[str]]:
+    """(names `path` defines, names it lists in `__all__`): a module's top-level functions, classes and
+    assignments, and the names it binds by a renaming import (`finite as num`: its own word for it)."""
+    own: set[str] = set()
+    listed: set[str] = set()
+    todo = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while todo:  # the module's own statements, those under `if` and `try` included, not those inside functions
+        n = todo.pop()
+        if isinstance(n, (ast.If, ast.Try)):
+            todo += [*n.body, *n.orelse, *getattr(n, "finalbody", []), *(h for x in getattr(n, "handlers", [])
+                                                                          for h in x.body)]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(n.name)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                own |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+                if isinstance(t, ast.Name) and t.id == "__all__" and isinstance(n.value, (ast.List, ast.Tuple)):
+                    listed |= {e.value for e in n.value.elts if isinstance(e, ast.Constant)}
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            own |= {a.asname for a in n.names if a.asname and a.asname != a.name.split(".")[-1]}
+    return own, listed
+
+
+_FROM = re.compile(r"^[ \t]*(from reportgen[\w.]* import (?:\([^)]*\)|[^\n]*))", re.M)
+
+
+def _borrowed(paths) -> list[str]:
+    """`from reportgen.X import name` where X neither defines `name` nor lists it in `__all__`.
+    (The import lines are found by pattern and parsed alone: parsing every test file whole takes seconds.)"""
+    cache: dict[str, tuple[set[str], set[str]]] = {}
+    out = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        for m in _FROM.finditer(text):
+            try:
+                n = ast.parse(m[1]).body[0]
+            except SyntaxError:  # a line of a docstring that starts like an import
+                continue
+            if not (isinstance(n, ast.ImportFrom) and n.module in MODULES):
+                continue
+            home = MODULES[n.module]
+            if n.module not in cache:
+                cache[n.module] = _own_names(home)
+            own, listed = cache[n.module]
+            for a in n.names:
+                if f"{n.module}.{a.name}" in MODULES or a.name in own:
+                    continue
+                if a.name in listed:
+                    continue  # a module's (a package's) declared public names
+                out.append(f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}: {n.module}.{a.name}")
+    return out
+
+
+def test_borrowed_names_are_found(tmp_path):
+    src = tmp_path / "borrows.py"
+    src.write_text("from reportgen.rules.base import Finding, Threshold\n"  # base imports Threshold from thresholds
+                   "from reportgen.rules.thresholds import th\n"
+                   "from reportgen.layouts import load_run\n"  # declared public (the package's __all__)
+                   "from reportgen.site.views.values import num\n"  # its own word (numbers.finite as num)
+                   "from reportgen.loaders import kineto\n", encoding="utf-8")  # a submodule
+    assert _borrowed([src]) == ["borrows.py:1: reportgen.rules.base.Threshold"]
+
+
+def test_every_import_names_the_module_that_defines_the_name():
+    """Tests, scripts and the product import a name from its home (or from a module or package that declares it
+    public in `__all__`), never through a module that happens to import it: a re-export kept for old callers hides
+    where the code is and breaks when the module stops importing it (loaders/common.py and the aliases in discover/
+    and loaders/ were such shims until issue 31)."""
+    repo = ROOT.parent
+    paths = [*ROOT.rglob("*.py"), *(repo / "tests").glob("*.py"), *(repo / "scripts").glob("*.py")]
+    assert _borrowed(paths) == []
 
 
 # CI's plain-clone stage runs only the tests that can reach the samples (tests/conftest.py, MSREPORT_SAMPLES_ONLY):

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from reportgen.analysis import analyze
-from reportgen.discover import discover
-from reportgen.loaders import load_run
-from reportgen.loaders.common import IssueLog
+from reportgen.layouts import discover, load_run
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.communication import load_hccl_raw, load_hccl_traces
 from reportgen.loaders.step_trace import load_legacy_step_trace
 from reportgen.loaders.groups import double_hash

@@ -112,9 +112,12 @@ def test_unbalanced_stage_is_named_per_stage(tmp_path):
 
 
 def test_self_comparison_has_no_delta_and_exits_0(runs, tmp_path, capsys):
-    run = runs[("ascend", "base")][0]
+    """A summary against itself (the run folder's summary: comparing run folders is test_summaries_compare_like_run_
+    folders; issue 31: analysing the run twice more decided nothing new)."""
+    (tmp_path / "s.json").write_text(json.dumps(runs[("ascend", "base")][1]))
     out = tmp_path / "self"
-    assert main(["compare", str(run), str(run), "-o", str(out), "--fail-on-regression", "5", "-q"]) == 0
+    assert main(["compare", str(tmp_path / "s.json"), str(tmp_path / "s.json"), "-o", str(out),
+                 "--fail-on-regression", "5", "-q"]) == 0
     data = json.loads((out / "compare.json").read_text())
     assert data["schema"] == SCHEMA
     assert data["step_ms"]["delta_ms"] == 0 and data["step_ms"]["status"] == "unchanged"
@@ -266,9 +269,9 @@ def test_compare_takes_the_rule_thresholds_of_the_main_command(runs, tmp_path, c
     slow-link finding of the NEW run; a mistyped key is a usage error (exit 2)."""
     base, new = runs[("ascend", "base")][0], runs[("ascend", "slow-link")][0]
     out = tmp_path / "cmp"
-    assert main(["compare", str(base), str(new), "-o", str(out), "-q", "--fail-on-regression", "50"]) == 3
-    report = json.loads((out / "compare.json").read_text())
-    assert any(f["id"].startswith("slow-link") for f in report["findings"]["new"])
+    # the default thresholds (the fixture's summaries of the same folders): a new slow-link finding fails the gate
+    by_default = _cmp(runs, "ascend", "slow-link", pct=50)
+    assert by_default.gate.failed and any(f.id.startswith("slow-link") for f in by_default.findings_by("new"))
     toml = tmp_path / "t.toml"
     toml.write_text("[slow-link]\nmin_drop = 0.99\n")
     assert main(["compare", str(base), str(new), "-o", str(out), "-q", "--thresholds", str(toml)]) == 0

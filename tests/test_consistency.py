@@ -47,8 +47,7 @@ def test_rank_page_and_execution_page_show_the_same_communication(sample_report)
 
 def _analyze(root: Path):
     from reportgen.analysis import analyze
-    from reportgen.discover import discover
-    from reportgen.loaders import load_run
+    from reportgen.layouts import discover, load_run
 
     return analyze(load_run(discover(root)[0]))
 
@@ -139,6 +138,14 @@ def test_consistency_names_file_and_rank_of_impossible_communication(tmp_path):
     text = " ".join(i.problem for i in issues)
     assert "longer than the step itself" in text  # communication and wait per step
     assert "link 2-3" in text  # the link's time per step is more than the step
+    # each sentence is its check's code (summary.json readers filter on it), its English the template filled in
+    assert {i.code for i in issues} <= {"analysis.comm-over-step", "analysis.comm-over-step-steps",
+                                        "analysis.wait-over-step", "analysis.wait-over-step-steps",
+                                        "analysis.link-over-step"}
+    assert "analysis.link-over-step" in {i.code for i in issues}
+    link_issue = next(i for i in issues if i.code == "analysis.link-over-step")
+    assert link_issue.params["rank"] == 2 and link_issue.params["what"].startswith("The link 2-3 (")
+    assert set(link_issue.params) == {"rank", "what", "value", "total", "pct"}  # only what the sentence shows
     assert all(i in a.issues for i in issues)  # analyze() appends them to the run's data-quality entries
     # the slow-link finding no longer says "780 % of the step" (it said 165.2 % on a 512-rank run)
     from reportgen.rules import run_rules

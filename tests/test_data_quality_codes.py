@@ -156,3 +156,59 @@ def test_every_code_reads_the_same_through_the_catalog_as_through_the_text_match
     assert DataIssue("d", dq("discover.no-rank-id-folder")).problem == \
         "no rank id in the folder (no profiler_info_{rank}.json); treated as rank 0"
     assert "{rank}" in render("discover.no-rank-id-folder", {}, "zh")
+
+
+def test_the_door_writes_one_coded_entry_per_problem_with_its_count_and_first_example(tmp_path):
+    """The loaders' door (loaders.schema.Door): a problem noted as a code; the entry it writes holds the count and
+    the first example, in the text the door always wrote ("{n} <problem>; e.g. {example}")."""
+    from reportgen.loaders.issuelog import IssueLog
+    from reportgen.loaders.schema import Door
+
+    log = IssueLog(tmp_path, rank=3)
+    door = Door(log, tmp_path / "op_statistic.csv")
+    door.note(dq("schema.value-null"), "entry 1, 'Count': null")
+    door.note(dq("schema.value-null"), "entry 7, 'Count': null")
+    door.note_many(dq("schema.null-mark", name="'Count'"), 4, "data row 2: 'NULL'", "warning", "impossible value")
+    door.note_many(dq("schema.null-mark", name="'Ratio(%)'"), 1, "data row 5: 'N/A'")  # other parameters: own entry
+    door.note_many(dq("schema.null-mark", name="'Ratio(%)'"), 0, "data row 9: 'N/A'")  # none: nothing noted
+    door.close()
+    got = [(i.problem, i.code, i.params, i.ranks) for i in log.issues]
+    assert got == [
+        ("2 value(s) read as missing (null where a number belongs); e.g. entry 1, 'Count': null", "schema.value-null",
+         {"n": 2, "example": "entry 1, 'Count': null"}, (3,)),
+        ("4 value(s) written as a null mark in 'Count' (read as missing); e.g. data row 2: 'NULL'", "schema.null-mark",
+         {"n": 4, "name": "'Count'", "example": "data row 2: 'NULL'"}, (3,)),
+        ("1 value(s) written as a null mark in 'Ratio(%)' (read as missing); e.g. data row 5: 'N/A'",
+         "schema.null-mark", {"n": 1, "name": "'Ratio(%)'", "example": "data row 5: 'N/A'"}, (3,)),
+    ]
+    zh = render("schema.null-mark", log.issues[1].params, "zh")
+    assert zh.startswith("4 处：") and "'Count'" in zh and "data row 2: 'NULL'" in zh and "null mark" not in zh
+
+
+def test_schema_drift_between_ranks_is_coded_and_reads_as_before():
+    """compare_shapes: a key every other rank's copy has is lacking, a key no other copy has is added, or both; one
+    code each, whose English is the sentence the f-string wrote, and whose Chinese leaves no English phrase."""
+    from types import SimpleNamespace
+
+    from reportgen.loaders.schema import compare_shapes
+
+    shape = frozenset({"config", "config.level", "config.mode"})
+    ranks = {r: SimpleNamespace(json_shapes={f"r{r}/profiler_info_{r}.json": shape}) for r in range(4)}
+    ranks[1] = SimpleNamespace(json_shapes={"r1/profiler_info_1.json": shape - {"config.mode"}})
+    ranks[2] = SimpleNamespace(json_shapes={"r2/profiler_info_2.json": shape | {"config.extra"}})
+    ranks[3] = SimpleNamespace(json_shapes={"r3/profiler_info_3.json": shape - {"config.level"} | {"config.lvl"}})
+    issues: list = []
+    compare_shapes(ranks, issues)
+    by = {i.ranks: i for i in issues}
+    tail = ": a key dropped or renamed? the values under it were not read for this rank"
+    assert (by[(1,)].code, by[(1,)].problem) == (
+        "schema.keys-lacked", "rank 1's file lacks key(s) every other rank's copy has (config.mode)" + tail)
+    assert (by[(2,)].code, by[(2,)].problem) == (
+        "schema.keys-added", "rank 2's file has key(s) no other rank's copy has (config.extra)" + tail)
+    assert (by[(3,)].code, by[(3,)].problem) == (
+        "schema.keys-lacked-and-added", "rank 3's file lacks key(s) every other rank's copy has (config.level) and "
+        "has key(s) no other rank's copy has (config.lvl)" + tail)
+    assert set(by) == {(1,), (2,), (3,)} and all(i.kind == "schema drift" for i in issues)
+    for i in issues:
+        zh = render(i.code, i.params, "zh")
+        assert CJK.search(zh) and "lacks" not in zh and "has key" not in zh and f"卡 {i.ranks[0]}" in zh

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis import analyze
-from reportgen.discover import discover
+from reportgen.layouts import discover, load_run
 from reportgen.loaders import db as dbl
-from reportgen.loaders import load_run
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.groups import double_hash
 from reportgen.loaders.step_trace import load_db_step_trace
 from reportgen.rules import run_rules

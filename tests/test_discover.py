@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.discover import discover
+from reportgen.layouts import discover
 from reportgen.errors import NoProfilingData
 from reportgen.synth import generate_run
 from tests.conftest import SAMPLES, sample

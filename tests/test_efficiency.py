@@ -15,10 +15,9 @@ import pytest
 from conftest import sample
 from reportgen.analysis.efficiency import (PEAKS_FILE, analyze_efficiency, device_peak, find_device, parse_peaks,
                                            summary_dict)
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.loaders.op_flops import ascend_gemm_flops, load_kernel_gemms, torch_gemm_flops, torch_op_flops
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.issuelog import IssueLog
 
 ROOT = Path(__file__).resolve().parents[1]
 

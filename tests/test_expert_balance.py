@@ -10,8 +10,7 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.analysis.expert import analyze_expert_balance
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.rules import run_rules
 
 A2A_US = 300.0  # the all-to-all's own transfer time

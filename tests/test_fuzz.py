@@ -312,7 +312,7 @@ def make_bases(where: Path, repo: Path = REPO, real: bool = True, c: bool = Fals
 def _rank_files(run: Path) -> dict[Path, Optional[int]]:
     """Every file the discovery recognises, with the rank that owns it (None: run-level)."""
     sys.path.insert(0, str(REPO))
-    from reportgen.discover import discover
+    from reportgen.layouts import discover
 
     owners: dict[Path, set] = {}
     layouts = discover(run)
@@ -789,7 +789,7 @@ def plan_cases(bases: dict[str, Path], seed: int = SEED, sets: tuple[str, ...] =
 def _rank_dirs(run: Path) -> dict[int, str]:
     """rank -> its own folder (relative to the run), for ranks that have one below the run folder."""
     sys.path.insert(0, str(REPO))
-    from reportgen.discover import discover
+    from reportgen.layouts import discover
 
     out = {}
     for lay in discover(run):
@@ -1178,8 +1178,7 @@ def test_a_folder_in_place_of_any_recognised_file_is_named(bases):
     `cpu_framework_0.txt`, `start_info.0`, `x.db-wal`) was skipped with nothing in data quality. Every file family
     of every base run: the folder in its place is named by discovery, or (msprof's device folders, which their
     loaders list themselves) by the loader that reads the rank."""
-    from reportgen.discover import discover
-    from reportgen.loaders import load_rank
+    from reportgen.layouts import discover, load_rank
 
     missed, n = [], 0
     for name, run in sorted(bases.items()):

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from reportgen.analysis import analyze
-from reportgen.discover import discover
-from reportgen.loaders import load_run
-from reportgen.loaders.common import IssueLog
+from reportgen.layouts import discover, load_run
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.gpu import load_activity, load_op_detail, load_op_type, summarize_gpu_timeline
 from reportgen.rules import run_rules
 from reportgen.synth import generate_run, parse_injections, simulate
@@ -124,7 +123,7 @@ def test_healthy_run_is_silent(healthy_run):
 
 def test_execution_view_from_the_gpu_timeline(slow_run):
     from reportgen.analysis.execution import select
-    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.layouts import load_execution, timeline_ranks
 
     lay = discover(slow_run)[0]
     run = load_run(lay, jobs=1)

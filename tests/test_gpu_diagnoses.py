@@ -16,9 +16,8 @@ import pytest
 from reportgen.analysis import analyze
 from reportgen.analysis.arrival import arrivals
 from reportgen.idle import breakdown, from_step_ops, run_idle
-from reportgen.discover import discover
+from reportgen.layouts import discover, load_run
 from reportgen.i18n import text, use
-from reportgen.loaders import load_run
 from reportgen.rules import run_rules
 from reportgen.rules.operator_rank import blocking_host_op
 from tests.conftest import sample

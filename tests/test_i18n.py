@@ -643,8 +643,7 @@ def test_zh_finding_texts_have_no_spaces_between_chinese_words(tmp_path):
 
     from reportgen.analysis import analyze
     from reportgen.cli import EXAMPLE
-    from reportgen.discover import discover
-    from reportgen.loaders import load_run
+    from reportgen.layouts import discover, load_run
     from reportgen.rules import run_rules
     from reportgen.synth import generate_run
 

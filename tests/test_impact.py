@@ -10,8 +10,7 @@ import pytest
 
 from reportgen.analysis import analyze
 from reportgen.analysis.impact import _wide, replace_excess
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.rules import run_rules
 from reportgen.synth import generate_run
 
@@ -253,7 +252,7 @@ def test_healthy_runs_give_no_warning(tmp_path, kw):
 
 def test_divergence_point_names_the_slow_operator_and_links_the_timeline(tmp_path):
     from reportgen.analysis.execution import select
-    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.layouts import load_execution, timeline_ranks
     from reportgen.site.pages.findings import finding_view
 
     path = generate_run(tmp_path / "run", layout="ascend", ranks=8, steps=4, seed=3, trace_view=True,

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from reportgen.analysis import analyze
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.loaders.kineto import collective_kind, kernel_type, read_header
 from reportgen.rules import run_rules
 from reportgen.synth import generate_run, parse_injections, simulate
@@ -164,7 +163,7 @@ def test_real_gloo_run_rank3():
 
 def test_execution_view_from_kernels(slow_run):
     from reportgen.analysis.execution import select
-    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.layouts import load_execution, timeline_ranks
 
     lay = discover(slow_run)[0]
     run = load_run(lay, jobs=1)
@@ -184,7 +183,7 @@ def test_execution_view_from_kernels(slow_run):
 
 def test_real_gloo_execution_view():
     from reportgen.analysis.execution import select
-    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.layouts import load_execution, timeline_ranks
 
     lay = discover(sample("real/torch_gloo_4rank"))[0]
     run = load_run(lay, jobs=1)
@@ -375,7 +374,7 @@ def test_traces_of_different_jobs_are_separate_runs(tmp_path, slow_run):
 
 def test_execution_view_shows_the_custom_all_to_all_as_communication(a2a_run):
     from reportgen.analysis.execution import select
-    from reportgen.loaders import load_execution, timeline_ranks
+    from reportgen.layouts import load_execution, timeline_ranks
 
     root, _m = a2a_run
     lay = discover(root)[0]

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from tests.conftest import sample
 
 REL = 0.01  # "within 1 %"

@@ -20,9 +20,8 @@ from bs4 import BeautifulSoup
 from reportgen import intervals as iv
 from reportgen.analysis import analyze
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_run
-from reportgen.loaders.common import IssueLog
+from reportgen.layouts import discover, load_run
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.overlap import load_timeline_overlap
 from reportgen.loaders.trace_view import load_trace_view_step_trace
 from reportgen.loaders.run_info import detect_stages, parallel_indices

@@ -10,7 +10,7 @@ import pytest
 from markupsafe import Markup
 
 from reportgen.charts import Chart
-from reportgen.discover import discover
+from reportgen.layouts import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
 from reportgen.site.pages.rank.sections import RankSection

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from reportgen import rankcache
-from reportgen.discover import discover
-from reportgen.loaders import load_rank
+from reportgen.layouts import discover, load_rank
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -19,10 +19,9 @@ from bs4 import BeautifulSoup
 from reportgen.analysis import analyze
 from reportgen.analysis.resources import pipeline_bottleneck, queue_summary
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.loaders import operators as ops_loader
-from reportgen.loaders.common import IssueLog
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.dataprep import load_dataprep
 from reportgen.loaders.flops import load_flops_per_op
 from reportgen.loaders.timeline import export_trace

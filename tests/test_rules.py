@@ -14,11 +14,10 @@ from bs4 import BeautifulSoup
 
 from reportgen.analysis import analyze
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.rules import RULES, ThresholdError, parse_overrides, run_rules
 from reportgen.rules.base import CATEGORIES
-from reportgen.rules.stats import standouts
+from reportgen.analysis.stats import standouts
 from reportgen.site.pages.findings import markdown
 from reportgen.synth import generate_run
 

@@ -330,8 +330,7 @@ def test_trace_events_without_a_usable_duration_are_named(tmp_path, layout, valu
     """Sweep before: an event whose dur was absurd (1e300, 30 digits), text or negative was left out of the Kineto,
     trace_view and GPU summaries with nothing in data quality; such events are now counted in one entry naming the
     trace. (1e400 and 30-digit integers overflow the parser itself: the file is named as unreadable from there.)"""
-    from reportgen.discover import discover
-    from reportgen.loaders import load_rank
+    from reportgen.layouts import discover, load_rank
     from reportgen.synth import generate_run
 
     run = generate_run(tmp_path / "run", ranks=1, steps=2, seed=3, layout=layout,

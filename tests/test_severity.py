@@ -21,9 +21,8 @@ import pytest
 import reportgen.synth as synth
 from reportgen.analysis import analyze
 from reportgen.analysis.impact import _wide
-from reportgen.discover import discover
+from reportgen.layouts import discover, load_run
 from reportgen.i18n import text
-from reportgen.loaders import load_run
 from reportgen.rules import run_rules
 from reportgen.rules.highlights import Highlights
 from reportgen.synth import generate_run
@@ -36,7 +35,7 @@ def _analysis(path: Path, timelines: bool = False):
     run = load_run(layout, jobs=1)
     if timelines:
         from reportgen.analysis.execution import select
-        from reportgen.loaders import load_execution, timeline_ranks
+        from reportgen.layouts import load_execution, timeline_ranks
 
         sel = select(run, timeline_ranks(layout), [])
         run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)

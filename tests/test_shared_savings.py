@@ -18,8 +18,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from reportgen.analysis import analyze
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.rules import SAME_SAVING_MS, _shared_savings, run_rules
 from reportgen.rules.base import Finding
 from reportgen.synth import generate_run

@@ -8,7 +8,7 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 
-from reportgen.discover import discover
+from reportgen.layouts import discover
 from reportgen.progress import Progress
 from reportgen.report import BuildOptions, analyse_phase, load_phase
 from reportgen.site.render import builder

@@ -87,7 +87,7 @@ REAL_TORCH_NPU = "ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt/ASC
 def test_torch_npu_host_dispatch_is_read_with_the_device_operator_it_launched():
 
     from reportgen.loaders import step_ops
-    from reportgen.loaders.common import IssueLog
+    from reportgen.loaders.issuelog import IssueLog
 
     path = sample(REAL_TORCH_NPU) / "trace_view.json"
     log = IssueLog(path.parents[2])
@@ -135,8 +135,7 @@ def test_timeline_draws_host_dispatch_on_its_own_lanes_with_the_launch(tmp_path)
 def _execution(path):
     """The execution data of a run as the report reads it (steps and devices chosen, their traces read)."""
     from reportgen.analysis.execution import select
-    from reportgen.discover import discover
-    from reportgen.loaders import load_execution, load_run, timeline_ranks
+    from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
     lay = discover(path)[0]
     run = load_run(lay)
     sel = select(run, timeline_ranks(lay), None)
@@ -174,7 +173,7 @@ def test_malformed_host_and_metadata_events_never_raise(tmp_path):
     import json
 
     from reportgen.loaders import kineto, step_ops
-    from reportgen.loaders.common import IssueLog
+    from reportgen.loaders.issuelog import IssueLog
 
     ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
           {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "CANN"}},
@@ -198,5 +197,5 @@ def test_malformed_host_and_metadata_events_never_raise(tmp_path):
     for e in ({"name": "thread_name", "pid": 0, "tid": 7, "args": None},
               {"name": "process_labels", "pid": 0, "args": {"labels": 3}},
               {"name": "process_name", "pid": 0, "args": {"name": " python "}}):
-        kineto._name_meta(e, names)
-    assert kineto._lane_name(names, (0, 7), True) == "python · stream 7"
+        kineto.execution._name_meta(e, names)
+    assert kineto.execution._lane_name(names, (0, 7), True) == "python · stream 7"

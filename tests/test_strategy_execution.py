@@ -17,9 +17,8 @@ from reportgen.charts import marey_layout
 from reportgen.analysis.strategy import analyze_strategy
 from reportgen.charts.strategy_layout import build_stage, collapse
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_execution, load_run, timeline_ranks
-from reportgen.loaders.common import IssueLog
+from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
+from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.strategy import load_parallel_strategy
 from reportgen.model import StepOps, StrategyOp
 from reportgen.synth import generate_run
@@ -147,9 +146,8 @@ def test_strategy_page_escapes_and_lists_blocks(tmp_path):
     assert (out / "cluster" / "strategy-stage-0.csv").read_text().count("\n") == 2
 
 
-def test_run_without_strategy_files_says_so(synth_8, tmp_path):
-    out = tmp_path / "r"
-    assert main([str(synth_8), "-o", str(out), "-q"]) == 0
+def test_run_without_strategy_files_says_so(synth_8_report):
+    out = synth_8_report
     soup = BeautifulSoup((out / "cluster" / "strategy.html").read_text(), "html.parser")
     assert soup.select_one("#strategy-none") is not None
     assert [tr.select("td")[1].text for tr in soup.select("#strategy-layout-table tbody tr")] == ["0–7"]

@@ -284,7 +284,7 @@ def test_null_mark_in_a_row_table_named(tmp_path):
 
 
 def test_duplicated_rank_folder_without_a_time_stamp_is_named(tmp_path):
-    from reportgen.discover import discover
+    from reportgen.layouts import discover
     from reportgen.synth import generate_run
 
     run = generate_run(tmp_path / "run", ranks=2, steps=2, seed=1, layout="ascend")
@@ -316,8 +316,7 @@ def _every_sample() -> list:
 def test_clean_real_samples_gain_no_door_entry(rel):
     """No false alarm on real data: the door's classed entries (impossible value, empty table, duplicate,
     conflict, schema drift) never fire on any clean sample, real traces from other teams included."""
-    from reportgen.discover import discover
-    from reportgen.layouts import load_run
+    from reportgen.layouts import discover, load_run
 
     from reportgen.errors import NoProfilingData
 

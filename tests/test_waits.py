@@ -17,8 +17,7 @@ from reportgen.analysis import analyze
 from reportgen.analysis.arrival import Arrivals
 from reportgen.analysis.waits import NO_TIMES, GroupWaits, Culprit, binned, wait_matrices
 from reportgen.cli import main
-from reportgen.discover import discover
-from reportgen.loaders import load_run
+from reportgen.layouts import discover, load_run
 from reportgen.rules import run_rules
 from reportgen.site.views.summary import _waits as summary_waits
 from reportgen.synth import generate_run, parse_injections

@@ -1,5 +1,5 @@
 """Arrival at collectives: which rank reaches each collective last, and by how much, from the matched collective
-instances of every rank (Kineto: the same instance across ranks, `loaders.kineto.match_collectives`' keys).
+instances of every rank (Kineto: the same instance across ranks, `loaders.kineto.run.match_collectives`' keys).
 
 In a synchronous collective every member leaves together, when the last one has arrived; the time the others
 spend in it before that is waiting for the late rank (the culprit), not transfer. The arrival of a rank is the

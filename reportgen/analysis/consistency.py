@@ -21,13 +21,14 @@ one entry for the rest.
 from __future__ import annotations
 
 import math
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
-from reportgen.dataquality import dq
+from reportgen.dataquality import CATALOG, Coded, dq
 from reportgen.model import DataIssue
 
 if TYPE_CHECKING:
@@ -196,30 +197,25 @@ def _share_checks(a: "Analysis", trace_of: dict[int, str]) -> list[Violation]:
     return out
 
 
-_TEMPLATES = {
-    "comm_over_step": "{what} take {value} ms in {step}, longer than the step itself ({total} ms in {trace}): the "
-                      "communication file and the step trace disagree (or operators ran concurrently and are "
-                      "summed); shares of the step computed from these values would exceed 100 %",
-    "wait_over_step": "{what} of {value} ms in {step}, longer than the step itself ({total} ms in {trace}); the "
-                      "wait shown for this rank cannot be true",
-    "parts_over_step": "{what} add up to {value} ms in {step}, more than the step ({total} ms): the parts of the "
-                       "step cannot all be true",
-    "negative_part": "{what} is negative ({value} ms) in {step}: the file's columns contradict each other",
-    "share_over_100": "{what} is {value} ms per step, more than the step ({total} ms, {pct} of it): a share above "
-                      "100 % cannot be true; the communication file and the step trace disagree",
-    "link_over_step": "{what} takes {value} ms per step, more than the step of the sending rank ({total} ms, {pct} "
-                      "of it): the link's time and the step trace disagree, so time lost on it cannot be given as a "
-                      "share of the step",
-}
+# the sentence of each check (`reportgen.dataquality.CATALOG`: "rank {rank}: {what} ..."), and where a rank's worst
+# step is named and more than one step has the problem, the same with "({n_steps} steps affected; ...)"
+_CODES = {"comm_over_step": ("analysis.comm-over-step", "analysis.comm-over-step-steps"),
+          "wait_over_step": ("analysis.wait-over-step", "analysis.wait-over-step-steps"),
+          "parts_over_step": ("analysis.parts-over-step", "analysis.parts-over-step-steps"),
+          "negative_part": ("analysis.negative-part", "analysis.negative-part-steps"),
+          "share_over_100": ("analysis.share-over-100", "analysis.share-over-100"),  # (per step on average)
+          "link_over_step": ("analysis.link-over-step", "analysis.link-over-step")}
 
 
-def _sentence(v: Violation, trace_of: dict[int, str]) -> str:
+def _sentence(v: Violation, trace_of: dict[int, str]) -> Coded:
     pct = f"{v.value_ms / v.step_ms:.0%}" if v.step_ms and not math.isnan(v.step_ms) else "?"
-    text = _TEMPLATES[v.check].format(what=v.what[:1].upper() + v.what[1:], value=f"{v.value_ms:,.3f}",
-                                      step=_step_label(v.step), total=f"{v.step_ms:,.3f}",
-                                      trace=trace_of.get(v.rank) or "the step trace", pct=pct)
-    more = f" ({v.n_steps} steps affected; the worst shown)" if v.n_steps > 1 and v.step is not None else ""
-    return f"rank {v.rank}: {text}{more}"
+    params = dict(rank=v.rank, what=v.what[:1].upper() + v.what[1:], value=f"{v.value_ms:,.3f}",
+                  step=_step_label(v.step), total=f"{v.step_ms:,.3f}",
+                  trace=trace_of.get(v.rank) or "the step trace", pct=pct)
+    code = _CODES[v.check][v.n_steps > 1 and v.step is not None]
+    params["n_steps"] = v.n_steps
+    used = {f for _, f, _, _ in string.Formatter().parse(CATALOG[code]) if f}
+    return dq(code, **{k: x for k, x in params.items() if k in used})
 
 
 def _issues(violations: Iterable[Violation], trace_of: dict[int, str]) -> list[DataIssue]:

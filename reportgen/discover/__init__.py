@@ -22,17 +22,7 @@ Modules: `names` (file and folder names of every family), `fs` (safe listing), `
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from reportgen.discover.fs import relpath
 from reportgen.discover.runs import RankFiles, RunLayout
 
-__all__ = ["RankFiles", "RunLayout", "discover", "relpath"]
-
-
-def discover(root: Path) -> list[RunLayout]:
-    """Old home of `reportgen.layouts.discover` (kept so that callers written against it still work: new code
-    imports it from reportgen.layouts; tests/test_architecture.py lists this one upward import)."""
-    from reportgen.layouts.find import discover as find
-
-    return find(root)
+__all__ = ["RankFiles", "RunLayout", "relpath"]

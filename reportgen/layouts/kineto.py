@@ -11,8 +11,9 @@ from reportgen.discover.names import KINETO_RE
 from reportgen.discover.walk import Scan
 from reportgen.i18n import N_
 from reportgen.layouts.base import Layout
-from reportgen.loaders import kineto, safe
+from reportgen.loaders import safe
 from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.kineto.run import match_collectives, run_note
 from reportgen.model import DataIssue, RankData
 
 if TYPE_CHECKING:
@@ -46,8 +47,8 @@ class Kineto(Layout):
                 data.op_flops = k.op_flops
 
     def run_pass(self, ranks: dict[int, RankData], issues: list[DataIssue]) -> None:
-        kineto.match_collectives(ranks, issues)
-        issues.append(DataIssue("", kineto.run_note(ranks), "info"))
+        match_collectives(ranks, issues)
+        issues.append(DataIssue("", run_note(ranks), "info"))
 
     def timeline_ranks(self, layout: "RunLayout") -> list[int]:
         return sorted(r for r, rf in layout.ranks.items() if rf.first("kineto_trace") is not None)

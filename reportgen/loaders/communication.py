@@ -19,6 +19,7 @@ Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_
 from __future__ import annotations
 
 from reportgen import collectives
+from reportgen.dataquality import dq
 from reportgen.i18n import N_, lazy
 
 import json
@@ -143,7 +144,7 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         data = read_json(comm, log)
         source = log.rel(comm)
         if data is not None and not isinstance(data, dict):
-            log.add(comm, "expected a JSON object of steps; communication times not read", "error")
+            log.add(comm, dq("communication.times-not-object"), "error")
         elif isinstance(data, dict):
             counter = [0]
             door = Door(log, comm)
@@ -155,21 +156,20 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
                     ops.append(rec)
             bad = counter[0]
             if bad:
-                log.add(comm, f"{bad} entr{'y' if bad == 1 else 'ies'} without the expected "
-                        "'Communication Time Info' were skipped")
+                log.add(comm, dq("communication.entries-without-time-info", bad=bad, bad2="y" if bad == 1 else "ies"))
             door.close()
             if not ops:
-                log.add(comm, "no communication operators in the file", "info")
+                log.add(comm, dq("communication.no-operators"), "info")
     if matrix is not None:
         data = read_json(matrix, log)
         source = source or log.rel(matrix)
         if data is not None and not isinstance(data, dict):
-            log.add(matrix, "expected a JSON object of steps; link matrix not read", "error")
+            log.add(matrix, dq("communication.matrix-not-object"), "error")
         elif isinstance(data, dict):
             links = _modern_links(data, matrix, log)
             if not links:  # a warning when the rank ran collectives (their links are what is missing); a rank
                 # that communicated nothing (one device alone) has no link to show: context
-                log.add(matrix, f"communication_matrix.json holds no link: {_whose(log)} links are missing",
+                log.add(matrix, dq("communication.matrix-no-links", whose=_whose(log)),
                         "warning" if ops else "info", "empty table")
     if comm is None and matrix is None:
         return None
@@ -293,14 +293,14 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
     bwi = info.get("Communication Bandwidth Info") or {}
     if not isinstance(bwi, dict):
         where = where or f"{name[:60]!r}"
-        door.note("'Communication Bandwidth Info' that is not an object (no transport sizes read)", where,
+        door.note(dq("communication.bandwidth-info-not-object"), where,
                   "warning", "schema drift")
         bwi = {}
     for tr, items in _TRANSPORT_ITEMS:
         b = bwi.get(tr)
         if b is not None and not isinstance(b, dict):
             where = where or f"{name[:60]!r}"
-            door.note(f"{tr} bandwidth entr(y/ies) that are not an object (read as 0)", where, "warning",
+            door.note(dq("communication.bandwidth-entry-not-object", tr=tr), where, "warning",
                       "schema drift")
         b = b if isinstance(b, dict) else {}
         for src, col in items:
@@ -342,7 +342,7 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
                 out.append(rec)
     bad = counter[0]
     if bad:
-        log.add(path, f"{bad} link entr{'y' if bad == 1 else 'ies'} could not be read and were skipped")
+        log.add(path, dq("communication.links-unreadable", bad=bad, bad2="y" if bad == 1 else "ies"))
     door.close()
     return out
 
@@ -412,7 +412,7 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
     header, rows = got
     need = ("step_num", "communication_cost", "wait_cost", "link_info")
     if any(h not in header for h in need):
-        log.add(path, f"unexpected header (need {', '.join(need)}); communication not read", "error")
+        log.add(path, dq("communication.hccl-raw-header", need=", ".join(need)), "error")
         return None
     ix = {h: i for i, h in enumerate(header)}
     parsed = []
@@ -440,9 +440,9 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
                        links, op_cost))
     if bad:
         where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
-        log.add(path, f"{len(bad)} row(s) with invalid link_info / operator JSON or step (line {where}); skipped")
+        log.add(path, dq("communication.hccl-raw-bad-rows", bad=len(bad), where=where))
     if not parsed:
-        log.add(path, "no readable rows", "error")
+        log.add(path, dq("communication.hccl-raw-no-rows"), "error")
         return None
     gen = _generation([v for p in parsed for (_, _, _, v) in p[3]])
     note_how = lazy("from the link figures")
@@ -487,8 +487,7 @@ def load_hccl_raw(path: Path, log: IssueLog, ms_version: Optional[str] = None) -
         unit = lazy("MindInsight hccl_raw (AscendHCCLGenerator, MindSpore 2.1+): costs in µs, link times in ms, "
                     "bandwidth in GB/s (detected {how}); converted to ms and MB.", how=note_how)
         if has_avg:
-            log.add(path, "the '-' row of this hccl_raw generation copies the last iteration instead of "
-                    "averaging; the average is computed from the step rows", "info")
+            log.add(path, dq("communication.hccl-raw-average-copies-last"), "info")
     of, lf = _frames(ops, links)
     sf = pd.DataFrame.from_records(step_rows, columns=["step", *COMM_TIME_COLUMNS])
     sf["step"] = sf["step"].astype("Int64")
@@ -661,7 +660,7 @@ def load_hccl_traces(trace_files: list[Path], step_trace: Optional[StepTrace], l
         data = read_json(p, log)
         if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
             if data is not None:
-                log.add(p, "no traceEvents list; skipped")
+                log.add(p, dq("communication.hccl-trace-no-events-list"))
             continue
         events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph", "X") == "X"]
         if not events:
@@ -709,11 +708,10 @@ def load_msprof_hccl(device_dir: Path, log: IssueLog) -> Optional[Communication]
         events = data.get("traceEvents") if isinstance(data, dict) else data
         if not isinstance(events, list):
             if data is not None:
-                log.add(p, "expected a list of trace events; skipped")
+                log.add(p, dq("communication.msprof-hccl-not-list"))
             continue
         if not events:
-            log.add(p, f"the file holds no trace events: {_whose(log)} communication in iteration {step} is "
-                      "missing", "warning", "empty table")
+            log.add(p, dq("communication.msprof-hccl-empty", whose=_whose(log), step=step), "warning", "empty table")
             continue
         xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("tid"), int)]
         detail = [e for e in xs if e["tid"] < 100]

@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import open_file, regular_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
@@ -62,18 +63,18 @@ def _check_series(door: Door, data: dict, n: int) -> None:
         if block is None:
             continue
         if not isinstance(block, dict):
-            door.note("utilisation block(s) that are not an object (not read)", where, "warning", "schema drift")
+            door.note(dq("cpu-usage.block-not-object"), where, "warning", "schema drift")
             continue
         us, sy = block.get("user_utilization"), block.get("sys_utilization")
         if isinstance(us, list) and isinstance(sy, list) and len(us) != len(sy):  # written in pairs
-            door.note("utilisation blocks whose user and sys series differ in length", f"{where}: user {len(us)}, "
+            door.note(dq("cpu-usage.series-lengths-differ"), f"{where}: user {len(us)}, "
                       f"sys {len(sy)} sample(s)", "warning", "schema drift")
         for k in keys:
             v = block.get(k)
             if v is None:
                 continue
             if not isinstance(v, list):
-                door.note("utilisation series that are not a list (not read)", f"{where}.{k}", "warning",
+                door.note(dq("cpu-usage.series-not-list"), f"{where}.{k}", "warning",
                           "schema drift")
                 continue
             kind = "percent" if where == "device_info" else "size"  # a process may use more than one core (> 100 %)
@@ -175,12 +176,12 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     data = read_json(path, log)
     if not isinstance(data, dict):
         if data is not None:
-            log.add(path, "expected a JSON object; CPU utilisation not read")
+            log.add(path, dq("cpu-usage.not-object"))
         return None
     door = Door(log, path)
     raw_stamps = data.get("time_stamp")
     if raw_stamps is not None and not isinstance(raw_stamps, list):
-        door.note("utilisation series that are not a list (not read)", "time_stamp", "warning", "schema drift")
+        door.note(dq("cpu-usage.series-not-list"), "time_stamp", "warning", "schema drift")
     stamps = [door.number("timestamp", t, f"time_stamp[{i}]") for i, t in
               enumerate(raw_stamps if isinstance(raw_stamps, list) else [])]
     stamps = [t for t in stamps if not math.isnan(t)]  # (each one left out is named by the door)
@@ -194,7 +195,7 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     lost += ["device_info.idle_utilization"] if isinstance(data.get("device_info"), dict) and \
         "idle_utilization" not in data["device_info"] else []
     if lost:
-        door.note("expected key(s) missing (their samples read as missing)", ", ".join(lost)[:120], "warning",
+        door.note(dq("cpu-usage.keys-missing"), ", ".join(lost)[:120], "warning",
                   "schema drift")
     _check_series(door, data, len(data.get("time_stamp") or []) if isinstance(data.get("time_stamp"), list) else 0)
     machine = _frame(data.get("device_info"), MACHINE_KEYS, window)
@@ -203,14 +204,14 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
     seen_ids: set = set()
     for o in data.get("op_info") or []:
         if not isinstance(o, dict) or o.get("op_id") is None:
-            door.note("op_info entr(y/ies) without an op_id (not read)", repr(o)[:60], "warning", "schema drift")
+            door.note(dq("cpu-usage.op-without-id"), repr(o)[:60], "warning", "schema drift")
             continue
         if o.get("op_id") in (-1, "-1"):  # MindInsight drops op -1 (the pipeline's own root)
             continue
         if math.isnan(door.number("rank", o.get("op_id"), "op_info op_id")):
             continue
         if str(o.get("op_id")) in seen_ids:
-            door.note("op_info entr(y/ies) repeating an earlier op_id (both kept)", f"op_id {o.get('op_id')!r}",
+            door.note(dq("cpu-usage.op-id-repeated"), f"op_id {o.get('op_id')!r}",
                       "warning", "duplicate")
         seen_ids.add(str(o.get("op_id")))
         m = o.get("metrics") or {}
@@ -222,7 +223,7 @@ def load_cpu_usage(path: Path, log: IssueLog, op_types: Optional[dict[int, tuple
                     "user": math.nan if u is None else u, "sys": math.nan if s is None else s})
     door.close()
     if not len(machine) and not len(process) and not ops:
-        log.add(path, "no utilisation samples")
+        log.add(path, dq("cpu-usage.no-samples"))
         return None
     cpus = to_float(data.get("cpu_processor_num"))
     interval = to_float(data.get("sampling_interval"))

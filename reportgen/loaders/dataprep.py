@@ -17,6 +17,7 @@ from typing import Optional
 
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import read_text
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
@@ -51,7 +52,7 @@ def _pipeline_raw(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
             "output_queue_usage_rate")
     missing = [c for c in need if c not in col]
     if missing:
-        log.add(path, f"missing column(s) {', '.join(missing)}; pipeline not read", "error")
+        log.add(path, dq("dataprep.pipeline-columns-missing", missing=", ".join(missing)), "error")
         return None
     recs = []
     for _, c in rows:
@@ -72,7 +73,7 @@ def _check_tree(door: Door, parents: list, where: str) -> None:
     roots = [p for p in parents if p is None or to_float(p) == -1]
     bad = [p for p in parents if p is not None and not math.isnan(to_float(p)) and to_float(p) < -1]
     if len(roots) > 1 or bad:
-        door.note("pipeline with more than one root or a parent id below -1 (kept as written)",
+        door.note(dq("dataprep.pipeline-roots"),
                   f"{where}: {len(roots)} root(s)" + (f", {bad[0]!r}" if bad else ""), "warning", "impossible value")
     door.close()
 
@@ -82,7 +83,7 @@ def _pipeline_profiling(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     data = read_json(path, log)
     if not isinstance(data, dict) or not isinstance(data.get("op_info"), list):
         if data is not None:
-            log.add(path, "no op_info list; pipeline not read")
+            log.add(path, dq("dataprep.no-op-info"))
         return None
     ops = {o.get("op_id"): o for o in data["op_info"] if isinstance(o, dict)}
     parent = {c: oid for oid, o in ops.items() for c in (o.get("children") or [])}
@@ -124,7 +125,7 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
     _note_cut(door, text)
     door.close()
     if not text.strip():
-        log.add(path, f"the file holds no line: {whose(log)} host queue is missing", "warning", "empty table")
+        log.add(path, dq("dataprep.host-queue-empty", whose=whose(log)), "warning", "empty table")
     queue, times, bad = [], {}, 0
     for line in lines:
         p = line.split()
@@ -146,7 +147,7 @@ def _queue_file(path: Path, log: IssueLog) -> tuple[Optional[pd.DataFrame], Opti
         else:
             bad += 1
     if bad:
-        log.add(path, f"{bad} line(s) not in the `type sub value value` form skipped")
+        log.add(path, dq("dataprep.host-queue-bad-lines", bad=bad))
     q = pd.DataFrame(queue).sort_values("step", kind="stable").reset_index(drop=True) if queue else None
     t = pd.DataFrame(sorted(times.values(), key=lambda r: r["step"])) if times else None
     return q, t
@@ -163,26 +164,26 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     door = Door(log, path)
     _note_cut(door, text)
     if not text.strip():
-        log.add(path, f"the file holds no line: {whose(log)} device queue is missing", "warning",
+        log.add(path, dq("dataprep.device-queue-empty", whose=whose(log)), "warning",
                   "empty table")
     seen: set[str] = set()
     for n, line in enumerate(lines, 1):
         p = line.split()
         if p and p[0].startswith("GetNext"):
             if line.strip() in seen:  # the same dequeue (same start and end) twice
-                door.note("line(s) identical to an earlier one (kept)", f"line {n}", "warning", "duplicate")
+                door.note(dq("dataprep.queue-line-repeated"), f"line {n}", "warning", "duplicate")
             seen.add(line.strip())
             if len(p) < 4:
-                door.note("line(s) with fewer than 4 fields (read with missing values)", f"line {n}", "warning",
+                door.note(dq("dataprep.queue-line-short"), f"line {n}", "warning",
                           "truncation")
             for x in p[1:4]:
                 if math.isnan(to_float(x)):
-                    door.note("value(s) that are not numbers (read as missing)", f"line {n}: {x[:30]!r}")
+                    door.note(dq("dataprep.queue-not-number"), f"line {n}: {x[:30]!r}")
                 elif to_float(x) < 0:
-                    door.note("negative time stamp(s) or size(s) (kept as written)", f"line {n}: {x[:30]!r}")
+                    door.note(dq("dataprep.queue-negative"), f"line {n}: {x[:30]!r}")
             start, end = (to_float(p[1]), to_float(p[2])) if len(p) > 2 else (math.nan, math.nan)
             if end < start:
-                door.note("line(s) whose end is before their start (kept as written)", f"line {n}", "warning")
+                door.note(dq("dataprep.queue-end-before-start"), f"line {n}", "warning")
             get_ms = (end - start) / scale
             rows.append({"index": len(rows) + 1, "size": to_float(p[3]) if len(p) > 3 else math.nan,
                          "get_ms": get_ms})
@@ -193,7 +194,7 @@ def _aicpu_queue(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
 def _note_cut(door: Door, text: str) -> None:
     """A text file that does not end with a line break: its last line was cut (these writers end every line)."""
     if text and not text.endswith(("\n", "\r")):
-        door.note("file ends mid-line (truncated?); the last line read as it is",
+        door.note(dq("dataprep.file-ends-mid-line"),
                   f"line {text.count(chr(10)) + 1}: {text.splitlines()[-1][:40]!r}", "warning", "truncation")
 
 
@@ -206,7 +207,7 @@ def _dataset_csv(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     col = {h: i for i, h in enumerate(header)}
     t = next((i for h, i in col.items() if h.lower().startswith("avg")), None)
     if "Operation" not in col or t is None:
-        log.add(path, "missing Operation / Avg. time columns; not read", "error")
+        log.add(path, dq("dataprep.summary-columns-missing"), "error")
         return None
     recs = [{"operation": c[col["Operation"]].strip(), "stage": c[col["Stage"]].strip() if "Stage" in col else "",
              "occurrences": to_float(c[col["Occurrences"]]) if "Occurrences" in col else math.nan,
@@ -236,13 +237,12 @@ def load_dataprep(files: dict[str, Optional[Path]], log: IssueLog) -> Optional[D
                 _check_tree(Door(log, summ), data["parent_id"], "parent_id")
             _join_summary(out, data)
         if data is not None and not data.get("op_ids"):
-            log.add(summ, f"the summary holds no operator (no op_ids): {whose(log)} data-pipeline summary is "
-                      "missing", "warning", "empty table")
-    dq, it = files.get("device_queue"), files.get("dataset_iterator")
-    qfile = dq or it
+            log.add(summ, dq("dataprep.summary-no-operators", whose=whose(log)), "warning", "empty table")
+    dev_queue, it = files.get("device_queue"), files.get("dataset_iterator")
+    qfile = dev_queue or it
     if qfile is not None:
         out.host_queue, out.host_times = _queue_file(qfile, log)
-        out.mode = "sink" if dq is not None else "feed"
+        out.mode = "sink" if dev_queue is not None else "feed"
         out.sources.append(log.rel(qfile))
     ac = files.get("aicpu")
     if ac is not None:
@@ -270,15 +270,15 @@ def _check_summary(door: Door, data: dict) -> None:
         if vals is None:
             continue
         if not isinstance(vals, list):
-            door.note("per-operator value(s) that are not a list (not read)", f"{key}: {str(vals)[:30]!r}",
+            door.note(dq("dataprep.summary-value-not-list"), f"{key}: {str(vals)[:30]!r}",
                       "warning", "schema drift")
             continue
         if n is not None and key in SUMMARY_LISTS and key != "op_ids" and len(vals) != n:
-            door.note("per-operator list(s) whose length differs from op_ids' (not read)",
+            door.note(dq("dataprep.summary-list-length"),
                       f"{key}: {len(vals)} value(s), op_ids {n}", "warning", "schema drift")
         for i, v in enumerate(vals):
             if v is None:
-                door.note("per-operator value(s) that are null (read as missing)", f"{key}[{i}]", "warning",
+                door.note(dq("dataprep.summary-value-null"), f"{key}[{i}]", "warning",
                           "impossible value")
                 continue
             if isinstance(v, str) and not v.strip():

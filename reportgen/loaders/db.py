@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.dataquality import dq
+from reportgen.dataquality import Coded, dq
 from reportgen.loaders.files import regular_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.communication import (
@@ -244,7 +244,7 @@ def _json_value(v: Any, db: Db, name: str) -> Any:
         return None
 
 
-def infer_world_group(db: Db, data: RankData) -> Optional[str]:
+def infer_world_group(db: Db, data: RankData) -> Optional[Coded]:
     """No distributed_args nor parallel_group_info (the common torch DDP case): when this rank's collectives all
     run in one HCCL group whose local ranks are the global ranks (CommAnalyzerMatrix/COMMUNICATION_TASK_INFO
     self links), the run is pure data parallel over that group: world size = group size, DP index = rank."""
@@ -275,9 +275,7 @@ def infer_world_group(db: Db, data: RankData) -> Optional[str]:
     info.distributed_args_source = (f"{db.path.name}, inferred: no parallel metadata, one HCCL group of {size} "
                                     "ranks whose local ranks are the global ranks")
     info.rank_size = info.rank_size or size
-    return (f"no distributed_args or parallel_group_info in META_DATA; every collective of this rank runs in one "
-            f"HCCL group of {size} ranks in which its local rank is its global rank, so the run is taken as pure "
-            f"data parallel (DP {size}, TP 1, PP 1; DP index = rank)")
+    return dq("db.world-group-inferred", size=size, dp=size)
 
 
 # --- step trace ----------------------------------------------------------------------------------

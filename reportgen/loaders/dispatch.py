@@ -1,7 +1,7 @@
 """Where the per-rank loading runs: this process, a local process pool (`-j N`), or a Dask cluster
 (`--scheduler tcp://HOST:PORT`).
 
-`loaders.load_rank(rank_files, root, layout)` is a pure function of one rank's files that returns a compact,
+`layouts.load_rank(rank_files, root, layout)` is a pure function of one rank's files that returns a compact,
 picklable `RankData` (the rank's summary: step phases, operator-type and per-operator tables, communication per
 operator and link, the downsampled memory curve, data-quality entries; tens of KB per rank, never the raw rows).
 So the same call runs on one core, on all cores, or on the workers of a Dask cluster; the cluster analysis

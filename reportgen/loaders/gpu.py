@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import intervals as iv
+from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
@@ -76,7 +77,7 @@ def load_op_detail(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFrame, pd
     c = _cols(header)
     need = ("op_type", "op_full_name", "op_occurrences", "op_total_time")
     if any(k not in c for k in need):
-        log.add(path, f"unexpected header (need {', '.join(need)}); not read", "error")
+        log.add(path, dq("gpu.header-unexpected", need=", ".join(need)), "error")
         return None
     dev, host = [], []
     for _, cells in rows:
@@ -100,7 +101,7 @@ def load_activity(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     header, rows = parsed
     c = _cols(header)
     if "name" not in c or "total_duration" not in c:
-        log.add(path, "unexpected header (need name, total_duration(us)); not read", "error")
+        log.add(path, dq("gpu.header-unexpected", need="name, total_duration(us)"), "error")
         return None
     out = []
     for _, cells in rows:
@@ -121,7 +122,7 @@ def load_op_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     header, rows = parsed
     c = _cols(header)
     if "op_type" not in c or "total_time" not in c:
-        log.add(path, "unexpected header (need op_type, total_time(us)); not read", "error")
+        log.add(path, dq("gpu.header-unexpected", need="op_type, total_time(us)"), "error")
         return None
     recs = []
     for _, cells in rows:

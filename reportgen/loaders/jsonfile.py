@@ -288,6 +288,6 @@ def check_json_numbers(path: Path, log: IssueLog, data: Any, keys: Iterable[str]
             door.field(data, k, "top level", fam)
     missing = [k for k in required if k not in data]
     if missing:
-        door.note(f"expected key(s) {', '.join(repr(k) for k in missing)} missing (read as missing)", "top level",
+        door.note(dq("json.expected-keys-missing", k=", ".join(repr(k) for k in missing)), "top level",
                   "warning", "schema drift")
     door.close()

@@ -91,7 +91,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
                     ids = [_int(x) if not isinstance(x, bool) else None for x in ranks]
                     bad = [x for x, i in zip(ranks, ids) if i is None or i < 0]
                     if bad:
-                        door.note_many("rank(s) in global_ranks that are not whole numbers >= 0 (left out)",
+                        door.note_many(dq("metadata.global-ranks-invalid"),
                                        len(bad), f"{where}: {str(bad[0])[:40]!r}")
                         ranks = [i for i in ids if i is not None and i >= 0]
                 if g.get("group_rank") is not None:

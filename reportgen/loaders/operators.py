@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.arrow_csv import Coded
 from reportgen.loaders.files import read_text
 from reportgen.loaders.issuelog import IssueLog
@@ -64,8 +65,7 @@ def kernel_type_from_name(name: str) -> str:
 
 
 def note_types_from_names(log: IssueLog, path: Path) -> None:
-    log.add(path, "the profiler recorded no operator types (Type is N/A, as torch_npu writes at Level0); the types "
-            "shown are read from the operator names", "info")
+    log.add(path, dq("operators.types-from-names"), "info")
 
 
 def type_missing(value) -> bool:
@@ -150,8 +150,7 @@ def load_aicore_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     idx = [_pick(col, "op_type", "kernel_type"), _pick(col, "execution_time", "total_time"),
            _pick(col, "execution_frequency"), _pick(col, "percent")]
     if any(i is None for i in idx):
-        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need op_type|kernel_type, "
-                "execution_time|total_time, execution_frequency, percent; not read", "error")
+        log.add(path, dq("operators.type-header", header=", ".join(header)[:200]), "error")
         return None
     ti, xi, fi, pi = idx  # type: ignore[misc]
     recs = []
@@ -176,8 +175,7 @@ def _framework_types(path: Optional[Path], log: IssueLog) -> dict[str, str]:
     name_i = _pick(col, "full_op_name", "full_kernel_name")
     type_i = _pick(col, "op_type", "kernel_type")
     if name_i is None or type_i is None:
-        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need full_op_name|full_kernel_name and "
-                "op_type|kernel_type; operator types taken from the names", "warning")
+        log.add(path, dq("operators.detail-type-header", header=", ".join(header)[:200]), "warning")
         return {}
     out = {}
     for _, cells in rows:
@@ -199,8 +197,7 @@ def load_aicore_detail(path: Path, log: IssueLog, framework: Optional[Path]) -> 
     name_i = _pick(col, "full_op_name", "full_kernel_name", "full_kernel_time", "op_name")
     time_i = _pick(col, "execution_time", "task_duration", "avg_execution_time")
     if name_i is None or time_i is None:
-        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need full_op_name|full_kernel_name and "
-                "execution_time|task_duration; not read", "error")
+        log.add(path, dq("operators.detail-header", header=", ".join(header)[:200]), "error")
         return None
     freq_i = _pick(col, "execution_frequency")
     type_i = _pick(col, "task_type")
@@ -236,7 +233,7 @@ def load_compute_time_detail(path: Path, log: IssueLog) -> Optional[pd.DataFrame
                      "avg_ms": t / n if n else math.nan, "min_ms": math.nan, "max_ms": math.nan,
                      "share": pct / 100.0})
     if not recs:
-        log.add(path, "no operator rows found", "warning")
+        log.add(path, dq("operators.no-rows"), "warning")
         return None
     return _type_frame(recs)
 
@@ -299,8 +296,7 @@ def load_aicpu(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFrame, pd.Dat
     col = {h: i for i, h in enumerate(header)}
     type_i, total_i = _pick(col, "op_type", "kernel_type"), _pick(col, "total_time")
     if type_i is None or total_i is None:
-        log.add(path, f"unexpected header ({', '.join(header)[:200]}); need op_type|kernel_type and total_time; "
-                "not read", "error")
+        log.add(path, dq("operators.aicpu-header", header=", ".join(header)[:200]), "error")
         return None
     names, totals = [], []
     for _, cells in rows:
@@ -349,7 +345,7 @@ def load_cpu_type(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     idx = [_pick(col, "op_type"), _pick(col, "type_occurrences"), _pick(col, "total_compute_time", "total_time"),
            _pick(col, "avg_time"), _pick(col, "percent", "total_time_proportion")]
     if any(i is None for i in idx):
-        log.add(path, f"unexpected header ({', '.join(header)}); host CPU operator types not read", "error")
+        log.add(path, dq("operators.host-cpu-type-header", header=", ".join(header)), "error")
         return None
     ti, ni, tt, at, pi = idx  # type: ignore[misc]
     recs = [{"side": "hostcpu", "core": "HOST_CPU", "op_type": c[ti].strip(), "count": to_float(c[ni]),
@@ -369,7 +365,7 @@ def load_cpu_detail(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     idx = [_pick(col, "full_op_name", "op_name"), _pick(col, "op_type"), _pick(col, "op_occurrences"),
            _pick(col, "op_total_time"), _pick(col, "op_avg_time"), _pick(col, "total_proportion")]
     if any(i is None for i in idx):
-        log.add(path, f"unexpected header ({', '.join(header)}); host CPU operators not read", "error")
+        log.add(path, dq("operators.host-cpu-detail-header", header=", ".join(header)), "error")
         return None
     fi, ti, ni, tt, at, pi = idx  # type: ignore[misc]
     recs = [{"side": "hostcpu", "name": c[fi].strip(), "op_type": c[ti].strip(), "count": to_float(c[ni]),
@@ -408,7 +404,7 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     keep = ~np.isnan(ms)
     bad = int(len(ms) - keep.sum())
     if bad:
-        log.add(path, f"{bad} kernel row(s) without a readable duration; skipped")
+        log.add(path, dq("operators.kernel-rows-no-duration", bad=bad))
         ms = ms[keep]
         side, core, name, op_type = (Coded(c.codes[keep], c.uniques) for c in (side, core, name, op_type))
     comm_side = distinct_sides.index("communication") if "communication" in distinct_sides else -1

@@ -5,9 +5,9 @@ loader through this table (`safe.load_modern_step_trace(...)`); a function witho
 
 from __future__ import annotations
 
-from reportgen.loaders import (communication, cpu_usage, dataprep, db, flops, gpu, host_steps, kineto, memory,
-                               metadata, op_flops, operators, overlap, step_ops, step_trace, strategy, timeline,
-                               trace_view)
+from reportgen.loaders import (communication, cpu_usage, dataprep, db, flops, gpu, host_steps, memory, metadata,
+                               op_flops, operators, overlap, step_ops, step_trace, strategy, timeline, trace_view)
+from reportgen.loaders.kineto import execution as kineto_exec, rank as kineto_rank
 from reportgen.loaders.guard import guarded
 
 # metadata
@@ -56,7 +56,7 @@ trace_layout = guarded(step_ops.trace_layout)
 read_step_ops = guarded(step_ops.read_step_ops, empty=dict)
 # the DB export and PyTorch (Kineto) traces
 load_db_rank = guarded(db.load_db_rank)
-load_kineto = guarded(kineto.load_kineto)
-kineto_execution = guarded(kineto.load_execution, empty=lambda: False)
+load_kineto = guarded(kineto_rank.load_kineto)
+kineto_execution = guarded(kineto_exec.load_execution, empty=lambda: False)
 # run level
 load_parallel_strategy = guarded(strategy.load_parallel_strategy)

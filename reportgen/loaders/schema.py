@@ -14,7 +14,7 @@ A value outside its field's range is dropped with its row (`on_bad="drop"`) or r
 *named*: `Door` collects the problems of one file and writes one data-quality entry per file and problem, with
 the count of rows and an example (`line 7, 'Count': '-3'`). A family whose table must hold rows (`rows`: what
 the rank loses without them) names a header-only table, an empty list, or a file whose every row was rejected;
-a family with a `key` names exact duplicate rows (counted once). The readers in `common` look the family up by
+a family with a `key` names exact duplicate rows (counted once). The readers in `tables` look the family up by
 file name (`schema_for`), so no loader repeats these checks; the JSON loaders call `Door.number` per value.
 """
 
@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from reportgen.dataquality import Coded, dq
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
 
@@ -221,19 +222,23 @@ def _bad_number(kind: str, f: float) -> Optional[str]:
 
 @dataclass
 class Door:
-    """The problems found in one file, one entry per problem when `close`d (count of rows, an example)."""
+    """The problems found in one file, one entry per problem when `close`d (count of rows, an example).
+
+    A problem is noted as `dq(code, **params)` whose template also takes `{n}` (how many) and `{example}` (the
+    first one): `close` puts both in ("{n} value(s) read as missing (...); e.g. {example}"). The same code with
+    the same parameters is one entry."""
 
     log: Any  # IssueLog
     path: Path
     what: str = ""  # the table (of a DB file) the values come from: written into each example
-    counts: dict[str, list] = field(default_factory=dict)  # problem -> [count, example, severity, kind]
+    counts: dict[Coded, list] = field(default_factory=dict)  # problem -> [count, example, severity, kind]
 
-    def note(self, problem: str, example: str, severity: str = "warning", kind: str = "impossible value") -> None:
+    def note(self, problem: Coded, example: str, severity: str = "warning", kind: str = "impossible value") -> None:
         example = f"{self.what} {example}" if self.what else example
         c = self.counts.setdefault(problem, [0, example, severity, kind])
         c[0] += 1
 
-    def note_many(self, problem: str, n: int, example: str, severity: str = "warning",
+    def note_many(self, problem: Coded, n: int, example: str, severity: str = "warning",
                   kind: str = "impossible value") -> None:
         if n:
             example = f"{self.what} {example}" if self.what else example
@@ -248,7 +253,7 @@ class Door:
         why = value_problem(kind, value)
         if why is None:  # (a number written as text is read as the number: the same value, nothing lost)
             return to_float(value)
-        self.note(("value(s) read as missing" if on_bad == "missing" else "value(s) kept as written") + f" ({why})",
+        self.note(dq("schema.value-read-as-missing" if on_bad == "missing" else "schema.value-kept-as-written", why=why),
                   f"{where}: {str(value)[:40]!r}", kind="schema drift" if "where a" in why else "impossible value")
         if on_bad == "keep" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
@@ -260,24 +265,24 @@ class Door:
         f = JSON_SCHEMAS.get(family, {}).get(key, N_GE0)
         if not isinstance(obj, dict) or key not in obj:
             if key in JSON_REQUIRED.get(family, ()) and default is None:
-                self.note(f"entr(y/ies) without the expected key {key!r} (read as missing)", where, "warning",
+                self.note(dq("schema.entry-without-key", key=repr(key)), where, "warning",
                           "schema drift")
             return math.nan if default is None else float(default)
         if obj[key] is None:
-            self.note("value(s) read as missing (null where a number belongs)", f"{where}, {key!r}: null",
+            self.note(dq("schema.value-null"), f"{where}, {key!r}: null",
                       "warning", "impossible value")
             return math.nan
         return self.number(f.kind, obj[key], f"{where}, {key!r}")
 
     def close(self) -> None:
         for problem, (n, example, severity, kind) in self.counts.items():
-            self.log.add(self.path, f"{n} {problem}; e.g. {example}", severity, kind)
+            self.log.add(self.path, dq(problem.code, n=n, **problem.params, example=example), severity, kind)
         self.counts.clear()
 
 
 
 
-# --- the door for tables (called by the CSV readers in `common`) ------------------------------------------------
+# --- the door for tables (called by the CSV readers in `tables`) ------------------------------------------------
 
 
 def _parse(cells) -> np.ndarray:
@@ -301,29 +306,29 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
             # a number column holding words (not empty, not a null spelling: the writers leave those on rows with no
             # value -- operator_memory's unreleased blocks, the pipeline's root operator): read as missing, named
             i = int(np.flatnonzero(text[name])[0])
-            door.note_many(f"value(s) in {name!r} that are text, not a number (read as missing)",
+            door.note_many(dq("schema.text-in-number-column", name=repr(name)),
                            int(text[name].sum()), f"line {line_of(i)}", "warning", "schema drift")
         if f.unique:
             ok = v[~np.isnan(v)]
             vals, counts = np.unique(ok, return_counts=True)
             if (counts > 1).any():
                 first = vals[counts > 1][0]
-                door.note_many(f"{name!r} value(s) on more than one row (the same step twice; every row kept)",
+                door.note_many(dq("schema.step-repeated", name=repr(name)),
                                int((counts[counts > 1] - 1).sum()),
                                f"{name!r} {_fmt(first)} on {int(counts[counts > 1][0])} rows", "warning", "conflict")
         if f.on_bad == "drop" and n:
             nan = np.isnan(v)
             if nan.any():  # an essential field left empty or written as a null mark: the row is dropped
                 i = int(np.flatnonzero(nan)[0])
-                door.note_many(f"row(s) dropped: no value in {name!r} (empty or a null mark)",
+                door.note_many(dq("schema.row-without-value", name=repr(name)),
                                int(nan.sum()), f"line {line_of(i)}", "warning", "impossible value")
                 drop |= nan
         bad = bad_mask(f.kind, v)
         if not bad.any():
             continue
         i = int(np.flatnonzero(bad)[0])
-        verb = "row(s) dropped" if f.on_bad == "drop" else "value(s) read as missing"
-        door.note_many(f"{verb}: {name!r} {_PROBLEM[f.kind]}", int(bad.sum()),
+        code = "schema.rows-dropped-bad-value" if f.on_bad == "drop" else "schema.values-missing-bad-value"
+        door.note_many(dq(code, name=repr(name), why=_PROBLEM[f.kind]), int(bad.sum()),
                        f"line {line_of(i)}, {name!r}: {_fmt(v[i])}")
         if f.on_bad == "drop":
             drop |= bad
@@ -355,11 +360,11 @@ def _empty(schema: Schema, door: Door, before: int, after: int) -> None:
         return
     whose_ = whose(door.log)
     if before == 0:
-        door.log.add(door.path, f"{schema.family} has a header and no rows: {whose_} {schema.rows} are "
-                  "missing", "warning", "empty table")
+        door.log.add(door.path, dq("schema.header-only", schema=schema.family, whose=whose_, schema2=schema.rows),
+                     "warning", "empty table")
     else:
-        door.log.add(door.path, f"every row of {schema.family} ({before}) was rejected: {whose_} "
-                  f"{schema.rows} are missing", "warning", "empty table")
+        door.log.add(door.path, dq("schema.every-row-rejected", schema=schema.family, before=before, whose=whose_,
+                                   schema2=schema.rows), "warning", "empty table")
 
 
 MAX_CELL_CHARS = 1024 * 1024  # a table cell longer than this is named (a huge field; real hccl_raw cells reach 66 K)
@@ -367,8 +372,8 @@ MAX_CELL_CHARS = 1024 * 1024  # a table cell longer than this is named (a huge f
 
 def _huge_cells(log: Any, path: Path, found: Optional[tuple[str, int]]) -> None:
     if found is not None:
-        log.add(path, f"a cell of {found[1]:,} characters (longer than {MAX_CELL_CHARS:,}) in column "
-                  f"{found[0][:60]!r}; read as written", "warning", "schema drift")
+        log.add(path, dq("schema.huge-cell", found=format(found[1], ","), max_cell_chars=format(MAX_CELL_CHARS, ","),
+                         found2=repr(found[0][:60])), "warning", "schema drift")
 
 
 def _record_header(log: Any, path: Path, header) -> None:
@@ -425,7 +430,7 @@ def _null_marks(schema: Schema, door: Door, cells_of) -> None:
         marks = _NULL_MARKS - {m.upper() for m in f.na}
         hits = [i for i, c in enumerate(cells) if isinstance(c, str) and c.strip().upper() in marks]
         if hits:
-            door.note_many(f"value(s) written as a null mark in {name!r} (read as missing)", len(hits),
+            door.note_many(dq("schema.null-mark", name=repr(name)), len(hits),
                            f"data row {hits[0] + 1}: {cells[hits[0]].strip()[:20]!r}", "warning", "impossible value")
 
 
@@ -451,7 +456,7 @@ def door_frame(path: Path, log: Any, df: Any) -> Any:
             marks = df[c].astype(str).str.strip().str.upper().isin(_NULL_MARKS - {m.upper() for m in f.na}).to_numpy()
             if marks.any():
                 i = int(np.flatnonzero(marks)[0])
-                door.note_many(f"value(s) written as a null mark in {c!r} (read as missing)", int(marks.sum()),
+                door.note_many(dq("schema.null-mark", name=repr(c)), int(marks.sum()),
                                f"data row {i + 1}: {str(df[c].iloc[i]).strip()[:20]!r}", "warning",
                                "impossible value")
     arrays = {c: pd.to_numeric(df[c].astype(str).str.strip(), errors="coerce").to_numpy(dtype="float64")
@@ -531,9 +536,8 @@ def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
             seen.add(x)
     if not dups:
         return None, len(lines)
-    verb = "counted once" if schema.dedupe else "kept"
-    log.add(path, f"{len(dups)} exact duplicate row(s) (every column identical to an earlier row) {verb}; "
-              f"e.g. data row {dups[0] + 1}", "warning", "duplicate")
+    log.add(path, dq("schema.duplicate-rows-counted-once" if schema.dedupe else "schema.duplicate-rows-kept",
+                     dups=len(dups), dups2=dups[0] + 1), "warning", "duplicate")
     return (set(dups) if schema.dedupe else None), len(lines)
 
 
@@ -621,23 +625,18 @@ def compare_shapes(ranks: dict, issues: list) -> None:
             extra = [k for k in extra if not k.startswith("column ")]
             if len(others) < 2:
                 lost = [k for k in lost if not k.startswith("column ")]
-            parts = []
-            if lost:
-                parts.append(f"lacks key(s) every other rank's copy has ({', '.join(lost[:4])}"
-                             f"{' ...' if len(lost) > 4 else ''})")
-            if extra:
-                parts.append(f"has key(s) no other rank's copy has ({', '.join(extra[:4])}"
-                             f"{' ...' if len(extra) > 4 else ''})")
-            if parts:
-                issues.append(DataIssue(rel, f"rank {r}'s file {' and '.join(parts)}: a key dropped or renamed? "
-                                        "the values under it were not read for this rank", "warning", (int(r),),
-                                        kind="schema drift"))
+            shown = {k: ", ".join(v[:4]) + (" ..." if len(v) > 4 else "") for k, v in (("lost", lost), ("extra", extra))
+                     if v}
+            if shown:
+                code = {("lost", "extra"): "schema.keys-lacked-and-added", ("lost",): "schema.keys-lacked",
+                        ("extra",): "schema.keys-added"}[tuple(shown)]
+                issues.append(DataIssue(rel, dq(code, r=r, **shown), "warning", (int(r),), kind="schema drift"))
 
 
 # --- the door for Chrome traces (Kineto, torch_npu trace_view, MindInsight / MindSpore timelines) --------------
 #
 # A trace's events are read one at a time by the loader that summarises the file (`timeline.summarize_trace`,
-# `gpu.summarize_gpu_timeline`, `kineto._scan`); each passes every event through `TraceDoor.event` first. The
+# `gpu.summarize_gpu_timeline`, `kineto.scan._scan`); each passes every event through `TraceDoor.event` first. The
 # table says, per trace family, what its lane ids (pid / tid) may be and which `args` values it reads, by kind.
 
 
@@ -655,7 +654,7 @@ class TraceSchema:
 
 
 IDX = Field("index")  # a whole number >= 0 (an id that pairs events: correlation, connection)
-KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto.py whatever the file's name)
+KINETO_TRACE = TraceSchema(  # torch.profiler's export (read by loaders/kineto/scan.py whatever the file's name)
     # (its own instant events name their lanes: pid "Traces", tid "Trace PyTorch Profiler"; a host operator on a
     # lane that is not a thread the trace names is caught by `named_threads`)
     "Kineto trace", pid="name", tid="name", unnamed_cats=("trace",),
@@ -676,6 +675,12 @@ GENERIC_TRACE = TraceSchema("trace", tid="name", dedupe=True)
 def trace_schema_for(path: Path) -> TraceSchema:
     name = Path(path).name
     return next((s for pat, s in TRACE_SCHEMAS if pat.search(name)), GENERIC_TRACE)
+
+
+# a lane id's problem (`TraceDoor._lane`): its code and problem class
+_BAD_LANE = {"none": ("trace.lane-id-missing", "schema drift"), "frac": ("trace.lane-id-fractional", "impossible value"),
+             "huge": ("trace.lane-id-beyond-any-id", "impossible value"),
+             "neg": ("trace.lane-id-negative", "impossible value"), "text": ("trace.lane-id-text", "schema drift")}
 
 
 class TraceDoor:
@@ -786,40 +791,24 @@ class TraceDoor:
     def close(self, truncated: bool = False) -> None:
         path = self.path
         if not self.n_events and not truncated:
-            self.log.add(path, "the trace holds no events: the rank's timeline is missing", "warning", "empty table")
+            self.log.add(path, dq("trace.no-events"), "warning", "empty table")
         for (what, why), (n, example) in self.bad_lane.items():
-            if why == "none":
-                self.log.add(path, f"{n} trace event(s) whose {what} is missing or not a number / name (e.g. "
-                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
-            elif why == "frac":
-                self.log.add(path, f"{n} trace event(s) whose {what} is fractional (e.g. {example}): kept, on a lane "
-                             "of their own", "warning", "impossible value")
-            elif why == "huge":
-                self.log.add(path, f"{n} trace event(s) whose {what} is beyond any id (e.g. {example}): kept, on a "
-                             "lane of their own", "warning", "impossible value")
-            elif why == "neg":
-                self.log.add(path, f"{n} trace event(s) whose {what} is negative (e.g. {example}): kept, on a lane "
-                             "of their own", "warning", "impossible value")
-            else:
-                self.log.add(path, f"{n} trace event(s) whose {what} is text where a number belongs (e.g. "
-                             f"{example}): kept, on a lane of their own", "warning", "schema drift")
+            code, kind = _BAD_LANE[why]
+            self.log.add(path, dq(code, n=n, what=what, example=example), "warning", kind)
         for (key, why), (n, example) in self.bad_args.items():
-            self.log.add(path, f"{n} trace event(s) whose args value {key!r} is not valid ({why}; e.g. {example}): "
-                         "kept as written", "warning", "schema drift" if "where a" in why else "impossible value")
+            self.log.add(path, dq("trace.args-value-invalid", n=n, key=repr(key), why=why, example=example), "warning",
+                         "schema drift" if "where a" in why else "impossible value")
         if self.malformed:
-            self.log.add(path, f"{self.malformed} trace event(s) without a phase ('ph') or a name (the former "
-                         "skipped)", "warning", "schema drift")
+            self.log.add(path, dq("trace.events-without-phase-or-name", malformed=self.malformed), "warning",
+                         "schema drift")
         if self.unnamed:
-            self.log.add(path, f"{self.unnamed} process_name metadata event(s) without a name (args.name): their "
-                         "process is not classified", "warning", "schema drift")
+            self.log.add(path, dq("trace.process-name-without-name", unnamed=self.unnamed), "warning", "schema drift")
         if self.dups:
-            self.log.add(path, f"{self.dups} duplicated complete event(s) (same process, thread, name, start and "
-                         "duration as an earlier one) counted once", "warning", "duplicate")
+            self.log.add(path, dq("trace.duplicated-events", dups=self.dups), "warning", "duplicate")
         if self.threads:
             stray = {k: n for k, n in self.on_threads.items() if k not in self.threads}
             if stray:
                 first = next(iter(stray))
-                self.log.add(path, f"{sum(stray.values())} host operator(s) on thread(s) the trace never names "
-                             f"(no thread_name metadata; e.g. pid {first[0]!r}, tid {first[1]!r}): a damaged pid or "
-                             "tid? kept, on a thread of their own", "warning", "schema drift")
+                self.log.add(path, dq("trace.host-ops-on-unnamed-threads", stray=sum(stray.values()),
+                                      first=repr(first[0]), first2=repr(first[1])), "warning", "schema drift")
         self.seen.clear()

@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.dataquality import dq
 from reportgen.loaders.files import regular_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
@@ -78,13 +79,13 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     header, rows = parsed
     col = {h: i for i, h in enumerate(header)}
     if "step_num" not in col:
-        log.add(path, "no step_num column; not a step-trace file", "error")
+        log.add(path, dq("step-trace.no-step-num"), "error")
         return None
     inference = "bp_point" not in col and "fp" in col
     fpbp_col = "fp" if inference else "fp_and_bp"
     missing = [c for c in ("iteration_interval", fpbp_col) if c not in col]
     if missing:
-        log.add(path, f"missing column(s) {', '.join(missing)}; step trace not read", "error")
+        log.add(path, dq("step-trace.columns-missing", missing=", ".join(missing)), "error")
         return None
 
     def val(cells: list[str], name: str) -> float:
@@ -93,13 +94,13 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     door = Door(log, path)
     lost = [c for c in ("start_point", "end_point", "total") + (() if inference else ("tail",)) if c not in col]
     if lost:
-        door.note(f"expected column(s) {', '.join(repr(c) for c in lost)} missing (read as missing)",
+        door.note(dq("step-trace.expected-columns-missing", c=", ".join(repr(c) for c in lost)),
                   f"header: {', '.join(header)[:120]}", "warning", "schema drift")
     points = all(c in col for c in ("start_point", "end_point", "fp_point", "bp_point")) and not inference
     starts = {h[: -len("_start_point")] for h in header if h.endswith("_start_point") and h != "start_point"}
     ends = {h[: -len("_end_point")] for h in header if h.endswith("_end_point") and h != "end_point"}
     if starts ^ ends:
-        door.note("communication column(s) without their _start_point / _end_point partner (not read)",
+        door.note(dq("step-trace.comm-column-unpaired"),
                   ", ".join(sorted(starts ^ ends))[:120], "warning", "schema drift")
 
     reduce_cols = [h[: -len("_start_point")] for h in header if h.endswith("_start_point")
@@ -130,13 +131,13 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             # MindInsight reads the last line as the average whatever its label; some writers put '0'.
             stored = rec
             note = "the profiler's average row (last line, labelled '0')"
-            log.add(path, "average row is labelled '0' instead of '-'; read as the stored average", "info")
+            log.add(path, dq("step-trace.average-row-labelled-0"), "info")
             continue
         if step is None:
-            log.add(path, f"line {line}: step number {label!r} is not a number; row skipped")
+            log.add(path, dq("step-trace.step-not-number", line=line, label=repr(label)))
             continue
         if any(math.isnan(v) for k, v in rec.items() if k != "tail" or not inference):
-            log.add(path, f"line {line}: non-numeric value(s); row skipped")
+            log.add(path, dq("step-trace.line-non-numeric", line=line))
             continue
         records.append({"step": step, **rec})
         if points:  # each phase is the gap between two of the row's own time points (10 ns ticks)
@@ -146,7 +147,7 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
             tol = max(2e-5, 1e-4 * abs(ep - sp)) if not math.isnan(ep - sp) else 2e-5
             off = [k for k, w in want.items() if not math.isnan(w) and w > 0 and abs(rec[k] - w) > tol]
             if off:
-                door.note("step row(s) whose phases disagree with the row's own time points (kept as written)",
+                door.note(dq("step-trace.phases-disagree-points"),
                           f"line {line}, {off[0]!r}: {rec[off[0]] * TICKS_PER_MS:.0f} ticks, the points give "
                           f"{want[off[0]] * TICKS_PER_MS:.0f}", "warning", "impossible value")
         a, b = val(cells, "start_point"), val(cells, "end_point")
@@ -157,15 +158,14 @@ def load_legacy_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
                 if b >= a > 0:
                     events.append((step, name, a, b))
     if stored is not None and records and not (stored["total"] > 0 and stored["total"] >= stored["iteration_interval"]):
-        log.add(path, "the stored average row is inconsistent (step total is zero or smaller than its step "
-                "interval); the mean of the step rows is used instead", "warning")
+        log.add(path, dq("step-trace.average-row-inconsistent"), "warning")
         stored, note = None, ""
     door.close()
     if not records and stored is None:
-        log.add(path, "no step rows", "error")
+        log.add(path, dq("step-trace.no-rows"), "error")
         return None
     if inference:
-        log.add(path, "inference step trace: forward time only, no tail", "info")
+        log.add(path, dq("step-trace.inference"), "info")
     return StepTrace(kind="legacy", steps=_frame(records, LEGACY_PHASES), source=log.rel(path),
                      stored_average=stored, stored_average_note=note,
                      windows=pd.DataFrame(windows, columns=["step", "start_ms", "end_ms"]),
@@ -214,15 +214,15 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
     header, rows = parsed
     col = {h: i for i, h in enumerate(header)}
     if "Computing" not in col:
-        log.add(path, "no Computing column; not a step_trace_time.csv", "error")
+        log.add(path, dq("step-trace.no-computing-column"), "error")
         return None
     unknown = [h for h in header if h not in MODERN_COLUMNS and h not in ("Step", "Device_id")]
     if unknown:
-        log.add(path, f"unknown column(s) ignored: {', '.join(unknown)}", "info")
+        log.add(path, dq("step-trace.unknown-columns", unknown=", ".join(unknown)), "info")
     lost = [c for c in MODERN_REQUIRED if c not in col]  # see MODERN_REQUIRED
     if lost:
-        log.add(path, f"expected column(s) {', '.join(lost)} missing: {whose(log)} step phases under them are "
-                  "read as missing", "warning", "schema drift")
+        log.add(path, dq("step-trace.phase-columns-missing", lost=", ".join(lost), whose=whose(log)), "warning",
+                "schema drift")
     records = []
     device = None
     for line, cells in rows:
@@ -233,17 +233,17 @@ def load_modern_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         raw = dict(zip(header, cells))
         rec = _modern_record(step, raw, MODERN_COLUMNS)
         if math.isnan(rec["computing"]):
-            log.add(path, f"line {line}: Computing is not a number; row skipped")
+            log.add(path, dq("step-trace.computing-not-number", line=line))
             continue
         # every column of the file is a time: a negative one cannot be measured (its header names no duration, so
         # the door's negative-duration screen does not see it)
         negative = [name for name, key in MODERN_COLUMNS.items() if name in raw and rec[key] < 0]
         if negative:
-            log.add(path, f"line {line}: negative time in {', '.join(negative)}; row skipped")
+            log.add(path, dq("step-trace.negative-time", line=line, negative=", ".join(negative)))
             continue
         records.append(rec)
     if not records:
-        log.add(path, "no step rows", "error")
+        log.add(path, dq("step-trace.no-rows"), "error")
         return None
     return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path), device=device)
 
@@ -262,7 +262,7 @@ def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         finally:
             con.close()
     except sqlite3.Error as e:
-        log.add(path, f"cannot read table StepTraceTime: {e}", "warning")
+        log.add(path, dq("step-trace.db-table-unreadable", value=e), "warning")
         return None
     records = []
     for row in rows:
@@ -272,7 +272,7 @@ def load_db_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]:
         if not math.isnan(rec["computing"]):
             records.append(rec)
     if not records:
-        log.add(path, "table StepTraceTime has no rows", "warning")
+        log.add(path, dq("step-trace.db-table-empty"), "warning")
         return None
     return StepTrace(kind="modern", steps=_frame(records, MODERN_PHASES), source=log.rel(path))
 
@@ -292,8 +292,7 @@ def load_msprof_step_trace(device_dir: Path, log: IssueLog) -> Optional[StepTrac
         return None
     model = max(by_model, key=lambda k: len(by_model[k]))
     if len(by_model) > 1:
-        log.add(device_dir, f"step traces of {len(by_model)} models found; model {model} "
-                f"(most iterations) was used", "info")
+        log.add(device_dir, dq("step-trace.several-models", by_model=len(by_model), model=model), "info")
     records = {}
     for p in by_model[model]:
         events = read_json(p, log)
@@ -312,7 +311,7 @@ def load_msprof_step_trace(device_dir: Path, log: IssueLog) -> Optional[StepTrac
             records[step] = {"step": step, "iteration_interval": (fp - ts) / US_PER_MS,
                              "fp_and_bp": (bp - fp) / US_PER_MS, "tail": (end - bp) / US_PER_MS, "total": total}
     if not records:
-        log.add(device_dir, "msprof step_trace files hold no 'Iteration Time' events", "warning")
+        log.add(device_dir, dq("step-trace.msprof-no-iteration-time"), "warning")
         return None
     recs = [records[k] for k in sorted(records)]
     return StepTrace(kind="legacy", steps=_frame(recs, LEGACY_PHASES), source=log.rel(device_dir / "timeline"))
@@ -329,7 +328,7 @@ def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
     header, rows = parsed
     col = {h: i for i, h in enumerate(header)}
     if not {"Type", "Index", "Computing"} <= col.keys():
-        log.add(path, "expected columns Type, Index and Computing", "error")
+        log.add(path, dq("step-trace.cluster-columns-missing"), "error")
         return {}
     per_rank: dict[int, list[dict]] = {}
     for line, cells in rows:
@@ -337,7 +336,7 @@ def load_cluster_step_trace(path: Path, log: IssueLog) -> dict[int, StepTrace]:
             continue
         rank = _step_id(cells[col["Index"]])
         if rank is None:
-            log.add(path, f"line {line}: rank index {cells[col['Index']]!r} is not a number; row skipped")
+            log.add(path, dq("step-trace.rank-index-not-number", line=line, cells=repr(cells[col["Index"]])))
             continue
         step = _step_id(cells[col["Step"]]) if "Step" in col else None
         per_rank.setdefault(rank, []).append(_modern_record(step, dict(zip(header, cells)), MODERN_COLUMNS))

@@ -22,6 +22,7 @@ from typing import IO, Optional
 import numpy as np
 
 from reportgen import intervals
+from reportgen.dataquality import dq
 from reportgen.loaders.files import open_binary as open_maybe_gzip, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
@@ -54,8 +55,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
             out.n_streams = int(to_float(data.get("num_of_streams")) or 0) if data.get("num_of_streams") else 0
             out.n_ops = int(to_float(data.get("num_of_ops")) or 0) if data.get("num_of_ops") else 0
     if out.trace_bytes > MAX_SUMMARY_BYTES:
-        log.add(path, f"trace is {out.trace_bytes / 1e6:.0f} MB; linked for download but not summarised here "
-                "(the step trace carries the same computing/communication totals)", "info")
+        log.add(path, dq("timeline.trace-too-large", out=format(out.trace_bytes / 1e6, ".0f")), "info")
         out.trace_needs_numbers = _first_ts_is_string(path)
         return out
     proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
@@ -102,14 +102,13 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     note_unusable_events(log, path, unusable)
     door.close(out.truncated)
     if ts_kinds[0] and ts_kinds[1]:
-        log.add(path, f"'ts' written as text in {ts_kinds[1]} complete event(s) and as a number in "
-                  f"{ts_kinds[0]}: one writer writes one or the other (read as numbers)", "warning", "schema drift")
+        log.add(path, dq("timeline.ts-text-and-number", ts_kinds=ts_kinds[1], ts_kinds2=ts_kinds[0]), "warning",
+                "schema drift")
     if proc:
         stray = {pid: len(g[0]) for (pid, _), g in groups.items() if pid not in proc}
         if stray:
-            log.add(path, f"{sum(stray.values())} complete event(s) in process(es) the trace never names "
-                      f"(pid {', '.join(repr(p) for p in list(stray)[:3])}; no process_name metadata): a damaged "
-                      "pid? counted by their name alone", "warning", "schema drift")
+            log.add(path, dq("timeline.unnamed-process", stray=sum(stray.values()),
+                                  p=", ".join(repr(p) for p in list(stray)[:3])), "warning", "schema drift")
     out.trace_needs_numbers = string_ts
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}

@@ -1,7 +1,7 @@
 """The Chrome-trace step reader: `trace_view.json` (torch_npu / MindSpore 2.3+) summed per step.
 
 The "Overlap Analysis" lanes are summed per step the way torch_npu writes `step_trace_time.csv`, for ranks that
-have the trace but not the CSV (streamed with `common.trace_events`). The step windows (`ProfilerStep#N` on the
+have the trace but not the CSV (streamed with `traces.trace_events`). The step windows (`ProfilerStep#N` on the
 host, moved to the device through the host-to-device launch flows) are shared with the execution view's reader
 (`loaders/step_ops.py`). Everything leaves here in milliseconds.
 """

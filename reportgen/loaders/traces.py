@@ -43,8 +43,7 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
         yield from _trace_events(path, dropped, huge, log.root if log is not None else None, odd)
     finally:
         if log is not None and odd:
-            log.add(path, f"{odd[0]} entr(y/ies) of the trace's event list that are not an object (first: {odd[1]}) "
-                    "left out", "warning", "schema drift")
+            log.add(path, dq("trace.events-not-object", odd=odd[0], odd2=odd[1]), "warning", "schema drift")
         if log is not None and dropped:
             log.add(path, dq("trace.trace-event-non-finite", dropped=dropped[0], dropped2=dropped[1]))
         if log is not None and huge:

@@ -23,7 +23,8 @@ from reportgen.rules import (
 from reportgen.rules import expert_imbalance
 from reportgen import i18n
 from reportgen.i18n import lazy
-from reportgen.rules.base import SEVERITIES, Finding, Rule, threshold_table
+from reportgen.rules.base import Finding, Rule
+from reportgen.rules.thresholds import threshold_table
 
 log = logging.getLogger("msreport")
 
@@ -53,13 +54,9 @@ RULES: tuple[Rule, ...] = (
     msprof_advisor.RULE,
 )
 
-SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
-
-
 # The severity policy (`rules.policy`): severity from the estimated saving per step or a fault floor; its
 # thresholds are data like a rule's, under the id "severity" (`--set severity.warning_share=0.03`).
-Policy = policy.Policy
-POLICY = policy.POLICY
+SEVERITY_ORDER = policy.ORDER  # the policy's scale, critical first
 
 
 class ThresholdError(ReportError):

@@ -1,8 +1,9 @@
-"""What a rule is, what a finding is, and how thresholds are looked up.
+"""What a rule is, what a finding is, and what a rule's check gets (`Context`).
 
 A rule is a module that defines one `Rule`: a stable id, a finding category from the closed vocabulary of
-`docs/summary-json.md`, a markdown description for the rules page, its thresholds as data (name -> `Threshold`
-with default and meaning) and a `check(ctx)` function that returns `Finding`s. Rules read the `Analysis` only;
+`docs/summary-json.md`, a markdown description for the rules page, its thresholds as data (`thresholds.th`: name ->
+`Threshold` with default and meaning) and a `check(ctx)` function that returns `Finding`s. A finding's severity takes
+the scale of the severity policy (`policy.SEVERITIES`), which sets it. Rules read the `Analysis` only;
 they never read files and never write anything.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from typing import Any, Callable, Optional
 
 from reportgen import fmt, urls
@@ -18,28 +19,12 @@ from reportgen.analysis import Analysis
 from reportgen.i18n import N_, Msg, lazy, text
 from reportgen.layouts import LAYOUTS
 from reportgen.numbers import json_clean as clean
+from reportgen.rules.policy import POLICY, SEVERITIES
+from reportgen.rules.thresholds import Threshold, threshold_table
 
 CATEGORIES = ("slow_rank", "slow_link", "communication_bound", "stage_imbalance", "pipeline_bubble",
               "data_pipeline", "host_bound", "memory_pressure", "operator_hotspot", "data_quality")
-SEVERITIES = ("critical", "warning", "info")
 PHASES = ("step_interval", "compute", "communication", "free", "tail")
-
-
-@dataclass(frozen=True)
-class Threshold:
-    default: float
-    doc: str  # what it means, with its unit and where the default comes from
-
-
-def th(default: float, doc: str) -> Any:
-    """One threshold of a rule's frozen `Thresholds` dataclass: its default and what it means (unit, origin).
-    Rules read it as `ctx.t.name`; a misspelt name is an AttributeError, never a silent default."""
-    return field(default=float(default), metadata={"doc": doc})
-
-
-def threshold_table(params: type) -> dict[str, Threshold]:
-    """name -> Threshold(default, doc) of a rule's `Thresholds` dataclass (the rules page, overrides)."""
-    return {f.name: Threshold(f.default, f.metadata.get("doc", "")) for f in fields(params)}
 
 
 @dataclass
@@ -124,8 +109,6 @@ class Context:
     def __init__(self, analysis: Analysis, thresholds: Any, policy: Any = None) -> None:
         if not is_dataclass(thresholds) or isinstance(thresholds, type):
             raise TypeError("Context needs an instance of the rule's Thresholds dataclass")
-        from reportgen.rules.policy import POLICY
-
         self.a = analysis
         self.t = thresholds
         self.p = POLICY if policy is None else policy

@@ -20,7 +20,8 @@ from reportgen import urls
 from reportgen.analysis.impact import small_transfer_saving
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy, slow_link
-from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, th
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct
+from reportgen.rules.thresholds import th
 
 
 @dataclass(frozen=True)

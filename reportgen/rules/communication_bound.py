@@ -17,7 +17,8 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -15,7 +15,8 @@ from reportgen import urls
 from reportgen.analysis.impact import Impact, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, md_literal, ranks_msg
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from reportgen import dataquality, urls
 from reportgen.i18n import N_, Joined, Problem, lazy
-from reportgen.rules.base import Context, Finding, Rule, ranks_msg, th
+from reportgen.rules.base import Context, Finding, Rule, ranks_msg
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

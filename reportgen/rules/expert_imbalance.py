@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from reportgen import urls
 from reportgen.analysis.impact import saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, fmt_ranks, th
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, fmt_ranks
+from reportgen.rules.thresholds import th
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from reportgen import urls
 from reportgen.idle import run_idle
 from reportgen.analysis.impact import _wide, saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, ranks_msg
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

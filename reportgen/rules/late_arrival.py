@@ -15,9 +15,10 @@ from reportgen import urls
 from reportgen.analysis.arrival import arrivals, late_ranks, pseudo_group_text
 from reportgen.analysis.impact import ARRIVAL, replace_excess, saved_by_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, ranks_msg
+from reportgen.rules.thresholds import th
 from reportgen.rules.slow_rank import slow_table
-from reportgen.rules.stats import peer_median, standouts, step_reference
+from reportgen.analysis.stats import peer_median, standouts, step_reference
 
 # evidence["basis"]: English in summary.json, translated on the pages
 BASIS = {"start times": N_("arrival at matched collectives (start times)"),

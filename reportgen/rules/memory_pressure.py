@@ -8,7 +8,8 @@ import math
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, ranks_msg
+from reportgen.rules.base import Context, Finding, Rule, fmt_pct, ranks_msg
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

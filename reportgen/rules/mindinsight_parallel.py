@@ -16,7 +16,8 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th
+from reportgen.rules.base import Context, Finding, Rule
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

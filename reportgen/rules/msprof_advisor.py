@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_pct, gpu_run
+from reportgen.rules.base import Context, Finding, Rule, fmt_pct, gpu_run
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

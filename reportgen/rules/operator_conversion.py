@@ -12,7 +12,8 @@ from reportgen import urls
 from reportgen.analysis.impact import compute_share_saving
 from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct
+from reportgen.rules.thresholds import th
 from reportgen.rules.stats import type_totals
 
 CONVERSION = {"cast", "transdata", "transdatarnn", "transdatad"}

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from reportgen import urls
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct
+from reportgen.rules.thresholds import th
 from reportgen.rules.stats import type_totals
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from reportgen import urls
 from reportgen.analysis.impact import compute_saving
 from reportgen.rules import policy
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, gpu_run
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

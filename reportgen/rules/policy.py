@@ -27,10 +27,11 @@ from typing import Any, Optional
 
 from reportgen.fmt import ms as fmt_ms
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import SEVERITIES, th
+from reportgen.rules.thresholds import th
 
 POLICY_ID = "severity"  # the id of the policy's thresholds in overrides, summary.json and the rules page
 CONSEQUENCE = ("data_quality", "memory_pressure")  # judged by consequence, not by a saving per step
+SEVERITIES = ("critical", "warning", "info")  # the scale a finding's severity takes, most severe first
 ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
 

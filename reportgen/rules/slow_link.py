@@ -14,8 +14,9 @@ from reportgen import urls
 from reportgen.analysis.impact import exposed_saving, link_saving
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal
-from reportgen.rules.stats import MAD_SCALE
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct, md_literal
+from reportgen.rules.thresholds import th
+from reportgen.analysis.stats import MAD_SCALE
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -17,9 +17,10 @@ from reportgen.analysis.impact import replace_excess, saved_by_ms
 from reportgen.i18n import N_, Joined, lazy
 from reportgen.rules import policy
 from reportgen.rules.base import (
-    Context, Finding, Rule, th, fmt_ms, fmt_pct, md_literal, ranks_msg, step_pattern, gpu_run,
+    Context, Finding, Rule, fmt_ms, fmt_pct, md_literal, ranks_msg, step_pattern, gpu_run,
 )
-from reportgen.rules.stats import Standout, peer_median, standout_cells, standouts, step_reference
+from reportgen.rules.thresholds import th
+from reportgen.analysis.stats import Standout, peer_median, standout_cells, standouts, step_reference
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -14,7 +14,8 @@ from reportgen import urls
 from reportgen.analysis.impact import Impact, saved_by_ms
 from reportgen.i18n import N_, lazy
 from reportgen.rules import policy
-from reportgen.rules.base import Context, Finding, Rule, th, fmt_ms, fmt_pct
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, fmt_pct
+from reportgen.rules.thresholds import th
 
 @dataclass(frozen=True)
 class Thresholds:

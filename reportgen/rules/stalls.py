@@ -21,8 +21,9 @@ import pandas as pd
 from reportgen import urls
 from reportgen.analysis.impact import ARRIVAL, replace_excess
 from reportgen.i18n import N_, lazy
-from reportgen.rules.base import Context, Finding, Rule, fmt_ms, ranks_msg, step_pattern, th
-from reportgen.rules.stats import standout_cells, step_reference
+from reportgen.rules.base import Context, Finding, Rule, fmt_ms, ranks_msg, step_pattern
+from reportgen.rules.thresholds import th
+from reportgen.analysis.stats import standout_cells, step_reference
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from reportgen import urls
 from reportgen.rules import RULES, SEVERITY_ORDER, policy
-from reportgen.rules.base import threshold_table
+from reportgen.rules.thresholds import threshold_table
 from reportgen.fmt import ms as fmt_ms, share as fmt_pct
 from reportgen.site.plan.page import Page, PageContext, PageKind, PlanInput, view
 

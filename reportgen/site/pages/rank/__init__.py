@@ -189,7 +189,7 @@ def idle_section(a: Analysis, r: int) -> Optional[IdleSection]:
     if b is None or not len(b.steps):
         return None
     cols = idle_view.COLUMNS
-    rows = [{"step": int(rec["step"]) if rec["step"] == rec["step"] else None,
+    rows = [{"step": int(rec["step"]) if rec["step"] is not None and rec["step"] == rec["step"] else None,
              **{k: num(rec[k]) for k, _ in cols}} for rec in b.steps.to_dict("records")]
     m = b.mean()
     return IdleSection(columns=[{"key": k, "label": label} for k, label in cols], rows=rows,

@@ -13,9 +13,10 @@ from reportgen import fmt
 from reportgen.analysis import Analysis
 from reportgen.i18n import N_, _
 from reportgen.rules.highlights import Highlights
-from reportgen.site.pages.communication import group_label, link_rows, marked_links
+from reportgen.site.pages.communication import link_rows, marked_links
 from reportgen.site.pages.rank.sections import CommSection, Part
 from reportgen.site.plan.page import LazyRows, column_rows
+from reportgen.site.views.communication import group_label
 from reportgen.site.views.values import num, num_column, records
 from reportgen.urls import rank_csv
 

@@ -1,0 +1,260 @@
+"""The execution view (Marey): the step windows of a trace and the device (or CPU) operators of chosen steps,
+with the host launches of each step, read in passes of their own.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.i18n import lazy
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.traces import TRACE_ERRORS, trace_events
+from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
+                                             collective_kind, is_comm_kernel, is_runtime_cat, kernel_type)
+from reportgen.loaders.kineto.launches import _containing_op, launch_index
+from reportgen.loaders.kineto.steps import device_windows, step_of_launch
+
+
+
+def step_windows(path: Path) -> dict[int, tuple]:
+    """Step windows (µs), the (pid, tid) of the thread recording ProfilerStep and the host ProfilerStep window
+    (first streamed pass): (start, end, thread, host start, host end); start and end on the device when kernels
+    map to steps through their launches (`device_windows`, as the loader measures them), else the host window.
+    Only the host's ProfilerStep ranges are steps (the GPU lane's are annotations)."""
+    out: dict = {}
+    rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
+    try:
+        for e in trace_events(path):
+            if e.get("ph") != "X":
+                continue
+            name = e.get("name")
+            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+            if math.isnan(ts) or math.isnan(dur):
+                continue
+            cat = str(e.get("cat") or "").lower()
+            if isinstance(name, str) and name.startswith("ProfilerStep#"):
+                m = STEP_RE.match(name)
+                if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
+                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
+                continue
+            if cat in DEVICE_CATS or is_runtime_cat(cat):
+                args = e.get("args")
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                if cat in DEVICE_CATS:
+                    kc.append(c)
+                    ks.append(ts)
+                    ke.append(ts + dur)
+                elif c >= 0:
+                    rc.append(c)
+                    rt.append(ts)
+    except TRACE_ERRORS:
+        pass  # the loader reported the broken file; the windows read are used
+    if not len(ks) or not out:
+        return out
+    host = sorted((k, v[0], v[1]) for k, v in out.items())
+    li = launch_index(rc, kc)
+    rts = np.asarray(rt, dtype="float64")
+    launch = np.where(li >= 0, rts[np.clip(li, 0, max(len(rts) - 1, 0))] if len(rts) else np.nan, np.nan)
+    wins, _partial, mapped = device_windows(host, step_of_launch(host, launch), ks, ke)
+    if mapped:  # the host window stays beside the device one (the launches happen in it)
+        out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in wins}
+    return out
+
+
+def _exec_class(name: str) -> str:
+    kind = collective_kind(name)
+    if kind in ("send", "recv"):
+        return "send" if kind == "send" else "receive"
+    return "collective"
+
+
+def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: IssueLog) -> dict:
+    """Operators starting inside the chosen steps' windows (second streamed pass), ms from the window start:
+    GPU kernels when the trace has device activity, else the top-level operators of the training thread and
+    the backend's collective slices (gloo:*)."""
+    from reportgen.model import StepOps
+
+    wins = sorted((windows[s][0], windows[s][1], s) for s in steps if s in windows)
+    if not wins:
+        return {}
+    main = {windows[s][2] for s in windows}
+    starts = np.array([w[0] for w in wins])
+    dev: dict = {s: [] for _, _, s in wins}
+    cpu: dict = {s: [] for _, _, s in wins}
+    procs: dict = {}  # pid -> its label ("GPU 0") or name; (pid, tid) -> thread name ("stream 7")
+    # the launches (cudaLaunchKernel, ...) of a step happen in its host ProfilerStep window
+    hwins = sorted((windows[s][3], windows[s][4], s) for _, _, s in wins if len(windows[s]) > 4)
+    hstarts = np.array([w[0] for w in hwins])
+    launches: dict = {s: [] for _, _, s in wins}
+    maybe: list = []  # correlation ids of kernels without a collective's name
+    # every launch and every collective host op, to find the kernels a collective launched (custom all-to-all)
+    rt = (array("q"), array("d"), array("l"))
+    hc = (array("d"), array("d"), array("l"), [])
+    threads: dict = {}
+    try:
+        for e in trace_events(path):
+            if e.get("ph") == "M":
+                _name_meta(e, procs)
+                continue
+            if e.get("ph") != "X":
+                continue
+            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+            if math.isnan(ts) or math.isnan(dur):
+                continue
+            cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
+            if is_runtime_cat(cat) or ((cat in HOST_OP_CATS or cat == "user_annotation")
+                                       and HOST_COMM_RE.match(str(e.get("name") or ""))):
+                args = e.get("args")
+                tid = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
+                if is_runtime_cat(cat):
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if c >= 0:
+                        rt[0].append(c)
+                        rt[1].append(ts)
+                        rt[2].append(tid)
+                else:
+                    coll = args.get("Collective name") if isinstance(args, dict) else None
+                    hc[0].append(ts)
+                    hc[1].append(ts + dur)
+                    hc[2].append(tid)
+                    hc[3].append(coll if isinstance(coll, str) and coll else str(e.get("name")))
+            if is_runtime_cat(cat) and hwins:
+                j = int(np.searchsorted(hstarts, ts, side="right")) - 1
+                if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
+                    args = e.get("args")
+                    launches[hwins[j][2]].append((ts, dur, e["name"], (e.get("pid"), e.get("tid")),
+                                                  _corr(args.get("correlation")) if isinstance(args, dict) else -1))
+                continue
+            i = int(np.searchsorted(starts, ts, side="right")) - 1
+            if i < 0 or ts >= wins[i][1]:
+                continue
+            s = wins[i][2]
+            name = e.get("name") or ""
+            if cat in DEVICE_CATS:
+                comm = is_comm_kernel(name)
+                args = e.get("args")
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
+                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")), c))
+                if not comm and cat == "kernel" and c >= 0:
+                    maybe.append(c)
+            elif cat == "user_annotation" and name.startswith("gloo:"):
+                cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
+            elif cat in HOST_OP_CATS and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
+                cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
+    except TRACE_ERRORS:
+        pass
+    by_op = _kernels_of_collectives(rt, hc, maybe)
+    if by_op:  # kernels launched inside a collective's host op are communication, as the loader counts them
+        for s_, rows_ in dev.items():
+            dev[s_] = [(r[0], r[1], collective_kind(by_op[r[5]]), _exec_class(by_op[r[5]]), r[4], r[5])
+                       if r[3] == "compute" and r[5] in by_op else r for r in rows_]
+    out = {}
+    use_dev = any(dev.values())
+    for a, b, s in wins:
+        if use_dev:
+            rows = sorted(dev[s], key=lambda r: r[:4])
+        else:  # top-level operators only (a nested operator is inside its parent's span)
+            rows, end = [], -math.inf
+            for ts, dur, name, cls, coll, where in sorted(cpu[s], key=lambda x: (x[0], -x[1])):
+                if coll:
+                    rows.append((ts, dur, name, cls, where))
+                elif ts >= end:
+                    rows.append((ts, dur, name, cls, where))
+                    end = ts + dur
+            rows.sort(key=lambda r: r[:4])
+        if not rows:
+            continue
+        o = StepOps(rank=rank, step=s, source=log.rel(path), step_ms=(b - a) / 1e3,
+                    names=[r[2] for r in rows], classes=[r[3] for r in rows],
+                    start=np.array([(r[0] - a) / 1e3 for r in rows]),
+                    dur=np.array([r[1] / 1e3 for r in rows]),
+                    window=f"ProfilerStep#{s} ({'device kernels' if use_dev else 'CPU operators'})",
+                    # CPU-only traces: the operators are the "device" (lanes by class as before)
+                    lanes=[_lane_name(procs, r[4], True) for r in rows] if use_dev else [])
+        if use_dev and launches[s]:  # the host dispatch: each launch with the kernel of its correlation id
+            ev = sorted(launches[s], key=lambda x: -x[1])[:MAX_LAUNCHES]
+            ev.sort(key=lambda x: x[0])
+            by_corr = {r[5]: i for i, r in enumerate(rows) if r[5] >= 0}
+            o.host_names = [x[2] for x in ev]
+            o.host_lanes = [_lane_name(procs, x[3], False) for x in ev]
+            o.host_start = [(x[0] - a) / 1e3 for x in ev]
+            o.host_dur = [x[1] / 1e3 for x in ev]
+            o.host_launch = [by_corr.get(x[4], -1) if x[4] >= 0 else -1 for x in ev]
+        out[s] = o
+    return out
+
+
+def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
+    """Correlation id -> the collective's name, for the kernels (`corrs`) launched inside a collective's host op on
+    the same thread; `rt` = (correlation, ts, thread) arrays of the launches, `hc` = (start, end, thread, name) of
+    the host ops."""
+    if not corrs or not len(hc[0]) or not len(rt[0]):
+        return {}
+    return _containing_op(rt[0], rt[1], rt[2], hc, np.asarray(corrs, dtype="int64"), list(corrs))
+
+
+MAX_LAUNCHES = 4000  # host launch slices kept per step (the longest), before the timeline's own cap
+
+
+MAX_LANE_CHARS = 80
+
+
+def _name_meta(e: dict, names: dict) -> None:
+    """Kineto's metadata events: `process_name` / `process_labels` ("GPU 0") of a pid, `thread_name` ("stream 7")
+    of a (pid, tid). A label wins over the process name (a GPU's process is named after the Python process)."""
+    args = e.get("args")
+    if not isinstance(args, dict):
+        return
+    kind = e.get("name")
+    if kind == "process_labels" and isinstance(args.get("labels"), str):
+        names[("label", e.get("pid"))] = args["labels"].strip()
+    elif kind == "process_name" and isinstance(args.get("name"), str):
+        names[("name", e.get("pid"))] = args["name"].strip()
+    elif kind == "thread_name" and isinstance(args.get("name"), str):
+        names[(e.get("pid"), e.get("tid"))] = args["name"].strip()
+
+
+def _lane_name(names: dict, where: tuple, device: bool) -> str:
+    """"GPU 0 · stream 7" from the trace's metadata; without it the stream (or thread) number."""
+    pid, tid = where
+    proc = names.get(("label", pid)) or names.get(("name", pid)) or ""
+    thread = names.get((pid, tid)) or (f"stream {tid}" if device else f"thread {tid}")
+    return f"{proc} · {thread}"[:MAX_LANE_CHARS] if proc else thread[:MAX_LANE_CHARS]
+
+
+def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
+    """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows."""
+    wins = {}
+    for r in ranks:
+        p = layout.ranks[r].first("kineto_trace")
+        if p is not None:
+            w = step_windows(p)
+            if w:
+                wins[r] = (p, w)
+    if not wins:
+        return False
+    wanted = [s for s in data.steps if any(s in w for _, w in wins.values())]
+    if not wanted:
+        common = sorted(set.intersection(*(set(w) for _, w in wins.values())))
+        pool = common or sorted(next(iter(wins.values()))[1])
+        pick = pool[len(pool) // 2]
+        if data.steps:
+            data.notes.append(lazy("steps {steps} are not in the traces; step {pick} is shown",
+                                   steps=", ".join(map(str, data.steps)), pick=pick))
+        wanted = [pick]
+        data.reasons[pick] = "the middle step of the traces"
+    data.steps = wanted
+    for r, (p, w) in wins.items():
+        got = read_step_ops(p, r, w, wanted, log)
+        for s, o in got.items():
+            data.ops.setdefault(s, {})[r] = o
+        missing = [s for s in wanted if s not in got]
+        if missing:
+            data.notes.append(lazy("rank {rank}: no operators in step(s) {steps} of its trace", rank=r,
+                                   steps=", ".join(map(str, missing))))
+    return True

@@ -1,0 +1,192 @@
+"""The one streamed pass over a Kineto trace: compact accumulators (arrays of interval ends, never a list of
+event dicts) filled per event, and the duplicated events named after the pass.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.dataquality import dq
+from reportgen.loaders import op_flops
+from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
+from reportgen.loaders.traces import TRACE_ERRORS, note_unusable_events, trace_cut, trace_events
+from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
+                                             collective_kind, is_comm_kernel)
+from reportgen.loaders.kineto.flops import _flop_op
+
+
+@dataclass
+class _Acc:
+    """Compact accumulators of one streamed pass (arrays, not event dicts)."""
+
+    steps: dict = field(default_factory=dict)  # host ProfilerStep: step -> (start µs, end µs, (pid, tid))
+    lane_steps: dict = field(default_factory=dict)  # ProfilerStep annotations on a device lane: step -> (start, end)
+    # device activity, one entry per kernel / copy / set
+    dev_s: array = field(default_factory=lambda: array("d"))
+    dev_e: array = field(default_factory=lambda: array("d"))
+    dev_named_comm: array = field(default_factory=lambda: array("b"))  # communication by its name
+    dev_corr: array = field(default_factory=lambda: array("q"))  # launch correlation id (-1: none)
+    dev_stream: array = field(default_factory=lambda: array("l"))  # index into `stream_ids`
+    dev_nid: array = field(default_factory=lambda: array("l"))  # index into `dev_names`
+    dev_args: dict = field(default_factory=dict)  # index -> (Collective name, Process Group Name, Seq) when written
+    dev_names: dict = field(default_factory=dict)  # kernel name ("[cat] name" for copies and sets) -> id
+    name_comm: list = field(default_factory=list)  # per kernel name id: communication by its name (1/0)
+    stream_ids: dict = field(default_factory=dict)  # (pid, tid) -> id
+    devices: dict = field(default_factory=dict)  # device id -> events
+    # host launches (runtime / driver API calls): correlation id, start, thread
+    rt_corr: array = field(default_factory=lambda: array("q"))
+    rt_ts: array = field(default_factory=lambda: array("d"))
+    rt_tid: array = field(default_factory=lambda: array("l"))
+    # host ops of a collective (record_param_comms, nccl:*, c10d::*, ...): start, end, thread, name
+    hc_s: array = field(default_factory=lambda: array("d"))
+    hc_e: array = field(default_factory=lambda: array("d"))
+    hc_tid: array = field(default_factory=lambda: array("l"))
+    hc_name: list = field(default_factory=list)
+    colls: list = field(default_factory=list)  # CPU collectives (gloo:*): (start µs, dur µs, kind, group, seq, name)
+    cpu_s: array = field(default_factory=lambda: array("d"))
+    cpu_e: array = field(default_factory=lambda: array("d"))
+    cpu_tid: array = field(default_factory=lambda: array("l"))
+    cpu_name: array = field(default_factory=lambda: array("l"))
+    cpu_ext: array = field(default_factory=lambda: array("q"))  # the op's External id (-1: none): tells copies apart
+    names: dict = field(default_factory=dict)  # host op name -> id
+    tids: dict = field(default_factory=dict)  # (pid, tid) -> id (host threads)
+    mem: dict = field(default_factory=dict)  # (device type, device id) -> (ts array, allocated array, reserved)
+    # operators with FLOPs (GEMMs with shapes, anything with a with_flops count): (start µs, end µs, thread, name,
+    # profiler flops or NaN, flops from shapes or NaN, shapes text, dtype)
+    fl: list = field(default_factory=list)
+    n_events: int = 0
+
+    @property
+    def streams(self) -> set:
+        return set(self.stream_ids)
+
+
+def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
+    """One streamed pass over the events; False when the file broke off (what was read is kept)."""
+    unusable = 0
+    door = TraceDoor(log, path, KINETO_TRACE)  # lane ids and the args read, by kind (loaders/schema.py TRACE_SCHEMAS)
+    cut = False
+    try:
+        for e in trace_events(path, log):
+            acc.n_events += 1
+            lane = door.event(e)  # (pid, tid) as one lane: "7" and 7 are the same thread
+            if lane is None:
+                continue
+            ph = e.get("ph")
+            if ph == "X":
+                name = e.get("name")
+                name = name if isinstance(name, str) else str(name or "")
+                ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                    unusable += 1
+                    continue
+                cat = str(e.get("cat") or "").lower()
+                if name.startswith("ProfilerStep#"):
+                    m = STEP_RE.match(name)
+                    if m:
+                        if cat.endswith("user_annotation") and cat != "user_annotation":
+                            # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
+                            acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
+                        else:
+                            acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
+                    continue
+                if cat in DEVICE_CATS:
+                    _device_event(acc, e, name, cat, ts, dur, lane)
+                elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
+                    args = e.get("args")
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if c >= 0:
+                        acc.rt_corr.append(c)
+                        acc.rt_ts.append(ts)
+                        acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
+                elif cat in HOST_OP_CATS or cat == "user_annotation":
+                    tid = acc.tids.setdefault(lane, len(acc.tids))
+                    if HOST_COMM_RE.match(name):
+                        acc.hc_s.append(ts)
+                        acc.hc_e.append(ts + dur)
+                        acc.hc_tid.append(tid)
+                        args = e.get("args")  # record_param_comms names its collective in its args
+                        coll = args.get("Collective name") if isinstance(args, dict) else None
+                        acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
+                    if cat == "user_annotation":
+                        if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
+                            acc.colls.append((ts, dur, collective_kind(name), None, None, name))
+                        continue
+                    nid = acc.names.setdefault(name, len(acc.names))
+                    if name in op_flops.TORCH_FLOP_OPS or "flops" in (e.get("args") or {}):
+                        _flop_op(acc, e, name, ts, dur, tid)
+                    acc.cpu_s.append(ts)
+                    acc.cpu_e.append(ts + dur)
+                    acc.cpu_tid.append(tid)
+                    acc.cpu_name.append(nid)
+                    args = e.get("args")
+                    x = args.get("External id") if type(args) is dict else None
+                    acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
+            elif ph in ("i", "I") and e.get("name") == "[memory]":
+                a = e.get("args")
+                if not isinstance(a, dict):
+                    continue
+                key = (int(_num(a.get("Device Type", -1)) if not math.isnan(_num(a.get("Device Type", -1))) else -1),
+                       a.get("Device Id"))
+                ts = _num(e.get("ts"))
+                alloc, res = _num(a.get("Total Allocated")), _num(a.get("Total Reserved"))
+                if math.isnan(ts) or math.isnan(alloc):
+                    continue
+                rec = acc.mem.get(key)
+                if rec is None:
+                    rec = acc.mem[key] = (array("d"), array("d"), array("d"))
+                rec[0].append(ts)
+                rec[1].append(alloc)
+                rec[2].append(res)
+        return True
+    except TRACE_ERRORS as err:
+        cut = True
+        trace_cut(log, path, err, f"{acc.n_events} event(s) read before the error are used")
+        return False
+    finally:
+        note_unusable_events(log, path, unusable)
+        door.close(cut)
+
+
+def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
+    """Host operators and device events identical to an earlier one (same thread or stream, name, start, duration
+    and External id / correlation id: a duplicated event -- nested calls of one name at one time differ in their
+    External id) are named; counted as written. (On the arrays, after the pass: no set of every event.)"""
+    for code, cols in (("kineto.duplicate-host-ops", (acc.cpu_s, acc.cpu_e, acc.cpu_tid, acc.cpu_name, acc.cpu_ext)),
+                       ("kineto.duplicate-device-events", (acc.dev_s, acc.dev_e, acc.dev_stream, acc.dev_nid,
+                                                           acc.dev_corr))):
+        if len(cols[0]) < 2:
+            continue
+        a = np.column_stack([np.asarray(c, dtype="float64") for c in cols])
+        s = a[np.lexsort(a.T[::-1])]
+        k = int(np.all(s[1:] == s[:-1], axis=1).sum())
+        if k:
+            log.add(path, dq(code, k=k), "warning", "duplicate")
+
+
+def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
+    args = e.get("args")
+    args = args if isinstance(args, dict) else {}
+    i = len(acc.dev_s)
+    acc.dev_s.append(ts)
+    acc.dev_e.append(ts + dur)
+    key = name if cat == "kernel" else f"[{cat}] {name}"
+    nid = acc.dev_names.get(key)
+    if nid is None:  # the name test once per kernel name (names repeat thousands of times)
+        nid = acc.dev_names[key] = len(acc.dev_names)
+        acc.name_comm.append(1 if is_comm_kernel(name) else 0)
+    acc.dev_named_comm.append(acc.name_comm[nid])
+    acc.dev_corr.append(_corr(args.get("correlation")))
+    acc.dev_stream.append(acc.stream_ids.setdefault(lane, len(acc.stream_ids)))
+    acc.dev_nid.append(nid)
+    dev = args.get("device", e.get("pid"))
+    dev = dev if isinstance(dev, (int, float, str)) else str(dev)
+    acc.devices[dev] = acc.devices.get(dev, 0) + 1
+    if "Collective name" in args or "Process Group Name" in args or "Seq" in args:
+        acc.dev_args[i] = (args.get("Collective name"), args.get("Process Group Name"), args.get("Seq"))
