@@ -362,3 +362,19 @@ def test_discovery_imports_nothing_from_the_loaders():
             "print(sorted(m for m in sys.modules if m.startswith('reportgen.loaders')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
+
+
+def test_metadata_group_ranks_plain_and_mixed(tmp_path):
+    """profiler_metadata.json's parallel groups: a list of plain whole numbers is taken as it is; any other list
+    element by element as `to_int` reads it (digit text and 2.0 kept, negatives, fractions, booleans dropped)."""
+    from reportgen.discover.peek import metadata_facts
+    from reportgen.numbers import to_int
+
+    p = tmp_path / "profiler_metadata.json"
+    mixed = [5, "6", -1, 2.0, 2.5, True, None, 2 ** 70]
+    p.write_text(json.dumps({"parallel_group_info": {"g1": {"global_ranks": [0, 1, 7]},
+                                                      "g2": {"global_ranks": mixed},
+                                                      "g3": {"global_ranks": [3, -4]}}}))
+    want = {0, 1, 7} | {r for r in (to_int(x) for x in mixed) if r is not None and r >= 0} | {3}
+    assert metadata_facts(p)["group_ranks"] == want
+    assert {0, 1, 7, 5, 6, 2, 3} <= want and -1 not in want and 2 ** 70 not in want

@@ -151,7 +151,7 @@ def test_json_nesting_check_without_escapes_equals_the_streaming_guard():
     pieces longer than the guard's 64 KB chunk."""
     import random
 
-    from reportgen.loaders.jsonfile import _guarded_nesting_within, _nesting_within
+    from reportgen.loaders.jsonfile import _guarded_nesting_within, _nesting_within, _outside_strings
 
     rng = random.Random(7)
     cases = [b"", b'"', b'["]"]', b'{"a": "[[[["}', b'[' * 300 + b']' * 300, b'"' + b'[' * 300 + b'"',
@@ -160,5 +160,49 @@ def test_json_nesting_check_without_escapes_equals_the_streaming_guard():
         n = rng.choice((5, 40, 400))
         cases.append(bytes(rng.choice(b'[]{}"a, ') for _ in range(n)))
     for raw in cases:
+        outside = _outside_strings(raw)
         for limit in (1, 3, 10, 200):
-            assert _nesting_within(raw, limit) == _guarded_nesting_within(raw, limit), (raw[:80], limit)
+            want = _guarded_nesting_within(raw, limit)
+            assert _nesting_within(raw, limit) == want, (raw[:80], limit)
+            assert _nesting_within(raw, limit, outside) == want, (raw[:80], limit)  # the text the reader keeps
+
+
+def test_json_fast_path_numbers_equal_the_careful_reader(tmp_path):
+    """A clean JSON file skips the walk over its values when its text outside strings shows every number small (no
+    exponent, fewer than 19 digits in a row): the values and data-quality entries equal an independent reading
+    (json.loads with hooks turning non-finite and out-of-range numbers into None) whatever the numbers, their
+    neighbours (true / false / null, strings full of digits and e's) and the spacing."""
+    import json
+    import random
+
+    from reportgen.loaders.jsonfile import _read_json
+    from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
+
+    def oracle(text: str):
+        bad = []
+
+        def num(s, conv):
+            v = conv(s)
+            if isinstance(v, float) and not math.isfinite(v) or abs(v) > (MAX_INT if conv is int else MAX_ABS_NUMBER):
+                bad.append(s)
+                return None
+            return v
+        return json.loads(text, parse_int=lambda s: num(s, int), parse_float=lambda s: num(s, float)), bad
+
+    rng = random.Random(11)
+    numbers = ["0", "-0", "17", "999999999999999999", "-999999999999999999", str(MAX_INT), str(MAX_INT + 1),
+               "9223372036854775807", "12345678901234567890123", "1.5", "0.30000000000000004", "1e5", "1E-5",
+               "2.5e300", "-7e18", "4611686018427387904.0", "123456789012345678.5", "1.0e+2"]
+    atoms = numbers + ["true", "false", "null", '"e19 1234567890123456789012"', '"1e400"', '"truee"', '"E"']
+    for i in range(400):
+        vals = [rng.choice(atoms) for _ in range(rng.randint(1, 6))]
+        sp = rng.choice(["", " ", "\n  "])
+        text = "{" + f",{sp}".join(f'"k{j}e":{sp}{v}' for j, v in enumerate(vals)) + f',{sp}"l": [{sp}' + \
+               f",{sp}".join(reversed(vals)) + "]}"
+        p = tmp_path / f"d{i}.json"
+        p.write_text(text)
+        log = IssueLog(tmp_path)
+        got = _read_json(p, log)
+        want, bad = oracle(text)
+        assert got == want, text
+        assert bool(log.issues) == bool(bad), (text, [i.problem for i in log.issues])

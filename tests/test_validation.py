@@ -193,6 +193,58 @@ def test_key_shapes_compared_across_ranks():
         issues[0].problem and "cann_version_x" in issues[0].problem and issues[0].ranks == (2,)
 
 
+def test_key_shape_limits_equal_a_plain_walk():
+    """json_shape counts a leaf where its object is read and reads each repeated key once: on random documents
+    (digit keys, lists longer than 50, nesting past depth 6, both limits reached or not) it equals a plain walk
+    that visits every value one by one."""
+    import random
+    import re as _re
+
+    def plain(data, limit):  # every value pushed and popped, the visit and path limits checked as it goes
+        if not isinstance(data, dict):
+            return None
+        out, stack, visits = set(), [(data, "", 0)], 0
+        while stack:
+            v, p, depth = stack.pop()
+            visits += 1
+            if visits > 20 * limit:
+                return None
+            if depth > 6:
+                continue
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    k = "*" if _re.search(r"\d", str(k)) else str(k)
+                    q = f"{p}.{k}" if p else k
+                    out.add(q)
+                    if len(out) > limit:
+                        return None
+                    stack.append((x, q, depth + 1))
+            elif isinstance(v, list):
+                stack.extend((x, p + "[]", depth + 1) for x in v[:50] if isinstance(x, (dict, list)))
+        return frozenset(out)
+
+    rng = random.Random(5)
+
+    def gen(d):
+        r = rng.random()
+        if d > 7 or r < 0.35:
+            return rng.choice([1, "x", None, 2.5, True])
+        if r < 0.7:
+            n = rng.randint(0, 40 if d < 2 else 5)
+            return {rng.choice("abcdefgh") + (str(rng.randint(0, 3)) if rng.random() < 0.2 else ""): gen(d + 1)
+                    for _ in range(n)}
+        return [gen(d + 1) for _ in range(rng.randint(0, 60 if d < 2 and rng.random() < 0.3 else 4))]
+
+    seen = {True: 0, False: 0}
+    for _ in range(800):
+        doc = {"k": gen(0), "z": gen(0)}
+        for limit in (3, 20, 400):
+            want = plain(doc, limit)
+            seen[want is None] += 1
+            assert json_shape(doc, limit) == want
+    assert min(seen.values()) > 100  # both outcomes exercised
+
+
 def test_duplicated_trace_events_counted_once(tmp_path):
     ev = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Ascend Hardware"}},
           {"ph": "X", "name": "MatMul", "pid": 1, "tid": 1, "ts": "100.5", "dur": "10"},

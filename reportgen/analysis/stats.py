@@ -99,12 +99,13 @@ def standout_cells(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[
     df = df.groupby(["g", "step", "rank"], as_index=False)["v"].mean()
     sign = 1.0 if high else -1.0
     key = [df["g"], df["step"]]
-    n = df.groupby(key)["v"].transform("size")
-    med = df.groupby(key)["v"].transform("median")
+    by = df.groupby(key)["v"]  # one grouping for the four transforms (the keys are factorised once)
+    n = by.transform("size")
+    med = by.transform("median")
     df["dev"] = (df["v"] - med) * sign
-    mad = df.assign(a=(df["v"] - med).abs()).groupby(key)["a"].transform("median")
-    lo = df.groupby(key)["v"].transform("min")
-    hi = df.groupby(key)["v"].transform("max")
+    mad = (df["v"] - med).abs().groupby(key).transform("median")
+    lo = by.transform("min")
+    hi = by.transform("max")
     two = n == 2
     # groups of two: compare with the other rank; no MAD term
     df.loc[two, "dev"] = np.where(sign > 0, df.loc[two, "v"] - lo[two], hi[two] - df.loc[two, "v"])

@@ -80,13 +80,13 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
     for c in columns:
         vals = [r.get(c, nan) for r in recs]
         if c == "step":
-            steps = np.array([nan if v is None else v for v in vals], dtype=float)
+            steps = np.array(vals, dtype=float)  # None -> NaN
             missing = np.isnan(steps)
             out[c] = pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)
         elif c in ints:
             out[c] = np.array(vals, dtype=np.int64)
         elif c in floats:
-            out[c] = np.array([nan if v is None else v for v in vals], dtype=float)
+            out[c] = np.array(vals, dtype=float)  # None -> NaN
         elif c in texts:
             col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
             # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
@@ -233,6 +233,16 @@ def _entries(data: dict, bad: list[int]):
 
 
 _GE0_KINDS = ("duration", "size", "bandwidth", "timestamp")
+_PLAIN_KEYS: dict[str, frozenset] = {}  # per family: the keys whose kind only forbids negatives (`_plain`)
+
+
+def _plain_keys(family: str) -> frozenset:
+    got = _PLAIN_KEYS.get(family)
+    if got is None:
+        sch = JSON_SCHEMAS.get(family, {})
+        keys = set(TIME_FIELDS) | {"Start Timestamp(us)", "Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)"}
+        got = _PLAIN_KEYS[family] = frozenset(k for k in keys | set(sch) if sch.get(k, N_GE0).kind in _GE0_KINDS)
+    return got
 
 
 def _plain(obj: dict, key: str, family: str) -> Optional[float]:
@@ -241,42 +251,71 @@ def _plain(obj: dict, key: str, family: str) -> Optional[float]:
     reads it and names what is wrong). Most values of a file are such: this skips the per-value checks' calls."""
     v = obj.get(key)
     t = type(v)
-    if (t is float or t is int) and 0 <= v <= MAX_ABS_NUMBER and \
-            JSON_SCHEMAS.get(family, {}).get(key, N_GE0).kind in _GE0_KINDS:
+    if (t is float or t is int) and 0 <= v <= MAX_ABS_NUMBER and key in _plain_keys(family):
         return float(v)
     return None
 
 
+_TIME_ITEMS = tuple(TIME_FIELDS.items())
+_TRANSPORT_ITEMS = tuple((tr, (("Transit Size(MB)", f"{tr.lower()}_mb"), ("Transit Time(ms)", f"{tr.lower()}_ms")))
+                         for tr in ("SDMA", "RDMA"))
+
+
 def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door) -> Optional[dict]:
-    if not isinstance(info, dict) or not isinstance(info.get("Communication Time Info"), dict):
+    if not isinstance(info, dict):
         return None
-    t = info["Communication Time Info"]
+    t = info.get("Communication Time Info")
+    if not isinstance(t, dict):
+        return None
     base, group = _split_group(name)
     rec: dict[str, Any] = {"step": step, "op": base, "group": group,
                            "kind": kind if kind in ("p2p", "collective") else op_kind(base)}
-    where = f"{name[:60]!r}"
     fam = "communication.json"
-    for src, col in TIME_FIELDS.items():
-        v = _plain(t, src, fam)
-        rec[col] = v if v is not None else door.field(t, src, where, fam)
-    if t.get("Start Timestamp(us)") is not None:  # kept for the arrival at the collective (`op_instances`)
-        v = _plain(t, "Start Timestamp(us)", fam)
-        rec["start_us"] = v if v is not None else door.field(t, "Start Timestamp(us)", where, fam)
+    plain = _plain_keys(fam)
+    lim = MAX_ABS_NUMBER
+    where = None
+    for src, col in _TIME_ITEMS:  # `_plain` inline: a plain number as it is, anything else through the door
+        v = t.get(src)
+        tv = type(v)
+        if (tv is float or tv is int) and 0 <= v <= lim and src in plain:
+            rec[col] = float(v)
+        else:
+            where = where or f"{name[:60]!r}"
+            rec[col] = door.field(t, src, where, fam)
+    v = t.get("Start Timestamp(us)")
+    if v is not None:  # kept for the arrival at the collective (`op_instances`)
+        tv = type(v)
+        if (tv is float or tv is int) and 0 <= v <= lim and "Start Timestamp(us)" in plain:
+            rec["start_us"] = float(v)
+        else:
+            where = where or f"{name[:60]!r}"
+            rec["start_us"] = door.field(t, "Start Timestamp(us)", where, fam)
     bwi = info.get("Communication Bandwidth Info") or {}
     if not isinstance(bwi, dict):
+        where = where or f"{name[:60]!r}"
         door.note(dq("communication.bandwidth-info-not-object"), where,
                   "warning", "schema drift")
         bwi = {}
-    for tr in ("SDMA", "RDMA"):
+    for tr, items in _TRANSPORT_ITEMS:
         b = bwi.get(tr)
         if b is not None and not isinstance(b, dict):
+            where = where or f"{name[:60]!r}"
             door.note(dq("communication.bandwidth-entry-not-object", tr=tr), where, "warning",
                       "schema drift")
         b = b if isinstance(b, dict) else {}
-        for src, col in (("Transit Size(MB)", f"{tr.lower()}_mb"), ("Transit Time(ms)", f"{tr.lower()}_ms")):
-            v = _plain(b, src, fam) if src in b else 0.0
-            rec[col] = v if v is not None else door.field(b, src, f"{where} {tr}", fam, 0)
+        for src, col in items:
+            if src not in b:
+                rec[col] = 0.0
+                continue
+            v = b[src]
+            tv = type(v)
+            if (tv is float or tv is int) and 0 <= v <= lim and src in plain:
+                rec[col] = float(v)
+            else:
+                where = where or f"{name[:60]!r}"
+                rec[col] = door.field(b, src, f"{where} {tr}", fam, 0)
         if "Bandwidth(GB/s)" in b and _plain(b, "Bandwidth(GB/s)", fam) is None:
+            where = where or f"{name[:60]!r}"
             door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", fam)
     return rec
 

@@ -4,6 +4,7 @@ check of JSON values read by key (`check_json_numbers`)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import math
@@ -157,15 +158,47 @@ def _fast_json(raw: bytes) -> Any:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; the careful path still works without it
         return _MISS
-    if not _nesting_within(raw, MAX_JSON_DEPTH):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
+    outside = _outside_strings(raw)
+    if not _nesting_within(raw, MAX_JSON_DEPTH, outside):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
         return _MISS
+    paused = gc.isenabled()  # the parse makes no cycle: no collection while it allocates (up to 25 % of the parse
+    if paused:  # in a process that holds much already)
+        gc.disable()
     try:
         data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
         return _MISS
+    finally:
+        if paused:
+            gc.enable()
     if not isinstance(data, (dict, list)):
         return _MISS if _unusable(data) else data
+    if outside is not None and _numbers_small(outside):  # every number in range, seen in the text (C speed)
+        return data
     return data if _numbers_usable(data) else _MISS
+
+
+# what `_outside_strings` keeps: quotes (to find the strings), brackets (nesting), and what a number's size shows
+_DROP = bytes(b for b in range(256) if b not in b'"[]{},:.0123456789eE')
+_DIGITS_TO_0 = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
+
+
+def _outside_strings(raw: bytes) -> Optional[bytes]:
+    """The brackets, separators and numbers of an escape-free JSON document outside its strings, the rest dropped
+    (every quote opens or closes a string, exactly as a JSON parser reads it, so the pieces between odd and even
+    quotes are the strings); None when `raw` holds a backslash. What is kept: `"[]{},:.`, digits, `e` and `E`."""
+    if b"\\" in raw:
+        return None
+    return b"".join(raw.translate(None, _DROP).split(b'"')[::2])
+
+
+def _numbers_small(outside: bytes) -> bool:
+    """True when no number of a valid JSON document whose text outside strings is `outside` (`_outside_strings`) can
+    be out of range: no exponent (a digit followed by `e` / `E`: the `e` of `true` / `false` follows a separator or
+    a bracket in valid JSON) and no run of 19 digits, so every number is below 1e18 < MAX_ABS_NUMBER, MAX_INT (and
+    finite). False only means "look at the values" (`_numbers_usable`)."""
+    z = outside.translate(_DIGITS_TO_0)
+    return b"0e" not in z and b"0E" not in z and b"0" * 19 not in z
 
 
 def _numbers_usable(data: Any) -> bool:
@@ -192,12 +225,14 @@ def _numbers_usable(data: Any) -> bool:
 _NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
-def _nesting_within(raw: bytes, limit: int) -> bool:
-    """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count)."""
+def _nesting_within(raw: bytes, limit: int, outside: Optional[bytes] = None) -> bool:
+    """True when the brackets of `raw` (outside strings) never nest deeper than `limit` (C-speed count). `outside`:
+    `_outside_strings(raw)` when the caller has it."""
     if b"\\" not in raw:
         # no escapes: every quote opens or closes a string, exactly as a JSON parser reads it (up to where it
         # fails), so the brackets between even and odd quotes are the ones outside strings (4x the guard's speed)
-        outside = b"".join(raw.translate(None, _NOT_MARKS).split(b'"')[::2])
+        outside = (b"".join(raw.translate(None, _NOT_MARKS).split(b'"')[::2]) if outside is None
+                   else outside.translate(None, _NOT_MARKS))
         if outside.count(b"[") + outside.count(b"{") <= limit:
             return True
         import numpy as np

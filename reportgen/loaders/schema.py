@@ -563,28 +563,40 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     `limit` paths or is not an object."""
     if not isinstance(data, dict):
         return None
+    # the result does not depend on the order of the walk (None when more than 20 * limit values are visited or
+    # more than `limit` paths found, else every path), so a leaf is counted where its object is read, not pushed
+    cap = 20 * limit
     out: set[str] = set()
+    norm: dict[str, str] = {}  # a key as written in a path (keys repeat: one regex search each)
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
-    visits = 0
+    visits = 1
     while stack:
         v, p, depth = stack.pop()
-        visits += 1
-        if visits > 20 * limit:  # a large document (communication.json: its own door): not compared
-            return None
         if depth > 6:
             continue
         if isinstance(v, dict):
+            visits += len(v)
+            if visits > cap:  # a large document (communication.json: its own door): not compared
+                return None
             for k, x in v.items():
-                k = "*" if _DYNAMIC.search(str(k)) else str(k)
-                q = f"{p}.{k}" if p else k
+                kk = norm.get(k) if type(k) is str else None
+                if kk is None:
+                    kk = "*" if _DYNAMIC.search(str(k)) else str(k)
+                    if type(k) is str:
+                        norm[k] = kk
+                q = f"{p}.{kk}" if p else kk
                 out.add(q)
-                if len(out) > limit:
-                    return None
-                stack.append((x, q, depth + 1))
+                if isinstance(x, (dict, list)):
+                    stack.append((x, q, depth + 1))
+            if len(out) > limit:
+                return None
         elif isinstance(v, list):
             for x in v[:50]:
                 if isinstance(x, (dict, list)):
+                    visits += 1
                     stack.append((x, p + "[]", depth + 1))
+            if visits > cap:
+                return None
     return frozenset(out)
 
 
