@@ -7,7 +7,6 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
-from reportgen import collectives
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -507,9 +506,6 @@ class ParallelStrategy:
 
 # --- execution overview (operators of chosen steps) -----------------------------------------------------------
 
-# an operator's class (compute / collective / send / receive): collective naming has one home, reportgen.collectives
-OP_CLASSES = collectives.OP_CLASSES
-op_class = collectives.op_class
 
 
 @dataclass
@@ -521,7 +517,7 @@ class StepOps:
     source: str
     step_ms: float  # the step window's length
     names: list[str]
-    classes: list[str]  # one of OP_CLASSES
+    classes: list[str]  # one of collectives.OP_CLASSES
     start: "np.ndarray"
     dur: "np.ndarray"
     window: str = ""  # how the step window was found

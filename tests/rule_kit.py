@@ -41,9 +41,10 @@ from reportgen.analysis.execution import DeviceRow, ExecutionView, MareyStep, ty
 from reportgen.analysis.overlap import analyze_overlap
 from reportgen.analysis.resources import OPERATOR_ROW_COLUMNS, CpuSummary, QueueSummary, Resources
 from reportgen.analysis.steps import analyze_steps
+from reportgen.collectives import op_class
 from reportgen.model import (
     COMM_TIME_COLUMNS, OVERLAP_COLUMNS, PHASES_BY_KIND, DataIssue, Overlap, RankData, RankInfo, Run, RunInfo,
-    StepOps, StepTrace, TimelineSummary, op_class,
+    StepOps, StepTrace, TimelineSummary,
 )
 
 LEGACY_ONLY = {"iteration_interval", "fp_and_bp", "tail"}

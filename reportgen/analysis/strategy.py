@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
-from reportgen.model import ParallelStrategy, StageStrategy, op_class
+from reportgen.collectives import op_class
+from reportgen.model import ParallelStrategy, StageStrategy
 from reportgen.numbers import to_int as _int
 
 MICRO_SCOPE_RE = re.compile(r"micro_inputs-CellList/(\d+)|/(\d+)-_MicroBatch")

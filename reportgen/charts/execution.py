@@ -7,7 +7,7 @@ from reportgen.i18n import _
 import altair as alt
 
 from reportgen.charts.theme import PHASE_COLORS, finish
-from reportgen.model import OP_CLASSES
+from reportgen.collectives import OP_CLASSES
 
 CLASS_COLORS = {"compute": "#4c78a8", "collective": "#e45756", "send": "#54a24b", "receive": "#f58518"}
 ROW_PX = 20

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from reportgen.model import StageStrategy, StrategyOp, op_class
+from reportgen.collectives import op_class
+from reportgen.model import StageStrategy, StrategyOp
 
 MAX_NODES = 36  # aggregate nodes drawn per stage
 MAX_TABLE_OPS = 1500  # operator rows per stage on the page (the CSV export has them all)

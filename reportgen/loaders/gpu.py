@@ -39,7 +39,8 @@ from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRO
 from reportgen.numbers import to_float
 from reportgen.loaders.operators import op_type_from_name, types_from_detail
 from reportgen.loaders.schema import GPU_TIMELINE, TraceDoor
-from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary, op_class
+from reportgen.collectives import op_class
+from reportgen.model import OP_DETAIL_COLUMNS, OP_TYPE_COLUMNS, TimelineSummary
 
 GPU_FILES = ("gpu_op_detail_info.csv", "gpu_op_type_info.csv", "gpu_activity_data.csv", "gpu_timeline_display.json")
 

@@ -44,7 +44,8 @@ from reportgen.numbers import MAX_ABS_NUMBER, to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
-from reportgen.model import StepOps, StepTrace, op_class
+from reportgen.collectives import op_class
+from reportgen.model import StepOps, StepTrace
 
 STEPS_TID = 100000
 STEPS_TID_TEXT = str(STEPS_TID)

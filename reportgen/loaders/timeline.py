@@ -32,7 +32,8 @@ from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
 from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
-from reportgen.model import TimelineSummary, op_class
+from reportgen.collectives import op_class
+from reportgen.model import TimelineSummary
 
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
 LEGACY_COMM_PID, LEGACY_AICPU_PID, LEGACY_HOST_PID, LEGACY_LANE_PID = 10000, 9000, 11000, 12000
