@@ -149,6 +149,14 @@ def test_csv_text_float_columns_equal_csv_writer():
             assert csv_text.csv_text(columns, page_mod.LazyRows(lambda: table, columns=True)) == want
 
 
+def test_csv_text_columns_of_unequal_length_write_the_rows_every_column_holds():
+    """A table given column by column whose columns differ in length: the rows all columns hold, as `zip` and
+    `csv.writer` wrote them (the one-format fast path repeated the row format by the first column's length)."""
+    columns = [{"key": "a", "label": "a"}, {"key": "b", "label": "b"}]
+    got = csv_text.csv_text(columns, page_mod.LazyRows(lambda: {"a": [1.5, 2.5], "b": [0.5]}, columns=True))
+    assert got == _plain_csv(columns, [{"a": 1.5, "b": 0.5}])
+
+
 def _plain_detail_rows(detail, limit=None):
     """The rank page's operator rows as they were built before `_detail_columns` (records, sorted, `num`)."""
     from reportgen.model import SIDE_LABELS

@@ -93,6 +93,11 @@ DAMAGED = {  # name: (bytes, the whole-file reader takes it)
     "traceEvents spelt with an escape": (b'{"traceEvents": [{"ph": "X", "ts": 1}], "trace\\u0045vents": [{"ts": 2}]}',
                                          False),
     "no event list": (b'{"a": 1}', True),
+    # review findings: a run of 4,301 digits after a space inside a string (int() of it raised before any event);
+    # a non-object entry ~1,000 levels deep (its repr for the entry raised RecursionError outside the stream's guard)
+    "a 4,301-digit run in text": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"note": "id ' + b"7" * 4301 + b'"'),
+                                  False),
+    "a non-object entry 1,000 deep": (HEALTHY.replace(b"[{", b"[" + b"[" * 1000 + b"]" * 1000 + b", {", 1), True),
     "empty": (b"", False),
 }
 
@@ -116,6 +121,10 @@ def test_whole_file_and_streamed_readers_agree(tmp_path, monkeypatch, case, gz):
         assert err[0] == JsonTooDeep.__name__
     if case in ("cut off", "NaN literal", "empty"):
         assert err is not None
+    if case == "a 4,301-digit run in text":
+        assert err is None and len(events) == len(EV)
+    if case == "a non-object entry 1,000 deep":
+        assert err is not None and err[0] == "ValueError" and "nested too deeply" in err[1]
     if case == "traceEvents twice":
         assert [e["ts"] for e in events] == [1, 2]  # the stream's reading: every list under the key
 

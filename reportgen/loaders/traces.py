@@ -68,7 +68,10 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
             whole = None
             _watch_whole(data, start, huge)
             del data  # (the events stay: the loader reads them one by one)
-            yield from _screen(events, dropped, odd)
+            try:
+                yield from _screen(events, dropped, odd)
+            except (RecursionError, MemoryError) as e:  # the repr of a deeply nested entry: as the stream says it
+                raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
     finally:
         if log is not None and odd:
             log.add(path, dq("trace.events-not-object", odd=odd[0], odd2=odd[1]), "warning", "schema drift")
@@ -152,7 +155,8 @@ def _int_beyond_int64(data: bytes, start: int) -> bool:
             e = a + 19
             while e < n and t[e] == 48:
                 e += 1
-            if data[e:e + 1] not in (b".", b"e", b"E") and int(data[a:e]) >= 2 ** 63:
+            # 20 digits or more: at least 10^19 > 2^63 (and int() of a run past 4,300 digits would raise)
+            if data[e:e + 1] not in (b".", b"e", b"E") and (e - a > 19 or int(data[a:e]) >= 2 ** 63):
                 return True
             i = t.find(pat, e)
     return _LEADING_LONG.match(data, start) is not None  # a long number that is the whole document: streamed

@@ -83,6 +83,7 @@ def csv_text(columns: list[dict], rows) -> str:
         fmts.append("%s")
         args.append(cells)
     header = ",".join(_csv_quoted(str(c["label"])) for c in columns)
+    n = min(map(len, args))  # columns of unequal length: the rows all of them hold (as zip, and csv.writer, did)
     if not n:
         return header + "\r\n"
     # one %-format over the whole table: the rows are joined (and the float cells written) in C
