@@ -69,7 +69,8 @@
   }
 
   function columnValues(c) {
-    // charts/columnar.py: a plain list, {dec, d} (delta-coded integers / 10^dec) or {runs: [v, n, ...]}
+    // charts/column_codec.py: a plain list, {dec, d} (delta-coded integers / 10^dec), {dec, dr} (the same, deltas
+    // as runs) or {runs: [v, n, ...]}
     var out = [], i, j;
     if (Array.isArray(c)) { return c; }
     if (c.runs) {
@@ -77,6 +78,12 @@
       return out;
     }
     var acc = 0, scale = Math.pow(10, c.dec || 0);
+    if (c.dr) {  // the deltas as runs: delta dr[i] repeated dr[i + 1] times
+      for (i = 0; i < c.dr.length; i += 2) {
+        for (j = 0; j < c.dr[i + 1]; j++) { acc += c.dr[i]; out.push(c.dec ? acc / scale : acc); }
+      }
+      return out;
+    }
     for (i = 0; i < c.d.length; i++) { acc += c.d[i]; out.push(c.dec ? acc / scale : acc); }
     return out;
   }
