@@ -222,6 +222,8 @@ def test_rank_page_comm_operators_per_call_memory_units_and_the_flagged_ranks_cs
     assert len(data) - 1 == int(re.search(r"\((\d+) rows", link.get_text()).group(1))
     sizes = [tr.select("td")[1].get_text() for tr in page.select("#rank-mem-top tbody tr")]
     assert sizes and all(re.fullmatch(r"[\d,]+\.\d{3}", s) for s in sizes), sizes
+    # an allocation without detail shows an empty cell, not an empty code box
+    assert not [c for c in page.select("#rank-mem-top code") if not c.get_text()]
 
 
 def test_rank_overlap_per_step_table_not_repeated_when_the_step_table_holds_it(example_site):
