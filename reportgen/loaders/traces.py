@@ -68,10 +68,7 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
             whole = None
             _watch_whole(data, start, huge)
             del data  # (the events stay: the loader reads them one by one)
-            try:
-                yield from _screen(events, dropped, odd)
-            except (RecursionError, MemoryError) as e:  # the repr of a deeply nested entry: as the stream says it
-                raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
+            yield from _screen(events, dropped, odd)
     finally:
         if log is not None and odd:
             log.add(path, dq("trace.events-not-object", odd=odd[0], odd2=odd[1]), "warning", "schema drift")
@@ -199,33 +196,38 @@ def _watch_whole(data: bytes, start: int, huge: list) -> None:
 
 def _screen(items, dropped: list, odd: Optional[list]) -> Iterator[dict]:
     """The entries of a trace's event list that are events: objects whose `ts` and `dur` are usable (text, None, or
-    a finite number within range); the others counted in `odd` / `dropped`."""
+    a finite number within range); the others counted in `odd` / `dropped`. An entry nested too deeply to read or
+    show (RecursionError, MemoryError: from the parser, or the repr of a non-object entry) ends the list as a broken
+    trace (ValueError), whichever reader gave the entries."""
     lim_f, lim_i = MAX_ABS_NUMBER, MAX_INT
-    for e in items:
-        if not isinstance(e, dict):
-            if odd is not None:
-                odd[:] = [odd[0] + 1, odd[1]] if odd else [1, repr(e)[:40]]
-            continue
-        ts, dur = e.get("ts"), e.get("dur")
-        t1, t2 = type(ts), type(dur)
-        # the usual event: text or in-range plain numbers (exact type tests; anything else below)
-        ok = ((t1 is str or ts is None or (t1 is float and -lim_f <= ts <= lim_f)
-               or (t1 is int and -lim_i <= ts <= lim_i))
-              and (t2 is str or dur is None or (t2 is float and -lim_f <= dur <= lim_f)
-                   or (t2 is int and -lim_i <= dur <= lim_i)))
-        if not ok:
-            ok = True
-            for v in (ts, dur):
-                if isinstance(v, float) and (not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER):
-                    ok = False
-                elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
-                    ok = False
-        if ok:
-            yield e
-        elif dropped:
-            dropped[0] += 1
-        else:
-            dropped[:] = [1, f"ts={e.get('ts')!r}, dur={e.get('dur')!r}"[:80]]
+    try:
+        for e in items:
+            if not isinstance(e, dict):
+                if odd is not None:
+                    odd[:] = [odd[0] + 1, odd[1]] if odd else [1, repr(e)[:40]]
+                continue
+            ts, dur = e.get("ts"), e.get("dur")
+            t1, t2 = type(ts), type(dur)
+            # the usual event: text or in-range plain numbers (exact type tests; anything else below)
+            ok = ((t1 is str or ts is None or (t1 is float and -lim_f <= ts <= lim_f)
+                   or (t1 is int and -lim_i <= ts <= lim_i))
+                  and (t2 is str or dur is None or (t2 is float and -lim_f <= dur <= lim_f)
+                       or (t2 is int and -lim_i <= dur <= lim_i)))
+            if not ok:
+                ok = True
+                for v in (ts, dur):
+                    if isinstance(v, float) and (not math.isfinite(v) or abs(v) > MAX_ABS_NUMBER):
+                        ok = False
+                    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+                        ok = False
+            if ok:
+                yield e
+            elif dropped:
+                dropped[0] += 1
+            else:
+                dropped[:] = [1, f"ts={e.get('ts')!r}, dur={e.get('dur')!r}"[:80]]
+    except (RecursionError, MemoryError) as err:
+        raise ValueError(f"trace nested too deeply or too large to stream ({type(err).__name__})") from None
 
 
 def note_unusable_events(log: IssueLog, path: Path, n: int) -> None:
@@ -267,9 +269,6 @@ def _trace_events(path: Path, dropped: list, huge: Optional[list] = None, root: 
             first = f.read(1)
         f.seek(start)
         prefix = "item" if first == b"[" else "traceEvents.item"
-        try:
-            yield from _screen(ijson.items(f, prefix, use_float=True), dropped, odd)
-        except (RecursionError, MemoryError) as e:
-            raise ValueError(f"trace nested too deeply or too large to stream ({type(e).__name__})") from None
+        yield from _screen(ijson.items(f, prefix, use_float=True), dropped, odd)
 
 
