@@ -61,3 +61,26 @@ def _csv(path):
     with open(path, encoding="utf-8") as f:
         return [{"src": r["Source"], "dst": r["Destination"]} for r in csv.DictReader(f)
                 if r["Global ranks"] == "True" and r["Source"] != r["Destination"]]
+
+
+def test_a_pairs_transports_are_its_distinct_ones_sorted_and_joined_in_the_matrix_and_drill_down():
+    lt = _links([
+        (0, 1, 1.0, 8.0, "RDMA", False, True, False, "g0"),
+        (0, 1, 1.0, 8.0, "HCCS", False, True, False, "g1"),
+        (0, 1, 2.0, 8.0, "RDMA", False, True, False, "g2"),  # a transport twice: named once
+        (1, 0, 1.0, 8.0, "HCCS", True, True, False, "g0"),
+        (2, 0, 1.0, 8.0, "SIO", False, True, False, "g0"),
+        (2, 0, 1.0, 8.0, "HCCS", False, True, False, "g0"),
+        (2, 0, 1.0, 8.0, "PCIE", False, True, False, "g1"),
+    ])
+    # the lambda the views used before, as the reference
+    want = lt.groupby(["src", "dst"])["transport"].agg(lambda s: "/".join(sorted(set(s))))
+    got = comm_views.joined(lt, ["src", "dst"])
+    assert got.sort_index().to_dict() == want.to_dict() == {(0, 1): "HCCS/RDMA", (1, 0): "HCCS",
+                                                            (2, 0): "HCCS/PCIE/SIO"}
+    cells = {(c["so"], c["do"]): c for c in comm_views.matrix_cells(lt, [0, 1, 2])["cells"]}
+    assert cells[(0, 1)]["transport"] == "HCCS/RDMA" and cells[(0, 1)]["time_ms"] == 4.0
+    assert cells[(2, 0)]["transport"] == "HCCS/PCIE/SIO" and cells[(1, 0)]["slow"] is True
+    assert comm_views.matrix_cells(lt, [0, 1, 2], group="g1")["cells"][1]["transport"] == "PCIE"
+    cols, _n = comm_views.drill_cells(lt)
+    assert cols["cells"]["dicts"]["transport"] == ["HCCS", "HCCS/PCIE/SIO", "HCCS/RDMA"]

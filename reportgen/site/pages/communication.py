@@ -241,9 +241,10 @@ def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
                  renderer="canvas" if len(cells) > 4000 else "svg")
 
 
-def host_pairs(a: Analysis, hl: Highlights) -> list[dict]:
-    """The drill-down of the host-level graph: every pair of hosts that exchange data, slow ones first."""
-    g = graph_layout(a.comm, a.run, slow=set(hl.slow_links))
+def host_pairs(a: Analysis, hl: Highlights, g: Optional[dict] = None) -> list[dict]:
+    """The drill-down of the host-level graph: every pair of hosts that exchange data, slow ones first (`g`: the
+    graph's `graph_layout`, when it is at hand)."""
+    g = g if g is not None else graph_layout(a.comm, a.run, slow=set(hl.slow_links))
     if g["by"] != "host":
         return []
     rows = [{"src": e["src"], "dst": e["dst"], "transport": e["transport"], "links": e["links"],
@@ -253,8 +254,8 @@ def host_pairs(a: Analysis, hl: Highlights) -> list[dict]:
                                        else float("inf")))
 
 
-def _graph_chart(a: Analysis, hl: Highlights) -> Optional[Chart]:
-    g = graph_layout(a.comm, a.run, slow=set(hl.slow_links))
+def _graph_chart(a: Analysis, hl: Highlights, g: Optional[dict] = None) -> Optional[Chart]:
+    g = g if g is not None else graph_layout(a.comm, a.run, slow=set(hl.slow_links))
     if not g["nodes"]:
         return None
     nodes = g["nodes"]
@@ -302,6 +303,9 @@ def _box_chart(a: Analysis, lt: pd.DataFrame, per_host: bool = False) -> Optiona
         pick = pd.concat([pick, per.drop(columns="h")]).drop_duplicates(
             subset=["src", "dst", "transport"]).head(MAX_BOX_LINKS + MAX_DRILL_BOX_LINKS)
     rows = []
+    # the operators of the picked links' rank pairs first (numbers: cheap); the transport (text) compared on those
+    # only (each link's three comparisons over every operator of the run were 1.4 s at 512 ranks)
+    lo = lo[lo["src"].isin(pick["src"].unique()) & lo["dst"].isin(pick["dst"].unique())]
     for order, rec in enumerate(pick.to_dict("records")):
         sel = lo[(lo["src"] == rec["src"]) & (lo["dst"] == rec["dst"]) & (lo["transport"] == rec["transport"])]
         label = f"{rec['src']}-{rec['dst']} {rec['transport']}"
@@ -379,7 +383,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     links = link_rows(a, lt)
     mapped = [l for l in links if l["mapped"]]
     unmapped = [l for l in links if not l["mapped"]]
-    graph = _graph_chart(a, hl)
+    layout = graph_layout(a.comm, a.run, slow=set(hl.slow_links))  # (the graph and its host-pair table)
+    graph = _graph_chart(a, hl, layout)
     by_host = graph is not None and any("members" in n for n in graph.spec["datasets"]["nodes"])
     charts = [ch for ch in (_rank_chart(a, rows, hl), _wait_strip(a, rows, hl), _step_chart(a), graph,
                             _matrix_chart(a, lt), _drill_chart(lt) if by_host else None,
@@ -434,7 +439,7 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
         "n_unmapped": len(unmapped),
         "transports": transports,
         "slow_links": [{"src": l["src"], "dst": l["dst"], "transport": l["transport"]} for l in mapped if l["slow"]],
-        "host_pairs": host_pairs(a, hl)[:500],
+        "host_pairs": host_pairs(a, hl, layout)[:500],
         "medians": [{"transport": t, "median": m} for t, m in sorted(c.transport_medians.items())],
         "slow_rule": N_("links named by the slow-link finding (far below the median bandwidth of their transport and "
                         "costing time, with the thresholds in force)"),

@@ -28,6 +28,27 @@ MAX_DRILL_BOX_LINKS = 40  # more links with box plots in the host drill-down: ea
 DRILL_FIELDS = ["src", "dst", "time_ms", "size_mb", "bandwidth_gbps", "transport", "slow"]
 
 
+def joined(frame: pd.DataFrame, keys: list[str], col: str = "transport") -> pd.Series:
+    """Per group of `keys`: the distinct values of `col` sorted and joined with "/" (a link carried over HCCS and
+    RDMA: "HCCS/RDMA"), as `groupby(keys)[col].agg(lambda s: "/".join(sorted(set(s))))` gives it, without a Python
+    call per group (thousands of rank pairs at 1,000 ranks, on each of the matrix's group views)."""
+    u = frame[keys + [col]].drop_duplicates()
+    several = u.duplicated(keys, keep=False)  # the groups with more than one value (few): joined in Python
+    one = u[~several].set_index(keys)[col].astype(object)
+    if not several.any():
+        return one
+    many = u[several].sort_values(keys + [col], kind="stable").groupby(keys, sort=True)[col].agg("/".join)
+    return pd.concat([one, many.astype(object)])
+
+
+def _pair_sums(lt: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """time, size, transports ("/"-joined) and any slow link per group of `keys` (the rows of `lt` kept in
+    groupby order)."""
+    g = lt.groupby(keys).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"), slow=("slow", "any"))
+    g["transport"] = joined(lt, keys)
+    return g[["time_ms", "size_mb", "transport", "slow"]].reset_index()
+
+
 def drill_cells(link_table: pd.DataFrame, cap: int = MAX_DRILL_CELLS) -> tuple[dict, int]:
     """Rank-level link cells for the host drill-down (hosts picked in a host-level graph), columnar: (the page's
     dataset, how many links the run has). Over `cap`, the slow links and then the slowest others are kept."""
@@ -37,9 +58,7 @@ def drill_cells(link_table: pd.DataFrame, cap: int = MAX_DRILL_CELLS) -> tuple[d
     lt = link_table[link_table["mapped"] & ~link_table["self"]]
     if not len(lt):
         return empty, 0
-    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                       slow=("slow", "any")).reset_index()
+    g = _pair_sums(lt, ["src", "dst"])
     g["bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
     n = len(g)
     if n > cap:
@@ -61,9 +80,7 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
         lt = lt[lt["group"] == group]
     if not len(lt):
         return {"cells": [], "bin": 1}
-    g = lt.groupby(["src", "dst"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                       transport=("transport", lambda s: "/".join(sorted(set(s)))),
-                                       slow=("slow", "any")).reset_index()
+    g = _pair_sums(lt, ["src", "dst"])
     n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
     b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
     if b > 1:
