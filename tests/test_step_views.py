@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from reportgen.charts import Chart
+from reportgen.charts import column_codec as columnar
 from reportgen.model import ExecutionData, StepOps
 from reportgen.site.views import steps as step_views
 from reportgen.site.views import timeline as timeline_view
@@ -28,17 +29,7 @@ def test_attach_is_columnar_keeps_hrefs_out_and_respects_the_budget(monkeypatch)
 
 def _expanded(chart) -> list[dict]:
     """What report.js makes of the columnar data: dict fields looked up, their index kept as <field>_i."""
-    c = chart.columns["ops"]
-    out = []
-    for vals in c["rows"]:
-        row = {}
-        for f, v in zip(c["fields"], vals):
-            if f in c.get("dicts", {}):
-                row[f], row[f + "_i"] = c["dicts"][f][v], v
-            else:
-                row[f] = v
-        out.append(row)
-    return out
+    return columnar.decode(chart.columns["ops"])
 
 
 def _ops(rank: int, step: int, names, classes, lanes, start, dur) -> StepOps:

@@ -28,9 +28,12 @@ MAX_DECIMALS = 6
 _SAFE = 2 ** 53
 
 
-def _sig7(v: float) -> float:
-    """The page's number: 7 significant digits (as `builder._compact` writes chart data)."""
+def sig7(v: float) -> float:
+    """The page's number: 7 significant digits (as `jinja_env.compact` writes chart data)."""
     return float(f"{v:.7g}")
+
+
+_sig7 = sig7
 
 
 def _decimals(values: "np.ndarray") -> Optional[int]:
