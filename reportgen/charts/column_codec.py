@@ -138,15 +138,18 @@ def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
 
 
 def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None,
-           dicts: tuple[str, ...] = ()) -> dict:
+           dicts: tuple[str, ...] = (), plain: tuple[str, ...] = ()) -> dict:
     """Rows of objects -> one columnar dataset. `labels`: fields stored as runs (values that repeat in a row);
     `href_of`: the field holding the rank whose page the `href` field links; `dicts`: fields of a few distinct
-    strings in any order (a link's group): each row holds an index into the field's list in `dicts`."""
+    strings in any order (a link's group): each row holds an index into the field's list in `dicts`; `plain`:
+    fields kept as plain lists (a few numbers of unlike size, whose deltas are longer than the numbers)."""
     cols, lists = [], {}
     for f in fields:
         vals = [r.get(f) for r in rows]
         if f == "href" and href_of:
             cols.append(rank_href_column(rows, f, href_of))
+        elif f in plain:
+            cols.append(vals)
         elif f in dicts:
             index: dict = {}
             cols.append([index.setdefault(v, len(index)) for v in vals])

@@ -170,10 +170,12 @@ class RankDetail:
             rows = [{"op_type": rec["op_type"], "side": SIDE_LABELS.get(rec["side"], rec["side"]),
                      "total_ms": round(float(rec["total_ms"]), 4), "share": num(rec["share"]), "count": num(rec["count"])}
                     for rec in top]
-            spec = self._chart(("optypes", len(rows)), lambda: res_charts.op_type_share(rows), rows, "types")
-            sec["charts"].append(Chart(f"rank-{r}-optypes", spec,
-                                       N_("The 20 operator types with the most time on this rank, coloured by where "
-                                          "they run.")))
+            spec = self._chart(("optypes", len(rows)), lambda: res_charts.op_type_share(rows), [], "types")
+            chart = Chart(f"rank-{r}-optypes", spec, N_("The 20 operator types with the most time on this rank, "
+                                                        "coloured by where they run."))
+            chart.columns = {"types": columnar.encode(rows, ["op_type", "side", "total_ms", "share", "count"],
+                                                      dicts=("side",))}
+            sec["charts"].append(chart)
         downloads = []
         sec["n_detail"] = int(len(ops.detail))
         shown = RANK_TOP_OPS if r in self.flagged else RANK_TOP_OPS_LEAN
