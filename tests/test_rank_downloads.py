@@ -145,3 +145,27 @@ def test_a_trace_linked_out_of_the_run_is_not_copied(tmp_path, convert, dest):
     assert not (tmp_path / "e" / dest).exists()
     _export_trace(run, TraceExport(dest, "../secret.pt.trace.json", convert), tmp_path / "e")
     assert not (tmp_path / "e" / dest).exists()  # a path out of the run is not even opened
+
+
+def test_forked_page_writers_copy_the_traces_and_write_the_same_site_as_one_process(tmp_path, monkeypatch):
+    """The trace copies are made by the forked rank-page writers (beside the rank pages, while the main process
+    writes the cluster pages): the site, traces included, is byte for byte the one a single process writes."""
+    import filecmp
+    import gzip
+
+    from reportgen.cli import main
+    from reportgen.site.render import builder
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path / "run", ranks=4, steps=3, trace_view=True)
+    monkeypatch.setattr(builder, "PARALLEL_MIN_PAGES", 1)  # 4 rank pages: forked writers all the same
+    assert main([str(run), "-o", str(tmp_path / "one"), "-q", "--lang", "en", "-j", "1", "--no-cache"]) == 0
+    assert main([str(run), "-o", str(tmp_path / "two"), "-q", "--lang", "en", "-j", "2", "--no-cache"]) == 0
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    traces = [f for f in files if f.parts[0] == "traces"]
+    assert len(traces) == 4 and all(gzip.decompress((tmp_path / "two" / f).read_bytes()).startswith(b"[")
+                                    for f in traces)
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
+    differ = [f for f in files if f.name != "summary.json" and f.name != ".msreport"
+              and not filecmp.cmp(tmp_path / "one" / f, tmp_path / "two" / f, shallow=False)]
+    assert differ == []
