@@ -84,3 +84,26 @@ def test_a_pairs_transports_are_its_distinct_ones_sorted_and_joined_in_the_matri
     assert comm_views.matrix_cells(lt, [0, 1, 2], group="g1")["cells"][1]["transport"] == "PCIE"
     cols, _n = comm_views.drill_cells(lt)
     assert cols["cells"]["dicts"]["transport"] == ["HCCS", "HCCS/PCIE/SIO", "HCCS/RDMA"]
+
+
+def test_binned_matrix_blocks_name_their_slow_links_in_rank_order_and_every_transport():
+    """Above 64 ranks the matrix bins ranks into blocks (130 ranks: blocks of 3): a block sums its links, keeps
+    its slowest link's bandwidth, names its slow links in rank order and lists every transport its pairs use."""
+    lt = _links([
+        (0, 3, 2.0, 8.0, "HCCS", False, True, False, "g0"),
+        (1, 4, 1.0, 8.0, "RDMA", True, True, False, "g0"),  # slow
+        (0, 5, 1.0, 2.0, "RDMA", True, True, False, "g1"),  # slow, same block
+        (0, 5, 1.0, 8.0, "HCCS", False, True, False, "g0"),  # the same pair over another transport
+        (2, 4, 4.0, 4.0, "SIO", False, True, False, "g0"),
+        (9, 129, 1.0, 1.0, "RDMA", False, True, False, "g0"),  # another block
+    ])
+    m = comm_views.matrix_cells(lt, list(range(130)))
+    assert m["bin"] == 3
+    cells = {(c["so"], c["do"]): c for c in m["cells"]}
+    assert set(cells) == {(0, 1), (3, 43)}
+    c = cells[(0, 1)]
+    # pairs 0->3 (2 ms, 8 MB), 1->4 (1, 8), 0->5 (2, 10: two transports), 2->4 (4, 4): 9 ms, 30 MB
+    assert c["src"] == "0–2" and c["dst"] == "3–5" and c["time_ms"] == 9.0 and c["size_mb"] == 30.0
+    assert c["min_bandwidth_gbps"] == 1.0 and c["slow"] is True  # 2->4: 4 MB over 4 ms
+    assert c["slow_links"] == "0→5 1→4" and c["transport"] == "HCCS/RDMA/SIO"
+    assert cells[(3, 43)]["slow_links"] == "" and cells[(3, 43)]["transport"] == "RDMA"

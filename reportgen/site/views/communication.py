@@ -87,12 +87,20 @@ def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str
         g["src_b"] = g["src"] // b
         g["dst_b"] = g["dst"] // b
         g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
-        g["slow_name"] = [f"{int(s)}→{int(d)}" if sl else "" for s, d, sl in zip(g["src"], g["dst"], g["slow"])]
-        g = g.groupby(["src_b", "dst_b"]).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                               min_bw=("min_bw", "min"), slow=("slow", "any"),
-                                               slow_links=("slow_name", lambda s: " ".join(x for x in s if x)),
-                                               transport=("transport", lambda s: "/".join(sorted(set(
-                                                   "/".join(s).split("/")))))).reset_index()
+        keys = ["src_b", "dst_b"]
+        blocks = g.groupby(keys).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                     min_bw=("min_bw", "min"), slow=("slow", "any"))
+        # each block's slow links named ("3→11 5→13", in rank order) and its transports (every one its pairs
+        # use, sorted), without a Python call per block (a 1,024-rank matrix has thousands, on each group's view)
+        slow = g[g["slow"]]
+        names = slow.assign(name=[f"{int(s)}→{int(d)}" for s, d in zip(slow["src"], slow["dst"])])
+        blocks["slow_links"] = (names.groupby(keys)["name"].agg(" ".join).astype(object)
+                                .reindex(blocks.index, fill_value=""))
+        tokens = g[keys + ["transport"]]
+        if tokens["transport"].str.contains("/", regex=False).any():  # a pair over several transports
+            tokens = tokens.assign(transport=tokens["transport"].str.split("/")).explode("transport")
+        blocks["transport"] = joined(tokens, keys)
+        g = blocks.reset_index()
         cells = []
         for rec in g.itertuples(index=False):
             cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
