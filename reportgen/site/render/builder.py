@@ -192,7 +192,8 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
         dest.parent.mkdir(parents=True, exist_ok=True)
         text = csv_text(columns, rows)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+            # (level 5: as small as 6 on these tables, a quarter faster)
+            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0))
         else:
             dest.write_text(text, encoding="utf-8")
 
