@@ -290,15 +290,22 @@ class SharedSpecs:
 
     def __init__(self) -> None:
         self.specs: dict[str, dict] = {}
-        self._keys: dict[int, str] = {}
+        self._keys: dict[tuple, tuple[list, str]] = {}
 
     def share(self, chart) -> Optional[dict]:
         spec = chart["spec"] if isinstance(chart, dict) else chart.spec
         if "datasets" not in spec:
             return None
         body = {k: v for k, v in spec.items() if k != "datasets"}
-        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-        key = short_hash(text)
+        # a shape's pages carry the very same spec objects (built once, never modified): their key is remembered
+        # by the objects' identities (held here, so no id is reused) instead of hashing the spec's JSON each page
+        ident = tuple((k, id(v)) for k, v in body.items())
+        known = self._keys.get(ident)
+        if known is not None and all(a is b for a, b in zip(known[0], body.values())):
+            key = known[1]
+        else:
+            key = short_hash(json.dumps(body, sort_keys=True, separators=(",", ":"), default=str))
+            self._keys[ident] = (list(body.values()), key)
         self.specs.setdefault(key, body)
         return {"key": key, "data": {"datasets": spec["datasets"]}}
 
