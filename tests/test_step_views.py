@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -190,3 +192,21 @@ def test_malformed_host_and_metadata_events_never_raise(tmp_path):
               {"name": "process_name", "pid": 0, "args": {"name": " python "}}):
         kineto.execution._name_meta(e, names)
     assert kineto.execution._lane_name(names, (0, 7), True) == "python · stream 7"
+
+
+def test_timeline_spec_is_built_once_per_language_and_steps_and_each_page_gets_its_own_datasets():
+    from reportgen import i18n
+    from reportgen.charts import timeline as tl_charts
+
+    steps = [(3, "step 3 (representative)"), (5, "step 5 (slowest)")]
+    with i18n.use("en"):
+        a, b = tl_charts.timeline(steps), tl_charts.timeline(steps)
+        one = tl_charts.timeline(steps[:1])
+    with i18n.use("zh"):
+        zh = tl_charts.timeline(steps)
+    assert a == b and a is not b and a["datasets"] is not b["datasets"] and a["datasets"] == {"ops": []}
+    a["datasets"]["ops"].append({"x": 1})  # a page's rows never reach another page's spec
+    assert b["datasets"] == {"ops": []}
+    assert json.dumps(one) != json.dumps(a) and "tlstep" in json.dumps(a) and "tlstep" not in json.dumps(one)
+    assert "Time from the step start (ms)" in json.dumps(a)
+    assert "Time from the step start (ms)" not in json.dumps(zh, ensure_ascii=False)  # the other language's titles

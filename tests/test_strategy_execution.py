@@ -310,6 +310,19 @@ def test_execution_pages_and_marey_step_option(pipe32, tmp_path):
     spec = json.loads(soup.select_one("#fig-time-overview script.spec").string)
     assert {p["step"] for p in spec["datasets"]["points"]} >= {4}
     assert [a.text for a in soup.select("header nav a")][4:6] == ["Execution", "Strategy"]
+    # the Marey view's bars and joins are carried columnar beside its spec (thousands of bars at scale): the rows
+    # report.js expands hold a bar per drawn operator on every device's lane and the stage means
+    from reportgen.charts.column_codec import decode
+    fig = next(f for f in soup.select("figure.chart") if f["id"].startswith("fig-marey-"))
+    marey = json.loads(fig.select_one("script.spec").string)
+    assert marey["datasets"] == {"bars": [], "joins": []}
+    cols = json.loads(fig.select_one("script.columns").string)
+    bars, joins = decode(cols["bars"]), decode(cols["joins"])
+    assert {b["rank"] for b in bars} == set(range(32)) | {-1}  # every device, and the stage means (-1)
+    assert all(b["end"] >= b["start"] and abs(b["end"] - b["start"] - b["dur"]) < 2e-4 for b in bars)
+    assert {b["cls"] for b in bars} <= {"compute", "collective", "send", "receive"} and bars[0]["name"]
+    lanes = {b["row"] for b in bars}
+    assert joins and {j["row"] for j in joins} <= lanes and all(j["end"] >= j["t"] for j in joins)
     single = tmp_path / "one.html"
     assert main([str(pipe32), "-o", str(single), "--single-file", "-q"]) == 0
     s = BeautifulSoup(single.read_text(), "html.parser")
