@@ -289,3 +289,13 @@ def test_browser_step_selector_draws_the_columnar_rows(big_site):
     assert [tr["id"] for tr in rows] == [f"rank-{r['rank']}" for r in want]
     assert [tr.select_one("a")["href"] for tr in rows] == [f"../ranks/rank-{r['rank']}.html" for r in want]
     assert "slow" in dom.select_one("#rank-5").get("class", [])
+
+
+def test_decimal_column_equals_number_column_for_rounded_values_and_falls_back_otherwise():
+    rnd = random.Random(11)
+    for d in (0, 2, 4):
+        vals = [round(rnd.uniform(-5e4, 5e4), d) for _ in range(300)]
+        assert json.dumps(columnar.decimal_column(vals, d)) == json.dumps(columnar.number_column(vals))
+    raw = [1.23456789, 2.0, 3.5]  # not rounded to 4 decimals: the plain path (7 significant digits)
+    assert columnar.decimal_column(raw, 4) == columnar.number_column(raw) == {"dec": 6, "d": [1234568, 765432, 1500000]}
+    assert columnar.decimal_column([1.5, None], 4) == columnar.number_column([1.5, None])

@@ -110,6 +110,15 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
     return _delta_coded(out)
 
 
+def decimal_column(values: list, decimals: int) -> Any:
+    """`number_column(values)` for a column of floats each already rounded to `decimals` (`round(v, decimals)`:
+    a layout's times, rounded when made), vectorised (`rounded_column`: rounding such a value again changes
+    nothing); any other column takes `number_column`."""
+    if values and all(type(v) is float and v == round(v, decimals) for v in values):
+        return rounded_column(np.array(values, dtype=np.float64), decimals)
+    return number_column(values)
+
+
 def runs_column(values: list) -> dict:
     """Values that repeat in a row as [value, times, value, times, ...]."""
     return runs_of((v, 1) for v in values)
@@ -138,11 +147,13 @@ def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
 
 
 def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None,
-           dicts: tuple[str, ...] = (), plain: tuple[str, ...] = ()) -> dict:
+           dicts: tuple[str, ...] = (), plain: tuple[str, ...] = (), decimals: Optional[dict[str, int]] = None) -> dict:
     """Rows of objects -> one columnar dataset. `labels`: fields stored as runs (values that repeat in a row);
     `href_of`: the field holding the rank whose page the `href` field links; `dicts`: fields of a few distinct
     strings in any order (a link's group): each row holds an index into the field's list in `dicts`; `plain`:
-    fields kept as plain lists (a few numbers of unlike size, whose deltas are longer than the numbers)."""
+    fields kept as plain lists (a few numbers of unlike size, whose deltas are longer than the numbers);
+    `decimals`: number fields whose values were rounded to so many decimals (coded vectorised, the same column:
+    `decimal_column`)."""
     cols, lists = [], {}
     for f in fields:
         vals = [r.get(f) for r in rows]
@@ -150,6 +161,8 @@ def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), hr
             cols.append(rank_href_column(rows, f, href_of))
         elif f in plain:
             cols.append(vals)
+        elif decimals and f in decimals:
+            cols.append(decimal_column(vals, decimals[f]))
         elif f in dicts:
             index: dict = {}
             cols.append([index.setdefault(v, len(index)) for v in vals])
@@ -200,9 +213,10 @@ def rows_of(data) -> list[dict]:
 
 
 def to_columns(chart, name: str, fields: list[str], labels: tuple[str, ...] = (), href_of: Optional[str] = None,
-               dicts: tuple[str, ...] = ()):
+               dicts: tuple[str, ...] = (), decimals: Optional[dict[str, int]] = None):
     """Move a chart's dataset `name` (rows of objects in its spec) beside the spec, columnar (`Chart.columns`)."""
     rows = chart.spec["datasets"][name]
     chart.spec = {**chart.spec, "datasets": {**chart.spec["datasets"], name: []}}
-    chart.columns = {**(chart.columns or {}), name: encode(rows, fields, labels, href_of, dicts)}
+    chart.columns = {**(chart.columns or {}), name: encode(rows, fields, labels, href_of, dicts,
+                                                           decimals=decimals)}
     return chart

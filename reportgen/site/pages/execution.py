@@ -335,8 +335,10 @@ def plan_execution_pages(a: Analysis, min_rel: float = MIN_REL_DEFAULT) -> list[
         # tens of thousands of bars at a thousand devices: columnar beside the spec (an object per bar, its keys
         # repeated, was 4 of the page's 4.5 MB at 1,024 ranks; a device's bars are consecutive: its rank and lane
         # as runs); report.js expands them into the same rows
-        columnar.to_columns(marey_chart, "bars", MAREY_BAR_FIELDS, labels=("rank", "row"), dicts=("name", "cls"))
-        columnar.to_columns(marey_chart, "joins", MAREY_JOIN_FIELDS, dicts=("key", "name", "cls", "row"))
+        columnar.to_columns(marey_chart, "bars", MAREY_BAR_FIELDS, labels=("rank", "row"), dicts=("name", "cls"),
+                            decimals={"start": 4, "end": 4, "dur": 4})  # (`marey_layout` rounds them so)
+        columnar.to_columns(marey_chart, "joins", MAREY_JOIN_FIELDS, dicts=("key", "name", "cls", "row"),
+                            decimals={"t": 4, "end": 4})
         lanes = timeline_view.execution_chart(a.run.execution, m.step, {d.rank: d.shift_ms for d in m.devices},
                                               {d.rank: names[d.label] for d in m.devices})
         charts = ([overview] if overview else []) + [marey_chart] + ([lanes] if lanes else [])
