@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 
@@ -206,16 +207,17 @@ _OLD_LOOPS = {
     "step_rows": ('{% for row in s.rows %}<tr><td data-v="{{ row.step if row.step is not none else \'\' }}">'
                   '{{ row.step if row.step is not none else "—" }}</td>{% for p in s.phases %}<td>{{ row[p.key]|ms }}'
                   '</td>{% endfor %}</tr>\n{% endfor %}\n', "{{ s.rows|step_rows(s.phases) }}"),
-    "compare_rows": ('{% for c in s.rows %}<tr><td>{{ (c.label|t) }}</td>{{ num_cell(c.value) }}'
-                     '{{ num_cell(c.stage_mean) }}{{ num_cell(c.median) }}</tr>{% endfor %}\n',
+    # (the rank pages' per-step, comparison and link tables align their numbers by the table's class: `bare_cell`)
+    "compare_rows": ('{% for c in s.rows %}<tr><td>{{ (c.label|t) }}</td>{{ bare_cell(c.value) }}'
+                     '{{ bare_cell(c.stage_mean) }}{{ bare_cell(c.median) }}</tr>{% endfor %}\n',
                      "{{ s.rows|compare_rows }}"),
     # (this loop's cells went through the `ms_cells` filter, which did not escape a value that is not a number)
-    "step_value_rows": ('{% for row in s.rows %}<tr><td class="num" data-v="{{ row.step if row.step is not none '
+    "step_value_rows": ('{% for row in s.rows %}<tr><td data-v="{{ row.step if row.step is not none '
                         'else \'\' }}">{{ row.step if row.step is not none else "—" }}</td>{% for v in row["values"] %}'
-                        '<td class="num">{{ v|ms }}</td>{% endfor %}</tr>{% endfor %}\n', "{{ s.rows|step_value_rows }}"),
-    "comm_step_rows": ('{% for row in s.rows %}<tr><td class="num" data-v="{{ row.step if row.step is not none '
-                       'else \'\' }}">{{ row.step if row.step is not none else "—" }}</td>{{ num_cell(row.communication_ms) }}'
-                       '{{ num_cell(row.transit_ms) }}{{ num_cell(row.wait_ms) }}</tr>{% endfor %}\n',
+                        '<td>{{ v|ms }}</td>{% endfor %}</tr>{% endfor %}\n', "{{ s.rows|step_value_rows }}"),
+    "comm_step_rows": ('{% for row in s.rows %}<tr><td data-v="{{ row.step if row.step is not none '
+                       'else \'\' }}">{{ row.step if row.step is not none else "—" }}</td>{{ bare_cell(row.communication_ms) }}'
+                       '{{ bare_cell(row.transit_ms) }}{{ bare_cell(row.wait_ms) }}</tr>{% endfor %}\n',
                        "{{ s.rows|comm_step_rows }}"),
     "comm_op_rows": ('{% for o in s.rows %}<tr><td><code>{{ o.op }}</code></td><td>{{ (o.group|t) }}</td><td>'
                      '{{ (o.kind|t) }}</td><td>{{ o.calls }}</td><td>{{ o.communication_ms|ms }}</td><td>'
@@ -229,10 +231,10 @@ _OLD_LOOPS = {
                        '</td><td>{{ (o.side|t) }}</td><td>{{ o.count|num }}</td><td>{{ o.total_ms|ms }}</td><td>'
                        '{{ o.avg_ms|ms }}</td><td>{{ o.share|pct1 }}</td></tr>{% endfor %}\n',
                        "{{ s.rows|op_detail_rows }}"),
-    "link_rows": ('{% for l in s.rows %}<tr{% if l.slow %} class="slow"{% endif %}><td class="num">{{ l.src }}'
-                  '{% if not l.mapped %} {{ _("(local)") }}{% endif %}</td><td class="num">{{ l.dst }}{% if not '
+    "link_rows": ('{% for l in s.rows %}<tr{% if l.slow %} class="slow"{% endif %}><td>{{ l.src }}'
+                  '{% if not l.mapped %} {{ _("(local)") }}{% endif %}</td><td>{{ l.dst }}{% if not '
                   'l.mapped %} {{ _("(local)") }}{% endif %}</td><td>{{ l.transport }}</td><td>{{ (l.group|t) }}</td>'
-                  '{{ num_cell(l.time_ms) }}{{ num_cell(l.size_mb) }}{{ num_cell(l.bandwidth_gbps, cls="hot" if l.slow '
+                  '{{ bare_cell(l.time_ms) }}{{ bare_cell(l.size_mb) }}{{ bare_cell(l.bandwidth_gbps, cls="hot" if l.slow '
                   'else "", badge=_("slow") if l.slow else "") }}</tr>{% endfor %}\n',
                   '{{ s.rows|link_rows(_("(local)"), _("slow")) }}'),
 }
@@ -260,7 +262,7 @@ def test_html_rows_equal_the_template_loops_they_replaced():
                         row["values"] = [rnd.choice(_NASTY) for _ in range(rnd.randrange(4))]
                         rows.append(row)
                     s = {"rows": rows, "phases": [{"key": "a"}, {"key": "b"}, {"key": "total_ms"}]}
-                    want = env.from_string(old).render(s=s, num_cell=html_rows.num_cell)
+                    want = env.from_string(old).render(s=s, num_cell=html_rows.num_cell, bare_cell=html_rows.bare_cell)
                     got = env.from_string(new + "\n").render(s=s)
                     assert got == want, (lang, name)
                     assert "<script>" not in got
@@ -291,3 +293,18 @@ def test_remembered_babel_numbers_equal_babel():
                     assert fmt.share(v / 100) == _babel_share(v / 100 * 100, 1, lang)
                     assert fmt.percent(v, 2) == _babel_share(v, 2, lang)
                     assert fmt.share(v, 1, "zh") == _babel_share(v * 100, 1, "zh")
+
+
+def test_bare_cell_is_num_cell_without_the_per_cell_num_class():
+    """The rank pages' per-step, comparison and link tables align their numbers by the table's class (report.css
+    n1 / n2 / nlk): their cells are `num_cell`'s without `class="num"`, the rest (text, escaping, badge, sort key)
+    the same."""
+    for v in _NASTY:
+        for fmt in ("ms", "num", "ratio"):
+            for cls, badge in (("", ""), ("hot", ""), ("hot", "slow"), ("", "<b>")):
+                want = str(html_rows.num_cell(v, fmt, cls=cls, badge=badge))
+                want = want.replace(' class="num"', "").replace('class="num ', 'class="')
+                assert str(html_rows.bare_cell(v, fmt, cls=cls, badge=badge)) == want
+    assert str(html_rows.bare_cell(1.5)) == "<td>1.500</td>"
+    css = (Path(html_rows.__file__).parents[2] / "templates" / "static" / "report.css").read_text(encoding="utf-8")
+    assert "table.nlk td:nth-child(-n+2), table.nlk td:nth-child(n+5)" in css

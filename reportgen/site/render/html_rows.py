@@ -69,17 +69,33 @@ def _ms_td(v) -> str:
     return f'<td class="num">{escape(_MS(v))}</td>'
 
 
+def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
+    """`num_cell` in a table that aligns its numeric columns itself (`table.n1`, `n2`, `n4`, `nlk`: report.css):
+    no `num` class on each cell (a rank page has a few hundred such cells, a thousand pages or more)."""
+    text = _CELL_FORMATS.get(fmt, _MS)(v)
+    c = f' class="{escape(cls)}"' if cls else ""
+    if badge:
+        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)} '
+                      f'<span class="badge slow">{escape(badge)}</span></td>')
+    return Markup(f"<td{c}>{escape(text)}</td>")
+
+
+def _ms_bare(v) -> str:
+    return f"<td>{escape(_MS(v))}</td>"
+
+
 def ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call (filter `ms_cells`)."""
     return Markup("".join(map(_ms_td, values)))
 
 
 def _step_td(step) -> str:
-    """The step number cell of the per-step tables (`—` for a step without a number, sorted first)."""
+    """The step number cell of the rank pages' per-step tables (`—` for a step without a number, sorted first;
+    the tables align their numbers: `table.n1`)."""
     if step is None:
-        return '<td class="num" data-v="">—</td>'
+        return '<td data-v="">—</td>'
     s = escape(step)
-    return f'<td class="num" data-v="{s}">{s}</td>'
+    return f'<td data-v="{s}">{s}</td>'
 
 
 def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
@@ -96,14 +112,14 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
 
 def step_value_rows(rows: list[dict]) -> Markup:
     """Per-step rows of a step cell and ms cells (`row["values"]`: the overlap section's per-step table)."""
-    return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_td, row["values"]))}</tr>'
+    return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_bare, row["values"]))}</tr>'
                            for row in rows]))
 
 
 def comm_step_rows(rows: list[dict]) -> Markup:
     """The rank's communication per step (`_rank_comm.html`)."""
-    return Markup("".join([f'<tr>{_step_td(r["step"])}{_ms_td(r["communication_ms"])}{_ms_td(r["transit_ms"])}'
-                           f'{_ms_td(r["wait_ms"])}</tr>' for r in rows]))
+    return Markup("".join([f'<tr>{_step_td(r["step"])}{_ms_bare(r["communication_ms"])}'
+                           f'{_ms_bare(r["transit_ms"])}{_ms_bare(r["wait_ms"])}</tr>' for r in rows]))
 
 
 # A table row of plain cells, declared as (key, kind) pairs: `code` (the value in <code>), `t` (a data text,
@@ -140,8 +156,8 @@ op_detail_rows = _plain_rows(("name", "code"), ("op_type", "code"), ("side", "t"
 
 def compare_rows(rows: list[dict]) -> Markup:
     """Label, this rank, stage mean, cluster median (`_rank_overlap.html`)."""
-    return Markup("".join([f'<tr><td>{escape(translate(c["label"]))}</td>{num_cell(c["value"])}'
-                           f'{num_cell(c["stage_mean"])}{num_cell(c["median"])}</tr>' for c in rows]))
+    return Markup("".join([f'<tr><td>{escape(translate(c["label"]))}</td>{bare_cell(c["value"])}'
+                           f'{bare_cell(c["stage_mean"])}{bare_cell(c["median"])}</tr>' for c in rows]))
 
 
 def link_rows(links: list[dict], local: str, slow: str) -> Markup:
@@ -152,10 +168,10 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
         loc = "" if lk["mapped"] else f" {local}"
         hot = lk["slow"]
         tr = '<tr class="slow">' if hot else "<tr>"
-        out.append(f'{tr}<td class="num">{escape(lk["src"])}{loc}</td>'
-                   f'<td class="num">{escape(lk["dst"])}{loc}</td><td>{escape(lk["transport"])}</td>'
-                   f'<td>{escape(translate(lk["group"]))}</td>{num_cell(lk["time_ms"])}{num_cell(lk["size_mb"])}'
-                   f'{num_cell(lk["bandwidth_gbps"], cls="hot" if hot else "", badge=slow if hot else "")}</tr>')
+        out.append(f'{tr}<td>{escape(lk["src"])}{loc}</td>'
+                   f'<td>{escape(lk["dst"])}{loc}</td><td>{escape(lk["transport"])}</td>'
+                   f'<td>{escape(translate(lk["group"]))}</td>{bare_cell(lk["time_ms"])}{bare_cell(lk["size_mb"])}'
+                   f'{bare_cell(lk["bandwidth_gbps"], cls="hot" if hot else "", badge=slow if hot else "")}</tr>')
     return Markup("".join(out))
 
 
