@@ -308,3 +308,27 @@ def test_bare_cell_is_num_cell_without_the_per_cell_num_class():
     assert str(html_rows.bare_cell(1.5)) == "<td>1.500</td>"
     css = (Path(html_rows.__file__).parents[2] / "templates" / "static" / "report.css").read_text(encoding="utf-8")
     assert "table.nlk td:nth-child(-n+2), table.nlk td:nth-child(n+5)" in css
+
+
+def test_csv_text_float_arrays_equal_the_lists_num_column_gives():
+    """A rank's every-operator CSV hands csv_text float64 arrays (NaN: missing) instead of `num_column` lists: the
+    same text, plain columns and columns with missing, non-finite, negative zero and large values alike."""
+    from reportgen.site.views.values import num_column
+    rnd = np.random.default_rng(5)
+    cols = [{"key": k, "label": k} for k in ("name", "a", "b", "c")]
+    for n in (0, 1, 40):
+        plain = rnd.uniform(-999, 999, n)
+        odd = rnd.uniform(-5000, 5000, n)
+        if n > 5:
+            odd[[1, 2, 3, 4, 5]] = [np.nan, np.inf, -0.0, 1000.0, 0.25]
+        ints = np.round(rnd.uniform(0, 50, n))
+        names = [f"op,{i}" if i % 7 == 0 else f"op{i}" for i in range(n)]
+        arrays = {"name": names, "a": plain, "b": odd, "c": ints}
+        lists = {"name": names, **{k: num_column(v) for k, v in arrays.items() if k != "name"}}
+        want = csv_text.csv_text(cols, page_mod.LazyRows(lambda lists=lists: lists, columns=True))
+        got = csv_text.csv_text(cols, page_mod.LazyRows(lambda arrays=arrays: arrays, columns=True))
+        assert got == want
+        if n > 5:
+            lines = got.split("\r\n")
+            assert lines[2].split(",")[2] == lines[3].split(",")[2] == ""  # NaN, inf: missing (as num_column)
+            assert lines[4].split(",")[2] == "0" and lines[5].split(",")[2] == "1000"  # (-0.0: a whole number)

@@ -67,11 +67,11 @@ def csv_text(columns: list[dict], rows) -> str:
                                                                                           for k in keys])]
                     if keys else [[]] * n)
         return buf.getvalue()
-    cols = [table.get(k) or [None] * n for k in keys]
+    cols = [_cells(table.get(k), n) for k in keys]
     fmts, args = [], []
     for col in cols:
-        if n and _plain_floats(col):  # the commonest column: every cell "%.9g" (formatted in C, below)
-            fmts.append("%.9g")
+        if n and (type(col) is _PlainFloats or _plain_floats(col)):  # the commonest column: every cell "%.9g"
+            fmts.append("%.9g")  # (formatted in C, below)
             args.append(col)
             continue
         cells = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
@@ -88,6 +88,25 @@ def csv_text(columns: list[dict], rows) -> str:
         return header + "\r\n"
     # one %-format over the whole table: the rows are joined (and the float cells written) in C
     return header + "\r\n" + ((",".join(fmts) + "\r\n") * n) % tuple(chain.from_iterable(zip(*args)))
+
+
+class _PlainFloats(list):
+    """A column of floats already known to pass `_plain_floats` (from a float64 array)."""
+
+
+def _cells(col, n: int) -> list:
+    """A table column as a list: a float64 array as `num_column` gives it (a value that is not finite is missing:
+    None), its values known plain when they all are (checked vectorised)."""
+    if isinstance(col, np.ndarray):
+        if col.dtype.kind != "f":
+            return col.tolist()
+        if len(col) and bool(np.all(np.abs(col) < 1000.0)) and not bool(np.any(np.signbit(col) & (col == 0.0))):
+            return _PlainFloats(col.tolist())
+        out = col.tolist()
+        for i in np.flatnonzero(~np.isfinite(col)).tolist():
+            out[i] = None
+        return out
+    return col or [None] * n
 
 
 def _plain_floats(col: list) -> bool:

@@ -122,9 +122,11 @@ class RankComm:
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
 
-    def _op_columns(self, r: int, limit: Optional[int] = None) -> dict[str, list]:
+    def _op_columns(self, r: int, limit: Optional[int] = None, arrays: bool = False) -> dict[str, Any]:
         """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
-        page's table and (every operator, built only when the CSV is written) its CSV."""
+        page's table and (every operator, built only when the CSV is written) its CSV. `arrays` (the CSV): the
+        numbers as float64 arrays, NaN where the lists hold None (`csv_text` writes an array as the list
+        `num_column` makes of it, without a Python value per cell)."""
         nums = _OP_NUMS
         if r not in self._op_at:
             return {k: [] for k in ("op", "group", "kind", *nums, "per_call_ms")}
@@ -135,8 +137,20 @@ class RankComm:
         groups = col["group"].tolist()
         labels = {g: self._group(g) for g in set(groups)} if len(groups) > 8 else None  # (a few groups, many rows)
         out = {"op": col["op"].tolist(), "group": [labels[g] for g in groups] if labels is not None
-               else [self._group(g) for g in groups],
-               "kind": col["kind"].tolist(), **{k: num_column(col[k]) for k in nums}}
+               else [self._group(g) for g in groups], "kind": col["kind"].tolist()}
+        if arrays:  # (`num_column`'s values: a non-finite number is missing)
+            for k in nums:
+                a = np.array(col[k], dtype=np.float64)
+                a[~np.isfinite(a)] = np.nan
+                out[k] = a
+            t, c = out["communication_ms"], out["count"]
+            ok = ~np.isnan(t) & ~np.isnan(c) & (c != 0)
+            per_call = np.full(len(t), np.nan)
+            with np.errstate(over="ignore"):
+                per_call[ok] = t[ok] / c[ok]
+            out["per_call_ms"] = per_call
+            return out
+        out.update({k: num_column(col[k]) for k in nums})
         # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
         # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)
         out["per_call_ms"] = [t / c if t is not None and c else None for t, c in zip(out["communication_ms"], out["count"])]
@@ -174,7 +188,8 @@ class RankComm:
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > RANK_TOP_COMM_OPS:  # every rank with more than the usual few: a flagged rank's page too
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
-            downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r), columns=True))]
+            downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
+                                                                     columns=True))]
         sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return Part(CommSection(**sec), downloads)
