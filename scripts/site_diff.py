@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 _EXAMPLE_DIR = re.compile(rb"msreport-example-[A-Za-z0-9_]+")
-_GENERATED = re.compile(rb'^\s*"generated_at": .*$', re.M)
+# (pretty-printed: a line of its own; compact, as summary.json is written now: a member on the one line)
+_GENERATED = re.compile(rb'"generated_at": ?"[^"]*",?')
 
 
 def export(commit: str, dest: Path) -> None:
