@@ -80,7 +80,9 @@ def pack(frame: Any, strings: dict[str, int]) -> Any:
             arrays.append((i, frame[c].array))
         else:
             return frame
-    blocks = [(np.array(ix, dtype=np.intp), np.ascontiguousarray(frame.iloc[:, ix].to_numpy(dtype=dt).T))
+    # own, writable copies (`to_numpy` may give a read-only view, and a read-only array unpickles read-only: the
+    # frame would refuse an assignment later)
+    blocks = [(np.array(ix, dtype=np.intp), np.array(frame.iloc[:, ix].to_numpy(dtype=dt).T, order="C", copy=True))
               for dt, ix in plain.items()]
     return ("framepack", 1, len(idx), frame.columns, blocks, texts, arrays)
 
