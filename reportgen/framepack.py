@@ -122,4 +122,9 @@ def text_table(strings: list[str]) -> np.ndarray:
     return out
 
 
-__all__ = ["pack", "unpack", "text_table"]
+def frame_from(packed: Any, strings: list[str]) -> Any:
+    """`unpack` with the frame's own table (a frame packed alone: `rankcache`'s entries)."""
+    return unpack(packed, text_table(strings))
+
+
+__all__ = ["pack", "unpack", "text_table", "frame_from"]

@@ -18,8 +18,8 @@ new msreport never trusts an old entry. Entries are written atomically (a tempor
 Anything wrong with an entry -- unreadable, truncated, not a pickle, a key that differs, a different owner, a
 folder others may write to -- makes it a miss: the rank is read from its files and the entry written again; the
 cache never stops a build (a folder that cannot be written only means no cache). Entries are pickles (compressed,
-`CODEC`), so only folders and files owned by the current user and not writable by others are read. A rank's
-communication frames pickle packed (`framepack`, via `model.Communication`): entries are small and quick to read.
+`CODEC`), so only folders and files owned by the current user and not writable by others are read. Every plain
+frame of an entry is pickled packed (`framepack`): entries are small and quick to read.
 
 Hits are read in this process (no worker round trip); misses go to `map_ranks` (the local pool or the Dask
 cluster) wrapped by `_load_and_store`, which writes the entry where the rank was read.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import io
 import logging
 import os
 import pickle
@@ -39,6 +40,10 @@ import tempfile
 import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
+
+import pandas as pd
+
+from reportgen import framepack
 
 log = logging.getLogger("msreport")
 
@@ -189,7 +194,7 @@ def write_entry(path: Path, key: tuple, data) -> None:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        body = _dumps(data)
         codec = None
         if len(body) > 4096:
             with contextlib.suppress(Exception):  # a pyarrow without the codec: the entry as it is
@@ -208,6 +213,25 @@ def write_entry(path: Path, key: tuple, data) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+class _FramePickler(pickle.Pickler):
+    """Every plain frame of an entry pickled packed (`framepack`: read ~4x faster, texts shared between ranks); a
+    rank's communication frames come packed already (`model.Communication`)."""
+
+    def reducer_override(self, obj):
+        if type(obj) is pd.DataFrame:
+            strings: dict[str, int] = {}
+            packed = framepack.pack(obj, strings)
+            if packed is not obj:
+                return framepack.frame_from, (packed, list(strings))
+        return NotImplemented
+
+
+def _dumps(data) -> bytes:
+    buf = io.BytesIO()
+    _FramePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(data)
+    return buf.getvalue()
 
 
 def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):
