@@ -2,13 +2,13 @@
 is stored in the rank cache (`rankcache`) as a pickle, and a 1,024-rank run holds a thousand of them (issue 33).
 
 `pack(frame, strings)` turns a frame into plain arrays: float, integer and boolean columns as one 2-D array per
-dtype, nullable integers as (values, mask), and text columns (object columns holding only `str`, NaN or None) as
-int32 codes into `strings`, a table shared by every frame packed with it (a rank's operator names are written once
+dtype, nullable integers and pandas' `str` columns as their arrays, and text columns (object columns holding only
+`str`, NaN or None) as int32 codes into `strings`, a table shared by every frame packed with it (a rank's operator names are written once
 for its operators and its collective instances). `unpack(packed, table)` builds the same frame back (the same
 columns, dtypes, values and index) straight from those blocks, ~5x faster than unpickling the frame, and every
 text is `sys.intern`ed: the ranks of a run share one copy of each operator name, group and key in memory instead of
 one per rank. A frame this cannot represent exactly (another index, other dtypes, duplicate or non-text column
-names) is kept as it is, so packing never changes a value.
+names, an object column holding anything but texts) is kept as it is, so packing never changes a value.
 """
 
 from __future__ import annotations
