@@ -13,6 +13,7 @@ names, an object column holding anything but texts) is kept as it is, so packing
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from typing import Any, Optional
@@ -25,21 +26,22 @@ try:  # pandas >= 2.3: a frame from ready blocks, without the per-column checks 
 except ImportError:  # pragma: no cover - older pandas: the dict constructor (the same frame, slower)
     _from_blocks = None
 
-_NAN, _NONE = -2, -1  # the codes of a missing text: NaN (the loaders' missing value) and None
+_NAN, _NONE = 0, 1  # the codes of a missing text: NaN (the loaders' missing value) and None; texts from 2
 _PLAIN = {np.dtype("float64"), np.dtype("int64"), np.dtype("bool")}
 _OBJECT = np.dtype("object")
 
 
 def _codes(values: np.ndarray, strings: dict[str, int]) -> Optional[np.ndarray]:
-    """int32 codes of an object column into `strings` (grown as needed), or None when a value is neither a `str`
-    nor NaN (a float) / None. (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
+    """int32 codes of an object column into `strings` (grown as needed; a text's code is its place in the table
+    plus 2, `_NAN` and `_NONE` being the missing ones), or None when a value is neither a `str` nor NaN (a float) /
+    None. (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
     setdefault = strings.setdefault
     ids = np.empty(len(uniques), dtype=np.int32)
     for i, u in enumerate(uniques.tolist()):
         if type(u) is not str:
             return None
-        ids[i] = setdefault(u, len(strings))
+        ids[i] = setdefault(u, len(strings)) + 2
     out = ids.take(codes) if len(ids) else np.zeros(len(codes), dtype=np.int32)
     missing = np.flatnonzero(codes < 0)
     if len(missing):
@@ -97,10 +99,8 @@ def unpack(packed: Any, table: Optional[np.ndarray]) -> Any:
     if texts:
         if table is None:
             raise ValueError("a packed frame's texts without their table")
-        # a missing text is coded -2 (NaN) / -1 (None): the table ends with NaN, None
-        codes = np.vstack([c for _, c in texts])
-        parts.append((table.take(np.where(codes < 0, codes + len(table), codes)),
-                      np.array([i for i, _ in texts], dtype=np.intp)))
+        codes = np.vstack([c for _, c in texts])  # the table starts with NaN and None (`text_table`)
+        parts.append((table.take(codes), np.array([i for i, _ in texts], dtype=np.intp)))
     parts += [(a, np.array([i], dtype=np.intp)) for i, a in arrays]
     index = pd.RangeIndex(n)
     if _from_blocks is not None:
@@ -113,13 +113,10 @@ def unpack(packed: Any, table: Optional[np.ndarray]) -> Any:
 
 
 def text_table(strings: list[str]) -> np.ndarray:
-    """The texts of a packed group of frames as the object array `unpack` takes: each text `sys.intern`ed (shared
-    with every other rank's copy in this process), then NaN and None (the missing codes)."""
-    out = np.empty(len(strings) + 2, dtype=object)
-    out[:len(strings)] = list(map(sys.intern, strings))
-    out[len(strings)] = math.nan
-    out[len(strings) + 1] = None
-    return out
+    """The texts of a packed group of frames as the object array `unpack` takes: NaN and None (the missing codes),
+    then each text `sys.intern`ed (shared with every other rank's copy in this process)."""
+    return np.fromiter(itertools.chain((math.nan, None), map(sys.intern, strings)), dtype=object,
+                       count=len(strings) + 2)
 
 
 def frame_from(packed: Any, strings: list[str]) -> Any:
