@@ -221,10 +221,10 @@ class _FramePickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         if type(obj) is pd.DataFrame:
-            strings: dict[str, int] = {}
-            packed = framepack.pack(obj, strings)
+            texts = framepack.Texts()
+            packed = framepack.pack(obj, texts)
             if packed is not obj:
-                return framepack.frame_from, (packed, list(strings))
+                return framepack.frame_from, (packed, texts.payload())
         return NotImplemented
 
 

@@ -16,10 +16,10 @@ from reportgen.model import Communication
 
 
 def _round(frame: pd.DataFrame):
-    strings: dict[str, int] = {}
-    packed = framepack.pack(frame, strings)
-    packed = pickle.loads(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL))
-    return packed, framepack.unpack(packed, framepack.text_table(list(strings)))
+    texts = framepack.Texts()
+    packed = framepack.pack(frame, texts)
+    packed, payload = pickle.loads(pickle.dumps((packed, texts.payload()), protocol=pickle.HIGHEST_PROTOCOL))
+    return packed, framepack.unpack(packed, framepack.table(payload))
 
 
 def _mixed() -> pd.DataFrame:
@@ -91,7 +91,7 @@ def test_what_cannot_be_packed_is_kept_as_it_is(case):
 
 
 def test_not_a_frame_passes_through():
-    assert framepack.pack(None, {}) is None
+    assert framepack.pack(None, framepack.Texts()) is None
     assert framepack.unpack(None, None) is None
     assert framepack.unpack(("framepack", 99), None) == ("framepack", 99)  # another version: not read as a frame
 
@@ -119,6 +119,26 @@ def test_communication_pickles_packed_and_shares_texts_between_ranks():
     assert a2.ops["group"][0] is b2.ops["group"][1]
     assert a2.ops["op"][0] != b2.ops["op"][0]
     state = a.__getstate__()
-    assert state["ops"][0] == "framepack" and "hcom_send__1" in state["_framepack_texts"]
+    assert state["ops"][0] == "framepack" and any("hcom_send__1" in p for p in state["_framepack_texts"])
     c = Communication(source="x", producer="p", steps=pd.DataFrame(), ops=pd.DataFrame(), links=pd.DataFrame())
     assert pickle.loads(pickle.dumps(c)).instances is None
+
+
+def test_text_chunks_read_back_and_decoded_once():
+    t = framepack.Texts()
+    t.add_chunk(["a", "b"])
+    t.add_chunk(["b", "c"])  # a chunk keeps every text of its group, even one an earlier chunk has
+    t.add_chunk([])
+    t.add_chunk(["x\x00y", ""])  # a NUL inside a text: the chunk is kept as a tuple
+    assert [t.code(x) for x in ("d", "b", "c", "")] == [6, 1, 3, 5]
+    payload = t.payload()
+    assert payload == ["a\x00b", "b\x00c", (), ("x\x00y", ""), "d"]
+    got = framepack.table(pickle.loads(pickle.dumps(payload)))
+    assert math.isnan(got[0]) and got[1] is None
+    assert got[2:].tolist() == ["a", "b", "b", "c", "x\x00y", "", "d"]
+    again = framepack.table(pickle.loads(pickle.dumps(payload)))
+    assert again[3] is got[3] is got[4] and again[7] is got[7]  # one object per text, whichever copy
+    assert framepack.table([""]).tolist()[2:] == [""]  # a chunk of one empty text
+    f = pd.DataFrame({"t": pd.Series(["c", None, "x\x00y", "zz"], dtype=object)})
+    packed = framepack.pack(f, t)
+    assert_frame_equal(framepack.unpack(packed, framepack.table(t.payload())), f, check_exact=True)
