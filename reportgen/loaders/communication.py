@@ -25,6 +25,7 @@ from reportgen.i18n import N_, lazy
 import json
 import math
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
@@ -91,12 +92,7 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
         elif c in floats:
             out[c] = np.array(vals, dtype=float)  # None -> NaN
         elif c in texts:
-            col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
-            # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
-            # every rank's frames in memory, and pickling (workers, the rank cache) keeps the sharing
-            pool: dict = {}
-            col[:] = [nan if v is None else pool.setdefault(v, v) for v in vals]
-            out[c] = pd.Series(col, dtype=object, copy=False)  # object, not the inferred string dtype
+            out[c] = _texts(vals)
         else:
             out[c] = vals
     return pd.DataFrame(out, copy=False)  # the columns in `columns` order (the dict's)
@@ -238,11 +234,15 @@ def _instances(steps: list, names: list, groups: list, kinds: list, start_us: np
 
 
 def _texts(values: list) -> pd.Series:
-    """A text column as object (as `_typed`'s, not the inferred `str` dtype: the same values), its equal texts one
-    object (a rank's 1,600 collective instances name a handful of groups and kinds)."""
+    """A text column as object, not the inferred `str` dtype (None read as NaN): equal texts are one object, the
+    same in every rank loaded in this process (`sys.intern`: a group hash or kind on every row, an operator name on
+    every rank of its group; a 1,024-rank run keeps every rank's frames in memory). A rank unpickled from a worker
+    or the rank cache shares them too (`framepack`)."""
     pool: dict = {}
-    col = np.empty(len(values), dtype=object)
-    col[:] = [pool.setdefault(v, v) for v in values]
+    nan = math.nan
+    col = np.empty(len(values), dtype=object)  # never a 2-D array, whatever the values
+    col[:] = [nan if v is None else pool[v] if v in pool else pool.setdefault(v, sys.intern(v) if type(v) is str else v)
+              for v in values]
     return pd.Series(col, dtype=object, copy=False)
 
 
