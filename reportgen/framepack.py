@@ -36,12 +36,15 @@ def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
     2, `_NAN` and `_NONE` being the missing ones), or None when a value is neither a `str` nor NaN (a float) / None.
     (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
-    ids = np.empty(len(uniques), dtype=np.int32)
-    code = texts.code
-    for i, u in enumerate(uniques.tolist()):
-        if type(u) is not str:
-            return None
-        ids[i] = code(u) + 2
+    uniques = uniques.tolist()
+    if not all(type(u) is str for u in uniques):
+        return None
+    get = texts.index.get
+    found = [get(u) for u in uniques]  # most texts are in the table already (a group's chunk)
+    if None in found:
+        code = texts.code
+        found = [code(u) if i is None else i for u, i in zip(uniques, found)]
+    ids = np.array(found, dtype=np.int32) + 2
     out = ids.take(codes) if len(ids) else np.zeros(len(codes), dtype=np.int32)
     missing = np.flatnonzero(codes < 0)
     if len(missing):
@@ -119,7 +122,7 @@ def pack(frame: Any, texts: Texts) -> Any:
             return frame
     # own, writable copies (`to_numpy` may give a read-only view, and a read-only array unpickles read-only: the
     # frame would refuse an assignment later)
-    blocks = [(np.array(ix, dtype=np.intp), np.array(frame.iloc[:, ix].to_numpy(dtype=dt).T, order="C", copy=True))
+    blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
               for dt, ix in plain.items()]
     return ("framepack", 1, len(idx), frame.columns, blocks, coded, arrays)
 
