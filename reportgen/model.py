@@ -7,6 +7,7 @@ Units are normalised at load time: every duration is in milliseconds.
 
 from __future__ import annotations
 
+from reportgen import framepack
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -211,6 +212,38 @@ class Communication:
     # timeline/hccl_*.json): `key` pairs the same instance across the ranks of a group (analysis.arrival).
     instances: Optional[pd.DataFrame] = None
 
+    # pickled (to the main process, into the rank cache) with its frames packed (`framepack`): one text table for
+    # all four, its chunks the texts of each group (operator names, instance labels and keys: the same chunk on
+    # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly
+    def __getstate__(self) -> dict:
+        texts = framepack.Texts()
+        per_group: dict[str, dict[str, None]] = {}
+        for frame, cols in ((self.ops, ("op",)), (self.instances, ("op", "key", "name"))):
+            if frame is None or "group" not in frame.columns:
+                continue
+            groups = frame["group"].tolist()
+            for c in cols:
+                if c in frame.columns:
+                    for t, g in zip(frame[c].tolist(), groups):
+                        if type(t) is str and type(g) is str:
+                            per_group.setdefault(g, {})[t] = None
+        for chunk in per_group.values():
+            texts.add_chunk(list(chunk))
+        state = {k: framepack.pack(v, texts) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
+        state["_framepack_texts"] = texts.payload()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        payload = state.pop("_framepack_texts", None)
+        table = framepack.table(payload) if payload is not None else None
+        for k in _COMM_FRAMES:
+            if k in state:
+                state[k] = framepack.unpack(state[k], table)
+        vars(self).update(state)
+
+
+_COMM_FRAMES = ("steps", "ops", "links", "instances")
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",

@@ -17,8 +17,9 @@ So adding ranks reads only the new ones, adding steps (the rank's files grow) re
 new msreport never trusts an old entry. Entries are written atomically (a temporary file renamed over the entry).
 Anything wrong with an entry -- unreadable, truncated, not a pickle, a key that differs, a different owner, a
 folder others may write to -- makes it a miss: the rank is read from its files and the entry written again; the
-cache never stops a build (a folder that cannot be written only means no cache). Entries are pickles, so only
-folders and files owned by the current user and not writable by others are read.
+cache never stops a build (a folder that cannot be written only means no cache). Entries are pickles (compressed,
+`CODEC`), so only folders and files owned by the current user and not writable by others are read. Every plain
+frame of an entry is pickled packed (`framepack`): entries are small and quick to read.
 
 Hits are read in this process (no worker round trip); misses go to `map_ranks` (the local pool or the Dask
 cluster) wrapped by `_load_and_store`, which writes the entry where the rank was read.
@@ -29,18 +30,28 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import io
 import logging
 import os
 import pickle
 import stat
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+import pandas as pd
+
+from reportgen import framepack
+
 log = logging.getLogger("msreport")
 
-FORMAT = 1  # bump when the entry layout changes
+FORMAT = 2  # bump when the entry layout changes
+# an entry: the pickled key, the pickled (codec, size of the pickled data, CRC-32 of what follows), then the pickled
+# data compressed with the codec ("raw": as it is; entries of 4 KB or less). LZ4 (pyarrow's): a 1,600-operator rank's ~390 KB in
+# ~70-250 KB, decompressed in ~50 µs (zstd: a little smaller, 3x slower to read)
+CODEC = "lz4"
 WALK_DEPTH = 3  # levels under a rank's own folder whose files and folders key its entry
 MAX_WALK_ENTRIES = 4096  # a rank folder with more entries is keyed by its discovered files and top folders only
 SUFFIX = ".msreport-cache"
@@ -87,6 +98,13 @@ def environment_key() -> str:
             h.update(str(p).encode() + b"\0unreadable\0")
     return "|".join((str(FORMAT), __version__, h.hexdigest(), sys.version, numpy.__version__, pandas.__version__,
                      pyarrow.__version__))
+
+
+@functools.lru_cache(maxsize=4)
+def _codec(name: str):
+    import pyarrow
+
+    return pyarrow.Codec(name)
 
 
 def _stat_key(p: Path) -> tuple:
@@ -156,7 +174,15 @@ def read_entry(path: Path, key: tuple):
             stored_key = pickle.load(f)
             if stored_key != key:
                 return None
-            return pickle.load(f)
+            codec, size, crc = pickle.load(f)
+            body = f.read()
+        if zlib.crc32(body) != crc:  # a damaged entry is a miss, never other numbers
+            return None
+        if codec != "raw":
+            body = _codec(codec).decompress(body, decompressed_size=size, asbytes=True)
+        if len(body) != size:
+            return None
+        return pickle.loads(body)
     except Exception as e:  # noqa: BLE001  # a damaged entry is a miss, whatever it raises
         log.debug("rank cache entry %s ignored: %s: %s", path, type(e).__name__, e)
         return None
@@ -168,9 +194,17 @@ def write_entry(path: Path, key: tuple, data) -> None:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        body = _dumps(data)
+        codec = None
+        if len(body) > 4096:
+            with contextlib.suppress(Exception):  # a pyarrow without the codec: the entry as it is
+                codec = _codec(CODEC)
+        stored = codec.compress(body, asbytes=True) if codec is not None else body
         with os.fdopen(fd, "wb") as f:
             pickle.dump(key, f, protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((CODEC if codec is not None else "raw", len(body), zlib.crc32(stored)), f,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(stored)
         os.replace(tmp, path)
         tmp = None
     except Exception as e:  # noqa: BLE001  # the cache is optional: a full disk or a read-only folder is no error
@@ -179,6 +213,25 @@ def write_entry(path: Path, key: tuple, data) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+class _FramePickler(pickle.Pickler):
+    """Every plain frame of an entry pickled packed (`framepack`: read ~4x faster, texts shared between ranks); a
+    rank's communication frames come packed already (`model.Communication`)."""
+
+    def reducer_override(self, obj):
+        if type(obj) is pd.DataFrame:
+            texts = framepack.Texts()
+            packed = framepack.pack(obj, texts)
+            if packed is not obj:
+                return framepack.frame_from, (packed, texts.payload())
+        return NotImplemented
+
+
+def _dumps(data) -> bytes:
+    buf = io.BytesIO()
+    _FramePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(data)
+    return buf.getvalue()
 
 
 def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):

@@ -16,6 +16,7 @@ import reportgen
 ROOT = Path(reportgen.__file__).parent
 LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
+     "framepack",  # frames in a compact pickled form (model.Communication's frames, across processes and the cache)
      "idle",  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
      "dataquality",  # the data-quality codes and their templates: every layer writes them (imports i18n only)
      "collectives"},  # collective naming (kinds, display names, op classes): loaders, model and summary share it

@@ -205,3 +205,102 @@ def test_missing_communication_file_is_no_data_not_zero(tmp_path):
     assert 3 in a.comm.ranks_without_data
     assert 3 not in a.comm.per_rank.index
     assert any("no communication data" in i.problem for i in a.issues)
+
+
+# --- communication.json read by columns (issue 33): the same frames and entries as operator by operator ---------
+
+
+@pytest.fixture(scope="module")
+def comm_json(tmp_path_factory):
+    from reportgen.synth import generate_run
+
+    run = generate_run(tmp_path_factory.mktemp("cj") / "run", ranks=2, steps=2, seed=5)
+    out = sorted(run.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/communication.json"))[0]
+    return run, out, json.loads(out.read_text())
+
+
+def _both_ways(run: Path, path: Path, monkeypatch):
+    """load_modern_communication as it is and with the column reader switched off: (frames, entries) each."""
+    from reportgen.loaders import communication as C
+
+    got = []
+    for fast in (True, False):
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(C, "_modern_columns", lambda data: None)
+            log = IssueLog(run, 0)
+            c = C.load_modern_communication(path, path.with_name("communication_matrix.json"), log, {}, 0)
+        got.append((c, [(i.file, str(i.problem), i.severity, i.kind) for i in log.issues]))
+    return got
+
+
+def _damage(data: dict, case: str) -> None:
+    step = next(iter(data.values()))
+    name, op = next(iter(step["collective"].items()))
+    t, bw = op["Communication Time Info"], op["Communication Bandwidth Info"]
+    if case == "negative time":
+        t["Elapse Time(ms)"] = -1.0
+    elif case == "time as text":
+        t["Transit Time(ms)"] = "1.5"
+    elif case == "time true":
+        t["Wait Time(ms)"] = True
+    elif case == "time missing":
+        del t["Idle Time(ms)"]
+    elif case == "time beyond the limit":
+        t["Elapse Time(ms)"] = 2 ** 62 + 1
+    elif case == "start null":
+        t["Start Timestamp(us)"] = None
+    elif case == "start missing":
+        del t["Start Timestamp(us)"]
+    elif case == "bandwidth info a list":
+        op["Communication Bandwidth Info"] = []
+    elif case == "bandwidth info a text":
+        op["Communication Bandwidth Info"] = "x"
+    elif case == "sdma null":
+        bw["SDMA"] = None
+    elif case == "sdma a number":
+        bw["SDMA"] = 3
+    elif case == "rdma size missing":
+        del bw["RDMA"]["Transit Size(MB)"]
+    elif case == "bandwidth negative":
+        bw["SDMA"]["Bandwidth(GB/s)"] = -2
+    elif case == "info a list":
+        step["collective"][name] = []
+    elif case == "kinds a list":
+        step["p2p"] = []
+
+
+FAST_OK = {"clean", "start null", "start missing", "bandwidth info a list", "sdma null", "rdma size missing"}
+
+
+@pytest.mark.parametrize("case", ["clean", "negative time", "time as text", "time true", "time missing",
+                                  "time beyond the limit", "start null", "start missing", "bandwidth info a list",
+                                  "bandwidth info a text", "sdma null", "sdma a number", "rdma size missing",
+                                  "bandwidth negative", "info a list", "kinds a list"])
+def test_communication_json_by_columns_equals_operator_by_operator(comm_json, tmp_path, monkeypatch, case):
+    from pandas.testing import assert_frame_equal
+
+    from reportgen.loaders.communication import _modern_columns
+
+    run, src, data = comm_json
+    data = json.loads(json.dumps(data))
+    _damage(data, case)
+    path = tmp_path / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    (path.parent / "communication_matrix.json").write_bytes(src.with_name("communication_matrix.json").read_bytes())
+    # the columns are read only where no value needs a word: anything else goes operator by operator
+    assert (_modern_columns(data) is not None) == (case in FAST_OK)
+    (fast, fast_log), (slow, slow_log) = _both_ways(tmp_path, path, monkeypatch)
+    assert fast_log == slow_log
+    if case not in FAST_OK and case != "time as text":  # (a number written as text is read as the number)
+        assert len(fast_log) > len(_both_ways(tmp_path, src, monkeypatch)[0][1])  # what is wrong is named
+    for k in ("steps", "ops", "links", "instances"):
+        a, b = getattr(fast, k), getattr(slow, k)
+        assert_frame_equal(a, b, check_exact=True)
+        assert list(a.dtypes) == list(b.dtypes)
+    n_ops = sum(len(v) for s in data.values() if isinstance(s, dict) for v in s.values() if isinstance(v, dict))
+    assert len(fast.ops) == n_ops - (case == "info a list")
+    # an operator is an instance when its start and elapse are numbers
+    assert len(fast.instances) == int(fast.ops["communication_ms"].notna().sum()) - (case in ("start null",
+                                                                                           "start missing"))

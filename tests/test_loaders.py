@@ -167,6 +167,22 @@ def test_json_nesting_check_without_escapes_equals_the_streaming_guard():
             assert _nesting_within(raw, limit, outside) == want, (raw[:80], limit)  # the text the reader keeps
 
 
+def test_json_outside_strings_of_a_large_text_equal_the_split():
+    """A large text's bytes outside strings (read without a piece per string) equal the plain split's: an even and
+    an odd number of quotes, strings holding brackets, digits and e's, empty strings, a text of quotes alone."""
+    import random
+
+    from reportgen.loaders.jsonfile import _DROP, _outside_strings
+
+    rng = random.Random(3)
+    cases = [b'"' * 70_001, b'""' * 40_000, b'{"a": 1}' * 12_000, b'[1, "x]"' * 12_000 + b', "tail']
+    for _ in range(20):
+        cases.append(bytes(rng.choice(b'[]{}"a,:.0123456789eE xyz') for _ in range(rng.randint(90_000, 120_000))))
+    for raw in cases:
+        assert len(raw.translate(None, _DROP)) >= 65536 or raw.count(b'"') > 60_000
+        assert _outside_strings(raw) == b"".join(raw.translate(None, _DROP).split(b'"')[::2]), raw[:40]
+
+
 def test_json_fast_path_numbers_equal_the_careful_reader(tmp_path):
     """A clean JSON file skips the walk over its values when its text outside strings shows every number small (no
     exponent, fewer than 19 digits in a row): the values and data-quality entries equal an independent reading

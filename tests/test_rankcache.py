@@ -117,7 +117,8 @@ def test_environment_key_has_version_and_code(monkeypatch):
         rankcache.environment_key.cache_clear()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other key", "not a file", "group-writable"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other key", "not a file", "group-writable",
+                                    "body damaged", "body cut", "unknown codec"])
 def test_damaged_entry_is_a_miss(run4, tmp_path, damage):
     folder = tmp_path / "c"
     _, good = _load(run4, folder)
@@ -136,6 +137,21 @@ def test_damaged_entry_is_a_miss(run4, tmp_path, damage):
     elif damage == "not a file":
         entry.unlink()
         entry.mkdir()
+    elif damage in ("body damaged", "body cut", "unknown codec"):  # the key and header intact, the data not
+        import io
+
+        f = io.BytesIO(raw)
+        key = pickle.load(f)
+        codec, size, _crc = pickle.load(f)
+        head, body = raw[:f.tell()], raw[f.tell():]
+        assert codec == rankcache.CODEC and size > len(body)  # a rank's summary is stored compressed
+        if damage == "body damaged":
+            body = body[:40] + bytes(b ^ 0x5A for b in body[40:80]) + body[80:]
+        elif damage == "body cut":
+            body = body[:-10]
+        else:
+            head = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL) + pickle.dumps(("brotli-x", size, _crc))
+        entry.write_bytes(head + body)
     elif damage == "group-writable":
         if not hasattr(os, "getuid"):
             pytest.skip("no file owners on this platform")
@@ -225,3 +241,14 @@ def test_memo_replays_entries_and_misses_on_change(tmp_path):
         f.write_text("two!")
         assert rankcache.memo("t", [f], ("y",), IssueLog(tmp_path), call) == "TWO!" and len(calls) == 3  # file changed
     assert rankcache.memo("t", [f], ("y",), IssueLog(tmp_path), call) == "TWO!" and len(calls) == 4  # no cache
+
+
+def test_entry_compressed_only_when_large(tmp_path):
+    big = {"values": [float(i % 7) for i in range(20_000)], "text": "x" * 10_000}
+    for data, packed in ((big, True), ({"small": 1}, False)):
+        path = tmp_path / ("big.pkl" if packed else "small.pkl")
+        rankcache.write_entry(path, ("k",), data)
+        raw = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        assert (path.stat().st_size < len(raw) / 4) == packed
+        assert rankcache.read_entry(path, ("k",)) == data
+        assert rankcache.read_entry(path, ("other",)) is None

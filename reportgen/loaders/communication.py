@@ -25,6 +25,7 @@ from reportgen.i18n import N_, lazy
 import json
 import math
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
@@ -65,10 +66,13 @@ def op_kind(name: str) -> str:
 
 def _frames(ops: list[dict], links: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     of = _typed(ops, COMM_OP_COLUMNS, ints=(), floats=COMM_OP_COLUMNS[4:], texts=("op", "group", "kind"))
-    lf = _typed(links, COMM_LINK_COLUMNS, ints=("src", "dst"),
-                floats=("time_ms", "size_mb", "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms"),
-                texts=("scope", "op", "group", "transport"))
-    return of, lf
+    return of, _link_frame(links)
+
+
+def _link_frame(links: list[dict]) -> pd.DataFrame:
+    return _typed(links, COMM_LINK_COLUMNS, ints=("src", "dst"),
+                  floats=("time_ms", "size_mb", "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms"),
+                  texts=("scope", "op", "group", "transport"))
 
 
 def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], floats: tuple[str, ...],
@@ -88,12 +92,7 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
         elif c in floats:
             out[c] = np.array(vals, dtype=float)  # None -> NaN
         elif c in texts:
-            col = np.empty(len(vals), dtype=object)  # never a 2-D array, whatever the values
-            # equal texts share one object (a group hash or kind repeated on every row): a 1,024-rank run keeps
-            # every rank's frames in memory, and pickling (workers, the rank cache) keeps the sharing
-            pool: dict = {}
-            col[:] = [nan if v is None else pool.setdefault(v, v) for v in vals]
-            out[c] = pd.Series(col, dtype=object, copy=False)  # object, not the inferred string dtype
+            out[c] = _texts(vals)
         else:
             out[c] = vals
     return pd.DataFrame(out, copy=False)  # the columns in `columns` order (the dict's)
@@ -146,19 +145,24 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         if data is not None and not isinstance(data, dict):
             log.add(comm, dq("communication.times-not-object"), "error")
         elif isinstance(data, dict):
-            counter = [0]
-            door = Door(log, comm)
-            for step, kind, name, info in _entries(data, counter):
-                rec = _modern_op(step, name, kind, info, door)
-                if rec is None:
-                    counter[0] += 1
-                else:
-                    ops.append(rec)
-            bad = counter[0]
-            if bad:
-                log.add(comm, dq("communication.entries-without-time-info", bad=bad, bad2="y" if bad == 1 else "ies"))
-            door.close()
-            if not ops:
+            cols = _modern_columns(data)  # a clean file at C speed; anything to name: operator by operator
+            if cols is not None:
+                ops = cols
+            else:
+                counter = [0]
+                door = Door(log, comm)
+                for step, kind, name, info in _entries(data, counter):
+                    rec = _modern_op(step, name, kind, info, door)
+                    if rec is None:
+                        counter[0] += 1
+                    else:
+                        ops.append(rec)
+                bad = counter[0]
+                if bad:
+                    log.add(comm, dq("communication.entries-without-time-info", bad=bad,
+                                     bad2="y" if bad == 1 else "ies"))
+                door.close()
+            if not len(ops):
                 log.add(comm, dq("communication.no-operators"), "info")
     if matrix is not None:
         data = read_json(matrix, log)
@@ -170,10 +174,10 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             if not links:  # a warning when the rank ran collectives (their links are what is missing); a rank
                 # that communicated nothing (one device alone) has no link to show: context
                 log.add(matrix, dq("communication.matrix-no-links", whose=_whose(log)),
-                        "warning" if ops else "info", "empty table")
+                        "warning" if len(ops) else "info", "empty table")
     if comm is None and matrix is None:
         return None
-    if not ops and not links:
+    if not len(ops) and not links:
         return None
     known: dict[str, int] = {}
     for gid, g in (parallel_groups or {}).items():
@@ -181,12 +185,17 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             known[str(double_hash(gid))] = int(g["group_rank"])
         elif rank is not None and rank in g.get("global_ranks", []):
             known[str(double_hash(gid))] = list(g["global_ranks"]).index(rank)
-    of, lf = _frames(ops, links)
+    if isinstance(ops, _OpColumns):
+        of, lf = ops.frame(), _link_frame(links)
+        inst = _instances(ops.step, ops.op, ops.group, ops.kind, ops.start_us, ops.comm_ms)
+    else:
+        of, lf = _frames(ops, links)
+        inst = op_instances(ops)
     return Communication(source=source, producer="communication.json", steps=_steps_from_ops(of), ops=of, links=lf,
                          local_links=True, self_local=_self_links(links, known),
                          unit_note=N_("CANN communication.json: times in ms, sizes in MB, bandwidth in GB/s; "
                                       "SDMA already includes HCCS/PCIE/SIO traffic and is not added to them."),
-                         instances=op_instances(ops))
+                         instances=inst)
 
 
 def op_instances(ops: list[dict]) -> Optional[pd.DataFrame]:
@@ -194,25 +203,47 @@ def op_instances(ops: list[dict]) -> Optional[pd.DataFrame]:
     key, start_ms, dur_ms, name), for the arrival at each collective (`analysis.arrival`): an operator's name
     (`hcom_allReduce__586_3_1`) numbers it within its group, so (group, step and name) is the same instance on
     every rank of the group. The elapse includes the wait (CANN: a rank waits in the operator for the last one)."""
-    rows = [o for o in ops if isinstance(o.get("start_us"), float) and math.isfinite(o["start_us"])
-            and math.isfinite(o.get("communication_ms", math.nan))]
-    if not rows:
+    nan = math.nan
+    start = np.array([o["start_us"] if isinstance(o.get("start_us"), float) else nan for o in ops], dtype=float)
+    comm = np.array([o.get("communication_ms", nan) for o in ops], dtype=float)
+    return _instances([o["step"] for o in ops], [o["op"] for o in ops], [o["group"] for o in ops],
+                      [o["kind"] for o in ops], start, comm)
+
+
+def _instances(steps: list, names: list, groups: list, kinds: list, start_us: np.ndarray,
+               comm_ms: np.ndarray) -> Optional[pd.DataFrame]:
+    """`op_instances` of operators given as columns (an operator without a finite start or elapse is left out)."""
+    rows = np.flatnonzero(np.isfinite(start_us) & np.isfinite(comm_ms))
+    if not len(rows):
         return None
-    rows = sorted(rows, key=lambda o: o["start_us"])
+    rows = rows[np.argsort(start_us[rows], kind="stable")].tolist()  # by start; ties in the file's order
     seen: dict = {}
     labels = []
-    for o in rows:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
-        t = OP_TYPE_RE.sub("", str(o["op"])) or str(o["op"])
-        k = seen[(o["step"], o["group"], t)] = seen.get((o["step"], o["group"], t), 0) + 1
+    for i in rows:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
+        op = str(names[i])
+        t = OP_TYPE_RE.sub("", op) or op
+        k = seen[(steps[i], groups[i], t)] = seen.get((steps[i], groups[i], t), 0) + 1
         labels.append(f"{t}#{k}")
-    step = pd.array([o["step"] for o in rows], dtype="Int64")
+    step = pd.array([steps[i] for i in rows], dtype="Int64")
     return pd.DataFrame({
-        "step": step, "op": labels, "group": [str(o["group"]) for o in rows],
-        "kind": [o["kind"] for o in rows],
-        "key": [f"{o['step']}:{o['op']}" for o in rows],
-        "start_ms": np.array([o["start_us"] / 1e3 for o in rows], dtype=float),
-        "dur_ms": np.array([o["communication_ms"] for o in rows], dtype=float),
-        "name": [o["op"] for o in rows]})
+        "step": step, "op": _texts(labels), "group": _texts([str(groups[i]) for i in rows]),
+        "kind": _texts([kinds[i] for i in rows]),
+        "key": _texts([f"{steps[i]}:{names[i]}" for i in rows]),
+        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows],
+        "name": _texts([names[i] for i in rows])}, copy=False)
+
+
+def _texts(values: list) -> pd.Series:
+    """A text column as object, not the inferred `str` dtype (None read as NaN): equal texts are one object, the
+    same in every rank loaded in this process (`sys.intern`: a group hash or kind on every row, an operator name on
+    every rank of its group; a 1,024-rank run keeps every rank's frames in memory). A rank unpickled from a worker
+    or the rank cache shares them too (`framepack`)."""
+    pool: dict = {}
+    nan = math.nan
+    col = np.empty(len(values), dtype=object)  # never a 2-D array, whatever the values
+    col[:] = [nan if v is None else pool[v] if v in pool else pool.setdefault(v, sys.intern(v) if type(v) is str else v)
+              for v in values]
+    return pd.Series(col, dtype=object, copy=False)
 
 
 def _entries(data: dict, bad: list[int]):
@@ -318,6 +349,102 @@ def _modern_op(step: Optional[int], name: str, kind: str, info: Any, door: Door)
             where = where or f"{name[:60]!r}"
             door.field(b, "Bandwidth(GB/s)", f"{where} {tr}", fam)
     return rec
+
+
+class _OpColumns:
+    """communication.json's operators as columns (`_modern_columns`): what `_modern_op` gives row by row."""
+
+    def __init__(self, step: list, op: list, group: list, kind: list, values: dict[str, np.ndarray],
+                 start_us: np.ndarray) -> None:
+        self.step, self.op, self.group, self.kind, self.values, self.start_us = step, op, group, kind, values, start_us
+        self.comm_ms = values["communication_ms"]
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def frame(self) -> pd.DataFrame:
+        """The `ops` frame `_frames` builds from the same operators' records."""
+        steps = np.array(self.step, dtype=float)  # None -> NaN
+        missing = np.isnan(steps)
+        out: dict[str, Any] = {"step": pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)}
+        for c, vals in (("op", self.op), ("group", self.group), ("kind", self.kind)):
+            out[c] = _texts(vals)
+        for c in COMM_OP_COLUMNS[4:]:
+            out[c] = self.values[c]
+        return pd.DataFrame(out, copy=False)
+
+
+def _plain_column(vals: list, missing_ok: bool = False) -> Optional[np.ndarray]:
+    """`vals` as floats when each is a value `_modern_op` keeps as it is (an int or float, 0 <= v < MAX_ABS_NUMBER;
+    None too when `missing_ok`, read as NaN), else None. (A float below the limit is an int below it: rounding is
+    monotonic; a value at the limit goes the careful way, which reads it the same.)"""
+    kinds = set(map(type, vals))
+    if not kinds <= ({float, int, type(None)} if missing_ok else {float, int}):
+        return None
+    try:
+        a = np.array(vals, dtype=float)  # None -> NaN (JSON has no NaN: a NaN here is a missing value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    ok = a[~np.isnan(a)] if missing_ok else a
+    if not ((ok >= 0).all() and (ok < MAX_ABS_NUMBER).all()):
+        return None
+    return a
+
+
+_FAST_KEYS = frozenset({*TIME_FIELDS, "Start Timestamp(us)", "Transit Size(MB)", "Transit Time(ms)",
+                        "Bandwidth(GB/s)"})
+
+
+def _modern_columns(data: dict) -> Optional[_OpColumns]:
+    """The operators of a `communication.json` document as columns, when `_modern_op` would read every value of
+    every operator as it is and note nothing (every level an object, every time present and a plain number, the
+    bandwidth entries objects with plain numbers or absent): the same values as its records, without a call per
+    operator. None otherwise (the operators are then read one by one, and what is wrong is named)."""
+    if not _FAST_KEYS <= _plain_keys("communication.json"):
+        return None
+    bad = [0]
+    steps, kinds, names, infos = [], [], [], []
+    for step, kind, name, info in _entries(data, bad):
+        steps.append(step)
+        kinds.append(kind)
+        names.append(name)
+        infos.append(info)
+    if bad[0] or not infos or set(map(type, infos)) != {dict}:
+        return None
+    ts = [i.get("Communication Time Info") for i in infos]
+    if set(map(type, ts)) != {dict}:
+        return None
+    values: dict[str, np.ndarray] = {}
+    for src, col in _TIME_ITEMS:
+        a = _plain_column([t.get(src) for t in ts])
+        if a is None:
+            return None
+        values[col] = a
+    start = _plain_column([t.get("Start Timestamp(us)") for t in ts], missing_ok=True)
+    if start is None:
+        return None
+    bwis = [i.get("Communication Bandwidth Info") or {} for i in infos]
+    if set(map(type, bwis)) != {dict}:
+        return None
+    for tr, items in _TRANSPORT_ITEMS:
+        bs = [b.get(tr) for b in bwis]
+        if not set(map(type, bs)) <= {dict, type(None)}:
+            return None
+        bs = [{} if b is None else b for b in bs]
+        for src, col in items:
+            a = _plain_column([b.get(src, 0.0) for b in bs])
+            if a is None:
+                return None
+            values[col] = a
+        if _plain_column([b.get("Bandwidth(GB/s)", 0.0) for b in bs]) is None:
+            return None
+    ops, groups = [], []
+    for name in names:
+        base, _, group = name.partition("@")
+        ops.append(base)
+        groups.append(group)
+    kinds = [k if k in ("p2p", "collective") else op_kind(b) for k, b in zip(kinds, ops)]
+    return _OpColumns(steps, ops, groups, kinds, values, start)
 
 
 def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:

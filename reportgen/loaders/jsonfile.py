@@ -189,7 +189,16 @@ def _outside_strings(raw: bytes) -> Optional[bytes]:
     quotes are the strings); None when `raw` holds a backslash. What is kept: `"[]{},:.`, digits, `e` and `E`."""
     if b"\\" in raw:
         return None
-    return b"".join(raw.translate(None, _DROP).split(b'"')[::2])
+    kept = raw.translate(None, _DROP)
+    if len(kept) < 65536:
+        return b"".join(kept.split(b'"')[::2])
+    # a large text: the same bytes without a piece object per string (communication.json: 2x faster). A byte is
+    # inside a string when an odd number of quotes precede it (the quotes themselves dropped)
+    import numpy as np
+
+    a = np.frombuffer(kept, dtype=np.uint8)
+    quote = a == 0x22
+    return a[~(np.bitwise_xor.accumulate(quote) | quote)].tobytes()
 
 
 def _numbers_small(outside: bytes) -> bool:

@@ -562,7 +562,7 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     """The key paths of a JSON document ("config.experimental_config._profiler_level", "DeviceInfo[].id"): keys
     holding a digit (steps, operator names, ids) are written `*`, list items `[]`. None when it has more than
     `limit` paths or is not an object."""
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or _visits_over(data, 20 * limit):
         return None
     # the result does not depend on the order of the walk (None when more than 20 * limit values are visited or
     # more than `limit` paths found, else every path), so a leaf is counted where its object is read, not pushed
@@ -599,6 +599,32 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
             if visits > cap:
                 return None
     return frozenset(out)
+
+
+def _visits_over(data: dict, cap: int) -> bool:
+    """True when the walk of `json_shape` would visit more than `cap` values (it then gives None): the same count
+    (every key of an object at most 6 levels down, the first 50 items of a list when they are containers), without
+    the paths, stopping as soon as it is over (a 1,600-operator communication.json: ~5x faster)."""
+    visits = 1
+    level: list = [data]
+    for depth in range(7):
+        nxt: list = []
+        for v in level:
+            if isinstance(v, dict):
+                visits += len(v)
+                if visits > cap:
+                    return True
+                if depth < 6:
+                    nxt += [x for x in v.values() if isinstance(x, (dict, list))]
+            else:
+                items = [x for x in v[:50] if isinstance(x, (dict, list))]
+                visits += len(items)
+                if visits > cap:
+                    return True
+                if depth < 6:
+                    nxt += items
+        level = nxt
+    return False
 
 
 def compare_shapes(ranks: dict, issues: list) -> None:

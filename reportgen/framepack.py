@@ -1,0 +1,188 @@
+"""Frames in a compact pickled form: a rank's summary crosses a process boundary (a worker to the main process) and
+is stored in the rank cache (`rankcache`) as a pickle, and a 1,024-rank run holds a thousand of them (issue 33).
+
+`pack(frame, texts)` turns a frame into plain arrays: float, integer and boolean columns as one 2-D array per
+dtype, nullable integers and pandas' `str` columns as their arrays, and text columns (object columns holding only
+`str`, NaN or None) as int32 codes into `texts` (`Texts`), a table shared by every frame packed with it (a rank's
+operator names are written once for its operators and its collective instances). `unpack(packed, table(payload))`
+builds the same frame back (the same columns, dtypes, values and index) straight from those blocks, and every text
+is `sys.intern`ed: the ranks of a run share one copy of each operator name, group and key in memory instead of one
+per rank. The table is pickled in chunks (the texts of one group, say), and a chunk another rank had already is not
+decoded nor interned again. A frame this cannot represent exactly (another index, other dtypes, duplicate or non-text column
+names, an object column holding anything but texts) is kept as it is, so packing never changes a value.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+try:  # pandas >= 2.3: a frame from ready blocks, without the per-column checks of the dict constructor
+    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
+except ImportError:  # pragma: no cover - older pandas: the dict constructor (the same frame, slower)
+    _from_blocks = None
+
+_NAN, _NONE = 0, 1  # the codes of a missing text: NaN (the loaders' missing value) and None; texts from 2
+_PLAIN = {np.dtype("float64"), np.dtype("int64"), np.dtype("bool")}
+_OBJECT = np.dtype("object")
+
+
+def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
+    """int32 codes of an object column into `texts` (grown as needed; a text's code is its place in the table plus
+    2, `_NAN` and `_NONE` being the missing ones), or None when a value is neither a `str` nor NaN (a float) / None.
+    (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
+    uniques = uniques.tolist()
+    if not all(type(u) is str for u in uniques):
+        return None
+    get = texts.index.get
+    found = [get(u) for u in uniques]  # most texts are in the table already (a group's chunk)
+    if None in found:
+        code = texts.code
+        found = [code(u) if i is None else i for u, i in zip(uniques, found)]
+    ids = np.array(found, dtype=np.int32) + 2
+    out = ids.take(codes) if len(ids) else np.zeros(len(codes), dtype=np.int32)
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):
+        for i in missing.tolist():
+            v = values[i]
+            if v is None:
+                out[i] = _NONE
+            elif type(v) is float and v != v:
+                out[i] = _NAN
+            else:  # pd.NA, NaT, a NumPy NaN: kept as they are (the frame is not packed)
+                return None
+    return out
+
+
+class Texts:
+    """The text table of frames packed together: the texts in order, each text's code its first place. The table
+    can start with chunks (`add_chunk`: the texts of one group, say, every one of them even where an earlier chunk
+    has it, so that the chunk is the same on every rank that has the group); `payload` is what is pickled, and
+    `table` reads it back, each distinct chunk decoded and interned once per process."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.texts: list[str] = []
+        self.cuts: list[int] = []
+
+    def add_chunk(self, texts: list[str]) -> None:
+        for t in texts:
+            self.index.setdefault(t, len(self.texts))
+            self.texts.append(t)
+        self.cuts.append(len(self.texts))
+
+    def code(self, text: str) -> int:
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.texts)
+            self.texts.append(text)
+        return i
+
+    def payload(self) -> list:
+        """The chunks (and the texts added after them, as the last), each one string with the texts joined by NUL
+        (a chunk that is empty or holds a NUL: a tuple)."""
+        out, start = [], 0
+        for end in [*self.cuts, len(self.texts)]:
+            chunk = self.texts[start:end]
+            out.append("\x00".join(chunk) if chunk and not any("\x00" in t for t in chunk) else tuple(chunk))
+            start = end
+        return out
+
+
+def pack(frame: Any, texts: Texts) -> Any:
+    """`frame` as a tuple of plain arrays (see the module), or `frame` itself when it is not a DataFrame or cannot
+    be packed exactly."""
+    if type(frame) is not pd.DataFrame:
+        return frame
+    idx = frame.index
+    cols = list(frame.columns)
+    if (type(idx) is not pd.RangeIndex or idx.start != 0 or idx.step != 1 or idx.name is not None
+            or any(type(c) is not str for c in cols) or len(set(cols)) != len(cols) or frame.columns.name is not None
+            or type(frame.columns) is not pd.Index or frame.attrs or frame.flags.allows_duplicate_labels is not True):
+        return frame
+    plain: dict[np.dtype, list[int]] = {}
+    coded: list[tuple[int, np.ndarray]] = []
+    arrays: list[tuple[int, Any]] = []  # nullable integers, pandas' `str` columns: their arrays as they are
+    for i, (c, dt) in enumerate(zip(cols, frame.dtypes.tolist())):
+        if dt in _PLAIN:
+            plain.setdefault(dt, []).append(i)
+        elif dt == _OBJECT:  # texts (anything else in it: the frame is kept as it is)
+            codes = _codes(frame[c].to_numpy(), texts)
+            if codes is None:
+                return frame
+            coded.append((i, codes))
+        elif isinstance(dt, (pd.Int64Dtype, pd.StringDtype)):
+            arrays.append((i, frame[c].array))
+        else:
+            return frame
+    # own, writable copies (`to_numpy` may give a read-only view, and a read-only array unpickles read-only: the
+    # frame would refuse an assignment later)
+    blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
+              for dt, ix in plain.items()]
+    return ("framepack", 1, len(idx), frame.columns, blocks, coded, arrays)
+
+
+def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
+    """The frame `pack` was given; `table` is `table(texts.payload())` for the texts it was packed with. Anything
+    that is not a packed frame is returned as it is."""
+    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 1):
+        return packed
+    _, _, n, columns, blocks, coded, arrays = packed
+    parts: list[tuple[Any, np.ndarray]] = [(values, ix) for ix, values in blocks]
+    if coded:
+        if tab is None:
+            raise ValueError("a packed frame's texts without their table")
+        codes = np.vstack([c for _, c in coded])  # the table starts with NaN and None (`table`)
+        parts.append((tab.take(codes), np.array([i for i, _ in coded], dtype=np.intp)))
+    parts += [(a, np.array([i], dtype=np.intp)) for i, a in arrays]
+    index = pd.RangeIndex(n)
+    if _from_blocks is not None:
+        return _from_blocks(parts, index=index, columns=columns)
+    out: dict[int, Any] = {}  # pragma: no cover - older pandas
+    for v, ix in parts:
+        for j, i in enumerate(ix):
+            out[int(i)] = v if v.ndim == 1 else v[j]
+    return pd.DataFrame({columns[i]: out[i] for i in range(len(columns))}, index=index, columns=columns, copy=False)
+
+
+_CHUNKS: dict[str, np.ndarray] = {}  # a chunk's text -> its texts interned (this process)
+_CHUNK_CHARS = [0]
+MAX_CHUNK_CHARS = 64_000_000  # the chunks remembered: beyond this many characters, forgotten (and read again)
+
+
+def _chunk(p: Any) -> np.ndarray:
+    if type(p) is not str:
+        return np.fromiter(map(sys.intern, p), dtype=object, count=len(p))
+    got = _CHUNKS.get(p)
+    if got is None:
+        parts = p.split("\x00")
+        got = np.fromiter(map(sys.intern, parts), dtype=object, count=len(parts))
+        if _CHUNK_CHARS[0] + len(p) > MAX_CHUNK_CHARS:
+            _CHUNKS.clear()
+            _CHUNK_CHARS[0] = 0
+        _CHUNKS[p] = got
+        _CHUNK_CHARS[0] += len(p)
+    return got
+
+
+_MISSING = np.array([math.nan, None], dtype=object)
+
+
+def table(payload: list) -> np.ndarray:
+    """`Texts.payload` as the object array `unpack` takes: NaN and None (the missing codes), then every text,
+    `sys.intern`ed (one object per text in this process, whichever rank it came from); a chunk already read (the
+    texts of a group another rank of it had) is not decoded again."""
+    return np.concatenate([_MISSING, *(_chunk(p) for p in payload)])
+
+
+def frame_from(packed: Any, payload: list) -> Any:
+    """`unpack` with the frame's own table (a frame packed alone: `rankcache`'s entries)."""
+    return unpack(packed, table(payload))
+
+
+__all__ = ["Texts", "pack", "unpack", "table", "frame_from"]

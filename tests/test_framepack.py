@@ -1,0 +1,144 @@
+"""Frames in their packed pickled form (reportgen.framepack, issue 33): every value, dtype and missing marker comes
+back exactly; a frame it cannot represent is kept as it is; texts are shared between ranks after unpickling."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+from reportgen import framepack
+from reportgen.model import Communication
+
+
+def _round(frame: pd.DataFrame):
+    texts = framepack.Texts()
+    packed = framepack.pack(frame, texts)
+    packed, payload = pickle.loads(pickle.dumps((packed, texts.payload()), protocol=pickle.HIGHEST_PROTOCOL))
+    return packed, framepack.unpack(packed, framepack.table(payload))
+
+
+def _mixed() -> pd.DataFrame:
+    return pd.DataFrame({
+        "step": pd.array([1, None, 3, 4], dtype="Int64"),
+        "op": pd.Series(["a", math.nan, "b", None], dtype=object),
+        "x": np.array([0.1, math.nan, -0.0, 1e300]),
+        "n": np.array([1, -2, 2 ** 62, 0], dtype=np.int64),
+        "ok": np.array([True, False, True, False]),
+        "group": pd.Series(["g", "g", "", "g"], dtype=object),
+        "label": pd.array(["p", None, "q", "p"], dtype="str"),
+        "y": np.array([1.5, 2.5, math.inf, -1.0]),
+    })
+
+
+def test_every_kind_of_column_comes_back_exactly():
+    f = _mixed()
+    packed, g = _round(f)
+    assert isinstance(packed, tuple) and packed[0] == "framepack"  # packed, not kept as it is
+    assert_frame_equal(f, g, check_exact=True)
+    assert list(f.dtypes) == list(g.dtypes) and f.columns.equals(g.columns) and f.columns.dtype == g.columns.dtype
+    assert isinstance(g.index, pd.RangeIndex) and len(g) == 4
+    # the missing markers keep their kind: NaN stays a float NaN, None stays None
+    assert isinstance(g["op"][1], float) and math.isnan(g["op"][1]) and g["op"][3] is None
+    assert math.copysign(1.0, g["x"][2]) == -1.0  # -0.0 stays -0.0
+    assert g["n"][2] == 2 ** 62 and g["step"].isna().tolist() == [False, True, False, False]
+    # the frame is writable (its own arrays), column by column
+    g.loc[0, "x"] = 7.0
+    g.loc[1, "n"] = 9
+    g.loc[2, "op"] = "c"
+    g.loc[1, "step"] = 5
+    g.loc[0, "ok"] = False
+    assert (g["x"][0], g["n"][1], g["op"][2], g["step"][1], g["ok"][0]) == (7.0, 9, "c", 5, False)
+    g["x"] += 1.0
+    assert g["x"][0] == 8.0
+
+
+def test_empty_frames():
+    for f in (pd.DataFrame({"a": pd.Series([], dtype=float), "t": pd.Series([], dtype=object)}),
+              pd.DataFrame(columns=["step", "op"]), pd.DataFrame()):
+        _, g = _round(f)
+        assert_frame_equal(f, g, check_exact=True)
+        assert list(f.dtypes) == list(g.dtypes)
+
+
+@pytest.mark.parametrize("case", ["index", "int in texts", "pd.NA in texts", "numpy NaN in texts", "datetime",
+                                  "duplicate names", "number as name", "category"])
+def test_what_cannot_be_packed_is_kept_as_it_is(case):
+    f = pd.DataFrame({"a": [1.0, 2.0], "t": pd.Series(["x", "y"], dtype=object)})
+    if case == "index":
+        f.index = [5, 6]
+    elif case == "int in texts":
+        f["t"] = pd.Series(["x", 3], dtype=object)
+    elif case == "pd.NA in texts":
+        f["t"] = pd.Series(["x", pd.NA], dtype=object)
+    elif case == "numpy NaN in texts":
+        f["t"] = pd.Series(["x", np.float64("nan")], dtype=object)
+    elif case == "datetime":
+        f["d"] = pd.to_datetime(["2024-01-01", "2024-01-02"])
+    elif case == "duplicate names":
+        f.columns = ["a", "a"]
+    elif case == "number as name":
+        f.columns = ["a", 1]
+    elif case == "category":
+        f["t"] = f["t"].astype("category")
+    packed, g = _round(f)
+    assert isinstance(packed, pd.DataFrame)
+    assert_frame_equal(f, g, check_exact=True)
+
+
+def test_not_a_frame_passes_through():
+    assert framepack.pack(None, framepack.Texts()) is None
+    assert framepack.unpack(None, None) is None
+    assert framepack.unpack(("framepack", 99), None) == ("framepack", 99)  # another version: not read as a frame
+
+
+def _comm(tag: str) -> Communication:
+    ops = pd.DataFrame({"step": pd.array([1, 1], dtype="Int64"),
+                        "op": pd.Series([f"hcom_allReduce__{tag}_0", "hcom_send__1"], dtype=object),
+                        "group": pd.Series(["123", "123"], dtype=object),
+                        "communication_ms": [1.0, 2.0]})
+    inst = pd.DataFrame({"step": pd.array([1], dtype="Int64"), "key": pd.Series(["1:hcom_send__1"], dtype=object),
+                         "name": pd.Series(["hcom_send__1"], dtype=object), "start_ms": [5.0]})
+    return Communication(source="x", producer="communication.json", steps=pd.DataFrame({"step": [1]}), ops=ops,
+                         links=pd.DataFrame(), instances=inst, self_local={"123": 0}, unit_note="u")
+
+
+def test_communication_pickles_packed_and_shares_texts_between_ranks():
+    a, b = _comm("1"), _comm("2")
+    a2, b2 = pickle.loads(pickle.dumps(a)), pickle.loads(pickle.dumps(b))
+    for x, y in ((a, a2), (b, b2)):
+        for k in ("steps", "ops", "links", "instances"):
+            assert_frame_equal(getattr(x, k), getattr(y, k), check_exact=True)
+        assert (y.source, y.producer, y.self_local, y.unit_note) == (x.source, x.producer, x.self_local, x.unit_note)
+    # one object per text: within a rank (its operators and its instances) and across ranks
+    assert a2.ops["op"][1] is a2.instances["name"][0] is b2.ops["op"][1]
+    assert a2.ops["group"][0] is b2.ops["group"][1]
+    assert a2.ops["op"][0] != b2.ops["op"][0]
+    state = a.__getstate__()
+    assert state["ops"][0] == "framepack" and any("hcom_send__1" in p for p in state["_framepack_texts"])
+    c = Communication(source="x", producer="p", steps=pd.DataFrame(), ops=pd.DataFrame(), links=pd.DataFrame())
+    assert pickle.loads(pickle.dumps(c)).instances is None
+
+
+def test_text_chunks_read_back_and_decoded_once():
+    t = framepack.Texts()
+    t.add_chunk(["a", "b"])
+    t.add_chunk(["b", "c"])  # a chunk keeps every text of its group, even one an earlier chunk has
+    t.add_chunk([])
+    t.add_chunk(["x\x00y", ""])  # a NUL inside a text: the chunk is kept as a tuple
+    assert [t.code(x) for x in ("d", "b", "c", "")] == [6, 1, 3, 5]
+    payload = t.payload()
+    assert payload == ["a\x00b", "b\x00c", (), ("x\x00y", ""), "d"]
+    got = framepack.table(pickle.loads(pickle.dumps(payload)))
+    assert math.isnan(got[0]) and got[1] is None
+    assert got[2:].tolist() == ["a", "b", "b", "c", "x\x00y", "", "d"]
+    again = framepack.table(pickle.loads(pickle.dumps(payload)))
+    assert again[3] is got[3] is got[4] and again[7] is got[7]  # one object per text, whichever copy
+    assert framepack.table([""]).tolist()[2:] == [""]  # a chunk of one empty text
+    f = pd.DataFrame({"t": pd.Series(["c", None, "x\x00y", "zz"], dtype=object)})
+    packed = framepack.pack(f, t)
+    assert_frame_equal(framepack.unpack(packed, framepack.table(t.payload())), f, check_exact=True)
