@@ -32,6 +32,7 @@ import functools
 import hashlib
 import io
 import logging
+import multiprocessing
 import os
 import pickle
 import stat
@@ -188,13 +189,15 @@ def read_entry(path: Path, key: tuple):
         return None
 
 
-def write_entry(path: Path, key: tuple, data) -> None:
-    """Write atomically (a temporary file renamed over the entry); any failure leaves no entry, never raises."""
+def write_entry(path: Path, key: tuple, data, body: Optional[bytes] = None) -> None:
+    """Write atomically (a temporary file renamed over the entry); any failure leaves no entry, never raises.
+    `body`: `data` pickled by `_dumps` already."""
     tmp = None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        body = _dumps(data)
+        if body is None:
+            body = _dumps(data)
         codec = None
         if len(body) > 4096:
             with contextlib.suppress(Exception):  # a pyarrow without the codec: the entry as it is
@@ -234,10 +237,32 @@ def _dumps(data) -> bytes:
     return buf.getvalue()
 
 
+class Pickled:
+    """A rank's data as `_dumps` pickled it for its entry, sent back from the worker as those bytes: the frames are
+    packed once (for the entry), not a second time for the trip to the main process (~4 ms a rank)."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes):
+        self.body = body
+
+    def __reduce__(self):
+        return (Pickled, (self.body,))
+
+    def data(self):
+        return pickle.loads(self.body)
+
+
 def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):
     data = load(item, *args)
-    write_entry(path, key, data)
-    return data
+    try:
+        body = _dumps(data)
+    except Exception as e:  # noqa: BLE001  # data the entry cannot hold: no entry, the data as it is
+        log.debug("rank cache entry %s not written: %s: %s", path, type(e).__name__, e)
+        return data
+    write_entry(path, key, data, body)
+    # in the main process (one job, no pool) the data is already where it is needed
+    return data if multiprocessing.parent_process() is None else Pickled(body)
 
 
 def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Path] = None, **kw) -> Iterator:
@@ -278,6 +303,8 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         data = hits.pop(i, None)
         if data is None:
             data = next(fresh)
+            if isinstance(data, Pickled):
+                data = data.data()
         done += 1
         if progress:
             progress(done, total)

@@ -252,3 +252,22 @@ def test_entry_compressed_only_when_large(tmp_path):
         assert (path.stat().st_size < len(raw) / 4) == packed
         assert rankcache.read_entry(path, ("k",)) == data
         assert rankcache.read_entry(path, ("other",)) is None
+
+
+def test_pool_workers_send_the_entry_bytes_and_the_main_process_gets_the_rank(run4, tmp_path):
+    """A miss read in a worker process comes back as the bytes its entry was written from (packed once) and is
+    unpacked here: the caller gets the same RankData as a load in this process, and a second pass hits."""
+    (lay,) = discover(run4)
+    items = [rf for _, rf in sorted(lay.ranks.items())]
+    here = [load_rank(rf, lay.root, lay.layout) for rf in items]
+    got = list(rankcache.map_cached(load_rank, items, (lay.root, lay.layout), folder=tmp_path / "c", jobs=2))
+    assert [type(g).__name__ for g in got] == ["RankData"] * len(items)
+    for a, b in zip(got, here):
+        _same(a, b)
+    read, again = _load(run4, tmp_path / "c")
+    assert read == []
+    for a, b in zip(again, here):
+        _same(a, b)
+    # the worker's return value itself is the entry's bytes
+    body = rankcache._load_and_store(load_rank, tmp_path / "one.pkl", ("k",), items[0], lay.root, lay.layout)
+    assert type(body).__name__ == "RankData"  # in this (the main) process: the data itself
