@@ -268,6 +268,6 @@ def test_pool_workers_send_the_entry_bytes_and_the_main_process_gets_the_rank(ru
     assert read == []
     for a, b in zip(again, here):
         _same(a, b)
-    # the worker's return value itself is the entry's bytes
+    # read in the main process (one job, no pool), the data comes back as it is: nothing packed twice
     body = rankcache._load_and_store(load_rank, tmp_path / "one.pkl", ("k",), items[0], lay.root, lay.layout)
     assert type(body).__name__ == "RankData"  # in this (the main) process: the data itself
