@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -314,3 +315,38 @@ def test_the_timeline_summary_is_the_same_whole_and_in_batches(tmp_path, monkeyp
     assert codes["trace.events-without-phase-or-name"] == {"malformed": 1}
     assert codes["trace.complete-event-without-usable"] == {"n": 1}
     assert s.communication_ms == pytest.approx(0.0045) and s.compute_ms == pytest.approx((12.25 + 3 + 3) / 1e3)
+
+
+def test_the_execution_views_step_table_is_the_frame_pandas_gave():
+    """`analysis.execution._per_step` gathers the ranks' (step, total) as arrays when the columns are the loaders'
+    types (Int64 steps with gaps, float totals with NaN); the frame equals the one a frame a rank gave."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.analysis.execution import _per_step
+    from reportgen.model import RankData, RankInfo, Run, StepTrace
+
+    def run_of(steps_of):
+        ranks = {}
+        for r, (steps, totals) in steps_of.items():
+            d = RankData(info=RankInfo(rank=r, source_dir="."))
+            d.step_trace = StepTrace(kind="modern", source="x", steps=pd.DataFrame({"step": pd.array(steps, dtype="Int64"),
+                                                                     "computing": 1.0, "total": totals}))
+            ranks[r] = d
+        return Run(root=Path("."), info=None, ranks=ranks, issues=[])
+
+    steps_of = {0: ([1, 2, None, 4], [10.0, np.nan, 3.0, 4.5]), 3: ([2, 3], [1.0, 2.0]), 5: ([None], [7.0]),
+                7: ([], [])}
+    run = run_of(steps_of)
+    got = _per_step(run, [0, 3, 5, 7, 9])
+    frames = []
+    for r in (0, 3, 5, 7):
+        t = run.ranks[r].step_trace
+        if len(t.steps):
+            f = t.steps.dropna(subset=["step"])[["step", "total"]].copy()
+            f["rank"] = r
+            frames.append(f)
+    want = pd.concat(frames, ignore_index=True)
+    want["step"] = want["step"].astype(int)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["step"].tolist() == [1, 2, 4, 2, 3] and got["rank"].tolist() == [0, 0, 0, 3, 3]

@@ -278,26 +278,27 @@ def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = 
     batch: list = []
     texts: list = []  # the batch's ts / dur strings (each marked in its event)
     dst.write("[")
-    try:
-        for e in trace_events(src):
-            v = e.get("ts")
-            if type(v) is str:
-                texts.append(v)
-                e["ts"] = _MARK + v + _MARK
-            v = e.get("dur")
-            if type(v) is str:
-                texts.append(v)
-                e["dur"] = _MARK + v + _MARK
-            batch.append(e)
-            if len(batch) >= EXPORT_BATCH:
-                _write_events(dst, batch, texts, n)
-                n += len(batch)
-                batch, texts = [], []
-    except TRACE_ERRORS:
-        pass  # the part that was read is written; the loader reported the broken file
-    if batch:
-        _write_events(dst, batch, texts, n)
-        n += len(batch)
+    with gc_paused():  # (the events make no cycle)
+        try:
+            for e in trace_events(src):
+                v = e.get("ts")
+                if type(v) is str:
+                    texts.append(v)
+                    e["ts"] = _MARK + v + _MARK
+                v = e.get("dur")
+                if type(v) is str:
+                    texts.append(v)
+                    e["dur"] = _MARK + v + _MARK
+                batch.append(e)
+                if len(batch) >= EXPORT_BATCH:
+                    _write_events(dst, batch, texts, n)
+                    n += len(batch)
+                    batch, texts = [], []
+        except TRACE_ERRORS:
+            pass  # the part that was read is written; the loader reported the broken file
+        if batch:
+            _write_events(dst, batch, texts, n)
+            n += len(batch)
     dst.write("\n]\n")
     return n
 
