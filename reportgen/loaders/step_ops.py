@@ -12,7 +12,9 @@ chosen steps' operators are kept.
 The passes parse the trace twice (in the main process, for at most `analysis.execution.MAX_DEVICES` ranks): the
 steps pass 2 keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events
 in between (~16 MB of objects for a 3.6 MB trace: ~0.5 GB); a parse of a trace up to `traces.FAST_MAX_BYTES`
-costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.)
+costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.) Pass 2 skips, a
+column at a time, the events outside the chosen windows, and holds each distinct name, lane and shape text once
+(the pages' data and the entry cached for a rebuild: ~3x smaller).
 
 Which events are operators (MindInsight's `TimelineService` keeps events whose name contains `-op`, dropping
 `AtomicAddrClean`, `StreamSend`, `StreamReceive`): legacy AI Core (pid = device id) and AI CPU (9000) tasks,

@@ -6,7 +6,12 @@ Two readers give the same events and the same data-quality entries: a trace up t
 by orjson (the reading then costs the parse and a type test an event: the chunk guards and the generator chain of
 the stream are gone: 15-35 % of a torch_npu trace_view.json's read; building the events is the rest), a larger one
 -- or one orjson refuses or reads otherwise than yajl: NaN, an integer beyond int64, a cut-off file, bytes that are
-not UTF-8, nesting past orjson's 1,024 levels -- is streamed by ijson as before."""
+not UTF-8, nesting past orjson's 1,024 levels -- is streamed by ijson as before.
+
+Loaders that read millions of events take them a batch at a time (`trace_batches`: the whole list of a trace read
+whole, BATCH events of a streamed one), each batch's fields as columns (`Events.col`), so the per-event work is a
+few C-level passes over lists (`TraceDoor.events`, `timeline.summarize_trace`, `step_ops.read_step_ops`); and
+with the cyclic collector paused (`gc_paused`), whose passes over the new objects cost ~1/4 of a parse."""
 
 from __future__ import annotations
 
