@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -200,3 +201,152 @@ def test_export_of_many_events_keeps_every_one_in_order(tmp_path):
     got = orjson.loads(text)
     assert n == 10_000 and [e["name"] for e in got] == [e["name"] for e in events]
     assert all(g["ts"] == float(e["ts"]) and g["dur"] == 1.5 for g, e in zip(got, events))
+
+
+# --- a batch at a time, a column at a time (issue 33) ----------------------------------------------------------
+
+_ODD_VALUES = {  # field -> values that take a batch off the column path, or test its duplicate key
+    "pid": ["519", 2.0, -3, 2 ** 70, None, [1], "Spans"], "tid": ["7", 1.5, None, "Ops", {"a": 1}],
+    "ph": [None, 5, "i", "M"], "name": [None, [1], 3, "process_name", "thread_name"],
+    "ts": ["abc", " 12.5", "1_000", 12, 12.0, "12", "nan(1)", None], "dur": [-1.0, "5", 0.0, -0.0, 5, 5.0, True, None],
+    "args": ["x", {"connection_id": "text"}, {"connection_id": -2}, {"connection_id": -1}, {"connection_id": 1.5},
+             {"connection_id": True}, {"connection_id": [1]}, {"connection_id": "7"}, {"name": 3},
+             {"correlation": -5}, {"stream": 1.5}, {"Device Id": "x"}],
+    "cat": ["cpu_op", "Trace", ["a"], None, "kernel"],
+}
+
+
+def _healthy(rng, n: int) -> list:
+    out = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+           {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "Stream 2"}}]
+    for i in range(n):
+        out.append({"ph": rng.choice("XXXXsf"), "name": rng.choice(["MatMul", "AllReduce", "Free", "aten::add"]),
+                    "pid": rng.choice([1, 4242]), "tid": rng.choice([2, 3]), "ts": f"{1000 + i}.{rng.randrange(1000)}",
+                    "dur": rng.choice([1.5, 2.25, 0.0]), "cat": rng.choice(["cpu_op", "kernel"]),
+                    "args": {"connection_id": rng.choice([i, -1])}})
+    return out
+
+
+def _door_state(d) -> tuple:
+    return (d.n_events, list(d.bad_lane.items()), list(d.bad_args.items()), d.malformed, d.unnamed, d.dups,
+            sorted(map(repr, d.threads)), list(d.on_threads.items()))
+
+
+def test_the_column_door_judges_every_batch_as_event_by_event(tmp_path):
+    """`TraceDoor.events` (a batch a column at a time, or event by event when the batch is not of the usual kind)
+    gives the lanes, counts, examples and their order that `event` gives one event at a time: healthy traces and
+    traces with odd values (lane ids as text, floats, huge, negative; no phase; names that are not text; ts / dur
+    text and numbers that print alike; args values to name; exact and near duplicates), whole or in batches."""
+    import copy
+    import random
+
+    from reportgen.loaders.schema import GENERIC_TRACE, GPU_TIMELINE, KINETO_TRACE, TRACE_SCHEMAS, TraceDoor
+
+    rng = random.Random(33)
+    schemas = [GENERIC_TRACE, GPU_TIMELINE, KINETO_TRACE, TRACE_SCHEMAS[1][1]]
+    judged = 0
+    for case in range(240):
+        ev = _healthy(rng, rng.choice([0, 3, 40]))
+        for _ in range(rng.choice([0, 0, 1, 2, 5])):
+            if ev:
+                e = rng.choice(ev)
+                k = rng.choice(list(_ODD_VALUES))
+                e[k] = copy.deepcopy(rng.choice(_ODD_VALUES[k]))
+        for _ in range(rng.choice([0, 0, 1, 3])):  # exact duplicates, anywhere
+            if ev:
+                ev.insert(rng.randrange(len(ev)), copy.deepcopy(rng.choice(ev)))
+        schema = schemas[case % len(schemas)]
+        one = TraceDoor(IssueLog(tmp_path), tmp_path / "t.json", schema)
+        want = [one.event(e) for e in ev]
+        size = rng.choice([len(ev) or 1, 1, 7])
+        two = TraceDoor(IssueLog(tmp_path), tmp_path / "t.json", schema)
+        got = []
+        for i in range(0, len(ev), size):
+            got += two.events(traces.Events(ev[i:i + size], whole=size >= len(ev)))
+        assert got == want, (case, schema.family)
+        assert _door_state(two) == _door_state(one), (case, schema.family)
+        judged += two._columns(traces.Events(_healthy(rng, 5))) is not None
+    assert judged == 240  # healthy batches take the column path
+
+
+def test_floats_reads_text_as_float_and_to_float_do():
+    """`traces.floats` (Arrow's parser for a column of text) gives `traces.num` of every value: what float() reads
+    (exactly: the same double) and to_float's NaN for what it does not read, out-of-range values NaN."""
+    import math
+    import random
+
+    rng = random.Random(5)
+    tricky = ["1", "1.", ".5", "+5", "-5", "012", "1e5", "1E+5", "1e", "1_000", " 1", "1 ", "nan", "nan(12)", "inf",
+              "-Infinity", "0x10", "", "1e400", "-0", "4.9e-324", "\u0661\u0662", "5.0f", "--5",
+              "123456789012345678901234567890", "9007199254740993", "1763717400040518.855", "4611686018427387905",
+              "\ud800", "N/A", "12\t"]
+    rand = [f"{rng.randrange(10 ** rng.randrange(1, 19))}.{rng.randrange(10 ** 6):06d}" for _ in range(2000)]
+    for vals in (tricky, rand, rand + tricky, [1.5, None, 2.0 ** 63, -0.0], [3, 2 ** 70, True, "7"], []):
+        want = [traces.num(v) for v in vals]
+        got = traces.floats(vals).tolist()
+        assert len(got) == len(want)
+        assert all((math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+                   for a, b in zip(got, want)), vals[:3]
+
+
+def test_the_timeline_summary_is_the_same_whole_and_in_batches(tmp_path, monkeypatch):
+    """summarize_trace over the whole-file reader and over the stream in batches of 3 (duplicates across a batch's
+    edge, odd values): the same summary and the same data-quality entries; a complete event named by a list is
+    counted as malformed (it stopped the summary with TypeError before)."""
+    from reportgen.loaders.timeline import summarize_trace
+
+    ev = EV + [dict(EV[1]), dict(EV[2], name=[1]), dict(EV[2], ts="9e9", pid="1"), dict(EV[2], dur=-1.0),
+               {"ph": "X", "name": "AllReduce", "pid": 1, "tid": 3, "ts": "1763717399999950", "dur": 4.5}, dict(EV[1])]
+    p = tmp_path / "trace_view.json"
+    p.write_text(json.dumps(ev))
+
+    def read():
+        log = IssueLog(tmp_path, 0)
+        return summarize_trace(p, log), [(i.code, i.params) for i in log.issues]
+
+    whole = read()
+    with monkeypatch.context() as m:
+        m.setattr(traces, "FAST_MAX_BYTES", -1)
+        m.setattr(traces, "BATCH", 3)
+        assert read() == whole
+    s, entries = whole
+    codes = dict(entries)
+    assert s.n_ops == 5 and codes["trace.duplicated-events"] == {"dups": 2}
+    assert codes["trace.events-without-phase-or-name"] == {"malformed": 1}
+    assert codes["trace.complete-event-without-usable"] == {"n": 1}
+    assert s.communication_ms == pytest.approx(0.0045) and s.compute_ms == pytest.approx((12.25 + 3 + 3) / 1e3)
+
+
+def test_the_execution_views_step_table_is_the_frame_pandas_gave():
+    """`analysis.execution._per_step` gathers the ranks' (step, total) as arrays when the columns are the loaders'
+    types (Int64 steps with gaps, float totals with NaN); the frame equals the one a frame a rank gave."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.analysis.execution import _per_step
+    from reportgen.model import RankData, RankInfo, Run, StepTrace
+
+    def run_of(steps_of):
+        ranks = {}
+        for r, (steps, totals) in steps_of.items():
+            d = RankData(info=RankInfo(rank=r, source_dir="."))
+            d.step_trace = StepTrace(kind="modern", source="x", steps=pd.DataFrame({"step": pd.array(steps, dtype="Int64"),
+                                                                     "computing": 1.0, "total": totals}))
+            ranks[r] = d
+        return Run(root=Path("."), info=None, ranks=ranks, issues=[])
+
+    steps_of = {0: ([1, 2, None, 4], [10.0, np.nan, 3.0, 4.5]), 3: ([2, 3], [1.0, 2.0]), 5: ([None], [7.0]),
+                7: ([], [])}
+    run = run_of(steps_of)
+    got = _per_step(run, [0, 3, 5, 7, 9])
+    frames = []
+    for r in (0, 3, 5, 7):
+        t = run.ranks[r].step_trace
+        if len(t.steps):
+            f = t.steps.dropna(subset=["step"])[["step", "total"]].copy()
+            f["rank"] = r
+            frames.append(f)
+    want = pd.concat(frames, ignore_index=True)
+    want["step"] = want["step"].astype(int)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["step"].tolist() == [1, 2, 4, 2, 3] and got["rank"].tolist() == [0, 0, 0, 3, 3]

@@ -12,7 +12,9 @@ chosen steps' operators are kept.
 The passes parse the trace twice (in the main process, for at most `analysis.execution.MAX_DEVICES` ranks): the
 steps pass 2 keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events
 in between (~16 MB of objects for a 3.6 MB trace: ~0.5 GB); a parse of a trace up to `traces.FAST_MAX_BYTES`
-costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.)
+costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.) Pass 2 skips, a
+column at a time, the events outside the chosen windows, and holds each distinct name, lane and shape text once
+(the pages' data and the entry cached for a rebuild: ~3x smaller).
 
 Which events are operators (MindInsight's `TimelineService` keeps events whose name contains `-op`, dropping
 `AtomicAddrClean`, `StreamSend`, `StreamReceive`): legacy AI Core (pid = device id) and AI CPU (9000) tasks,
@@ -30,17 +32,19 @@ import math
 import re
 from bisect import bisect_right
 from functools import partial
+from itertools import compress
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
 from reportgen.loaders.files import open_file
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import trace_cut, TRACE_ERRORS, trace_events
-from reportgen.numbers import MAX_ABS_NUMBER, to_float, to_int
+from reportgen.loaders.traces import (floats, gc_paused, num as _num, trace_batches, trace_cut, TRACE_ERRORS,
+                                      trace_events)
+from reportgen.numbers import to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
 
@@ -66,17 +70,6 @@ class TraceLayout:
     threads: dict = field(default_factory=dict)  # (pid, tid) -> name
     legacy: bool = True  # MindInsight numbering of pids
     host_windows: dict = field(default_factory=dict)  # step -> host ProfilerStep (start µs, end µs), torch_npu
-
-
-def _num(v) -> float:
-    """`to_float`, its usual cases first (text and floats: millions of events a trace); the same values."""
-    if type(v) is str or type(v) is float:
-        try:
-            f = float(v)
-        except ValueError:
-            return to_float(v)
-        return f if -MAX_ABS_NUMBER <= f <= MAX_ABS_NUMBER else math.nan  # (NaN and infinities too)
-    return to_float(v)
 
 
 def _finder(starts: np.ndarray):
@@ -126,45 +119,46 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     legacy_steps: dict[int, tuple[float, float]] = {}
     host_steps: dict[int, tuple[float, float]] = {}
     flows = FlowPairs()
-    try:
-        for e in trace_events(path):
-            ph = e.get("ph")
-            if ph == "X":
-                name = e.get("name")
-                if not isinstance(name, str):
-                    continue
-                ts = _num(e.get("ts"))
-                if ts == ts:  # (not NaN)
-                    if ts < lo:
-                        lo = ts
-                    if ts > hi:
-                        hi = ts
-                    if "-op" in name and name not in first_ts and len(first_ts) < 2000:
-                        first_ts[name] = ts
-                m = STEP_RE.match(name) if name.startswith("ProfilerStep#") else None
-                if m:
-                    ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                        host_steps[to_int(m.group(1))] = (ts, ts + dur)
-                    continue
-                tid = e.get("tid")
-                if (tid == STEPS_TID) if type(tid) is int else (str(tid) == STEPS_TID_TEXT):
-                    s = _step_number(name)
-                    ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                    if s is not None and not (math.isnan(ts) or math.isnan(dur)):
-                        legacy_steps[s] = (ts, ts + dur)
-            elif ph == "M":
-                n = e.get("name")
-                args = e.get("args")
-                label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
-                if n == "process_name":
-                    procs[e.get("pid")] = label
-                elif n == "thread_name":
-                    threads[(e.get("pid"), e.get("tid"))] = label
-            elif ph in ("s", "f"):
-                flows.add(e)
-    except TRACE_ERRORS as e:
-        trace_cut(log, path, e, "the execution view uses the part read")
+    with gc_paused():  # (the events make no cycle)
+        try:
+            for e in trace_events(path):
+                ph = e.get("ph")
+                if ph == "X":
+                    name = e.get("name")
+                    if not isinstance(name, str):
+                        continue
+                    ts = _num(e.get("ts"))
+                    if ts == ts:  # (not NaN)
+                        if ts < lo:
+                            lo = ts
+                        if ts > hi:
+                            hi = ts
+                        if "-op" in name and name not in first_ts and len(first_ts) < 2000:
+                            first_ts[name] = ts
+                    m = STEP_RE.match(name) if name.startswith("ProfilerStep#") else None
+                    if m:
+                        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                        if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                            host_steps[to_int(m.group(1))] = (ts, ts + dur)
+                        continue
+                    tid = e.get("tid")
+                    if (tid == STEPS_TID) if type(tid) is int else (str(tid) == STEPS_TID_TEXT):
+                        s = _step_number(name)
+                        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+                        if s is not None and not (math.isnan(ts) or math.isnan(dur)):
+                            legacy_steps[s] = (ts, ts + dur)
+                elif ph == "M":
+                    n = e.get("name")
+                    args = e.get("args")
+                    label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
+                    if n == "process_name":
+                        procs[e.get("pid")] = label
+                    elif n == "thread_name":
+                        threads[(e.get("pid"), e.get("tid"))] = label
+                elif ph in ("s", "f"):
+                    flows.add(e)
+        except TRACE_ERRORS as e:
+            trace_cut(log, path, e, "the execution view uses the part read")
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
         return TraceLayout(legacy_steps, N_("the trace's Steps lane"), procs, threads, legacy)
@@ -300,40 +294,39 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
     # the window an operator starts in: bisect over the sorted starts (numpy's searchsorted where one is NaN)
     find = _finder(starts)
     hfind = _finder(hstarts)
-    try:
-        for e in trace_events(path):
-            if e.get("ph") != "X":
-                continue
-            ts = _num(e.get("ts"))
-            if ts != ts:  # NaN
-                continue
-            if _host_event(e, lay):
-                i = hfind(ts) - 1
+    texts: dict = {}  # each distinct name, lane and shape text once: the entry cached for a rebuild and the
+    one = _interner(texts)  # pages' data repeat ~60 names and 2 lanes over 1,000 operators (~1/6 the pickle)
+    with gc_paused():  # (the events make no cycle)
+        try:
+            for e, ts in _in_windows(path, (starts, np.array([w[1] for w in wins])),
+                                     (hstarts, np.array([w[1] for w in hwins]))):
+                if _host_event(e, lay):
+                    i = hfind(ts) - 1
+                    dur = _num(e.get("dur"))
+                    name = e.get("name")
+                    if i >= 0 and ts < hwins[i][1] and not math.isnan(dur) and isinstance(name, str):
+                        host[hwins[i][2]].append((ts, dur, one(_host_name(name, e.get("args"))), one(_lane(e, lay)),
+                                                  _connection(e.get("args"))))
+                    continue
+                i = find(ts) - 1
+                if i < 0 or ts >= wins[i][1]:
+                    continue
+                cls = _kind(e, lay)
+                if cls is None:
+                    continue
                 dur = _num(e.get("dur"))
-                name = e.get("name")
-                if i >= 0 and ts < hwins[i][1] and not math.isnan(dur) and isinstance(name, str):
-                    host[hwins[i][2]].append((ts, dur, _host_name(name, e.get("args")), _lane(e, lay),
-                                              _connection(e.get("args"))))
-                continue
-            i = find(ts) - 1
-            if i < 0 or ts >= wins[i][1]:
-                continue
-            cls = _kind(e, lay)
-            if cls is None:
-                continue
-            dur = _num(e.get("dur"))
-            if math.isnan(dur):
-                continue
-            c = cols[wins[i][2]]
-            c[0].append(e["name"])
-            c[1].append(cls)
-            c[2].append(ts)
-            c[3].append(dur)
-            c[4].append(_lane(e, lay))
-            c[5].append(_shapes(e.get("args")))
-            c[6].append(_connection(e.get("args")))
-    except TRACE_ERRORS:
-        pass  # reported by pass 1
+                if math.isnan(dur):
+                    continue
+                c = cols[wins[i][2]]
+                c[0].append(one(e["name"]))
+                c[1].append(cls)
+                c[2].append(ts)
+                c[3].append(dur)
+                c[4].append(one(_lane(e, lay)))
+                c[5].append(one(_shapes(e.get("args"))))
+                c[6].append(_connection(e.get("args")))
+        except TRACE_ERRORS:
+            pass  # reported by pass 1
     out = {}
     rel = log.rel(path)
     for a, b, s in wins:
@@ -351,6 +344,34 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
         _add_host(o, host[s], {conns[k]: i for i, k in enumerate(order) if conns[k] is not None}, base)
         out[s] = o
     return out
+
+
+def _in_windows(path: Path, *spans: tuple) -> Iterator[tuple[dict, float]]:
+    """(event, its ts read as a number) of the trace's complete events, in order, that start inside one of the
+    windows of `spans` ((sorted starts, ends) pairs), the window found as `read_step_ops` finds it (searchsorted:
+    the others are skipped by it, a column at a time: ~half a trace's events lie outside the chosen steps)."""
+    for b in trace_batches(path):
+        idx = list(compress(range(len(b)), b.phase("X")))
+        if not idx:
+            continue
+        ts = floats(list(compress(b.col("ts"), b.phase("X"))))
+        keep = np.zeros(len(ts), dtype=bool)
+        for starts, ends in spans:
+            if len(starts):
+                i = np.searchsorted(starts, ts, side="right") - 1
+                keep |= (i >= 0) & (ts < ends[np.clip(i, 0, None)])
+        ev = b.events
+        for k in np.flatnonzero(keep).tolist():
+            yield ev[idx[k]], float(ts[k])
+
+
+def _interner(texts: dict):
+    """`one(t)`: the first text equal to `t` seen (one object for equal texts: pickled once, held once)."""
+    get = texts.setdefault
+
+    def one(t):
+        return get(t, t) if type(t) is str else t
+    return one
 
 
 def _add_host(o: StepOps, events: list[tuple], launched: dict, base: float) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import re
-from array import array
+from itertools import compress, repeat
+from operator import and_, is_not, itemgetter
 from pathlib import Path
 from typing import IO, Optional
 
@@ -30,8 +30,9 @@ from reportgen.loaders.files import open_binary as open_maybe_gzip, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
-from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
-from reportgen.numbers import MAX_ABS_NUMBER, to_float
+from reportgen.loaders.traces import (floats, gc_paused, note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS,
+                                      trace_events)
+from reportgen.numbers import to_float
 from reportgen.collectives import op_class
 from reportgen.model import TimelineSummary
 
@@ -62,70 +63,9 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
         log.add(path, dq("timeline.trace-too-large", out=format(out.trace_bytes / 1e6, ".0f")), "info")
         out.trace_needs_numbers = _first_ts_is_string(path)
         return out
-    proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
-    groups: dict = {}  # (pid, lane name or None) -> (starts, durations)
-    tids: dict = {}  # pid -> set of tids
-    unusable = 0
-    ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
     door = TraceDoor(log, path)  # lane ids, args, duplicates, malformed and unnamed events (loaders/schema.py)
-    keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
-    lim, nan = MAX_ABS_NUMBER, math.nan
-    try:
-        for e in trace_events(path, log):
-            lane = door.event(e)
-            if lane is None:
-                continue
-            ph = e.get("ph")
-            if ph == "M":
-                if e.get("name") == "process_name":
-                    args = e.get("args")
-                    proc[lane[0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
-                continue
-            if ph != "X":
-                continue
-            ts, dur = e.get("ts"), e.get("dur")
-            ts_kinds[type(ts) is str] += 1
-            # `to_float` inlined for text and floats, the usual cases (millions of events): the same values
-            if type(ts) is str or type(ts) is float:
-                try:
-                    ts = float(ts)
-                except ValueError:
-                    ts = to_float(ts)
-                if not -lim <= ts <= lim:  # (NaN and infinities too)
-                    ts = nan
-            else:
-                ts = to_float(ts)
-            if type(dur) is str or type(dur) is float:
-                try:
-                    dur = float(dur)
-                except ValueError:
-                    dur = to_float(dur)
-                if not -lim <= dur <= lim:
-                    dur = nan
-            else:
-                dur = to_float(dur)
-            if not (ts >= 0 and dur >= 0):  # (NaN compares false)
-                unusable += 1
-                continue
-            pid, name = lane[0], e.get("name")
-            if type(name) is str:
-                key = keys.get(name, keys)
-                if key is keys:
-                    key = keys[name] = _group_key(name)
-            else:
-                key = _group_key(name)
-            g = groups.get((pid, key))
-            if g is None:
-                g = groups[(pid, key)] = (array("d"), array("d"))
-            g[0].append(ts)
-            g[1].append(dur)
-            t = tids.get(pid)
-            if t is None:
-                t = tids[pid] = set()
-            t.add(lane[1])
-    except TRACE_ERRORS as e:
-        trace_cut(log, path, e, "timeline summary from the part read")
-        out.truncated = True
+    with gc_paused():  # (the events make no cycle; the reading's objects are freed when `_read_trace` returns)
+        proc, groups, tids, unusable, ts_kinds, out.truncated = _read_trace(path, log, door)
     note_unusable_events(log, path, unusable)
     door.close(out.truncated)
     if ts_kinds[0] and ts_kinds[1]:
@@ -140,8 +80,7 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     lanes: dict[str, float] = {}
     sets: dict[str, list] = {"compute": [], "comm": []}
     n_ops, streams = 0, 0
-    for (pid, lane), (st, du) in groups.items():
-        st_a, du_a = np.frombuffer(st), np.frombuffer(du)
+    for (pid, lane), (st_a, du_a) in groups.items():
         cls = _classify(pid, "" if lane == COMM_OP else lane or "", proc)
         if cls == "compute" and lane == COMM_OP:
             cls = "comm"
@@ -182,14 +121,91 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
     return out
 
 
+def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
+    """(process names, the complete events' (start, duration) arrays by (pid, group key), tids by pid, unusable
+    events, [complete events with ts as a number, as text], whether the trace broke off) of the trace at `path`,
+    a batch at a time and a column at a time (`traces.Events`: millions of events)."""
+    proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
+    groups: dict = {}  # (pid, lane name or None) -> [(starts, durations), ...] (a pair of arrays a batch)
+    tids: dict = {}  # pid -> set of tids
+    unusable = 0
+    ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
+    keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
+    truncated = False
+    try:
+        for b in trace_batches(path, log):
+            lanes = door.events(b)
+            ph = b.col("ph")
+            if "M" in ph:
+                for i in compress(range(len(ph)), b.phase("M")):
+                    e = b.events[i]
+                    if lanes[i] is not None and e.get("name") == "process_name":
+                        args = e.get("args")
+                        proc[lanes[i][0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
+            x = b.phase("X")
+            if None in lanes:  # (skipped: duplicates, events without a phase)
+                x = list(map(and_, x, map(is_not, lanes, repeat(None))))
+            if True not in x:
+                continue
+            ts = list(compress(b.col("ts"), x))
+            n_text = list(map(type, ts)).count(str)
+            ts_kinds[1] += n_text
+            ts_kinds[0] += len(ts) - n_text
+            ts, dur = floats(ts), floats(list(compress(b.col("dur"), x)))
+            xl, names = list(compress(lanes, x)), list(compress(b.col("name"), x))
+            ok = (ts >= 0) & (dur >= 0)  # (NaN compares false)
+            if not ok.all():
+                unusable += len(ok) - int(ok.sum())
+                ts, dur = ts[ok], dur[ok]
+                xl, names = list(compress(xl, ok.tolist())), list(compress(names, ok.tolist()))
+            if not xl:
+                continue
+            pairs = list(zip(map(itemgetter(0), xl), _group_keys(names, keys)))
+            for p in dict.fromkeys(pairs):  # (first seen first: the order the groups are summed in)
+                if p not in groups:
+                    groups[p] = []
+            slot = {p: i for i, p in enumerate(groups)}
+            g = np.fromiter(map(slot.__getitem__, pairs), dtype=np.intp, count=len(pairs))
+            order = np.argsort(g, kind="stable")  # each group's events in the trace's order
+            g = g[order]
+            cuts = np.flatnonzero(np.diff(g)) + 1
+            parts = list(groups.values())
+            for a, z in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(g)])).tolist()):
+                sel = order[a:z]
+                parts[int(g[a])].append((ts[sel], dur[sel]))
+            for pid, tid in set(xl):
+                t = tids.get(pid)
+                if t is None:
+                    t = tids[pid] = set()
+                t.add(tid)
+    except TRACE_ERRORS as e:
+        trace_cut(log, path, e, "timeline summary from the part read")
+        truncated = True
+    groups = {k: (np.concatenate([p[0] for p in v]), np.concatenate([p[1] for p in v])) for k, v in groups.items()}
+    return proc, groups, tids, unusable, ts_kinds, truncated
+
+
 def _group_key(name) -> Optional[str]:
     """The group of a complete event by its name: a lane name of the profiler's overlap lanes, COMM_OP for a
-    communication operator, else None.
+    communication operator, else None (a name that is not text too: a list or an object as the name is a malformed
+    event the door counts, it used to stop the summary with TypeError).
     [issue 16, h-numbers] a communication operator in a compute process (MindSpore CPU's "CPU OP" AllReduce-opN) is
     communication, as the execution view classifies it (one classifier: op_class)."""
+    if not isinstance(name, str):
+        return None
     if name in LANE_KEYS:
         return name
-    return COMM_OP if isinstance(name, str) and op_class(name) != "compute" else None
+    return COMM_OP if op_class(name) != "compute" else None
+
+
+def _group_keys(names: list, keys: dict) -> list:
+    """`_group_key` of each name, through `keys` (name -> group key: names repeat in every step)."""
+    if set(map(type, names)) == {str}:
+        for n in set(names).difference(keys):
+            keys[n] = _group_key(n)
+        return list(map(keys.__getitem__, names))
+    return [(keys[n] if n in keys else keys.setdefault(n, _group_key(n))) if type(n) is str else None
+            for n in names]
 
 
 def _classify(pid, name: str, proc: dict) -> str:
@@ -262,26 +278,27 @@ def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = 
     batch: list = []
     texts: list = []  # the batch's ts / dur strings (each marked in its event)
     dst.write("[")
-    try:
-        for e in trace_events(src):
-            v = e.get("ts")
-            if type(v) is str:
-                texts.append(v)
-                e["ts"] = _MARK + v + _MARK
-            v = e.get("dur")
-            if type(v) is str:
-                texts.append(v)
-                e["dur"] = _MARK + v + _MARK
-            batch.append(e)
-            if len(batch) >= EXPORT_BATCH:
-                _write_events(dst, batch, texts, n)
-                n += len(batch)
-                batch, texts = [], []
-    except TRACE_ERRORS:
-        pass  # the part that was read is written; the loader reported the broken file
-    if batch:
-        _write_events(dst, batch, texts, n)
-        n += len(batch)
+    with gc_paused():  # (the events make no cycle)
+        try:
+            for e in trace_events(src):
+                v = e.get("ts")
+                if type(v) is str:
+                    texts.append(v)
+                    e["ts"] = _MARK + v + _MARK
+                v = e.get("dur")
+                if type(v) is str:
+                    texts.append(v)
+                    e["dur"] = _MARK + v + _MARK
+                batch.append(e)
+                if len(batch) >= EXPORT_BATCH:
+                    _write_events(dst, batch, texts, n)
+                    n += len(batch)
+                    batch, texts = [], []
+        except TRACE_ERRORS:
+            pass  # the part that was read is written; the loader reported the broken file
+        if batch:
+            _write_events(dst, batch, texts, n)
+            n += len(batch)
     dst.write("\n]\n")
     return n
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.loaders.traces import gc_paused, note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import StepTrace
@@ -75,32 +75,33 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     steps: dict[int, tuple[float, float]] = {}
     flows = FlowPairs()
     unusable = 0
-    try:
-        for e in trace_events(path, log):
-            ph = e.get("ph")
-            name = e.get("name")
-            if ph == "X" and isinstance(name, str):
-                lane = LANES.get(name)
-                if lane is None and name.startswith("hcom_receive"):
-                    lane = "bubble"
-                if lane is not None:
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0):
-                        s_lane.append(lane_ix[lane])
-                        s_ts.append(ts)
-                        s_dur.append(dur)
-                    else:
-                        unusable += 1
-                    continue
-                m = STEP_RE.match(name)
-                if m:
-                    ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                    if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                        steps[to_int(m.group(1))] = (ts, ts + dur)
-            elif ph in ("s", "f"):
-                flows.add(e)
-    except TRACE_ERRORS as e:
-        trace_cut(log, path, e, "overlap computed from the part read")
+    with gc_paused():  # (the events make no cycle)
+        try:
+            for e in trace_events(path, log):
+                ph = e.get("ph")
+                name = e.get("name")
+                if ph == "X" and isinstance(name, str):
+                    lane = LANES.get(name)
+                    if lane is None and name.startswith("hcom_receive"):
+                        lane = "bubble"
+                    if lane is not None:
+                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                        if not (math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0):
+                            s_lane.append(lane_ix[lane])
+                            s_ts.append(ts)
+                            s_dur.append(dur)
+                        else:
+                            unusable += 1
+                        continue
+                    m = STEP_RE.match(name)
+                    if m:
+                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
+                        if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                            steps[to_int(m.group(1))] = (ts, ts + dur)
+                elif ph in ("s", "f"):
+                    flows.add(e)
+        except TRACE_ERRORS as e:
+            trace_cut(log, path, e, "overlap computed from the part read")
     note_unusable_events(log, path, unusable)
     lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
     if not (lanes != lane_ix["bubble"]).any():
