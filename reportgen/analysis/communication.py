@@ -75,6 +75,59 @@ def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 
 
+def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a key column and its distinct values as an object array, the codes in the values' sort
+    order (so grouping or sorting by the codes orders rows as the values would); -1 for a missing value. A
+    groupby on text factorises the text again on every call (seconds at 1,024 ranks): factorise once, group
+    by integers."""
+    v = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    if v.dtype.kind not in "iub":  # numbers stay numbers (factorised as such: fast); text and the rest as objects
+        v = v.astype(object) if v.dtype != object else v
+    try:
+        c, u = pd.factorize(v, sort=sort)
+    except TypeError:  # values that do not compare (text and numbers mixed): first-seen order
+        c, u = pd.factorize(v, sort=False)
+    return c.astype(np.int64, copy=False), np.asarray(u, dtype=object)
+
+
+class Groups:
+    """Rows grouped by several key columns given as codes (`codes`), as a groupby on the columns would: rows with
+    a missing key left out (`valid`), groups numbered in the keys' lexicographic order (`gid`, one per valid row),
+    `first[g]`: the position of group g's first row (its key columns are the codes there)."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, int]], n_rows: int) -> None:
+        key = np.zeros(n_rows, dtype=np.int64)
+        bad = np.zeros(n_rows, dtype=bool)
+        span = 1
+        for c, n in parts:
+            n = max(1, int(n))
+            if span * n >= 2 ** 62:  # too many combinations for one int64: renumber the key so far (same order)
+                key = pd.factorize(key, sort=True)[0].astype(np.int64)
+                span = int(key.max()) + 1 if len(key) else 1
+            key = key * n + c
+            span *= n
+            bad |= c < 0
+        self.valid = ~bad
+        self.rows = np.flatnonzero(self.valid)
+        gid, uk = pd.factorize(key[self.valid], sort=True)
+        self.gid = gid.astype(np.int64, copy=False)
+        self.n = len(uk)
+        order = np.argsort(self.gid, kind="stable")
+        self.first = self.rows[order[np.searchsorted(self.gid[order], np.arange(self.n))]]
+        self.size = np.bincount(self.gid, minlength=self.n)
+
+    def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
+        """`how` ("sum", "mean", "min", ...) of `cols` per group (pandas' own reductions: the same sums, row for
+        row), index 0..n-1."""
+        f = frame[cols] if self.valid.all() else frame[cols].iloc[self.rows]
+        return getattr(f.reset_index(drop=True).groupby(self.gid, sort=True), how)(**kw)
+
+
+def _text(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
+    """The values of codes `c` as an object column (shared objects: 8 bytes a row, not a copy of the text)."""
+    return pd.Series(uniques.take(c), dtype=object)
+
+
 def analyze_communication(run: Run) -> CommAnalysis:
     issues: list[DataIssue] = []
     with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
@@ -90,14 +143,11 @@ def analyze_communication(run: Run) -> CommAnalysis:
     if links is None:
         links = pd.DataFrame()
 
-    # rows that make up "the averaged step": stored-average rows, or every step row
-    if len(ops):
-        avg_rows = ops["stored"] & ops["step"].isna()
-        step_ops = ops[~avg_rows]
-        stored_ops = ops[avg_rows]
-    else:
-        step_ops = stored_ops = ops
-    any_stored = bool(len(stored_ops))
+    # rows that make up "the averaged step": stored-average rows, or every step row (positions in `ops`)
+    avg_rows = (ops["stored"] & ops["step"].isna()).to_numpy(dtype=bool) if len(ops) else np.zeros(0, dtype=bool)
+    step_rows, stored_rows = np.flatnonzero(~avg_rows), np.flatnonzero(avg_rows)
+    keys = _Keys(ops) if len(ops) else None
+    any_stored = bool(len(stored_rows))
     averaging = N_("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
                    "mean over the recorded steps") if any_stored else N_("mean over the recorded steps")
 
@@ -105,7 +155,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     if steps is None:
         steps = pd.DataFrame(columns=["rank", "step", *COMM_TIME_COLUMNS, "stored"])
     stored_steps = steps["stored"].astype(bool) & steps["step"].isna()
-    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), step_ops)
+    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), keys, step_rows)
     per_rank = _per_rank(per_rank_step, steps[stored_steps])
     groups, link_issues = _groups(run, with_data, inferred, ops, links)
     issues.extend(link_issues)
@@ -120,9 +170,9 @@ def analyze_communication(run: Run) -> CommAnalysis:
         link_table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
-    rank_ops = _rank_ops(step_ops, stored_ops)
-    op_table = _ops_across(rank_ops)
-    per_group = _per_group_rank(step_ops, stored_ops)
+    rank_ops, at = _rank_ops(ops, keys, step_rows, stored_rows)
+    op_table = _ops_across(rank_ops, keys, at)
+    per_group = _per_group_rank(ops, keys, step_rows, stored_rows)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
         issues.append(DataIssue("", dq("analysis.ranks-without-communication", missing=len(missing),
@@ -162,11 +212,17 @@ def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: boo
 # --- per rank ------------------------------------------------------------------------------------
 
 
-def _with_op_counts(per_step: pd.DataFrame, step_ops: pd.DataFrame) -> pd.DataFrame:
+def _with_op_counts(per_step: pd.DataFrame, keys: "Optional[_Keys]", step_rows: np.ndarray) -> pd.DataFrame:
     out = per_step.copy()
-    if len(step_ops):
-        n = step_ops.assign(_s=step_ops["step"].fillna(-1)).groupby(["rank", "_s"]).size()
-        out["n_ops"] = [n.get((r, -1 if pd.isna(s) else s), 0) for r, s in zip(out["rank"], out["step"])]
+    if keys is not None and len(step_rows):
+        # operators per (rank, step): one count over the integer codes, looked up for every row at once
+        ns = max(1, len(keys.values["step"]))
+        n = np.bincount(keys.codes["rank"][step_rows] * ns + keys.codes["step"][step_rows],
+                        minlength=len(keys.values["rank"]) * ns)
+        rc = pd.Index(keys.values["rank"]).get_indexer(out["rank"].to_numpy())
+        sc = pd.Index(keys.values["step"]).get_indexer(out["step"].fillna(-1).to_numpy())
+        ok = (rc >= 0) & (sc >= 0)
+        out["n_ops"] = np.where(ok, n[np.where(ok, rc * ns + sc, 0)], 0)
     else:
         out["n_ops"] = 0
     for c in COMM_TIME_COLUMNS:
@@ -192,70 +248,131 @@ def _per_rank(per_step: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     return avg.sort_index()
 
 
-def _per_group_rank(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+class _Keys:
+    """The stacked operators' key columns as integer codes (`codes`), factorised once for every aggregation:
+    rank, op, group, kind and the step (missing step = -1, as `fillna(-1)` groups it)."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.codes: dict[str, np.ndarray] = {}
+        self.values: dict[str, np.ndarray] = {}
+        for name, col in (("rank", ops["rank"]), ("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
+                          ("step", ops["step"].fillna(-1))):
+            self.codes[name], self.values[name] = codes(col)
+
+    def parts(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, int]]:
+        return [(self.codes[n][rows], len(self.values[n])) for n in names]
+
+
+def _steps_of_rank(keys: _Keys, rows: np.ndarray) -> dict[int, int]:
+    """Distinct steps (a missing step counted once) per rank among `rows`."""
+    rc, sc = keys.codes["rank"][rows], keys.codes["step"][rows]
+    pairs = np.unique(rc * max(1, len(keys.values["step"])) + sc)
+    per = np.bincount(pairs // max(1, len(keys.values["step"])), minlength=len(keys.values["rank"]))
+    return {keys.values["rank"][i]: int(per[i]) for i in np.flatnonzero(per)}
+
+
+def _per_group_rank(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray, stored_rows: np.ndarray) -> pd.DataFrame:
     cols = [*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms"]
-    src = stored_ops if len(stored_ops) else step_ops
-    if not len(src):
+    rows = stored_rows if len(stored_rows) else step_rows
+    if not len(rows):
         return pd.DataFrame()
-    f = src.assign(_s=src["step"].fillna(-1))
-    per = f.groupby(["rank", "group", "_s"])[cols].sum(min_count=1)
-    out = per.groupby(level=["rank", "group"]).mean().reset_index()
+    # Σ per (rank, group, step), then the mean over the steps per (rank, group)
+    g1 = Groups(keys.parts(rows, ["rank", "group", "step"]), len(rows))
+    per = g1.agg(ops[cols].iloc[rows], cols, "sum", min_count=1)
+    first = rows[g1.first]
+    g2 = Groups(keys.parts(first, ["rank", "group"]), len(first))
+    out = per.groupby(g2.gid, sort=True).mean()
+    at = first[g2.first]
+    out.insert(0, "group", _text(keys.values["group"], keys.codes["group"][at]).to_numpy())
+    out.insert(0, "rank", ops["rank"].to_numpy()[at])
+    out = out.reset_index(drop=True)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
     for t in ("sdma", "rdma"):
         out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
 
 
-def _rank_ops(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
+              stored_rows: np.ndarray) -> tuple[pd.DataFrame, Optional[np.ndarray]]:
+    """Per (rank, op, group, kind): the average per step. Also each row's (op, group, kind) code (for
+    `_ops_across`)."""
     cols = list(COMM_TIME_COLUMNS)
-    if not len(step_ops) and not len(stored_ops):
-        return pd.DataFrame(columns=["rank", "op", "group", "kind", *cols, "count"])
-    parts = []
-    if len(step_ops):
-        keep = step_ops
-        if len(stored_ops):
-            keep = step_ops[~step_ops["rank"].isin(stored_ops["rank"].unique())]
+    names = ["rank", "op", "group", "kind"]
+    if not len(step_rows) and not len(stored_rows):
+        return pd.DataFrame(columns=[*names, *cols, "count"]), None
+    parts = []  # (numbers, positions of each group's first row)
+    if len(step_rows):
+        keep = step_rows
+        if len(stored_rows):
+            keep = step_rows[~np.isin(keys.codes["rank"][step_rows], keys.codes["rank"][stored_rows])]
         if len(keep):
-            g = keep.groupby(["rank", "op", "group", "kind"])
-            nsteps = keep.assign(_s=keep["step"].fillna(-1)).groupby("rank")["_s"].nunique()
-            a = g[cols].sum(min_count=1)
-            a["count"] = g.size()
-            a = a.reset_index()
-            div = a["rank"].map(nsteps).astype(float)
+            g = Groups(keys.parts(keep, names), len(keep))
+            a = g.agg(ops[cols].iloc[keep], cols, "sum", min_count=1)
+            a["count"] = g.size
+            nsteps = _steps_of_rank(keys, keep)
+            div = pd.Series(ops["rank"].to_numpy()[keep[g.first]]).map(nsteps).astype(float)
             for c in cols:
                 a[c] = a[c] / div
             a["count"] = a["count"] / div
-            parts.append(a)
-    if len(stored_ops):
-        g = stored_ops.groupby(["rank", "op", "group", "kind"])
-        a = g[cols].sum(min_count=1)
-        a["count"] = g.size().astype(float)
-        parts.append(a.reset_index())
-    out = pd.concat(parts, ignore_index=True)
+            parts.append((a, keep[g.first]))
+    if len(stored_rows):
+        g = Groups(keys.parts(stored_rows, names), len(stored_rows))
+        a = g.agg(ops[cols].iloc[stored_rows], cols, "sum", min_count=1)
+        a["count"] = g.size.astype(float)
+        parts.append((a, stored_rows[g.first]))
+    at = np.concatenate([p[1] for p in parts])
+    nums = pd.concat([p[0] for p in parts], ignore_index=True)
+    out = pd.DataFrame({"rank": ops["rank"].to_numpy()[at]})
+    for n in ("op", "group", "kind"):
+        out[n] = _text(keys.values[n], keys.codes[n][at])
+    for c in nums.columns:
+        out[c] = nums[c].to_numpy()
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
-    return out
+    return out, at
 
 
-def _ops_across(rank_ops: pd.DataFrame) -> pd.DataFrame:
+def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Optional[np.ndarray] = None) -> pd.DataFrame:
     """The same operator on every rank: mean, min, max and the spread of its time."""
     if not len(rank_ops):
         return pd.DataFrame()
-    g = rank_ops.groupby(["op", "group", "kind"])
-    t = g["communication_ms"]
+    names = ["op", "group", "kind"]
+    if keys is not None and at is not None:
+        g = Groups(keys.parts(at, names), len(at))
+        text = {n: (keys.values[n], keys.codes[n][at]) for n in names}
+    else:
+        cs = {n: codes(rank_ops[n]) for n in names}
+        g = Groups([(cs[n][0], len(cs[n][1])) for n in names], len(rank_ops))
+        text = {n: (cs[n][1], cs[n][0]) for n in names}
+    ro = rank_ops.reset_index(drop=True)
+    mean = g.agg(ro, ["communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms"], "mean")
+    lo = g.agg(ro, ["communication_ms", "wait_ms"], "min")
+    hi = g.agg(ro, ["communication_ms"], "max")
     out = pd.DataFrame({
-        "ranks": g.size(), "mean_ms": t.mean(), "min_ms": t.min(), "max_ms": t.max(),
-        "transit_ms": g["transit_ms"].mean(), "wait_ms": g["wait_ms"].mean(), "sync_ms": g["sync_ms"].mean(),
-        "idle_ms": g["idle_ms"].mean(), "min_wait_ms": g["wait_ms"].min(),
+        "ranks": g.size, "mean_ms": mean["communication_ms"], "min_ms": lo["communication_ms"],
+        "max_ms": hi["communication_ms"], "transit_ms": mean["transit_ms"], "wait_ms": mean["wait_ms"],
+        "sync_ms": mean["sync_ms"], "idle_ms": mean["idle_ms"], "min_wait_ms": lo["wait_ms"],
     })
     out["spread_ms"] = out["max_ms"] - out["min_ms"]
-    idx_max = rank_ops.loc[t.idxmax().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
-    idx_min = rank_ops.loc[t.idxmin().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
-    w = rank_ops["wait_ms"].fillna(math.inf)
-    least_wait = rank_ops.loc[w.groupby([rank_ops["op"], rank_ops["group"], rank_ops["kind"]]).idxmin()]
-    out["max_rank"] = idx_max
-    out["min_rank"] = idx_min
-    out["least_wait_rank"] = least_wait.set_index(["op", "group", "kind"])["rank"]
-    out = out.reset_index().sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
+    rank = ro["rank"].to_numpy()
+    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
+
+    def pick(values: np.ndarray, largest: bool) -> pd.Series:
+        """Per group the rank of the first row with the largest / smallest value (NaN skipped; no rank where all
+        are NaN)."""
+        v = np.where(np.isnan(values), -np.inf if largest else np.inf, values)
+        order = np.lexsort((-v if largest else v, g.gid))  # per group, the extreme first (stable: first of ties)
+        firsts = order[np.searchsorted(g.gid[order], np.arange(g.n))]
+        ok = ~np.isnan(values[firsts])
+        return pd.Series(rank[g.rows[firsts[ok]]], index=np.flatnonzero(ok)).reindex(range(g.n))
+    out["max_rank"] = pick(t, True)
+    out["min_rank"] = pick(t, False)
+    w = ro["wait_ms"].to_numpy(dtype="float64")[g.rows]
+    out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
+    at_first = g.first
+    for k, n in enumerate(names):
+        vals, cs = text[n]
+        out.insert(k, n, _text(vals, cs[at_first]).to_numpy())
+    out = out.sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
 
@@ -272,9 +389,13 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
             named.setdefault(str(gid), (g.get("group_name") or gid, list(g.get("global_ranks", []))))
     members: dict[str, set[int]] = {}
     for f in (ops, links):
-        if len(f):
-            for (gid, r), _ in f.groupby(["group", "rank"]).size().items():
-                members.setdefault(str(gid), set()).add(int(r))
+        if len(f):  # the distinct (group, rank) pairs, groups in order (as a groupby on both lists them)
+            gc, gv = codes(f["group"])
+            rc, rv = codes(f["rank"])
+            ok = (gc >= 0) & (rc >= 0)
+            pairs = np.unique(gc[ok] * max(1, len(rv)) + rc[ok])
+            for g_, r_ in zip((pairs // max(1, len(rv))).tolist(), (pairs % max(1, len(rv))).tolist()):
+                members.setdefault(str(gv[g_]), set()).add(int(rv[r_]))
 
     def self_local(r: int, gid: str) -> Optional[int]:
         c = with_data[r]
