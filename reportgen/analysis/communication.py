@@ -157,7 +157,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     stored_steps = steps["stored"].astype(bool) & steps["step"].isna()
     per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), keys, step_rows)
     per_rank = _per_rank(per_rank_step, steps[stored_steps])
-    groups, link_issues = _groups(run, with_data, inferred, ops, links)
+    groups, link_issues = _groups(run, with_data, inferred, ops, links, keys)
     issues.extend(link_issues)
     links_g, unmapped = _global_links(links, groups)
     if unmapped:
@@ -380,7 +380,7 @@ def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Option
 
 
 def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops: pd.DataFrame,
-            links: pd.DataFrame) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
+            links: pd.DataFrame, keys: "Optional[_Keys]" = None) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
     issues: list[DataIssue] = []
     named: dict[str, tuple[str, list[int]]] = {}
     for d in run.ranks.values():
@@ -390,8 +390,11 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
     members: dict[str, set[int]] = {}
     for f in (ops, links):
         if len(f):  # the distinct (group, rank) pairs, groups in order (as a groupby on both lists them)
-            gc, gv = codes(f["group"])
-            rc, rv = codes(f["rank"])
+            if f is ops and keys is not None:
+                (gc, gv), (rc, rv) = ((keys.codes[n], keys.values[n]) for n in ("group", "rank"))
+            else:
+                gc, gv = codes(f["group"])
+                rc, rv = codes(f["rank"])
             ok = (gc >= 0) & (rc >= 0)
             pairs = np.unique(gc[ok] * max(1, len(rv)) + rc[ok])
             for g_, r_ in zip((pairs // max(1, len(rv))).tolist(), (pairs % max(1, len(rv))).tolist()):
@@ -487,25 +490,53 @@ def _global_links(links: pd.DataFrame, groups: dict[str, GroupInfo]) -> tuple[pd
     return out, int((~ok).sum())
 
 
+def _link_codes(lk: pd.DataFrame, keys: list[str]) -> list[tuple[np.ndarray, int]]:
+    """`keys` of `lk` as codes, a missing value its own code after every other (a groupby with dropna=False
+    puts it last)."""
+    out = []
+    for k in keys:
+        c, v = codes(lk[k])
+        out.append((np.where(c < 0, len(v), c), len(v) + 1))
+    return out
+
+
 def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per rank: stored-average rows if it has them, else per-step sums averaged over the rank's steps."""
-    stored = lk["stored"] & lk["step"].isna()
+    nums = ["time_ms", "size_mb", "stored_bandwidth_gbps"]
+    stored = (lk["stored"] & lk["step"].isna()).to_numpy(dtype=bool)
+    rank = lk["rank"].to_numpy()
+    kc = _link_codes(lk, ["rank", *keys])
     parts = []
+
+    def rows_out(at: np.ndarray, sums: pd.DataFrame) -> pd.DataFrame:
+        out = pd.DataFrame({"rank": rank[at]})
+        for k in keys:
+            out[k] = lk[k].to_numpy()[at] if lk[k].dtype.kind in "iufb" else _text(lk[k].to_numpy(dtype=object), at)
+        for c in nums:
+            out[c] = sums[c].to_numpy()
+        return out
     if stored.any():
-        parts.append(lk[stored].groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]]
-                     .sum(min_count=1).reset_index())
-    rest = lk[~stored & ~lk["rank"].isin(lk.loc[stored, "rank"].unique())]
+        rows = np.flatnonzero(stored)
+        g = Groups([(c[rows], n) for c, n in kc], len(rows))
+        parts.append(rows_out(rows[g.first], g.agg(lk[nums].iloc[rows], nums, "sum", min_count=1)))
+    rest = np.flatnonzero(~stored & ~np.isin(rank, rank[stored]))
     if len(rest):
-        f = rest.assign(_s=rest["step"].fillna(-1))
-        per = f.groupby(["rank", "_s", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
-            min_count=1).reset_index()
-        nsteps = per.groupby("rank")["_s"].nunique()
-        avg = per.groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
-            min_count=1).reset_index()
-        div = avg["rank"].map(nsteps).astype(float)
-        for c in ("time_ms", "size_mb", "stored_bandwidth_gbps"):
-            avg[c] = avg[c] / div
-        parts.append(avg)
+        sc, sv = codes(lk["step"].iloc[rest].fillna(-1))
+        g1 = Groups([(kc[0][0][rest], kc[0][1]), (sc, len(sv)), *[(c[rest], n) for c, n in kc[1:]]], len(rest))
+        per = g1.agg(lk[nums].iloc[rest], nums, "sum", min_count=1)  # Σ per (rank, step, link)
+        first = rest[g1.first]
+        g2 = Groups([(c[first], n) for c, n in kc], len(first))
+        avg = per.groupby(g2.gid, sort=True).sum(min_count=1)  # Σ over the steps per (rank, link)
+        # the rank's steps: distinct steps among its (rank, step, link) sums
+        rs = kc[0][0][rest][g1.first] * max(1, len(sv)) + sc[g1.first]
+        pairs = np.unique(rs)
+        nsteps = np.bincount(pairs // max(1, len(sv)), minlength=kc[0][1])
+        at = first[g2.first]
+        out = rows_out(at, avg)
+        div = nsteps[kc[0][0][at]].astype(float)
+        for c in nums:
+            out[c] = out[c] / div
+        parts.append(out)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -524,17 +555,33 @@ def _link_table(links_g: pd.DataFrame) -> pd.DataFrame:
     avg = _average_rows(base, keys)
     if not len(avg):
         return avg
-    g = avg.groupby(keys, dropna=False)
-    out = g[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(min_count=1)
-    out["reporters"] = g["rank"].apply(lambda s: ",".join(str(x) for x in sorted(set(s))))
-    out = out.reset_index()
+    g = Groups(_link_codes(avg, keys), len(avg))
+    out = g.agg(avg, ["time_ms", "size_mb", "stored_bandwidth_gbps"], "sum", min_count=1)
+    # the ranks that reported each link, ascending, as text
+    rc, rv = codes(avg["rank"])
+    pairs = np.unique(g.gid * max(1, len(rv)) + rc[g.rows])
+    pg, pr = pairs // max(1, len(rv)), pairs % max(1, len(rv))
+    names = np.array([str(x) for x in rv], dtype=object)[pr]
+    cuts = np.searchsorted(pg, np.arange(g.n + 1))
+    out["reporters"] = [",".join(names[cuts[i]:cuts[i + 1]]) for i in range(g.n)]
+    head = avg.iloc[g.first].reset_index(drop=True)
+    out = pd.concat([head[keys], out], axis=1)
     out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"].where(out["time_ms"] > 0)
     # operator counts per link: per-operator records where the producer wrote them
     per_op = links_g[links_g["scope"].isin(["op", "sample"])]
     if len(per_op):
-        cnt = per_op.groupby(["group", "src", "dst", "transport"], dropna=False)["op"].nunique()
-        out["n_ops"] = [cnt.get((g_, s, d, t), 0) for g_, s, d, t in
-                        zip(out["group"], out["src"], out["dst"], out["transport"])]
+        lk4 = ["group", "src", "dst", "transport"]
+        both = pd.concat([out[lk4], per_op[lk4]], ignore_index=True)
+        bc = _link_codes(both, lk4)
+        kg = Groups(bc, len(both))  # one numbering of the links of both tables
+        link_of = np.full(len(both), -1, dtype=np.int64)
+        link_of[kg.rows] = kg.gid
+        oc, ov = codes(per_op["op"])
+        mine = link_of[len(out):]
+        ok = oc >= 0  # nunique leaves missing names out
+        uniq = np.unique(mine[ok] * max(1, len(ov)) + oc[ok])
+        cnt = np.bincount(uniq // max(1, len(ov)), minlength=kg.n)
+        out["n_ops"] = cnt[link_of[:len(out)]]
     else:
         out["n_ops"] = 0
     out["self"] = out["src"] == out["dst"]
