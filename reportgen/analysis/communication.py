@@ -91,9 +91,12 @@ def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Groups:
-    """Rows grouped by several key columns given as codes (`codes`), as a groupby on the columns would: rows with
-    a missing key left out (`valid`), groups numbered in the keys' lexicographic order (`gid`, one per valid row),
-    `first[g]`: the position of group g's first row (its key columns are the codes there)."""
+    """Rows grouped by several key columns given as codes (`parts`: (codes, number of distinct values)), as a
+    groupby on the columns would: rows with a missing key left out (`valid`, `rows`: the positions kept), groups
+    numbered in the keys' lexicographic order (`gid`, one per kept row), `first[g]`: the position of group g's first
+    row (its key columns are the codes there), `size[g]`; `order` / `cuts`: the kept rows by group (stable: rows in
+    their order within a group) and each group's bounds there. One stable sort of one integer per row (the rows
+    come in rank order, so mostly sorted already)."""
 
     def __init__(self, parts: list[tuple[np.ndarray, int]], n_rows: int) -> None:
         key = np.zeros(n_rows, dtype=np.int64)
@@ -109,18 +112,38 @@ class Groups:
             bad |= c < 0
         self.valid = ~bad
         self.rows = np.flatnonzero(self.valid)
-        gid, uk = pd.factorize(key[self.valid], sort=True)
-        self.gid = gid.astype(np.int64, copy=False)
-        self.n = len(uk)
-        order = np.argsort(self.gid, kind="stable")
-        self.first = self.rows[order[np.searchsorted(self.gid[order], np.arange(self.n))]]
-        self.size = np.bincount(self.gid, minlength=self.n)
+        k = key[self.rows]
+        self.order = np.argsort(k, kind="stable")
+        sk = k[self.order]
+        new = np.r_[True, sk[1:] != sk[:-1]] if len(sk) else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(new)
+        self.n = len(starts)
+        self.cuts = np.r_[starts, len(sk)]
+        self.size = np.diff(self.cuts)
+        self.gid = np.empty(len(k), dtype=np.int64)
+        self.gid[self.order] = np.repeat(np.arange(self.n, dtype=np.int64), self.size)
+        self.first = self.rows[self.order[starts]]
+        self._by: dict = {}
 
     def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
         """`how` ("sum", "mean", "min", ...) of `cols` per group (pandas' own reductions: the same sums, row for
-        row), index 0..n-1."""
-        f = frame[cols] if self.valid.all() else frame[cols].iloc[self.rows]
-        return getattr(f.reset_index(drop=True).groupby(self.gid, sort=True), how)(**kw)
+        row), index 0..n-1. `frame`: one row per key row (all of them, or only the kept ones)."""
+        got = self._by.get(id(frame))
+        if got is None or got[0] is not frame:
+            f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
+            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(self.gid, sort=True))
+        return getattr(got[1][cols], how)(**kw)
+
+    def pick(self, values: np.ndarray, largest: bool) -> np.ndarray:
+        """Per group, the kept-row position (into `rows`) of the first row holding the group's largest (smallest)
+        value, NaN skipped (groupby's idxmax / idxmin); -1 where the group has no value."""
+        v = values[self.order]
+        if not len(v):
+            return np.zeros(0, dtype=np.int64)
+        red = (np.fmax if largest else np.fmin).reduceat(v, self.cuts[:-1])
+        at = np.where(v == np.repeat(red, self.size), np.arange(len(v)), len(v))
+        first = np.minimum.reduceat(at, self.cuts[:-1])
+        return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
 
 
 def _text(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
@@ -353,17 +376,15 @@ def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Option
         "sync_ms": mean["sync_ms"], "idle_ms": mean["idle_ms"], "min_wait_ms": lo["wait_ms"],
     })
     out["spread_ms"] = out["max_ms"] - out["min_ms"]
-    rank = ro["rank"].to_numpy()
-    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
+    rank = ro["rank"].to_numpy()[g.rows]
 
     def pick(values: np.ndarray, largest: bool) -> pd.Series:
-        """Per group the rank of the first row with the largest / smallest value (NaN skipped; no rank where all
+        """Per group the rank of the first row with the largest / smallest value (NaN skipped; none where all
         are NaN)."""
-        v = np.where(np.isnan(values), -np.inf if largest else np.inf, values)
-        order = np.lexsort((-v if largest else v, g.gid))  # per group, the extreme first (stable: first of ties)
-        firsts = order[np.searchsorted(g.gid[order], np.arange(g.n))]
-        ok = ~np.isnan(values[firsts])
-        return pd.Series(rank[g.rows[firsts[ok]]], index=np.flatnonzero(ok)).reindex(range(g.n))
+        at = g.pick(values, largest)
+        ok = at >= 0
+        return pd.Series(rank[at[ok]], index=np.flatnonzero(ok)).reindex(range(g.n))
+    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
     out["max_rank"] = pick(t, True)
     out["min_rank"] = pick(t, False)
     w = ro["wait_ms"].to_numpy(dtype="float64")[g.rows]
