@@ -146,9 +146,20 @@ class Groups:
         return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
 
 
+def _take(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """`frame.iloc[rows]` (`rows`: ascending positions), without the copy when they are every row."""
+    return frame if len(rows) == len(frame) else frame.iloc[rows]
+
+
 def _text(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
     """The values of codes `c` as an object column (shared objects: 8 bytes a row, not a copy of the text)."""
     return pd.Series(uniques.take(c), dtype=object)
+
+
+def _labels(uniques: np.ndarray, c: np.ndarray) -> pd.Categorical:
+    """Codes `c` into the distinct values `uniques` as a categorical (its categories in the values' order); a
+    code -1 is a missing value."""
+    return pd.Categorical.from_codes(c, categories=pd.Index(uniques, dtype=object))
 
 
 def analyze_communication(run: Run) -> CommAnalysis:
@@ -301,7 +312,7 @@ def _per_group_rank(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray, store
         return pd.DataFrame()
     # Σ per (rank, group, step), then the mean over the steps per (rank, group)
     g1 = Groups(keys.parts(rows, ["rank", "group", "step"]), len(rows))
-    per = g1.agg(ops[cols].iloc[rows], cols, "sum", min_count=1)
+    per = g1.agg(_take(ops[cols], rows), cols, "sum", min_count=1)
     first = rows[g1.first]
     g2 = Groups(keys.parts(first, ["rank", "group"]), len(first))
     out = per.groupby(g2.gid, sort=True).mean()
@@ -330,7 +341,7 @@ def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
             keep = step_rows[~np.isin(keys.codes["rank"][step_rows], keys.codes["rank"][stored_rows])]
         if len(keep):
             g = Groups(keys.parts(keep, names), len(keep))
-            a = g.agg(ops[cols].iloc[keep], cols, "sum", min_count=1)
+            a = g.agg(_take(ops[cols], keep), cols, "sum", min_count=1)
             a["count"] = g.size
             nsteps = _steps_of_rank(keys, keep)
             div = pd.Series(ops["rank"].to_numpy()[keep[g.first]]).map(nsteps).astype(float)
@@ -340,14 +351,14 @@ def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
             parts.append((a, keep[g.first]))
     if len(stored_rows):
         g = Groups(keys.parts(stored_rows, names), len(stored_rows))
-        a = g.agg(ops[cols].iloc[stored_rows], cols, "sum", min_count=1)
+        a = g.agg(_take(ops[cols], stored_rows), cols, "sum", min_count=1)
         a["count"] = g.size.astype(float)
         parts.append((a, stored_rows[g.first]))
     at = np.concatenate([p[1] for p in parts])
     nums = pd.concat([p[0] for p in parts], ignore_index=True)
     out = pd.DataFrame({"rank": ops["rank"].to_numpy()[at]})
-    for n in ("op", "group", "kind"):
-        out[n] = _text(keys.values[n], keys.codes[n][at])
+    for n in ("op", "group", "kind"):  # labels as categoricals: a code a row (a row a rank and operator)
+        out[n] = _labels(keys.values[n], keys.codes[n][at])
     for c in nums.columns:
         out[c] = nums[c].to_numpy()
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
@@ -539,7 +550,7 @@ def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     if stored.any():
         rows = np.flatnonzero(stored)
         g = Groups([(c[rows], n) for c, n in kc], len(rows))
-        parts.append(rows_out(rows[g.first], g.agg(lk[nums].iloc[rows], nums, "sum", min_count=1)))
+        parts.append(rows_out(rows[g.first], g.agg(_take(lk[nums], rows), nums, "sum", min_count=1)))
     rest = np.flatnonzero(~stored & ~np.isin(rank, rank[stored]))
     if len(rest):
         sc, sv = codes(lk["step"].iloc[rest].fillna(-1))

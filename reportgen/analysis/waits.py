@@ -18,7 +18,7 @@ next latest rank, per step (what fixing it saves on the step, `Arrivals.instance
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -74,7 +74,8 @@ class Waits:
     source: str  # Arrivals.source: "collectives" | "step trace"
     steps: int  # the steps the ms are per (distinct steps of the matched instances; 1 when unnumbered)
     groups: list[GroupWaits] = field(default_factory=list)
-    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads it)
+    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads its
+    #                                       instances; `analyze_waits` keeps its `late` rows empty)
 
     def culprit(self, rank: int) -> Optional[tuple[GroupWaits, Culprit]]:
         """The group where `rank` costs its peers the most, and its record there."""
@@ -99,7 +100,12 @@ def analyze_waits(run: "Run", arr: Optional[Arrivals] = None) -> tuple[Optional[
     arr = arrivals(run) if arr is None else arr
     if arr is None:
         return None, NO_TIMES if not _has_times(run) else NO_MATCH
-    return wait_matrices(arr), ""
+    w = wait_matrices(arr)
+    # the per-rank lateness rows (one per rank and instance: ~225 MB at 1,024 ranks) are what the matrices were
+    # built from; nothing reads them after (the rules read `instances`): kept as an empty frame of the same columns
+    if w.arrivals is not None:
+        w.arrivals = replace(w.arrivals, late=w.arrivals.late.iloc[:0].copy())
+    return w, ""
 
 
 def _has_times(run: "Run") -> bool:

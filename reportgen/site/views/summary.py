@@ -380,8 +380,10 @@ def _label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(col.dtype, pd.CategoricalDtype):
         c = col.cat.codes.to_numpy().astype(np.int64)
         cats = col.cat.categories.to_numpy(dtype=object)
-        used, inv = pd.factorize(c)  # renumbered as first seen (a groupby with sort=False lists them so)
-        return np.where(used[inv] >= 0, inv, -1), np.array([cats[k] if k >= 0 else None for k in used], dtype=object)
+        out = np.full(len(c), -1, dtype=np.int64)
+        fc, used = pd.factorize(c[c >= 0])  # renumbered as first seen (a groupby with sort=False lists them so)
+        out[c >= 0] = fc
+        return out, cats[np.asarray(used, dtype=np.int64)]
     c, u = pd.factorize(col)
     return c.astype(np.int64), np.asarray(u, dtype=object)
 
