@@ -45,16 +45,19 @@ def collective_types(names) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = [str(n) for n in names]
+    texts = [n if type(n) is str else str(n) for n in names]
     if not texts:
         return []
-    arr = pa.array(texts, pa.string())
+    try:
+        arr = pa.array(texts, pa.string())
+    except (pa.ArrowException, UnicodeError):  # text pyarrow cannot hold (lone surrogates): a name at a time
+        return [collective_type(t) for t in texts]
     last = pc.replace_substring_regex(arr, pattern=r"(?s)^.*/", replacement="")  # rsplit("/", 1)[-1]
     s = pc.replace_substring_regex(last, pattern=r"(?i)^hcom_", replacement="", max_replacements=1)
     word = pc.struct_field(pc.extract_regex(s, pattern=r"^(?P<w>[A-Za-z]+)"), [0])
-    word = pc.if_else(pc.is_null(word), s, word).to_pylist()
-    names_of: dict[str, str] = {}
-    return [names_of[w] if w in names_of else names_of.setdefault(w, display_name(w)) for w in word]
+    enc = pc.dictionary_encode(pc.if_else(pc.is_null(word), s, word))  # each distinct word named once
+    shown = [display_name(w) for w in enc.dictionary.to_pylist()]
+    return [shown[i] for i in enc.indices.to_numpy(zero_copy_only=False).tolist()]
 
 
 # --- Kineto (NCCL, RCCL, gloo, expert-parallel libraries) -------------------------------------------------------
