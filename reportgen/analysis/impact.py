@@ -128,19 +128,23 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
         return None
     # integer keys for (step, group, op) (a merge and groupbys on text cost seconds at 1,024 ranks); a missing
     # value is a key of its own, as a merge matches it, and the per-operator sums leave it out, as a groupby does
-    target = f["transport"].map(target_gbps).astype(float)
-    ideal = (f["size_mb"] / target).to_numpy(dtype=float)
+    tc, tu = pd.factorize(f["transport"])  # the target of each distinct transport (Series.map's values)
+    target = pd.Series([target_gbps.get(t, math.nan) for t in tu] + [math.nan], dtype=object).astype(float) \
+        .to_numpy()[tc]
+    ideal = f["size_mb"].to_numpy(dtype=float) / target
     old_t = f["time_ms"].to_numpy(dtype=float)
     hv = hit.to_numpy(dtype=bool)
     fixed = np.where(~hv | np.isnan(ideal), old_t, np.fmin(old_t, ideal))
-    key = ["step", "group", "op"]
     kk = np.zeros(len(f), dtype=np.int64)
-    for k in key:
+    named = np.ones(len(f), dtype=bool)  # rows whose step, group and operator are all given
+    for k in ("step", "group", "op"):
         c, u = pd.factorize(f[k], use_na_sentinel=False)
+        missing = np.flatnonzero(pd.isna(np.asarray(u, dtype=object)))
+        if len(missing):
+            named &= ~np.isin(c, missing)
         kk = pd.factorize(kk * max(1, len(u)) + c)[0].astype(np.int64)
     in_ops = np.isin(kk, np.unique(kk[hv]))
     ops = f[in_ops]
-    named = ~(f["step"].isna() | f["group"].isna() | f["op"].isna()).to_numpy(dtype=bool)
     sel = in_ops & named
     per_op = pd.DataFrame({"k": kk[sel], "old": old_t[sel], "new": fixed[sel]}).groupby("k").max()
     delta = (per_op["old"] - per_op["new"]).clip(lower=0.0)
