@@ -152,8 +152,10 @@ class Groups:
         self._by: dict = {}
 
     def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
-        """`how` ("sum", "mean", "min", ...) of `cols` per group (pandas' own reductions: the same sums, row for
-        row), index 0..n-1. `frame`: one row per key row (all of them, or only the kept ones)."""
+        """`how` ("sum", "mean", "min", ...) of `cols` per group, index 0..n-1. `frame`: one row per key row (all
+        of them, or only the kept ones). pandas' own reductions over the rows in their order, with the group
+        numbers a groupby on the key columns gives: the same digits. (Not the rows taken in group order: pandas
+        sums labels that come sorted without Kahan's compensation, which changes the last digit.)"""
         got = self._by.get(id(frame))
         if got is None or got[0] is not frame:
             f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
