@@ -3,7 +3,8 @@ and kernel names map onto them.
 
 - `display_name`: a kind as the report shows it (`allreduce`, `AllReduce`, `recv` -> `AllReduce` / `Receive`).
 - `collective_type`: an Ascend / MindSpore operator name (`hcom_allReduce__1_4_1`, `Default/AllReduce-op3`, a
-  Kineto kind) -> its display name (summary.json's `communication.collectives[].collective`).
+  Kineto kind) -> its display name (summary.json's `communication.collectives[].collective`); `collective_types`:
+  the same for many names at once.
 - `kineto_kind`: a Kineto device kernel or host range (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, `gloo:all_reduce`)
   -> NCCL's lowercase spelling (`allreduce`, `sendrecv`, `recv`; `collective` when unknown).
 - `matrix_optype`: an operator name -> the class torch_npu's communication matrix keys spell (`allreduce`,
@@ -36,6 +37,27 @@ def collective_type(op: str) -> str:
     s = re.sub(r"^hcom_", "", s, flags=re.I)
     m = re.match(r"[A-Za-z]+", s)
     return display_name(m.group(0) if m else s)
+
+
+def collective_types(names) -> list[str]:
+    """`collective_type` of every name at once (pyarrow's regular expressions over the distinct names: a Python
+    call per name costs seconds over the hundreds of thousands of operator names of a 1,024-rank run)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = [n if type(n) is str else str(n) for n in names]
+    if not texts:
+        return []
+    try:
+        arr = pa.array(texts, pa.string())
+    except (pa.ArrowException, UnicodeError):  # text pyarrow cannot hold (lone surrogates): a name at a time
+        return [collective_type(t) for t in texts]
+    last = pc.replace_substring_regex(arr, pattern=r"(?s)^.*/", replacement="")  # rsplit("/", 1)[-1]
+    s = pc.replace_substring_regex(last, pattern=r"(?i)^hcom_", replacement="", max_replacements=1)
+    word = pc.struct_field(pc.extract_regex(s, pattern=r"^(?P<w>[A-Za-z]+)"), [0])
+    enc = pc.dictionary_encode(pc.if_else(pc.is_null(word), s, word))  # each distinct word named once
+    shown = [display_name(w) for w in enc.dictionary.to_pylist()]
+    return [shown[i] for i in enc.indices.to_numpy(zero_copy_only=False).tolist()]
 
 
 # --- Kineto (NCCL, RCCL, gloo, expert-parallel libraries) -------------------------------------------------------

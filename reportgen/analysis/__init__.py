@@ -79,4 +79,17 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", dq("analysis.consistency-check-failed", name=type(e).__name__, value=e), "info"))
     a.coverage = coverage(a)
+    release_freed_memory()
     return a
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's `malloc_trim`; nothing elsewhere). The analysis
+    frees hundreds of MB of temporary frames at 1,024 ranks; glibc keeps them mapped (arrays under its adaptive
+    mmap threshold live on the heap), so the process would hold its peak for the rest of the build. ~20 ms."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl, Windows): nothing to do
+        pass

@@ -39,9 +39,12 @@ class Arrivals:
 STREAM_PREFIX_RE = re.compile(r"^stream_\d+_")
 
 
-def _instances_of(run: "Run") -> list[pd.DataFrame]:
-    """Every rank's collective instances (step, op, group, key, kind, start_ms, dur_ms, rank): the loaders'
-    matched instances (`Communication.instances`: Kineto traces, Ascend communication.json / analysis.db /
+COLUMNS = ["step", "op", "group", "key", "kind", "start_ms", "dur_ms"]
+
+
+def _instances_of(run: "Run") -> list[tuple[int, pd.DataFrame]]:
+    """Every rank's collective instances (step, op, group, key, kind, start_ms, dur_ms), with its rank: the
+    loaders' matched instances (`Communication.instances`: Kineto traces, Ascend communication.json / analysis.db /
     COMMUNICATION_OP)."""
     frames = []
     for r, d in run.ranks.items():
@@ -49,7 +52,7 @@ def _instances_of(run: "Run") -> list[pd.DataFrame]:
         inst = getattr(c, "instances", None) if c is not None else None
         if inst is None or not len(inst) or not {"start_ms", "dur_ms", "group", "key", "kind"} <= set(inst.columns):
             continue
-        frames.append(inst[["step", "op", "group", "key", "kind", "start_ms", "dur_ms"]].assign(rank=int(r)))
+        frames.append((int(r), inst))
     return frames
 
 
@@ -71,10 +74,10 @@ def _step_trace_events(run: "Run") -> list[pd.DataFrame]:
         kind = np.array(["p2p" if op_kind(n) == "p2p" else "collective" for n in name], dtype=object)
         group = f"stage {stage_of.get(int(r), 0)}" if stage_of else "step trace"
         step = ev["step"].astype("Int64")
-        frames.append(pd.DataFrame({"step": step, "op": name, "group": group,
-                                    "key": step.astype(str) + ":" + name, "kind": kind,
-                                    "start_ms": ev["start_ms"].astype(float),
-                                    "dur_ms": (ev["end_ms"] - ev["start_ms"]).astype(float), "rank": int(r)}))
+        frames.append((int(r), pd.DataFrame({"step": step, "op": name, "group": group,
+                                             "key": step.astype(str) + ":" + name, "kind": kind,
+                                             "start_ms": ev["start_ms"].astype(float),
+                                             "dur_ms": (ev["end_ms"] - ev["start_ms"]).astype(float)})))
     return frames
 
 
@@ -96,52 +99,84 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         frames, source = _step_trace_events(run), "step trace"
     if len(frames) < 2:
         return None
-    f = pd.concat(frames, ignore_index=True).dropna(subset=["start_ms", "dur_ms"])
-    # one integer per (group, key): the string keys are factorised once, not in every groupby (seconds at scale)
-    f = f.assign(_inst=f.groupby(["group", "key"], sort=False).ngroup().to_numpy(),
-                 _kind=pd.factorize(f["kind"].astype(str))[0])
-    f = f[f.groupby("_inst", sort=False)["_kind"].transform("nunique").to_numpy() == 1]
-    f = f.drop_duplicates(subset=["_inst", "rank"], keep="first")
-    f = f[f.groupby("_inst", sort=False)["rank"].transform("size").to_numpy() >= 2]
-    if f.empty:
+    # one frame of every rank's instances (a copy per rank costs seconds at 1,024 ranks), then integer arrays
+    whole = pd.concat([x for _, x in frames], ignore_index=True)
+    rank_all = np.repeat(np.array([r for r, _ in frames], dtype=np.int64), [len(x) for _, x in frames])
+    rows = np.flatnonzero((whole["start_ms"].notna() & whole["dur_ms"].notna()).to_numpy(dtype=bool))
+    rank = rank_all[rows]
+    start = whole["start_ms"].to_numpy(dtype=float)[rows]
+    dur = whole["dur_ms"].to_numpy(dtype=float)[rows]
+    # one integer per (group, key), numbered as they first appear, -1 where either is missing (as a groupby's
+    # ngroup numbers them): the text is factorised once, not in every groupby (seconds at scale)
+    gc = pd.factorize(whole["group"])[0][rows]
+    kc, ku = pd.factorize(whole["key"])
+    kc = kc[rows]
+    pair = np.where((gc >= 0) & (kc >= 0), gc.astype(np.int64) * max(1, len(ku)) + kc, -1)
+    inst = np.full(len(pair), -1, dtype=np.int64)
+    inst[pair >= 0] = pd.factorize(pair[pair >= 0])[0]
+    kind = pd.factorize(whole["kind"].astype(str))[0].astype(np.int64)[rows] + 1
+    # dense ids of the instance numbers (-1 included) for the counting below
+    did, dvals = pd.factorize(inst)
+    nd = len(dvals)
+    # an instance whose rows name more than one kind is not one collective: left out
+    base = int(kind.max()) + 1 if len(kind) else 1
+    kinds = np.bincount(pd.unique(did * base + kind) // base, minlength=nd)
+    keep = (kinds[did] == 1) & (inst >= 0)  # (a row without group or key is no instance: a groupby drops it)
+    # a rank counted once per instance (its first row), and instances on two ranks or more
+    rc, ru = pd.factorize(rank)
+    once = ~pd.Series(np.where(keep, did.astype(np.int64) * max(1, len(ru)) + rc, -1)).duplicated().to_numpy()
+    keep &= once
+    size = np.bincount(did[keep], minlength=nd)
+    keep &= size[did] >= 2
+    if not keep.any():
         return None
-    f = f.assign(end_ms=f["start_ms"] + f["dur_ms"])
-    g = f.groupby("_inst", sort=False)
-    end_spread = (g["end_ms"].max() - g["end_ms"].min())
-    start_spread = (g["start_ms"].max() - g["start_ms"].min())
-    same_clock = float(end_spread.median()) <= max(CLOCK_TOLERANCE_MS, 0.1 * float(start_spread.median()))
-    arrival = f["start_ms"] if same_clock else -f["dur_ms"]
-    f = f.assign(arrival=arrival.astype(float))
-    g = f.groupby("_inst", sort=False)
-    f = f.assign(late_ms=f["arrival"] - g["arrival"].transform("min"))
+    sel = np.flatnonzero(keep)
+    f = whole[COLUMNS]
+    if len(sel) < len(whole):
+        f = f.iloc[rows[sel]].reset_index(drop=True)
+    rank, start, dur, inst, did = rank[sel], start[sel], dur[sel], inst[sel], did[sel]
+    end = start + dur
+    # per instance (sorted once): the spread of the ends and of the starts, the first arrival
+    order = np.argsort(did, kind="stable")
+    sd = did[order]
+    cuts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
+
+    def per(v: np.ndarray, how) -> np.ndarray:
+        return how.reduceat(v[order], cuts)
+    end_spread = per(end, np.maximum) - per(end, np.minimum)
+    start_spread = per(start, np.maximum) - per(start, np.minimum)
+    same_clock = float(pd.Series(end_spread).median()) <= max(CLOCK_TOLERANCE_MS,
+                                                              0.1 * float(pd.Series(start_spread).median()))
+    arr_all = start if same_clock else -dur
+    lo = np.zeros(nd)
+    lo[sd[cuts]] = per(arr_all, np.minimum)
+    late_ms = arr_all - lo[did]
     # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
     # first, the last and the one before it, and the median of all but the last
-    x = f.sort_values(["_inst", "arrival"], kind="stable")
-    inst_id = x["_inst"].to_numpy()
-    pos = x.groupby("_inst", sort=False).cumcount().to_numpy()
-    n = x.groupby("_inst", sort=False)["rank"].transform("size").to_numpy()
-    arr_v, rank_v = x["arrival"].to_numpy(dtype=float), x["rank"].to_numpy(dtype="int64")
+    xo = np.lexsort((arr_all, inst))  # by instance number, then arrival (stable)
+    inst_id, arr_v, rank_v = inst[xo], arr_all[xo], rank[xo]
+    starts = np.flatnonzero(np.r_[True, inst_id[1:] != inst_id[:-1]])
+    lens = np.diff(np.r_[starts, len(inst_id)])
+    pos = np.arange(len(inst_id)) - np.repeat(starts, lens)
+    n = np.repeat(lens, lens)
     first, last, before = pos == 0, pos == n - 1, pos == n - 2
-    ids = inst_id[last]
-    order = np.argsort(ids, kind="stable")
-    ids = ids[order]
-    lastv, lastr = arr_v[last][order], rank_v[last][order]
-    fi = np.argsort(inst_id[first], kind="stable")
-    firstv, firstr = arr_v[first][fi], rank_v[first][fi]
-    bi = np.argsort(inst_id[before], kind="stable")
-    beforev = arr_v[before][bi]
+    ids = inst_id[last]  # ascending already (sorted by instance)
+    lastv, lastr = arr_v[last], rank_v[last]
+    firstv, firstr = arr_v[first], rank_v[first]
+    beforev = arr_v[before]
     med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
-    head = x[last].iloc[order]
+    head = f.iloc[xo[last]]
     instances = pd.DataFrame({
-        "step": head["step"].to_numpy(), "op": head["op"].astype(str).to_numpy(), "group": head["group"].to_numpy(),
-        "key": head["key"].to_numpy(), "kind": head["kind"].to_numpy(), "n": n[last][order],
+        "step": head["step"].to_numpy(), "op": head["op"].astype(str).array, "group": head["group"].array,
+        "key": head["key"].array, "kind": head["kind"].array, "n": lens,
         "first_rank": firstr, "last_rank": lastr, "spread_ms": lastv - firstv,
         "last_behind_median_ms": lastv - med, "last_margin_ms": lastv - beforev})
-    if "step" in f and str(f["step"].dtype) == "Int64":
+    if str(f["step"].dtype) == "Int64":
         instances["step"] = instances["step"].astype("Int64")
-    return Arrivals(late=f[["rank", "step", "op", "group", "key", "kind", "late_ms"]].assign(
-                        inst=f["_inst"].to_numpy()).reset_index(drop=True),
-                    instances=instances.reset_index(drop=True), basis="start times" if same_clock else "elapsed times",
+    late = f[["step", "op", "group", "key", "kind"]]
+    late.insert(0, "rank", rank)
+    late = late.assign(late_ms=late_ms, inst=inst)
+    return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
 
 

@@ -51,7 +51,8 @@ class CommAnalysis:
     per_rank_step: pd.DataFrame  # rank, step, COMM_TIME_COLUMNS
     per_group_rank: pd.DataFrame  # rank, group, COMM_TIME_COLUMNS + sdma/rdma size and time (average per step)
     ops: pd.DataFrame  # per (op, group) across ranks
-    rank_ops: pd.DataFrame  # per (rank, op, group): average per step
+    rank_ops: pd.DataFrame  # per (rank, op, group, kind): average per step of communication, transit and wait
+    #                         (ms), wait_ratio and count; op / group / kind as categoricals
     links: pd.DataFrame  # group, src, dst, transport, time_ms, size_mb, bandwidth_gbps, ... (global ranks)
     pairs: pd.DataFrame  # mapped links between two devices over all groups: src, dst, transport, Σtime, Σsize, bw
     link_ops: pd.DataFrame  # per-operator records on global links (box plots)
@@ -75,6 +76,120 @@ def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 
 
+def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a key column and its distinct values as an object array, the codes in the values' sort
+    order (so grouping or sorting by the codes orders rows as the values would); -1 for a missing value. A
+    groupby on text factorises the text again on every call (seconds at 1,024 ranks): factorise once, group
+    by integers."""
+    v = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    if v.dtype.kind not in "iub":  # numbers stay numbers (factorised as such: fast); text and the rest as objects
+        v = v.astype(object) if v.dtype != object else v
+    c, u = pd.factorize(v, sort=False)
+    c = c.astype(np.int64, copy=False)
+    if sort and len(u) > 1:
+        order = _text_order(u) if v.dtype == object else None
+        if order is None:
+            try:
+                order = np.argsort(u, kind="stable")
+            except TypeError:  # values that do not compare (text and numbers mixed): first-seen order
+                order = None
+        if order is not None:
+            u = np.asarray(u)[order]
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            c = np.where(c >= 0, rank[np.maximum(c, 0)], -1)
+    return c, np.asarray(u, dtype=object)
+
+
+def _text_order(values) -> Optional[np.ndarray]:
+    """The sorting order of distinct texts, by pyarrow (UTF-8 byte order = code point order, as Python sorts
+    str; several times faster than sorting Python strings); None unless every value is a str."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(np.asarray(values, dtype=object), type=pa.string(), from_pandas=False)
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        return None
+    if arr.null_count:
+        return None
+    return pc.sort_indices(arr).to_numpy()
+
+
+class Groups:
+    """Rows grouped by several key columns given as codes (`parts`: (codes, number of distinct values)), as a
+    groupby on the columns would: rows with a missing key left out (`valid`, `rows`: the positions kept), groups
+    numbered in the keys' lexicographic order (`gid`, one per kept row), `first[g]`: the position of group g's first
+    row (its key columns are the codes there), `size[g]`; `order` / `cuts`: the kept rows by group (stable: rows in
+    their order within a group) and each group's bounds there. One stable sort of one integer per row (the rows
+    come in rank order, so mostly sorted already)."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, int]], n_rows: int) -> None:
+        key = np.zeros(n_rows, dtype=np.int64)
+        bad = np.zeros(n_rows, dtype=bool)
+        span = 1
+        for c, n in parts:
+            n = max(1, int(n))
+            if span * n >= 2 ** 62:  # too many combinations for one int64: renumber the key so far (same order)
+                key = pd.factorize(key, sort=True)[0].astype(np.int64)
+                span = int(key.max()) + 1 if len(key) else 1
+            key = key * n + c
+            span *= n
+            bad |= c < 0
+        self.valid = ~bad
+        self.rows = np.flatnonzero(self.valid)
+        k = key[self.rows]
+        self.order = np.argsort(k, kind="stable")
+        sk = k[self.order]
+        new = np.r_[True, sk[1:] != sk[:-1]] if len(sk) else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(new)
+        self.n = len(starts)
+        self.cuts = np.r_[starts, len(sk)]
+        self.size = np.diff(self.cuts)
+        self.gid = np.empty(len(k), dtype=np.int64)
+        self.gid[self.order] = np.repeat(np.arange(self.n, dtype=np.int64), self.size)
+        self.first = self.rows[self.order[starts]]
+        self._by: dict = {}
+
+    def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
+        """`how` ("sum", "mean", "min", ...) of `cols` per group, index 0..n-1. `frame`: one row per key row (all
+        of them, or only the kept ones). pandas' own reductions over the rows in their order, with the group
+        numbers a groupby on the key columns gives: the same digits. (Not the rows taken in group order: pandas
+        sums labels that come sorted without Kahan's compensation, which changes the last digit.)"""
+        got = self._by.get(id(frame))
+        if got is None or got[0] is not frame:
+            f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
+            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(self.gid, sort=True))
+        return getattr(got[1][cols], how)(**kw)
+
+    def pick(self, values: np.ndarray, largest: bool) -> np.ndarray:
+        """Per group, the kept-row position (into `rows`) of the first row holding the group's largest (smallest)
+        value, NaN skipped (groupby's idxmax / idxmin); -1 where the group has no value."""
+        v = values[self.order]
+        if not len(v):
+            return np.zeros(0, dtype=np.int64)
+        red = (np.fmax if largest else np.fmin).reduceat(v, self.cuts[:-1])
+        at = np.where(v == np.repeat(red, self.size), np.arange(len(v)), len(v))
+        first = np.minimum.reduceat(at, self.cuts[:-1])
+        return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
+
+
+def _take(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """`frame.iloc[rows]` (`rows`: ascending positions), without the copy when they are every row."""
+    return frame if len(rows) == len(frame) else frame.iloc[rows]
+
+
+def _text(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
+    """The values of codes `c` as an object column (shared objects: 8 bytes a row, not a copy of the text)."""
+    return pd.Series(uniques.take(c), dtype=object)
+
+
+def _labels(uniques: np.ndarray, c: np.ndarray) -> pd.Categorical:
+    """Codes `c` into the distinct values `uniques` as a categorical (its categories in the values' order); a
+    code -1 is a missing value."""
+    return pd.Categorical.from_codes(c, categories=pd.Index(uniques, dtype=object))
+
+
 def analyze_communication(run: Run) -> CommAnalysis:
     issues: list[DataIssue] = []
     with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
@@ -90,14 +205,11 @@ def analyze_communication(run: Run) -> CommAnalysis:
     if links is None:
         links = pd.DataFrame()
 
-    # rows that make up "the averaged step": stored-average rows, or every step row
-    if len(ops):
-        avg_rows = ops["stored"] & ops["step"].isna()
-        step_ops = ops[~avg_rows]
-        stored_ops = ops[avg_rows]
-    else:
-        step_ops = stored_ops = ops
-    any_stored = bool(len(stored_ops))
+    # rows that make up "the averaged step": stored-average rows, or every step row (positions in `ops`)
+    avg_rows = (ops["stored"] & ops["step"].isna()).to_numpy(dtype=bool) if len(ops) else np.zeros(0, dtype=bool)
+    step_rows, stored_rows = np.flatnonzero(~avg_rows), np.flatnonzero(avg_rows)
+    keys = _Keys(ops) if len(ops) else None
+    any_stored = bool(len(stored_rows))
     averaging = N_("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
                    "mean over the recorded steps") if any_stored else N_("mean over the recorded steps")
 
@@ -105,9 +217,9 @@ def analyze_communication(run: Run) -> CommAnalysis:
     if steps is None:
         steps = pd.DataFrame(columns=["rank", "step", *COMM_TIME_COLUMNS, "stored"])
     stored_steps = steps["stored"].astype(bool) & steps["step"].isna()
-    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), step_ops)
+    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), keys, step_rows)
     per_rank = _per_rank(per_rank_step, steps[stored_steps])
-    groups, link_issues = _groups(run, with_data, inferred, ops, links)
+    groups, link_issues = _groups(run, with_data, inferred, ops, links, keys)
     issues.extend(link_issues)
     links_g, unmapped = _global_links(links, groups)
     if unmapped:
@@ -120,9 +232,12 @@ def analyze_communication(run: Run) -> CommAnalysis:
         link_table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
-    rank_ops = _rank_ops(step_ops, stored_ops)
-    op_table = _ops_across(rank_ops)
-    per_group = _per_group_rank(step_ops, stored_ops)
+    rank_ops, at = _rank_ops(ops, keys, step_rows, stored_rows)
+    op_table = _ops_across(rank_ops, keys, at)
+    # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
+    # synchronisation and idle columns (only `ops` shows them, already made) dropped (26 MB at 1,024 ranks)
+    rank_ops = rank_ops.drop(columns=[c for c in ("sync_ms", "idle_ms") if c in rank_ops.columns])
+    per_group = _per_group_rank(ops, keys, step_rows, stored_rows)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
         issues.append(DataIssue("", dq("analysis.ranks-without-communication", missing=len(missing),
@@ -162,11 +277,17 @@ def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: boo
 # --- per rank ------------------------------------------------------------------------------------
 
 
-def _with_op_counts(per_step: pd.DataFrame, step_ops: pd.DataFrame) -> pd.DataFrame:
+def _with_op_counts(per_step: pd.DataFrame, keys: "Optional[_Keys]", step_rows: np.ndarray) -> pd.DataFrame:
     out = per_step.copy()
-    if len(step_ops):
-        n = step_ops.assign(_s=step_ops["step"].fillna(-1)).groupby(["rank", "_s"]).size()
-        out["n_ops"] = [n.get((r, -1 if pd.isna(s) else s), 0) for r, s in zip(out["rank"], out["step"])]
+    if keys is not None and len(step_rows):
+        # operators per (rank, step): one count over the integer codes, looked up for every row at once
+        ns = max(1, len(keys.values["step"]))
+        n = np.bincount(keys.codes["rank"][step_rows] * ns + keys.codes["step"][step_rows],
+                        minlength=len(keys.values["rank"]) * ns)
+        rc = pd.Index(keys.values["rank"]).get_indexer(out["rank"].to_numpy())
+        sc = pd.Index(keys.values["step"]).get_indexer(out["step"].fillna(-1).to_numpy())
+        ok = (rc >= 0) & (sc >= 0)
+        out["n_ops"] = np.where(ok, n[np.where(ok, rc * ns + sc, 0)], 0)
     else:
         out["n_ops"] = 0
     for c in COMM_TIME_COLUMNS:
@@ -192,70 +313,129 @@ def _per_rank(per_step: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     return avg.sort_index()
 
 
-def _per_group_rank(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+class _Keys:
+    """The stacked operators' key columns as integer codes (`codes`), factorised once for every aggregation:
+    rank, op, group, kind and the step (missing step = -1, as `fillna(-1)` groups it)."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.codes: dict[str, np.ndarray] = {}
+        self.values: dict[str, np.ndarray] = {}
+        for name, col in (("rank", ops["rank"]), ("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
+                          ("step", ops["step"].fillna(-1))):
+            self.codes[name], self.values[name] = codes(col)
+
+    def parts(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, int]]:
+        return [(self.codes[n][rows], len(self.values[n])) for n in names]
+
+
+def _steps_of_rank(keys: _Keys, rows: np.ndarray) -> dict[int, int]:
+    """Distinct steps (a missing step counted once) per rank among `rows`."""
+    rc, sc = keys.codes["rank"][rows], keys.codes["step"][rows]
+    pairs = np.unique(rc * max(1, len(keys.values["step"])) + sc)
+    per = np.bincount(pairs // max(1, len(keys.values["step"])), minlength=len(keys.values["rank"]))
+    return {keys.values["rank"][i]: int(per[i]) for i in np.flatnonzero(per)}
+
+
+def _per_group_rank(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray, stored_rows: np.ndarray) -> pd.DataFrame:
     cols = [*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms"]
-    src = stored_ops if len(stored_ops) else step_ops
-    if not len(src):
+    rows = stored_rows if len(stored_rows) else step_rows
+    if not len(rows):
         return pd.DataFrame()
-    f = src.assign(_s=src["step"].fillna(-1))
-    per = f.groupby(["rank", "group", "_s"])[cols].sum(min_count=1)
-    out = per.groupby(level=["rank", "group"]).mean().reset_index()
+    # Σ per (rank, group, step), then the mean over the steps per (rank, group)
+    g1 = Groups(keys.parts(rows, ["rank", "group", "step"]), len(rows))
+    per = g1.agg(_take(ops[cols], rows), cols, "sum", min_count=1)
+    first = rows[g1.first]
+    g2 = Groups(keys.parts(first, ["rank", "group"]), len(first))
+    out = per.groupby(g2.gid, sort=True).mean()
+    at = first[g2.first]
+    out.insert(0, "group", _text(keys.values["group"], keys.codes["group"][at]).to_numpy())
+    out.insert(0, "rank", ops["rank"].to_numpy()[at])
+    out = out.reset_index(drop=True)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
     for t in ("sdma", "rdma"):
         out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
 
 
-def _rank_ops(step_ops: pd.DataFrame, stored_ops: pd.DataFrame) -> pd.DataFrame:
+def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
+              stored_rows: np.ndarray) -> tuple[pd.DataFrame, Optional[np.ndarray]]:
+    """Per (rank, op, group, kind): the average per step. Also each row's (op, group, kind) code (for
+    `_ops_across`)."""
     cols = list(COMM_TIME_COLUMNS)
-    if not len(step_ops) and not len(stored_ops):
-        return pd.DataFrame(columns=["rank", "op", "group", "kind", *cols, "count"])
-    parts = []
-    if len(step_ops):
-        keep = step_ops
-        if len(stored_ops):
-            keep = step_ops[~step_ops["rank"].isin(stored_ops["rank"].unique())]
+    names = ["rank", "op", "group", "kind"]
+    if not len(step_rows) and not len(stored_rows):
+        return pd.DataFrame(columns=[*names, *cols, "count"]), None
+    parts = []  # (numbers, positions of each group's first row)
+    if len(step_rows):
+        keep = step_rows
+        if len(stored_rows):
+            keep = step_rows[~np.isin(keys.codes["rank"][step_rows], keys.codes["rank"][stored_rows])]
         if len(keep):
-            g = keep.groupby(["rank", "op", "group", "kind"])
-            nsteps = keep.assign(_s=keep["step"].fillna(-1)).groupby("rank")["_s"].nunique()
-            a = g[cols].sum(min_count=1)
-            a["count"] = g.size()
-            a = a.reset_index()
-            div = a["rank"].map(nsteps).astype(float)
+            g = Groups(keys.parts(keep, names), len(keep))
+            a = g.agg(_take(ops[cols], keep), cols, "sum", min_count=1)
+            a["count"] = g.size
+            nsteps = _steps_of_rank(keys, keep)
+            div = pd.Series(ops["rank"].to_numpy()[keep[g.first]]).map(nsteps).astype(float)
             for c in cols:
                 a[c] = a[c] / div
             a["count"] = a["count"] / div
-            parts.append(a)
-    if len(stored_ops):
-        g = stored_ops.groupby(["rank", "op", "group", "kind"])
-        a = g[cols].sum(min_count=1)
-        a["count"] = g.size().astype(float)
-        parts.append(a.reset_index())
-    out = pd.concat(parts, ignore_index=True)
+            parts.append((a, keep[g.first]))
+    if len(stored_rows):
+        g = Groups(keys.parts(stored_rows, names), len(stored_rows))
+        a = g.agg(_take(ops[cols], stored_rows), cols, "sum", min_count=1)
+        a["count"] = g.size.astype(float)
+        parts.append((a, stored_rows[g.first]))
+    at = np.concatenate([p[1] for p in parts])
+    nums = pd.concat([p[0] for p in parts], ignore_index=True)
+    out = pd.DataFrame({"rank": ops["rank"].to_numpy()[at]})
+    for n in ("op", "group", "kind"):  # labels as categoricals: a code a row (a row a rank and operator)
+        out[n] = _labels(keys.values[n], keys.codes[n][at])
+    for c in nums.columns:
+        out[c] = nums[c].to_numpy()
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
-    return out
+    return out, at
 
 
-def _ops_across(rank_ops: pd.DataFrame) -> pd.DataFrame:
+def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Optional[np.ndarray] = None) -> pd.DataFrame:
     """The same operator on every rank: mean, min, max and the spread of its time."""
     if not len(rank_ops):
         return pd.DataFrame()
-    g = rank_ops.groupby(["op", "group", "kind"])
-    t = g["communication_ms"]
+    names = ["op", "group", "kind"]
+    if keys is not None and at is not None:
+        g = Groups(keys.parts(at, names), len(at))
+        text = {n: (keys.values[n], keys.codes[n][at]) for n in names}
+    else:
+        cs = {n: codes(rank_ops[n]) for n in names}
+        g = Groups([(cs[n][0], len(cs[n][1])) for n in names], len(rank_ops))
+        text = {n: (cs[n][1], cs[n][0]) for n in names}
+    ro = rank_ops.reset_index(drop=True)
+    mean = g.agg(ro, ["communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms"], "mean")
+    lo = g.agg(ro, ["communication_ms", "wait_ms"], "min")
+    hi = g.agg(ro, ["communication_ms"], "max")
     out = pd.DataFrame({
-        "ranks": g.size(), "mean_ms": t.mean(), "min_ms": t.min(), "max_ms": t.max(),
-        "transit_ms": g["transit_ms"].mean(), "wait_ms": g["wait_ms"].mean(), "sync_ms": g["sync_ms"].mean(),
-        "idle_ms": g["idle_ms"].mean(), "min_wait_ms": g["wait_ms"].min(),
+        "ranks": g.size, "mean_ms": mean["communication_ms"], "min_ms": lo["communication_ms"],
+        "max_ms": hi["communication_ms"], "transit_ms": mean["transit_ms"], "wait_ms": mean["wait_ms"],
+        "sync_ms": mean["sync_ms"], "idle_ms": mean["idle_ms"], "min_wait_ms": lo["wait_ms"],
     })
     out["spread_ms"] = out["max_ms"] - out["min_ms"]
-    idx_max = rank_ops.loc[t.idxmax().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
-    idx_min = rank_ops.loc[t.idxmin().dropna().astype(int)].set_index(["op", "group", "kind"])["rank"]
-    w = rank_ops["wait_ms"].fillna(math.inf)
-    least_wait = rank_ops.loc[w.groupby([rank_ops["op"], rank_ops["group"], rank_ops["kind"]]).idxmin()]
-    out["max_rank"] = idx_max
-    out["min_rank"] = idx_min
-    out["least_wait_rank"] = least_wait.set_index(["op", "group", "kind"])["rank"]
-    out = out.reset_index().sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
+    rank = ro["rank"].to_numpy()[g.rows]
+
+    def pick(values: np.ndarray, largest: bool) -> pd.Series:
+        """Per group the rank of the first row with the largest / smallest value (NaN skipped; none where all
+        are NaN)."""
+        at = g.pick(values, largest)
+        ok = at >= 0
+        return pd.Series(rank[at[ok]], index=np.flatnonzero(ok)).reindex(range(g.n))
+    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
+    out["max_rank"] = pick(t, True)
+    out["min_rank"] = pick(t, False)
+    w = ro["wait_ms"].to_numpy(dtype="float64")[g.rows]
+    out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
+    at_first = g.first
+    for k, n in enumerate(names):
+        vals, cs = text[n]
+        out.insert(k, n, _text(vals, cs[at_first]).to_numpy())
+    out = out.sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
 
@@ -263,7 +443,7 @@ def _ops_across(rank_ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops: pd.DataFrame,
-            links: pd.DataFrame) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
+            links: pd.DataFrame, keys: "Optional[_Keys]" = None) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
     issues: list[DataIssue] = []
     named: dict[str, tuple[str, list[int]]] = {}
     for d in run.ranks.values():
@@ -272,9 +452,16 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
             named.setdefault(str(gid), (g.get("group_name") or gid, list(g.get("global_ranks", []))))
     members: dict[str, set[int]] = {}
     for f in (ops, links):
-        if len(f):
-            for (gid, r), _ in f.groupby(["group", "rank"]).size().items():
-                members.setdefault(str(gid), set()).add(int(r))
+        if len(f):  # the distinct (group, rank) pairs, groups in order (as a groupby on both lists them)
+            if f is ops and keys is not None:
+                (gc, gv), (rc, rv) = ((keys.codes[n], keys.values[n]) for n in ("group", "rank"))
+            else:
+                gc, gv = codes(f["group"])
+                rc, rv = codes(f["rank"])
+            ok = (gc >= 0) & (rc >= 0)
+            pairs = np.unique(gc[ok] * max(1, len(rv)) + rc[ok])
+            for g_, r_ in zip((pairs // max(1, len(rv))).tolist(), (pairs % max(1, len(rv))).tolist()):
+                members.setdefault(str(gv[g_]), set()).add(int(rv[r_]))
 
     def self_local(r: int, gid: str) -> Optional[int]:
         c = with_data[r]
@@ -366,25 +553,53 @@ def _global_links(links: pd.DataFrame, groups: dict[str, GroupInfo]) -> tuple[pd
     return out, int((~ok).sum())
 
 
+def _link_codes(lk: pd.DataFrame, keys: list[str]) -> list[tuple[np.ndarray, int]]:
+    """`keys` of `lk` as codes, a missing value its own code after every other (a groupby with dropna=False
+    puts it last)."""
+    out = []
+    for k in keys:
+        c, v = codes(lk[k])
+        out.append((np.where(c < 0, len(v), c), len(v) + 1))
+    return out
+
+
 def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per rank: stored-average rows if it has them, else per-step sums averaged over the rank's steps."""
-    stored = lk["stored"] & lk["step"].isna()
+    nums = ["time_ms", "size_mb", "stored_bandwidth_gbps"]
+    stored = (lk["stored"] & lk["step"].isna()).to_numpy(dtype=bool)
+    rank = lk["rank"].to_numpy()
+    kc = _link_codes(lk, ["rank", *keys])
     parts = []
+
+    def rows_out(at: np.ndarray, sums: pd.DataFrame) -> pd.DataFrame:
+        out = pd.DataFrame({"rank": rank[at]})
+        for k in keys:
+            out[k] = lk[k].to_numpy()[at] if lk[k].dtype.kind in "iufb" else _text(lk[k].to_numpy(dtype=object), at)
+        for c in nums:
+            out[c] = sums[c].to_numpy()
+        return out
     if stored.any():
-        parts.append(lk[stored].groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]]
-                     .sum(min_count=1).reset_index())
-    rest = lk[~stored & ~lk["rank"].isin(lk.loc[stored, "rank"].unique())]
+        rows = np.flatnonzero(stored)
+        g = Groups([(c[rows], n) for c, n in kc], len(rows))
+        parts.append(rows_out(rows[g.first], g.agg(_take(lk[nums], rows), nums, "sum", min_count=1)))
+    rest = np.flatnonzero(~stored & ~np.isin(rank, rank[stored]))
     if len(rest):
-        f = rest.assign(_s=rest["step"].fillna(-1))
-        per = f.groupby(["rank", "_s", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
-            min_count=1).reset_index()
-        nsteps = per.groupby("rank")["_s"].nunique()
-        avg = per.groupby(["rank", *keys], dropna=False)[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(
-            min_count=1).reset_index()
-        div = avg["rank"].map(nsteps).astype(float)
-        for c in ("time_ms", "size_mb", "stored_bandwidth_gbps"):
-            avg[c] = avg[c] / div
-        parts.append(avg)
+        sc, sv = codes(lk["step"].iloc[rest].fillna(-1))
+        g1 = Groups([(kc[0][0][rest], kc[0][1]), (sc, len(sv)), *[(c[rest], n) for c, n in kc[1:]]], len(rest))
+        per = g1.agg(lk[nums].iloc[rest], nums, "sum", min_count=1)  # Σ per (rank, step, link)
+        first = rest[g1.first]
+        g2 = Groups([(c[first], n) for c, n in kc], len(first))
+        avg = per.groupby(g2.gid, sort=True).sum(min_count=1)  # Σ over the steps per (rank, link)
+        # the rank's steps: distinct steps among its (rank, step, link) sums
+        rs = kc[0][0][rest][g1.first] * max(1, len(sv)) + sc[g1.first]
+        pairs = np.unique(rs)
+        nsteps = np.bincount(pairs // max(1, len(sv)), minlength=kc[0][1])
+        at = first[g2.first]
+        out = rows_out(at, avg)
+        div = nsteps[kc[0][0][at]].astype(float)
+        for c in nums:
+            out[c] = out[c] / div
+        parts.append(out)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -403,17 +618,33 @@ def _link_table(links_g: pd.DataFrame) -> pd.DataFrame:
     avg = _average_rows(base, keys)
     if not len(avg):
         return avg
-    g = avg.groupby(keys, dropna=False)
-    out = g[["time_ms", "size_mb", "stored_bandwidth_gbps"]].sum(min_count=1)
-    out["reporters"] = g["rank"].apply(lambda s: ",".join(str(x) for x in sorted(set(s))))
-    out = out.reset_index()
+    g = Groups(_link_codes(avg, keys), len(avg))
+    out = g.agg(avg, ["time_ms", "size_mb", "stored_bandwidth_gbps"], "sum", min_count=1)
+    # the ranks that reported each link, ascending, as text
+    rc, rv = codes(avg["rank"])
+    pairs = np.unique(g.gid * max(1, len(rv)) + rc[g.rows])
+    pg, pr = pairs // max(1, len(rv)), pairs % max(1, len(rv))
+    names = np.array([str(x) for x in rv], dtype=object)[pr]
+    cuts = np.searchsorted(pg, np.arange(g.n + 1))
+    out["reporters"] = [",".join(names[cuts[i]:cuts[i + 1]]) for i in range(g.n)]
+    head = avg.iloc[g.first].reset_index(drop=True)
+    out = pd.concat([head[keys], out], axis=1)
     out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"].where(out["time_ms"] > 0)
     # operator counts per link: per-operator records where the producer wrote them
     per_op = links_g[links_g["scope"].isin(["op", "sample"])]
     if len(per_op):
-        cnt = per_op.groupby(["group", "src", "dst", "transport"], dropna=False)["op"].nunique()
-        out["n_ops"] = [cnt.get((g_, s, d, t), 0) for g_, s, d, t in
-                        zip(out["group"], out["src"], out["dst"], out["transport"])]
+        lk4 = ["group", "src", "dst", "transport"]
+        both = pd.concat([out[lk4], per_op[lk4]], ignore_index=True)
+        bc = _link_codes(both, lk4)
+        kg = Groups(bc, len(both))  # one numbering of the links of both tables
+        link_of = np.full(len(both), -1, dtype=np.int64)
+        link_of[kg.rows] = kg.gid
+        oc, ov = codes(per_op["op"])
+        mine = link_of[len(out):]
+        ok = oc >= 0  # nunique leaves missing names out
+        uniq = np.unique(mine[ok] * max(1, len(ov)) + oc[ok])
+        cnt = np.bincount(uniq // max(1, len(ov)), minlength=kg.n)
+        out["n_ops"] = cnt[link_of[:len(out)]]
     else:
         out["n_ops"] = 0
     out["self"] = out["src"] == out["dst"]

@@ -275,14 +275,16 @@ def spread(ops: dict[int, StepOps], stages: dict[int, int], keys: dict[int, list
         return []
     idx = df.loc[df.groupby("key")["dur"].idxmax(), ["key", "rank"]].set_index("key")["rank"]
     idx_lo = df.loc[df.groupby("key")["dur"].idxmin(), ["key", "rank"]].set_index("key")["rank"]
-    out = []
-    for key, s in stat.iterrows():
-        med = float(s["median"])
-        out.append(OpSpread(key=str(key), name=str(s["name"]), cls=str(s["cls"]), stage=int(s["stage"]),
-                            n=int(s["n"]), median_ms=med, min_ms=float(s["lo"]), max_ms=float(s["hi"]),
-                            max_rank=int(idx.get(key, -1)), ratio=float(s["hi"]) / med if med > 0 else math.inf,
-                            excess_ms=float(s["hi"]) - med, share=med / step_ms if step_ms > 0 else 0.0,
-                            min_rank=int(idx_lo.get(key, -1))))
+    hi_rank, lo_rank = dict(zip(idx.index, idx.tolist())), dict(zip(idx_lo.index, idx_lo.tolist()))
+    out = []  # column by column (a Series per operator costs seconds over a few thousand operators)
+    for key, name, cls, stage, n, med, lo, hi in zip(stat.index, stat["name"], stat["cls"], stat["stage"],
+                                                      stat["n"], stat["median"], stat["lo"], stat["hi"]):
+        med = float(med)
+        out.append(OpSpread(key=str(key), name=str(name), cls=str(cls), stage=int(stage),
+                            n=int(n), median_ms=med, min_ms=float(lo), max_ms=float(hi),
+                            max_rank=int(hi_rank.get(key, -1)), ratio=float(hi) / med if med > 0 else math.inf,
+                            excess_ms=float(hi) - med, share=med / step_ms if step_ms > 0 else 0.0,
+                            min_rank=int(lo_rank.get(key, -1))))
     return out
 
 
@@ -293,13 +295,21 @@ def op_type(name: str) -> str:
 
 def type_spread(ops: dict[int, StepOps], stages: dict[int, int], step_ms: float) -> list[OpSpread]:
     """Per stage and operator type: the type's total time in the step on each device, over the devices."""
-    frames = []
-    for r, o in ops.items():
-        frames.append(pd.DataFrame({"type": [op_type(n) for n in o.names], "cls": o.classes, "dur": o.dur})
-                      .groupby(["type", "cls"], as_index=False)["dur"].sum().assign(rank=r, stage=stages[r]))
-    if not frames:
+    items = list(ops.items())
+    if not items:
         return []
-    df = pd.concat(frames, ignore_index=True)
+    # every device's operators in one frame, each distinct name's type found once; per device, type and class the
+    # total (rows of a device together, types and classes in order: what a groupby per device gave)
+    names = [n for _, o in items for n in o.names]
+    type_of = {n: op_type(n) for n in set(names)}
+    pos = np.repeat(np.arange(len(items)), [len(o.names) for _, o in items])
+    df = pd.DataFrame({"pos": pos, "type": [type_of[n] for n in names],
+                       "cls": [c for _, o in items for c in o.classes],
+                       "dur": np.concatenate([np.asarray(o.dur, dtype=float) for _, o in items]) if names else []})
+    df = df.groupby(["pos", "type", "cls"], as_index=False)["dur"].sum()
+    rank_of = np.array([r for r, _ in items])
+    df = df.assign(rank=rank_of[df["pos"].to_numpy()], stage=[stages[r] for r in rank_of[df["pos"].to_numpy()]])
+    df = df.drop(columns=["pos"])
     out = []
     for (st, typ, cls), g in df.groupby(["stage", "type", "cls"]):
         if len(g) < MIN_JOIN_DEVICES:

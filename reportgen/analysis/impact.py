@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+import numpy as np
 import pandas as pd
 
 from reportgen.fmt import ms as _fmt_ms, share_text
@@ -125,17 +126,35 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
     slowest record, a rank saves the sum over its operators and a step what its most delayed rank saves."""
     if not hit.any():
         return None
-    target = f["transport"].map(lambda t: target_gbps.get(t, math.nan)).astype(float)
-    ideal = f["size_mb"] / target  # MB / (GB/s) = ms
-    f = f.assign(fixed=f["time_ms"].where(~hit | ideal.isna(), pd.concat([f["time_ms"], ideal], axis=1).min(axis=1)))
-    key = ["step", "group", "op"]
-    used = f.loc[hit, key].drop_duplicates()
-    ops = f.merge(used, on=key)
-    per_op = ops.groupby(key).agg(old=("time_ms", "max"), new=("fixed", "max")).reset_index()
-    per_op["delta"] = (per_op["old"] - per_op["new"]).clip(lower=0.0)
+    # integer keys for (step, group, op) (a merge and groupbys on text cost seconds at 1,024 ranks); a missing
+    # value is a key of its own, as a merge matches it, and the per-operator sums leave it out, as a groupby does
+    tc, tu = pd.factorize(f["transport"])  # the target of each distinct transport (Series.map's values)
+    target = pd.Series([target_gbps.get(t, math.nan) for t in tu] + [math.nan], dtype=object).astype(float) \
+        .to_numpy()[tc]
+    ideal = f["size_mb"].to_numpy(dtype=float) / target
+    old_t = f["time_ms"].to_numpy(dtype=float)
+    hv = hit.to_numpy(dtype=bool)
+    fixed = np.where(~hv | np.isnan(ideal), old_t, np.fmin(old_t, ideal))
+    kk = np.zeros(len(f), dtype=np.int64)
+    named = np.ones(len(f), dtype=bool)  # rows whose step, group and operator are all given
+    for k in ("step", "group", "op"):
+        c, u = pd.factorize(f[k], use_na_sentinel=False)
+        missing = np.flatnonzero(pd.isna(np.asarray(u, dtype=object)))
+        if len(missing):
+            named &= ~np.isin(c, missing)
+        kk = pd.factorize(kk * max(1, len(u)) + c)[0].astype(np.int64)
+    in_ops = np.isin(kk, np.unique(kk[hv]))
+    ops = f[in_ops]
+    sel = in_ops & named
+    per_op = pd.DataFrame({"k": kk[sel], "old": old_t[sel], "new": fixed[sel]}).groupby("k").max()
+    delta = (per_op["old"] - per_op["new"]).clip(lower=0.0)
     # a rank's operators run one after the other, different groups' operators side by side: each member of an
     # operator saves its delta, and the step saves what its most delayed rank saves
-    members = ops[[*key, "rank"]].drop_duplicates().merge(per_op[[*key, "delta"]], on=key)
+    rc, ru = pd.factorize(f["rank"], use_na_sentinel=False)
+    first = ~pd.Series(kk * max(1, len(ru)) + rc).duplicated().to_numpy()
+    m = in_ops & first & named
+    members = pd.DataFrame({"step": f["step"].to_numpy()[m], "rank": f["rank"].to_numpy()[m],
+                            "delta": delta.reindex(kk[m]).to_numpy()})
     per_step = members.groupby(["step", "rank"])["delta"].sum().groupby(level="step").max()
     return float(per_step.reindex(f["step"].unique(), fill_value=0.0).mean()), ops
 
@@ -181,7 +200,8 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
     links = {(int(s), int(d)) for s, d in links}
     f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
     f["step"] = f["step"].fillna(-1)
-    hit = pd.Series([(int(s), int(d)) in links for s, d in zip(f["src"], f["dst"])], index=f.index)
+    hit = pd.Series(pd.MultiIndex.from_arrays([f["src"].astype("int64").to_numpy(), f["dst"].astype("int64").to_numpy()])
+                    .isin(list(links)) if links else np.zeros(len(f), dtype=bool), index=f.index)
     found = _transfer_saving(f, hit, target_gbps)
     if found is None:
         return None

@@ -318,17 +318,22 @@ def _operator_view(run: Run, res: Resources) -> None:
     keep = list(tot.index[:TOP_OPERATOR_TYPES])
     sel = allt.set_index(["side", "op_type"]).loc[keep].reset_index()
     res.operator_types = sel
+    # every kept type's totals as one matrix (type x rank, 0 where a rank has none of it): a row a type, no scan
+    # of the whole table per type
+    all_ranks = np.array(sorted(allt["rank"].unique()))
+    kpos = {k: i for i, k in enumerate(keep)}
+    m = np.zeros((len(keep), len(all_ranks)))
+    row = np.array([kpos[k] for k in zip(sel["side"], sel["op_type"])], dtype=np.int64)
+    m[row, np.searchsorted(all_ranks, sel["rank"].to_numpy())] = sel["total_ms"].to_numpy(dtype="float64")
     summary = []
-    for side, op_type in keep:
-        v = sel[(sel["side"] == side) & (sel["op_type"] == op_type)].set_index("rank")["total_ms"]
-        v = v.reindex(sorted(allt["rank"].unique()), fill_value=0.0)
-        med = float(v.median())
-        hi_rank = int(v.idxmax())
+    for (side, op_type), v in zip(keep, m):
+        med = float(np.median(v)) if len(v) else math.nan  # (what Series.median gives: no missing values here)
+        hi_rank = int(all_ranks[np.argmax(v)])
         hi = float(v.max())
         slow = n_ranks >= 3 and med > 0 and hi >= TYPE_SPREAD_MIN * med and hi - med >= min_gap
         summary.append({"side": side, "op_type": op_type, "total_ms": float(tot[(side, op_type)]),
-                        "mean_ms": float(v.mean()), "median_ms": med, "min_ms": float(v.min()),
-                        "min_rank": int(v.idxmin()), "max_ms": hi, "max_rank": hi_rank,
+                        "mean_ms": float(v.sum() / len(v)), "median_ms": med, "min_ms": float(v.min()),
+                        "min_rank": int(all_ranks[np.argmin(v)]), "max_ms": hi, "max_rank": hi_rank,
                         "spread": hi / med if med > 0 else math.nan, "slow_rank": hi_rank if slow else None,
                         "n_ranks": int((v > 0).sum())})
     res.operator_summary = summary

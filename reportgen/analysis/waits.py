@@ -18,7 +18,7 @@ next latest rank, per step (what fixing it saves on the step, `Arrivals.instance
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -74,7 +74,8 @@ class Waits:
     source: str  # Arrivals.source: "collectives" | "step trace"
     steps: int  # the steps the ms are per (distinct steps of the matched instances; 1 when unnumbered)
     groups: list[GroupWaits] = field(default_factory=list)
-    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads it)
+    arrivals: Optional[Arrivals] = None  # what the matrices were built from (the late-arrival rule reads its
+    #                                       instances; `analyze_waits` keeps its `late` rows empty)
 
     def culprit(self, rank: int) -> Optional[tuple[GroupWaits, Culprit]]:
         """The group where `rank` costs its peers the most, and its record there."""
@@ -99,7 +100,12 @@ def analyze_waits(run: "Run", arr: Optional[Arrivals] = None) -> tuple[Optional[
     arr = arrivals(run) if arr is None else arr
     if arr is None:
         return None, NO_TIMES if not _has_times(run) else NO_MATCH
-    return wait_matrices(arr), ""
+    w = wait_matrices(arr)
+    # the per-rank lateness rows (one per rank and instance: ~225 MB at 1,024 ranks) are what the matrices were
+    # built from; nothing reads them after (the rules read `instances`): kept as an empty frame of the same columns
+    if w.arrivals is not None:
+        w.arrivals = replace(w.arrivals, late=w.arrivals.late.iloc[:0].copy())
+    return w, ""
 
 
 def _has_times(run: "Run") -> bool:
@@ -112,20 +118,43 @@ def _has_times(run: "Run") -> bool:
     return n >= 2
 
 
+def _text_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a text column as `pd.factorize(col.astype(str))` gives them (first-seen order, -1 for a missing
+    value), factorising the column once and only its distinct values as text (`astype(str)` of a million arrow
+    strings and a factorisation of the objects cost seconds at 1,024 ranks)."""
+    c, u = pd.factorize(col)
+    if not len(u):
+        return c.astype(np.int64), np.array([], dtype=object)
+    su = pd.Series(np.asarray(u, dtype=object)).astype(str)
+    uc, uu = pd.factorize(su)  # distinct values that read the same as text become one
+    uc = np.asarray(uc, dtype=np.int64)
+    return np.where(c >= 0, uc[np.maximum(c, 0)], -1), np.asarray(uu, dtype=object)
+
+
+def _is_p2p(col: pd.Series) -> np.ndarray:
+    """Per row: the kind is point-to-point (`P2P_KINDS`, any case), decided once per distinct value."""
+    c, u = pd.factorize(col)
+    if not len(u):
+        return np.zeros(len(c), dtype=bool)
+    p2p = pd.Series(np.asarray(u, dtype=object)).astype(str).str.lower().isin(P2P_KINDS).to_numpy(dtype=bool)
+    return np.where(c >= 0, p2p[np.maximum(c, 0)], False)
+
+
 def wait_matrices(arr: Arrivals) -> Waits:
     late = arr.late
-    coll = ~late["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()
-    late = late[coll]
-    steps = late["step"].dropna()
+    coll = ~_is_p2p(late["kind"])  # the rows of collectives, as arrays (no copy of the text columns)
+    step = late["step"].to_numpy(dtype=object, na_value=None)[coll] if len(late) else np.zeros(0, dtype=object)
+    steps = pd.Series(step, dtype=object).dropna()
     n_steps = max(1, int(steps.nunique())) if len(steps) else 1
     out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
-    if late.empty:
+    if not coll.any():
         return out
-    gcode, gnames = pd.factorize(late["group"].astype(str).to_numpy())
+    gcode, gnames = _text_codes(late["group"])
+    gcode = gcode[coll]
     inst = (late["inst"].to_numpy() if "inst" in late else
-            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())
-    lv = late["late_ms"].to_numpy(dtype=float)
-    ranks = late["rank"].to_numpy(dtype="int64")
+            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())[coll]
+    lv = late["late_ms"].to_numpy(dtype=float)[coll]
+    ranks = late["rank"].to_numpy(dtype="int64")[coll]
     lmax = pd.Series(lv).groupby(inst).transform("max").to_numpy()
     # the last rank of each instance (the first of equal maxima), and the collective as its profile names it (ranks
     # may number concurrent operators differently)
@@ -133,21 +162,28 @@ def wait_matrices(arr: Arrivals) -> Waits:
     first_max = pd.Series(np.flatnonzero(is_max)).groupby(inst[is_max]).first()
     at = first_max.reindex(inst).to_numpy()
     culprit = ranks[at]
-    ops = late["op"].astype(str).to_numpy()
-    w = pd.DataFrame({"g": gcode, "i": ranks, "j": culprit, "ms": lmax - lv, "op": ops[at], "inst": inst})
+    op_code, op_names = _text_codes(late["op"])
+    op_code = op_code[coll]
+    w = pd.DataFrame({"g": gcode, "i": ranks, "j": culprit, "ms": lmax - lv,
+                      "op": np.where(op_code[at] >= 0, op_code[at], np.nan), "inst": inst})  # (no name: left out)
     w = w[w["i"].to_numpy() != w["j"].to_numpy()]
     # one aggregation each over every group (a groupby per group costs seconds at 1,024 ranks)
     cells = w.groupby(["g", "i", "j"], sort=False)["ms"].sum()
     by_op = w.groupby(["g", "j", "op"], sort=False)["ms"].sum().sort_values(ascending=False, kind="stable")
     top_op = by_op[~by_op.index.droplevel("op").duplicated()]  # the largest collective per (group, culprit)
-    top_op = {(int(g_), int(j_)): (str(o_), float(v_)) for (g_, j_, o_), v_ in top_op.items()}
+    top_op = {(int(g_), int(j_)): (str(op_names[int(o_)]), float(v_))
+              for (g_, j_, o_), v_ in top_op.items()}
     n_inst = w.groupby("g")["inst"].nunique()
-    members = pd.DataFrame({"g": gcode, "r": ranks}).drop_duplicates()
+    members = pd.DataFrame({"g": gcode, "r": ranks}).drop_duplicates()  # (every group's rank, -1 too)
     members_of = {int(k): np.sort(v.to_numpy()) for k, v in members.groupby("g")["r"]}
     ins = arr.instances
-    ins = ins[~ins["kind"].astype(str).str.lower().isin(P2P_KINDS).to_numpy()] if "kind" in ins else ins
+    ins = ins[~_is_p2p(ins["kind"])] if "kind" in ins else ins
     code_of = {name: k for k, name in enumerate(gnames)}
-    ig = np.array([code_of.get(str(x), -1) for x in ins["group"]], dtype="int64") if len(ins) else np.zeros(0, int)
+    if len(ins):
+        ic, iu = _text_codes(ins["group"])
+        ig = np.array([code_of.get(str(x), -1) for x in iu] + [-1], dtype="int64")[ic]
+    else:
+        ig = np.zeros(0, int)
     lasts = pd.DataFrame({"g": ig, "j": ins["last_rank"].to_numpy() if len(ins) else np.zeros(0, int),
                           "m": ins["last_margin_ms"].to_numpy(dtype=float) if len(ins) else np.zeros(0)})
     last_n = lasts.groupby(["g", "j"]).size()

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import __version__, collectives
+from reportgen.collectives import collective_types
 from reportgen.analysis import Analysis
 from reportgen.analysis.efficiency import summary_dict as efficiency_summary
 from reportgen.rules.highlights import Highlights
@@ -36,13 +37,15 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
     """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
     run, st = a.run, a.steps
     per_rank: dict[str, dict] = {}
-    for r in st.average.index if st.kind else []:
-        row = {}
-        for p in st.phases:
-            row[STEP_KEYS.get(p, f"{p}_ms")] = _clean(float(st.average.at[r, p]))
-        row["steps"] = int(st.average.at[r, "n_steps"])
-        row["average_rule"] = str(st.average.at[r, "rule"])
-        per_rank[str(int(r))] = row
+    if st.kind:  # column by column (a cell lookup per rank and phase costs a second at 1,024 ranks)
+        av = st.average
+        cols = [(STEP_KEYS.get(p, f"{p}_ms"), av[p].to_numpy()) for p in st.phases]
+        n_steps, rule = av["n_steps"].to_numpy(), av["rule"].to_numpy()
+        for i, r in enumerate(av.index):
+            row = {k: _clean(float(v[i])) for k, v in cols}
+            row["steps"] = int(n_steps[i])
+            row["average_rule"] = str(rule[i])
+            per_rank[str(int(r))] = row
     return {
         "schema": SCHEMA,
         "tool": {"name": "msreport", "version": __version__},
@@ -121,11 +124,18 @@ OVERLAP_KEYS = {
 
 def _overlap_per_rank(o) -> dict[str, dict]:
     keys = OVERLAP_KEYS["modern" if o.view == "modern" else "legacy"]
+    pr = o.per_rank
+    n = len(pr)
+
+    def column(c: str) -> np.ndarray:  # column by column, not a Series per rank
+        return pr[c].to_numpy() if c in pr.columns else np.full(n, math.nan)
+    cols = [(k, column(c)) for k, c in keys.items()]
+    share, stage = column("comm_share"), column("pp_stage") if "pp_stage" in pr.columns else None
     out = {}
-    for r, row in o.per_rank.iterrows():
-        rec = {k: _clean(float(row.get(c, math.nan))) for k, c in keys.items()}
-        rec["communication_share"] = _clean(float(row.get("comm_share", math.nan)))
-        rec["pp_stage"] = None if pd.isna(row.get("pp_stage")) else int(row["pp_stage"])
+    for i, r in enumerate(pr.index):
+        rec = {k: _clean(float(v[i])) for k, v in cols}
+        rec["communication_share"] = _clean(float(share[i]))
+        rec["pp_stage"] = None if stage is None or pd.isna(stage[i]) else int(stage[i])
         out[str(int(r))] = rec
     return out
 
@@ -155,13 +165,15 @@ def _communication(a: Analysis, hl: Highlights) -> dict:
     if not c.has_data:
         return {"per_rank": {}, "links": [], "ranks_without_data": c.ranks_without_data}
     per_rank = {}
-    for r, rec in c.per_rank.iterrows():
-        per_rank[str(int(r))] = {
-            "communication_ms": _clean(float(rec["communication_ms"])), "wait_ms": _clean(float(rec["wait_ms"])),
-            "transit_ms": _clean(float(rec["transit_ms"])), "sync_ms": _clean(float(rec["sync_ms"])),
-            "idle_ms": _clean(float(rec["idle_ms"])), "wait_ratio": _clean(float(rec["wait_ratio"])),
-            "steps": int(rec["n_steps"]), "waits_least": int(r) in hl.waits_least,
-        }
+    pr = c.per_rank
+    keys = ("communication_ms", "wait_ms", "transit_ms", "sync_ms", "idle_ms", "wait_ratio")
+    cols = [(k, pr[k].to_numpy()) for k in keys]  # column by column, not a Series per rank
+    n_steps = pr["n_steps"].to_numpy()
+    for i, r in enumerate(pr.index):
+        rec = {k: _clean(float(v[i])) for k, v in cols}
+        rec["steps"] = int(n_steps[i])
+        rec["waits_least"] = int(r) in hl.waits_least
+        per_rank[str(int(r))] = rec
     links = []
     lt = c.links
     if len(lt):
@@ -355,35 +367,87 @@ def _group_label(c, gid: str) -> tuple[str, list[int]]:
     return name, ranks
 
 
+def _nanmean(v: np.ndarray) -> float:
+    """`Series.mean()` of a float64 array (NaN skipped; the same sum, so the same digits) without a Series."""
+    ok = ~np.isnan(v)
+    n = int(ok.sum())
+    return float(np.where(ok, v, 0.0).sum(dtype=np.float64) / n) if n else math.nan
+
+
+def _label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (first-seen order, -1 for a missing value) and distinct values of a label column: a categorical's own
+    codes where it is one (`CommAnalysis.rank_ops`), else a factorisation."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        c = col.cat.codes.to_numpy().astype(np.int64)
+        cats = col.cat.categories.to_numpy(dtype=object)
+        out = np.full(len(c), -1, dtype=np.int64)
+        fc, used = pd.factorize(c[c >= 0])  # renumbered as first seen (a groupby with sort=False lists them so)
+        out[c >= 0] = fc
+        return out, cats[np.asarray(used, dtype=np.int64)]
+    c, u = pd.factorize(col)
+    return c.astype(np.int64), np.asarray(u, dtype=object)
+
+
+def _slices(gid: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ordered by group (stable) and each group's bounds in that order."""
+    order = np.argsort(gid, kind="stable")
+    return order, np.searchsorted(gid[order], np.arange(n + 1))
+
+
 def _comm_groups(c) -> dict:
     """Communication per group and per collective type: time, wait and bandwidth per averaged step, averaged over
-    the group's ranks."""
+    the group's ranks. (One pass over integer codes; the means are `Series.mean`'s, group by group.)"""
     groups, collectives = [], []
     pg = c.per_group_rank
     if pg is not None and len(pg):
-        for gid, g in pg.groupby("group", sort=False):
+        gc, gv = _label_codes(pg["group"])
+        ok = gc >= 0
+        order, cuts = _slices(np.where(ok, gc, len(gv)), len(gv))
+        num = {k: (pg[k].to_numpy(dtype="float64") if k in pg else np.full(len(pg), np.nan))[order]
+               for k in ("communication_ms", "wait_ms", "transit_ms", "sdma_mb", "rdma_mb", "sdma_ms", "rdma_ms")}
+        rank = pg["rank"].to_numpy()[order]
+        for k, gid in enumerate(gv):
+            a, b = cuts[k], cuts[k + 1]
             name, ranks = _group_label(c, gid)
-            size = float(g.get("sdma_mb", pd.Series(dtype=float)).fillna(0).sum()
-                         + g.get("rdma_mb", pd.Series(dtype=float)).fillna(0).sum())
-            xfer = float(g.get("sdma_ms", pd.Series(dtype=float)).fillna(0).sum()
-                         + g.get("rdma_ms", pd.Series(dtype=float)).fillna(0).sum())
-            groups.append({"group": name, "group_id": str(gid) or None, "ranks": ranks or sorted(int(x) for x in g["rank"]),
-                           "time_ms": _clean(float(g["communication_ms"].mean())),
-                           "wait_ms": _clean(float(g["wait_ms"].mean())),
-                           "transit_ms": _clean(float(g["transit_ms"].mean())),
-                           "size_mb": _clean(size / len(g)),
+
+            def total(*cols: str) -> float:
+                return float(sum(np.where(np.isnan(num[x][a:b]), 0.0, num[x][a:b]).sum() for x in cols))
+            size = total("sdma_mb", "rdma_mb")
+            xfer = total("sdma_ms", "rdma_ms")
+            groups.append({"group": name, "group_id": str(gid) or None,
+                           "ranks": ranks or sorted(int(x) for x in rank[a:b]),
+                           "time_ms": _clean(_nanmean(num["communication_ms"][a:b])),
+                           "wait_ms": _clean(_nanmean(num["wait_ms"][a:b])),
+                           "transit_ms": _clean(_nanmean(num["transit_ms"][a:b])),
+                           "size_mb": _clean(size / (b - a)),
                            "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
     ro = c.rank_ops
     if ro is not None and len(ro):
-        kinds = {op: collective_type(op) for op in ro["op"].unique()}  # per distinct name, not per row
-        ro = ro.assign(collective=ro["op"].map(kinds))
-        per_rank = ro.groupby(["group", "collective", "rank"], as_index=False, sort=False)[
-            ["communication_ms", "wait_ms", "transit_ms", "count"]].sum()
-        for (gid, coll), g in per_rank.groupby(["group", "collective"], sort=False):
+        oc, ov = _label_codes(ro["op"])
+        types = collective_types(ov)  # per distinct name, not per row
+        tc, tv = pd.factorize(np.array(types, dtype=object))
+        coll = np.where(oc >= 0, tc[np.maximum(oc, 0)], -1)
+        gc, gv = _label_codes(ro["group"])
+        rc, rv = pd.factorize(ro["rank"])
+        ok = (gc >= 0) & (coll >= 0) & (rc >= 0)
+        rows = np.flatnonzero(ok)
+        # Σ per (group, collective, rank), as first seen; then per (group, collective), as first seen
+        triple = (gc[rows] * max(1, len(tv)) + coll[rows]) * max(1, len(rv)) + rc[rows]
+        tid, tkeys = pd.factorize(triple)
+        cols = ["communication_ms", "wait_ms", "transit_ms", "count"]
+        sums = ro[cols].iloc[rows].reset_index(drop=True).groupby(tid, sort=True).sum()
+        pair = tkeys // max(1, len(rv))
+        pid, pkeys = pd.factorize(pair)
+        order, cuts = _slices(pid, len(pkeys))
+        vals = {k: sums[k].to_numpy(dtype="float64")[order] for k in cols}
+        for k, key in enumerate(pkeys):
+            a, b = cuts[k], cuts[k + 1]
+            gid = gv[key // max(1, len(tv))]
             name, ranks = _group_label(c, gid)
-            collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks, "collective": coll,
-                                "time_ms": _clean(float(g["communication_ms"].mean())),
-                                "wait_ms": _clean(float(g["wait_ms"].mean())),
-                                "transit_ms": _clean(float(g["transit_ms"].mean())),
-                                "count": _clean(float(g["count"].mean()))})
+            collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks,
+                                "collective": tv[key % max(1, len(tv))],
+                                "time_ms": _clean(_nanmean(vals["communication_ms"][a:b])),
+                                "wait_ms": _clean(_nanmean(vals["wait_ms"][a:b])),
+                                "transit_ms": _clean(_nanmean(vals["transit_ms"][a:b])),
+                                "count": _clean(_nanmean(vals["count"][a:b]))})
     return {"groups": groups, "collectives": collectives}

@@ -1,0 +1,183 @@
+"""The integer-code paths of the analysis (issue 33, scale) give what the plain pandas / Python forms give: groups
+in the same order with the same sums, the same arrivals, the same collective names and regular-expression hits.
+Each is checked against the straightforward form computed here, on data built to hit the edges (missing keys,
+ties, duplicates, mixed kinds, names with newlines)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportgen.analysis.arrival import Arrivals, arrivals
+from reportgen.analysis.communication import Groups, codes
+from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
+from reportgen.analysis.waits import analyze_waits, wait_matrices
+from reportgen.collectives import ALLTOALL_RE, collective_type, collective_types
+from reportgen.model import Communication, Run
+
+
+def _frame(n: int = 400, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ops = np.array(["hcom_allReduce__1_0", "b", "a", "hcom_send_2", "Z", "a/b"], dtype=object)
+    groups = np.array(["g2", "g10", "g1", None], dtype=object)
+    f = pd.DataFrame({"rank": rng.integers(0, 7, n), "op": ops[rng.integers(0, len(ops), n)],
+                      "group": groups[rng.integers(0, len(groups), n)],
+                      "v": np.round(rng.random(n) * 3, 1), "w": rng.random(n)})
+    f.loc[rng.integers(0, n, 20), "v"] = np.nan
+    return f
+
+
+def test_groups_match_a_pandas_groupby_order_sums_and_first_rows():
+    f = _frame()
+    names = ["rank", "op", "group"]
+    cs = {k: codes(f[k]) for k in names}
+    g = Groups([(cs[k][0], len(cs[k][1])) for k in names], len(f))
+    ref = f.groupby(names)[["v", "w"]].sum(min_count=1)  # drops the rows with a missing group, keys sorted
+    got = g.agg(f, ["v", "w"], "sum", min_count=1)
+    assert g.n == len(ref)
+    keys = pd.MultiIndex.from_arrays([cs[k][1][cs[k][0][g.first]] for k in names])
+    assert list(keys) == list(ref.index)  # same groups in the same order
+    np.testing.assert_array_equal(got.to_numpy(), ref.to_numpy())  # same sums, to the bit
+    assert list(g.size) == list(f.dropna(subset=["group"]).groupby(names).size())
+    # first row of each group: where pandas' first occurrence is
+    firsts = f.dropna(subset=["group"]).reset_index().groupby(names)["index"].min()
+    assert list(g.first) == list(firsts)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_groups_pick_is_idxmax_or_idxmin_first_of_ties(largest):
+    f = _frame()
+    c, u = codes(f["op"])
+    g = Groups([(c, len(u))], len(f))
+    got = g.pick(f["v"].to_numpy(), largest)
+    by = f.groupby("op")["v"]
+    for k, op in enumerate(u[c[g.first]]):
+        vals = f.loc[f["op"] == op, "v"]
+        if vals.notna().any():
+            want = (vals.idxmax() if largest else vals.idxmin())
+            assert got[k] == want
+        else:
+            assert got[k] == -1
+    assert len(by.size()) == g.n
+
+
+def test_codes_order_as_sorting_the_values_and_mixed_types_do_not_fail():
+    c, u = codes(pd.Series(["b", "a", None, "c", "a"], dtype=object))
+    assert list(u) == ["a", "b", "c"] and list(c) == [1, 0, -1, 2, 0]
+    c, u = codes(pd.Series([3, 1, 2]))
+    assert list(c) == [2, 0, 1]
+    c, u = codes(pd.Series(["x", 1, "x"], dtype=object))  # text and numbers: first-seen order, no error
+    assert c[0] == c[2] != c[1]
+
+
+def test_collective_types_equal_collective_type_name_by_name():
+    names = ["hcom_allReduce__1_4_1", "Default/AllReduce-op3", "a/b/hcom_allGather_1", "HCOM_reduceScatter", "123",
+             "", "a/", "x\ny/AllGather", "hcom_", "hcom_hcom_x", "allreduce", float("nan"), None, 5, "Send",
+             "ÄllReduce", "hcom_123", "é/ab", "x/\n/y", "hcom_\nab", "alltoallv", "hcom_batchSendRecv__1_0_0"]
+    assert collective_types(names) == [collective_type(n) for n in names]
+    assert collective_types([]) == []
+
+
+@pytest.mark.parametrize("regex", [ALLTOALL_RE, EXPERT_KERNEL_RE, EP_NAME_RE, re.compile(r"^ab"),
+                                   re.compile(r"b\nc"), re.compile(r"(?<=x)y")])
+def test_search_all_equals_a_search_per_text(regex):
+    texts = ["hcom_allToAll_1", "a2a", "x", "AllToAllV", "moe_dispatch", "combinex", "all_to_all", "ab\nc", "",
+             "dispatch", "GroupedMatmul", "_grouped_mm", "ep_group", "xy", "abab", "grouped_gemm_ep", "sleep"]
+    assert list(search_all(texts, regex)) == [bool(regex.search(t)) for t in texts]
+
+
+def _reference_arrivals(frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """The per-instance arrivals written the plain way (a groupby per quantity, a loop per instance)."""
+    f = pd.concat(frames, ignore_index=True).dropna(subset=["start_ms", "dur_ms"])
+    inst = f.groupby(["group", "key"], sort=False).ngroup()
+    f = f.assign(_inst=inst)
+    f = f[f["_inst"].notna() & (f["_inst"] >= 0)]
+    kinds = f.groupby("_inst")["kind"].transform(lambda s: s.astype(str).nunique())
+    f = f[kinds == 1].drop_duplicates(subset=["_inst", "rank"], keep="first")
+    f = f[f.groupby("_inst")["rank"].transform("size") >= 2]
+    end = f["start_ms"] + f["dur_ms"]
+    g = f.assign(end=end).groupby("_inst")
+    same = float((g["end"].max() - g["end"].min()).median()) <= max(
+        0.05, 0.1 * float((g["start_ms"].max() - g["start_ms"].min()).median()))
+    f = f.assign(arrival=f["start_ms"] if same else -f["dur_ms"])
+    f = f.assign(late_ms=f["arrival"] - f.groupby("_inst")["arrival"].transform("min"))
+    rows = []
+    for i, x in f.sort_values(["_inst", "arrival"], kind="stable").groupby("_inst", sort=True):
+        a = x["arrival"].to_numpy()
+        rows.append({"op": x["op"].iloc[-1], "group": x["group"].iloc[-1], "n": len(x),
+                     "first_rank": int(x["rank"].iloc[0]), "last_rank": int(x["rank"].iloc[-1]),
+                     "spread_ms": a[-1] - a[0], "last_behind_median_ms": a[-1] - float(np.median(a[:-1])),
+                     "last_margin_ms": a[-1] - a[-2]})
+    return f, pd.DataFrame(rows), same
+
+
+def _comm_run(frames: dict[int, pd.DataFrame]) -> Run:
+    from pathlib import Path
+
+    from reportgen.model import RankData, RankInfo, RunInfo
+
+    ranks = {}
+    for r, inst in frames.items():
+        c = Communication(source=f"r{r}", producer="test", steps=pd.DataFrame(), ops=pd.DataFrame(),
+                          links=pd.DataFrame(), instances=inst)
+        ranks[r] = RankData(info=RankInfo(rank=r, source_dir=f"rank_{r}"), communication=c)
+    return Run(root=Path("hand-made"), info=RunInfo(path="x", layout="test", layout_label="test"), ranks=ranks)
+
+
+@pytest.mark.parametrize("clock", ["same", "skewed"])
+def test_arrivals_equal_the_plain_computation(clock):
+    rng = np.random.default_rng(7 if clock == "same" else 8)
+    frames = {}
+    for r in range(6):
+        n = 30
+        step = pd.array(rng.integers(1, 4, n), dtype="Int64")
+        op = np.array([f"allReduce#{k % 5}" for k in range(n)], dtype=object)
+        key = [f"{s}:{o}" for s, o in zip(step, op)]
+        group = np.array(["g1", "g2", None][r % 3] if r < 5 else "g1", dtype=object).repeat(n)
+        kind = np.array(["collective"] * n, dtype=object)
+        if r == 4:
+            kind[3] = "p2p"  # an instance whose rows name two kinds: left out
+        start = 1000.0 + rng.random(n) * (5 if clock == "same" else 500) + np.arange(n) * 50
+        dur = np.round(rng.random(n) * 3 + 1, 2)
+        if clock == "same":
+            dur = (start.max() + 10 - start)  # the ends line up
+        start[5] = np.nan  # a row without a start: dropped
+        frames[r] = pd.DataFrame({"step": step, "op": pd.array(op, dtype="str"), "group": group,
+                                  "key": pd.array(key, dtype="str"), "kind": kind, "start_ms": start, "dur_ms": dur,
+                                  "name": op})
+    frames[2] = pd.concat([frames[2], frames[2].iloc[:3]], ignore_index=True)  # a rank twice in an instance
+    arr = arrivals(_comm_run(frames))
+    f, inst, same = _reference_arrivals([x.assign(rank=r) for r, x in frames.items()])
+    assert arr.basis == ("start times" if same else "elapsed times")
+    assert len(arr.instances) == len(inst) > 0
+    for col in ("op", "group", "n", "first_rank", "last_rank"):
+        assert [str(x) for x in arr.instances[col]] == [str(x) for x in inst[col]], col
+    for col in ("spread_ms", "last_behind_median_ms", "last_margin_ms"):
+        np.testing.assert_array_equal(arr.instances[col].to_numpy(dtype=float), inst[col].to_numpy(dtype=float))
+    np.testing.assert_array_equal(arr.late["late_ms"].to_numpy(), f["late_ms"].to_numpy())
+    assert list(arr.late["rank"]) == list(f["rank"])
+
+
+def test_waits_keep_instances_not_the_lateness_rows():
+    """`analyze_waits` builds the matrices from the per-rank lateness rows, then keeps only the instances (what the
+    late-arrival rule reads): the matrices are the ones `wait_matrices` makes from the full rows."""
+    late = pd.DataFrame({"rank": [0, 1, 2, 0, 1, 2], "step": [1, 1, 1, 2, 2, 2], "op": ["ar"] * 6,
+                         "group": ["g"] * 6, "key": ["1:ar"] * 3 + ["2:ar"] * 3, "kind": ["collective"] * 6,
+                         "late_ms": [0.0, 4.0, 1.0, 0.0, 6.0, 2.0], "inst": [0, 0, 0, 1, 1, 1]})
+    inst = pd.DataFrame({"step": [1, 2], "op": ["ar", "ar"], "group": ["g", "g"], "key": ["1:ar", "2:ar"],
+                         "kind": ["collective"] * 2, "n": [3, 3], "first_rank": [0, 0], "last_rank": [1, 1],
+                         "spread_ms": [4.0, 6.0], "last_behind_median_ms": [3.5, 5.0], "last_margin_ms": [3.0, 4.0]})
+    arr = Arrivals(late=late, instances=inst, basis="start times")
+    full = wait_matrices(arr)
+    w, reason = analyze_waits(_comm_run({0: pd.DataFrame(), 1: pd.DataFrame()}), arr)
+    assert reason == "" and w.arrivals.late.empty and list(w.arrivals.late.columns) == list(late.columns)
+    assert w.arrivals.instances is inst
+    g = w.groups[0]
+    np.testing.assert_array_equal(g.ms, full.groups[0].ms)
+    # rank 0 waited (4 + 6) / 2 steps for rank 1, rank 2 waited (3 + 4) / 2
+    assert g.ms[0, 1] == pytest.approx(5.0) and g.ms[2, 1] == pytest.approx(3.5)
+    assert g.culprits[0].rank == 1 and not math.isnan(g.culprits[0].per_waiter_ms)
