@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.communication import Groups, codes
+from reportgen.analysis.codes import Groups, codes
 from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices
 from reportgen.collectives import ALLTOALL_RE, collective_type, collective_types

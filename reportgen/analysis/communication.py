@@ -13,14 +13,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import Groups, codes, labels, take_rows, text_column
+from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
-SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
-SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
 
 
 
@@ -76,120 +76,6 @@ def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 
 
-def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of a key column and its distinct values as an object array, the codes in the values' sort
-    order (so grouping or sorting by the codes orders rows as the values would); -1 for a missing value. A
-    groupby on text factorises the text again on every call (seconds at 1,024 ranks): factorise once, group
-    by integers."""
-    v = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
-    if v.dtype.kind not in "iub":  # numbers stay numbers (factorised as such: fast); text and the rest as objects
-        v = v.astype(object) if v.dtype != object else v
-    c, u = pd.factorize(v, sort=False)
-    c = c.astype(np.int64, copy=False)
-    if sort and len(u) > 1:
-        order = _text_order(u) if v.dtype == object else None
-        if order is None:
-            try:
-                order = np.argsort(u, kind="stable")
-            except TypeError:  # values that do not compare (text and numbers mixed): first-seen order
-                order = None
-        if order is not None:
-            u = np.asarray(u)[order]
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[order] = np.arange(len(order))
-            c = np.where(c >= 0, rank[np.maximum(c, 0)], -1)
-    return c, np.asarray(u, dtype=object)
-
-
-def _text_order(values) -> Optional[np.ndarray]:
-    """The sorting order of distinct texts, by pyarrow (UTF-8 byte order = code point order, as Python sorts
-    str; several times faster than sorting Python strings); None unless every value is a str."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        arr = pa.array(np.asarray(values, dtype=object), type=pa.string(), from_pandas=False)
-    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
-        return None
-    if arr.null_count:
-        return None
-    return pc.sort_indices(arr).to_numpy()
-
-
-class Groups:
-    """Rows grouped by several key columns given as codes (`parts`: (codes, number of distinct values)), as a
-    groupby on the columns would: rows with a missing key left out (`valid`, `rows`: the positions kept), groups
-    numbered in the keys' lexicographic order (`gid`, one per kept row), `first[g]`: the position of group g's first
-    row (its key columns are the codes there), `size[g]`; `order` / `cuts`: the kept rows by group (stable: rows in
-    their order within a group) and each group's bounds there. One stable sort of one integer per row (the rows
-    come in rank order, so mostly sorted already)."""
-
-    def __init__(self, parts: list[tuple[np.ndarray, int]], n_rows: int) -> None:
-        key = np.zeros(n_rows, dtype=np.int64)
-        bad = np.zeros(n_rows, dtype=bool)
-        span = 1
-        for c, n in parts:
-            n = max(1, int(n))
-            if span * n >= 2 ** 62:  # too many combinations for one int64: renumber the key so far (same order)
-                key = pd.factorize(key, sort=True)[0].astype(np.int64)
-                span = int(key.max()) + 1 if len(key) else 1
-            key = key * n + c
-            span *= n
-            bad |= c < 0
-        self.valid = ~bad
-        self.rows = np.flatnonzero(self.valid)
-        k = key[self.rows]
-        self.order = np.argsort(k, kind="stable")
-        sk = k[self.order]
-        new = np.r_[True, sk[1:] != sk[:-1]] if len(sk) else np.zeros(0, dtype=bool)
-        starts = np.flatnonzero(new)
-        self.n = len(starts)
-        self.cuts = np.r_[starts, len(sk)]
-        self.size = np.diff(self.cuts)
-        self.gid = np.empty(len(k), dtype=np.int64)
-        self.gid[self.order] = np.repeat(np.arange(self.n, dtype=np.int64), self.size)
-        self.first = self.rows[self.order[starts]]
-        self._by: dict = {}
-
-    def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
-        """`how` ("sum", "mean", "min", ...) of `cols` per group, index 0..n-1. `frame`: one row per key row (all
-        of them, or only the kept ones). pandas' own reductions over the rows in their order, with the group
-        numbers a groupby on the key columns gives: the same digits. (Not the rows taken in group order: pandas
-        sums labels that come sorted without Kahan's compensation, which changes the last digit.)"""
-        got = self._by.get(id(frame))
-        if got is None or got[0] is not frame:
-            f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
-            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(self.gid, sort=True))
-        return getattr(got[1][cols], how)(**kw)
-
-    def pick(self, values: np.ndarray, largest: bool) -> np.ndarray:
-        """Per group, the kept-row position (into `rows`) of the first row holding the group's largest (smallest)
-        value, NaN skipped (groupby's idxmax / idxmin); -1 where the group has no value."""
-        v = values[self.order]
-        if not len(v):
-            return np.zeros(0, dtype=np.int64)
-        red = (np.fmax if largest else np.fmin).reduceat(v, self.cuts[:-1])
-        at = np.where(v == np.repeat(red, self.size), np.arange(len(v)), len(v))
-        first = np.minimum.reduceat(at, self.cuts[:-1])
-        return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
-
-
-def _take(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """`frame.iloc[rows]` (`rows`: ascending positions), without the copy when they are every row."""
-    return frame if len(rows) == len(frame) else frame.iloc[rows]
-
-
-def _text(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
-    """The values of codes `c` as an object column (shared objects: 8 bytes a row, not a copy of the text)."""
-    return pd.Series(uniques.take(c), dtype=object)
-
-
-def _labels(uniques: np.ndarray, c: np.ndarray) -> pd.Categorical:
-    """Codes `c` into the distinct values `uniques` as a categorical (its categories in the values' order); a
-    code -1 is a missing value."""
-    return pd.Categorical.from_codes(c, categories=pd.Index(uniques, dtype=object))
-
-
 def analyze_communication(run: Run) -> CommAnalysis:
     issues: list[DataIssue] = []
     with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
@@ -224,14 +110,14 @@ def analyze_communication(run: Run) -> CommAnalysis:
     links_g, unmapped = _global_links(links, groups)
     if unmapped:
         issues.append(DataIssue("", dq("analysis.unmapped-link-ranks", unmapped=unmapped), "info"))
-    link_table = _link_table(links_g)
-    pairs = _pair_table(link_table)
-    medians = _transport_medians(pairs)
-    if len(link_table):
-        link_table["slow"] = False  # set by the pages from the slow-link finding (`site.comm_pages.marked_links`)
-        link_table["vs_median"] = [
+    table = link_table(links_g)
+    pairs = pair_table(table)
+    medians = transport_medians(pairs)
+    if len(table):
+        table["slow"] = False  # set by the pages from the slow-link finding (`site.comm_pages.marked_links`)
+        table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
-            for bw, t, own in zip(link_table["bandwidth_gbps"], link_table["transport"], link_table["self"])]
+            for bw, t, own in zip(table["bandwidth_gbps"], table["transport"], table["self"])]
     rank_ops, at = _rank_ops(ops, keys, step_rows, stored_rows)
     op_table = _ops_across(rank_ops, keys, at)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
@@ -245,8 +131,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
                                        missing2=" …" if len(missing) > 20 else ""), "warning"))
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
-        per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=link_table, pairs=pairs,
-        link_ops=_link_ops(links_g), groups=groups, ranks_without_data=missing,
+        per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=table, pairs=pairs,
+        link_ops=link_ops_table(links_g), groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 
@@ -343,12 +229,12 @@ def _per_group_rank(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray, store
         return pd.DataFrame()
     # Σ per (rank, group, step), then the mean over the steps per (rank, group)
     g1 = Groups(keys.parts(rows, ["rank", "group", "step"]), len(rows))
-    per = g1.agg(_take(ops[cols], rows), cols, "sum", min_count=1)
+    per = g1.agg(take_rows(ops[cols], rows), cols, "sum", min_count=1)
     first = rows[g1.first]
     g2 = Groups(keys.parts(first, ["rank", "group"]), len(first))
     out = per.groupby(g2.gid, sort=True).mean()
     at = first[g2.first]
-    out.insert(0, "group", _text(keys.values["group"], keys.codes["group"][at]).to_numpy())
+    out.insert(0, "group", text_column(keys.values["group"], keys.codes["group"][at]).to_numpy())
     out.insert(0, "rank", ops["rank"].to_numpy()[at])
     out = out.reset_index(drop=True)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
@@ -372,7 +258,7 @@ def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
             keep = step_rows[~np.isin(keys.codes["rank"][step_rows], keys.codes["rank"][stored_rows])]
         if len(keep):
             g = Groups(keys.parts(keep, names), len(keep))
-            a = g.agg(_take(ops[cols], keep), cols, "sum", min_count=1)
+            a = g.agg(take_rows(ops[cols], keep), cols, "sum", min_count=1)
             a["count"] = g.size
             nsteps = _steps_of_rank(keys, keep)
             div = pd.Series(ops["rank"].to_numpy()[keep[g.first]]).map(nsteps).astype(float)
@@ -382,14 +268,14 @@ def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
             parts.append((a, keep[g.first]))
     if len(stored_rows):
         g = Groups(keys.parts(stored_rows, names), len(stored_rows))
-        a = g.agg(_take(ops[cols], stored_rows), cols, "sum", min_count=1)
+        a = g.agg(take_rows(ops[cols], stored_rows), cols, "sum", min_count=1)
         a["count"] = g.size.astype(float)
         parts.append((a, stored_rows[g.first]))
     at = np.concatenate([p[1] for p in parts])
     nums = pd.concat([p[0] for p in parts], ignore_index=True)
     out = pd.DataFrame({"rank": ops["rank"].to_numpy()[at]})
     for n in ("op", "group", "kind"):  # labels as categoricals: a code a row (a row a rank and operator)
-        out[n] = _labels(keys.values[n], keys.codes[n][at])
+        out[n] = labels(keys.values[n], keys.codes[n][at])
     for c in nums.columns:
         out[c] = nums[c].to_numpy()
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
@@ -434,7 +320,7 @@ def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Option
     at_first = g.first
     for k, n in enumerate(names):
         vals, cs = text[n]
-        out.insert(k, n, _text(vals, cs[at_first]).to_numpy())
+        out.insert(k, n, text_column(vals, cs[at_first]).to_numpy())
     out = out.sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
@@ -551,136 +437,3 @@ def _global_links(links: pd.DataFrame, groups: dict[str, GroupInfo]) -> tuple[pd
     ok = ok | out["global_ids"].astype(bool).to_numpy()
     out["mapped"] = ok
     return out, int((~ok).sum())
-
-
-def _link_codes(lk: pd.DataFrame, keys: list[str]) -> list[tuple[np.ndarray, int]]:
-    """`keys` of `lk` as codes, a missing value its own code after every other (a groupby with dropna=False
-    puts it last)."""
-    out = []
-    for k in keys:
-        c, v = codes(lk[k])
-        out.append((np.where(c < 0, len(v), c), len(v) + 1))
-    return out
-
-
-def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per rank: stored-average rows if it has them, else per-step sums averaged over the rank's steps."""
-    nums = ["time_ms", "size_mb", "stored_bandwidth_gbps"]
-    stored = (lk["stored"] & lk["step"].isna()).to_numpy(dtype=bool)
-    rank = lk["rank"].to_numpy()
-    kc = _link_codes(lk, ["rank", *keys])
-    parts = []
-
-    def rows_out(at: np.ndarray, sums: pd.DataFrame) -> pd.DataFrame:
-        out = pd.DataFrame({"rank": rank[at]})
-        for k in keys:
-            out[k] = lk[k].to_numpy()[at] if lk[k].dtype.kind in "iufb" else _text(lk[k].to_numpy(dtype=object), at)
-        for c in nums:
-            out[c] = sums[c].to_numpy()
-        return out
-    if stored.any():
-        rows = np.flatnonzero(stored)
-        g = Groups([(c[rows], n) for c, n in kc], len(rows))
-        parts.append(rows_out(rows[g.first], g.agg(_take(lk[nums], rows), nums, "sum", min_count=1)))
-    rest = np.flatnonzero(~stored & ~np.isin(rank, rank[stored]))
-    if len(rest):
-        sc, sv = codes(lk["step"].iloc[rest].fillna(-1))
-        g1 = Groups([(kc[0][0][rest], kc[0][1]), (sc, len(sv)), *[(c[rest], n) for c, n in kc[1:]]], len(rest))
-        per = g1.agg(lk[nums].iloc[rest], nums, "sum", min_count=1)  # Σ per (rank, step, link)
-        first = rest[g1.first]
-        g2 = Groups([(c[first], n) for c, n in kc], len(first))
-        avg = per.groupby(g2.gid, sort=True).sum(min_count=1)  # Σ over the steps per (rank, link)
-        # the rank's steps: distinct steps among its (rank, step, link) sums
-        rs = kc[0][0][rest][g1.first] * max(1, len(sv)) + sc[g1.first]
-        pairs = np.unique(rs)
-        nsteps = np.bincount(pairs // max(1, len(sv)), minlength=kc[0][1])
-        at = first[g2.first]
-        out = rows_out(at, avg)
-        div = nsteps[kc[0][0][at]].astype(float)
-        for c in nums:
-            out[c] = out[c] / div
-        parts.append(out)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-
-
-def _link_table(links_g: pd.DataFrame) -> pd.DataFrame:
-    if not len(links_g):
-        return pd.DataFrame()
-    # per rank, the most aggregated records it has: "total", else "step", else "op" (vectorised: one pass)
-    scope = links_g["scope"].to_numpy(dtype=object)
-    rank = links_g["rank"].to_numpy()
-    level = np.select([scope == "total", scope == "step", scope == "op"], [0, 1, 2], 3)
-    best = pd.Series(level).groupby(rank).transform("min").to_numpy()
-    order = np.argsort(rank, kind="stable")  # as the per-rank groups came out: ranks in order, rows in order
-    sel = order[(level[order] == best[order]) & (level[order] < 3)]
-    base = links_g.iloc[sel].reset_index(drop=True)
-    keys = ["group", "src", "dst", "transport", "mapped"]
-    avg = _average_rows(base, keys)
-    if not len(avg):
-        return avg
-    g = Groups(_link_codes(avg, keys), len(avg))
-    out = g.agg(avg, ["time_ms", "size_mb", "stored_bandwidth_gbps"], "sum", min_count=1)
-    # the ranks that reported each link, ascending, as text
-    rc, rv = codes(avg["rank"])
-    pairs = np.unique(g.gid * max(1, len(rv)) + rc[g.rows])
-    pg, pr = pairs // max(1, len(rv)), pairs % max(1, len(rv))
-    names = np.array([str(x) for x in rv], dtype=object)[pr]
-    cuts = np.searchsorted(pg, np.arange(g.n + 1))
-    out["reporters"] = [",".join(names[cuts[i]:cuts[i + 1]]) for i in range(g.n)]
-    head = avg.iloc[g.first].reset_index(drop=True)
-    out = pd.concat([head[keys], out], axis=1)
-    out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"].where(out["time_ms"] > 0)
-    # operator counts per link: per-operator records where the producer wrote them
-    per_op = links_g[links_g["scope"].isin(["op", "sample"])]
-    if len(per_op):
-        lk4 = ["group", "src", "dst", "transport"]
-        both = pd.concat([out[lk4], per_op[lk4]], ignore_index=True)
-        bc = _link_codes(both, lk4)
-        kg = Groups(bc, len(both))  # one numbering of the links of both tables
-        link_of = np.full(len(both), -1, dtype=np.int64)
-        link_of[kg.rows] = kg.gid
-        oc, ov = codes(per_op["op"])
-        mine = link_of[len(out):]
-        ok = oc >= 0  # nunique leaves missing names out
-        uniq = np.unique(mine[ok] * max(1, len(ov)) + oc[ok])
-        cnt = np.bincount(uniq // max(1, len(ov)), minlength=kg.n)
-        out["n_ops"] = cnt[link_of[:len(out)]]
-    else:
-        out["n_ops"] = 0
-    out["self"] = out["src"] == out["dst"]
-    return out.sort_values(["mapped", "bandwidth_gbps"], ascending=[False, True], kind="stable").reset_index(drop=True)
-
-
-def _pair_table(link_table: pd.DataFrame) -> pd.DataFrame:
-    """Global (src, dst, transport) over all groups: Σtime, Σsize, bandwidth = Σsize/Σtime."""
-    if not len(link_table):
-        return pd.DataFrame(columns=["src", "dst", "transport", "time_ms", "size_mb", "bandwidth_gbps"])
-    lt = link_table[link_table["mapped"] & ~link_table["self"]]
-    if not len(lt):
-        return pd.DataFrame(columns=["src", "dst", "transport", "time_ms", "size_mb", "bandwidth_gbps"])
-    g = lt.groupby(["src", "dst", "transport"])[["time_ms", "size_mb"]].sum().reset_index()
-    g["bandwidth_gbps"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
-    return g
-
-
-def _transport_medians(pairs: pd.DataFrame) -> dict[str, float]:
-    """Median bandwidth per transport over links that carry enough data to measure it (the reference a link is
-    compared with: the `vs_median` column, and the slow-link rule's own comparison)."""
-    if not len(pairs):
-        return {}
-    pairs = pairs[(pairs["transport"] != "LOCAL") & (pairs["size_mb"] >= SLOW_LINK_MIN_SIZE_MB)
-                  & pairs["bandwidth_gbps"].notna()]
-    return {str(t): float(f["bandwidth_gbps"].median()) for t, f in pairs.groupby("transport")
-            if len(f) >= SLOW_LINK_MIN_PEERS}
-
-
-def _link_ops(links_g: pd.DataFrame) -> pd.DataFrame:
-    if not len(links_g):
-        return pd.DataFrame()
-    f = links_g[links_g["scope"].isin(["op", "sample"]) & links_g["mapped"] & (links_g["src"] != links_g["dst"])]
-    f = f[~(f["stored"] & f["step"].isna())]
-    return f[["rank", "step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb",
-              "bandwidth_gbps"]].reset_index(drop=True)
-
-
-# --- views: matrices and the node-link graph ------------------------------------------------------------

@@ -11,9 +11,7 @@ import pandas as pd
 
 from reportgen import urls
 from reportgen.analysis import Analysis
-from reportgen.analysis.communication import (
-    SLOW_LINK_MIN_SIZE_MB,
-)
+from reportgen.analysis.links import SLOW_LINK_MIN_SIZE_MB
 from reportgen.charts import Chart
 from reportgen.charts import comm as comm_charts
 from reportgen.charts import steps as step_charts

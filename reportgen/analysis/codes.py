@@ -1,0 +1,125 @@
+"""Rows grouped by integer codes instead of text (issue 33): a groupby on a text column factorises the text again
+on every call, seconds at 1,024 ranks of many small collectives; the analyses factorise each key column once
+(`codes`, in the values' sort order) and group, sort and pick over integers (`Groups`), with the same numbers as
+pandas' groupby (its own reductions over the rows in their order)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+
+def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a key column and its distinct values as an object array, the codes in the values' sort
+    order (so grouping or sorting by the codes orders rows as the values would); -1 for a missing value. A
+    groupby on text factorises the text again on every call (seconds at 1,024 ranks): factorise once, group
+    by integers."""
+    v = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    if v.dtype.kind not in "iub":  # numbers stay numbers (factorised as such: fast); text and the rest as objects
+        v = v.astype(object) if v.dtype != object else v
+    c, u = pd.factorize(v, sort=False)
+    c = c.astype(np.int64, copy=False)
+    if sort and len(u) > 1:
+        order = _text_order(u) if v.dtype == object else None
+        if order is None:
+            try:
+                order = np.argsort(u, kind="stable")
+            except TypeError:  # values that do not compare (text and numbers mixed): first-seen order
+                order = None
+        if order is not None:
+            u = np.asarray(u)[order]
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            c = np.where(c >= 0, rank[np.maximum(c, 0)], -1)
+    return c, np.asarray(u, dtype=object)
+
+
+def _text_order(values) -> Optional[np.ndarray]:
+    """The sorting order of distinct texts, by pyarrow (UTF-8 byte order = code point order, as Python sorts
+    str; several times faster than sorting Python strings); None unless every value is a str."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(np.asarray(values, dtype=object), type=pa.string(), from_pandas=False)
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        return None
+    if arr.null_count:
+        return None
+    return pc.sort_indices(arr).to_numpy()
+
+
+class Groups:
+    """Rows grouped by several key columns given as codes (`parts`: (codes, number of distinct values)), as a
+    groupby on the columns would: rows with a missing key left out (`valid`, `rows`: the positions kept), groups
+    numbered in the keys' lexicographic order (`gid`, one per kept row), `first[g]`: the position of group g's first
+    row (its key columns are the codes there), `size[g]`; `order` / `cuts`: the kept rows by group (stable: rows in
+    their order within a group) and each group's bounds there. One stable sort of one integer per row (the rows
+    come in rank order, so mostly sorted already)."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, int]], n_rows: int) -> None:
+        key = np.zeros(n_rows, dtype=np.int64)
+        bad = np.zeros(n_rows, dtype=bool)
+        span = 1
+        for c, n in parts:
+            n = max(1, int(n))
+            if span * n >= 2 ** 62:  # too many combinations for one int64: renumber the key so far (same order)
+                key = pd.factorize(key, sort=True)[0].astype(np.int64)
+                span = int(key.max()) + 1 if len(key) else 1
+            key = key * n + c
+            span *= n
+            bad |= c < 0
+        self.valid = ~bad
+        self.rows = np.flatnonzero(self.valid)
+        k = key[self.rows]
+        self.order = np.argsort(k, kind="stable")
+        sk = k[self.order]
+        new = np.r_[True, sk[1:] != sk[:-1]] if len(sk) else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(new)
+        self.n = len(starts)
+        self.cuts = np.r_[starts, len(sk)]
+        self.size = np.diff(self.cuts)
+        self.gid = np.empty(len(k), dtype=np.int64)
+        self.gid[self.order] = np.repeat(np.arange(self.n, dtype=np.int64), self.size)
+        self.first = self.rows[self.order[starts]]
+        self._by: dict = {}
+
+    def agg(self, frame: pd.DataFrame, cols: list[str], how: str, **kw) -> pd.DataFrame:
+        """`how` ("sum", "mean", "min", ...) of `cols` per group, index 0..n-1. `frame`: one row per key row (all
+        of them, or only the kept ones). pandas' own reductions over the rows in their order, with the group
+        numbers a groupby on the key columns gives: the same digits. (Not the rows taken in group order: pandas
+        sums labels that come sorted without Kahan's compensation, which changes the last digit.)"""
+        got = self._by.get(id(frame))
+        if got is None or got[0] is not frame:
+            f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
+            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(self.gid, sort=True))
+        return getattr(got[1][cols], how)(**kw)
+
+    def pick(self, values: np.ndarray, largest: bool) -> np.ndarray:
+        """Per group, the kept-row position (into `rows`) of the first row holding the group's largest (smallest)
+        value, NaN skipped (groupby's idxmax / idxmin); -1 where the group has no value."""
+        v = values[self.order]
+        if not len(v):
+            return np.zeros(0, dtype=np.int64)
+        red = (np.fmax if largest else np.fmin).reduceat(v, self.cuts[:-1])
+        at = np.where(v == np.repeat(red, self.size), np.arange(len(v)), len(v))
+        first = np.minimum.reduceat(at, self.cuts[:-1])
+        return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
+
+
+def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """`frame.iloc[rows]` (`rows`: ascending positions), without the copy when they are every row."""
+    return frame if len(rows) == len(frame) else frame.iloc[rows]
+
+
+def text_column(uniques: np.ndarray, c: np.ndarray) -> pd.Series:
+    """The values of codes `c` as an object column (shared objects: 8 bytes a row, not a copy of the text)."""
+    return pd.Series(uniques.take(c), dtype=object)
+
+
+def labels(uniques: np.ndarray, c: np.ndarray) -> pd.Categorical:
+    """Codes `c` into the distinct values `uniques` as a categorical (its categories in the values' order); a
+    code -1 is a missing value."""
+    return pd.Categorical.from_codes(c, categories=pd.Index(uniques, dtype=object))
