@@ -55,14 +55,18 @@ def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "", key: bool = Fal
     """One numeric `<td>` (`num_cell` in the templates). The table sorter reads the number the cell shows, so only
     a cell with a badge after its number carries a `data-v` sort key (a key per cell was a fifth of a rank page);
     `key`: carry it anyway (the full-precision value the CSV button saves, for the small cluster tables)."""
+    return _td(v, fmt, f"num {cls}" if cls else "num", badge, key)
+
+
+def _td(v, fmt: str, cls: str, badge: str, key: bool) -> Markup:
     text = _CELL_FORMATS.get(fmt, _MS)(v)
-    c = f"num {escape(cls)}" if cls else "num"
-    if key and not badge:
-        return Markup(f'<td class="{c}" data-v="{escape(sort_key(v))}">{escape(text)}</td>')
+    c = f' class="{escape(cls)}"' if cls else ""
     if badge:
-        return Markup(f'<td class="{c}" data-v="{escape(sort_key(v))}">{escape(text)} '
+        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)} '
                       f'<span class="badge slow">{escape(badge)}</span></td>')
-    return Markup(f'<td class="{c}">{escape(text)}</td>')
+    if key:
+        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)}</td>')
+    return Markup(f"<td{c}>{escape(text)}</td>")
 
 
 def _ms_td(v) -> str:
@@ -72,12 +76,7 @@ def _ms_td(v) -> str:
 def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
     """`num_cell` in a table that aligns its numeric columns itself (`table.n1`, `n2`, `n4`, `nlk`: report.css):
     no `num` class on each cell (a rank page has a few hundred such cells, a thousand pages or more)."""
-    text = _CELL_FORMATS.get(fmt, _MS)(v)
-    c = f' class="{escape(cls)}"' if cls else ""
-    if badge:
-        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)} '
-                      f'<span class="badge slow">{escape(badge)}</span></td>')
-    return Markup(f"<td{c}>{escape(text)}</td>")
+    return _td(v, fmt, cls, badge, False)
 
 
 def _ms_bare(v) -> str:
