@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -22,6 +22,17 @@ from reportgen.model import DataIssue
 JOB_GAP_S = 120.0  # rank folders of one launch start within this of each other (consecutive start times)
 
 
+_SHARED: dict[frozenset, frozenset] = {}
+
+
+def _shared(ranks: frozenset) -> frozenset:
+    """One object for equal rank sets: every rank's profiler_metadata.json names the world group, so at 4,096 ranks
+    a set a rank held 16.7M entries (1 GB, and a union over all of them); the ranks of a run share a few sets."""
+    if len(_SHARED) > 256:
+        _SHARED.clear()
+    return _SHARED.setdefault(ranks, ranks)
+
+
 @dataclass
 class RankDir:
     d: Path
@@ -31,7 +42,7 @@ class RankDir:
     start: float = 0.0  # seconds since the epoch (folder-name time stamp, else the folder's mtime)
     stamp: str = ""  # the folder-name time stamp, for names
     world_size: Optional[int] = None
-    group_ranks: set[int] = field(default_factory=set)
+    group_ranks: frozenset = frozenset()
 
     @property
     def proc(self) -> tuple:
@@ -76,7 +87,7 @@ def ascend_rank(fs: Fs, d: Path) -> RankDir:
         rf.add("profiler_metadata", meta)
         facts = peek.metadata_facts(meta)
         rd.world_size = facts.get("world_size") or rd.world_size
-        rd.group_ranks = facts.get("group_ranks", set())
+        rd.group_ranks = _shared(frozenset(facts.get("group_ranks", ())))
     out = fs.subdir(d, "ASCEND_PROFILER_OUTPUT")
     if out is not None:
         for p in fs.files(out):
@@ -145,7 +156,7 @@ def ascend_runs(fs: Fs, dirs: list[Path]) -> list[RunLayout]:
         elif len(sizes) > 1:
             run.issues.append(DataIssue("", dq("discover.world-size-disagrees",
                                                map=", ".join(map(str, sizes)))))
-        run.group_ranks = set().union(*(rd.group_ranks for rd in rds))
+        run.group_ranks = set().union(*{id(rd.group_ranks): rd.group_ranks for rd in rds}.values())
         runs.append(run)
     return runs
 
