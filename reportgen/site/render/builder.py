@@ -125,6 +125,8 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
     if parallel and exports is not None:
         copies = [(exports[0], ex) for ex in exports[1]]
         exports[1].clear()
+    if parallel:  # loaded before the fork: each writer would load (or compile) them again
+        preload(env, RANK_TEMPLATES)
     writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs, copies) if parallel else None
     try:
         before = len(plan.pages)
@@ -150,6 +152,15 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
             writers.close()
     (tmp / tree.specs).write_text(shared.script(), encoding="utf-8")
     return done
+
+
+RANK_TEMPLATES = ("page.html", "base.html", "_macros.html", "_rank.html")  # and the sections' `_rank_*.html`
+
+
+def preload(env: Environment, names: Sequence[str]) -> None:
+    """Load the templates `names` and every `_rank_*.html` (rank sections) into `env`'s cache."""
+    for name in [*names, *(n for n in env.list_templates(extensions=["html"]) if n.startswith("_rank_"))]:
+        env.get_template(name)
 
 
 _HREFS: dict = {}

@@ -14,6 +14,7 @@ from reportgen import fmt, i18n, urls
 from reportgen.site.render import html_rows
 from reportgen.site.render.csp import csp_hash
 from reportgen.site.render.output import json_text
+from reportgen.site.render.template_cache import CACHE
 from reportgen.site.views.problems import translate_problem
 
 
@@ -71,9 +72,11 @@ class _Environment(Environment):
 
 
 def make_env() -> Environment:
-    # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include)
+    # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include);
+    # their compiled code is kept between environments and builds (`template_cache`)
     env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False)
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False,
+                       bytecode_cache=CACHE)
     i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
     env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
