@@ -28,7 +28,7 @@ from reportgen.site.views.communication import (
     drill_cells,
     graph_layout,
     group_label,
-    matrix_cells,
+    matrix_views,
     shown_label,
 )
 from reportgen.rules.highlights import Highlights
@@ -228,16 +228,17 @@ def _matrix_chart(a: Analysis, lt: pd.DataFrame) -> Optional[Chart]:
     c = a.comm
     if not len(c.links) or not c.links["mapped"].any():
         return None
-    ranks = a.run.rank_ids
-    all_cells = matrix_cells(lt, ranks)
+    mapped = c.links[c.links["mapped"]]
+    by_size = mapped.groupby("group")["size_mb"].sum().sort_values(ascending=False)
+    gids = list(by_size.index)[:MAX_MATRIX_GROUPS]
+    views = matrix_views(lt, a.run.rank_ids, gids)  # all groups (None) and each group's, in one pass
+    all_cells = views[None]
     if not all_cells["cells"]:
         return None
     cells = [{**x, "group": "All groups"} for x in all_cells["cells"]]
     labels = ["All groups"]
-    mapped = c.links[c.links["mapped"]]
-    by_size = mapped.groupby("group")["size_mb"].sum().sort_values(ascending=False)
-    for gid in list(by_size.index)[:MAX_MATRIX_GROUPS]:
-        m = matrix_cells(lt, ranks, group=gid)
+    for gid in gids:
+        m = views[gid]
         if m["cells"] and m["bin"] == all_cells["bin"]:
             lab = group_label(a, gid)
             labels.append(lab)

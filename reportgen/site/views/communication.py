@@ -73,52 +73,96 @@ def drill_cells(link_table: pd.DataFrame, cap: int = MAX_DRILL_CELLS) -> tuple[d
 
 def matrix_cells(link_table: pd.DataFrame, ranks: list[int], group: Optional[str] = None) -> dict:
     """Rank x rank cells (global ranks; all groups or one), binned into blocks above MAX_MATRIX_RANKS ranks."""
+    if group is None:
+        return matrix_views(link_table, ranks)[None]
+    return matrix_views(link_table, ranks, [group], every=False)[group]
+
+
+_NO_CELLS = {"cells": [], "bin": 1}
+
+
+def matrix_views(link_table: pd.DataFrame, ranks: list[int], groups: list = (), every: bool = True) -> dict:
+    """`matrix_cells` of all groups (key None, when `every`) and of each group in `groups` (its id as key), the
+    groups' cells summed in one pass over their links (a 1,024-rank run's matrix has 12 group views: one
+    `groupby` with the group as first key, instead of one per group; each group's sums in the same order of
+    rows, so the same numbers)."""
+    out: dict = {g: _NO_CELLS for g in groups}
+    if every:
+        out[None] = _NO_CELLS
     if not len(link_table):
-        return {"cells": [], "bin": 1}
+        return out
     lt = link_table[link_table["mapped"] & ~link_table["self"]]  # on-chip copies would swamp the colour scale
-    if group is not None:
-        lt = lt[lt["group"] == group]
-    if not len(lt):
-        return {"cells": [], "bin": 1}
-    g = _pair_sums(lt, ["src", "dst"])
-    n = max(len(ranks), int(max(g["src"].max(), g["dst"].max())) + 1)
-    b = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
-    if b > 1:
-        g["src_b"] = g["src"] // b
-        g["dst_b"] = g["dst"] // b
-        g["min_bw"] = g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0)
-        keys = ["src_b", "dst_b"]
-        blocks = g.groupby(keys).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
-                                     min_bw=("min_bw", "min"), slow=("slow", "any"))
-        # each block's slow links named ("3→11 5→13", in rank order) and its transports (every one its pairs
-        # use, sorted), without a Python call per block (a 1,024-rank matrix has thousands, on each group's view)
-        slow = g[g["slow"]]
-        names = slow.assign(name=[f"{int(s)}→{int(d)}" for s, d in zip(slow["src"], slow["dst"])])
-        blocks["slow_links"] = (names.groupby(keys)["name"].agg(" ".join).astype(object)
-                                .reindex(blocks.index, fill_value=""))
-        tokens = g[keys + ["transport"]]
-        if tokens["transport"].str.contains("/", regex=False).any():  # a pair over several transports
-            tokens = tokens.assign(transport=tokens["transport"].str.split("/")).explode("transport")
-        blocks["transport"] = joined(tokens, keys)
-        g = blocks.reset_index()
-        cells = []
-        for rec in g.itertuples(index=False):
-            cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
-                          "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
-                          "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
-                          "size_mb": round(float(rec.size_mb), 6),
-                          "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-                          "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow),
-                          "slow_links": rec.slow_links})
-        return {"cells": cells, "bin": b}
-    cells = [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
-              "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
-              "cell_label": f"{rec.time_ms:.3g} ms · {rec.size_mb:.3g} MB",
-              "href": str(urls.rank(int(rec.src), "communication")),
-              "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
-              "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
-    return {"cells": cells, "bin": 1}
+    if every and len(lt):
+        out[None] = _views(lt, ranks, [])[None]
+    if groups:
+        lg = lt[lt["group"].isin(list(groups))]
+        if len(lg):
+            out.update(_views(lg, ranks, ["group"]))
+    return out
+
+
+def _views(lt: pd.DataFrame, ranks: list[int], by: list[str]) -> dict:
+    """The cells of each value of the keys `by` (none: one view, key None) of the link rows `lt`."""
+    g = _pair_sums(lt, by + ["src", "dst"])
+    if by:
+        parts = {k: f.reset_index(drop=True) for k, f in g.groupby(by[0], sort=False)}
+    else:
+        parts = {None: g}
+    bins = {}
+    for k, f in parts.items():
+        n = max(len(ranks), int(max(f["src"].max(), f["dst"].max())) + 1)
+        bins[k] = 1 if n <= MAX_MATRIX_RANKS else math.ceil(n / MAX_MATRIX_RANKS)
+    out = {}
+    for b in sorted(set(bins.values())):
+        keys = [k for k in parts if bins[k] == b]
+        if b == 1:
+            for k in keys:
+                out[k] = {"cells": _rank_cells(parts[k]), "bin": 1}
+            continue
+        same = g if len(keys) == len(parts) else g[g[by[0]].isin(keys)] if by else g
+        out.update(_binned(same, b, by))
+    return out
+
+
+def _rank_cells(g: pd.DataFrame) -> list[dict]:
+    return [{"src": str(int(rec.src)), "dst": str(int(rec.dst)), "so": int(rec.src), "do": int(rec.dst),
+             "time_ms": round(float(rec.time_ms), 6), "size_mb": round(float(rec.size_mb), 6),
+             "cell_label": f"{rec.time_ms:.3g} ms · {rec.size_mb:.3g} MB",
+             "href": str(urls.rank(int(rec.src), "communication")),
+             "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+             "min_bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+             "transport": rec.transport, "slow": bool(rec.slow)} for rec in g.itertuples(index=False)]
+
+
+def _binned(g: pd.DataFrame, b: int, by: list[str]) -> dict:
+    """Rank pairs' sums `g` (keys `by` + src, dst) binned into blocks of `b` ranks: the cells of each `by` value."""
+    g = g.assign(src_b=g["src"] // b, dst_b=g["dst"] // b,
+                 min_bw=g["size_mb"] / g["time_ms"].where(g["time_ms"] > 0))
+    keys = by + ["src_b", "dst_b"]
+    blocks = g.groupby(keys).agg(time_ms=("time_ms", "sum"), size_mb=("size_mb", "sum"),
+                                 min_bw=("min_bw", "min"), slow=("slow", "any"))
+    # each block's slow links named ("3→11 5→13", in rank order) and its transports (every one its pairs
+    # use, sorted), without a Python call per block (a 1,024-rank matrix has thousands, on each group's view)
+    slow = g[g["slow"]]
+    names = slow.assign(name=[f"{int(s)}→{int(d)}" for s, d in zip(slow["src"], slow["dst"])])
+    blocks["slow_links"] = (names.groupby(keys)["name"].agg(" ".join).astype(object)
+                            .reindex(blocks.index, fill_value=""))
+    tokens = g[keys + ["transport"]]
+    if tokens["transport"].str.contains("/", regex=False).any():  # a pair over several transports
+        tokens = tokens.assign(transport=tokens["transport"].str.split("/")).explode("transport")
+    blocks["transport"] = joined(tokens, keys)
+    blocks = blocks.reset_index()
+    out: dict = {}
+    for rec in blocks.itertuples(index=False):
+        cells = out.setdefault(getattr(rec, by[0]) if by else None, [])
+        cells.append({"src": f"{rec.src_b * b}–{rec.src_b * b + b - 1}",
+                      "dst": f"{rec.dst_b * b}–{rec.dst_b * b + b - 1}",
+                      "so": int(rec.src_b), "do": int(rec.dst_b), "time_ms": round(float(rec.time_ms), 6),
+                      "size_mb": round(float(rec.size_mb), 6),
+                      "bandwidth_gbps": _r(rec.size_mb / rec.time_ms if rec.time_ms > 0 else math.nan),
+                      "min_bandwidth_gbps": _r(rec.min_bw), "transport": rec.transport, "slow": bool(rec.slow),
+                      "slow_links": rec.slow_links})
+    return {k: {"cells": v, "bin": b} for k, v in out.items()}
 
 
 def _r(v: float, nd: int = 4) -> Optional[float]:
