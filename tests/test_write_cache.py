@@ -1,0 +1,114 @@
+"""Issue 33, the write stage: the templates' compiled code kept in the rank cache folder between builds
+(site/render/template_cache.py), the communication matrix's group views summed in one pass
+(site/views/communication.matrix_views) and the house chart config put in place without Altair's configure_* copies
+(charts/theme.finish). Each must leave the output as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import altair as alt
+import jinja2
+import pandas as pd
+import pytest
+
+from reportgen.charts import theme
+from reportgen.cli import main
+from reportgen.site.render.template_cache import CACHE, FOLDER
+from reportgen.site.views import communication as comm_views
+from reportgen.synth import generate_run
+
+
+def _site(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "summary.json"}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    return generate_run(tmp_path_factory.mktemp("wc") / "run", ranks=2, steps=2)
+
+
+def test_a_rebuild_loads_the_compiled_templates_and_a_bad_entry_is_compiled_again(small_run, tmp_path, monkeypatch):
+    out = tmp_path / "report"
+    args = [str(small_run), "-o", str(out), "-q", "--lang", "en"]
+    CACHE.clear()
+    assert main(args) == 0
+    entries = sorted((tmp_path / ".report.msreport-cache" / FOLDER).glob("*.jinja"))
+    assert len(entries) >= 10  # page, base, macros, the pages' partials, the rank sections
+    first = _site(out)
+
+    compiled: list[str] = []
+    real = jinja2.Environment.compile
+
+    def counting(self, source, name=None, *a, **kw):
+        compiled.append(name)
+        return real(self, source, name, *a, **kw)
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    CACHE.clear()  # as a new process: nothing in memory, every template from the folder
+    assert main(args) == 0
+    assert compiled == [] and _site(out) == first
+
+    # a damaged entry and one that others may write (loading one runs its code): both compiled again, same pages
+    entries[0].write_bytes(b"not a template")
+    os.chmod(entries[1], 0o666)
+    CACHE.clear()
+    assert main(args) == 0
+    assert len(compiled) == 2 and _site(out) == first
+    assert entries[1].stat().st_mode & 0o022 == 0  # written again, private
+
+    # --no-cache: no folder, compiled in memory only (the same pages)
+    compiled.clear()
+    CACHE.clear()
+    out2 = tmp_path / "nocache"
+    assert main([str(small_run), "-o", str(out2), "-q", "--lang", "en", "--no-cache"]) == 0
+    assert compiled and not (tmp_path / ".nocache.msreport-cache").exists() and _site(out2) == first
+
+
+def _links(rows):
+    return pd.DataFrame(rows, columns=["src", "dst", "time_ms", "size_mb", "transport", "slow", "mapped", "self",
+                                       "group"])
+
+
+@pytest.mark.parametrize("n_ranks", [8, 130])  # one rank per cell, then blocks of 3 ranks
+def test_matrix_group_views_in_one_pass_equal_each_group_alone(n_ranks):
+    lt = _links([
+        (0, 3, 2.0, 8.0, "HCCS", False, True, False, "g0"),
+        (1, 4, 1.0, 8.0, "RDMA", True, True, False, "g0"),
+        (0, 5, 1.0, 2.0, "RDMA", True, True, False, "g1"),
+        (0, 5, 1.0, 8.0, "HCCS", False, True, False, "g0"),
+        (0, 5, 0.5, 1.0, "HCCS", False, True, False, "g1"),
+        (2, 4, 4.0, 4.0, "SIO", False, True, False, "g1"),
+        (7, 6, 1.0, 1.0, "RDMA", False, True, False, "g0"),
+        (6, 6, 9.0, 9.0, "LOCAL", False, True, True, "g1"),  # on-chip: left out
+        (5, 2, 3.0, 3.0, "HCCS", False, False, False, "g2"),  # not mapped: no cells for g2
+    ])
+    ranks = list(range(n_ranks))
+    views = comm_views.matrix_views(lt, ranks, ["g0", "g1", "g2", "absent"])
+    for g in ("g0", "g1"):
+        alone = comm_views.matrix_views(lt[lt["group"] == g], ranks)[None]  # the all-groups view of its links only
+        assert views[g] == alone and views[g]["cells"]
+    assert views["g2"]["cells"] == views["absent"]["cells"] == []
+    assert views[None] == comm_views.matrix_cells(lt, ranks)
+    # hand-computed: g1's 0→5 sums its two links (1.5 ms, 3 MB), over RDMA and HCCS
+    if n_ranks == 8:
+        c = next(c for c in views["g1"]["cells"] if (c["so"], c["do"]) == (0, 5))
+        assert c["time_ms"] == 1.5 and c["size_mb"] == 3.0 and c["transport"] == "HCCS/RDMA" and c["slow"] is True
+    else:
+        c = next(c for c in views["g1"]["cells"] if (c["so"], c["do"]) == (0, 1))  # 0→5 and 2→4: ranks 0-2 → 3-5
+        assert c["time_ms"] == 5.5 and c["size_mb"] == 7.0 and c["slow_links"] == "0→5"
+
+
+def test_finish_puts_the_same_config_as_altairs_configure_calls():
+    chart = alt.Chart(alt.NamedData("rows")).mark_bar().encode(x="a:Q", y=alt.Y("b:N", title="B"))
+    layered = alt.layer(chart, chart.mark_tick()).resolve_scale(y="independent")
+    own = chart.configure_scale(bandPaddingInner=0.1)  # a chart with its own config: Altair's calls, as before
+    for c in (chart, layered, own):
+        got = theme.finish(c, 200, {"rows": [{"a": 1, "b": "x"}]})
+        want = theme._configured(c.properties(width="container", height=200))
+        want["datasets"] = {"rows": [{"a": 1, "b": "x"}]}
+        assert json.dumps(got) == json.dumps(want)  # (key order included: the page's bytes)
+    assert got["config"]["font"] == theme.FONT and got["config"]["legend"]["orient"] == "bottom"
+    a, b = theme.finish(chart), theme.finish(chart)
+    assert a["config"] == b["config"] and a["config"] is not b["config"]  # each spec its own dict
