@@ -47,10 +47,15 @@ def _normalised(path: Path) -> bytes:
     return data
 
 
+def _cache(rel: Path) -> bool:
+    return any(part.endswith(".msreport-cache") for part in rel.parts)
+
+
 def compare(a: Path, b: Path) -> list[str]:
     """The differences between sites `a` and `b` (empty: the same)."""
-    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
-    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
+    # (a single file's rank cache sits beside it: its entries are keyed by each build's own source, never equal)
+    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file() and not _cache(p.relative_to(a))}
+    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file() and not _cache(p.relative_to(b))}
     out = [f"only in A: {p}" for p in sorted(files_a - files_b)] + [f"only in B: {p}" for p in sorted(files_b - files_a)]
     for rel in sorted(files_a & files_b):
         fa, fb = a / rel, b / rel
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         build(base, site_a / name, args)
         build(ROOT, site_b / name, args)
         diffs = compare(site_a, site_b)
-        n = sum(1 for f in site_a.rglob("*") if f.is_file())
+        n = sum(1 for f in site_a.rglob("*") if f.is_file() and not _cache(f.relative_to(site_a)))
         if diffs:
             print(f"DIFFERENT ({len(diffs)} of {n} files):", *diffs, sep="\n  ")
             return 1
