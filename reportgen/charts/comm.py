@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 
+from reportgen import i18n
 from reportgen.i18n import _
 
 import altair as alt
@@ -196,7 +199,13 @@ def drill_matrix() -> dict:
     """The devices of the hosts picked in a host-level graph (`sel`, set by the page): their rank x rank matrix,
     a cell per link with its time and size (a click opens the sending rank's page), a drop-down for the colour's
     metric. The rows come columnar
-    ({src, dst, time_ms, size_mb, bandwidth_gbps, transport, slow}); nothing is drawn until hosts are picked."""
+    ({src, dst, time_ms, size_mb, bandwidth_gbps, transport, slow}); nothing is drawn until hosts are picked.
+    The spec depends on the report language only: made once per language (a copy each call)."""
+    return copy.deepcopy(_drill_matrix(i18n.current()))
+
+
+@functools.lru_cache(maxsize=4)
+def _drill_matrix(lang: str) -> dict:
     options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], [_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")]
     metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
         options=options, labels=labels, name=_("Show:") + " "))
