@@ -25,6 +25,10 @@ rank, a slow link and a rank near its memory capacity injected):
   of the issue: 2.0 GB at 1,024 ranks, fewer kernels, heavier communication files).
 * 4,096 ranks: `--shape realistic --ranks 256 4096` (time per rank at 4,096 against 256).
 
+`--dask` builds the run a second time through a Dask `LocalCluster` on loopback (as many single-threaded worker
+processes as the local build's jobs) and prints whether its summary.json equals the local build's (timing fields
+aside) and its overhead: wall, and CPU counting msreport's processes plus the cluster's workers.
+
 Each build runs `python -m reportgen` from `--repo` (default: this checkout; `--repo /work/main` measures main's
 code) in a child process and prints: build wall time, CPU seconds (all processes), stage times, peak RSS (largest
 single process, from RUSAGE_CHILDREN, and the whole process tree sampled every 0.25 s), site MB, single-file MB,
@@ -357,6 +361,46 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
             "stage_rss": stage_rss}
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (/proc/PID/stat)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def bench_dask(base: list[str], out: Path, local: Path, repo: Path, jobs: int) -> dict:
+    """The same build through a Dask LocalCluster on loopback: equal summary.json (timing fields aside), and its
+    wall and CPU (msreport's processes + the cluster's worker processes) to set against the local build."""
+    import importlib.util
+
+    from distributed import LocalCluster
+
+    spec = importlib.util.spec_from_file_location("fidelity", Path(__file__).with_name("fidelity.py"))
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    t0 = time.perf_counter()
+    with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        up = time.perf_counter() - t0
+        pids = [w.process.pid for w in cluster.workers.values()]
+        before = sum(_proc_cpu_s(p) for p in pids)
+        r = timed(base + ["--scheduler", cluster.scheduler_address, "-o", str(out)], repo, _env(repo))
+        workers_cpu = sum(_proc_cpu_s(p) for p in pids) - before
+        prefixes = sorted(cluster.scheduler.task_prefixes)
+    if r["rc"] != 0:
+        raise SystemExit(f"msreport --scheduler failed ({r['rc']}):\n{r['stderr'][-3000:]}")
+    a = fidelity._strip(json.loads((local / "summary.json").read_text()))
+    b = fidelity._strip(json.loads((out / "summary.json").read_text()))
+    return {"dask_s": r["wall"], "dask_cpu_s": r["cpu"] + workers_cpu, "dask_cluster_start_s": up,
+            "dask_equal": a == b, "dask_differs": sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)),
+            "dask_rss_mb": r["rss_mb"], "dask_tasks": prefixes}
+
+
 def _size_mb(p: Path) -> float:
     if p.is_file():
         return p.stat().st_size / 1e6
@@ -365,7 +409,7 @@ def _size_mb(p: Path) -> float:
 
 def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
                     msprof: bool, extra: list[str], gen: Optional[int] = None, shape: str = "realistic",
-                    rebuild: bool = False, keep: bool = False) -> dict:
+                    rebuild: bool = False, keep: bool = False, dask: bool = False) -> dict:
     import re
     import sys
 
@@ -388,6 +432,11 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
         summary = json.loads((tmp / "site" / "summary.json").read_text())
         out["slow_rank_flagged"] = any(f.get("category") == "slow_rank" and (ranks // 3) in (f.get("ranks") or [])
                                        for f in summary.get("findings", []))
+        if dask:  # the same build on a Dask LocalCluster (a cache of its own: every rank read on the workers)
+            import os
+
+            out.update(bench_dask(base, tmp / "dask", tmp / "site", repo, jobs or len(os.sched_getaffinity(0))))
+            shutil.rmtree(tmp / "dask", ignore_errors=True)
         if rebuild:  # the same run again into the same folder in another language (the cache beside it, if any)
             again = [x if x != "en" else "zh" for x in base]
             r2 = timed(again + ["-o", str(tmp / "site")], repo, _env(repo))
@@ -483,6 +532,12 @@ def print_realistic(r: dict, label: str) -> None:
     if "rebuild_s" in r:
         st = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["rebuild_stages"].items())
         line += f"; rebuild (--lang zh, same output) {r['rebuild_s']:.1f}s, cpu {r['rebuild_cpu_s']:.1f}s ({st})"
+    if "dask_s" in r:
+        line += (f"; Dask LocalCluster {r['dask_s']:.1f}s, cpu {r['dask_cpu_s']:.1f}s with its workers (cluster start "
+                 f"{r['dask_cluster_start_s']:.1f}s; overhead {r['dask_s'] - r['build_s']:+.1f}s wall, "
+                 f"{r['dask_cpu_s'] - r['cpu_s']:+.1f}s cpu; summary.json equal to the local build: {r['dask_equal']}"
+                 + (f", differs in {', '.join(r['dask_differs'])}" if r["dask_differs"] else "")
+                 + f"; tasks {', '.join(r['dask_tasks'])})")
     line += f"; slow rank flagged: {r['slow_rank_flagged']}"
     print(line, flush=True)
 
@@ -508,6 +563,8 @@ def main() -> None:
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
     p.add_argument("--jobs", type=int, default=None, help="default: msreport's own default (realistic), 1 (small)")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--dask", action="store_true", help="also build through a Dask LocalCluster on loopback: equal "
+                   "summary.json and the overhead (needs msreport[dask])")
     p.add_argument("--export", default="text", choices=("text", "db", "both"),
                    help="Ascend layout: text export, torch_npu's DB export only, or both")
     p.add_argument("--trace-mb", type=int, default=0, help="only benchmark streaming a trace_view.json of this size")
@@ -545,7 +602,7 @@ def main() -> None:
                 continue
             r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
                                 a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape, a.rebuild,
-                                a.keep)
+                                a.keep, a.dask)
             print_realistic(r, label)
         return
     a.steps = a.steps or 20
