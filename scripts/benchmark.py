@@ -37,7 +37,10 @@ the ratio. `--floor`: every file of the run parsed once (orjson for JSON, pyarro
 (default 2), the floor issue 33 asks each stage to be compared with. `--shape small`: the older in-process
 benchmark (20 steps of the small generator, checks that every injected problem is named).
 
-Prints one line per run; numbers go into closing notes, not into unit tests.
+Prints one line per run, then the runs as one Markdown table with issue 33's goals beside each figure (1,024
+ranks: build <= 20 s, <= 1 GB peak RSS of the largest process, <= 1.5 GB process tree, site <= 40 MB, single file
+<= 8 MB, rebuild <= 5 s, >= 15x msprof-analyze; 4,096 ranks: <= 80 s, <= 2 GB, time per rank within 1.1x of 256
+when 256 is measured in the same call). Numbers go into closing notes, not into unit tests.
 """
 
 from __future__ import annotations
@@ -542,6 +545,40 @@ def print_realistic(r: dict, label: str) -> None:
     print(line, flush=True)
 
 
+# issue 33's goals, per rank count: (build s, peak RSS of the largest process MB, process tree MB, site MB,
+# single file MB, rebuild s, msprof-analyze ratio)
+GOALS = {1024: (20, 1024, 1536, 40, 8, 5, 15), 4096: (80, 2048, None, None, None, None, None)}
+
+
+def print_goals(rows: list[dict]) -> None:
+    """The measured runs as one Markdown table, each figure beside issue 33's goal for its rank count (met: ok)."""
+    def cell(v, goal, fmt, low=True):
+        if v is None:
+            return "-"
+        text = fmt.format(v)
+        if goal is None:
+            return text
+        ok = v <= goal if low else v >= goal
+        return f"{text} ({'ok' if ok else 'goal ' + fmt.format(goal)})"
+
+    print("\n| shape | ranks | build s | CPU s | ms/rank | peak RSS MB | tree MB (RSS/PSS) | site MB | single MB | "
+          "rebuild s | msprof-analyze | Dask |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base = {r["shape"]: r["per_rank_ms"] for r in rows if r["ranks"] == 256}
+    for r in rows:
+        g = GOALS.get(r["ranks"], (None,) * 7)
+        per = f"{r['per_rank_ms']:.1f}"
+        if r["ranks"] == 4096 and r["shape"] in base:
+            per += f" ({r['per_rank_ms'] / base[r['shape']]:.2f}x of 256: {'ok' if r['per_rank_ms'] <= 1.1 * base[r['shape']] else 'goal 1.1x'})"
+        ratio = r["msprof_s"] / r["build_s"] if "msprof_s" in r else None
+        dask = (f"{'equal' if r['dask_equal'] else 'DIFFERS'}, {r['dask_s'] - r['build_s']:+.1f} s" if "dask_s" in r
+                else "-")
+        print(f"| {r['shape']} | {r['ranks']} | {cell(r['build_s'], g[0], '{:.1f}')} | {r['cpu_s']:.1f} | {per} | "
+              f"{cell(r['rss_mb'], g[1], '{:.0f}')} | {cell(r['tree_mb'], g[2], '{:.0f}')} / {r['tree_pss_mb']:.0f} | "
+              f"{cell(r['site_mb'], g[3], '{:.1f}')} | {cell(r.get('single_mb'), g[4], '{:.1f}')} | "
+              f"{cell(r.get('rebuild_s'), g[5], '{:.1f}')} | {cell(ratio, g[6], '{:.1f}x', low=False)} | {dask} |",
+              flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
@@ -574,6 +611,7 @@ def main() -> None:
         return
     if a.shape in SHAPES:
         label = a.label or ("main" if a.repo.resolve() != REPO else "this checkout")
+        rows: list[dict] = []
         for n in a.ranks:
             if a.generate_only:
                 print(realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape))
@@ -604,6 +642,9 @@ def main() -> None:
                                 a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape, a.rebuild,
                                 a.keep, a.dask)
             print_realistic(r, label)
+            rows.append(r)
+        if rows:
+            print_goals(rows)
         return
     a.steps = a.steps or 20
     for n in a.ranks:
