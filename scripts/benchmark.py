@@ -25,6 +25,10 @@ rank, a slow link and a rank near its memory capacity injected):
   of the issue: 2.0 GB at 1,024 ranks, fewer kernels, heavier communication files).
 * 4,096 ranks: `--shape realistic --ranks 256 4096` (time per rank at 4,096 against 256).
 
+`--dask` builds the run a second time through a Dask `LocalCluster` on loopback (as many single-threaded worker
+processes as the local build's jobs) and prints whether its summary.json equals the local build's (timing fields
+aside) and its overhead: wall, and CPU counting msreport's processes plus the cluster's workers.
+
 Each build runs `python -m reportgen` from `--repo` (default: this checkout; `--repo /work/main` measures main's
 code) in a child process and prints: build wall time, CPU seconds (all processes), stage times, peak RSS (largest
 single process, from RUSAGE_CHILDREN, and the whole process tree sampled every 0.25 s), site MB, single-file MB,
@@ -33,7 +37,10 @@ the ratio. `--floor`: every file of the run parsed once (orjson for JSON, pyarro
 (default 2), the floor issue 33 asks each stage to be compared with. `--shape small`: the older in-process
 benchmark (20 steps of the small generator, checks that every injected problem is named).
 
-Prints one line per run; numbers go into closing notes, not into unit tests.
+Prints one line per run, then the runs as one Markdown table with issue 33's goals beside each figure (1,024
+ranks: build <= 20 s, <= 1 GB peak RSS of the largest process, <= 1.5 GB process tree, site <= 40 MB, single file
+<= 8 MB, rebuild <= 5 s, >= 15x msprof-analyze; 4,096 ranks: <= 80 s, <= 2 GB, time per rank within 1.1x of 256
+when 256 is measured in the same call). Numbers go into closing notes, not into unit tests.
 """
 
 from __future__ import annotations
@@ -357,6 +364,46 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
             "stage_rss": stage_rss}
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (/proc/PID/stat)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def bench_dask(base: list[str], out: Path, local: Path, repo: Path, jobs: int) -> dict:
+    """The same build through a Dask LocalCluster on loopback: equal summary.json (timing fields aside), and its
+    wall and CPU (msreport's processes + the cluster's worker processes) to set against the local build."""
+    import importlib.util
+
+    from distributed import LocalCluster
+
+    spec = importlib.util.spec_from_file_location("fidelity", Path(__file__).with_name("fidelity.py"))
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    t0 = time.perf_counter()
+    with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        up = time.perf_counter() - t0
+        pids = [w.process.pid for w in cluster.workers.values()]
+        before = sum(_proc_cpu_s(p) for p in pids)
+        r = timed(base + ["--scheduler", cluster.scheduler_address, "-o", str(out)], repo, _env(repo))
+        workers_cpu = sum(_proc_cpu_s(p) for p in pids) - before
+        prefixes = sorted(cluster.scheduler.task_prefixes)
+    if r["rc"] != 0:
+        raise SystemExit(f"msreport --scheduler failed ({r['rc']}):\n{r['stderr'][-3000:]}")
+    a = fidelity._strip(json.loads((local / "summary.json").read_text()))
+    b = fidelity._strip(json.loads((out / "summary.json").read_text()))
+    return {"dask_s": r["wall"], "dask_cpu_s": r["cpu"] + workers_cpu, "dask_cluster_start_s": up,
+            "dask_equal": a == b, "dask_differs": sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)),
+            "dask_rss_mb": r["rss_mb"], "dask_tasks": prefixes}
+
+
 def _size_mb(p: Path) -> float:
     if p.is_file():
         return p.stat().st_size / 1e6
@@ -365,7 +412,7 @@ def _size_mb(p: Path) -> float:
 
 def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optional[int], single: bool,
                     msprof: bool, extra: list[str], gen: Optional[int] = None, shape: str = "realistic",
-                    rebuild: bool = False, keep: bool = False) -> dict:
+                    rebuild: bool = False, keep: bool = False, dask: bool = False) -> dict:
     import re
     import sys
 
@@ -388,6 +435,11 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
         summary = json.loads((tmp / "site" / "summary.json").read_text())
         out["slow_rank_flagged"] = any(f.get("category") == "slow_rank" and (ranks // 3) in (f.get("ranks") or [])
                                        for f in summary.get("findings", []))
+        if dask:  # the same build on a Dask LocalCluster (a cache of its own: every rank read on the workers)
+            import os
+
+            out.update(bench_dask(base, tmp / "dask", tmp / "site", repo, jobs or len(os.sched_getaffinity(0))))
+            shutil.rmtree(tmp / "dask", ignore_errors=True)
         if rebuild:  # the same run again into the same folder in another language (the cache beside it, if any)
             again = [x if x != "en" else "zh" for x in base]
             r2 = timed(again + ["-o", str(tmp / "site")], repo, _env(repo))
@@ -483,8 +535,48 @@ def print_realistic(r: dict, label: str) -> None:
     if "rebuild_s" in r:
         st = " ".join(f"{k.split(': ')[-1]}={v:.1f}s" for k, v in r["rebuild_stages"].items())
         line += f"; rebuild (--lang zh, same output) {r['rebuild_s']:.1f}s, cpu {r['rebuild_cpu_s']:.1f}s ({st})"
+    if "dask_s" in r:
+        line += (f"; Dask LocalCluster {r['dask_s']:.1f}s, cpu {r['dask_cpu_s']:.1f}s with its workers (cluster start "
+                 f"{r['dask_cluster_start_s']:.1f}s; overhead {r['dask_s'] - r['build_s']:+.1f}s wall, "
+                 f"{r['dask_cpu_s'] - r['cpu_s']:+.1f}s cpu; summary.json equal to the local build: {r['dask_equal']}"
+                 + (f", differs in {', '.join(r['dask_differs'])}" if r["dask_differs"] else "")
+                 + f"; tasks {', '.join(r['dask_tasks'])})")
     line += f"; slow rank flagged: {r['slow_rank_flagged']}"
     print(line, flush=True)
+
+
+# issue 33's goals, per rank count: (build s, peak RSS of the largest process MB, process tree MB, site MB,
+# single file MB, rebuild s, msprof-analyze ratio)
+GOALS = {1024: (20, 1024, 1536, 40, 8, 5, 15), 4096: (80, 2048, None, None, None, None, None)}
+
+
+def print_goals(rows: list[dict]) -> None:
+    """The measured runs as one Markdown table, each figure beside issue 33's goal for its rank count (met: ok)."""
+    def cell(v, goal, fmt, low=True):
+        if v is None:
+            return "-"
+        text = fmt.format(v)
+        if goal is None:
+            return text
+        ok = v <= goal if low else v >= goal
+        return f"{text} ({'ok' if ok else 'goal ' + fmt.format(goal)})"
+
+    print("\n| shape | ranks | build s | CPU s | ms/rank | peak RSS MB | tree MB (RSS/PSS) | site MB | single MB | "
+          "rebuild s | msprof-analyze | Dask |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base = {r["shape"]: r["per_rank_ms"] for r in rows if r["ranks"] == 256}
+    for r in rows:
+        g = GOALS.get(r["ranks"], (None,) * 7)
+        per = f"{r['per_rank_ms']:.1f}"
+        if r["ranks"] == 4096 and r["shape"] in base:
+            per += f" ({r['per_rank_ms'] / base[r['shape']]:.2f}x of 256: {'ok' if r['per_rank_ms'] <= 1.1 * base[r['shape']] else 'goal 1.1x'})"
+        ratio = r["msprof_s"] / r["build_s"] if "msprof_s" in r else None
+        dask = (f"{'equal' if r['dask_equal'] else 'DIFFERS'}, {r['dask_s'] - r['build_s']:+.1f} s" if "dask_s" in r
+                else "-")
+        print(f"| {r['shape']} | {r['ranks']} | {cell(r['build_s'], g[0], '{:.1f}')} | {r['cpu_s']:.1f} | {per} | "
+              f"{cell(r['rss_mb'], g[1], '{:.0f}')} | {cell(r['tree_mb'], g[2], '{:.0f}')} / {r['tree_pss_mb']:.0f} | "
+              f"{cell(r['site_mb'], g[3], '{:.1f}')} | {cell(r.get('single_mb'), g[4], '{:.1f}')} | "
+              f"{cell(r.get('rebuild_s'), g[5], '{:.1f}')} | {cell(ratio, g[6], '{:.1f}x', low=False)} | {dask} |",
+              flush=True)
 
 
 def main() -> None:
@@ -508,6 +600,8 @@ def main() -> None:
     p.add_argument("--layout", default="ascend", choices=("ascend", "mindinsight"))
     p.add_argument("--jobs", type=int, default=None, help="default: msreport's own default (realistic), 1 (small)")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--dask", action="store_true", help="also build through a Dask LocalCluster on loopback: equal "
+                   "summary.json and the overhead (needs msreport[dask])")
     p.add_argument("--export", default="text", choices=("text", "db", "both"),
                    help="Ascend layout: text export, torch_npu's DB export only, or both")
     p.add_argument("--trace-mb", type=int, default=0, help="only benchmark streaming a trace_view.json of this size")
@@ -517,6 +611,7 @@ def main() -> None:
         return
     if a.shape in SHAPES:
         label = a.label or ("main" if a.repo.resolve() != REPO else "this checkout")
+        rows: list[dict] = []
         for n in a.ranks:
             if a.generate_only:
                 print(realistic_run(a.cache, n, a.steps or 4, gen=a.gen_version, shape=a.shape))
@@ -545,8 +640,11 @@ def main() -> None:
                 continue
             r = bench_realistic(n, a.steps or 4, a.cache, a.repo.resolve(), a.jobs, not a.no_single,
                                 a.compare_msprof, a.msreport_args.split(), a.gen_version, a.shape, a.rebuild,
-                                a.keep)
+                                a.keep, a.dask)
             print_realistic(r, label)
+            rows.append(r)
+        if rows:
+            print_goals(rows)
         return
     a.steps = a.steps or 20
     for n in a.ranks:
