@@ -181,6 +181,10 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         hosts = {r: f"ranks {r // 8 * 8}–{r // 8 * 8 + 7}" for r in ranks}
         by_host = True
     pr = ca.per_rank
+    # each rank's transit and wait (NaN as 0), read once (a `pr.at` per rank and column was most of this at 1,000+)
+    transit, waited = (dict(zip(pr.index.tolist(), np.nan_to_num(
+        pr[c].to_numpy(dtype="float64", na_value=np.nan)).tolist())) if c in pr.columns else {}
+        for c in ("transit_ms", "wait_ms"))
     slow_set = set(slow)  # the links a slow-link finding names
     if by_host:
         node_ids = sorted(set(hosts.values()))
@@ -189,9 +193,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         members: dict[str, list[int]] = {h: [] for h in node_ids}
         for r in ranks:
             members[hosts[r]].append(r)
-            if r in pr.index:
-                comm[hosts[r]] += float(np.nan_to_num(pr.at[r, "transit_ms"]))
-                wait[hosts[r]] += float(np.nan_to_num(pr.at[r, "wait_ms"]))
+            if r in transit:
+                comm[hosts[r]] += transit[r]
+                wait[hosts[r]] += waited[r]
         G = nx.Graph()
         G.add_nodes_from(node_ids)
         e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
@@ -235,9 +239,9 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
     pos = _rank_positions(ranks, hosts)
     nodes = []
     for r in ranks:
-        has = r in pr.index
-        c = float(np.nan_to_num(pr.at[r, "transit_ms"])) if has else None
-        w = float(np.nan_to_num(pr.at[r, "wait_ms"])) if has else None
+        has = r in transit
+        c = transit[r] if has else None
+        w = waited[r] if has else None
         nodes.append({"id": str(r), "label": str(r), "x": _r(pos[r][0]), "y": _r(pos[r][1]),
                       "comm_ms": _r(c) if has else None, "wait_ms": _r(w) if has else None,
                       "ratio": _r(c / (c + w)) if has and (c + w) > 0 else None, "ranks": 1,
