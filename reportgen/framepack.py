@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - older pandas: the dict constructor (th
 _NAN, _NONE = 0, 1  # the codes of a missing text: NaN (the loaders' missing value) and None; texts from 2
 _PLAIN = {np.dtype("float64"), np.dtype("int64"), np.dtype("bool")}
 _OBJECT = np.dtype("object")
+_STR = {str}
 
 
 def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
@@ -37,7 +38,7 @@ def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
     (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
     uniques = uniques.tolist()
-    if not all(type(u) is str for u in uniques):
+    if not set(map(type, uniques)) <= _STR:
         return None
     get = texts.index.get
     found = [get(u) for u in uniques]  # most texts are in the table already (a group's chunk)
@@ -76,6 +77,18 @@ class Texts:
             self.texts.append(t)
         self.cuts.append(len(self.texts))
 
+    def add_chunks(self, chunks: list[list[str]]) -> None:
+        """`add_chunk` of each (a table that holds nothing yet: its index built in one pass)."""
+        if self.texts:
+            for c in chunks:
+                self.add_chunk(c)
+            return
+        for c in chunks:
+            self.texts.extend(c)
+            self.cuts.append(len(self.texts))
+        n = len(self.texts)  # a text's code is its first place: the later places written first, then overwritten
+        self.index = dict(zip(reversed(self.texts), range(n - 1, -1, -1)))
+
     def code(self, text: str) -> int:
         i = self.index.get(text)
         if i is None:
@@ -89,9 +102,35 @@ class Texts:
         out, start = [], 0
         for end in [*self.cuts, len(self.texts)]:
             chunk = self.texts[start:end]
-            out.append("\x00".join(chunk) if chunk and not any("\x00" in t for t in chunk) else tuple(chunk))
+            joined = "\x00".join(chunk)
+            out.append(joined if chunk and joined.count("\x00") == len(chunk) - 1 else tuple(chunk))
             start = end
         return out
+
+
+def chunks_by_key(pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
+    """The distinct texts of each key (a group), for `Texts.add_chunks`: over `pairs` ((keys, texts) object arrays
+    of equal length, read one after the other), the keys in the order they first come and each key's texts in the
+    order they first come with it; a pair whose key or text is not a `str` is left out. (Hash tables in C: a
+    rank's 6,400 operator names, labels and keys in ~0.3 ms.)"""
+    pairs = [(k, t) for k, t in pairs if len(k)]
+    if not pairs:
+        return []
+    kc, ku = pd.factorize(np.concatenate([k for k, _ in pairs]))  # a missing key or text: -1
+    tc, tu = pd.factorize(np.concatenate([t for _, t in pairs]))
+    kstr = np.array([type(u) is str for u in ku.tolist()] + [False], dtype=bool)  # [-1]: the missing one
+    tstr = np.array([type(u) is str for u in tu.tolist()] + [False], dtype=bool)
+    rows = np.flatnonzero(kstr[kc] & tstr[tc])
+    if not len(rows):
+        return []
+    kc, tc = kc[rows].astype(np.int64), tc[rows].astype(np.int64)
+    _, first = np.unique(kc * len(tu) + tc, return_index=True)  # each (key, text) where it first comes
+    first.sort()
+    first = first[np.argsort(kc[first], kind="stable")]  # by key (codes count in order of first appearance)
+    keys = kc[first]
+    texts = np.asarray(tu, dtype=object)[tc[first]]
+    cuts = np.flatnonzero(np.diff(keys)) + 1
+    return [part.tolist() for part in np.split(texts, cuts)]
 
 
 def pack(frame: Any, texts: Texts) -> Any:
@@ -185,4 +224,4 @@ def frame_from(packed: Any, payload: list) -> Any:
     return unpack(packed, table(payload))
 
 
-__all__ = ["Texts", "pack", "unpack", "table", "frame_from"]
+__all__ = ["Texts", "pack", "unpack", "table", "frame_from", "chunks_by_key"]

@@ -142,3 +142,31 @@ def test_text_chunks_read_back_and_decoded_once():
     f = pd.DataFrame({"t": pd.Series(["c", None, "x\x00y", "zz"], dtype=object)})
     packed = framepack.pack(f, t)
     assert_frame_equal(framepack.unpack(packed, framepack.table(t.payload())), f, check_exact=True)
+
+
+def test_chunks_by_key_equal_the_plain_loop():
+    """`chunks_by_key` (hash tables in C) gives each key's distinct texts as the plain loop over the pairs does:
+    keys and texts in the order they first come, pairs with a missing or non-`str` key or text left out."""
+    import random
+
+    rng = random.Random(11)
+    pool_k = ["g1", "g2", "g3", math.nan, None, 7]
+    pool_t = ["a", "b", "c", "d", "", "x\x00y", math.nan, None, 3.5]
+    for _ in range(200):
+        pairs = []
+        for _ in range(rng.randint(0, 3)):
+            n = rng.randint(0, 12)
+            pairs.append((np.array([rng.choice(pool_k) for _ in range(n)] + [None], dtype=object)[:n],
+                          np.array([rng.choice(pool_t) for _ in range(n)] + [None], dtype=object)[:n]))
+        want: dict = {}
+        for keys, texts in pairs:
+            for k, t in zip(keys.tolist(), texts.tolist()):
+                if type(k) is str and type(t) is str:
+                    want.setdefault(k, {})[t] = None
+        got = framepack.chunks_by_key(pairs)
+        assert [list(v) for v in want.values()] == got or sorted(map(tuple, got)) == sorted(
+            tuple(v) for v in want.values()), (pairs, got)
+        assert all(type(t) is str for c in got for t in c)
+    t = framepack.Texts()
+    t.add_chunks([["a", "b"], ["b", "c"], []])
+    assert t.index == {"a": 0, "b": 1, "c": 3} and t.cuts == [2, 4, 4]  # a text's code: its first place

@@ -222,3 +222,30 @@ def test_json_fast_path_numbers_equal_the_careful_reader(tmp_path):
         want, bad = oracle(text)
         assert got == want, text
         assert bool(log.issues) == bool(bad), (text, [i.problem for i in log.issues])
+
+
+def test_json_numbers_small_of_a_large_text_equals_the_text_search():
+    """The large-text test of `_numbers_small` (on an array) answers as the plain text search does: exponents after
+    digits (either case), runs of 18, 19 and more digits, e's after separators, digits at both ends."""
+    import random
+
+    from reportgen.loaders.jsonfile import _DIGITS_TO_0, _numbers_small
+
+    def plain(outside: bytes) -> bool:
+        z = outside.translate(_DIGITS_TO_0)
+        return b"0e" not in z and b"0E" not in z and b"0" * 19 not in z
+
+    rng = random.Random(5)
+    base = b"[1.5,22,{3:4}]," * 5000  # no exponent, short numbers
+    cases = [base, base + b"1e5", b"E" + base, base + b"7" * 18, base + b"7" * 19, b"9" * 19 + base,
+             base[:40_000] + b"3E" + base[40_000:], base + b",e,E,true"]
+    for _ in range(30):
+        cases.append(bytes(rng.choice(b'[]{},:.0123456789eE') for _ in range(rng.randint(66_000, 80_000))))
+        run = b"1" * rng.randint(15, 22)
+        cases.append(base[:30_000] + run + base[30_000:])
+    seen = set()
+    for raw in cases:
+        assert len(raw) >= 65536
+        assert _numbers_small(raw) == plain(raw), raw[:40]
+        seen.add(plain(raw))
+    assert seen == {True, False}

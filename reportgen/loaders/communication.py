@@ -187,7 +187,8 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             known[str(double_hash(gid))] = list(g["global_ranks"]).index(rank)
     if isinstance(ops, _OpColumns):
         of, lf = ops.frame(), _link_frame(links)
-        inst = _instances(ops.step, ops.op, ops.group, ops.kind, ops.start_us, ops.comm_ms)
+        inst = _instances(ops.step, ops.op, ops.group, ops.kind, ops.start_us, ops.comm_ms,
+                          tuple(of[c].to_numpy() for c in ("op", "group", "kind")))
     else:
         of, lf = _frames(ops, links)
         inst = op_instances(ops)
@@ -211,26 +212,59 @@ def op_instances(ops: list[dict]) -> Optional[pd.DataFrame]:
 
 
 def _instances(steps: list, names: list, groups: list, kinds: list, start_us: np.ndarray,
-               comm_ms: np.ndarray) -> Optional[pd.DataFrame]:
-    """`op_instances` of operators given as columns (an operator without a finite start or elapse is left out)."""
+               comm_ms: np.ndarray, columns: Optional[tuple] = None) -> Optional[pd.DataFrame]:
+    """`op_instances` of operators given as columns (an operator without a finite start or elapse is left out).
+    `columns`: the names, groups (`str`) and kinds as `_texts` made them already (the `ops` frame's), taken as
+    they are instead of being made again."""
     rows = np.flatnonzero(np.isfinite(start_us) & np.isfinite(comm_ms))
     if not len(rows):
         return None
-    rows = rows[np.argsort(start_us[rows], kind="stable")].tolist()  # by start; ties in the file's order
+    rows = rows[np.argsort(start_us[rows], kind="stable")]  # by start; ties in the file's order
+    types = _op_types(names)
     seen: dict = {}
     labels = []
-    for i in rows:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
-        op = str(names[i])
-        t = OP_TYPE_RE.sub("", op) or op
-        k = seen[(steps[i], groups[i], t)] = seen.get((steps[i], groups[i], t), 0) + 1
+    keys = []
+    get = seen.get
+    rl = rows.tolist()
+    for i in rl:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
+        s, t = steps[i], types[i]
+        at = (s, groups[i], t)
+        k = seen[at] = get(at, 0) + 1
         labels.append(f"{t}#{k}")
-    step = pd.array([steps[i] for i in rows], dtype="Int64")
+        keys.append(f"{s}:{names[i]}")
+    if columns is not None:  # communication.json's steps: whole numbers or None
+        st = np.array(steps, dtype=float)[rows]  # None -> NaN
+        missing = np.isnan(st)
+        step = pd.arrays.IntegerArray(np.where(missing, 0, st).astype(np.int64), missing)
+        name, group, kind = (pd.Series(c.take(rows), dtype=object, copy=False) for c in columns)
+    else:
+        step = pd.array([steps[i] for i in rl], dtype="Int64")
+        name, group, kind = (_texts([names[i] for i in rl]), _texts([str(groups[i]) for i in rl]),
+                             _texts([kinds[i] for i in rl]))
     return pd.DataFrame({
-        "step": step, "op": _texts(labels), "group": _texts([str(groups[i]) for i in rows]),
-        "kind": _texts([kinds[i] for i in rows]),
-        "key": _texts([f"{steps[i]}:{names[i]}" for i in rows]),
-        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows],
-        "name": _texts([names[i] for i in rows])}, copy=False)
+        "step": step, "op": _texts(labels), "group": group, "kind": kind, "key": _texts(keys),
+        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows], "name": name}, copy=False)
+
+
+_OP_TYPES: dict[str, str] = {}  # an operator's name -> its type (the ranks of a group share the names)
+
+
+def _op_types(names: list) -> list:
+    """`hcom_allReduce__586_3_1` -> `allReduce` (OP_TYPE_RE; a name it would empty stays as it is), each distinct
+    name once per process."""
+    if len(_OP_TYPES) > 200_000:
+        _OP_TYPES.clear()
+    got = _OP_TYPES
+    out = []
+    for n in names:
+        t = got.get(n) if type(n) is str else None
+        if t is None:
+            op = str(n)
+            t = OP_TYPE_RE.sub("", op) or op
+            if type(n) is str:
+                got[n] = t
+        out.append(t)
+    return out
 
 
 def _texts(values: list) -> pd.Series:
