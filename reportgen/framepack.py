@@ -163,15 +163,15 @@ def pack(frame: Any, texts: Texts) -> Any:
     # frame would refuse an assignment later)
     blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
               for dt, ix in plain.items()]
-    return ("framepack", 1, len(idx), frame.columns, blocks, coded, arrays)
+    return ("framepack", 2, len(idx), (tuple(cols), frame.columns.dtype), blocks, coded, arrays)
 
 
 def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
     """The frame `pack` was given; `table` is `table(texts.payload())` for the texts it was packed with. Anything
     that is not a packed frame is returned as it is."""
-    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 1):
+    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 2):
         return packed
-    _, _, n, columns, blocks, coded, arrays = packed
+    _, _, n, (names, dtype), blocks, coded, arrays = packed
     parts: list[tuple[Any, np.ndarray]] = [(values, ix) for ix, values in blocks]
     if coded:
         if tab is None:
@@ -179,7 +179,7 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
         codes = np.vstack([c for _, c in coded])  # the table starts with NaN and None (`table`)
         parts.append((tab.take(codes), np.array([i for i, _ in coded], dtype=np.intp)))
     parts += [(a, np.array([i], dtype=np.intp)) for i, a in arrays]
-    index = pd.RangeIndex(n)
+    index, columns = _range(n), _columns(names, dtype)
     if _from_blocks is not None:
         return _from_blocks(parts, index=index, columns=columns)
     out: dict[int, Any] = {}  # pragma: no cover - older pandas
@@ -187,6 +187,32 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
         for j, i in enumerate(ix):
             out[int(i)] = v if v.ndim == 1 else v[j]
     return pd.DataFrame({columns[i]: out[i] for i in range(len(columns))}, index=index, columns=columns, copy=False)
+
+
+_INDEXES: dict = {}  # (column names, dtype) / a length -> the one Index of this process (immutable: shared by frames)
+
+
+def _columns(names: tuple, dtype: Any) -> pd.Index:
+    """The columns of a packed frame: one Index object per distinct set of names (a rank's frames have the same
+    columns as every other rank's: building one Index per frame was a third of reading a rank)."""
+    key = (names, dtype)
+    got = _INDEXES.get(key)
+    if got is None:
+        got = pd.Index(list(names), dtype=dtype)
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        _INDEXES[key] = got
+    return got
+
+
+def _range(n: int) -> pd.RangeIndex:
+    got = _INDEXES.get(n)
+    if got is None:
+        got = pd.RangeIndex(n)
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        _INDEXES[n] = got
+    return got
 
 
 _CHUNKS: dict[str, np.ndarray] = {}  # a chunk's text -> its texts interned (this process)
