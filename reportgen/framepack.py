@@ -163,7 +163,7 @@ def pack(frame: Any, texts: Texts) -> Any:
     # frame would refuse an assignment later)
     blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
               for dt, ix in plain.items()]
-    return ("framepack", 2, len(idx), (tuple(cols), frame.columns.dtype), blocks, coded, arrays)
+    return ("framepack", 2, len(idx), (tuple(cols), _tag(frame.columns.dtype)), blocks, coded, arrays)
 
 
 def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
@@ -192,12 +192,22 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
 _INDEXES: dict = {}  # (column names, dtype) / a length -> the one Index of this process (immutable: shared by frames)
 
 
-def _columns(names: tuple, dtype: Any) -> pd.Index:
+_TAGS: dict = {}  # the usual dtypes of column names -> a text that stands for them in a packed frame (hashed fast)
+
+
+def _tag(dtype: Any) -> Any:
+    if not _TAGS:
+        _TAGS.update({_OBJECT: "object", pd.Index(["a"]).dtype: "text"})  # (pandas >= 3: `str`, else object)
+    return _TAGS.get(dtype, dtype)
+
+
+def _columns(names: tuple, tag: Any) -> pd.Index:
     """The columns of a packed frame: one Index object per distinct set of names (a rank's frames have the same
     columns as every other rank's: building one Index per frame was a third of reading a rank)."""
-    key = (names, dtype)
+    key = (names, tag)
     got = _INDEXES.get(key)
     if got is None:
+        dtype = {"object": _OBJECT, "text": pd.Index(["a"]).dtype}.get(tag, tag) if type(tag) is str else tag
         got = pd.Index(list(names), dtype=dtype)
         if len(_INDEXES) > 4096:
             _INDEXES.clear()

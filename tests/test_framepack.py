@@ -170,3 +170,21 @@ def test_chunks_by_key_equal_the_plain_loop():
     t = framepack.Texts()
     t.add_chunks([["a", "b"], ["b", "c"], []])
     assert t.index == {"a": 0, "b": 1, "c": 3} and t.cuts == [2, 4, 4]  # a text's code: its first place
+
+
+def test_packed_columns_keep_their_dtype_and_are_shared():
+    """A packed frame's column names come back with their own dtype (the default text dtype, object), and frames
+    with the same names share one Index object (read once per process, not per frame)."""
+    a = pd.DataFrame({"x": [1.0, 2.0], "y": ["p", "q"]})
+    b = a.copy()
+    b.columns = pd.Index(["x", "y"], dtype=object)
+    back = []
+    for f in (a, b, a.copy()):
+        t = framepack.Texts()
+        packed = pickle.loads(pickle.dumps(framepack.pack(f, t), protocol=pickle.HIGHEST_PROTOCOL))
+        got = framepack.unpack(packed, framepack.table(t.payload()))
+        assert got.columns.dtype == f.columns.dtype and list(got.columns) == ["x", "y"]
+        assert_frame_equal(got, f, check_exact=True)
+        back.append(got)
+    assert back[0].columns is back[2].columns and back[0].columns is not back[1].columns
+    assert back[0].index is back[2].index  # the same RangeIndex(2)
