@@ -108,31 +108,6 @@ class Texts:
         return out
 
 
-def chunks_by_key(pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
-    """The distinct texts of each key (a group), for `Texts.add_chunks`: over `pairs` ((keys, texts) object arrays
-    of equal length, read one after the other), the keys in the order they first come and each key's texts in the
-    order they first come with it; a pair whose key or text is not a `str` is left out. (Hash tables in C: a
-    rank's 6,400 operator names, labels and keys in ~0.3 ms.)"""
-    pairs = [(k, t) for k, t in pairs if len(k)]
-    if not pairs:
-        return []
-    kc, ku = pd.factorize(np.concatenate([k for k, _ in pairs]))  # a missing key or text: -1
-    tc, tu = pd.factorize(np.concatenate([t for _, t in pairs]))
-    kstr = np.array([type(u) is str for u in ku.tolist()] + [False], dtype=bool)  # [-1]: the missing one
-    tstr = np.array([type(u) is str for u in tu.tolist()] + [False], dtype=bool)
-    rows = np.flatnonzero(kstr[kc] & tstr[tc])
-    if not len(rows):
-        return []
-    kc, tc = kc[rows].astype(np.int64), tc[rows].astype(np.int64)
-    _, first = np.unique(kc * len(tu) + tc, return_index=True)  # each (key, text) where it first comes
-    first.sort()
-    first = first[np.argsort(kc[first], kind="stable")]  # by key (codes count in order of first appearance)
-    keys = kc[first]
-    texts = np.asarray(tu, dtype=object)[tc[first]]
-    cuts = np.flatnonzero(np.diff(keys)) + 1
-    return [part.tolist() for part in np.split(texts, cuts)]
-
-
 def pack(frame: Any, texts: Texts) -> Any:
     """`frame` as a tuple of plain arrays (see the module), or `frame` itself when it is not a DataFrame or cannot
     be packed exactly."""
@@ -260,4 +235,4 @@ def frame_from(packed: Any, payload: list) -> Any:
     return unpack(packed, table(payload))
 
 
-__all__ = ["Texts", "pack", "unpack", "table", "frame_from", "chunks_by_key"]
+__all__ = ["Texts", "pack", "unpack", "table", "frame_from"]

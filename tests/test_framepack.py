@@ -144,32 +144,20 @@ def test_text_chunks_read_back_and_decoded_once():
     assert_frame_equal(framepack.unpack(packed, framepack.table(t.payload())), f, check_exact=True)
 
 
-def test_chunks_by_key_equal_the_plain_loop():
-    """`chunks_by_key` (hash tables in C) gives each key's distinct texts as the plain loop over the pairs does:
-    keys and texts in the order they first come, pairs with a missing or non-`str` key or text left out."""
-    import random
-
-    rng = random.Random(11)
-    pool_k = ["g1", "g2", "g3", math.nan, None, 7]
-    pool_t = ["a", "b", "c", "d", "", "x\x00y", math.nan, None, 3.5]
-    for _ in range(200):
-        pairs = []
-        for _ in range(rng.randint(0, 3)):
-            n = rng.randint(0, 12)
-            pairs.append((np.array([rng.choice(pool_k) for _ in range(n)] + [None], dtype=object)[:n],
-                          np.array([rng.choice(pool_t) for _ in range(n)] + [None], dtype=object)[:n]))
-        want: dict = {}
-        for keys, texts in pairs:
-            for k, t in zip(keys.tolist(), texts.tolist()):
-                if type(k) is str and type(t) is str:
-                    want.setdefault(k, {})[t] = None
-        got = framepack.chunks_by_key(pairs)
-        assert [list(v) for v in want.values()] == got or sorted(map(tuple, got)) == sorted(
-            tuple(v) for v in want.values()), (pairs, got)
-        assert all(type(t) is str for c in got for t in c)
-    t = framepack.Texts()
-    t.add_chunks([["a", "b"], ["b", "c"], []])
-    assert t.index == {"a": 0, "b": 1, "c": 3} and t.cuts == [2, 4, 4]  # a text's code: its first place
+def test_texts_add_chunks_equals_add_chunk():
+    """`Texts.add_chunks` (the index built in one pass) gives the table `add_chunk` one by one gives: every text of
+    every chunk in order, a text's code its first place, the same payload."""
+    chunks = [["a", "b"], ["b", "c"], [], ["x\x00y", ""], ["c", "a", "d"]]
+    one, many = framepack.Texts(), framepack.Texts()
+    for c in chunks:
+        one.add_chunk(c)
+    many.add_chunks(chunks)
+    assert many.texts == one.texts and many.cuts == one.cuts and many.index == one.index
+    assert many.index == {"a": 0, "b": 1, "c": 3, "x\x00y": 4, "": 5, "d": 8}
+    assert many.payload() == one.payload()
+    many.add_chunks([["e", "a"]])  # on a table that holds texts already: one by one
+    one.add_chunk(["e", "a"])
+    assert many.index == one.index and many.payload() == one.payload()
 
 
 def test_packed_columns_keep_their_dtype_and_are_shared():
