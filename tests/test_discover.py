@@ -388,3 +388,26 @@ def test_equal_group_rank_sets_are_one_object_per_run():
     a, b = ascend._shared(frozenset(range(4096))), ascend._shared(frozenset(range(4096)))
     assert a is b and a == frozenset(range(4096))
     assert ascend._shared(frozenset({0, 1})) is not a
+
+
+def test_small_json_peek_reads_as_json_loads(tmp_path):
+    """Discovery's quick read of a small metadata file (orjson where it reads the same) gives json.loads' values
+    and types on every input: integers past 64 bits stay integers, NaN / Infinity / 1e400, a BOM, lone surrogates,
+    invalid UTF-8, duplicate keys, deep nesting, not JSON at all (None)."""
+    import json
+
+    from reportgen.discover.peek import read_small_json
+
+    cases = [b'{"a": 1, "a": 2}', b'[1e400, -1e400]', b"[18446744073709551616, -99999999999999999999, 12]",
+             b'{"x": "\\ud800"}', b"[NaN, Infinity]", b"\xef\xbb\xbf{\"k\": [1, 2]}", b'{"s": "\xff\xfe"}',
+             b'{"f": [0.1, 1.0000000000000002, -0.0, 5e-324, 1.7976931348623157e308]}', b"[" * 600 + b"]" * 600,
+             b"[" * 3000 + b"]" * 3000, b"{not json", b'{"global_ranks": [0, 1, 2, 3], "rank_size": 4}', b""]
+    for i, raw in enumerate(cases):
+        p = tmp_path / f"c{i}.json"
+        p.write_bytes(raw)
+        try:
+            want = json.loads(raw.decode("utf-8-sig", errors="replace"))
+        except (ValueError, RecursionError):
+            want = None
+        got = read_small_json(p)
+        assert repr(got) == repr(want), raw[:40]  # repr: the types too (an int is not a float), NaN compared

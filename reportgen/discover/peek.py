@@ -17,9 +17,15 @@ from typing import BinaryIO, Optional
 
 import ijson
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency; json alone reads the same values
+    orjson = None
+
 from reportgen.jsonguard import DepthGuard
 from reportgen.numbers import MAX_INT, to_int as _int
 
+_DIGITS_TO_0 = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 MAX_PEEK_BYTES = 4 * 1024 * 1024  # a metadata file larger than this is not peeked at (the loader judges it)
 MAX_CSV_PEEK_ROWS = 1_000_000
 KINETO_PEEK_EVENTS = 50  # events of a Kineto trace read for its time base
@@ -64,6 +70,15 @@ def read_small_json(path: Path):
             raw = read_capped(f, MAX_PEEK_BYTES)
         if len(raw) > MAX_PEEK_BYTES:
             return None
+        # shallow (orjson's own limit: 1,024 levels) and no run of 19 digits (orjson reads an integer past 64 bits
+        # as a float): valid UTF-8, strict JSON reads as json.loads reads it, 5x faster (a profiler_metadata.json a
+        # rank: 1,024 of them at 1,024 ranks); anything else (a BOM, NaN, bad bytes) is read by json
+        if (orjson is not None and raw.count(b"[") + raw.count(b"{") <= 500
+                and b"0" * 19 not in raw.translate(_DIGITS_TO_0)):
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                pass
         return json.loads(raw.decode("utf-8-sig", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
