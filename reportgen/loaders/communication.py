@@ -69,7 +69,9 @@ def _frames(ops: list[dict], links: list[dict]) -> tuple[pd.DataFrame, pd.DataFr
     return of, _link_frame(links)
 
 
-def _link_frame(links: list[dict]) -> pd.DataFrame:
+def _link_frame(links: "list[dict] | _LinkColumns") -> pd.DataFrame:
+    if isinstance(links, _LinkColumns):
+        return links.frame()
     return _typed(links, COMM_LINK_COLUMNS, ints=("src", "dst"),
                   floats=("time_ms", "size_mb", "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms"),
                   texts=("scope", "op", "group", "transport"))
@@ -117,8 +119,10 @@ def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
 
 
-def _self_links(links: list[dict], known: dict[str, int]) -> dict[str, int]:
+def _self_links(links: "list[dict] | _LinkColumns", known: dict[str, int]) -> dict[str, int]:
     out = dict(known)
+    if isinstance(links, _LinkColumns):
+        links = links.local_records()
     for l in links:
         if l["src"] == l["dst"] and l["transport"] == "LOCAL" and l["group"] not in out:
             out[l["group"]] = l["src"]
@@ -143,7 +147,7 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
                               rank: Optional[int] = None) -> Optional[Communication]:
     """Per-op times from `communication.json`, per-link figures from `communication_matrix.json`."""
     ops: list[dict] = []
-    links: list[dict] = []
+    links: "list[dict] | _LinkColumns" = []
     source = ""
     if comm is not None:
         data = read_json(comm, log)
@@ -176,7 +180,9 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         if data is not None and not isinstance(data, dict):
             log.add(matrix, dq("communication.matrix-not-object"), "error")
         elif isinstance(data, dict):
-            links = _modern_links(data, matrix, log)
+            links = _modern_link_columns(data)  # a clean file: no call per link; else link by link, named
+            if links is None:
+                links = _modern_links(data, matrix, log)
             if not links:  # a warning when the rank ran collectives (their links are what is missing); a rank
                 # that communicated nothing (one device alone) has no link to show: context
                 log.add(matrix, dq("communication.matrix-no-links", whose=_whose(log)),
@@ -512,6 +518,103 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
         log.add(path, dq("communication.links-unreadable", bad=bad, bad2="y" if bad == 1 else "ies"))
     door.close()
     return out
+
+
+class _LinkColumns:
+    """communication_matrix.json's links as columns (`_modern_link_columns`): what `_link_record` gives link by
+    link."""
+
+    def __init__(self, texts: dict[str, list], src: list, dst: list, values: dict[str, np.ndarray]) -> None:
+        self.texts, self.src, self.dst, self.values = texts, src, dst, values
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def frame(self) -> pd.DataFrame:
+        """The `links` frame `_link_frame` builds from the same links' records."""
+        steps = np.array(self.texts["step"], dtype=float)  # None -> NaN
+        missing = np.isnan(steps)
+        out: dict[str, Any] = {"step": pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)}
+        for c in COMM_LINK_COLUMNS[1:]:
+            if c in ("src", "dst"):
+                out[c] = np.array(self.src if c == "src" else self.dst, dtype=np.int64)
+            elif c in self.values:
+                out[c] = self.values[c]
+            else:
+                out[c] = _texts(self.texts[c])
+        return pd.DataFrame(out, copy=False)
+
+    def local_records(self) -> list[dict]:
+        """The self links over LOCAL (`_self_links`), as records."""
+        tr, grp = self.texts["transport"], self.texts["group"]
+        return [{"src": s, "dst": d, "transport": "LOCAL", "group": grp[i]}
+                for i, (s, d) in enumerate(zip(self.src, self.dst)) if s == d and tr[i] == "LOCAL"]
+
+
+_LINK_KEYS: dict[str, tuple[int, int]] = {}  # "3-5" -> (3, 5), per process (every rank of a group has them)
+_MATRIX_FAST = ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)")
+
+
+def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
+    """The links of a `communication_matrix.json` document as columns, when `_modern_links` would read every link
+    as it is and note nothing (every level an object, every link an object with a `src-dst` key and plain numbers):
+    the same values as its records, without a call per link. None otherwise."""
+    if not set(_MATRIX_FAST) <= _plain_keys("communication_matrix.json"):
+        return None
+    bad = [0]
+    texts: dict[str, list] = {c: [] for c in ("step", "scope", "op", "group", "transport")}
+    src: list[int] = []
+    dst: list[int] = []
+    lis: list[dict] = []
+    keys = _LINK_KEYS
+    if len(keys) > 1_000_000:
+        keys.clear()
+    for step, _kind, key, linkmap in _entries(data, bad):
+        if not isinstance(linkmap, dict):
+            continue
+        m = MATRIX_KEY_RE.match(str(key))
+        if m is not None:
+            scope = "total" if m.group("tag") == "total" else "sample"
+            optype, group, name = m.group("optype"), m.group("group") or "", None
+        else:
+            name, group = _split_group(str(key))
+            scope, optype = "op", optype_of(name)
+        n = len(linkmap)
+        for lk, li in linkmap.items():
+            if type(li) is not dict:
+                return None
+            sd = keys.get(lk) if type(lk) is str else None
+            if sd is None:
+                try:
+                    a, b = str(lk).split("-")
+                    sd = (int(a), int(b))
+                except ValueError:
+                    return None
+                if type(lk) is str:
+                    keys[lk] = sd
+            src.append(sd[0])
+            dst.append(sd[1])
+            lis.append(li)
+            if scope == "sample":
+                nm = li.get("Op Name") or optype
+                texts["op"].append(str(nm) if nm else optype)
+            else:
+                texts["op"].append(str(name) if name else optype)
+            texts["transport"].append(str(li.get("Transport Type") or "UNKNOWN").upper())
+        texts["step"] += [step] * n
+        texts["scope"] += [scope] * n
+        texts["group"] += [group] * n
+    if bad[0]:
+        return None
+    cols = [_plain_column([li.get(k) for li in lis]) for k in _MATRIX_FAST]
+    if any(c is None for c in cols):
+        return None
+    size, time, stored = cols
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(time > 0, size / np.where(time > 0, time, 1.0), math.nan)
+    values = {"time_ms": time, "size_mb": size, "bandwidth_gbps": bw, "stored_bandwidth_gbps": stored,
+              "wait_ms": np.full(len(lis), math.nan)}
+    return _LinkColumns(texts, src, dst, values)
 
 
 def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Optional[dict]:
