@@ -170,6 +170,29 @@ class RankInfo:
     # Ascend: what msprof's info.json says about the chip ("ai_core_num", "aic_frequency_mhz", "platform_version")
     device_compute: dict = field(default_factory=dict)
 
+    def __setstate__(self, state: dict) -> None:  # a rank read back (from a worker, the rank cache): its groups'
+        for g in (state.get("parallel_groups") or {}).values():  # rank lists shared with the other ranks' (`shared_ranks`)
+            if isinstance(g, dict) and type(g.get("global_ranks")) is list:
+                g["global_ranks"] = shared_ranks(g["global_ranks"])
+        vars(self).update(state)
+
+
+_RANK_LISTS: dict[tuple, list] = {}
+
+
+def shared_ranks(ranks: list) -> list:
+    """One list object for equal lists of ranks in this process: every rank's profiler_metadata.json names the world
+    group, so 4,096 ranks held 4,096 lists of 4,096 ranks (~600 MB of int objects); the readers never change them."""
+    if len(ranks) < 64:
+        return ranks
+    key = tuple(ranks)
+    got = _RANK_LISTS.get(key)
+    if got is None:
+        if len(_RANK_LISTS) > 4096:
+            _RANK_LISTS.clear()
+        got = _RANK_LISTS[key] = ranks
+    return got
+
 
 # --- communication -------------------------------------------------------------------------------
 # Column sets of the frames in `Communication` (units: ms, MB = 1e6 bytes, GB/s = MB/ms).

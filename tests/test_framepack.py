@@ -176,3 +176,22 @@ def test_packed_columns_keep_their_dtype_and_are_shared():
         back.append(got)
     assert back[0].columns is back[2].columns and back[0].columns is not back[1].columns
     assert back[0].index is back[2].index  # the same RangeIndex(2)
+
+
+def test_rank_infos_read_back_share_their_group_rank_lists():
+    """Ranks read back from a worker or the rank cache hold one list object for an equal group (the world group,
+    named by every rank's metadata), the values unchanged; short lists and other fields as they were."""
+    from reportgen.model import RankInfo
+
+    world = list(range(300, 1324))
+    a = RankInfo(rank=0, source_dir="a", parallel_groups={"g0": {"group_name": "default_group",
+                                                                 "global_ranks": list(world), "group_rank": 0},
+                                                          "g1": {"group_name": "tp", "global_ranks": [0, 1]}})
+    b = RankInfo(rank=1, source_dir="b", parallel_groups={"g0": {"group_name": "default_group",
+                                                                 "global_ranks": list(world), "group_rank": 1},
+                                                          "g1": {"group_name": "tp", "global_ranks": [0, 1]}})
+    ra, rb = (pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in (a, b))
+    assert vars(ra) == vars(a) and vars(rb) == vars(b)
+    assert ra.parallel_groups["g0"]["global_ranks"] is rb.parallel_groups["g0"]["global_ranks"]
+    assert ra.parallel_groups["g0"]["global_ranks"] == world and type(ra.parallel_groups["g0"]["global_ranks"]) is list
+    assert ra.parallel_groups["g0"]["group_rank"] == 0 and rb.parallel_groups["g0"]["group_rank"] == 1
