@@ -249,3 +249,31 @@ def test_json_numbers_small_of_a_large_text_equals_the_text_search():
         assert _numbers_small(raw) == plain(raw), raw[:40]
         seen.add(plain(raw))
     assert seen == {True, False}
+
+
+def test_json_huge_string_precheck_never_hides_one():
+    """The quick test before the huge-string note (a quote in every aligned half-limit stretch) is False only where
+    no string is longer than MAX_FIELD_CHARS: strings of the limit and one more, at every offset, unterminated at the
+    end, long runs outside strings (these only cost the exact check)."""
+    from reportgen.loaders.jsonfile import _may_hold_huge_string, _quotes
+    from reportgen.loaders.screen import MAX_FIELD_CHARS
+
+    def huge(raw: bytes) -> bool:  # the exact test (`_note_huge_string`)
+        q = _quotes(raw)
+        if q is None or not len(q):
+            return False
+        ends = list(q[1::2]) + ([len(raw)] if len(q) % 2 else [])
+        return any(e - (s + 1) > MAX_FIELD_CHARS for s, e in zip(q[0::2], ends))
+
+    small = b'{"a": "' + b"x" * 1000 + b'"}, '
+    cases = []
+    for n in (MAX_FIELD_CHARS - 1, MAX_FIELD_CHARS, MAX_FIELD_CHARS + 1, 3 * MAX_FIELD_CHARS):
+        for pad in (0, 1, 7, MAX_FIELD_CHARS // 2 - 1, MAX_FIELD_CHARS // 2 + 3):
+            cases.append(b" " * pad + b'["' + b"y" * n + b'"]' + small * 70)
+            cases.append(small * 70 + b" " * pad + b'["' + b"y" * n)  # unterminated: runs to the end
+    cases.append(b"[" + b"1," * 80_000 + b"1]")  # a long stretch without a quote, outside strings
+    cases.append(small * 200)
+    for raw in cases:
+        if huge(raw):
+            assert _may_hold_huge_string(raw), len(raw)
+    assert not _may_hold_huge_string(small * 200) and _may_hold_huge_string(cases[-2])
