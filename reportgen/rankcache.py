@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import io
 import logging
@@ -283,14 +284,21 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    for i, rf in enumerate(items):
-        key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
-        path = entry_path(folder, key)
-        data = read_entry(path, key)
-        if data is not None:
-            hits[i] = data
-        else:
-            todo.append((i, path, key))
+    paused = gc.isenabled()  # reading entries makes no garbage cycle: no collection while the ranks pile up (the
+    if paused:  # full collections over every rank read so far were a third of reading 1,024 entries)
+        gc.disable()
+    try:
+        for i, rf in enumerate(items):
+            key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
+            path = entry_path(folder, key)
+            data = read_entry(path, key)
+            if data is not None:
+                hits[i] = data
+            else:
+                todo.append((i, path, key))
+    finally:
+        if paused:
+            gc.enable()
     log.debug("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
     progress = kw.pop("progress", None)
     total = len(items)
