@@ -306,17 +306,27 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     fn = functools.partial(_load_rank, load)
     fresh = map_ranks(fn, [(it, p, k) for (i, p, k), it in zip(todo, (items[i] for i, _, _ in todo))], args,
                       progress=None, **kw)
-    done = 0
-    for i in range(total):
-        data = hits.pop(i, None)
-        if data is None:
-            data = next(fresh)
-            if isinstance(data, Pickled):
-                data = data.data()
-        done += 1
-        if progress:
-            progress(done, total)
-        yield data
+    # ranks read elsewhere (worker processes, a cluster) only come back here to be unpickled: no collection meanwhile
+    elsewhere = (kw.get("scheduler") not in (None, "local")
+                 or (kw.get("jobs", 1) > 1 and len(todo) >= kw.get("min_parallel", 1)))
+    paused = elsewhere and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        done = 0
+        for i in range(total):
+            data = hits.pop(i, None)
+            if data is None:
+                data = next(fresh)
+                if isinstance(data, Pickled):
+                    data = data.data()
+            done += 1
+            if progress:
+                progress(done, total)
+            yield data
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _load_rank(load: Callable, job: tuple, *args):  # the name Dask shows for the task (test_scale)
