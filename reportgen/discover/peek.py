@@ -114,18 +114,40 @@ def metadata_facts(path: Path) -> dict:
         if ws is not None and ws > 0:
             out["world_size"] = ws
     groups = data.get("parallel_group_info")
-    ranks: set[int] = set()
     if isinstance(groups, dict):
-        for g in groups.values():
-            if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
-                got = g["global_ranks"][:100_000]
-                if got and set(map(type, got)) == {int} and min(got) >= 0 and max(got) <= MAX_INT:
-                    ranks.update(got)  # plain whole numbers (the usual file): what `_int` keeps, at C speed
-                else:
-                    ranks.update(r for r in (_int(x) for x in got) if r is not None and r >= 0)
-    if ranks:
-        out["group_ranks"] = ranks
+        ranks = _group_ranks([g["global_ranks"][:100_000] for g in groups.values()
+                              if isinstance(g, dict) and isinstance(g.get("global_ranks"), list)])
+        if ranks:
+            out["group_ranks"] = ranks
     return out
+
+
+_GROUP_RANKS: dict[tuple, frozenset] = {}  # a group's ranks (whole numbers only) -> the ranks read, this process
+
+
+def _group_ranks(lists: list[list]) -> frozenset:
+    """The ranks >= 0 the lists name (what `_int` reads each as). Every rank's metadata names the world group, so
+    each of 4,096 files listed 4,096 ranks: a group of plain whole numbers is read once per process (one frozenset),
+    and when one group holds every other (the world group) that frozenset is the answer, shared by every file."""
+    sets = []
+    for got in lists:
+        plain = set(map(type, got)) == {int}  # (True == 1: a key only for plain numbers)
+        key = tuple(got) if plain else None
+        hit = _GROUP_RANKS.get(key) if key is not None else None
+        if hit is None:
+            if got and plain and min(got) >= 0 and max(got) <= MAX_INT:
+                hit = frozenset(got)  # plain whole numbers (the usual file): what `_int` keeps, at C speed
+            else:
+                hit = frozenset(r for r in (_int(x) for x in got) if r is not None and r >= 0)
+            if key is not None:
+                if len(_GROUP_RANKS) > 4096:
+                    _GROUP_RANKS.clear()
+                _GROUP_RANKS[key] = hit
+        sets.append(hit)
+    if not sets:
+        return frozenset()
+    big = max(sets, key=len)
+    return big if all(s <= big for s in sets) else frozenset().union(*sets)
 
 
 def msprof_rank(info_files: list[Path]) -> Optional[int]:
