@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - older pandas: the dict constructor (th
 _NAN, _NONE = 0, 1  # the codes of a missing text: NaN (the loaders' missing value) and None; texts from 2
 _PLAIN = {np.dtype("float64"), np.dtype("int64"), np.dtype("bool")}
 _OBJECT = np.dtype("object")
+_STR = {str}
 
 
 def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
@@ -37,7 +38,7 @@ def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
     (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
     uniques = uniques.tolist()
-    if not all(type(u) is str for u in uniques):
+    if not set(map(type, uniques)) <= _STR:
         return None
     get = texts.index.get
     found = [get(u) for u in uniques]  # most texts are in the table already (a group's chunk)
@@ -76,6 +77,18 @@ class Texts:
             self.texts.append(t)
         self.cuts.append(len(self.texts))
 
+    def add_chunks(self, chunks: list[list[str]]) -> None:
+        """`add_chunk` of each (a table that holds nothing yet: its index built in one pass)."""
+        if self.texts:
+            for c in chunks:
+                self.add_chunk(c)
+            return
+        for c in chunks:
+            self.texts.extend(c)
+            self.cuts.append(len(self.texts))
+        n = len(self.texts)  # a text's code is its first place: the later places written first, then overwritten
+        self.index = dict(zip(reversed(self.texts), range(n - 1, -1, -1)))
+
     def code(self, text: str) -> int:
         i = self.index.get(text)
         if i is None:
@@ -89,7 +102,8 @@ class Texts:
         out, start = [], 0
         for end in [*self.cuts, len(self.texts)]:
             chunk = self.texts[start:end]
-            out.append("\x00".join(chunk) if chunk and not any("\x00" in t for t in chunk) else tuple(chunk))
+            joined = "\x00".join(chunk)
+            out.append(joined if chunk and joined.count("\x00") == len(chunk) - 1 else tuple(chunk))
             start = end
         return out
 
@@ -124,15 +138,15 @@ def pack(frame: Any, texts: Texts) -> Any:
     # frame would refuse an assignment later)
     blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
               for dt, ix in plain.items()]
-    return ("framepack", 1, len(idx), frame.columns, blocks, coded, arrays)
+    return ("framepack", 2, len(idx), (tuple(cols), _tag(frame.columns.dtype)), blocks, coded, arrays)
 
 
 def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
     """The frame `pack` was given; `table` is `table(texts.payload())` for the texts it was packed with. Anything
     that is not a packed frame is returned as it is."""
-    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 1):
+    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 2):
         return packed
-    _, _, n, columns, blocks, coded, arrays = packed
+    _, _, n, (names, dtype), blocks, coded, arrays = packed
     parts: list[tuple[Any, np.ndarray]] = [(values, ix) for ix, values in blocks]
     if coded:
         if tab is None:
@@ -140,7 +154,7 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
         codes = np.vstack([c for _, c in coded])  # the table starts with NaN and None (`table`)
         parts.append((tab.take(codes), np.array([i for i, _ in coded], dtype=np.intp)))
     parts += [(a, np.array([i], dtype=np.intp)) for i, a in arrays]
-    index = pd.RangeIndex(n)
+    index, columns = _range(n), _columns(names, dtype)
     if _from_blocks is not None:
         return _from_blocks(parts, index=index, columns=columns)
     out: dict[int, Any] = {}  # pragma: no cover - older pandas
@@ -148,6 +162,42 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
         for j, i in enumerate(ix):
             out[int(i)] = v if v.ndim == 1 else v[j]
     return pd.DataFrame({columns[i]: out[i] for i in range(len(columns))}, index=index, columns=columns, copy=False)
+
+
+_INDEXES: dict = {}  # (column names, dtype) / a length -> the one Index of this process (immutable: shared by frames)
+
+
+_TAGS: dict = {}  # the usual dtypes of column names -> a text that stands for them in a packed frame (hashed fast)
+
+
+def _tag(dtype: Any) -> Any:
+    if not _TAGS:
+        _TAGS.update({_OBJECT: "object", pd.Index(["a"]).dtype: "text"})  # (pandas >= 3: `str`, else object)
+    return _TAGS.get(dtype, dtype)
+
+
+def _columns(names: tuple, tag: Any) -> pd.Index:
+    """The columns of a packed frame: one Index object per distinct set of names (a rank's frames have the same
+    columns as every other rank's: building one Index per frame was a third of reading a rank)."""
+    key = (names, tag)
+    got = _INDEXES.get(key)
+    if got is None:
+        dtype = {"object": _OBJECT, "text": pd.Index(["a"]).dtype}.get(tag, tag) if type(tag) is str else tag
+        got = pd.Index(list(names), dtype=dtype)
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        _INDEXES[key] = got
+    return got
+
+
+def _range(n: int) -> pd.RangeIndex:
+    got = _INDEXES.get(n)
+    if got is None:
+        got = pd.RangeIndex(n)
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        _INDEXES[n] = got
+    return got
 
 
 _CHUNKS: dict[str, np.ndarray] = {}  # a chunk's text -> its texts interned (this process)

@@ -170,6 +170,29 @@ class RankInfo:
     # Ascend: what msprof's info.json says about the chip ("ai_core_num", "aic_frequency_mhz", "platform_version")
     device_compute: dict = field(default_factory=dict)
 
+    def __setstate__(self, state: dict) -> None:  # a rank read back (from a worker, the rank cache): its groups'
+        for g in (state.get("parallel_groups") or {}).values():  # rank lists shared with the other ranks' (`shared_ranks`)
+            if isinstance(g, dict) and type(g.get("global_ranks")) is list:
+                g["global_ranks"] = shared_ranks(g["global_ranks"])
+        vars(self).update(state)
+
+
+_RANK_LISTS: dict[tuple, list] = {}
+
+
+def shared_ranks(ranks: list) -> list:
+    """One list object for equal lists of ranks in this process: every rank's profiler_metadata.json names the world
+    group, so 4,096 ranks held 4,096 lists of 4,096 ranks (~600 MB of int objects); the readers never change them."""
+    if len(ranks) < 64:
+        return ranks
+    key = tuple(ranks)
+    got = _RANK_LISTS.get(key)
+    if got is None:
+        if len(_RANK_LISTS) > 4096:
+            _RANK_LISTS.clear()
+        got = _RANK_LISTS[key] = ranks
+    return got
+
 
 # --- communication -------------------------------------------------------------------------------
 # Column sets of the frames in `Communication` (units: ms, MB = 1e6 bytes, GB/s = MB/ms).
@@ -225,10 +248,14 @@ class Communication:
             for c in cols:
                 if c in frame.columns:
                     for t, g in zip(frame[c].tolist(), groups):
-                        if type(t) is str and type(g) is str:
-                            per_group.setdefault(g, {})[t] = None
-        for chunk in per_group.values():
-            texts.add_chunk(list(chunk))
+                        d = per_group.get(g)
+                        if d is None:
+                            if type(g) is not str:
+                                continue
+                            d = per_group[g] = {}
+                        if type(t) is str:
+                            d[t] = None
+        texts.add_chunks([list(chunk) for chunk in per_group.values()])
         state = {k: framepack.pack(v, texts) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
         state["_framepack_texts"] = texts.payload()
         return state

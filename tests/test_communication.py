@@ -304,3 +304,70 @@ def test_communication_json_by_columns_equals_operator_by_operator(comm_json, tm
     # an operator is an instance when its start and elapse are numbers
     assert len(fast.instances) == int(fast.ops["communication_ms"].notna().sum()) - (case in ("start null",
                                                                                            "start missing"))
+
+
+def _damage_matrix(data: dict, case: str) -> None:
+    step = next(iter(data.values()))
+    key, links = next(iter(step["collective"].items()))
+    lk, li = next(iter(links.items()))
+    if case == "size as text":
+        li["Transit Size(MB)"] = "2.5"
+    elif case == "time negative":
+        li["Transit Time(ms)"] = -1
+    elif case == "bandwidth missing":
+        del li["Bandwidth(GB/s)"]
+    elif case == "bandwidth beyond the limit":
+        li["Bandwidth(GB/s)"] = 1e300
+    elif case == "link a list":
+        links[lk] = [1, 2]
+    elif case == "link key not src-dst":
+        links["a-b-c"] = dict(li)
+    elif case == "transport missing":
+        del li["Transport Type"]
+    elif case == "time zero":
+        li["Transit Time(ms)"] = 0
+    elif case == "links a list":
+        step["collective"][key] = [1]
+    elif case == "operator keys":  # older CANN: one entry per operator, "<op>@<group>"
+        step["collective"]["hcom_allReduce__12_0_1@77"] = {"0-1": dict(li), "1-0": dict(li, **{"Op Name": "x"})}
+    elif case == "kinds a list":
+        step["p2p"] = []
+
+
+MATRIX_FAST_OK = {"clean", "transport missing", "time zero", "links a list", "operator keys"}
+
+
+@pytest.mark.parametrize("case", ["clean", "size as text", "time negative", "bandwidth missing",
+                                  "bandwidth beyond the limit", "link a list", "link key not src-dst",
+                                  "transport missing", "time zero", "links a list", "operator keys", "kinds a list"])
+def test_communication_matrix_by_columns_equals_link_by_link(comm_json, tmp_path, monkeypatch, case):
+    """communication_matrix.json read as columns (a clean file) gives the frames, self links and entries the
+    link-by-link reader gives, whatever is damaged; anything that needs a word goes link by link."""
+    from pandas.testing import assert_frame_equal
+
+    from reportgen.loaders import communication as C
+
+    run, src, _ = comm_json
+    data = json.loads(src.with_name("communication_matrix.json").read_text())
+    _damage_matrix(data, case)
+    path = tmp_path / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    (path.parent / "communication.json").write_bytes(src.read_bytes())
+    assert (C._modern_link_columns(data) is not None) == (case in MATRIX_FAST_OK)
+    got = []
+    for fast in (True, False):
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(C, "_modern_link_columns", lambda data: None)
+            log = IssueLog(tmp_path, 0)
+            c = C.load_modern_communication(path.with_name("communication.json"), path, log, {}, 0)
+        got.append((c, [(i.file, str(i.problem), i.severity, i.kind) for i in log.issues]))
+    (a, a_log), (b, b_log) = got
+    assert a_log == b_log and a.self_local == b.self_local
+    if case not in MATRIX_FAST_OK and case != "size as text":  # (a number written as text is read as the number)
+        assert any("communication_matrix" in f for f, *_ in a_log)  # what is wrong is named
+    assert_frame_equal(a.links, b.links, check_exact=True)
+    assert [str(t) for t in a.links.dtypes] == [str(t) for t in b.links.dtypes]
+    if case == "clean":
+        assert len(a.links) > 4 and set(a.links["transport"]) >= {"HCCS"}

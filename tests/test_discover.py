@@ -388,3 +388,62 @@ def test_equal_group_rank_sets_are_one_object_per_run():
     a, b = ascend._shared(frozenset(range(4096))), ascend._shared(frozenset(range(4096)))
     assert a is b and a == frozenset(range(4096))
     assert ascend._shared(frozenset({0, 1})) is not a
+
+
+def test_small_json_peek_reads_as_json_loads(tmp_path):
+    """Discovery's quick read of a small metadata file (orjson where it reads the same) gives json.loads' values
+    and types on every input: integers past 64 bits stay integers, NaN / Infinity / 1e400, a BOM, lone surrogates,
+    invalid UTF-8, duplicate keys, deep nesting, not JSON at all (None)."""
+    import json
+
+    from reportgen.discover.peek import read_small_json
+
+    cases = [b'{"a": 1, "a": 2}', b'[1e400, -1e400]', b"[18446744073709551616, -99999999999999999999, 12]",
+             b'{"x": "\\ud800"}', b"[NaN, Infinity]", b"\xef\xbb\xbf{\"k\": [1, 2]}", b'{"s": "\xff\xfe"}',
+             b'{"f": [0.1, 1.0000000000000002, -0.0, 5e-324, 1.7976931348623157e308]}', b"[" * 600 + b"]" * 600,
+             b"[" * 3000 + b"]" * 3000, b"{not json", b'{"global_ranks": [0, 1, 2, 3], "rank_size": 4}', b""]
+    for i, raw in enumerate(cases):
+        p = tmp_path / f"c{i}.json"
+        p.write_bytes(raw)
+        try:
+            want = json.loads(raw.decode("utf-8-sig", errors="replace"))
+        except (ValueError, RecursionError):
+            want = None
+        got = read_small_json(p)
+        assert repr(got) == repr(want), raw[:40]  # repr: the types too (an int is not a float), NaN compared
+
+
+def test_metadata_group_ranks_read_once_per_group_equal_the_plain_union(tmp_path):
+    """The ranks discovery takes from profiler_metadata.json's groups (each group read once per process, the world
+    group's set shared) equal the plain union of what `to_int` reads per value, >= 0: booleans, negatives, floats,
+    texts, huge numbers, empty groups, groups none of which holds the others, the same group in two files."""
+    import json
+
+    from reportgen.discover.peek import metadata_facts
+    from reportgen.numbers import to_int
+
+    def plain(groups: dict) -> set:
+        out: set = set()
+        for g in groups.values():
+            if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
+                for x in g["global_ranks"][:100_000]:
+                    r = to_int(x)
+                    if r is not None and r >= 0:
+                        out.add(r)
+        return out
+
+    world = list(range(300))
+    cases = [{"w": {"global_ranks": world}, "tp": {"global_ranks": [0, 1]}},
+             {"w": {"global_ranks": world}, "tp": {"global_ranks": [298, 299]}},  # the same world group again
+             {"a": {"global_ranks": [0, 1, 2]}, "b": {"global_ranks": [5, 6]}},  # none holds the other
+             {"a": {"global_ranks": [True, 1, 2]}, "b": {"global_ranks": [1, 2]}},  # True == 1, not a rank
+             {"a": {"global_ranks": [-1, 3, 2.0, "4", 5.5, None, 2 ** 80]}},
+             {"a": {"global_ranks": []}, "b": "x", "c": {"global_ranks": "0,1"}},
+             {"a": {"global_ranks": [0, 1]}, "b": {"global_ranks": [0, 1]}}]
+    for i, groups in enumerate(cases):
+        p = tmp_path / f"m{i}.json"
+        p.write_text(json.dumps({"parallel_group_info": groups}))
+        got = metadata_facts(p).get("group_ranks", frozenset())
+        assert set(got) == plain(groups), groups
+    a, b = (tmp_path / "m0.json", tmp_path / "m1.json")
+    assert metadata_facts(a)["group_ranks"] is metadata_facts(b)["group_ranks"]  # one object for the world group

@@ -142,3 +142,56 @@ def test_text_chunks_read_back_and_decoded_once():
     f = pd.DataFrame({"t": pd.Series(["c", None, "x\x00y", "zz"], dtype=object)})
     packed = framepack.pack(f, t)
     assert_frame_equal(framepack.unpack(packed, framepack.table(t.payload())), f, check_exact=True)
+
+
+def test_texts_add_chunks_equals_add_chunk():
+    """`Texts.add_chunks` (the index built in one pass) gives the table `add_chunk` one by one gives: every text of
+    every chunk in order, a text's code its first place, the same payload."""
+    chunks = [["a", "b"], ["b", "c"], [], ["x\x00y", ""], ["c", "a", "d"]]
+    one, many = framepack.Texts(), framepack.Texts()
+    for c in chunks:
+        one.add_chunk(c)
+    many.add_chunks(chunks)
+    assert many.texts == one.texts and many.cuts == one.cuts and many.index == one.index
+    assert many.index == {"a": 0, "b": 1, "c": 3, "x\x00y": 4, "": 5, "d": 8}
+    assert many.payload() == one.payload()
+    many.add_chunks([["e", "a"]])  # on a table that holds texts already: one by one
+    one.add_chunk(["e", "a"])
+    assert many.index == one.index and many.payload() == one.payload()
+
+
+def test_packed_columns_keep_their_dtype_and_are_shared():
+    """A packed frame's column names come back with their own dtype (the default text dtype, object), and frames
+    with the same names share one Index object (read once per process, not per frame)."""
+    a = pd.DataFrame({"x": [1.0, 2.0], "y": ["p", "q"]})
+    b = a.copy()
+    b.columns = pd.Index(["x", "y"], dtype=object)
+    back = []
+    for f in (a, b, a.copy()):
+        t = framepack.Texts()
+        packed = pickle.loads(pickle.dumps(framepack.pack(f, t), protocol=pickle.HIGHEST_PROTOCOL))
+        got = framepack.unpack(packed, framepack.table(t.payload()))
+        assert got.columns.dtype == f.columns.dtype and list(got.columns) == ["x", "y"]
+        assert_frame_equal(got, f, check_exact=True)
+        back.append(got)
+    assert back[0].columns is back[2].columns and back[0].columns is not back[1].columns
+    assert back[0].index is back[2].index  # the same RangeIndex(2)
+
+
+def test_rank_infos_read_back_share_their_group_rank_lists():
+    """Ranks read back from a worker or the rank cache hold one list object for an equal group (the world group,
+    named by every rank's metadata), the values unchanged; short lists and other fields as they were."""
+    from reportgen.model import RankInfo
+
+    world = list(range(300, 1324))
+    a = RankInfo(rank=0, source_dir="a", parallel_groups={"g0": {"group_name": "default_group",
+                                                                 "global_ranks": list(world), "group_rank": 0},
+                                                          "g1": {"group_name": "tp", "global_ranks": [0, 1]}})
+    b = RankInfo(rank=1, source_dir="b", parallel_groups={"g0": {"group_name": "default_group",
+                                                                 "global_ranks": list(world), "group_rank": 1},
+                                                          "g1": {"group_name": "tp", "global_ranks": [0, 1]}})
+    ra, rb = (pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)) for x in (a, b))
+    assert vars(ra) == vars(a) and vars(rb) == vars(b)
+    assert ra.parallel_groups["g0"]["global_ranks"] is rb.parallel_groups["g0"]["global_ranks"]
+    assert ra.parallel_groups["g0"]["global_ranks"] == world and type(ra.parallel_groups["g0"]["global_ranks"]) is list
+    assert ra.parallel_groups["g0"]["group_rank"] == 0 and rb.parallel_groups["g0"]["group_rank"] == 1

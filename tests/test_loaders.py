@@ -222,3 +222,58 @@ def test_json_fast_path_numbers_equal_the_careful_reader(tmp_path):
         want, bad = oracle(text)
         assert got == want, text
         assert bool(log.issues) == bool(bad), (text, [i.problem for i in log.issues])
+
+
+def test_json_numbers_small_of_a_large_text_equals_the_text_search():
+    """The large-text test of `_numbers_small` (on an array) answers as the plain text search does: exponents after
+    digits (either case), runs of 18, 19 and more digits, e's after separators, digits at both ends."""
+    import random
+
+    from reportgen.loaders.jsonfile import _DIGITS_TO_0, _numbers_small
+
+    def plain(outside: bytes) -> bool:
+        z = outside.translate(_DIGITS_TO_0)
+        return b"0e" not in z and b"0E" not in z and b"0" * 19 not in z
+
+    rng = random.Random(5)
+    base = b"[1.5,22,{3:4}]," * 5000  # no exponent, short numbers
+    cases = [base, base + b"1e5", b"E" + base, base + b"7" * 18, base + b"7" * 19, b"9" * 19 + base,
+             base[:40_000] + b"3E" + base[40_000:], base + b",e,E,true"]
+    for _ in range(30):
+        cases.append(bytes(rng.choice(b'[]{},:.0123456789eE') for _ in range(rng.randint(66_000, 80_000))))
+        run = b"1" * rng.randint(15, 22)
+        cases.append(base[:30_000] + run + base[30_000:])
+    seen = set()
+    for raw in cases:
+        assert len(raw) >= 65536
+        assert _numbers_small(raw) == plain(raw), raw[:40]
+        seen.add(plain(raw))
+    assert seen == {True, False}
+
+
+def test_json_huge_string_precheck_never_hides_one():
+    """The quick test before the huge-string note (a quote in every aligned half-limit stretch) is False only where
+    no string is longer than MAX_FIELD_CHARS: strings of the limit and one more, at every offset, unterminated at the
+    end, long runs outside strings (these only cost the exact check)."""
+    from reportgen.loaders.jsonfile import _may_hold_huge_string, _quotes
+    from reportgen.loaders.screen import MAX_FIELD_CHARS
+
+    def huge(raw: bytes) -> bool:  # the exact test (`_note_huge_string`)
+        q = _quotes(raw)
+        if q is None or not len(q):
+            return False
+        ends = list(q[1::2]) + ([len(raw)] if len(q) % 2 else [])
+        return any(e - (s + 1) > MAX_FIELD_CHARS for s, e in zip(q[0::2], ends))
+
+    small = b'{"a": "' + b"x" * 1000 + b'"}, '
+    cases = []
+    for n in (MAX_FIELD_CHARS - 1, MAX_FIELD_CHARS, MAX_FIELD_CHARS + 1, 3 * MAX_FIELD_CHARS):
+        for pad in (0, 1, 7, MAX_FIELD_CHARS // 2 - 1, MAX_FIELD_CHARS // 2 + 3):
+            cases.append(b" " * pad + b'["' + b"y" * n + b'"]' + small * 70)
+            cases.append(small * 70 + b" " * pad + b'["' + b"y" * n)  # unterminated: runs to the end
+    cases.append(b"[" + b"1," * 80_000 + b"1]")  # a long stretch without a quote, outside strings
+    cases.append(small * 200)
+    for raw in cases:
+        if huge(raw):
+            assert _may_hold_huge_string(raw), len(raw)
+    assert not _may_hold_huge_string(small * 200) and _may_hold_huge_string(cases[-2])

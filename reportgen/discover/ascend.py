@@ -33,6 +33,18 @@ def _shared(ranks: frozenset) -> frozenset:
     return _SHARED.setdefault(ranks, ranks)
 
 
+def _stamp_seconds(s: str) -> float:
+    """`datetime.strptime(s, "%Y%m%d%H%M%S").timestamp()`; 14 ASCII digits read field by field (10x faster; a
+    field out of range: strptime decides)."""
+    if len(s) == 14 and s.isascii() and s.isdigit():
+        try:
+            return datetime(int(s[:4]), int(s[4:6]), int(s[6:8]), int(s[8:10]), int(s[10:12]),
+                            int(s[12:14])).timestamp()
+        except ValueError:
+            pass
+    return datetime.strptime(s, "%Y%m%d%H%M%S").timestamp()
+
+
 @dataclass
 class RankDir:
     d: Path
@@ -64,7 +76,7 @@ def ascend_rank(fs: Fs, d: Path) -> RankDir:
         rf.host, rd.pid = m.group("host"), m.group("pid")
         rd.stamp = m.group("ts")
         try:
-            rd.start = datetime.strptime(rd.stamp[:14], "%Y%m%d%H%M%S").timestamp() + int(rd.stamp[14:] or 0) / 1000
+            rd.start = _stamp_seconds(rd.stamp[:14]) + int(rd.stamp[14:] or 0) / 1000
         except ValueError:
             rd.start = 0.0
     if not rd.start:

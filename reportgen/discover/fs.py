@@ -44,6 +44,10 @@ def _size(n: float) -> str:
 
 
 
+# a folder's entry as a path without parsing it again (CPython's pathlib helper for its own walks: 3.8-3.12; 11,000
+# paths at 1,024 ranks, a third of discovery); elsewhere Path(entry.path), the same path
+_child = getattr(Path, "_make_child_relpath", None)
+
 _KIND = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
          stat.S_IFBLK: "a block device"}
 
@@ -87,7 +91,7 @@ class Fs:
         if len(entries) > MANY_ENTRIES:
             self.note(d, dq("discover.folder-holds-entries-only", entries=format(len(entries), ",")), "info")
         for e in sorted(entries, key=lambda e: e.name):
-            p = Path(e.path)
+            p = _child(d, e.name) if _child is not None else Path(e.path)
             try:
                 if e.is_symlink():
                     self._link(p, files, dirs)

@@ -69,7 +69,9 @@ def _frames(ops: list[dict], links: list[dict]) -> tuple[pd.DataFrame, pd.DataFr
     return of, _link_frame(links)
 
 
-def _link_frame(links: list[dict]) -> pd.DataFrame:
+def _link_frame(links: "list[dict] | _LinkColumns") -> pd.DataFrame:
+    if isinstance(links, _LinkColumns):
+        return links.frame()
     return _typed(links, COMM_LINK_COLUMNS, ints=("src", "dst"),
                   floats=("time_ms", "size_mb", "bandwidth_gbps", "stored_bandwidth_gbps", "wait_ms"),
                   texts=("scope", "op", "group", "transport"))
@@ -101,18 +103,26 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
 def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
     """The time columns summed per step (ops without a step form one row with step <NA>, first), as
     `groupby(step).sum(min_count=1)` (a column with no number in a step stays NaN; pandas' compensated sum), without
-    the copies around it (1.7 -> 0.6 ms a rank)."""
+    the copies and conversions around it (1.7 -> 0.5 ms a rank)."""
     cols = list(COMM_TIME_COLUMNS)
     if not len(of):
         return pd.DataFrame(columns=["step", *cols])
     step = of["step"].to_numpy(dtype="float64", na_value=np.nan)
-    sums = of[cols].groupby(np.where(np.isnan(step), -1, step).astype(np.int64), sort=True).sum(min_count=1)
-    return pd.DataFrame({"step": pd.array([None if k == -1 else int(k) for k in sums.index], dtype="Int64"),
-                         **{c: sums[c].to_numpy() for c in cols}})
+    keys = np.where(np.isnan(step), -1, step).astype(np.int64)
+    if any(of[c].dtype != np.float64 for c in cols):  # (the loaders' frames hold floats: `_typed`)
+        sums = of[cols].groupby(keys, sort=True).sum(min_count=1)
+    else:  # the same sums of a bare block (each column summed on its own), without the frame's copy
+        sums = pd.DataFrame(np.column_stack([of[c].to_numpy() for c in cols])).groupby(keys, sort=True).sum(
+            min_count=1)
+    k = sums.index.to_numpy()
+    out = {"step": pd.arrays.IntegerArray(np.where(k == -1, 0, k).astype(np.int64), k == -1)}
+    return pd.DataFrame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
 
 
-def _self_links(links: list[dict], known: dict[str, int]) -> dict[str, int]:
+def _self_links(links: "list[dict] | _LinkColumns", known: dict[str, int]) -> dict[str, int]:
     out = dict(known)
+    if isinstance(links, _LinkColumns):
+        links = links.local_records()
     for l in links:
         if l["src"] == l["dst"] and l["transport"] == "LOCAL" and l["group"] not in out:
             out[l["group"]] = l["src"]
@@ -137,7 +147,7 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
                               rank: Optional[int] = None) -> Optional[Communication]:
     """Per-op times from `communication.json`, per-link figures from `communication_matrix.json`."""
     ops: list[dict] = []
-    links: list[dict] = []
+    links: "list[dict] | _LinkColumns" = []
     source = ""
     if comm is not None:
         data = read_json(comm, log)
@@ -170,7 +180,9 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
         if data is not None and not isinstance(data, dict):
             log.add(matrix, dq("communication.matrix-not-object"), "error")
         elif isinstance(data, dict):
-            links = _modern_links(data, matrix, log)
+            links = _modern_link_columns(data)  # a clean file: no call per link; else link by link, named
+            if links is None:
+                links = _modern_links(data, matrix, log)
             if not links:  # a warning when the rank ran collectives (their links are what is missing); a rank
                 # that communicated nothing (one device alone) has no link to show: context
                 log.add(matrix, dq("communication.matrix-no-links", whose=_whose(log)),
@@ -187,7 +199,8 @@ def load_modern_communication(comm: Optional[Path], matrix: Optional[Path], log:
             known[str(double_hash(gid))] = list(g["global_ranks"]).index(rank)
     if isinstance(ops, _OpColumns):
         of, lf = ops.frame(), _link_frame(links)
-        inst = _instances(ops.step, ops.op, ops.group, ops.kind, ops.start_us, ops.comm_ms)
+        inst = _instances(ops.step, ops.op, ops.group, ops.kind, ops.start_us, ops.comm_ms,
+                          tuple(of[c].to_numpy() for c in ("op", "group", "kind")))
     else:
         of, lf = _frames(ops, links)
         inst = op_instances(ops)
@@ -211,26 +224,59 @@ def op_instances(ops: list[dict]) -> Optional[pd.DataFrame]:
 
 
 def _instances(steps: list, names: list, groups: list, kinds: list, start_us: np.ndarray,
-               comm_ms: np.ndarray) -> Optional[pd.DataFrame]:
-    """`op_instances` of operators given as columns (an operator without a finite start or elapse is left out)."""
+               comm_ms: np.ndarray, columns: Optional[tuple] = None) -> Optional[pd.DataFrame]:
+    """`op_instances` of operators given as columns (an operator without a finite start or elapse is left out).
+    `columns`: the names, groups (`str`) and kinds as `_texts` made them already (the `ops` frame's), taken as
+    they are instead of being made again."""
     rows = np.flatnonzero(np.isfinite(start_us) & np.isfinite(comm_ms))
     if not len(rows):
         return None
-    rows = rows[np.argsort(start_us[rows], kind="stable")].tolist()  # by start; ties in the file's order
+    rows = rows[np.argsort(start_us[rows], kind="stable")]  # by start; ties in the file's order
+    types = _op_types(names)
     seen: dict = {}
     labels = []
-    for i in rows:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
-        op = str(names[i])
-        t = OP_TYPE_RE.sub("", op) or op
-        k = seen[(steps[i], groups[i], t)] = seen.get((steps[i], groups[i], t), 0) + 1
+    keys = []
+    get = seen.get
+    rl = rows.tolist()
+    for i in rl:  # `allReduce#2`: the 2nd all-reduce of the step in its group (the name's counter runs on)
+        s, t = steps[i], types[i]
+        at = (s, groups[i], t)
+        k = seen[at] = get(at, 0) + 1
         labels.append(f"{t}#{k}")
-    step = pd.array([steps[i] for i in rows], dtype="Int64")
+        keys.append(f"{s}:{names[i]}")
+    if columns is not None:  # communication.json's steps: whole numbers or None
+        st = np.array(steps, dtype=float)[rows]  # None -> NaN
+        missing = np.isnan(st)
+        step = pd.arrays.IntegerArray(np.where(missing, 0, st).astype(np.int64), missing)
+        name, group, kind = (pd.Series(c.take(rows), dtype=object, copy=False) for c in columns)
+    else:
+        step = pd.array([steps[i] for i in rl], dtype="Int64")
+        name, group, kind = (_texts([names[i] for i in rl]), _texts([str(groups[i]) for i in rl]),
+                             _texts([kinds[i] for i in rl]))
     return pd.DataFrame({
-        "step": step, "op": _texts(labels), "group": _texts([str(groups[i]) for i in rows]),
-        "kind": _texts([kinds[i] for i in rows]),
-        "key": _texts([f"{steps[i]}:{names[i]}" for i in rows]),
-        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows],
-        "name": _texts([names[i] for i in rows])}, copy=False)
+        "step": step, "op": _texts(labels), "group": group, "kind": kind, "key": _texts(keys),
+        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows], "name": name}, copy=False)
+
+
+_OP_TYPES: dict[str, str] = {}  # an operator's name -> its type (the ranks of a group share the names)
+
+
+def _op_types(names: list) -> list:
+    """`hcom_allReduce__586_3_1` -> `allReduce` (OP_TYPE_RE; a name it would empty stays as it is), each distinct
+    name once per process."""
+    if len(_OP_TYPES) > 200_000:
+        _OP_TYPES.clear()
+    got = _OP_TYPES
+    out = []
+    for n in names:
+        t = got.get(n) if type(n) is str else None
+        if t is None:
+            op = str(n)
+            t = OP_TYPE_RE.sub("", op) or op
+            if type(n) is str:
+                got[n] = t
+        out.append(t)
+    return out
 
 
 def _texts(values: list) -> pd.Series:
@@ -472,6 +518,103 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
         log.add(path, dq("communication.links-unreadable", bad=bad, bad2="y" if bad == 1 else "ies"))
     door.close()
     return out
+
+
+class _LinkColumns:
+    """communication_matrix.json's links as columns (`_modern_link_columns`): what `_link_record` gives link by
+    link."""
+
+    def __init__(self, texts: dict[str, list], src: list, dst: list, values: dict[str, np.ndarray]) -> None:
+        self.texts, self.src, self.dst, self.values = texts, src, dst, values
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def frame(self) -> pd.DataFrame:
+        """The `links` frame `_link_frame` builds from the same links' records."""
+        steps = np.array(self.texts["step"], dtype=float)  # None -> NaN
+        missing = np.isnan(steps)
+        out: dict[str, Any] = {"step": pd.arrays.IntegerArray(np.where(missing, 0, steps).astype(np.int64), missing)}
+        for c in COMM_LINK_COLUMNS[1:]:
+            if c in ("src", "dst"):
+                out[c] = np.array(self.src if c == "src" else self.dst, dtype=np.int64)
+            elif c in self.values:
+                out[c] = self.values[c]
+            else:
+                out[c] = _texts(self.texts[c])
+        return pd.DataFrame(out, copy=False)
+
+    def local_records(self) -> list[dict]:
+        """The self links over LOCAL (`_self_links`), as records."""
+        tr, grp = self.texts["transport"], self.texts["group"]
+        return [{"src": s, "dst": d, "transport": "LOCAL", "group": grp[i]}
+                for i, (s, d) in enumerate(zip(self.src, self.dst)) if s == d and tr[i] == "LOCAL"]
+
+
+_LINK_KEYS: dict[str, tuple[int, int]] = {}  # "3-5" -> (3, 5), per process (every rank of a group has them)
+_MATRIX_FAST = ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)")
+
+
+def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
+    """The links of a `communication_matrix.json` document as columns, when `_modern_links` would read every link
+    as it is and note nothing (every level an object, every link an object with a `src-dst` key and plain numbers):
+    the same values as its records, without a call per link. None otherwise."""
+    if not set(_MATRIX_FAST) <= _plain_keys("communication_matrix.json"):
+        return None
+    bad = [0]
+    texts: dict[str, list] = {c: [] for c in ("step", "scope", "op", "group", "transport")}
+    src: list[int] = []
+    dst: list[int] = []
+    lis: list[dict] = []
+    keys = _LINK_KEYS
+    if len(keys) > 1_000_000:
+        keys.clear()
+    for step, _kind, key, linkmap in _entries(data, bad):
+        if not isinstance(linkmap, dict):
+            continue
+        m = MATRIX_KEY_RE.match(str(key))
+        if m is not None:
+            scope = "total" if m.group("tag") == "total" else "sample"
+            optype, group, name = m.group("optype"), m.group("group") or "", None
+        else:
+            name, group = _split_group(str(key))
+            scope, optype = "op", optype_of(name)
+        n = len(linkmap)
+        for lk, li in linkmap.items():
+            if type(li) is not dict:
+                return None
+            sd = keys.get(lk) if type(lk) is str else None
+            if sd is None:
+                try:
+                    a, b = str(lk).split("-")
+                    sd = (int(a), int(b))
+                except ValueError:
+                    return None
+                if type(lk) is str:
+                    keys[lk] = sd
+            src.append(sd[0])
+            dst.append(sd[1])
+            lis.append(li)
+            if scope == "sample":
+                nm = li.get("Op Name") or optype
+                texts["op"].append(str(nm) if nm else optype)
+            else:
+                texts["op"].append(str(name) if name else optype)
+            texts["transport"].append(str(li.get("Transport Type") or "UNKNOWN").upper())
+        texts["step"] += [step] * n
+        texts["scope"] += [scope] * n
+        texts["group"] += [group] * n
+    if bad[0]:
+        return None
+    cols = [_plain_column([li.get(k) for li in lis]) for k in _MATRIX_FAST]
+    if any(c is None for c in cols):
+        return None
+    size, time, stored = cols
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(time > 0, size / np.where(time > 0, time, 1.0), math.nan)
+    values = {"time_ms": time, "size_mb": size, "bandwidth_gbps": bw, "stored_bandwidth_gbps": stored,
+              "wait_ms": np.full(len(lis), math.nan)}
+    return _LinkColumns(texts, src, dst, values)
 
 
 def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Optional[dict]:

@@ -10,7 +10,7 @@ from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
 from reportgen.loaders.schema import Door
-from reportgen.model import RankInfo
+from reportgen.model import RankInfo, shared_ranks
 from reportgen.numbers import to_int as _int
 
 
@@ -98,7 +98,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
                     door.field(g, "group_rank", where, "profiler_metadata.json")
                 if not all(type(x) is int for x in ranks):  # noqa: E721 - the common case, checked fast
                     ranks = [r for r in (_int(x) for x in ranks) if r is not None]
-                clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": ranks,
+                clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": shared_ranks(ranks),
                                   "group_rank": _int(g.get("group_rank"))}
         info.parallel_groups = clean
     door.close()

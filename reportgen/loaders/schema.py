@@ -610,23 +610,18 @@ def _visits_over(data: dict, cap: int) -> bool:
     the paths, stopping as soon as it is over (a 1,600-operator communication.json: ~5x faster)."""
     visits = 1
     level: list = [data]
+    box = (dict, list)
     for depth in range(7):
-        nxt: list = []
-        for v in level:
-            if isinstance(v, dict):
-                visits += len(v)
-                if visits > cap:
-                    return True
-                if depth < 6:
-                    nxt += [x for x in v.values() if isinstance(x, (dict, list))]
-            else:
-                items = [x for x in v[:50] if isinstance(x, (dict, list))]
-                visits += len(items)
-                if visits > cap:
-                    return True
-                if depth < 6:
-                    nxt += items
-        level = nxt
+        dicts = [v for v in level if isinstance(v, dict)]
+        lists = [[x for x in v[:50] if isinstance(x, box)] for v in level if not isinstance(v, dict)]
+        visits += sum(map(len, dicts)) + sum(map(len, lists))  # this level's count before its children are listed
+        if visits > cap:  # (a 1,600-operator communication.json: over at its 5th level, never listed)
+            return True
+        if depth == 6:
+            break
+        level = [x for v in dicts for x in v.values() if isinstance(x, box)]
+        for items in lists:
+            level += items
     return False
 
 
