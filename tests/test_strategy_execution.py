@@ -339,3 +339,40 @@ def test_device_cap_keeps_slowest_fastest_and_median_per_stage():
     picks, skipped = choose_ranks(list(range(128)), stage_of, per_step, 1, cap=16)
     assert len(picks) == 16 and len(skipped) == 112
     assert {77, 64, 0, 63} <= set(picks)
+
+
+def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path):
+    """The execution view's passes over the ranks' timelines run in the local pool (`load_execution(jobs=2)`):
+    the same steps, reasons, notes, operators of every rank and data-quality entries, in rank order, as read in
+    this process; through the cache beside the output (entries written by the pool's workers) a second reading
+    gives them again. One rank's trace is cut off: its entry is named the same way whichever process read it."""
+    from reportgen import rankcache
+
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=6, steps=3, seed=4, trace_view=True)
+    traces = sorted(root.rglob("trace_view.json"))
+    assert len(traces) == 6
+    traces[2].write_bytes(traces[2].read_bytes()[: traces[2].stat().st_size * 4 // 5])  # rank 2's trace cut off
+    lay = discover(root)[0]
+    run = load_run(lay)
+    sel = select(run, timeline_ranks(lay), None)
+    assert len(sel.ranks) == 6
+
+    def read(jobs: int):
+        n = len(run.issues)
+        ex = load_execution(lay, run, sel.steps, dict(sel.reasons), sel.ranks, sel.skipped, jobs=jobs)
+        ops = {s: {r: (o.names, o.classes, o.start.tolist(), o.dur.tolist(), o.lanes, o.shapes, o.host_names,
+                       o.host_start, o.host_launch, o.step_ms) for r, o in by.items()} for s, by in ex.ops.items()}
+        return ex.steps, ex.reasons, ex.notes, ops, [(i.file, i.code, i.params, i.severity) for i in run.issues[n:]]
+
+    here = read(1)
+    steps, _, _, ops, entries = here
+    assert steps and all(len(by) == 6 for by in ops.values())  # every rank has operators in the chosen step(s)
+    assert any(code == "trace.cut-short" and file.endswith(traces[2].relative_to(root).as_posix())
+               for file, code, _, _ in entries)
+    assert read(2) == here
+    with rankcache.use(tmp_path / "cache"):
+        assert read(2) == here  # the workers write the entries
+        written = sorted(p.name for p in (tmp_path / "cache").iterdir())
+        assert len(written) == 12  # a layout and a step's operators per rank
+        assert read(1) == here  # read back here
+        assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == written

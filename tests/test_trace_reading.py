@@ -269,6 +269,63 @@ def test_the_column_door_judges_every_batch_as_event_by_event(tmp_path):
     assert judged == 240  # healthy batches take the column path
 
 
+def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path):
+    """`schema._distinct` (the door's test that no two complete events of a whole batch can be exact duplicates)
+    narrows the events to those sharing their first cheap field with another: its answer is the answer of every
+    event's fields compared (the first fields that tell all events apart), and the door then keeps, skips and
+    counts what it keeps, skips and counts event by event -- starts shared by many events (a torch_npu trace's
+    overlap lanes start with their kernels), names, lanes and durations drawn from a few values."""
+    import random
+
+    from reportgen.loaders.schema import TRACE_SCHEMAS, TraceDoor, _distinct
+
+    def brute(ev) -> bool:  # the fields' values compared over all complete events, field after field
+        x = [e for e in ev if e.get("ph") == "X"]
+        cheap = []
+        for k in ("ts", "name", "tid", "pid", "dur"):
+            c = [e.get(k) for e in x]
+            types = set(map(type, c))
+            if not types <= {str, int}:
+                continue
+            cheap.append(c if len(types) == 1 else list(map(str, c)))
+            if len(set(zip(*cheap))) == len(c):
+                return True
+        return False
+
+    rng = random.Random(30)
+    schema = TRACE_SCHEMAS[1][1]  # trace_view.json: duplicates counted once
+    answers = set()
+    for case in range(300):
+        n = rng.choice([1, 2, 5, 30, 200])
+        ev = [{"ph": rng.choice("XXXM" if case % 7 else "XXXX"), "name": rng.choice(["MatMul", "Free", "Computing"]),
+               "pid": rng.choice([1, 2]), "tid": rng.choice([0, 2] if case % 3 else [0, "2"]),
+               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))]),
+               "dur": rng.choice([1.5, 2, "3"])} for _ in range(n)]
+        b = traces.Events(ev, whole=True)
+        got = _distinct(b, b.phase("X"))
+        assert got == brute(ev), case
+        answers.add(got)
+        one = TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema)
+        want = [one.event(e) for e in ev]
+        two = TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema)
+        assert two.events(traces.Events(ev, whole=True)) == want, case
+        assert _door_state(two) == _door_state(one), case
+    assert answers == {True, False}
+
+
+def test_usable_columns_tell_a_nan_from_a_missing_value():
+    """`_usable` (the whole-file reader keeps every event without a look at each): a `dur` column of floats and
+    None (absent: the usual trace) passes; a NaN or an out-of-range float among them does not (`_screen` drops
+    that event and names it)."""
+    assert traces._usable([1.5, None, 2.0, None])
+    assert traces._usable([None, None])
+    assert not traces._usable([1.5, None, float("nan")])
+    assert not traces._usable([float("nan"), 1.5])
+    assert not traces._usable([1.5, None, 2.0 ** 63])
+    assert not traces._usable([None, float("-inf")])
+    assert traces._usable([1.5, None, 3, "x"]) and not traces._usable([1.5, None, 2 ** 63])
+
+
 def test_floats_reads_text_as_float_and_to_float_do():
     """`traces.floats` (Arrow's parser for a column of text) gives `traces.num` of every value: what float() reads
     (exactly: the same double) and to_float's NaN for what it does not read, out-of-range values NaN."""

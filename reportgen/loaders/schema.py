@@ -25,8 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from functools import partial
-from operator import is_not
+from operator import ne
 from pathlib import Path
 from typing import Any, Optional
 
@@ -726,13 +725,21 @@ def _distinct(b: Any, is_x: list) -> bool:
     (`_texts`) already differ, judged on the cheap fields (text and whole numbers; a float's text costs ~0.3 µs),
     the start first (it alone tells in the usual trace)."""
     cheap: list = []
-    for k in ("ts", "name", "tid", "pid", "dur"):
+    sub: Optional[list] = None  # the complete events whose first cheap field another event shares (the others
+    for k in ("ts", "name", "tid", "pid", "dur"):  # differ from every event whatever the fields after it)
         c = list(compress(b.col(k), is_x))
         types = set(map(type, c))
         if not types <= {str, int}:
             continue
-        cheap.append(c if len(types) == 1 else list(map(str, c)))  # (one type: equal text is an equal value)
-        if len(set(zip(*cheap)) if len(cheap) > 1 else set(cheap[0])) == len(c):
+        c = c if len(types) == 1 else list(map(str, c))  # (one type: equal text is an equal value)
+        if sub is None:
+            last = dict(zip(c, range(len(c))))  # each value's last event
+            if len(last) == len(c):
+                return True
+            shared = {c[i] for i in compress(range(len(c)), map(ne, map(last.__getitem__, c), range(len(c))))}
+            sub = list(compress(range(len(c)), map(shared.__contains__, c)))
+        cheap.append([c[i] for i in sub])
+        if len(set(zip(*cheap)) if len(cheap) > 1 else set(cheap[0])) == len(sub):
             return True
     return False
 
@@ -942,8 +949,8 @@ class TraceDoor:
             vals = list(map(dict.get, dicts, repeat(k)))  # (None: absent, or null: no problem either way)
             types = set(map(type, vals))
             if types <= {int, type(None)}:
-                if int not in types or min(filter(partial(is_not, None), vals)) >= 0:
-                    continue  # (whole numbers >= 0: valid for every kind the table uses)
+                if int not in types or min(compress(vals, vals), default=0) >= 0:  # (None and 0 left out: the
+                    continue  # whole numbers >= 0 are valid for every kind the table uses)
                 odd = {(int, v) for v in vals if v is not None and v < 0}
             else:
                 try:  # each distinct value once (by type too: True, 1.0 and 1 are one in a set)

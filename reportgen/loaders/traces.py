@@ -153,6 +153,7 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None) -> Iterator[Events
 _WS = re.compile(rb"[ \t\r\n]*")
 # where an integer token may begin: digits -> "0", "[", ",", ":" and whitespace -> "d", "-" kept, the rest -> " "
 _TOKENS = bytes(48 if 48 <= c <= 57 else 100 if c in b"[,: \t\r\n" else c if c == 45 else 32 for c in range(256))
+_RUN19 = b"0" * 19  # 19 digits in a row, translated
 _LEADING_LONG = re.compile(rb"[ \t\r\n]*-?[0-9]{19}")
 _ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII character written as \u00XX
 
@@ -217,6 +218,8 @@ def _int_beyond_int64(data: bytes, start: int) -> bool:
     result, slower)."""
     t = data.translate(_TOKENS)
     n = len(t)
+    if t.find(_RUN19) < 0:  # (the usual trace: no run of 19 digits at all: one scan instead of two)
+        return False
     for pat in (b"d" + b"0" * 19, b"d-" + b"0" * 19):
         i = t.find(pat)
         while i >= 0:
@@ -307,6 +310,10 @@ def _usable(vals: list) -> bool:
         if not (-MAX_INT <= min(ints) and max(ints) <= MAX_INT):
             return False
     if float in types:
+        if types == {float, type(None)}:  # (the usual `dur`: None where an event has none) None read as NaN, so
+            fl = np.array(vals, dtype=float)  # the NaNs must be the Nones: a NaN float fails
+            ok = np.abs(fl) <= MAX_ABS_NUMBER
+            return int(np.count_nonzero(ok)) == len(vals) - vals.count(None)
         fl = np.array(vals if len(types) == 1 else [v for v in vals if type(v) is float], dtype=float)
         if not bool((np.abs(fl) <= MAX_ABS_NUMBER).all()):  # (NaN fails)
             return False
