@@ -25,7 +25,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import ne
 from pathlib import Path
 from typing import Any, Optional
 
@@ -725,21 +724,13 @@ def _distinct(b: Any, is_x: list) -> bool:
     (`_texts`) already differ, judged on the cheap fields (text and whole numbers; a float's text costs ~0.3 µs),
     the start first (it alone tells in the usual trace)."""
     cheap: list = []
-    sub: Optional[list] = None  # the complete events whose first cheap field another event shares (the others
-    for k in ("ts", "name", "tid", "pid", "dur"):  # differ from every event whatever the fields after it)
+    for k in ("ts", "name", "tid", "pid", "dur"):
         c = list(compress(b.col(k), is_x))
         types = set(map(type, c))
         if not types <= {str, int}:
             continue
-        c = c if len(types) == 1 else list(map(str, c))  # (one type: equal text is an equal value)
-        if sub is None:
-            last = dict(zip(c, range(len(c))))  # each value's last event
-            if len(last) == len(c):
-                return True
-            shared = {c[i] for i in compress(range(len(c)), map(ne, map(last.__getitem__, c), range(len(c))))}
-            sub = list(compress(range(len(c)), map(shared.__contains__, c)))
-        cheap.append([c[i] for i in sub])
-        if len(set(zip(*cheap)) if len(cheap) > 1 else set(cheap[0])) == len(sub):
+        cheap.append(c if len(types) == 1 else list(map(str, c)))  # (one type: equal text is an equal value)
+        if len(set(zip(*cheap)) if len(cheap) > 1 else set(cheap[0])) == len(c):
             return True
     return False
 

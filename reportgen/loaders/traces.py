@@ -310,10 +310,6 @@ def _usable(vals: list) -> bool:
         if not (-MAX_INT <= min(ints) and max(ints) <= MAX_INT):
             return False
     if float in types:
-        if types == {float, type(None)}:  # (the usual `dur`: None where an event has none) None read as NaN, so
-            fl = np.array(vals, dtype=float)  # the NaNs must be the Nones: a NaN float fails
-            ok = np.abs(fl) <= MAX_ABS_NUMBER
-            return int(np.count_nonzero(ok)) == len(vals) - vals.count(None)
         fl = np.array(vals if len(types) == 1 else [v for v in vals if type(v) is float], dtype=float)
         if not bool((np.abs(fl) <= MAX_ABS_NUMBER).all()):  # (NaN fails)
             return False
