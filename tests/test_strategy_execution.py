@@ -376,3 +376,13 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path):
         assert len(written) == 12  # a layout and a step's operators per rank
         assert read(1) == here  # read back here
         assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == written
+        from reportgen.layouts import run as run_mod
+
+        sent: list = []
+        real = run_mod.map_ranks
+        run_mod.map_ranks = lambda fn, items, *a, **kw: sent.append(len(items)) or real(fn, items, *a, **kw)
+        try:
+            assert read(2) == here  # a rebuild: every pass from the cache, in this process (no pool started)
+        finally:
+            run_mod.map_ranks = real
+        assert sent == [0, 0]

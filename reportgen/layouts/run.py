@@ -140,8 +140,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r),
               run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
              for r in ranks]
-    for (r, *_), (lay, issues) in zip(jobs_, map_ranks(_layout_job, jobs_, (root,), jobs=jobs,
-                                                      min_parallel=EXEC_MIN_PARALLEL)):
+    for (r, *_), (lay, issues) in zip(jobs_, _passes(_layout_job, jobs_, root, jobs)):
         log.issues.extend(issues)
         if lay is not None:
             lays[r] = lay
@@ -160,8 +159,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
                               else "the middle step of the timelines")
     data.steps = wanted
     jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r), lay, wanted) for r, lay in lays.items()]
-    for (r, path, *_), (got, issues) in zip(jobs_, map_ranks(_ops_job, jobs_, (root,), jobs=jobs,
-                                                            min_parallel=EXEC_MIN_PARALLEL)):
+    for (r, path, *_), (got, issues) in zip(jobs_, _passes(_ops_job, jobs_, root, jobs)):
         log.issues.extend(issues)
         if path is not None and path.name.startswith("gpu_timeline_display"):
             got = gpu.operator_lane(got)
@@ -174,20 +172,46 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     return data
 
 
-def _layout_job(job: tuple, root: Path) -> tuple:
+class _Miss(Exception):
+    """A pass not in the cache (`_passes` looks before it sends the pass to the pool)."""
+
+
+def _miss(_log):
+    raise _Miss
+
+
+def _passes(fn, items: list, root: Path, jobs: int) -> list:
+    """`fn(item, root)` of every item, in order: the ones the cache beside the output holds read here (a rebuild
+    starts no pool), the others in the local pool (`map_ranks`)."""
+    out: list = [None] * len(items)
+    todo = []
+    for i, item in enumerate(items):
+        try:
+            out[i] = fn(item, root, _miss)
+        except _Miss:
+            todo.append(i)
+    for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root,), jobs=jobs,
+                                      min_parallel=EXEC_MIN_PARALLEL)):
+        out[i] = got
+    return out
+
+
+def _layout_job(job: tuple, root: Path, on_miss=None) -> tuple:
     """Pass 1 of one rank (`step_ops.trace_layout`), cached beside the output keyed by all of the rank's files (the
-    step trace comes from them): (its layout, the data-quality entries it added)."""
+    step trace comes from them): (its layout, the data-quality entries it added). `on_miss`: called instead of
+    the pass when the cache does not hold it."""
     r, path, files, st, txt = job
     log = IssueLog(root)
     with run_root(root):
-        lay = memo("trace_layout", files, r, log, lambda lg: safe.trace_layout(path, lg, st, txt))
+        lay = memo("trace_layout", files, r, log, on_miss or (lambda lg: safe.trace_layout(path, lg, st, txt)))
     return lay, log.issues
 
 
-def _ops_job(job: tuple, root: Path) -> tuple:
+def _ops_job(job: tuple, root: Path, on_miss=None) -> tuple:
     """Pass 2 of one rank (`step_ops.read_step_ops`): (its step operators, the data-quality entries it added)."""
     r, path, files, lay, wanted = job
     log = IssueLog(root)
     with run_root(root):
-        got = memo("read_step_ops", files, (r, wanted), log, lambda lg: safe.read_step_ops(path, r, lay, wanted, lg))
+        got = memo("read_step_ops", files, (r, wanted), log,
+                   on_miss or (lambda lg: safe.read_step_ops(path, r, lay, wanted, lg)))
     return got, log.issues
