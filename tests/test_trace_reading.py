@@ -130,6 +130,38 @@ def test_whole_file_and_streamed_readers_agree(tmp_path, monkeypatch, case, gz):
         assert [e["ts"] for e in events] == [1, 2]  # the stream's reading: every list under the key
 
 
+def test_the_whole_file_reader_reads_past_a_size_that_says_less(tmp_path, monkeypatch):
+    """`_whole` reads what the file's size (a gzip: its trailer, the last member's size) says and then the rest:
+    a gzip of two members (the trailer names the second only) and a file that grew after its size was taken
+    are read whole, the events those of the stream; a file past FAST_MAX_BYTES once read is streamed."""
+    import os
+
+    data = json.dumps(EV * 50).encode()
+    half = len(data) // 2
+    two = tmp_path / "two" / "trace_view.json.gz"
+    two.parent.mkdir()
+    two.write_bytes(gzip.compress(data[:half], mtime=0) + gzip.compress(data[half:], mtime=0))
+    assert int.from_bytes(two.read_bytes()[-4:], "little") == len(data) - half
+    events, err, entries, took = _both(two.parent, monkeypatch, data, two.name)
+    assert took and err is None and events == EV * 50 and not entries
+    grew = tmp_path / "trace_view.json"
+    grew.write_bytes(data)
+    real = os.fstat
+
+    class Small:  # the size taken before the file grew
+        def __init__(self, st):
+            self.st = st
+
+        def __getattr__(self, name):
+            return self.st.st_size // 3 if name == "st_size" else getattr(self.st, name)
+
+    with monkeypatch.context() as m:
+        m.setattr(traces.os, "fstat", lambda fd: Small(real(fd)))
+        assert traces._whole(grew, None)[2] == EV * 50
+        m.setattr(traces, "FAST_MAX_BYTES", len(data) // 2)  # (the size says less than the bound; the file is more)
+        assert traces._whole(grew, None) is None
+
+
 def test_the_huge_string_entry_names_the_same_offset_whatever_the_prefix(tmp_path, monkeypatch):
     """The watch's offset counts the stream's probe of the first bytes (BOM, whitespace) and the bytes each piece
     gains while it ends in a backslash: the whole-file reader names the same byte."""

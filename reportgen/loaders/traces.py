@@ -174,11 +174,19 @@ def _whole(path: Path, root: Optional[Path]) -> Optional[tuple[bytes, int, list]
         if isinstance(f, gzip.GzipFile):
             raw = f.fileobj
             size = os.fstat(raw.fileno()).st_size
-            if size >= 4 and int.from_bytes(os.pread(raw.fileno(), 4, size - 4), "little") > FAST_MAX_BYTES:
+            size = int.from_bytes(os.pread(raw.fileno(), 4, size - 4), "little") if size >= 4 else 0
+            if size > FAST_MAX_BYTES:
                 return None  # (gzip's trailer: the size of the last member, mod 2^32; the read below checks it)
-        elif os.fstat(f.fileno()).st_size > FAST_MAX_BYTES:
-            return None
-        data = f.read(FAST_MAX_BYTES + 1)
+        else:
+            size = os.fstat(f.fileno()).st_size
+            if size > FAST_MAX_BYTES:
+                return None
+        # what the size says and a byte, then the rest up to the bound when there is more (a gzip of several
+        # members, a file that grew): what one read of FAST_MAX_BYTES + 1 gives, without allocating that much
+        # first (~4 ms a trace, against ~0.8 for its size)
+        data = f.read(size + 1)
+        if len(data) > size:
+            data += f.read(FAST_MAX_BYTES + 1 - len(data))
     except Exception:  # noqa: BLE001 -- a broken gzip (OSError, EOFError, zlib.error): the stream names it
         return None
     finally:
