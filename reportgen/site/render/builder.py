@@ -9,7 +9,6 @@ leaves a half-written report over a good one); the pages get their style and scr
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import multiprocessing
 import os
@@ -263,11 +262,10 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     # 1,024 ranks for 0.4 s more CPU); mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3,
-                                                     mtime=0) as gz, \
-                io.TextIOWrapper(gz, encoding="utf-8", newline="") as f:
-            timeline.export_trace(src, f, ex.convert, root=run_root)
+                                                     mtime=0) as gz:
+            timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
     else:
-        with open(target, "w", encoding="utf-8", newline="") as f:
+        with open(target, "wb") as f:
             timeline.export_trace(src, f, ex.convert, root=run_root)
 
 
