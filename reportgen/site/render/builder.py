@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from reportgen import __version__, i18n
 from reportgen.loaders import timeline
-from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
+from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
 from reportgen.site.render.csv_text import csv_text
@@ -212,7 +212,7 @@ class _RankWriters:
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
         _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=ignore_sigint)
+                                      initializer=init_worker)
         self.ok = False
         try:
             with deferred_sigint():  # the workers are forked at the first submit
