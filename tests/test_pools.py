@@ -88,9 +88,12 @@ def test_a_pool_worker_keeps_what_it_frees_for_the_next_rank():
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt's thresholds are glibc's")
-    with ProcessPoolExecutor(1, initializer=init_worker) as ex:
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")  # (a fork would inherit this process's heap and thresholds)
+    with ProcessPoolExecutor(1, mp_context=spawn, initializer=init_worker) as ex:
         kept = ex.submit(_refaults).result()
-    with ProcessPoolExecutor(1) as ex:
+    with ProcessPoolExecutor(1, mp_context=spawn) as ex:
         fresh = ex.submit(_refaults).result()
     assert fresh >= sum(SIZES_MB) * 256 * 0.9  # every block's pages faulted in again
     assert kept < fresh / 2  # the heap grows to the largest block, once
