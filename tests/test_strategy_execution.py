@@ -341,13 +341,19 @@ def test_device_cap_keeps_slowest_fastest_and_median_per_stage():
     assert {77, 64, 0, 63} <= set(picks)
 
 
-def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path):
+def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkeypatch):
     """The execution view's passes over the ranks' timelines run in the local pool (`load_execution(jobs=2)`):
     the same steps, reasons, notes, operators of every rank and data-quality entries, in rank order, as read in
     this process; through the cache beside the output (entries written by the pool's workers) a second reading
     gives them again. One rank's trace is cut off: its entry is named the same way whichever process read it."""
     from reportgen import rankcache
+    from reportgen.layouts import run as run_mod
+    from reportgen.loaders import dispatch
 
+    monkeypatch.setattr(run_mod, "EXEC_MIN_POOL_BYTES", 0)  # (the synthetic traces are small)
+    pooled: list = []
+    real_pool = dispatch._in_pool
+    monkeypatch.setattr(dispatch, "_in_pool", lambda fn, items, *a: pooled.append(len(items)) or real_pool(fn, items, *a))
     root = generate_run(tmp_path / "run", layout="ascend", ranks=6, steps=3, seed=4, trace_view=True)
     traces = sorted(root.rglob("trace_view.json"))
     assert len(traces) == 6
@@ -369,15 +375,15 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path):
     assert steps and all(len(by) == 6 for by in ops.values())  # every rank has operators in the chosen step(s)
     assert any(code == "trace.cut-short" and file.endswith(traces[2].relative_to(root).as_posix())
                for file, code, _, _ in entries)
+    assert not pooled
     assert read(2) == here
+    assert pooled == [6, 6]  # both passes of the six ranks in the pool
     with rankcache.use(tmp_path / "cache"):
         assert read(2) == here  # the workers write the entries
         written = sorted(p.name for p in (tmp_path / "cache").iterdir())
         assert len(written) == 12  # a layout and a step's operators per rank
         assert read(1) == here  # read back here
         assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == written
-        from reportgen.layouts import run as run_mod
-
         sent: list = []
         real = run_mod.map_ranks
         run_mod.map_ranks = lambda fn, items, *a, **kw: sent.append(len(items)) or real(fn, items, *a, **kw)

@@ -125,7 +125,8 @@ def _rank_paths(layout: "RunLayout", r: int) -> list:
     return [p for ps in layout.ranks[r].files.values() for p in ps]
 
 
-EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many
+EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many,
+EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (a pool costs ~0.1 s to start)
 
 
 def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog,
@@ -137,6 +138,8 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     process that runs it); the entries are added to `log` in rank order, as one process adds them."""
     root = layout.root
     lays = {}
+    if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
+        jobs = 1  # small traces: read here
     jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r),
               run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
              for r in ranks]
@@ -170,6 +173,16 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
             data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
     run.issues.extend(log.issues)
     return data
+
+
+def _bytes(paths: list) -> int:
+    n = 0
+    for p in paths:
+        try:
+            n += os.stat(p).st_size if p is not None else 0
+        except OSError:
+            pass
+    return n
 
 
 class _Miss(Exception):
