@@ -35,7 +35,7 @@ def keep_heap() -> None:
     size (~700 faults, ~3 ms); a worker's memory stays that of its largest rank plus at most HEAP_KEEP_BYTES."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (macOS, Windows)
+    except Exception:  # noqa: BLE001 -- no C library to name or no mallopt in it (macOS, Windows): nothing to do
         return
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(_M_MMAP_THRESHOLD, HEAP_KEEP_BYTES)
