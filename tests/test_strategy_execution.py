@@ -378,8 +378,14 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkey
     assert not pooled
     assert read(2) == here
     assert pooled == [6, 6]  # both passes of the six ranks in the pool
+    import functools
+    import multiprocessing
+
+    with rankcache.use(tmp_path / "cache"), monkeypatch.context() as m:  # workers started by spawn (no inherited
+        m.setattr(dispatch, "ProcessPoolExecutor", functools.partial(  # cache folder): they write the entries
+            dispatch.ProcessPoolExecutor, mp_context=multiprocessing.get_context("spawn")))
+        assert read(2) == here
     with rankcache.use(tmp_path / "cache"):
-        assert read(2) == here  # the workers write the entries
         written = sorted(p.name for p in (tmp_path / "cache").iterdir())
         assert len(written) == 12  # a layout and a step's operators per rank
         assert read(1) == here  # read back here

@@ -16,7 +16,7 @@ from reportgen.layouts.base import exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
 from reportgen.loaders.dispatch import map_ranks
-from reportgen.rankcache import map_cached, memo  # through the per-rank cache beside the output (when there is one)
+from reportgen.rankcache import active, map_cached, memo, use  # through the per-rank cache beside the output (when there is one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -194,37 +194,39 @@ def _miss(_log):
 
 
 def _passes(fn, items: list, root: Path, jobs: int) -> list:
-    """`fn(item, root)` of every item, in order: the ones the cache beside the output holds read here (a rebuild
-    starts no pool), the others in the local pool (`map_ranks`)."""
+    """`fn(item, root, folder)` of every item, in order: the ones the cache beside the output holds read here (a rebuild
+    starts no pool), the others in the local pool (`map_ranks`); the cache's folder goes with each call (a worker
+    started by spawn does not inherit it)."""
+    folder = active()
     out: list = [None] * len(items)
     todo = []
     for i, item in enumerate(items):
         try:
-            out[i] = fn(item, root, _miss)
+            out[i] = fn(item, root, folder, _miss)
         except _Miss:
             todo.append(i)
-    for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root,), jobs=jobs,
+    for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root, folder), jobs=jobs,
                                       min_parallel=EXEC_MIN_PARALLEL)):
         out[i] = got
     return out
 
 
-def _layout_job(job: tuple, root: Path, on_miss=None) -> tuple:
+def _layout_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
     """Pass 1 of one rank (`step_ops.trace_layout`), cached beside the output keyed by all of the rank's files (the
     step trace comes from them): (its layout, the data-quality entries it added). `on_miss`: called instead of
     the pass when the cache does not hold it."""
     r, path, files, st, txt = job
     log = IssueLog(root)
-    with run_root(root):
+    with run_root(root), use(folder):
         lay = memo("trace_layout", files, r, log, on_miss or (lambda lg: safe.trace_layout(path, lg, st, txt)))
     return lay, log.issues
 
 
-def _ops_job(job: tuple, root: Path, on_miss=None) -> tuple:
+def _ops_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
     """Pass 2 of one rank (`step_ops.read_step_ops`): (its step operators, the data-quality entries it added)."""
     r, path, files, lay, wanted = job
     log = IssueLog(root)
-    with run_root(root):
+    with run_root(root), use(folder):
         got = memo("read_step_ops", files, (r, wanted), log,
                    on_miss or (lambda lg: safe.read_step_ops(path, r, lay, wanted, lg)))
     return got, log.issues
