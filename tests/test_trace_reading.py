@@ -439,3 +439,30 @@ def test_the_execution_views_step_table_is_the_frame_pandas_gave():
     want["step"] = want["step"].astype(int)
     pd.testing.assert_frame_equal(got, want)
     assert got["step"].tolist() == [1, 2, 4, 2, 3] and got["rank"].tolist() == [0, 0, 0, 3, 3]
+
+
+def test_a_launch_flow_without_a_usable_ts_is_left_out_and_named(tmp_path):
+    """A host-to-device launch flow whose ts is negative or not a number (issue 30's fuzz: a flow's ts set to -1
+    moved step 1's device window to -1 µs and changed the execution view's numbers unnamed) is left out of the
+    pairing and named once: the step's device window starts at the first usable launch."""
+    from reportgen.loaders.step_ops import trace_layout
+
+    def trace(ts1) -> Path:
+        ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+              {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Ascend Hardware"}},
+              {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": "100", "dur": 50},
+              {"ph": "X", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": "150", "dur": 50}]
+        for i, (host, dev) in enumerate([(110, ts1), (120, "210"), (160, "300")]):
+            ev += [{"ph": "s", "cat": "HostToDevice", "id": i, "pid": 1, "tid": 1, "ts": str(host)},
+                   {"ph": "f", "cat": "HostToDevice", "id": i, "pid": 2, "tid": 3, "ts": dev}]
+        p = tmp_path / str(ts1) / "trace_view.json"
+        p.parent.mkdir()
+        p.write_text(json.dumps(ev))
+        return p
+
+    for ts1, start, named in (("200", 200.0, False), (-1, 210.0, True), ("x", 210.0, True), (None, 210.0, True)):
+        log = IssueLog(tmp_path)
+        lay = trace_layout(trace(ts1), log)
+        assert lay.windows[1][0] == start and lay.windows[2][0] == 300.0, ts1
+        codes = [(i.code, i.params) for i in log.issues]
+        assert codes == ([("trace-view.flow-ts-unusable", {"n": 1})] if named else []), ts1

@@ -163,6 +163,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                     flows.add(e)
         except TRACE_ERRORS as e:
             trace_cut(log, path, e, "the execution view uses the part read")
+    flows.note(log, path)
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
         return TraceLayout(legacy_steps, N_("the trace's Steps lane"), procs, threads, legacy)
