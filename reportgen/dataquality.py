@@ -219,6 +219,7 @@ CATALOG: dict[str, str] = {
     "strategy.file-name-says-rank": N_("the file name says rank {rank}, its config says rank {file_rank}; the file name is used"),
     "strategy.no-graph-object-configuration": N_("no 'graph' object; the configuration is used, no operators"),
     "strategy.operator-not-rank-graph": N_("{missing} operator(s) are not in rank {first}'s graph of the same stage; the stage graph shows rank {first2}'s operators"),
+    "trace-view.flow-ts-unusable": N_("{n} launch flow event(s) (host to device) without a usable ts (missing, text or negative) left out: the steps' device windows come from the other launches"),
     "trace-view.duplicated-overlap-lane-slice": N_("{lanes} duplicated overlap-lane slice(s) (same lane, start and duration as an earlier one) counted once"),
     "communication.times-not-object": N_("expected a JSON object of steps; communication times not read"),
     "communication.entries-without-time-info": N_("{bad} entr{bad2} without the expected 'Communication Time Info' were skipped"),

@@ -78,7 +78,7 @@ def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     run = load_run(layout, jobs=opts.jobs, progress=ui.counter(lazy("ranks loaded")), scheduler=opts.scheduler)
     try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
         sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
-        run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped)
+        run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped, jobs=opts.jobs)
     except Exception as e:  # noqa: BLE001
         log.warning("execution view skipped: %s: %s", type(e).__name__, e)
         log.debug("execution view traceback", exc_info=True)

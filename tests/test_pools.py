@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import gc, struct, time
     from concurrent.futures import ProcessPoolExecutor
@@ -58,3 +60,40 @@ def test_a_ctrl_c_while_workers_are_forked_is_raised_after_it():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with deferred_sigint():  # nothing pressed: nothing raised
         pass
+
+
+SIZES_MB = (4, 8, 12, 16, 20, 24)  # (growing: glibc's own threshold follows a size met before)
+
+
+def _refaults() -> int:
+    """Page faults of blocks of SIZES_MB taken, written and freed one after the other in this process."""
+    import resource
+
+    r0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for mb in SIZES_MB:
+        b = bytearray(mb << 20)
+        b[::4096] = b"\x01" * len(range(0, mb << 20, 4096))
+        del b
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0
+
+
+def test_a_pool_worker_keeps_what_it_frees_for_the_next_rank():
+    """`init_worker` (both pools' initializer) lets glibc's malloc keep freed blocks up to HEAP_KEEP_BYTES: a worker
+    that frees one rank's objects takes the next rank's from its heap (fresh pages only where it grows), where a
+    process without it maps and faults in every larger block again (256 faults a MB)."""
+    import platform
+    from concurrent.futures import ProcessPoolExecutor
+
+    from reportgen.pools import init_worker
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt's thresholds are glibc's")
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")  # (a fork would inherit this process's heap and thresholds)
+    with ProcessPoolExecutor(1, mp_context=spawn, initializer=init_worker) as ex:
+        kept = ex.submit(_refaults).result()
+    with ProcessPoolExecutor(1, mp_context=spawn) as ex:
+        fresh = ex.submit(_refaults).result()
+    assert fresh >= sum(SIZES_MB) * 256 * 0.9  # every block's pages faulted in again
+    assert kept < fresh / 2  # the heap grows to the largest block, once

@@ -339,3 +339,62 @@ def test_device_cap_keeps_slowest_fastest_and_median_per_stage():
     picks, skipped = choose_ranks(list(range(128)), stage_of, per_step, 1, cap=16)
     assert len(picks) == 16 and len(skipped) == 112
     assert {77, 64, 0, 63} <= set(picks)
+
+
+def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkeypatch):
+    """The execution view's passes over the ranks' timelines run in the local pool (`load_execution(jobs=2)`):
+    the same steps, reasons, notes, operators of every rank and data-quality entries, in rank order, as read in
+    this process; through the cache beside the output (entries written by the pool's workers) a second reading
+    gives them again. One rank's trace is cut off: its entry is named the same way whichever process read it."""
+    from reportgen import rankcache
+    from reportgen.layouts import run as run_mod
+    from reportgen.loaders import dispatch
+
+    monkeypatch.setattr(run_mod, "EXEC_MIN_POOL_BYTES", 0)  # (the synthetic traces are small)
+    pooled: list = []
+    real_pool = dispatch._in_pool
+    monkeypatch.setattr(dispatch, "_in_pool", lambda fn, items, *a: pooled.append(len(items)) or real_pool(fn, items, *a))
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=6, steps=3, seed=4, trace_view=True)
+    traces = sorted(root.rglob("trace_view.json"))
+    assert len(traces) == 6
+    traces[2].write_bytes(traces[2].read_bytes()[: traces[2].stat().st_size * 4 // 5])  # rank 2's trace cut off
+    lay = discover(root)[0]
+    run = load_run(lay)
+    sel = select(run, timeline_ranks(lay), None)
+    assert len(sel.ranks) == 6
+
+    def read(jobs: int):
+        n = len(run.issues)
+        ex = load_execution(lay, run, sel.steps, dict(sel.reasons), sel.ranks, sel.skipped, jobs=jobs)
+        ops = {s: {r: (o.names, o.classes, o.start.tolist(), o.dur.tolist(), o.lanes, o.shapes, o.host_names,
+                       o.host_start, o.host_launch, o.step_ms) for r, o in by.items()} for s, by in ex.ops.items()}
+        return ex.steps, ex.reasons, ex.notes, ops, [(i.file, i.code, i.params, i.severity) for i in run.issues[n:]]
+
+    here = read(1)
+    steps, _, _, ops, entries = here
+    assert steps and all(len(by) == 6 for by in ops.values())  # every rank has operators in the chosen step(s)
+    assert any(code == "trace.cut-short" and file.endswith(traces[2].relative_to(root).as_posix())
+               for file, code, _, _ in entries)
+    assert not pooled
+    assert read(2) == here
+    assert pooled == [6, 6]  # both passes of the six ranks in the pool
+    import functools
+    import multiprocessing
+
+    with rankcache.use(tmp_path / "cache"), monkeypatch.context() as m:  # workers started by spawn (no inherited
+        m.setattr(dispatch, "ProcessPoolExecutor", functools.partial(  # cache folder): they write the entries
+            dispatch.ProcessPoolExecutor, mp_context=multiprocessing.get_context("spawn")))
+        assert read(2) == here
+    with rankcache.use(tmp_path / "cache"):
+        written = sorted(p.name for p in (tmp_path / "cache").iterdir())
+        assert len(written) == 12  # a layout and a step's operators per rank
+        assert read(1) == here  # read back here
+        assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == written
+        sent: list = []
+        real = run_mod.map_ranks
+        run_mod.map_ranks = lambda fn, items, *a, **kw: sent.append(len(items)) or real(fn, items, *a, **kw)
+        try:
+            assert read(2) == here  # a rebuild: every pass from the cache, in this process (no pool started)
+        finally:
+            run_mod.map_ranks = real
+        assert sent == [0, 0]

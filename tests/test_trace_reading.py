@@ -130,6 +130,38 @@ def test_whole_file_and_streamed_readers_agree(tmp_path, monkeypatch, case, gz):
         assert [e["ts"] for e in events] == [1, 2]  # the stream's reading: every list under the key
 
 
+def test_the_whole_file_reader_reads_past_a_size_that_says_less(tmp_path, monkeypatch):
+    """`_whole` reads what the file's size (a gzip: its trailer, the last member's size) says and then the rest:
+    a gzip of two members (the trailer names the second only) and a file that grew after its size was taken
+    are read whole, the events those of the stream; a file past FAST_MAX_BYTES once read is streamed."""
+    import os
+
+    data = json.dumps(EV * 50).encode()
+    half = len(data) // 2
+    two = tmp_path / "two" / "trace_view.json.gz"
+    two.parent.mkdir()
+    two.write_bytes(gzip.compress(data[:half], mtime=0) + gzip.compress(data[half:], mtime=0))
+    assert int.from_bytes(two.read_bytes()[-4:], "little") == len(data) - half
+    events, err, entries, took = _both(two.parent, monkeypatch, data, two.name)
+    assert took and err is None and events == EV * 50 and not entries
+    grew = tmp_path / "trace_view.json"
+    grew.write_bytes(data)
+    real = os.fstat
+
+    class Small:  # the size taken before the file grew
+        def __init__(self, st):
+            self.st = st
+
+        def __getattr__(self, name):
+            return self.st.st_size // 3 if name == "st_size" else getattr(self.st, name)
+
+    with monkeypatch.context() as m:
+        m.setattr(traces.os, "fstat", lambda fd: Small(real(fd)))
+        assert traces._whole(grew, None)[2] == EV * 50
+        m.setattr(traces, "FAST_MAX_BYTES", len(data) // 2)  # (the size says less than the bound; the file is more)
+        assert traces._whole(grew, None) is None
+
+
 def test_the_huge_string_entry_names_the_same_offset_whatever_the_prefix(tmp_path, monkeypatch):
     """The watch's offset counts the stream's probe of the first bytes (BOM, whitespace) and the bytes each piece
     gains while it ends in a backslash: the whole-file reader names the same byte."""
@@ -269,6 +301,63 @@ def test_the_column_door_judges_every_batch_as_event_by_event(tmp_path):
     assert judged == 240  # healthy batches take the column path
 
 
+def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path):
+    """`schema._distinct` (the door's test that no two complete events of a whole batch can be exact duplicates)
+    narrows the events to those sharing their first cheap field with another: its answer is the answer of every
+    event's fields compared (the first fields that tell all events apart), and the door then keeps, skips and
+    counts what it keeps, skips and counts event by event -- starts shared by many events (a torch_npu trace's
+    overlap lanes start with their kernels), names, lanes and durations drawn from a few values."""
+    import random
+
+    from reportgen.loaders.schema import TRACE_SCHEMAS, TraceDoor, _distinct
+
+    def brute(ev) -> bool:  # the fields' values compared over all complete events, field after field
+        x = [e for e in ev if e.get("ph") == "X"]
+        cheap = []
+        for k in ("ts", "name", "tid", "pid", "dur"):
+            c = [e.get(k) for e in x]
+            types = set(map(type, c))
+            if not types <= {str, int}:
+                continue
+            cheap.append(c if len(types) == 1 else list(map(str, c)))
+            if len(set(zip(*cheap))) == len(c):
+                return True
+        return False
+
+    rng = random.Random(30)
+    schema = TRACE_SCHEMAS[1][1]  # trace_view.json: duplicates counted once
+    answers = set()
+    for case in range(300):
+        n = rng.choice([1, 2, 5, 30, 200])
+        ev = [{"ph": rng.choice("XXXM" if case % 7 else "XXXX"), "name": rng.choice(["MatMul", "Free", "Computing"]),
+               "pid": rng.choice([1, 2]), "tid": rng.choice([0, 2] if case % 3 else [0, "2"]),
+               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))]),
+               "dur": rng.choice([1.5, 2, "3"])} for _ in range(n)]
+        b = traces.Events(ev, whole=True)
+        got = _distinct(b, b.phase("X"))
+        assert got == brute(ev), case
+        answers.add(got)
+        one = TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema)
+        want = [one.event(e) for e in ev]
+        two = TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema)
+        assert two.events(traces.Events(ev, whole=True)) == want, case
+        assert _door_state(two) == _door_state(one), case
+    assert answers == {True, False}
+
+
+def test_usable_columns_tell_a_nan_from_a_missing_value():
+    """`_usable` (the whole-file reader keeps every event without a look at each): a `dur` column of floats and
+    None (absent: the usual trace) passes; a NaN or an out-of-range float among them does not (`_screen` drops
+    that event and names it)."""
+    assert traces._usable([1.5, None, 2.0, None])
+    assert traces._usable([None, None])
+    assert not traces._usable([1.5, None, float("nan")])
+    assert not traces._usable([float("nan"), 1.5])
+    assert not traces._usable([1.5, None, 2.0 ** 63])
+    assert not traces._usable([None, float("-inf")])
+    assert traces._usable([1.5, None, 3, "x"]) and not traces._usable([1.5, None, 2 ** 63])
+
+
 def test_floats_reads_text_as_float_and_to_float_do():
     """`traces.floats` (Arrow's parser for a column of text) gives `traces.num` of every value: what float() reads
     (exactly: the same double) and to_float's NaN for what it does not read, out-of-range values NaN."""
@@ -350,3 +439,30 @@ def test_the_execution_views_step_table_is_the_frame_pandas_gave():
     want["step"] = want["step"].astype(int)
     pd.testing.assert_frame_equal(got, want)
     assert got["step"].tolist() == [1, 2, 4, 2, 3] and got["rank"].tolist() == [0, 0, 0, 3, 3]
+
+
+def test_a_launch_flow_without_a_usable_ts_is_left_out_and_named(tmp_path):
+    """A host-to-device launch flow whose ts is negative or not a number (issue 30's fuzz: a flow's ts set to -1
+    moved step 1's device window to -1 µs and changed the execution view's numbers unnamed) is left out of the
+    pairing and named once: the step's device window starts at the first usable launch."""
+    from reportgen.loaders.step_ops import trace_layout
+
+    def trace(ts1) -> Path:
+        ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+              {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Ascend Hardware"}},
+              {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": "100", "dur": 50},
+              {"ph": "X", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": "150", "dur": 50}]
+        for i, (host, dev) in enumerate([(110, ts1), (120, "210"), (160, "300")]):
+            ev += [{"ph": "s", "cat": "HostToDevice", "id": i, "pid": 1, "tid": 1, "ts": str(host)},
+                   {"ph": "f", "cat": "HostToDevice", "id": i, "pid": 2, "tid": 3, "ts": dev}]
+        p = tmp_path / str(ts1) / "trace_view.json"
+        p.parent.mkdir()
+        p.write_text(json.dumps(ev))
+        return p
+
+    for ts1, start, named in (("200", 200.0, False), (-1, 210.0, True), ("x", 210.0, True), (None, 210.0, True)):
+        log = IssueLog(tmp_path)
+        lay = trace_layout(trace(ts1), log)
+        assert lay.windows[1][0] == start and lay.windows[2][0] == 300.0, ts1
+        codes = [(i.code, i.params) for i in log.issues]
+        assert codes == ([("trace-view.flow-ts-unusable", {"n": 1})] if named else []), ts1

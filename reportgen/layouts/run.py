@@ -15,7 +15,8 @@ from reportgen.i18n import N_
 from reportgen.layouts.base import exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
-from reportgen.rankcache import map_cached, memo  # through the per-rank cache beside the output (when there is one)
+from reportgen.loaders.dispatch import map_ranks
+from reportgen.rankcache import active, map_cached, memo, use  # through the per-rank cache beside the output (when there is one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
@@ -103,9 +104,10 @@ def timeline_ranks(layout: "RunLayout") -> list[int]:
 
 
 def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dict[int, str], ranks: list[int],
-                   skipped: list[int]) -> Optional[ExecutionData]:
+                   skipped: list[int], jobs: int = 1) -> Optional[ExecutionData]:
     """The device operators of `steps` on `ranks` (two streamed passes per rank; only those steps are kept).
-    Chosen steps a rank's timeline does not have fall back to the timeline's own steps (see the notes)."""
+    Chosen steps a rank's timeline does not have fall back to the timeline's own steps (see the notes). The
+    ranks' passes of the operator timelines run in `jobs` local processes (`_timeline_execution`)."""
     if not ranks:
         return None
     log = IssueLog(layout.root)
@@ -116,22 +118,33 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
         if found is not None:
             run.issues.extend(log.issues)
             return data if found else None
-        return _timeline_execution(layout, run, data, ranks, log)
+        return _timeline_execution(layout, run, data, ranks, log, jobs)
 
 
 def _rank_paths(layout: "RunLayout", r: int) -> list:
     return [p for ps in layout.ranks[r].files.values() for p in ps]
 
 
-def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog
-                        ) -> Optional[ExecutionData]:
-    """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display)."""
+EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many,
+EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (a pool costs ~0.1 s to start)
+
+
+def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog,
+                        jobs: int = 1) -> Optional[ExecutionData]:
+    """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display).
+    Each pass of a rank is one pure call (`_layout_job`, `_ops_job`: its result and its data-quality entries back),
+    so the ranks' passes run in the local pool (`loaders.dispatch.map_ranks`, `jobs`) and the main process only
+    picks the steps between them; every call goes through the cache beside the output (`rankcache.memo`, in the
+    process that runs it); the entries are added to `log` in rank order, as one process adds them."""
+    root = layout.root
     lays = {}
-    for r in ranks:
-        path = exec_trace(layout.ranks[r])
-        st, txt = run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt")
-        # cached beside the output, keyed by all of the rank's files (the step trace comes from them)
-        lay = memo("trace_layout", _rank_paths(layout, r), r, log, lambda lg: safe.trace_layout(path, lg, st, txt))
+    if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
+        jobs = 1  # small traces: read here
+    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r),
+              run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
+             for r in ranks]
+    for (r, *_), (lay, issues) in zip(jobs_, _passes(_layout_job, jobs_, root, jobs)):
+        log.issues.extend(issues)
         if lay is not None:
             lays[r] = lay
     if not lays:
@@ -148,10 +161,9 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
         data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
                               else "the middle step of the timelines")
     data.steps = wanted
-    for r, lay in lays.items():
-        path = exec_trace(layout.ranks[r])
-        got = memo("read_step_ops", _rank_paths(layout, r), (r, wanted), log,
-                   lambda lg: safe.read_step_ops(path, r, lay, wanted, lg))
+    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r), lay, wanted) for r, lay in lays.items()]
+    for (r, path, *_), (got, issues) in zip(jobs_, _passes(_ops_job, jobs_, root, jobs)):
+        log.issues.extend(issues)
         if path is not None and path.name.startswith("gpu_timeline_display"):
             got = gpu.operator_lane(got)
         for s, o in got.items():
@@ -161,3 +173,60 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
             data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
     run.issues.extend(log.issues)
     return data
+
+
+def _bytes(paths: list) -> int:
+    n = 0
+    for p in paths:
+        try:
+            n += os.stat(p).st_size if p is not None else 0
+        except OSError:
+            pass
+    return n
+
+
+class _Miss(Exception):
+    """A pass not in the cache (`_passes` looks before it sends the pass to the pool)."""
+
+
+def _miss(_log):
+    raise _Miss
+
+
+def _passes(fn, items: list, root: Path, jobs: int) -> list:
+    """`fn(item, root, folder)` of every item, in order: the ones the cache beside the output holds read here (a rebuild
+    starts no pool), the others in the local pool (`map_ranks`); the cache's folder goes with each call (a worker
+    started by spawn does not inherit it)."""
+    folder = active()
+    out: list = [None] * len(items)
+    todo = []
+    for i, item in enumerate(items):
+        try:
+            out[i] = fn(item, root, folder, _miss)
+        except _Miss:
+            todo.append(i)
+    for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root, folder), jobs=jobs,
+                                      min_parallel=EXEC_MIN_PARALLEL)):
+        out[i] = got
+    return out
+
+
+def _layout_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
+    """Pass 1 of one rank (`step_ops.trace_layout`), cached beside the output keyed by all of the rank's files (the
+    step trace comes from them): (its layout, the data-quality entries it added). `on_miss`: called instead of
+    the pass when the cache does not hold it."""
+    r, path, files, st, txt = job
+    log = IssueLog(root)
+    with run_root(root), use(folder):
+        lay = memo("trace_layout", files, r, log, on_miss or (lambda lg: safe.trace_layout(path, lg, st, txt)))
+    return lay, log.issues
+
+
+def _ops_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
+    """Pass 2 of one rank (`step_ops.read_step_ops`): (its step operators, the data-quality entries it added)."""
+    r, path, files, lay, wanted = job
+    log = IssueLog(root)
+    with run_root(root), use(folder):
+        got = memo("read_step_ops", files, (r, wanted), log,
+                   on_miss or (lambda lg: safe.read_step_ops(path, r, lay, wanted, lg)))
+    return got, log.issues

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Optional
 
 from reportgen.errors import ReportError
-from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
+from reportgen.pools import deferred_sigint, init_worker, stop_pool
 
 DASK_INSTALL = 'pip install "msreport[dask]"'
 LOCAL = "local"
@@ -60,7 +60,7 @@ def map_ranks(fn: Callable, items: list, args: tuple, *, jobs: int = 1, schedule
 
 
 def _in_pool(fn, items, args, jobs, progress) -> Iterator:
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=ignore_sigint)
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=init_worker)
     try:
         with deferred_sigint():  # the workers are forked at the first submit
             futs = [ex.submit(fn, item, *args) for item in items]

@@ -25,8 +25,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from functools import partial
-from operator import is_not
 from pathlib import Path
 from typing import Any, Optional
 
@@ -937,8 +935,8 @@ class TraceDoor:
             vals = list(map(dict.get, dicts, repeat(k)))  # (None: absent, or null: no problem either way)
             types = set(map(type, vals))
             if types <= {int, type(None)}:
-                if int not in types or min(filter(partial(is_not, None), vals)) >= 0:
-                    continue  # (whole numbers >= 0: valid for every kind the table uses)
+                if int not in types or min(compress(vals, vals), default=0) >= 0:  # (None and 0 left out: the
+                    continue  # whole numbers >= 0 are valid for every kind the table uses)
                 odd = {(int, v) for v in vals if v is not None and v < 0}
             else:
                 try:  # each distinct value once (by type too: True, 1.0 and 1 are one in a set)

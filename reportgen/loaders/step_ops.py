@@ -9,10 +9,14 @@ chosen steps' operators are kept.
   window.
 * Pass 2 (`read_step_ops`): the operators that start inside a chosen window.
 
-The passes parse the trace twice (in the main process, for at most `analysis.execution.MAX_DEVICES` ranks): the
-steps pass 2 keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events
-in between (~16 MB of objects for a 3.6 MB trace: ~0.5 GB); a parse of a trace up to `traces.FAST_MAX_BYTES`
-costs ~25 ms. (The load's `timeline.summarize_trace` reads the same file in a worker process.) Pass 2 skips, a
+The passes parse the trace twice (for at most `analysis.execution.MAX_DEVICES` ranks; each pass of a rank is one
+call, run in the local pool by `layouts.run._timeline_execution` when the traces are large): the steps pass 2
+keeps are chosen from every rank's pass 1, so one parse would mean holding up to 32 ranks' events in between
+(~16 MB of objects for a 3.6 MB trace: ~0.5 GB), or every rank's operators of every step with their windows
+judged again (a window nested in another keeps an operator only when the outer one is not chosen); a parse of a
+trace up to `traces.FAST_MAX_BYTES` costs ~25 ms. (A column-at-a-time pass 1 was measured slower than this
+event-by-event one in place: ~22 against ~17 ms a 3.6 MB trace beyond the parse; seven passes over 20,000 fresh
+dicts cost more than one.) (The load's `timeline.summarize_trace` reads the same file in a worker process.) Pass 2 skips, a
 column at a time, the events outside the chosen windows, and holds each distinct name, lane and shape text once
 (the pages' data and the entry cached for a rebuild: ~3x smaller).
 
@@ -159,6 +163,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
                     flows.add(e)
         except TRACE_ERRORS as e:
             trace_cut(log, path, e, "the execution view uses the part read")
+    flows.note(log, path)
     legacy = not any(str(v).startswith(("Ascend Hardware", "HCCL", "CPU OP")) for v in procs.values())
     if legacy_steps:
         return TraceLayout(legacy_steps, N_("the trace's Steps lane"), procs, threads, legacy)

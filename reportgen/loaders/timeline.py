@@ -14,10 +14,11 @@ Traces are streamed; files above `MAX_SUMMARY_BYTES` are linked but not summaris
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import re
 from itertools import compress, repeat
-from operator import and_, is_not, itemgetter
+from operator import and_, is_, is_not, itemgetter
 from pathlib import Path
 from typing import IO, Optional
 
@@ -245,8 +246,8 @@ _MARK_OPEN, _MARK_CLOSE, _MARK_BYTES = b'"\\u0000#', b'\\u0000#"', b"\\u0000#"
 EXPORT_BATCH = 4096  # events dumped at a time
 
 
-def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = None) -> int:
-    """Write `src` as a Chrome-trace JSON array to `dst`; with `convert`, string timestamps become JSON numbers
+def export_trace(src: Path, dst: IO, convert: bool, root: Optional[Path] = None) -> int:
+    """Write `src` as a Chrome-trace JSON array to `dst` (a text or a binary file: UTF-8); with `convert`, string timestamps become JSON numbers
     (the decimal text is kept exactly, so no precision is lost). Returns the number of events written.
     `root`: the run folder (a symbolic link out of it is not followed: an empty trace is written).
 
@@ -255,12 +256,14 @@ def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = 
     read; Perfetto would refuse or misplace them). A ts / dur string that the loaders read as a number but that is
     not written as a JSON number ("+5", "1_000", "012") is written as that float's shortest text (it used to be
     copied as it stood, which made the file invalid JSON); text that is no number (or a non-finite one) stays
-    text. The events are dumped by orjson a batch at a time, each ts / dur string marked (`_MARK`), the marks of
-    the numbers then dropped bytewise with their quotes (`_write_events`)."""
+    text. The events are dumped by orjson a batch at a time (`_export_batch`): the ts / dur strings that are plain
+    decimals handed to it as JSON text; others marked (`_MARK`), the marks of the numbers then dropped bytewise
+    with their quotes (`_write_events`)."""
     if root is not None:
         with run_root(root):
             return export_trace(src, dst, convert)
     if not convert:
+        text = dst.write if isinstance(dst, io.TextIOBase) else (lambda t: dst.write(t.encode("utf-8")))
         try:
             with open_maybe_gzip(src) as f:
                 dec = codecs.getincrementaldecoder("utf-8")(errors="replace")  # (a character cut by a read
@@ -268,39 +271,71 @@ def export_trace(src: Path, dst: IO[str], convert: bool, root: Optional[Path] = 
                     chunk = f.read(1 << 20)
                     if not chunk:
                         break
-                    dst.write(dec.decode(chunk))
-                dst.write(dec.decode(b"", final=True))
+                    text(dec.decode(chunk))
+                text(dec.decode(b"", final=True))
         except (OSError, EOFError):  # not a regular file, or unreadable: the loader named it; an empty trace
-            dst.write("[]\n")
+            text("[]\n")
             return 0
         return -1
+    binary = not isinstance(dst, io.TextIOBase)  # a binary file takes the bytes orjson writes as they are
+    put = dst.write if binary else (lambda b: dst.write(b.decode("utf-8")))
     n = 0
-    batch: list = []
-    texts: list = []  # the batch's ts / dur strings (each marked in its event)
-    dst.write("[")
+    pending: list = []
+    put(b"[")
     with gc_paused():  # (the events make no cycle)
         try:
-            for e in trace_events(src):
-                v = e.get("ts")
-                if type(v) is str:
-                    texts.append(v)
-                    e["ts"] = _MARK + v + _MARK
-                v = e.get("dur")
-                if type(v) is str:
-                    texts.append(v)
-                    e["dur"] = _MARK + v + _MARK
-                batch.append(e)
-                if len(batch) >= EXPORT_BATCH:
-                    _write_events(dst, batch, texts, n)
-                    n += len(batch)
-                    batch, texts = [], []
+            for b in trace_batches(src):
+                pending.extend(b.events)
+                while len(pending) >= EXPORT_BATCH:
+                    _export_batch(put, pending[:EXPORT_BATCH], n)
+                    n += EXPORT_BATCH
+                    del pending[:EXPORT_BATCH]
         except TRACE_ERRORS:
             pass  # the part that was read is written; the loader reported the broken file
-        if batch:
-            _write_events(dst, batch, texts, n)
-            n += len(batch)
-    dst.write("\n]\n")
+        if pending:
+            _export_batch(put, pending, n)
+            n += len(pending)
+    put(b"\n]\n")
     return n
+
+
+_FRAGMENT = getattr(orjson, "Fragment", None)  # JSON text orjson writes as it stands (orjson >= 3.9.15)
+
+
+def _export_batch(put, batch: list, n: int) -> None:
+    """`batch` as the next entries of the JSON array (`n` written before it), its ts / dur strings as JSON numbers
+    where they are plain decimals (`_write_events`). When every one is (one regex over them all: the usual
+    torch_npu trace), each is handed to orjson as the JSON text it is (`orjson.Fragment`: no marks to drop after);
+    else, or should orjson refuse the batch, the batch is marked and written by `_write_events`."""
+    idx: dict = {}
+    texts: list = []
+    for k in ("ts", "dur"):
+        col = list(map(dict.get, batch, repeat(k)))
+        i = list(compress(range(len(col)), map(is_, map(type, col), repeat(str))))
+        idx[k] = i
+        texts += [col[j] for j in i]
+    plain = not texts or (_PLAIN_NUMBERS.fullmatch(blob := "\n".join(texts)) and blob.count("\n") == len(texts) - 1)
+    if plain and _FRAGMENT is not None:
+        k0 = len(idx["ts"])
+        for k, vals in (("ts", texts[:k0]), ("dur", texts[k0:])):
+            for j, f in zip(idx[k], map(_FRAGMENT, vals)):
+                batch[j][k] = f
+        try:
+            put((b"," if n else b"") + b"\n" + orjson.dumps(batch)[1:-1])
+            return
+        except orjson.JSONEncodeError:
+            for k, vals in (("ts", texts[:k0]), ("dur", texts[k0:])):  # (the strings back, for the marks)
+                for j, v in zip(idx[k], vals):
+                    batch[j][k] = v
+    marked: list = []
+    for k in ("ts", "dur"):
+        for j in idx[k]:
+            v = batch[j][k]
+            marked.append(v)
+            batch[j][k] = _MARK + v + _MARK
+    out = io.StringIO()
+    _write_events(out, batch, marked, n)
+    put(out.getvalue().encode("utf-8"))
 
 
 def _write_events(dst: IO[str], batch: list, texts: list, n: int) -> None:

@@ -37,6 +37,7 @@ class FlowPairs:
     def __init__(self) -> None:
         self._pending: dict[tuple, float] = {}
         self._host, self._dev = array("d"), array("d")
+        self.unusable = 0  # launch flow events whose ts is missing, text or negative: left out (`note`)
 
     def add(self, e: dict) -> None:
         ph = e.get("ph")
@@ -44,6 +45,9 @@ class FlowPairs:
             return
         key = (e.get("cat"), e.get("id"))
         ts = to_float(e.get("ts"))
+        if not ts >= 0:  # (NaN too) a launch at no time would move its step's device window: left out, named
+            self.unusable += 1
+            return
         other = self._pending.pop(key, None)
         if other is None:
             self._pending[key] = ts if ph == "s" else -ts - 1.0  # sign marks which half is stored
@@ -53,6 +57,11 @@ class FlowPairs:
         elif ph == "s" and other < 0:
             self._host.append(ts)
             self._dev.append(-other - 1.0)
+
+    def note(self, log: IssueLog, path: Path) -> None:
+        """The one entry for the launch flows left out (none when every one was usable)."""
+        if self.unusable:
+            log.add(path, dq("trace-view.flow-ts-unusable", n=self.unusable))
 
     def pairs(self) -> np.ndarray:
         """(host ts, device ts) rows."""
@@ -103,6 +112,7 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
         except TRACE_ERRORS as e:
             trace_cut(log, path, e, "overlap computed from the part read")
     note_unusable_events(log, path, unusable)
+    flows.note(log, path)
     lanes = np.frombuffer(s_lane, dtype=np.int8) if len(s_lane) else np.empty(0, dtype=np.int8)
     if not (lanes != lane_ix["bubble"]).any():
         return None

@@ -9,7 +9,6 @@ leaves a half-written report over a good one); the pages get their style and scr
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import multiprocessing
 import os
@@ -25,7 +24,7 @@ from markupsafe import Markup
 
 from reportgen import __version__, i18n
 from reportgen.loaders import timeline
-from reportgen.pools import deferred_sigint, ignore_sigint, stop_pool
+from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
 from reportgen.site.render.csv_text import csv_text
@@ -224,7 +223,7 @@ class _RankWriters:
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
         _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=ignore_sigint)
+                                      initializer=init_worker)
         self.ok = False
         try:
             with deferred_sigint():  # the workers are forked at the first submit
@@ -274,11 +273,10 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     # 1,024 ranks for 0.4 s more CPU); mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3,
-                                                     mtime=0) as gz, \
-                io.TextIOWrapper(gz, encoding="utf-8", newline="") as f:
-            timeline.export_trace(src, f, ex.convert, root=run_root)
+                                                     mtime=0) as gz:
+            timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
     else:
-        with open(target, "w", encoding="utf-8", newline="") as f:
+        with open(target, "wb") as f:
             timeline.export_trace(src, f, ex.convert, root=run_root)
 
 

@@ -176,6 +176,7 @@ TEMPLATES = (
     N_('the file name says rank {rank}, its config says rank {file_rank}; the file name is used'),
     N_("no 'graph' object; the configuration is used, no operators"),
     N_("{missing} operator(s) are not in rank {first}'s graph of the same stage; the stage graph shows rank {first2}'s operators"),
+    N_("{n} launch flow event(s) (host to device) without a usable ts (missing, text or negative) left out: the steps' device windows come from the other launches"),
     N_('{lanes} duplicated overlap-lane slice(s) (same lane, start and duration as an earlier one) counted once'),
     N_('expected a JSON object of steps; communication times not read'),
     N_("{bad} entr{bad2} without the expected 'Communication Time Info' were skipped"),
