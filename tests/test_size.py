@@ -116,7 +116,7 @@ def big_site(tmp_path_factory) -> tuple[Path, Path]:
     run = generate_run(root / "run", ranks=8, steps=2, stages=2, tp=2, kernels_per_step=300, comm_ops_per_step=20,
                        inject=["slow-rank:5:compute:1.4"])
     mp = pytest.MonkeyPatch()
-    mp.setattr(urls, "GZIP_RANK_CSVS_FROM", 8)
+    mp.setattr(urls, "LARGE_RUN_RANKS", 8)
     mp.setattr(rank_resources, "RANK_TOP_OPS", 10)  # the run has 17 distinct operators per rank
     mp.setattr(rank_resources, "RANK_TOP_OPS_LEAN", 5)
     try:

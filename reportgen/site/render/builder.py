@@ -330,7 +330,7 @@ def render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, 
     extra.setdefault("share_spec", _no_sharing)
     extra.setdefault("asset_specs", "")
     return env.get_template(template).render(page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url,
-                                             single=single, **extra)
+                                             single=single, gz_csvs=plan.large, **extra)
 
 
 def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path,

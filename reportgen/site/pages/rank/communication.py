@@ -14,7 +14,7 @@ from reportgen.analysis import Analysis
 from reportgen.i18n import N_, _
 from reportgen.rules.highlights import Highlights
 from reportgen.site.pages.communication import link_rows, marked_links
-from reportgen.site.pages.rank.sections import CommSection, Part
+from reportgen.site.pages.rank.sections import CommSection, Part, shown_rows
 from reportgen.site.plan.page import LazyRows, column_rows
 from reportgen.site.views.communication import group_label
 from reportgen.site.views.values import num, num_column, records
@@ -179,14 +179,15 @@ class RankComm:
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
-        shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
+        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.rank_ids))
+        shown = MAX_FLAGGED_OPS if r in self.flagged else lean
         cols = self._op_columns(r, shown)
         downloads = []
         n_steps = len(sec["steps"])
         cols["calls"] = [calls_text(c, n_steps) for c in cols["count"]]
         sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
-        if sec["n_ops"] > RANK_TOP_COMM_OPS:  # every rank with more than the usual few: a flagged rank's page too
+        if sec["n_ops"] > lean:  # every rank with more than the usual few: a flagged rank's page too
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
             downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
                                                                      columns=True))]
