@@ -119,6 +119,7 @@ def big_site(tmp_path_factory) -> tuple[Path, Path]:
     mp = pytest.MonkeyPatch()
     mp.setattr(urls, "LARGE_RUN_RANKS", 8)
     mp.setattr(rank_resources, "RANK_TOP_OPS", 12)  # the run has 17 distinct operators per rank
+    mp.setattr(rank_comm, "MAX_RANK_LINKS", 2)  # (a rank reports a few links here; a large run's pages list 10)
     try:
         assert main([str(run), "-o", str(root / "out"), "-q", "-j", "1"]) == 0
     finally:
@@ -170,6 +171,22 @@ def test_comm_ops_top_n_on_the_page_and_every_operator_in_the_csv(big_site):
     assert [tr.find("code").get_text() for tr in body] == [r["Operator"] for r in longest]
     heading = soup.find("h3", string=lambda t: t and t.startswith("Operators"))
     assert f"the {len(body)} longest of {len(rows)}" in heading.get_text()
+
+
+def test_a_large_runs_rank_page_lists_the_slow_then_the_longest_links_and_links_the_csv(big_site):
+    _, out = big_site
+    soup = _soup(out / "ranks" / "rank-0.html")
+    body = soup.select("#rank-links tbody tr")
+    every = _csv(out / "cluster" / "communication-links.csv.gz")
+    mine = [r for r in every if "0" in r["Reported by"].split(",")]
+    assert len(mine) > len(body) == 2
+    heading = soup.find("h3", string=lambda t: t and t.startswith("Links reported"))
+    assert f"the 2 slowest or longest of {len(mine)}" in heading.get_text()
+    link = soup.select_one("a.csv-download[data-csv-for='rank-links']")
+    assert link["href"] == "../cluster/communication-links.csv.gz" and "gzip" in link.get_text()
+    want = sorted(mine, key=lambda r: (r["Slow"] != "True", -float(r["Time (ms)"] or "-inf")))[:2]
+    got = {(tr.select("td")[0].get_text(), tr.select("td")[1].get_text(), tr.select("td")[4].get_text()) for tr in body}
+    assert got == {(r["Source"], r["Destination"], f"{float(r['Time (ms)']):,.3f}") for r in want}
 
 
 def test_the_flagged_rank_page_keeps_its_tables_in_full(big_site):

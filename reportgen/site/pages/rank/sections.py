@@ -85,6 +85,7 @@ class CommSection(RankSection):
     n_ops: int = 0
     csv: Optional[str] = None  # every operator (more than the page shows)
     links: Optional[list[dict]] = None
+    n_links: int = 0  # the links this rank reports (the page lists `links`: on a large run the slow, then the longest)
     source: Optional[str] = None
 
 
