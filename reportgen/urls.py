@@ -54,19 +54,33 @@ def rank_page(rank: int) -> str:
     return f"ranks/rank-{int(rank)}.html"
 
 
-GZIP_RANK_CSVS_FROM = 64  # ranks: from here on, the rank pages' full tables are written as `.csv.gz`
+# ranks: from here on a run is large: the rank pages' and the cluster pages' full tables are written as `.csv.gz`
+# and a rank page lists fewer rows of its long tables (`site/pages/rank/sections.RANK_ROWS_LARGE`), the rest in its CSV
+LARGE_RUN_RANKS = 64
+
+
+def large_run(n_ranks: int) -> bool:
+    """A run of LARGE_RUN_RANKS ranks or more (the one threshold of the site's size-driven choices)."""
+    return n_ranks >= LARGE_RUN_RANKS
 
 
 def rank_csv(rank: int, table: str, n_ranks: int) -> str:
     """Site path of a rank page's full table (`ranks/rank-N-<table>.csv`). A large run has a thousand or more of
     each, 20 KB apiece as text: they are gzip-compressed there (5x to 20x smaller; pandas, DuckDB and every archive
     tool read them), which keeps the site within its size goal (issue 17)."""
-    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if n_ranks >= GZIP_RANK_CSVS_FROM else "")
+    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if large_run(n_ranks) else "")
 
 
 def csv_path(name: str) -> str:
-    """A CSV download of a cluster page (`cluster/<name>.csv`)."""
+    """A CSV download of a cluster page (`cluster/<name>.csv`; written as `large_csv` names it)."""
     return f"cluster/{name}.csv"
+
+
+def large_csv(path: str, large: bool) -> str:
+    """Where a cluster page's CSV download `path` is written: gzip-compressed (`.csv.gz`) on a large run
+    (`large_run`), as the rank pages' tables are (`rank_csv`). The planner renames the downloads with it, the
+    links (`csv_file` in _macros.html) name the same file with it."""
+    return path + ".gz" if large and path.endswith(".csv") else path
 
 
 # the cluster pages' CSV downloads

@@ -94,6 +94,29 @@ def test_step_selector_and_sorting_work(example_site, tmp_path):
     assert rows[0]["id"] == "rank-5"  # the slow-computing rank tops the Computing column
 
 
+def test_a_cluster_table_without_per_cell_keys_sorts_numbers_by_value(example_site):
+    """The communication page's rank table aligns its numbers by its class (`n3`): no `class="num"` and no
+    `data-v` per cell. A click on a number column still sorts by the number the cell shows, not by its text."""
+    src = example_site / "cluster" / "communication.html"
+    table = BeautifulSoup(src.read_text(encoding="utf-8"), "html.parser").select_one("#comm-rank-table")
+    assert "n3" in table["class"]
+    rows = [[td for td in tr.select("td")] for tr in table.select("tbody tr")]
+    assert rows and not any(td.has_attr("data-v") or "num" in (td.get("class") or []) for r in rows for td in r[2:])
+
+    def value(td) -> float:
+        return float(td.get_text().replace(",", "").replace("%", ""))
+    col = 3  # Transit (ms)
+    # one cell of the last row set to 1,234.500: the largest number, whose text sorts before the others ("1" < "2")
+    before = [value(r[col]) for r in rows[:-1]] + [1234.5]
+    dom = run_probe(src, f"""
+  var rows = document.querySelectorAll('#comm-rank-table tbody tr');
+  rows[rows.length - 1].cells[{col}].textContent = '1,234.500';
+  var th = document.querySelectorAll('#comm-rank-table thead th')[{col}]; th.click(); th.click();""")
+    after = [value(tr.select("td")[col]) for tr in dom.select("#comm-rank-table tbody tr")]
+    assert after == sorted(before, reverse=True) and after[0] == 1234.5  # second click: descending, by value
+    assert after == sorted(before, reverse=True)  # second click: descending, by value
+
+
 def test_communication_page_draws_and_filters(example_site):
     src = example_site / "cluster" / "communication.html"
     assert_charts_drawn(render(src), src, 5)

@@ -46,7 +46,7 @@ def test_communication_page_above_64_ranks_carries_a_bounded_drill_down(tmp_path
     fig = soup.select_one("#fig-comm-drill")
     cols = json.loads(fig.select_one("script.columns").string)["cells"]
     assert len(cols["rows"]) == 40
-    n_links = len({(r["src"], r["dst"]) for r in _csv(tmp_path / "site" / "cluster" / "communication-links.csv")})
+    n_links = len({(r["src"], r["dst"]) for r in _csv(tmp_path / "site" / "cluster" / "communication-links.csv.gz")})
     assert f"carries 40 of the run's {n_links} links" in fig.figcaption.get_text(" ", strip=True)
     sel = soup.select_one("#comm-drill-selection")
     assert sel["data-max"] == "64" and "{hosts}" in sel["data-some"]
@@ -58,7 +58,9 @@ def test_communication_page_above_64_ranks_carries_a_bounded_drill_down(tmp_path
 def _csv(path):
     """The mapped links between two devices of the page's link CSV."""
     import csv
-    with open(path, encoding="utf-8") as f:
+    import gzip
+    # (a large run's: gzip-compressed)
+    with (gzip.open(path, "rt", encoding="utf-8", newline="") if path.suffix == ".gz" else open(path, encoding="utf-8")) as f:
         return [{"src": r["Source"], "dst": r["Destination"]} for r in csv.DictReader(f)
                 if r["Global ranks"] == "True" and r["Source"] != r["Destination"]]
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 
@@ -309,8 +310,8 @@ def test_unbalanced_stage_is_obvious_on_the_page(tmp_path):
                                         "collective_alone_ms", "free_ms"}
     assert summary["run"]["stage_ranks"]["2"] == list(range(32, 48))
     assert summary["run"]["parallel_index"]["17"] == {"tp": 1, "dp": 0, "pp": 1}
-    # stage CSV: per-step rows with max / mean / min over each stage's ranks
-    with open(out / "cluster" / "overlap-stages.csv") as f:
+    # stage CSV: per-step rows with max / mean / min over each stage's ranks (64 ranks: a large run, gzip-compressed)
+    with gzip.open(out / "cluster" / "overlap-stages.csv.gz", "rt", encoding="utf-8", newline="") as f:
         stats = {(r["Stage"], r["Step"], r["Over the stage's ranks"]) for r in csv.DictReader(f)}
     assert ("2", "1", "max") in stats and ("0", "average", "mean") in stats
     # rank pages carry the overlap section

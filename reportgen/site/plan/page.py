@@ -129,6 +129,7 @@ class SitePlan:
     exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
     lazy_ranks: Optional[LazyRanks] = None  # rank pages not in `pages`: planned by the builder as it writes them
     later: Optional[Callable[[], list[Page]]] = None  # the other pages, when their planning waits for `realize`
+    large: bool = False  # a large run (`urls.large_run`): the cluster pages' CSVs are `.csv.gz` (`urls.large_csv`)
 
     def realize(self) -> None:
         """Plan the pages whose planning was left for the builder (it forks the rank pages' writers first, then

@@ -27,6 +27,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     inp = PlanInput(analysis=a, findings=findings, thresholds=thresholds or {},
                     common={"run_title": title, "version": __version__})
     kinds = [k for k in PAGES if k.applies(a)]
+    large = urls.large_run(len(run.rank_ids))  # the cluster pages' CSVs gzip-compressed, as the rank pages' are
 
     def plan_kinds() -> list[Page]:
         out: list[Page] = []
@@ -35,6 +36,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
             for n, p in enumerate(planned):
                 p.nav = kind.id
                 p.single = kind.in_single and n == 0
+                p.downloads = [(urls.large_csv(path, large), *rest) for path, *rest in p.downloads]
             out.extend(planned)
         return out
     nav = [(k.path, _(k.nav_label)) for k in kinds]
@@ -53,7 +55,7 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
             single_data[str(r)] = ranks.single_view(rp)
             if r in ranks.flagged and len(single_pages) < MAX_SINGLE_RANK_PAGES:
                 single_pages.append(rp)
-    return SitePlan(pages=pages, title=title, nav=nav, exports=ranks.exports,
+    return SitePlan(pages=pages, title=title, nav=nav, exports=ranks.exports, large=large,
                     single_ranks=SingleRanks(rank_ids=list(ids), data=single_data, line_template=ranks.line_template,
                                              meta=ranks.meta, pages=single_pages),
                     lazy_ranks=LazyRanks([urls.rank_page(r) for r in ids], ranks.page) if lazy_ranks else None,

@@ -186,6 +186,14 @@ def _site_url(page: str, root: str):
     return cached
 
 
+# gzip levels (issue 33: the site's size goal at 1,024 ranks). The CSVs of a large run: level 9 is 10 % smaller
+# than 5 on a rank's communication operators (5.7 -> 5.1 KB; 0.6 MB at 1,024 ranks) for ~1.4 ms more CPU a rank.
+# The copied traces (32 at most): level 9 is 6.1 % of a torch_npu trace_view.json against 7.4 % at level 3
+# (270 -> 221 KB a 3.6 MB trace: 1.5 MB less) for ~55 ms more CPU a trace (~1.7 s over the page writers).
+CSV_GZIP_LEVEL = 9
+TRACE_GZIP_LEVEL = 9
+
+
 def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, assets: PageAssets,
                 shared: "SharedSpecs") -> None:
     url = _site_url(page.path, tree.root)
@@ -202,8 +210,7 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
         dest.parent.mkdir(parents=True, exist_ok=True)
         text = csv_text(columns, rows)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            # (level 5: as small as 6 on these tables, a quarter faster)
-            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=5, mtime=0))
+            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=CSV_GZIP_LEVEL, mtime=0))
         else:
             dest.write_text(text, encoding="utf-8")
 
@@ -269,11 +276,10 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
         return  # never read outside the run folder ("..")
     target = tmp / ex.dest
     target.parent.mkdir(parents=True, exist_ok=True)
-    # level 3: 7.5 % of a torch_npu trace_view.json at ~2.5 ms a MB (level 6: 6.7 % at ~6 ms: 0.9 MB less at
-    # 1,024 ranks for 0.4 s more CPU); mtime 0: the same bytes on every build
+    # mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
-        with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3,
-                                                     mtime=0) as gz:
+        with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
+                                                     compresslevel=TRACE_GZIP_LEVEL, mtime=0) as gz:
             timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
     else:
         with open(target, "wb") as f:
@@ -328,7 +334,7 @@ def render(env: Environment, template: str, plan: SitePlan, page: Page, url, *, 
     extra.setdefault("share_spec", _no_sharing)
     extra.setdefault("asset_specs", "")
     return env.get_template(template).render(page=page, ctx=page.context, charts=page.charts, nav=plan.nav, url=url,
-                                             single=single, **extra)
+                                             single=single, gz_csvs=plan.large, **extra)
 
 
 def write_single_file(plan: SitePlan, summary: dict, out: Path, run_root: Path,

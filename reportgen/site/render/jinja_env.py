@@ -88,7 +88,9 @@ def make_env() -> Environment:
                        csp_hash=csp_hash, **html_rows.FILTERS)
     env.globals["paths"] = urls  # page paths in the templates: `url(paths.STEP_TRACE)`
     env.globals["num_cell_fn"] = html_rows.num_cell  # `num_cell` in _macros.html
+    env.globals["bare_cell"] = html_rows.bare_cell  # its cell in a table that aligns its numbers (`table.n3`)
     env.globals["csv_rows"] = csv_rows  # `csv_file` in _macros.html: the rows of a page's CSV download
+    env.globals["csv_download"] = urls.large_csv  # ... and the file it is written as (`.csv.gz` on a large run)
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
     env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
     return env

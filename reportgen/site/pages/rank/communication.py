@@ -14,7 +14,7 @@ from reportgen.analysis import Analysis
 from reportgen.i18n import N_, _
 from reportgen.rules.highlights import Highlights
 from reportgen.site.pages.communication import link_rows, marked_links
-from reportgen.site.pages.rank.sections import CommSection, Part
+from reportgen.site.pages.rank.sections import CommSection, Part, shown_rows
 from reportgen.site.plan.page import LazyRows, column_rows
 from reportgen.site.views.communication import group_label
 from reportgen.site.views.values import num, num_column, records
@@ -36,6 +36,12 @@ def links_by_reporter(a: Analysis) -> dict[int, list[int]]:
 
 RANK_TOP_COMM_OPS = 15  # communication operators on a rank page (the longest); every one is in its CSV
 MAX_FLAGGED_OPS = 200  # on the page of a rank the findings name
+MAX_RANK_LINKS = 300  # links a rank page lists (a large run's: `shown_rows`); every link is in the cluster's link CSV
+
+
+def _time(v) -> float:
+    """A link's time as a sort key (missing: below every number)."""
+    return float(v) if isinstance(v, (int, float)) and v == v else float("-inf")
 RANK_COMM_OP_COLUMNS = [
     {"key": "op", "label": N_("Operator")}, {"key": "group", "label": N_("Group")}, {"key": "kind", "label": N_("Kind")},
     {"key": "count", "label": N_("Calls per step")}, {"key": "communication_ms", "label": N_("Time (ms)")},
@@ -179,17 +185,24 @@ class RankComm:
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
-        shown = MAX_FLAGGED_OPS if r in self.flagged else RANK_TOP_COMM_OPS
+        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.rank_ids))
+        shown = MAX_FLAGGED_OPS if r in self.flagged else lean
         cols = self._op_columns(r, shown)
         downloads = []
         n_steps = len(sec["steps"])
         cols["calls"] = [calls_text(c, n_steps) for c in cols["count"]]
         sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
-        if sec["n_ops"] > RANK_TOP_COMM_OPS:  # every rank with more than the usual few: a flagged rank's page too
+        if sec["n_ops"] > lean:  # every rank with more than the usual few: a flagged rank's page too
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
             downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
                                                                      columns=True))]
-        sec["links"] = [self.links[i] for i in self.by_reporter.get(r, [])[:300]]
+        reported = self.by_reporter.get(r, [])
+        links = [self.links[i] for i in reported[:MAX_RANK_LINKS]]
+        keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.rank_ids))
+        if len(links) > keep:  # a large run: the slow links, then the longest (every one is in the link CSV)
+            pick = sorted(range(len(links)), key=lambda i: (not links[i]["slow"], -_time(links[i]["time_ms"])))
+            links = [links[i] for i in sorted(pick[:keep])]  # (in the table's order)
+        sec["links"], sec["n_links"] = links, len(reported)
         sec["source"] = a.run.ranks[r].communication.source if a.run.ranks[r].communication else ""
         return Part(CommSection(**sec), downloads)

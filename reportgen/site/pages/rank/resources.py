@@ -21,7 +21,7 @@ from reportgen.i18n import N_, _, text
 from reportgen.model import SIDE_LABELS
 from reportgen.site.pages.resources import bottleneck_text
 from reportgen.site.pages.rank.sections import (CpuSection, DataSection, FlopsSection, MemorySection, OperatorsSection,
-                                                Part, TimelineSection)
+                                                Part, TimelineSection, shown_rows)
 from reportgen.site.plan.page import LazyRows, column_rows
 from reportgen.site.views import timeline as timeline_view
 from reportgen.site.views.values import num, num_column, records
@@ -90,6 +90,8 @@ def curve_label(x: str) -> str:
     return _(x) if x else ""
 
 
+# the memory curve's points to the precision its tooltip prints (`charts.resources.memory_curve`: x ",.3f", MB ",.1f")
+CURVE_X_DECIMALS, CURVE_MB_DECIMALS = 3, 1
 CURVE_TERMS = (N_("execution order"), N_("ms since the first sample"))
 
 
@@ -178,7 +180,7 @@ class RankDetail:
             sec["charts"].append(chart)
         downloads = []
         sec["n_detail"] = int(len(ops.detail))
-        shown = RANK_TOP_OPS if r in self.flagged else RANK_TOP_OPS_LEAN
+        shown = RANK_TOP_OPS if r in self.flagged else shown_rows(RANK_TOP_OPS_LEAN, len(self.a.run.rank_ids))
         sec["detail"] = detail_rows(ops.detail, shown)
         if len(ops.detail) > shown:
             sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
@@ -318,7 +320,7 @@ class RankDetail:
 
             def rows() -> list[dict]:  # (only for the spec built once per shape)
                 series = [label for label, n in runs for _i in range(n)]
-                return [{"x": round(x, 4), "series": n, "mb": round(y, 3)}
+                return [{"x": round(x, CURVE_X_DECIMALS), "series": n, "mb": round(y, CURVE_MB_DECIMALS)}
                         for x, n, y in zip(x_all.tolist(), series, mb_all.tolist())]
             # the curve (hundreds of points per series) goes to the page columnar and delta-coded; report.js
             # expands it into the spec's `mem` rows before drawing
@@ -328,8 +330,8 @@ class RankDetail:
                                                   _("Memory over {x}")).format(x=curve_label(m.curve_x)))
             # (the columns of `rows()`, built without the rows: thousands of points on thousands of pages)
             chart.columns = {"mem": {"fields": ["x", "series", "mb"],
-                                     "cols": [columnar.rounded_column(x_all, 4), columnar.runs_of(runs),
-                                              columnar.rounded_column(mb_all, 3)]}}
+                                     "cols": [columnar.rounded_column(x_all, CURVE_X_DECIMALS), columnar.runs_of(runs),
+                                              columnar.rounded_column(mb_all, CURVE_MB_DECIMALS)]}}
             sec["charts"].append(chart)
         if m.top is not None and len(m.top):
             sec["top"] = [{"name": rec["name"], "size_mb": num(rec["size_mb"]), "duration_ms": num(rec["duration_ms"]),

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional, Sequence
 
+from reportgen import urls
 from reportgen.i18n import N_
 from reportgen.site.plan.page import Download, view
+
+RANK_ROWS_LARGE = 10  # rows of a rank page's long tables on a large run (`urls.large_run`; every row is in the CSV)
+
+
+def shown_rows(usual: int, n_ranks: int) -> int:
+    """How many rows of a long table a rank page lists: `usual`, or on a large run at most RANK_ROWS_LARGE (a
+    thousand pages: the site's size goal, issue 33)."""
+    return min(usual, RANK_ROWS_LARGE) if urls.large_run(n_ranks) else usual
 
 
 @view
@@ -76,6 +85,7 @@ class CommSection(RankSection):
     n_ops: int = 0
     csv: Optional[str] = None  # every operator (more than the page shows)
     links: Optional[list[dict]] = None
+    n_links: int = 0  # the links this rank reports (the page lists `links`: on a large run the slow, then the longest)
     source: Optional[str] = None
 
 
