@@ -94,8 +94,13 @@ class Groups:
         got = self._by.get(id(frame))
         if got is None or got[0] is not frame:
             f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
-            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(self.gid, sort=True))
-        return getattr(got[1][cols], how)(**kw)
+            # the group numbers as a categorical's codes: pandas groups by them as they are (an integer key would
+            # be hashed and factorised again on every call, ~40 % of the reduction's time at a million rows)
+            key = pd.Categorical.from_codes(self.gid, categories=pd.RangeIndex(self.n))
+            got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(key, sort=True, observed=True))
+        out = getattr(got[1][cols], how)(**kw)
+        out.index = pd.RangeIndex(len(out))
+        return out
 
     def pick(self, values: np.ndarray, largest: bool) -> np.ndarray:
         """Per group, the kept-row position (into `rows`) of the first row holding the group's largest (smallest)
