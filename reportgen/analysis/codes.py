@@ -94,9 +94,11 @@ class Groups:
         got = self._by.get(id(frame))
         if got is None or got[0] is not frame:
             f = frame if len(frame) == len(self.rows) else frame.iloc[self.rows]
-            # the group numbers as a categorical's codes: pandas groups by them as they are (an integer key would
-            # be hashed and factorised again on every call, ~40 % of the reduction's time at a million rows)
-            key = pd.Categorical.from_codes(self.gid, categories=pd.RangeIndex(self.n))
+            # many groups: the group numbers as a categorical's codes, which pandas groups by as they are (an integer
+            # key is hashed and sorted again on every call: 3x the reduction's time at a million groups); few
+            # groups: the integers (quicker there)
+            key = pd.Categorical.from_codes(self.gid, categories=pd.RangeIndex(self.n)) if self.n > 4096 \
+                else self.gid
             got = self._by[id(frame)] = (frame, f.reset_index(drop=True).groupby(key, sort=True, observed=True))
         out = getattr(got[1][cols], how)(**kw)
         out.index = pd.RangeIndex(len(out))

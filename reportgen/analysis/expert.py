@@ -74,7 +74,9 @@ def _steps(data) -> int:
     return len(st.steps) if st is not None and st.steps is not None and len(st.steps) else 1
 
 
-def _expert_ms(data, seen: set) -> Optional[float]:
+def expert_ms(data, names: list) -> Optional[float]:
+    """The rank's expert computation per step (ms; None without a grouped-GEMM operator); the first names of those
+    operators appended to `names`."""
     ops = data.operators
     if ops is None or ops.detail is None or not len(ops.detail):
         return None
@@ -83,7 +85,7 @@ def _expert_ms(data, seen: set) -> Optional[float]:
     hit = d["name"].astype(str).str.contains(EXPERT_KERNEL_RE) | d["op_type"].astype(str).str.contains(EXPERT_KERNEL_RE)
     if not hit.any():
         return None
-    seen.update(d.loc[hit, "name"].astype(str).head(6))
+    names.extend(d.loc[hit, "name"].astype(str).head(6))
     return float(d.loc[hit, "total_ms"].sum()) / _steps(data)
 
 
@@ -123,30 +125,48 @@ def matches(cols: list[pd.Series], regex: re.Pattern) -> list[np.ndarray]:
     return np.split(out, np.cumsum([len(x) for x in cols])[:-1])
 
 
+def rank_alltoall(data) -> dict[str, tuple[float, float]]:
+    """Per communication group (as text): the rank's all-to-all time and size per step (MB NaN where no size is
+    recorded), over the steps that recorded an all-to-all (rows with a step whose operator name or kind
+    `ALLTOALL_RE` finds)."""
+    c = data.communication
+    if c is None or c.ops is None or not len(c.ops):
+        return {}
+    found = matches([c.ops["op"], c.ops["kind"]], ALLTOALL_RE)
+    hit = c.ops["step"].notna().to_numpy(dtype=bool) & (found[0] | found[1])
+    if not hit.any():
+        return {}
+    ops = c.ops[hit]
+    n = max(ops["step"].nunique(), 1)
+    mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
+    out: dict[str, tuple[float, float]] = {}
+    for g, part in ops.groupby(ops["group"].astype(str)):
+        mbv = float(mb.loc[part.index].sum()) / n if mb is not None and mb.loc[part.index].notna().any() \
+            else math.nan
+        out[g] = (float(part["communication_ms"].sum()) / n, mbv)
+    return out
+
+
 def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional[ExpertBalance]:
     """None when no rank runs an all-to-all in a group (no expert parallelism seen)."""
+    # each rank's all-to-all per group and expert computation: its figures (`analysis.per_rank`, computed where
+    # the rank was loaded), else the same functions here
     a2a: dict[str, dict[int, tuple[float, float]]] = {}  # group -> rank -> (ms per step, MB per step)
-    comm = [(r, c) for r in run.rank_ids
-            if (c := run.ranks[r].communication) is not None and c.ops is not None and len(c.ops)]
-    # the all-to-all rows of every rank: each distinct operator name and kind searched once
-    found = matches([c.ops["op"] for _, c in comm] + [c.ops["kind"] for _, c in comm], ALLTOALL_RE)
-    for k, (r, c) in enumerate(comm):
-        hit = c.ops["step"].notna().to_numpy(dtype=bool) & (found[k] | found[len(comm) + k])
-        if not hit.any():
-            continue
-        ops = c.ops[hit]
-        if not len(ops):
-            continue
-        n = max(ops["step"].nunique(), 1)
-        mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
-        for g, part in ops.groupby(ops["group"].astype(str)):
-            mbv = float(mb.loc[part.index].sum()) / n if mb is not None and mb.loc[part.index].notna().any() \
-                else math.nan
-            a2a.setdefault(g, {})[r] = (float(part["communication_ms"].sum()) / n, mbv)
+    figs = {r: run.ranks[r].figures for r in run.rank_ids}
+    for r, f in figs.items():
+        for g, v in (f.alltoall if f is not None else rank_alltoall(run.ranks[r])).items():
+            a2a.setdefault(g, {})[r] = v
     if not a2a:
         return None
-    seen: set = set()
-    expert = {r: _expert_ms(run.ranks[r], seen) for r in run.rank_ids}
+    names: list[str] = []
+    expert = {}
+    for r, f in figs.items():
+        if f is not None:
+            expert[r] = f.expert_ms
+            names.extend(f.expert_names)
+        else:
+            expert[r] = expert_ms(run.ranks[r], names)
+    seen = set(names)
     groups = []
     for g, per in sorted(a2a.items()):
         info = next((run.ranks[r].info.parallel_groups.get(g) for r in per

@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
+from reportgen.analysis.per_rank import rank_figures
 from reportgen.i18n import N_
-from reportgen.layouts.base import exec_trace
+from reportgen.layouts.base import Layout, exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
 from reportgen.rankcache import map_cached, memo  # through the per-rank cache beside the output (when there is one)
@@ -42,6 +43,7 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
                 data.files.append(rel)
     with run_root(root):
         get(layout).load_rank(rf, data, log)
+    data.figures = rank_figures(data)  # the analyses' per-rank share, here in the worker (and cached with the rank)
     data.issues = log.issues
     data.json_shapes = log.shapes
     return data
@@ -66,6 +68,9 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         ranks, stage_sets = lay.load_ranks(layout, issues, load_all)
         compare_shapes(ranks, issues)
         lay.run_pass(ranks, issues)
+        if type(lay).run_pass is not Layout.run_pass:  # a run-level pass may change what the figures were made of
+            for d in ranks.values():  # (Kineto's matching rebuilds the communication frames): made again on use
+                d.figures = None
         strat = _load_strategy(layout, ranks, issues)
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]
