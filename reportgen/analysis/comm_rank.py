@@ -1,36 +1,38 @@
 """One rank's side of the communication analysis (`analysis.communication`), a pure function of the rank's
-`Communication` (computed in the worker that loads the rank: `analysis.per_rank`). The cluster analysis combines
+`Communication`, computed in the worker that loads the rank (`analysis.per_rank`). The cluster analysis combines
 these instead of stacking every rank's operators (1.6 million rows at 1,024 ranks) and grouping them again.
 
-Each figure is the one the run-wide grouping gives for the rank's rows (every key of those groupings starts with
-the rank): the same rows, in the same order, through the same reductions, so the same digits.
+Each figure is the one the run-wide grouping gave for the rank's rows (every key of those groupings starts with the
+rank): the same rows, in the same order, through the same reductions (`codes.group_sum`: pandas' compensated
+sums), so the same digits. Plain arrays, no frames: ~1 ms a rank.
 
-Rows that make up "the averaged step" (`averaged`): a producer's stored-average rows (stored average and no step)
-where the rank has them, else its step rows.
+Rows that make up "the averaged step": a producer's stored-average rows (stored average and no step) where the rank
+has them, else its step rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, take_rows
+from reportgen.analysis.codes import Groups, codes, group_mean, group_sum
 from reportgen.model import COMM_TIME_COLUMNS, Communication
 
 GROUP_COLUMNS = (*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms")
+_NT = len(COMM_TIME_COLUMNS)
 
 
 @dataclass
 class CommFigures:
     stored: bool  # the rank has stored-average rows: its operator and group figures come from them
-    n_ops: np.ndarray  # per row of `Communication.steps`: operators of the rank recorded in that step (step rows)
+    n_ops: np.ndarray  # per row of `Communication.steps`: the rank's operators in that step (step rows)
     groups: list  # the distinct groups of the rank's operators, as first seen
     ops_at: np.ndarray  # per (op, group, kind) of the rank, in the keys' order: the position of its first row
     ops_nums: np.ndarray  # [k, j]: COMM_TIME_COLUMNS then the count, per step (stored rows: as stored)
-    per_group: Optional[pd.DataFrame]  # per group: GROUP_COLUMNS per step, as `CommAnalysis.per_group_rank`
+    group_names: list  # per group of the averaged rows, in the groups' order
+    group_nums: np.ndarray  # [k, j]: GROUP_COLUMNS per step (Σ per step, the mean over the steps)
 
 
 def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
@@ -39,31 +41,25 @@ def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 
 
-def comm_figures(c: Communication, rank: int) -> CommFigures:
-    """The rank's figures (`rank`: its global rank, the `rank` column of its group rows)."""
+def comm_figures(c: Communication) -> CommFigures:
     ops = c.ops if c.ops is not None else pd.DataFrame()
-    missing = [x for x in GROUP_COLUMNS if x not in ops.columns]
-    if len(ops) and missing:  # (a column a producer does not write: missing values, as stacking the ranks gives)
-        ops = ops.assign(**{x: np.nan for x in missing})
-    k: dict = {}
-    step_rows = stored_rows = np.zeros(0, dtype=np.int64)
-    if len(ops):
-        avg = (bool(c.stored_average) & ops["step"].isna()).to_numpy(dtype=bool)
-        step_rows, stored_rows = np.flatnonzero(~avg), np.flatnonzero(avg)
-        k = {name: codes(col) for name, col in (("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
-                                                 ("step", ops["step"].fillna(-1)))}
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(ops):
+        return CommFigures(False, _n_ops(c, {}, empty), [], empty, np.zeros((0, _NT + 1)), [],
+                           np.zeros((0, len(GROUP_COLUMNS))))
+    # (a column a producer does not write: missing values, as stacking the ranks gave)
+    vals = np.column_stack([ops[x].to_numpy(dtype="float64", na_value=np.nan) if x in ops.columns
+                            else np.full(len(ops), np.nan) for x in GROUP_COLUMNS])
+    avg = (bool(c.stored_average) & ops["step"].isna()).to_numpy(dtype=bool)
+    step_rows, stored_rows = np.flatnonzero(~avg), np.flatnonzero(avg)
+    k = {name: codes(col) for name, col in (("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
+                                             ("step", ops["step"].fillna(-1)))}
     stored = bool(len(stored_rows))
     rows = stored_rows if stored else step_rows
-    at, nums = _rank_ops(ops, k, rows, stored)
-    return CommFigures(stored=stored, n_ops=_n_ops(c, k, step_rows), groups=_groups(ops), ops_at=at, ops_nums=nums,
-                       per_group=_per_group(ops, k, rows, rank))
-
-
-def _groups(ops: pd.DataFrame) -> list:
-    if not len(ops):
-        return []
-    _, u = pd.factorize(ops["group"].to_numpy(dtype=object))
-    return list(u)
+    at, nums = _rank_ops(vals, k, rows, stored)
+    names, gnums = _per_group(vals, k, rows)
+    _, first_seen = pd.factorize(ops["group"].to_numpy(dtype=object))
+    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, names, gnums)
 
 
 def _n_ops(c: Communication, k: dict, step_rows: np.ndarray) -> np.ndarray:
@@ -84,40 +80,27 @@ def _parts(k: dict, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray
     return [(k[n][0][rows], len(k[n][1])) for n in names]
 
 
-def _rank_ops(ops: pd.DataFrame, k: dict, rows: np.ndarray, stored: bool) -> tuple[np.ndarray, np.ndarray]:
+def _rank_ops(vals: np.ndarray, k: dict, rows: np.ndarray, stored: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per (op, group, kind): the sum over `rows` per step (the sum over the rank's steps / their number; stored
     rows: the sum), and the count; the position of each group's first row."""
-    cols = list(COMM_TIME_COLUMNS)
     if not len(rows):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, len(cols) + 1))
+        return np.zeros(0, dtype=np.int64), np.zeros((0, _NT + 1))
     g = Groups(_parts(k, rows, ["op", "group", "kind"]), len(rows))
-    a = g.agg(take_rows(ops[cols], rows), cols, "sum", min_count=1)
-    if stored:
-        a["count"] = g.size.astype(float)
-    else:
-        a["count"] = g.size
-        div = float(len(np.unique(k["step"][0][rows])))  # the rank's distinct steps (a missing one counted once)
-        for col in cols:
-            a[col] = a[col] / div
-        a["count"] = a["count"] / div
-    return rows[g.first], a[[*cols, "count"]].to_numpy(dtype="float64")
+    out = np.empty((g.n, _NT + 1))
+    out[:, :_NT] = group_sum(vals[rows[g.rows], :_NT], g.gid, g.n, min_count=1)
+    out[:, _NT] = g.size
+    if not stored:  # per step: over the rank's distinct steps (a missing one counted once)
+        out /= float(len(np.unique(k["step"][0][rows])))
+    return rows[g.first], out
 
 
-def _per_group(ops: pd.DataFrame, k: dict, rows: np.ndarray, rank: int) -> Optional[pd.DataFrame]:
-    """Per group: Σ per (group, step), then the mean over the steps (as `CommAnalysis.per_group_rank`'s rows)."""
+def _per_group(vals: np.ndarray, k: dict, rows: np.ndarray) -> tuple[list, np.ndarray]:
+    """Per group: Σ per (group, step), then the mean over the steps."""
     if not len(rows):
-        return None
-    cols = list(GROUP_COLUMNS)
+        return [], np.zeros((0, len(GROUP_COLUMNS)))
     g1 = Groups(_parts(k, rows, ["group", "step"]), len(rows))
-    per = g1.agg(take_rows(ops[cols], rows), cols, "sum", min_count=1)
+    per = group_sum(vals[rows[g1.rows]], g1.gid, g1.n, min_count=1)
     first = rows[g1.first]
     g2 = Groups(_parts(k, first, ["group"]), len(first))
-    out = per.groupby(g2.gid, sort=True).mean()
     at = first[g2.first]
-    out.insert(0, "group", pd.Series(k["group"][1].take(k["group"][0][at]), dtype=object).to_numpy())
-    out.insert(0, "rank", np.full(len(at), rank, dtype=np.int64))
-    out = out.reset_index(drop=True)
-    out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
-    for t in ("sdma", "rdma"):
-        out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
-    return out
+    return list(k["group"][1].take(k["group"][0][at])), group_mean(per[g2.rows], g2.gid, g2.n)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.codes import Groups, codes, labels, text_column
-from reportgen.analysis.comm_rank import CommFigures, comm_figures, wait_ratio
+from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
@@ -145,7 +145,7 @@ def _figures(run: Run, with_data: dict[int, Communication], inferred: dict[int, 
         if r in inferred:
             c = replace(c, ops=c.ops.assign(group=np.full(len(c.ops), inferred[r][0], dtype=object)))
             pre = None
-        figs[r] = pre if pre is not None else comm_figures(c, r)
+        figs[r] = pre if pre is not None else comm_figures(c)
         ops_of[r] = c.ops
     return figs, ops_of
 
@@ -205,16 +205,24 @@ def _per_rank(per_step: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
 
 
 def _per_group_rank(figs: dict[int, CommFigures], any_stored: bool) -> pd.DataFrame:
-    """Per (rank, group): the ranks' group rows (from the stored-average rows of the ranks that have them when any
-    rank has; else from every rank's step rows), by rank and group."""
-    parts = [f.per_group for f in figs.values() if f.per_group is not None and (f.stored or not any_stored)]
-    if not parts:
+    """Per (rank, group): the ranks' group figures (from the stored-average rows of the ranks that have them when
+    any rank has; else from every rank's step rows), by rank and group."""
+    use = [(r, f) for r, f in figs.items() if len(f.group_names) and (f.stored or not any_stored)]
+    if not use:
         return pd.DataFrame()
-    out = pd.concat(parts, ignore_index=True)
+    out = pd.DataFrame({"rank": np.repeat(np.array([r for r, _ in use], dtype=np.int64),
+                                          [len(f.group_names) for _, f in use]),
+                        "group": pd.Series([g for _, f in use for g in f.group_names], dtype=object).to_numpy()})
+    nums = np.concatenate([f.group_nums for _, f in use])
+    for j, c in enumerate(GROUP_COLUMNS):
+        out[c] = nums[:, j]
     gc, _ = codes(out["group"])
-    order = np.lexsort((gc, out["rank"].to_numpy()))
+    order = np.lexsort((gc, out["rank"].to_numpy()))  # (each rank's groups come in order: a check)
     if not np.array_equal(order, np.arange(len(order))):
         out = out.iloc[order].reset_index(drop=True)
+    out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
+    for t in ("sdma", "rdma"):
+        out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
 
 

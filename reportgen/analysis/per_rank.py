@@ -41,4 +41,4 @@ def rank_figures(data: "RankData") -> RankFigures:
     names: list[str] = []
     c = data.communication
     return RankFigures(alltoall=expert.rank_alltoall(data), expert_ms=expert.expert_ms(data, names),
-                       expert_names=names, comm=comm_figures(c, data.info.rank) if c is not None else None)
+                       expert_names=names, comm=comm_figures(c) if c is not None else None)
