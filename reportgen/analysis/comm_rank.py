@@ -13,6 +13,7 @@ has them, else its step rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,10 @@ class CommFigures:
     n_ops: np.ndarray  # per row of `Communication.steps`: the rank's operators in that step (step rows)
     groups: list  # the distinct groups of the rank's operators, as first seen
     ops_at: np.ndarray  # per (op, group, kind) of the rank, in the keys' order: the position of its first row
-    ops_nums: np.ndarray  # [k, j]: COMM_TIME_COLUMNS then the count, per step (stored rows: as stored)
+    ops_nums: Optional[np.ndarray]  # [k, j]: COMM_TIME_COLUMNS then the count, per step (stored rows: as stored);
+    #   None where every (op, group, kind) has one row (real runs name each call apart): the row's own numbers
+    #   then (`ops_numbers`), not a copy of them in the rank's cache entry and the main process
+    ops_div: float  # the rank's steps (what its sums are divided by; 1 for stored rows)
     group_names: list  # per group of the averaged rows, in the groups' order
     group_nums: np.ndarray  # [k, j]: GROUP_COLUMNS per step (Σ per step, the mean over the steps)
 
@@ -45,7 +49,7 @@ def comm_figures(c: Communication) -> CommFigures:
     ops = c.ops if c.ops is not None else pd.DataFrame()
     empty = np.zeros(0, dtype=np.int64)
     if not len(ops):
-        return CommFigures(False, _n_ops(c, {}, empty), [], empty, np.zeros((0, _NT + 1)), [],
+        return CommFigures(False, _n_ops(c, {}, empty), [], empty.astype(np.int32), np.zeros((0, _NT + 1)), 1.0, [],
                            np.zeros((0, len(GROUP_COLUMNS))))
     # (a column a producer does not write: missing values, as stacking the ranks gave)
     vals = np.column_stack([ops[x].to_numpy(dtype="float64", na_value=np.nan) if x in ops.columns
@@ -56,10 +60,25 @@ def comm_figures(c: Communication) -> CommFigures:
                                              ("step", ops["step"].fillna(-1)))}
     stored = bool(len(stored_rows))
     rows = stored_rows if stored else step_rows
-    at, nums = _rank_ops(vals, k, rows, stored)
+    at, nums, div = _rank_ops(vals, k, rows, stored)
     names, gnums = _per_group(vals, k, rows)
     _, first_seen = pd.factorize(ops["group"].to_numpy(dtype=object))
-    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, names, gnums)
+    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, div, names, gnums)
+
+
+def ops_numbers(f: CommFigures, ops: pd.DataFrame) -> np.ndarray:
+    """`f.ops_nums`, or where every group has one row, those rows' numbers as the grouped sum gives them (a
+    one-value sum is 0.0 + the value: -0.0 becomes 0.0) and a count of 1, per step."""
+    if f.ops_nums is not None:
+        return f.ops_nums
+    out = np.empty((len(f.ops_at), _NT + 1))
+    for j, x in enumerate(COMM_TIME_COLUMNS):
+        out[:, j] = (ops[x].to_numpy(dtype="float64", na_value=np.nan)[f.ops_at] if x in ops.columns
+                     else np.nan) + 0.0
+    out[:, _NT] = 1.0
+    if not f.stored:
+        out /= f.ops_div
+    return out
 
 
 def _n_ops(c: Communication, k: dict, step_rows: np.ndarray) -> np.ndarray:
@@ -80,18 +99,25 @@ def _parts(k: dict, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray
     return [(k[n][0][rows], len(k[n][1])) for n in names]
 
 
-def _rank_ops(vals: np.ndarray, k: dict, rows: np.ndarray, stored: bool) -> tuple[np.ndarray, np.ndarray]:
+def _rank_ops(vals: np.ndarray, k: dict, rows: np.ndarray, stored: bool
+              ) -> tuple[np.ndarray, Optional[np.ndarray], float]:
     """Per (op, group, kind): the sum over `rows` per step (the sum over the rank's steps / their number; stored
-    rows: the sum), and the count; the position of each group's first row."""
+    rows: the sum), and the count (None where each group is one row); the position of each group's first row;
+    the divisor."""
     if not len(rows):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, _NT + 1))
+        return np.zeros(0, dtype=np.int32), np.zeros((0, _NT + 1)), 1.0
     g = Groups(_parts(k, rows, ["op", "group", "kind"]), len(rows))
+    # per step: over the rank's distinct steps (a missing one counted once)
+    div = 1.0 if stored else float(len(np.unique(k["step"][0][rows])))
+    at = rows[g.first].astype(np.int32)
+    if g.n == len(g.rows):
+        return at, None, div
     out = np.empty((g.n, _NT + 1))
     out[:, :_NT] = group_sum(vals[rows[g.rows], :_NT], g.gid, g.n, min_count=1)
     out[:, _NT] = g.size
-    if not stored:  # per step: over the rank's distinct steps (a missing one counted once)
-        out /= float(len(np.unique(k["step"][0][rows])))
-    return rows[g.first], out
+    if not stored:
+        out /= div
+    return at, out, div
 
 
 def _per_group(vals: np.ndarray, k: dict, rows: np.ndarray) -> tuple[list, np.ndarray]:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.codes import Groups, codes, labels, text_column
-from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, wait_ratio
+from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
@@ -238,7 +238,7 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
         return pd.DataFrame(columns=[*names, *cols, "count"]), {}
     rank = np.repeat(np.array(order, dtype=np.int64), [len(figs[r].ops_at) for r in order])
     part = np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), [len(figs[r].ops_at) for r in order])
-    nums = np.concatenate([figs[r].ops_nums for r in order])
+    nums = np.concatenate([ops_numbers(figs[r], ops_of[r]) for r in order])
     text = {}
     for n in ("op", "group", "kind"):
         col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
