@@ -244,8 +244,15 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
         col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
         text[n] = codes(col)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
-    by = np.lexsort((text["kind"][0], text["group"][0], text["op"][0], rank, part))
-    if not np.array_equal(by, np.arange(len(by))):
+    spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
+    ordered = False
+    if 2 * math.prod(n for _, n in spans) < 2 ** 62:  # one int64 key per row
+        key = part
+        for c, n in spans:
+            key = key * n + c
+        ordered = bool((np.diff(key) >= 0).all())
+    if not ordered:
+        by = np.lexsort((text["kind"][0], text["group"][0], text["op"][0], rank, part))
         rank, nums = rank[by], nums[by]
         text = {n: (c[by], v) for n, (c, v) in text.items()}
     out = pd.DataFrame({"rank": rank})
