@@ -187,13 +187,3 @@ def _check_against_pandas(run, a) -> None:
         assert sorted(pg["group"]) == sorted(per.index)
         for g, v in per.items():
             assert pg.loc[pg["group"] == g, "communication_ms"].iloc[0] == pytest.approx(v, rel=1e-12)
-
-
-@pytest.mark.parametrize("values,dtype", [(["a", None, "b", np.nan, "a", "nan"], object), (["a", None, "b", "a"], "str"),
-                                          ([1, 2, None, 1.0], object), ([], object), ([pd.NA, "x"], object)])
-def test_kind_codes_are_those_of_the_column_as_text(values, dtype):
-    """The arrival matcher's kind codes: the distinct values made text, as `astype(str)` of the whole column."""
-    from reportgen.analysis.arrival import _as_text_codes
-
-    col = pd.Series(values, dtype=dtype)
-    assert _as_text_codes(col).tolist() == pd.factorize(col.astype(str))[0].tolist()

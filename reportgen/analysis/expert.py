@@ -91,7 +91,7 @@ def expert_ms(data, names: list) -> Optional[float]:
 
 
 _HITS: dict[re.Pattern, dict[str, bool]] = {}  # per process and pattern: text -> the pattern finds something
-_HITS_MAX = 500_000  # texts remembered per pattern (then forgotten at once)
+_HITS_MAX = 100_000  # texts remembered per pattern (then forgotten at once): ~10 MB at most
 
 
 def text_hits(col: pd.Series, regex: re.Pattern) -> np.ndarray:
