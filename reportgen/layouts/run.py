@@ -47,7 +47,10 @@ def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callabl
     with run_root(root):
         get(layout).load_rank(rf, data, log)
     if derive is not None:
-        data.figures = derive(data)
+        try:
+            data.figures = derive(data)
+        except Exception:  # noqa: BLE001  # none then: the analysis computes them from the data (and names a failure)
+            data.figures = None
     data.issues = log.issues
     data.json_shapes = log.shapes
     return data
