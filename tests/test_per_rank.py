@@ -187,3 +187,18 @@ def _check_against_pandas(run, a) -> None:
         assert sorted(pg["group"]) == sorted(per.index)
         for g, v in per.items():
             assert pg.loc[pg["group"] == g, "communication_ms"].iloc[0] == pytest.approx(v, rel=1e-12)
+
+
+def test_a_failing_figure_does_not_cost_the_rank(tmp_path):
+    """A per-rank function that raises (an input nobody foresaw) leaves the rank loaded without figures; the
+    analysis then makes them from its data: the same numbers."""
+    lay = discover(generate_run(tmp_path / "run", ranks=4, steps=2))[0]
+
+    def boom(data):
+        raise ValueError("unforeseen")
+    run = load_run(lay, derive=boom)
+    assert sorted(run.ranks) == [0, 1, 2, 3]
+    assert all(d.figures is None and d.communication is not None for d in run.ranks.values())
+    a, b = analyze_communication(run), analyze_communication(load_run(lay, derive=rank_figures))
+    _frames_equal(a.rank_ops, b.rank_ops)
+    _frames_equal(a.per_group_rank, b.per_group_rank)
