@@ -12,7 +12,7 @@ has them, else its step rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -37,6 +37,9 @@ class CommFigures:
     ops_div: float  # the rank's steps (what its sums are divided by; 1 for stored rows)
     group_names: list  # per group of the averaged rows, in the groups' order
     group_nums: np.ndarray  # [k, j]: GROUP_COLUMNS per step (Σ per step, the mean over the steps)
+    # per `ops_at` row its group and kind as codes into the rank's distinct ones among those rows (in their order):
+    # the run-wide codes come from a few values a rank, not from the text of every row
+    labels: dict = field(default_factory=dict)  # "group" / "kind" -> (codes, values)
 
 
 def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
@@ -63,7 +66,11 @@ def comm_figures(c: Communication) -> CommFigures:
     at, nums, div = _rank_ops(vals, k, rows, stored)
     names, gnums = _per_group(vals, k, rows)
     _, first_seen = pd.factorize(ops["group"].to_numpy(dtype=object))
-    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, div, names, gnums)
+    lab = {}
+    for n in ("group", "kind"):
+        used, local = np.unique(k[n][0][at], return_inverse=True)
+        lab[n] = (local.astype(np.int32).reshape(-1), list(k[n][1][used]))
+    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, div, names, gnums, lab)
 
 
 def ops_numbers(f: CommFigures, ops: pd.DataFrame) -> np.ndarray:

@@ -239,10 +239,11 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     rank = np.repeat(np.array(order, dtype=np.int64), [len(figs[r].ops_at) for r in order])
     part = np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), [len(figs[r].ops_at) for r in order])
     nums = np.concatenate([ops_numbers(figs[r], ops_of[r]) for r in order])
-    text = {}
+    text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
-        col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
-        text[n] = codes(col)
+        if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
+            col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
+            text[n] = codes(col)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
     ordered = False
@@ -262,6 +263,24 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
         out[c] = nums[:, j]
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
     return out, {n: (v, c) for n, (c, v) in text.items()}
+
+
+def _label_codes(figs: dict[int, CommFigures], order: list[int], name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """`codes` of the `name` column of the ranks' `ops_at` rows, from each rank's few distinct values and its codes
+    into them (`CommFigures.labels`): the same codes, sorted values, without the text of every row. None where a
+    rank has no such codes or a value is not text (`codes` may then order the values as first seen)."""
+    parts = [figs[r].labels.get(name) for r in order]
+    if any(p is None for p in parts):
+        return None
+    values = [v for p in parts for v in p[1]]
+    if not all(type(v) is str for v in values):
+        return None
+    vc, vals = codes(np.array(values, dtype=object))
+    out, at = [], 0
+    for c, v in parts:
+        out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
+        at += len(v)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
 
 
 def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataFrame:
