@@ -477,6 +477,8 @@ class RankData:
     memory: Optional[Memory] = None
     timeline: Optional[TimelineSummary] = None
     idle: Optional[Any] = None  # reportgen.idle.IdleBreakdown: idle time by cause per step (Kineto)
+    # the analyses' per-rank figures (`analysis.per_rank.RankFigures`), computed where the rank was loaded
+    figures: Optional[Any] = None
     files: list[str] = field(default_factory=list)  # relative paths that were read
     issues: list[DataIssue] = field(default_factory=list)
     # the key paths of each small JSON file read whole (relative path -> paths such as "DeviceInfo[].id"), for the

@@ -17,6 +17,7 @@ from reportgen import i18n, rankcache
 from reportgen.dataquality import dq
 from reportgen.i18n import Msg, lazy
 from reportgen.analysis import analyze
+from reportgen.analysis.per_rank import rank_figures
 from reportgen.analysis.execution import select
 from reportgen.discover import RunLayout
 from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
@@ -75,7 +76,8 @@ class BuildResult:
 
 def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     """The ranks, then the operators of the steps the execution view shows (chosen from the step times)."""
-    run = load_run(layout, jobs=opts.jobs, progress=ui.counter(lazy("ranks loaded")), scheduler=opts.scheduler)
+    run = load_run(layout, jobs=opts.jobs, progress=ui.counter(lazy("ranks loaded")), scheduler=opts.scheduler,
+                   derive=rank_figures)  # the analyses' per-rank share, computed where each rank is loaded
     try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
         sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
         run.execution = load_execution(layout, run, sel.steps, sel.reasons, sel.ranks, sel.skipped, jobs=opts.jobs)

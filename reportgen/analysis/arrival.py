@@ -99,22 +99,24 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         frames, source = _step_trace_events(run), "step trace"
     if len(frames) < 2:
         return None
-    # one frame of every rank's instances (a copy per rank costs seconds at 1,024 ranks), then integer arrays
+    # one frame of every rank's instances (a copy per rank costs seconds at 1,024 ranks), its columns read as they
+    # are (a copy of the columns and one of the kept rows were two more copies of 1.6 million rows), then integers
     whole = pd.concat([x for _, x in frames], ignore_index=True)
+    col = {n: whole[n] for n in COLUMNS}
     rank_all = np.repeat(np.array([r for r, _ in frames], dtype=np.int64), [len(x) for _, x in frames])
-    rows = np.flatnonzero((whole["start_ms"].notna() & whole["dur_ms"].notna()).to_numpy(dtype=bool))
+    rows = np.flatnonzero((col["start_ms"].notna() & col["dur_ms"].notna()).to_numpy(dtype=bool))
     rank = rank_all[rows]
-    start = whole["start_ms"].to_numpy(dtype=float)[rows]
-    dur = whole["dur_ms"].to_numpy(dtype=float)[rows]
+    start = col["start_ms"].to_numpy(dtype=float)[rows]
+    dur = col["dur_ms"].to_numpy(dtype=float)[rows]
     # one integer per (group, key), numbered as they first appear, -1 where either is missing (as a groupby's
     # ngroup numbers them): the text is factorised once, not in every groupby (seconds at scale)
-    gc = pd.factorize(whole["group"])[0][rows]
-    kc, ku = pd.factorize(whole["key"])
-    kc = kc[rows]
+    g_all, gu = pd.factorize(col["group"])
+    k_all, ku = pd.factorize(col["key"])
+    gc, kc = g_all[rows], k_all[rows]
     pair = np.where((gc >= 0) & (kc >= 0), gc.astype(np.int64) * max(1, len(ku)) + kc, -1)
     inst = np.full(len(pair), -1, dtype=np.int64)
     inst[pair >= 0] = pd.factorize(pair[pair >= 0])[0]
-    kind = pd.factorize(whole["kind"].astype(str))[0].astype(np.int64)[rows] + 1
+    kind = pd.factorize(col["kind"].astype(str))[0].astype(np.int64)[rows] + 1
     # dense ids of the instance numbers (-1 included) for the counting below
     did, dvals = pd.factorize(inst)
     nd = len(dvals)
@@ -131,9 +133,7 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     if not keep.any():
         return None
     sel = np.flatnonzero(keep)
-    f = whole[COLUMNS]
-    if len(sel) < len(whole):
-        f = f.iloc[rows[sel]].reset_index(drop=True)
+    at = rows[sel]  # the kept rows' positions in the stacked columns
     rank, start, dur, inst, did = rank[sel], start[sel], dur[sel], inst[sel], did[sel]
     end = start + dur
     # per instance (sorted once): the spread of the ends and of the starts, the first arrival
@@ -165,17 +165,21 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     firstv, firstr = arr_v[first], rank_v[first]
     beforev = arr_v[before]
     med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
-    head = f.iloc[xo[last]]
+    head = at[xo[last]]
     instances = pd.DataFrame({
-        "step": head["step"].to_numpy(), "op": head["op"].astype(str).array, "group": head["group"].array,
-        "key": head["key"].array, "kind": head["kind"].array, "n": lens,
+        "step": col["step"].iloc[head].to_numpy(), "op": col["op"].iloc[head].astype(str).array,
+        "group": col["group"].iloc[head].array, "key": col["key"].iloc[head].array,
+        "kind": col["kind"].iloc[head].array, "n": lens,
         "first_rank": firstr, "last_rank": lastr, "spread_ms": lastv - firstv,
         "last_behind_median_ms": lastv - med, "last_margin_ms": lastv - beforev})
-    if str(f["step"].dtype) == "Int64":
+    if str(col["step"].dtype) == "Int64":
         instances["step"] = instances["step"].astype("Int64")
-    late = f[["step", "op", "group", "key", "kind"]]
-    late.insert(0, "rank", rank)
-    late = late.assign(late_ms=late_ms, inst=inst)
+    # the lateness rows: the group as a categorical of its codes above (4 bytes a row, not a text column)
+    late = pd.DataFrame({"rank": rank, "step": col["step"].iloc[at].reset_index(drop=True),
+                         "op": col["op"].iloc[at].reset_index(drop=True),
+                         "group": pd.Categorical.from_codes(g_all[at], categories=pd.Index(gu)),
+                         "key": col["key"].iloc[at].reset_index(drop=True),
+                         "kind": col["kind"].iloc[at].reset_index(drop=True), "late_ms": late_ms, "inst": inst})
     return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
 

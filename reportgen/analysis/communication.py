@@ -7,18 +7,19 @@ Pure functions of the loaded `Run`. Every figure is an average per step: the pro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, labels, take_rows, text_column
+from reportgen.analysis.codes import Groups, codes, labels, text_column
+from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
-from reportgen.model import COMM_TIME_COLUMNS, DataIssue, Run
+from reportgen.model import COMM_TIME_COLUMNS, Communication, DataIssue, Run
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
 
@@ -70,12 +71,6 @@ def _empty(run: Run, issues: list[DataIssue]) -> CommAnalysis:
                         [], {}, issues=issues)
 
 
-def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
-    """Wait/(wait+transit), 0 when the divisor is ~0 (msprof-analyze's compute_ratio)."""
-    den = wait.fillna(0) + transit.fillna(0)
-    return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
-
-
 def analyze_communication(run: Run) -> CommAnalysis:
     issues: list[DataIssue] = []
     with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
@@ -84,28 +79,30 @@ def analyze_communication(run: Run) -> CommAnalysis:
     producers = sorted({c.producer for c in with_data.values()})
     notes = sorted({c.unit_note for c in with_data.values() if c.unit_note})
     inferred = _infer_legacy_groups(with_data)
-    ops = _stack([c.ops for c in with_data.values()], with_data, inferred)
-    if ops is None:
-        ops = pd.DataFrame(columns=["rank", "step", "op", "group", "kind", *COMM_TIME_COLUMNS, "stored"])
+    # each rank's side (`analysis.comm_rank`: computed where the rank was loaded), combined here
+    figs, ops_of = _figures(run, with_data, inferred)
     links = _stack([c.links for c in with_data.values()], with_data, inferred)
     if links is None:
         links = pd.DataFrame()
 
-    # rows that make up "the averaged step": stored-average rows, or every step row (positions in `ops`)
-    avg_rows = (ops["stored"] & ops["step"].isna()).to_numpy(dtype=bool) if len(ops) else np.zeros(0, dtype=bool)
-    step_rows, stored_rows = np.flatnonzero(~avg_rows), np.flatnonzero(avg_rows)
-    keys = _Keys(ops) if len(ops) else None
-    any_stored = bool(len(stored_rows))
+    any_stored = any(f.stored for f in figs.values())
     averaging = N_("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
                    "mean over the recorded steps") if any_stored else N_("mean over the recorded steps")
 
     steps = _stack([c.steps for c in with_data.values()], with_data, {}, ids=False)
     if steps is None:
         steps = pd.DataFrame(columns=["rank", "step", *COMM_TIME_COLUMNS, "stored"])
+        n_ops = np.zeros(0, dtype=np.int64)
+    else:
+        n_ops = np.concatenate([figs[r].n_ops for r, c in with_data.items() if len(c.steps)])
     stored_steps = steps["stored"].astype(bool) & steps["step"].isna()
-    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]), keys, step_rows)
+    per_rank_step = _with_op_counts(steps[~stored_steps].drop(columns=["stored"]),
+                                    n_ops[~stored_steps.to_numpy(dtype=bool)])
     per_rank = _per_rank(per_rank_step, steps[stored_steps])
-    groups, link_issues = _groups(run, with_data, inferred, ops, links, keys)
+    members = pd.DataFrame({"group": pd.Series([g for f in figs.values() for g in f.groups], dtype=object),
+                            "rank": np.repeat(np.array(list(figs), dtype=np.int64),
+                                              [len(f.groups) for f in figs.values()])})
+    groups, link_issues = _groups(run, with_data, inferred, members, links)
     issues.extend(link_issues)
     links_g, unmapped = _global_links(links, groups)
     if unmapped:
@@ -118,12 +115,12 @@ def analyze_communication(run: Run) -> CommAnalysis:
         table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(table["bandwidth_gbps"], table["transport"], table["self"])]
-    rank_ops, at = _rank_ops(ops, keys, step_rows, stored_rows)
-    op_table = _ops_across(rank_ops, keys, at)
+    rank_ops, text = _rank_ops(figs, ops_of)
+    op_table = _ops_across(rank_ops, text)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
     # synchronisation and idle columns (only `ops` shows them, already made) dropped (26 MB at 1,024 ranks)
     rank_ops = rank_ops.drop(columns=[c for c in ("sync_ms", "idle_ms") if c in rank_ops.columns])
-    per_group = _per_group_rank(ops, keys, step_rows, stored_rows)
+    per_group = _per_group_rank(figs, any_stored)
     missing = [r for r in run.rank_ids if r not in with_data]
     if missing and len(with_data):
         issues.append(DataIssue("", dq("analysis.ranks-without-communication", missing=len(missing),
@@ -134,6 +131,23 @@ def analyze_communication(run: Run) -> CommAnalysis:
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=table, pairs=pairs,
         link_ops=link_ops_table(links_g), groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
+
+
+def _figures(run: Run, with_data: dict[int, Communication], inferred: dict[int, tuple[str, str]]
+             ) -> tuple[dict[int, CommFigures], dict[int, pd.DataFrame]]:
+    """Every rank's figures, in rank order, and the operator frame they index: the rank's, or for a rank whose
+    group was inferred (`_infer_legacy_groups`) its frame with that group, the figures made again from it."""
+    figs: dict[int, CommFigures] = {}
+    ops_of: dict[int, pd.DataFrame] = {}
+    for r in sorted(with_data):
+        c = with_data[r]
+        pre = getattr(run.ranks[r].figures, "comm", None)
+        if r in inferred:
+            c = replace(c, ops=c.ops.assign(group=np.full(len(c.ops), inferred[r][0], dtype=object)))
+            pre = None
+        figs[r] = pre if pre is not None else comm_figures(c)
+        ops_of[r] = c.ops
+    return figs, ops_of
 
 
 def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: bool = True) -> Optional[pd.DataFrame]:
@@ -163,19 +177,10 @@ def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: boo
 # --- per rank ------------------------------------------------------------------------------------
 
 
-def _with_op_counts(per_step: pd.DataFrame, keys: "Optional[_Keys]", step_rows: np.ndarray) -> pd.DataFrame:
+def _with_op_counts(per_step: pd.DataFrame, n_ops: np.ndarray) -> pd.DataFrame:
+    """The ranks' per-step totals with each row's operator count (`CommFigures.n_ops`), by rank and step."""
     out = per_step.copy()
-    if keys is not None and len(step_rows):
-        # operators per (rank, step): one count over the integer codes, looked up for every row at once
-        ns = max(1, len(keys.values["step"]))
-        n = np.bincount(keys.codes["rank"][step_rows] * ns + keys.codes["step"][step_rows],
-                        minlength=len(keys.values["rank"]) * ns)
-        rc = pd.Index(keys.values["rank"]).get_indexer(out["rank"].to_numpy())
-        sc = pd.Index(keys.values["step"]).get_indexer(out["step"].fillna(-1).to_numpy())
-        ok = (rc >= 0) & (sc >= 0)
-        out["n_ops"] = np.where(ok, n[np.where(ok, rc * ns + sc, 0)], 0)
-    else:
-        out["n_ops"] = 0
+    out["n_ops"] = n_ops if len(out) else 0
     for c in COMM_TIME_COLUMNS:
         out[c] = out[c].astype(float)
     return out.sort_values(["rank", "step"], kind="stable").reset_index(drop=True)
@@ -199,101 +204,94 @@ def _per_rank(per_step: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     return avg.sort_index()
 
 
-class _Keys:
-    """The stacked operators' key columns as integer codes (`codes`), factorised once for every aggregation:
-    rank, op, group, kind and the step (missing step = -1, as `fillna(-1)` groups it)."""
-
-    def __init__(self, ops: pd.DataFrame) -> None:
-        self.codes: dict[str, np.ndarray] = {}
-        self.values: dict[str, np.ndarray] = {}
-        for name, col in (("rank", ops["rank"]), ("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
-                          ("step", ops["step"].fillna(-1))):
-            self.codes[name], self.values[name] = codes(col)
-
-    def parts(self, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, int]]:
-        return [(self.codes[n][rows], len(self.values[n])) for n in names]
-
-
-def _steps_of_rank(keys: _Keys, rows: np.ndarray) -> dict[int, int]:
-    """Distinct steps (a missing step counted once) per rank among `rows`."""
-    rc, sc = keys.codes["rank"][rows], keys.codes["step"][rows]
-    pairs = np.unique(rc * max(1, len(keys.values["step"])) + sc)
-    per = np.bincount(pairs // max(1, len(keys.values["step"])), minlength=len(keys.values["rank"]))
-    return {keys.values["rank"][i]: int(per[i]) for i in np.flatnonzero(per)}
-
-
-def _per_group_rank(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray, stored_rows: np.ndarray) -> pd.DataFrame:
-    cols = [*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms"]
-    rows = stored_rows if len(stored_rows) else step_rows
-    if not len(rows):
+def _per_group_rank(figs: dict[int, CommFigures], any_stored: bool) -> pd.DataFrame:
+    """Per (rank, group): the ranks' group figures (from the stored-average rows of the ranks that have them when
+    any rank has; else from every rank's step rows), by rank and group."""
+    use = [(r, f) for r, f in figs.items() if len(f.group_names) and (f.stored or not any_stored)]
+    if not use:
         return pd.DataFrame()
-    # Σ per (rank, group, step), then the mean over the steps per (rank, group)
-    g1 = Groups(keys.parts(rows, ["rank", "group", "step"]), len(rows))
-    per = g1.agg(take_rows(ops[cols], rows), cols, "sum", min_count=1)
-    first = rows[g1.first]
-    g2 = Groups(keys.parts(first, ["rank", "group"]), len(first))
-    out = per.groupby(g2.gid, sort=True).mean()
-    at = first[g2.first]
-    out.insert(0, "group", text_column(keys.values["group"], keys.codes["group"][at]).to_numpy())
-    out.insert(0, "rank", ops["rank"].to_numpy()[at])
-    out = out.reset_index(drop=True)
+    out = pd.DataFrame({"rank": np.repeat(np.array([r for r, _ in use], dtype=np.int64),
+                                          [len(f.group_names) for _, f in use]),
+                        "group": pd.Series([g for _, f in use for g in f.group_names], dtype=object).to_numpy()})
+    nums = np.concatenate([f.group_nums for _, f in use])
+    for j, c in enumerate(GROUP_COLUMNS):
+        out[c] = nums[:, j]
+    gc, _ = codes(out["group"])
+    order = np.lexsort((gc, out["rank"].to_numpy()))  # (each rank's groups come in order: a check)
+    if not np.array_equal(order, np.arange(len(order))):
+        out = out.iloc[order].reset_index(drop=True)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"]).round(4)
     for t in ("sdma", "rdma"):
         out[f"{t}_gbps"] = out[f"{t}_mb"] / out[f"{t}_ms"].where(out[f"{t}_ms"] > 0)
     return out
 
 
-def _rank_ops(ops: pd.DataFrame, keys: _Keys, step_rows: np.ndarray,
-              stored_rows: np.ndarray) -> tuple[pd.DataFrame, Optional[np.ndarray]]:
-    """Per (rank, op, group, kind): the average per step. Also each row's (op, group, kind) code (for
-    `_ops_across`)."""
+def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+    """Per (rank, op, group, kind): the average per step (the ranks' figures: ranks averaged over their steps
+    first, then those with stored averages), op / group / kind as categoricals; and each row's codes of them
+    (`_ops_across`)."""
     cols = list(COMM_TIME_COLUMNS)
     names = ["rank", "op", "group", "kind"]
-    if not len(step_rows) and not len(stored_rows):
-        return pd.DataFrame(columns=[*names, *cols, "count"]), None
-    parts = []  # (numbers, positions of each group's first row)
-    if len(step_rows):
-        keep = step_rows
-        if len(stored_rows):
-            keep = step_rows[~np.isin(keys.codes["rank"][step_rows], keys.codes["rank"][stored_rows])]
-        if len(keep):
-            g = Groups(keys.parts(keep, names), len(keep))
-            a = g.agg(take_rows(ops[cols], keep), cols, "sum", min_count=1)
-            a["count"] = g.size
-            nsteps = _steps_of_rank(keys, keep)
-            div = pd.Series(ops["rank"].to_numpy()[keep[g.first]]).map(nsteps).astype(float)
-            for c in cols:
-                a[c] = a[c] / div
-            a["count"] = a["count"] / div
-            parts.append((a, keep[g.first]))
-    if len(stored_rows):
-        g = Groups(keys.parts(stored_rows, names), len(stored_rows))
-        a = g.agg(take_rows(ops[cols], stored_rows), cols, "sum", min_count=1)
-        a["count"] = g.size.astype(float)
-        parts.append((a, stored_rows[g.first]))
-    at = np.concatenate([p[1] for p in parts])
-    nums = pd.concat([p[0] for p in parts], ignore_index=True)
-    out = pd.DataFrame({"rank": ops["rank"].to_numpy()[at]})
+    order = [r for r, f in figs.items() if not f.stored] + [r for r, f in figs.items() if f.stored]
+    order = [r for r in order if len(figs[r].ops_at)]
+    if not order:
+        return pd.DataFrame(columns=[*names, *cols, "count"]), {}
+    rank = np.repeat(np.array(order, dtype=np.int64), [len(figs[r].ops_at) for r in order])
+    part = np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), [len(figs[r].ops_at) for r in order])
+    nums = np.concatenate([ops_numbers(figs[r], ops_of[r]) for r in order])
+    text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
+    for n in ("op", "group", "kind"):
+        if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
+            col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
+            text[n] = codes(col)
+    # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
+    spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
+    ordered = False
+    if 2 * math.prod(n for _, n in spans) < 2 ** 62:  # one int64 key per row
+        key = part
+        for c, n in spans:
+            key = key * n + c
+        ordered = bool((np.diff(key) >= 0).all())
+    if not ordered:
+        by = np.lexsort((text["kind"][0], text["group"][0], text["op"][0], rank, part))
+        rank, nums = rank[by], nums[by]
+        text = {n: (c[by], v) for n, (c, v) in text.items()}
+    out = pd.DataFrame({"rank": rank})
     for n in ("op", "group", "kind"):  # labels as categoricals: a code a row (a row a rank and operator)
-        out[n] = labels(keys.values[n], keys.codes[n][at])
-    for c in nums.columns:
-        out[c] = nums[c].to_numpy()
+        out[n] = labels(text[n][1], text[n][0])
+    for j, c in enumerate([*cols, "count"]):
+        out[c] = nums[:, j]
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
-    return out, at
+    return out, {n: (v, c) for n, (c, v) in text.items()}
 
 
-def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Optional[np.ndarray] = None) -> pd.DataFrame:
-    """The same operator on every rank: mean, min, max and the spread of its time."""
+def _label_codes(figs: dict[int, CommFigures], order: list[int], name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """`codes` of the `name` column of the ranks' `ops_at` rows, from each rank's few distinct values and its codes
+    into them (`CommFigures.labels`): the same codes, sorted values, without the text of every row. None where a
+    rank has no such codes or a value is not text (`codes` may then order the values as first seen)."""
+    parts = [figs[r].labels.get(name) for r in order]
+    if any(p is None for p in parts):
+        return None
+    values = [v for p in parts for v in p[1]]
+    if not all(type(v) is str for v in values):
+        return None
+    vc, vals = codes(np.array(values, dtype=object))
+    out, at = [], 0
+    for c, v in parts:
+        out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
+        at += len(v)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
+
+
+def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataFrame:
+    """The same operator on every rank: mean, min, max and the spread of its time. `text`: per key column its
+    distinct values and each row's code (`_rank_ops`), else made here."""
     if not len(rank_ops):
         return pd.DataFrame()
     names = ["op", "group", "kind"]
-    if keys is not None and at is not None:
-        g = Groups(keys.parts(at, names), len(at))
-        text = {n: (keys.values[n], keys.codes[n][at]) for n in names}
-    else:
-        cs = {n: codes(rank_ops[n]) for n in names}
-        g = Groups([(cs[n][0], len(cs[n][1])) for n in names], len(rank_ops))
-        text = {n: (cs[n][1], cs[n][0]) for n in names}
+    if not text:
+        text = {n: codes(rank_ops[n])[::-1] for n in names}
+    g = Groups([(text[n][1], len(text[n][0])) for n in names], len(rank_ops))
     ro = rank_ops.reset_index(drop=True)
     mean = g.agg(ro, ["communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms"], "mean")
     lo = g.agg(ro, ["communication_ms", "wait_ms"], "min")
@@ -329,7 +327,8 @@ def _ops_across(rank_ops: pd.DataFrame, keys: Optional[_Keys] = None, at: Option
 
 
 def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops: pd.DataFrame,
-            links: pd.DataFrame, keys: "Optional[_Keys]" = None) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
+            links: pd.DataFrame) -> tuple[dict[str, GroupInfo], list[DataIssue]]:
+    """`ops`: the (group, rank) pairs of the ranks' operators (`CommFigures.groups`); `links`: the stacked links."""
     issues: list[DataIssue] = []
     named: dict[str, tuple[str, list[int]]] = {}
     for d in run.ranks.values():
@@ -339,11 +338,8 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
     members: dict[str, set[int]] = {}
     for f in (ops, links):
         if len(f):  # the distinct (group, rank) pairs, groups in order (as a groupby on both lists them)
-            if f is ops and keys is not None:
-                (gc, gv), (rc, rv) = ((keys.codes[n], keys.values[n]) for n in ("group", "rank"))
-            else:
-                gc, gv = codes(f["group"])
-                rc, rv = codes(f["rank"])
+            gc, gv = codes(f["group"])
+            rc, rv = codes(f["rank"])
             ok = (gc >= 0) & (rc >= 0)
             pairs = np.unique(gc[ok] * max(1, len(rv)) + rc[ok])
             for g_, r_ in zip((pairs // max(1, len(rv))).tolist(), (pairs % max(1, len(rv))).tolist()):

@@ -74,17 +74,45 @@ def _steps(data) -> int:
     return len(st.steps) if st is not None and st.steps is not None and len(st.steps) else 1
 
 
-def _expert_ms(data, seen: set) -> Optional[float]:
+def expert_ms(data, names: list) -> Optional[float]:
+    """The rank's expert computation per step (ms; None without a grouped-GEMM operator); the first names of those
+    operators appended to `names`."""
     ops = data.operators
     if ops is None or ops.detail is None or not len(ops.detail):
         return None
     d = ops.detail
-    d = d[~d["side"].isin(("communication", "hostcpu"))]
-    hit = d["name"].astype(str).str.contains(EXPERT_KERNEL_RE) | d["op_type"].astype(str).str.contains(EXPERT_KERNEL_RE)
+    keep = ~d["side"].isin(("communication", "hostcpu")).to_numpy(dtype=bool)
+    hit = keep & (text_hits(d["name"], EXPERT_KERNEL_RE) | text_hits(d["op_type"], EXPERT_KERNEL_RE))
     if not hit.any():
         return None
-    seen.update(d.loc[hit, "name"].astype(str).head(6))
-    return float(d.loc[hit, "total_ms"].sum()) / _steps(data)
+    d = d[hit]
+    names.extend(d["name"].astype(str).head(6))
+    return float(d["total_ms"].sum()) / _steps(data)
+
+
+_HITS: dict[re.Pattern, dict[str, bool]] = {}  # per process and pattern: text -> the pattern finds something
+_HITS_MAX = 100_000  # texts remembered per pattern (then forgotten at once): ~10 MB at most
+
+
+def text_hits(col: pd.Series, regex: re.Pattern) -> np.ndarray:
+    """Per row: `regex` finds a match in the value as text (a missing value: no match), each distinct text searched
+    once per process (`_HITS`: a worker's ranks repeat the same operator names; one scan of a rank's 1,600 names
+    costs ~2 ms)."""
+    c, u = pd.factorize(col.to_numpy(dtype=object))
+    if not len(u):
+        return np.zeros(len(c), dtype=bool)
+    seen = _HITS.setdefault(regex, {})
+    texts = [str(v) for v in u]
+    known = [seen.get(t) for t in texts]
+    miss = [i for i, k in enumerate(known) if k is None]
+    if miss:
+        found = search_all([texts[i] for i in miss], regex)
+        if len(seen) + len(miss) > _HITS_MAX:
+            seen.clear()
+        for i, f in zip(miss, found.tolist()):
+            known[i] = seen[texts[i]] = f
+    hit = np.array(known, dtype=bool)
+    return np.where(c >= 0, hit[np.maximum(c, 0)], False)
 
 
 def search_all(texts: list[str], regex: re.Pattern) -> np.ndarray:
@@ -110,43 +138,48 @@ def search_all(texts: list[str], regex: re.Pattern) -> np.ndarray:
     return hit
 
 
-def matches(cols: list[pd.Series], regex: re.Pattern) -> list[np.ndarray]:
-    """Per column, per row: `regex` finds a match in the value as text (as `col.astype(str).str.contains(regex)`:
-    a missing value is no match), each distinct value over all the columns searched once (a thousand ranks repeat
-    the same names)."""
-    if not cols:
-        return []
-    both = pd.concat([pd.Series(c.to_numpy(dtype=object), dtype=object) for c in cols], ignore_index=True)
-    c, u = pd.factorize(both)
-    hit = search_all([str(v) for v in u], regex)
-    out = np.where(c >= 0, hit[np.maximum(c, 0)], False)
-    return np.split(out, np.cumsum([len(x) for x in cols])[:-1])
+def rank_alltoall(data) -> dict[str, tuple[float, float]]:
+    """Per communication group (as text): the rank's all-to-all time and size per step (MB NaN where no size is
+    recorded), over the steps that recorded an all-to-all (rows with a step whose operator name or kind
+    `ALLTOALL_RE` finds)."""
+    c = data.communication
+    if c is None or c.ops is None or not len(c.ops):
+        return {}
+    hit = c.ops["step"].notna().to_numpy(dtype=bool) & (text_hits(c.ops["op"], ALLTOALL_RE)
+                                                         | text_hits(c.ops["kind"], ALLTOALL_RE))
+    if not hit.any():
+        return {}
+    ops = c.ops[hit]
+    n = max(ops["step"].nunique(), 1)
+    mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
+    out: dict[str, tuple[float, float]] = {}
+    for g, part in ops.groupby(ops["group"].astype(str)):
+        mbv = float(mb.loc[part.index].sum()) / n if mb is not None and mb.loc[part.index].notna().any() \
+            else math.nan
+        out[g] = (float(part["communication_ms"].sum()) / n, mbv)
+    return out
 
 
 def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional[ExpertBalance]:
     """None when no rank runs an all-to-all in a group (no expert parallelism seen)."""
+    # each rank's all-to-all per group and expert computation: its figures (`analysis.per_rank`, computed where
+    # the rank was loaded), else the same functions here
     a2a: dict[str, dict[int, tuple[float, float]]] = {}  # group -> rank -> (ms per step, MB per step)
-    comm = [(r, c) for r in run.rank_ids
-            if (c := run.ranks[r].communication) is not None and c.ops is not None and len(c.ops)]
-    # the all-to-all rows of every rank: each distinct operator name and kind searched once
-    found = matches([c.ops["op"] for _, c in comm] + [c.ops["kind"] for _, c in comm], ALLTOALL_RE)
-    for k, (r, c) in enumerate(comm):
-        hit = c.ops["step"].notna().to_numpy(dtype=bool) & (found[k] | found[len(comm) + k])
-        if not hit.any():
-            continue
-        ops = c.ops[hit]
-        if not len(ops):
-            continue
-        n = max(ops["step"].nunique(), 1)
-        mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
-        for g, part in ops.groupby(ops["group"].astype(str)):
-            mbv = float(mb.loc[part.index].sum()) / n if mb is not None and mb.loc[part.index].notna().any() \
-                else math.nan
-            a2a.setdefault(g, {})[r] = (float(part["communication_ms"].sum()) / n, mbv)
+    figs = {r: run.ranks[r].figures for r in run.rank_ids}
+    for r, f in figs.items():
+        for g, v in (f.alltoall if f is not None else rank_alltoall(run.ranks[r])).items():
+            a2a.setdefault(g, {})[r] = v
     if not a2a:
         return None
-    seen: set = set()
-    expert = {r: _expert_ms(run.ranks[r], seen) for r in run.rank_ids}
+    names: list[str] = []
+    expert = {}
+    for r, f in figs.items():
+        if f is not None:
+            expert[r] = f.expert_ms
+            names.extend(f.expert_names)
+        else:
+            expert[r] = expert_ms(run.ranks[r], names)
+    seen = set(names)
     groups = []
     for g, per in sorted(a2a.items()):
         info = next((run.ranks[r].info.parallel_groups.get(g) for r in per

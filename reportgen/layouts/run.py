@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from reportgen.i18n import N_
-from reportgen.layouts.base import exec_trace
+from reportgen.layouts.base import Layout, exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
 from reportgen.loaders.dispatch import map_ranks
@@ -29,8 +29,12 @@ if TYPE_CHECKING:
 PARALLEL_MIN_RANKS = 64
 
 
-def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
-    """Load everything the report needs from one rank's files (the layout's `load_rank`), under `root`."""
+def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callable[[RankData], Any]] = None
+              ) -> RankData:
+    """Load everything the report needs from one rank's files (the layout's `load_rank`), under `root`.
+    `derive`: the analyses' per-rank share (`analysis.per_rank.rank_figures`, passed in by the pipeline: the
+    analysis layer sits above this one), kept in `RankData.figures`: computed here, in the worker, and cached with
+    the rank."""
     log = IssueLog(root, rf.rank)
     info = RankInfo(rank=rf.rank, source_dir=log.rel(rf.dir), host=rf.host, device=rf.device)
     data = RankData(info=info)
@@ -43,13 +47,19 @@ def load_rank(rf: "RankFiles", root: Path, layout: str) -> RankData:
                 data.files.append(rel)
     with run_root(root):
         get(layout).load_rank(rf, data, log)
+    if derive is not None:
+        try:
+            data.figures = derive(data)
+        except Exception:  # noqa: BLE001  # none then: the analysis computes them from the data (and names a failure)
+            data.figures = None
     data.issues = log.issues
     data.json_shapes = log.shapes
     return data
 
 
 def load_run(layout: "RunLayout", jobs: int = 1,
-             progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None) -> Run:
+             progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None,
+             derive: Optional[Callable[[RankData], Any]] = None) -> Run:
     """Load every rank of `layout` and the run-level files. The ranks are loaded by `load_rank` (one pure function
     per rank, a picklable summary back): in `jobs` processes when the run is large, or on the Dask cluster at
     `scheduler` (`loaders.dispatch`)."""
@@ -59,7 +69,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
     items = sorted(layout.ranks.items())
 
     def load_all() -> dict[int, RankData]:
-        return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout),
+        return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout, derive),
                                                   jobs=jobs, scheduler=scheduler,
                                                   min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
 
@@ -67,6 +77,9 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         ranks, stage_sets = lay.load_ranks(layout, issues, load_all)
         compare_shapes(ranks, issues)
         lay.run_pass(ranks, issues)
+        if type(lay).run_pass is not Layout.run_pass:  # a run-level pass may change what the figures were made of
+            for d in ranks.values():  # (Kineto's matching rebuilds the communication frames): made again on use
+                d.figures = None
         strat = _load_strategy(layout, ranks, issues)
     if strat is not None and not stage_sets and len(strat.stage_devices) > 1:
         stage_sets = [sorted(s) for s in strat.stage_devices]

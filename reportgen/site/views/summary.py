@@ -33,6 +33,13 @@ def _clean(v: Any) -> Any:
     return rounded(v, 6) if isinstance(v, float) else v
 
 
+def _cleaned(col) -> list:
+    """`_clean(float(v))` of every value of a numeric column at once (Python's own rounding of each finite value,
+    None for NaN and inf: the same numbers, without a function call per cell)."""
+    return [round(x, 6) if math.isfinite(x) else None
+            for x in np.asarray(col, dtype=np.float64).tolist()]
+
+
 def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
     """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
     run, st = a.run, a.steps
@@ -167,24 +174,26 @@ def _communication(a: Analysis, hl: Highlights) -> dict:
     per_rank = {}
     pr = c.per_rank
     keys = ("communication_ms", "wait_ms", "transit_ms", "sync_ms", "idle_ms", "wait_ratio")
-    cols = [(k, pr[k].to_numpy()) for k in keys]  # column by column, not a Series per rank
+    cols = [(k, _cleaned(pr[k])) for k in keys]  # column by column, not a Series per rank
     n_steps = pr["n_steps"].to_numpy()
     for i, r in enumerate(pr.index):
-        rec = {k: _clean(float(v[i])) for k, v in cols}
+        rec = {k: v[i] for k, v in cols}
         rec["steps"] = int(n_steps[i])
         rec["waits_least"] = int(r) in hl.waits_least
         per_rank[str(int(r))] = rec
     links = []
     lt = c.links
     if len(lt):
-        for rec in lt[lt["mapped"]].to_dict("records"):
-            g = c.groups.get(str(rec["group"]))
+        m = lt[lt["mapped"]]
+        nums = [_cleaned(m[k]) for k in ("time_ms", "size_mb", "bandwidth_gbps")]
+        for src, dst, transport, gid, t, size, bw in zip(m["src"].tolist(), m["dst"].tolist(), m["transport"].tolist(),
+                                                         m["group"].tolist(), *nums):
+            g = c.groups.get(str(gid))
             links.append({
-                "src": int(rec["src"]), "dst": int(rec["dst"]), "transport": rec["transport"],
+                "src": int(src), "dst": int(dst), "transport": transport,
                 "group": (g.name or g.id) if g and (g.name or (g.id and not g.id.startswith("mi:"))) else None,
-                "group_id": rec["group"] or None,
-                "time_ms": _clean(float(rec["time_ms"])), "size_mb": _clean(float(rec["size_mb"])),
-                "bandwidth_gbps": _clean(float(rec["bandwidth_gbps"])), "slow": (int(rec["src"]), int(rec["dst"])) in hl.slow_links,
+                "group_id": gid or None, "time_ms": t, "size_mb": size, "bandwidth_gbps": bw,
+                "slow": (int(src), int(dst)) in hl.slow_links,
             })
     return {"per_rank": per_rank, "links": links, "ranks_without_data": c.ranks_without_data,
             "unmapped_links": c.unmapped_links, "slow_links": sorted(f"{s}-{d}" for s, d in hl.slow_links),

@@ -1,0 +1,160 @@
+"""One rank's side of the communication analysis (`analysis.communication`), a pure function of the rank's
+`Communication`, computed in the worker that loads the rank (`analysis.per_rank`). The cluster analysis combines
+these instead of stacking every rank's operators (1.6 million rows at 1,024 ranks) and grouping them again.
+
+Each figure is the one the run-wide grouping gave for the rank's rows (every key of those groupings starts with the
+rank): the same rows, in the same order, through the same reductions (`codes.group_sum`: pandas' compensated
+sums), so the same digits. Plain arrays, no frames: ~1 ms a rank.
+
+Rows that make up "the averaged step": a producer's stored-average rows (stored average and no step) where the rank
+has them, else its step rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.codes import Groups, codes, group_mean, group_sum
+from reportgen.model import COMM_TIME_COLUMNS, Communication
+
+GROUP_COLUMNS = (*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms")
+_NT = len(COMM_TIME_COLUMNS)
+
+
+@dataclass
+class CommFigures:
+    stored: bool  # the rank has stored-average rows: its operator and group figures come from them
+    n_ops: np.ndarray  # per row of `Communication.steps`: the rank's operators in that step (step rows)
+    groups: list  # the distinct groups of the rank's operators, as first seen
+    ops_at: np.ndarray  # per (op, group, kind) of the rank, in the keys' order: the position of its first row
+    ops_nums: Optional[np.ndarray]  # [k, j]: COMM_TIME_COLUMNS then the count, per step (stored rows: as stored);
+    #   None where every (op, group, kind) has one row (real runs name each call apart): the row's own numbers
+    #   then (`ops_numbers`), not a copy of them in the rank's cache entry and the main process
+    ops_div: float  # the rank's steps (what its sums are divided by; 1 for stored rows)
+    group_names: list  # per group of the averaged rows, in the groups' order
+    group_nums: np.ndarray  # [k, j]: GROUP_COLUMNS per step (Σ per step, the mean over the steps)
+    # per `ops_at` row its group and kind as codes into the rank's distinct ones among those rows (in their order):
+    # the run-wide codes come from a few values a rank, not from the text of every row
+    labels: dict = field(default_factory=dict)  # "group" / "kind" -> (codes, values)
+
+
+def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
+    """Wait/(wait+transit), 0 when the divisor is ~0 (msprof-analyze's compute_ratio)."""
+    den = wait.fillna(0) + transit.fillna(0)
+    return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
+
+
+def comm_figures(c: Communication) -> CommFigures:
+    ops = c.ops if c.ops is not None else pd.DataFrame()
+    empty = np.zeros(0, dtype=np.int64)
+    if not len(ops):
+        return CommFigures(False, _n_ops(c, {}, empty), [], empty.astype(np.int32), np.zeros((0, _NT + 1)), 1.0, [],
+                           np.zeros((0, len(GROUP_COLUMNS))))
+    # (a column a producer does not write: missing values, as stacking the ranks gave)
+    vals = np.column_stack([floats(ops[x]) if x in ops.columns else np.full(len(ops), np.nan)
+                            for x in GROUP_COLUMNS])
+    avg = (bool(c.stored_average) & ops["step"].isna()).to_numpy(dtype=bool)
+    step_rows, stored_rows = np.flatnonzero(~avg), np.flatnonzero(avg)
+    k = {name: codes(col) for name, col in (("op", ops["op"]), ("group", ops["group"]), ("kind", ops["kind"]),
+                                             ("step", ops["step"].fillna(-1)))}
+    stored = bool(len(stored_rows))
+    rows = stored_rows if stored else step_rows
+    at, nums, div = _rank_ops(vals, k, rows, stored)
+    names, gnums = _per_group(vals, k, rows)
+    _, first_seen = pd.factorize(ops["group"].to_numpy(dtype=object))
+    lab = {}
+    for n in ("group", "kind"):
+        used, local = np.unique(k[n][0][at], return_inverse=True)
+        lab[n] = (local.astype(np.int32).reshape(-1), list(k[n][1][used]))
+    return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, div, names, gnums, lab)
+
+
+def ops_numbers(f: CommFigures, ops: pd.DataFrame) -> np.ndarray:
+    """`f.ops_nums`, or where every group has one row, those rows' numbers as the grouped sum gives them (a
+    one-value sum is 0.0 + the value: -0.0 becomes 0.0) and a count of 1, per step."""
+    if f.ops_nums is not None:
+        return f.ops_nums
+    out = np.empty((len(f.ops_at), _NT + 1))
+    names = ops.columns.tolist()  # (an Index lookup builds its hash table on every rank's frame: ~0.2 ms)
+    for j, x in enumerate(COMM_TIME_COLUMNS):
+        out[:, j] = (_column(ops, names.index(x))[f.ops_at] if x in names else np.nan) + 0.0
+    out[:, _NT] = 1.0
+    if not f.stored:
+        out /= f.ops_div
+    return out
+
+
+def _column(frame: pd.DataFrame, i: int) -> np.ndarray:
+    """Column `i` as float64 (missing: NaN): the block's own array where pandas gives it (a Series per column and
+    rank costs ~40 µs: 0.2 s over a 1,024-rank run's five columns)."""
+    get = getattr(frame, "_get_column_array", None)
+    if get is not None:
+        try:
+            v = get(i)
+        except Exception:  # noqa: BLE001  # (a pandas whose internals differ: the public way)
+            v = None
+        if isinstance(v, np.ndarray) and v.dtype == np.float64:
+            return v
+    return floats(frame.iloc[:, i])
+
+
+def floats(col: pd.Series) -> np.ndarray:
+    """A column's values as float64, missing ones NaN (a float64 column's own array: no copy)."""
+    if col.dtype == np.float64:
+        return col.to_numpy()
+    return col.to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _n_ops(c: Communication, k: dict, step_rows: np.ndarray) -> np.ndarray:
+    """Per row of the rank's per-step totals: its operators (step rows) in that step (a missing step matches the
+    operators without one)."""
+    st = c.steps
+    if st is None or not len(st):
+        return np.zeros(0, dtype=np.int64)
+    if not k or not len(step_rows):
+        return np.zeros(len(st), dtype=np.int64)
+    sv = k["step"][1]
+    cnt = np.bincount(k["step"][0][step_rows], minlength=len(sv))
+    sc = pd.Index(sv).get_indexer(st["step"].fillna(-1).to_numpy())
+    return np.where(sc >= 0, cnt[np.maximum(sc, 0)], 0).astype(np.int64)
+
+
+def _parts(k: dict, rows: np.ndarray, names: list[str]) -> list[tuple[np.ndarray, int]]:
+    return [(k[n][0][rows], len(k[n][1])) for n in names]
+
+
+def _rank_ops(vals: np.ndarray, k: dict, rows: np.ndarray, stored: bool
+              ) -> tuple[np.ndarray, Optional[np.ndarray], float]:
+    """Per (op, group, kind): the sum over `rows` per step (the sum over the rank's steps / their number; stored
+    rows: the sum), and the count (None where each group is one row); the position of each group's first row;
+    the divisor."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int32), np.zeros((0, _NT + 1)), 1.0
+    g = Groups(_parts(k, rows, ["op", "group", "kind"]), len(rows))
+    # per step: over the rank's distinct steps (a missing one counted once)
+    div = 1.0 if stored else float(len(np.unique(k["step"][0][rows])))
+    at = rows[g.first].astype(np.int32)
+    if g.n == len(g.rows):
+        return at, None, div
+    out = np.empty((g.n, _NT + 1))
+    out[:, :_NT] = group_sum(vals[rows[g.rows], :_NT], g.gid, g.n, min_count=1)
+    out[:, _NT] = g.size
+    if not stored:
+        out /= div
+    return at, out, div
+
+
+def _per_group(vals: np.ndarray, k: dict, rows: np.ndarray) -> tuple[list, np.ndarray]:
+    """Per group: Σ per (group, step), then the mean over the steps."""
+    if not len(rows):
+        return [], np.zeros((0, len(GROUP_COLUMNS)))
+    g1 = Groups(_parts(k, rows, ["group", "step"]), len(rows))
+    per = group_sum(vals[rows[g1.rows]], g1.gid, g1.n, min_count=1)
+    first = rows[g1.first]
+    g2 = Groups(_parts(k, first, ["group"]), len(first))
+    at = first[g2.first]
+    return list(k["group"][1].take(k["group"][0][at])), group_mean(per[g2.rows], g2.gid, g2.n)
