@@ -49,7 +49,7 @@ from reportgen import framepack
 
 log = logging.getLogger("msreport")
 
-FORMAT = 3  # bump when the entry layout changes
+FORMAT = 4  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures)
 # an entry: the pickled key, the pickled (codec, size of the pickled data, CRC-32 of what follows), then the pickled
 # data compressed with the codec ("raw": as it is; entries of 4 KB or less). LZ4 (pyarrow's): a 1,600-operator rank's ~390 KB in
 # ~70-250 KB, decompressed in ~50 µs (zstd: a little smaller, 3x slower to read)
