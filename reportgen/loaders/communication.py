@@ -493,6 +493,16 @@ def _modern_columns(data: dict) -> Optional[_OpColumns]:
     return _OpColumns(steps, ops, groups, kinds, values, start)
 
 
+def _matrix_key(key) -> tuple:
+    """(scope, op type, group, operator name) of a communication_matrix.json entry's key: "<optype>-<tag>@<group>"
+    (scope "total" or "sample", no name), or older CANN's one entry per operator, "<op>@<group>" (scope "op")."""
+    m = MATRIX_KEY_RE.match(str(key))
+    if m is not None:
+        return ("total" if m.group("tag") == "total" else "sample"), m.group("optype"), m.group("group") or "", None
+    name, group = _split_group(str(key))
+    return "op", optype_of(name), group, name
+
+
 def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
     out: list[dict] = []
     counter = [0]
@@ -500,13 +510,7 @@ def _modern_links(data: dict, path: Path, log: IssueLog) -> list[dict]:
     for step, _kind, key, linkmap in _entries(data, counter):
         if not isinstance(linkmap, dict):
             continue
-        m = MATRIX_KEY_RE.match(str(key))
-        if m is not None:
-            scope = "total" if m.group("tag") == "total" else "sample"
-            optype, group, name = m.group("optype"), m.group("group") or "", None
-        else:  # older CANN: one entry per operator, "<op>@<group>"
-            name, group = _split_group(str(key))
-            scope, optype = "op", optype_of(name)
+        scope, optype, group, name = _matrix_key(key)
         for lk, li in linkmap.items():
             rec = _link_record(step, scope, optype, group, name, lk, li, door)
             if rec is None:
@@ -572,13 +576,7 @@ def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
     for step, _kind, key, linkmap in _entries(data, bad):
         if not isinstance(linkmap, dict):
             continue
-        m = MATRIX_KEY_RE.match(str(key))
-        if m is not None:
-            scope = "total" if m.group("tag") == "total" else "sample"
-            optype, group, name = m.group("optype"), m.group("group") or "", None
-        else:
-            name, group = _split_group(str(key))
-            scope, optype = "op", optype_of(name)
+        scope, optype, group, name = _matrix_key(key)
         n = len(linkmap)
         for lk, li in linkmap.items():
             if type(li) is not dict:
