@@ -4,20 +4,17 @@ forked page writer. `TemplateCache` is Jinja's bytecode cache: in memory for the
 environment, the single file) and, when the build has a rank cache folder (`rankcache.active()`), on disk under
 it, so a rebuild loads the code instead of compiling it.
 
-An entry is used only when it was written by this msreport, Python and Jinja (`_env_tag`: the rank cache's
-environment key, which hashes msreport's own source, and Jinja's version) for this template's source (Jinja's own
-checksum of the source); entries are read only from a folder and files owned by this user and not writable by
-others (loading one runs its code). Anything wrong with an entry makes it a miss: the template is compiled again.
+An entry is a rank cache entry (`rankcache.write_entry` / `read_entry`: atomic writes, a CRC, read only from a
+folder and files owned by this user and not writable by others, since loading one runs its code) keyed by this
+msreport, Python and Jinja (`_key`: the rank cache's environment key, which hashes msreport's own source, and
+Jinja's version); Jinja's own checksum of the template's source is in the bytecode. Anything wrong with an entry
+makes it a miss: the template is compiled again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -32,9 +29,8 @@ FOLDER = "templates"  # under the rank cache folder
 
 
 @functools.lru_cache(maxsize=1)
-def _env_tag() -> bytes:
-    key = rankcache.environment_key() + "|jinja2 " + jinja2.__version__
-    return hashlib.sha256(key.encode()).hexdigest().encode()
+def _key() -> tuple:
+    return ("jinja template", rankcache.environment_key(), jinja2.__version__)
 
 
 class TemplateCache(BytecodeCache):
@@ -62,37 +58,15 @@ class TemplateCache(BytecodeCache):
 
     def _read(self, key: str) -> Optional[bytes]:
         path = self._path(key)
-        if path is None:
-            return None
-        try:
-            if not (rankcache._trusted(path.parent) and rankcache._trusted(path)):
-                return None
-            raw = path.read_bytes()
-        except OSError:
-            return None
-        tag = _env_tag()
-        return raw[len(tag):] if raw.startswith(tag) else None
+        data = rankcache.read_entry(path, _key()) if path is not None else None
+        return data if isinstance(data, bytes) else None
 
     def dump_bytecode(self, bucket: Bucket) -> None:
         data = bucket.bytecode_to_string()
         self.mem[bucket.key] = data
         path = self._path(bucket.key)
-        if path is None:
-            return
-        tmp = None
-        try:  # atomically (a temporary file renamed over the entry); the cache is optional: never raises
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            with os.fdopen(fd, "wb") as f:
-                f.write(_env_tag() + data)
-            os.replace(tmp, path)
-            tmp = None
-        except Exception as e:  # noqa: BLE001
-            log.debug("template cache entry %s not written: %s: %s", path, type(e).__name__, e)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        if path is not None:  # the cache is optional: write_entry never raises
+            rankcache.write_entry(path, _key(), data)
 
     def clear(self) -> None:
         self.mem.clear()
