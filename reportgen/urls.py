@@ -68,7 +68,7 @@ def rank_csv(rank: int, table: str, n_ranks: int) -> str:
     """Site path of a rank page's full table (`ranks/rank-N-<table>.csv`). A large run has a thousand or more of
     each, 20 KB apiece as text: they are gzip-compressed there (5x to 20x smaller; pandas, DuckDB and every archive
     tool read them), which keeps the site within its size goal (issue 17)."""
-    return f"ranks/rank-{int(rank)}-{table}.csv" + (".gz" if large_run(n_ranks) else "")
+    return large_csv(f"ranks/rank-{int(rank)}-{table}.csv", large_run(n_ranks))
 
 
 def csv_path(name: str) -> str:
@@ -77,8 +77,8 @@ def csv_path(name: str) -> str:
 
 
 def large_csv(path: str, large: bool) -> str:
-    """Where a cluster page's CSV download `path` is written: gzip-compressed (`.csv.gz`) on a large run
-    (`large_run`), as the rank pages' tables are (`rank_csv`). The planner renames the downloads with it, the
+    """Where a CSV download `path` is written: gzip-compressed (`.csv.gz`) on a large run (`large_run`), the
+    cluster pages' as the rank pages' tables (`rank_csv`). The planner renames the downloads with it, the
     links (`csv_file` in _macros.html) name the same file with it."""
     return path + ".gz" if large and path.endswith(".csv") else path
 
