@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import io
 import logging
@@ -46,6 +45,7 @@ from typing import Callable, Iterator, Optional
 import pandas as pd
 
 from reportgen import framepack
+from reportgen.pools import gc_paused
 
 log = logging.getLogger("msreport")
 
@@ -284,10 +284,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    paused = gc.isenabled()  # reading entries makes no garbage cycle: no collection while the ranks pile up (the
-    if paused:  # full collections over every rank read so far were a third of reading 1,024 entries)
-        gc.disable()
-    try:
+    with gc_paused():  # reading entries makes no cycle: no collection over every rank read so far as they pile up
         for i, rf in enumerate(items):
             key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
             path = entry_path(folder, key)
@@ -296,9 +293,6 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
                 hits[i] = data
             else:
                 todo.append((i, path, key))
-    finally:
-        if paused:
-            gc.enable()
     log.debug("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
     progress = kw.pop("progress", None)
     total = len(items)
@@ -309,10 +303,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     # ranks read elsewhere (worker processes, a cluster) only come back here to be unpickled: no collection meanwhile
     elsewhere = (kw.get("scheduler") not in (None, "local")
                  or (kw.get("jobs", 1) > 1 and len(todo) >= kw.get("min_parallel", 1)))
-    paused = elsewhere and gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with gc_paused(elsewhere):
         done = 0
         for i in range(total):
             data = hits.pop(i, None)
@@ -324,9 +315,6 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
             if progress:
                 progress(done, total)
             yield data
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _load_rank(load: Callable, job: tuple, *args):  # the name Dask shows for the task (test_scale)

@@ -4,7 +4,6 @@ check of JSON values read by key (`check_json_numbers`)."""
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import math
@@ -14,6 +13,7 @@ from typing import Any, Iterable, Optional
 
 from reportgen.dataquality import dq
 from reportgen.discover.peek import read_capped
+from reportgen.pools import gc_paused
 from reportgen.jsonguard import CHUNK as JSON_CHUNK, DepthGuard, JsonTooDeep
 from reportgen.loaders.files import MAX_JSON_BYTES, note_undecodable, open_file
 from reportgen.loaders.issuelog import IssueLog
@@ -170,16 +170,11 @@ def _fast_json(raw: bytes) -> Any:
     outside = _outside_strings(raw)
     if not _nesting_within(raw, MAX_JSON_DEPTH, outside):  # orjson crashes the process (SIGSEGV) on ~100,000 levels
         return _MISS
-    paused = gc.isenabled()  # the parse makes no cycle: no collection while it allocates (up to 25 % of the parse
-    if paused:  # in a process that holds much already)
-        gc.disable()
     try:
-        data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+        with gc_paused():  # the parse makes no cycle (a collection costs up to 25 % of it in a process that holds much)
+            data = orjson.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (orjson.JSONDecodeError, RecursionError, MemoryError):
         return _MISS
-    finally:
-        if paused:
-            gc.enable()
     if not isinstance(data, (dict, list)):
         return _MISS if _unusable(data) else data
     if outside is not None and _numbers_small(outside):  # every number in range, seen in the text (C speed)

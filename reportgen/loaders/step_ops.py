@@ -46,7 +46,8 @@ import numpy as np
 
 from reportgen.loaders.files import open_file
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import (floats, gc_paused, num as _num, trace_batches, trace_cut, TRACE_ERRORS,
+from reportgen.pools import gc_paused
+from reportgen.loaders.traces import (floats, num as _num, trace_batches, trace_cut, TRACE_ERRORS,
                                       trace_events)
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows

@@ -19,7 +19,8 @@ import pandas as pd
 
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import gc_paused, note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.pools import gc_paused
+from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import StepTrace

@@ -15,8 +15,6 @@ with the cyclic collector paused (`gc_paused`), whose passes over the new object
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import gzip
 import math
 import os
@@ -33,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reportgen.dataquality import dq
+from reportgen.pools import gc_paused
 from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
@@ -72,20 +71,6 @@ def trace_events(path: Path, log: Optional[IssueLog] = None) -> Iterator[dict]:
 
 
 BATCH = 8192  # events a batch on the streamed path (a few MB of objects)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """The cyclic garbage collector paused while a trace is parsed and summarised: its events make no cycle
-    (reference counting frees them when the loader is done), and the collector's passes over the ~50,000 objects
-    of a 3.6 MB trace as they are made cost ~1/4 of the parse and ~10 % of a summary."""
-    on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if on:
-            gc.enable()
 
 
 class Events:
