@@ -570,6 +570,7 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     cap = 20 * limit
     out: set[str] = set()
     norm: dict[str, str] = {}  # a key as written in a path (keys repeat: one regex search each)
+    paths: dict[tuple, dict] = {}  # (path, an object's keys) -> each key's path
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     visits = 1
     while stack:
@@ -580,18 +581,26 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
             visits += len(v)
             if visits > cap:  # a large document (communication.json: its own door): not compared
                 return None
+            # the paths of an object's keys, once per path and set of keys (sibling objects under a `*` key, the
+            # links of communication_matrix.json, have the same keys: their paths are known, only their containers
+            # are walked on)
+            sig = (p, tuple(v))
+            qs = paths.get(sig)
+            if qs is None:
+                qs = paths[sig] = {}
+                for k in v:
+                    kk = norm.get(k) if type(k) is str else None
+                    if kk is None:
+                        kk = "*" if _DYNAMIC.search(str(k)) else str(k)
+                        if type(k) is str:
+                            norm[k] = kk
+                    q = qs[k] = f"{p}.{kk}" if p else kk
+                    out.add(q)
+                if len(out) > limit:
+                    return None
             for k, x in v.items():
-                kk = norm.get(k) if type(k) is str else None
-                if kk is None:
-                    kk = "*" if _DYNAMIC.search(str(k)) else str(k)
-                    if type(k) is str:
-                        norm[k] = kk
-                q = f"{p}.{kk}" if p else kk
-                out.add(q)
                 if isinstance(x, (dict, list)):
-                    stack.append((x, q, depth + 1))
-            if len(out) > limit:
-                return None
+                    stack.append((x, qs[k], depth + 1))
         elif isinstance(v, list):
             for x in v[:50]:
                 if isinstance(x, (dict, list)):
