@@ -34,11 +34,11 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.jsonfile import read_json
+from reportgen.loaders.jsonfile import note_shape, read_json
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
-from reportgen.loaders.schema import JSON_SCHEMAS, N_GE0, Door, whose as _whose
+from reportgen.loaders.schema import JSON_SCHEMAS, N_GE0, Door, shape_over, whose as _whose
 from reportgen.numbers import MAX_ABS_NUMBER
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.pools import gc_paused
@@ -161,12 +161,16 @@ def _read_modern(comm: Optional[Path], matrix: Optional[Path], log: IssueLog) ->
     links: "list[dict] | _LinkColumns" = []
     source = ""
     if comm is not None:
-        data = read_json(comm, log)
+        data = read_json(comm, log, shape=False)
         source = log.rel(comm)
         if data is not None and not isinstance(data, dict):
             log.add(comm, dq("communication.times-not-object"), "error")
         elif isinstance(data, dict):
             cols = _modern_columns(data)  # a clean file at C speed; anything to name: operator by operator
+            # the shape's walk visits each operator's entry, its two objects and at least its 5 times: a document
+            # of ~1,150 operators or more has no shape (not walked: ~1 ms a rank)
+            if cols is None or not shape_over(1 + 7 * len(cols)):
+                note_shape(comm, log, data)
             if cols is not None:
                 ops = cols
             else:

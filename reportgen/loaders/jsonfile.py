@@ -61,14 +61,21 @@ class _JsonNumbers:
         return v
 
 
-def read_json(path: Path, log: IssueLog) -> Any:
-    """`_read_json`, and the key paths of a small document kept on `log` for the cross-rank schema check."""
+def read_json(path: Path, log: IssueLog, shape: bool = True) -> Any:
+    """`_read_json`, and the key paths of a small document kept on `log` for the cross-rank schema check
+    (`note_shape`; `shape` false: the caller notes them, or knows the document is too large to have any)."""
     data = _read_json(path, log)
+    if shape:
+        note_shape(path, log, data)
+    return data
+
+
+def note_shape(path: Path, log: IssueLog, data: Any) -> None:
+    """The key paths of a small JSON document (`json_shape`), kept on `log` for the cross-rank schema check."""
     if isinstance(data, dict) and getattr(log, "shapes", None) is not None:
         shape = json_shape(data)
         if shape is not None:
             log.shapes[log.rel(path)] = shape
-    return data
 
 
 def _quotes(raw: bytes):

@@ -556,6 +556,11 @@ def _dup_mask(path: Path, log: Any, n: int) -> np.ndarray:
 # --- schema drift between ranks: the key paths of small JSON files ------------------------------------------------
 
 MAX_SHAPE_PATHS = 400  # a document with more key paths is not compared (a trace, not a metadata file)
+
+
+def shape_over(visits: int, limit: int = MAX_SHAPE_PATHS) -> bool:
+    """True when a document whose `json_shape` walk visits at least `visits` values has no shape (None)."""
+    return visits > 20 * limit
 _DYNAMIC = re.compile(r"\d")
 
 
@@ -563,7 +568,7 @@ def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     """The key paths of a JSON document ("config.experimental_config._profiler_level", "DeviceInfo[].id"): keys
     holding a digit (steps, operator names, ids) are written `*`, list items `[]`. None when it has more than
     `limit` paths or is not an object."""
-    if not isinstance(data, dict) or _visits_over(data, 20 * limit):
+    if not isinstance(data, dict) or _visits_over(data, 20 * limit):  # (`shape_over`)
         return None
     # the result does not depend on the order of the walk (None when more than 20 * limit values are visited or
     # more than `limit` paths found, else every path), so a leaf is counted where its object is read, not pushed
