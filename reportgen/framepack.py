@@ -167,6 +167,52 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
 _INDEXES: dict = {}  # (column names, dtype) / a length -> the one Index of this process (immutable: shared by frames)
 
 
+def frame(columns: dict) -> pd.DataFrame:
+    """`pd.DataFrame(columns, copy=False)` (the same frame: columns, dtypes, values, one block per column), built
+    from its blocks when every column is a 1-D NumPy array of numbers or booleans, a pandas extension array, or a
+    Series of either on the frame's RangeIndex (an object Series too: its objects, as the constructor keeps them):
+    ~35 µs for 13 columns instead of ~150 µs of per-column checks. Anything else (lists, object arrays the
+    constructor would infer a dtype for, other names or indexes, unequal lengths) goes to the constructor."""
+    parts = []
+    n = None
+    for i, v in enumerate(columns.values()):
+        kinds = "fiub"
+        if isinstance(v, pd.Series):
+            idx = v.index
+            if not (type(idx) is pd.RangeIndex and idx.start == 0 and idx.step == 1 and idx.name is None):
+                return pd.DataFrame(columns, copy=False)
+            v = v.array if isinstance(v.dtype, pd.api.extensions.ExtensionDtype) else v.to_numpy()
+            kinds = "fiubO"  # (an object Series keeps its objects)
+        if type(v) is np.ndarray and v.ndim == 1 and v.dtype.kind in kinds:
+            m = len(v)
+            v = v.reshape(1, -1)
+        elif isinstance(v, pd.api.extensions.ExtensionArray) and v.ndim == 1:
+            m = len(v)
+        else:
+            return pd.DataFrame(columns, copy=False)
+        if n is None:
+            n = m
+        elif m != n:
+            return pd.DataFrame(columns, copy=False)
+        parts.append((v, np.array([i], dtype=np.intp)))
+    names = tuple(columns)
+    if _from_blocks is None or n is None or any(type(c) is not str for c in names):
+        return pd.DataFrame(columns, copy=False)
+    return _from_blocks(parts, index=_range(n), columns=_names(names))
+
+
+def _names(names: tuple) -> pd.Index:
+    """The columns `pd.DataFrame` makes of these names (one Index object per distinct set of names)."""
+    key = ("frame", names)
+    got = _INDEXES.get(key)
+    if got is None:
+        got = pd.Index(list(names))
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        _INDEXES[key] = got
+    return got
+
+
 _TAGS: dict = {}  # the usual dtypes of column names -> a text that stands for them in a packed frame (hashed fast)
 
 
@@ -235,4 +281,4 @@ def frame_from(packed: Any, payload: list) -> Any:
     return unpack(packed, table(payload))
 
 
-__all__ = ["Texts", "pack", "unpack", "table", "frame_from"]
+__all__ = ["Texts", "frame", "pack", "unpack", "table", "frame_from"]

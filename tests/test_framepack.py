@@ -195,3 +195,45 @@ def test_rank_infos_read_back_share_their_group_rank_lists():
     assert ra.parallel_groups["g0"]["global_ranks"] is rb.parallel_groups["g0"]["global_ranks"]
     assert ra.parallel_groups["g0"]["global_ranks"] == world and type(ra.parallel_groups["g0"]["global_ranks"]) is list
     assert ra.parallel_groups["g0"]["group_rank"] == 0 and rb.parallel_groups["g0"]["group_rank"] == 1
+
+
+_FRAME_CASES = {
+    "numbers, booleans, nullable integers": lambda: {
+        "a": np.array([0.5, math.nan, -0.0]), "b": np.arange(3), "c": np.array([True, False, True]),
+        "d": pd.array([1, None, 3], dtype="Int64"), "e": np.arange(3, dtype=np.int32)},
+    "object Series (texts, NaN, None)": lambda: {
+        "s": pd.Series(["x", math.nan, None], dtype=object), "f": np.arange(3.0)},
+    "pandas text column": lambda: {"s": pd.Series(["a", None, "b"], dtype="str"), "x": np.arange(3.0)},
+    "object array (the constructor infers)": lambda: {"s": np.array(["x", "y"], dtype=object)},
+    "lists": lambda: {"s": ["x", "y"], "f": [1.0, 2.0]},
+    "unequal lengths": lambda: {"a": np.arange(3.0), "b": np.arange(4.0)},
+    "another index": lambda: {"a": pd.Series([1.0, 2.0], index=[5, 6])},
+    "a named index": lambda: {"a": pd.Series([1.0, 2.0], index=pd.RangeIndex(2, name="k"))},
+    "datetimes": lambda: {"t": np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[ns]")},
+    "categories": lambda: {"c": pd.Categorical(["a", "b"])},
+    "no row": lambda: {"e": np.arange(0.0), "o": pd.Series([], dtype=object)},
+    "no column": lambda: {},
+    "a 2-D array": lambda: {"a": np.zeros((2, 2))},
+    "a name that is not text": lambda: {1: np.arange(2.0)},
+}
+
+
+@pytest.mark.parametrize("case", list(_FRAME_CASES))
+def test_frame_from_columns_is_the_constructors_frame(case):
+    """framepack.frame(columns) gives the frame pd.DataFrame(columns, copy=False) gives (values, dtypes, index,
+    columns, one block per column), or raises what it raises."""
+    cols = _FRAME_CASES[case]()
+    try:
+        want = pd.DataFrame(cols, copy=False)
+    except Exception as e:  # noqa: BLE001 - the same error either way
+        with pytest.raises(type(e)):
+            framepack.frame(cols)
+        return
+    got = framepack.frame(cols)
+    assert_frame_equal(got, want, check_exact=True)
+    assert got.dtypes.tolist() == want.dtypes.tolist()
+    assert got.columns.dtype == want.columns.dtype and type(got.index) is type(want.index)
+    assert got.index.name == want.index.name
+    assert [type(b) for b in got._mgr.blocks] == [type(b) for b in want._mgr.blocks]
+    if "s" in cols and isinstance(cols["s"], pd.Series) and cols["s"].dtype == object:
+        assert all(x is y for x, y in zip(got["s"].tolist(), cols["s"].tolist()))  # its objects, as they are

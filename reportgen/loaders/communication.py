@@ -18,7 +18,7 @@ Families (formats: shared/reference/mindinsight_formats.md §3.5, ascend_modern_
 
 from __future__ import annotations
 
-from reportgen import collectives
+from reportgen import collectives, framepack
 from reportgen.dataquality import dq
 from reportgen.i18n import N_, lazy
 
@@ -98,7 +98,7 @@ def _typed(recs: list[dict], columns: tuple[str, ...], ints: tuple[str, ...], fl
             out[c] = _texts(vals)
         else:
             out[c] = vals
-    return pd.DataFrame(out, copy=False)  # the columns in `columns` order (the dict's)
+    return framepack.frame(out)  # the columns in `columns` order (the dict's)
 
 
 def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
@@ -117,7 +117,7 @@ def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
             min_count=1)
     k = sums.index.to_numpy()
     out = {"step": pd.arrays.IntegerArray(np.where(k == -1, 0, k).astype(np.int64), k == -1)}
-    return pd.DataFrame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
+    return framepack.frame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
 
 
 def _self_links(links: "list[dict] | _LinkColumns", known: dict[str, int]) -> dict[str, int]:
@@ -274,9 +274,9 @@ def _instances(steps: list, names: list, groups: list, kinds: list, start_us: np
         step = pd.array([steps[i] for i in rl], dtype="Int64")
         name, group, kind = (_texts([names[i] for i in rl]), _texts([str(groups[i]) for i in rl]),
                              _texts([kinds[i] for i in rl]))
-    return pd.DataFrame({
+    return framepack.frame({
         "step": step, "op": _texts(labels), "group": group, "kind": kind, "key": _texts(keys),
-        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows], "name": name}, copy=False)
+        "start_ms": start_us[rows] / 1e3, "dur_ms": comm_ms[rows], "name": name})
 
 
 _OP_TYPES: dict[str, str] = {}  # an operator's name -> its type (the ranks of a group share the names)
@@ -438,7 +438,7 @@ class _OpColumns:
             out[c] = _texts(vals)
         for c in COMM_OP_COLUMNS[4:]:
             out[c] = self.values[c]
-        return pd.DataFrame(out, copy=False)
+        return framepack.frame(out)
 
 
 def _plain_column(vals: list, missing_ok: bool = False) -> Optional[np.ndarray]:
@@ -567,7 +567,7 @@ class _LinkColumns:
                 out[c] = self.values[c]
             else:
                 out[c] = _texts(self.texts[c])
-        return pd.DataFrame(out, copy=False)
+        return framepack.frame(out)
 
     def local_records(self) -> list[dict]:
         """The self links over LOCAL (`_self_links`), as records."""
