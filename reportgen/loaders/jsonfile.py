@@ -234,8 +234,14 @@ def _numbers_small(outside: bytes) -> bool:
     digit = (a >= 0x30) & (a <= 0x39)
     if (digit[:-1] & ((a[1:] | 0x20) == 0x65)).any():  # a digit followed by e / E
         return False
-    edges = np.flatnonzero(np.diff(digit.view(np.int8), prepend=0, append=0))  # where runs of digits start, end
-    return not len(edges) or int((edges[1::2] - edges[0::2]).max()) < 19
+    # a run of 19 digits: places that start a run of 2, 4, 8, 16, then 19 (16 + 3) digits, each an AND of two
+    # shifted copies (no array of every run's ends)
+    run = digit
+    for width, step in ((2, 1), (4, 2), (8, 4), (16, 8), (19, 3)):
+        run = run[:-step] & run[step:]
+        if not run.any():
+            return True
+    return False
 
 
 def _numbers_usable(data: Any) -> bool:
