@@ -36,6 +36,12 @@ def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
     """int32 codes of an object column into `texts` (grown as needed; a text's code is its place in the table plus
     2, `_NAN` and `_NONE` being the missing ones), or None when a value is neither a `str` nor NaN (a float) / None.
     (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
+    if len(values) > 64 and set(map(type, values)) == _STR:
+        # every value a text the table has already (a group's chunk): each looked up, no hash table of the column
+        try:
+            return np.fromiter(map(texts.index.__getitem__, values), dtype=np.int32, count=len(values)) + 2
+        except KeyError:
+            pass
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
     uniques = uniques.tolist()
     if not set(map(type, uniques)) <= _STR:
