@@ -371,3 +371,41 @@ def test_communication_matrix_by_columns_equals_link_by_link(comm_json, tmp_path
     assert [str(t) for t in a.links.dtypes] == [str(t) for t in b.links.dtypes]
     if case == "clean":
         assert len(a.links) > 4 and set(a.links["transport"]) >= {"HCCS"}
+
+
+def _scaled_comm(data: dict, n_ops: int) -> dict:
+    """A communication.json document with `n_ops` operators in one step, each a copy of the first one's entry."""
+    step = next(iter(data.values()))
+    name, op = next(iter(step["collective"].items()))
+    base, _, group = name.partition("@")
+    ops = {f"hcom_allReduce__{i}_0_1@{group}": json.loads(json.dumps(op)) for i in range(n_ops)}
+    return {"step1": {"collective": ops}}
+
+
+@pytest.mark.parametrize("n_ops", [3, 400, 1200])
+def test_communication_json_shape_is_what_reading_it_whole_notes(comm_json, tmp_path, n_ops):
+    """The key paths kept for the cross-rank schema check (`IssueLog.shapes`) are those `read_json` notes for the
+    file: a small document's, none for a larger one (400 operators: the walk says so), none where the operators
+    prove it (~1,150 and more: not walked); the collector is on again after the read."""
+    import gc
+
+    from reportgen.loaders.communication import load_modern_communication
+    from reportgen.loaders.jsonfile import read_json
+    from reportgen.loaders.schema import json_shape
+
+    _, src, data = comm_json
+    path = tmp_path / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    path.parent.mkdir(parents=True)
+    doc = _scaled_comm(data, n_ops)
+    path.write_text(json.dumps(doc))
+    want = IssueLog(tmp_path, 0)
+    read_json(path, want)
+    got = IssueLog(tmp_path, 0)
+    assert gc.isenabled()
+    c = load_modern_communication(path, None, got, {}, 0)
+    assert gc.isenabled()
+    assert len(c.ops) == n_ops and not got.issues
+    assert got.shapes == want.shapes
+    shape = json_shape(doc)
+    assert (shape is None) == (n_ops > 3)  # (each operator ~25 values: 400 of them are past the cap, 8,000)
+    assert got.shapes == ({} if shape is None else {"ASCEND_PROFILER_OUTPUT/communication.json": shape})

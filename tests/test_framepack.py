@@ -237,3 +237,21 @@ def test_frame_from_columns_is_the_constructors_frame(case):
     assert [type(b) for b in got._mgr.blocks] == [type(b) for b in want._mgr.blocks]
     if "s" in cols and isinstance(cols["s"], pd.Series) and cols["s"].dtype == object:
         assert all(x is y for x, y in zip(got["s"].tolist(), cols["s"].tolist()))  # its objects, as they are
+
+
+def test_codes_of_texts_in_the_table_are_their_places():
+    """A text column whose texts are all in the table (a group's chunk) is coded by their places (+2), as a column
+    with other texts, missing values or fewer rows is: the same codes either way, new texts appended in order."""
+    texts = framepack.Texts()
+    texts.add_chunks([["b", "a", "c"], ["d", "a"]])
+    names = [("a", "b", "c", "d")[i % 4] for i in range(100)]
+    col = np.array(names, dtype=object)
+    want = np.array([{"b": 0, "a": 1, "c": 2, "d": 3}[t] + 2 for t in names], dtype=np.int32)
+    got = framepack._codes(col, texts)
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+    mixed = np.array([*names, "e", None, math.nan, "f"], dtype=object)  # a new text and missing ones
+    got = framepack._codes(mixed, texts)
+    assert np.array_equal(got[:100], want)
+    assert got[100:].tolist() == [5 + 2, 1, 0, 6 + 2] and texts.texts[-2:] == ["e", "f"]  # (5 places before)
+    small = np.array(names[:10], dtype=object)  # (few rows: the general path)
+    assert np.array_equal(framepack._codes(small, texts), want[:10])

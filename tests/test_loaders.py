@@ -277,3 +277,63 @@ def test_json_huge_string_precheck_never_hides_one():
         if huge(raw):
             assert _may_hold_huge_string(raw), len(raw)
     assert not _may_hold_huge_string(small * 200) and _may_hold_huge_string(cases[-2])
+
+
+def test_json_shape_equals_a_walk_of_every_value():
+    """`json_shape` (its early stops, the count-only pass past half the cap, the paths reused between sibling
+    objects) answers as a plain walk of the whole document does: every path, or None past the visit cap or the
+    path limit. Documents around both limits, lists of objects, keys with digits, nesting past 6 levels."""
+    import random
+    import re
+
+    from reportgen.loaders.schema import json_shape
+
+    def plain(data, limit):
+        paths, visits, stack = set(), 1, [(data, "", 0)]
+        while stack:
+            v, p, depth = stack.pop()
+            if depth > 6:
+                continue
+            if isinstance(v, dict):
+                visits += len(v)
+                for k, x in v.items():
+                    q = (f"{p}." if p else "") + ("*" if re.search(r"\d", str(k)) else str(k))
+                    paths.add(q)
+                    if isinstance(x, (dict, list)):
+                        stack.append((x, q, depth + 1))
+            else:
+                for x in v[:50]:
+                    if isinstance(x, (dict, list)):
+                        visits += 1
+                        stack.append((x, p + "[]", depth + 1))
+        return None if visits > 20 * limit or len(paths) > limit else frozenset(paths)
+
+    rng = random.Random(9)
+
+    def doc(depth: int, width: int, budget: list):
+        budget[0] -= 1
+        if depth > 8 or budget[0] < 0 or rng.random() < 0.2:
+            return rng.choice([1, 2.5, "x", None, True])
+        if rng.random() < 0.25:
+            return [doc(depth + 1, width, budget) for _ in range(rng.randint(0, 60))]
+        keys = [rng.choice(["a", "b", "c", f"op{rng.randint(0, 9)}", "d", "e"]) for _ in range(rng.randint(1, width))]
+        return {k: doc(depth + 1, width, budget) for k in keys}
+
+    seen = set()
+    for i in range(120):
+        limit = rng.choice([3, 10, 40, 400])
+        budget = [rng.choice([50, 400, 4000, 12000])]  # (objects made: around the visit cap of each limit)
+        data = {f"k{j % 7}" if i % 2 else f"k{'abcdefg'[j % 7]}": doc(1, rng.randint(2, 9), budget)
+                for j in range(rng.randint(1, 12))}
+        got = json_shape(data, limit)
+        assert got == plain(data, limit)
+        seen.add(got is None)
+    assert seen == {True, False}
+    assert json_shape([1, 2]) is None
+    # sibling objects under `*` keys (communication_matrix.json's links): 3 + 6 n values, around half the cap
+    # (8,000: the count-only pass) and the cap itself
+    for n in (666, 667, 1332, 1333, 5000):
+        data = {"step1": {"collective": {f"op{i}": {"a": 1, "b": [{"x": 2}], "c": 3} for i in range(n)}}}
+        got = json_shape(data)
+        assert got == plain(data, 400)
+        assert (got is None) == (n >= 1333)
