@@ -57,6 +57,11 @@ def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callabl
     return data
 
 
+def rank_files(rf: "RankFiles") -> list:
+    """The files `load_rank` reads for one rank (read ahead by the pool: `loaders.dispatch.map_ranks`)."""
+    return [p for ps in rf.files.values() for p in ps]
+
+
 def load_run(layout: "RunLayout", jobs: int = 1,
              progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None,
              derive: Optional[Callable[[RankData], Any]] = None) -> Run:
@@ -70,7 +75,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
 
     def load_all() -> dict[int, RankData]:
         return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout, derive),
-                                                  jobs=jobs, scheduler=scheduler,
+                                                  jobs=jobs, scheduler=scheduler, files=rank_files,
                                                   min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
 
     with run_root(root):
@@ -134,10 +139,6 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
         return _timeline_execution(layout, run, data, ranks, log, jobs)
 
 
-def _rank_paths(layout: "RunLayout", r: int) -> list:
-    return [p for ps in layout.ranks[r].files.values() for p in ps]
-
-
 EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many,
 EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (a pool costs ~0.1 s to start)
 
@@ -153,7 +154,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     lays = {}
     if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
         jobs = 1  # small traces: read here
-    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r),
+    jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]),
               run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
              for r in ranks]
     for (r, *_), (lay, issues) in zip(jobs_, _passes(_layout_job, jobs_, root, jobs)):
@@ -174,7 +175,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
         data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
                               else "the middle step of the timelines")
     data.steps = wanted
-    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r), lay, wanted) for r, lay in lays.items()]
+    jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]), lay, wanted) for r, lay in lays.items()]
     for (r, path, *_), (got, issues) in zip(jobs_, _passes(_ops_job, jobs_, root, jobs)):
         log.issues.extend(issues)
         if path is not None and path.name.startswith("gpu_timeline_display"):
