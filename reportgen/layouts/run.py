@@ -20,6 +20,7 @@ from reportgen.rankcache import active, map_cached, memo, use  # through the per
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
+from reportgen.loaders.traces import shared_reads
 from reportgen.loaders.schema import compare_shapes
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
@@ -146,21 +147,23 @@ EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (
 def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog,
                         jobs: int = 1) -> Optional[ExecutionData]:
     """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display).
-    Each pass of a rank is one pure call (`_layout_job`, `_ops_job`: its result and its data-quality entries back),
-    so the ranks' passes run in the local pool (`loaders.dispatch.map_ranks`, `jobs`) and the main process only
-    picks the steps between them; every call goes through the cache beside the output (`rankcache.memo`, in the
-    process that runs it); the entries are added to `log` in rank order, as one process adds them."""
+    Each rank's passes are one pure call (`_exec_job`: pass 1, `_layout_job`, then pass 2, `_ops_job`, for the
+    chosen steps its timeline has, over one parse of its trace; their results and data-quality entries back), so
+    the ranks run in the local pool (`loaders.dispatch.map_ranks`, `jobs`) and the main process only picks the
+    steps after them (where no timeline has a chosen step, each rank's pass 2 runs again for the step picked then);
+    every pass goes through the cache beside the output (`rankcache.memo`, in the process that runs it); the
+    entries are added to `log` in rank order, as one process adds them: every rank's pass 1, then their pass 2."""
     root = layout.root
-    lays = {}
+    lays, seconds = {}, {}
     if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
         jobs = 1  # small traces: read here
     jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]),
-              run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
-             for r in ranks]
-    for (r, *_), (lay, issues) in zip(jobs_, _passes(_layout_job, jobs_, root, jobs)):
+              run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"),
+              list(data.steps)) for r in ranks]
+    for (r, *_), (lay, issues, got, issues2) in zip(jobs_, _passes(_exec_job, jobs_, root, jobs)):
         log.issues.extend(issues)
         if lay is not None:
-            lays[r] = lay
+            lays[r], seconds[r] = lay, ({} if got is None else got, issues2)  # (none of the steps: no operators)
     if not lays:
         return None
     wanted = [s for s in data.steps if any(s in lay.windows for lay in lays.values())]
@@ -174,9 +177,12 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
         wanted = [pick]
         data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
                               else "the middle step of the timelines")
+        jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]), lay, wanted)
+                 for r, lay in lays.items()]
+        seconds = dict(zip(lays, _passes(_ops_job, jobs_, root, jobs)))
     data.steps = wanted
-    jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]), lay, wanted) for r, lay in lays.items()]
-    for (r, path, *_), (got, issues) in zip(jobs_, _passes(_ops_job, jobs_, root, jobs)):
+    for r, (got, issues) in seconds.items():
+        path = exec_trace(layout.ranks[r])
         log.issues.extend(issues)
         if path is not None and path.name.startswith("gpu_timeline_display"):
             got = gpu.operator_lane(got)
@@ -223,6 +229,21 @@ def _passes(fn, items: list, root: Path, jobs: int) -> list:
                                       min_parallel=EXEC_MIN_PARALLEL)):
         out[i] = got
     return out
+
+
+def _exec_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
+    """Both passes of one rank, its trace parsed once (`traces.shared_reads`): (its layout, pass 1's data-quality
+    entries, its operators in the steps of `steps` its timeline has -- None when it has none of them -- and pass
+    2's entries). Pass 2 of the steps the timeline has gives what it gives of the steps any timeline has (a step
+    outside the rank's windows adds nothing)."""
+    r, path, files, st, txt, steps = job
+    with shared_reads():
+        lay, issues = _layout_job((r, path, files, st, txt), root, folder, on_miss)
+        own = [s for s in steps if s in lay.windows] if lay is not None else []
+        if not own:
+            return lay, issues, None, []
+        got, issues2 = _ops_job((r, path, files, lay, own), root, folder, on_miss)
+    return lay, issues, got, issues2
 
 
 def _layout_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
