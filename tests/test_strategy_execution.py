@@ -407,3 +407,23 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkey
         finally:
             run_mod.map_ranks = real
         assert sent == [0]
+
+
+def test_steps_no_timeline_has_fall_back_to_the_middle_step_read_as_if_asked(tmp_path):
+    """Chosen steps that no rank's trace_view.json marks: pass 2 (run again for the step picked then) gives every
+    rank the operators that asking for that step gives, and the note names the swap."""
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=3, steps=3, seed=5, trace_view=True)
+    lay = discover(root)[0]
+    run = load_run(lay)
+    ranks = timeline_ranks(lay)
+    asked = load_execution(lay, run, [99], {}, ranks, [])
+    (pick,) = asked.steps
+    assert pick != 99 and set(asked.ops[pick]) == set(ranks)
+    assert asked.notes == [f"steps 99 are not in the timelines; step {pick} of the timelines is shown"]
+    direct = load_execution(lay, run, [pick], {}, ranks, [])
+    assert direct.steps == [pick] and not direct.notes
+
+    def table(ex):
+        return {r: (o.names, o.start.tolist(), o.dur.tolist(), o.lanes) for r, o in ex.ops[pick].items()}
+
+    assert table(asked) == table(direct) and all(len(t[0]) for t in table(direct).values())
