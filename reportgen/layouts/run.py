@@ -226,9 +226,14 @@ def _passes(fn, items: list, root: Path, jobs: int) -> list:
         except _Miss:
             todo.append(i)
     for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root, folder), jobs=jobs,
-                                      min_parallel=EXEC_MIN_PARALLEL)):
+                                      min_parallel=EXEC_MIN_PARALLEL, files=_trace_of)):
         out[i] = got
     return out
+
+
+def _trace_of(job: tuple) -> list:
+    """The file a job of `_passes` reads (its trace, second in the tuple): read ahead by `map_ranks`."""
+    return [job[1]] if job[1] is not None else []
 
 
 def _exec_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
