@@ -295,11 +295,12 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
                 todo.append((i, path, key))
     log.debug("rank cache %s: %d of %d rank(s) read from their files", folder, len(todo), len(items))
     progress = kw.pop("progress", None)
+    files = kw.pop("files", None)  # (map_ranks's read-ahead of an item's files: the rank's, first in each triple)
     total = len(items)
     # the misses are read (and their entries written) where map_ranks runs them; each keeps its own path and key
     fn = functools.partial(_load_rank, load)
     fresh = map_ranks(fn, [(it, p, k) for (i, p, k), it in zip(todo, (items[i] for i, _, _ in todo))], args,
-                      progress=None, **kw)
+                      progress=None, files=None if files is None else (lambda t: files(t[0])), **kw)
     # ranks read elsewhere (worker processes, a cluster) only come back here to be unpickled: no collection meanwhile
     elsewhere = (kw.get("scheduler") not in (None, "local")
                  or (kw.get("jobs", 1) > 1 and len(todo) >= kw.get("min_parallel", 1)))

@@ -97,3 +97,46 @@ def test_a_pool_worker_keeps_what_it_frees_for_the_next_rank():
         fresh = ex.submit(_refaults).result()
     assert fresh >= sum(SIZES_MB) * 256 * 0.9  # every block's pages faulted in again
     assert kept < fresh / 2  # the heap grows to the largest block, once
+
+
+def _square(x: int, k: int) -> int:
+    return x * x + k
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_map_ranks_reads_every_items_files_ahead_and_returns_the_same_results(jobs, monkeypatch):
+    """`files(item)` is asked (in this process) for the items' files, each item once, in order, while the results
+    stay what `fn` gives, in order: here and in a pool (ahead of the workers)."""
+    from reportgen.loaders import dispatch
+
+    asked: list = []
+    monkeypatch.setattr(dispatch, "prefetch", lambda paths: asked.extend(paths))
+    items = list(range(23))
+    got = list(dispatch.map_ranks(_square, items, (3,), jobs=jobs, files=lambda i: [f"f{i}"]))
+    assert got == [i * i + 3 for i in items]
+    # one rank ahead here (the first is read at once), AHEAD_PER_JOB x jobs ahead in the pool
+    assert asked == [f"f{i}" for i in (items[1:] if jobs == 1 else items)]
+
+
+def test_prefetch_advises_regular_files_only_and_never_blocks(tmp_path, monkeypatch):
+    """Only a regular file is read ahead (at most PREFETCH_MAX_BYTES of it): a FIFO (opening it to read could
+    block), a link, a folder and a missing path are passed over without an error."""
+    import os
+
+    from reportgen.loaders import files
+
+    if not hasattr(os, "posix_fadvise") or not hasattr(os, "mkfifo"):
+        pytest.skip("no posix_fadvise / mkfifo here")
+    plain = tmp_path / "trace_view.json"
+    plain.write_bytes(b"[]" * 1000)
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as f:
+        f.truncate(files.PREFETCH_MAX_BYTES + 4096)  # (sparse)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(plain)
+    seen: list = []
+    monkeypatch.setattr(os, "posix_fadvise",
+                        lambda fd, off, n, advice: seen.append((os.fstat(fd).st_ino, off, n, advice)))
+    files.prefetch([plain, tmp_path / "fifo", tmp_path / "link", tmp_path, tmp_path / "missing", big])
+    assert seen == [(plain.stat().st_ino, 0, 2000, os.POSIX_FADV_WILLNEED),
+                    (big.stat().st_ino, 0, files.PREFETCH_MAX_BYTES, os.POSIX_FADV_WILLNEED)]

@@ -370,14 +370,23 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkey
                        o.host_start, o.host_launch, o.step_ms) for r, o in by.items()} for s, by in ex.ops.items()}
         return ex.steps, ex.reasons, ex.notes, ops, [(i.file, i.code, i.params, i.severity) for i in run.issues[n:]]
 
-    here = read(1)
+    from reportgen.loaders import traces as traces_mod
+
+    parsed: list = []
+    real_whole = traces_mod._whole
+    with monkeypatch.context() as m:
+        m.setattr(traces_mod, "_whole", lambda path, root: parsed.append(Path(path))
+                  or real_whole(path, root))
+        here = read(1)
+    # both passes of a rank over one parse of its trace (`_exec_job`); the cut-off one is streamed by each pass
+    assert sorted(parsed) == sorted(traces + [traces[2]])
     steps, _, _, ops, entries = here
     assert steps and all(len(by) == 6 for by in ops.values())  # every rank has operators in the chosen step(s)
     assert any(code == "trace.cut-short" and file.endswith(traces[2].relative_to(root).as_posix())
                for file, code, _, _ in entries)
     assert not pooled
     assert read(2) == here
-    assert pooled == [6, 6]  # both passes of the six ranks in the pool
+    assert pooled == [6]  # both passes of the six ranks in the pool, in one job a rank
     import functools
     import multiprocessing
 
@@ -397,4 +406,24 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkey
             assert read(2) == here  # a rebuild: every pass from the cache, in this process (no pool started)
         finally:
             run_mod.map_ranks = real
-        assert sent == [0, 0]
+        assert sent == [0]
+
+
+def test_steps_no_timeline_has_fall_back_to_the_middle_step_read_as_if_asked(tmp_path):
+    """Chosen steps that no rank's trace_view.json marks: pass 2 (run again for the step picked then) gives every
+    rank the operators that asking for that step gives, and the note names the swap."""
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=3, steps=3, seed=5, trace_view=True)
+    lay = discover(root)[0]
+    run = load_run(lay)
+    ranks = timeline_ranks(lay)
+    asked = load_execution(lay, run, [99], {}, ranks, [])
+    (pick,) = asked.steps
+    assert pick != 99 and set(asked.ops[pick]) == set(ranks)
+    assert asked.notes == [f"steps 99 are not in the timelines; step {pick} of the timelines is shown"]
+    direct = load_execution(lay, run, [pick], {}, ranks, [])
+    assert direct.steps == [pick] and not direct.notes
+
+    def table(ex):
+        return {r: (o.names, o.start.tolist(), o.dur.tolist(), o.lanes) for r, o in ex.ops[pick].items()}
+
+    assert table(asked) == table(direct) and all(len(t[0]) for t in table(direct).values())

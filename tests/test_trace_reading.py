@@ -466,3 +466,29 @@ def test_a_launch_flow_without_a_usable_ts_is_left_out_and_named(tmp_path):
         assert lay.windows[1][0] == start and lay.windows[2][0] == 300.0, ts1
         codes = [(i.code, i.params) for i in log.issues]
         assert codes == ([("trace-view.flow-ts-unusable", {"n": 1})] if named else []), ts1
+
+
+def test_shared_reads_parse_a_trace_once_for_readers_without_a_log(tmp_path, monkeypatch):
+    """Inside `shared_reads` a trace read whole without a log is parsed once (the second reader gets the same
+    events); a reader with a log (its data-quality entries depend on the reading) and a reader outside the block
+    parse it again, as does a trace that is streamed."""
+    events = [{"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": "10.5", "dur": 3.0},
+              {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Ascend Hardware"}}]
+    p = tmp_path / "trace_view.json"
+    p.write_bytes(orjson.dumps(events))
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(orjson.dumps(events)[:-5])  # (orjson refuses it: streamed)
+    parsed: list = []
+    real = traces._whole
+    monkeypatch.setattr(traces, "_whole", lambda path, root: parsed.append(Path(path).name) or real(path, root))
+    with traces.shared_reads():
+        first = list(traces.trace_events(p))
+        again = [b.events for b in traces.trace_batches(p)]
+        logged = list(traces.trace_events(p, IssueLog(tmp_path)))
+        with pytest.raises(traces.TRACE_ERRORS):
+            list(traces.trace_events(cut))
+        with pytest.raises(traces.TRACE_ERRORS):
+            list(traces.trace_events(cut))
+    after = list(traces.trace_events(p))
+    assert first == logged == after == events and again == [first]
+    assert parsed == ["trace_view.json", "trace_view.json", "cut.json", "cut.json", "trace_view.json"]

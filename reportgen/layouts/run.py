@@ -20,6 +20,7 @@ from reportgen.rankcache import active, map_cached, memo, use  # through the per
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.run_info import build_run_info
+from reportgen.loaders.traces import shared_reads
 from reportgen.loaders.schema import compare_shapes
 from reportgen.model import DataIssue, ExecutionData, RankData, RankInfo, Run
 
@@ -57,6 +58,11 @@ def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callabl
     return data
 
 
+def rank_files(rf: "RankFiles") -> list:
+    """The files `load_rank` reads for one rank (read ahead by the pool: `loaders.dispatch.map_ranks`)."""
+    return [p for ps in rf.files.values() for p in ps]
+
+
 def load_run(layout: "RunLayout", jobs: int = 1,
              progress: Optional[Callable[[int, int], None]] = None, scheduler: Optional[str] = None,
              derive: Optional[Callable[[RankData], Any]] = None) -> Run:
@@ -70,7 +76,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
 
     def load_all() -> dict[int, RankData]:
         return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items], (root, layout.layout, derive),
-                                                  jobs=jobs, scheduler=scheduler,
+                                                  jobs=jobs, scheduler=scheduler, files=rank_files,
                                                   min_parallel=PARALLEL_MIN_RANKS, progress=progress)}
 
     with run_root(root):
@@ -134,10 +140,6 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
         return _timeline_execution(layout, run, data, ranks, log, jobs)
 
 
-def _rank_paths(layout: "RunLayout", r: int) -> list:
-    return [p for ps in layout.ranks[r].files.values() for p in ps]
-
-
 EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many,
 EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (a pool costs ~0.1 s to start)
 
@@ -145,21 +147,23 @@ EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (
 def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog,
                         jobs: int = 1) -> Optional[ExecutionData]:
     """`load_execution` from the operator timelines (trace_view.json, *_timeline_display, gpu_timeline_display).
-    Each pass of a rank is one pure call (`_layout_job`, `_ops_job`: its result and its data-quality entries back),
-    so the ranks' passes run in the local pool (`loaders.dispatch.map_ranks`, `jobs`) and the main process only
-    picks the steps between them; every call goes through the cache beside the output (`rankcache.memo`, in the
-    process that runs it); the entries are added to `log` in rank order, as one process adds them."""
+    Each rank's passes are one pure call (`_exec_job`: pass 1, `_layout_job`, then pass 2, `_ops_job`, for the
+    chosen steps its timeline has, over one parse of its trace; their results and data-quality entries back), so
+    the ranks run in the local pool (`loaders.dispatch.map_ranks`, `jobs`) and the main process only picks the
+    steps after them (where no timeline has a chosen step, each rank's pass 2 runs again for the step picked then);
+    every pass goes through the cache beside the output (`rankcache.memo`, in the process that runs it); the
+    entries are added to `log` in rank order, as one process adds them: every rank's pass 1, then their pass 2."""
     root = layout.root
-    lays = {}
+    lays, seconds = {}, {}
     if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
         jobs = 1  # small traces: read here
-    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r),
-              run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"))
-             for r in ranks]
-    for (r, *_), (lay, issues) in zip(jobs_, _passes(_layout_job, jobs_, root, jobs)):
+    jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]),
+              run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"),
+              list(data.steps)) for r in ranks]
+    for (r, *_), (lay, issues, got, issues2) in zip(jobs_, _passes(_exec_job, jobs_, root, jobs)):
         log.issues.extend(issues)
         if lay is not None:
-            lays[r] = lay
+            lays[r], seconds[r] = lay, ({} if got is None else got, issues2)  # (none of the steps: no operators)
     if not lays:
         return None
     wanted = [s for s in data.steps if any(s in lay.windows for lay in lays.values())]
@@ -173,9 +177,12 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
         wanted = [pick]
         data.reasons[pick] = ("the whole profiled window (the timelines mark no steps)" if pick == step_ops.WHOLE
                               else "the middle step of the timelines")
+        jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]), lay, wanted)
+                 for r, lay in lays.items()]
+        seconds = dict(zip(lays, _passes(_ops_job, jobs_, root, jobs)))
     data.steps = wanted
-    jobs_ = [(r, exec_trace(layout.ranks[r]), _rank_paths(layout, r), lay, wanted) for r, lay in lays.items()]
-    for (r, path, *_), (got, issues) in zip(jobs_, _passes(_ops_job, jobs_, root, jobs)):
+    for r, (got, issues) in seconds.items():
+        path = exec_trace(layout.ranks[r])
         log.issues.extend(issues)
         if path is not None and path.name.startswith("gpu_timeline_display"):
             got = gpu.operator_lane(got)
@@ -219,9 +226,29 @@ def _passes(fn, items: list, root: Path, jobs: int) -> list:
         except _Miss:
             todo.append(i)
     for i, got in zip(todo, map_ranks(fn, [items[i] for i in todo], (root, folder), jobs=jobs,
-                                      min_parallel=EXEC_MIN_PARALLEL)):
+                                      min_parallel=EXEC_MIN_PARALLEL, files=_trace_of)):
         out[i] = got
     return out
+
+
+def _trace_of(job: tuple) -> list:
+    """The file a job of `_passes` reads (its trace, second in the tuple): read ahead by `map_ranks`."""
+    return [job[1]] if job[1] is not None else []
+
+
+def _exec_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:
+    """Both passes of one rank, its trace parsed once (`traces.shared_reads`): (its layout, pass 1's data-quality
+    entries, its operators in the steps of `steps` its timeline has -- None when it has none of them -- and pass
+    2's entries). Pass 2 of the steps the timeline has gives what it gives of the steps any timeline has (a step
+    outside the rank's windows adds nothing)."""
+    r, path, files, st, txt, steps = job
+    with shared_reads():
+        lay, issues = _layout_job((r, path, files, st, txt), root, folder, on_miss)
+        own = [s for s in steps if s in lay.windows] if lay is not None else []
+        if not own:
+            return lay, issues, None, []
+        got, issues2 = _ops_job((r, path, files, lay, own), root, folder, on_miss)
+    return lay, issues, got, issues2
 
 
 def _layout_job(job: tuple, root: Path, folder: Optional[Path], on_miss=None) -> tuple:

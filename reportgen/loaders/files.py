@@ -256,3 +256,33 @@ class _OwningGzip(gzip.GzipFile):
         finally:
             if raw is not None:
                 raw.close()
+
+
+PREFETCH_MAX_BYTES = 64 * 1024 * 1024  # read ahead at most this much of one file
+
+
+def prefetch(paths) -> None:
+    """Ask the kernel to start reading `paths` into the page cache now (POSIX_FADV_WILLNEED: it returns at once and
+    the disk works while the caller computes), so the worker that opens them later finds them there. For the rank
+    pool (`loaders.dispatch`): on a run not in the page cache a rank waited ~50 ms for its files (4 MB read in the
+    loaders' small pieces) for ~80 ms of CPU. Only regular files, never through a link, never blocking (a FIFO is
+    not opened), at most PREFETCH_MAX_BYTES a file; any failure is ignored (a hint; elsewhere than Linux: nothing)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for p in paths:
+        try:
+            if not stat.S_ISREG(os.lstat(p).st_mode):
+                continue
+            fd = os.open(p, flags)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                advise(fd, 0, min(st.st_size, PREFETCH_MAX_BYTES), os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

@@ -19,6 +19,7 @@ import gzip
 import math
 import os
 import re
+from contextlib import contextmanager
 from itertools import repeat
 from operator import eq
 from pathlib import Path
@@ -103,10 +104,32 @@ class Events:
         return c
 
 
+_SHARED: Optional[dict] = None  # path -> its whole-read batch, inside `shared_reads`
+
+
+@contextmanager
+def shared_reads() -> Iterator[None]:
+    """Inside this block a trace read whole without a log (`trace_batches(path)`: no data-quality entry depends on
+    the reading) is parsed once: the next reading of the same path gets the same batch (`Events`: its events and
+    the columns read so far; readers only read them). For one rank's passes that read its trace one after the
+    other (the execution view's `step_ops.trace_layout` then `read_step_ops`); the batches are dropped at the
+    block's end."""
+    global _SHARED
+    outer, _SHARED = _SHARED, {}
+    try:
+        yield
+    finally:
+        _SHARED = outer
+
+
 def trace_batches(path: Path, log: Optional[IssueLog] = None) -> Iterator[Events]:
     """`trace_events`, a batch at a time (`Events`): the whole list of a trace read whole, BATCH events at a time
     from the stream. The same events, exception and data-quality entries; on a broken stream the part read is
-    yielded before the exception is raised."""
+    yielded before the exception is raised. Inside `shared_reads`, a trace read whole without a log is read once."""
+    shared = _SHARED if log is None else None
+    if shared is not None and os.fspath(path) in shared:
+        yield shared[os.fspath(path)]
+        return
     dropped: list = []
     huge: list = []
     odd: list = []  # entries of the event list that are not an object (null, a string): [count, first]
@@ -122,6 +145,8 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None) -> Iterator[Events
             del data  # (the events stay: the loader reads them)
             fast = _screen_all(events)
             if fast is not None:
+                if shared is not None:
+                    shared[os.fspath(path)] = fast
                 yield fast
             else:
                 yield from _batched(_screen(events, dropped, odd), max(1, len(events)))
