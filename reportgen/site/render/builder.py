@@ -22,11 +22,13 @@ from typing import Callable, Optional, Sequence, Union
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reportgen import __version__, i18n
+from reportgen import __version__, i18n, rankcache
 from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
+from reportgen.site.render import csv_store
+from reportgen.site.render.csv_store import CsvStore
 from reportgen.site.render.csv_text import csv_text
 from reportgen.site.render.findings_md import findings_markdown
 from reportgen.site.render.jinja_env import make_env
@@ -79,7 +81,9 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     the summary's, in the first tree only). `summary` may be a function: it is then called while the rank pages are being written."""
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
-    with staged_folder(out) as tmp:
+    folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
+    store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None and not folder.is_symlink() else None
+    with staged_folder(out) as tmp, csv_store.use(store):
         assets = PageAssets.write(tmp)
         done, made = 0, {}
 
@@ -103,6 +107,8 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
                 (tmp / in_tree(tree.root, FINDINGS_MD)).write_text(findings_markdown(summary, findings),
                                                                      encoding="utf-8")
         write_marker(tmp)
+        if store is not None:
+            store.save()
     return out / INDEX
 
 
@@ -141,8 +147,10 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
-            for n, specs in writers.results():
+            for n, (specs, csvs) in writers.results():
                 shared.specs.update(specs)
+                if csvs is not None and csv_store.active() is not None:
+                    csv_store.active().merge(csvs)
                 done += n
                 if progress:
                     progress(done, total)
@@ -208,11 +216,10 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
         dest = tmp / in_tree(tree.root, path)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        text = csv_text(columns, rows)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=CSV_GZIP_LEVEL, mtime=0))
+            dest.write_bytes(csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build: the same)
         else:
-            dest.write_text(text, encoding="utf-8")
+            dest.write_text(csv_text(columns, rows), encoding="utf-8")
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
@@ -256,15 +263,17 @@ class _RankWriters:
             stop_pool(self.ex)
 
 
-def _write_chunk(idx: list[int]) -> dict:
-    """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
+def _write_chunk(idx: list[int]) -> tuple[dict, Optional[tuple]]:
+    """In a forked worker: render and write the pages `idx`; return the chart specs they share and what the CSV
+    store gained (`CsvStore.delta`: tables written, tables used)."""
     st = _FORKED
     shared = SharedSpecs()
     tree = st["tree"]
     with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
         for i in idx:
             write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
-    return shared.specs
+    store = csv_store.active()
+    return shared.specs, store.delta() if store is not None else None
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
