@@ -14,10 +14,25 @@ import pytest
 
 from reportgen import rankcache, report
 from reportgen.report import BuildOptions, build_report
+from reportgen.site.render import builder, csv_store
+from reportgen.site.render.csv_text import csv_text
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SLOW_RANK = {"slow-rank": {"critical_share": 0.99, "min_rel": 0.5}}  # a threshold only the rules read
+
+
+@pytest.fixture(scope="module", autouse=True)
+def large_and_forked():
+    """Every build here as a large run's (gzipped CSV downloads: the CSV store) and its rank pages written by forked
+    writers (the store's share sent back from them)."""
+    from reportgen import urls
+    from reportgen.site.render import builder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(urls, "LARGE_RUN_RANKS", 2)
+        mp.setattr(builder, "PARALLEL_MIN_PAGES", 2)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +106,25 @@ def fresh(run4, tmp_path_factory) -> dict:
 def test_rebuild_takes_the_analysis_and_findings_from_the_cache(run4, fresh, tmp_path, monkeypatch):
     calls = Calls(monkeypatch)
     site = tmp_path / "site"
-    build_report(run4, site, BuildOptions(lang="en"))
+    build_report(run4, site, BuildOptions(lang="en", jobs=2))
     assert calls.take() == (1, 1)
     entries = _entries(site)
     assert len(entries) == 2  # the analysis and the findings of the one run
+    folder = rankcache.folder_for(site)
+    en_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
     # another language: both from the cache, nothing rewritten, the site a fresh build in that language writes
-    build_report(run4, site, BuildOptions(lang="zh"))
+    build_report(run4, site, BuildOptions(lang="zh", jobs=2))
     assert calls.take() == (0, 0)
     assert _entries(site) == entries
+    _same_site(site, fresh["zh"])
+    # the gzipped CSVs: the rank pages' tables are the same in both languages (kept), the cluster tables with
+    # translated headers are others; the same build again writes every table from the store (not saved again)
+    n = len(list((site / "ranks").glob("*.csv.gz")))
+    zh_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
+    assert n >= 3 and len(en_tables & zh_tables) >= n and zh_tables != en_tables
+    stamp = (folder / csv_store.ENTRY).stat().st_mtime_ns
+    build_report(run4, site, BuildOptions(lang="zh", jobs=2))
+    assert (folder / csv_store.ENTRY).stat().st_mtime_ns == stamp
     _same_site(site, fresh["zh"])
     # a threshold only the rules read: the rules again, the analysis from the cache
     build_report(run4, site, BuildOptions(lang="zh", overrides=SLOW_RANK))
@@ -201,3 +227,49 @@ def test_no_whole_run_cache_without_every_rank_key(run4, tmp_path):
     assert report.analysis_inputs(lay, BuildOptions(marey_steps=(2,)), keys)[1] != key
     assert report.analysis_inputs(lay, BuildOptions(lang="zh", overrides=SLOW_RANK), keys) == (ident, key)
     assert report.analysis_inputs(lay, opts, keys[:-1] + [("key", "other")])[1] != key
+
+
+def test_csv_store_fingerprint_tells_every_cell(tmp_path):
+    """A table's fingerprint changes with any cell, its type (1, 1.0, "1"), a float's sign (-0.0), a label or a key;
+    a cell that is not a plain value (a lazily translated text) gives none. A hit returns what csv_text and gzip
+    write; a damaged store is a miss; the store keeps only the tables of the last build."""
+    import gzip
+
+    import numpy as np
+
+    from reportgen.i18n import lazy
+
+    cols = [{"key": "a", "label": "A"}, {"key": "b", "label": "B"}]
+    base = {"a": [1, "x", None], "b": np.array([0.5, 0.0, 2.0])}
+    fp = csv_store.fingerprint(cols, base, 3)
+    assert fp == csv_store.fingerprint(cols, {"a": [1, "x", None], "b": np.array([0.5, 0.0, 2.0])}, 3)
+    others = [({**base, "a": [1.0, "x", None]}, cols), ({**base, "a": ["1", "x", None]}, cols),
+              ({**base, "a": [True, "x", None]}, cols), ({**base, "b": np.array([0.5, -0.0, 2.0])}, cols),
+              ({**base, "b": np.array([0.5, 0.0, 2.0], dtype=np.float32)}, cols),
+              ({**base, "b": [0.5, 0.0, 2.0]}, cols), (base, [cols[0], {"key": "b", "label": "B (ms)"}]),
+              (base, [cols[1], cols[0]])]
+    assert len({fp, *(csv_store.fingerprint(c, t, 3) for t, c in others)}) == len(others) + 1
+    assert csv_store.fingerprint(cols, {**base, "a": [lazy("unknown"), "x", None]}, 3) is None
+    assert csv_store.fingerprint(cols, {**base, "b": np.array(["p", "q", "r"], dtype=object)}, 3) is None
+
+    rows = [{"a": 1, "b": 0.5}, {"a": "x, y", "b": -0.0}, {"a": None, "b": 1e20}]
+    want = gzip.compress(csv_text(cols, rows).encode("utf-8"), compresslevel=9, mtime=0)
+    folder = tmp_path / "c"
+    first = csv_store.CsvStore(folder, 9)
+    assert first.gz(cols, rows) == want
+    first.save()
+    again = csv_store.CsvStore(folder, 9)
+    assert len(again.old) == 1 and again.gz(cols, rows) == want and not again.new  # a hit
+    assert csv_store.CsvStore(folder, 6).old == {}  # another level: another store
+    other = [dict(r, b=1.5) for r in rows]
+    later = csv_store.CsvStore(folder, 9)
+    later.gz(cols, other)
+    later.save()  # the tables of this build only: the first table's gone, the other one kept
+    kept = csv_store.CsvStore(folder, 9).old
+    assert len(kept) == 1 and gzip.decompress(next(iter(kept.values()))).decode() == csv_text(cols, other)
+    entry = folder / csv_store.ENTRY
+    raw = entry.read_bytes()
+    entry.write_bytes(raw[:-10] + bytes(b ^ 0xFF for b in raw[-10:]))
+    damaged = csv_store.CsvStore(folder, 9)
+    assert damaged.old == {}  # a miss: the table written again
+    assert gzip.decompress(damaged.gz(cols, other)).decode() == csv_text(cols, other)
