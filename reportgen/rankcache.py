@@ -397,14 +397,16 @@ class _RefUnpickler(pickle.Unpickler):
         return self._refs[pid]  # a reference this build does not have: KeyError, a miss
 
 
-def run_memo(name: str, ident: str, inputs: object, refs: dict, call: Callable):
+def run_memo(name: str, ident: str, inputs: object, refs: dict, call: Callable,
+             keep: Optional[Callable[[object], bool]] = None):
     """`call()` cached beside the output (the folder of the enclosing `use` block; none: just the call): a result
     computed from the whole run (the analysis, the findings). Keyed by the environment (`environment_key`: never
     trusted across versions or code), `name` and a digest of the pickled `inputs`, which must name everything the
     call reads (the caller's duty: the ranks' entry keys from `recording`, the settings the call reads). One entry
     per `ident` (the run): a new key replaces it. `refs` ({reference: object}): objects of this build the result may
     hold (the loaded run), stored as references and resolved against this build's `refs` on a hit. A damaged,
-    untrusted or unresolvable entry is a miss: the call runs and the entry is written again."""
+    untrusted or unresolvable entry is a miss: the call runs and the entry is written again. `keep(result)` false:
+    the result is not stored."""
     folder = _active
     if folder is None or Path(folder).is_symlink():
         return call()
@@ -422,6 +424,8 @@ def run_memo(name: str, ident: str, inputs: object, refs: dict, call: Callable):
         except Exception as e:  # noqa: BLE001  # a damaged entry is a miss, whatever it raises
             log.debug("run cache entry %s ignored: %s: %s", path, type(e).__name__, e)
     result = call()
+    if keep is not None and not keep(result):
+        return result
     try:
         buf = io.BytesIO()
         _RefPickler(buf, {id(o): pid for pid, o in refs.items()}).dump(result)

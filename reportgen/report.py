@@ -28,7 +28,7 @@ from reportgen.progress import Progress
 from reportgen.rules import run_rules
 from reportgen.site.render import builder, output
 from reportgen.site.plan.planner import plan_pages
-from reportgen.site.views.summary import build_summary
+from reportgen.site.views.summary import build_summary, summary_metrics
 from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
@@ -108,6 +108,38 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
     return analysis, findings, thresholds
 
 
+def _summary(analysis, findings, thresholds, inputs: Optional[tuple], opts: BuildOptions) -> dict:
+    """summary.json's content. Its metrics (most of its cost) are the same in every language: cached with the
+    findings' key (other thresholds: made again) when they hold plain data only."""
+    if inputs is None:
+        return build_summary(analysis, findings, thresholds)
+    ident, key = inputs
+    overrides = sorted((k, dict(v)) for k, v in opts.overrides.items())
+    metrics = rankcache.run_memo("metrics", ident, (key, overrides), {}, lambda: summary_metrics(analysis, findings),
+                                 keep=_plain)
+    return build_summary(analysis, findings, thresholds, metrics)
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(v) -> bool:
+    """Only JSON's values (no text translated when written: a lazy message, an object)."""
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t is dict:
+            if not all(type(k) in _PLAIN for k in x):
+                return False
+            todo.extend(x.values())
+        elif t is list or t is tuple:
+            todo.extend(x)
+        elif t not in _PLAIN:
+            return False
+    return True
+
+
 def _analyze(run: Run, opts: BuildOptions):
     return analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
                    model_flops=opts.model_flops)
@@ -162,16 +194,17 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
 
     with ui.stage(named(lazy("load {n} rank(s)", n=len(layout.ranks)))), rankcache.recording() as rank_keys:
         run = load_phase(layout, opts, ui)
+    inputs = analysis_inputs(layout, opts, rank_keys)
     with ui.stage(named(lazy("analyse"))):
-        analysis, findings, thresholds = analyse_phase(run, opts, analysis_inputs(layout, opts, rank_keys))
+        analysis, findings, thresholds = analyse_phase(run, opts, inputs)
     with _long_lived(), ui.stage(named(lazy("plan pages"))):
         defer = not opts.single_file  # the site's pages are planned by the builder as it writes them
         plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=defer)
         made: dict = {}
 
         def summary_now() -> dict:  # the site builds it while the rank pages are written
-            if "summary" not in made:
-                made["summary"] = build_summary(analysis, findings, thresholds)
+            if "summary" not in made:  # (the same in every language: cached with the findings' key)
+                made["summary"] = _summary(analysis, findings, thresholds, inputs, opts)
             return made["summary"]
         translations = []
         for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
