@@ -101,7 +101,7 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
         return (analysis, *run_rules(analysis, overrides))
     ident, key = inputs
     refs = run_refs(run)
-    analysis = rankcache.run_memo("analysis", ident, key, refs, lambda: _analyze(run, opts))
+    analysis = rankcache.run_memo("analysis", ident, key, refs, lambda: _analyze(run, opts), background=True)
     refs.update(_refs_of(("analysis",), analysis, depth=2))
     findings, thresholds = rankcache.run_memo("rules", ident, (key, sorted(overrides.items())), refs,
                                               lambda: run_rules(analysis, overrides))
