@@ -194,6 +194,8 @@ def test_damaged_run_entry_is_a_miss_named_nowhere(run4, fresh, tmp_path, monkey
 def test_run_memo_keys_and_references(tmp_path):
     """The result's references to this build's objects are stored as references and resolved against the objects
     of the build that reads it: the very objects, not copies; a reference the reader lacks is a miss."""
+    from reportgen.i18n import lazy
+
     shared = {"big": [1, 2, 3]}
     calls = []
 
@@ -211,8 +213,17 @@ def test_run_memo_keys_and_references(tmp_path):
         assert len(calls) == 2 and got["ref"] is shared["big"]
         rankcache.run_memo("t", "run", ("k", 2), {("big",): other}, call)  # other inputs: a miss
         assert len(calls) == 3
+        # a result `keep` refuses (summary.json's metrics holding a lazily translated text) is not stored
+        assert rankcache.run_memo("u", "run", ("k",), {}, call, keep=lambda r: False)["own"] == [4, 5]
+        assert rankcache.run_memo("u", "run", ("k",), {}, call)["own"] == [4, 5] and len(calls) == 5
+        assert not report._plain({"a": [1, 2.5, None, {"b": lazy("text")}]}) and report._plain({"a": [1, "x"]})
+        # written by a forked process: there when `settle` returns (the end of the `use` block)
+        rankcache.run_memo("v", "run", ("k",), {}, call, background=True)
+        rankcache.settle()
+        rankcache.run_memo("v", "run", ("k",), {}, call)
+        assert len(calls) == 6
     rankcache.run_memo("t", "run", ("k", 2), {("big",): other}, call)  # no cache folder: just the call
-    assert len(calls) == 4
+    assert len(calls) == 7
 
 
 def test_no_whole_run_cache_without_every_rank_key(run4, tmp_path):
