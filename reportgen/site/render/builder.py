@@ -132,10 +132,11 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
         exports[1].clear()
     if parallel:  # loaded before the fork: each writer would load (or compile) them again
         preload(env, RANK_TEMPLATES)
-    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs, copies) if parallel else None
+    elsewhere = ELSEWHERE if parallel and plan.later is not None else ()
+    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs, copies, elsewhere) if parallel else None
     try:
         before = len(plan.pages)
-        plan.realize()
+        plan.realize(elsewhere)
         total += len(plan.pages) - before  # the pages planned just now
         serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
         if not parallel:
@@ -147,11 +148,12 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
-            for n, (specs, csvs) in writers.results():
+            for n, (specs, csvs), planned in writers.results():
                 shared.specs.update(specs)
                 if csvs is not None and csv_store.active() is not None:
                     csv_store.active().merge(csvs)
                 done += n
+                total += planned  # cluster pages a writer planned (not counted before)
                 if progress:
                     progress(done, total)
     finally:
@@ -226,13 +228,20 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
 _FORKED: dict = {}
 
 
+# cluster pages planned and written by a forked writer, beside the rank pages, instead of this process (the main
+# process's cluster pages were the write stage's critical path once the rank pages cost less: the communication
+# page's planning and rendering are ~40 % of the cluster pages' at 512 ranks)
+ELSEWHERE = ("communication",)
+
+
 class _RankWriters:
     """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
-    yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
-    or Ctrl-C: the staged folder is then discarded)."""
+    yields (pages written, (their shared specs, the CSV store's delta), pages planned there) per task, in order; `close()` stops them
+    (at once after a failure or Ctrl-C: the staged folder is then discarded). `kinds`: cluster page kinds a writer
+    plans and writes first (`SitePlan.plan_elsewhere`)."""
 
     def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
-                 jobs: int, copies: Sequence[tuple] = ()) -> None:
+                 jobs: int, copies: Sequence[tuple] = (), kinds: Sequence[str] = ()) -> None:
         size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
         _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
@@ -243,14 +252,18 @@ class _RankWriters:
             with deferred_sigint():  # the workers are forked at the first submit
                 # the trace copies first (the longest tasks), then the rank pages
                 self.copies = [self.ex.submit(_export_trace, root, ex, tmp) for root, ex in copies]
+                self.kinds = [self.ex.submit(_write_kinds, tuple(kinds))] if kinds else []
                 self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         except BaseException:
             self.close()
             raise
 
     def results(self):
+        for fut in self.kinds:
+            n, got = fut.result()
+            yield n, got, n
         for c, fut in zip(self.chunks, self.futs):
-            yield len(c), fut.result()
+            yield len(c), fut.result(), 0
         for fut in self.copies:
             fut.result()
         self.ok = True
@@ -274,6 +287,20 @@ def _write_chunk(idx: list[int]) -> tuple[dict, Optional[tuple]]:
             write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
     store = csv_store.active()
     return shared.specs, store.delta() if store is not None else None
+
+
+def _write_kinds(kinds: tuple) -> tuple[int, tuple[dict, Optional[tuple]]]:
+    """In a forked worker: plan and write the cluster pages of `kinds`; return their count and what the CSV store
+    gained."""
+    st = _FORKED
+    tree = st["tree"]
+    with i18n.use(tree.lang):
+        pages = tree.plan.plan_elsewhere(kinds)
+        shared = SharedSpecs()
+        for page in pages:
+            write_page(st["env"], tree, page, st["tmp"], st["assets"], shared)
+    store = csv_store.active()
+    return len(pages), (shared.specs, store.delta() if store is not None else None)
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
