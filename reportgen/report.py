@@ -6,9 +6,11 @@ checks the output before any data is read, so a refusal costs nothing.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
@@ -26,7 +28,7 @@ from reportgen.progress import Progress
 from reportgen.rules import run_rules
 from reportgen.site.render import builder, output
 from reportgen.site.plan.planner import plan_pages
-from reportgen.site.views.summary import build_summary
+from reportgen.site.views.summary import build_summary, summary_metrics
 from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
@@ -89,11 +91,100 @@ def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     return run
 
 
-def analyse_phase(run: Run, opts: BuildOptions):
-    analysis = analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
-                       model_flops=opts.model_flops)
-    findings, thresholds = run_rules(analysis, {k: dict(v) for k, v in opts.overrides.items()})
+def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
+    """The analysis, then the rules. `inputs`: what the run was loaded from (`analysis_inputs`): both results are
+    then cached beside the output (`rankcache.run_memo`), the analysis keyed by the inputs and the settings it
+    reads, the findings by those and the rules' thresholds (other `--set` values re-run the rules alone)."""
+    overrides = {k: dict(v) for k, v in opts.overrides.items()}
+    if inputs is None:
+        analysis = _analyze(run, opts)
+        return (analysis, *run_rules(analysis, overrides))
+    ident, key = inputs
+    refs = run_refs(run)
+    analysis = rankcache.run_memo("analysis", ident, key, refs, lambda: _analyze(run, opts), background=True)
+    refs.update(_refs_of(("analysis",), analysis, depth=2))
+    findings, thresholds = rankcache.run_memo("rules", ident, (key, sorted(overrides.items())), refs,
+                                              lambda: run_rules(analysis, overrides))
     return analysis, findings, thresholds
+
+
+def _summary(analysis, findings, thresholds, inputs: Optional[tuple], opts: BuildOptions) -> dict:
+    """summary.json's content. Its metrics (most of its cost) are the same in every language: cached with the
+    findings' key (other thresholds: made again) when they hold plain data only."""
+    if inputs is None:
+        return build_summary(analysis, findings, thresholds)
+    ident, key = inputs
+    overrides = sorted((k, dict(v)) for k, v in opts.overrides.items())
+    metrics = rankcache.run_memo("metrics", ident, (key, overrides), {}, lambda: summary_metrics(analysis, findings),
+                                 keep=_plain)
+    return build_summary(analysis, findings, thresholds, metrics)
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(v) -> bool:
+    """Only JSON's values (no text translated when written: a lazy message, an object)."""
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if t is dict:
+            if not all(type(k) in _PLAIN for k in x):
+                return False
+            todo.extend(x.values())
+        elif t is list or t is tuple:
+            todo.extend(x)
+        elif t not in _PLAIN:
+            return False
+    return True
+
+
+def _analyze(run: Run, opts: BuildOptions):
+    return analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
+                   model_flops=opts.model_flops)
+
+
+def analysis_inputs(layout: RunLayout, opts: BuildOptions, rank_keys: list) -> Optional[tuple]:
+    """(the run's name, what its analysis is computed from) for `analyse_phase`'s cache: every rank's cache key
+    (`rankcache.rank_key`: the files of the rank, msreport's code), the run-level files' sizes and modification
+    times, what discovery found and the settings the load and the analysis read. None: a rank was loaded without
+    a key (no cache), so nothing whole-run is cached either."""
+    if any(k is None for k in rank_keys):
+        return None
+    files = [p for ps in layout.run_files.values() for p in ps]
+    if len(rank_keys) != len(layout.ranks):  # a layout that reads its ranks itself: every file it found
+        files += [p for rf in layout.ranks.values() for ps in rf.files.values() for p in ps]
+    key = (tuple(rank_keys), tuple(rankcache._stat_key(Path(p)) for p in sorted(map(str, files))),
+           str(Path(layout.root).absolute()), str(Path(layout.base).absolute()), layout.layout, layout.name,
+           layout.key, layout.world_size, sorted(layout.group_ranks), sorted(layout.ranks),
+           repr(sorted(layout.parallel_hint.items(), key=repr)), layout.issues,
+           opts.device_memory_mb, opts.peak_tflops, opts.model_flops, opts.marey_steps)
+    return f"{Path(layout.root).absolute()}|{layout.label}", key
+
+
+def _refs_of(pid: tuple, obj, depth: int) -> dict:
+    """{reference: object} for `obj` and, `depth` levels down, the values of its dataclass fields (objects that
+    can be told apart by identity: no numbers, texts or None)."""
+    out = {pid: obj}
+    if depth and is_dataclass(obj):
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if not isinstance(v, _IMMUTABLE):
+                out.update(_refs_of(pid + (f.name,), v, depth - 1))
+    return out
+
+
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, tuple, frozenset)
+
+
+def run_refs(run: Run) -> dict:
+    """The loaded run's objects a cached analysis refers to (`rankcache.run_memo`'s `refs`): the run, its fields,
+    each rank and the values of the rank's fields."""
+    refs = _refs_of(("run",), run, depth=2)
+    for r, d in run.ranks.items():
+        refs.update(_refs_of(("rank", r), d, depth=1))
+    return refs
 
 
 def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Progress] = None) -> tuple[Path, dict]:
@@ -101,31 +192,49 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
     def named(stage: Msg) -> Msg:  # several runs: each stage names its run
         return lazy("{run}: {stage}", run=layout.label, stage=stage) if opts.title else stage
 
-    with ui.stage(named(lazy("load {n} rank(s)", n=len(layout.ranks)))):
+    with ui.stage(named(lazy("load {n} rank(s)", n=len(layout.ranks)))), rankcache.recording() as rank_keys:
         run = load_phase(layout, opts, ui)
+    inputs = analysis_inputs(layout, opts, rank_keys)
     with ui.stage(named(lazy("analyse"))):
-        analysis, findings, thresholds = analyse_phase(run, opts)
-    with ui.stage(named(lazy("plan pages"))):
+        analysis, findings, thresholds = analyse_phase(run, opts, inputs)
+    with _long_lived(), ui.stage(named(lazy("plan pages"))):
         defer = not opts.single_file  # the site's pages are planned by the builder as it writes them
         plan = plan_pages(analysis, findings, thresholds=thresholds, title=opts.title, lazy_ranks=defer)
         made: dict = {}
 
         def summary_now() -> dict:  # the site builds it while the rank pages are written
-            if "summary" not in made:
-                made["summary"] = build_summary(analysis, findings, thresholds)
+            if "summary" not in made:  # (the same in every language: cached with the findings' key)
+                made["summary"] = _summary(analysis, findings, thresholds, inputs, opts)
             return made["summary"]
         translations = []
         for lang in opts.other_langs:  # the same pages in another language (`--lang zh,en`), under OUT/<lang>/
             with i18n.use(lang):
                 translations.append((lang, plan_pages(analysis, findings, thresholds=thresholds, title=opts.title,
                                                       lazy_ranks=defer)))
-    with ui.stage(named(lazy("write"))):
+    with _long_lived(), ui.stage(named(lazy("write"))):
         if opts.single_file:
             entry = builder.write_single_file(plan, summary_now(), out, layout.root, findings=findings)
         else:
             entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter(lazy("pages written")),
                                        jobs=opts.jobs, translations=translations, findings=findings)
-    return entry, summary_now()
+        return entry, summary_now()
+
+
+@contextlib.contextmanager
+def _long_lived():
+    """Every object made so far (the loaded run, its analysis: millions at 1,024 ranks) left out of the cyclic
+    collector's passes inside the block (`gc.freeze`): the pages' planning and writing make many small objects, and
+    the full passes over the run they trigger cost ~3-5 % of the write stage's CPU at 512 ranks (the forked page
+    writers inherit the frozen state, and their copy-on-write pages are not touched by those passes either). Unfrozen after it (a library caller's later collections see
+    them again); left alone when the caller froze objects itself."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def build_report(run_dir: Path, out: Path, options: Optional[BuildOptions] = None, *,

@@ -9,7 +9,7 @@ one loop for the site and for the single file. Adding a page: its module, its pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Collection, Optional
 
 if TYPE_CHECKING:
     from reportgen.analysis import Analysis
@@ -128,15 +128,21 @@ class SitePlan:
     single_ranks: SingleRanks
     exports: list = field(default_factory=list)  # resource_pages.TraceExport: trace files copied into the site
     lazy_ranks: Optional[LazyRanks] = None  # rank pages not in `pages`: planned by the builder as it writes them
-    later: Optional[Callable[[], list[Page]]] = None  # the other pages, when their planning waits for `realize`
+    # the other pages, when their planning waits for `realize` (`later(only)`: the pages of the kinds `only` takes)
+    later: Optional[Callable[..., list[Page]]] = None
     large: bool = False  # a large run (`urls.large_run`): the cluster pages' CSVs are `.csv.gz` (`urls.large_csv`)
 
-    def realize(self) -> None:
+    def realize(self, elsewhere: Collection[str] = ()) -> None:
         """Plan the pages whose planning was left for the builder (it forks the rank pages' writers first, then
-        plans the cluster pages while they work)."""
+        plans the cluster pages while they work). `elsewhere`: kinds (ids) a forked writer plans and writes
+        (`plan_elsewhere`, before this call): not planned here."""
         if self.later is not None:
             later, self.later = self.later, None
-            self.pages = later() + self.pages
+            self.pages = (later(lambda k: k not in elsewhere) if elsewhere else later()) + self.pages
+
+    def plan_elsewhere(self, kinds: Collection[str]) -> list[Page]:
+        """In a forked writer (before `realize` in the builder): the pages of `kinds` alone."""
+        return self.later(lambda k: k in kinds) if self.later is not None else []
 
     def page_count(self) -> int:
         return len(self.pages) + (len(self.lazy_ranks.paths) if self.lazy_ranks else 0)

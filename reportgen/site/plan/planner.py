@@ -7,7 +7,7 @@ The cluster pages come from the registry (`registry.PAGES`), one `PageKind` per 
 from __future__ import annotations
 
 import posixpath
-from typing import Optional
+from typing import Callable, Optional
 
 from reportgen import __version__, urls
 from reportgen.analysis import Analysis
@@ -29,9 +29,11 @@ def plan_pages(a: Analysis, findings: list[dict], *, thresholds: Optional[dict] 
     kinds = [k for k in PAGES if k.applies(a)]
     large = urls.large_run(len(run.rank_ids))  # the cluster pages' CSVs gzip-compressed, as the rank pages' are
 
-    def plan_kinds() -> list[Page]:
+    def plan_kinds(only: Optional[Callable[[str], bool]] = None) -> list[Page]:
         out: list[Page] = []
         for kind in kinds:
+            if only is not None and not only(kind.id):
+                continue
             planned = kind.plan(inp)
             for n, p in enumerate(planned):
                 p.nav = kind.id

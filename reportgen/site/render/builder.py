@@ -22,11 +22,13 @@ from typing import Callable, Optional, Sequence, Union
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reportgen import __version__, i18n
+from reportgen import __version__, i18n, rankcache
 from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
+from reportgen.site.render import csv_store
+from reportgen.site.render.csv_store import CsvStore
 from reportgen.site.render.csv_text import csv_text
 from reportgen.site.render.findings_md import findings_markdown
 from reportgen.site.render.jinja_env import make_env
@@ -79,7 +81,9 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     the summary's, in the first tree only). `summary` may be a function: it is then called while the rank pages are being written."""
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
-    with staged_folder(out) as tmp:
+    folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
+    store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None and not folder.is_symlink() else None
+    with staged_folder(out) as tmp, csv_store.use(store):
         assets = PageAssets.write(tmp)
         done, made = 0, {}
 
@@ -103,6 +107,8 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
                 (tmp / in_tree(tree.root, FINDINGS_MD)).write_text(findings_markdown(summary, findings),
                                                                      encoding="utf-8")
         write_marker(tmp)
+        if store is not None:
+            store.save()
     return out / INDEX
 
 
@@ -126,10 +132,11 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
         exports[1].clear()
     if parallel:  # loaded before the fork: each writer would load (or compile) them again
         preload(env, RANK_TEMPLATES)
-    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs, copies) if parallel else None
+    elsewhere = ELSEWHERE if parallel and plan.later is not None else ()
+    writers = _RankWriters(env, tree, rank_idx, tmp, assets, jobs, copies, elsewhere) if parallel else None
     try:
         before = len(plan.pages)
-        plan.realize()
+        plan.realize(elsewhere)
         total += len(plan.pages) - before  # the pages planned just now
         serial = [i for i, p in enumerate(plan.pages) if not parallel or p.nav != "ranks"]
         if not parallel:
@@ -141,9 +148,12 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
-            for n, specs in writers.results():
+            for n, (specs, csvs), planned in writers.results():
                 shared.specs.update(specs)
+                if csvs is not None and csv_store.active() is not None:
+                    csv_store.active().merge(csvs)
                 done += n
+                total += planned  # cluster pages a writer planned (not counted before)
                 if progress:
                     progress(done, total)
     finally:
@@ -208,24 +218,30 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
         dest = tmp / in_tree(tree.root, path)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        text = csv_text(columns, rows)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            dest.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=CSV_GZIP_LEVEL, mtime=0))
+            dest.write_bytes(csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build: the same)
         else:
-            dest.write_text(text, encoding="utf-8")
+            dest.write_text(csv_text(columns, rows), encoding="utf-8")
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
 _FORKED: dict = {}
 
 
+# cluster pages planned and written by a forked writer, beside the rank pages, instead of this process (the main
+# process's cluster pages were the write stage's critical path once the rank pages cost less: the communication
+# page's planning and rendering are ~40 % of the cluster pages' at 512 ranks)
+ELSEWHERE = ("communication",)
+
+
 class _RankWriters:
     """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
-    yields (pages written, their shared specs) per chunk, in order; `close()` stops them (at once after a failure
-    or Ctrl-C: the staged folder is then discarded)."""
+    yields (pages written, (their shared specs, the CSV store's delta), pages planned there) per task, in order; `close()` stops them
+    (at once after a failure or Ctrl-C: the staged folder is then discarded). `kinds`: cluster page kinds a writer
+    plans and writes first (`SitePlan.plan_elsewhere`)."""
 
     def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
-                 jobs: int, copies: Sequence[tuple] = ()) -> None:
+                 jobs: int, copies: Sequence[tuple] = (), kinds: Sequence[str] = ()) -> None:
         size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
         _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
@@ -236,14 +252,18 @@ class _RankWriters:
             with deferred_sigint():  # the workers are forked at the first submit
                 # the trace copies first (the longest tasks), then the rank pages
                 self.copies = [self.ex.submit(_export_trace, root, ex, tmp) for root, ex in copies]
+                self.kinds = [self.ex.submit(_write_kinds, tuple(kinds))] if kinds else []
                 self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         except BaseException:
             self.close()
             raise
 
     def results(self):
+        for fut in self.kinds:
+            n, got = fut.result()
+            yield n, got, n
         for c, fut in zip(self.chunks, self.futs):
-            yield len(c), fut.result()
+            yield len(c), fut.result(), 0
         for fut in self.copies:
             fut.result()
         self.ok = True
@@ -256,15 +276,31 @@ class _RankWriters:
             stop_pool(self.ex)
 
 
-def _write_chunk(idx: list[int]) -> dict:
-    """In a forked worker: render and write the pages `idx`; return the chart specs they share."""
+def _write_chunk(idx: list[int]) -> tuple[dict, Optional[tuple]]:
+    """In a forked worker: render and write the pages `idx`; return the chart specs they share and what the CSV
+    store gained (`CsvStore.delta`: tables written, tables used)."""
     st = _FORKED
     shared = SharedSpecs()
     tree = st["tree"]
     with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
         for i in idx:
             write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
-    return shared.specs
+    store = csv_store.active()
+    return shared.specs, store.delta() if store is not None else None
+
+
+def _write_kinds(kinds: tuple) -> tuple[int, tuple[dict, Optional[tuple]]]:
+    """In a forked worker: plan and write the cluster pages of `kinds`; return their count and what the CSV store
+    gained."""
+    st = _FORKED
+    tree = st["tree"]
+    with i18n.use(tree.lang):
+        pages = tree.plan.plan_elsewhere(kinds)
+        shared = SharedSpecs()
+        for page in pages:
+            write_page(st["env"], tree, page, st["tmp"], st["assets"], shared)
+    store = csv_store.active()
+    return len(pages), (shared.specs, store.delta() if store is not None else None)
 
 
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:

@@ -52,13 +52,22 @@ def csv_text(columns: list[dict], rows) -> str:
     dicts, or a `LazyRows` that gives its table column by column). Built column by column, each cell as
     `csv_value` writes it (its commonest cases inline: a large run writes millions of cells), a column scanned
     once for characters that need quotes."""
-    keys = [c["key"] for c in columns]
+    return table_csv(columns, *csv_table(columns, rows))
+
+
+def csv_table(columns: list[dict], rows) -> tuple[dict, int]:
+    """A download's rows as (key -> one value per row, the count of rows): a `LazyRows` gives its table column by
+    column; rows of dicts are read column by column."""
     if isinstance(rows, LazyRows) and rows.columns:
         table = rows.fn()
-        n = len(next(iter(table.values()), ()))
-    else:
-        rows = list(rows)
-        table, n = {k: [r.get(k) for r in rows] for k in keys}, len(rows)
+        return table, len(next(iter(table.values()), ()))
+    rows = list(rows)
+    return {k: [r.get(k) for r in rows] for k in (c["key"] for c in columns)}, len(rows)
+
+
+def table_csv(columns: list[dict], table: dict, n: int) -> str:
+    """`csv_text` of the table `csv_table` gives."""
+    keys = [c["key"] for c in columns]
     if len(keys) < 2:  # (csv writes a lone empty field as "")
         buf = io.StringIO()
         w = csv.writer(buf)

@@ -40,23 +40,19 @@ def _cleaned(col) -> list:
             for x in np.asarray(col, dtype=np.float64).tolist()]
 
 
-def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
-    """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape)."""
+def generated_at() -> str:
+    """summary.json's `generated_at`: now, UTC, to the second (a summary taken from the cache gets it anew)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def build_summary(a: Analysis, findings: list, thresholds: dict, metrics: Optional[dict] = None) -> dict:
+    """`findings`: the typed findings of `rules.run_rules`, serialised here (the contract's shape). `metrics`:
+    `summary_metrics(a, findings)` when the caller has it already (the cache of a rebuild)."""
     run, st = a.run, a.steps
-    per_rank: dict[str, dict] = {}
-    if st.kind:  # column by column (a cell lookup per rank and phase costs a second at 1,024 ranks)
-        av = st.average
-        cols = [(STEP_KEYS.get(p, f"{p}_ms"), av[p].to_numpy()) for p in st.phases]
-        n_steps, rule = av["n_steps"].to_numpy(), av["rule"].to_numpy()
-        for i, r in enumerate(av.index):
-            row = {k: _clean(float(v[i])) for k, v in cols}
-            row["steps"] = int(n_steps[i])
-            row["average_rule"] = str(rule[i])
-            per_rank[str(int(r))] = row
     return {
         "schema": SCHEMA,
         "tool": {"name": "msreport", "version": __version__},
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": generated_at(),
         "run": {
             "path": run.info.path,
             "layout": run.info.layout,
@@ -72,26 +68,43 @@ def build_summary(a: Analysis, findings: list, thresholds: dict) -> dict:
             "parallel_index": {str(k): v for k, v in sorted(run.info.parallel_index.items())},
             **_run_facts(a),
         },
-        "metrics": {
-            "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data,
-                           "spread": _step_spread(a)},
-            "overlap": _overlap(a),
-            "communication": _communication(a, Highlights.from_findings(findings)),
-            "memory": _memory(a),
-            "flops": _flops(a),
-            "operators": _operators(a),
-            "idle": _idle(a),
-            # [issue 32] devices and peaks, MFU per rank / stage / step, GEMM headroom (docs/summary-json.md)
-            "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
-            # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
-            "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
-            # [issue 32] who waits for whom: per communication group the top culprits, ms per step (not the matrix)
-            "waits": _waits(a),
-        },
+        "metrics": metrics if metrics is not None else summary_metrics(a, findings),
         "findings": [f.to_dict() for f in findings],
         "data_quality": [i.to_dict() for i in a.issues],
         # what could be judged: per area read / partial / absent / unsupported, and the checks that could not run
         "coverage": a.coverage.to_dict() if a.coverage else None,
+    }
+
+
+def summary_metrics(a: Analysis, findings: list) -> dict:
+    """summary.json's `metrics`: numbers and names only, the same in every language (the cache of a rebuild keeps
+    them between languages: `report._summary`)."""
+    st = a.steps
+    per_rank: dict[str, dict] = {}
+    if st.kind:  # column by column (a cell lookup per rank and phase costs a second at 1,024 ranks)
+        av = st.average
+        cols = [(STEP_KEYS.get(p, f"{p}_ms"), av[p].to_numpy()) for p in st.phases]
+        n_steps, rule = av["n_steps"].to_numpy(), av["rule"].to_numpy()
+        for i, r in enumerate(av.index):
+            row = {k: _clean(float(v[i])) for k, v in cols}
+            row["steps"] = int(n_steps[i])
+            row["average_rule"] = str(rule[i])
+            per_rank[str(int(r))] = row
+    return {
+        "step_trace": {"per_rank": per_rank, "ranks_without_data": st.ranks_without_data,
+                       "spread": _step_spread(a)},
+        "overlap": _overlap(a),
+        "communication": _communication(a, Highlights.from_findings(findings)),
+        "memory": _memory(a),
+        "flops": _flops(a),
+        "operators": _operators(a),
+        "idle": _idle(a),
+        # [issue 32] devices and peaks, MFU per rank / stage / step, GEMM headroom (docs/summary-json.md)
+        "efficiency": efficiency_summary(a.efficiency) if a.efficiency is not None else None,
+        # [issue 32] expert-parallel groups: expert time and all-to-all per rank, imbalance, saving
+        "expert_balance": a.expert.to_dict() if getattr(a, "expert", None) is not None else None,
+        # [issue 32] who waits for whom: per communication group the top culprits, ms per step (not the matrix)
+        "waits": _waits(a),
     }
 
 

@@ -1,0 +1,120 @@
+"""The gzipped CSV downloads kept between builds (issue 33, the rebuild): a large run's rank pages each carry two
+`.csv.gz` tables whose bytes are the same in every language and with any thresholds, and writing them (the cells'
+text, then gzip at level 9) is ~30 % of a rank page's CPU. A table's bytes are found again by a fingerprint of
+what they are made of -- the columns' keys and labels (as this build writes them: a translated header is another
+table) and every cell, exactly (the arrays' dtype and bytes; lists of plain values pickled, so 1, 1.0 and "1"
+differ) -- so a hit gives the very bytes `csv_text` and gzip would write. A table with any other kind of cell (a
+lazily translated text, an object) is not fingerprinted: it is written as always.
+
+The store is one rank cache entry (`rankcache.write_entry` / `read_entry`: atomic, CRC-checked, owner-checked) in
+the build's cache folder, keyed by msreport's code (`rankcache.environment_key`), zlib's version and the gzip
+level, holding the tables the last build wrote. Forked page writers inherit it (`use`, set before the fork) and
+send back what they added and used (`delta`); the build then writes it again (`save`) when that changed. No cache
+folder: no store, every table written as always. A damaged store is a miss."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import pickle
+import zlib
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from reportgen import rankcache
+from reportgen.site.render.csv_text import csv_table, table_csv
+
+ENTRY = "csv-gz.pkl"  # in the rank cache folder
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
+class CsvStore:
+    def __init__(self, folder: Optional[Path], level: int) -> None:
+        self.folder, self.level = folder, level
+        self.key = ("csv gz", rankcache.environment_key(), zlib.ZLIB_RUNTIME_VERSION, level)
+        got = rankcache.read_entry(folder / ENTRY, self.key) if folder is not None else None
+        self.old: dict[bytes, bytes] = got if isinstance(got, dict) else {}
+        self.new: dict[bytes, bytes] = {}
+        self.used: set[bytes] = set()
+
+    def gz(self, columns: list[dict], rows) -> bytes:
+        """The download's gzipped CSV (`csv_text`, gzip at `level`, mtime 0)."""
+        table, n = csv_table(columns, rows)
+        fp = fingerprint(columns, table, n)
+        if fp is not None:
+            got = self.old.get(fp) or self.new.get(fp)
+            if got is not None:
+                self.used.add(fp)
+                return got
+        out = gzip.compress(table_csv(columns, table, n).encode("utf-8"), compresslevel=self.level, mtime=0)
+        if fp is not None:
+            self.new[fp] = out
+            self.used.add(fp)
+        return out
+
+    def delta(self) -> tuple[dict, set]:
+        """(tables added, fingerprints used) since the last call (a forked writer's share, for `merge`)."""
+        out = (self.new, self.used)
+        self.new, self.used = {}, set()
+        return out
+
+    def merge(self, got: tuple[dict, set]) -> None:
+        new, used = got
+        self.new.update(new)
+        self.used |= used
+
+    def save(self) -> None:
+        """The tables this build wrote, for the next build (none other: the store never grows past one site)."""
+        if self.folder is None or (not self.new and self.used == set(self.old)):
+            return
+        keep = {fp: self.new.get(fp) or self.old[fp] for fp in self.used if fp in self.new or fp in self.old}
+        rankcache.write_entry(self.folder / ENTRY, self.key, keep)
+
+
+def fingerprint(columns: list[dict], table: dict, n: int) -> Optional[bytes]:
+    """What the table's CSV is made of, exactly (None: a cell of a kind that cannot be told so)."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(pickle.dumps((n, [(c["key"], str(c["label"])) for c in columns]), protocol=pickle.HIGHEST_PROTOCOL))
+    for c in columns:
+        col = table.get(c["key"])
+        if isinstance(col, np.ndarray):
+            if col.dtype.kind not in "biuf" or col.ndim != 1:
+                return None
+            h.update(b"\0array" + col.dtype.str.encode() + str(len(col)).encode() + b"\0")
+            h.update(np.ascontiguousarray(col).tobytes())
+        elif isinstance(col, list) or col is None:
+            if col and not set(map(type, col)) <= _PLAIN:
+                return None
+            h.update(b"\0list\0" + pickle.dumps(col, protocol=pickle.HIGHEST_PROTOCOL))
+        else:
+            return None
+    return h.digest()
+
+
+_active: Optional[CsvStore] = None
+
+
+@contextlib.contextmanager
+def use(store: Optional[CsvStore]):
+    """`store` is where `gz_csv` looks inside the block (and in page writers forked inside it)."""
+    global _active
+    prev, _active = _active, store
+    try:
+        yield store
+    finally:
+        _active = prev
+
+
+def active() -> Optional[CsvStore]:
+    return _active
+
+
+def gz_csv(columns: list[dict], rows, level: int) -> bytes:
+    """The download's gzipped CSV: from the active store when it holds the same table, else written."""
+    if _active is not None and _active.level == level:
+        return _active.gz(columns, rows)
+    table, n = csv_table(columns, rows)
+    return gzip.compress(table_csv(columns, table, n).encode("utf-8"), compresslevel=level, mtime=0)

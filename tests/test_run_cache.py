@@ -1,0 +1,287 @@
+"""The whole-run results cached beside the output (issue 33, the rebuild: `rankcache.run_memo` through
+`report.analyse_phase`): a second build of the same run (another language, other thresholds) takes the analysis and
+the findings from the cache and writes what a build without any cache writes; a changed rank file, a setting the
+analysis reads, a damaged entry or another msreport make it compute them again, and say nothing about it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reportgen import rankcache, report
+from reportgen.report import BuildOptions, build_report
+from reportgen.site.render import builder, csv_store
+from reportgen.site.render.csv_text import csv_text
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+SLOW_RANK = {"slow-rank": {"critical_share": 0.99, "min_rel": 0.5}}  # a threshold only the rules read
+
+
+@pytest.fixture(scope="module", autouse=True)
+def large_and_forked():
+    """Every build here as a large run's (gzipped CSV downloads: the CSV store) and its rank pages written by forked
+    writers (the store's share sent back from them)."""
+    from reportgen import urls
+    from reportgen.site.render import builder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(urls, "LARGE_RUN_RANKS", 2)
+        mp.setattr(builder, "PARALLEL_MIN_PAGES", 2)
+        yield
+
+
+@pytest.fixture(scope="module")
+def run4(tmp_path_factory) -> Path:
+    from reportgen.synth import generate_run
+
+    return generate_run(tmp_path_factory.mktemp("runcache") / "run", ranks=4, steps=3, seed=5, trace_view=True,
+                        inject=["slow-rank:2:compute:1.3"])
+
+
+class Calls:
+    """Counts the analyses and the rule passes the pipeline runs (the real functions do the work)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.analyze = self.rules = 0
+        real_analyze, real_rules = report.analyze, report.run_rules
+
+        def analyze(*a, **k):
+            self.analyze += 1
+            return real_analyze(*a, **k)
+
+        def rules(*a, **k):
+            self.rules += 1
+            return real_rules(*a, **k)
+        monkeypatch.setattr(report, "analyze", analyze)
+        monkeypatch.setattr(report, "run_rules", rules)
+
+    def take(self) -> tuple[int, int]:
+        out, (self.analyze, self.rules) = (self.analyze, self.rules), (0, 0)
+        return out
+
+
+def _site(out: Path) -> dict:
+    """Every file of a site (summary.json without its generated_at)."""
+    files = {}
+    for p in sorted(out.rglob("*")):
+        if p.is_file():
+            if p.name == "summary.json":
+                s = json.loads(p.read_text(encoding="utf-8"))
+                s.pop("generated_at", None)
+                files[str(p.relative_to(out))] = s
+            else:
+                files[str(p.relative_to(out))] = p.read_bytes()
+    return files
+
+
+def _same_site(a: Path, b: Path) -> None:
+    sa, sb = _site(a), _site(b)
+    assert sorted(sa) == sorted(sb)
+    differ = [k for k in sa if sa[k] != sb[k]]
+    assert not differ, differ[:5]
+
+
+def _entries(out: Path) -> dict:
+    return {p.name: p.stat().st_mtime_ns for p in rankcache.folder_for(out).glob("run-*.pkl")}
+
+
+@pytest.fixture(scope="module")
+def fresh(run4, tmp_path_factory) -> dict:
+    """Builds without any cache, one per set of options the tests rebuild with."""
+    base = tmp_path_factory.mktemp("fresh")
+    out = {}
+    for name, opts in {"zh": dict(lang="zh"), "set": dict(lang="zh", overrides=SLOW_RANK),
+                       "peak": dict(lang="zh", overrides=SLOW_RANK, peak_tflops=123.0)}.items():
+        build_report(run4, base / name, BuildOptions(cache=False, **opts))
+        out[name] = base / name
+    assert not any(p.name.endswith(".msreport-cache") for p in base.iterdir())
+    return out
+
+
+def test_rebuild_takes_the_analysis_and_findings_from_the_cache(run4, fresh, tmp_path, monkeypatch):
+    calls = Calls(monkeypatch)
+    site = tmp_path / "site"
+    build_report(run4, site, BuildOptions(lang="en", jobs=2))
+    assert calls.take() == (1, 1)
+    entries = _entries(site)
+    # the analysis, the findings and summary.json's metrics (the same in every language) of the one run
+    assert sorted(n.split("-")[1] for n in entries) == ["analysis", "metrics", "rules"]
+    folder = rankcache.folder_for(site)
+    en_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
+    # another language: both from the cache, nothing rewritten, the site a fresh build in that language writes
+    build_report(run4, site, BuildOptions(lang="zh", jobs=2))
+    assert calls.take() == (0, 0)
+    assert _entries(site) == entries
+    _same_site(site, fresh["zh"])
+    # the gzipped CSVs: the rank pages' tables are the same in both languages (kept), the cluster tables with
+    # translated headers are others; the same build again writes every table from the store (not saved again)
+    n = len(list((site / "ranks").glob("*.csv.gz")))
+    zh_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
+    assert n >= 3 and len(en_tables & zh_tables) >= n and zh_tables != en_tables
+    stamp = (folder / csv_store.ENTRY).stat().st_mtime_ns
+    build_report(run4, site, BuildOptions(lang="zh", jobs=2))
+    assert (folder / csv_store.ENTRY).stat().st_mtime_ns == stamp
+    _same_site(site, fresh["zh"])
+    # a threshold only the rules read: the rules again, the analysis from the cache
+    build_report(run4, site, BuildOptions(lang="zh", overrides=SLOW_RANK))
+    assert calls.take() == (0, 1)
+    _same_site(site, fresh["set"])
+    # a setting the analysis reads (--peak-tflops): both again
+    build_report(run4, site, BuildOptions(lang="zh", overrides=SLOW_RANK, peak_tflops=123.0))
+    assert calls.take() == (1, 1)
+    _same_site(site, fresh["peak"])
+    build_report(run4, site, BuildOptions(lang="zh", overrides=SLOW_RANK, peak_tflops=123.0))
+    assert calls.take() == (0, 0)
+    _same_site(site, fresh["peak"])
+
+
+def test_changed_rank_file_or_msreport_computes_again(run4, fresh, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(run4, run)
+    calls = Calls(monkeypatch)
+    site = tmp_path / "site"
+    build_report(run, site, BuildOptions(lang="zh"))
+    build_report(run, site, BuildOptions(lang="zh"))
+    assert calls.take() == (1, 1)
+    # a newer modification time on one rank's step trace: that rank read again, the run analysed again
+    from reportgen.layouts import discover
+
+    (lay,) = discover(run)
+    p = lay.ranks[1].first("step_trace_time.csv")
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    build_report(run, site, BuildOptions(lang="zh"))
+    assert calls.take() == (1, 1)
+    # another msreport (its environment key): never trusted
+    monkeypatch.setattr(rankcache, "environment_key", lambda: "another msreport")
+    build_report(run, site, BuildOptions(lang="zh"))
+    assert calls.take() == (1, 1)
+    s = json.loads((site / "summary.json").read_text(encoding="utf-8"))
+    want = json.loads((fresh["zh"] / "summary.json").read_text(encoding="utf-8"))
+    for x in (s, want):
+        x.pop("generated_at", None)
+        x["run"].pop("path", None)
+    assert s == want
+
+
+def test_damaged_run_entry_is_a_miss_named_nowhere(run4, fresh, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    build_report(run4, site, BuildOptions(lang="zh"))
+    calls = Calls(monkeypatch)
+    for damage in ("garbage", "truncated", "body damaged", "empty"):
+        for entry in sorted(rankcache.folder_for(site).glob("run-*.pkl")):
+            raw = entry.read_bytes()
+            if damage == "garbage":
+                entry.write_bytes(b"\x80\x05not a pickle at all" * 10)
+            elif damage == "truncated":
+                entry.write_bytes(raw[: len(raw) // 2])
+            elif damage == "body damaged":
+                entry.write_bytes(raw[:-40] + bytes(b ^ 0xFF for b in raw[-40:]))
+            else:
+                entry.write_bytes(b"")
+        build_report(run4, site, BuildOptions(lang="zh"))
+        assert calls.take() == (1, 1), damage  # computed again (and the entries written again)
+        _same_site(site, fresh["zh"])  # nothing about the cache in the report (its data-quality notes included)
+    build_report(run4, site, BuildOptions(lang="zh"))
+    assert calls.take() == (0, 0)
+
+
+def test_run_memo_keys_and_references(tmp_path):
+    """The result's references to this build's objects are stored as references and resolved against the objects
+    of the build that reads it: the very objects, not copies; a reference the reader lacks is a miss."""
+    from reportgen.i18n import lazy
+
+    shared = {"big": [1, 2, 3]}
+    calls = []
+
+    def call():
+        calls.append(1)
+        return {"ref": shared["big"], "own": [4, 5]}
+
+    with rankcache.use(tmp_path / "c"):
+        got = rankcache.run_memo("t", "run", ("k", 1), {("big",): shared["big"]}, call)
+        assert got["ref"] is shared["big"] and len(calls) == 1
+        other = [1, 2, 3]
+        got = rankcache.run_memo("t", "run", ("k", 1), {("big",): other}, call)
+        assert len(calls) == 1 and got["ref"] is other and got["own"] == [4, 5]
+        got = rankcache.run_memo("t", "run", ("k", 1), {}, call)  # the reference cannot be resolved: a miss
+        assert len(calls) == 2 and got["ref"] is shared["big"]
+        rankcache.run_memo("t", "run", ("k", 2), {("big",): other}, call)  # other inputs: a miss
+        assert len(calls) == 3
+        # a result `keep` refuses (summary.json's metrics holding a lazily translated text) is not stored
+        assert rankcache.run_memo("u", "run", ("k",), {}, call, keep=lambda r: False)["own"] == [4, 5]
+        assert rankcache.run_memo("u", "run", ("k",), {}, call)["own"] == [4, 5] and len(calls) == 5
+        assert not report._plain({"a": [1, 2.5, None, {"b": lazy("text")}]}) and report._plain({"a": [1, "x"]})
+        # written by a forked process: there when `settle` returns (the end of the `use` block)
+        rankcache.run_memo("v", "run", ("k",), {}, call, background=True)
+        rankcache.settle()
+        rankcache.run_memo("v", "run", ("k",), {}, call)
+        assert len(calls) == 6
+    rankcache.run_memo("t", "run", ("k", 2), {("big",): other}, call)  # no cache folder: just the call
+    assert len(calls) == 7
+
+
+def test_no_whole_run_cache_without_every_rank_key(run4, tmp_path):
+    """A rank served without the cache (no key) leaves nothing to key the analysis by: no entry is used."""
+    from reportgen.layouts import discover
+
+    (lay,) = discover(run4)
+    opts = BuildOptions()
+    assert report.analysis_inputs(lay, opts, [None] * len(lay.ranks)) is None
+    keys = [("key", r) for r in sorted(lay.ranks)]
+    ident, key = report.analysis_inputs(lay, opts, keys)
+    assert report.analysis_inputs(lay, BuildOptions(device_memory_mb=1.0), keys)[1] != key
+    assert report.analysis_inputs(lay, BuildOptions(marey_steps=(2,)), keys)[1] != key
+    assert report.analysis_inputs(lay, BuildOptions(lang="zh", overrides=SLOW_RANK), keys) == (ident, key)
+    assert report.analysis_inputs(lay, opts, keys[:-1] + [("key", "other")])[1] != key
+
+
+def test_csv_store_fingerprint_tells_every_cell(tmp_path):
+    """A table's fingerprint changes with any cell, its type (1, 1.0, "1"), a float's sign (-0.0), a label or a key;
+    a cell that is not a plain value (a lazily translated text) gives none. A hit returns what csv_text and gzip
+    write; a damaged store is a miss; the store keeps only the tables of the last build."""
+    import gzip
+
+    import numpy as np
+
+    from reportgen.i18n import lazy
+
+    cols = [{"key": "a", "label": "A"}, {"key": "b", "label": "B"}]
+    base = {"a": [1, "x", None], "b": np.array([0.5, 0.0, 2.0])}
+    fp = csv_store.fingerprint(cols, base, 3)
+    assert fp == csv_store.fingerprint(cols, {"a": [1, "x", None], "b": np.array([0.5, 0.0, 2.0])}, 3)
+    others = [({**base, "a": [1.0, "x", None]}, cols), ({**base, "a": ["1", "x", None]}, cols),
+              ({**base, "a": [True, "x", None]}, cols), ({**base, "b": np.array([0.5, -0.0, 2.0])}, cols),
+              ({**base, "b": np.array([0.5, 0.0, 2.0], dtype=np.float32)}, cols),
+              ({**base, "b": [0.5, 0.0, 2.0]}, cols), (base, [cols[0], {"key": "b", "label": "B (ms)"}]),
+              (base, [cols[1], cols[0]])]
+    assert len({fp, *(csv_store.fingerprint(c, t, 3) for t, c in others)}) == len(others) + 1
+    assert csv_store.fingerprint(cols, {**base, "a": [lazy("unknown"), "x", None]}, 3) is None
+    assert csv_store.fingerprint(cols, {**base, "b": np.array(["p", "q", "r"], dtype=object)}, 3) is None
+
+    rows = [{"a": 1, "b": 0.5}, {"a": "x, y", "b": -0.0}, {"a": None, "b": 1e20}]
+    want = gzip.compress(csv_text(cols, rows).encode("utf-8"), compresslevel=9, mtime=0)
+    folder = tmp_path / "c"
+    first = csv_store.CsvStore(folder, 9)
+    assert first.gz(cols, rows) == want
+    first.save()
+    again = csv_store.CsvStore(folder, 9)
+    assert len(again.old) == 1 and again.gz(cols, rows) == want and not again.new  # a hit
+    assert csv_store.CsvStore(folder, 6).old == {}  # another level: another store
+    other = [dict(r, b=1.5) for r in rows]
+    later = csv_store.CsvStore(folder, 9)
+    later.gz(cols, other)
+    later.save()  # the tables of this build only: the first table's gone, the other one kept
+    kept = csv_store.CsvStore(folder, 9).old
+    assert len(kept) == 1 and gzip.decompress(next(iter(kept.values()))).decode() == csv_text(cols, other)
+    entry = folder / csv_store.ENTRY
+    raw = entry.read_bytes()
+    entry.write_bytes(raw[:-10] + bytes(b ^ 0xFF for b in raw[-10:]))
+    damaged = csv_store.CsvStore(folder, 9)
+    assert damaged.old == {}  # a miss: the table written again
+    assert gzip.decompress(damaged.gz(cols, other)).decode() == csv_text(cols, other)
