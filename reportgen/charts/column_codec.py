@@ -137,6 +137,16 @@ def runs_of(runs: Iterable[tuple[Any, int]]) -> dict:
     return {"runs": out}
 
 
+def list_or_runs(values: list) -> Any:
+    """A column of indexes or labels (a timeline's lane of each operator, its launch mostly ""): as runs where that
+    is shorter than the plain list (rows sorted by lane hold long runs), else the plain list. report.js and
+    `decode` expand both the same way, a dict field's index included."""
+    if len(values) < 16:
+        return list(values)
+    runs = runs_column(values)["runs"]
+    return {"runs": runs} if len(runs) < len(values) // 2 else list(values)
+
+
 def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
     """`field` holds each row's rank page (`urls.rank_page(row[of])`): one templated href; else a plain list."""
     vals = [r.get(field) for r in rows]
@@ -165,7 +175,7 @@ def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), hr
             cols.append(decimal_column(vals, decimals[f]))
         elif f in dicts:
             index: dict = {}
-            cols.append([index.setdefault(v, len(index)) for v in vals])
+            cols.append(list_or_runs([index.setdefault(v, len(index)) for v in vals]))
             lists[f] = list(index)
         else:
             cols.append(runs_column(vals) if f in labels else number_column(vals))
