@@ -8,6 +8,11 @@ before drawing, so a chart spec reads the same rows as before. A column is one o
     plain list, since an integer divided by a power of ten is the double nearest to the decimal;
   - `{"dec": p, "dr": [d1, n1, d2, n2, ...]}`: the same with the deltas as runs (delta d1 n1 times, then d2 n2
     times: a curve sampled at a regular interval), written when it is under a quarter of the deltas;
+  - `{"dec": p, "z": "..."}`: the same deltas as one string, each zigzag-coded (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...)
+    and written 5 bits a character, low bits first, in the URL-safe base-64 alphabet (`Z_ALPHABET`): a character
+    of the first half ends a delta, one of the second half has more to come. A delta under 16 in size is one
+    character, under 512 two, under 16,384 three, where a JSON list spends its digits, a sign and a comma
+    (a column of 16 or more values whose deltas are all under 2**50, exact as doubles in the browser);
   - `{"runs": [v, n, v, n, ...]}`: value v repeated n times (a series label per row).
   - `{"rank_href": "ranks/rank-987654321.html", "of": "rank"}`: each row's rank page, the row's `rank` put in
     place of `urls.RANK_SLOT` (the one href is resolved for the page that embeds it, as every `*_href` key).
@@ -26,6 +31,10 @@ from reportgen import urls
 
 MAX_DECIMALS = 6
 _SAFE = 2 ** 53
+Z_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"  # (report.js has the same)
+_Z_BYTES = np.frombuffer(Z_ALPHABET.encode("ascii"), dtype=np.uint8)
+_Z_MIN_VALUES = 16  # shorter columns keep their readable list (the gain is a few bytes)
+_Z_MAX_DELTA = 2 ** 50  # every step of the browser's decoding exact in doubles
 
 
 def sig7(v: float) -> float:
@@ -70,7 +79,40 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
         if 4 * len(starts) < len(deltas):
             times = np.diff(np.r_[starts, len(deltas)])
             return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
+    if len(deltas) >= _Z_MIN_VALUES and np.all(np.abs(deltas) < _Z_MAX_DELTA):
+        return {"dec": p, "z": z_string(deltas)}
     return {"dec": p, "d": deltas.tolist()}
+
+
+def z_string(deltas: "np.ndarray") -> str:
+    """Integers (|d| < 2**50) as the `z` column's string: zigzag, then 5 bits a character, low bits first, the
+    second half of `Z_ALPHABET` for a character with more to come (vectorised: every rank page codes thousands)."""
+    d = np.asarray(deltas, dtype=np.int64)
+    z = ((d << 1) ^ (d >> 63)).astype(np.uint64)  # zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3
+    n = np.ones(len(z), dtype=np.int64)  # characters per value
+    for k in range(1, 11):
+        n += z >= np.uint64(1 << (5 * k))
+    at = np.cumsum(n) - n
+    out = np.empty(int(n.sum()), dtype=np.uint8)
+    for k in range(int(n.max()) if len(n) else 0):
+        has = n > k
+        chunk = (z[has] >> np.uint64(5 * k)) & np.uint64(31)
+        out[at[has] + k] = chunk.astype(np.uint8) | np.where(n[has] > k + 1, 32, 0).astype(np.uint8)
+    return _Z_BYTES[out].tobytes().decode("ascii")
+
+
+def z_values(text: str) -> list[int]:
+    """The integers of a `z` string (`z_string`'s inverse, as report.js reads it)."""
+    out, acc, shift = [], 0, 0
+    for ch in text:
+        k = Z_ALPHABET.index(ch)
+        acc |= (k & 31) << shift
+        if k & 32:
+            shift += 5
+            continue
+        out.append(-(acc + 1) // 2 if acc & 1 else acc // 2)
+        acc, shift = 0, 0
+    return out
 
 
 _POW10 = np.array([10 ** i for i in range(19)], dtype=np.int64)
@@ -194,9 +236,10 @@ def decode(data: dict) -> list[dict]:
         elif isinstance(c, dict) and "runs" in c:
             r = c["runs"]
             cols.append([v for i in range(0, len(r), 2) for v in [r[i]] * r[i + 1]])
-        elif isinstance(c, dict) and ("d" in c or "dr" in c):
+        elif isinstance(c, dict) and ("d" in c or "dr" in c or "z" in c):
             acc, vals, scale = 0, [], 10 ** c["dec"]
-            deltas = c["d"] if "d" in c else [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]]
+            deltas = (c["d"] if "d" in c else z_values(c["z"]) if "z" in c else
+                      [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]])
             for d in deltas:
                 acc += d
                 vals.append(acc / scale if c["dec"] else acc)

@@ -68,9 +68,11 @@
     });
   }
 
+  var Z_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", Z_INDEX = {};
+  for (var zi = 0; zi < Z_ALPHABET.length; zi++) { Z_INDEX[Z_ALPHABET.charAt(zi)] = zi; }
   function columnValues(c) {
     // charts/column_codec.py: a plain list, {dec, d} (delta-coded integers / 10^dec), {dec, dr} (the same, deltas
-    // as runs) or {runs: [v, n, ...]}
+    // as runs), {dec, z} (the same, deltas zigzag-coded 5 bits a character) or {runs: [v, n, ...]}
     var out = [], i, j;
     if (Array.isArray(c)) { return c; }
     if (c.runs) {
@@ -78,6 +80,18 @@
       return out;
     }
     var acc = 0, scale = Math.pow(10, c.dec || 0);
+    if (c.z !== undefined) {  // every step exact in doubles (|delta| < 2^50)
+      var n = 0, mult = 1, k;
+      for (i = 0; i < c.z.length; i++) {
+        k = Z_INDEX[c.z.charAt(i)];
+        n += (k & 31) * mult;
+        if (k & 32) { mult *= 32; continue; }
+        acc += n % 2 ? -(n + 1) / 2 : n / 2;
+        out.push(c.dec ? acc / scale : acc);
+        n = 0; mult = 1;
+      }
+      return out;
+    }
     if (c.dr) {  // the deltas as runs: delta dr[i] repeated dr[i + 1] times
       for (i = 0; i < c.dr.length; i += 2) {
         for (j = 0; j < c.dr[i + 1]; j++) { acc += c.dr[i]; out.push(c.dec ? acc / scale : acc); }
