@@ -194,7 +194,10 @@ def _csv(path: Path) -> list[dict]:
 def test_memory_curve_is_carried_columnar_and_expands_to_the_curve(big_site):
     _, out = big_site
     fig = _soup(out / "ranks" / "rank-0.html").select_one("#fig-rank-0-mem")
-    assert json.loads(fig.select_one("script.spec").string) == {"datasets": {"mem": []}}
+    # a large run (the threshold patched): no spec data on the page, the columns carry all of it (the spec itself
+    # is the shared one, assets/rank-specs.js, under the figure's data-spec key)
+    assert fig.select_one("script.spec") is None and fig["data-spec"]
+    assert f'"{fig["data-spec"]}":' in (out / "assets" / "rank-specs.js").read_text()
     data = json.loads(fig.select_one("script.columns").string)["mem"]
     rows = columnar.decode(data)
     series = {r["series"] for r in rows}
@@ -497,3 +500,35 @@ def test_the_drawn_memory_curve_keeps_the_extremes_of_the_curve(large_site):
             assert max(mb for _, mb in drawn) == max(mbs) and min(mb for _, mb in drawn) == min(mbs)
         peak = max(row["mb"] for row in rows if row["series"] == "in use / reserved")
         assert peak == pytest.approx(summary["metrics"]["memory"]["per_rank"][str(r)]["peak_mb"], abs=0.05)
+
+
+@pytest.mark.browser
+def test_browser_draws_a_large_runs_rank_page_its_memory_peak_the_tables(large_site):
+    """The rank page of a large run draws every chart (the z-coded memory curve, the run-coded timeline lanes);
+    the drawn curve's highest point is the peak its table prints, and the timeline holds the decoded rows."""
+    from test_browser import assert_charts_drawn, run_probe
+
+    _, out = large_site
+    page = out / "ranks" / "rank-5.html"
+    dom = run_probe(page, """
+      var t0 = Date.now();
+      (function wait() {
+        var mem = document.getElementById('fig-rank-5-mem'), tl = document.getElementById('fig-rank-5-timeline');
+        if (mem._msrView && tl && tl._msrView) {
+          var rows = mem._msrView.data('mem').filter(function (r) { return r.series === 'in use / reserved'; });
+          document.body.setAttribute('data-peak', String(Math.max.apply(null, rows.map(function (r) { return r.mb; }))));
+          document.body.setAttribute('data-tl', JSON.stringify(tl._msrView.data('ops').map(
+              function (r) { return [r.lane, r.cat, r.start, r.dur, r.launch]; })));
+          return;
+        }
+        if (Date.now() - t0 < 10000) { setTimeout(wait, 50); }
+      })();""")
+    assert_charts_drawn(dom, page, 4)
+    soup = _soup(page)
+    table_peak = soup.select_one("#rank-memory-summary tr td b").get_text()
+    # (the curve carries MB to the 0.1 its tooltip prints, the table to 0.01)
+    assert float(dom.body["data-peak"]) == pytest.approx(float(table_peak.replace(",", "").split()[0]), abs=0.055)
+    cols = json.loads(soup.select_one("#fig-rank-5-timeline script.columns").string)["ops"]
+    assert any(isinstance(c, dict) and "runs" in c for c in cols["cols"][1:3])  # (lane or kind as runs)
+    want = [[r["lane"], r["cat"], r["start"], r["dur"], r["launch"]] for r in columnar.decode(cols)]
+    assert json.loads(dom.body["data-tl"]) == want and len(want) > 100

@@ -21,3 +21,9 @@ class Chart:
     # Datasets carried columnar beside the spec, {name: {"fields": [...], "rows": [[...]]}}: report.js expands them
     # into the spec's datasets before drawing (the timeline's thousands of bars without a key per value).
     columns: Optional[dict] = None
+
+    def columns_carry(self, datasets: Optional[dict]) -> bool:
+        """Whether the columns carry every one of `datasets` (each empty in the spec, named in `columns`): the
+        page can leave the spec's data out, report.js fills it in from the columns (`_macros.html`, chart)."""
+        return bool(datasets) and bool(self.columns) and all(
+            not rows and name in self.columns for name, rows in datasets.items())

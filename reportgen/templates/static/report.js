@@ -173,7 +173,8 @@
   }
 
   function specOf(fig) {
-    var spec = JSON.parse(fig.querySelector("script.spec").textContent);
+    var own = fig.querySelector("script.spec");  // (a large run's rank page: none where the columns carry the data)
+    var spec = own ? JSON.parse(own.textContent) : {};
     var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
     if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
       spec = Object.assign({}, window.MSREPORT_SPECS[key], spec);
