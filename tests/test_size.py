@@ -514,11 +514,14 @@ def test_browser_draws_a_large_runs_rank_page_its_memory_peak_the_tables(large_s
       var t0 = Date.now();
       (function wait() {
         var mem = document.getElementById('fig-rank-5-mem'), tl = document.getElementById('fig-rank-5-timeline');
-        if (mem._msrView && tl && tl._msrView) {
+        if (mem._msrView && tl && tl._msrView && document.getElementById('fig-rank-5-steps')._msrView) {
           var rows = mem._msrView.data('mem').filter(function (r) { return r.series === 'in use / reserved'; });
           document.body.setAttribute('data-peak', String(Math.max.apply(null, rows.map(function (r) { return r.mb; }))));
           document.body.setAttribute('data-tl', JSON.stringify(tl._msrView.data('ops').map(
               function (r) { return [r.lane, r.cat, r.start, r.dur, r.launch]; })));
+          var st = document.getElementById('fig-rank-5-steps');
+          document.body.setAttribute('data-steps', JSON.stringify(st._msrView.data('steps').map(
+              function (r) { return [r.step, r.phase, r.value]; })));
           return;
         }
         if (Date.now() - t0 < 10000) { setTimeout(wait, 50); }
@@ -532,3 +535,14 @@ def test_browser_draws_a_large_runs_rank_page_its_memory_peak_the_tables(large_s
     assert any(isinstance(c, dict) and "runs" in c for c in cols["cols"][1:3])  # (lane or kind as runs)
     want = [[r["lane"], r["cat"], r["start"], r["dur"], r["launch"]] for r in columnar.decode(cols)]
     assert json.loads(dom.body["data-tl"]) == want and len(want) > 100
+    # the step lines: read from the step table, every (step, phase) of the chart's labels with the table's number
+    fig = soup.select_one("#fig-rank-5-steps")
+    assert fig.select_one("script.columns") is None and fig["data-table"] == "rank-steps"
+    heads = [th.get_text() for th in soup.select("#rank-steps thead th")]
+    cols = [int(c) for c in fig["data-table-cols"].split(",")]
+    shown = {heads[c].removesuffix(" (ms)") for c in cols if c >= 0}
+    assert {"Computing", "Step total"} <= shown
+    table = [(int(tr.td.get_text()), heads[c].removesuffix(" (ms)"), float(tr.select("td")[c].get_text().replace(",", "")))
+             for tr in soup.select("#rank-steps tbody tr") for c in cols if c >= 0]
+    got = json.loads(dom.body["data-steps"])
+    assert sorted(map(tuple, got)) == sorted(table) and len(got) == 2 * len(shown)

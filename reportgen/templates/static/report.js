@@ -179,7 +179,31 @@
     if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
       spec = Object.assign({}, window.MSREPORT_SPECS[key], spec);
     }
-    return expandColumns(fig, spec);
+    spec = expandColumns(fig, spec);
+    return fig.hasAttribute("data-table") ? tableRows(fig, spec) : spec;
+  }
+
+  function tableRows(fig, spec) {
+    // a dataset read from a table of the page (Chart.table: a large run's rank step lines, from the step table
+    // beside them): a row per step and colour label, the label's column given by data-table-cols (-1: none)
+    var scope = fig.closest("section") || document;
+    var table = scope.querySelector("table[id='" + fig.getAttribute("data-table") + "']");
+    var cols = fig.getAttribute("data-table-cols").split(",").map(Number);
+    var labels = (((spec.encoding || {}).color || {}).scale || {}).domain || [];
+    var rows = [];
+    if (table && table.tBodies.length) {
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+        var step = cellValue(tr.cells[0]);
+        if (typeof step !== "number") { return; }
+        cols.forEach(function (c, i) {
+          var v = c >= 0 && tr.cells[c] ? cellValue(tr.cells[c]) : null;
+          if (typeof v === "number" && i < labels.length) { rows.push({ step: step, phase: labels[i], value: v }); }
+        });
+      });
+    }
+    var ds = Object.assign({}, spec.datasets || {});
+    ds[fig.getAttribute("data-table-set")] = rows;
+    return Object.assign({}, spec, { datasets: ds });
   }
 
   function drawCharts() {

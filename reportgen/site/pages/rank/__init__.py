@@ -188,9 +188,15 @@ def step_section(a: Analysis, r: int, maker, line_spec: Optional[dict]) -> tuple
             spec = dict(line_spec)
             spec["datasets"] = {"steps": []}
             chart = Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps."))
-            # columnar (an object per point repeated its keys: 1.5 of a rank page's 30 KB; report.js expands it)
-            chart.columns = {"steps": columnar.encode(lines, ["step", "phase", "value"], labels=("step",),
-                                                      dicts=("phase",), plain=("value",))}
+            if urls.large_run(len(run.rank_ids)):
+                # drawn from the step table beside it (the same numbers, to the 0.001 ms the tooltip prints):
+                # for each label of the chart, its table column (after the step column)
+                at = {_(PHASE_LABELS[p]): 1 + i for i, p in enumerate(phases)}
+                chart.table = {"dataset": "steps", "id": "rank-steps",
+                               "cols": [at.get(label, -1) for label in line_spec["encoding"]["color"]["scale"]["domain"]]}
+            else:  # columnar (an object per point repeated its keys: 1.5 of a rank page's 30 KB; report.js expands it)
+                chart.columns = {"steps": columnar.encode(lines, ["step", "phase", "value"], labels=("step",),
+                                                          dicts=("phase",), plain=("value",))}
             charts.append(chart)
     return section, charts
 
