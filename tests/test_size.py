@@ -409,7 +409,8 @@ def test_decimal_column_equals_number_column_for_rounded_values_and_falls_back_o
 @pytest.fixture(scope="module")
 def large_site(tmp_path_factory) -> tuple[Path, Path]:
     """8 ranks with trace_view.json, rank 5 slow, built as a large run (the threshold patched to 8) that copies at
-    most 3 traces and draws at most 40 points per memory series (both patched: the real run has 16 and 600)."""
+    most 3 traces, draws the timelines of 4 devices and at most 40 points per memory series (patched: the real run
+    has 16, 32 and 600)."""
     from reportgen.cli import main
     from reportgen.synth import generate_run
 
@@ -420,6 +421,9 @@ def large_site(tmp_path_factory) -> tuple[Path, Path]:
     mp.setattr(urls, "LARGE_RUN_RANKS", 8)
     mp.setattr(rank_resources, "MAX_TRACE_COPIES_LARGE", 3)
     mp.setattr(rank_resources, "MAX_CURVE_POINTS_DRAWN", 40)
+    from reportgen.analysis import execution
+
+    mp.setattr(execution.select, "__defaults__", (None, 4))  # 4 devices drawn (of 32): the others are not
     try:
         assert main([str(run), "-o", str(root / "out"), "-q", "-j", "1", "--lang", "en"]) == 0
     finally:
@@ -453,14 +457,23 @@ def test_a_large_run_copies_16_traces_the_findings_ranks_first(large_site):
     assert 5 in named
     copied = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (out / "traces").glob("rank-*.trace.json.gz"))
     assert len(copied) == 3 and 5 in copied
+    seen_brief = False
     for r in range(8):
         soup = _soup(out / "ranks" / f"rank-{r}.html")
         tl = soup.find("h2", id="timeline").find_all_next("p", limit=4)
         text = " ".join(p.get_text() for p in tl)
         link = soup.select_one(f"a[href='../traces/rank-{r}.trace.json.gz']")
         assert (link is not None) == (r in copied)
-        if r not in copied:  # drawn here (8 ranks), so the longer note, naming the large run's limit
-            assert "copies at most 3 traces" in text
+        drawn = soup.select_one(f"#fig-rank-{r}-timeline") is not None
+        if r not in copied and drawn:  # the longer note, naming the large run's limit
+            assert "copies at most 3 traces" in text and "neither drawn nor copied" not in text
+        elif r not in copied:  # one sentence, naming the file to open (relative to the rank's folder)
+            assert "neither drawn nor copied" in text and "copies at most" not in text and "is drawn for" not in text
+            assert "trace_view.json" in text
+            seen_brief = True
+    assert seen_brief  # (4 drawn, 3 copied: at least one rank is neither)
+    drawn = {r for r in range(8) if _soup(out / "ranks" / f"rank-{r}.html").select_one(f"#fig-rank-{r}-timeline")}
+    assert len(drawn) == 4 and set(copied) <= named | drawn  # the findings' ranks, then the drawn devices
     # the unit: the priority comes first, then the run's order, within the count
     import types
 
