@@ -35,6 +35,7 @@ Z_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" 
 _Z_BYTES = np.frombuffer(Z_ALPHABET.encode("ascii"), dtype=np.uint8)
 _Z_MIN_VALUES = 16  # shorter columns keep their readable list (the gain is a few bytes)
 _Z_MAX_DELTA = 2 ** 50  # every step of the browser's decoding exact in doubles
+_Z_STEPS = np.array([1 << (5 * k) for k in range(1, 12)], dtype=np.uint64)  # a character more from each
 
 
 def sig7(v: float) -> float:
@@ -89,9 +90,7 @@ def z_string(deltas: "np.ndarray") -> str:
     second half of `Z_ALPHABET` for a character with more to come (vectorised: every rank page codes thousands)."""
     d = np.asarray(deltas, dtype=np.int64)
     z = ((d << 1) ^ (d >> 63)).astype(np.uint64)  # zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3
-    n = np.ones(len(z), dtype=np.int64)  # characters per value
-    for k in range(1, 11):
-        n += z >= np.uint64(1 << (5 * k))
+    n = 1 + np.searchsorted(_Z_STEPS, z, side="right")  # characters per value
     at = np.cumsum(n) - n
     out = np.empty(int(n.sum()), dtype=np.uint8)
     for k in range(int(n.max()) if len(n) else 0):
@@ -185,8 +184,18 @@ def list_or_runs(values: list) -> Any:
     `decode` expand both the same way, a dict field's index included."""
     if len(values) < 16:
         return list(values)
-    runs = runs_column(values)["runs"]
-    return {"runs": runs} if len(runs) < len(values) // 2 else list(values)
+    limit = len(values) // 2  # runs (2 entries each) shorter than half the list
+    runs: list = [values[0], 0]
+    start = 0
+    for i, (a, b) in enumerate(zip(values, values[1:]), 1):
+        if a != b or type(a) is not type(b):  # (True is not 1: as runs_column)
+            runs[-1] = i - start
+            runs += [b, 0]
+            start = i
+            if len(runs) >= limit:
+                return list(values)
+    runs[-1] = len(values) - start
+    return {"runs": runs}
 
 
 def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
