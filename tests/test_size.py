@@ -77,8 +77,12 @@ def test_z_string_hand_cases_and_round_trip():
 
 def test_index_and_label_columns_take_runs_only_where_shorter():
     assert columnar.list_or_runs([0] * 20 + [1] * 20) == {"runs": [0, 20, 1, 20]}
-    alternating = [0, 1] * 20
+    alternating = ["a", "b"] * 20
     assert columnar.list_or_runs(alternating) == alternating
+    # integers that change too often for runs: delta-coded (a z string: zigzag 1, 2 -> B, C), the same values back
+    col = columnar.list_or_runs([0, 1] * 20)
+    assert col == {"dec": 0, "z": "AC" + "BC" * 19}  # deltas 0, 1, then -1, 1 nineteen times
+    assert [r["v"] for r in columnar.decode({"fields": ["v"], "cols": [col]})] == [0, 1] * 20
     assert columnar.list_or_runs([""] * 3) == ["", "", ""]  # (short: as it is)
     rows = [{"lane": "a" if i < 30 else "b", "v": i} for i in range(40)]
     data = columnar.encode(rows, ["lane", "v"], dicts=("lane",))

@@ -180,8 +180,9 @@ def runs_of(runs: Iterable[tuple[Any, int]]) -> dict:
 
 def list_or_runs(values: list) -> Any:
     """A column of indexes or labels (a timeline's lane of each operator, its launch mostly ""): as runs where that
-    is shorter than the plain list (rows sorted by lane hold long runs), else the plain list. report.js and
-    `decode` expand both the same way, a dict field's index included."""
+    is shorter than the plain list (rows sorted by lane hold long runs), else integers delta-coded
+    (`number_column`: a `z` string from 16 values), anything else the plain list. report.js and `decode` expand
+    each the same way, a dict field's index included."""
     if len(values) < 16:
         return list(values)
     limit = len(values) // 2  # runs (2 entries each) shorter than half the list
@@ -192,8 +193,8 @@ def list_or_runs(values: list) -> Any:
             runs[-1] = i - start
             runs += [b, 0]
             start = i
-            if len(runs) >= limit:
-                return list(values)
+            if len(runs) >= limit:  # integers (a dict field's indexes) delta-coded, anything else as it is
+                return number_column(values) if all(type(v) is int for v in values) else list(values)
     runs[-1] = len(values) - start
     return {"runs": runs}
 

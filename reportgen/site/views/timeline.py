@@ -131,7 +131,7 @@ def _columns(rows: _Rows, device_of: Optional[list[int]] = None) -> dict:
     shapes: dict[str, int] = {}
     runs = columnar.list_or_runs  # (lane, kind, shapes and launch repeat in a row: sorted by lane, few launches)
     cols = [columnar.runs_column(rows.step), runs([pos[ln] for ln in rows.lane]), runs([CAT_ORDER[c] for c in rows.cat]),
-            [names.setdefault(n, len(names)) for n in rows.name],
+            runs([names.setdefault(n, len(names)) for n in rows.name]),
             columnar.rounded_column(np.concatenate(rows.start), 4),
             columnar.rounded_column(np.concatenate(rows.dur), 5),
             runs([shapes.setdefault(x, len(shapes)) for x in rows.shapes]), runs(rows.launch)]
