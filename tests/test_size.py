@@ -15,6 +15,7 @@ from bs4 import BeautifulSoup
 
 from reportgen.charts import column_codec as columnar
 from reportgen import urls
+from reportgen.numbers import extreme_points
 from reportgen.site.pages.rank import communication as rank_comm
 from reportgen.site.pages.rank import resources as rank_resources
 from reportgen.site.pages.rank import sections as rank_sections
@@ -48,8 +49,65 @@ def test_number_column_codes_a_regular_step_as_runs_of_deltas():
     assert col == {"dec": 1, "dr": [0, 1, 5, 239, -1195, 1, 5, 238]}  # hand-computed: tenths (119.5 -> 0)
     assert [r["x"] for r in columnar.decode({"fields": ["x"], "cols": [col]})] == xs
     irregular = [float(i * i) for i in range(40)]
-    assert "d" in columnar.number_column(irregular)
+    assert "z" in columnar.number_column(irregular)  # (16 values or more: the deltas as a `z` string)
     assert [r["x"] for r in columnar.decode({"fields": ["x"], "cols": [columnar.number_column(irregular)]})] == irregular
+
+
+def test_z_string_hand_cases_and_round_trip():
+    """Issue 33: deltas zigzag-coded 5 bits a character (a delta under 16 in size is one character)."""
+    import numpy as np
+
+    # hand-computed: 0 -> A; -1, 1, -2 -> zigzag 1, 2, 3 -> B, C, D; 15 -> 30 -> e; -16 -> 31 -> f;
+    # 16 -> 32 = 0 + 1 * 32 -> (0 | 32) then 1 -> gB; 511 -> 1022 = 30 + 31 * 32 -> (30 | 32) then 31 -> -f
+    assert columnar.z_string(np.array([0, -1, 1, -2, 15, -16, 16, 511])) == "ABCDefgB-f"
+    assert columnar.z_values("ABCDefgB-f") == [0, -1, 1, -2, 15, -16, 16, 511]
+    rnd = random.Random(5)
+    for _ in range(300):
+        d = [rnd.choice([rnd.randint(-20, 20), rnd.randint(-10 ** 7, 10 ** 7), rnd.randint(1 - 2 ** 50, 2 ** 50 - 1)])
+             for _ in range(rnd.randint(0, 60))]
+        assert columnar.z_values(columnar.z_string(np.array(d, dtype=np.int64))) == d
+    # a column of 16 values or more takes it, and decodes to the same doubles; a delta of 2**50 or more keeps the list
+    vals = [round(rnd.uniform(-5e4, 5e4), 1) for _ in range(50)]
+    col = columnar.number_column(vals)
+    assert set(col) == {"dec", "z"} and col["dec"] == 1
+    assert [r["v"] for r in columnar.decode({"fields": ["v"], "cols": [col]})] == vals
+    assert "d" in columnar.number_column([i * i for i in range(20)] + [2 ** 51])
+    assert "d" in columnar.number_column([1.5, 2.5, 0.5])  # (a short column keeps its readable list)
+
+
+def test_index_and_label_columns_take_runs_only_where_shorter():
+    assert columnar.list_or_runs([0] * 20 + [1] * 20) == {"runs": [0, 20, 1, 20]}
+    alternating = ["a", "b"] * 20
+    assert columnar.list_or_runs(alternating) == alternating
+    # integers that change too often for runs: delta-coded (a z string: zigzag 1, 2 -> B, C), the same values back
+    col = columnar.list_or_runs([0, 1] * 20)
+    assert col == {"dec": 0, "z": "AC" + "BC" * 19}  # deltas 0, 1, then -1, 1 nineteen times
+    assert [r["v"] for r in columnar.decode({"fields": ["v"], "cols": [col]})] == [0, 1] * 20
+    assert columnar.list_or_runs([""] * 3) == ["", "", ""]  # (short: as it is)
+    rows = [{"lane": "a" if i < 30 else "b", "v": i} for i in range(40)]
+    data = columnar.encode(rows, ["lane", "v"], dicts=("lane",))
+    assert data["cols"][0] == {"runs": [0, 30, 1, 10]} and data["dicts"] == {"lane": ["a", "b"]}
+    assert [{k: r[k] for k in ("lane", "v")} for r in columnar.decode(data)] == rows
+
+
+def test_extreme_points_keep_every_bucket_extreme_in_order():
+    """The memory curve a rank page draws: at most n points, per bucket the first maximum and minimum, in order;
+    the peak and the lowest point of the whole curve stay, a uniform subsample would miss the spikes."""
+    import numpy as np
+
+    v = np.array([1.0, 5.0, 2.0, 2.0, 9.0, 0.0, 3.0, 3.0])
+    assert extreme_points(v, 4).tolist() == [0, 1, 4, 5]  # hand-computed: buckets [1 5 2 2] and [9 0 3 3]
+    assert extreme_points(v, 8).tolist() == list(range(8))
+    rnd = random.Random(9)
+    for _ in range(100):
+        n = rnd.randint(601, 5000)
+        curve = np.cumsum([rnd.uniform(-1, 1) for _ in range(n)])
+        spike = rnd.randrange(n)
+        curve[spike] = curve.max() + 50  # one short spike: the peak
+        keep = extreme_points(curve, 600)
+        assert len(keep) <= 600 and list(keep) == sorted(set(keep.tolist()))
+        assert spike in keep and int(np.argmin(curve)) in keep
+        assert curve[keep].max() == curve.max() and curve[keep].min() == curve.min()
 
 
 def test_encode_dicts_fields_hold_indexes_and_decode_to_the_rows():
@@ -140,7 +198,10 @@ def _csv(path: Path) -> list[dict]:
 def test_memory_curve_is_carried_columnar_and_expands_to_the_curve(big_site):
     _, out = big_site
     fig = _soup(out / "ranks" / "rank-0.html").select_one("#fig-rank-0-mem")
-    assert json.loads(fig.select_one("script.spec").string) == {"datasets": {"mem": []}}
+    # a large run (the threshold patched): no spec data on the page, the columns carry all of it (the spec itself
+    # is the shared one, assets/rank-specs.js, under the figure's data-spec key)
+    assert fig.select_one("script.spec") is None and fig["data-spec"]
+    assert f'"{fig["data-spec"]}":' in (out / "assets" / "rank-specs.js").read_text()
     data = json.loads(fig.select_one("script.columns").string)["mem"]
     rows = columnar.decode(data)
     series = {r["series"] for r in rows}
@@ -345,3 +406,160 @@ def test_decimal_column_equals_number_column_for_rounded_values_and_falls_back_o
     raw = [1.23456789, 2.0, 3.5]  # not rounded to 4 decimals: the plain path (7 significant digits)
     assert columnar.decimal_column(raw, 4) == columnar.number_column(raw) == {"dec": 6, "d": [1234568, 765432, 1500000]}
     assert columnar.decimal_column([1.5, None], 4) == columnar.number_column([1.5, None])
+
+
+# ---- a large run's rank pages (issue 33): files relative to the rank folder, 16 trace copies, the drawn curve ------
+
+@pytest.fixture(scope="module")
+def large_site(tmp_path_factory) -> tuple[Path, Path]:
+    """8 ranks with trace_view.json, rank 5 slow, built as a large run (the threshold patched to 8) that copies at
+    most 3 traces, draws the timelines of 4 devices and at most 40 points per memory series (patched: the real run
+    has 16, 32 and 600)."""
+    from reportgen.cli import main
+    from reportgen.synth import generate_run
+
+    root = tmp_path_factory.mktemp("large")
+    run = generate_run(root / "run", ranks=8, steps=2, stages=2, tp=2, trace_view=True,
+                       inject=["slow-rank:5:compute:1.4"])
+    mp = pytest.MonkeyPatch()
+    mp.setattr(urls, "LARGE_RUN_RANKS", 8)
+    mp.setattr(rank_resources, "MAX_TRACE_COPIES_LARGE", 3)
+    mp.setattr(rank_resources, "MAX_CURVE_POINTS_DRAWN", 40)
+    from reportgen.analysis import execution
+
+    mp.setattr(execution.select, "__defaults__", (None, 4))  # 4 devices drawn (of 32): the others are not
+    try:
+        assert main([str(run), "-o", str(root / "out"), "-q", "-j", "1", "--lang", "en"]) == 0
+    finally:
+        mp.undo()
+    return run, root / "out"
+
+
+def _facts(soup: BeautifulSoup) -> dict:
+    return {tr.th.get_text(): tr.td.get_text() for tr in soup.select_one("table.facts").select("tr")}
+
+
+def test_a_large_runs_rank_page_names_its_files_relative_to_its_folder(large_site):
+    run, out = large_site
+    for r in range(8):
+        soup = _soup(out / "ranks" / f"rank-{r}.html")
+        folder = _facts(soup)["Source folder"]
+        assert folder and folder != "." and (run / folder).is_dir()
+        files = [c.get_text() for c in soup.select("ul.files code")]
+        sources = [c.get_text() for p in soup.select("p.muted") if p.get_text().startswith(("Source:", "Sources:"))
+                   for c in p.select("code")]
+        assert len(files) >= 5 and len(sources) >= 5
+        for name in files + sources:  # each one is a file of the rank's folder, named without the folder
+            assert not name.startswith(folder + "/") and (run / folder / name).is_file(), name
+        assert folder not in soup.select_one("section").get_text().replace(f"Source folder{folder}", "")
+
+
+def test_a_large_run_copies_16_traces_the_findings_ranks_first(large_site):
+    run, out = large_site
+    summary = json.loads((out / "summary.json").read_text())
+    named = {r for f in summary["findings"] if f["severity"] in ("warning", "critical") for r in f.get("ranks") or []}
+    assert 5 in named
+    copied = sorted(int(p.name.split("-")[1].split(".")[0]) for p in (out / "traces").glob("rank-*.trace.json.gz"))
+    assert len(copied) == 3 and 5 in copied
+    seen_brief = False
+    for r in range(8):
+        soup = _soup(out / "ranks" / f"rank-{r}.html")
+        tl = soup.find("h2", id="timeline").find_all_next("p", limit=4)
+        text = " ".join(p.get_text() for p in tl)
+        link = soup.select_one(f"a[href='../traces/rank-{r}.trace.json.gz']")
+        assert (link is not None) == (r in copied)
+        drawn = soup.select_one(f"#fig-rank-{r}-timeline") is not None
+        if r not in copied and drawn:  # the longer note, naming the large run's limit
+            assert "copies at most 3 traces" in text and "neither drawn nor copied" not in text
+        elif r not in copied:  # one sentence, naming the file to open (relative to the rank's folder)
+            assert "neither drawn nor copied" in text and "copies at most" not in text and "is drawn for" not in text
+            assert "trace_view.json" in text
+            seen_brief = True
+    assert seen_brief  # (4 drawn, 3 copied: at least one rank is neither)
+    drawn = {r for r in range(8) if _soup(out / "ranks" / f"rank-{r}.html").select_one(f"#fig-rank-{r}-timeline")}
+    assert len(drawn) == 4 and set(copied) <= named | drawn  # the findings' ranks, then the drawn devices
+    # the unit: the priority comes first, then the run's order, within the count
+    import types
+
+    ranks = {r: types.SimpleNamespace(timeline=types.SimpleNamespace(trace_bytes=10, source=f"r{r}/t.json",
+                                                                      trace_needs_numbers=False)) for r in range(100)}
+    a = types.SimpleNamespace(run=types.SimpleNamespace(rank_ids=list(range(100)), ranks=ranks))
+    detail = rank_resources.RankDetail(a, priority=[70, 3, 70, 99])
+    first = [70, 3, 99]
+    assert [e.dest for e in detail.exports] == [urls.trace_copy(r) for r in first + [r for r in range(100)
+                                                                                     if r not in first][:13]]
+    assert len(detail.exports) == rank_resources.MAX_TRACE_COPIES_LARGE == 16  # (100 ranks: a large run)
+
+
+def test_the_drawn_memory_curve_keeps_the_extremes_of_the_curve(large_site):
+    import numpy as np
+
+    from reportgen.loaders.issuelog import IssueLog
+    from reportgen.loaders.memory import load_modern_memory
+
+    run, out = large_site
+    summary = json.loads((out / "summary.json").read_text())
+    for r in (0, 5):
+        soup = _soup(out / "ranks" / f"rank-{r}.html")
+        folder = _facts(soup)["Source folder"]
+        record = next((run / folder).rglob("memory_record.csv"))
+        curve = load_modern_memory(record, None, None, IssueLog(run)).curve  # what the page is given
+        rows = columnar.decode(json.loads(soup.select_one(f"#fig-rank-{r}-mem script.columns").string)["mem"])
+        for label, col in (("in use / reserved", "used_mb"), ("allocated", "allocated_mb")):
+            full = curve[["x", col]].dropna()
+            assert len(full) > 40  # (the loader's curve is longer than the patched limit)
+            drawn = [(row["x"], row["mb"]) for row in rows if row["series"] == label]
+            assert 2 <= len(drawn) <= 40
+            xs = np.round(full["x"].to_numpy(), 3).tolist()
+            mbs = np.round(full[col].to_numpy(), 1).tolist()
+            pos = [xs.index(x) for x, _ in drawn]
+            assert pos == sorted(pos) and all(mbs[p] == mb for p, (_, mb) in zip(pos, drawn))  # exact, in order
+            assert max(mb for _, mb in drawn) == max(mbs) and min(mb for _, mb in drawn) == min(mbs)
+        peak = max(row["mb"] for row in rows if row["series"] == "in use / reserved")
+        assert peak == pytest.approx(summary["metrics"]["memory"]["per_rank"][str(r)]["peak_mb"], abs=0.05)
+
+
+@pytest.mark.browser
+def test_browser_draws_a_large_runs_rank_page_its_memory_peak_the_tables(large_site):
+    """The rank page of a large run draws every chart (the z-coded memory curve, the run-coded timeline lanes);
+    the drawn curve's highest point is the peak its table prints, and the timeline holds the decoded rows."""
+    from test_browser import assert_charts_drawn, run_probe
+
+    _, out = large_site
+    page = out / "ranks" / "rank-5.html"
+    dom = run_probe(page, """
+      var t0 = Date.now();
+      (function wait() {
+        var mem = document.getElementById('fig-rank-5-mem'), tl = document.getElementById('fig-rank-5-timeline');
+        if (mem._msrView && tl && tl._msrView && document.getElementById('fig-rank-5-steps')._msrView) {
+          var rows = mem._msrView.data('mem').filter(function (r) { return r.series === 'in use / reserved'; });
+          document.body.setAttribute('data-peak', String(Math.max.apply(null, rows.map(function (r) { return r.mb; }))));
+          document.body.setAttribute('data-tl', JSON.stringify(tl._msrView.data('ops').map(
+              function (r) { return [r.lane, r.cat, r.start, r.dur, r.launch]; })));
+          var st = document.getElementById('fig-rank-5-steps');
+          document.body.setAttribute('data-steps', JSON.stringify(st._msrView.data('steps').map(
+              function (r) { return [r.step, r.phase, r.value]; })));
+          return;
+        }
+        if (Date.now() - t0 < 10000) { setTimeout(wait, 50); }
+      })();""")
+    assert_charts_drawn(dom, page, 4)
+    soup = _soup(page)
+    table_peak = soup.select_one("#rank-memory-summary tr td b").get_text()
+    # (the curve carries MB to the 0.1 its tooltip prints, the table to 0.01)
+    assert float(dom.body["data-peak"]) == pytest.approx(float(table_peak.replace(",", "").split()[0]), abs=0.055)
+    cols = json.loads(soup.select_one("#fig-rank-5-timeline script.columns").string)["ops"]
+    assert any(isinstance(c, dict) and "runs" in c for c in cols["cols"][1:3])  # (lane or kind as runs)
+    want = [[r["lane"], r["cat"], r["start"], r["dur"], r["launch"]] for r in columnar.decode(cols)]
+    assert json.loads(dom.body["data-tl"]) == want and len(want) > 100
+    # the step lines: read from the step table, every (step, phase) of the chart's labels with the table's number
+    fig = soup.select_one("#fig-rank-5-steps")
+    assert fig.select_one("script.columns") is None and fig["data-table"] == "rank-steps"
+    heads = [th.get_text() for th in soup.select("#rank-steps thead th")]
+    cols = [int(c) for c in fig["data-table-cols"].split(",")]
+    shown = {heads[c].removesuffix(" (ms)") for c in cols if c >= 0}
+    assert {"Computing", "Step total"} <= shown
+    table = [(int(tr.td.get_text()), heads[c].removesuffix(" (ms)"), float(tr.select("td")[c].get_text().replace(",", "")))
+             for tr in soup.select("#rank-steps tbody tr") for c in cols if c >= 0]
+    got = json.loads(dom.body["data-steps"])
+    assert sorted(map(tuple, got)) == sorted(table) and len(got) == 2 * len(shown)

@@ -8,6 +8,11 @@ before drawing, so a chart spec reads the same rows as before. A column is one o
     plain list, since an integer divided by a power of ten is the double nearest to the decimal;
   - `{"dec": p, "dr": [d1, n1, d2, n2, ...]}`: the same with the deltas as runs (delta d1 n1 times, then d2 n2
     times: a curve sampled at a regular interval), written when it is under a quarter of the deltas;
+  - `{"dec": p, "z": "..."}`: the same deltas as one string, each zigzag-coded (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...)
+    and written 5 bits a character, low bits first, in the URL-safe base-64 alphabet (`Z_ALPHABET`): a character
+    of the first half ends a delta, one of the second half has more to come. A delta under 16 in size is one
+    character, under 512 two, under 16,384 three, where a JSON list spends its digits, a sign and a comma
+    (a column of 16 or more values whose deltas are all under 2**50, exact as doubles in the browser);
   - `{"runs": [v, n, v, n, ...]}`: value v repeated n times (a series label per row).
   - `{"rank_href": "ranks/rank-987654321.html", "of": "rank"}`: each row's rank page, the row's `rank` put in
     place of `urls.RANK_SLOT` (the one href is resolved for the page that embeds it, as every `*_href` key).
@@ -26,6 +31,11 @@ from reportgen import urls
 
 MAX_DECIMALS = 6
 _SAFE = 2 ** 53
+Z_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"  # (report.js has the same)
+_Z_BYTES = np.frombuffer(Z_ALPHABET.encode("ascii"), dtype=np.uint8)
+_Z_MIN_VALUES = 16  # shorter columns keep their readable list (the gain is a few bytes)
+_Z_MAX_DELTA = 2 ** 50  # every step of the browser's decoding exact in doubles
+_Z_STEPS = np.array([1 << (5 * k) for k in range(1, 12)], dtype=np.uint64)  # a character more from each
 
 
 def sig7(v: float) -> float:
@@ -70,7 +80,38 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
         if 4 * len(starts) < len(deltas):
             times = np.diff(np.r_[starts, len(deltas)])
             return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
+    if len(deltas) >= _Z_MIN_VALUES and np.all(np.abs(deltas) < _Z_MAX_DELTA):
+        return {"dec": p, "z": z_string(deltas)}
     return {"dec": p, "d": deltas.tolist()}
+
+
+def z_string(deltas: "np.ndarray") -> str:
+    """Integers (|d| < 2**50) as the `z` column's string: zigzag, then 5 bits a character, low bits first, the
+    second half of `Z_ALPHABET` for a character with more to come (vectorised: every rank page codes thousands)."""
+    d = np.asarray(deltas, dtype=np.int64)
+    z = ((d << 1) ^ (d >> 63)).astype(np.uint64)  # zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3
+    n = 1 + np.searchsorted(_Z_STEPS, z, side="right")  # characters per value
+    at = np.cumsum(n) - n
+    out = np.empty(int(n.sum()), dtype=np.uint8)
+    for k in range(int(n.max()) if len(n) else 0):
+        has = n > k
+        chunk = (z[has] >> np.uint64(5 * k)) & np.uint64(31)
+        out[at[has] + k] = chunk.astype(np.uint8) | np.where(n[has] > k + 1, 32, 0).astype(np.uint8)
+    return _Z_BYTES[out].tobytes().decode("ascii")
+
+
+def z_values(text: str) -> list[int]:
+    """The integers of a `z` string (`z_string`'s inverse, as report.js reads it)."""
+    out, acc, shift = [], 0, 0
+    for ch in text:
+        k = Z_ALPHABET.index(ch)
+        acc |= (k & 31) << shift
+        if k & 32:
+            shift += 5
+            continue
+        out.append(-(acc + 1) // 2 if acc & 1 else acc // 2)
+        acc, shift = 0, 0
+    return out
 
 
 _POW10 = np.array([10 ** i for i in range(19)], dtype=np.int64)
@@ -137,6 +178,27 @@ def runs_of(runs: Iterable[tuple[Any, int]]) -> dict:
     return {"runs": out}
 
 
+def list_or_runs(values: list) -> Any:
+    """A column of indexes or labels (a timeline's lane of each operator, its launch mostly ""): as runs where that
+    is shorter than the plain list (rows sorted by lane hold long runs), else integers delta-coded
+    (`number_column`: a `z` string from 16 values), anything else the plain list. report.js and `decode` expand
+    each the same way, a dict field's index included."""
+    if len(values) < 16:
+        return list(values)
+    limit = len(values) // 2  # runs (2 entries each) shorter than half the list
+    runs: list = [values[0], 0]
+    start = 0
+    for i, (a, b) in enumerate(zip(values, values[1:]), 1):
+        if a != b or type(a) is not type(b):  # (True is not 1: as runs_column)
+            runs[-1] = i - start
+            runs += [b, 0]
+            start = i
+            if len(runs) >= limit:  # integers (a dict field's indexes) delta-coded, anything else as it is
+                return number_column(values) if all(type(v) is int for v in values) else list(values)
+    runs[-1] = len(values) - start
+    return {"runs": runs}
+
+
 def rank_href_column(rows: list[dict], field: str, of: str) -> Any:
     """`field` holds each row's rank page (`urls.rank_page(row[of])`): one templated href; else a plain list."""
     vals = [r.get(field) for r in rows]
@@ -165,7 +227,7 @@ def encode(rows: list[dict], fields: list[str], labels: tuple[str, ...] = (), hr
             cols.append(decimal_column(vals, decimals[f]))
         elif f in dicts:
             index: dict = {}
-            cols.append([index.setdefault(v, len(index)) for v in vals])
+            cols.append(list_or_runs([index.setdefault(v, len(index)) for v in vals]))
             lists[f] = list(index)
         else:
             cols.append(runs_column(vals) if f in labels else number_column(vals))
@@ -184,9 +246,10 @@ def decode(data: dict) -> list[dict]:
         elif isinstance(c, dict) and "runs" in c:
             r = c["runs"]
             cols.append([v for i in range(0, len(r), 2) for v in [r[i]] * r[i + 1]])
-        elif isinstance(c, dict) and ("d" in c or "dr" in c):
+        elif isinstance(c, dict) and ("d" in c or "dr" in c or "z" in c):
             acc, vals, scale = 0, [], 10 ** c["dec"]
-            deltas = c["d"] if "d" in c else [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]]
+            deltas = (c["d"] if "d" in c else z_values(c["z"]) if "z" in c else
+                      [d for i in range(0, len(c["dr"]), 2) for d in [c["dr"][i]] * c["dr"][i + 1]])
             for d in deltas:
                 acc += d
                 vals.append(acc / scale if c["dec"] else acc)

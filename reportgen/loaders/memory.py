@@ -21,7 +21,7 @@ from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
 from reportgen.loaders.tables import read_frame, read_typed
-from reportgen.numbers import to_float
+from reportgen.numbers import extreme_points, to_float
 from reportgen.model import Memory
 
 MB_PER_GB = 1024.0
@@ -37,16 +37,10 @@ def _downsample(df: pd.DataFrame, value: str, n: int = MAX_CURVE_POINTS) -> pd.D
     df = df.reset_index(drop=True)  # positions = labels, in time order
     if len(df) <= n:
         return df
-    buckets = max(1, n // 2)
-    bucket = np.arange(len(df)) * buckets // len(df)
     v = df[value].to_numpy(dtype="float64")
-    if not np.isnan(v).any():  # every bucket holds rows (len > n): per bucket the first min and the first max
-        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
-        picks = []
-        for reduce in (np.maximum, np.minimum):
-            at = np.flatnonzero(v == reduce.reduceat(v, starts)[bucket])
-            picks.append(at[np.r_[True, bucket[at][1:] != bucket[at][:-1]]])
-        return df.iloc[np.unique(np.concatenate(picks))].reset_index(drop=True)
+    if not np.isnan(v).any():  # per bucket the first min and the first max (the rank page draws with the same)
+        return df.iloc[extreme_points(v, n)].reset_index(drop=True)
+    bucket = np.arange(len(df)) * max(1, n // 2) // len(df)
     g = df.groupby(bucket)[value]
     idx = np.unique(np.concatenate([g.idxmax().to_numpy(), g.idxmin().to_numpy()]))
     return df.loc[idx].reset_index(drop=True)

@@ -129,11 +129,12 @@ def _columns(rows: _Rows, device_of: Optional[list[int]] = None) -> dict:
     cats = [_(c) for c in tl_charts.CATEGORIES]  # the legend's words, in the chart's domain too
     names: dict[str, int] = {}
     shapes: dict[str, int] = {}
-    cols = [columnar.runs_column(rows.step), [pos[ln] for ln in rows.lane], [CAT_ORDER[c] for c in rows.cat],
-            [names.setdefault(n, len(names)) for n in rows.name],
+    runs = columnar.list_or_runs  # (lane, kind, shapes and launch repeat in a row: sorted by lane, few launches)
+    cols = [columnar.runs_column(rows.step), runs([pos[ln] for ln in rows.lane]), runs([CAT_ORDER[c] for c in rows.cat]),
+            runs([names.setdefault(n, len(names)) for n in rows.name]),
             columnar.rounded_column(np.concatenate(rows.start), 4),
             columnar.rounded_column(np.concatenate(rows.dur), 5),
-            [shapes.setdefault(x, len(shapes)) for x in rows.shapes], rows.launch]
+            runs([shapes.setdefault(x, len(shapes)) for x in rows.shapes]), runs(rows.launch)]
     return {"ops": {"fields": FIELDS, "cols": cols,
                     "dicts": {"lane": [lane_text(ln) for ln in lanes], "cat": cats, "name": list(names),
                               "shapes": list(shapes)}}}

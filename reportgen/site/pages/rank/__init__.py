@@ -28,7 +28,8 @@ from reportgen.site.pages import findings as finding_pages
 from reportgen.site.pages.rank.communication import RankComm
 from reportgen.site.pages.rank.overlap import RankOverlap
 from reportgen.site.pages.rank.resources import RankDetail
-from reportgen.site.pages.rank.sections import IdleSection, Part, RankSection, StepSection
+from reportgen.site.pages.rank.sections import (IdleSection, Part, RankSection, StepSection, in_folder,
+                                                sources_in_folder)
 from reportgen.site.pages.step_trace import rank_rows
 from reportgen.site.plan.page import Download, Page, PageContext, PlanInput, view
 from reportgen.site.views import idle as idle_view
@@ -66,7 +67,9 @@ class RankPages:
         self.by_rank = finding_pages.rank_findings(inp.findings, len(run.rank_ids))
         hl = self.maker.hl
         drawn = [d.rank for m in (a.execution.marey if a.execution else []) for d in m.devices]
-        self.detail = RankDetail(a, priority=sorted(hl.slow_ranks | hl.waits_least) + drawn, flagged=hl.flagged)
+        # traces copied first: the ranks the findings name (the culprits, then the ends of slow links), then the drawn
+        culprits = sorted(hl.slow_ranks | hl.waits_least)
+        self.detail = RankDetail(a, priority=culprits + sorted(hl.flagged - set(culprits)) + drawn, flagged=hl.flagged)
         self.comm = RankComm(a, hl)
         self.overlap = RankOverlap(a)
         self.line_spec = step_charts.rank_step_lines(
@@ -100,9 +103,14 @@ class RankPages:
         a = self.analysis
         data = a.run.ranks[r]
         sections, charts, downloads = self.sections(r)
+        files = data.files[:200]
+        if urls.large_run(len(ids)):  # files named relative to the rank's folder (the facts table names it)
+            folder = data.info.source_dir
+            sections = [sources_in_folder(s, folder) for s in sections]
+            files = [in_folder(f, folder) for f in files]
         return Page(urls.rank_page(r), _("Rank {rank}").format(rank=r), "_rank.html", RankContext(
             **self.common, rank=r, facts=rank_facts(a, r), sections=sections, issues=[i.to_dict() for i in data.issues],
-            slow=r in self.maker.hl.slow_ranks, files=data.files[:200], n_files=len(data.files),
+            slow=r in self.maker.hl.slow_ranks, files=files, n_files=len(data.files),
             cluster_link=str(urls.step_trace_row(r)), findings=self.by_rank.get(r, []),
             prev=urls.rank_page(ids[n - 1]) if n > 0 else None,
             next=urls.rank_page(ids[n + 1]) if n + 1 < len(ids) else None,
@@ -180,9 +188,15 @@ def step_section(a: Analysis, r: int, maker, line_spec: Optional[dict]) -> tuple
             spec = dict(line_spec)
             spec["datasets"] = {"steps": []}
             chart = Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps."))
-            # columnar (an object per point repeated its keys: 1.5 of a rank page's 30 KB; report.js expands it)
-            chart.columns = {"steps": columnar.encode(lines, ["step", "phase", "value"], labels=("step",),
-                                                      dicts=("phase",), plain=("value",))}
+            if urls.large_run(len(run.rank_ids)):
+                # drawn from the step table beside it (the same numbers, to the 0.001 ms the tooltip prints):
+                # for each label of the chart, its table column (after the step column)
+                at = {_(PHASE_LABELS[p]): 1 + i for i, p in enumerate(phases)}
+                chart.table = {"dataset": "steps", "id": "rank-steps",
+                               "cols": [at.get(label, -1) for label in line_spec["encoding"]["color"]["scale"]["domain"]]}
+            else:  # columnar (an object per point repeated its keys: 1.5 of a rank page's 30 KB; report.js expands it)
+                chart.columns = {"steps": columnar.encode(lines, ["step", "phase", "value"], labels=("step",),
+                                                          dicts=("phase",), plain=("value",))}
             charts.append(chart)
     return section, charts
 

@@ -19,6 +19,7 @@ from reportgen.charts import column_codec as columnar
 from reportgen.charts import resources as res_charts
 from reportgen.i18n import N_, _, text
 from reportgen.model import SIDE_LABELS
+from reportgen.numbers import extreme_points
 from reportgen.site.pages.resources import bottleneck_text
 from reportgen.site.pages.rank.sections import (CpuSection, DataSection, FlopsSection, MemorySection, OperatorsSection,
                                                 Part, TimelineSection, shown_rows)
@@ -32,6 +33,14 @@ MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
 # Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
 # copy of every trace would be most of the report (57 of 118 MB at 1,024 ranks). The rest open from the run folder.
 MAX_TRACE_COPIES = 32
+# On a large run (`urls.large_run`) half as many: 32 copies were 7 of a 1,024-rank site's 48 MB (issue 33); the
+# ranks the findings name come first, the drawn devices (the timelines on the pages) fill the rest.
+MAX_TRACE_COPIES_LARGE = 16
+
+
+def max_trace_copies(n_ranks: int) -> int:
+    """How many traces a report of `n_ranks` ranks copies (the rest are opened from the run folder)."""
+    return MAX_TRACE_COPIES_LARGE if urls.large_run(n_ranks) else MAX_TRACE_COPIES
 MAX_DETAIL_ROWS = 2000
 # A rank page shows only the longest operators; the full per-operator table is a CSV next to the page (at 1,024 ranks
 # 2,000-row HTML tables per rank were most of the site's size and of its rendering time).
@@ -92,6 +101,10 @@ def curve_label(x: str) -> str:
 
 # the memory curve's points to the precision its tooltip prints (`charts.resources.memory_curve`: x ",.3f", MB ",.1f")
 CURVE_X_DECIMALS, CURVE_MB_DECIMALS = 3, 1
+# Points drawn of each series of a rank's memory curve: about as many as the chart has pixels across. A longer
+# series (a curve no loader thinned, such as MindSpore's graph curve) keeps its extremes (`numbers.extreme_points`:
+# the first maximum and minimum of each of 300 buckets, in order), each point with its exact values.
+MAX_CURVE_POINTS_DRAWN = 600
 CURVE_TERMS = (N_("execution order"), N_("ms since the first sample"))
 
 
@@ -113,11 +126,13 @@ class RankDetail:
         self._specs: dict[tuple, dict] = {}
         self._mem: Optional[tuple[dict, Optional[float]]] = None
         with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
-        first = [r for r in dict.fromkeys(priority or []) if r in set(with_trace)]
+        has_trace = set(with_trace)
+        first = [r for r in dict.fromkeys(priority or []) if r in has_trace]
         order = first + [r for r in with_trace if r not in set(first)]
+        self.max_copies = max_trace_copies(len(a.run.rank_ids))
         for r in order:
             t = a.run.ranks[r].timeline
-            if (len(self.exports) < MAX_TRACE_COPIES and t.trace_bytes <= MAX_TRACE_FILE_BYTES
+            if (len(self.exports) < self.max_copies and t.trace_bytes <= MAX_TRACE_FILE_BYTES
                     and t.trace_bytes <= budget):
                 budget -= t.trace_bytes
                 dest = urls.trace_copy(r)  # gzip-compressed (~7 % of the JSON)
@@ -312,9 +327,13 @@ class RankDetail:
                 if col in m.curve:
                     v = m.curve[col].to_numpy(dtype="float64")
                     ok = ~np.isnan(v)
-                    xs.append(m.curve["x"].to_numpy(dtype="float64")[ok])
-                    mbs.append(v[ok])
-                    runs.append((_(label), int(ok.sum())))
+                    x, v = m.curve["x"].to_numpy(dtype="float64")[ok], v[ok]
+                    if len(v) > MAX_CURVE_POINTS_DRAWN:
+                        keep = extreme_points(v, MAX_CURVE_POINTS_DRAWN)
+                        x, v = x[keep], v[keep]
+                    xs.append(x)
+                    mbs.append(v)
+                    runs.append((_(label), len(v)))
             x_all = np.concatenate(xs) if xs else np.zeros(0)
             mb_all = np.concatenate(mbs) if mbs else np.zeros(0)
 
@@ -351,8 +370,8 @@ class RankDetail:
                     "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
-                    "n_copied": self.n_copied, "max_copies": MAX_TRACE_COPIES,
-                    "truncated": t.truncated})
+                    "n_copied": self.n_copied, "max_copies": self.max_copies,
+                    "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.rank_ids))})
         chart = timeline_view.rank_chart(self.a.run.execution, r)
         if chart is not None:
             sec["charts"].append(chart)
