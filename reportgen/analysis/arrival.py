@@ -99,42 +99,34 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         frames, source = _step_trace_events(run), "step trace"
     if len(frames) < 2:
         return None
-    # one frame of every rank's instances (a copy per rank costs seconds at 1,024 ranks), its columns read as they
-    # are (a copy of the columns and one of the kept rows were two more copies of 1.6 million rows), then integers
-    whole = pd.concat([x for _, x in frames], ignore_index=True)
-    col = {n: whole[n] for n in COLUMNS}
-    rank_all = np.repeat(np.array([r for r, _ in frames], dtype=np.int64), [len(x) for _, x in frames])
-    rows = np.flatnonzero((col["start_ms"].notna() & col["dur_ms"].notna()).to_numpy(dtype=bool))
-    rank = rank_all[rows]
-    start = col["start_ms"].to_numpy(dtype=float)[rows]
-    dur = col["dur_ms"].to_numpy(dtype=float)[rows]
-    # one integer per (group, key), numbered as they first appear, -1 where either is missing (as a groupby's
-    # ngroup numbers them): the text is factorised once, not in every groupby (seconds at scale)
-    g_all, gu = pd.factorize(col["group"])
-    k_all, ku = pd.factorize(col["key"])
-    gc, kc = g_all[rows], k_all[rows]
-    pair = np.where((gc >= 0) & (kc >= 0), gc.astype(np.int64) * max(1, len(ku)) + kc, -1)
-    inst = np.full(len(pair), -1, dtype=np.int64)
-    inst[pair >= 0] = pd.factorize(pair[pair >= 0])[0]
-    kind = pd.factorize(col["kind"].astype(str))[0].astype(np.int64)[rows] + 1
-    # dense ids of the instance numbers (-1 included) for the counting below
-    did, dvals = pd.factorize(inst)
-    nd = len(dvals)
+    # each rank's rows coded on their own (`rank_inputs`: integers, no stack of every rank's text), then the codes
+    # of every rank one after the other: the rows with a start, an elapse, a group and a key, in the ranks' order
+    parts = [rank_inputs(x) for _, x in frames]
+    n_of = np.array([len(p.at) for p in parts], dtype=np.int64)
+    fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
+    rank_all = np.array([r for r, _ in frames], dtype=np.int64)
+    start = np.concatenate([x["start_ms"].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)])
+    dur = np.concatenate([x["dur_ms"].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)])
+    gcode, gu = _merged([(p.group, p.groups) for p in parts])
+    kind = _merged([(p.kind, p.kinds) for p in parts])[0] + 1
+    inst = _instance_codes(frames, parts, gcode, n_of)
+    nd = int(inst.max()) + 1 if len(inst) else 0
+    did = inst
     # an instance whose rows name more than one kind is not one collective: left out
     base = int(kind.max()) + 1 if len(kind) else 1
     kinds = np.bincount(pd.unique(did * base + kind) // base, minlength=nd)
-    keep = (kinds[did] == 1) & (inst >= 0)  # (a row without group or key is no instance: a groupby drops it)
+    keep = kinds[did] == 1
     # a rank counted once per instance (its first row), and instances on two ranks or more
-    rc, ru = pd.factorize(rank)
-    once = ~pd.Series(np.where(keep, did.astype(np.int64) * max(1, len(ru)) + rc, -1)).duplicated().to_numpy()
+    once = ~pd.Series(np.where(keep, did * max(1, len(frames)) + fi, -1)).duplicated().to_numpy()
     keep &= once
     size = np.bincount(did[keep], minlength=nd)
     keep &= size[did] >= 2
     if not keep.any():
         return None
-    sel = np.flatnonzero(keep)
-    at = rows[sel]  # the kept rows' positions in the stacked columns
-    rank, start, dur, inst, did = rank[sel], start[sel], dur[sel], inst[sel], did[sel]
+    sel = np.flatnonzero(keep)  # the kept rows' positions in the stacked codes
+    del once, size, kinds
+    fi_k = fi[sel]
+    rank, start, dur, inst, did = rank_all[fi_k], start[sel], dur[sel], inst[sel], did[sel]
     end = start + dur
     # per instance (sorted once): the spread of the ends and of the starts, the first arrival
     order = np.argsort(did, kind="stable")
@@ -145,12 +137,14 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         return how.reduceat(v[order], cuts)
     end_spread = per(end, np.maximum) - per(end, np.minimum)
     start_spread = per(start, np.maximum) - per(start, np.minimum)
+    del end
     same_clock = float(pd.Series(end_spread).median()) <= max(CLOCK_TOLERANCE_MS,
                                                               0.1 * float(pd.Series(start_spread).median()))
     arr_all = start if same_clock else -dur
     lo = np.zeros(nd)
     lo[sd[cuts]] = per(arr_all, np.minimum)
     late_ms = arr_all - lo[did]
+    del order, sd, cuts, lo
     # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
     # first, the last and the one before it, and the median of all but the last
     xo = np.lexsort((arr_all, inst))  # by instance number, then arrival (stable)
@@ -160,28 +154,147 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     pos = np.arange(len(inst_id)) - np.repeat(starts, lens)
     n = np.repeat(lens, lens)
     first, last, before = pos == 0, pos == n - 1, pos == n - 2
+    del pos, n
     ids = inst_id[last]  # ascending already (sorted by instance)
     lastv, lastr = arr_v[last], rank_v[last]
     firstv, firstr = arr_v[first], rank_v[first]
     beforev = arr_v[before]
     med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
-    head = at[xo[last]]
+    head = sel[xo[last]]  # the last arrivals' positions in the stacked codes
+    del xo, inst_id, arr_v, rank_v, first, before
+    txt = _rows_text(frames, parts, n_of, head, ["step", "op", "group", "key", "kind"])
     instances = pd.DataFrame({
-        "step": col["step"].iloc[head].to_numpy(), "op": col["op"].iloc[head].astype(str).array,
-        "group": col["group"].iloc[head].array, "key": col["key"].iloc[head].array,
-        "kind": col["kind"].iloc[head].array, "n": lens,
+        "step": txt["step"].to_numpy(), "op": txt["op"].astype(str).array,
+        "group": txt["group"].array, "key": txt["key"].array,
+        "kind": txt["kind"].array, "n": lens,
         "first_rank": firstr, "last_rank": lastr, "spread_ms": lastv - firstv,
         "last_behind_median_ms": lastv - med, "last_margin_ms": lastv - beforev})
-    if str(col["step"].dtype) == "Int64":
+    if str(txt["step"].dtype) == "Int64":
         instances["step"] = instances["step"].astype("Int64")
-    # the lateness rows: the group as a categorical of its codes above (4 bytes a row, not a text column)
-    late = pd.DataFrame({"rank": rank, "step": col["step"].iloc[at].reset_index(drop=True),
-                         "op": col["op"].iloc[at].reset_index(drop=True),
-                         "group": pd.Categorical.from_codes(g_all[at], categories=pd.Index(gu)),
-                         "key": col["key"].iloc[at].reset_index(drop=True),
-                         "kind": col["kind"].iloc[at].reset_index(drop=True), "late_ms": late_ms, "inst": inst})
+    # the lateness rows: numbers and codes, no text a row (the group, operator and kind as categoricals of their
+    # distinct values; the step as the ranks' column gives it)
+    opc, opu = _merged([_local_codes(x["op"], p.at) for (_, x), p in zip(frames, parts)])
+    kc, ku = _merged([(p.kind, p.kinds) for p in parts])
+    late = pd.DataFrame({"rank": rank, "step": _rows_text(frames, parts, n_of, sel, ["step"])["step"].array,
+                         "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
+                         "group": pd.Categorical.from_codes(gcode[sel], categories=_categories(gu)),
+                         "kind": pd.Categorical.from_codes(kc[sel], categories=_categories(ku)),
+                         "late_ms": late_ms, "inst": inst})
     return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
+
+
+@dataclass
+class RankInputs:
+    """One rank's collective instances as integers (`rank_inputs`): the rows that can take part (a start, an
+    elapse, a group and a key), their group and kind as codes into the rank's few distinct values, and a 64-bit
+    hash of (group, key), the same on every rank for the same instance (no run-wide factorisation of the text)."""
+
+    at: np.ndarray  # the rows' positions in the rank's frame
+    group: np.ndarray  # codes into `groups` (the values as they are)
+    groups: list
+    kind: np.ndarray  # codes into `kinds` (the kinds as text; -1: missing)
+    kinds: list
+    key_hash: Optional[np.ndarray]  # uint64 per row; None where a group or key is not text (then matched exactly)
+
+
+_GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
+
+
+def _col(x: pd.DataFrame, name: str) -> pd.Series:
+    return x[name] if name in x.columns else pd.Series(np.nan, index=x.index, dtype=object)
+
+
+def _objects(x: pd.DataFrame, name: str, at: np.ndarray) -> np.ndarray:
+    return _col(x, name).to_numpy(dtype=object)[at]
+
+
+def rank_inputs(x: pd.DataFrame) -> RankInputs:
+    """`RankInputs` of one rank's instances frame (`COLUMNS`): a pure function of the rank."""
+    ok = (x["start_ms"].notna() & x["dur_ms"].notna() & x["group"].notna() & x["key"].notna()).to_numpy(dtype=bool)
+    at = np.flatnonzero(ok)
+    gc, gu = pd.factorize(_objects(x, "group", at))
+    kc, ku = pd.factorize(_col(x, "kind").astype(str).to_numpy(dtype=object)[at])
+    keys = _objects(x, "key", at)
+    h = None
+    if pd.api.types.infer_dtype(keys, skipna=False) == "string" and \
+            pd.api.types.infer_dtype(np.asarray(gu, dtype=object), skipna=False) in ("string", "empty"):
+        gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
+        h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
+    return RankInputs(at=at, group=gc.astype(np.int64), groups=list(gu), kind=kc.astype(np.int64), kinds=list(ku),
+                      key_hash=h)
+
+
+def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
+    """Codes into each rank's own distinct values -> codes into the run's (numbered as first seen, -1 kept), one
+    array for the ranks one after the other, and the run's distinct values."""
+    index: dict = {}
+    out = []
+    for c, u in parts:
+        m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int64)
+        out.append(m[c])
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), list(index)
+
+
+def _local_codes(col: pd.Series, at: np.ndarray) -> tuple[np.ndarray, list]:
+    c, u = pd.factorize(col.to_numpy(dtype=object)[at])
+    return c, list(u)
+
+
+def _categories(values: list) -> pd.Index:
+    return pd.Index(np.array(values + [None], dtype=object)[:-1], dtype=object)
+
+
+def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], gcode: np.ndarray,
+                    n_of: np.ndarray) -> np.ndarray:
+    """One integer per (group, key) over the stacked rows, numbered as first seen (as a factorisation of the pair
+    numbers them): from the ranks' hashes, checked against the text (every row's group and key are those of its
+    instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
+    if all(p.key_hash is not None for p in parts):
+        c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
+        c = c.astype(np.int64)
+        first = np.zeros(int(c.max()) + 1 if len(c) else 0, dtype=np.int64)
+        first[c[::-1]] = np.arange(len(c) - 1, -1, -1)  # each instance's first row
+        same = bool((gcode == gcode[first[c]]).all())
+        if same:
+            rep = _rows_text(frames, parts, n_of, first, ["key"])["key"].to_numpy(dtype=object)
+            lo = 0
+            for (_, x), p in zip(frames, parts):
+                hi = lo + len(p.at)
+                if not (_objects(x, "key", p.at) == rep[c[lo:hi]]).all():
+                    same = False
+                    break
+                lo = hi
+        if same:
+            return c
+    index: dict = {}
+    out, lo = [], 0
+    for (_, x), p in zip(frames, parts):
+        hi = lo + len(p.at)
+        out.append(np.array([index.setdefault((g, k), len(index)) for g, k in
+                             zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int64))
+        lo = hi
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
+               cols: list[str]) -> pd.DataFrame:
+    """The `cols` of the stacked rows at `pos` (in that order), read from the ranks' own frames: the dtypes a
+    stack of every rank's frame would give them (each rank's frame takes part, empty where none of its rows)."""
+    bounds = np.r_[0, np.cumsum(n_of)]
+    order = np.argsort(pos, kind="stable")
+    sp = pos[order]
+    cut = np.searchsorted(sp, bounds)
+    pieces = []
+    for i, ((_, x), p) in enumerate(zip(frames, parts)):
+        rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
+        pieces.append(x.iloc[rows].reindex(columns=cols))
+    out = pd.concat(pieces, ignore_index=True)
+    if len(order) and not (np.diff(order) > 0).all():
+        back = np.empty(len(order), dtype=np.int64)
+        back[order] = np.arange(len(order))
+        out = out.iloc[back].reset_index(drop=True)
+    return out
 
 
 @dataclass
