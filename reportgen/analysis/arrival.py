@@ -100,68 +100,62 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     if len(frames) < 2:
         return None
     # each rank's rows coded on their own (`rank_inputs`: integers, no stack of every rank's text), then the codes
-    # of every rank one after the other: the rows with a start, an elapse, a group and a key, in the ranks' order
+    # of every rank one after the other: the rows with a start, an elapse, a group and a key, in the ranks' order.
+    # Memory (issue 33): a few 4- and 8-byte arrays a row (1.6 million rows at 1,024 ranks), freed as soon as done
     parts = [rank_inputs(x) for _, x in frames]
     n_of = np.array([len(p.at) for p in parts], dtype=np.int64)
     fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
-    rank_all = np.array([r for r, _ in frames], dtype=np.int64)
-    start = np.concatenate([x["start_ms"].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)])
-    dur = np.concatenate([x["dur_ms"].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)])
     gcode, gu = _merged([(p.group, p.groups) for p in parts])
     kind = _merged([(p.kind, p.kinds) for p in parts])[0] + 1
     inst = _instance_codes(frames, parts, gcode, n_of)
     nd = int(inst.max()) + 1 if len(inst) else 0
-    did = inst
     # an instance whose rows name more than one kind is not one collective: left out
     base = int(kind.max()) + 1 if len(kind) else 1
-    kinds = np.bincount(pd.unique(did * base + kind) // base, minlength=nd)
-    keep = kinds[did] == 1
+    kinds = np.bincount(pd.unique(inst.astype(np.int64) * base + kind) // base, minlength=nd)
+    keep = kinds[inst] == 1
+    del kind, kinds
     # a rank counted once per instance (its first row), and instances on two ranks or more
-    once = ~pd.Series(np.where(keep, did * max(1, len(frames)) + fi, -1)).duplicated().to_numpy()
-    keep &= once
-    size = np.bincount(did[keep], minlength=nd)
-    keep &= size[did] >= 2
+    keep &= ~pd.Series(np.where(keep, inst.astype(np.int64) * max(1, len(frames)) + fi, -1)).duplicated().to_numpy()
+    keep &= np.bincount(inst[keep], minlength=nd)[inst] >= 2
     if not keep.any():
         return None
     sel = np.flatnonzero(keep)  # the kept rows' positions in the stacked codes
-    del once, size, kinds
-    fi_k = fi[sel]
-    rank, start, dur, inst, did = rank_all[fi_k], start[sel], dur[sel], inst[sel], did[sel]
-    end = start + dur
-    # per instance (sorted once): the spread of the ends and of the starts, the first arrival
-    order = np.argsort(did, kind="stable")
-    sd = did[order]
-    cuts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
-
-    def per(v: np.ndarray, how) -> np.ndarray:
-        return how.reduceat(v[order], cuts)
-    end_spread = per(end, np.maximum) - per(end, np.minimum)
-    start_spread = per(start, np.maximum) - per(start, np.minimum)
-    del end
-    same_clock = float(pd.Series(end_spread).median()) <= max(CLOCK_TOLERANCE_MS,
-                                                              0.1 * float(pd.Series(start_spread).median()))
-    arr_all = start if same_clock else -dur
-    lo = np.zeros(nd)
-    lo[sd[cuts]] = per(arr_all, np.minimum)
-    late_ms = arr_all - lo[did]
-    del order, sd, cuts, lo
+    del keep
+    fi, inst, gcode = fi[sel], inst[sel], gcode[sel]
+    start = _stacked(frames, parts, "start_ms")[sel]
+    dur = _stacked(frames, parts, "dur_ms")[sel]
+    # per instance: the spread of the ends and of the starts (whether the clocks agree), the first arrival
+    end_spread = _per(start + dur, inst, nd, np.maximum) - _per(start + dur, inst, nd, np.minimum)
+    start_spread = _per(start, inst, nd, np.maximum) - _per(start, inst, nd, np.minimum)
+    live = np.bincount(inst, minlength=nd) > 0
+    same_clock = float(pd.Series(end_spread[live]).median()) <= max(
+        CLOCK_TOLERANCE_MS, 0.1 * float(pd.Series(start_spread[live]).median()))
+    del end_spread, start_spread, live
+    if same_clock:
+        arr_all = start
+        del dur
+    else:
+        arr_all = -dur
+        del start, dur
+    late_ms = arr_all - _per(arr_all, inst, nd, np.minimum)[inst]
     # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
-    # first, the last and the one before it, and the median of all but the last
+    # first, the last and the one before it, and the median of all but the last (sorted: the middle one or two)
     xo = np.lexsort((arr_all, inst))  # by instance number, then arrival (stable)
-    inst_id, arr_v, rank_v = inst[xo], arr_all[xo], rank[xo]
+    arr_v = arr_all[xo]
+    del arr_all
+    inst_id = inst[xo]
     starts = np.flatnonzero(np.r_[True, inst_id[1:] != inst_id[:-1]])
-    lens = np.diff(np.r_[starts, len(inst_id)])
-    pos = np.arange(len(inst_id)) - np.repeat(starts, lens)
-    n = np.repeat(lens, lens)
-    first, last, before = pos == 0, pos == n - 1, pos == n - 2
-    del pos, n
-    ids = inst_id[last]  # ascending already (sorted by instance)
-    lastv, lastr = arr_v[last], rank_v[last]
-    firstv, firstr = arr_v[first], rank_v[first]
-    beforev = arr_v[before]
-    med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
+    del inst_id
+    lens = np.diff(np.r_[starts, len(xo)])
+    last = starts + lens - 1
+    m = lens - 1  # all but the last
+    lastv, firstv, beforev = arr_v[last], arr_v[starts], arr_v[last - 1]
+    med = (arr_v[starts + (m - 1) // 2] + arr_v[starts + m // 2]) / 2
+    del arr_v
+    rank_of = np.array([r for r, _ in frames], dtype=np.int64)
+    firstr, lastr = rank_of[fi[xo[starts]]], rank_of[fi[xo[last]]]
     head = sel[xo[last]]  # the last arrivals' positions in the stacked codes
-    del xo, inst_id, arr_v, rank_v, first, before
+    del xo
     txt = _rows_text(frames, parts, n_of, head, ["step", "op", "group", "key", "kind"])
     instances = pd.DataFrame({
         "step": txt["step"].to_numpy(), "op": txt["op"].astype(str).array,
@@ -173,15 +167,27 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         instances["step"] = instances["step"].astype("Int64")
     # the lateness rows: numbers and codes, no text a row (the group, operator and kind as categoricals of their
     # distinct values; the step as the ranks' column gives it)
-    opc, opu = _merged([_local_codes(x["op"], p.at) for (_, x), p in zip(frames, parts)])
+    opc, opu = _merged([_local_codes(x["op"] if "op" in x.columns else None, p.at) for (_, x), p in zip(frames, parts)])
     kc, ku = _merged([(p.kind, p.kinds) for p in parts])
-    late = pd.DataFrame({"rank": rank, "step": _rows_text(frames, parts, n_of, sel, ["step"])["step"].array,
+    late = pd.DataFrame({"rank": rank_of[fi], "step": _rows_text(frames, parts, n_of, sel, ["step"])["step"].array,
                          "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
-                         "group": pd.Categorical.from_codes(gcode[sel], categories=_categories(gu)),
+                         "group": pd.Categorical.from_codes(gcode, categories=_categories(gu)),
                          "kind": pd.Categorical.from_codes(kc[sel], categories=_categories(ku)),
                          "late_ms": late_ms, "inst": inst})
     return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
+
+
+def _per(v: np.ndarray, inst: np.ndarray, n: int, how) -> np.ndarray:
+    """Per instance number (0..n-1) the min / max (`how`) of `v` over its rows."""
+    out = np.full(n, np.inf if how is np.minimum else -np.inf)
+    how.at(out, inst, v)
+    return out
+
+
+def _stacked(frames: list[tuple[int, pd.DataFrame]], parts: list["RankInputs"], name: str) -> np.ndarray:
+    return np.concatenate([x[name].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)]
+                          if parts else [np.zeros(0)])
 
 
 @dataclass
@@ -221,7 +227,8 @@ def rank_inputs(x: pd.DataFrame) -> RankInputs:
             pd.api.types.infer_dtype(np.asarray(gu, dtype=object), skipna=False) in ("string", "empty"):
         gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
         h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
-    return RankInputs(at=at, group=gc.astype(np.int64), groups=list(gu), kind=kc.astype(np.int64), kinds=list(ku),
+    return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
+                      kinds=list(ku),
                       key_hash=h)
 
 
@@ -231,12 +238,14 @@ def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
     index: dict = {}
     out = []
     for c, u in parts:
-        m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int64)
+        m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32)
         out.append(m[c])
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), list(index)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
 
 
-def _local_codes(col: pd.Series, at: np.ndarray) -> tuple[np.ndarray, list]:
+def _local_codes(col: Optional[pd.Series], at: np.ndarray) -> tuple[np.ndarray, list]:
+    if col is None:
+        return np.full(len(at), -1, dtype=np.int32), []
     c, u = pd.factorize(col.to_numpy(dtype=object)[at])
     return c, list(u)
 
@@ -252,9 +261,8 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
     if all(p.key_hash is not None for p in parts):
         c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
-        c = c.astype(np.int64)
-        first = np.zeros(int(c.max()) + 1 if len(c) else 0, dtype=np.int64)
-        first[c[::-1]] = np.arange(len(c) - 1, -1, -1)  # each instance's first row
+        c = c.astype(np.int32)
+        first = np.unique(c, return_index=True)[1]  # each instance's first row (every number 0..n-1 occurs)
         same = bool((gcode == gcode[first[c]]).all())
         if same:
             rep = _rows_text(frames, parts, n_of, first, ["key"])["key"].to_numpy(dtype=object)
@@ -272,9 +280,9 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     for (_, x), p in zip(frames, parts):
         hi = lo + len(p.at)
         out.append(np.array([index.setdefault((g, k), len(index)) for g, k in
-                             zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int64))
+                             zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int32))
         lo = hi
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
 
 
 def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
