@@ -174,7 +174,7 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
                          "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
                          "group": pd.Categorical.from_codes(gcode, categories=_categories(gu)),
                          "kind": pd.Categorical.from_codes(kc[sel], categories=_categories(ku)),
-                         "late_ms": late_ms, "inst": inst})
+                         "late_ms": late_ms, "inst": inst}, copy=False)
     return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
 
