@@ -110,12 +110,18 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     inst = _instance_codes(frames, parts, gcode, n_of)
     nd = int(inst.max()) + 1 if len(inst) else 0
     # an instance whose rows name more than one kind is not one collective: left out
-    base = int(kind.max()) + 1 if len(kind) else 1
-    kinds = np.bincount(pd.unique(inst.astype(np.int64) * base + kind) // base, minlength=nd)
-    keep = kinds[inst] == 1
-    del kind, kinds
-    # a rank counted once per instance (its first row), and instances on two ranks or more
-    keep &= ~pd.Series(np.where(keep, inst.astype(np.int64) * max(1, len(frames)) + fi, -1)).duplicated().to_numpy()
+    keep = (_per(kind, inst, nd, np.minimum) == _per(kind, inst, nd, np.maximum))[inst]
+    del kind
+    # a rank counted once per instance (its first row: a rank's rows are together), and instances on two ranks or
+    # more
+    lo = 0
+    for n in n_of.tolist():
+        if n:
+            part = inst[lo:lo + n]
+            first = np.zeros(n, dtype=bool)
+            first[np.unique(part, return_index=True)[1]] = True
+            keep[lo:lo + n] &= first
+        lo += n
     keep &= np.bincount(inst[keep], minlength=nd)[inst] >= 2
     if not keep.any():
         return None

@@ -319,8 +319,10 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         text = {n: codes(rank_ops[n])[::-1] for n in names}
     g = Groups([(text[n][1], len(text[n][0])) for n in names], len(rank_ops))
     ro = rank_ops.reset_index(drop=True)
-    mean = g.agg(ro, ["communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms"], "mean")
-    lo = g.agg(ro, ["communication_ms", "wait_ms"], "min")
+    # a column at a time (a block of several columns is copied for the reduction: 40 bytes a row more)
+    mean = pd.DataFrame({c: g.agg(ro, [c], "mean")[c] for c in ("communication_ms", "transit_ms", "wait_ms", "sync_ms",
+                                                                 "idle_ms")})
+    lo = pd.DataFrame({c: g.agg(ro, [c], "min")[c] for c in ("communication_ms", "wait_ms")})
     hi = g.agg(ro, ["communication_ms"], "max")
     out = pd.DataFrame({
         "ranks": g.size, "mean_ms": mean["communication_ms"], "min_ms": lo["communication_ms"],
