@@ -151,6 +151,22 @@ def _n_steps(step: pd.Series, coll: np.ndarray) -> int:
     return max(1, int(steps.nunique())) if len(steps) else 1
 
 
+def _dense(v: np.ndarray, values: bool = False) -> tuple[np.ndarray, object]:
+    """Codes 0..n-1 (int32) of integers `v` and n, or (`values`) the distinct values ascending: through a lookup
+    table where the values are small non-negative integers (no hash table of every row), else by sorting."""
+    if len(v) and v.min() >= 0 and v.max() < 4 * len(v) + 1024:
+        seen = np.zeros(int(v.max()) + 1, dtype=bool)
+        seen[v] = True
+        u = np.flatnonzero(seen)
+        table = np.full(len(seen), -1, dtype=np.int32)
+        table[u] = np.arange(len(u), dtype=np.int32)
+        c = table[v]
+    else:
+        u, c = np.unique(v, return_inverse=True)
+        c = c.astype(np.int32).reshape(-1)
+    return c, (u if values else len(u))
+
+
 def _sums(parts: list[tuple[np.ndarray, int]], ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per group of the key codes `parts` (a missing code: the row left out) the sum of `ms` as pandas' groupby
     sums it (compensated, the rows in their order), and each group's first row."""
@@ -167,37 +183,40 @@ def wait_matrices(arr: Arrivals) -> Waits:
     out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
     if not coll.any():
         return out
-    rows = np.flatnonzero(coll)
+    # (memory, issue 33: a row per rank and collective, 1.6 million at 1,024 ranks: 4-byte codes, no hash table of
+    # the rows, each array freed when done)
+    rows = slice(None) if coll.all() else np.flatnonzero(coll)
     del coll
     gcode, gnames = _text_codes(late["group"])
-    gcode = gcode[rows]
+    gcode = gcode[rows].astype(np.int32)
     inst = (late["inst"].to_numpy() if "inst" in late else
             late.groupby(["group", "key"], sort=False).ngroup().to_numpy())[rows]
-    ic, iu = pd.factorize(inst)  # dense instance numbers
+    ic, n_i = _dense(inst)  # instance numbers 0..n_i-1
     del inst
     lv = late["late_ms"].to_numpy(dtype=float)[rows]
-    ranks = late["rank"].to_numpy(dtype="int64")[rows]
+    rc, rv = _dense(late["rank"].to_numpy(dtype="int64")[rows], values=True)  # rank codes, the ranks
+    nr = max(1, len(rv))
     # per instance the latest arrival (NaN skipped), its first row: the rank the others waited for, and the
     # collective as its profile names it there (ranks may number concurrent operators differently)
-    lmax = np.full(len(iu), -np.inf)
+    lmax = np.full(n_i, -np.inf)
     np.fmax.at(lmax, ic, lv)
     is_max = np.flatnonzero(lv == lmax[ic])
-    first = np.full(len(iu), len(lv))
+    first = np.full(n_i, len(lv))
     np.minimum.at(first, ic[is_max], is_max)
     del is_max
-    at = first[ic]
-    culprit = ranks[at]
     op_code, op_names = _text_codes(late["op"])
-    op_at = op_code[rows][at]
-    del at, op_code
+    op_first = op_code[rows][first].astype(np.int32)  # per instance
+    del op_code
+    cc = rc[first]  # per instance: the culprit's rank code (its first row's)
+    del first
     # the rows of a rank that waited (not the culprit itself): what it waited, by group, waiter and culprit
-    wr = np.flatnonzero(ranks != culprit)
-    rc, rv = pd.factorize(ranks)
-    cc = rc[first[ic]]  # the culprit's rank code (its first row's)
-    ms = (lmax[ic] - lv)[wr]
-    w_g, w_i, w_j, w_op, w_inst = gcode[wr], rc[wr], cc[wr], op_at[wr], ic[wr]
-    del lmax, lv, culprit, op_at, cc, wr
-    ng, nr = max(1, len(gnames)), max(1, len(rv))
+    wr = np.flatnonzero(rc != cc[ic])
+    ms = lmax[ic[wr]] - lv[wr]
+    del lmax, lv
+    w_g, w_i, w_inst = gcode[wr], rc[wr], ic[wr]
+    w_j, w_op = cc[w_inst], op_first[w_inst]
+    del wr, cc, op_first
+    ng = max(1, len(gnames))
     # one aggregation each over every group (a groupby per group costs seconds at 1,024 ranks)
     cv, cfirst = _sums([(w_g, ng), (w_i, nr), (w_j, nr)], ms)
     cg, ci, cj = w_g[cfirst], np.asarray(rv)[w_i[cfirst]], np.asarray(rv)[w_j[cfirst]]
@@ -209,15 +228,15 @@ def wait_matrices(arr: Arrivals) -> Waits:
     top_op = {(int(w_g[ofirst[b]]), int(rv[w_j[ofirst[b]]])): (str(op_names[int(w_op[ofirst[b]])]), float(ov[b]))
               for b in best}
     # the instances a group's waiters were in
-    gi = np.unique(w_g.astype(np.int64) * max(1, len(iu)) + w_inst)
-    n_inst = pd.Series(np.bincount(gi // max(1, len(iu)) + 1, minlength=len(gnames) + 1)[1:])
+    gi = np.unique(w_g.astype(np.int64) * max(1, n_i) + w_inst)
+    n_inst = pd.Series(np.bincount(gi // max(1, n_i) + 1, minlength=len(gnames) + 1)[1:])
     n_inst = n_inst[n_inst > 0]
     del ms, w_g, w_i, w_j, w_op, w_inst
     mp = np.unique(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
     mg, mr = mp // nr, np.asarray(rv)[mp % nr]
     cut = np.flatnonzero(np.r_[True, mg[1:] != mg[:-1]]) if len(mg) else np.zeros(0, dtype=np.int64)
     members_of = {int(mg[a]): np.sort(mr[a:b]) for a, b in zip(cut, np.r_[cut[1:], len(mg)])}
-    del gcode, ranks, rc, mp
+    del gcode, rc, mp
     ins = arr.instances
     ins = ins[~_is_p2p(ins["kind"])] if "kind" in ins else ins
     code_of = {name: k for k, name in enumerate(gnames)}
