@@ -29,7 +29,8 @@ CLOCK_TOLERANCE_MS = 0.05  # ends of one instance this close (median over instan
 class Arrivals:
     """Per matched instance (group, key) with two ranks or more: every rank's lateness (ms after the first)."""
 
-    late: pd.DataFrame  # rank, step, op, group, key, kind, late_ms, inst (an integer per (group, key))
+    late: pd.DataFrame  # rank, step, op, group, kind, late_ms, inst (an integer per (group, key)); `arrivals`
+    #                     gives step, op, group and kind as categoricals (no text a row); `analysis.waits` reads it
     instances: pd.DataFrame  # step, op, group, key, kind, n, first_rank, last_rank, spread_ms,
     #                          last_behind_median_ms, last_margin_ms (the last arrival − the one before it)
     basis: str  # "start times" | "elapsed times"
