@@ -251,6 +251,7 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
             text[n] = _merged_codes([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
+        text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
     ordered = False
