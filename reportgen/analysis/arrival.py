@@ -174,9 +174,9 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         instances["step"] = instances["step"].astype("Int64")
     # the lateness rows: numbers and codes, no text a row (the step, group, operator and kind as categoricals of
     # their distinct values)
-    opc, opu = _merged([_local_codes(x["op"] if "op" in x.columns else None, p.at) for (_, x), p in zip(frames, parts)])
+    opc, opu = _merged([_local_codes(x, "op", p.at) for (_, x), p in zip(frames, parts)])
     kc, ku = _merged([(p.kind, p.kinds) for p in parts])
-    sc, su = _merged([_local_codes(x["step"] if "step" in x.columns else None, p.at) for (_, x), p in zip(frames, parts)])
+    sc, su = _merged([_local_codes(x, "step", p.at) for (_, x), p in zip(frames, parts)])
     late = pd.DataFrame({"rank": rank_of[fi], "step": pd.Categorical.from_codes(sc[sel], categories=_categories(su)),
                          "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
                          "group": pd.Categorical.from_codes(gcode, categories=_categories(gu)),
@@ -194,7 +194,7 @@ def _per(v: np.ndarray, inst: np.ndarray, n: int, how) -> np.ndarray:
 
 
 def _stacked(frames: list[tuple[int, pd.DataFrame]], parts: list["RankInputs"], name: str) -> np.ndarray:
-    return np.concatenate([x[name].to_numpy(dtype=float, na_value=np.nan)[p.at] for (_, x), p in zip(frames, parts)]
+    return np.concatenate([_floats(_values(x, name))[p.at] for (_, x), p in zip(frames, parts)]
                           if parts else [np.zeros(0)])
 
 
@@ -215,20 +215,50 @@ class RankInputs:
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
 
 
-def _col(x: pd.DataFrame, name: str) -> pd.Series:
-    return x[name] if name in x.columns else pd.Series(np.nan, index=x.index, dtype=object)
+def _values(x: pd.DataFrame, name: str):
+    """Column `name`'s own array (a numpy array or pandas' extension array), without a Series: a column taken as
+    a Series a rank and column costs ~0.2 ms here (seconds over a run's ranks); all missing where there is none."""
+    cols = x.columns
+    if name not in cols:
+        return np.full(len(x), np.nan, dtype=object)
+    get = getattr(x, "_get_column_array", None)
+    if get is not None and cols.is_unique:
+        try:
+            return get(cols.get_loc(name))
+        except Exception:  # noqa: BLE001  # (a pandas whose internals differ: the public way)
+            pass
+    return x[name].array
 
 
-def _objects(x: pd.DataFrame, name: str, at: np.ndarray) -> np.ndarray:
-    return _col(x, name).to_numpy(dtype=object)[at]
+def _floats(v) -> np.ndarray:
+    """As `Series.to_numpy(dtype=float, na_value=nan)`."""
+    if isinstance(v, np.ndarray):
+        return v if v.dtype == np.float64 else v.astype(np.float64)
+    return v.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _objects(x: pd.DataFrame, name: str, at: np.ndarray, none: bool = False) -> np.ndarray:
+    """As `Series.to_numpy(dtype=object)` (`none`: with `na_value=None`) at rows `at`."""
+    v = _values(x, name)
+    if isinstance(v, np.ndarray):
+        out = v[at].astype(object)
+        if none:
+            out[pd.isna(out)] = None
+        return out
+    v = v[at]
+    return v.to_numpy(dtype=object, na_value=None) if none else v.to_numpy(dtype=object)
 
 
 def rank_inputs(x: pd.DataFrame) -> RankInputs:
     """`RankInputs` of one rank's instances frame (`COLUMNS`): a pure function of the rank."""
-    ok = (x["start_ms"].notna() & x["dur_ms"].notna() & x["group"].notna() & x["key"].notna()).to_numpy(dtype=bool)
+    ok = pd.notna(_values(x, "start_ms"))
+    for c in ("dur_ms", "group", "key"):
+        ok &= np.asarray(pd.notna(_values(x, c)), dtype=bool)
+    ok = np.asarray(ok, dtype=bool)
     at = np.flatnonzero(ok)
     gc, gu = pd.factorize(_objects(x, "group", at))
-    kc, ku = pd.factorize(_col(x, "kind").astype(str).to_numpy(dtype=object)[at])
+    kind = x["kind"] if "kind" in x.columns else pd.Series(np.nan, index=x.index, dtype=object)
+    kc, ku = pd.factorize(kind.astype(str).to_numpy(dtype=object)[at])
     keys = _objects(x, "key", at)
     h = None
     if pd.api.types.infer_dtype(keys, skipna=False) == "string" and \
@@ -251,10 +281,10 @@ def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
     return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
 
 
-def _local_codes(col: Optional[pd.Series], at: np.ndarray) -> tuple[np.ndarray, list]:
-    if col is None:
+def _local_codes(x: pd.DataFrame, name: str, at: np.ndarray) -> tuple[np.ndarray, list]:
+    if name not in x.columns:
         return np.full(len(at), -1, dtype=np.int32), []
-    c, u = pd.factorize(col.to_numpy(dtype=object, na_value=None)[at])
+    c, u = pd.factorize(_objects(x, name, at, none=True))
     return c, list(u)
 
 
@@ -305,7 +335,7 @@ def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], 
     for i, ((_, x), p) in enumerate(zip(frames, parts)):
         rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
         for c in cols:  # the values only (a piece with its index costs 8 bytes a row more)
-            pieces[c].append(pd.Series(_col(x, c).array[rows], copy=False))
+            pieces[c].append(pd.Series(_values(x, c)[rows], copy=False))
     out = pd.DataFrame({c: pd.concat(v, ignore_index=True) for c, v in pieces.items()})
     if len(order) and not (np.diff(order) > 0).all():
         back = np.empty(len(order), dtype=np.int64)
