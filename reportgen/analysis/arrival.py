@@ -323,6 +323,14 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
 
 
+def _joined(parts: list) -> pd.Series:
+    """The ranks' pieces of one column one after the other: numpy arrays of one dtype joined as arrays and made a
+    Series once (its dtype inferred over all the values, as from a stack of the ranks' columns); else as Series."""
+    if parts and all(isinstance(a, np.ndarray) for a in parts) and len({a.dtype for a in parts}) == 1:
+        return pd.Series(np.concatenate(parts), copy=False)
+    return pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+
+
 def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
                cols: list[str]) -> pd.DataFrame:
     """The `cols` of the stacked rows at `pos` (in that order), read from the ranks' own frames: the dtypes a
@@ -335,8 +343,8 @@ def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], 
     for i, ((_, x), p) in enumerate(zip(frames, parts)):
         rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
         for c in cols:  # the values only (a piece with its index costs 8 bytes a row more)
-            pieces[c].append(pd.Series(_values(x, c)[rows], copy=False))
-    out = pd.DataFrame({c: pd.concat(v, ignore_index=True) for c, v in pieces.items()})
+            pieces[c].append(_values(x, c)[rows])
+    out = pd.DataFrame({c: _joined(v) for c, v in pieces.items()})
     if len(order) and not (np.diff(order) > 0).all():
         back = np.empty(len(order), dtype=np.int64)
         back[order] = np.arange(len(order))
