@@ -155,3 +155,26 @@ def test_analyze_drops_the_instances_after_the_arrivals():
     assert a.waits is not None and a.waits.groups[0].culprits[0].rank == LATE_RANK
     assert all(d.communication.instances is None for d in run.ranks.values())
     assert len(a.waits.arrivals.instances) == 4  # what the late-arrival rule reads is kept
+
+
+def test_the_loading_workers_inputs_are_used_and_give_the_same_arrivals():
+    """`per_rank.rank_figures` codes each rank's instances where it is loaded (cached with the rank): arrivals
+    read them (no second coding in the main process) and give what coding the frames here gives."""
+    import pickle
+
+    from reportgen.analysis.per_rank import rank_figures
+
+    frames = _frames()
+    plain = arrivals(_run(frames))
+    run = _run(frames)
+    for d in run.ranks.values():
+        d.figures = pickle.loads(pickle.dumps(rank_figures(d)))  # (as the rank cache entry holds them)
+        assert list(d.figures.arrival.at) == [0, 1, 2, 3]
+    got = arrivals(run)
+    np.testing.assert_array_equal(got.late["late_ms"].to_numpy(), plain.late["late_ms"].to_numpy())
+    pd.testing.assert_frame_equal(got.instances, plain.instances)
+    # read, not made again: rank 3's stored numbers changed, its rows are instances of their own (one rank each:
+    # left out), so rank 2 is the last to arrive everywhere
+    run.ranks[LATE_RANK].figures.arrival.key_hash = run.ranks[LATE_RANK].figures.arrival.key_hash + np.uint64(1)
+    got = arrivals(run)
+    assert list(got.instances["last_rank"]) == [2] * 4 and list(got.instances["n"]) == [3] * 4

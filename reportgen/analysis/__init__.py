@@ -101,6 +101,8 @@ def drop_instances(run: Run) -> None:
     for d in run.ranks.values():
         if d.communication is not None and getattr(d.communication, "instances", None) is not None:
             d.communication.instances = None
+        if getattr(d.figures, "arrival", None) is not None:  # (their coded form, `per_rank.RankFigures.arrival`)
+            d.figures.arrival = None
 
 
 def release_freed_memory() -> None:

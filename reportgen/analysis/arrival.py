@@ -20,7 +20,7 @@ import pandas as pd
 from reportgen.i18n import N_, Msg, lazy
 
 if TYPE_CHECKING:
-    from reportgen.model import Run
+    from reportgen.model import RankData, Run
 
 CLOCK_TOLERANCE_MS = 0.05  # ends of one instance this close (median over instances): the clocks agree
 
@@ -103,7 +103,7 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     # each rank's rows coded on their own (`rank_inputs`: integers, no stack of every rank's text), then the codes
     # of every rank one after the other: the rows with a start, an elapse, a group and a key, in the ranks' order.
     # Memory (issue 33): a few 4- and 8-byte arrays a row (1.6 million rows at 1,024 ranks), freed as soon as done
-    parts = [rank_inputs(x) for _, x in frames]
+    parts = [_inputs_of(run, r, x) if source == "collectives" else rank_inputs(x) for r, x in frames]
     n_of = np.array([len(p.at) for p in parts], dtype=np.int64)
     fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
     gcode, gu = _merged([(p.group, p.groups) for p in parts])
@@ -268,6 +268,23 @@ def rank_inputs(x: pd.DataFrame) -> RankInputs:
     return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
                       kinds=list(ku),
                       key_hash=h)
+
+
+def rank_arrival(data: "RankData") -> Optional[RankInputs]:
+    """`rank_inputs` of the rank's collective instances (`analysis.per_rank`: computed where the rank is loaded)."""
+    c = data.communication
+    inst = getattr(c, "instances", None) if c is not None else None
+    if inst is None or not len(inst) or not {"start_ms", "dur_ms", "group", "key", "kind"} <= set(inst.columns):
+        return None
+    return rank_inputs(inst)
+
+
+def _inputs_of(run: "Run", r: int, x: pd.DataFrame) -> RankInputs:
+    """The rank's inputs as its loading worker made them (`RankData.figures`), else made here from `x`."""
+    pre = getattr(run.ranks[r].figures, "arrival", None)
+    if isinstance(pre, RankInputs) and (not len(pre.at) or int(pre.at[-1]) < len(x)):
+        return pre
+    return rank_inputs(x)
 
 
 def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
