@@ -230,7 +230,7 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     """Per (rank, op, group, kind): the average per step (the ranks' figures: ranks averaged over their steps
     first, then those with stored averages), op / group / kind as categoricals; and each row's codes of them
     (`_ops_across`). Memory (issue 33: a row a rank and operator, 1.6 million at 1,024 ranks): each number column
-    filled rank by rank into its own array, the operators' names coded rank by rank (no column of every row's text)."""
+    filled rank by rank into its own array (no rows x columns stack and a copy of each column)."""
     cols = list(COMM_TIME_COLUMNS)
     names = ["rank", "op", "group", "kind"]
     order = [r for r, f in figs.items() if not f.stored] + [r for r, f in figs.items() if f.stored]
@@ -250,7 +250,7 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            text[n] = _merged_codes([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
+            text[n] = codes(np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order]))
         text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
@@ -275,21 +275,6 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     out = pd.DataFrame(out, copy=False)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
     return out, {n: (v, c) for n, (c, v) in text.items()}
-
-
-def _merged_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """`codes` of the ranks' values one after the other, from each rank's own distinct values: the distinct values
-    as first seen over the ranks, put in `codes`' order (the same codes, without a column of every row's values)."""
-    index: dict = {}
-    local = []
-    for v in parts:
-        c, u = pd.factorize(v)
-        local.append((np.array([index.setdefault(x, len(index)) for x in u] + [-1], dtype=np.int64), c))
-    uniq = np.empty(len(index), dtype=object)
-    uniq[:] = list(index)
-    rank, vals = codes(uniq)  # the first-seen values' codes in the values' order
-    rank = np.r_[rank, -1]
-    return (np.concatenate([rank[m[c]] for m, c in local]) if local else np.zeros(0, dtype=np.int64)), vals
 
 
 def _label_codes(figs: dict[int, CommFigures], order: list[int], name: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
