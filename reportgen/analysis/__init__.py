@@ -52,7 +52,6 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
         waits, waits_error = (None, ""), e
     if waits_error is None:
         drop_instances(run)
-    release_freed_memory()  # (the arrivals' temporaries and the instances: pages the next analyses may reuse)
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
     resources = analyze_resources(run, device_memory_mb)
