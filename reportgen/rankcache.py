@@ -49,7 +49,8 @@ from reportgen.pools import gc_paused
 
 log = logging.getLogger("msreport")
 
-FORMAT = 4  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures)
+FORMAT = 5  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures;
+#            5: RankFigures.arrival)
 # an entry: the pickled key, the pickled (codec, size of the pickled data, CRC-32 of what follows), then the pickled
 # data compressed with the codec ("raw": as it is; entries of 4 KB or less). LZ4 (pyarrow's): a 1,600-operator rank's ~390 KB in
 # ~70-250 KB, decompressed in ~50 µs (zstd: a little smaller, 3x slower to read)

@@ -43,6 +43,15 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
             model_flops: Optional[float] = None) -> Analysis:
     """`peak_tflops` / `model_flops`: --peak-tflops (every rank's peak) and --model-flops (the job's FLOPs per step)."""
     steps = analyze_steps(run)
+    # who waits for whom first (a pure function of the ranks' data, its result set below where it always was): the
+    # ranks' collective instances are read by nothing after it, and dropped before the other analyses run
+    waits_error: Optional[Exception] = None
+    try:
+        waits = analyze_waits(run)
+    except Exception as e:  # noqa: BLE001
+        waits, waits_error = (None, ""), e
+    if waits_error is None:
+        drop_instances(run)
     comm = analyze_communication(run)
     overlap = analyze_overlap(run, steps, comm)
     resources = analyze_resources(run, device_memory_mb)
@@ -67,9 +76,9 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", dq("analysis.expert-balance-failed", name=type(e).__name__, value=e),
                                   "warning"))
-    try:
-        a.waits, a.waits_reason = analyze_waits(run)
-    except Exception as e:  # noqa: BLE001
+    a.waits, a.waits_reason = waits
+    if waits_error is not None:
+        e = waits_error
         a.issues.append(DataIssue("", dq("analysis.waits-failed", name=type(e).__name__, value=e), "warning"))
         a.waits_reason = a.issues[-1].problem
     # [issue 16, h-numbers] values that cannot be true (communication or wait longer than the step, parts of a
@@ -81,6 +90,18 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     a.coverage = coverage(a)
     release_freed_memory()
     return a
+
+
+def drop_instances(run: Run) -> None:
+    """Forget every rank's collective instances (`Communication.instances`, one row per rank and collective: ~100
+    MB at 1,024 ranks): once the arrivals are made (`analysis.waits`), nothing reads them (the rank pages read
+    `ops`; the rank cache entries were written when the ranks were loaded), and the page writers forked after the
+    analysis would each count them again. Kept where the arrivals failed: the late-arrival rule then tries again."""
+    for d in run.ranks.values():
+        if d.communication is not None and getattr(d.communication, "instances", None) is not None:
+            d.communication.instances = None
+        if getattr(d.figures, "arrival", None) is not None:  # (their coded form, `per_rank.RankFigures.arrival`)
+            d.figures.arrival = None
 
 
 def release_freed_memory() -> None:

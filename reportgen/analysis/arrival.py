@@ -20,7 +20,7 @@ import pandas as pd
 from reportgen.i18n import N_, Msg, lazy
 
 if TYPE_CHECKING:
-    from reportgen.model import Run
+    from reportgen.model import RankData, Run
 
 CLOCK_TOLERANCE_MS = 0.05  # ends of one instance this close (median over instances): the clocks agree
 
@@ -29,7 +29,8 @@ CLOCK_TOLERANCE_MS = 0.05  # ends of one instance this close (median over instan
 class Arrivals:
     """Per matched instance (group, key) with two ranks or more: every rank's lateness (ms after the first)."""
 
-    late: pd.DataFrame  # rank, step, op, group, key, kind, late_ms, inst (an integer per (group, key))
+    late: pd.DataFrame  # rank, step, op, group, kind, late_ms, inst (an integer per (group, key)); `arrivals`
+    #                     gives step, op, group and kind as categoricals (no text a row); `analysis.waits` reads it
     instances: pd.DataFrame  # step, op, group, key, kind, n, first_rank, last_rank, spread_ms,
     #                          last_behind_median_ms, last_margin_ms (the last arrival − the one before it)
     basis: str  # "start times" | "elapsed times"
@@ -99,89 +100,273 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         frames, source = _step_trace_events(run), "step trace"
     if len(frames) < 2:
         return None
-    # one frame of every rank's instances (a copy per rank costs seconds at 1,024 ranks), its columns read as they
-    # are (a copy of the columns and one of the kept rows were two more copies of 1.6 million rows), then integers
-    whole = pd.concat([x for _, x in frames], ignore_index=True)
-    col = {n: whole[n] for n in COLUMNS}
-    rank_all = np.repeat(np.array([r for r, _ in frames], dtype=np.int64), [len(x) for _, x in frames])
-    rows = np.flatnonzero((col["start_ms"].notna() & col["dur_ms"].notna()).to_numpy(dtype=bool))
-    rank = rank_all[rows]
-    start = col["start_ms"].to_numpy(dtype=float)[rows]
-    dur = col["dur_ms"].to_numpy(dtype=float)[rows]
-    # one integer per (group, key), numbered as they first appear, -1 where either is missing (as a groupby's
-    # ngroup numbers them): the text is factorised once, not in every groupby (seconds at scale)
-    g_all, gu = pd.factorize(col["group"])
-    k_all, ku = pd.factorize(col["key"])
-    gc, kc = g_all[rows], k_all[rows]
-    pair = np.where((gc >= 0) & (kc >= 0), gc.astype(np.int64) * max(1, len(ku)) + kc, -1)
-    inst = np.full(len(pair), -1, dtype=np.int64)
-    inst[pair >= 0] = pd.factorize(pair[pair >= 0])[0]
-    kind = pd.factorize(col["kind"].astype(str))[0].astype(np.int64)[rows] + 1
-    # dense ids of the instance numbers (-1 included) for the counting below
-    did, dvals = pd.factorize(inst)
-    nd = len(dvals)
+    # each rank's rows coded on their own (`rank_inputs`: integers, no stack of every rank's text), then the codes
+    # of every rank one after the other: the rows with a start, an elapse, a group and a key, in the ranks' order.
+    # Memory (issue 33): a few 4- and 8-byte arrays a row (1.6 million rows at 1,024 ranks), freed as soon as done
+    parts = [_inputs_of(run, r, x) if source == "collectives" else rank_inputs(x) for r, x in frames]
+    n_of = np.array([len(p.at) for p in parts], dtype=np.int64)
+    fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
+    gcode, gu = _merged([(p.group, p.groups) for p in parts])
+    kind = _merged([(p.kind, p.kinds) for p in parts])[0] + 1
+    inst = _instance_codes(frames, parts, gcode, n_of)
+    nd = int(inst.max()) + 1 if len(inst) else 0
     # an instance whose rows name more than one kind is not one collective: left out
-    base = int(kind.max()) + 1 if len(kind) else 1
-    kinds = np.bincount(pd.unique(did * base + kind) // base, minlength=nd)
-    keep = (kinds[did] == 1) & (inst >= 0)  # (a row without group or key is no instance: a groupby drops it)
-    # a rank counted once per instance (its first row), and instances on two ranks or more
-    rc, ru = pd.factorize(rank)
-    once = ~pd.Series(np.where(keep, did.astype(np.int64) * max(1, len(ru)) + rc, -1)).duplicated().to_numpy()
-    keep &= once
-    size = np.bincount(did[keep], minlength=nd)
-    keep &= size[did] >= 2
+    keep = (_per(kind, inst, nd, np.minimum) == _per(kind, inst, nd, np.maximum))[inst]
+    del kind
+    # a rank counted once per instance (its first row: a rank's rows are together), and instances on two ranks or
+    # more
+    lo = 0
+    for n in n_of.tolist():
+        if n:
+            part = inst[lo:lo + n]
+            first = np.zeros(n, dtype=bool)
+            first[np.unique(part, return_index=True)[1]] = True
+            keep[lo:lo + n] &= first
+        lo += n
+    keep &= np.bincount(inst[keep], minlength=nd)[inst] >= 2
     if not keep.any():
         return None
-    sel = np.flatnonzero(keep)
-    at = rows[sel]  # the kept rows' positions in the stacked columns
-    rank, start, dur, inst, did = rank[sel], start[sel], dur[sel], inst[sel], did[sel]
-    end = start + dur
-    # per instance (sorted once): the spread of the ends and of the starts, the first arrival
-    order = np.argsort(did, kind="stable")
-    sd = did[order]
-    cuts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
-
-    def per(v: np.ndarray, how) -> np.ndarray:
-        return how.reduceat(v[order], cuts)
-    end_spread = per(end, np.maximum) - per(end, np.minimum)
-    start_spread = per(start, np.maximum) - per(start, np.minimum)
-    same_clock = float(pd.Series(end_spread).median()) <= max(CLOCK_TOLERANCE_MS,
-                                                              0.1 * float(pd.Series(start_spread).median()))
-    arr_all = start if same_clock else -dur
-    lo = np.zeros(nd)
-    lo[sd[cuts]] = per(arr_all, np.minimum)
-    late_ms = arr_all - lo[did]
+    sel = np.flatnonzero(keep)  # the kept rows' positions in the stacked codes
+    del keep
+    fi, inst, gcode = fi[sel], inst[sel], gcode[sel]
+    start = _stacked(frames, parts, "start_ms")[sel]
+    dur = _stacked(frames, parts, "dur_ms")[sel]
+    # per instance: the spread of the ends and of the starts (whether the clocks agree), the first arrival
+    end_spread = _per(start + dur, inst, nd, np.maximum) - _per(start + dur, inst, nd, np.minimum)
+    start_spread = _per(start, inst, nd, np.maximum) - _per(start, inst, nd, np.minimum)
+    live = np.bincount(inst, minlength=nd) > 0
+    same_clock = float(pd.Series(end_spread[live]).median()) <= max(
+        CLOCK_TOLERANCE_MS, 0.1 * float(pd.Series(start_spread[live]).median()))
+    del end_spread, start_spread, live
+    if same_clock:
+        arr_all = start
+        del dur
+    else:
+        arr_all = -dur
+        del start, dur
+    late_ms = arr_all - _per(arr_all, inst, nd, np.minimum)[inst]
     # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
-    # first, the last and the one before it, and the median of all but the last
+    # first, the last and the one before it, and the median of all but the last (sorted: the middle one or two)
     xo = np.lexsort((arr_all, inst))  # by instance number, then arrival (stable)
-    inst_id, arr_v, rank_v = inst[xo], arr_all[xo], rank[xo]
+    arr_v = arr_all[xo]
+    del arr_all
+    inst_id = inst[xo]
     starts = np.flatnonzero(np.r_[True, inst_id[1:] != inst_id[:-1]])
-    lens = np.diff(np.r_[starts, len(inst_id)])
-    pos = np.arange(len(inst_id)) - np.repeat(starts, lens)
-    n = np.repeat(lens, lens)
-    first, last, before = pos == 0, pos == n - 1, pos == n - 2
-    ids = inst_id[last]  # ascending already (sorted by instance)
-    lastv, lastr = arr_v[last], rank_v[last]
-    firstv, firstr = arr_v[first], rank_v[first]
-    beforev = arr_v[before]
-    med = pd.Series(arr_v[~last]).groupby(inst_id[~last]).median().reindex(ids).to_numpy()
-    head = at[xo[last]]
+    del inst_id
+    lens = np.diff(np.r_[starts, len(xo)])
+    last = starts + lens - 1
+    m = lens - 1  # all but the last
+    lastv, firstv, beforev = arr_v[last], arr_v[starts], arr_v[last - 1]
+    med = (arr_v[starts + (m - 1) // 2] + arr_v[starts + m // 2]) / 2
+    del arr_v
+    rank_of = np.array([r for r, _ in frames], dtype=np.int64)
+    firstr, lastr = rank_of[fi[xo[starts]]], rank_of[fi[xo[last]]]
+    head = sel[xo[last]]  # the last arrivals' positions in the stacked codes
+    del xo
+    txt = _rows_text(frames, parts, n_of, head, ["step", "op", "group", "key", "kind"])
     instances = pd.DataFrame({
-        "step": col["step"].iloc[head].to_numpy(), "op": col["op"].iloc[head].astype(str).array,
-        "group": col["group"].iloc[head].array, "key": col["key"].iloc[head].array,
-        "kind": col["kind"].iloc[head].array, "n": lens,
+        "step": txt["step"].to_numpy(), "op": txt["op"].astype(str).array,
+        "group": txt["group"].array, "key": txt["key"].array,
+        "kind": txt["kind"].array, "n": lens,
         "first_rank": firstr, "last_rank": lastr, "spread_ms": lastv - firstv,
         "last_behind_median_ms": lastv - med, "last_margin_ms": lastv - beforev})
-    if str(col["step"].dtype) == "Int64":
+    if str(txt["step"].dtype) == "Int64":
         instances["step"] = instances["step"].astype("Int64")
-    # the lateness rows: the group as a categorical of its codes above (4 bytes a row, not a text column)
-    late = pd.DataFrame({"rank": rank, "step": col["step"].iloc[at].reset_index(drop=True),
-                         "op": col["op"].iloc[at].reset_index(drop=True),
-                         "group": pd.Categorical.from_codes(g_all[at], categories=pd.Index(gu)),
-                         "key": col["key"].iloc[at].reset_index(drop=True),
-                         "kind": col["kind"].iloc[at].reset_index(drop=True), "late_ms": late_ms, "inst": inst})
+    # the lateness rows: numbers and codes, no text a row (the step, group, operator and kind as categoricals of
+    # their distinct values)
+    opc, opu = _merged([_local_codes(x, "op", p.at) for (_, x), p in zip(frames, parts)])
+    kc, ku = _merged([(p.kind, p.kinds) for p in parts])
+    sc, su = _merged([_local_codes(x, "step", p.at) for (_, x), p in zip(frames, parts)])
+    late = pd.DataFrame({"rank": rank_of[fi], "step": pd.Categorical.from_codes(sc[sel], categories=_categories(su)),
+                         "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
+                         "group": pd.Categorical.from_codes(gcode, categories=_categories(gu)),
+                         "kind": pd.Categorical.from_codes(kc[sel], categories=_categories(ku)),
+                         "late_ms": late_ms, "inst": inst}, copy=False)
     return Arrivals(late=late, instances=instances, basis="start times" if same_clock else "elapsed times",
                     source=source)
+
+
+def _per(v: np.ndarray, inst: np.ndarray, n: int, how) -> np.ndarray:
+    """Per instance number (0..n-1) the min / max (`how`) of `v` over its rows."""
+    out = np.full(n, np.inf if how is np.minimum else -np.inf)
+    how.at(out, inst, v)
+    return out
+
+
+def _stacked(frames: list[tuple[int, pd.DataFrame]], parts: list["RankInputs"], name: str) -> np.ndarray:
+    return np.concatenate([_floats(_values(x, name))[p.at] for (_, x), p in zip(frames, parts)]
+                          if parts else [np.zeros(0)])
+
+
+@dataclass
+class RankInputs:
+    """One rank's collective instances as integers (`rank_inputs`): the rows that can take part (a start, an
+    elapse, a group and a key), their group and kind as codes into the rank's few distinct values, and a 64-bit
+    hash of (group, key), the same on every rank for the same instance (no run-wide factorisation of the text)."""
+
+    at: np.ndarray  # the rows' positions in the rank's frame
+    group: np.ndarray  # codes into `groups` (the values as they are)
+    groups: list
+    kind: np.ndarray  # codes into `kinds` (the kinds as text; -1: missing)
+    kinds: list
+    key_hash: Optional[np.ndarray]  # uint64 per row; None where a group or key is not text (then matched exactly)
+
+
+_GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
+
+
+def _values(x: pd.DataFrame, name: str):
+    """Column `name`'s own array (a numpy array or pandas' extension array), without a Series: a column taken as
+    a Series a rank and column costs ~0.2 ms here (seconds over a run's ranks); all missing where there is none."""
+    cols = x.columns
+    if name not in cols:
+        return np.full(len(x), np.nan, dtype=object)
+    get = getattr(x, "_get_column_array", None)
+    if get is not None and cols.is_unique:
+        try:
+            return get(cols.get_loc(name))
+        except Exception:  # noqa: BLE001  # (a pandas whose internals differ: the public way)
+            pass
+    return x[name].array
+
+
+def _floats(v) -> np.ndarray:
+    """As `Series.to_numpy(dtype=float, na_value=nan)`."""
+    if isinstance(v, np.ndarray):
+        return v if v.dtype == np.float64 else v.astype(np.float64)
+    return v.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _objects(x: pd.DataFrame, name: str, at: np.ndarray, none: bool = False) -> np.ndarray:
+    """As `Series.to_numpy(dtype=object)` (`none`: with `na_value=None`) at rows `at`."""
+    v = _values(x, name)
+    if isinstance(v, np.ndarray):
+        out = v[at].astype(object)
+        if none:
+            out[pd.isna(out)] = None
+        return out
+    v = v[at]
+    return v.to_numpy(dtype=object, na_value=None) if none else v.to_numpy(dtype=object)
+
+
+def rank_inputs(x: pd.DataFrame) -> RankInputs:
+    """`RankInputs` of one rank's instances frame (`COLUMNS`): a pure function of the rank."""
+    ok = pd.notna(_values(x, "start_ms"))
+    for c in ("dur_ms", "group", "key"):
+        ok &= np.asarray(pd.notna(_values(x, c)), dtype=bool)
+    ok = np.asarray(ok, dtype=bool)
+    at = np.flatnonzero(ok)
+    gc, gu = pd.factorize(_objects(x, "group", at))
+    kind = x["kind"] if "kind" in x.columns else pd.Series(np.nan, index=x.index, dtype=object)
+    kc, ku = pd.factorize(kind.astype(str).to_numpy(dtype=object)[at])
+    keys = _objects(x, "key", at)
+    h = None
+    if pd.api.types.infer_dtype(keys, skipna=False) == "string" and \
+            pd.api.types.infer_dtype(np.asarray(gu, dtype=object), skipna=False) in ("string", "empty"):
+        gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
+        h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
+    return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
+                      kinds=list(ku),
+                      key_hash=h)
+
+
+def rank_arrival(data: "RankData") -> Optional[RankInputs]:
+    """`rank_inputs` of the rank's collective instances (`analysis.per_rank`: computed where the rank is loaded)."""
+    c = data.communication
+    inst = getattr(c, "instances", None) if c is not None else None
+    if inst is None or not len(inst) or not {"start_ms", "dur_ms", "group", "key", "kind"} <= set(inst.columns):
+        return None
+    return rank_inputs(inst)
+
+
+def _inputs_of(run: "Run", r: int, x: pd.DataFrame) -> RankInputs:
+    """The rank's inputs as its loading worker made them (`RankData.figures`), else made here from `x`."""
+    pre = getattr(run.ranks[r].figures, "arrival", None)
+    if isinstance(pre, RankInputs) and (not len(pre.at) or int(pre.at[-1]) < len(x)):
+        return pre
+    return rank_inputs(x)
+
+
+def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
+    """Codes into each rank's own distinct values -> codes into the run's (numbered as first seen, -1 kept), one
+    array for the ranks one after the other, and the run's distinct values."""
+    index: dict = {}
+    out = []
+    for c, u in parts:
+        m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32)
+        out.append(m[c])
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
+
+
+def _local_codes(x: pd.DataFrame, name: str, at: np.ndarray) -> tuple[np.ndarray, list]:
+    if name not in x.columns:
+        return np.full(len(at), -1, dtype=np.int32), []
+    c, u = pd.factorize(_objects(x, name, at, none=True))
+    return c, list(u)
+
+
+def _categories(values: list) -> pd.Index:
+    return pd.Index(np.array(values + [None], dtype=object)[:-1], dtype=object)
+
+
+def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], gcode: np.ndarray,
+                    n_of: np.ndarray) -> np.ndarray:
+    """One integer per (group, key) over the stacked rows, numbered as first seen (as a factorisation of the pair
+    numbers them): from the ranks' hashes, checked against the text (every row's group and key are those of its
+    instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
+    if all(p.key_hash is not None for p in parts):
+        c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
+        c = c.astype(np.int32)
+        first = np.unique(c, return_index=True)[1]  # each instance's first row (every number 0..n-1 occurs)
+        same = bool((gcode == gcode[first[c]]).all())
+        if same:
+            rep = _rows_text(frames, parts, n_of, first, ["key"])["key"].to_numpy(dtype=object)
+            lo = 0
+            for (_, x), p in zip(frames, parts):
+                hi = lo + len(p.at)
+                if not (_objects(x, "key", p.at) == rep[c[lo:hi]]).all():
+                    same = False
+                    break
+                lo = hi
+        if same:
+            return c
+    index: dict = {}
+    out, lo = [], 0
+    for (_, x), p in zip(frames, parts):
+        hi = lo + len(p.at)
+        out.append(np.array([index.setdefault((g, k), len(index)) for g, k in
+                             zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int32))
+        lo = hi
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
+
+
+def _joined(parts: list) -> pd.Series:
+    """The ranks' pieces of one column one after the other: numpy arrays of one dtype joined as arrays and made a
+    Series once (its dtype inferred over all the values, as from a stack of the ranks' columns); else as Series."""
+    if parts and all(isinstance(a, np.ndarray) for a in parts) and len({a.dtype for a in parts}) == 1:
+        return pd.Series(np.concatenate(parts), copy=False)
+    return pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+
+
+def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
+               cols: list[str]) -> pd.DataFrame:
+    """The `cols` of the stacked rows at `pos` (in that order), read from the ranks' own frames: the dtypes a
+    stack of every rank's frame would give them (each rank's frame takes part, empty where none of its rows)."""
+    bounds = np.r_[0, np.cumsum(n_of)]
+    order = np.argsort(pos, kind="stable")
+    sp = pos[order]
+    cut = np.searchsorted(sp, bounds)
+    pieces: dict[str, list] = {c: [] for c in cols}
+    for i, ((_, x), p) in enumerate(zip(frames, parts)):
+        rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
+        for c in cols:  # the values only (a piece with its index costs 8 bytes a row more)
+            pieces[c].append(_values(x, c)[rows])
+    out = pd.DataFrame({c: _joined(v) for c, v in pieces.items()})
+    if len(order) and not (np.diff(order) > 0).all():
+        back = np.empty(len(order), dtype=np.int64)
+        back[order] = np.arange(len(order))
+        out = out.iloc[back].reset_index(drop=True)
+    return out
 
 
 @dataclass

@@ -229,21 +229,29 @@ def _per_group_rank(figs: dict[int, CommFigures], any_stored: bool) -> pd.DataFr
 def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
     """Per (rank, op, group, kind): the average per step (the ranks' figures: ranks averaged over their steps
     first, then those with stored averages), op / group / kind as categoricals; and each row's codes of them
-    (`_ops_across`)."""
+    (`_ops_across`). Memory (issue 33: a row a rank and operator, 1.6 million at 1,024 ranks): each number column
+    filled rank by rank into its own array (no rows x columns stack and a copy of each column)."""
     cols = list(COMM_TIME_COLUMNS)
     names = ["rank", "op", "group", "kind"]
     order = [r for r, f in figs.items() if not f.stored] + [r for r, f in figs.items() if f.stored]
     order = [r for r in order if len(figs[r].ops_at)]
     if not order:
         return pd.DataFrame(columns=[*names, *cols, "count"]), {}
-    rank = np.repeat(np.array(order, dtype=np.int64), [len(figs[r].ops_at) for r in order])
-    part = np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), [len(figs[r].ops_at) for r in order])
-    nums = np.concatenate([ops_numbers(figs[r], ops_of[r]) for r in order])
+    lens = [len(figs[r].ops_at) for r in order]
+    rank = np.repeat(np.array(order, dtype=np.int64), lens)
+    part = np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), lens)
+    nums = [np.empty(len(rank)) for _ in range(len(cols) + 1)]
+    lo = 0
+    for r, n in zip(order, lens):
+        x = ops_numbers(figs[r], ops_of[r])
+        for j, col in enumerate(nums):
+            col[lo:lo + n] = x[:, j]
+        lo += n
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            col = np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
-            text[n] = codes(col)
+            text[n] = codes(np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order]))
+        text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
     ordered = False
@@ -252,15 +260,19 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
         for c, n in spans:
             key = key * n + c
         ordered = bool((np.diff(key) >= 0).all())
+        del key
+    del part
     if not ordered:
-        by = np.lexsort((text["kind"][0], text["group"][0], text["op"][0], rank, part))
-        rank, nums = rank[by], nums[by]
+        by = np.lexsort((text["kind"][0], text["group"][0], text["op"][0], rank,
+                         np.repeat(np.array([figs[r].stored for r in order], dtype=np.int64), lens)))
+        rank, nums = rank[by], [c[by] for c in nums]
         text = {n: (c[by], v) for n, (c, v) in text.items()}
-    out = pd.DataFrame({"rank": rank})
+    out = {"rank": rank}
     for n in ("op", "group", "kind"):  # labels as categoricals: a code a row (a row a rank and operator)
         out[n] = labels(text[n][1], text[n][0])
     for j, c in enumerate([*cols, "count"]):
-        out[c] = nums[:, j]
+        out[c] = nums[j]
+    out = pd.DataFrame(out, copy=False)
     out["wait_ratio"] = wait_ratio(out["wait_ms"], out["transit_ms"])
     return out, {n: (v, c) for n, (c, v) in text.items()}
 
@@ -293,8 +305,10 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         text = {n: codes(rank_ops[n])[::-1] for n in names}
     g = Groups([(text[n][1], len(text[n][0])) for n in names], len(rank_ops))
     ro = rank_ops.reset_index(drop=True)
-    mean = g.agg(ro, ["communication_ms", "transit_ms", "wait_ms", "sync_ms", "idle_ms"], "mean")
-    lo = g.agg(ro, ["communication_ms", "wait_ms"], "min")
+    # a column at a time (a block of several columns is copied for the reduction: 40 bytes a row more)
+    mean = pd.DataFrame({c: g.agg(ro, [c], "mean")[c] for c in ("communication_ms", "transit_ms", "wait_ms", "sync_ms",
+                                                                 "idle_ms")})
+    lo = pd.DataFrame({c: g.agg(ro, [c], "min")[c] for c in ("communication_ms", "wait_ms")})
     hi = g.agg(ro, ["communication_ms"], "max")
     out = pd.DataFrame({
         "ranks": g.size, "mean_ms": mean["communication_ms"], "min_ms": lo["communication_ms"],

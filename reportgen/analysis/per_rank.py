@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from reportgen.analysis import expert
+from reportgen.analysis.arrival import RankInputs, rank_arrival
 from reportgen.analysis.comm_rank import CommFigures, comm_figures
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class RankFigures:
     expert_names: list[str] = field(default_factory=list)
     # communication (`analysis.comm_rank`): the rank's operators per step, per group, its groups
     comm: Optional[CommFigures] = None
+    # arrivals (`analysis.arrival`): the rank's collective instances as integers (None: it records none)
+    arrival: Optional[RankInputs] = None
 
 
 def rank_figures(data: "RankData") -> RankFigures:
@@ -41,4 +44,5 @@ def rank_figures(data: "RankData") -> RankFigures:
     names: list[str] = []
     c = data.communication
     return RankFigures(alltoall=expert.rank_alltoall(data), expert_ms=expert.expert_ms(data, names),
-                       expert_names=names, comm=comm_figures(c) if c is not None else None)
+                       expert_names=names, comm=comm_figures(c) if c is not None else None,
+                       arrival=rank_arrival(data))

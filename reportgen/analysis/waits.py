@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.arrival import Arrivals, arrivals
+from reportgen.analysis.codes import Groups, group_sum
 from reportgen.i18n import N_
 
 if TYPE_CHECKING:
@@ -140,42 +141,102 @@ def _is_p2p(col: pd.Series) -> np.ndarray:
     return np.where(c >= 0, p2p[np.maximum(c, 0)], False)
 
 
+def _n_steps(step: pd.Series, coll: np.ndarray) -> int:
+    """The distinct steps of the collectives' rows (1 when none is numbered)."""
+    if isinstance(step.dtype, pd.CategoricalDtype):  # (`arrivals`: codes into the distinct steps)
+        c = step.cat.codes.to_numpy()[coll]
+        return max(1, len(np.unique(c[c >= 0])))
+    v = step.to_numpy(dtype=object, na_value=None)[coll] if len(step) else np.zeros(0, dtype=object)
+    steps = pd.Series(v, dtype=object).dropna()
+    return max(1, int(steps.nunique())) if len(steps) else 1
+
+
+def _dense(v: np.ndarray, values: bool = False) -> tuple[np.ndarray, object]:
+    """Codes 0..n-1 (int32) of integers `v` and n, or (`values`) the distinct values ascending: through a lookup
+    table where the values are small non-negative integers (no hash table of every row), else by sorting."""
+    if len(v) and v.min() >= 0 and v.max() < 4 * len(v) + 1024:
+        seen = np.zeros(int(v.max()) + 1, dtype=bool)
+        seen[v] = True
+        u = np.flatnonzero(seen)
+        table = np.full(len(seen), -1, dtype=np.int32)
+        table[u] = np.arange(len(u), dtype=np.int32)
+        c = table[v]
+    else:
+        u, c = np.unique(v, return_inverse=True)
+        c = c.astype(np.int32).reshape(-1)
+    return c, (u if values else len(u))
+
+
+def _sums(parts: list[tuple[np.ndarray, int]], ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of the key codes `parts` (a missing code: the row left out) the sum of `ms` as pandas' groupby
+    sums it (compensated, the rows in their order), and each group's first row."""
+    g = Groups(parts, len(ms))
+    if not g.n:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    return group_sum(ms[g.rows].reshape(-1, 1), g.gid, g.n)[:, 0], g.first
+
+
 def wait_matrices(arr: Arrivals) -> Waits:
     late = arr.late
     coll = ~_is_p2p(late["kind"])  # the rows of collectives, as arrays (no copy of the text columns)
-    step = late["step"].to_numpy(dtype=object, na_value=None)[coll] if len(late) else np.zeros(0, dtype=object)
-    steps = pd.Series(step, dtype=object).dropna()
-    n_steps = max(1, int(steps.nunique())) if len(steps) else 1
+    n_steps = _n_steps(late["step"], coll)
     out = Waits(basis=arr.basis, source=arr.source, steps=n_steps, arrivals=arr)
     if not coll.any():
         return out
+    # (memory, issue 33: a row per rank and collective, 1.6 million at 1,024 ranks: 4-byte codes, no hash table of
+    # the rows, each array freed when done)
+    rows = slice(None) if coll.all() else np.flatnonzero(coll)
+    del coll
     gcode, gnames = _text_codes(late["group"])
-    gcode = gcode[coll]
+    gcode = gcode[rows].astype(np.int32)
     inst = (late["inst"].to_numpy() if "inst" in late else
-            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())[coll]
-    lv = late["late_ms"].to_numpy(dtype=float)[coll]
-    ranks = late["rank"].to_numpy(dtype="int64")[coll]
-    lmax = pd.Series(lv).groupby(inst).transform("max").to_numpy()
-    # the last rank of each instance (the first of equal maxima), and the collective as its profile names it (ranks
-    # may number concurrent operators differently)
-    is_max = lv == lmax
-    first_max = pd.Series(np.flatnonzero(is_max)).groupby(inst[is_max]).first()
-    at = first_max.reindex(inst).to_numpy()
-    culprit = ranks[at]
+            late.groupby(["group", "key"], sort=False).ngroup().to_numpy())[rows]
+    ic, n_i = _dense(inst)  # instance numbers 0..n_i-1
+    del inst
+    lv = late["late_ms"].to_numpy(dtype=float)[rows]
+    rc, rv = _dense(late["rank"].to_numpy(dtype="int64")[rows], values=True)  # rank codes, the ranks
+    nr = max(1, len(rv))
+    # per instance the latest arrival (NaN skipped), its first row: the rank the others waited for, and the
+    # collective as its profile names it there (ranks may number concurrent operators differently)
+    lmax = np.full(n_i, -np.inf)
+    np.fmax.at(lmax, ic, lv)
+    is_max = np.flatnonzero(lv == lmax[ic])
+    first = np.full(n_i, len(lv))
+    np.minimum.at(first, ic[is_max], is_max)
+    del is_max
     op_code, op_names = _text_codes(late["op"])
-    op_code = op_code[coll]
-    w = pd.DataFrame({"g": gcode, "i": ranks, "j": culprit, "ms": lmax - lv,
-                      "op": np.where(op_code[at] >= 0, op_code[at], np.nan), "inst": inst})  # (no name: left out)
-    w = w[w["i"].to_numpy() != w["j"].to_numpy()]
+    op_first = op_code[rows][first].astype(np.int32)  # per instance
+    del op_code
+    cc = rc[first]  # per instance: the culprit's rank code (its first row's)
+    del first
+    # the rows of a rank that waited (not the culprit itself): what it waited, by group, waiter and culprit
+    wr = np.flatnonzero(rc != cc[ic])
+    ms = lmax[ic[wr]] - lv[wr]
+    del lmax, lv
+    w_g, w_i, w_inst = gcode[wr], rc[wr], ic[wr]
+    w_j, w_op = cc[w_inst], op_first[w_inst]
+    del wr, cc, op_first
+    ng = max(1, len(gnames))
     # one aggregation each over every group (a groupby per group costs seconds at 1,024 ranks)
-    cells = w.groupby(["g", "i", "j"], sort=False)["ms"].sum()
-    by_op = w.groupby(["g", "j", "op"], sort=False)["ms"].sum().sort_values(ascending=False, kind="stable")
-    top_op = by_op[~by_op.index.droplevel("op").duplicated()]  # the largest collective per (group, culprit)
-    top_op = {(int(g_), int(j_)): (str(op_names[int(o_)]), float(v_))
-              for (g_, j_, o_), v_ in top_op.items()}
-    n_inst = w.groupby("g")["inst"].nunique()
-    members = pd.DataFrame({"g": gcode, "r": ranks}).drop_duplicates()  # (every group's rank, -1 too)
-    members_of = {int(k): np.sort(v.to_numpy()) for k, v in members.groupby("g")["r"]}
+    cv, cfirst = _sums([(w_g, ng), (w_i, nr), (w_j, nr)], ms)
+    cg, ci, cj = w_g[cfirst], np.asarray(rv)[w_i[cfirst]], np.asarray(rv)[w_j[cfirst]]
+    # the largest collective per (group, culprit): the largest sum, the first seen of equal ones
+    ov, ofirst = _sums([(w_g, ng), (w_j, nr), (w_op, max(1, len(op_names)))], ms)
+    best = np.lexsort((ofirst, -ov, w_j[ofirst], w_g[ofirst]))
+    gj = w_g[ofirst][best] * nr + w_j[ofirst][best]
+    best = best[np.r_[True, gj[1:] != gj[:-1]]] if len(best) else best
+    top_op = {(int(w_g[ofirst[b]]), int(rv[w_j[ofirst[b]]])): (str(op_names[int(w_op[ofirst[b]])]), float(ov[b]))
+              for b in best}
+    # the instances a group's waiters were in
+    gi = np.unique(w_g.astype(np.int64) * max(1, n_i) + w_inst)
+    n_inst = pd.Series(np.bincount(gi // max(1, n_i) + 1, minlength=len(gnames) + 1)[1:])
+    n_inst = n_inst[n_inst > 0]
+    del ms, w_g, w_i, w_j, w_op, w_inst
+    mp = np.unique(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
+    mg, mr = mp // nr, np.asarray(rv)[mp % nr]
+    cut = np.flatnonzero(np.r_[True, mg[1:] != mg[:-1]]) if len(mg) else np.zeros(0, dtype=np.int64)
+    members_of = {int(mg[a]): np.sort(mr[a:b]) for a, b in zip(cut, np.r_[cut[1:], len(mg)])}
+    del gcode, rc, mp
     ins = arr.instances
     ins = ins[~_is_p2p(ins["kind"])] if "kind" in ins else ins
     code_of = {name: k for k, name in enumerate(gnames)}
@@ -189,9 +250,6 @@ def wait_matrices(arr: Arrivals) -> Waits:
     last_n = lasts.groupby(["g", "j"]).size()
     last_m = lasts.groupby(["g", "j"])["m"].sum()
     ins_n = lasts.groupby("g").size()
-    cg = cells.index.get_level_values("g").to_numpy()
-    ci, cj = cells.index.get_level_values("i").to_numpy(), cells.index.get_level_values("j").to_numpy()
-    cv = cells.to_numpy()
     order = np.argsort(cg, kind="stable")
     bounds = np.searchsorted(cg[order], np.arange(len(gnames) + 1))
     for k in sorted(range(len(gnames)), key=lambda k: str(gnames[k])):
