@@ -94,6 +94,29 @@ def test_duplicated_host_and_device_events_are_two_codes(traces, tmp_path):
     assert zh.startswith("5 个 Host 算子事件") and "host operator" not in zh
 
 
+def test_an_event_with_a_negative_start_is_left_out_and_named(traces, tmp_path):
+    """A complete event whose `ts` is negative (the fuzz sweep's "negative" on a gloo trace moved an operator out of
+    every step window and changed its time without a word): left out, as trace_view.json's reader does, and named by
+    the file's entry; the other operators' numbers as without it."""
+    doc = json.loads(traces["gpu"][0].read_text(encoding="utf-8"))
+    ops = [i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "cpu_op"]
+    bad = copy.deepcopy(doc)
+    bad["traceEvents"][ops[3]]["ts"] = -bad["traceEvents"][ops[3]]["ts"]
+    gone = copy.deepcopy(doc)
+    del gone["traceEvents"][ops[3]]
+    got = {}
+    for name, d in (("bad", bad), ("gone", gone)):
+        path = tmp_path / name / traces["gpu"][0].name
+        path.parent.mkdir()
+        path.write_text(json.dumps(d), encoding="utf-8")
+        got[name] = _load(path)
+    codes = _by_code(got["bad"][1])
+    assert codes["trace.complete-event-without-usable"].params == {"n": 1}
+    assert "trace.complete-event-without-usable" not in _by_code(got["gone"][1])
+    st_bad, st_gone = got["bad"][0].step_trace, got["gone"][0].step_trace
+    assert st_bad.steps.equals(st_gone.steps)
+
+
 def test_kernel_lists_name_five_and_count_the_rest():
     short = _named("kineto.unknown-beside-comm", "kineto.unknown-beside-comm-more", ["a", "b"], beside=4, got=2)
     assert short.code == "kineto.unknown-beside-comm" and short.en.endswith("computation: a, b")

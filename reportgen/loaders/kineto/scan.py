@@ -83,7 +83,7 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
                 name = e.get("name")
                 name = name if isinstance(name, str) else str(name or "")
                 ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                if math.isnan(ts) or math.isnan(dur) or dur < 0:
+                if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:  # (as trace_view.json's reader)
                     unusable += 1
                     continue
                 cat = str(e.get("cat") or "").lower()
