@@ -68,9 +68,11 @@
     });
   }
 
+  var Z_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", Z_INDEX = {};
+  for (var zi = 0; zi < Z_ALPHABET.length; zi++) { Z_INDEX[Z_ALPHABET.charAt(zi)] = zi; }
   function columnValues(c) {
     // charts/column_codec.py: a plain list, {dec, d} (delta-coded integers / 10^dec), {dec, dr} (the same, deltas
-    // as runs) or {runs: [v, n, ...]}
+    // as runs), {dec, z} (the same, deltas zigzag-coded 5 bits a character) or {runs: [v, n, ...]}
     var out = [], i, j;
     if (Array.isArray(c)) { return c; }
     if (c.runs) {
@@ -78,6 +80,18 @@
       return out;
     }
     var acc = 0, scale = Math.pow(10, c.dec || 0);
+    if (c.z !== undefined) {  // every step exact in doubles (|delta| < 2^50)
+      var n = 0, mult = 1, k;
+      for (i = 0; i < c.z.length; i++) {
+        k = Z_INDEX[c.z.charAt(i)];
+        n += (k & 31) * mult;
+        if (k & 32) { mult *= 32; continue; }
+        acc += n % 2 ? -(n + 1) / 2 : n / 2;
+        out.push(c.dec ? acc / scale : acc);
+        n = 0; mult = 1;
+      }
+      return out;
+    }
     if (c.dr) {  // the deltas as runs: delta dr[i] repeated dr[i + 1] times
       for (i = 0; i < c.dr.length; i += 2) {
         for (j = 0; j < c.dr[i + 1]; j++) { acc += c.dr[i]; out.push(c.dec ? acc / scale : acc); }
@@ -159,12 +173,37 @@
   }
 
   function specOf(fig) {
-    var spec = JSON.parse(fig.querySelector("script.spec").textContent);
+    var own = fig.querySelector("script.spec");  // (a large run's rank page: none where the columns carry the data)
+    var spec = own ? JSON.parse(own.textContent) : {};
     var key = fig.getAttribute("data-spec");  // rank pages: the spec is shared (assets/rank-specs.js), data is here
     if (key && window.MSREPORT_SPECS && window.MSREPORT_SPECS[key]) {
       spec = Object.assign({}, window.MSREPORT_SPECS[key], spec);
     }
-    return expandColumns(fig, spec);
+    spec = expandColumns(fig, spec);
+    return fig.hasAttribute("data-table") ? tableRows(fig, spec) : spec;
+  }
+
+  function tableRows(fig, spec) {
+    // a dataset read from a table of the page (Chart.table: a large run's rank step lines, from the step table
+    // beside them): a row per step and colour label, the label's column given by data-table-cols (-1: none)
+    var scope = fig.closest("section") || document;
+    var table = scope.querySelector("table[id='" + fig.getAttribute("data-table") + "']");
+    var cols = fig.getAttribute("data-table-cols").split(",").map(Number);
+    var labels = (((spec.encoding || {}).color || {}).scale || {}).domain || [];
+    var rows = [];
+    if (table && table.tBodies.length) {
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+        var step = cellValue(tr.cells[0]);
+        if (typeof step !== "number") { return; }
+        cols.forEach(function (c, i) {
+          var v = c >= 0 && tr.cells[c] ? cellValue(tr.cells[c]) : null;
+          if (typeof v === "number" && i < labels.length) { rows.push({ step: step, phase: labels[i], value: v }); }
+        });
+      });
+    }
+    var ds = Object.assign({}, spec.datasets || {});
+    ds[fig.getAttribute("data-table-set")] = rows;
+    return Object.assign({}, spec, { datasets: ds });
   }
 
   function drawCharts() {
