@@ -5,8 +5,6 @@ two instances (the text check falls back to exact matching); keys that are not t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from reportgen.analysis import analyze, arrival
 from reportgen.analysis.arrival import arrivals, rank_inputs
 from reportgen.analysis.waits import wait_matrices
-from reportgen.model import Communication, RankData, RankInfo, Run, RunInfo
+from test_analysis_codes import _comm_run  # (one hand-made run of collective instances for both files)
 
 LATE_RANK, LATE_MS = 3, 5.0
 
@@ -38,15 +36,6 @@ def _frames(late_rank: int = LATE_RANK, late_ms: float = LATE_MS) -> dict[int, p
     return frames
 
 
-def _run(frames: dict[int, pd.DataFrame]) -> Run:
-    ranks = {}
-    for r, inst in frames.items():
-        c = Communication(source=f"r{r}", producer="test", steps=pd.DataFrame(), ops=pd.DataFrame(),
-                          links=pd.DataFrame(), instances=inst)
-        ranks[r] = RankData(info=RankInfo(rank=r, source_dir=f"rank_{r}"), communication=c)
-    return Run(root=Path("hand-made"), info=RunInfo(path="x", layout="test", layout_label="test"), ranks=ranks)
-
-
 def _stacked(frames: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The old way: every rank's rows in one frame, an instance per (group, key), lateness after the first start
     (the clocks agree here), per instance the last arrival, its margin and its distance to the others' median."""
@@ -65,7 +54,7 @@ def _stacked(frames: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFram
 @pytest.fixture(scope="module")
 def injected():
     frames = _frames()
-    return frames, arrivals(_run(frames))
+    return frames, arrivals(_comm_run(frames))
 
 
 def test_injected_late_rank_by_hand(injected):
@@ -133,7 +122,7 @@ def test_a_hash_collision_does_not_join_two_instances(monkeypatch):
         got.key_hash = np.zeros(len(got.at), dtype=np.uint64)
         return got
     monkeypatch.setattr(arrival, "rank_inputs", colliding)
-    arr = arrivals(_run(frames))
+    arr = arrivals(_comm_run(frames))
     f, ref = _stacked(frames)
     assert len(arr.instances) == 4
     np.testing.assert_array_equal(arr.late["late_ms"].to_numpy(), f["late_ms"].to_numpy())
@@ -143,14 +132,14 @@ def test_a_hash_collision_does_not_join_two_instances(monkeypatch):
 def test_keys_that_are_not_text_are_matched_exactly():
     frames = {r: x.assign(key=np.arange(len(x)) + 10) for r, x in _frames().items()}  # integer keys
     assert rank_inputs(frames[0]).key_hash is None
-    arr = arrivals(_run(frames))
+    arr = arrivals(_comm_run(frames))
     f, ref = _stacked(frames)
     np.testing.assert_array_equal(arr.late["late_ms"].to_numpy(), f["late_ms"].to_numpy())
     assert list(arr.instances["last_rank"]) == list(ref["last_rank"]) == [LATE_RANK] * 4
 
 
 def test_analyze_drops_the_instances_after_the_arrivals():
-    run = _run(_frames())
+    run = _comm_run(_frames())
     a = analyze(run)
     assert a.waits is not None and a.waits.groups[0].culprits[0].rank == LATE_RANK
     assert all(d.communication.instances is None for d in run.ranks.values())
@@ -165,8 +154,8 @@ def test_the_loading_workers_inputs_are_used_and_give_the_same_arrivals():
     from reportgen.analysis.per_rank import rank_figures
 
     frames = _frames()
-    plain = arrivals(_run(frames))
-    run = _run(frames)
+    plain = arrivals(_comm_run(frames))
+    run = _comm_run(frames)
     for d in run.ranks.values():
         d.figures = pickle.loads(pickle.dumps(rank_figures(d)))  # (as the rank cache entry holds them)
         assert list(d.figures.arrival.at) == [0, 1, 2, 3]
