@@ -35,9 +35,11 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import stat
 import sys
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -106,15 +108,21 @@ def environment_key() -> str:
 
     from reportgen import __version__
 
+    return "|".join((str(FORMAT), __version__, code_digest(Path(__file__).resolve().parent), sys.version,
+                     numpy.__version__, pandas.__version__, pyarrow.__version__))
+
+
+def code_digest(root: Path) -> str:
+    """A digest of the package's source and of the data files it reads (`data/`: the peak table the analysis reads
+    is a file users edit): another copy of either makes another key."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
-    for p in sorted(root.rglob("*.py")):
+    data = root / "data"
+    for p in sorted([*root.rglob("*.py"), *(q for q in data.rglob("*") if q.is_file())]):
         try:
             h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
         except OSError:
             h.update(str(p).encode() + b"\0unreadable\0")
-    return "|".join((str(FORMAT), __version__, h.hexdigest(), sys.version, numpy.__version__, pandas.__version__,
-                     pyarrow.__version__))
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=4)
@@ -468,12 +476,23 @@ def _store_in_child(path: Path, key: tuple, result, refs: dict) -> bool:
     return True
 
 
-def settle() -> None:
-    """Wait for the entries being written by forked processes (the end of a build: `use`)."""
+SETTLE_TIMEOUT_S = 600.0  # an entry writer still running after this long is stopped: the entry is not written
+
+
+def settle(timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """Wait for the entries being written by forked processes (the end of a build: `use`); one that hangs is killed
+    after `timeout` seconds in all (its entry is written atomically, so none is left half-written)."""
+    deadline = time.monotonic() + timeout
     while _children:
         pid = _children.pop()
         with contextlib.suppress(ChildProcessError, InterruptedError):
-            os.waitpid(pid, 0)
+            while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    log.debug("rank cache: entry writer %d still running after %.0f s: stopped", pid, timeout)
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.01)
 
 
 __all__ = ["folder_for", "map_cached", "memo", "use", "active", "environment_key", "rank_key", "read_entry",

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 from reportgen import i18n, rankcache
 from reportgen.dataquality import dq
 from reportgen.i18n import Msg, lazy
-from reportgen.analysis import analyze
+from reportgen.analysis import analyze, drop_instances
 from reportgen.analysis.per_rank import rank_figures
 from reportgen.analysis.execution import select
 from reportgen.discover import RunLayout
@@ -102,6 +102,8 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
     ident, key = inputs
     refs = run_refs(run)
     analysis = rankcache.run_memo("analysis", ident, key, refs, lambda: _analyze(run, opts), background=True)
+    if not any(getattr(i, "code", "") == "analysis.waits-failed" for i in analysis.issues):
+        drop_instances(run)  # (as `analyze` does once the waits are made: an analysis from the cache leaves them too)
     refs.update(_refs_of(("analysis",), analysis, depth=2))
     findings, thresholds = rankcache.run_memo("rules", ident, (key, sorted(overrides.items())), refs,
                                               lambda: run_rules(analysis, overrides))
@@ -145,17 +147,29 @@ def _analyze(run: Run, opts: BuildOptions):
                    model_flops=opts.model_flops)
 
 
-def analysis_inputs(layout: RunLayout, opts: BuildOptions, rank_keys: list) -> Optional[tuple]:
+def input_files(layout: RunLayout) -> tuple[tuple, tuple]:
+    """The size and modification time of the run-level files and of every rank file discovery found, taken BEFORE
+    the load (`analysis_inputs`' key): a file rewritten while the ranks are read (a live job) then keys the results
+    read from it by what it was before, so the next build sees a changed file and computes them again."""
+    run_level = sorted(str(p) for ps in layout.run_files.values() for p in ps)
+    every = sorted(str(p) for rf in layout.ranks.values() for ps in rf.files.values() for p in ps)
+    return (tuple(rankcache._stat_key(Path(p)) for p in run_level),
+            tuple(rankcache._stat_key(Path(p)) for p in every))
+
+
+def analysis_inputs(layout: RunLayout, opts: BuildOptions, rank_keys: list,
+                    files: Optional[tuple[tuple, tuple]] = None) -> Optional[tuple]:
     """(the run's name, what its analysis is computed from) for `analyse_phase`'s cache: every rank's cache key
     (`rankcache.rank_key`: the files of the rank, msreport's code), the run-level files' sizes and modification
     times, what discovery found and the settings the load and the analysis read. None: a rank was loaded without
-    a key (no cache), so nothing whole-run is cached either."""
+    a key (no cache), so nothing whole-run is cached either. `files`: `input_files(layout)` as taken before the
+    load (default: taken now)."""
     if any(k is None for k in rank_keys):
         return None
-    files = [p for ps in layout.run_files.values() for p in ps]
+    run_level, every = files if files is not None else input_files(layout)
     if len(rank_keys) != len(layout.ranks):  # a layout that reads its ranks itself: every file it found
-        files += [p for rf in layout.ranks.values() for ps in rf.files.values() for p in ps]
-    key = (tuple(rank_keys), tuple(rankcache._stat_key(Path(p)) for p in sorted(map(str, files))),
+        run_level = tuple(sorted(run_level + every, key=lambda k: k[0]))
+    key = (tuple(rank_keys), run_level,
            str(Path(layout.root).absolute()), str(Path(layout.base).absolute()), layout.layout, layout.name,
            layout.key, layout.world_size, sorted(layout.group_ranks), sorted(layout.ranks),
            repr(sorted(layout.parallel_hint.items(), key=repr)), layout.issues,
@@ -193,8 +207,9 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
         return lazy("{run}: {stage}", run=layout.label, stage=stage) if opts.title else stage
 
     with ui.stage(named(lazy("load {n} rank(s)", n=len(layout.ranks)))), rankcache.recording() as rank_keys:
+        files = input_files(layout) if opts.cache else None  # (before the files are read)
         run = load_phase(layout, opts, ui)
-    inputs = analysis_inputs(layout, opts, rank_keys)
+    inputs = analysis_inputs(layout, opts, rank_keys, files)
     with ui.stage(named(lazy("analyse"))):
         analysis, findings, thresholds = analyse_phase(run, opts, inputs)
     with _long_lived(), ui.stage(named(lazy("plan pages"))):

@@ -285,3 +285,88 @@ def test_csv_store_fingerprint_tells_every_cell(tmp_path):
     damaged = csv_store.CsvStore(folder, 9)
     assert damaged.old == {}  # a miss: the table written again
     assert gzip.decompress(damaged.gz(cols, other)).decode() == csv_text(cols, other)
+
+
+def test_a_run_level_file_rewritten_during_the_load_is_read_again_next_time(tmp_path, monkeypatch):
+    """The run-level files are keyed by what they were before the load: one rewritten while the ranks are read (a
+    live job) makes the next build compute everything again (keyed after the load, the results read from the old
+    content would have been kept under the new file's key for good)."""
+    out = tmp_path / "run" / "cluster_analysis_output"
+    out.mkdir(parents=True)
+    header = ("Step,Type,Index,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+              "Communication(Not Overlapped and Exclude Receive)\n")
+    rows = "".join(f",rank,{r},{800 + 10 * r}.5,{120 - r}.25,5.0,{125 - r}.25,30.0,{960 + r}.0,0.0,{120 - r}.25\n"
+                   for r in range(4))
+    csv = out / "cluster_step_trace_time.csv"
+    csv.write_text(header + rows, encoding="utf-8")
+    calls = Calls(monkeypatch)
+    real_load = report.load_phase
+
+    def load_then_rewrite(*a, **k):
+        run = real_load(*a, **k)
+        csv.write_text(header + rows.replace("800.5", "1800.5"), encoding="utf-8")  # the job wrote it meanwhile
+        st = csv.stat()
+        os.utime(csv, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        return run
+    site = tmp_path / "site"
+    with monkeypatch.context() as m:
+        m.setattr(report, "load_phase", load_then_rewrite)
+        build_report(tmp_path / "run", site, BuildOptions(lang="en"))
+    assert calls.take() == (1, 1)
+    build_report(tmp_path / "run", site, BuildOptions(lang="en"))
+    assert calls.take() == (1, 1)  # the file changed since the load that made the entries: computed again
+    build_report(tmp_path / "run", site, BuildOptions(lang="en"))
+    assert calls.take() == (0, 0)
+    fresh = tmp_path / "fresh"
+    build_report(tmp_path / "run", fresh, BuildOptions(lang="en", cache=False))
+    _same_site(site, fresh)
+
+
+def test_an_analysis_from_the_cache_leaves_no_collective_instances(run4, tmp_path, monkeypatch):
+    """A rebuild drops every rank's collective instances after the analysis, as a build that computes it does (the
+    page writers forked after it would each hold them)."""
+    seen = []
+    real = report.plan_pages
+
+    def plan(analysis, *a, **k):
+        seen.append(sum(d.communication is not None and d.communication.instances is not None
+                        for d in analysis.run.ranks.values()))
+        return real(analysis, *a, **k)
+    monkeypatch.setattr(report, "plan_pages", plan)
+    calls = Calls(monkeypatch)
+    site = tmp_path / "site"
+    for lang in ("en", "zh"):
+        build_report(run4, site, BuildOptions(lang=lang))
+    assert calls.take() == (1, 1)  # the second from the cache
+    assert seen == [0, 0]
+
+
+def test_the_code_digest_covers_the_data_files(tmp_path):
+    """Another peak table (`reportgen/data/peaks.toml`, read by the analysis, edited by users) is another
+    environment: entries made with the old one are not trusted."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "mod.py").write_text("x = 1\n", encoding="utf-8")
+    peaks = tmp_path / "data" / "peaks.toml"
+    peaks.write_text("[h100]\nbf16 = 989.5\n", encoding="utf-8")
+    a = rankcache.code_digest(tmp_path)
+    assert rankcache.code_digest(tmp_path) == a
+    peaks.write_text("[h100]\nbf16 = 1.5\n", encoding="utf-8")
+    b = rankcache.code_digest(tmp_path)
+    (tmp_path / "mod.py").write_text("x = 2\n", encoding="utf-8")
+    assert len({a, b, rankcache.code_digest(tmp_path)}) == 3
+
+
+def test_settle_stops_an_entry_writer_that_hangs(monkeypatch):
+    """A forked entry writer that never ends does not hold the build: stopped after the timeout."""
+    import time
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover  (the child: hangs until killed)
+        time.sleep(60)
+        os._exit(0)
+    monkeypatch.setattr(rankcache, "_children", [pid])
+    t0 = time.monotonic()
+    rankcache.settle(timeout=0.3)
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped
