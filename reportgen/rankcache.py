@@ -84,7 +84,8 @@ def use(folder: Optional[Path]):
 
 
 def active() -> Optional[Path]:
-    return _active
+    """The enclosing `use` block's folder; None without one, or where a symbolic link was planted in its place."""
+    return None if _active is not None and _active.is_symlink() else _active
 
 
 @contextlib.contextmanager

@@ -112,3 +112,21 @@ def test_finish_puts_the_same_config_as_altairs_configure_calls():
     assert got["config"]["font"] == theme.FONT and got["config"]["legend"]["orient"] == "bottom"
     a, b = theme.finish(chart), theme.finish(chart)
     assert a["config"] == b["config"] and a["config"] is not b["config"]  # each spec its own dict
+
+
+def test_no_template_is_written_through_a_link_planted_where_the_cache_goes(tmp_path):
+    """A symbolic link in the cache folder's place is followed by nothing that writes there: the compiled
+    templates neither (as the rank entries, the whole-run entries and the CSV store)."""
+    from reportgen import rankcache
+    from reportgen.site.render.template_cache import TemplateCache
+
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    link = tmp_path / ".site.msreport-cache"
+    link.symlink_to(real, target_is_directory=True)
+    with rankcache.use(link):
+        assert rankcache.active() is None
+        assert TemplateCache._path("k") is None
+    with rankcache.use(real):
+        assert rankcache.active() == real and TemplateCache._path("k") is not None
+    assert list(real.rglob("*")) == []
