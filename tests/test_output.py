@@ -364,3 +364,16 @@ def test_a_report_from_before_the_file_list_keeps_what_it_cannot_tell_apart(tmp_
     assert main([str(run4), "-o", str(out), "-q"]) == 0
     assert (out / "mine.txt").read_text() == "x"
     assert "mine.txt" not in output.read_manifest(out)
+
+
+def test_an_output_given_as_a_link_leaves_nothing_behind(tmp_path, run4, report4):
+    """`-o LINK` where LINK points at an earlier report: the new report takes the link's place, what it pointed to
+    is left as it was, and no `.LINK.old-PID` link is left beside it."""
+    target = _earlier_report(report4, tmp_path / "target")
+    before = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    link = tmp_path / "report"
+    link.symlink_to(target, target_is_directory=True)
+    assert main([str(run4), "-o", str(link), "-q", "--no-cache"]) == 0
+    assert link.is_dir() and not link.is_symlink() and (link / "index.html").is_file()
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir() if ".old-" in p.name] == []

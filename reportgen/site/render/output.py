@@ -493,8 +493,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         if old is not None:
             os.replace(old, out)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    if old is not None:  # (the user's link given as the output: the link goes, not what it pointed to)
+        if old.is_symlink():
+            old.unlink()
+        else:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_into(tmp: Path, out: Path, ours_new: set[str]) -> None:
