@@ -36,6 +36,38 @@ def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return c, np.asarray(u, dtype=object)
 
 
+def codes_of_parts(parts, rows: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """`codes(np.concatenate(parts))` (object values), factorised a batch of parts (about `rows` rows) at a time
+    and the batches' distinct values then coded together (in the order first seen, as one factorisation sees
+    them): the same codes and values without a hash table over every row (issue 33: the operators' names of
+    1.6 million rows at 1,024 ranks, ~60 MB of table for ~50,000 names)."""
+    batches, cur, n = [], [], 0
+    for p in parts:
+        cur.append(p)
+        n += len(p)
+        if n >= rows:
+            batches.append(cur)
+            cur, n = [], 0
+    if cur or not batches:
+        batches.append(cur)
+    if len(batches) == 1:
+        return codes(np.concatenate(batches[0]) if batches[0] else np.zeros(0, dtype=object))
+    local = []
+    for b in batches:
+        v = np.concatenate(b).astype(object, copy=False)
+        c, u = pd.factorize(v, sort=False)
+        local.append((c.astype(np.int64, copy=False), np.asarray(u, dtype=object)))
+    gc, gu = codes(np.concatenate([u for _, u in local]))
+    out = np.empty(sum(len(c) for c, _ in local), dtype=np.int64)
+    at = k = 0
+    for c, u in local:
+        m = gc[k:k + len(u)]
+        out[at:at + len(c)] = np.where(c >= 0, m[np.maximum(c, 0)] if len(m) else -1, -1)
+        at += len(c)
+        k += len(u)
+    return out, gu
+
+
 def _text_order(values) -> Optional[np.ndarray]:
     """The sorting order of distinct texts, by pyarrow (UTF-8 byte order = code point order, as Python sorts
     str; several times faster than sorting Python strings); None unless every value is a str."""

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, labels, text_column
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, labels, text_column
 from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
@@ -115,6 +115,9 @@ def analyze_communication(run: Run) -> CommAnalysis:
         table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(table["bandwidth_gbps"], table["transport"], table["self"])]
+    # the links' frames freed before the operators' (the two largest temporaries are not held at once)
+    link_ops = link_ops_table(links_g)
+    del links, links_g
     rank_ops, text = _rank_ops(figs, ops_of)
     op_table = _ops_across(rank_ops, text)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
@@ -129,7 +132,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=table, pairs=pairs,
-        link_ops=link_ops_table(links_g), groups=groups, ranks_without_data=missing,
+        link_ops=link_ops, groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 
@@ -250,7 +253,7 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            text[n] = codes(np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order]))
+            text[n] = codes_of_parts([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
         text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
