@@ -105,15 +105,19 @@ class Groups:
             bad |= c < 0
         self.valid = ~bad
         self.rows = np.flatnonzero(self.valid)
-        k = key[self.rows]
+        k = key if len(self.rows) == n_rows else key[self.rows]  # (no copy when every row is kept)
+        del key, bad
         self.order = np.argsort(k, kind="stable")
         sk = k[self.order]
+        del k
         new = np.r_[True, sk[1:] != sk[:-1]] if len(sk) else np.zeros(0, dtype=bool)
+        del sk
         starts = np.flatnonzero(new)
+        del new
         self.n = len(starts)
-        self.cuts = np.r_[starts, len(sk)]
+        self.cuts = np.r_[starts, len(self.order)]
         self.size = np.diff(self.cuts)
-        self.gid = np.empty(len(k), dtype=np.int64)
+        self.gid = np.empty(len(self.order), dtype=np.int64)
         self.gid[self.order] = np.repeat(np.arange(self.n, dtype=np.int64), self.size)
         self.first = self.rows[self.order[starts]]
         self._by: dict = {}
@@ -143,9 +147,15 @@ class Groups:
         if not len(v):
             return np.zeros(0, dtype=np.int64)
         red = (np.fmax if largest else np.fmin).reduceat(v, self.cuts[:-1])
-        at = np.where(v == np.repeat(red, self.size), np.arange(len(v)), len(v))
-        first = np.minimum.reduceat(at, self.cuts[:-1])
-        return np.where(first < len(v), self.order[np.minimum(first, len(v) - 1)], -1)
+        # the positions holding their group's value (a few a group), the first of each group (no row-long
+        # position arrays: issue 33)
+        hit = np.flatnonzero(v == np.repeat(red, self.size))
+        del v
+        grp = np.searchsorted(self.cuts, hit, side="right") - 1
+        out = np.full(self.n, -1, dtype=np.int64)
+        head = np.r_[True, grp[1:] != grp[:-1]] if len(grp) else np.zeros(0, dtype=bool)
+        out[grp[head]] = self.order[hit[head]]
+        return out
 
 
 def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:

@@ -319,7 +319,12 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         "sync_ms": mean["sync_ms"], "idle_ms": mean["idle_ms"], "min_wait_ms": lo["wait_ms"],
     })
     out["spread_ms"] = out["max_ms"] - out["min_ms"]
-    rank = ro["rank"].to_numpy()[g.rows]
+    del mean, lo, hi
+    g._by.clear()  # (the reductions' groupby and its row-long arrays freed before the picks)
+
+    def kept(a: np.ndarray) -> np.ndarray:  # the kept rows' values (no copy when every row is kept)
+        return a if len(g.rows) == len(a) else a[g.rows]
+    rank = kept(ro["rank"].to_numpy())
 
     def pick(values: np.ndarray, largest: bool) -> pd.Series:
         """Per group the rank of the first row with the largest / smallest value (NaN skipped; none where all
@@ -327,11 +332,13 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         at = g.pick(values, largest)
         ok = at >= 0
         return pd.Series(rank[at[ok]], index=np.flatnonzero(ok)).reindex(range(g.n))
-    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
+    t = kept(ro["communication_ms"].to_numpy(dtype="float64"))
     out["max_rank"] = pick(t, True)
     out["min_rank"] = pick(t, False)
-    w = ro["wait_ms"].to_numpy(dtype="float64")[g.rows]
+    del t
+    w = kept(ro["wait_ms"].to_numpy(dtype="float64"))
     out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
+    del w
     at_first = g.first
     for k, n in enumerate(names):
         vals, cs = text[n]
