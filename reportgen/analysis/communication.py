@@ -118,6 +118,9 @@ def analyze_communication(run: Run) -> CommAnalysis:
     # the links' frames freed before the operators' (the two largest temporaries are not held at once)
     link_ops = link_ops_table(links_g)
     del links, links_g
+    from reportgen.analysis import release_freed_memory  # (the package's: imported here, it imports this module)
+
+    release_freed_memory()  # their pages handed back: the operators' tables come next, not on top of them
     rank_ops, text = _rank_ops(figs, ops_of)
     op_table = _ops_across(rank_ops, text)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
