@@ -256,16 +256,18 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            text[n] = codes_of_parts([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order])
-        text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
+            text[n] = codes_of_parts([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order],
+                                     dtype=np.int32)
+        text[n] = (text[n][0].astype(np.int32, copy=False), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
     ordered = False
     if 2 * math.prod(n for _, n in spans) < 2 ** 62:  # one int64 key per row
-        key = part
+        key = part  # (in place: `part` is read nowhere else)
         for c, n in spans:
-            key = key * n + c
-        ordered = bool((np.diff(key) >= 0).all())
+            key *= n
+            key += c
+        ordered = bool((key[1:] >= key[:-1]).all())
         del key
     del part
     if not ordered:
