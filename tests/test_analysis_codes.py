@@ -96,12 +96,6 @@ def test_codes_of_parts_equal_codes_of_the_whole(rows):
     np.testing.assert_array_equal(c, wc)
     c, u = codes_of_parts([], rows=rows)
     assert len(c) == 0 and len(u) == 0
-    # 64-bit hashes numbered as first seen (the arrivals' instances): pandas' own factorisation of the whole
-    hashes = [rng.integers(0, 2 ** 63, n, dtype=np.uint64) % np.uint64(7) * np.uint64(2 ** 61 + 1) for n in (4, 6, 3)]
-    c, u = codes_of_parts(hashes, rows=rows, dtype=np.int32, sort=False)
-    wc, wu = pd.factorize(np.concatenate(hashes), sort=False)
-    np.testing.assert_array_equal(c, wc)
-    assert [int(x) for x in u] == [int(x) for x in wu] and c.dtype == np.int32
 
 
 @pytest.mark.parametrize("largest", [True, False])

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import codes_of_parts
 from reportgen.i18n import N_, Msg, lazy
 
 if TYPE_CHECKING:
@@ -316,8 +315,8 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     numbers them): from the ranks' hashes, checked against the text (every row's group and key are those of its
     instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
     if all(p.key_hash is not None for p in parts):
-        # (numbered as first seen, a batch of ranks at a time: no hash table over every row, issue 33)
-        c, _ = codes_of_parts([p.key_hash for p in parts], dtype=np.int32, sort=False)
+        c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
+        c = c.astype(np.int32)
         first = np.unique(c, return_index=True)[1]  # each instance's first row (every number 0..n-1 occurs)
         same = bool((gcode == gcode[first[c]]).all())
         if same:

@@ -36,8 +36,8 @@ def codes(values, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return c, np.asarray(u, dtype=object)
 
 
-def codes_of_parts(parts, rows: int = 1 << 16, dtype=np.int64, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """`codes(np.concatenate(parts), sort)`, factorised a batch of parts (about `rows` rows) at a time
+def codes_of_parts(parts, rows: int = 1 << 16, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """`codes(np.concatenate(parts))` (object values), factorised a batch of parts (about `rows` rows) at a time
     and the batches' distinct values then coded together (in the order first seen, as one factorisation sees
     them): the same codes and values without a hash table over every row (issue 33: the operators' names of
     1.6 million rows at 1,024 ranks, ~60 MB of table for ~50,000 names). `dtype`: the codes' (int32: 4 bytes a
@@ -52,16 +52,14 @@ def codes_of_parts(parts, rows: int = 1 << 16, dtype=np.int64, sort: bool = True
     if cur or not batches:
         batches.append(cur)
     if len(batches) == 1:
-        c, u = codes(np.concatenate(batches[0]) if batches[0] else np.zeros(0, dtype=object), sort)
+        c, u = codes(np.concatenate(batches[0]) if batches[0] else np.zeros(0, dtype=object))
         return c.astype(dtype, copy=False), u
     local = []
     for b in batches:
-        v = np.concatenate(b)
-        if v.dtype.kind not in "iub":  # (as `codes`: numbers factorised as numbers, the rest as objects)
-            v = v.astype(object, copy=False)
+        v = np.concatenate(b).astype(object, copy=False)
         c, u = pd.factorize(v, sort=False)
-        local.append((c.astype(np.int32), np.asarray(u)))  # (a batch's codes: fewer than 2**31)
-    gc, gu = codes(np.concatenate([u for _, u in local]), sort)
+        local.append((c.astype(np.int64, copy=False), np.asarray(u, dtype=object)))
+    gc, gu = codes(np.concatenate([u for _, u in local]))
     out = np.empty(sum(len(c) for c, _ in local), dtype=dtype)
     at = k = 0
     for c, u in local:
