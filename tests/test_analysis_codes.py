@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, codes, codes_of_parts
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, group_sum
 from reportgen.analysis.comm_rank import wait_ratio
 from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices
@@ -136,6 +136,26 @@ def test_wait_ratio_float_columns_equal_the_pandas_formula_to_the_bit():
     assert ws.iloc[:8].equals(pd.Series(w[:8], index=np.arange(8) * 3))  # the inputs are not changed
     nullable = wait_ratio(pd.Series([1.0, None], dtype="Float64"), pd.Series([1.0, 2.0], dtype="Float64"))
     assert nullable.tolist() == [0.5, 0.0]  # other dtypes: pandas' own path
+
+
+@pytest.mark.parametrize("min_count", [0, 1])
+def test_group_sum_of_many_rows_equals_pandas_groupby_on_the_numbers(min_count):
+    """More than 65,536 rows: grouped through a categorical of the group numbers (no hash table of every row,
+    issue 33): the same compensated sums to the bit as pandas' groupby on the integers, absent groups 0 / NaN."""
+    rng = np.random.default_rng(5)
+    n_rows, n = 70_000, 40
+    gid = rng.integers(0, n, n_rows)
+    gid[gid == 7] = 8  # group 7 has no row
+    vals = rng.normal(size=(n_rows, 2)) * 10.0 ** rng.integers(-8, 9, (n_rows, 2))
+    vals[rng.random((n_rows, 2)) < 0.05] = np.nan
+    vals[gid == 3, 1] = np.nan  # a group without a value in one column
+    got = group_sum(vals, gid, n, min_count=min_count)
+    ref = pd.DataFrame(vals).groupby(gid, sort=True).sum(min_count=min_count)
+    want = np.full((n, 2), np.nan if min_count else 0.0)
+    want[ref.index.to_numpy()] = ref.to_numpy()
+    assert (got.view(np.int64) == want.view(np.int64)).all()
+    assert (np.isnan(got[3, 1]) if min_count else got[3, 1] == 0.0)
+    assert (np.isnan(got[7, 0]) if min_count else got[7, 0] == 0.0)
 
 
 def test_collective_types_equal_collective_type_name_by_name():
