@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, codes
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, group_sum
+from reportgen.analysis.comm_rank import wait_ratio
 from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices
 from reportgen.collectives import ALLTOALL_RE, collective_type, collective_types
@@ -72,6 +73,89 @@ def test_codes_order_as_sorting_the_values_and_mixed_types_do_not_fail():
     assert list(c) == [2, 0, 1]
     c, u = codes(pd.Series(["x", 1, "x"], dtype=object))  # text and numbers: first-seen order, no error
     assert c[0] == c[2] != c[1]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 1 << 16])
+def test_codes_of_parts_equal_codes_of_the_whole(rows):
+    """Batched factorisation (issue 33): the same codes and values as one over the concatenated parts, missing
+    values -1, any batch size (one row a batch, several parts a batch, all parts in one)."""
+    rng = np.random.default_rng(7)
+    pool = np.array(["hcom_b_2", "hcom_a_1", "z", "a/b", None, "hcom_a_1", np.nan, "é"], dtype=object)
+    parts = [pool[rng.integers(0, len(pool), n)] for n in (5, 0, 9, 1, 14, 0, 3)]
+    want_c, want_u = codes(np.concatenate(parts))
+    for dtype in (np.int64, np.int32):
+        c, u = codes_of_parts(parts, rows=rows, dtype=dtype)
+        assert c.dtype == dtype
+        assert list(u) == list(want_u) == ["a/b", "hcom_a_1", "hcom_b_2", "z", "é"]
+        np.testing.assert_array_equal(c, want_c)
+    # values that do not compare (text and numbers): first-seen order over the whole, as `codes` gives it
+    mixed = [np.array(["x", 2], dtype=object), np.array([1, "x", 2], dtype=object), np.array([None, 1], dtype=object)]
+    c, u = codes_of_parts(mixed, rows=2)
+    wc, wu = codes(np.concatenate(mixed))
+    assert list(u) == list(wu)
+    np.testing.assert_array_equal(c, wc)
+    c, u = codes_of_parts([], rows=rows)
+    assert len(c) == 0 and len(u) == 0
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_groups_pick_with_missing_keys_ties_and_groups_without_a_value(largest):
+    """`pick` (the first row holding the group's largest / smallest value) against pandas' idxmax / idxmin, with
+    rows whose key is missing left out and a group whose values are all NaN (-1)."""
+    f = pd.DataFrame({"op": ["a", "b", "a", None, "c", "b", "a", "c", "b"],
+                      "v": [2.0, 5.0, 2.0, 9.0, np.nan, 5.0, 1.0, np.nan, -1.0]})
+    c, u = codes(f["op"])
+    g = Groups([(c, len(u))], len(f))
+    got = g.pick(f["v"].to_numpy()[g.rows], largest)
+    rows = g.rows[np.where(got >= 0, got, 0)]
+    ref = f[f["op"].isin(["a", "b"])].groupby("op")["v"]  # (pandas refuses a group of NaN only: "c" left out)
+    want = {"a": 0 if largest else 6, "b": 1 if largest else 8}  # ties: the first row
+    assert list(u) == ["a", "b", "c"] and g.n == 3
+    assert [int(rows[k]) if got[k] >= 0 else -1 for k in range(3)] == [want["a"], want["b"], -1]
+    assert (ref.idxmax() if largest else ref.idxmin()).astype(int).tolist() == [want["a"], want["b"]]
+
+
+def test_wait_ratio_float_columns_equal_the_pandas_formula_to_the_bit():
+    """wait / (wait + transit), 0 where the divisor is ~0 or the ratio undefined: the numpy path for float64
+    columns (issue 33: fewer row-long temporaries) gives the pandas formula's values, signs of zero included."""
+    rng = np.random.default_rng(11)
+    w = rng.random(2000) * 10
+    t = rng.random(2000) * 10
+    w[rng.random(2000) < 0.1] = np.nan
+    t[rng.random(2000) < 0.1] = np.nan
+    w[:8] = [np.inf, np.inf, 0.0, 1e-17, -np.inf, -0.0, 3.0, np.nan]
+    t[:8] = [-np.inf, np.inf, 0.0, 0.0, 1.0, 2.0, -3.0, np.nan]
+    ws, ts = pd.Series(w, index=np.arange(2000) * 3), pd.Series(t, index=np.arange(2000) * 3)
+    got = wait_ratio(ws, ts)
+    den = ws.fillna(0) + ts.fillna(0)
+    want = (ws.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
+    assert got.index.equals(want.index) and got.dtype == want.dtype == np.float64
+    assert (got.to_numpy().view(np.int64) == want.to_numpy().view(np.int64)).all()
+    assert got.iloc[5] == 0.0 and math.copysign(1.0, got.iloc[5]) == -1.0  # -0 / 2: -0, as pandas
+    assert got.iloc[0] == 0.0 and got.iloc[1] == 0.0 and got.iloc[3] == 0.0 and got.iloc[6] == 0.0
+    assert ws.iloc[:8].equals(pd.Series(w[:8], index=np.arange(8) * 3))  # the inputs are not changed
+    nullable = wait_ratio(pd.Series([1.0, None], dtype="Float64"), pd.Series([1.0, 2.0], dtype="Float64"))
+    assert nullable.tolist() == [0.5, 0.0]  # other dtypes: pandas' own path
+
+
+@pytest.mark.parametrize("min_count", [0, 1])
+def test_group_sum_of_many_rows_equals_pandas_groupby_on_the_numbers(min_count):
+    """More than 65,536 rows: grouped through a categorical of the group numbers (no hash table of every row,
+    issue 33): the same compensated sums to the bit as pandas' groupby on the integers, absent groups 0 / NaN."""
+    rng = np.random.default_rng(5)
+    n_rows, n = 70_000, 40
+    gid = rng.integers(0, n, n_rows)
+    gid[gid == 7] = 8  # group 7 has no row
+    vals = rng.normal(size=(n_rows, 2)) * 10.0 ** rng.integers(-8, 9, (n_rows, 2))
+    vals[rng.random((n_rows, 2)) < 0.05] = np.nan
+    vals[gid == 3, 1] = np.nan  # a group without a value in one column
+    got = group_sum(vals, gid, n, min_count=min_count)
+    ref = pd.DataFrame(vals).groupby(gid, sort=True).sum(min_count=min_count)
+    want = np.full((n, 2), np.nan if min_count else 0.0)
+    want[ref.index.to_numpy()] = ref.to_numpy()
+    assert (got.view(np.int64) == want.view(np.int64)).all()
+    assert (np.isnan(got[3, 1]) if min_count else got[3, 1] == 0.0)
+    assert (np.isnan(got[7, 0]) if min_count else got[7, 0] == 0.0)
 
 
 def test_collective_types_equal_collective_type_name_by_name():

@@ -44,6 +44,20 @@ class CommFigures:
 
 def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     """Wait/(wait+transit), 0 when the divisor is ~0 (msprof-analyze's compute_ratio)."""
+    if wait.dtype == np.float64 and transit.dtype == np.float64 and wait.index.equals(transit.index):
+        # two row-long arrays, not pandas' six (issue 33: a row a rank and operator): the same divisions
+        out = wait.to_numpy(dtype=np.float64, copy=True)
+        out[np.isnan(out)] = 0.0
+        den = transit.to_numpy(dtype=np.float64, copy=True)
+        den[np.isnan(den)] = 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):  # (inf - inf: NaN, then 0 as pandas gives)
+            den += out
+            ok = den > 1e-15
+            np.divide(out, den, out=out, where=ok)
+        del den
+        out[~ok] = 0.0
+        out[np.isnan(out)] = 0.0
+        return pd.Series(out, index=wait.index, copy=False)
     den = wait.fillna(0) + transit.fillna(0)
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, labels, text_column
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, labels, text_column
 from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
@@ -115,6 +115,12 @@ def analyze_communication(run: Run) -> CommAnalysis:
         table["vs_median"] = [
             (bw / medians[t]) if t in medians and medians[t] > 0 and not math.isnan(bw) and not own else math.nan
             for bw, t, own in zip(table["bandwidth_gbps"], table["transport"], table["self"])]
+    # the links' frames freed before the operators' (the two largest temporaries are not held at once)
+    link_ops = link_ops_table(links_g)
+    del links, links_g
+    from reportgen.analysis import release_freed_memory  # (the package's: imported here, it imports this module)
+
+    release_freed_memory()  # their pages handed back: the operators' tables come next, not on top of them
     rank_ops, text = _rank_ops(figs, ops_of)
     op_table = _ops_across(rank_ops, text)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
@@ -129,7 +135,7 @@ def analyze_communication(run: Run) -> CommAnalysis:
     return CommAnalysis(
         has_data=True, producers=producers, unit_notes=notes, per_rank=per_rank, per_rank_step=per_rank_step,
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=table, pairs=pairs,
-        link_ops=link_ops_table(links_g), groups=groups, ranks_without_data=missing,
+        link_ops=link_ops, groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
 
 
@@ -250,16 +256,18 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
         if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            text[n] = codes(np.concatenate([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order]))
-        text[n] = (text[n][0].astype(np.int32), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
+            text[n] = codes_of_parts([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order],
+                                     dtype=np.int32)
+        text[n] = (text[n][0].astype(np.int32, copy=False), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
     ordered = False
     if 2 * math.prod(n for _, n in spans) < 2 ** 62:  # one int64 key per row
-        key = part
+        key = part  # (in place: `part` is read nowhere else)
         for c, n in spans:
-            key = key * n + c
-        ordered = bool((np.diff(key) >= 0).all())
+            key *= n
+            key += c
+        ordered = bool((key[1:] >= key[:-1]).all())
         del key
     del part
     if not ordered:
@@ -316,7 +324,12 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         "sync_ms": mean["sync_ms"], "idle_ms": mean["idle_ms"], "min_wait_ms": lo["wait_ms"],
     })
     out["spread_ms"] = out["max_ms"] - out["min_ms"]
-    rank = ro["rank"].to_numpy()[g.rows]
+    del mean, lo, hi
+    g._by.clear()  # (the reductions' groupby and its row-long arrays freed before the picks)
+
+    def kept(a: np.ndarray) -> np.ndarray:  # the kept rows' values (no copy when every row is kept)
+        return a if len(g.rows) == len(a) else a[g.rows]
+    rank = kept(ro["rank"].to_numpy())
 
     def pick(values: np.ndarray, largest: bool) -> pd.Series:
         """Per group the rank of the first row with the largest / smallest value (NaN skipped; none where all
@@ -324,11 +337,13 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
         at = g.pick(values, largest)
         ok = at >= 0
         return pd.Series(rank[at[ok]], index=np.flatnonzero(ok)).reindex(range(g.n))
-    t = ro["communication_ms"].to_numpy(dtype="float64")[g.rows]
+    t = kept(ro["communication_ms"].to_numpy(dtype="float64"))
     out["max_rank"] = pick(t, True)
     out["min_rank"] = pick(t, False)
-    w = ro["wait_ms"].to_numpy(dtype="float64")[g.rows]
+    del t
+    w = kept(ro["wait_ms"].to_numpy(dtype="float64"))
     out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
+    del w
     at_first = g.first
     for k, n in enumerate(names):
         vals, cs = text[n]

@@ -91,15 +91,18 @@ def link_table(links_g: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat([head[keys], out], axis=1)
     out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"].where(out["time_ms"] > 0)
     # operator counts per link: per-operator records where the producer wrote them
-    per_op = links_g[links_g["scope"].isin(["op", "sample"])]
+    lk4 = ["group", "src", "dst", "transport"]
+    # (only the columns read: the per-operator records are most of the rows, issue 33)
+    per_op = links_g.loc[links_g["scope"].isin(["op", "sample"]).to_numpy(dtype=bool), [*lk4, "op"]]
     if len(per_op):
-        lk4 = ["group", "src", "dst", "transport"]
         both = pd.concat([out[lk4], per_op[lk4]], ignore_index=True)
         bc = _link_codes(both, lk4)
         kg = Groups(bc, len(both))  # one numbering of the links of both tables
-        link_of = np.full(len(both), -1, dtype=np.int64)
+        del both, bc
+        link_of = np.full(len(out) + len(per_op), -1, dtype=np.int64)
         link_of[kg.rows] = kg.gid
         oc, ov = codes(per_op["op"])
+        del per_op
         mine = link_of[len(out):]
         ok = oc >= 0  # nunique leaves missing names out
         uniq = np.unique(mine[ok] * max(1, len(ov)) + oc[ok])

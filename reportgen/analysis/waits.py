@@ -238,7 +238,9 @@ def wait_matrices(arr: Arrivals) -> Waits:
     members_of = {int(mg[a]): np.sort(mr[a:b]) for a, b in zip(cut, np.r_[cut[1:], len(mg)])}
     del gcode, rc, mp
     ins = arr.instances
-    ins = ins[~_is_p2p(ins["kind"])] if "kind" in ins else ins
+    if "kind" in ins:  # (the collectives' rows of the three columns read here: not a copy of every column)
+        ins = ins.loc[~np.asarray(_is_p2p(ins["kind"]), dtype=bool),
+                      [c for c in ("group", "last_rank", "last_margin_ms") if c in ins]]
     code_of = {name: k for k, name in enumerate(gnames)}
     if len(ins):
         ic, iu = _text_codes(ins["group"])
