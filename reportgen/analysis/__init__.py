@@ -18,6 +18,7 @@ from reportgen.analysis.strategy import StrategyView, analyze_strategy
 from reportgen.analysis.waits import Waits, analyze_waits
 from reportgen.dataquality import dq
 from reportgen.model import DataIssue, Run
+from reportgen.pools import release_freed_memory
 
 
 @dataclass
@@ -105,15 +106,3 @@ def drop_instances(run: Run) -> None:
             d.communication.instances = None
         if getattr(d.figures, "arrival", None) is not None:  # (their coded form, `per_rank.RankFigures.arrival`)
             d.figures.arrival = None
-
-
-def release_freed_memory() -> None:
-    """Hand the heap's free pages back to the system (glibc's `malloc_trim`; nothing elsewhere). The analysis
-    frees hundreds of MB of temporary frames at 1,024 ranks; glibc keeps them mapped (arrays under its adaptive
-    mmap threshold live on the heap), so the process would hold its peak for the rest of the build. ~20 ms."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl, Windows): nothing to do
-        pass

@@ -20,6 +20,7 @@ from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
 from reportgen.model import COMM_TIME_COLUMNS, Communication, DataIssue, Run
+from reportgen.pools import release_freed_memory
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
 
@@ -118,8 +119,6 @@ def analyze_communication(run: Run) -> CommAnalysis:
     # the links' frames freed before the operators' (the two largest temporaries are not held at once)
     link_ops = link_ops_table(links_g)
     del links, links_g
-    from reportgen.analysis import release_freed_memory  # (the package's: imported here, it imports this module)
-
     release_freed_memory()  # their pages handed back: the operators' tables come next, not on top of them
     rank_ops, text = _rank_ops(figs, ops_of)
     op_table = _ops_across(rank_ops, text)
