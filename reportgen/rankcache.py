@@ -368,8 +368,8 @@ def memo(name: str, files: list, extra: object, log, call: Callable):
     the environment, `name`, the size and modification time of `files` (the files the call reads) and a digest of
     the pickled `extra` (every other input of the call); the data-quality entries the call adds to `log` are stored
     and added again on a hit. For the execution view's timeline passes (a rebuild reads no trace again)."""
-    folder = _active
-    if folder is None or Path(folder).is_symlink():
+    folder = active()
+    if folder is None:
         return call(log)
     try:
         digest = hashlib.sha256(pickle.dumps(extra, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
@@ -419,8 +419,8 @@ def run_memo(name: str, ident: str, inputs: object, refs: dict, call: Callable,
     hold (the loaded run), stored as references and resolved against this build's `refs` on a hit. A damaged,
     untrusted or unresolvable entry is a miss: the call runs and the entry is written again. `keep(result)` false:
     the result is not stored. `background`: stored by a forked process (`settle` waits for it)."""
-    folder = _active
-    if folder is None or Path(folder).is_symlink():
+    folder = active()
+    if folder is None:
         return call()
     try:
         digest = hashlib.sha256(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()

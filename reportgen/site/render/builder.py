@@ -82,7 +82,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
     folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
-    store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None and not folder.is_symlink() else None
+    store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None else None  # (active: None for a planted link)
     with staged_folder(out) as tmp, csv_store.use(store):
         assets = PageAssets.write(tmp)
         done, made = 0, {}
