@@ -105,7 +105,7 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
     if not any(getattr(i, "code", "") == "analysis.waits-failed" for i in analysis.issues):
         drop_instances(run)  # (as `analyze` does once the waits are made: an analysis from the cache leaves them too)
     refs.update(_refs_of(("analysis",), analysis, depth=2))
-    findings, thresholds = rankcache.run_memo("rules", ident, (key, sorted(overrides.items())), refs,
+    findings, thresholds = rankcache.run_memo("rules", ident, _rules_key(key, opts), refs,
                                               lambda: run_rules(analysis, overrides))
     return analysis, findings, thresholds
 
@@ -116,10 +116,14 @@ def _summary(analysis, findings, thresholds, inputs: Optional[tuple], opts: Buil
     if inputs is None:
         return build_summary(analysis, findings, thresholds)
     ident, key = inputs
-    overrides = sorted((k, dict(v)) for k, v in opts.overrides.items())
-    metrics = rankcache.run_memo("metrics", ident, (key, overrides), {}, lambda: summary_metrics(analysis, findings),
+    metrics = rankcache.run_memo("metrics", ident, _rules_key(key, opts), {}, lambda: summary_metrics(analysis, findings),
                                  keep=_plain)
     return build_summary(analysis, findings, thresholds, metrics)
+
+
+def _rules_key(key: tuple, opts: BuildOptions) -> tuple:
+    """The findings' key (and summary.json's metrics', made from them): the analysis' key and the `--set` values."""
+    return key, sorted((k, dict(v)) for k, v in opts.overrides.items())
 
 
 _PLAIN = (str, int, float, bool, type(None))
