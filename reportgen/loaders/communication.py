@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.jsonfile import note_shape, read_json
+from reportgen.loaders.jsonfile import note_shape, parse_json_bytes, read_json, read_json_bytes
+from reportgen.loaders.communication_typed import typed_columns
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
@@ -161,9 +162,14 @@ def _read_modern(comm: Optional[Path], matrix: Optional[Path], log: IssueLog) ->
     links: "list[dict] | _LinkColumns" = []
     source = ""
     if comm is not None:
-        data = read_json(comm, log, shape=False)
         source = log.rel(comm)
-        if data is not None and not isinstance(data, dict):
+        raw = read_json_bytes(comm, log)
+        typed = _typed_columns(raw) if raw is not None else None  # a clean large file: msgspec, the same columns
+        data = None if raw is None or typed is not None else parse_json_bytes(comm, log, raw)  # else: the general way
+        del raw
+        if typed is not None:
+            ops = typed
+        elif data is not None and not isinstance(data, dict):
             log.add(comm, dq("communication.times-not-object"), "error")
         elif isinstance(data, dict):
             cols = _modern_columns(data)  # a clean file at C speed; anything to name: operator by operator
@@ -512,6 +518,14 @@ def _modern_columns(data: dict) -> Optional[_OpColumns]:
         groups.append(group)
     kinds = [k if k in ("p2p", "collective") else op_kind(b) for k, b in zip(kinds, ops)]
     return _OpColumns(steps, ops, groups, kinds, values, start)
+
+
+def _typed_columns(raw: bytes) -> Optional[_OpColumns]:
+    """`_modern_columns` of the document `raw`, decoded by msgspec (`communication_typed`: only where the general
+    way would read the same values and name nothing); None: read it the general way."""
+    if not _FAST_KEYS <= _plain_keys("communication.json"):
+        return None
+    return typed_columns(raw, _step_of_key, op_kind, _OpColumns)
 
 
 def _matrix_key(key) -> tuple:

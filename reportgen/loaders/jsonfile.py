@@ -122,6 +122,14 @@ def _read_json(path: Path, log: IssueLog) -> Any:
     """Read a whole JSON file; return None with an issue on any problem. Non-finite (`NaN`, `Infinity`) and
     out-of-range numbers (`1e400`, 30-digit integers) become None with an entry; nesting deeper than the parser
     allows, or a file too large, is named and skipped."""
+    raw = read_json_bytes(path, log)
+    return None if raw is None else parse_json_bytes(path, log, raw)
+
+
+def read_json_bytes(path: Path, log: IssueLog) -> Optional[bytes]:
+    """The first half of `_read_json`: the file's bytes (None, named, when it is empty, too large or unreadable),
+    a string longer than MAX_FIELD_CHARS named. A typed reader (`communication_typed`) decodes them itself and
+    hands them to `parse_json_bytes` when it refuses them, so that the file is read once and named once."""
     try:
         with open_file(path, "rb", root=log.root) as f:
             size = os.fstat(f.fileno()).st_size
@@ -137,6 +145,11 @@ def _read_json(path: Path, log: IssueLog) -> Any:
         return None
     if _may_hold_huge_string(raw):
         _note_huge_string(path, log, raw)
+    return raw
+
+
+def parse_json_bytes(path: Path, log: IssueLog, raw: bytes) -> Any:
+    """The second half of `_read_json`: `raw` (from `read_json_bytes`) parsed, what is wrong with it named."""
     fast = _fast_json(raw)  # a clean file: orjson (C), the same values; anything odd: the careful path below
     if fast is not _MISS:
         return fast
@@ -190,14 +203,14 @@ def _fast_json(raw: bytes) -> Any:
 
 
 # what `_outside_strings` keeps: quotes (to find the strings), brackets (nesting), and what a number's size shows
-_DROP = bytes(b for b in range(256) if b not in b'"[]{},:.0123456789eE')
-_DIGITS_TO_0 = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
+_DROP = bytes(b for b in range(256) if b not in b'"[]{},:.0123456789eE+-')
+_DIGITS_TO_0 = bytes(0x30 if 0x30 <= b <= 0x39 else 0x65 if b == 0x45 else b for b in range(256))  # and E -> e
 
 
 def _outside_strings(raw: bytes) -> Optional[bytes]:
     """The brackets, separators and numbers of an escape-free JSON document outside its strings, the rest dropped
     (every quote opens or closes a string, exactly as a JSON parser reads it, so the pieces between odd and even
-    quotes are the strings); None when `raw` holds a backslash. What is kept: `"[]{},:.`, digits, `e` and `E`."""
+    quotes are the strings); None when `raw` holds a backslash. What is kept: `"[]{},:.+-`, digits, `e` and `E`."""
     if b"\\" in raw:
         return None
     kept = raw.translate(None, _DROP)
@@ -221,18 +234,20 @@ def _outside_strings(raw: bytes) -> Optional[bytes]:
 
 def _numbers_small(outside: bytes) -> bool:
     """True when no number of a valid JSON document whose text outside strings is `outside` (`_outside_strings`) can
-    be out of range: no exponent (a digit followed by `e` / `E`: the `e` of `true` / `false` follows a separator or
-    a bracket in valid JSON) and no run of 19 digits, so every number is below 1e18 < MAX_ABS_NUMBER, MAX_INT (and
-    finite). False only means "look at the values" (`_numbers_usable`)."""
+    be out of range: no exponent but negative ones (a digit, `e` / `E`, then a digit or `+`: the `e` of `true` /
+    `false` follows a separator or a bracket in valid JSON) and no run of 19 digits, so every number is below
+    1e18 < MAX_ABS_NUMBER, MAX_INT (a negative exponent only makes it smaller: `2e-05`) and finite. False only
+    means "look at the values" (`_numbers_usable`)."""
     if len(outside) < 65536:
         z = outside.translate(_DIGITS_TO_0)
-        return b"0e" not in z and b"0E" not in z and b"0" * 19 not in z
+        return b"0e0" not in z and b"0e+" not in z and b"0" * 19 not in z
     # a large text: the same test on an array (`in` crawls through a text of many digits: 3x slower)
     import numpy as np
 
     a = np.frombuffer(outside, dtype=np.uint8)
     digit = (a >= 0x30) & (a <= 0x39)
-    if (digit[:-1] & ((a[1:] | 0x20) == 0x65)).any():  # a digit followed by e / E
+    # a digit, e / E, then a digit or + (a positive exponent)
+    if (digit[:-2] & ((a[1:-1] | 0x20) == 0x65) & (digit[2:] | (a[2:] == 0x2B))).any():
         return False
     # a run of 19 digits: places that start a run of 2, 4, 8, 16, then 19 (16 + 3) digits, each an AND of two
     # shifted copies (no array of every run's ends)

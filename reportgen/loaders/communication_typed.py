@@ -1,0 +1,200 @@
+"""communication.json decoded by msgspec into typed structs: the fast path of `communication._read_modern` (issue 33).
+
+A 1,600-operator communication.json (1.7 MB) cost ~14 ms a rank the general way: orjson into ~40,000 dicts, floats
+and strings, the text scans of `jsonfile._fast_json` (nesting, numbers in range), then `communication._modern_columns`
+reading them back into columns. `typed_columns(raw)` decodes the same bytes with `msgspec.json.Decoder(_DOC)`
+(structs without the collector, each field typed and constrained in C) and builds the same `_OpColumns` from them:
+~5 ms. It is a fast path, never a second reading: where it returns None the caller parses the bytes the general
+way (`jsonfile.parse_json_bytes`, `_modern_columns`, the door checks), so every data-quality entry and number is
+what that way gives. It returns columns only where that way would give the same columns with no entry at all.
+
+What the general way checks, and why the typed decode accepts a file only where those checks pass (each with a test
+in tests/test_communication_typed.py):
+
+* every field is known (`forbid_unknown_fields`): there is no value that is skipped unread, so every number of the
+  file is one of the typed fields below (a new field in a future CANN: the general way, as today);
+* every number, used or not, is `_Num`: a float 0 <= v < MAX_ABS_NUMBER, checked on the value as a float (a JSON
+  integer is converted first: 2**62 - 1 is refused, as `_plain_column` refuses it). So no number is non-finite
+  (msgspec refuses `1e999`, and `NaN` / `Infinity` are not JSON), beyond MAX_ABS_NUMBER / MAX_INT (the careful
+  reader's limits), negative (the door's `duration` / `size` / `bandwidth` / `timestamp` kinds), a string, a
+  boolean or null (except `Start Timestamp(us)`, which `_plain_column` reads as missing when null, and the
+  optional objects below). The floats are bit for bit orjson's (both round correctly; a test compares 10^5 values);
+* the nesting is the type's (7 levels; a deeper `Size Distribution` is refused, msgspec raises RecursionError on
+  ~10^5 levels instead of crashing), within MAX_JSON_DEPTH;
+* invalid UTF-8 in a key raises (UnicodeDecodeError; there is no string value in the types), a byte order mark is
+  refused, as are control characters, lone surrogates and trailing data (the careful reader names each);
+* a duplicate key: the last value at the first key's place, as orjson and `json.loads` read it; key order kept;
+* a missing time of an operator reads as -1 (`_MISSING`, not constrained: a default) and sends the file the general
+  way, which names it; a missing transport or transport field reads as 0.0 as `_modern_columns` reads it (`b.get(src,
+  0.0)`); `Communication Bandwidth Info` null or missing reads as {} (`or {}`; a falsy non-object such as 0 or [] is
+  refused here and read the general way);
+* "Total Op Info" entries are decoded (their numbers checked like any) and left out, as `_entries` leaves them out;
+* the key paths of a small document (`json_shape`, compared across ranks) need the document as dicts: the columns
+  are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (>= ~620
+  operators); a smaller file goes the general way (it is cheap there);
+* a string longer than MAX_FIELD_CHARS is named by `jsonfile.read_json_bytes` before either way runs.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Annotated, Dict, Optional
+
+import msgspec
+import numpy as np
+
+from reportgen.loaders.jsonfile import (MAX_JSON_DEPTH, _nesting_within, _numbers_small, _numbers_usable,
+                                       _outside_strings)
+from reportgen.loaders.schema import shape_over
+from reportgen.numbers import MAX_ABS_NUMBER
+
+_Num = Annotated[float, msgspec.Meta(ge=0, lt=MAX_ABS_NUMBER)]
+_MISSING = -1.0  # a required time that is absent (not a value `_Num` admits)
+MIN_TYPED_BYTES = 256 * 1024  # a smaller file has a shape (or is cheap): not tried here
+
+
+class _Times(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    start: Optional[_Num] = msgspec.field(default=None, name="Start Timestamp(us)")
+    elapse: _Num = msgspec.field(default=_MISSING, name="Elapse Time(ms)")
+    transit: _Num = msgspec.field(default=_MISSING, name="Transit Time(ms)")
+    wait: _Num = msgspec.field(default=_MISSING, name="Wait Time(ms)")
+    sync: _Num = msgspec.field(default=_MISSING, name="Synchronization Time(ms)")
+    idle: _Num = msgspec.field(default=_MISSING, name="Idle Time(ms)")
+    wait_ratio: _Num = msgspec.field(default=0.0, name="Wait Time Ratio")
+    sync_ratio: _Num = msgspec.field(default=0.0, name="Synchronization Time Ratio")
+
+
+class _Transport(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    size: _Num = msgspec.field(default=0.0, name="Transit Size(MB)")
+    time: _Num = msgspec.field(default=0.0, name="Transit Time(ms)")
+    bandwidth: _Num = msgspec.field(default=0.0, name="Bandwidth(GB/s)")
+    large_packets: _Num = msgspec.field(default=0.0, name="Large Packet Ratio")
+    # not read: its bytes as they are (decoding ~10,000 small objects a file cost 2 ms), checked by `_sizes_usable`
+    sizes: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"{}"), name="Size Distribution")
+
+
+class _Op(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    times: _Times = msgspec.field(name="Communication Time Info")
+    transports: Optional[Dict[str, Optional[_Transport]]] = msgspec.field(default=None,
+                                                                          name="Communication Bandwidth Info")
+
+
+_NONE = _Transport()  # a transport that is absent or null: its figures 0.0
+_DOC = Dict[str, Dict[str, Dict[str, _Op]]]  # step -> collective | p2p -> operator -> its figures
+_DECODER: list = []
+_REFUSED = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError,
+            MemoryError, OverflowError)
+_TIMES = (("communication_ms", attrgetter("elapse")), ("transit_ms", attrgetter("transit")),
+          ("wait_ms", attrgetter("wait")), ("sync_ms", attrgetter("sync")), ("idle_ms", attrgetter("idle")))
+
+
+def decode(raw: bytes) -> Optional[dict]:
+    """`raw` as `_DOC`, or None where msgspec refuses it (anything the types do not admit)."""
+    if not _DECODER:
+        _DECODER.append(msgspec.json.Decoder(_DOC))
+    try:
+        return _DECODER[0].decode(raw)
+    except _REFUSED:
+        return None
+
+
+def typed_columns(raw: bytes, step_of_key, op_kind, columns_type):
+    """The operators of a communication.json document (`raw`) as `columns_type` (`communication._OpColumns`: step,
+    op, group, kind, values, start_us), the columns `_modern_columns` makes of the same document, when the general
+    way would read every value as it is and name nothing, and the document has no shape (see the module); else None
+    (read it the general way). `step_of_key` and `op_kind`: communication's (one reading of steps and kinds)."""
+    if len(raw) < MIN_TYPED_BYTES:
+        return None
+    doc = decode(raw)
+    if not doc:
+        return None
+    got = columns_of(doc, raw, step_of_key, op_kind, columns_type)
+    if got is None or not shape_over(got[1]):  # a shape to note: the general way (it needs the dicts)
+        return None
+    return got[0]
+
+
+def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Optional[tuple]:
+    """(the columns, a lower bound of the values `json_shape` visits) of `doc` (`decode(raw)`), or None where the
+    general way would name something or read another value (see the module)."""
+    steps: list = []
+    kinds: list = []
+    names: list = []
+    ops: list = []
+    every: list = []  # the operators and the "Total Op Info" entries
+    visits = 1 + len(doc)  # `json_shape`'s count: the top object's keys, ...
+    for skey, per_kind in doc.items():
+        step = step_of_key(skey)
+        visits += len(per_kind)  # ... each step's, each kind's, ...
+        for kind, opmap in per_kind.items():
+            visits += len(opmap)  # ... each operator's (and "Total Op Info"'s), ...
+            n = len(ops)
+            for name, op in opmap.items():
+                if not name.startswith("Total Op Info"):
+                    names.append(name)
+                    ops.append(op)
+            every += opmap.values()
+            steps += [step] * (len(ops) - n)
+            kinds += [kind] * (len(ops) - n)
+    if not ops or not _sizes_usable(every) or not (raw.isascii() or _utf8(raw)):
+        return None
+    n = len(ops)
+    times = [o.times for o in ops]
+    transports = [o.transports or {} for o in ops]
+    # ... and at least each operator's "Communication Time Info" and its five times, its bandwidth object and that
+    # object's transports
+    visits += 6 * n + sum(map(len, transports)) + sum(1 for o in ops if o.transports is not None)
+    values: dict[str, np.ndarray] = {}
+    for col, get in _TIMES:
+        a = np.fromiter(map(get, times), dtype=float, count=n)
+        if not (a >= 0).all():  # a time missing (`_MISSING`)
+            return None
+        values[col] = a
+    start = np.array([t.start for t in times], dtype=float)  # None -> NaN, as `_plain_column(missing_ok=True)`
+    for tr, size_col, time_col in (("SDMA", "sdma_mb", "sdma_ms"), ("RDMA", "rdma_mb", "rdma_ms")):
+        got = [b.get(tr, _NONE) or _NONE for b in transports]  # (absent or null: 0.0, as `_modern_columns`)
+        values[size_col] = np.array([x.size for x in got], dtype=float)
+        values[time_col] = np.array([x.time for x in got], dtype=float)
+    groups = []
+    bases = []
+    for name in names:
+        base, _, group = name.partition("@")
+        bases.append(base)
+        groups.append(group)
+    kinds = [k if k in ("p2p", "collective") else op_kind(b) for k, b in zip(kinds, bases)]
+    return columns_type(steps, bases, groups, kinds, values, start), visits
+
+
+def _utf8(raw: bytes) -> bool:
+    """`raw` is valid UTF-8 (msgspec checks the keys it decodes, not the bytes of a `Raw` value it skips)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _sizes_usable(ops: list) -> bool:
+    """Every "Size Distribution" of `ops` is a value the careful reader reads as it is (no number non-finite or
+    beyond its limits, nesting within MAX_JSON_DEPTH at its place, 6 levels down): most are `{}`, the others are
+    parsed together by orjson (`jsonfile._numbers_usable`). (Their syntax msgspec checked: `_Transport.sizes`.)"""
+    raws = [x.sizes for o in ops if o.transports for x in o.transports.values() if x is not None]
+    joined = b",".join(raws)
+    if not joined.translate(None, b"{},"):  # every one `{}` (the only value these characters can spell)
+        return True
+    wrapped = b"[" + joined + b"]"
+    outside = _outside_strings(wrapped)
+    # each `sizes` opens the document's 7th level: its own nesting within MAX_JSON_DEPTH - 6, the list's one more
+    if not _nesting_within(wrapped, MAX_JSON_DEPTH - 5, outside):
+        return False
+    if outside is not None and _numbers_small(outside):  # every number small, seen in the text (C speed)
+        return True
+    try:
+        import orjson
+
+        return _numbers_usable(orjson.loads(wrapped))
+    except (ImportError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+__all__ = ["decode", "columns_of", "typed_columns", "MIN_TYPED_BYTES"]
