@@ -11,27 +11,32 @@ what that way gives. It returns columns only where that way would give the same 
 What the general way checks, and why the typed decode accepts a file only where those checks pass (each with a test
 in tests/test_communication_typed.py):
 
-* every field is known (`forbid_unknown_fields`): there is no value that is skipped unread, so every number of the
-  file is one of the typed fields below (a new field in a future CANN: the general way, as today);
-* every number, used or not, is `_Num`: a float 0 <= v < MAX_ABS_NUMBER, checked on the value as a float (a JSON
-  integer is converted first: 2**62 - 1 is refused, as `_plain_column` refuses it). So no number is non-finite
-  (msgspec refuses `1e999`, and `NaN` / `Infinity` are not JSON), beyond MAX_ABS_NUMBER / MAX_INT (the careful
-  reader's limits), negative (the door's `duration` / `size` / `bandwidth` / `timestamp` kinds), a string, a
-  boolean or null (except `Start Timestamp(us)`, which `_plain_column` reads as missing when null, and the
-  optional objects below). The floats are bit for bit orjson's (both round correctly; a test compares 10^5 values);
-* the nesting is the type's (7 levels; a deeper `Size Distribution` is refused, msgspec raises RecursionError on
-  ~10^5 levels instead of crashing), within MAX_JSON_DEPTH;
-* invalid UTF-8 in a key raises (UnicodeDecodeError; there is no string value in the types), a byte order mark is
-  refused, as are control characters, lone surrogates and trailing data (the careful reader names each);
+* every field is known (`forbid_unknown_fields`): no value is skipped unread but `Size Distribution`'s (below), so
+  every other number of the file is one of the typed fields (a new field in a future CANN: the general way, as
+  today);
+* every such number, used or not, is `_Num`: a float 0 <= v < MAX_ABS_NUMBER, checked on the value as a float (a
+  JSON integer is converted first: 2**62 - 1 is refused, as `_plain_column` refuses it). So none is non-finite
+  (msgspec refuses `1e999`; `NaN` / `Infinity` are not JSON), beyond MAX_ABS_NUMBER / MAX_INT (the careful
+  reader's limits), negative (the door's `duration` / `size` / `bandwidth` / `timestamp` kinds; a negative value
+  nobody reads goes the general way too, which names nothing: only speed is lost), a string, a boolean or null
+  (except `Start Timestamp(us)`, which `_plain_column` reads as missing when null, and the optional objects below).
+  The floats are bit for bit orjson's (both round correctly; a test compares random bit patterns and long mantissas);
+* `Size Distribution` (not read) is kept as its bytes (`msgspec.Raw`: its syntax checked, control characters and
+  bad escapes refused); `_sizes_usable` checks what the careful reader would name in it: a number non-finite or
+  beyond the limits, nesting deeper than MAX_JSON_DEPTH at its place;
+* the nesting elsewhere is the type's (6 levels);  msgspec raises RecursionError on ~10^5 levels, never crashes;
+* invalid UTF-8 anywhere (msgspec checks the keys it decodes, not the bytes of a `Raw` it skips: the whole text is
+  checked, `isascii` first), a byte order mark, control characters, lone surrogates, trailing data: refused (the
+  careful reader names each but the mark, which it strips);
 * a duplicate key: the last value at the first key's place, as orjson and `json.loads` read it; key order kept;
-* a missing time of an operator reads as -1 (`_MISSING`, not constrained: a default) and sends the file the general
-  way, which names it; a missing transport or transport field reads as 0.0 as `_modern_columns` reads it (`b.get(src,
-  0.0)`); `Communication Bandwidth Info` null or missing reads as {} (`or {}`; a falsy non-object such as 0 or [] is
-  refused here and read the general way);
+* a missing time of an operator reads as -1 (`_MISSING`, a default, not constrained) and sends the file the general
+  way, which names it; a missing or null transport or transport figure reads as 0.0, as `_modern_columns` reads it
+  (`b.get(src, 0.0)`); `Communication Bandwidth Info` null or missing reads as {} (`or {}`; a falsy non-object
+  such as 0 or [] is refused here and read the general way);
 * "Total Op Info" entries are decoded (their numbers checked like any) and left out, as `_entries` leaves them out;
 * the key paths of a small document (`json_shape`, compared across ranks) need the document as dicts: the columns
-  are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (>= ~620
-  operators); a smaller file goes the general way (it is cheap there);
+  are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (~620
+  operators or more); a smaller file goes the general way (it is cheap there);
 * a string longer than MAX_FIELD_CHARS is named by `jsonfile.read_json_bytes` before either way runs.
 """
 
