@@ -240,22 +240,12 @@ class Communication:
     # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly
     def __getstate__(self) -> dict:
         texts = framepack.Texts()
-        per_group: dict[str, dict[str, None]] = {}
+        columns = []
         for frame, cols in ((self.ops, ("op",)), (self.instances, ("op", "key", "name"))):
-            if frame is None or "group" not in frame.columns:
-                continue
-            groups = frame["group"].tolist()
-            for c in cols:
-                if c in frame.columns:
-                    for t, g in zip(frame[c].tolist(), groups):
-                        d = per_group.get(g)
-                        if d is None:
-                            if type(g) is not str:
-                                continue
-                            d = per_group[g] = {}
-                        if type(t) is str:
-                            d[t] = None
-        texts.add_chunks([list(chunk) for chunk in per_group.values()])
+            if frame is not None and "group" in frame.columns:
+                groups = frame["group"].to_numpy(dtype=object)
+                columns += [(frame[c].to_numpy(dtype=object), groups) for c in cols if c in frame.columns]
+        texts.add_chunks(framepack.chunks_by(columns))
         state = {k: framepack.pack(v, texts) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
         state["_framepack_texts"] = texts.payload()
         return state
