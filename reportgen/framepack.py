@@ -154,23 +154,37 @@ def pack(frame: Any, texts: Texts) -> Any:
     plain: dict[np.dtype, list[int]] = {}
     coded: list[tuple[int, np.ndarray]] = []
     arrays: list[tuple[int, Any]] = []  # nullable integers, pandas' `str` columns: their arrays as they are
-    for i, (c, dt) in enumerate(zip(cols, frame.dtypes.tolist())):
+    values = _column_arrays(frame)
+    for i, (v, dt) in enumerate(zip(values, frame.dtypes.tolist())):
         if dt in _PLAIN:
             plain.setdefault(dt, []).append(i)
         elif dt == _OBJECT:  # texts (anything else in it: the frame is kept as it is)
-            codes = _codes(frame[c].to_numpy(), texts)
+            codes = _codes(np.asarray(v), texts)
             if codes is None:
                 return frame
             coded.append((i, codes))
         elif isinstance(dt, (pd.Int64Dtype, pd.StringDtype)):
-            arrays.append((i, frame[c].array))
+            arrays.append((i, v))
         else:
             return frame
-    # own, writable copies (`to_numpy` may give a read-only view, and a read-only array unpickles read-only: the
-    # frame would refuse an assignment later)
-    blocks = [(np.array(ix, dtype=np.intp), np.array([frame[cols[i]].to_numpy(dtype=dt) for i in ix]))
+    # own, writable copies (a column may be a read-only view, and a read-only array unpickles read-only: the frame
+    # would refuse an assignment later)
+    blocks = [(np.array(ix, dtype=np.intp), np.array([np.asarray(values[i], dtype=dt) for i in ix]))
               for dt, ix in plain.items()]
     return ("framepack", 2, len(idx), (tuple(cols), _tag(frame.columns.dtype)), blocks, coded, arrays)
+
+
+def _column_arrays(frame: pd.DataFrame) -> list:
+    """Each column's values as the frame stores them (a NumPy array or an extension array), in order: the frame's
+    own iterator (~25x faster than a Series per column), else each column's Series."""
+    it = getattr(frame, "_iter_column_arrays", None)
+    if it is not None:
+        return list(it())
+    out = []  # pragma: no cover - pandas without the iterator
+    for i in range(frame.shape[1]):
+        s = frame.iloc[:, i]
+        out.append(s.array if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) else s.to_numpy())
+    return out
 
 
 def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
