@@ -160,12 +160,7 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Opt
         got = [b.get(tr, _NONE) or _NONE for b in transports]  # (absent or null: 0.0, as `_modern_columns`)
         values[size_col] = np.array([x.size for x in got], dtype=float)
         values[time_col] = np.array([x.time for x in got], dtype=float)
-    groups = []
-    bases = []
-    for name in names:
-        base, _, group = name.partition("@")
-        bases.append(base)
-        groups.append(group)
+    bases, _, groups = (list(x) for x in zip(*[name.partition("@") for name in names]))
     kinds = [k if k in ("p2p", "collective") else op_kind(b) for k, b in zip(kinds, bases)]
     return columns_type(steps, bases, groups, kinds, values, start), visits
 
