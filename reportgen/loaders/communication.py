@@ -315,9 +315,7 @@ def _texts(values: list) -> pd.Series:
     which interns their texts as it reads them: `framepack.table`) keeps the texts as they are (~1.5 ms a rank)."""
     nan = math.nan
     col = np.empty(len(values), dtype=object)  # never a 2-D array, whatever the values
-    if _IN_WORKER[0] is None:
-        _IN_WORKER[0] = multiprocessing.parent_process() is not None
-    if _IN_WORKER[0]:
+    if _in_worker():
         col[:] = [nan if v is None else v for v in values]
         return pd.Series(col, dtype=object, copy=False)
     pool: dict = {}
@@ -326,7 +324,10 @@ def _texts(values: list) -> pd.Series:
     return pd.Series(col, dtype=object, copy=False)
 
 
-_IN_WORKER: list = [None]  # whether this process is a pool worker (`multiprocessing.parent_process`), once known
+def _in_worker() -> bool:
+    """Whether this process is a pool worker (asked each time: a worker forked from a process that had loaded
+    ranks itself inherits whatever that process knew)."""
+    return multiprocessing.parent_process() is not None
 
 
 def _entries(data: dict, bad: list[int]):
