@@ -287,3 +287,25 @@ def test_the_typed_columns_equal_the_general_columns_on_real_files():
         for k, v in ref.values.items():
             assert cols.values[k].tobytes() == v.tobytes(), (f, k)
         assert np.array_equal(cols.start_us, ref.start_us, equal_nan=True)
+
+
+def test_a_pool_worker_keeps_its_texts_and_the_main_process_interns_them(tmp_path, monkeypatch):
+    """In a pool worker the texts are not interned (the rank is pickled; the main process interns the texts as it
+    reads them: `framepack.table`): the same frames either way, and after the trip every operator name is the one
+    object of this process, as a rank loaded here has it."""
+    import pickle
+    import sys
+
+    p = tmp_path / "communication.json"
+    p.write_bytes(_dump(_doc()))
+    here = C.load_modern_communication(p, None, IssueLog(tmp_path, 0), None, 0)
+    monkeypatch.setattr(C, "_in_worker", lambda: True)
+    there = C.load_modern_communication(p, None, IssueLog(tmp_path, 0), None, 0)
+    for k in ("steps", "ops", "links", "instances"):
+        pd.testing.assert_frame_equal(getattr(here, k), getattr(there, k), check_exact=True)
+    names = there.ops["op"].tolist()
+    assert any(n is not sys.intern(n) for n in names)  # not interned in the worker (fresh strings)
+    back = pickle.loads(pickle.dumps(there, protocol=pickle.HIGHEST_PROTOCOL))
+    pd.testing.assert_frame_equal(back.ops, here.ops, check_exact=True)
+    assert all(a is b for a, b in zip(back.ops["op"].tolist(), here.ops["op"].tolist()))
+    assert all(a is b for a, b in zip(back.instances["key"].tolist(), here.instances["key"].tolist()))
