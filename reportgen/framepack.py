@@ -125,6 +125,8 @@ def chunks_by(columns: list[tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
         return []
     texts = np.concatenate([t for t, _ in pairs]) if len(pairs) > 1 else pairs[0][0]
     groups = np.concatenate([g for _, g in pairs]) if len(pairs) > 1 else pairs[0][1]
+    if any(t is not str and issubclass(t, str) for t in {*map(type, texts), *map(type, groups)}):
+        return _chunks_one_by_one(pairs)  # a `str` subclass equals a `str` (one hash key) but is left out
     codes, uniques = pd.factorize(groups, use_na_sentinel=True)  # groups in the order they first come
     keep = np.array([type(u) is str for u in uniques.tolist()] + [False], dtype=bool)  # (code -1: the last)
     order = np.argsort(codes, kind="stable")
@@ -138,6 +140,18 @@ def chunks_by(columns: list[tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
             seg = {t: None for t in seg if type(t) is str}
         out.append(list(seg))
     return out
+
+
+def _chunks_one_by_one(pairs: list) -> list[list[str]]:
+    """`chunks_by`, a dict operation per text."""
+    per: dict = {}
+    for texts, groups in pairs:
+        for t, g in zip(texts.tolist(), groups.tolist()):
+            if type(g) is str:
+                d = per.setdefault(g, {})
+                if type(t) is str:
+                    d[t] = None
+    return [list(d) for d in per.values()]
 
 
 def pack(frame: Any, texts: Texts) -> Any:

@@ -255,3 +255,40 @@ def test_codes_of_texts_in_the_table_are_their_places():
     assert got[100:].tolist() == [5 + 2, 1, 0, 6 + 2] and texts.texts[-2:] == ["e", "f"]  # (5 places before)
     small = np.array(names[:10], dtype=object)  # (few rows: the general path)
     assert np.array_equal(framepack._codes(small, texts), want[:10])
+
+
+def test_chunks_by_gathers_each_groups_texts_in_order():
+    """`chunks_by` against the plain reading (a dict per group, texts in the order of the pairs then the rows):
+    groups and texts that are NaN, None, numbers or `str` subclasses left out, equal texts once per group, a text
+    in two groups in both chunks, random data."""
+    import random
+
+    class Sub(str):
+        pass
+
+    def plain(columns):
+        per: dict = {}
+        for texts, groups in columns:
+            for t, g in zip(texts.tolist(), groups.tolist()):
+                if type(g) is not str:
+                    continue
+                d = per.setdefault(g, {})
+                if type(t) is str:
+                    d[t] = None
+        return [list(d) for d in per.values()]
+
+    rng = random.Random(2)
+    for case in range(600):  # the first half without `str` subclasses (the sort's way), then with them
+        pool_t = ["a", "b", "c", "ab", "", math.nan, None, 3] + ([Sub("a")] if case >= 300 else [])
+        pool_g = ["g1", "g2", "", math.nan, None, 7] + ([Sub("g1")] if case >= 300 else [])
+        columns = []
+        for _ in range(rng.randint(0, 4)):
+            n = rng.randint(0, 30)
+            t = np.empty(n, dtype=object)
+            t[:] = [rng.choice(pool_t) for _ in range(n)]
+            g = np.empty(n, dtype=object)
+            g[:] = [rng.choice(pool_g) for _ in range(n)]
+            columns.append((t, g))
+        got = framepack.chunks_by(columns)
+        assert got == plain(columns)
+        assert all(type(t) is str for chunk in got for t in chunk)
