@@ -118,28 +118,50 @@ def chunks_by(columns: list[tuple[np.ndarray, np.ndarray]]) -> list[list[str]]:
     """The texts of `columns` ((texts, groups) pairs of object arrays, row by row) gathered per group: each group's
     distinct `str` texts in the order they come (the pairs in order, then the rows), the groups in the order they
     first come; a row whose group is not a `str` is left out. One chunk per group for `Texts.add_chunks`: every rank
-    of a group has the same chunk (the names of its operators), read once by `table`. A sort and `dict.fromkeys` per
+    of a group has the same chunk (the names of its operators), read once by `table`. A sort and a hash table per
     group (C) instead of a dict operation per text."""
+    return chunks_and_codes(columns)[0]
+
+
+def chunks_and_codes(columns: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[list[str]], Optional[list]]:
+    """(`chunks_by(columns)`, each column's codes into a table that starts with those chunks: `Texts.add_chunks` on
+    an empty table; what `pack` would find, read off the chunks instead of looked up text by text), the codes None
+    unless every text and group is a `str`."""
     pairs = [(t, g) for t, g in columns if len(t)]
     if not pairs:
-        return []
+        return [], None
     texts = np.concatenate([t for t, _ in pairs]) if len(pairs) > 1 else pairs[0][0]
     groups = np.concatenate([g for _, g in pairs]) if len(pairs) > 1 else pairs[0][1]
-    if any(t is not str and issubclass(t, str) for t in {*map(type, texts), *map(type, groups)}):
-        return _chunks_one_by_one(pairs)  # a `str` subclass equals a `str` (one hash key) but is left out
+    types = {*map(type, texts), *map(type, groups)}
+    if any(t is not str and issubclass(t, str) for t in types):
+        return _chunks_one_by_one(pairs), None  # a `str` subclass equals a `str` (one hash key) but is left out
+    all_str = types == _STR
     codes, uniques = pd.factorize(groups, use_na_sentinel=True)  # groups in the order they first come
     keep = np.array([type(u) is str for u in uniques.tolist()] + [False], dtype=bool)  # (code -1: the last)
     order = np.argsort(codes, kind="stable")
     ends = np.searchsorted(codes, np.arange(len(uniques) + 1), side="left", sorter=order)
     out = []
+    rows = np.empty(len(texts), dtype=np.int32) if all_str else None
+    base = 2  # (the table's first two codes: the missing texts, `_NAN` and `_NONE`)
     for k in range(len(uniques)):
         if not keep[k]:
             continue
-        seg = dict.fromkeys(texts.take(order[ends[k]:ends[k + 1]]).tolist())
+        at = order[ends[k]:ends[k + 1]]
+        if rows is not None:  # a group's texts in the order they come, and each row's place among them
+            local, seg = pd.factorize(texts.take(at))
+            rows[at] = local + base
+            seg = seg.tolist()
+            base += len(seg)
+            out.append(seg)
+            continue
+        seg = dict.fromkeys(texts.take(at).tolist())
         if not set(map(type, seg)) <= _STR:
             seg = {t: None for t in seg if type(t) is str}
         out.append(list(seg))
-    return out
+    if rows is None:
+        return out, None
+    cuts = np.cumsum([len(t) for t, _ in columns])[:-1]
+    return out, np.split(rows, cuts)
 
 
 def _chunks_one_by_one(pairs: list) -> list[list[str]]:
@@ -154,9 +176,9 @@ def _chunks_one_by_one(pairs: list) -> list[list[str]]:
     return [list(d) for d in per.values()]
 
 
-def pack(frame: Any, texts: Texts) -> Any:
+def pack(frame: Any, texts: Texts, known: Optional[dict] = None) -> Any:
     """`frame` as a tuple of plain arrays (see the module), or `frame` itself when it is not a DataFrame or cannot
-    be packed exactly."""
+    be packed exactly. `known`: {column: its codes into `texts`} where the caller has them (`chunks_and_codes`)."""
     if type(frame) is not pd.DataFrame:
         return frame
     idx = frame.index
@@ -173,7 +195,9 @@ def pack(frame: Any, texts: Texts) -> Any:
         if dt in _PLAIN:
             plain.setdefault(dt, []).append(i)
         elif dt == _OBJECT:  # texts (anything else in it: the frame is kept as it is)
-            codes = _codes(np.asarray(v), texts)
+            codes = known.get(cols[i]) if known else None
+            if codes is None or len(codes) != len(v):
+                codes = _codes(np.asarray(v), texts)
             if codes is None:
                 return frame
             coded.append((i, codes))
@@ -341,4 +365,4 @@ def frame_from(packed: Any, payload: list) -> Any:
     return unpack(packed, table(payload))
 
 
-__all__ = ["Texts", "chunks_by", "frame", "pack", "unpack", "table", "frame_from"]
+__all__ = ["Texts", "chunks_and_codes", "chunks_by", "frame", "pack", "unpack", "table", "frame_from"]

@@ -240,13 +240,21 @@ class Communication:
     # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly
     def __getstate__(self) -> dict:
         texts = framepack.Texts()
-        columns = []
-        for frame, cols in ((self.ops, ("op",)), (self.instances, ("op", "key", "name"))):
+        columns, where = [], []
+        for name, cols in (("ops", ("op",)), ("instances", ("op", "key", "name"))):
+            frame = getattr(self, name)
             if frame is not None and "group" in frame.columns:
                 groups = frame["group"].to_numpy(dtype=object)
-                columns += [(frame[c].to_numpy(dtype=object), groups) for c in cols if c in frame.columns]
-        texts.add_chunks(framepack.chunks_by(columns))
-        state = {k: framepack.pack(v, texts) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
+                for c in cols:
+                    if c in frame.columns:
+                        columns.append((frame[c].to_numpy(dtype=object), groups))
+                        where.append((name, c))
+        chunks, codes = framepack.chunks_and_codes(columns)
+        texts.add_chunks(chunks)
+        known: dict = {}
+        for (name, c), cc in zip(where, codes or ()):  # (the codes `pack` would look up, read off the chunks)
+            known.setdefault(name, {})[c] = cc
+        state = {k: framepack.pack(v, texts, known.get(k)) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
         state["_framepack_texts"] = texts.payload()
         return state
 

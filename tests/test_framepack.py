@@ -292,3 +292,38 @@ def test_chunks_by_gathers_each_groups_texts_in_order():
         got = framepack.chunks_by(columns)
         assert got == plain(columns)
         assert all(type(t) is str for chunk in got for t in chunk)
+
+
+def test_chunks_and_codes_read_back_as_the_texts():
+    """The codes `chunks_and_codes` reads off the chunks name each row's text in the table the chunks start (the
+    same frame after the trip as with looked-up codes); codes only where every text and group is a `str`."""
+    import random
+
+    rng = random.Random(8)
+    for _ in range(200):
+        columns = []
+        for _ in range(rng.randint(1, 4)):
+            n = rng.randint(0, 40)
+            t = np.empty(n, dtype=object)
+            t[:] = [rng.choice(["a", "b", "", "long text", "b2"]) for _ in range(n)]
+            g = np.empty(n, dtype=object)
+            g[:] = [rng.choice(["g1", "g2", ""]) for _ in range(n)]
+            columns.append((t, g))
+        chunks, codes = framepack.chunks_and_codes(columns)
+        assert chunks == framepack.chunks_by(columns)
+        texts = framepack.Texts()
+        texts.add_chunks(chunks)
+        tab = framepack.table(texts.payload())
+        if not any(len(t) for t, _ in columns):
+            continue
+        assert codes is not None and len(codes) == len(columns)
+        for (t, _), c in zip(columns, codes):
+            assert c.dtype == np.int32 and tab.take(c).tolist() == t.tolist()
+    t = np.array(["a", math.nan], dtype=object)
+    assert framepack.chunks_and_codes([(t, np.array(["g", "g"], dtype=object))])[1] is None
+    frame = pd.DataFrame({"op": pd.Series(["x", "y", "x"], dtype=object), "group": pd.Series(["g"] * 3, dtype=object)})
+    chunks, codes = framepack.chunks_and_codes([(frame["op"].to_numpy(), frame["group"].to_numpy())])
+    texts = framepack.Texts()
+    texts.add_chunks(chunks)
+    packed = framepack.pack(frame, texts, {"op": codes[0]})
+    assert_frame_equal(framepack.unpack(packed, framepack.table(texts.payload())), frame)
