@@ -316,7 +316,7 @@ def _texts(values: list) -> pd.Series:
     nan = math.nan
     col = np.empty(len(values), dtype=object)  # never a 2-D array, whatever the values
     if _in_worker():
-        col[:] = [nan if v is None else v for v in values]
+        col[:] = [nan if v is None else v for v in values] if None in values else values
         return pd.Series(col, dtype=object, copy=False)
     pool: dict = {}
     col[:] = [nan if v is None else pool[v] if v in pool else pool.setdefault(v, sys.intern(v) if type(v) is str else v)
