@@ -135,7 +135,7 @@ def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
     truncated = False
     try:
-        for b in trace_batches(path, log):
+        for b in trace_batches(path, log, typed=True):
             lanes = door.events(b)
             ph = b.col("ph")
             if "M" in ph:
