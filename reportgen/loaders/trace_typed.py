@@ -6,8 +6,9 @@ The path reads only what the existing one (orjson whole, else the ijson stream: 
 values: `typed_events` returns None -- and the file goes the existing way, so every data-quality entry, number and
 exception stays what it is -- unless msgspec decodes every byte of the document into the schema below. The schema
 is closed (`forbid_unknown_fields`: an event with a key outside `FIELDS` is refused), every value is a scalar (an
-object only as `args`, whose values are scalars too), so the decoder skips nothing and no value is nested: what
-the two parsers could read differently in a skipped or deep part does not arise. The differences checked, each with
+object only as `args`, whose values are scalars or a list or an object of scalars), so the decoder skips nothing
+and nothing nests deeper than four levels: what the two parsers could read differently in a skipped or deep part
+does not arise. The differences checked, each with
 a test in tests/test_trace_typed.py that fails if the fast path disagrees:
 
 * duplicate keys (in an event or in its args): the last wins in both (msgspec as orjson's dict);
@@ -19,7 +20,8 @@ a test in tests/test_trace_typed.py that fails if the fast path disagrees:
   decodes every string: nothing is skipped), control characters in a string, a cut-off file, trailing bytes:
   refused;
 * nesting (orjson refuses past 1,024 levels, msgspec has no bound of its own in a skipped or an `Any` part): no
-  part is skipped and no value nests, so a nested value is refused by the schema at its first level;
+  part is skipped and the schema holds four levels (list, event, args, a value's list or object): deeper nesting
+  is refused at the fifth;
 * an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts):
   refused (the existing path counts and names them);
 * a BOM (skipped by both readers: the decoder is given the bytes after it), gzip (the bytes are those `_whole`
@@ -41,6 +43,7 @@ import msgspec
 
 I64 = Annotated[int, msgspec.Meta(ge=-(2 ** 63 - 1), le=2 ** 63 - 1)]  # what yajl reads (the stream's parser)
 Scalar = Union[str, I64, float, bool, None]
+Arg = Union[str, I64, float, bool, None, list[Scalar], dict[str, Scalar]]  # (MindSpore: {"input_0": {"shape": ..}})
 
 
 class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
@@ -55,7 +58,7 @@ class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     cat: Scalar = None
     id: Scalar = None
     bp: Scalar = None
-    args: Optional[dict[str, Scalar]] = None
+    args: Optional[dict[str, Arg]] = None
 
     def get(self, key: str):
         """`dict.get(event, key)` of the event this struct was decoded from."""
