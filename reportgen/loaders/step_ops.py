@@ -126,7 +126,7 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     flows = FlowPairs()
     with gc_paused():  # (the events make no cycle)
         try:
-            for e in trace_events(path):
+            for e in trace_events(path, typed=True):
                 ph = e.get("ph")
                 if ph == "X":
                     name = e.get("name")
@@ -324,7 +324,7 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
                 if math.isnan(dur):
                     continue
                 c = cols[wins[i][2]]
-                c[0].append(one(e["name"]))
+                c[0].append(one(e.get("name")))  # (text: `_kind` tells)
                 c[1].append(cls)
                 c[2].append(ts)
                 c[3].append(dur)
@@ -356,7 +356,7 @@ def _in_windows(path: Path, *spans: tuple) -> Iterator[tuple[dict, float]]:
     """(event, its ts read as a number) of the trace's complete events, in order, that start inside one of the
     windows of `spans` ((sorted starts, ends) pairs), the window found as `read_step_ops` finds it (searchsorted:
     the others are skipped by it, a column at a time: ~half a trace's events lie outside the chosen steps)."""
-    for b in trace_batches(path):
+    for b in trace_batches(path, typed=True):
         idx = list(compress(range(len(b)), b.phase("X")))
         if not idx:
             continue

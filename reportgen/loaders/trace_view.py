@@ -87,7 +87,7 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     unusable = 0
     with gc_paused():  # (the events make no cycle)
         try:
-            for e in trace_events(path, log):
+            for e in trace_events(path, log, typed=True):
                 ph = e.get("ph")
                 name = e.get("name")
                 if ph == "X" and isinstance(name, str):
