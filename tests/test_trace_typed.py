@@ -44,6 +44,10 @@ CASES = {  # name: (bytes, the typed path takes the file)
     "Infinity literal": (HEALTHY.replace(b'"dur": 3', b'"dur": Infinity'), False),
     "a number past a double": (HEALTHY.replace(b'"dur": 3', b'"dur": 1e400'), False),
     "out-of-range ts (the screening drops it)": (HEALTHY.replace(b'"dur": 3', b'"dur": 1e300'), False),
+    "ts at the screening's bounds": (HEALTHY.replace(b'"dur": 3', b'"dur": 4611686018427387904').replace(
+        b'"ts": 5', b'"ts": -4611686018427387904').replace(b'"dur": 1.5', b'"dur": -4.611686018427388e18'), True),
+    "an int ts past the screening's bound": (HEALTHY.replace(b'"dur": 3', b'"dur": 4611686018427387905'), False),
+    "a float dur past the screening's bound": (HEALTHY.replace(b'"dur": 1.5', b'"dur": 4.611686018427389e18'), False),
     "hard floats": (HEALTHY.replace(b'"dur": 3', b'"dur": 2.2250738585072011e-308').replace(
         b'"dur": 1.5', b'"dur": 1.0000000000000002220446049250313080847263336181640625'), True),
     "-0, -0.0, 1E5, 0.1e-999": (HEALTHY.replace(b'"dur": 3', b'"dur": -0').replace(b'"ts": 5', b'"ts": -0.0')

@@ -22,8 +22,9 @@ a test in tests/test_trace_typed.py that fails if the fast path disagrees:
 * nesting (orjson refuses past 1,024 levels, msgspec has no bound of its own in a skipped or an `Any` part): no
   part is skipped and the schema holds four levels (list, event, args, a value's list or object): deeper nesting
   is refused at the fifth;
-* an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts):
-  refused (the existing path counts and names them);
+* an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts), a
+  ts or dur the screening leaves out (beyond +-2^62, `traces._usable`): refused (the existing path counts and
+  names them), so a typed batch needs no screening;
 * a BOM (skipped by both readers: the decoder is given the bytes after it), gzip (the bytes are those `_whole`
   read), a document that is an object (`{"traceEvents": ...}`, where the stream picks the events by their path:
   the existing path) or a scalar: not decoded here;
@@ -41,8 +42,14 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
+
 I64 = Annotated[int, msgspec.Meta(ge=-(2 ** 63 - 1), le=2 ** 63 - 1)]  # what yajl reads (the stream's parser)
 Scalar = Union[str, I64, float, bool, None]
+# a ts / dur the screening keeps (`traces._usable`: text, null, a number within range; a bool or a number beyond
+# refuses the file, which the dict path then screens and names)
+Time = Union[str, Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT)],
+             Annotated[float, msgspec.Meta(ge=-MAX_ABS_NUMBER, le=MAX_ABS_NUMBER)], None]
 Arg = Union[str, I64, float, bool, None, list[Scalar], dict[str, Scalar]]  # (MindSpore: {"input_0": {"shape": ..}})
 
 
@@ -53,8 +60,8 @@ class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     name: Scalar = None
     pid: Scalar = None
     tid: Scalar = None
-    ts: Scalar = None
-    dur: Scalar = None
+    ts: Time = None
+    dur: Time = None
     cat: Scalar = None
     id: Scalar = None
     bp: Scalar = None

@@ -192,17 +192,16 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     integer beyond int64 (which yajl refuses: a run of 19+ digits is checked); and where the stream picks the events
     by their path ("traceEvents.item"), a second key spelt "traceEvents" (a duplicate, "traceEvents.item", an escaped
     letter) is left to it. `typed`: the events as `trace_typed.TraceEvent`s when msgspec reads the file whole into
-    them (`trace_typed.typed_events`: the same values) and every one passes the screening: then one typed batch
-    (`Events`) in place of the entries; else orjson's dicts as above."""
+    them (`trace_typed.typed_events`: the same values, screened): then one typed batch (`Events`) in place of the
+    entries; else orjson's dicts as above."""
     data = _read_small(path, root)
     if data is None:
         return None
     start = 3 if data[:3] == BOM else 0
     if typed:
         events = typed_events(data, start)
-        fast = _screen_typed(events) if events is not None else None
-        if fast is not None:
-            return data, start, fast
+        if events is not None:  # (screened by the decoder: every ts and dur `_usable`)
+            return data, start, Events(events, whole=True, typed=True)
     end = _WS.match(data, start).end()
     try:
         with gc_paused():
@@ -341,15 +340,6 @@ def _screen_all(items: list) -> Optional[Events]:
         ts, dur = list(map(dict.get, items, repeat("ts"))), list(map(dict.get, items, repeat("dur")))
         if _usable(ts) and _usable(dur):
             return Events(items, {"ts": ts, "dur": dur}, whole=True)
-    return None
-
-
-def _screen_typed(events: list) -> Optional[Events]:
-    """`_screen_all` of `trace_typed.TraceEvent`s (each an object already): one typed batch when every `ts` and
-    `dur` passes, else None (the file is then read as dicts, and `_screen` counts what it leaves out)."""
-    ts, dur = list(map(attrgetter("ts"), events)), list(map(attrgetter("dur"), events))
-    if _usable(ts) and _usable(dur):
-        return Events(events, {"ts": ts, "dur": dur}, whole=True, typed=True)
     return None
 
 
