@@ -41,11 +41,14 @@ class FlowPairs:
         self.unusable = 0  # launch flow events whose ts is missing, text or negative: left out (`note`)
 
     def add(self, e: dict) -> None:
-        ph = e.get("ph")
-        if ph not in ("s", "f") or e.get("cat") not in FLOW_CATS:
+        self.add_fields(e.get("ph"), e.get("cat"), e.get("id"), e.get("ts"))
+
+    def add_fields(self, ph, cat, fid, ts) -> None:
+        """`add` of an event whose phase, category, id and ts are these (read from a batch's columns)."""
+        if ph not in ("s", "f") or cat not in FLOW_CATS:
             return
-        key = (e.get("cat"), e.get("id"))
-        ts = to_float(e.get("ts"))
+        key = (cat, fid)
+        ts = to_float(ts)
         if not ts >= 0:  # (NaN too) a launch at no time would move its step's device window: left out, named
             self.unusable += 1
             return
