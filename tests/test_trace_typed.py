@@ -156,3 +156,69 @@ def test_the_timeline_summary_of_a_real_trace_is_the_same_typed_and_as_dicts(mon
     path = next(p for p in sorted(folder.rglob("*.json")) if p.name == "trace_view.json" or "timeline_display" in p.name)
     typed, plain = _summaries(path, monkeypatch)
     assert typed == plain and "n_ops=0" not in typed[0]
+
+
+def _plain(x):
+    """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields)."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(x, np.ndarray):
+        return str(x.dtype), repr(x.tolist())
+    if isinstance(x, pd.DataFrame):
+        return x.to_json(double_precision=15), repr(x.dtypes.tolist())
+    if dataclasses.is_dataclass(x):
+        return type(x).__name__, _plain(vars(x))
+    if isinstance(x, dict):
+        return [(repr(k), _plain(v)) for k, v in x.items()]
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return repr(x)
+
+
+def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dicts(tmp_path, monkeypatch):
+    """The execution view's two passes (`step_ops.trace_layout`, `read_step_ops`: columns and `get` of typed events)
+    and the trace_view step reader give the same layout, operators, steps and entries over the typed events as
+    over orjson's dicts, on synthetic torch_npu traces (host steps, launch flows, one cut off) and a real one."""
+    from reportgen.loaders import step_ops
+    from reportgen.loaders.trace_view import load_trace_view_step_trace
+    from reportgen.synth import generate_run
+
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=2, steps=3, seed=4, trace_view=True)
+    paths = sorted(root.rglob("trace_view.json"))
+    paths[1].write_bytes(paths[1].read_bytes()[: paths[1].stat().st_size * 4 // 5])  # cut off: streamed
+    from conftest import SAMPLES
+
+    real = SAMPLES / "ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text"
+    paths += sorted(real.rglob("trace_view.json"))[:1]  # (absent samples: the synthetic traces only)
+
+    def read(path: Path):
+        log = IssueLog(path.parent, 0)
+        with traces.shared_reads():
+            lay = step_ops.trace_layout(path, log)
+            ops = step_ops.read_step_ops(path, 0, lay, sorted(lay.windows)[:2], log)
+        st = load_trace_view_step_trace(path, log)
+        n = (len(lay.windows), sum(len(o.names) for o in ops.values()), lay.processes, lay.threads, lay.host_windows)
+        return _plain((lay, ops, st)), [(i.code, i.params) for i in log.issues], n
+
+    for path in paths:
+        took = []
+        with monkeypatch.context() as m:
+            m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
+            typed = read(path)
+        with monkeypatch.context() as m:
+            m.setattr(traces, "typed_events", lambda *a: None)
+            plain = read(path)
+        assert typed == plain
+        assert any(r is not None for r in took) == (path != paths[1])  # (the cut-off trace: neither path reads it)
+        if path == paths[0]:  # the layout against the events read independently (orjson, event by event)
+            windows, n_ops, procs, threads, host = typed[2]
+            ev = json.loads(path.read_bytes())
+            meta = {(e["name"], e["pid"], e.get("tid")): e["args"].get("name") for e in ev if e["ph"] == "M"}
+            assert procs == {p: v for (k, p, _), v in meta.items() if k == "process_name"}
+            assert threads == {(p, t): v for (k, p, t), v in meta.items() if k == "thread_name"} != {}
+            assert host == {int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+                            for e in ev if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")}
+            assert windows == len(host) == 3 and n_ops > 0
