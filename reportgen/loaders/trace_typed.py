@@ -8,8 +8,8 @@ exception stays what it is -- unless msgspec decodes every byte of the document 
 is closed (`forbid_unknown_fields`: an event with a key outside `FIELDS` is refused), every value is a scalar (an
 object only as `args`, whose values are scalars or a list or an object of scalars), so the decoder skips nothing
 and nothing nests deeper than four levels: what the two parsers could read differently in a skipped or deep part
-does not arise. The differences checked, each with
-a test in tests/test_trace_typed.py that fails if the fast path disagrees:
+does not arise. The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
+disagrees:
 
 * duplicate keys (in an event or in its args): the last wins in both (msgspec as orjson's dict);
 * an integer beyond int64 (2^63 or more in magnitude, -2^63 too: yajl refuses it, orjson reads it, msgspec reads
