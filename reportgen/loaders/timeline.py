@@ -137,13 +137,7 @@ def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     try:
         for b in trace_batches(path, log, typed=True):
             lanes = door.events(b)
-            ph = b.col("ph")
-            i = -1
-            while True:  # (metadata: a few events)
-                try:
-                    i = ph.index("M", i + 1)
-                except ValueError:
-                    break
+            for i in b.where("M"):  # (metadata: a few events)
                 e = b.events[i]
                 if lanes[i] is not None and e.get("name") == "process_name":
                     args = e.get("args")

@@ -25,7 +25,7 @@ import math
 import os
 import re
 from contextlib import contextmanager
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, eq
 from pathlib import Path
 from typing import Iterator, Optional
@@ -107,6 +107,14 @@ class Events:
             else:  # (the schema is closed: no event had the key)
                 c = [None] * len(self.events)
             self._cols[key] = c
+        return c
+
+    def where(self, ph: str) -> list:
+        """The positions of the events whose phase is `ph` ("M": a few metadata events), in order."""
+        key = (1, ph)
+        c = self._cols.get(key)
+        if c is None:
+            c = self._cols[key] = list(compress(range(len(self.events)), self.phase(ph)))
         return c
 
     def phase(self, ph: str) -> list:
