@@ -375,8 +375,8 @@ def test_the_execution_view_read_in_a_pool_is_the_one_read_here(tmp_path, monkey
     parsed: list = []
     real_whole = traces_mod._whole
     with monkeypatch.context() as m:
-        m.setattr(traces_mod, "_whole", lambda path, root: parsed.append(Path(path))
-                  or real_whole(path, root))
+        m.setattr(traces_mod, "_whole", lambda path, root, *a: parsed.append(Path(path))
+                  or real_whole(path, root, *a))
         here = read(1)
     # both passes of a rank over one parse of its trace (`_exec_job`); the cut-off one is streamed by each pass
     assert sorted(parsed) == sorted(traces + [traces[2]])

@@ -480,7 +480,7 @@ def test_shared_reads_parse_a_trace_once_for_readers_without_a_log(tmp_path, mon
     cut.write_bytes(orjson.dumps(events)[:-5])  # (orjson refuses it: streamed)
     parsed: list = []
     real = traces._whole
-    monkeypatch.setattr(traces, "_whole", lambda path, root: parsed.append(Path(path).name) or real(path, root))
+    monkeypatch.setattr(traces, "_whole", lambda path, root, *a: parsed.append(Path(path).name) or real(path, root, *a))
     with traces.shared_reads():
         first = list(traces.trace_events(p))
         again = [b.events for b in traces.trace_batches(p)]

@@ -908,12 +908,7 @@ class TraceDoor:
         if set(map(type, names)) != {str}:
             self.malformed += len(names) - list(map(type, names)).count(str)
         lanes = list(zip(pid, tid))
-        i = -1
-        while True:  # (metadata: a few events)
-            try:
-                i = ph.index("M", i + 1)
-            except ValueError:
-                break
+        for i in b.where("M"):  # (metadata: a few events; the positions shared with the loader)
             lanes[i] = self._meta(ev[i])
         xs = None
         keep = None

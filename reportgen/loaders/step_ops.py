@@ -47,8 +47,7 @@ import numpy as np
 from reportgen.loaders.files import open_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.pools import gc_paused
-from reportgen.loaders.traces import (floats, num as _num, trace_batches, trace_cut, TRACE_ERRORS,
-                                      trace_events)
+from reportgen.loaders.traces import (floats, num as _num, trace_batches, trace_cut, TRACE_ERRORS)
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges
@@ -126,42 +125,40 @@ def trace_layout(path: Path, log: IssueLog, step_trace: Optional[StepTrace] = No
     flows = FlowPairs()
     with gc_paused():  # (the events make no cycle)
         try:
-            for e in trace_events(path):
-                ph = e.get("ph")
-                if ph == "X":
-                    name = e.get("name")
-                    if not isinstance(name, str):
-                        continue
-                    ts = _num(e.get("ts"))
-                    if ts == ts:  # (not NaN)
-                        if ts < lo:
-                            lo = ts
-                        if ts > hi:
-                            hi = ts
-                        if "-op" in name and name not in first_ts and len(first_ts) < 2000:
-                            first_ts[name] = ts
-                    m = STEP_RE.match(name) if name.startswith("ProfilerStep#") else None
-                    if m:
-                        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                        if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                            host_steps[to_int(m.group(1))] = (ts, ts + dur)
-                        continue
-                    tid = e.get("tid")
-                    if (tid == STEPS_TID) if type(tid) is int else (str(tid) == STEPS_TID_TEXT):
-                        s = _step_number(name)
-                        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                        if s is not None and not (math.isnan(ts) or math.isnan(dur)):
-                            legacy_steps[s] = (ts, ts + dur)
-                elif ph == "M":
-                    n = e.get("name")
-                    args = e.get("args")
-                    label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata: no name
-                    if n == "process_name":
-                        procs[e.get("pid")] = label
-                    elif n == "thread_name":
-                        threads[(e.get("pid"), e.get("tid"))] = label
-                elif ph in ("s", "f"):
-                    flows.add(e)
+            for b in trace_batches(path, typed=True):  # (the fields most events need as columns: no call an event)
+                for e, ph, name, tsv, tid, cat, fid in zip(b.events, b.col("ph"), b.col("name"), b.col("ts"),
+                                                            b.col("tid"), b.col("cat"), b.col("id")):
+                    if ph == "X":
+                        if not isinstance(name, str):
+                            continue
+                        ts = _num(tsv)
+                        if ts == ts:  # (not NaN)
+                            if ts < lo:
+                                lo = ts
+                            if ts > hi:
+                                hi = ts
+                            if "-op" in name and name not in first_ts and len(first_ts) < 2000:
+                                first_ts[name] = ts
+                        m = STEP_RE.match(name) if name.startswith("ProfilerStep#") else None
+                        if m:
+                            ts, dur = _num(tsv), _num(e.get("dur"))
+                            if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                                host_steps[to_int(m.group(1))] = (ts, ts + dur)
+                            continue
+                        if (tid == STEPS_TID) if type(tid) is int else (str(tid) == STEPS_TID_TEXT):
+                            s = _step_number(name)
+                            ts, dur = _num(tsv), _num(e.get("dur"))
+                            if s is not None and not (math.isnan(ts) or math.isnan(dur)):
+                                legacy_steps[s] = (ts, ts + dur)
+                    elif ph == "M":
+                        args = e.get("args")
+                        label = str(args.get("name", "")) if isinstance(args, dict) else ""  # broken metadata
+                        if name == "process_name":
+                            procs[e.get("pid")] = label
+                        elif name == "thread_name":
+                            threads[(e.get("pid"), tid)] = label
+                    elif ph in ("s", "f"):
+                        flows.add_fields(ph, cat, fid, tsv)
         except TRACE_ERRORS as e:
             trace_cut(log, path, e, "the execution view uses the part read")
     flows.note(log, path)
@@ -324,7 +321,7 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
                 if math.isnan(dur):
                     continue
                 c = cols[wins[i][2]]
-                c[0].append(one(e["name"]))
+                c[0].append(one(e.get("name")))  # (text: `_kind` tells)
                 c[1].append(cls)
                 c[2].append(ts)
                 c[3].append(dur)
@@ -356,7 +353,7 @@ def _in_windows(path: Path, *spans: tuple) -> Iterator[tuple[dict, float]]:
     """(event, its ts read as a number) of the trace's complete events, in order, that start inside one of the
     windows of `spans` ((sorted starts, ends) pairs), the window found as `read_step_ops` finds it (searchsorted:
     the others are skipped by it, a column at a time: ~half a trace's events lie outside the chosen steps)."""
-    for b in trace_batches(path):
+    for b in trace_batches(path, typed=True):
         idx = list(compress(range(len(b)), b.phase("X")))
         if not idx:
             continue

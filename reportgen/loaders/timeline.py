@@ -135,15 +135,13 @@ def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
     truncated = False
     try:
-        for b in trace_batches(path, log):
+        for b in trace_batches(path, log, typed=True):
             lanes = door.events(b)
-            ph = b.col("ph")
-            if "M" in ph:
-                for i in compress(range(len(ph)), b.phase("M")):
-                    e = b.events[i]
-                    if lanes[i] is not None and e.get("name") == "process_name":
-                        args = e.get("args")
-                        proc[lanes[i][0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
+            for i in b.where("M"):  # (metadata: a few events)
+                e = b.events[i]
+                if lanes[i] is not None and e.get("name") == "process_name":
+                    args = e.get("args")
+                    proc[lanes[i][0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
             x = b.phase("X")
             if None in lanes:  # (skipped: duplicates, events without a phase)
                 x = list(map(and_, x, map(is_not, lanes, repeat(None))))

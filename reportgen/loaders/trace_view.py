@@ -1,7 +1,7 @@
 """The Chrome-trace step reader: `trace_view.json` (torch_npu / MindSpore 2.3+) summed per step.
 
 The "Overlap Analysis" lanes are summed per step the way torch_npu writes `step_trace_time.csv`, for ranks that
-have the trace but not the CSV (streamed with `traces.trace_events`). The step windows (`ProfilerStep#N` on the
+have the trace but not the CSV (read with `traces.trace_batches`). The step windows (`ProfilerStep#N` on the
 host, moved to the device through the host-to-device launch flows) are shared with the execution view's reader
 (`loaders/step_ops.py`). Everything leaves here in milliseconds.
 """
@@ -20,7 +20,7 @@ import pandas as pd
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.pools import gc_paused
-from reportgen.loaders.traces import note_unusable_events, trace_cut, TRACE_ERRORS, trace_events
+from reportgen.loaders.traces import note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.step_trace import complete_modern, modern_frame
 from reportgen.model import StepTrace
@@ -41,11 +41,14 @@ class FlowPairs:
         self.unusable = 0  # launch flow events whose ts is missing, text or negative: left out (`note`)
 
     def add(self, e: dict) -> None:
-        ph = e.get("ph")
-        if ph not in ("s", "f") or e.get("cat") not in FLOW_CATS:
+        self.add_fields(e.get("ph"), e.get("cat"), e.get("id"), e.get("ts"))
+
+    def add_fields(self, ph, cat, fid, ts) -> None:
+        """`add` of an event whose phase, category, id and ts are these (read from a batch's columns)."""
+        if ph not in ("s", "f") or cat not in FLOW_CATS:
             return
-        key = (e.get("cat"), e.get("id"))
-        ts = to_float(e.get("ts"))
+        key = (cat, fid)
+        ts = to_float(ts)
         if not ts >= 0:  # (NaN too) a launch at no time would move its step's device window: left out, named
             self.unusable += 1
             return
@@ -87,29 +90,29 @@ def load_trace_view_step_trace(path: Path, log: IssueLog) -> Optional[StepTrace]
     unusable = 0
     with gc_paused():  # (the events make no cycle)
         try:
-            for e in trace_events(path, log):
-                ph = e.get("ph")
-                name = e.get("name")
-                if ph == "X" and isinstance(name, str):
-                    lane = LANES.get(name)
-                    if lane is None and name.startswith("hcom_receive"):
-                        lane = "bubble"
-                    if lane is not None:
-                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                        if not (math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0):
-                            s_lane.append(lane_ix[lane])
-                            s_ts.append(ts)
-                            s_dur.append(dur)
-                        else:
-                            unusable += 1
-                        continue
-                    m = STEP_RE.match(name)
-                    if m:
-                        ts, dur = to_float(e.get("ts")), to_float(e.get("dur"))
-                        if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
-                            steps[to_int(m.group(1))] = (ts, ts + dur)
-                elif ph in ("s", "f"):
-                    flows.add(e)
+            for b in trace_batches(path, log, typed=True):  # (the fields as the batch's columns: no call an event)
+                for ph, name, tsv, durv, cat, fid in zip(b.col("ph"), b.col("name"), b.col("ts"), b.col("dur"),
+                                                         b.col("cat"), b.col("id")):
+                    if ph == "X" and isinstance(name, str):
+                        lane = LANES.get(name)
+                        if lane is None and name.startswith("hcom_receive"):
+                            lane = "bubble"
+                        if lane is not None:
+                            ts, dur = to_float(tsv), to_float(durv)
+                            if not (math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0):
+                                s_lane.append(lane_ix[lane])
+                                s_ts.append(ts)
+                                s_dur.append(dur)
+                            else:
+                                unusable += 1
+                            continue
+                        m = STEP_RE.match(name)
+                        if m:
+                            ts, dur = to_float(tsv), to_float(durv)
+                            if not (math.isnan(ts) or math.isnan(dur)) and to_int(m.group(1)) is not None:
+                                steps[to_int(m.group(1))] = (ts, ts + dur)
+                    elif ph in ("s", "f"):
+                        flows.add_fields(ph, cat, fid, tsv)
         except TRACE_ERRORS as e:
             trace_cut(log, path, e, "overlap computed from the part read")
     note_unusable_events(log, path, unusable)

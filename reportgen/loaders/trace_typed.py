@@ -1,0 +1,90 @@
+"""The typed fast path of a trace read whole (`traces.trace_batches(path, log, typed=True)`): the file's bytes decoded
+by msgspec into `TraceEvent`s (gc-free structs of the fields a trace event has) instead of orjson's dicts: ~3x
+faster, and the screening's type test is the decoder's.
+
+The path reads only what the existing one (orjson whole, else the ijson stream: `traces._whole`) reads to the same
+values: `typed_events` returns None -- and the file goes the existing way, so every data-quality entry, number and
+exception stays what it is -- unless msgspec decodes every byte of the document into the schema below. The schema
+is closed (`forbid_unknown_fields`: an event with a key outside `FIELDS` is refused), every value is a scalar (an
+object only as `args`, whose values are scalars or a list or an object of scalars), so the decoder skips nothing
+and nothing nests deeper than four levels: what the two parsers could read differently in a skipped or deep part
+does not arise. The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
+disagrees:
+
+* duplicate keys (in an event or in its args): the last wins in both (msgspec as orjson's dict);
+* an integer beyond int64 (2^63 or more in magnitude, -2^63 too: yajl refuses it, orjson reads it, msgspec reads
+  it as an int where orjson gives a float past 2^64): refused by the schema's bound (`I64`), so the existing path
+  (its digit-run scan, then the stream) decides;
+* NaN / Infinity, 1e400 (orjson refuses, msgspec refuses or calls it out of range): refused;
+* a lone surrogate escape ("\\ud800"), bytes that are not UTF-8 (msgspec checks every string it decodes, and it
+  decodes every string: nothing is skipped), control characters in a string, a cut-off file, trailing bytes:
+  refused;
+* nesting (orjson refuses past 1,024 levels, msgspec has no bound of its own in a skipped or an `Any` part): no
+  part is skipped and the schema holds four levels (list, event, args, a value's list or object): deeper nesting
+  is refused at the fifth;
+* an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts), a
+  ts or dur the screening leaves out (beyond +-2^62, `traces._usable`): refused (the existing path counts and
+  names them), so a typed batch needs no screening;
+* a BOM (skipped by both readers: the decoder is given the bytes after it), gzip (the bytes are those `_whole`
+  read), a document that is an object (`{"traceEvents": ...}`, where the stream picks the events by their path:
+  the existing path) or a scalar: not decoded here;
+* floats: both parsers round correctly (the tests compare hard cases); "-0" is the int 0, "-0.0" the float -0.0,
+  "1E5" a float, in both.
+
+A `TraceEvent` answers `get(key)` as the event's dict would (`dict.get`: None for an absent or a null field; the
+schema is closed, so a key outside it was absent), so readers that take events one at a time read either kind; a
+batch's columns (`traces.Events.col`) are read with `operator.attrgetter`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional, Union
+
+import msgspec
+
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
+
+I64 = Annotated[int, msgspec.Meta(ge=-(2 ** 63 - 1), le=2 ** 63 - 1)]  # what yajl reads (the stream's parser)
+Scalar = Union[str, I64, float, bool, None]
+# a ts / dur the screening keeps (`traces._usable`: text, null, a number within range; a bool or a number beyond
+# refuses the file, which the dict path then screens and names)
+Time = Union[str, Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT)],
+             Annotated[float, msgspec.Meta(ge=-MAX_ABS_NUMBER, le=MAX_ABS_NUMBER)], None]
+Arg = Union[str, I64, float, bool, None, list[Scalar], dict[str, Scalar]]  # (MindSpore: {"input_0": {"shape": ..}})
+
+
+class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """One Chrome-trace event with the keys torch_npu / MindSpore write (a key outside them refuses the file)."""
+
+    ph: Scalar = None
+    name: Scalar = None
+    pid: Scalar = None
+    tid: Scalar = None
+    ts: Time = None
+    dur: Time = None
+    cat: Scalar = None
+    id: Scalar = None
+    bp: Scalar = None
+    args: Optional[dict[str, Arg]] = None
+
+    def get(self, key: str):
+        """`dict.get(event, key)` of the event this struct was decoded from."""
+        return getattr(self, key) if key in FIELDS else None
+
+
+FIELDS = frozenset(TraceEvent.__struct_fields__)
+_DECODER = msgspec.json.Decoder(list[TraceEvent])
+_WS = b" \t\r\n"
+
+
+def typed_events(data: bytes, start: int) -> Optional[list]:
+    """The events of a trace that is a JSON list (from byte `start`: after a BOM) as `TraceEvent`s, or None when
+    msgspec does not read every byte of it into the schema (the caller then reads it the existing way)."""
+    view = memoryview(data)[start:] if start else data
+    first = bytes(view[:64]).lstrip(_WS)[:1]
+    if first != b"[":
+        return None
+    try:
+        return _DECODER.decode(view)
+    except Exception:  # noqa: BLE001 -- ValidationError, DecodeError, UnicodeDecodeError: the existing path decides
+        return None

@@ -1,0 +1,224 @@
+"""The typed fast path of the trace reading (loaders/trace_typed.py): where it reads a trace, the events, columns,
+exception and data-quality entries are those of the dict path (orjson whole, else the ijson stream); where msgspec
+and orjson / yajl could read the bytes differently, it steps aside. Each difference the module's docstring lists
+has a case here: `typed` says whether the fast path must take the file (so no case passes by never running it)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import sample
+from reportgen.loaders import trace_typed, traces
+from reportgen.loaders.issuelog import IssueLog
+
+EV = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+      {"ph": "X", "name": "MatMul", "pid": 1, "tid": 2, "ts": "1763717399999809.500", "dur": "12.25",
+       "args": {"connection_id": 5, "Input Dims": "1,2", "ok": True}},
+      {"ph": "X", "name": "Add", "pid": 1, "tid": 2, "ts": 1763717399999900.25, "dur": 3},
+      {"ph": "s", "bp": "e", "name": "flow", "id": 7, "pid": 1, "tid": 2, "ts": "1763717399999809.000",
+       "cat": "async_npu"},
+      {"ph": "X", "name": "Conv", "pid": 1, "tid": 3, "ts": 5, "dur": 1.5,
+       "args": {"input_0": {"shape": "[1, 2]"}, "dims": [1, 2.5, "x", None]}}]
+HEALTHY = json.dumps(EV).encode()
+DEEP = b"[" * 1500 + b"]" * 1500
+
+CASES = {  # name: (bytes, the typed path takes the file)
+    "healthy": (HEALTHY, True),
+    "BOM and whitespace": (b"\xef\xbb\xbf \n\t" + HEALTHY + b"\n ", True),
+    "empty list": (b"[]", True),
+    "duplicate key in an event (the last wins)": (HEALTHY.replace(b'"name": "Add"', b'"name": "Sub", "name": "Add"'),
+                                                  True),
+    "duplicate key in args": (HEALTHY.replace(b'"connection_id": 5', b'"connection_id": 4, "connection_id": 5'), True),
+    "duplicate key of another type": (HEALTHY.replace(b'"name": "Add"', b'"name": "Add", "name": [1]'), False),
+    "int64's maximum": (HEALTHY.replace(b'"id": 7', b'"id": 9223372036854775807'), True),
+    "an integer beyond int64": (HEALTHY.replace(b'"id": 7', b'"id": 9223372036854775808'), False),
+    "int64's minimum (yajl refuses it)": (HEALTHY.replace(b'"id": 7', b'"id": -9223372036854775808'), False),
+    "an integer beyond uint64 in args": (HEALTHY.replace(b'"connection_id": 5',
+                                                         b'"connection_id": 123456789012345678901234567890'), False),
+    "long digits in text": (HEALTHY.replace(b'"name": "flow"', b'"name": "HostToDevice40004068119343529983"'), True),
+    "NaN literal": (HEALTHY.replace(b'"dur": 3', b'"dur": NaN'), False),
+    "Infinity literal": (HEALTHY.replace(b'"dur": 3', b'"dur": Infinity'), False),
+    "a number past a double": (HEALTHY.replace(b'"dur": 3', b'"dur": 1e400'), False),
+    "out-of-range ts (the screening drops it)": (HEALTHY.replace(b'"dur": 3', b'"dur": 1e300'), False),
+    "ts at the screening's bounds": (HEALTHY.replace(b'"dur": 3', b'"dur": 4611686018427387904').replace(
+        b'"ts": 5', b'"ts": -4611686018427387904').replace(b'"dur": 1.5', b'"dur": -4.611686018427388e18'), True),
+    "an int ts past the screening's bound": (HEALTHY.replace(b'"dur": 3', b'"dur": 4611686018427387905'), False),
+    "a float dur past the screening's bound": (HEALTHY.replace(b'"dur": 1.5', b'"dur": 4.611686018427389e18'), False),
+    "hard floats": (HEALTHY.replace(b'"dur": 3', b'"dur": 2.2250738585072011e-308').replace(
+        b'"dur": 1.5', b'"dur": 1.0000000000000002220446049250313080847263336181640625'), True),
+    "-0, -0.0, 1E5, 0.1e-999": (HEALTHY.replace(b'"dur": 3', b'"dur": -0').replace(b'"ts": 5', b'"ts": -0.0')
+                                .replace(b'"id": 7', b'"id": 1E5').replace(b'"dur": 1.5', b'"dur": 0.1e-999'), True),
+    "true as a ts": (HEALTHY.replace(b'"dur": 3', b'"dur": true'), False),
+    "a list as a name": (HEALTHY.replace(b'"name": "Add"', b'"name": ["Add"]'), False),
+    "args not an object": (HEALTHY.replace(b'"args": {"name": "Ascend Hardware"}', b'"args": ["x"]'), False),
+    "a key outside the schema": (HEALTHY.replace(b'"bp": "e"', b'"bp": "e", "tts": 3'), False),
+    "escapes and text beyond ASCII": (HEALTHY.replace(b"MatMul", b"Mat\\u0041\\n\\ud83d\\ude00\\\"Mul \xe4\xb8\xad"),
+                                      True),
+    "a lone surrogate": (HEALTHY.replace(b"MatMul", b"Mat\\ud800Mul"), False),
+    "a lone surrogate in an args key": (HEALTHY.replace(b'"Input Dims"', b'"Input\\udc00Dims"'), False),
+    "bytes that are not UTF-8": (HEALTHY.replace(b"MatMul", b"Mat\xffMul"), False),
+    "a surrogate written in UTF-8": (HEALTHY.replace(b"MatMul", b"Mat\xed\xa0\x80Mul"), False),
+    "not UTF-8 in an args value": (HEALTHY.replace(b'"1,2"', b'"1,\xc0\xaf2"'), False),
+    "a control character in a string": (HEALTHY.replace(b"MatMul", b"Mat\x01Mul"), False),
+    "cut off": (HEALTHY[:-40], False),
+    "trailing garbage": (HEALTHY + b" x", False),
+    "nested in args past orjson's bound": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"d": ' + DEEP), False),
+    "nested in args, three levels": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"d": [[1]]'), False),
+    "an entry that is not an object": (HEALTHY.replace(b"[{", b'[null, "x", {', 1), False),
+    "the object form": (json.dumps({"traceEvents": EV}).encode(), False),
+    "a number alone": (b"3", False),
+    "empty": (b"", False),
+}
+
+
+def _as_dict(e) -> dict:
+    """An event as the fields readers can ask for, with the values' types (a TraceEvent or a dict alike)."""
+    keys = trace_typed.FIELDS | (set(e) if isinstance(e, dict) else set())
+    return {k: repr(e.get(k)) for k in keys}
+
+
+def _read(path: Path, typed: bool) -> tuple:
+    """(the events, the batches' columns, the exception, the data-quality entries, whether a batch was typed)."""
+    log = IssueLog(path.parent)
+    events, cols, err, took = [], [], None, False
+    try:
+        for b in traces.trace_batches(path, log, typed):
+            took |= b.typed
+            events += [_as_dict(e) for e in b.events]
+            cols.append({k: [repr(v) for v in b.col(k)] for k in ("ph", "name", "pid", "ts", "dur", "args", "x")})
+    except Exception as x:  # noqa: BLE001 - compared between the paths
+        err = (type(x).__name__, str(x))
+    return events, cols, err, [(i.problem, i.severity, i.kind) for i in log.issues], took
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_typed_path_reads_what_the_dict_path_reads_or_steps_aside(tmp_path, case, gz):
+    data, typed = CASES[case]
+    p = tmp_path / ("trace_view.json" + (".gz" if gz else ""))
+    p.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+    fast, plain = _read(p, True), _read(p, False)
+    assert fast[4] == typed, "the typed path took the file" if fast[4] else "the typed path stepped aside"
+    assert not plain[4]
+    assert fast[:4] == plain[:4]
+    if case == "healthy":
+        assert len(fast[0]) == len(EV) and fast[2] is None and not fast[3]
+    if case.startswith("duplicate key in"):
+        assert "'Add'" in str(fast[0]) and "'connection_id': 5" in str(fast[0])
+
+
+def test_a_typed_event_answers_get_as_its_dict():
+    (e,) = trace_typed.typed_events(b'[{"ph": "X", "ts": null, "args": {"a": null}}]', 0)
+    assert (e.get("ph"), e.get("ts"), e.get("dur"), e.get("args")) == ("X", None, None, {"a": None})
+    assert e.get("tts") is None and e.get("get") is None  # (a key outside the schema: absent from the event)
+
+
+def _summaries(path: Path, monkeypatch) -> tuple:
+    """summarize_trace of `path` over the typed events and over orjson's dicts (the typed path refused)."""
+    from reportgen.loaders.timeline import summarize_trace
+
+    def read():
+        log = IssueLog(path.parent, 0)
+        return repr(summarize_trace(path, log)), [(i.code, i.params) for i in log.issues]
+
+    took = []
+    with monkeypatch.context() as m:
+        m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
+        typed = read()
+    assert took and took[0] is not None  # (the typed path read it)
+    with monkeypatch.context() as m:
+        m.setattr(traces, "typed_events", lambda *a: None)
+        return typed, read()
+
+
+def test_the_timeline_summary_is_the_same_typed_and_as_dicts(tmp_path, monkeypatch):
+    """summarize_trace (the load's reader of every rank's trace) over the typed events and over orjson's dicts: the
+    same summary and entries on a trace with duplicates, a malformed event, text lane ids, an unusable duration."""
+    ev = EV + [dict(EV[1]), dict(EV[2], name=7), dict(EV[2], ts="9e9", pid="1"), dict(EV[2], dur=-1.0),
+               {"ph": "X", "name": "AllReduce", "pid": 1, "tid": 3, "ts": "1763717399999950", "dur": 4.5}]
+    p = tmp_path / "trace_view.json"
+    p.write_text(json.dumps(ev))
+    typed, plain = _summaries(p, monkeypatch)
+    assert typed == plain
+    codes = dict(typed[1])
+    assert codes["trace.duplicated-events"] == {"dups": 1} and codes["trace.complete-event-without-usable"] == {"n": 1}
+    assert "trace.events-without-phase-or-name" in codes
+
+
+@pytest.mark.parametrize("rel", ["ascend/msinsight_pytorch_2rank_level1_text/rank0_ascend_pt",
+                                 "mindinsight/single_device_run2_rank1_full/profiler"])
+def test_the_timeline_summary_of_a_real_trace_is_the_same_typed_and_as_dicts(monkeypatch, rel):
+    folder = sample(rel)
+    path = next(p for p in sorted(folder.rglob("*.json")) if p.name == "trace_view.json" or "timeline_display" in p.name)
+    typed, plain = _summaries(path, monkeypatch)
+    assert typed == plain and "n_ops=0" not in typed[0]
+
+
+def _plain(x):
+    """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields)."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(x, np.ndarray):
+        return str(x.dtype), repr(x.tolist())
+    if isinstance(x, pd.DataFrame):
+        return x.to_json(double_precision=15), repr(x.dtypes.tolist())
+    if dataclasses.is_dataclass(x):
+        return type(x).__name__, _plain(vars(x))
+    if isinstance(x, dict):
+        return [(repr(k), _plain(v)) for k, v in x.items()]
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return repr(x)
+
+
+def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dicts(tmp_path, monkeypatch):
+    """The execution view's two passes (`step_ops.trace_layout`, `read_step_ops`: columns and `get` of typed events)
+    and the trace_view step reader give the same layout, operators, steps and entries over the typed events as
+    over orjson's dicts, on synthetic torch_npu traces (host steps, launch flows, one cut off) and a real one."""
+    from reportgen.loaders import step_ops
+    from reportgen.loaders.trace_view import load_trace_view_step_trace
+    from reportgen.synth import generate_run
+
+    root = generate_run(tmp_path / "run", layout="ascend", ranks=2, steps=3, seed=4, trace_view=True)
+    paths = sorted(root.rglob("trace_view.json"))
+    paths[1].write_bytes(paths[1].read_bytes()[: paths[1].stat().st_size * 4 // 5])  # cut off: streamed
+    from conftest import SAMPLES
+
+    real = SAMPLES / "ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text"
+    paths += sorted(real.rglob("trace_view.json"))[:1]  # (absent samples: the synthetic traces only)
+
+    def read(path: Path):
+        log = IssueLog(path.parent, 0)
+        with traces.shared_reads():
+            lay = step_ops.trace_layout(path, log)
+            ops = step_ops.read_step_ops(path, 0, lay, sorted(lay.windows)[:2], log)
+        st = load_trace_view_step_trace(path, log)
+        n = (len(lay.windows), sum(len(o.names) for o in ops.values()), lay.processes, lay.threads, lay.host_windows)
+        return _plain((lay, ops, st)), [(i.code, i.params) for i in log.issues], n
+
+    for path in paths:
+        took = []
+        with monkeypatch.context() as m:
+            m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
+            typed = read(path)
+        with monkeypatch.context() as m:
+            m.setattr(traces, "typed_events", lambda *a: None)
+            plain = read(path)
+        assert typed == plain
+        assert any(r is not None for r in took) == (path != paths[1])  # (the cut-off trace: neither path reads it)
+        if path == paths[0]:  # the layout against the events read independently (orjson, event by event)
+            windows, n_ops, procs, threads, host = typed[2]
+            ev = json.loads(path.read_bytes())
+            meta = {(e["name"], e["pid"], e.get("tid")): e["args"].get("name") for e in ev if e["ph"] == "M"}
+            assert procs == {p: v for (k, p, _), v in meta.items() if k == "process_name"}
+            assert threads == {(p, t): v for (k, p, t), v in meta.items() if k == "thread_name"} != {}
+            assert host == {int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+                            for e in ev if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")}
+            assert windows == len(host) == 3 and n_ops > 0
