@@ -27,7 +27,7 @@ from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
-from reportgen.site.render import csv_store
+from reportgen.site.render import csv_store, trace_copies
 from reportgen.site.render.csv_store import CsvStore
 from reportgen.site.render.csv_text import csv_text
 from reportgen.site.render.findings_md import findings_markdown
@@ -306,7 +306,8 @@ def _write_kinds(kinds: tuple) -> tuple[int, tuple[dict, Optional[tuple]]]:
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run; the
     open is held to the run folder (`root=`: a symbolic link out of it is refused, an empty trace written).
-    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build."""
+    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build,
+    kept in the build's cache folder (`trace_copies`): a rebuild writes them again without reading the trace."""
     src = Path(os.path.abspath(run_root / ex.source))
     if not src.is_relative_to(os.path.abspath(run_root)):
         return  # never read outside the run folder ("..")
@@ -314,9 +315,15 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
+        kept = trace_copies.Kept(run_root, src, ex, TRACE_GZIP_LEVEL)  # (the source's state before it is read)
+        data = kept.get()
+        if data is not None:
+            target.write_bytes(data)
+            return
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
                                                      compresslevel=TRACE_GZIP_LEVEL, mtime=0) as gz:
             timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
+        kept.put(target)
     else:
         with open(target, "wb") as f:
             timeline.export_trace(src, f, ex.convert, root=run_root)
