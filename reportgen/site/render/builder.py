@@ -27,7 +27,7 @@ from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
-from reportgen.site.render import csv_store, trace_copies
+from reportgen.site.render import csv_store, reuse, trace_copies
 from reportgen.site.render.csv_store import CsvStore
 from reportgen.site.render.csv_text import csv_text
 from reportgen.site.render.findings_md import findings_markdown
@@ -83,7 +83,8 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     trees = language_trees(plan, translations)
     folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
     store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None else None  # (active: None for a planted link)
-    with staged_folder(out) as tmp, csv_store.use(store):
+    _MADE.clear()
+    with staged_folder(out) as tmp, csv_store.use(store), reuse.use(reuse.Previous(out, tmp)):
         assets = PageAssets.write(tmp)
         done, made = 0, {}
 
@@ -212,16 +213,29 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
                    **assets.template_vars(url), asset_specs=url(tree.specs) if per_rank else "",
                    share_spec=shared.share if per_rank else _no_sharing,
                    lang_links=tree.lang_links(page.path))
-    target = tmp / in_tree(tree.root, page.path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html, encoding="utf-8")
+    rel = in_tree(tree.root, page.path)
+    target = tmp / rel
+    _folder(target.parent)
+    reuse.put_text(target, rel, html)  # (a link to the replaced report's file when it holds the same bytes)
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
-        dest = tmp / in_tree(tree.root, path)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        rel = in_tree(tree.root, path)
+        dest = tmp / rel
+        _folder(dest.parent)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            dest.write_bytes(csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build: the same)
+            reuse.put(dest, rel, csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build)
         else:
-            dest.write_text(csv_text(columns, rows), encoding="utf-8")
+            reuse.put_text(dest, rel, csv_text(columns, rows))
+
+
+_MADE: set = set()  # folders known to exist (a rank page's folder is asked for three times a page)
+
+
+def _folder(p: Path) -> None:
+    if p not in _MADE:
+        p.mkdir(parents=True, exist_ok=True)
+        if len(_MADE) > 10_000:
+            _MADE.clear()
+        _MADE.add(p)
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
@@ -318,7 +332,7 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
         kept = trace_copies.Kept(run_root, src, ex, TRACE_GZIP_LEVEL)  # (the source's state before it is read)
         data = kept.get()
         if data is not None:
-            target.write_bytes(data)
+            reuse.put(target, ex.dest, data)
             return
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
                                                      compresslevel=TRACE_GZIP_LEVEL, mtime=0) as gz:
