@@ -51,7 +51,8 @@ def test_a_file_is_linked_only_when_the_replaced_report_holds_the_same_bytes(tmp
     prev = reuse.Previous(out, tmp)
 
     def put(rel: str, data: bytes) -> os.stat_result:
-        prev.write(tmp / rel, rel, data)
+        with reuse.use(prev):
+            reuse.put(tmp / rel, rel, data)
         assert (tmp / rel).read_bytes() == data
         return (tmp / rel).stat()
 
@@ -62,7 +63,10 @@ def test_a_file_is_linked_only_when_the_replaced_report_holds_the_same_bytes(tmp
     assert put("ranks/link.html", b"<p>x</p>").st_nlink == 1
     assert put("ranks/new.html", b"new").st_nlink == 1  # nothing there before
     # a staged path written again is replaced, never written into: the old report's file stays as it was
-    prev.write(tmp / "ranks" / "same.csv.gz", "ranks/same.csv.gz", b"changed")
+    put("ranks/same.csv.gz", b"changed")
+    with reuse.use(prev):
+        reuse.put_text(tmp / "ranks" / "other.html", "ranks/other.html", "<p>old</p>")  # a text: its UTF-8 bytes
+    assert (tmp / "ranks" / "other.html").stat().st_ino == (out / "ranks" / "other.html").stat().st_ino
     assert (out / "ranks" / "same.csv.gz").read_bytes() == b"\x1f\x8bsame"
     assert (tmp / "ranks" / "same.csv.gz").read_bytes() == b"changed"
     assert (out / "ranks" / "other.html").read_bytes() == b"<p>old</p>"

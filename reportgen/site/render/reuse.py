@@ -39,12 +39,10 @@ class Previous:
             ok = self._dirs[rel_dir] = os.path.realpath(want) == os.path.normpath(want)
         return ok
 
-    def write(self, target: Path, rel: str, data: bytes) -> None:
-        """Put `data` at `target` (the staged file of report path `rel`): a link to the earlier report's file when
-        it holds the same bytes, else written."""
-        if self.root is not None and not rel.startswith(("/", "..")) and self._link(target, rel, data):
-            return
-        write_new(target, data)
+    def write(self, target: Path, rel: str, data: bytes) -> bool:
+        """A link at `target` (the staged file of report path `rel`) to the earlier report's file when it holds
+        the bytes `data`; False: nothing done."""
+        return self.root is not None and not rel.startswith(("/", "..")) and self._link(target, rel, data)
 
     def _link(self, target: Path, rel: str, data: bytes) -> bool:
         if not self._folder_ok(os.path.dirname(rel)):
@@ -75,16 +73,12 @@ class Previous:
             os.close(fd)
 
 
-def write_new(target: Path, data: bytes) -> None:
-    """Write `data` into a new file at `target` (one already there is unlinked first, never written into: it may
-    be a link to the earlier report's file)."""
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except FileExistsError:
+def _fresh(target: Path) -> Path:
+    """`target`, a file already there unlinked first (never written into: it may be a link to the earlier report's
+    file)."""
+    if os.path.lexists(target):
         os.unlink(target)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    return target
 
 
 _active: Optional[Previous] = None
@@ -104,15 +98,14 @@ def use(previous: Optional[Previous]):
 def put(target: Path, rel: str, data: bytes) -> None:
     """`data` at the staged file `target` (report path `rel`): linked from the active earlier report when it holds
     the same bytes, else written."""
-    if _active is not None:
-        _active.write(target, rel, data)
-    else:
-        write_new(target, data)
+    _fresh(target)
+    if _active is None or not _active.write(target, rel, data):
+        target.write_bytes(data)
 
 
 def put_text(target: Path, rel: str, text: str) -> None:
-    """`put` of a text in UTF-8 (as `Path.write_text(text, encoding="utf-8")` writes it where lines end in "\\n")."""
-    if os.linesep != "\n":
+    """`put` of a text, written as `Path.write_text(text, encoding="utf-8")` writes it (compared as its UTF-8
+    bytes where lines end in "\\n": elsewhere never linked)."""
+    _fresh(target)
+    if _active is None or os.linesep != "\n" or not _active.write(target, rel, text.encode("utf-8")):
         target.write_text(text, encoding="utf-8")
-        return
-    put(target, rel, text.encode("utf-8"))
