@@ -111,7 +111,15 @@ def test_a_trace_copy_is_kept_for_the_next_build_and_made_again_when_the_trace_c
         raw = entry.read_bytes()
         entry.write_bytes(raw[:-8] + bytes(b ^ 0xFF for b in raw[-8:]))  # damaged: a miss, made again
         assert copy("f") == changed and len(reads) == 4
-    assert copy("g") == changed and len(reads) == 5  # no cache folder: copied as always
+        other_rank = TraceExport("traces/rank-1.trace.json.gz", ex.source, True)
+        builder._export_trace(run, other_rank, tmp_path / "h")
+        assert len(list((tmp_path / "cache").glob("trace-*.pkl"))) == 2
+        trace_copies.prune(tmp_path / "another-run", [])  # another run's build: this run's copies stay
+        assert len(list((tmp_path / "cache").glob("trace-*.pkl"))) == 2
+        trace_copies.prune(run, [other_rank.dest])  # a build that copies rank 1's trace only: rank 0's copy goes
+        assert [p.name for p in (tmp_path / "cache").glob("trace-*.pkl")] == [trace_copies.entry_name(run, other_rank.dest)]
+        reads.clear()
+    assert copy("g") == changed and len(reads) == 1  # no cache folder: copied as always
     assert trace_copies.Kept(run, trace, ex, 9).get() is None
 
 

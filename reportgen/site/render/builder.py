@@ -92,6 +92,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
             if "summary" not in made:
                 made["summary"] = summary() if callable(summary) else summary
         exports = list(plan.exports)  # the trace copies: the first tree's page writers take them when forked
+        trace_copies.prune(run_root, [ex.dest for ex in exports if ex.dest.endswith(".gz")])  # (others' kept copies)
         for tree in trees:
             with i18n.use(tree.lang):
                 # the total grows as each tree's cluster pages are planned (the progress counter shows it)

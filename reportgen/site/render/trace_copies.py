@@ -12,6 +12,7 @@ entry, the trace copied as always. A damaged entry is a miss."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import zlib
@@ -19,6 +20,32 @@ from pathlib import Path
 from typing import Optional
 
 from reportgen import rankcache
+
+
+def _run_tag(run_root: Path) -> str:
+    return hashlib.sha256(os.path.abspath(run_root).encode()).hexdigest()[:8]
+
+
+def entry_name(run_root: Path, dest: str) -> str:
+    """The cache entry of the copy written at `dest` from the run at `run_root` (one per destination: a rank's
+    copy replaces its old one; the runs of a folder of several runs share the cache folder)."""
+    return f"trace-{_run_tag(run_root)}-{hashlib.sha256(dest.encode()).hexdigest()[:16]}.pkl"
+
+
+def prune(run_root: Path, dests: list[str]) -> None:
+    """Remove the kept copies of the run at `run_root` this build does not make (the ranks the findings name
+    change): the folder keeps one build's copies of each run."""
+    folder = rankcache.active()
+    if folder is None:
+        return
+    keep = {entry_name(run_root, d) for d in dests}
+    try:
+        stale = [p for p in folder.glob(f"trace-{_run_tag(run_root)}-*.pkl") if p.name not in keep]
+    except OSError:
+        return
+    for p in stale:
+        with contextlib.suppress(OSError):
+            p.unlink()
 
 
 class Kept:
@@ -32,7 +59,7 @@ class Kept:
         self.key = ("trace copy", rankcache.environment_key(), zlib.ZLIB_RUNTIME_VERSION, level, bool(ex.convert),
                     os.path.abspath(run_root), os.path.realpath(run_root), str(src), os.path.realpath(src),
                     rankcache._stat_key(src), ex.dest)
-        self.path = folder / f"trace-{hashlib.sha256(ex.dest.encode()).hexdigest()[:16]}.pkl"
+        self.path = folder / entry_name(run_root, ex.dest)
 
     def get(self) -> Optional[bytes]:
         """The bytes the last build wrote for this copy (None: not kept, or kept for another key)."""
