@@ -246,7 +246,9 @@ _FORKED: dict = {}
 # cluster pages planned and written by a forked writer, beside the rank pages, instead of this process (the main
 # process's cluster pages were the write stage's critical path once the rank pages cost less: the communication
 # page's planning and rendering are ~40 % of the cluster pages' at 512 ranks)
-ELSEWHERE = ("communication",)
+# the execution page's planning (its Marey layouts and charts: ~1 s of CPU at 128 trace ranks) too: each kind is a
+# task of its own, so two writers take them side by side
+ELSEWHERE = ("communication", "execution")
 
 
 class _RankWriters:
@@ -267,7 +269,7 @@ class _RankWriters:
             with deferred_sigint():  # the workers are forked at the first submit
                 # the trace copies first (the longest tasks), then the rank pages
                 self.copies = [self.ex.submit(_export_trace, root, ex, tmp) for root, ex in copies]
-                self.kinds = [self.ex.submit(_write_kinds, tuple(kinds))] if kinds else []
+                self.kinds = [self.ex.submit(_write_kinds, (k,)) for k in kinds]
                 self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         except BaseException:
             self.close()
