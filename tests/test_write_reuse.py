@@ -145,3 +145,21 @@ def test_the_communication_labels_coded_from_a_categorical_are_the_cells_it_hold
     empty = pd.Series(pd.Categorical([]))
     codes, distinct = _coded_column(empty, np.array([], dtype=np.intp))
     assert len(codes) == 0
+
+
+def test_the_rank_pages_operator_order_is_the_lexsort_of_rank_then_longest_first():
+    """`by_rank_longest_first` gives `np.lexsort((-comm, rank))`'s order: ties (and NaN, last) in the rows' order,
+    ranks' blocks in any order, a rank whose rows are apart."""
+    import numpy as np
+
+    from reportgen.site.pages.rank.communication import by_rank_longest_first
+
+    rng = np.random.default_rng(3)
+    cases = []
+    for blocks in ([3, 1, 2, 0], [0, 1, 2], [2, 0, 2], [5]):
+        rank = np.concatenate([np.full(int(rng.integers(1, 9)), r, dtype=np.int64) for r in blocks])
+        comm = rng.choice([0.5, 1.5, 2.0, np.nan, -0.0, 0.0], size=len(rank))
+        cases.append((rank, comm))
+    cases += [(np.zeros(0, dtype=np.int64), np.zeros(0)), (np.array([4]), np.array([1.0]))]
+    for rank, comm in cases:
+        assert by_rank_longest_first(rank, comm).tolist() == np.lexsort((-comm, rank)).tolist()
