@@ -124,7 +124,11 @@ def test_disk_full_while_writing_keeps_the_previous_report(tmp_path, run4, repor
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(self, *a, **k)
 
+    def no_link(*a, **k):  # (a page the earlier report holds as it is would be linked, not written: full too)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
     monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(os, "link", no_link)
     assert main([str(run4), "-o", str(out), "-q"]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert (out / "summary.json").read_text() == before

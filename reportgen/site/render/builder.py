@@ -27,7 +27,7 @@ from reportgen.loaders import timeline
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
-from reportgen.site.render import csv_store
+from reportgen.site.render import csv_store, reuse, trace_copies
 from reportgen.site.render.csv_store import CsvStore
 from reportgen.site.render.csv_text import csv_text
 from reportgen.site.render.findings_md import findings_markdown
@@ -83,7 +83,8 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     trees = language_trees(plan, translations)
     folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
     store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None else None  # (active: None for a planted link)
-    with staged_folder(out) as tmp, csv_store.use(store):
+    _MADE.clear()
+    with staged_folder(out) as tmp, csv_store.use(store), reuse.use(reuse.Previous(out, tmp)):
         assets = PageAssets.write(tmp)
         done, made = 0, {}
 
@@ -91,6 +92,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
             if "summary" not in made:
                 made["summary"] = summary() if callable(summary) else summary
         exports = list(plan.exports)  # the trace copies: the first tree's page writers take them when forked
+        trace_copies.prune(run_root, [ex.dest for ex in exports if ex.dest.endswith(".gz")])  # (others' kept copies)
         for tree in trees:
             with i18n.use(tree.lang):
                 # the total grows as each tree's cluster pages are planned (the progress counter shows it)
@@ -212,16 +214,29 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
                    **assets.template_vars(url), asset_specs=url(tree.specs) if per_rank else "",
                    share_spec=shared.share if per_rank else _no_sharing,
                    lang_links=tree.lang_links(page.path))
-    target = tmp / in_tree(tree.root, page.path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html, encoding="utf-8")
+    rel = in_tree(tree.root, page.path)
+    target = tmp / rel
+    _folder(target.parent)
+    reuse.put_text(target, rel, html)  # (a link to the replaced report's file when it holds the same bytes)
     for path, columns, rows in page.downloads:  # the page's CSVs (a rank page's: written by the same worker)
-        dest = tmp / in_tree(tree.root, path)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        rel = in_tree(tree.root, path)
+        dest = tmp / rel
+        _folder(dest.parent)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            dest.write_bytes(csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build: the same)
+            reuse.put(dest, rel, csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build)
         else:
-            dest.write_text(csv_text(columns, rows), encoding="utf-8")
+            reuse.put_text(dest, rel, csv_text(columns, rows))
+
+
+_MADE: set = set()  # folders known to exist (a rank page's folder is asked for three times a page)
+
+
+def _folder(p: Path) -> None:
+    if p not in _MADE:
+        p.mkdir(parents=True, exist_ok=True)
+        if len(_MADE) > 10_000:
+            _MADE.clear()
+        _MADE.add(p)
 
 
 # What the forked page writers read: set just before the pool starts, inherited by the children (never pickled).
@@ -231,7 +246,9 @@ _FORKED: dict = {}
 # cluster pages planned and written by a forked writer, beside the rank pages, instead of this process (the main
 # process's cluster pages were the write stage's critical path once the rank pages cost less: the communication
 # page's planning and rendering are ~40 % of the cluster pages' at 512 ranks)
-ELSEWHERE = ("communication",)
+# the execution page's planning (its Marey layouts and charts: ~1 s of CPU at 128 trace ranks) too: each kind is a
+# task of its own, so two writers take them side by side
+ELSEWHERE = ("communication", "execution")
 
 
 class _RankWriters:
@@ -252,7 +269,7 @@ class _RankWriters:
             with deferred_sigint():  # the workers are forked at the first submit
                 # the trace copies first (the longest tasks), then the rank pages
                 self.copies = [self.ex.submit(_export_trace, root, ex, tmp) for root, ex in copies]
-                self.kinds = [self.ex.submit(_write_kinds, tuple(kinds))] if kinds else []
+                self.kinds = [self.ex.submit(_write_kinds, (k,)) for k in kinds]
                 self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         except BaseException:
             self.close()
@@ -306,7 +323,8 @@ def _write_kinds(kinds: tuple) -> tuple[int, tuple[dict, Optional[tuple]]]:
 def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run; the
     open is held to the run folder (`root=`: a symbolic link out of it is refused, an empty trace written).
-    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build."""
+    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build,
+    kept in the build's cache folder (`trace_copies`): a rebuild writes them again without reading the trace."""
     src = Path(os.path.abspath(run_root / ex.source))
     if not src.is_relative_to(os.path.abspath(run_root)):
         return  # never read outside the run folder ("..")
@@ -314,9 +332,15 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
+        kept = trace_copies.Kept(run_root, src, ex, TRACE_GZIP_LEVEL)  # (the source's state before it is read)
+        data = kept.get()
+        if data is not None:
+            reuse.put(target, ex.dest, data)
+            return
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
                                                      compresslevel=TRACE_GZIP_LEVEL, mtime=0) as gz:
             timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
+        kept.put(target)
     else:
         with open(target, "wb") as f:
             timeline.export_trace(src, f, ex.convert, root=run_root)

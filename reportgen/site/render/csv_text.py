@@ -79,13 +79,20 @@ def table_csv(columns: list[dict], table: dict, n: int) -> str:
     cols = [_cells(table.get(k), n) for k in keys]
     fmts, args = [], []
     for col in cols:
-        if n and (type(col) is _PlainFloats or _plain_floats(col)):  # the commonest column: every cell "%.9g"
-            fmts.append("%.9g")  # (formatted in C, below)
+        if type(col) is _PlainFloats:
+            kinds = {float}
+        else:
+            kinds = set(map(type, col))
+        if n and kinds == {float} and (type(col) is _PlainFloats or _plain_floats(col)):
+            fmts.append("%.9g")  # the commonest column: every cell "%.9g" (formatted in C, below)
             args.append(col)
             continue
-        cells = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
-                 ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
-                  _csv_field(v)) for v in col]
+        if kinds == {str}:  # a column of texts (names, labels): the cells as they are
+            cells = col if type(col) is list else list(col)
+        else:
+            cells = ["" if v is None else v if (t := type(v)) is str else str(v) if t is int else
+                     ((str(int(v)) if v.is_integer() else f"{v:.9g}") if t is float and -1000.0 < v < 1000.0 else
+                      _csv_field(v)) for v in col]
         if _CSV_SPECIAL("\x00".join(cells)):
             quoted = {f: _csv_quoted(f) for f in set(cells)}  # (a label column repeats a few values)
             cells = [quoted[f] for f in cells]
@@ -119,9 +126,8 @@ def _cells(col, n: int) -> list:
 
 
 def _plain_floats(col: list) -> bool:
-    """Every cell a float (not a subclass) with |v| < 1000 and not -0.0: then `csv_value`'s cell is "%.9g" of it
-    (a whole float's "%.9g" is its integer; a NaN fails the comparison, -0.0 would be written "-0")."""
-    if set(map(type, col)) != {float}:
-        return False
+    """A column of floats (none a subclass: the caller checks): every cell with |v| < 1000 and not -0.0: then
+    `csv_value`'s cell is "%.9g" of it (a whole float's "%.9g" is its integer; a NaN fails the comparison, -0.0
+    would be written "-0")."""
     a = np.asarray(col, dtype=np.float64)
     return bool(np.all(np.abs(a) < 1000.0)) and not bool(np.any(np.signbit(a) & (a == 0.0)))

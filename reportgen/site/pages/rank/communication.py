@@ -85,6 +85,37 @@ def _coded(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, out
 
 
+def by_rank_longest_first(rank: np.ndarray, comm: np.ndarray) -> np.ndarray:
+    """`np.lexsort((-comm, rank))`: the rows by rank, then longest first (stable: ties keep their order). rank_ops
+    holds each rank's rows together (it is built rank by rank): then each rank's rows are sorted alone and the
+    blocks put in rank order (1.6 million rows at 1,024 ranks: ~0.1 s instead of ~0.4 s, before the writers
+    start); a rank whose rows are apart takes the lexsort."""
+    if len(rank) < 2:
+        return np.lexsort((-comm, rank))
+    starts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+    heads = rank[starts]
+    if len(np.unique(heads)) != len(heads):
+        return np.lexsort((-comm, rank))
+    ends = np.r_[starts[1:], len(rank)]
+    neg = -comm
+    parts = [b + np.argsort(neg[b:e], kind="stable") for b, e in zip(starts.tolist(), ends.tolist())]
+    return np.concatenate([parts[i] for i in np.argsort(heads, kind="stable").tolist()])
+
+
+def _coded_column(col: pd.Series, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_coded` of the column's values in `order`. A categorical without missing values (`rank_ops`' labels) gives
+    its codes and categories as they are: its cells are its categories, so no text is hashed again (1.6 million
+    rows at 1,024 ranks: ~0.3 s of the planning before the rank pages' writers start)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        if not len(codes) or int(codes.min()) >= 0:
+            cats = col.cat.categories.to_numpy(dtype=object)
+            out = np.empty(len(cats), dtype=object)
+            out[:] = cats.tolist()
+            return codes[order].astype(np.intp, copy=False), out
+    return _coded(col.to_numpy(dtype=object)[order])
+
+
 class RankComm:
     """Builds the communication section of every rank page; the marked link table, the per-rank step and operator
     frames and the cluster median are prepared once (a run has thousands of rank pages)."""
@@ -112,7 +143,7 @@ class RankComm:
         if len(ro):
             comm = ro["communication_ms"].to_numpy(dtype="float64")
             rank = ro["rank"].to_numpy(dtype="int64")
-            order = np.lexsort((-comm, rank))  # by rank, then longest first (stable: ties keep their order)
+            order = by_rank_longest_first(rank, comm)
             for name in ("op", "group", "kind", *_OP_NUMS):
                 if name not in ro.columns:
                     continue
@@ -120,7 +151,7 @@ class RankComm:
                     self._op_data[name] = pd.to_numeric(ro[name], errors="coerce").to_numpy(
                         dtype="float64", na_value=np.nan)[order]
                 else:
-                    self._op_data[name] = _coded(ro[name].to_numpy(dtype=object)[order])
+                    self._op_data[name] = _coded_column(ro[name], order)
             ranks = rank[order]
             starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
             ends = np.r_[starts[1:], len(ranks)]
