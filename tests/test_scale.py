@@ -197,6 +197,13 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     ("Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\nMatMul,MatMul,4\n", True),  # no core, no stamp
     ("Name,Type,Duration(us)\rMatMul,MatMul,1\rAdd,Add,2\n", False),  # old Mac line breaks: counted, careful
     ('Name,Type,Duration(us)\n"Mat\nMul",MatMul,1\nAdd,Add,2\n', False),  # a line break inside a value
+    (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,Mul,Mul,AI_CORE,20,3\n", True),  # stamps unsorted
+    (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,MatMul,MatMul,AI_CORE,30,1\n", False),  # dup, apart
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000)), True),  # > 64 KB, sorted
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" + ("\n" if i == 2000 else "") for i in range(4000)),
+     False),  # > 64 KB with a blank line: lines counted, the careful path
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000))
+     + "1,Op0,Op,AI_CORE,10,0\n", False),  # > 64 KB, the first row repeated last
 ])
 def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
     """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the

@@ -74,10 +74,30 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
         return None
     stamps = [n for n in names if stamp_re.search(n) and n not in columns]
     want = [i for i, n in enumerate(names) if n in columns or n in stamps]
-    rows = data.count(b"\n") - 1
+    rows = _lines(data) - 1
     if not want or rows < 1:
         return None
     return _Clean(data, names, stamps, want, rows, b'"' in data)
+
+
+def _lines(data: bytes) -> int:
+    """`data.count(b"\n")`; numpy's vectorised compare past 64 KB (a 2 MB kernel_details.csv: 0.76 -> 0.12 ms)."""
+    if len(data) < 1 << 16:
+        return data.count(b"\n")
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
+
+
+def _distinct(stamps: "np.ndarray") -> bool:
+    """Whether the numbers are all distinct (NaNs count as one value, as `np.unique` counts them). A column that
+    strictly grows (time stamps in file order, the usual profiler CSV) is proved distinct in one pass instead of a
+    sort (20,800 kernel start times: 0.63 -> 0.01 ms)."""
+    import numpy as np
+
+    if len(stamps) < 2 or bool((stamps[1:] > stamps[:-1]).all()):
+        return True
+    return len(np.unique(stamps)) == len(stamps)
 
 
 def _parse(clean: _Clean, kinds: dict, **convert):
@@ -244,7 +264,7 @@ def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root):
     if stamps or any(stamp_re.search(c) for c in columns):
         # identical rows have identical stamps: distinct stamps prove there is no duplicate. Equal floats from
         # different texts ("1.0", "1.00") count as equal here, which can only send a clean file the careful way
-        if not stamped or len(np.unique(table.column(stamped[0]).to_numpy())) != table.num_rows:
+        if not stamped or not _distinct(table.column(stamped[0]).to_numpy()):
             cols = [keys[i] for i in want]
             plain = table.select(cols).cast(pa.schema([(k, pa.string() if pa.types.is_dictionary(table.schema.field(
                 k).type) else pa.float64()) for k in cols]))
