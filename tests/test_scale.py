@@ -401,3 +401,67 @@ def test_downsample_equals_the_groupby_reference(seed):
     g = df.groupby(bucket)["used_mb"]
     ref = df.loc[np.unique(np.concatenate([g.idxmax().to_numpy(), g.idxmin().to_numpy()]))].reset_index(drop=True)
     assert got.equals(ref) and len(got) <= MAX_CURVE_POINTS
+
+
+OS = "OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n"
+OM = "Name,Size(KB),Allocation Time(us),Release Time(us),Duration(us)\n"
+
+
+@pytest.mark.parametrize("name,body,small", [
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,60\n Add ,AI_VECTOR_CORE,2,7,3,3.5,4,40\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,+4,1e1,.5,5.,4\t, 60 \nAdd,AI_CORE,2,7,3,3.5,4,-0\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,N/A\nAdd,AI_CORE,2,,3,3.5,4,NULL\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,60\nMatMul,AI_CORE,4,10.5,1,2.5,4,60\n", True),  # dup
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,1_0,1,2.5,4,60\n", False),  # Python's float would take 1_0
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,0x10,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,\u00a010,1,2.5,4,60\n", False),  # a no-break space
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,inf,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,1e400,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,-3,1,2.5,4,60\n", True),  # negative: named by the door, both paths
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,n/a,1,2.5,4,60\n", True),  # a null spelling
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4, NA,1,2.5,4,60\n", False),  # a null spelling with a space
+    ("op_statistic.csv", OS + "12,AI_CORE,4,10,1,2.5,4,60\n", False),  # a number in a text column
+    ("op_statistic.csv", OS + "inf,AI_CORE,4,10,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10,1,2.5,4,60\n\nAdd,AI_CORE,2,7,3,3.5,4,40\n", False),  # blank
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10,1,2.5,4\nAdd,AI_CORE,2,7,3,3.5,4,40\n", False),  # short row
+    ("op_statistic.csv", OS.replace("\n", "\r\n") + "MatMul,AI_CORE,4,10,1,2.5,4,60\r\n", False),  # CRLF: pyarrow
+    ("op_statistic.csv", OS + '"MatMul",AI_CORE,4,10,1,2.5,4,60\n', False),  # quoted: pyarrow
+    ("op_statistic.csv", OS + "Mat\udc80Mul,AI_CORE,4,10,1,2.5,4,60\n", False),  # invalid UTF-8
+    ("operator_memory.csv", OM + "aten::mm,4096,100.5\t,200\t,99.5\naten::add,12,101,,N/A\n", True),
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,-100\n", False),  # a negative duration
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,100\naten::mm,4096,100,200,100\n", True),  # the door's
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,10,2\n", False),  # stamp repeated
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,,2\n", False),  # stamp missing
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,9,2\n", True),  # unsorted stamps
+    ("kernel_details.csv", "Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\n", True),  # no stamp
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,12.5\n1,Add,Add,,11,3\n", True),
+])
+def test_small_reader_equals_pyarrow(tmp_path, monkeypatch, name, body, small):
+    """A small CSV read with str.split (`arrow_csv._read_small`) gives pyarrow's typed columns exactly (codes,
+    uniques, numbers, or None), and declines whatever it does not read as pyarrow does."""
+    p = tmp_path / name
+    p.write_bytes(body.encode("utf-8", errors="surrogateescape"))
+    spec = {"op_statistic.csv": (("OP Type", "Core Type"), ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+                                                             "Max Time(us)", "Ratio(%)"), ()),
+            "operator_memory.csv": (("Name",), ("Size(KB)", "Duration(us)"), ()),
+            "kernel_details.csv": (("Name", "Type", "Accelerator Core"), ("Duration(us)",), ("Accelerator Core",))}
+    text, numeric, optional = spec[name]
+    clean = columnar._open_clean(p, (*text, *numeric), optional, screen.STAMP_RE, None)
+    took = clean is not None and columnar._read_small(clean, text, (*text, *numeric), screen.STAMP_RE,
+                                                      screen.DURATION_RE) is not None
+    assert took == small
+    got = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+    monkeypatch.setattr(columnar, "SMALL_BYTES", -1)
+    ref = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+    assert (got is None) == (ref is None)
+    if got is not None:
+        assert list(got) == list(ref)
+        for c, v in got.items():
+            if isinstance(v, np.ndarray):
+                assert v.dtype == ref[c].dtype and np.array_equal(v, ref[c], equal_nan=True), c
+                assert np.array_equal(np.signbit(v), np.signbit(ref[c])), c  # -0 stays -0
+            else:
+                assert v.codes.dtype == ref[c].codes.dtype and list(v.codes) == list(ref[c].codes), c
+                assert v.uniques == ref[c].uniques, c
+    if "10.5,1,2.5,4,60\n Add" in body:  # by hand: codes in order of first appearance, names stripped
+        assert got["OP Type"].uniques == ["MatMul", "Add"] and list(got["Total Time(us)"]) == [10.5, 7.0]
