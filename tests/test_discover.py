@@ -513,3 +513,27 @@ def test_metadata_facts_read_as_json_loads_on_every_input(tmp_path):
         got = metadata_facts(p)
         got = {k: (set(v) if k == "group_ranks" else v) for k, v in got.items()}
         assert got == plain(raw), raw[:80]
+
+
+def test_metadata_loader_group_ranks_plain_and_odd(tmp_path):
+    """The rank loader's parallel groups (profiler_metadata.json): plain whole numbers kept as they are (the fast
+    check); booleans and negatives named and dropped; floats and digit text read as whole numbers; an empty group
+    stays empty."""
+    import json
+
+    from reportgen.loaders.issuelog import IssueLog
+    from reportgen.loaders.metadata import load_profiler_metadata
+    from reportgen.model import RankInfo
+
+    p = tmp_path / "profiler_metadata.json"
+    p.write_text(json.dumps({"distributed_args": {"world_size": 4, "rank": 0}, "parallel_group_info": {
+        "w": {"group_name": "default_group", "global_ranks": list(range(100)), "group_rank": 0},
+        "b": {"group_name": "tp", "global_ranks": [True, 1]}, "n": {"group_name": "pp", "global_ranks": [-1, 2]},
+        "f": {"group_name": "dp", "global_ranks": [1.0, "2", 3]}, "e": {"group_name": "x", "global_ranks": []}}}))
+    info, log = RankInfo(rank=0, source_dir="r"), IssueLog(tmp_path, 0)
+    load_profiler_metadata(p, info, log)
+    got = {k: g["global_ranks"] for k, g in info.parallel_groups.items()}
+    assert got == {"w": list(range(100)), "b": [1], "n": [2], "f": [1, 2, 3], "e": []}
+    assert all(type(r) is int for ranks in got.values() for r in ranks)  # noqa: E721
+    bad = [i for i in log.issues if "global_ranks" in str(i.problem) or "rank" in str(i.problem).lower()]
+    assert len(bad) == 1 and "2" in str(bad[0].problem)  # one entry: two invalid values (True, -1)
