@@ -198,6 +198,8 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     ("Name,Type,Duration(us)\rMatMul,MatMul,1\rAdd,Add,2\n", False),  # old Mac line breaks: counted, careful
     ('Name,Type,Duration(us)\n"Mat\nMul",MatMul,1\nAdd,Add,2\n', False),  # a line break inside a value
     (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,Mul,Mul,AI_CORE,20,3\n", True),  # stamps unsorted
+    (KD + "".join(f"1,{' MatMul ' if i % 3 else 'MatMul'},MatMul,AI_CORE,{10 + i},{i % 5}\n" for i in range(400)),
+     True),  # two spellings of one name merged by stripping: codes renumbered (> 8 KB: pyarrow)
     (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,MatMul,MatMul,AI_CORE,30,1\n", False),  # dup, apart
     (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000)), True),  # > 64 KB, sorted
     (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" + ("\n" if i == 2000 else "") for i in range(4000)),
