@@ -180,6 +180,7 @@ def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fa
 KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
 
 
+@pytest.mark.parametrize("small", [True, False])  # small files: str.split (`_read_small`), else pyarrow
 @pytest.mark.parametrize("body,fast", [
     (KD + "1,MatMul_1,MatMul,AI_CORE,1763717400000000.120\t,12.5\n1, Add_2 ,Add,AI_VECTOR_CORE,1763717400000013.0\t,3\n"
      "1,hcom_allReduce_1,hcom_allReduce_,HCCL,1763717400000020\t,40\n1,MatMul_1,MatMul,AI_CORE,1763717400000070,2\n", True),
@@ -207,11 +208,13 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000))
      + "1,Op0,Op,AI_CORE,10,0\n", False),  # > 64 KB, the first row repeated last
 ])
-def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
+def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast, small):
     """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the
     data-quality entries of the careful path, on clean and on broken files."""
     from reportgen.loaders import operators
 
+    if not small:
+        monkeypatch.setattr(columnar, "SMALL_BYTES", -1)
     p = tmp_path / "kernel_details.csv"
     p.write_bytes(body.encode("utf-8"))
     took_fast = columnar.read_typed(p, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
