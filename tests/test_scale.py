@@ -470,3 +470,24 @@ def test_small_reader_equals_pyarrow(tmp_path, monkeypatch, name, body, small):
                 assert v.uniques == ref[c].uniques, c
     if "10.5,1,2.5,4,60\n Add" in body:  # by hand: codes in order of first appearance, names stripped
         assert got["OP Type"].uniques == ["MatMul", "Add"] and list(got["Total Time(us)"]) == [10.5, 7.0]
+
+
+@pytest.mark.parametrize("body", [
+    b"Step,Computing,Free\n1,10.5,2\n2,11,3\n", b"\xef\xbb\xbfStep,Computing\r\n1,10\r\n2,11\r\n",
+    b"Step,Computing\r1,10\r2,11\r", b"Step,Computing,Free\n1,10,2\n2,11", b"Step,Computing,Free\n1,10\n2,11,3,4\n",
+    b'Step,Name\n1,"a\nb"\n2,"c""d"\n', b"Step,Computing\n1,1\xff0\n", b"Step,Computing\n1,1\x000\n", b"",
+    b"\n\n", b"Step,Computing,,\n1,10,,\n\n2,abc\n3,-1\n3,-1\n", b'Step,Name\n1,"unclosed\n2,x\n',
+    b"Step,Computing\n1,10\n2,\xe4\xb8",  # cut inside a character
+])
+def test_csv_rows_read_once_equals_the_guarded_reads(tmp_path, monkeypatch, body):
+    """`read_csv_rows` reads a small clean CSV once (no separate guard, encoding and tail reads): the same header,
+    rows and data-quality entries as the guarded path, on clean, odd and damaged files."""
+    p = tmp_path / "step_trace_time.csv"
+    p.write_bytes(body)
+    got_log, ref_log = IssueLog(tmp_path), IssueLog(tmp_path)
+    got = tables.read_csv_rows(p, got_log)
+    monkeypatch.setattr(tables, "SMALL_TEXT_BYTES", -1)
+    ref = tables.read_csv_rows(p, ref_log)
+    assert got == ref
+    assert [(i.file, str(i.problem), i.severity) for i in got_log.issues] == \
+        [(i.file, str(i.problem), i.severity) for i in ref_log.issues]
