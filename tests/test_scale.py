@@ -491,3 +491,35 @@ def test_csv_rows_read_once_equals_the_guarded_reads(tmp_path, monkeypatch, body
     assert got == ref
     assert [(i.file, str(i.problem), i.severity) for i in got_log.issues] == \
         [(i.file, str(i.problem), i.severity) for i in ref_log.issues]
+
+
+def test_small_reader_on_the_real_samples_equals_pyarrow(monkeypatch):
+    """Every op_statistic / operator_memory / kernel_details / memory_record CSV of the real samples: the typed
+    reader with the small-file reader on equals it with pyarrow alone (the small files really take the former)."""
+    spec = {"op_statistic.csv": (("OP Type", "Core Type"), ("Count", "Total Time(us)", "Min Time(us)",
+                                                             "Avg Time(us)", "Max Time(us)", "Ratio(%)"), ()),
+            "operator_memory.csv": (("Name",), ("Size(KB)", "Duration(us)"), ()),
+            "kernel_details.csv": (("Name", "Type", "Accelerator Core"), ("Duration(us)",), ("Accelerator Core",)),
+            "memory_record.csv": (("Component",), ("Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"),
+                                  ())}
+    files = [(p, spec[n]) for n in spec for p in sorted(SAMPLES.glob(f"**/{n}"))]
+    if not files:
+        pytest.skip(f"real samples not found under {SAMPLES}")
+    small = 0
+    for p, (text, numeric, optional) in files:
+        got = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+        clean = columnar._open_clean(p, (*text, *numeric), optional, screen.STAMP_RE, None)
+        small += clean is not None and len(clean.data) <= columnar.SMALL_BYTES and columnar._read_small(
+            clean, text, (*text, *numeric), screen.STAMP_RE, screen.DURATION_RE) is not None
+        with monkeypatch.context() as m:
+            m.setattr(columnar, "SMALL_BYTES", -1)
+            ref = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+        assert (got is None) == (ref is None), p
+        if got is not None:
+            assert list(got) == list(ref), p
+            for c, v in got.items():
+                if isinstance(v, np.ndarray):
+                    assert np.array_equal(v, ref[c], equal_nan=True), (p, c)
+                else:
+                    assert list(v.codes) == list(ref[c].codes) and v.uniques == ref[c].uniques, (p, c)
+    assert small >= 1  # the samples' op_statistic / operator_memory files are small and clean
