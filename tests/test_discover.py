@@ -447,3 +447,93 @@ def test_metadata_group_ranks_read_once_per_group_equal_the_plain_union(tmp_path
         assert set(got) == plain(groups), groups
     a, b = (tmp_path / "m0.json", tmp_path / "m1.json")
     assert metadata_facts(a)["group_ranks"] is metadata_facts(b)["group_ranks"]  # one object for the world group
+
+
+def test_metadata_facts_read_as_json_loads_on_every_input(tmp_path):
+    """profiler_metadata.json's world size and group ranks (msgspec splits the file into its values' text, each
+    read as json.loads reads it, a group's text read once per process) equal what json.loads of the whole file
+    gives, on odd and damaged files: duplicate keys, a BOM, NaN, big numbers, invalid UTF-8, lone surrogates,
+    groups that are not objects, deep nesting elsewhere, trailing bytes, not JSON at all."""
+    import json
+
+    from reportgen.discover.peek import metadata_facts
+    from reportgen.numbers import to_int
+
+    def plain(raw: bytes) -> dict:
+        try:
+            data = json.loads(raw.decode("utf-8-sig", errors="replace"))
+        except (ValueError, RecursionError):
+            return {}
+        out: dict = {}
+        if not isinstance(data, dict):
+            return out
+        dargs = data.get("distributed_args")
+        if isinstance(dargs, dict):
+            ws = to_int(dargs.get("world_size"))
+            if ws is not None and ws > 0:
+                out["world_size"] = ws
+        groups = data.get("parallel_group_info")
+        if isinstance(groups, dict):
+            ranks = {r for g in groups.values() if isinstance(g, dict) and isinstance(g.get("global_ranks"), list)
+                     for r in (to_int(x) for x in g["global_ranks"][:100_000]) if r is not None and r >= 0}
+            if ranks:
+                out["group_ranks"] = ranks
+        return out
+
+    world = ", ".join(map(str, range(64)))
+    g = '"parallel_group_info": {"w": {"global_ranks": [' + world + ']}, "tp": {"global_ranks": [0, 1]}}'
+    cases = [
+        '{"distributed_args": {"world_size": 64}, ' + g + '}',
+        '{"distributed_args": {"world_size": 64}, ' + g + '}',  # the same groups again (read once)
+        '{"distributed_args": {"world_size": "64"}, "distributed_args": {"world_size": 8}, ' + g + '}',
+        '{"distributed_args": [1], ' + g + ', "parallel_group_info": {"a": {"global_ranks": [3, 4]}}}',
+        '{"parallel_group_info": {"a": {"global_ranks": [3, 4]}}, "parallel_group_info": [1]}',
+        '{"parallel_group_info": {"a": 5, "b": {"global_ranks": [1]}}}',
+        '{"parallel_group_info": {"a": {"global_ranks": "0,1"}, "b": {}, "c": {"global_ranks": null}}}',
+        '{"parallel_group_info": {"a": {"global_ranks": [1, "2", 3.0, 4.5, true, -1, 99999999999999999999]}}}',
+        '{"parallel_group_info": {"a": {"global_ranks": [1, 2], "global_ranks": [7]}}}',
+        '{"distributed_args": {"world_size": NaN}, ' + g + '}',
+        '{"distributed_args": {"world_size": 1e400}, ' + g + '}',
+        '{"distributed_args": {"world_size": 12345678901234567890123}, ' + g + '}',
+        '{"x": "\\ud800", ' + g + '}',
+        '{"parallel_group_info": {"a": {"global_ranks": [5, "\\ud800"]}}}',
+        '{"x": ' + "[" * 600 + "]" * 600 + ', ' + g + '}', '{"x": ' + "[" * 3000 + "]" * 3000 + ', ' + g + '}',
+        '{"distributed_args": {"world_size": 4}} trailing',
+        '{"parallel_group_info": null, "distributed_args": null}',
+        '{"parallel_group_info": {}}', '[1, 2]', '', 'not json',
+    ]
+    raws = [c.encode() for c in cases] + [
+        b"\xef\xbb\xbf" + cases[0].encode(),
+        b'{"s": "\xff\xfe", "distributed_args": {"world_size": 3}, ' + g.encode() + b'}',
+        b'{"parallel_group_info": {"a": {"global_ranks": [2, "\xff"]}}}',
+    ]
+    for i, raw in enumerate(raws):
+        p = tmp_path / f"meta{i}.json"
+        p.write_bytes(raw)
+        got = metadata_facts(p)
+        got = {k: (set(v) if k == "group_ranks" else v) for k, v in got.items()}
+        assert got == plain(raw), raw[:80]
+
+
+def test_metadata_loader_group_ranks_plain_and_odd(tmp_path):
+    """The rank loader's parallel groups (profiler_metadata.json): plain whole numbers kept as they are (the fast
+    check); booleans and negatives named and dropped; floats and digit text read as whole numbers; an empty group
+    stays empty."""
+    import json
+
+    from reportgen.loaders.issuelog import IssueLog
+    from reportgen.loaders.metadata import load_profiler_metadata
+    from reportgen.model import RankInfo
+
+    p = tmp_path / "profiler_metadata.json"
+    p.write_text(json.dumps({"distributed_args": {"world_size": 4, "rank": 0}, "parallel_group_info": {
+        "w": {"group_name": "default_group", "global_ranks": list(range(100)), "group_rank": 0},
+        "b": {"group_name": "tp", "global_ranks": [True, 1]}, "n": {"group_name": "pp", "global_ranks": [-1, 2]},
+        "f": {"group_name": "dp", "global_ranks": [1.0, "2", 3]}, "e": {"group_name": "x", "global_ranks": []}}}))
+    info, log = RankInfo(rank=0, source_dir="r"), IssueLog(tmp_path, 0)
+    load_profiler_metadata(p, info, log)
+    got = {k: g["global_ranks"] for k, g in info.parallel_groups.items()}
+    assert got == {"w": list(range(100)), "b": [1], "n": [2], "f": [1, 2, 3], "e": []}
+    assert all(type(r) is int for ranks in got.values() for r in ranks)  # noqa: E721
+    bad = [i for i in log.issues if "global_ranks" in str(i.problem) or "rank" in str(i.problem).lower()]
+    assert len(bad) == 1 and "2" in str(bad[0].problem)  # one entry: two invalid values (True, -1)

@@ -180,6 +180,7 @@ def test_read_json_fast_path_equals_careful_path(tmp_path, monkeypatch, text, fa
 KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
 
 
+@pytest.mark.parametrize("small", [True, False])  # small files: str.split (`_read_small`), else pyarrow
 @pytest.mark.parametrize("body,fast", [
     (KD + "1,MatMul_1,MatMul,AI_CORE,1763717400000000.120\t,12.5\n1, Add_2 ,Add,AI_VECTOR_CORE,1763717400000013.0\t,3\n"
      "1,hcom_allReduce_1,hcom_allReduce_,HCCL,1763717400000020\t,40\n1,MatMul_1,MatMul,AI_CORE,1763717400000070,2\n", True),
@@ -197,12 +198,23 @@ KD = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
     ("Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\nMatMul,MatMul,4\n", True),  # no core, no stamp
     ("Name,Type,Duration(us)\rMatMul,MatMul,1\rAdd,Add,2\n", False),  # old Mac line breaks: counted, careful
     ('Name,Type,Duration(us)\n"Mat\nMul",MatMul,1\nAdd,Add,2\n', False),  # a line break inside a value
+    (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,Mul,Mul,AI_CORE,20,3\n", True),  # stamps unsorted
+    (KD + "".join(f"1,{' MatMul ' if i % 3 else 'MatMul'},MatMul,AI_CORE,{10 + i},{i % 5}\n" for i in range(400)),
+     True),  # two spellings of one name merged by stripping: codes renumbered (> 8 KB: pyarrow)
+    (KD + "1,MatMul,MatMul,AI_CORE,30,1\n1,Add,Add,AI_CORE,11,2\n1,MatMul,MatMul,AI_CORE,30,1\n", False),  # dup, apart
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000)), True),  # > 64 KB, sorted
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" + ("\n" if i == 2000 else "") for i in range(4000)),
+     False),  # > 64 KB with a blank line: lines counted, the careful path
+    (KD + "".join(f"1,Op{i % 7},Op,AI_CORE,{10 + i},{i % 5}\n" for i in range(4000))
+     + "1,Op0,Op,AI_CORE,10,0\n", False),  # > 64 KB, the first row repeated last
 ])
-def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast):
+def test_typed_fast_path_equals_careful_path(tmp_path, monkeypatch, body, fast, small):
     """kernel_details.csv through the typed reader (pyarrow, dictionary-encoded names) gives the tables and the
     data-quality entries of the careful path, on clean and on broken files."""
     from reportgen.loaders import operators
 
+    if not small:
+        monkeypatch.setattr(columnar, "SMALL_BYTES", -1)
     p = tmp_path / "kernel_details.csv"
     p.write_bytes(body.encode("utf-8"))
     took_fast = columnar.read_typed(p, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
@@ -394,3 +406,120 @@ def test_downsample_equals_the_groupby_reference(seed):
     g = df.groupby(bucket)["used_mb"]
     ref = df.loc[np.unique(np.concatenate([g.idxmax().to_numpy(), g.idxmin().to_numpy()]))].reset_index(drop=True)
     assert got.equals(ref) and len(got) <= MAX_CURVE_POINTS
+
+
+OS = "OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n"
+OM = "Name,Size(KB),Allocation Time(us),Release Time(us),Duration(us)\n"
+
+
+@pytest.mark.parametrize("name,body,small", [
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,60\n Add ,AI_VECTOR_CORE,2,7,3,3.5,4,40\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,+4,1e1,.5,5.,4\t, 60 \nAdd,AI_CORE,2,7,3,3.5,4,-0\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,N/A\nAdd,AI_CORE,2,,3,3.5,4,NULL\n", True),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10.5,1,2.5,4,60\nMatMul,AI_CORE,4,10.5,1,2.5,4,60\n", True),  # dup
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,1_0,1,2.5,4,60\n", False),  # Python's float would take 1_0
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,0x10,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,\u00a010,1,2.5,4,60\n", False),  # a no-break space
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,inf,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,1e400,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,-3,1,2.5,4,60\n", True),  # negative: named by the door, both paths
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,n/a,1,2.5,4,60\n", True),  # a null spelling
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4, NA,1,2.5,4,60\n", False),  # a null spelling with a space
+    ("op_statistic.csv", OS + "12,AI_CORE,4,10,1,2.5,4,60\n", False),  # a number in a text column
+    ("op_statistic.csv", OS + "inf,AI_CORE,4,10,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10,1,2.5,4,60\n\nAdd,AI_CORE,2,7,3,3.5,4,40\n", False),  # blank
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,10,1,2.5,4\nAdd,AI_CORE,2,7,3,3.5,4,40\n", False),  # short row
+    ("op_statistic.csv", OS.replace("\n", "\r\n") + "MatMul,AI_CORE,4,10,1,2.5,4,60\r\n", False),  # CRLF: pyarrow
+    ("op_statistic.csv", OS + '"MatMul",AI_CORE,4,10,1,2.5,4,60\n', False),  # quoted: pyarrow
+    ("op_statistic.csv", OS + "Mat\udc80Mul,AI_CORE,4,10,1,2.5,4,60\n", False),  # invalid UTF-8
+    ("operator_memory.csv", OM + "aten::mm,4096,100.5\t,200\t,99.5\naten::add,12,101,,N/A\n", True),
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,-100\n", False),  # a negative duration
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,100\naten::mm,4096,100,200,100\n", True),  # the door's
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,10,2\n", False),  # stamp repeated
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,,2\n", False),  # stamp missing
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,1\n1,Add,Add,AI_CORE,9,2\n", True),  # unsorted stamps
+    ("kernel_details.csv", "Name,Type,Duration(us)\nMatMul,MatMul,1\nAdd,Add,2\n", True),  # no stamp
+    ("kernel_details.csv", KD + "1,MatMul,MatMul,AI_CORE,10,12.5\n1,Add,Add,,11,3\n", True),
+])
+def test_small_reader_equals_pyarrow(tmp_path, monkeypatch, name, body, small):
+    """A small CSV read with str.split (`arrow_csv._read_small`) gives pyarrow's typed columns exactly (codes,
+    uniques, numbers, or None), and declines whatever it does not read as pyarrow does."""
+    p = tmp_path / name
+    p.write_bytes(body.encode("utf-8", errors="surrogateescape"))
+    spec = {"op_statistic.csv": (("OP Type", "Core Type"), ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+                                                             "Max Time(us)", "Ratio(%)"), ()),
+            "operator_memory.csv": (("Name",), ("Size(KB)", "Duration(us)"), ()),
+            "kernel_details.csv": (("Name", "Type", "Accelerator Core"), ("Duration(us)",), ("Accelerator Core",))}
+    text, numeric, optional = spec[name]
+    clean = columnar._open_clean(p, (*text, *numeric), optional, screen.STAMP_RE, None)
+    took = clean is not None and columnar._read_small(clean, text, (*text, *numeric), screen.STAMP_RE,
+                                                      screen.DURATION_RE) is not None
+    assert took == small
+    got = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+    monkeypatch.setattr(columnar, "SMALL_BYTES", -1)
+    ref = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+    assert (got is None) == (ref is None)
+    if got is not None:
+        assert list(got) == list(ref)
+        for c, v in got.items():
+            if isinstance(v, np.ndarray):
+                assert v.dtype == ref[c].dtype and np.array_equal(v, ref[c], equal_nan=True), c
+                assert np.array_equal(np.signbit(v), np.signbit(ref[c])), c  # -0 stays -0
+            else:
+                assert v.codes.dtype == ref[c].codes.dtype and list(v.codes) == list(ref[c].codes), c
+                assert v.uniques == ref[c].uniques, c
+    if "10.5,1,2.5,4,60\n Add" in body:  # by hand: codes in order of first appearance, names stripped
+        assert got["OP Type"].uniques == ["MatMul", "Add"] and list(got["Total Time(us)"]) == [10.5, 7.0]
+
+
+@pytest.mark.parametrize("body", [
+    b"Step,Computing,Free\n1,10.5,2\n2,11,3\n", b"\xef\xbb\xbfStep,Computing\r\n1,10\r\n2,11\r\n",
+    b"Step,Computing\r1,10\r2,11\r", b"Step,Computing,Free\n1,10,2\n2,11", b"Step,Computing,Free\n1,10\n2,11,3,4\n",
+    b'Step,Name\n1,"a\nb"\n2,"c""d"\n', b"Step,Computing\n1,1\xff0\n", b"Step,Computing\n1,1\x000\n", b"",
+    b"\n\n", b"Step,Computing,,\n1,10,,\n\n2,abc\n3,-1\n3,-1\n", b'Step,Name\n1,"unclosed\n2,x\n',
+    b"Step,Computing\n1,10\n2,\xe4\xb8",  # cut inside a character
+])
+def test_csv_rows_read_once_equals_the_guarded_reads(tmp_path, monkeypatch, body):
+    """`read_csv_rows` reads a small clean CSV once (no separate guard, encoding and tail reads): the same header,
+    rows and data-quality entries as the guarded path, on clean, odd and damaged files."""
+    p = tmp_path / "step_trace_time.csv"
+    p.write_bytes(body)
+    got_log, ref_log = IssueLog(tmp_path), IssueLog(tmp_path)
+    got = tables.read_csv_rows(p, got_log)
+    monkeypatch.setattr(tables, "SMALL_TEXT_BYTES", -1)
+    ref = tables.read_csv_rows(p, ref_log)
+    assert got == ref
+    assert [(i.file, str(i.problem), i.severity) for i in got_log.issues] == \
+        [(i.file, str(i.problem), i.severity) for i in ref_log.issues]
+
+
+def test_small_reader_on_the_real_samples_equals_pyarrow(monkeypatch):
+    """Every op_statistic / operator_memory / kernel_details / memory_record CSV of the real samples: the typed
+    reader with the small-file reader on equals it with pyarrow alone (the small files really take the former)."""
+    spec = {"op_statistic.csv": (("OP Type", "Core Type"), ("Count", "Total Time(us)", "Min Time(us)",
+                                                             "Avg Time(us)", "Max Time(us)", "Ratio(%)"), ()),
+            "operator_memory.csv": (("Name",), ("Size(KB)", "Duration(us)"), ()),
+            "kernel_details.csv": (("Name", "Type", "Accelerator Core"), ("Duration(us)",), ("Accelerator Core",)),
+            "memory_record.csv": (("Component",), ("Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"),
+                                  ())}
+    files = [(p, spec[n]) for n in spec for p in sorted(SAMPLES.glob(f"**/{n}"))]
+    if not files:
+        pytest.skip(f"real samples not found under {SAMPLES}")
+    small = 0
+    for p, (text, numeric, optional) in files:
+        got = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+        clean = columnar._open_clean(p, (*text, *numeric), optional, screen.STAMP_RE, None)
+        small += clean is not None and len(clean.data) <= columnar.SMALL_BYTES and columnar._read_small(
+            clean, text, (*text, *numeric), screen.STAMP_RE, screen.DURATION_RE) is not None
+        with monkeypatch.context() as m:
+            m.setattr(columnar, "SMALL_BYTES", -1)
+            ref = columnar.read_typed(p, text, numeric, optional, screen.STAMP_RE, screen.DURATION_RE)
+        assert (got is None) == (ref is None), p
+        if got is not None:
+            assert list(got) == list(ref), p
+            for c, v in got.items():
+                if isinstance(v, np.ndarray):
+                    assert np.array_equal(v, ref[c], equal_nan=True), (p, c)
+                else:
+                    assert list(v.codes) == list(ref[c].codes) and v.uniques == ref[c].uniques, (p, c)
+    assert small >= 1  # the samples' op_statistic / operator_memory files are small and clean

@@ -415,3 +415,30 @@ def test_negative_time_in_a_step_trace_is_named(tmp_path, column):
     assert list(st.steps["step"]) == [1]
     (issue,) = log.issues
     assert issue.file == "step_trace_time.csv" and "line 3" in issue.problem and column in issue.problem
+
+
+def test_outside_link_in_a_loading_job_equals_plain_realpath(tmp_path):
+    """Inside `run_root` a folder's resolution is kept for the job and a plain file resolves as its folder plus its
+    name: the same answer as os.path.realpath for plain files, file links in and out, folder links out, a `..`
+    after a link, missing files and loops."""
+    import os
+
+    from reportgen.loaders.files import outside_link, run_root
+
+    root, away = tmp_path / "run", tmp_path / "away"
+    (root / "r0" / "OUT").mkdir(parents=True)
+    (away / "sub").mkdir(parents=True)
+    (away / "secret.csv").write_text("x\n")
+    (root / "r0" / "OUT" / "a.csv").write_text("a\n")
+    os.symlink(away / "secret.csv", root / "r0" / "OUT" / "out.csv")  # a file link out
+    os.symlink(root / "r0" / "OUT" / "a.csv", root / "r0" / "in.csv")  # a file link inside
+    os.symlink(away / "sub", root / "r0" / "dirlink")  # a folder link out
+    os.symlink(root / "r0" / "loop", root / "r0" / "loop")
+    paths = [root / "r0" / "OUT" / "a.csv", root / "r0" / "OUT" / "out.csv", root / "r0" / "in.csv",
+             root / "r0" / "dirlink" / "f.csv", root / "r0" / "OUT" / "missing.csv", root / "r0" / "loop",
+             Path(str(root / "r0" / "dirlink") + "/../secret.csv"), root / "r0" / "OUT" / ".." / "in.csv"]
+    want = [outside_link(p, root) for p in paths]  # no job: plain os.path.realpath
+    assert want == [False, True, False, True, False, False, True, False]
+    with run_root(root):
+        assert [outside_link(p) for p in paths] == want
+        assert [outside_link(p) for p in paths] == want  # the folders kept from the first pass

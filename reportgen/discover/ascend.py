@@ -83,12 +83,13 @@ def ascend_rank(fs: Fs, d: Path) -> RankDir:
         rd.start = mtime(d)
     rank: Optional[int] = None
     files = fs.files(d)
+    infos = []
     for p in files:
         mm = re.match(r"^profiler_info_(\d+)\.json$", p.name)
         if mm:
             rank = int(mm.group(1))
             rf.add("profiler_info", p)
-            rd.world_size = rd.world_size or peek.profiler_info_facts(p).get("world_size")
+            infos.append(p)
     pinfo = fs.file(d, "profiler_info.json")
     if pinfo is not None:
         rf.add("profiler_info", pinfo)
@@ -98,8 +99,10 @@ def ascend_rank(fs: Fs, d: Path) -> RankDir:
     if meta is not None:
         rf.add("profiler_metadata", meta)
         facts = peek.metadata_facts(meta)
-        rd.world_size = facts.get("world_size") or rd.world_size
+        rd.world_size = facts.get("world_size")
         rd.group_ranks = _shared(frozenset(facts.get("group_ranks", ())))
+    for p in infos:  # the metadata's world size first; a profiler_info file is read only where it says none
+        rd.world_size = rd.world_size or peek.profiler_info_facts(p).get("world_size")
     out = fs.subdir(d, "ASCEND_PROFILER_OUTPUT")
     if out is not None:
         for p in fs.files(out):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 import ijson
+import msgspec
 
 try:
     import orjson
@@ -63,25 +64,49 @@ def _open_maybe_gzip(path: Path):
     return gzip.GzipFile(fileobj=f, mode="rb") if path.name.endswith(".gz") else f
 
 
-def read_small_json(path: Path):
-    """The parsed JSON of a small regular file, or None (missing, too large, not JSON, nested too deep)."""
+def _small_raw(path: Path) -> Optional[bytes]:
+    """The bytes of a small regular file, or None (missing, not regular, larger than `MAX_PEEK_BYTES`)."""
     try:
         with open_regular(path) as f:
             raw = read_capped(f, MAX_PEEK_BYTES)
-        if len(raw) > MAX_PEEK_BYTES:
-            return None
-        # shallow (orjson's own limit: 1,024 levels) and no run of 19 digits (orjson reads an integer past 64 bits
-        # as a float): valid UTF-8, strict JSON reads as json.loads reads it, 5x faster (a profiler_metadata.json a
-        # rank: 1,024 of them at 1,024 ranks); anything else (a BOM, NaN, bad bytes) is read by json
-        if (orjson is not None and raw.count(b"[") + raw.count(b"{") <= 500
-                and b"0" * 19 not in raw.translate(_DIGITS_TO_0)):
+    except OSError:
+        return None
+    return raw if len(raw) <= MAX_PEEK_BYTES else None
+
+
+def _shallow(raw: bytes) -> bool:
+    """At most 500 brackets: json.loads (and orjson, limit 1,024 levels) read it without running out of depth."""
+    return raw.count(b"[") + raw.count(b"{") <= 500
+
+
+def _orjson_reads_it(raw: bytes) -> bool:
+    """Shallow and no run of 19 digits (orjson reads an integer past 64 bits as a float): valid UTF-8, strict JSON
+    then reads as json.loads reads it, 5x faster."""
+    return orjson is not None and _shallow(raw) and b"0" * 19 not in raw.translate(_DIGITS_TO_0)
+
+
+_NOT_JSON = object()
+
+
+def _loads(raw: bytes, bad=None):
+    """`raw` parsed as json.loads parses it (orjson where `_orjson_reads_it`); `bad` when it is not JSON."""
+    try:
+        if _orjson_reads_it(raw):
             try:
                 return orjson.loads(raw)
             except orjson.JSONDecodeError:
                 pass
         return json.loads(raw.decode("utf-8-sig", errors="replace"))
-    except (OSError, ValueError, RecursionError):
-        return None
+    except (ValueError, RecursionError):
+        return bad
+
+
+def read_small_json(path: Path):
+    """The parsed JSON of a small regular file, or None (missing, too large, not JSON, nested too deep)."""
+    raw = _small_raw(path)
+    # a profiler_metadata.json a rank: 4,096 of them at 4,096 ranks; anything orjson may not read (a BOM, NaN, bad
+    # bytes) is read by json
+    return None if raw is None else _loads(raw)
 
 
 def profiler_info_rank(path: Path) -> Optional[int]:
@@ -102,52 +127,109 @@ def profiler_info_facts(path: Path) -> dict:
     return out
 
 
+class _Group(msgspec.Struct, gc=False):
+    global_ranks: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Metadata(msgspec.Struct, gc=False):
+    """What discovery reads of a profiler_metadata.json, each value left as its JSON text (`msgspec.Raw`)."""
+
+    distributed_args: msgspec.Raw = msgspec.Raw(b"null")
+    parallel_group_info: Optional[dict[str, _Group]] = None
+
+
+_METADATA = msgspec.json.Decoder(_Metadata)
+
+
 def metadata_facts(path: Path) -> dict:
     """World size and the ranks named by the parallel groups of a torch_npu / MindSpore profiler_metadata.json."""
-    data = read_small_json(path)
-    out: dict = {}
+    raw = _small_raw(path)
+    if raw is None:
+        return {}
+    if orjson is not None and _shallow(raw):
+        # every rank's file names the world group (4,096 ranks: 4,096 numbers in each of 4,096 files): the file is
+        # checked and split into its values' JSON text without reading the numbers (msgspec), each value read as
+        # json.loads reads it, and a group's text already read in this process is not read again. A shape `_facts`
+        # would skip, or a file msgspec refuses, takes the plain path below (the same answer)
+        try:
+            meta = _METADATA.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            meta = None
+        if meta is not None:
+            dargs = _loads(bytes(meta.distributed_args), _NOT_JSON)
+            sets: Optional[list] = []
+            for g in (meta.parallel_group_info or {}).values():
+                text = bytes(g.global_ranks)
+                hit = _RAW_GROUPS.get(text)
+                if hit is None:
+                    got = _loads(text, _NOT_JSON)
+                    if got is _NOT_JSON:
+                        sets = None
+                        break
+                    if not isinstance(got, list):
+                        continue
+                    hit = _one_group(got[:100_000])
+                    if len(_RAW_GROUPS) > 4096:
+                        _RAW_GROUPS.clear()
+                    _RAW_GROUPS[text] = hit
+                sets.append(hit)
+            if dargs is not _NOT_JSON and sets is not None:
+                return _facts(dargs, meta.parallel_group_info is not None, _union(sets))
+    data = _loads(raw)
     if not isinstance(data, dict):
-        return out
-    dargs = data.get("distributed_args")
+        return {}
+    groups = data.get("parallel_group_info")
+    ranks = _group_ranks([g["global_ranks"][:100_000] for g in groups.values()
+                          if isinstance(g, dict) and isinstance(g.get("global_ranks"), list)]
+                         ) if isinstance(groups, dict) else frozenset()
+    return _facts(data.get("distributed_args"), isinstance(groups, dict), ranks)
+
+
+def _facts(dargs, has_groups: bool, ranks: frozenset) -> dict:
+    out: dict = {}
     if isinstance(dargs, dict):
         ws = _int(dargs.get("world_size"))
         if ws is not None and ws > 0:
             out["world_size"] = ws
-    groups = data.get("parallel_group_info")
-    if isinstance(groups, dict):
-        ranks = _group_ranks([g["global_ranks"][:100_000] for g in groups.values()
-                              if isinstance(g, dict) and isinstance(g.get("global_ranks"), list)])
-        if ranks:
-            out["group_ranks"] = ranks
+    if has_groups and ranks:
+        out["group_ranks"] = ranks
     return out
 
 
 _GROUP_RANKS: dict[tuple, frozenset] = {}  # a group's ranks (whole numbers only) -> the ranks read, this process
+_RAW_GROUPS: dict[bytes, frozenset] = {}  # a group's `global_ranks` as JSON text -> the ranks read, this process
+
+
+def _one_group(got: list) -> frozenset:
+    """The ranks >= 0 one group's list names (what `_int` reads each as); a list of plain whole numbers is read
+    once per process (one frozenset, shared by every file that names it)."""
+    plain = set(map(type, got)) == {int}  # (True == 1: a key only for plain numbers)
+    key = tuple(got) if plain else None
+    hit = _GROUP_RANKS.get(key) if key is not None else None
+    if hit is None:
+        if got and plain and min(got) >= 0 and max(got) <= MAX_INT:
+            hit = frozenset(got)  # plain whole numbers (the usual file): what `_int` keeps, at C speed
+        else:
+            hit = frozenset(r for r in (_int(x) for x in got) if r is not None and r >= 0)
+        if key is not None:
+            if len(_GROUP_RANKS) > 4096:
+                _GROUP_RANKS.clear()
+            _GROUP_RANKS[key] = hit
+    return hit
 
 
 def _group_ranks(lists: list[list]) -> frozenset:
     """The ranks >= 0 the lists name (what `_int` reads each as). Every rank's metadata names the world group, so
     each of 4,096 files listed 4,096 ranks: a group of plain whole numbers is read once per process (one frozenset),
     and when one group holds every other (the world group) that frozenset is the answer, shared by every file."""
-    sets = []
-    for got in lists:
-        plain = set(map(type, got)) == {int}  # (True == 1: a key only for plain numbers)
-        key = tuple(got) if plain else None
-        hit = _GROUP_RANKS.get(key) if key is not None else None
-        if hit is None:
-            if got and plain and min(got) >= 0 and max(got) <= MAX_INT:
-                hit = frozenset(got)  # plain whole numbers (the usual file): what `_int` keeps, at C speed
-            else:
-                hit = frozenset(r for r in (_int(x) for x in got) if r is not None and r >= 0)
-            if key is not None:
-                if len(_GROUP_RANKS) > 4096:
-                    _GROUP_RANKS.clear()
-                _GROUP_RANKS[key] = hit
-        sets.append(hit)
+    return _union([_one_group(got) for got in lists])
+
+
+def _union(sets: list[frozenset]) -> frozenset:
     if not sets:
         return frozenset()
     big = max(sets, key=len)
-    return big if all(s <= big for s in sets) else frozenset().union(*sets)
+    return big if all(s is big or s <= big for s in sets) else frozenset().union(*sets)
 
 
 def msprof_rank(info_files: list[Path]) -> Optional[int]:

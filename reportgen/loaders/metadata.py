@@ -56,6 +56,12 @@ def load_profiler_info(path: Path, info: RankInfo, log: IssueLog) -> None:
                 info.export_type = ",".join(et) if isinstance(et, list) else str(et)
 
 
+def _whole(values: list) -> bool:
+    """Every value a plain int (not a bool, not a float): `all(type(x) is int for x in values)` at C speed (the
+    world group of 4,096 ranks in every rank's file: 0.4 ms a rank as a generator)."""
+    return set(map(type, values)) <= {int}
+
+
 def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
     """Read distributed_args and parallel_group_info (torch_npu / MindSpore 2.3+)."""
     data = read_json(path, log)
@@ -87,7 +93,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
             if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
                 ranks = g["global_ranks"]
                 where = f"parallel_group_info {str(gid)[:40]!r}"
-                if not all(type(x) is int and x >= 0 for x in ranks):  # noqa: E721 - the common case, fast
+                if not (_whole(ranks) and (not ranks or min(ranks) >= 0)):  # the common case: at C speed
                     ids = [_int(x) if not isinstance(x, bool) else None for x in ranks]
                     bad = [x for x, i in zip(ranks, ids) if i is None or i < 0]
                     if bad:
@@ -96,7 +102,7 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
                         ranks = [i for i in ids if i is not None and i >= 0]
                 if g.get("group_rank") is not None:
                     door.field(g, "group_rank", where, "profiler_metadata.json")
-                if not all(type(x) is int for x in ranks):  # noqa: E721 - the common case, checked fast
+                if not _whole(ranks):  # the common case, checked fast
                     ranks = [r for r in (_int(x) for x in ranks) if r is not None]
                 clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": shared_ranks(ranks),
                                   "group_rank": _int(g.get("group_rank"))}

@@ -6,10 +6,12 @@ returns the same values or declines."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from reportgen.dataquality import dq
+from reportgen.discover.peek import read_capped
 from reportgen.loaders import arrow_csv
 from reportgen.loaders.arrow_csv import Coded
 from reportgen.loaders.files import guard_after, note_undecodable, open_file, tail_cut, text_guard
@@ -30,59 +32,93 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
 
     Returns None (with an issue logged) when the file cannot be read or has no header.
     """
+    small = _small_text(path, log)
+    if small is not None:  # read once: text_guard's, note_undecodable's and tail_cut's reads found nothing to say
+        text, cut = small
+        return _csv_rows(path, log, io.StringIO(text, newline=""), numeric, screen, lambda: cut)
     if not text_guard(path, log):
         return None
     note_undecodable(path, log)
     try:
         with open_file(path, newline="", encoding="utf-8-sig", errors="replace", root=log.root) as f:
-            reader = csv.reader(f)
+            return _csv_rows(path, log, f, numeric, screen, lambda: tail_cut(path, log.root))
+    except OSError as e:
+        log.add(path, dq("csv.cannot-read-file", strerror=e.strerror or e), "error")
+        return None
+    except MemoryError:
+        log.add(path, dq("csv.too-large"), "error")
+        return None
+
+
+SMALL_TEXT_BYTES = 1 << 20  # a CSV up to this size is read once into memory by `read_csv_rows`
+
+
+def _small_text(path: Path, log: IssueLog) -> Optional[tuple[str, bool]]:
+    """(the text, whether it is cut off) of a small CSV that `text_guard` passes and `note_undecodable` has nothing
+    to say about (a regular file, no NUL byte, strict UTF-8), read once; None: the usual path reads and judges it."""
+    try:
+        with open_file(path, "rb", root=log.root) as f:
+            data = read_capped(f, SMALL_TEXT_BYTES)
+        if not data or len(data) > SMALL_TEXT_BYTES or b"\x00" in data:
+            return None
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text[1:] if text.startswith("\ufeff") else text, data[-1:] not in (b"\n", b"\r")
+
+
+def _csv_rows(path: Path, log: IssueLog, f, numeric, screen: bool, cut_off
+              ) -> Optional[tuple[list[str], list[tuple[int, list[str]]]]]:
+    """`read_csv_rows` on an open text stream `f`; `cut_off()`: whether the file does not end in a line break."""
+    try:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            log.add(path, dq("csv.file-empty"), "error")
+            return None
+        except csv.Error as e:
+            log.add(path, dq("csv.cannot-parse-header", value=e), "error")
+            return None
+        header = [clean_cell(h) for h in header]
+        while header and header[-1] == "":
+            header.pop()
+        if not header:
+            log.add(path, dq("csv.header-line-empty"), "error")
+            return None
+        rows: list[tuple[int, list[str]]] = []
+        bad: list[int] = []
+        line = 1
+        last_short = None
+        while True:
             try:
-                header = next(reader)
+                cells = next(reader)
             except StopIteration:
-                log.add(path, dq("csv.file-empty"), "error")
-                return None
+                break
             except csv.Error as e:
-                log.add(path, dq("csv.cannot-parse-header", value=e), "error")
-                return None
-            header = [clean_cell(h) for h in header]
-            while header and header[-1] == "":
-                header.pop()
-            if not header:
-                log.add(path, dq("csv.header-line-empty"), "error")
-                return None
-            rows: list[tuple[int, list[str]]] = []
-            bad: list[int] = []
-            line = 1
+                log.add(path, dq("csv.parse-error-rest-skipped", reader=reader.line_num, value=e, rows=len(rows)),
+                        "error")
+                break
+            line += 1
+            if not cells or all(not c.strip() for c in cells):
+                continue
+            while len(cells) > len(header) and clean_cell(cells[-1]) == "":
+                cells = cells[:-1]
+            if len(cells) != len(header):
+                bad.append(reader.line_num)
+                last_short = reader.line_num if len(cells) < len(header) else None
+                continue
             last_short = None
-            while True:
-                try:
-                    cells = next(reader)
-                except StopIteration:
-                    break
-                except csv.Error as e:
-                    log.add(path, dq("csv.parse-error-rest-skipped", reader=reader.line_num, value=e, rows=len(rows)),
-                            "error")
-                    break
-                line += 1
-                if not cells or all(not c.strip() for c in cells):
-                    continue
-                while len(cells) > len(header) and clean_cell(cells[-1]) == "":
-                    cells = cells[:-1]
-                if len(cells) != len(header):
-                    bad.append(reader.line_num)
-                    last_short = reader.line_num if len(cells) < len(header) else None
-                    continue
-                last_short = None
-                rows.append((reader.line_num, cells))
-            if last_short is not None and bad and bad[-1] == last_short and tail_cut(path, log.root):
-                bad.pop()
-                log.add(path, dq("csv.truncated-last-row-line", rows=len(rows), last_short=last_short))
-            if bad:
-                where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
-                log.add(path, dq("csv.wrong-field-count-lines", bad=len(bad), where=where))
-            if screen:
-                rows = screen_rows(path, log, header, rows, numeric)
-            return header, door_rows(path, log, header, rows)
+            rows.append((reader.line_num, cells))
+        if last_short is not None and bad and bad[-1] == last_short and cut_off():
+            bad.pop()
+            log.add(path, dq("csv.truncated-last-row-line", rows=len(rows), last_short=last_short))
+        if bad:
+            where = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
+            log.add(path, dq("csv.wrong-field-count-lines", bad=len(bad), where=where))
+        if screen:
+            rows = screen_rows(path, log, header, rows, numeric)
+        return header, door_rows(path, log, header, rows)
     except OSError as e:
         log.add(path, dq("csv.cannot-read-file", strerror=e.strerror or e), "error")
         return None
