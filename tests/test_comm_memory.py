@@ -124,3 +124,32 @@ def test_rank_page_operators_longest_first_from_the_frame_in_any_order(categoric
     assert top["op"] == ["hcom_allReduce__3", "hcom_allGather__1"]
     assert top["communication_ms"] == [8.0, 4.0] and top["wait_ms"] == [1.0, 0.0]
     assert top["wait_ratio"] == [pytest.approx(1 / 7), 0.0]
+
+
+def test_analyze_releases_what_only_the_communication_analysis_reads(tmp_path):
+    """`analyze` drops the ranks' operator and link frames and their comm figures once read (issue 33: ~220 MB at
+    1,024 ranks): its communication analysis and expert balance equal those of a run that keeps them; the run's
+    other data stay."""
+    from pandas.testing import assert_frame_equal
+
+    from reportgen.analysis import analyze
+    from reportgen.analysis.communication import analyze_communication
+    from reportgen.analysis.expert import analyze_expert_balance
+    from reportgen.analysis.per_rank import rank_figures
+    from reportgen.layouts import discover, load_run
+    from reportgen.synth import generate_run
+
+    lay = discover(generate_run(tmp_path / "run", ranks=4, steps=2))[0]
+    run, kept = load_run(lay, derive=rank_figures), load_run(lay, derive=rank_figures)
+    assert all(len(d.communication.ops) and len(d.communication.links) for d in run.ranks.values())
+    a = analyze(run)
+    want = analyze_communication(kept)
+    assert all(len(d.communication.ops) for d in kept.ranks.values())  # (released only when asked)
+    for name in ("per_rank", "per_rank_step", "per_group_rank", "ops", "rank_ops", "links", "pairs", "link_ops"):
+        assert_frame_equal(getattr(a.comm, name), getattr(want, name), check_exact=True)
+    assert repr(a.expert) == repr(analyze_expert_balance(kept))
+    for r, d in run.ranks.items():
+        c = d.communication
+        assert not len(c.ops) and not len(c.links) and d.figures.comm is None
+        assert list(c.ops.columns) == list(kept.ranks[r].communication.ops.columns)  # (empty, same columns)
+        assert len(c.steps) == len(kept.ranks[r].communication.steps) and c.source
