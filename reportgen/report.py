@@ -156,7 +156,7 @@ def _plain(v) -> bool:
 
 def _analyze(run: Run, opts: BuildOptions):
     return analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
-                   model_flops=opts.model_flops)
+                   model_flops=opts.model_flops, release_inputs=True)
 
 
 def input_files(layout: RunLayout) -> tuple[tuple, tuple]:

@@ -127,9 +127,9 @@ def test_rank_page_operators_longest_first_from_the_frame_in_any_order(categoric
 
 
 def test_analyze_releases_what_only_the_communication_analysis_reads(tmp_path):
-    """`analyze` drops the ranks' operator and link frames and their comm figures once read (issue 33: ~220 MB at
-    1,024 ranks): its communication analysis and expert balance equal those of a run that keeps them; the run's
-    other data stay."""
+    """`analyze(release_inputs=True)` (the build) drops the ranks' operator and link frames and their comm figures
+    once read (issue 33: ~220 MB at 1,024 ranks): its communication analysis and expert balance equal those of a run
+    that keeps them; the run's other data stay; without it, the run is left as it was."""
     from pandas.testing import assert_frame_equal
 
     from reportgen.analysis import analyze
@@ -142,7 +142,10 @@ def test_analyze_releases_what_only_the_communication_analysis_reads(tmp_path):
     lay = discover(generate_run(tmp_path / "run", ranks=4, steps=2))[0]
     run, kept = load_run(lay, derive=rank_figures), load_run(lay, derive=rank_figures)
     assert all(len(d.communication.ops) and len(d.communication.links) for d in run.ranks.values())
-    a = analyze(run)
+    analyze(kept)
+    assert all(len(d.communication.ops) and len(d.communication.links) and d.figures.comm is not None
+               for d in kept.ranks.values())
+    a = analyze(run, release_inputs=True)
     want = analyze_communication(kept)
     assert all(len(d.communication.ops) for d in kept.ranks.values())  # (released only when asked)
     for name in ("per_rank", "per_rank_step", "per_group_rank", "ops", "rank_ops", "links", "pairs", "link_ops"):
