@@ -124,26 +124,27 @@ def test_a_trace_copy_is_kept_for_the_next_build_and_made_again_when_the_trace_c
 
 
 def test_the_communication_labels_coded_from_a_categorical_are_the_cells_it_holds():
-    """`RankComm` codes rank_ops' labels from their categoricals (no text hashed again): `distinct[codes]` is the
-    column in that order, as the object path gives it; a categorical with a missing cell takes the object path."""
+    """`RankComm` codes rank_ops' labels from their categoricals (no text hashed again): `distinct[codes]` read in
+    any row order is the column in that order, as the object path gives it (a missing cell: NaN, as it reads)."""
     import numpy as np
     import pandas as pd
 
-    from reportgen.site.pages.rank.communication import _coded, _coded_column
+    from reportgen.site.pages.rank.communication import _coded, _column
 
     vals = ["allreduce_1", "send, \"x\"", "allreduce_1", "recv", "broadcast", "recv"]
     order = np.array([5, 0, 3, 1, 4, 2])
     for col in (pd.Series(pd.Categorical(vals)), pd.Series(pd.Categorical(vals, categories=sorted(set(vals))[::-1])),
                 pd.Series(pd.Categorical([*vals[:-1], None])), pd.Series(vals, dtype=object),
                 pd.Series([1, 2.0, None, "x", float("nan"), 1], dtype=object)):
-        codes, distinct = _coded_column(col, order)
+        codes, distinct = _column(col, False)
+        codes = codes[order]
         want_codes, want = _coded(col.to_numpy(dtype=object)[order])
         got, expect = distinct[codes].tolist(), want[want_codes].tolist()
         assert [(type(v), v) for v in got if v == v] == [(type(v), v) for v in expect if v == v]
         assert [v != v for v in got] == [v != v for v in expect]  # (NaN where the column has it)
         assert [v is None for v in got] == [v is None for v in expect]
     empty = pd.Series(pd.Categorical([]))
-    codes, distinct = _coded_column(empty, np.array([], dtype=np.intp))
+    codes, distinct = _column(empty, False)
     assert len(codes) == 0
 
 

@@ -41,8 +41,11 @@ class Analysis:
 
 
 def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Optional[float] = None,
-            model_flops: Optional[float] = None) -> Analysis:
-    """`peak_tflops` / `model_flops`: --peak-tflops (every rank's peak) and --model-flops (the job's FLOPs per step)."""
+            model_flops: Optional[float] = None, release_inputs: bool = False) -> Analysis:
+    """`peak_tflops` / `model_flops`: --peak-tflops (every rank's peak) and --model-flops (the job's FLOPs per step).
+    `release_inputs` (the build, which reads the run's operator and link frames nowhere else): they are dropped from
+    the run once the communication analysis has read them (`analyze_communication`); a later `analyze` of the same
+    run would not find them."""
     steps = analyze_steps(run)
     # who waits for whom first (a pure function of the ranks' data, its result set below where it always was): the
     # ranks' collective instances are read by nothing after it, and dropped before the other analyses run
@@ -56,7 +59,14 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
         # the instances' and the waits' temporaries handed back before the communication analysis (issue 33: else
         # glibc keeps their pages and that analysis's own come on top: ~75 MB off the peak at 1,024 ranks)
         release_freed_memory()
-    comm = analyze_communication(run)
+    # the expert balance before the communication analysis, which may release the ranks' operator frames it reads
+    # (`release_inputs`); its result and failure set below where they always were
+    expert, expert_error = None, None
+    try:
+        expert = analyze_expert_balance(run)
+    except Exception as e:  # noqa: BLE001
+        expert_error = e
+    comm = analyze_communication(run, release_inputs=release_inputs)
     overlap = analyze_overlap(run, steps, comm)
     resources = analyze_resources(run, device_memory_mb)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
@@ -75,9 +85,9 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
         a.efficiency = analyze_efficiency(run, peak_tflops, model_flops)
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", dq("analysis.efficiency-view-failed", name=type(e).__name__, value=e), "warning"))
-    try:
-        a.expert = analyze_expert_balance(run)
-    except Exception as e:  # noqa: BLE001
+    a.expert = expert
+    if expert_error is not None:
+        e = expert_error
         a.issues.append(DataIssue("", dq("analysis.expert-balance-failed", name=type(e).__name__, value=e),
                                   "warning"))
     a.waits, a.waits_reason = waits

@@ -72,7 +72,11 @@ def _empty(run: Run, issues: list[DataIssue]) -> CommAnalysis:
                         [], {}, issues=issues)
 
 
-def analyze_communication(run: Run) -> CommAnalysis:
+def analyze_communication(run: Run, release_inputs: bool = False) -> CommAnalysis:
+    """`release_inputs` (`analyze`, their last reader): the ranks' link and operator frames and their figures
+    (`Communication.links` / `.ops`, `RankFigures.comm`) are dropped from the run as soon as they are read here
+    (issue 33: ~220 MB at 1,024 ranks, else held to the end of the build and counted again by every forked page
+    writer)."""
     issues: list[DataIssue] = []
     with_data = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
     if not with_data:
@@ -85,6 +89,8 @@ def analyze_communication(run: Run) -> CommAnalysis:
     links = _stack([c.links for c in with_data.values()], with_data, inferred)
     if links is None:
         links = pd.DataFrame()
+    if release_inputs:
+        _release(with_data, "links")
 
     any_stored = any(f.stored for f in figs.values())
     averaging = N_("MindInsight's stored average row ('-') where the producer wrote a true average; otherwise the "
@@ -121,6 +127,10 @@ def analyze_communication(run: Run) -> CommAnalysis:
     del links, links_g
     release_freed_memory()  # their pages handed back: the operators' tables come next, not on top of them
     rank_ops, text = _rank_ops(figs, ops_of)
+    if release_inputs:
+        ops_of.clear()
+        release_comm_inputs(run)  # (`figs` holds the figures until the groups' figures below)
+        release_freed_memory()
     op_table = _ops_across(rank_ops, text)
     # kept for the rank pages and summary.json, which read its time, transit, wait, ratio and count: the
     # synchronisation and idle columns (only `ops` shows them, already made) dropped (26 MB at 1,024 ranks)
@@ -136,6 +146,25 @@ def analyze_communication(run: Run) -> CommAnalysis:
         per_group_rank=per_group, ops=op_table, rank_ops=rank_ops, links=table, pairs=pairs,
         link_ops=link_ops, groups=groups, ranks_without_data=missing,
         transport_medians=medians, unmapped_links=unmapped, averaging=averaging, issues=issues)
+
+
+def _release(with_data: dict[int, Communication], name: str) -> None:
+    """Each rank's `name` frame replaced by an empty one with its columns."""
+    for c in with_data.values():
+        f = getattr(c, name)
+        if f is not None and len(f):
+            setattr(c, name, f.iloc[:0].copy())
+
+
+def release_comm_inputs(run: Run) -> None:
+    """Drop what only the communication analysis reads from the ranks: their link and operator frames and their
+    figures (an analysis read from the cache, `report.analyse_phase`; `analyze_communication`'s
+    `release_inputs`)."""
+    _release({r: d.communication for r, d in run.ranks.items() if d.communication is not None}, "links")
+    _release({r: d.communication for r, d in run.ranks.items() if d.communication is not None}, "ops")
+    for d in run.ranks.values():
+        if getattr(d.figures, "comm", None) is not None:
+            d.figures.comm = None
 
 
 def _figures(run: Run, with_data: dict[int, Communication], inferred: dict[int, tuple[str, str]]

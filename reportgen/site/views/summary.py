@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from reportgen import __version__, collectives
-from reportgen.collectives import collective_types
 from reportgen.analysis import Analysis
+from reportgen.analysis.collective_sums import collective_sums
 from reportgen.analysis.efficiency import summary_dict as efficiency_summary
 from reportgen.rules.highlights import Highlights
 from reportgen.numbers import rounded
@@ -445,29 +445,13 @@ def _comm_groups(c) -> dict:
                            "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
     ro = c.rank_ops
     if ro is not None and len(ro):
-        oc, ov = _label_codes(ro["op"])
-        types = collective_types(ov)  # per distinct name, not per row
-        tc, tv = pd.factorize(np.array(types, dtype=object))
-        coll = np.where(oc >= 0, tc[np.maximum(oc, 0)], -1)
-        gc, gv = _label_codes(ro["group"])
-        rc, rv = pd.factorize(ro["rank"])
-        ok = (gc >= 0) & (coll >= 0) & (rc >= 0)
-        rows = np.flatnonzero(ok)
         # Σ per (group, collective, rank), as first seen; then per (group, collective), as first seen
-        triple = (gc[rows] * max(1, len(tv)) + coll[rows]) * max(1, len(rv)) + rc[rows]
-        tid, tkeys = pd.factorize(triple)
-        cols = ["communication_ms", "wait_ms", "transit_ms", "count"]
-        sums = ro[cols].iloc[rows].reset_index(drop=True).groupby(tid, sort=True).sum()
-        pair = tkeys // max(1, len(rv))
-        pid, pkeys = pd.factorize(pair)
-        order, cuts = _slices(pid, len(pkeys))
-        vals = {k: sums[k].to_numpy(dtype="float64")[order] for k in cols}
-        for k, key in enumerate(pkeys):
+        pairs, cuts, vals = collective_sums(ro, ["communication_ms", "wait_ms", "transit_ms", "count"])
+        for k, (gid, coll) in enumerate(pairs):
             a, b = cuts[k], cuts[k + 1]
-            gid = gv[key // max(1, len(tv))]
             name, ranks = _group_label(c, gid)
             collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks,
-                                "collective": tv[key % max(1, len(tv))],
+                                "collective": coll,
                                 "time_ms": _clean(_nanmean(vals["communication_ms"][a:b])),
                                 "wait_ms": _clean(_nanmean(vals["wait_ms"][a:b])),
                                 "transit_ms": _clean(_nanmean(vals["transit_ms"][a:b])),

@@ -102,18 +102,20 @@ def by_rank_longest_first(rank: np.ndarray, comm: np.ndarray) -> np.ndarray:
     return np.concatenate([parts[i] for i in np.argsort(heads, kind="stable").tolist()])
 
 
-def _coded_column(col: pd.Series, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_coded` of the column's values in `order`. A categorical without missing values (`rank_ops`' labels) gives
-    its codes and categories as they are: its cells are its categories, so no text is hashed again (1.6 million
-    rows at 1,024 ranks: ~0.3 s of the planning before the rank pages' writers start)."""
+def _column(col: pd.Series, number: bool):
+    """A `rank_ops` column as the rank pages read it, in the frame's row order: a number column as float64 (the
+    frame's own array where it is one; `num_column` reads any column as float64: the same values), a label column
+    as `_coded`'s (codes, distinct values) (a categorical's own codes, its missing value NaN, as its objects read)."""
+    if number:
+        if col.dtype == np.float64:
+            return col.to_numpy()  # (a view: its NaN are the missing values)
+        return pd.to_numeric(col, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()
-        if not len(codes) or int(codes.min()) >= 0:
-            cats = col.cat.categories.to_numpy(dtype=object)
-            out = np.empty(len(cats), dtype=object)
-            out[:] = cats.tolist()
-            return codes[order].astype(np.intp, copy=False), out
-    return _coded(col.to_numpy(dtype=object)[order])
+        values = np.empty(len(col.cat.categories) + 1, dtype=object)
+        values[:-1] = col.cat.categories.to_numpy(dtype=object)
+        values[-1] = np.nan  # (code -1, a missing value, reads the last)
+        return col.cat.codes.to_numpy(), values
+    return _coded(col.to_numpy(dtype=object))
 
 
 class RankComm:
@@ -133,29 +135,28 @@ class RankComm:
         self.steps: dict[int, list[dict]] = {}
         for rec in records(c.per_rank_step):
             self.steps.setdefault(int(rec["rank"]), []).append(rec)
-        # every operator of a rank, longest first: the rows sorted once, a rank's records made when its page is
-        # planned (in the site's parallel writers; 170,000 dicts up front cost seconds at 1,024 ranks)
-        # kept column by column, sorted: the numbers as float64 arrays, the labels as codes into their distinct
-        # values (one object per cell of 1.6 million rows was ~700 MB and seconds at 1,024 ranks)
+        # every operator of a rank, longest first: the rows' order made once, a rank's records made when its page
+        # is planned (in the site's parallel writers; 170,000 dicts up front cost seconds at 1,024 ranks)
+        # read column by column through that order from `rank_ops`' own arrays: the numbers as float64, the labels
+        # as codes into their distinct values (one object per cell of 1.6 million rows was ~700 MB and seconds at
+        # 1,024 ranks; a sorted copy of the columns ~100 MB: issue 33)
         ro = c.rank_ops
         self._op_data: dict[str, Any] = {}
         self._op_at: dict[int, tuple[int, int]] = {}
+        self._op_order = np.zeros(0, dtype=np.int64)
         if len(ro):
-            comm = ro["communication_ms"].to_numpy(dtype="float64")
             rank = ro["rank"].to_numpy(dtype="int64")
-            order = by_rank_longest_first(rank, comm)
+            order = by_rank_longest_first(rank, ro["communication_ms"].to_numpy(dtype="float64"))  # by rank,
+            #                                       then longest first (stable: ties keep their order)
             for name in ("op", "group", "kind", *_OP_NUMS):
-                if name not in ro.columns:
-                    continue
-                if name in _OP_NUMS:  # (`num_column` reads any column as float64: the same values)
-                    self._op_data[name] = pd.to_numeric(ro[name], errors="coerce").to_numpy(
-                        dtype="float64", na_value=np.nan)[order]
-                else:
-                    self._op_data[name] = _coded_column(ro[name], order)
+                if name in ro.columns:
+                    self._op_data[name] = _column(ro[name], name in _OP_NUMS)
             ranks = rank[order]
             starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
             ends = np.r_[starts[1:], len(ranks)]
             self._op_at = {int(ranks[b]): (int(b), int(e)) for b, e in zip(starts, ends)}
+            del ranks
+            self._op_order = order.astype(np.int32) if len(order) < 2 ** 31 else order
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
 
@@ -170,7 +171,8 @@ class RankComm:
         b, e = self._op_at[r]
         if limit is not None:
             e = min(e, b + limit)
-        col = {c: v[b:e] if isinstance(v, np.ndarray) else v[1][v[0][b:e]] for c, v in self._op_data.items()}
+        at = self._op_order[b:e]
+        col = {c: v[at] if isinstance(v, np.ndarray) else v[1][v[0][at]] for c, v in self._op_data.items()}
         groups = col["group"].tolist()
         labels = {g: self._group(g) for g in set(groups)} if len(groups) > 8 else None  # (a few groups, many rows)
         out = {"op": col["op"].tolist(), "group": [labels[g] for g in groups] if labels is not None
