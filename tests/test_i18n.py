@@ -655,3 +655,25 @@ def test_zh_finding_texts_have_no_spaces_between_chinese_words(tmp_path):
     assert "集群中通信（未被掩盖）存在问题" in text or re.search(r"集群中[\u4e00-\u9fff（）]+存在问题", text), text[:500]
     stray = re.findall(r".{0,12}[\u4e00-\u9fff] [\u4e00-\u9fff]+ [\u4e00-\u9fff].{0,12}", text)
     assert not stray, stray
+
+
+def test_numbers_are_babels_format_decimal_and_format_percent():
+    """`i18n.format_number` / `format_percent` keep Babel's parsed locale and pattern: the text is what Babel's own
+    functions write, in every language, for whole, fractional, negative, huge and rounding-edge values."""
+    import math
+
+    from babel.numbers import format_decimal, format_percent
+
+    from reportgen import i18n
+
+    values = [0.0, -0.0, 1.0, -1.0, 0.05, 0.15, 2.675, 12.345, 999.9999, 1234567.891, -98765.4321, 1e-9, 1e15,
+              123456789012.5, math.pi * 1e4, 0.5, 1.5, 2.5]
+    for lang in ("zh", "en"):
+        loc = i18n._BABEL_LOCALE.get(lang, "en_US")
+        for digits in (0, 1, 2, 3):
+            fmt = "#,##0" + ("." + "0" * digits if digits > 0 else "")
+            for v in values:
+                assert i18n.format_number(v, digits, lang) == format_decimal(v, format=fmt, locale=loc), (lang, v)
+                if lang != i18n.DEFAULT:
+                    want = format_percent(v / 100.0, format=fmt + "%", locale=loc)
+                    assert i18n.format_percent(v, digits, lang) == want, (lang, digits, v)
