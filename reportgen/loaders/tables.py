@@ -40,14 +40,12 @@ def read_csv_rows(path: Path, log: IssueLog, numeric: Optional[Iterable[str]] = 
         return None
     note_undecodable(path, log)
     try:
-        with open_file(path, newline="", encoding="utf-8-sig", errors="replace", root=log.root) as f:
-            return _csv_rows(path, log, f, numeric, screen, lambda: tail_cut(path, log.root))
+        f = open_file(path, newline="", encoding="utf-8-sig", errors="replace", root=log.root)
     except OSError as e:
         log.add(path, dq("csv.cannot-read-file", strerror=e.strerror or e), "error")
         return None
-    except MemoryError:
-        log.add(path, dq("csv.too-large"), "error")
-        return None
+    with f:  # (`_csv_rows` names what the reading raises)
+        return _csv_rows(path, log, f, numeric, screen, lambda: tail_cut(path, log.root))
 
 
 SMALL_TEXT_BYTES = 1 << 20  # a CSV up to this size is read once into memory by `read_csv_rows`
