@@ -7,7 +7,8 @@ hidden folder beside the output, `.<name>.msreport-cache/`, so it survives the r
 An entry is used only when its key equals the key of the rank now:
 
 * the msreport version, a hash of msreport's own source files (a changed loader in a development checkout
-  invalidates too), the versions of Python, NumPy, pandas and pyarrow (the pickled frames);
+  invalidates too), the versions of Python, NumPy, pandas and pyarrow (the pickled frames), orjson and msgspec
+  (the JSON readers);
 * the run folder, the layout, the rank's number, host, device and folder;
 * size and modification time (ns) of every file discovery gave the rank and of every file and folder at most
   three levels under the rank's own folder (files a loader finds by itself, such as PROF_*/device_*/info.json.0),
@@ -103,14 +104,13 @@ def recording():
 @functools.lru_cache(maxsize=1)
 def environment_key() -> str:
     """What makes an entry written by another msreport, Python or library untrustworthy."""
-    import numpy
-    import pandas
-    import pyarrow
+    import msgspec, numpy, orjson, pandas, pyarrow  # noqa: E401 -- the frames' libraries and the JSON readers
 
     from reportgen import __version__
 
     return "|".join((str(FORMAT), __version__, code_digest(Path(__file__).resolve().parent), sys.version,
-                     numpy.__version__, pandas.__version__, pyarrow.__version__))
+                     numpy.__version__, pandas.__version__, pyarrow.__version__, orjson.__version__,
+                     msgspec.__version__))
 
 
 def code_digest(root: Path) -> str:

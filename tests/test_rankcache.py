@@ -117,6 +117,23 @@ def test_environment_key_has_version_and_code(monkeypatch):
         rankcache.environment_key.cache_clear()
 
 
+def test_environment_key_changes_with_the_json_readers(monkeypatch):
+    """An entry read by another orjson or msgspec (the typed fast paths decide what a file reads) is not trusted."""
+    import msgspec
+    import orjson
+
+    key = rankcache.environment_key()
+    for mod in (orjson, msgspec):
+        rankcache.environment_key.cache_clear()
+        monkeypatch.setattr(mod, "__version__", "0.0.0-other")
+        try:
+            assert rankcache.environment_key() != key
+        finally:
+            monkeypatch.undo()
+            rankcache.environment_key.cache_clear()
+    assert rankcache.environment_key() == key
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "other key", "not a file", "group-writable",
                                     "body damaged", "body cut", "unknown codec"])
 def test_damaged_entry_is_a_miss(run4, tmp_path, damage):
