@@ -47,6 +47,7 @@ from typing import Annotated, Dict, Optional
 
 import msgspec
 import numpy as np
+import orjson
 
 from reportgen.loaders.jsonfile import (MAX_JSON_DEPTH, _nesting_within, _numbers_small, _numbers_usable,
                                        _outside_strings)
@@ -86,7 +87,7 @@ class _Op(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 _NONE = _Transport()  # a transport that is absent or null: its figures 0.0
 _DOC = Dict[str, Dict[str, Dict[str, _Op]]]  # step -> collective | p2p -> operator -> its figures
-_DECODER: list = []
+_DECODER = msgspec.json.Decoder(_DOC)
 _REFUSED = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError,
             MemoryError, OverflowError)
 _TIMES = (("communication_ms", attrgetter("elapse")), ("transit_ms", attrgetter("transit")),
@@ -95,10 +96,8 @@ _TIMES = (("communication_ms", attrgetter("elapse")), ("transit_ms", attrgetter(
 
 def decode(raw: bytes) -> Optional[dict]:
     """`raw` as `_DOC`, or None where msgspec refuses it (anything the types do not admit)."""
-    if not _DECODER:
-        _DECODER.append(msgspec.json.Decoder(_DOC))
     try:
-        return _DECODER[0].decode(raw)
+        return _DECODER.decode(raw)
     except _REFUSED:
         return None
 
@@ -190,10 +189,8 @@ def _sizes_usable(ops: list) -> bool:
     if outside is not None and _numbers_small(outside):  # every number small, seen in the text (C speed)
         return True
     try:
-        import orjson
-
         return _numbers_usable(orjson.loads(wrapped))
-    except (ImportError, ValueError, RecursionError, MemoryError):
+    except (ValueError, RecursionError, MemoryError):
         return False
 
 

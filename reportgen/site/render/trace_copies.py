@@ -56,9 +56,10 @@ class Kept:
         self.path: Optional[Path] = None
         if folder is None:
             return
+        self.stat = rankcache._stat_key(src)  # (path, None) when it cannot be stat-ed
         self.key = ("trace copy", rankcache.environment_key(), zlib.ZLIB_RUNTIME_VERSION, level, bool(ex.convert),
                     os.path.abspath(run_root), os.path.realpath(run_root), str(src), os.path.realpath(src),
-                    rankcache._stat_key(src), ex.dest)
+                    self.stat, ex.dest)
         self.path = folder / entry_name(run_root, ex.dest)
 
     def get(self) -> Optional[bytes]:
@@ -70,7 +71,7 @@ class Kept:
 
     def put(self, written: Path) -> None:
         """Keep the copy just written at `written` (a source that could not be read stat-ed is not kept)."""
-        if self.path is None or self.key[9][1] is None:
+        if self.path is None or self.stat[1] is None:
             return
         try:
             data = written.read_bytes()
