@@ -358,8 +358,9 @@ def test_communication_matrix_by_columns_equals_link_by_link(comm_json, tmp_path
     got = []
     for fast in (True, False):
         with monkeypatch.context() as m:
-            if not fast:
+            if not fast:  # (neither the typed path nor the columns: link by link)
                 m.setattr(C, "_modern_link_columns", lambda data: None)
+                m.setattr(C, "_typed_links", lambda *a: None)
             log = IssueLog(tmp_path, 0)
             c = C.load_modern_communication(path.with_name("communication.json"), path, log, {}, 0)
         got.append((c, [(i.file, str(i.problem), i.severity, i.kind) for i in log.issues]))

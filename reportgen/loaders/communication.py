@@ -28,6 +28,7 @@ import multiprocessing
 import re
 import sys
 from collections import defaultdict
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,7 +37,7 @@ import pandas as pd
 
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import note_shape, parse_json_bytes, read_json, read_json_bytes
-from reportgen.loaders.communication_typed import typed_columns
+from reportgen.loaders.communication_typed import _utf8, decode_matrix, matrix_shape, typed_columns
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
@@ -197,13 +198,19 @@ def _read_modern(comm: Optional[Path], matrix: Optional[Path], log: IssueLog) ->
             if not len(ops):
                 log.add(comm, dq("communication.no-operators"), "info")
     if matrix is not None:
-        data = read_json(matrix, log)
         source = source or log.rel(matrix)
+        raw = read_json_bytes(matrix, log)
+        typed = _typed_links(raw, matrix, log) if raw is not None else None  # a clean file: msgspec, the same
+        data = None  # columns and key paths; else the general way (the bytes read once, what is wrong named once)
+        if typed is None and raw is not None:
+            data = parse_json_bytes(matrix, log, raw)
+            note_shape(matrix, log, data)
+        del raw
         if data is not None and not isinstance(data, dict):
             log.add(matrix, dq("communication.matrix-not-object"), "error")
-        elif isinstance(data, dict):
-            links = _modern_link_columns(data)  # a clean file: no call per link; else link by link, named
-            if links is None:
+        elif typed is not None or isinstance(data, dict):
+            links = typed if typed is not None else _modern_link_columns(data)  # a clean file: no call per link;
+            if links is None:  # else link by link, named
                 links = _modern_links(data, matrix, log)
             if not links:  # a warning when the rank ran collectives (their links are what is missing); a rank
                 # that communicated nothing (one device alone) has no link to show: context
@@ -609,24 +616,35 @@ def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
     """The links of a `communication_matrix.json` document as columns, when `_modern_links` would read every link
     as it is and note nothing (every level an object, every link an object with a `src-dst` key and plain numbers):
     the same values as its records, without a call per link. None otherwise."""
+    return _link_columns(data, False)
+
+
+def _link_columns(data: dict, typed: bool) -> Optional[_LinkColumns]:
+    """`_modern_link_columns`; `typed`: `data` is the document as `communication_typed.decode_matrix` decoded it
+    (its links `_Link` structs, their numbers checked there)."""
     if not set(_MATRIX_FAST) <= _plain_keys("communication_matrix.json"):
         return None
     bad = [0]
     texts: dict[str, list] = {c: [] for c in ("step", "scope", "op", "group", "transport")}
     src: list[int] = []
     dst: list[int] = []
-    lis: list[dict] = []
+    lis: list = []
     keys = _LINK_KEYS
     if len(keys) > 1_000_000:
         keys.clear()
+    ops_, transports = texts["op"], texts["transport"]
     for step, _kind, key, linkmap in _entries(data, bad):
         if not isinstance(linkmap, dict):
             continue
         scope, optype, group, name = _matrix_key(key)
         n = len(linkmap)
         for lk, li in linkmap.items():
-            if type(li) is not dict:
+            if typed:
+                nm, tr = li.op_name, li.transport  # (a text, None or UNSET: falsy)
+            elif type(li) is not dict:
                 return None
+            else:
+                nm, tr = li.get("Op Name"), li.get("Transport Type")
             sd = keys.get(lk) if type(lk) is str else None
             if sd is None:
                 try:
@@ -640,17 +658,21 @@ def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
             dst.append(sd[1])
             lis.append(li)
             if scope == "sample":
-                nm = li.get("Op Name") or optype
-                texts["op"].append(str(nm) if nm else optype)
+                nm = nm or optype
+                ops_.append(str(nm) if nm else optype)
             else:
-                texts["op"].append(str(name) if name else optype)
-            texts["transport"].append(str(li.get("Transport Type") or "UNKNOWN").upper())
+                ops_.append(str(name) if name else optype)
+            transports.append(str(tr or "UNKNOWN").upper())
         texts["step"] += [step] * n
         texts["scope"] += [scope] * n
         texts["group"] += [group] * n
     if bad[0]:
         return None
-    cols = [_plain_column([li.get(k) for li in lis]) for k in _MATRIX_FAST]
+    if typed:
+        cols = [np.fromiter(map(attrgetter(a), lis), dtype=float, count=len(lis)) for a in ("size", "time",
+                                                                                          "bandwidth")]
+    else:
+        cols = [_plain_column([li.get(k) for li in lis]) for k in _MATRIX_FAST]
     if any(c is None for c in cols):
         return None
     size, time, stored = cols
@@ -659,6 +681,23 @@ def _modern_link_columns(data: dict) -> Optional[_LinkColumns]:
     values = {"time_ms": time, "size_mb": size, "bandwidth_gbps": bw, "stored_bandwidth_gbps": stored,
               "wait_ms": np.full(len(lis), math.nan)}
     return _LinkColumns(texts, src, dst, values)
+
+
+def _typed_links(raw: bytes, path: Path, log: IssueLog) -> Optional[_LinkColumns]:
+    """The links of communication_matrix.json (`raw`) as `_modern_link_columns` reads them, its key paths noted as
+    `read_json` notes them, decoded by msgspec (`communication_typed.decode_matrix`) where the general way would
+    read the same values and name nothing; None: read it the general way."""
+    doc = decode_matrix(raw)
+    if doc is None or not (raw.isascii() or _utf8(raw)):
+        return None
+    links = _link_columns(doc, True)
+    if not links:  # (no link: the general way, which says so)
+        return None
+    if getattr(log, "shapes", None) is not None:
+        shape = matrix_shape(doc)
+        if shape is not None:
+            log.shapes[log.rel(path)] = shape
+    return links
 
 
 def _link_record(step, scope, optype, group, name, lk, li, door: Door) -> Optional[dict]:

@@ -43,7 +43,7 @@ in tests/test_communication_typed.py):
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Annotated, Dict, Optional
+from typing import Annotated, Dict, Optional, Union
 
 import msgspec
 import numpy as np
@@ -51,7 +51,7 @@ import orjson
 
 from reportgen.loaders.jsonfile import (MAX_JSON_DEPTH, _nesting_within, _numbers_small, _numbers_usable,
                                        _outside_strings)
-from reportgen.loaders.schema import shape_over
+from reportgen.loaders.schema import _DYNAMIC, MAX_SHAPE_PATHS, shape_over
 from reportgen.numbers import MAX_ABS_NUMBER
 
 _Num = Annotated[float, msgspec.Meta(ge=0, lt=MAX_ABS_NUMBER)]
@@ -194,4 +194,84 @@ def _sizes_usable(ops: list) -> bool:
         return False
 
 
-__all__ = ["decode", "columns_of", "typed_columns", "MIN_TYPED_BYTES"]
+# --- communication_matrix.json ---------------------------------------------------------------------------------
+
+
+class _Link(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """One link of communication_matrix.json: the three figures `_link_columns` reads (required: a link without one
+    is read link by link), its transport and (a sample's) operator name: a text, null or absent (`UNSET`: the key
+    paths of the document name the keys present)."""
+
+    size: _Num = msgspec.field(name="Transit Size(MB)")
+    time: _Num = msgspec.field(name="Transit Time(ms)")
+    bandwidth: _Num = msgspec.field(name="Bandwidth(GB/s)")
+    transport: Union[str, None, msgspec.UnsetType] = msgspec.field(default=msgspec.UNSET, name="Transport Type")
+    op_name: Union[str, None, msgspec.UnsetType] = msgspec.field(default=msgspec.UNSET, name="Op Name")
+
+
+_MATRIX_DECODER = msgspec.json.Decoder(Dict[str, Dict[str, Dict[str, Dict[str, _Link]]]])
+_REQUIRED = ("Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)")
+
+
+def decode_matrix(raw: bytes) -> Optional[dict]:
+    """communication_matrix.json's bytes as {step: {collective | p2p: {key: {"src-dst": _Link}}}}, or None where
+    the general way could read anything else or name anything (see `matrix_shape` and the module: the same rules as
+    communication.json's, every value of the document a typed field, nothing skipped unread)."""
+    try:
+        doc = _MATRIX_DECODER.decode(raw)
+    except _REFUSED:
+        return None
+    return doc if doc else None
+
+
+def matrix_shape(doc: dict, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
+    """`schema.json_shape` of the document `doc` was decoded from (`decode_matrix`): the key paths of its objects
+    (a key holding a digit written `*`), None past `limit` paths or 20 x `limit` values visited. The walk's count
+    is each object's keys (every level is an object: no list, nothing below a link's fields)."""
+    out: set = set()
+    norm: dict = {}
+
+    def key(k: str) -> str:
+        got = norm.get(k)
+        if got is None:
+            got = norm[k] = "*" if _DYNAMIC.search(k) else k  # (as `json_shape` writes a key)
+        return got
+
+    visits = 1 + len(doc)
+    seen: set = set()  # (a link object's path, which optional keys it has): its keys' paths added once
+    unset = msgspec.UNSET
+    for skey, kinds in doc.items():
+        p1 = key(skey)
+        out.add(p1)
+        visits += len(kinds)
+        for kind, ops in kinds.items():
+            p2 = f"{p1}.{key(kind)}"
+            out.add(p2)
+            visits += len(ops)
+            for okey, links in ops.items():
+                p3 = f"{p2}.{key(okey)}"
+                out.add(p3)
+                visits += len(links)
+                for lk, li in links.items():
+                    has_t, has_o = li.transport is not unset, li.op_name is not unset
+                    visits += 3 + has_t + has_o
+                    k = key(lk)
+                    sig = (p3, k, has_t, has_o)
+                    if sig in seen:
+                        continue
+                    seen.add(sig)
+                    p4 = f"{p3}.{k}"
+                    out.add(p4)
+                    out.update(f"{p4}.{f}" for f in _REQUIRED)
+                    if has_t:
+                        out.add(f"{p4}.Transport Type")
+                    if has_o:
+                        out.add(f"{p4}.Op Name")
+                if len(out) > limit or visits > 20 * limit:
+                    return None
+    if len(out) > limit or visits > 20 * limit:
+        return None
+    return frozenset(out)
+
+
+__all__ = ["decode", "columns_of", "typed_columns", "MIN_TYPED_BYTES", "decode_matrix", "matrix_shape"]
