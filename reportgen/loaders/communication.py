@@ -111,16 +111,29 @@ def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
     cols = list(COMM_TIME_COLUMNS)
     if not len(of):
         return pd.DataFrame(columns=["step", *cols])
-    step = of["step"].to_numpy(dtype="float64", na_value=np.nan)
-    keys = np.where(np.isnan(step), -1, step).astype(np.int64)
-    if any(of[c].dtype != np.float64 for c in cols):  # (the loaders' frames hold floats: `_typed`)
+    arrays = dict(zip(of.columns.tolist(), framepack._column_arrays(of))) if of.columns.is_unique else {}
+    got = [arrays.get(c) for c in cols]
+    if any(type(a) is not np.ndarray or a.dtype != np.float64 for a in got):  # (the loaders' frames hold floats)
+        step = of["step"].to_numpy(dtype="float64", na_value=np.nan)
+        keys = np.where(np.isnan(step), -1, step).astype(np.int64)
         sums = of[cols].groupby(keys, sort=True).sum(min_count=1)
-    else:  # the same sums of a bare block (each column summed on its own), without the frame's copy
-        sums = pd.DataFrame(np.column_stack([of[c].to_numpy() for c in cols])).groupby(keys, sort=True).sum(
-            min_count=1)
-    k = sums.index.to_numpy()
+        k = sums.index.to_numpy()
+        out = {"step": pd.arrays.IntegerArray(np.where(k == -1, 0, k).astype(np.int64), k == -1)}
+        return framepack.frame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
+    # the same sums of a bare block (each column summed on its own), without the frame's copy, and its columns
+    # taken off the result's block (no Series a column: ~0.3 ms a rank)
+    step = arrays.get("step")
+    if type(step) is np.ndarray and step.dtype.kind in "fiu":
+        step = step.astype(np.float64)
+    elif isinstance(step, pd.arrays.IntegerArray):  # (the nullable integers the loaders write)
+        step = step.to_numpy(dtype="float64", na_value=np.nan)
+    else:
+        step = of["step"].to_numpy(dtype="float64", na_value=np.nan)
+    keys = np.where(np.isnan(step), -1, step).astype(np.int64)
+    sums = pd.DataFrame(np.column_stack(got)).groupby(keys, sort=True).sum(min_count=1)
+    k, block = sums.index.to_numpy(), sums.to_numpy(dtype=np.float64).T.copy()
     out = {"step": pd.arrays.IntegerArray(np.where(k == -1, 0, k).astype(np.int64), k == -1)}
-    return framepack.frame({**out, **{c: sums.iloc[:, j].to_numpy() for j, c in enumerate(cols)}})
+    return framepack.frame({**out, **{c: block[j] for j, c in enumerate(cols)}})
 
 
 def _self_links(links: "list[dict] | _LinkColumns", known: dict[str, int]) -> dict[str, int]:
