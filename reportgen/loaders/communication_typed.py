@@ -38,6 +38,12 @@ in tests/test_communication_typed.py):
   are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (~620
   operators or more); a smaller file goes the general way (it is cheap there);
 * a string longer than MAX_FIELD_CHARS is named by `jsonfile.read_json_bytes` before either way runs.
+
+communication_matrix.json (`decode_matrix`, read by `communication._typed_links`) the same way, by the same rules:
+every link a `_Link` (its three figures required and `_Num`, its transport and operator name a text, null or absent,
+no other key), every level an object (a list where links are, which both readers skip, is left to the general way);
+the document is small, so its key paths are noted: `matrix_shape` gives what `json_shape` gives (every key of every
+object, from the structs: which optional keys a link has is kept as `UNSET`). ~70 KB: 1.7 -> 0.5 ms a rank.
 """
 
 from __future__ import annotations
