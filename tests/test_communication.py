@@ -410,3 +410,57 @@ def test_communication_json_shape_is_what_reading_it_whole_notes(comm_json, tmp_
     shape = json_shape(doc)
     assert (shape is None) == (n_ops > 3)  # (each operator ~25 values: 400 of them are past the cap, 8,000)
     assert got.shapes == ({} if shape is None else {"ASCEND_PROFILER_OUTPUT/communication.json": shape})
+
+
+@pytest.mark.parametrize("shape", ["steps", "missing step", "missing values", "one step", "int64 times"])
+def test_steps_from_ops_equal_pandas_groupby_sum(shape):
+    """`communication._steps_from_ops` (the columns off the frame's arrays and the sums' block) against pandas'
+    own `groupby(step, dropna=False).sum(min_count=1)` of the same rows, bit for bit, the step <NA> row first."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.model import COMM_OP_COLUMNS, COMM_TIME_COLUMNS
+
+    rng = np.random.default_rng(7)
+    n = 300
+    steps = rng.integers(1, 5, n).astype(float)
+    if shape == "missing step":
+        steps[rng.random(n) < 0.2] = np.nan
+    if shape == "one step":
+        steps[:] = 3
+    vals = {c: rng.random(n) * 10.0 ** rng.integers(-3, 6, n) for c in COMM_OP_COLUMNS[4:]}
+    if shape == "missing values":
+        vals["sync_ms"][steps == 2] = np.nan  # a step with no number: NaN (min_count=1)
+        vals["idle_ms"][::3] = np.nan
+    frame = {"step": pd.array([None if s != s else int(s) for s in steps], dtype="Int64"),
+             "op": ["x"] * n, "group": ["g"] * n, "kind": ["collective"] * n, **vals}
+    if shape == "int64 times":  # (not the loaders' floats: the general way)
+        frame["wait_ms"] = rng.integers(0, 9, n)
+    of = pd.DataFrame(frame)
+    from reportgen.loaders import communication as C
+
+    got = C._steps_from_ops(of)
+    cols = list(COMM_TIME_COLUMNS)
+    ref = of.groupby("step", dropna=False, sort=True)[cols].sum(min_count=1)
+    ref = pd.concat([ref[ref.index.isna()], ref[ref.index.notna()]])  # (<NA> first, as the loaders write it)
+    assert got["step"].tolist() == ref.index.tolist()
+    for c in cols:
+        assert got[c].to_numpy(dtype=float).tobytes() == ref[c].to_numpy(dtype=float).tobytes(), c
+    assert list(got.columns) == ["step", *cols] and str(got["step"].dtype) == "Int64"
+
+
+def test_op_types_read_each_name_as_the_pattern_does():
+    """`communication._op_types` (known names looked up at once, the others made one by one): each name's type as
+    OP_TYPE_RE gives it, whatever the names (texts seen before or not, a text the pattern would empty, numbers,
+    None, an unhashable value), in order."""
+    from reportgen.loaders import communication as C
+
+    class Text(str):
+        pass
+
+    names = ["hcom_allReduce__586_3_1", "hcom_send__1_2", "__12_3", "plain", 5, None, Text("hcom_broadcast__1_1")]
+    want = [C.OP_TYPE_RE.sub("", str(n)) or str(n) for n in names]
+    assert C._op_types(names) == want  # (first: unknown names)
+    assert C._op_types(names) == want  # (again: known ones)
+    assert C._op_types(names + [[1, 2]]) == want + ["[1, 2]"]
+    assert C._op_types([]) == []

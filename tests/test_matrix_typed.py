@@ -250,36 +250,3 @@ def test_the_typed_links_equal_the_general_links_on_real_files():
         assert tlog.shapes == glog.shapes and tlog.shapes, f
         assert not tlog.issues and not glog.issues
 
-
-@pytest.mark.parametrize("shape", ["steps", "missing step", "missing values", "one step", "int64 times"])
-def test_steps_from_ops_equal_pandas_groupby_sum(shape):
-    """`communication._steps_from_ops` (the columns off the frame's arrays and the sums' block) against pandas'
-    own `groupby(step, dropna=False).sum(min_count=1)` of the same rows, bit for bit, the step <NA> row first."""
-    import numpy as np
-
-    from reportgen.model import COMM_OP_COLUMNS, COMM_TIME_COLUMNS
-
-    rng = np.random.default_rng(7)
-    n = 300
-    steps = rng.integers(1, 5, n).astype(float)
-    if shape == "missing step":
-        steps[rng.random(n) < 0.2] = np.nan
-    if shape == "one step":
-        steps[:] = 3
-    vals = {c: rng.random(n) * 10.0 ** rng.integers(-3, 6, n) for c in COMM_OP_COLUMNS[4:]}
-    if shape == "missing values":
-        vals["sync_ms"][steps == 2] = np.nan  # a step with no number: NaN (min_count=1)
-        vals["idle_ms"][::3] = np.nan
-    frame = {"step": pd.array([None if s != s else int(s) for s in steps], dtype="Int64"),
-             "op": ["x"] * n, "group": ["g"] * n, "kind": ["collective"] * n, **vals}
-    if shape == "int64 times":  # (not the loaders' floats: the general way)
-        frame["wait_ms"] = rng.integers(0, 9, n)
-    of = pd.DataFrame(frame)
-    got = C._steps_from_ops(of)
-    cols = list(COMM_TIME_COLUMNS)
-    ref = of.groupby("step", dropna=False, sort=True)[cols].sum(min_count=1)
-    ref = pd.concat([ref[ref.index.isna()], ref[ref.index.notna()]])  # (<NA> first, as the loaders write it)
-    assert got["step"].tolist() == ref.index.tolist()
-    for c in cols:
-        assert got[c].to_numpy(dtype=float).tobytes() == ref[c].to_numpy(dtype=float).tobytes(), c
-    assert list(got.columns) == ["step", *cols] and str(got["step"].dtype) == "Int64"

@@ -315,15 +315,22 @@ def _op_types(names: list) -> list:
     if len(_OP_TYPES) > 200_000:
         _OP_TYPES.clear()
     got = _OP_TYPES
-    out = []
-    for n in names:
+    try:  # every name looked up at C speed (the ranks of a group share them: most are known), the others made below
+        out = list(map(got.get, names))
+    except TypeError:  # (a name that is no key: one by one)
+        out = [None] * len(names)
+    if None not in out:
+        return out
+    for i, n in enumerate(names):
+        if out[i] is not None:
+            continue
         t = got.get(n) if type(n) is str else None
         if t is None:
             op = str(n)
             t = OP_TYPE_RE.sub("", op) or op
             if type(n) is str:
                 got[n] = t
-        out.append(t)
+        out[i] = t
     return out
 
 
