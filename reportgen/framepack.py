@@ -131,12 +131,13 @@ def chunks_and_codes(columns: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list
     if not pairs:
         return [], None
     texts = np.concatenate([t for t, _ in pairs]) if len(pairs) > 1 else pairs[0][0]
-    groups = np.concatenate([g for _, g in pairs]) if len(pairs) > 1 else pairs[0][1]
-    types = {*map(type, texts), *map(type, groups)}
+    # the group arrays, each once (a frame's group column pairs with each of its text columns)
+    distinct = list({id(g): g for _, g in pairs}.values())
+    types = {*map(type, texts)}.union(*(map(type, g) for g in distinct))
     if any(t is not str and issubclass(t, str) for t in types):
         return _chunks_one_by_one(pairs), None  # a `str` subclass equals a `str` (one hash key) but is left out
     all_str = types == _STR
-    codes, uniques = pd.factorize(groups, use_na_sentinel=True)  # groups in the order they first come
+    codes, uniques = _group_codes([g for _, g in pairs], distinct)  # groups in the order they first come
     keep = np.array([type(u) is str for u in uniques.tolist()] + [False], dtype=bool)  # (code -1: the last)
     order = np.argsort(codes, kind="stable")
     ends = np.searchsorted(codes, np.arange(len(uniques) + 1), side="left", sorter=order)
@@ -162,6 +163,32 @@ def chunks_and_codes(columns: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list
         return out, None
     cuts = np.cumsum([len(t) for t, _ in columns])[:-1]
     return out, np.split(rows, cuts)
+
+
+def _group_codes(groups: list[np.ndarray], distinct: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """`pd.factorize(np.concatenate(groups), use_na_sentinel=True)` with each distinct array of `groups` (by
+    identity) factorised once: its codes renumbered into the concatenation's (the values in the order they first
+    come over the arrays in order), then laid end to end."""
+    if len(distinct) == len(groups):
+        return pd.factorize(np.concatenate(groups) if len(groups) > 1 else groups[0], use_na_sentinel=True)
+    index: dict = {}
+    own: dict[int, np.ndarray] = {}
+    values: list = []
+    for g in groups:
+        if id(g) in own:
+            continue
+        c, u = pd.factorize(g, use_na_sentinel=True)
+        to = np.empty(len(u) + 1, dtype=np.intp)  # (the last: code -1 stays -1)
+        to[-1] = -1
+        for i, v in enumerate(u.tolist()):
+            j = index.get(v)
+            if j is None:
+                j = index[v] = len(values)
+                values.append(v)
+            to[i] = j
+        own[id(g)] = to[c]
+    codes = np.concatenate([own[id(g)] for g in groups])
+    return codes, np.array(values + [None], dtype=object)[:-1]  # (a 1-D array whatever the values)
 
 
 def _chunks_one_by_one(pairs: list) -> list[list[str]]:

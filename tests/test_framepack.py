@@ -327,3 +327,38 @@ def test_chunks_and_codes_read_back_as_the_texts():
     texts.add_chunks(chunks)
     packed = framepack.pack(frame, texts, {"op": codes[0]})
     assert_frame_equal(framepack.unpack(packed, framepack.table(texts.payload())), frame)
+
+
+def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies():
+    """A group array paired with several text columns (a frame's group column with its names, labels and keys) is
+    factorised once (`_group_codes`): the same chunks and codes as with a copy of it for each column, groups that
+    are NaN, None or numbers included, the arrays shared in any order."""
+    import random
+
+    rng = random.Random(5)
+    for case in range(300):
+        shared = []
+        for _ in range(rng.randint(1, 3)):
+            n = rng.randint(0, 30)
+            g = np.empty(n, dtype=object)
+            g[:] = [rng.choice(["g1", "g2", "", "g3", math.nan, None, 7] if case % 2 else ["g1", "g2", "g3"])
+                    for _ in range(n)]
+            shared.append(g)
+        columns = []
+        for _ in range(rng.randint(1, 6)):
+            g = rng.choice(shared)
+            t = np.empty(len(g), dtype=object)
+            t[:] = [rng.choice(["a", "b", "", "long text", "b2"]) for _ in range(len(g))]
+            columns.append((t, g))
+        copies = [(t, g.copy()) for t, g in columns]
+        got, want = framepack.chunks_and_codes(columns), framepack.chunks_and_codes(copies)
+        assert got[0] == want[0] == framepack.chunks_by(copies)
+        assert (got[1] is None) == (want[1] is None)
+        if got[1] is not None:
+            assert all(np.array_equal(a, b) for a, b in zip(got[1], want[1]))
+        if not any(len(t) for t, _ in columns):
+            continue
+        codes, uniques = framepack._group_codes([g for t, g in columns if len(t)],
+                                                list({id(g): g for t, g in columns if len(t)}.values()))
+        ref_codes, ref_uniques = pd.factorize(np.concatenate([g for t, g in copies if len(t)]), use_na_sentinel=True)
+        assert codes.tolist() == ref_codes.tolist() and list(uniques) == list(ref_uniques)
