@@ -240,7 +240,8 @@ _OLD_LOOPS = {
 }
 
 _NASTY = ["<script>alert(1)</script>", 'a"b', "it's", "x & y", "AI Core", "AI_CORE", "Computing", "p2p", "critical",
-          "Communication (ms)", "中文", "", None, 3, 2.5, float("nan"), 1e-5, -1234567.891, 0.0004, True, "%(n)s"]
+          "Communication (ms)", "中文", "", None, 3, 2.5, float("nan"), 1e-5, -1234567.891, 0.0004, True, "%(n)s",
+          float("inf"), -0.0, np.float64(3.25), np.float64("nan")]
 
 
 def test_html_rows_equal_the_template_loops_they_replaced():
