@@ -79,9 +79,10 @@ def number(v: Any) -> str:
     if f is None:
         return MISSING
     lang = i18n.current()
+    whole = f.is_integer()  # (f == int(f) for a finite value; an infinite one is not whole: int() would raise)
     if lang != i18n.DEFAULT:  # the locale's grouping and decimal signs (Babel)
-        return (_babel_number if f else i18n.format_number)(f, 0 if f == int(f) else 2, lang)
-    return f"{f:,.0f}" if f == int(f) else f"{f:,.2f}"
+        return (_babel_number if f else i18n.format_number)(f, 0 if whole else 2, lang)
+    return f"{f:,.0f}" if whole else f"{f:,.2f}"
 
 
 def percent(v: Any, digits: int = 1) -> str:

@@ -8,6 +8,7 @@ and write N rank pages (and their CSV downloads) in this process into a temporar
 
 `--stages`: also the time per page of each part (planning, rendering, CSV text, gzip), each over all pages.
 `--cache FILE`: keep the analysed run in a pickle (the next call skips loading; delete it after a loader change).
+`--store`: the gzipped CSVs served by a CSV store that the warm-up pass filled (a rebuild's pages: `csv_store`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from reportgen import i18n  # noqa: E402
 from reportgen.layouts import discover  # noqa: E402
 from reportgen.progress import Progress  # noqa: E402
 from reportgen.report import BuildOptions, analyse_phase, load_phase  # noqa: E402
-from reportgen.site.render import builder  # noqa: E402
+from reportgen.site.render import builder, csv_store  # noqa: E402
 from reportgen.site.render.csv_text import csv_text  # noqa: E402
 from reportgen.site.render.jinja_env import make_env  # noqa: E402
 from reportgen.site.render.page_assets import PageAssets  # noqa: E402
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", action="store_true")
     ap.add_argument("--profile", type=Path)
     ap.add_argument("--cache", type=Path)
+    ap.add_argument("--store", action="store_true", help="CSVs from a store the warm-up filled (a rebuild)")
     a = ap.parse_args(argv)
     with i18n.use(a.lang):
         analysis, findings, thresholds = analysed(a.run, a.cache)
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         tree = builder.language_trees(plan)[0]
         env = make_env()
         idx = plan.rank_page_ids()[:a.n or None]
-        with tempfile.TemporaryDirectory(prefix="rank-page-cpu-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="rank-page-cpu-") as tmp, \
+                csv_store.use(csv_store.CsvStore(None, builder.CSV_GZIP) if a.store else None):
             def write(folder: Path) -> float:
                 folder.mkdir()
                 shared = builder.SharedSpecs()

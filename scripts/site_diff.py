@@ -5,6 +5,8 @@ file by file: a change that should not change the output (a faster renderer) mus
     python scripts/site_diff.py --base HEAD~3 -- --example --lang en,zh
     python scripts/site_diff.py --keep /tmp/sites -- RUN -j 2     # keep both sites (A = base, B = worktree)
     python scripts/site_diff.py -- RUN --single-file               # the single file (and its summary, findings)
+    python scripts/site_diff.py --gz-content -- RUN                # a `.gz` file the same once decompressed is equal
+                                                                   # (a change of gzip level)
 
 Every file must be byte-identical, except `summary.json` (and `*.summary.json`), compared without its
 `generated_at` line, and the temporary folder `--example` generates its run in (`msreport-example-XXXX`, a new
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import gzip
 import os
 import re
 import subprocess
@@ -51,8 +54,9 @@ def _cache(rel: Path) -> bool:
     return any(part.endswith(".msreport-cache") for part in rel.parts)
 
 
-def compare(a: Path, b: Path) -> list[str]:
-    """The differences between sites `a` and `b` (empty: the same)."""
+def compare(a: Path, b: Path, gz_content: bool = False) -> list[str]:
+    """The differences between sites `a` and `b` (empty: the same). `gz_content`: `.gz` files compared by what
+    they hold."""
     # (a single file's rank cache sits beside it: its entries are keyed by each build's own source, never equal)
     files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file() and not _cache(p.relative_to(a))}
     files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file() and not _cache(p.relative_to(b))}
@@ -64,6 +68,8 @@ def compare(a: Path, b: Path) -> list[str]:
         da, db = _normalised(fa), _normalised(fb)
         if da == db:
             continue
+        if gz_content and rel.name.endswith(".gz") and gzip.decompress(da) == gzip.decompress(db):
+            continue
         la, lb = da.splitlines(), db.splitlines()
         first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
         out.append(f"differs: {rel} (line {first + 1})")
@@ -74,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", default="main", help="commit to compare with (default: main)")
     p.add_argument("--keep", type=Path, help="build the sites into this folder (A = base, B = worktree) and keep them")
+    p.add_argument("--gz-content", action="store_true", help="compare .gz files by their decompressed bytes")
     p.add_argument("args", nargs=argparse.REMAINDER, help="msreport arguments, after --")
     a = p.parse_args(argv)
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         name = "report.html" if "--single-file" in args else ""
         build(base, site_a / name, args)
         build(ROOT, site_b / name, args)
-        diffs = compare(site_a, site_b)
+        diffs = compare(site_a, site_b, a.gz_content)
         n = sum(1 for f in site_a.rglob("*") if f.is_file() and not _cache(f.relative_to(site_a)))
         if diffs:
             print(f"DIFFERENT ({len(diffs)} of {n} files):", *diffs, sep="\n  ")

@@ -49,6 +49,18 @@ def test_rounded_column_equals_the_plain_path_bit_for_bit():
         assert json.dumps(columnar.rounded_column(values, d)) == json.dumps(_plain_rounded(values, d)), (d, values)
 
 
+def test_int_column_equals_number_column():
+    """`list_or_runs`' integer columns: `_int_column` is `number_column` (indexes, negatives, beyond exact doubles)."""
+    rnd = random.Random(12)
+    cases = [[rnd.randrange(40) for _ in range(n)] for n in (1, 16, 17, 300)]
+    cases += [[rnd.randrange(-10 ** 6, 10 ** 6) for _ in range(50)], [0] * 20, [2 ** 53 - 1, 0, 5] * 6,
+              [2 ** 53, 1, 2] * 6, [-(2 ** 53), 1] * 9, [10 ** 30, 1] * 9, list(range(40))]
+    for vals in cases:
+        assert columnar._int_column(vals) == columnar.number_column(vals), vals[:5]
+    alternating = [i % 2 for i in range(40)]  # runs longer than half: the integers delta-coded
+    assert columnar.list_or_runs(alternating) == columnar.number_column(alternating)
+
+
 def test_runs_of_equals_runs_column():
     assert columnar.runs_of([("a", 2), ("b", 0), ("a", 1), ("c", 3)]) == columnar.runs_column(["a"] * 3 + ["c"] * 3)
     assert columnar.runs_of([]) == columnar.runs_column([]) == {"runs": []}
@@ -240,7 +252,8 @@ _OLD_LOOPS = {
 }
 
 _NASTY = ["<script>alert(1)</script>", 'a"b', "it's", "x & y", "AI Core", "AI_CORE", "Computing", "p2p", "critical",
-          "Communication (ms)", "中文", "", None, 3, 2.5, float("nan"), 1e-5, -1234567.891, 0.0004, True, "%(n)s"]
+          "Communication (ms)", "中文", "", None, 3, 2.5, float("nan"), 1e-5, -1234567.891, 0.0004, True, "%(n)s",
+          float("inf"), -0.0, np.float64(3.25), np.float64("nan")]
 
 
 def test_html_rows_equal_the_template_loops_they_replaced():

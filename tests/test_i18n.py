@@ -666,8 +666,14 @@ def test_numbers_are_babels_format_decimal_and_format_percent():
 
     from reportgen import i18n
 
+    import random
+
+    rnd = random.Random(33)
     values = [0.0, -0.0, 1.0, -1.0, 0.05, 0.15, 2.675, 12.345, 999.9999, 1234567.891, -98765.4321, 1e-9, 1e15,
-              123456789012.5, math.pi * 1e4, 0.5, 1.5, 2.5]
+              123456789012.5, math.pi * 1e4, 0.5, 1.5, 2.5, -0.04, 5e-324, 1e16, -1e15, 7, -12, 10 ** 14,
+              float("inf"), -float("inf")]
+    # (Python's formatting of the same Decimal stands in for Babel's where it writes the same: random values too)
+    values += [rnd.uniform(-1e4, 1e4) for _ in range(300)] + [round(rnd.uniform(0, 100), 3) for _ in range(300)]
     for lang in ("zh", "en"):
         loc = i18n._BABEL_LOCALE.get(lang, "en_US")
         for digits in (0, 1, 2, 3):
@@ -677,3 +683,18 @@ def test_numbers_are_babels_format_decimal_and_format_percent():
                 if lang != i18n.DEFAULT:
                     want = format_percent(v / 100.0, format=fmt + "%", locale=loc)
                     assert i18n.format_percent(v, digits, lang) == want, (lang, digits, v)
+    assert i18n._as_python("zh")  # (the fast path is the one compared above)
+
+
+def test_a_locale_that_writes_numbers_otherwise_keeps_babel(monkeypatch):
+    """A language whose locale writes numbers with other signs (German: "1.234,5") never takes Python's
+    formatting: Babel's text."""
+    from babel.numbers import format_decimal, format_percent
+
+    from reportgen import i18n
+
+    monkeypatch.setitem(i18n._BABEL_LOCALE, "de", "de_DE")
+    assert not i18n._as_python("de")
+    assert i18n.format_number(1234.5, 1, "de") == format_decimal(1234.5, format="#,##0.0", locale="de_DE") == "1.234,5"
+    assert i18n.format_percent(12.25, 1, "de") == format_percent(0.1225, format="#,##0.0%", locale="de_DE")
+    i18n._as_python.cache_clear()

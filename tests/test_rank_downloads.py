@@ -169,3 +169,34 @@ def test_forked_page_writers_copy_the_traces_and_write_the_same_site_as_one_proc
     differ = [f for f in files if f.name != "summary.json" and f.name != ".msreport"
               and not filecmp.cmp(tmp_path / "one" / f, tmp_path / "two" / f, shallow=False)]
     assert differ == []
+
+
+def test_operator_csv_takes_the_columns_its_page_was_planned_from(tmp_path, monkeypatch):
+    """The operator CSV's columns are made once per page: the page's top rows are their first rows, the CSV
+    written just after the page gets the very columns (once); a CSV written later, or after another rank's page
+    was planned, is made again, with the same values."""
+    from reportgen.progress import Progress
+    from reportgen.layouts import discover
+    from reportgen.report import BuildOptions, analyse_phase, load_phase
+    from reportgen.site.plan.page import column_rows
+    from reportgen.synth import generate_run
+
+    generate_run(tmp_path / "run", layout="ascend", ranks=2, steps=2, stages=1)
+    opts = BuildOptions(cache=False)
+    a, _findings, _t = analyse_phase(load_phase(discover(tmp_path / "run")[0], opts, Progress(False)), opts)
+    monkeypatch.setattr(rank_resources, "RANK_TOP_OPS", TOP)
+    monkeypatch.setattr(rank_resources, "RANK_TOP_OPS_LEAN", TOP)
+    made = []
+    real = rank_resources.detail_columns
+    monkeypatch.setattr(rank_resources, "detail_columns", lambda d, limit=None: made.append(limit) or real(d, limit))
+    detail = rank_resources.RankDetail(a)
+    want = {r: real(a.run.ranks[r].operators.detail) for r in (0, 1)}
+    assert all(len(w["name"]) > TOP for w in want.values())
+    part = detail.operators(0)
+    assert made == [None]  # the page's rows and the CSV's columns: one pass
+    assert part.section.detail == column_rows({k: v[:TOP] for k, v in want[0].items()})
+    lazy = part.downloads[0][2]
+    assert lazy.fn() == want[0] and made == [None]  # the CSV just after its page: the same columns
+    assert lazy.fn() == want[0] and made == [None, None]  # asked again: made again
+    other = detail.operators(1).downloads[0][2]
+    assert lazy.fn() == want[0] and other.fn() == want[1]  # another page planned in between: made again

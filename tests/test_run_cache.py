@@ -112,7 +112,7 @@ def test_rebuild_takes_the_analysis_and_findings_from_the_cache(run4, fresh, tmp
     # the analysis, the findings and summary.json's metrics (the same in every language) of the one run
     assert sorted(n.split("-")[1] for n in entries) == ["analysis", "metrics", "rules"]
     folder = rankcache.folder_for(site)
-    en_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
+    en_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP).old)
     # another language: both from the cache, nothing rewritten, the site a fresh build in that language writes
     build_report(run4, site, BuildOptions(lang="zh", jobs=2))
     assert calls.take() == (0, 0)
@@ -121,7 +121,7 @@ def test_rebuild_takes_the_analysis_and_findings_from_the_cache(run4, fresh, tmp
     # the gzipped CSVs: the rank pages' tables are the same in both languages (kept), the cluster tables with
     # translated headers are others; the same build again writes every table from the store (not saved again)
     n = len(list((site / "ranks").glob("*.csv.gz")))
-    zh_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP_LEVEL).old)
+    zh_tables = set(csv_store.CsvStore(folder, builder.CSV_GZIP).old)
     assert n >= 3 and len(en_tables & zh_tables) >= n and zh_tables != en_tables
     stamp = (folder / csv_store.ENTRY).stat().st_mtime_ns
     build_report(run4, site, BuildOptions(lang="zh", jobs=2))
@@ -285,6 +285,33 @@ def test_csv_store_fingerprint_tells_every_cell(tmp_path):
     damaged = csv_store.CsvStore(folder, 9)
     assert damaged.old == {}  # a miss: the table written again
     assert gzip.decompress(damaged.gz(cols, other)).decode() == csv_text(cols, other)
+
+
+def test_csv_gzip_level_follows_the_size_of_the_text(tmp_path):
+    """A download's level is the small tables' up to the size bound, the large tables' above, whichever way it is
+    written (the store or without one); a store of other levels is another store."""
+    import gzip
+    import zlib
+
+    levels = csv_store.GzipLevels(small=9, large=1, large_bytes=2000)
+    cols = [{"key": "name", "label": "Name"}, {"key": "v", "label": "V"}]
+    small = [{"name": f"op{i}", "v": i / 7} for i in range(20)]
+    large = [{"name": f"op{i % 13}", "v": (i % 97) / 7} for i in range(2000)]
+    for rows in (small, large):
+        text = csv_text(cols, rows).encode("utf-8")
+        level = 9 if len(text) <= 2000 else 1
+        want = gzip.compress(text, compresslevel=level, mtime=0)
+        assert want != gzip.compress(text, compresslevel=10 - level, mtime=0)  # (the levels write other bytes)
+        assert csv_store.gz_csv(cols, rows, levels) == want
+        store = csv_store.CsvStore(tmp_path / "c", levels)
+        with csv_store.use(store):
+            assert csv_store.gz_csv(cols, rows, levels) == want
+        assert gzip.decompress(want) == text and zlib.crc32(text) == int.from_bytes(want[-8:-4], "little")
+    store.save()
+    assert csv_store.CsvStore(tmp_path / "c", levels).old
+    assert csv_store.CsvStore(tmp_path / "c", levels._replace(large=6)).old == {}
+    assert csv_store.CsvStore(tmp_path / "c", 9).old == {}
+    assert builder.CSV_GZIP.level(1) == 9 and builder.CSV_GZIP.level(10**6) < 9
 
 
 def test_a_run_level_file_rewritten_during_the_load_is_read_again_next_time(tmp_path, monkeypatch):

@@ -194,9 +194,17 @@ def list_or_runs(values: list) -> Any:
             runs += [b, 0]
             start = i
             if len(runs) >= limit:  # integers (a dict field's indexes) delta-coded, anything else as it is
-                return number_column(values) if all(type(v) is int for v in values) else list(values)
+                return _int_column(values) if all(type(v) is int for v in values) else list(values)
     runs[-1] = len(values) - start
     return {"runs": runs}
+
+
+def _int_column(values: list) -> Any:
+    """`number_column(values)` of a list of ints (no bool), without its checks value by value (a timeline's name
+    indexes: thousands on a page)."""
+    if not -_SAFE < min(values) or not max(values) < _SAFE:
+        return list(values)  # beyond exact doubles: as written
+    return _delta_coded(np.array(values, dtype=np.float64), list(values))
 
 
 def rank_href_column(rows: list[dict], field: str, of: str) -> Any:

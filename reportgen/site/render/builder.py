@@ -82,7 +82,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
     check_output(out, run_root, single_file=False)
     trees = language_trees(plan, translations)
     folder = rankcache.active()  # the gzipped CSVs of the last build, kept in its cache folder
-    store = CsvStore(folder, CSV_GZIP_LEVEL) if folder is not None else None  # (active: None for a planted link)
+    store = CsvStore(folder, CSV_GZIP) if folder is not None else None  # (active: None for a planted link)
     _MADE.clear()
     with staged_folder(out) as tmp, csv_store.use(store), reuse.use(reuse.Previous(out, tmp)):
         assets = PageAssets.write(tmp)
@@ -198,11 +198,14 @@ def _site_url(page: str, root: str):
     return cached
 
 
-# gzip levels (issue 33: the site's size goal at 1,024 ranks). The CSVs of a large run: level 9 is 10 % smaller
-# than 5 on a rank's communication operators (5.7 -> 5.1 KB; 0.6 MB at 1,024 ranks) for ~1.4 ms more CPU a rank.
+# gzip levels (issue 33: the site's size goal at 1,024 ranks). The CSVs of a large run (`CSV_GZIP`): level 9 up to
+# 32 KiB of CSV text, 6 above. A rank's operator tables (a few KB: 2,000 of the 2,048 CSVs of the 1,024-rank trace
+# benchmark) cost ~0.1 ms at level 9 and are 6 % larger at 6; a rank's 1,600 communication operators (~170 KB of
+# text, the comm benchmark) cost 0.82 ms at level 9 and 0.41 ms at 6 for 11 % more bytes (4.9 -> 5.4 KB a rank:
+# ~0.5 MB of a 38 MB site at 1,024 ranks, 0.4 s of CPU less).
 # The copied traces (32 at most): level 9 is 6.1 % of a torch_npu trace_view.json against 7.4 % at level 3
 # (270 -> 221 KB a 3.6 MB trace: 1.5 MB less) for ~55 ms more CPU a trace (~1.7 s over the page writers).
-CSV_GZIP_LEVEL = 9
+CSV_GZIP = csv_store.GzipLevels(small=9, large=6, large_bytes=32 * 1024)
 TRACE_GZIP_LEVEL = 9
 
 
@@ -223,7 +226,7 @@ def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, asse
         dest = tmp / rel
         _folder(dest.parent)
         if path.endswith(".gz"):  # a large run's per-rank tables; mtime 0: the same bytes on every build
-            reuse.put(dest, rel, csv_store.gz_csv(columns, rows, CSV_GZIP_LEVEL))  # (kept from the last build)
+            reuse.put(dest, rel, csv_store.gz_csv(columns, rows, CSV_GZIP))  # (kept from the last build)
         else:
             reuse.put_text(dest, rel, csv_text(columns, rows))
 

@@ -8,7 +8,7 @@ lazily translated text, an object) is not fingerprinted: it is written as always
 
 The store is one rank cache entry (`rankcache.write_entry` / `read_entry`: atomic, CRC-checked, owner-checked) in
 the build's cache folder, keyed by msreport's code (`rankcache.environment_key`), zlib's version and the gzip
-level, holding the tables the last build wrote. Forked page writers inherit it (`use`, set before the fork) and
+levels (`GzipLevels`), holding the tables the last build wrote. Forked page writers inherit it (`use`, set before the fork) and
 send back what they added and used (`delta`); the build then writes it again (`save`) when that changed. No cache
 folder: no store, every table written as always. A damaged store is a miss."""
 
@@ -20,7 +20,7 @@ import hashlib
 import pickle
 import zlib
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -31,17 +31,40 @@ ENTRY = "csv-gz.pkl"  # in the rank cache folder
 _PLAIN = frozenset((str, int, float, bool, type(None)))
 
 
+class GzipLevels(NamedTuple):
+    """The gzip level of a download by the size of its CSV text: `small` up to `large_bytes`, `large` above (the
+    bytes of a table decide it, so a table is compressed alike on every build)."""
+
+    small: int
+    large: int
+    large_bytes: int
+
+    def level(self, n: int) -> int:
+        return self.small if n <= self.large_bytes else self.large
+
+
+def levels_of(levels: Union[int, GzipLevels]) -> GzipLevels:
+    """`levels` as `GzipLevels` (an int: that level for every table)."""
+    return levels if isinstance(levels, GzipLevels) else GzipLevels(levels, levels, 0)
+
+
+def compress(text: str, levels: Union[int, GzipLevels]) -> bytes:
+    """A CSV text gzipped (mtime 0: the same bytes on every build) at the level its size calls for."""
+    data = text.encode("utf-8")
+    return gzip.compress(data, compresslevel=levels_of(levels).level(len(data)), mtime=0)
+
+
 class CsvStore:
-    def __init__(self, folder: Optional[Path], level: int) -> None:
-        self.folder, self.level = folder, level
-        self.key = ("csv gz", rankcache.environment_key(), zlib.ZLIB_RUNTIME_VERSION, level)
+    def __init__(self, folder: Optional[Path], levels: Union[int, GzipLevels]) -> None:
+        self.folder, self.levels = folder, levels_of(levels)
+        self.key = ("csv gz", rankcache.environment_key(), zlib.ZLIB_RUNTIME_VERSION, tuple(self.levels))
         got = rankcache.read_entry(folder / ENTRY, self.key) if folder is not None else None
         self.old: dict[bytes, bytes] = got if isinstance(got, dict) else {}
         self.new: dict[bytes, bytes] = {}
         self.used: set[bytes] = set()
 
     def gz(self, columns: list[dict], rows) -> bytes:
-        """The download's gzipped CSV (`csv_text`, gzip at `level`, mtime 0)."""
+        """The download's gzipped CSV (`csv_text`, gzipped by `compress` at this store's levels)."""
         table, n = csv_table(columns, rows)
         fp = fingerprint(columns, table, n)
         if fp is not None:
@@ -49,7 +72,7 @@ class CsvStore:
             if got is not None:
                 self.used.add(fp)
                 return got
-        out = gzip.compress(table_csv(columns, table, n).encode("utf-8"), compresslevel=self.level, mtime=0)
+        out = compress(table_csv(columns, table, n), self.levels)
         if fp is not None:
             self.new[fp] = out
             self.used.add(fp)
@@ -112,9 +135,9 @@ def active() -> Optional[CsvStore]:
     return _active
 
 
-def gz_csv(columns: list[dict], rows, level: int) -> bytes:
+def gz_csv(columns: list[dict], rows, levels: Union[int, GzipLevels]) -> bytes:
     """The download's gzipped CSV: from the active store when it holds the same table, else written."""
-    if _active is not None and _active.level == level:
+    if _active is not None and _active.levels == levels_of(levels):
         return _active.gz(columns, rows)
     table, n = csv_table(columns, rows)
-    return gzip.compress(table_csv(columns, table, n).encode("utf-8"), compresslevel=level, mtime=0)
+    return compress(table_csv(columns, table, n), levels)

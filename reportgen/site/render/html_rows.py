@@ -20,6 +20,12 @@ _NUM = fmt.number
 _PCT1 = fmt.share
 
 
+def _ms_html(v, _float=float) -> str:
+    """`escape(fmt.ms_cell(v))`: a float's text (digits, separators, a sign: nothing to escape) as it is; any
+    other value (a label in a number column) escaped (~0.8 us less a cell: a rank page has some 250)."""
+    return _MS(v) if type(v) is _float else escape(_MS(v))
+
+
 _TRANSLATED: dict = {}
 
 
@@ -59,18 +65,19 @@ def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "", key: bool = Fal
 
 
 def _td(v, fmt: str, cls: str, badge: str, key: bool) -> Markup:
-    text = _CELL_FORMATS.get(fmt, _MS)(v)
+    form = _CELL_FORMATS.get(fmt, _MS)
+    text = form(v) if form is _MS and type(v) is float else escape(form(v))  # (`_ms_html`)
     c = f' class="{escape(cls)}"' if cls else ""
     if badge:
-        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)} '
+        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{text} '
                       f'<span class="badge slow">{escape(badge)}</span></td>')
     if key:
-        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{escape(text)}</td>')
-    return Markup(f"<td{c}>{escape(text)}</td>")
+        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{text}</td>')
+    return Markup(f"<td{c}>{text}</td>")
 
 
 def _ms_td(v) -> str:
-    return f'<td class="num">{escape(_MS(v))}</td>'
+    return f'<td class="num">{_ms_html(v)}</td>'
 
 
 def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
@@ -80,7 +87,7 @@ def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
 
 
 def _ms_bare(v) -> str:
-    return f"<td>{escape(_MS(v))}</td>"
+    return f"<td>{_ms_html(v)}</td>"
 
 
 def ms_cells(values) -> Markup:
@@ -104,7 +111,7 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
     for row in rows:
         step = row["step"]
         s = "" if step is None else escape(step)
-        cells = "".join([f"<td>{escape(_MS(row[k]))}</td>" for k in keys])
+        cells = "".join([f"<td>{_ms_html(row[k])}</td>" for k in keys])
         out.append(f'<tr><td data-v="{s}">{"—" if step is None else s}</td>{cells}</tr>\n')
     return Markup("".join(out))
 
@@ -127,7 +134,7 @@ _CELLS = {
     "code": lambda v: f"<td><code>{escape(v)}</code></td>",
     "t": lambda v: f"<td>{escape(translate(v))}</td>",
     "num": lambda v: f"<td>{escape(_NUM(v))}</td>",
-    "ms": lambda v: f"<td>{escape(_MS(v))}</td>",
+    "ms": lambda v: f"<td>{_ms_html(v)}</td>",
     "pct1": lambda v: f"<td>{escape(_PCT1(v))}</td>",
     "text": lambda v: f"<td>{escape(v)}</td>",
 }

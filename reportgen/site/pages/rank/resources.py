@@ -125,6 +125,7 @@ class RankDetail:
         self._skipped_export: set[int] = set()
         self._specs: dict[tuple, dict] = {}
         self._mem: Optional[tuple[dict, Optional[float]]] = None
+        self._detail_cols: Optional[tuple] = None  # (rank, its operator frame, `detail_columns` of it): `_full_detail`
         with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
         has_trace = set(with_trace)
         first = [r for r in dict.fromkeys(priority or []) if r in has_trace]
@@ -196,15 +197,31 @@ class RankDetail:
         downloads = []
         sec["n_detail"] = int(len(ops.detail))
         shown = RANK_TOP_OPS if r in self.flagged else shown_rows(RANK_TOP_OPS_LEAN, len(self.a.run.rank_ids))
-        sec["detail"] = detail_rows(ops.detail, shown)
         if len(ops.detail) > shown:
+            # every operator in the CSV: its columns made once, the page's rows the first of them (the same values:
+            # `detail_columns` converts value by value), kept for the CSV of this page only (`_full_detail`)
+            cols = detail_columns(ops.detail)
+            self._detail_cols = (r, ops.detail, cols)
+            sec["detail"] = column_rows({k: v[:shown] for k, v in cols.items()})
             sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
-            downloads = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(detail_columns, ops.detail), columns=True))]
+            downloads = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(self._full_detail, r, ops.detail),
+                                                                columns=True))]
+        else:
+            sec["detail"] = detail_rows(ops.detail, shown)
         sec["sources"] = sorted(set(ops.sources.values()))
         hot = [o for o in self.a.resources.operator_summary if o["slow_rank"] == r]
         sec["slow_types"] = [f"{o['op_type']} ({o['max_ms']:.3f} ms vs median {o['median_ms']:.3f} ms)" for o in hot]
         return Part(OperatorsSection(**sec), downloads)
+
+    def _full_detail(self, r: int, detail) -> dict[str, list]:
+        """`detail_columns(detail)` for rank `r`'s CSV: the columns its page was planned from, when that page was the
+        last one planned (a page writer plans a page, then writes it), handed out once; else made again. (Only the
+        last page's are kept: a thousand ranks' operators are never held at once.)"""
+        got, self._detail_cols = self._detail_cols, None
+        if got is not None and got[0] == r and got[1] is detail:
+            return got[2]
+        return detail_columns(detail)
 
     def flops(self, r: int) -> Part:
         f = self.a.run.ranks[r].flops
