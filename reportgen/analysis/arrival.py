@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import column_array as _values
 from reportgen.i18n import N_, Msg, lazy
 
 if TYPE_CHECKING:
@@ -229,21 +230,6 @@ class RankInputs:
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
 
 
-def _values(x: pd.DataFrame, name: str):
-    """Column `name`'s own array (a numpy array or pandas' extension array), without a Series: a column taken as
-    a Series a rank and column costs ~0.2 ms here (seconds over a run's ranks); all missing where there is none."""
-    cols = x.columns
-    if name not in cols:
-        return np.full(len(x), np.nan, dtype=object)
-    get = getattr(x, "_get_column_array", None)
-    if get is not None and cols.is_unique:
-        try:
-            return get(cols.get_loc(name))
-        except Exception:  # noqa: BLE001  # (a pandas whose internals differ: the public way)
-            pass
-    return x[name].array
-
-
 def _floats(v) -> np.ndarray:
     """As `Series.to_numpy(dtype=float, na_value=nan)`."""
     if isinstance(v, np.ndarray):
@@ -348,7 +334,10 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     if all(p.key_hash is not None for p in parts):
         c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
         c = c.astype(np.int32)
-        first = np.unique(c, return_index=True)[1]  # each instance's first row (every number 0..n-1 occurs)
+        # each instance's first row (every number 0..n-1 occurs, numbered as first seen: a number's first row is
+        # where the codes pass the largest before it)
+        first = np.flatnonzero(c > np.maximum.accumulate(np.r_[np.int32(-1), c[:-1]])) if len(c) else \
+            np.zeros(0, dtype=np.int64)
         same = bool((gcode == gcode[first[c]]).all())
         if same:
             rep = _rows_text(frames, parts, n_of, first, ["key"])["key"].to_numpy(dtype=object)

@@ -18,6 +18,7 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import distinct
 from reportgen.fmt import ms as _fmt_ms, share_text
 from reportgen.i18n import N_, lazy
 
@@ -143,7 +144,7 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
         if len(missing):
             named &= ~np.isin(c, missing)
         kk = pd.factorize(kk * max(1, len(u)) + c)[0].astype(np.int64)
-    in_ops = np.isin(kk, np.unique(kk[hv]))
+    in_ops = np.isin(kk, distinct(kk[hv]))
     ops = f[in_ops]
     sel = in_ops & named
     per_op = pd.DataFrame({"k": kk[sel], "old": old_t[sel], "new": fixed[sel]}).groupby("k").max()

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, group_sum
+from reportgen.analysis.codes import Groups, distinct, group_sum
 from reportgen.i18n import N_
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _n_steps(step: pd.Series, coll: np.ndarray) -> int:
     """The distinct steps of the collectives' rows (1 when none is numbered)."""
     if isinstance(step.dtype, pd.CategoricalDtype):  # (`arrivals`: codes into the distinct steps)
         c = step.cat.codes.to_numpy()[coll]
-        return max(1, len(np.unique(c[c >= 0])))
+        return max(1, len(distinct(c[c >= 0])))
     v = step.to_numpy(dtype=object, na_value=None)[coll] if len(step) else np.zeros(0, dtype=object)
     steps = pd.Series(v, dtype=object).dropna()
     return max(1, int(steps.nunique())) if len(steps) else 1
@@ -228,11 +228,11 @@ def wait_matrices(arr: Arrivals) -> Waits:
     top_op = {(int(w_g[ofirst[b]]), int(rv[w_j[ofirst[b]]])): (str(op_names[int(w_op[ofirst[b]])]), float(ov[b]))
               for b in best}
     # the instances a group's waiters were in
-    gi = np.unique(w_g.astype(np.int64) * max(1, n_i) + w_inst)
+    gi = distinct(w_g.astype(np.int64) * max(1, n_i) + w_inst)
     n_inst = pd.Series(np.bincount(gi // max(1, n_i) + 1, minlength=len(gnames) + 1)[1:])
     n_inst = n_inst[n_inst > 0]
     del ms, w_g, w_i, w_j, w_op, w_inst
-    mp = np.unique(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
+    mp = distinct(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
     mg, mr = mp // nr, np.asarray(rv)[mp % nr]
     cut = np.flatnonzero(np.r_[True, mg[1:] != mg[:-1]]) if len(mg) else np.zeros(0, dtype=np.int64)
     members_of = {int(mg[a]): np.sort(mr[a:b]) for a, b in zip(cut, np.r_[cut[1:], len(mg)])}
