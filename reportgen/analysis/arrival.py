@@ -109,15 +109,18 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
     gcode, gu = _merged([(p.group, p.groups) for p in parts])
     kind = _merged([(p.kind, p.kinds) for p in parts])[0] + 1
-    inst = _instance_codes(frames, parts, gcode, n_of)
+    inst, hashed = _instance_codes(frames, parts, gcode, n_of)
     nd = int(inst.max()) + 1 if len(inst) else 0
     # an instance whose rows name more than one kind is not one collective: left out
     seg = _segments(inst)
     keep = (_per(kind, seg, nd, np.minimum) == _per(kind, seg, nd, np.maximum))[inst]
     del seg, kind
-    # a rank counted once per instance (its first row: one hash pass over the (frame, instance) numbers; a sort per
-    # rank cost ~0.1 ms a rank), and instances on two ranks or more
-    keep &= ~pd.Series(fi.astype(np.int64) * max(1, nd) + inst, copy=False).duplicated().to_numpy()
+    # a rank counted once per instance (its first row), and instances on two ranks or more. The instances are
+    # numbered by the hashes (`hashed`) and no rank repeats a hash (`RankInputs.distinct_keys`, found where the rank
+    # was loaded): every row is its rank's first of its instance; else one hash pass over the (frame, instance)
+    # numbers (a sort per rank cost ~0.1 ms a rank)
+    if not (hashed and all(p.distinct_keys for p in parts)):
+        keep &= ~pd.Series(fi.astype(np.int64) * max(1, nd) + inst, copy=False).duplicated().to_numpy()
     keep &= np.bincount(inst[keep], minlength=nd)[inst] >= 2
     if not keep.any():
         return None
@@ -225,6 +228,7 @@ class RankInputs:
     # the rows' operator and step as codes into the rank's distinct values (`_local_codes`; None: made on use)
     op: Optional[tuple[np.ndarray, list]] = None
     step: Optional[tuple[np.ndarray, list]] = None
+    distinct_keys: bool = False  # True: no two rows have the same `key_hash` (each instance once on the rank)
 
 
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
@@ -267,7 +271,8 @@ def rank_inputs(x: pd.DataFrame) -> RankInputs:
         h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
     return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
                       kinds=list(ku), key_hash=h, op=_small(_local_codes(x, "op", at)),
-                      step=_small(_local_codes(x, "step", at)))
+                      step=_small(_local_codes(x, "step", at)),
+                      distinct_keys=h is not None and len(pd.unique(h)) == len(h))
 
 
 def _small(cu: tuple[np.ndarray, list]) -> tuple[np.ndarray, list]:
@@ -298,15 +303,30 @@ def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
     array for the ranks one after the other, and the run's distinct values. The ranks that list the same values
     in the same order (ranks of one role run the same operators) share one mapping."""
     index: dict = {}
-    seen: dict[tuple, np.ndarray] = {}
-    out = []
-    for c, u in parts:
+    seen: dict[tuple, int] = {}
+    maps: list[np.ndarray] = []
+    at = np.zeros(len(parts), dtype=np.int64)  # where each part's mapping starts in `maps` joined
+    size = 0
+    for i, (_, u) in enumerate(parts):
         key = tuple(u)
-        m = seen.get(key)
-        if m is None:
-            m = seen[key] = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32)
-        out.append(m[c])
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
+        k = seen.get(key)
+        if k is None:
+            maps.append(np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32))
+            k = seen[key] = size
+            size += len(maps[-1])
+        at[i] = k
+    if not parts:
+        return np.zeros(0, dtype=np.int32), list(index)
+    # one gather over every row (not one a rank): a code c of part i at at[i] + c, a missing one (-1) at its
+    # mapping's last place (-1)
+    lens = np.array([len(c) for c, _ in parts], dtype=np.int64)
+    it = np.int32 if size < 2 ** 31 else np.int64  # (4 bytes a row)
+    c = np.concatenate([np.asarray(c, dtype=it) for c, _ in parts])
+    neg = c < 0
+    c += np.repeat(at.astype(it), lens)
+    if neg.any():
+        c[neg] = np.repeat((at + np.array([len(u) for _, u in parts], dtype=np.int64)).astype(it), lens)[neg]
+    return np.concatenate(maps)[c], list(index)
 
 
 def _texts(x: pd.DataFrame, name: str, p: RankInputs) -> tuple[np.ndarray, list]:
@@ -327,10 +347,11 @@ def _categories(values: list) -> pd.Index:
 
 
 def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], gcode: np.ndarray,
-                    n_of: np.ndarray) -> np.ndarray:
+                    n_of: np.ndarray) -> tuple[np.ndarray, bool]:
     """One integer per (group, key) over the stacked rows, numbered as first seen (as a factorisation of the pair
     numbers them): from the ranks' hashes, checked against the text (every row's group and key are those of its
-    instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
+    instance's first row: a 64-bit collision can never join two instances), else from the text itself; and whether
+    they come from the hashes."""
     if all(p.key_hash is not None for p in parts):
         c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
         c = c.astype(np.int32)
@@ -349,7 +370,7 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
                     break
                 lo = hi
         if same:
-            return c
+            return c, True
     index: dict = {}
     out, lo = [], 0
     for (_, x), p in zip(frames, parts):
@@ -357,7 +378,7 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
         out.append(np.array([index.setdefault((g, k), len(index)) for g, k in
                              zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int32))
         lo = hi
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), False
 
 
 def _joined(parts: list) -> pd.Series:
@@ -365,6 +386,9 @@ def _joined(parts: list) -> pd.Series:
     Series once (its dtype inferred over all the values, as from a stack of the ranks' columns); else as Series."""
     if parts and all(isinstance(a, np.ndarray) for a in parts) and len({a.dtype for a in parts}) == 1:
         return pd.Series(np.concatenate(parts), copy=False)
+    if parts and len({type(a) for a in parts}) == 1 and len({a.dtype for a in parts}) == 1 and \
+            hasattr(type(parts[0]), "_concat_same_type"):  # (pandas' arrays of one dtype: as its concat joins them)
+        return pd.Series(type(parts[0])._concat_same_type(parts), copy=False)
     return pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
 
 
