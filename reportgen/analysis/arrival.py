@@ -381,15 +381,20 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
     return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), False
 
 
-def _joined(parts: list) -> pd.Series:
-    """The ranks' pieces of one column one after the other: numpy arrays of one dtype joined as arrays and made a
-    Series once (its dtype inferred over all the values, as from a stack of the ranks' columns); else as Series."""
+def _joined(parts: list, back: Optional[np.ndarray] = None) -> pd.Series:
+    """The ranks' pieces of one column one after the other (`back`: then the rows taken in that order): numpy
+    arrays of one dtype joined as arrays and made a Series once (its dtype inferred over all the values, as from a
+    stack of the ranks' columns), pandas' arrays of one type and dtype as their concatenation joins them; else as
+    Series."""
     if parts and all(isinstance(a, np.ndarray) for a in parts) and len({a.dtype for a in parts}) == 1:
-        return pd.Series(np.concatenate(parts), copy=False)
+        v = np.concatenate(parts)
+        return pd.Series(v if back is None else v[back], copy=False)
     if parts and len({type(a) for a in parts}) == 1 and len({a.dtype for a in parts}) == 1 and \
-            hasattr(type(parts[0]), "_concat_same_type"):  # (pandas' arrays of one dtype: as its concat joins them)
-        return pd.Series(type(parts[0])._concat_same_type(parts), copy=False)
-    return pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+            hasattr(type(parts[0]), "_concat_same_type"):
+        v = type(parts[0])._concat_same_type(parts)
+        return pd.Series(v if back is None else v.take(back), copy=False)
+    out = pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+    return out if back is None else out.iloc[back].reset_index(drop=True)
 
 
 def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
@@ -405,12 +410,11 @@ def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], 
         rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
         for c in cols:  # the values only (a piece with its index costs 8 bytes a row more)
             pieces[c].append(_values(x, c)[rows])
-    out = pd.DataFrame({c: _joined(v) for c, v in pieces.items()})
-    if len(order) and not (np.diff(order) > 0).all():
-        back = np.empty(len(order), dtype=np.int64)
+    back = None
+    if len(order) and not (np.diff(order) > 0).all():  # (the rows put back in `pos` order before the Series are
+        back = np.empty(len(order), dtype=np.int64)    # made: no take of arrow strings)
         back[order] = np.arange(len(order))
-        out = out.iloc[back].reset_index(drop=True)
-    return out
+    return pd.DataFrame({c: _joined(v, back) for c, v in pieces.items()})
 
 
 @dataclass

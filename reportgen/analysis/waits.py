@@ -228,8 +228,12 @@ def wait_matrices(arr: Arrivals) -> Waits:
     top_op = {(int(w_g[ofirst[b]]), int(rv[w_j[ofirst[b]]])): (str(op_names[int(w_op[ofirst[b]])]), float(ov[b]))
               for b in best}
     # the instances a group's waiters were in
-    gi = distinct(w_g.astype(np.int64) * max(1, n_i) + w_inst)
-    n_inst = pd.Series(np.bincount(gi // max(1, n_i) + 1, minlength=len(gnames) + 1)[1:])
+    # (an instance is one group's: its group code marked at its number, the marked ones counted per group)
+    g_of = np.full(max(1, n_i), -2, dtype=np.int64)
+    g_of[w_inst] = w_g
+    g_of = g_of[g_of > -2]
+    n_inst = pd.Series(np.bincount(g_of + 1, minlength=len(gnames) + 1)[1:])
+    del g_of
     n_inst = n_inst[n_inst > 0]
     del ms, w_g, w_i, w_j, w_op, w_inst
     mp = distinct(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
