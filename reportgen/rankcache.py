@@ -314,11 +314,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     if folder is None or not items:
         if _recorded is not None:
             _recorded.extend([None] * len(items))  # ranks without a key: no whole-run result may be cached
-        # (--no-cache: the ranks read elsewhere are unpickled here without collections too, as below)
-        elsewhere = (kw.get("scheduler") not in (None, "local")
-                     or (kw.get("jobs", 1) > 1 and len(items) >= kw.get("min_parallel", 1)))
-        with gc_paused(elsewhere):
-            yield from map_ranks(load, items, args, **kw)
+        yield from map_ranks(load, items, args, **kw)
         return
     root, layout = args[0], args[1]
     dirs: dict = {}

@@ -190,6 +190,16 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return np.sort(pd.unique(a))
 
 
+def frame_layout(f: pd.DataFrame) -> Optional[tuple]:
+    """(the columns' Index object, which block holds each column, the blocks' dtypes): frames with the same key
+    have the same columns (one Index the loaders share) and dtypes; None where pandas' internals differ."""
+    try:
+        m = f._mgr
+        return id(f.columns), m.blknos.tobytes(), tuple(b.dtype for b in m.blocks)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """`frame.iloc[rows]` (`rows`: ascending positions), without the copy when they are every row."""
     return frame if len(rows) == len(frame) else frame.iloc[rows]
