@@ -94,11 +94,17 @@ class Waits:
                             "culprits": [c.to_dict() for c in g.culprits[:n]]} for g in self.groups]}
 
 
-def analyze_waits(run: "Run", arr: Optional[Arrivals] = None) -> tuple[Optional[Waits], str]:
-    """The wait-for matrices of `run` and "" ; or None and the reason there are none."""
+def analyze_waits(run: "Run", arr: Optional[Arrivals] = None, release: bool = False) -> tuple[Optional[Waits], str]:
+    """The wait-for matrices of `run` and "" ; or None and the reason there are none. `release` (`analyze`): the
+    ranks' coded instances (`RankFigures.arrival`, read by `arrivals` only) dropped once the arrivals are made,
+    before the matrices (the stage's peak; a later `arrivals` codes the instances' frames again)."""
     if len(run.ranks) < 2:
         return None, NO_RANKS
     arr = arrivals(run) if arr is None else arr
+    if release:
+        for d in run.ranks.values():
+            if getattr(d.figures, "arrival", None) is not None:
+                d.figures.arrival = None
     if arr is None:
         return None, NO_TIMES if not _has_times(run) else NO_MATCH
     w = wait_matrices(arr)
