@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, codes, codes_of_parts, group_sum
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, column_array, distinct, group_sum
 from reportgen.analysis.comm_rank import wait_ratio
 from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices
@@ -265,3 +265,34 @@ def test_waits_keep_instances_not_the_lateness_rows():
     # rank 0 waited (4 + 6) / 2 steps for rank 1, rank 2 waited (3 + 4) / 2
     assert g.ms[0, 1] == pytest.approx(5.0) and g.ms[2, 1] == pytest.approx(3.5)
     assert g.culprits[0].rank == 1 and not math.isnan(g.culprits[0].per_waiter_ms)
+
+
+def test_distinct_is_numpy_unique_for_every_integer_type_and_range():
+    """`codes.distinct` (a table of the range where the integers are few and close, else a hash and a sort of the
+    distinct values) gives `np.unique`'s values and dtype: negative, unsigned and 64-bit extremes, empty."""
+    rng = np.random.default_rng(33)
+    cases = [np.zeros(0, dtype=np.int64), np.array([5], dtype=np.int8), np.array([True, False, True]),
+             np.array([-128, 127, -128, 0], dtype=np.int8),  # (a range that overflows the type's own subtraction)
+             np.array([2 ** 64 - 5, 2 ** 64 - 1, 2 ** 64 - 5], dtype=np.uint64),
+             np.array([-2 ** 63, 2 ** 63 - 1, -2 ** 63], dtype=np.int64)]
+    for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+        info = np.iinfo(dtype)
+        for span in (3, 200, 10 ** 6, 2 ** 40):
+            lo, hi = max(int(info.min), -span), min(int(info.max), span)
+            cases.append(rng.integers(lo, hi, 300, endpoint=True, dtype=np.int64).astype(dtype))
+            cases.append(rng.integers(lo, hi, 7, endpoint=True, dtype=np.int64).astype(dtype))
+    for a in cases:
+        want, got = np.unique(a), distinct(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want), a
+    # not integers: numpy's own
+    f = np.array([2.5, np.nan, -1.0, 2.5])
+    np.testing.assert_array_equal(distinct(f), np.unique(f))
+
+
+def test_column_array_is_the_columns_values_and_missing_columns_are_missing():
+    f = pd.DataFrame({"a": [1.5, 2.5], "s": pd.array(["x", None], dtype="str"), "i": pd.array([1, None], dtype="Int64")})
+    for c in ("a", "s", "i"):
+        got = column_array(f, c)
+        assert len(got) == 2 and got.dtype == f[c].dtype
+        pd.testing.assert_series_equal(pd.Series(got, name=c), f[c])
+    assert pd.isna(column_array(f, "absent")).all() and len(column_array(f, "absent")) == 2

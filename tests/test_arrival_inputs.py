@@ -167,3 +167,52 @@ def test_the_loading_workers_inputs_are_used_and_give_the_same_arrivals():
     run.ranks[LATE_RANK].figures.arrival.key_hash = run.ranks[LATE_RANK].figures.arrival.key_hash + np.uint64(1)
     got = arrivals(run)
     assert list(got.instances["last_rank"]) == [2] * 4 and list(got.instances["n"]) == [3] * 4
+
+
+def test_merged_codes_equal_a_mapping_per_part():
+    """`arrival._merged`: ranks' codes into their own distinct values -> the run's (first seen, -1 kept), by one
+    gather, parts with the same value lists sharing a mapping: what mapping each part on its own gives."""
+    from reportgen.analysis.arrival import _merged
+
+    def plain(parts):
+        index, out = {}, []
+        for c, u in parts:
+            m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32)
+            out.append(m[c])
+        return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        parts = []
+        for _ in range(int(rng.integers(0, 6))):
+            u = list(rng.choice(["a", "b", "c", "d"], size=int(rng.integers(0, 4)), replace=False))
+            c = rng.integers(-1, len(u), int(rng.integers(0, 8))) if u else np.full(int(rng.integers(0, 3)), -1)
+            parts.append((c.astype(rng.choice([np.int16, np.int32, np.int64])), u))
+            if rng.random() < 0.3:  # the same list again (a rank of the same role)
+                parts.append((rng.integers(-1, len(u), 5) if u else np.full(2, -1), list(u)))
+        want, got = plain(parts), _merged(parts)
+        assert got[1] == want[1] and got[0].dtype == want[0].dtype and np.array_equal(got[0], want[0]), parts
+
+
+def test_a_rank_that_repeats_an_instance_counts_once_from_the_workers_inputs():
+    """The loading worker notes whether a rank repeats a (group, key) (`RankInputs.distinct_keys`): where none
+    does, the repeat search is skipped; a rank that repeats one still counts once per instance (its first row), as
+    coding the frames here gives."""
+    import pickle
+
+    from reportgen.analysis.per_rank import rank_figures
+
+    frames = _frames()
+    assert rank_inputs(frames[0]).distinct_keys
+    twice = pd.concat([frames[1], frames[1].iloc[[0]].assign(start_ms=frames[1]["start_ms"].iloc[0] + 50.0)],
+                      ignore_index=True)  # rank 1 lists its first all-reduce again, 50 ms later
+    frames[1] = twice
+    assert not rank_inputs(twice).distinct_keys
+    plain = arrivals(_comm_run(frames))
+    run = _comm_run(frames)
+    for d in run.ranks.values():
+        d.figures = pickle.loads(pickle.dumps(rank_figures(d)))
+    got = arrivals(run)
+    pd.testing.assert_frame_equal(got.late, plain.late)
+    pd.testing.assert_frame_equal(got.instances, plain.instances)
+    assert (got.late["rank"] == 1).sum() == 4  # its repeated row left out: once per instance
+    assert list(got.instances["spread_ms"]) == pytest.approx([6.0] * 4)  # (the repeat, 50 ms late, is not read)

@@ -155,4 +155,6 @@ def test_analyze_releases_what_only_the_communication_analysis_reads(tmp_path):
         c = d.communication
         assert not len(c.ops) and not len(c.links) and d.figures.comm is None
         assert list(c.ops.columns) == list(kept.ranks[r].communication.ops.columns)  # (empty, same columns)
+        assert c.ops.dtypes.equals(kept.ranks[r].communication.ops.dtypes)  # (and dtypes: one such frame shared)
+        assert c.links.dtypes.equals(kept.ranks[r].communication.links.dtypes)
         assert len(c.steps) == len(kept.ranks[r].communication.steps) and c.source

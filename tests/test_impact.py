@@ -137,6 +137,12 @@ def test_replace_excess_hand_computed():
     # A rank that is slow but still arrives before another one saves nothing: the other sets the pace.
     rows = [(0, 1, 100, 1, 140), (1, 1, 100, 60, 140), (2, 1, 130, 1, 140)]
     assert replace_excess(_Steps(rows), "computing", [2], basis="x").step_ms == pytest.approx(0.0)
+    # The rank x step tables are made once per frame (`_wide`): the same frame asked again gives the same table, a
+    # frame changed since (another object) its own.
+    st = _Steps(rows)
+    assert _wide(st.per_step, "computing") is _wide(st.per_step, "computing")
+    st2 = _Steps([(r, s, c + 10, f, t) for r, s, c, f, t in rows])
+    assert _wide(st2.per_step, "computing").loc[2, 1] == pytest.approx(140.0)
     # Unknown column or step-trace kind: no estimate rather than a wrong one.
     assert replace_excess(_Steps(rows), "tail", [2]) is None
     assert replace_excess(_Steps(rows, kind=None), "computing", [2]) is None

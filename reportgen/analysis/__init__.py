@@ -51,7 +51,7 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     # ranks' collective instances are read by nothing after it, and dropped before the other analyses run
     waits_error: Optional[Exception] = None
     try:
-        waits = analyze_waits(run)
+        waits = analyze_waits(run, release=release_inputs)
     except Exception as e:  # noqa: BLE001
         waits, waits_error = (None, ""), e
     if waits_error is None:

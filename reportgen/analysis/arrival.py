@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import column_array as _values
 from reportgen.i18n import N_, Msg, lazy
 
 if TYPE_CHECKING:
@@ -108,21 +109,18 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     fi = np.repeat(np.arange(len(frames), dtype=np.int32), n_of)  # each row's frame (its rank: one a frame)
     gcode, gu = _merged([(p.group, p.groups) for p in parts])
     kind = _merged([(p.kind, p.kinds) for p in parts])[0] + 1
-    inst = _instance_codes(frames, parts, gcode, n_of)
+    inst, hashed = _instance_codes(frames, parts, gcode, n_of)
     nd = int(inst.max()) + 1 if len(inst) else 0
     # an instance whose rows name more than one kind is not one collective: left out
-    keep = (_per(kind, inst, nd, np.minimum) == _per(kind, inst, nd, np.maximum))[inst]
-    del kind
-    # a rank counted once per instance (its first row: a rank's rows are together), and instances on two ranks or
-    # more
-    lo = 0
-    for n in n_of.tolist():
-        if n:
-            part = inst[lo:lo + n]
-            first = np.zeros(n, dtype=bool)
-            first[np.unique(part, return_index=True)[1]] = True
-            keep[lo:lo + n] &= first
-        lo += n
+    seg = _segments(inst)
+    keep = (_per(kind, seg, nd, np.minimum) == _per(kind, seg, nd, np.maximum))[inst]
+    del seg, kind
+    # a rank counted once per instance (its first row), and instances on two ranks or more. The instances are
+    # numbered by the hashes (`hashed`) and no rank repeats a hash (`RankInputs.distinct_keys`, found where the rank
+    # was loaded): every row is its rank's first of its instance; else one hash pass over the (frame, instance)
+    # numbers (a sort per rank cost ~0.1 ms a rank)
+    if not (hashed and all(p.distinct_keys for p in parts)):
+        keep &= ~pd.Series(fi.astype(np.int64) * max(1, nd) + inst, copy=False).duplicated().to_numpy()
     keep &= np.bincount(inst[keep], minlength=nd)[inst] >= 2
     if not keep.any():
         return None
@@ -132,8 +130,11 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     start = _stacked(frames, parts, "start_ms")[sel]
     dur = _stacked(frames, parts, "dur_ms")[sel]
     # per instance: the spread of the ends and of the starts (whether the clocks agree), the first arrival
-    end_spread = _per(start + dur, inst, nd, np.maximum) - _per(start + dur, inst, nd, np.minimum)
-    start_spread = _per(start, inst, nd, np.maximum) - _per(start, inst, nd, np.minimum)
+    seg = _segments(inst)
+    end = start + dur
+    end_spread = _per(end, seg, nd, np.maximum) - _per(end, seg, nd, np.minimum)
+    del end
+    start_spread = _per(start, seg, nd, np.maximum) - _per(start, seg, nd, np.minimum)
     live = np.bincount(inst, minlength=nd) > 0
     same_clock = float(pd.Series(end_spread[live]).median()) <= max(
         CLOCK_TOLERANCE_MS, 0.1 * float(pd.Series(start_spread[live]).median()))
@@ -144,7 +145,8 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
     else:
         arr_all = -dur
         del start, dur
-    late_ms = arr_all - _per(arr_all, inst, nd, np.minimum)[inst]
+    late_ms = arr_all - _per(arr_all, seg, nd, np.minimum)[inst]
+    del seg
     # per instance, vectorised (a Python loop over instances costs seconds at 1,024 ranks): sorted by arrival, the
     # first, the last and the one before it, and the median of all but the last (sorted: the middle one or two)
     xo = np.lexsort((arr_all, inst))  # by instance number, then arrival (stable)
@@ -174,9 +176,9 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
         instances["step"] = instances["step"].astype("Int64")
     # the lateness rows: numbers and codes, no text a row (the step, group, operator and kind as categoricals of
     # their distinct values)
-    opc, opu = _merged([_local_codes(x, "op", p.at) for (_, x), p in zip(frames, parts)])
+    opc, opu = _merged([_texts(x, "op", p) for (_, x), p in zip(frames, parts)])
     kc, ku = _merged([(p.kind, p.kinds) for p in parts])
-    sc, su = _merged([_local_codes(x, "step", p.at) for (_, x), p in zip(frames, parts)])
+    sc, su = _merged([_texts(x, "step", p) for (_, x), p in zip(frames, parts)])
     late = pd.DataFrame({"rank": rank_of[fi], "step": pd.Categorical.from_codes(sc[sel], categories=_categories(su)),
                          "op": pd.Categorical.from_codes(opc[sel], categories=_categories(opu)),
                          "group": pd.Categorical.from_codes(gcode, categories=_categories(gu)),
@@ -186,10 +188,23 @@ def arrivals(run: "Run") -> Optional[Arrivals]:
                     source=source)
 
 
-def _per(v: np.ndarray, inst: np.ndarray, n: int, how) -> np.ndarray:
-    """Per instance number (0..n-1) the min / max (`how`) of `v` over its rows."""
+def _segments(inst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ordered by instance number (`_per`'s input): that order, where each instance's rows start in it
+    and the instance numbers of those starts."""
+    order = np.argsort(inst, kind="stable")
+    si = inst[order]
+    starts = np.flatnonzero(np.r_[True, si[1:] != si[:-1]]) if len(si) else np.zeros(0, dtype=np.intp)
+    return order, starts, si[starts]
+
+
+def _per(v: np.ndarray, seg: tuple, n: int, how) -> np.ndarray:
+    """Per instance number (0..n-1) the min / max (`how`: np.minimum / np.maximum, NaN propagated) of `v` over its
+    rows (`seg`: `_segments` of the rows' instance numbers; a reduction over each instance's contiguous rows, ~10x
+    faster than `how.at` in place); +-inf for a number without rows."""
+    order, starts, ids = seg
     out = np.full(n, np.inf if how is np.minimum else -np.inf)
-    how.at(out, inst, v)
+    if len(starts):
+        out[ids] = how.reduceat(v[order], starts)
     return out
 
 
@@ -210,24 +225,13 @@ class RankInputs:
     kind: np.ndarray  # codes into `kinds` (the kinds as text; -1: missing)
     kinds: list
     key_hash: Optional[np.ndarray]  # uint64 per row; None where a group or key is not text (then matched exactly)
+    # the rows' operator and step as codes into the rank's distinct values (`_local_codes`; None: made on use)
+    op: Optional[tuple[np.ndarray, list]] = None
+    step: Optional[tuple[np.ndarray, list]] = None
+    distinct_keys: bool = False  # True: no two rows have the same `key_hash` (each instance once on the rank)
 
 
 _GROUP_MIX = np.uint64(0x9E3779B97F4A7C15)  # (the golden-ratio multiplier: a group's hash spread over 64 bits)
-
-
-def _values(x: pd.DataFrame, name: str):
-    """Column `name`'s own array (a numpy array or pandas' extension array), without a Series: a column taken as
-    a Series a rank and column costs ~0.2 ms here (seconds over a run's ranks); all missing where there is none."""
-    cols = x.columns
-    if name not in cols:
-        return np.full(len(x), np.nan, dtype=object)
-    get = getattr(x, "_get_column_array", None)
-    if get is not None and cols.is_unique:
-        try:
-            return get(cols.get_loc(name))
-        except Exception:  # noqa: BLE001  # (a pandas whose internals differ: the public way)
-            pass
-    return x[name].array
 
 
 def _floats(v) -> np.ndarray:
@@ -266,8 +270,15 @@ def rank_inputs(x: pd.DataFrame) -> RankInputs:
         gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
         h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
     return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
-                      kinds=list(ku),
-                      key_hash=h)
+                      kinds=list(ku), key_hash=h, op=_small(_local_codes(x, "op", at)),
+                      step=_small(_local_codes(x, "step", at)),
+                      distinct_keys=h is not None and len(pd.unique(h)) == len(h))
+
+
+def _small(cu: tuple[np.ndarray, list]) -> tuple[np.ndarray, list]:
+    """Codes in the smallest integer type that holds them (16 bits where the rank has fewer than 32,768 values)."""
+    c, u = cu
+    return c.astype(np.int16 if len(u) < 2 ** 15 else np.int32), u
 
 
 def rank_arrival(data: "RankData") -> Optional[RankInputs]:
@@ -289,13 +300,39 @@ def _inputs_of(run: "Run", r: int, x: pd.DataFrame) -> RankInputs:
 
 def _merged(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
     """Codes into each rank's own distinct values -> codes into the run's (numbered as first seen, -1 kept), one
-    array for the ranks one after the other, and the run's distinct values."""
+    array for the ranks one after the other, and the run's distinct values. The ranks that list the same values
+    in the same order (ranks of one role run the same operators) share one mapping."""
     index: dict = {}
-    out = []
-    for c, u in parts:
-        m = np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32)
-        out.append(m[c])
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), list(index)
+    seen: dict[tuple, int] = {}
+    maps: list[np.ndarray] = []
+    at = np.zeros(len(parts), dtype=np.int64)  # where each part's mapping starts in `maps` joined
+    size = 0
+    for i, (_, u) in enumerate(parts):
+        key = tuple(u)
+        k = seen.get(key)
+        if k is None:
+            maps.append(np.array([index.setdefault(v, len(index)) for v in u] + [-1], dtype=np.int32))
+            k = seen[key] = size
+            size += len(maps[-1])
+        at[i] = k
+    if not parts:
+        return np.zeros(0, dtype=np.int32), list(index)
+    # one gather over every row (not one a rank): a code c of part i at at[i] + c, a missing one (-1) at its
+    # mapping's last place (-1)
+    lens = np.array([len(c) for c, _ in parts], dtype=np.int64)
+    it = np.int32 if size < 2 ** 31 else np.int64  # (4 bytes a row)
+    c = np.concatenate([np.asarray(c, dtype=it) for c, _ in parts])
+    neg = c < 0
+    c += np.repeat(at.astype(it), lens)
+    if neg.any():
+        c[neg] = np.repeat((at + np.array([len(u) for _, u in parts], dtype=np.int64)).astype(it), lens)[neg]
+    return np.concatenate(maps)[c], list(index)
+
+
+def _texts(x: pd.DataFrame, name: str, p: RankInputs) -> tuple[np.ndarray, list]:
+    """The rank's `name` ("op" / "step") codes: as its loading worker made them, else made here."""
+    got = getattr(p, name, None)
+    return got if got is not None else _local_codes(x, name, p.at)
 
 
 def _local_codes(x: pd.DataFrame, name: str, at: np.ndarray) -> tuple[np.ndarray, list]:
@@ -310,14 +347,18 @@ def _categories(values: list) -> pd.Index:
 
 
 def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], gcode: np.ndarray,
-                    n_of: np.ndarray) -> np.ndarray:
+                    n_of: np.ndarray) -> tuple[np.ndarray, bool]:
     """One integer per (group, key) over the stacked rows, numbered as first seen (as a factorisation of the pair
     numbers them): from the ranks' hashes, checked against the text (every row's group and key are those of its
-    instance's first row: a 64-bit collision can never join two instances), else from the text itself."""
+    instance's first row: a 64-bit collision can never join two instances), else from the text itself; and whether
+    they come from the hashes."""
     if all(p.key_hash is not None for p in parts):
         c, _ = pd.factorize(np.concatenate([p.key_hash for p in parts]) if len(parts) else np.zeros(0, np.uint64))
         c = c.astype(np.int32)
-        first = np.unique(c, return_index=True)[1]  # each instance's first row (every number 0..n-1 occurs)
+        # each instance's first row (every number 0..n-1 occurs, numbered as first seen: a number's first row is
+        # where the codes pass the largest before it)
+        first = np.flatnonzero(c > np.maximum.accumulate(np.r_[np.int32(-1), c[:-1]])) if len(c) else \
+            np.zeros(0, dtype=np.int64)
         same = bool((gcode == gcode[first[c]]).all())
         if same:
             rep = _rows_text(frames, parts, n_of, first, ["key"])["key"].to_numpy(dtype=object)
@@ -329,7 +370,7 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
                     break
                 lo = hi
         if same:
-            return c
+            return c, True
     index: dict = {}
     out, lo = [], 0
     for (_, x), p in zip(frames, parts):
@@ -337,15 +378,23 @@ def _instance_codes(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInpu
         out.append(np.array([index.setdefault((g, k), len(index)) for g, k in
                              zip(gcode[lo:hi].tolist(), _objects(x, "key", p.at))], dtype=np.int32))
         lo = hi
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int32)), False
 
 
-def _joined(parts: list) -> pd.Series:
-    """The ranks' pieces of one column one after the other: numpy arrays of one dtype joined as arrays and made a
-    Series once (its dtype inferred over all the values, as from a stack of the ranks' columns); else as Series."""
+def _joined(parts: list, back: Optional[np.ndarray] = None) -> pd.Series:
+    """The ranks' pieces of one column one after the other (`back`: then the rows taken in that order): numpy
+    arrays of one dtype joined as arrays and made a Series once (its dtype inferred over all the values, as from a
+    stack of the ranks' columns), pandas' arrays of one type and dtype as their concatenation joins them; else as
+    Series."""
     if parts and all(isinstance(a, np.ndarray) for a in parts) and len({a.dtype for a in parts}) == 1:
-        return pd.Series(np.concatenate(parts), copy=False)
-    return pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+        v = np.concatenate(parts)
+        return pd.Series(v if back is None else v[back], copy=False)
+    if parts and len({type(a) for a in parts}) == 1 and len({a.dtype for a in parts}) == 1 and \
+            hasattr(type(parts[0]), "_concat_same_type"):
+        v = type(parts[0])._concat_same_type(parts)
+        return pd.Series(v if back is None else v.take(back), copy=False)
+    out = pd.concat([pd.Series(a, copy=False) for a in parts], ignore_index=True)
+    return out if back is None else out.iloc[back].reset_index(drop=True)
 
 
 def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], n_of: np.ndarray, pos: np.ndarray,
@@ -361,12 +410,11 @@ def _rows_text(frames: list[tuple[int, pd.DataFrame]], parts: list[RankInputs], 
         rows = p.at[sp[cut[i]:cut[i + 1]] - bounds[i]]
         for c in cols:  # the values only (a piece with its index costs 8 bytes a row more)
             pieces[c].append(_values(x, c)[rows])
-    out = pd.DataFrame({c: _joined(v) for c, v in pieces.items()})
-    if len(order) and not (np.diff(order) > 0).all():
-        back = np.empty(len(order), dtype=np.int64)
+    back = None
+    if len(order) and not (np.diff(order) > 0).all():  # (the rows put back in `pos` order before the Series are
+        back = np.empty(len(order), dtype=np.int64)    # made: no take of arrow strings)
         back[order] = np.arange(len(order))
-        out = out.iloc[back].reset_index(drop=True)
-    return out
+    return pd.DataFrame({c: _joined(v, back) for c, v in pieces.items()})
 
 
 @dataclass

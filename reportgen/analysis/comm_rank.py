@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, group_mean, group_sum
+from reportgen.analysis.codes import Groups, codes, distinct, group_mean, group_sum
 from reportgen.model import COMM_TIME_COLUMNS, Communication
 
 GROUP_COLUMNS = (*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms")
@@ -150,7 +150,7 @@ def _rank_ops(vals: np.ndarray, k: dict, rows: np.ndarray, stored: bool
         return np.zeros(0, dtype=np.int32), np.zeros((0, _NT + 1)), 1.0
     g = Groups(_parts(k, rows, ["op", "group", "kind"]), len(rows))
     # per step: over the rank's distinct steps (a missing one counted once)
-    div = 1.0 if stored else float(len(np.unique(k["step"][0][rows])))
+    div = 1.0 if stored else float(len(distinct(k["step"][0][rows])))
     at = rows[g.first].astype(np.int32)
     if g.n == len(g.rows):
         return at, None, div

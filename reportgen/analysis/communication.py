@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, codes_of_parts, labels, text_column
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, distinct, frame_layout, labels, text_column
 from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
@@ -149,11 +149,19 @@ def analyze_communication(run: Run, release_inputs: bool = False) -> CommAnalysi
 
 
 def _release(with_data: dict[int, Communication], name: str) -> None:
-    """Each rank's `name` frame replaced by an empty one with its columns."""
+    """Each rank's `name` frame replaced by an empty one with its columns and their dtypes, one shared by the ranks
+    of one `frame_layout` (a copy a rank costs ~0.1 ms: 0.2 s at 1,024 ranks; nothing reads or writes them after)."""
+    made: dict = {}
     for c in with_data.values():
         f = getattr(c, name)
         if f is not None and len(f):
-            setattr(c, name, f.iloc[:0].copy())
+            key = frame_layout(f)
+            got = made.get(key) if key is not None else None
+            if got is None:
+                got = (f.columns, f.iloc[:0].copy())  # (the Index kept: its id stays its own)
+                if key is not None:
+                    made[key] = got
+            setattr(c, name, got[1])
 
 
 def release_comm_inputs(run: Run) -> None:
@@ -398,7 +406,7 @@ def _groups(run: Run, with_data: dict, inferred: dict[int, tuple[str, str]], ops
             gc, gv = codes(f["group"])
             rc, rv = codes(f["rank"])
             ok = (gc >= 0) & (rc >= 0)
-            pairs = np.unique(gc[ok] * max(1, len(rv)) + rc[ok])
+            pairs = distinct(gc[ok] * max(1, len(rv)) + rc[ok])
             for g_, r_ in zip((pairs // max(1, len(rv))).tolist(), (pairs % max(1, len(rv))).tolist()):
                 members.setdefault(str(gv[g_]), set()).add(int(rv[r_]))
 

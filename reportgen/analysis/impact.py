@@ -12,12 +12,14 @@ not in the arrival phases, so it saves nothing. The estimate is the mean saving 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import distinct
 from reportgen.fmt import ms as _fmt_ms, share_text
 from reportgen.i18n import N_, lazy
 
@@ -36,10 +38,27 @@ class Impact:
         return {"step_ms": round(self.step_ms, 4), "step_share": round(self.step_share, 5), "basis": self.basis}
 
 
+_WIDE: dict = {}  # (id of a per-step frame, column) -> (a weak reference to that frame, its `_wide` table)
+
+
 def _wide(per_step: pd.DataFrame, col: str) -> pd.DataFrame:
+    """Rank x step table of `col` (the mean where a rank has several rows of a step). The rules ask for the same
+    few tables of the one `StepAnalysis.per_step` a dozen times (a pivot ~10-20 ms each at 1,024 ranks): made once
+    per frame and column while the frame lives, and read only (every caller makes its own frames from it)."""
+    key = (id(per_step), col)
+    got = _WIDE.get(key)
+    if got is not None and got[0]() is per_step:
+        return got[1]
     f = per_step[["rank", "step", col]].dropna(subset=[col]).copy()
     f["step"] = f["step"].fillna(-1)
-    return f.pivot_table(index="rank", columns="step", values=col, aggfunc="mean")
+    out = f.pivot_table(index="rank", columns="step", values=col, aggfunc="mean")
+    for k in [k for k, (ref, _) in _WIDE.items() if ref() is None]:  # (tables of frames gone since: dropped)
+        del _WIDE[k]
+    try:
+        _WIDE[key] = (weakref.ref(per_step), out)
+    except TypeError:  # (an object that takes no weak reference: not kept)
+        pass
+    return out
 
 
 def replace_excess(steps, phase_col, culprits: Iterable[int], reference: Optional[Iterable[int]] = None,
@@ -143,7 +162,7 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
         if len(missing):
             named &= ~np.isin(c, missing)
         kk = pd.factorize(kk * max(1, len(u)) + c)[0].astype(np.int64)
-    in_ops = np.isin(kk, np.unique(kk[hv]))
+    in_ops = np.isin(kk, distinct(kk[hv]))
     ops = f[in_ops]
     sel = in_ops & named
     per_op = pd.DataFrame({"k": kk[sel], "old": old_t[sel], "new": fixed[sel]}).groupby("k").max()

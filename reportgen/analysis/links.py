@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, take_rows, text_column
+from reportgen.analysis.codes import Groups, codes, distinct, take_rows, text_column
 
 SLOW_LINK_MIN_SIZE_MB = 1.0  # bandwidth of tiny transfers is latency, not bandwidth: not compared
 SLOW_LINK_MIN_PEERS = 3  # need at least this many comparable links of the transport
@@ -52,7 +52,7 @@ def _average_rows(lk: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         avg = per.groupby(g2.gid, sort=True).sum(min_count=1)  # Σ over the steps per (rank, link)
         # the rank's steps: distinct steps among its (rank, step, link) sums
         rs = kc[0][0][rest][g1.first] * max(1, len(sv)) + sc[g1.first]
-        pairs = np.unique(rs)
+        pairs = distinct(rs)
         nsteps = np.bincount(pairs // max(1, len(sv)), minlength=kc[0][1])
         at = first[g2.first]
         out = rows_out(at, avg)
@@ -82,7 +82,7 @@ def link_table(links_g: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(avg, ["time_ms", "size_mb", "stored_bandwidth_gbps"], "sum", min_count=1)
     # the ranks that reported each link, ascending, as text
     rc, rv = codes(avg["rank"])
-    pairs = np.unique(g.gid * max(1, len(rv)) + rc[g.rows])
+    pairs = distinct(g.gid * max(1, len(rv)) + rc[g.rows])
     pg, pr = pairs // max(1, len(rv)), pairs % max(1, len(rv))
     names = np.array([str(x) for x in rv], dtype=object)[pr]
     cuts = np.searchsorted(pg, np.arange(g.n + 1))
@@ -105,7 +105,7 @@ def link_table(links_g: pd.DataFrame) -> pd.DataFrame:
         del per_op
         mine = link_of[len(out):]
         ok = oc >= 0  # nunique leaves missing names out
-        uniq = np.unique(mine[ok] * max(1, len(ov)) + oc[ok])
+        uniq = distinct(mine[ok] * max(1, len(ov)) + oc[ok])
         cnt = np.bincount(uniq // max(1, len(ov)), minlength=kg.n)
         out["n_ops"] = cnt[link_of[:len(out)]]
     else:

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.codes import column_array
 from reportgen.i18n import N_, lazy
 from reportgen.model import CpuUsage, DataPrep, Run
 
@@ -300,8 +301,8 @@ def _operator_view(run: Run, res: Resources) -> None:
         ops = run.ranks[r].operators
         if ops is None or not len(ops.by_type):
             continue
-        for c in cols:  # column by column: a frame per rank selected and concatenated costs ~1 ms a rank
-            parts[c].append(ops.by_type[c].to_numpy())
+        for c in cols:  # column by column: a frame per rank selected and concatenated costs ~1 ms a rank, a Series
+            parts[c].append(np.asarray(column_array(ops.by_type, c)))  # a column ~40 µs (0.3 s at 1,024 ranks)
         ranks.append(r)
         sizes.append(len(ops.by_type))
         bases.update(ops.basis.values())

@@ -81,6 +81,8 @@ def analyze_steps(run: Run) -> StepAnalysis:
     # Mean over the recorded steps for every rank at once; stored averages replace it where present.
     means = per_step.groupby("rank")[list(phases)].mean()
     counts = per_step.groupby("rank").size()
+    # (each rank's means as a dict, all at once: a `.loc` row a rank costs ~50 µs)
+    mean_of, count_of = means.to_dict("index"), counts.to_dict()
     rows = []
     for r in sorted(traces):
         t = traces[r]
@@ -88,7 +90,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
             use = phases if t.kind == kind else ("total",)
             avg, rule, n = _rank_average(t, use)
         else:
-            avg, rule, n = means.loc[r].to_dict(), "mean", int(counts.get(r, 0))
+            avg, rule, n = mean_of[r], "mean", int(count_of.get(r, 0))
         rules.add(rule)
         rows.append({"rank": r, **{p: avg.get(p, math.nan) for p in phases}, "n_steps": n, "rule": rule})
     average = pd.DataFrame(rows).set_index("rank")

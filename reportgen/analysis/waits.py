@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, group_sum
+from reportgen.analysis.codes import Groups, distinct, group_sum
 from reportgen.i18n import N_
 
 if TYPE_CHECKING:
@@ -94,11 +94,17 @@ class Waits:
                             "culprits": [c.to_dict() for c in g.culprits[:n]]} for g in self.groups]}
 
 
-def analyze_waits(run: "Run", arr: Optional[Arrivals] = None) -> tuple[Optional[Waits], str]:
-    """The wait-for matrices of `run` and "" ; or None and the reason there are none."""
+def analyze_waits(run: "Run", arr: Optional[Arrivals] = None, release: bool = False) -> tuple[Optional[Waits], str]:
+    """The wait-for matrices of `run` and "" ; or None and the reason there are none. `release` (`analyze`): the
+    ranks' coded instances (`RankFigures.arrival`, read by `arrivals` only) dropped once the arrivals are made,
+    before the matrices (the stage's peak; a later `arrivals` codes the instances' frames again)."""
     if len(run.ranks) < 2:
         return None, NO_RANKS
     arr = arrivals(run) if arr is None else arr
+    if release:
+        for d in run.ranks.values():
+            if getattr(d.figures, "arrival", None) is not None:
+                d.figures.arrival = None
     if arr is None:
         return None, NO_TIMES if not _has_times(run) else NO_MATCH
     w = wait_matrices(arr)
@@ -145,7 +151,7 @@ def _n_steps(step: pd.Series, coll: np.ndarray) -> int:
     """The distinct steps of the collectives' rows (1 when none is numbered)."""
     if isinstance(step.dtype, pd.CategoricalDtype):  # (`arrivals`: codes into the distinct steps)
         c = step.cat.codes.to_numpy()[coll]
-        return max(1, len(np.unique(c[c >= 0])))
+        return max(1, len(distinct(c[c >= 0])))
     v = step.to_numpy(dtype=object, na_value=None)[coll] if len(step) else np.zeros(0, dtype=object)
     steps = pd.Series(v, dtype=object).dropna()
     return max(1, int(steps.nunique())) if len(steps) else 1
@@ -228,11 +234,15 @@ def wait_matrices(arr: Arrivals) -> Waits:
     top_op = {(int(w_g[ofirst[b]]), int(rv[w_j[ofirst[b]]])): (str(op_names[int(w_op[ofirst[b]])]), float(ov[b]))
               for b in best}
     # the instances a group's waiters were in
-    gi = np.unique(w_g.astype(np.int64) * max(1, n_i) + w_inst)
-    n_inst = pd.Series(np.bincount(gi // max(1, n_i) + 1, minlength=len(gnames) + 1)[1:])
+    # (an instance is one group's: its group code marked at its number, the marked ones counted per group)
+    g_of = np.full(max(1, n_i), -2, dtype=np.int64)
+    g_of[w_inst] = w_g
+    g_of = g_of[g_of > -2]
+    n_inst = pd.Series(np.bincount(g_of + 1, minlength=len(gnames) + 1)[1:])
+    del g_of
     n_inst = n_inst[n_inst > 0]
     del ms, w_g, w_i, w_j, w_op, w_inst
-    mp = np.unique(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
+    mp = distinct(gcode.astype(np.int64) * nr + rc)  # every group's ranks (by group code, -1 too)
     mg, mr = mp // nr, np.asarray(rv)[mp % nr]
     cut = np.flatnonzero(np.r_[True, mg[1:] != mg[:-1]]) if len(mg) else np.zeros(0, dtype=np.int64)
     members_of = {int(mg[a]): np.sort(mr[a:b]) for a, b in zip(cut, np.r_[cut[1:], len(mg)])}
