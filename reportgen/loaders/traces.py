@@ -114,7 +114,30 @@ class Events:
         key = (1, ph)
         c = self._cols.get(key)
         if c is None:
-            c = self._cols[key] = list(compress(range(len(self.events)), self.phase(ph)))
+            col, c, i = self.col("ph"), [], -1
+            try:  # (list.index: a C-speed scan to each; the phase's column of truth values is not made)
+                while True:
+                    i = col.index(ph, i + 1)
+                    c.append(i)
+            except ValueError:
+                pass
+            self._cols[key] = c
+        return c
+
+    def xcol(self, key: str) -> list:
+        """`col(key)` of the complete ("X") events only, in order (read once: the door and the loader both need it)."""
+        k = (2, key)
+        c = self._cols.get(k)
+        if c is None:
+            c = self._cols[k] = list(compress(self.col(key), self.phase("X")))
+        return c
+
+    def xtypes(self, key: str) -> set:
+        """The types of `xcol(key)`'s values (read once)."""
+        k = (3, key)
+        c = self._cols.get(k)
+        if c is None:
+            c = self._cols[k] = set(map(type, self.xcol(key)))
         return c
 
     def phase(self, ph: str) -> list:
