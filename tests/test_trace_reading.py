@@ -311,18 +311,10 @@ def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path)
 
     from reportgen.loaders.schema import TRACE_SCHEMAS, TraceDoor, _distinct
 
-    def brute(ev) -> bool:  # the fields' values compared over all complete events, field after field
-        x = [e for e in ev if e.get("ph") == "X"]
-        cheap = []
-        for k in ("ts", "name", "tid", "pid", "dur"):
-            c = [e.get(k) for e in x]
-            types = set(map(type, c))
-            if not types <= {str, int}:
-                continue
-            cheap.append(c if len(types) == 1 else list(map(str, c)))
-            if len(set(zip(*cheap))) == len(c):
-                return True
-        return False
+    def brute(ev) -> bool:  # every complete event's key (as `TraceDoor.event` hashes it) compared with all others
+        keys = [hash(tuple(str(e.get(k)) for k in ("pid", "tid", "name", "ts", "dur"))) for e in ev
+                if e.get("ph") == "X"]
+        return len(set(keys)) == len(keys)
 
     rng = random.Random(30)
     schema = TRACE_SCHEMAS[1][1]  # trace_view.json: duplicates counted once
@@ -331,7 +323,8 @@ def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path)
         n = rng.choice([1, 2, 5, 30, 200])
         ev = [{"ph": rng.choice("XXXM" if case % 7 else "XXXX"), "name": rng.choice(["MatMul", "Free", "Computing"]),
                "pid": rng.choice([1, 2]), "tid": rng.choice([0, 2] if case % 3 else [0, "2"]),
-               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))]),
+               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))] * 4
+                                + ["1.50", 1.5, 2, "nan", None, "abc"]),  # (one number, several texts; NaN)
                "dur": rng.choice([1.5, 2, "3"])} for _ in range(n)]
         b = traces.Events(ev, whole=True)
         got = _distinct(b)

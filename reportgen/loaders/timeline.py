@@ -168,14 +168,14 @@ class _State:
         self.kind_no: dict = {}  # group key -> its number
 
 
-def _times(ts: list, dur: list, st: _State, types: Optional[set] = None) -> tuple:
+def _times(ts: list, dur: list, st: _State, b=None) -> tuple:
     """The complete events' ts and dur as numbers, and which are usable (both >= 0: NaN compares false); the text
-    and numeric starts counted (`types`: the types of `ts`, when known)."""
-    types = set(map(type, ts)) if types is None else types
+    and numeric starts counted. `b`: the batch whose complete events these are (its columns read once)."""
+    types = set(map(type, ts)) if b is None else b.xtypes("ts")
     n_text = len(ts) if types == {str} else list(map(type, ts)).count(str) if str in types else 0
     st.ts_kinds[1] += n_text
     st.ts_kinds[0] += len(ts) - n_text
-    ts, dur = floats(ts), floats(dur)
+    ts, dur = (floats(ts), floats(dur)) if b is None else (b.xfloats("ts"), b.xfloats("dur"))
     return ts, dur, (ts >= 0) & (dur >= 0)
 
 
@@ -240,7 +240,7 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
         pid, tid = (np.fromiter(c, dtype=np.int64, count=n) for c in cols[:2])
     except OverflowError:  # (a lane id of 2^63 or more)
         return False
-    ts, dur, ok = _times(cols[2], cols[3], st, None if skip else b.xtypes("ts"))
+    ts, dur, ok = _times(cols[2], cols[3], st, None if skip else b)
     codes = st.codes
     new = set(names).difference(codes)
     for name in new:

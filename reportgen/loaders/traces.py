@@ -132,6 +132,14 @@ class Events:
             c = self._cols[k] = list(compress(self.col(key), self.phase("X")))
         return c
 
+    def xfloats(self, key: str) -> np.ndarray:
+        """`floats` of `xcol(key)` (read once: the door's duplicate test and the loader's times)."""
+        k = (4, key)
+        c = self._cols.get(k)
+        if c is None:
+            c = self._cols[k] = floats(self.xcol(key))
+        return c
+
     def xtypes(self, key: str) -> set:
         """The types of `xcol(key)`'s values (read once)."""
         k = (3, key)
