@@ -31,6 +31,7 @@ from typing import Any, Optional
 import numpy as np
 
 from reportgen.dataquality import Coded, dq
+from reportgen.loaders.trace_typed import TraceEvent
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
 
@@ -909,7 +910,7 @@ class TraceDoor:
         for c in (pid, tid):  # (the common case of `event`: lane ids read as they are, nothing to name)
             if set(map(type, c)) != {int} or min(c) < 0:
                 return None
-        if self._argkeys and not self._args_fine(b.col("args"), b.typed):
+        if self._argkeys and not self._args_fine(b.col("args"), b.typed and type(ev[0]) is TraceEvent):
             return None
         is_x = b.phase("X")
         names = b.xcol("name")
@@ -958,7 +959,7 @@ class TraceDoor:
 
     def _args_fine(self, args: list, typed: bool = False) -> bool:
         """True when no `args` value the schema reads has a problem to name (metadata's too: wider than `event`).
-        `typed`: the events are `trace_typed.TraceEvent`s, whose args are an object or None (the schema's)."""
+        `typed`: the events are `trace_typed.TraceEvent`s (one decoder's), whose args are an object or None."""
         if typed or set(map(type, args)) <= {dict, type(None)}:
             dicts = list(filter(None, args))  # (an empty object holds no value)
         else:
