@@ -297,7 +297,7 @@ def test_the_column_door_judges_every_batch_as_event_by_event(tmp_path):
             got += two.events(traces.Events(ev[i:i + size], whole=size >= len(ev)))
         assert got == want, (case, schema.family)
         assert _door_state(two) == _door_state(one), (case, schema.family)
-        judged += two._columns(traces.Events(_healthy(rng, 5))) is not None
+        judged += two.judge_plain(traces.Events(_healthy(rng, 5))) is not None
     assert judged == 240  # healthy batches take the column path
 
 
@@ -311,18 +311,10 @@ def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path)
 
     from reportgen.loaders.schema import TRACE_SCHEMAS, TraceDoor, _distinct
 
-    def brute(ev) -> bool:  # the fields' values compared over all complete events, field after field
-        x = [e for e in ev if e.get("ph") == "X"]
-        cheap = []
-        for k in ("ts", "name", "tid", "pid", "dur"):
-            c = [e.get(k) for e in x]
-            types = set(map(type, c))
-            if not types <= {str, int}:
-                continue
-            cheap.append(c if len(types) == 1 else list(map(str, c)))
-            if len(set(zip(*cheap))) == len(c):
-                return True
-        return False
+    def brute(ev) -> bool:  # every complete event's key (as `TraceDoor.event` hashes it) compared with all others
+        keys = [hash(tuple(str(e.get(k)) for k in ("pid", "tid", "name", "ts", "dur"))) for e in ev
+                if e.get("ph") == "X"]
+        return len(set(keys)) == len(keys)
 
     rng = random.Random(30)
     schema = TRACE_SCHEMAS[1][1]  # trace_view.json: duplicates counted once
@@ -331,10 +323,11 @@ def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path)
         n = rng.choice([1, 2, 5, 30, 200])
         ev = [{"ph": rng.choice("XXXM" if case % 7 else "XXXX"), "name": rng.choice(["MatMul", "Free", "Computing"]),
                "pid": rng.choice([1, 2]), "tid": rng.choice([0, 2] if case % 3 else [0, "2"]),
-               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))]),
+               "ts": rng.choice([f"{rng.randrange(4)}.5", str(rng.randrange(3 * n))] * 4
+                                + ["1.50", 1.5, 2, "nan", None, "abc"]),  # (one number, several texts; NaN)
                "dur": rng.choice([1.5, 2, "3"])} for _ in range(n)]
         b = traces.Events(ev, whole=True)
-        got = _distinct(b, b.phase("X"))
+        got = _distinct(b)
         assert got == brute(ev), case
         answers.add(got)
         one = TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema)
@@ -404,6 +397,69 @@ def test_the_timeline_summary_is_the_same_whole_and_in_batches(tmp_path, monkeyp
     assert codes["trace.events-without-phase-or-name"] == {"malformed": 1}
     assert codes["trace.complete-event-without-usable"] == {"n": 1}
     assert s.communication_ms == pytest.approx(0.0045) and s.compute_ms == pytest.approx((12.25 + 3 + 3) / 1e3)
+
+
+def test_the_timeline_groups_a_judged_batch_as_it_groups_the_doors_lanes(tmp_path, monkeypatch):
+    """`timeline._plain_batch` (a batch the door judged a column at a time, grouped with numpy) gives what
+    `_lane_batch` (the door's lanes, event by event) gives: the same process names, groups in the same order with
+    the same starts and durations, tids, unusable and text / number counts, door counts and data-quality entries --
+    on healthy traces and traces with odd values (duplicates, negative or text ts / dur, names that are not text,
+    lane ids as text or beyond int64), whole and in batches."""
+    import copy
+    import random
+
+    import numpy as np
+
+    from reportgen.loaders import timeline
+    from reportgen.loaders.schema import TraceDoor
+
+    rng = random.Random(7)
+    odd = dict(_ODD_VALUES, ts=_ODD_VALUES["ts"] + ["-5", -1.0], pid=_ODD_VALUES["pid"] + [2 ** 63 + 5],
+               name=_ODD_VALUES["name"] + ["Communication", "Computing", "hcom_allReduce_1"])
+    took = 0
+    for case in range(200):
+        ev = _healthy(rng, rng.choice([0, 3, 40, 200]))
+        for e in ev:
+            if rng.random() < 0.2:
+                e["name"] = rng.choice(["Computing", "Free", "Communication(Not Overlapped)", "hcom_send_2"])
+            if rng.random() < 0.1:
+                e["pid"] = rng.choice([7, 2 ** 40])
+            if rng.random() < 0.02:  # unusable: left out and counted
+                e[rng.choice(["ts", "dur"])] = rng.choice(["-5", -1.0, "abc", None])
+        for _ in range(rng.choice([0, 0, 1, 2, 5])):
+            if ev:
+                k = rng.choice(list(odd))
+                rng.choice(ev)[k] = copy.deepcopy(rng.choice(odd[k]))
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            if ev:
+                ev.insert(rng.randrange(len(ev)), copy.deepcopy(rng.choice(ev)))
+        p = tmp_path / "trace_view.json"
+        p.write_text(json.dumps(ev))
+        size = rng.choice([len(ev) or 1, 7])
+
+        def read(fast: bool):
+            calls = []
+            with monkeypatch.context() as m:
+                if size < len(ev):
+                    m.setattr(traces, "FAST_MAX_BYTES", -1)
+                    m.setattr(traces, "BATCH", size)
+                plain = timeline._plain_batch
+                m.setattr(timeline, "_plain_batch",
+                          (lambda *a: calls.append(r := plain(*a)) or r) if fast else (lambda *a: False))
+                log = IssueLog(tmp_path, 0)
+                door = TraceDoor(log, p)
+                got = timeline._read_trace(p, log, door)
+                door.close(got[-1])
+            proc, groups, tids, unusable, kinds, cut = got
+            return ((proc, [(k, a.tolist(), b.tolist()) for k, (a, b) in groups.items()], tids, unusable, kinds, cut,
+                     _door_state(door), [(i.code, i.params) for i in log.issues]), calls)
+
+        (slow, _), (fast, calls) = read(False), read(True)
+        assert fast == slow, case
+        took += any(calls)
+        ids = [k[0] for k, _, _ in fast[1]] + [t for ts in fast[2].values() for t in ts] + list(fast[2])
+        assert not any(isinstance(i, np.generic) for i in ids)  # (lane ids as Python's ints, not numpy's)
+    assert took > 100  # most batches take the column path
 
 
 def test_the_execution_views_step_table_is_the_frame_pandas_gave():

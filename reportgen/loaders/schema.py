@@ -31,6 +31,7 @@ from typing import Any, Optional
 import numpy as np
 
 from reportgen.dataquality import Coded, dq
+from reportgen.loaders.trace_typed import TraceEvent
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
 
@@ -735,20 +736,28 @@ def trace_schema_for(path: Path) -> TraceSchema:
 _DUP_KEY = ("pid", "tid", "name", "ts", "dur")  # a duplicate: these fields' text equal an earlier event's (`event`)
 
 
-def _distinct(b: Any, is_x: list) -> bool:
-    """True when no two complete events of the batch `b` can be duplicates: their key fields written as text
-    (`_texts`) already differ, judged on the cheap fields (text and whole numbers; a float's text costs ~0.3 µs),
-    the start first (it alone tells in the usual trace)."""
-    cheap: list = []
-    for k in ("ts", "name", "tid", "pid", "dur"):
-        c = list(compress(b.col(k), is_x))
-        types = set(map(type, c))
-        if not types <= {str, int}:
-            continue
-        cheap.append(c if len(types) == 1 else list(map(str, c)))  # (one type: equal text is an equal value)
-        if len(set(zip(*cheap)) if len(cheap) > 1 else set(cheap[0])) == len(c):
-            return True
-    return False
+def _distinct(b: Any) -> bool:
+    """True when no two complete events of the batch `b` are exact duplicates (the hash of their key fields'
+    text, `_DUP_KEY`, equal: what `TraceDoor.event` counts). Only events sharing their start read as a number
+    (`Events.xfloats`; equal text is an equal number, or NaN for both) can be: their keys alone are compared (a
+    torch_npu trace's overlap lanes start with their kernels: a few dozen events of ~10,000)."""
+    ts = b.xfloats("ts")
+    if len(ts) < 2:
+        return True
+    order = np.argsort(ts, kind="stable")  # (NaN last: each NaN is taken as shared)
+    s = ts[order]
+    eq = s[1:] == s[:-1]
+    nan = np.isnan(s)
+    if not eq.any() and not nan.any():
+        return True
+    shared = np.zeros(len(s), dtype=bool)
+    shared[1:] |= eq
+    shared[:-1] |= eq
+    shared |= nan
+    shared = order[shared].tolist()
+    cols = [b.xcol(k) for k in _DUP_KEY]
+    keys = {hash(tuple(str(c[i]) for c in cols)) for i in shared}
+    return len(keys) == len(shared)
 
 
 def _texts(col: list) -> list:
@@ -872,15 +881,25 @@ class TraceDoor:
     def events(self, b: Any) -> list:
         """`event` of every event of the batch `b` (a `traces.Events`), in order: the same lanes, the same counts
         and entries. The usual batch -- every phase text, the lane ids of every event but metadata whole numbers
-        >= 0, no args value to name -- is judged a column at a time (~10x faster than event by event: a trace
-        has millions of events); any other is judged event by event."""
-        lanes = self._columns(b)
-        return lanes if lanes is not None else [self.event(e) for e in b.events]
+        >= 0, no args value to name -- is judged a column at a time (`judge_plain`: ~10x faster than event by
+        event: a trace has millions of events); any other is judged event by event."""
+        skip = self.judge_plain(b)
+        return self.event_lanes(b, skip) if skip is not None else [self.event(e) for e in b.events]
 
-    def _columns(self, b: Any) -> Optional[list]:
-        """`events` a column at a time, or None (nothing counted yet) when the batch is not of the usual kind. The
-        tests are wider than `event`'s (metadata's lane ids and args too: a batch that fails one is judged event
-        by event, which is exact)."""
+    @staticmethod
+    def event_lanes(b: Any, skip: list) -> list:
+        """`events`' answer for a batch `judge_plain` judged: each event's (pid, tid) as written (metadata's too:
+        `_meta` reads a whole number as it is), None at the positions of `skip`."""
+        lanes = list(zip(b.col("pid"), b.col("tid")))
+        for i in skip:
+            lanes[i] = None
+        return lanes
+
+    def judge_plain(self, b: Any) -> Optional[list]:
+        """`events` a column at a time for the usual batch: every lane is then the event's (pid, tid) as written
+        but the duplicates skipped, whose positions are returned (usually none); None (nothing counted yet) when
+        the batch is not of the usual kind. The tests are wider than `event`'s (metadata's lane ids and args too: a
+        batch that fails one is judged event by event, which is exact)."""
         ev = b.events
         if not ev:
             return []
@@ -891,13 +910,13 @@ class TraceDoor:
         for c in (pid, tid):  # (the common case of `event`: lane ids read as they are, nothing to name)
             if set(map(type, c)) != {int} or min(c) < 0:
                 return None
-        if self._argkeys and not self._args_fine(b.col("args")):
+        if self._argkeys and not self._args_fine(b.col("args"), b.typed and type(ev[0]) is TraceEvent):
             return None
         is_x = b.phase("X")
-        names = list(compress(b.col("name"), is_x))
+        names = b.xcol("name")
         cats = None
         if self.s.named_threads and True in is_x:
-            raw = list(compress(b.col("cat"), is_x))
+            raw = b.xcol("cat")
             try:
                 low = {c: str(c or "").lower() for c in set(raw)}
             except TypeError:  # (a list or an object as the category)
@@ -905,15 +924,15 @@ class TraceDoor:
             cats = list(map(low.__getitem__, raw))
         # nothing is counted above this line: from here the batch is judged
         self.n_events += len(ev)
-        if set(map(type, names)) != {str}:
+        if b.xtypes("name") != {str}:
             self.malformed += len(names) - list(map(type, names)).count(str)
-        lanes = list(zip(pid, tid))
-        for i in b.where("M"):  # (metadata: a few events; the positions shared with the loader)
-            lanes[i] = self._meta(ev[i])
+        for i in b.where("M"):  # (metadata: a few events; the positions shared with the loader. Its lane ids are
+            self._meta(ev[i])  # whole numbers: `_meta` gives them as they are)
+        skip: list = []
         xs = None
         keep = None
-        if self.s.dedupe and names and not (b.whole and not self.seen and _distinct(b, is_x)):
-            keys = list(map(hash, zip(*(_texts(list(compress(b.col(k), is_x))) for k in _DUP_KEY))))
+        if self.s.dedupe and names and not (b.whole and not self.seen and _distinct(b)):
+            keys = list(map(hash, zip(*(_texts(b.xcol(k)) for k in _DUP_KEY))))
             new = set(keys)
             if len(new) == len(keys) and self.seen.isdisjoint(new):
                 self.seen |= new
@@ -924,23 +943,24 @@ class TraceDoor:
                 for k, h in enumerate(keys):
                     if h in seen:
                         keep[k] = False
-                        lanes[xs[k]] = None
+                        skip.append(xs[k])
                         self.dups += 1
                     else:
                         seen.add(h)
         if cats is not None:
             named = self.s.named_threads
             xs = xs or list(compress(range(len(ev)), is_x))
-            on = [lanes[i] for i, c in zip(xs, cats) if c in named]
+            on = [(pid[i], tid[i]) for i, c in zip(xs, cats) if c in named]
             if keep is not None:
-                on = [lanes[i] for i, c, k in zip(xs, cats, keep) if k and c in named]
+                on = [(pid[i], tid[i]) for i, c, k in zip(xs, cats, keep) if k and c in named]
             for lane, n in Counter(on).items():
                 self.on_threads[lane] = self.on_threads.get(lane, 0) + n
-        return lanes
+        return skip
 
-    def _args_fine(self, args: list) -> bool:
-        """True when no `args` value the schema reads has a problem to name (metadata's too: wider than `event`)."""
-        if set(map(type, args)) <= {dict, type(None)}:
+    def _args_fine(self, args: list, typed: bool = False) -> bool:
+        """True when no `args` value the schema reads has a problem to name (metadata's too: wider than `event`).
+        `typed`: the events are `trace_typed.TraceEvent`s (one decoder's), whose args are an object or None."""
+        if typed or set(map(type, args)) <= {dict, type(None)}:
             dicts = list(filter(None, args))  # (an empty object holds no value)
         else:
             dicts = [a for a in args if type(a) is dict]
@@ -951,9 +971,11 @@ class TraceDoor:
             vals = list(map(dict.get, dicts, repeat(k)))  # (None: absent, or null: no problem either way)
             types = set(map(type, vals))
             if types <= {int, type(None)}:
-                if int not in types or min(compress(vals, vals), default=0) >= 0:  # (None and 0 left out: the
-                    continue  # whole numbers >= 0 are valid for every kind the table uses)
-                odd = {(int, v) for v in vals if v is not None and v < 0}
+                low = min(compress(vals, vals), default=0) if int in types else 0  # (None and 0 left out)
+                if low >= 0:  # (whole numbers >= 0 are valid for every kind the table uses)
+                    continue
+                # (-1, "no partner" where an id pairs events: the only negative value then, without a pass)
+                odd = {(int, -1)} if low == -1 else {(int, v) for v in vals if v is not None and v < 0}
             else:
                 try:  # each distinct value once (by type too: True, 1.0 and 1 are one in a set)
                     odd = set(zip(map(type, vals), vals))

@@ -299,22 +299,23 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
     hfind = _finder(hstarts)
     texts: dict = {}  # each distinct name, lane and shape text once: the entry cached for a rebuild and the
     one = _interner(texts)  # pages' data repeat ~60 names and 2 lanes over 1,000 operators (~1/6 the pickle)
+    memo = _Memo(lay)
     with gc_paused():  # (the events make no cycle)
         try:
             for e, ts in _in_windows(path, (starts, np.array([w[1] for w in wins])),
                                      (hstarts, np.array([w[1] for w in hwins]))):
-                if _host_event(e, lay):
+                if memo.host_event(e):
                     i = hfind(ts) - 1
                     dur = _num(e.get("dur"))
                     name = e.get("name")
                     if i >= 0 and ts < hwins[i][1] and not math.isnan(dur) and isinstance(name, str):
-                        host[hwins[i][2]].append((ts, dur, one(_host_name(name, e.get("args"))), one(_lane(e, lay)),
+                        host[hwins[i][2]].append((ts, dur, one(_host_name(name, e.get("args"))), one(memo.lane(e)),
                                                   _connection(e.get("args"))))
                     continue
                 i = find(ts) - 1
                 if i < 0 or ts >= wins[i][1]:
                     continue
-                cls = _kind(e, lay)
+                cls = memo.kind(e)
                 if cls is None:
                     continue
                 dur = _num(e.get("dur"))
@@ -325,7 +326,7 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
                 c[1].append(cls)
                 c[2].append(ts)
                 c[3].append(dur)
-                c[4].append(one(_lane(e, lay)))
+                c[4].append(one(memo.lane(e)))
                 c[5].append(one(_shapes(e.get("args"))))
                 c[6].append(_connection(e.get("args")))
         except TRACE_ERRORS:
@@ -347,6 +348,46 @@ def read_step_ops(path: Path, rank: int, lay: TraceLayout, steps: list[int], log
         _add_host(o, host[s], {conns[k]: i for i, k in enumerate(order) if conns[k] is not None}, base)
         out[s] = o
     return out
+
+
+class _Memo:
+    """`_kind`, `_lane` and `_host_event` of a layout, each answered once per distinct (name, pid, tid) / (pid,
+    tid) / (pid, category) when the lane ids are whole numbers (a trace repeats ~60 names on a few lanes in every
+    step); any other event is judged as it comes (1 and 1.0 are one dict key, but not one lane label)."""
+
+    def __init__(self, lay: TraceLayout) -> None:
+        self.lay = lay
+        self._kinds: dict = {}
+        self._lanes: dict = {}
+        self._hosts: dict = {}
+
+    def kind(self, e) -> Optional[str]:
+        name, pid, tid = e.get("name"), e.get("pid"), e.get("tid")
+        if type(name) is not str or type(pid) is not int or type(tid) is not int:
+            return _kind(e, self.lay)
+        key = (name, pid, tid)
+        got = self._kinds.get(key, self)
+        if got is self:
+            got = self._kinds[key] = _kind(e, self.lay)
+        return got
+
+    def lane(self, e) -> str:
+        pid, tid = e.get("pid"), e.get("tid")
+        if type(pid) is not int or type(tid) is not int:
+            return _lane(e, self.lay)
+        got = self._lanes.get((pid, tid))
+        if got is None:
+            got = self._lanes[(pid, tid)] = _lane(e, self.lay)
+        return got
+
+    def host_event(self, e) -> bool:
+        pid, cat = e.get("pid"), e.get("cat")
+        if type(pid) is not int or (cat is not None and type(cat) is not str):
+            return _host_event(e, self.lay)
+        got = self._hosts.get((pid, cat))
+        if got is None:
+            got = self._hosts[(pid, cat)] = _host_event(e, self.lay)
+        return got
 
 
 def _in_windows(path: Path, *spans: tuple) -> Iterator[tuple[dict, float]]:

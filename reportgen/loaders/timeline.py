@@ -126,63 +126,157 @@ def summarize_trace(path: Path, log: IssueLog, summary: Optional[Path] = None) -
 def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     """(process names, the complete events' (start, duration) arrays by (pid, group key), tids by pid, unusable
     events, [complete events with ts as a number, as text], whether the trace broke off) of the trace at `path`,
-    a batch at a time and a column at a time (`traces.Events`: millions of events)."""
-    proc: dict = {}  # pid -> process name (metadata may come anywhere in the file, so classify at the end)
-    groups: dict = {}  # (pid, lane name or None) -> [(starts, durations), ...] (a pair of arrays a batch)
-    tids: dict = {}  # pid -> set of tids
-    unusable = 0
-    ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
-    keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat in every step
+    a batch at a time and a column at a time (`traces.Events`: millions of events). A batch the door judges a
+    column at a time (`TraceDoor.judge_plain`: every lane the event's whole-number pid and tid) is grouped with
+    numpy (`_plain_batch`); any other through the door's lanes (`_lane_batch`): the same groups, in the same order."""
+    st = _State()
     truncated = False
     try:
         for b in trace_batches(path, log, typed=True):
-            lanes = door.events(b)
-            for i in b.where("M"):  # (metadata: a few events)
+            skip = door.judge_plain(b)
+            lanes = [door.event(e) for e in b.events] if skip is None else None
+            for i in b.where("M"):  # (metadata: a few events; the lane of a judged batch's is its pid and tid)
                 e = b.events[i]
-                if lanes[i] is not None and e.get("name") == "process_name":
+                if (lanes is None or lanes[i] is not None) and e.get("name") == "process_name":
                     args = e.get("args")
-                    proc[lanes[i][0]] = str((args if isinstance(args, dict) else {}).get("name", ""))
-            x = b.phase("X")
-            if None in lanes:  # (skipped: duplicates, events without a phase)
-                x = list(map(and_, x, map(is_not, lanes, repeat(None))))
-            if True not in x:
-                continue
-            ts = list(compress(b.col("ts"), x))
-            n_text = list(map(type, ts)).count(str)
-            ts_kinds[1] += n_text
-            ts_kinds[0] += len(ts) - n_text
-            ts, dur = floats(ts), floats(list(compress(b.col("dur"), x)))
-            xl, names = list(compress(lanes, x)), list(compress(b.col("name"), x))
-            ok = (ts >= 0) & (dur >= 0)  # (NaN compares false)
-            if not ok.all():
-                unusable += len(ok) - int(ok.sum())
-                ts, dur = ts[ok], dur[ok]
-                xl, names = list(compress(xl, ok.tolist())), list(compress(names, ok.tolist()))
-            if not xl:
-                continue
-            pairs = list(zip(map(itemgetter(0), xl), _group_keys(names, keys)))
-            for p in dict.fromkeys(pairs):  # (first seen first: the order the groups are summed in)
-                if p not in groups:
-                    groups[p] = []
-            slot = {p: i for i, p in enumerate(groups)}
-            g = np.fromiter(map(slot.__getitem__, pairs), dtype=np.intp, count=len(pairs))
-            order = np.argsort(g, kind="stable")  # each group's events in the trace's order
-            g = g[order]
-            cuts = np.flatnonzero(np.diff(g)) + 1
-            parts = list(groups.values())
-            for a, z in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(g)])).tolist()):
-                sel = order[a:z]
-                parts[int(g[a])].append((ts[sel], dur[sel]))
-            for pid, tid in set(xl):
-                t = tids.get(pid)
-                if t is None:
-                    t = tids[pid] = set()
-                t.add(tid)
+                    pid = b.col("pid")[i] if lanes is None else lanes[i][0]
+                    st.proc[pid] = str((args if isinstance(args, dict) else {}).get("name", ""))
+            if lanes is None and not _plain_batch(b, skip, st):
+                lanes = door.event_lanes(b, skip)
+            if lanes is not None:
+                _lane_batch(b, lanes, st)
     except TRACE_ERRORS as e:
         trace_cut(log, path, e, "timeline summary from the part read")
         truncated = True
-    groups = {k: (np.concatenate([p[0] for p in v]), np.concatenate([p[1] for p in v])) for k, v in groups.items()}
-    return proc, groups, tids, unusable, ts_kinds, truncated
+    groups = {k: (np.concatenate([p[0] for p in v]), np.concatenate([p[1] for p in v]))
+              for k, v in st.groups.items()}
+    return st.proc, groups, st.tids, st.unusable, st.ts_kinds, truncated
+
+
+class _State:
+    """What `_read_trace` gathers batch by batch."""
+
+    def __init__(self) -> None:
+        self.proc: dict = {}  # pid -> process name (metadata may come anywhere in the file: classified at the end)
+        self.groups: dict = {}  # (pid, lane name or None) -> [(starts, durations), ...] (a pair of arrays a batch)
+        self.tids: dict = {}  # pid -> set of tids
+        self.unusable = 0
+        self.ts_kinds = [0, 0]  # complete events whose ts is written as text / as a number
+        self.keys: dict = {}  # event name -> its group key (a lane name, COMM_OP or None): names repeat every step
+        self.codes: dict = {}  # event name -> the number of its group key in `kinds` (`_plain_batch`)
+        self.kinds: list = []  # the group keys met, by number
+        self.kind_no: dict = {}  # group key -> its number
+
+
+def _times(ts: list, dur: list, st: _State, b=None) -> tuple:
+    """The complete events' ts and dur as numbers, and which are usable (both >= 0: NaN compares false); the text
+    and numeric starts counted. `b`: the batch whose complete events these are (its columns read once)."""
+    types = set(map(type, ts)) if b is None else b.xtypes("ts")
+    n_text = len(ts) if types == {str} else list(map(type, ts)).count(str) if str in types else 0
+    st.ts_kinds[1] += n_text
+    st.ts_kinds[0] += len(ts) - n_text
+    ts, dur = (floats(ts), floats(dur)) if b is None else (b.xfloats("ts"), b.xfloats("dur"))
+    return ts, dur, (ts >= 0) & (dur >= 0)
+
+
+def _lane_batch(b, lanes: list, st: _State) -> None:
+    """The complete events of the batch `b` into `st`, each keyed by its lane as the door gave it (None: skipped)."""
+    x = b.phase("X")
+    if None in lanes:  # (skipped: duplicates, events without a phase)
+        x = list(map(and_, x, map(is_not, lanes, repeat(None))))
+    if True not in x:
+        return
+    ts, dur, ok = _times(list(compress(b.col("ts"), x)), list(compress(b.col("dur"), x)), st)
+    xl, names = list(compress(lanes, x)), list(compress(b.col("name"), x))
+    if not ok.all():
+        st.unusable += len(ok) - int(ok.sum())
+        ts, dur = ts[ok], dur[ok]
+        xl, names = list(compress(xl, ok.tolist())), list(compress(names, ok.tolist()))
+    if not xl:
+        return
+    groups = st.groups
+    pairs = list(zip(map(itemgetter(0), xl), _group_keys(names, st.keys)))
+    for p in dict.fromkeys(pairs):  # (first seen first: the order the groups are summed in)
+        if p not in groups:
+            groups[p] = []
+    slot = {p: i for i, p in enumerate(groups)}
+    g = np.fromiter(map(slot.__getitem__, pairs), dtype=np.intp, count=len(pairs))
+    order = np.argsort(g, kind="stable")  # each group's events in the trace's order
+    g = g[order]
+    cuts = np.flatnonzero(np.diff(g)) + 1
+    parts = list(groups.values())
+    for a, z in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(g)])).tolist()):
+        sel = order[a:z]
+        parts[int(g[a])].append((ts[sel], dur[sel]))
+    for pid, tid in set(xl):
+        t = st.tids.get(pid)
+        if t is None:
+            t = st.tids[pid] = set()
+        t.add(tid)
+
+
+def _plain_batch(b, skip: list, st: _State) -> bool:
+    """`_lane_batch` of a batch whose lanes are its events' (pid, tid) as written, whole numbers >= 0 (the door
+    judged it: `TraceDoor.judge_plain`; `skip`: the positions of the duplicates it skips), a column at a time with
+    numpy: the same groups, first seen first, each group's events in the trace's order. False (nothing taken) when
+    a name is not text or a lane id beyond int64: `_lane_batch` then takes the batch."""
+    if skip:
+        x = list(b.phase("X"))
+        for i in skip:
+            x[i] = False
+        names = list(compress(b.col("name"), x))
+        if set(map(type, names)) != {str}:
+            return False
+        cols = [list(compress(b.col(k), x)) for k in ("pid", "tid", "ts", "dur")]
+    else:
+        names = b.xcol("name")
+        if names and b.xtypes("name") != {str}:
+            return False
+        cols = [b.xcol(k) for k in ("pid", "tid", "ts", "dur")]
+    if not names:
+        return True
+    n = len(names)
+    try:
+        pid, tid = (np.fromiter(c, dtype=np.int64, count=n) for c in cols[:2])
+    except OverflowError:  # (a lane id of 2^63 or more)
+        return False
+    ts, dur, ok = _times(cols[2], cols[3], st, None if skip else b)
+    codes = st.codes
+    new = set(names).difference(codes)
+    for name in new:
+        key = _group_key(name)
+        no = st.kind_no.get(key, -1)
+        if no < 0:
+            no = st.kind_no[key] = len(st.kinds)
+            st.kinds.append(key)
+        codes[name] = no
+    code = np.fromiter(map(codes.__getitem__, names), dtype=np.int64, count=n)
+    if not ok.all():
+        st.unusable += n - int(ok.sum())
+        ts, dur, pid, tid, code = ts[ok], dur[ok], pid[ok], tid[ok], code[ok]
+        if not len(ts):
+            return True
+    pids, p_of = np.unique(pid, return_inverse=True)
+    nk = len(st.kinds)
+    gs, first, g_of = np.unique(p_of * nk + code, return_index=True, return_inverse=True)
+    keys = [(p, st.kinds[k]) for p, k in zip(pids[gs // nk].tolist(), (gs % nk).tolist())]
+    groups = st.groups
+    for j in np.argsort(first, kind="stable").tolist():  # (first seen first: the order the groups are summed in)
+        if keys[j] not in groups:
+            groups[keys[j]] = []
+    order = np.argsort(g_of, kind="stable")  # each group's events in the trace's order
+    ends = np.cumsum(np.bincount(g_of, minlength=len(gs))).tolist()
+    a = 0
+    for key, z in zip(keys, ends):
+        sel = order[a:z]
+        groups[key].append((ts[sel], dur[sel]))
+        a = z
+    for j, p in enumerate(pids.tolist()):
+        t = st.tids.get(p)
+        if t is None:
+            t = st.tids[p] = set()
+        t.update(np.unique(tid[p_of == j]).tolist())
+    return True
 
 
 def _group_key(name) -> Optional[str]:

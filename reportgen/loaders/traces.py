@@ -98,32 +98,44 @@ class Events:
         return len(self.events)
 
     def col(self, key: str) -> list:
+        ev = self.events  # (typed: the schema is closed, no event had a key outside it)
+        return self._memo(key, lambda: (list(map(dict.get, ev, repeat(key))) if not self.typed else
+                                        list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev)))
+
+    def _memo(self, key, make):  # (a column or what is derived from columns, made once)
         c = self._cols.get(key)
-        if c is None:
-            if not self.typed:
-                c = list(map(dict.get, self.events, repeat(key)))
-            elif key in FIELDS:
-                c = list(map(attrgetter(key), self.events))
-            else:  # (the schema is closed: no event had the key)
-                c = [None] * len(self.events)
-            self._cols[key] = c
-        return c
+        return c if c is not None else self._cols.setdefault(key, make())
 
     def where(self, ph: str) -> list:
         """The positions of the events whose phase is `ph` ("M": a few metadata events), in order."""
-        key = (1, ph)
-        c = self._cols.get(key)
-        if c is None:
-            c = self._cols[key] = list(compress(range(len(self.events)), self.phase(ph)))
-        return c
+        return self._memo((1, ph), lambda: _positions(self.col("ph"), ph))
 
     def phase(self, ph: str) -> list:
         """True for each event whose phase is `ph` ("X", "M"), False for the others."""
-        key = (None, ph)
-        c = self._cols.get(key)
-        if c is None:
-            c = self._cols[key] = list(map(eq, self.col("ph"), repeat(ph)))
-        return c
+        return self._memo((None, ph), lambda: list(map(eq, self.col("ph"), repeat(ph))))
+
+    def xcol(self, key: str) -> list:
+        """`col(key)` of the complete ("X") events only, in order (read once: the door and the loader both need it)."""
+        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))))
+
+    def xtypes(self, key: str) -> set:
+        """The types of `xcol(key)`'s values (read once)."""
+        return self._memo((3, key), lambda: set(map(type, self.xcol(key))))
+
+    def xfloats(self, key: str) -> np.ndarray:
+        """`floats` of `xcol(key)` (read once: the door's duplicate test and the loader's times)."""
+        return self._memo((4, key), lambda: floats(self.xcol(key)))
+
+
+def _positions(col: list, v) -> list:
+    """The positions of `v` in `col` (list.index: a C-speed scan to each, no column of truth values made)."""
+    out, i = [], -1
+    try:
+        while True:
+            i = col.index(v, i + 1)
+            out.append(i)
+    except ValueError:
+        return out
 
 
 _SHARED: Optional[dict] = None  # path -> its whole-read batch, inside `shared_reads`
