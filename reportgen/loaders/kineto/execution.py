@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import math
 from array import array
+from itertools import compress, repeat
 from pathlib import Path
 
 import numpy as np
 
 from reportgen.i18n import lazy
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import TRACE_ERRORS, trace_events
-from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
-                                             collective_kind, is_comm_kernel, is_runtime_cat, kernel_type)
+from reportgen.loaders.traces import TRACE_ERRORS, shared_reads, trace_batches
+from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, collective_kind, is_comm_kernel, is_runtime_cat, kernel_type)
 from reportgen.loaders.kineto.launches import _containing_op, launch_index
+from reportgen.loaders.kineto.scan import lower_col, nums
 from reportgen.loaders.kineto.steps import device_windows, step_of_launch
 
 
@@ -28,29 +29,30 @@ def step_windows(path: Path) -> dict[int, tuple]:
     out: dict = {}
     rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
-        for e in trace_events(path):
-            if e.get("ph") != "X":
-                continue
-            name = e.get("name")
-            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-            if math.isnan(ts) or math.isnan(dur):
-                continue
-            cat = str(e.get("cat") or "").lower()
-            if isinstance(name, str) and name.startswith("ProfilerStep#"):
-                m = STEP_RE.match(name)
-                if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
-                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
-                continue
-            if cat in DEVICE_CATS or is_runtime_cat(cat):
-                args = e.get("args")
-                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                if cat in DEVICE_CATS:
-                    kc.append(c)
-                    ks.append(ts)
-                    ke.append(ts + dur)
-                elif c >= 0:
-                    rc.append(c)
-                    rt.append(ts)
+        for b in trace_batches(path, typed=True):
+            is_x = b.phase("X")
+
+            def xcol(key: str) -> list:
+                return list(compress(b.col(key), is_x))
+
+            for e, name, cat, ts, dur, args in zip(compress(b.events, is_x), xcol("name"), lower_col(xcol("cat")),
+                                                   nums(xcol("ts")), nums(xcol("dur")), xcol("args")):
+                if ts != ts or dur != dur:  # (NaN)
+                    continue
+                if isinstance(name, str) and name.startswith("ProfilerStep#"):
+                    m = STEP_RE.match(name)
+                    if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
+                        out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
+                    continue
+                if cat in DEVICE_CATS or is_runtime_cat(cat):
+                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                    if cat in DEVICE_CATS:
+                        kc.append(c)
+                        ks.append(ts)
+                        ke.append(ts + dur)
+                    elif c >= 0:
+                        rc.append(c)
+                        rt.append(ts)
     except TRACE_ERRORS:
         pass  # the loader reported the broken file; the windows read are used
     if not len(ks) or not out:
@@ -95,57 +97,62 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     rt = (array("q"), array("d"), array("l"))
     hc = (array("d"), array("d"), array("l"), [])
     threads: dict = {}
+    ends = [w[1] for w in wins]
+    hends = [w[1] for w in hwins]
     try:
-        for e in trace_events(path):
-            if e.get("ph") == "M":
-                _name_meta(e, procs)
-                continue
-            if e.get("ph") != "X":
-                continue
-            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-            if math.isnan(ts) or math.isnan(dur):
-                continue
-            cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
-            if is_runtime_cat(cat) or ((cat in HOST_OP_CATS or cat == "user_annotation")
-                                       and HOST_COMM_RE.match(str(e.get("name") or ""))):
-                args = e.get("args")
-                tid = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
-                if is_runtime_cat(cat):
+        for b in trace_batches(path, typed=True):
+            for k in b.where("M"):
+                _name_meta(b.events[k], procs)
+            is_x = b.phase("X")
+
+            def xcol(key: str) -> list:
+                return list(compress(b.col(key), is_x))
+
+            tsl, durl = nums(xcol("ts")), nums(xcol("dur"))
+            tsa = np.array(tsl, dtype="float64")  # (the step each event may start in: one search a batch)
+            win = (np.searchsorted(starts, tsa, side="right") - 1).tolist()
+            hwin = (np.searchsorted(hstarts, tsa, side="right") - 1).tolist() if hwins else repeat(-1)
+            for name, cat, ts, dur, args, pid, tid, i, j in zip(xcol("name"), _cats(xcol("cat")), tsl, durl,
+                                                                xcol("args"), xcol("pid"), xcol("tid"), win, hwin):
+                if ts != ts or dur != dur:  # (NaN)
+                    continue
+                runtime = is_runtime_cat(cat)
+                if runtime or ((cat in HOST_OP_CATS or cat == "user_annotation")
+                               and HOST_COMM_RE.match(str(name or ""))):
+                    tid_ = threads.setdefault((pid, tid), len(threads))
+                    if runtime:
+                        c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                        if c >= 0:
+                            rt[0].append(c)
+                            rt[1].append(ts)
+                            rt[2].append(tid_)
+                    else:
+                        coll = args.get("Collective name") if isinstance(args, dict) else None
+                        hc[0].append(ts)
+                        hc[1].append(ts + dur)
+                        hc[2].append(tid_)
+                        hc[3].append(coll if isinstance(coll, str) and coll else str(name))
+                if runtime and hwins:
+                    if j >= 0 and ts < hends[j] and isinstance(name, str):
+                        launches[hwins[j][2]].append((ts, dur, name, (pid, tid),
+                                                      _corr(args.get("correlation")) if isinstance(args, dict)
+                                                      else -1))
+                    continue
+                if i < 0 or ts >= ends[i]:
+                    continue
+                s = wins[i][2]
+                name = name or ""
+                if cat in DEVICE_CATS:
+                    comm = is_comm_kernel(name)
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                    if c >= 0:
-                        rt[0].append(c)
-                        rt[1].append(ts)
-                        rt[2].append(tid)
-                else:
-                    coll = args.get("Collective name") if isinstance(args, dict) else None
-                    hc[0].append(ts)
-                    hc[1].append(ts + dur)
-                    hc[2].append(tid)
-                    hc[3].append(coll if isinstance(coll, str) and coll else str(e.get("name")))
-            if is_runtime_cat(cat) and hwins:
-                j = int(np.searchsorted(hstarts, ts, side="right")) - 1
-                if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
-                    args = e.get("args")
-                    launches[hwins[j][2]].append((ts, dur, e["name"], (e.get("pid"), e.get("tid")),
-                                                  _corr(args.get("correlation")) if isinstance(args, dict) else -1))
-                continue
-            i = int(np.searchsorted(starts, ts, side="right")) - 1
-            if i < 0 or ts >= wins[i][1]:
-                continue
-            s = wins[i][2]
-            name = e.get("name") or ""
-            if cat in DEVICE_CATS:
-                comm = is_comm_kernel(name)
-                args = e.get("args")
-                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")), c))
-                if not comm and cat == "kernel" and c >= 0:
-                    maybe.append(c)
-            elif cat == "user_annotation" and name.startswith("gloo:"):
-                cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
-            elif cat in HOST_OP_CATS and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
-                cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
+                    dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
+                                   _exec_class(name) if comm else "compute", (pid, tid), c))
+                    if not comm and cat == "kernel" and c >= 0:
+                        maybe.append(c)
+                elif cat == "user_annotation" and name.startswith("gloo:"):
+                    cpu[s].append((ts, dur, name, _exec_class(name), True, (pid, tid)))
+                elif cat in HOST_OP_CATS and (pid, tid) in main and not HOST_COMM_RE.match(name):
+                    cpu[s].append((ts, dur, name, "compute", False, (pid, tid)))
     except TRACE_ERRORS:
         pass
     by_op = _kernels_of_collectives(rt, hc, maybe)
@@ -189,6 +196,14 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     return out
 
 
+def _cats(col: list) -> list:
+    """The category of each event as `read_step_ops` compares it: text in lower case, "" for anything else."""
+    if set(map(type, col)) <= {str}:
+        low = {c: c.lower() for c in set(col)}
+        return list(map(low.__getitem__, col))
+    return [(c or "").lower() if isinstance(c, str) else "" for c in col]
+
+
 def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
     """Correlation id -> the collective's name, for the kernels (`corrs`) launched inside a collective's host op on
     the same thread; `rt` = (correlation, ts, thread) arrays of the launches, `hc` = (start, end, thread, name) of
@@ -229,13 +244,18 @@ def _lane_name(names: dict, where: tuple, device: bool) -> str:
 
 def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
     """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows."""
-    wins = {}
+    wins, early = {}, {}
     for r in ranks:
         p = layout.ranks[r].first("kineto_trace")
         if p is not None:
-            w = step_windows(p)
-            if w:
-                wins[r] = (p, w)
+            with shared_reads():  # (one parse of the trace for both passes)
+                w = step_windows(p)
+                if w:
+                    wins[r] = (p, w)
+                    if any(s in w for s in data.steps):
+                        # the steps asked for that this trace has: those of `wanted` below it has (the same
+                        # operators as read after every rank's windows are known)
+                        early[r] = read_step_ops(p, r, w, data.steps, log)
     if not wins:
         return False
     wanted = [s for s in data.steps if any(s in w for _, w in wins.values())]
@@ -250,7 +270,7 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
         data.reasons[pick] = "the middle step of the traces"
     data.steps = wanted
     for r, (p, w) in wins.items():
-        got = read_step_ops(p, r, w, wanted, log)
+        got = early[r] if r in early else read_step_ops(p, r, w, wanted, log)
         for s, o in got.items():
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]

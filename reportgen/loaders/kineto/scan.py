@@ -15,7 +15,7 @@ from reportgen.dataquality import dq
 from reportgen.loaders import op_flops
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.schema import KINETO_TRACE, TraceDoor
-from reportgen.loaders.traces import TRACE_ERRORS, note_unusable_events, trace_cut, trace_events
+from reportgen.loaders.traces import TRACE_ERRORS, note_unusable_events, trace_batches, trace_cut
 from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
                                              collective_kind, is_comm_kernel)
 from reportgen.loaders.kineto.flops import _flop_op
@@ -68,82 +68,29 @@ class _Acc:
 
 
 def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
-    """One streamed pass over the events; False when the file broke off (what was read is kept)."""
+    """One pass over the events (a batch at a time: the typed events of a trace msgspec reads whole, else the
+    stream's), each event's fields read from the batch's columns; False when the file broke off (what was read is
+    kept)."""
     unusable = 0
     door = TraceDoor(log, path, KINETO_TRACE)  # lane ids and the args read, by kind (loaders/schema.py TRACE_SCHEMAS)
     cut = False
     try:
-        for e in trace_events(path, log):
-            acc.n_events += 1
-            lane = door.event(e)  # (pid, tid) as one lane: "7" and 7 are the same thread
-            if lane is None:
-                continue
-            ph = e.get("ph")
-            if ph == "X":
-                name = e.get("name")
-                name = name if isinstance(name, str) else str(name or "")
-                ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-                if math.isnan(ts) or math.isnan(dur) or dur < 0 or ts < 0:  # (as trace_view.json's reader)
-                    unusable += 1
+        for b in trace_batches(path, log, typed=True):
+            lanes = door.events(b)  # (pid, tid) as one lane: "7" and 7 are the same thread; None: skip
+            acc.n_events += len(lanes)
+            for lane, ph, name, cat, ts, dur, args, e in zip(lanes, b.col("ph"), b.col("name"), lower_col(b.col("cat")),
+                                                             nums(b.col("ts")), nums(b.col("dur")), b.col("args"),
+                                                             b.events):
+                if lane is None:
                     continue
-                cat = str(e.get("cat") or "").lower()
-                if name.startswith("ProfilerStep#"):
-                    m = STEP_RE.match(name)
-                    if m:
-                        if cat.endswith("user_annotation") and cat != "user_annotation":
-                            # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
-                            acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
-                        else:
-                            acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
-                    continue
-                if cat in DEVICE_CATS:
-                    _device_event(acc, e, name, cat, ts, dur, lane)
-                elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
-                    args = e.get("args")
-                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                    if c >= 0:
-                        acc.rt_corr.append(c)
-                        acc.rt_ts.append(ts)
-                        acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
-                elif cat in HOST_OP_CATS or cat == "user_annotation":
-                    tid = acc.tids.setdefault(lane, len(acc.tids))
-                    if HOST_COMM_RE.match(name):
-                        acc.hc_s.append(ts)
-                        acc.hc_e.append(ts + dur)
-                        acc.hc_tid.append(tid)
-                        args = e.get("args")  # record_param_comms names its collective in its args
-                        coll = args.get("Collective name") if isinstance(args, dict) else None
-                        acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
-                    if cat == "user_annotation":
-                        if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
-                            acc.colls.append((ts, dur, collective_kind(name), None, None, name))
+                if ph == "X":
+                    name = name if isinstance(name, str) else str(name or "")
+                    if ts != ts or dur != dur or dur < 0 or ts < 0:  # (NaN; as trace_view.json's reader)
+                        unusable += 1
                         continue
-                    nid = acc.names.setdefault(name, len(acc.names))
-                    if name in op_flops.TORCH_FLOP_OPS or "flops" in (e.get("args") or {}):
-                        _flop_op(acc, e, name, ts, dur, tid)
-                    acc.cpu_s.append(ts)
-                    acc.cpu_e.append(ts + dur)
-                    acc.cpu_tid.append(tid)
-                    acc.cpu_name.append(nid)
-                    args = e.get("args")
-                    x = args.get("External id") if type(args) is dict else None
-                    acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
-            elif ph in ("i", "I") and e.get("name") == "[memory]":
-                a = e.get("args")
-                if not isinstance(a, dict):
-                    continue
-                key = (int(_num(a.get("Device Type", -1)) if not math.isnan(_num(a.get("Device Type", -1))) else -1),
-                       a.get("Device Id"))
-                ts = _num(e.get("ts"))
-                alloc, res = _num(a.get("Total Allocated")), _num(a.get("Total Reserved"))
-                if math.isnan(ts) or math.isnan(alloc):
-                    continue
-                rec = acc.mem.get(key)
-                if rec is None:
-                    rec = acc.mem[key] = (array("d"), array("d"), array("d"))
-                rec[0].append(ts)
-                rec[1].append(alloc)
-                rec[2].append(res)
+                    _complete(acc, e, lane, name, cat, ts, dur, args)
+                elif (ph == "i" or ph == "I") and name == "[memory]":
+                    _memory_event(acc, args, ts)
         return True
     except TRACE_ERRORS as err:
         cut = True
@@ -152,6 +99,89 @@ def _scan(path: Path, acc: _Acc, log: IssueLog) -> bool:
     finally:
         note_unusable_events(log, path, unusable)
         door.close(cut)
+
+
+def nums(col: list) -> list:
+    """`_num` of every value of a column: plain numbers and nulls at C speed (float() of each, NaN for null), any
+    other column value by value."""
+    if set(map(type, col)) <= _NUMERIC:
+        return np.array(col, dtype="float64").tolist()
+    return list(map(_num, col))
+
+
+_NUMERIC = frozenset((float, int, type(None)))
+
+
+def lower_col(col: list) -> list:
+    """`str(cat or "").lower()` of every value of a column: once per distinct value when every value is text or
+    null (the usual column; 1, 1.0 and True are one key in a dict but three texts), else value by value."""
+    if set(map(type, col)) <= _TEXT:
+        low = {c: str(c or "").lower() for c in set(col)}
+        return list(map(low.__getitem__, col))
+    return [str(c or "").lower() for c in col]
+
+
+_TEXT = frozenset((str, type(None)))
+
+
+def _complete(acc: _Acc, e, lane: tuple, name: str, cat: str, ts: float, dur: float, args) -> None:
+    """A complete ("X") event with a usable start and duration into the accumulators."""
+    if name.startswith("ProfilerStep#"):
+        m = STEP_RE.match(name)
+        if m:
+            if cat.endswith("user_annotation") and cat != "user_annotation":
+                # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
+                acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
+            else:
+                acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
+        return
+    if cat in DEVICE_CATS:
+        _device_event(acc, e, name, cat, ts, dur, lane)
+    elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
+        c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+        if c >= 0:
+            acc.rt_corr.append(c)
+            acc.rt_ts.append(ts)
+            acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
+    elif cat in HOST_OP_CATS or cat == "user_annotation":
+        tid = acc.tids.setdefault(lane, len(acc.tids))
+        if HOST_COMM_RE.match(name):
+            acc.hc_s.append(ts)
+            acc.hc_e.append(ts + dur)
+            acc.hc_tid.append(tid)
+            # record_param_comms names its collective in its args
+            coll = args.get("Collective name") if isinstance(args, dict) else None
+            acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
+        if cat == "user_annotation":
+            if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
+                acc.colls.append((ts, dur, collective_kind(name), None, None, name))
+            return
+        nid = acc.names.setdefault(name, len(acc.names))
+        if name in op_flops.TORCH_FLOP_OPS or "flops" in (args or {}):
+            _flop_op(acc, e, name, ts, dur, tid)
+        acc.cpu_s.append(ts)
+        acc.cpu_e.append(ts + dur)
+        acc.cpu_tid.append(tid)
+        acc.cpu_name.append(nid)
+        x = args.get("External id") if type(args) is dict else None
+        acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
+
+
+def _memory_event(acc: _Acc, a, ts: float) -> None:
+    """A `[memory]` instant event (its start `ts` read as `_num` reads it) into the memory curves."""
+    if not isinstance(a, dict):
+        return
+    key = (int(_num(a.get("Device Type", -1)) if not math.isnan(_num(a.get("Device Type", -1))) else -1),
+           a.get("Device Id"))
+    alloc, res = _num(a.get("Total Allocated")), _num(a.get("Total Reserved"))
+    if math.isnan(ts) or math.isnan(alloc):
+        return
+    rec = acc.mem.get(key)
+    if rec is None:
+        rec = acc.mem[key] = (array("d"), array("d"), array("d"))
+    rec[0].append(ts)
+    rec[1].append(alloc)
+    rec[2].append(res)
 
 
 def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
@@ -170,7 +200,7 @@ def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
             log.add(path, dq(code, k=k), "warning", "duplicate")
 
 
-def _device_event(acc: _Acc, e: dict, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
+def _device_event(acc: _Acc, e, name: str, cat: str, ts: float, dur: float, lane: tuple) -> None:
     args = e.get("args")
     args = args if isinstance(args, dict) else {}
     i = len(acc.dev_s)
