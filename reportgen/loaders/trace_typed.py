@@ -6,9 +6,11 @@ The path reads only what the existing one (orjson whole, else the ijson stream: 
 values: `typed_events` returns None -- and the file goes the existing way, so every data-quality entry, number and
 exception stays what it is -- unless msgspec decodes every byte of the document into the schema below. The schema
 is closed (`forbid_unknown_fields`: an event with a key outside `FIELDS` is refused), every value is a scalar (an
-object only as `args`, whose values are scalars or a list or an object of scalars), so the decoder skips nothing
-and nothing nests deeper than four levels: what the two parsers could read differently in a skipped or deep part
-does not arise. The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
+object only as `args`, whose values are scalars or lists / objects three levels deep at most: Kineto's "Input Dims"
+of a tensor list), so the decoder skips nothing and nothing nests deeper than six levels: what the two parsers
+could read differently in a skipped or deep part does not arise. A trace up to TYPED_MAX_BYTES is read so (the
+dict path's bound, `traces.FAST_MAX_BYTES`, is lower: above it the dict path streams, which the typed path reads
+to the same values). The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
 disagrees:
 
 * duplicate keys (in an event or in its args): the last wins in both (msgspec as orjson's dict);
@@ -20,14 +22,18 @@ disagrees:
   decodes every string: nothing is skipped), control characters in a string, a cut-off file, trailing bytes:
   refused;
 * nesting (orjson refuses past 1,024 levels, msgspec has no bound of its own in a skipped or an `Any` part): no
-  part is skipped and the schema holds four levels (list, event, args, a value's list or object): deeper nesting
-  is refused at the fifth;
+  part is skipped and the schema holds six levels (list, event, args, three of a value's lists or objects):
+  deeper nesting is refused at the seventh;
 * an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts), a
   ts or dur the screening leaves out (beyond +-2^62, `traces._usable`): refused (the existing path counts and
   names them), so a typed batch needs no screening;
 * a BOM (skipped by both readers: the decoder is given the bytes after it), gzip (the bytes are those `_whole`
-  read), a document that is an object (`{"traceEvents": ...}`, where the stream picks the events by their path:
-  the existing path) or a scalar: not decoded here;
+  read); a scalar document: not decoded here;
+* a document that is an object (Kineto's `{"schemaVersion": .., "traceEvents": [...], "traceName": ..}`), where
+  the stream picks the events by their path ("traceEvents.item") and parses the rest: read when "traceEvents" is
+  written once as plain text (a second copy, or a spelling with an escape, would give the stream more events: the
+  existing path), its value is the list, and every other top-level value decodes into six levels of JSON (each
+  byte checked as strictly as the events': text, numbers and nesting the stream refuses refuse the file);
 * floats: both parsers round correctly (the tests compare hard cases); "-0" is the int 0, "-0.0" the float -0.0,
   "1E5" a float, in both.
 

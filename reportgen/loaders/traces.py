@@ -148,9 +148,9 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = Fals
     """`trace_events`, a batch at a time (`Events`): the whole list of a trace read whole, BATCH events at a time
     from the stream. The same events, exception and data-quality entries; on a broken stream the part read is
     yielded before the exception is raised. Inside `shared_reads`, a trace read whole without a log is read once.
-    `typed` (for readers that take an event's fields by `get(key)` or the batch's columns only): a trace that is a
-    JSON list msgspec decodes whole into `trace_typed.TraceEvent`s comes as one typed batch (the same values:
-    `trace_typed`); any other the way it did."""
+    `typed` (for readers that take an event's fields by `get(key)` or the batch's columns only): a trace (a JSON
+    list, or Kineto's object) of up to `trace_typed.TYPED_MAX_BYTES` that msgspec decodes whole into
+    `trace_typed.TraceEvent`s comes as one typed batch (the same values: `trace_typed`); any other the way it did."""
     shared = _SHARED if log is None else None
     key = (os.fspath(path), typed)
     if shared is not None and key in shared:
