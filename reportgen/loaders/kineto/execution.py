@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import math
 from array import array
-from itertools import compress, repeat
+from itertools import compress
 from pathlib import Path
 
 import numpy as np
 
 from reportgen.i18n import lazy
 from reportgen.loaders.issuelog import IssueLog
+from reportgen.pools import gc_paused
 from reportgen.loaders.traces import TRACE_ERRORS, shared_reads, trace_batches
-from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, collective_kind, is_comm_kernel, is_runtime_cat, kernel_type)
+from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, collective_kind,
+                                             is_comm_kernel, is_runtime_cat, kernel_type)
 from reportgen.loaders.kineto.launches import _containing_op, launch_index
 from reportgen.loaders.kineto.scan import lower_col, nums
 from reportgen.loaders.kineto.steps import device_windows, step_of_launch
@@ -35,24 +37,31 @@ def step_windows(path: Path) -> dict[int, tuple]:
             def xcol(key: str) -> list:
                 return list(compress(b.col(key), is_x))
 
-            for e, name, cat, ts, dur, args in zip(compress(b.events, is_x), xcol("name"), lower_col(xcol("cat")),
-                                                   nums(xcol("ts")), nums(xcol("dur")), xcol("args")):
+            names, cats, tss, durs = xcol("name"), lower_col(xcol("cat")), nums(xcol("ts")), nums(xcol("dur"))
+            kinds = _kinds(cats)  # 1: device activity, 2: a launch, 0: other
+            marks = [i for i, n in enumerate(names) if isinstance(n, str) and n.startswith("ProfilerStep#")]
+            for i in marks:
+                ts, dur, cat = tss[i], durs[i], cats[i]
+                kinds[i] = 0  # (a step's mark is never device activity or a launch)
                 if ts != ts or dur != dur:  # (NaN)
                     continue
-                if isinstance(name, str) and name.startswith("ProfilerStep#"):
-                    m = STEP_RE.match(name)
-                    if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
-                        out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
+                m = STEP_RE.match(names[i])
+                if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
+                    e = b.events[b.where("X")[i]]
+                    out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
+            argsx = xcol("args")
+            for i in compress(range(len(kinds)), kinds):
+                ts, dur, args = tss[i], durs[i], argsx[i]
+                if ts != ts or dur != dur:  # (NaN)
                     continue
-                if cat in DEVICE_CATS or is_runtime_cat(cat):
-                    c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                    if cat in DEVICE_CATS:
-                        kc.append(c)
-                        ks.append(ts)
-                        ke.append(ts + dur)
-                    elif c >= 0:
-                        rc.append(c)
-                        rt.append(ts)
+                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
+                if kinds[i] == 1:
+                    kc.append(c)
+                    ks.append(ts)
+                    ke.append(ts + dur)
+                elif c >= 0:
+                    rc.append(c)
+                    rt.append(ts)
     except TRACE_ERRORS:
         pass  # the loader reported the broken file; the windows read are used
     if not len(ks) or not out:
@@ -65,6 +74,25 @@ def step_windows(path: Path) -> dict[int, tuple]:
     if mapped:  # the host window stays beside the device one (the launches happen in it)
         out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in wins}
     return out
+
+
+def _launch_or_comm_op(names: list, cats: list) -> list:
+    """True for each event `read_step_ops` keeps whatever its time: a launch, or a collective's host op (by its
+    name: once per distinct name where the names are text)."""
+    launch = {c: is_runtime_cat(c) for c in set(cats)}
+    if set(map(type, names)) <= {str}:
+        comm = {n: bool(HOST_COMM_RE.match(n)) for n in set(names)}
+        is_comm = map(comm.__getitem__, names)
+    else:
+        is_comm = (bool(HOST_COMM_RE.match(str(n or ""))) if c in HOST_OP_CATS or c == "user_annotation" else False
+                   for n, c in zip(names, cats))
+    return [launch[c] or (comm_ and (c in HOST_OP_CATS or c == "user_annotation")) for c, comm_ in zip(cats, is_comm)]
+
+
+def _kinds(cats: list) -> list:
+    """Per category (in lower case): 1 device activity, 2 a host launch (`is_runtime_cat`), 0 anything else."""
+    code = {c: 1 if c in DEVICE_CATS else 2 if is_runtime_cat(c) else 0 for c in set(cats)}
+    return list(map(code.__getitem__, cats))
 
 
 def _exec_class(name: str) -> str:
@@ -108,12 +136,18 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             def xcol(key: str) -> list:
                 return list(compress(b.col(key), is_x))
 
-            tsl, durl = nums(xcol("ts")), nums(xcol("dur"))
+            tsl, durl, names, cats = nums(xcol("ts")), nums(xcol("dur")), xcol("name"), _cats(xcol("cat"))
             tsa = np.array(tsl, dtype="float64")  # (the step each event may start in: one search a batch)
-            win = (np.searchsorted(starts, tsa, side="right") - 1).tolist()
-            hwin = (np.searchsorted(hstarts, tsa, side="right") - 1).tolist() if hwins else repeat(-1)
-            for name, cat, ts, dur, args, pid, tid, i, j in zip(xcol("name"), _cats(xcol("cat")), tsl, durl,
-                                                                xcol("args"), xcol("pid"), xcol("tid"), win, hwin):
+            win = np.searchsorted(starts, tsa, side="right") - 1
+            hwin = (np.searchsorted(hstarts, tsa, side="right") - 1).tolist() if hwins else [-1] * len(tsl)
+            # the events the loop below does something with: launches, collective host ops, events in a window
+            keep = (win >= 0) & (tsa < np.asarray(ends)[np.clip(win, 0, None)])
+            keep |= np.asarray(_launch_or_comm_op(names, cats), dtype=bool)
+            win = win.tolist()
+            argsx, pids, tids = xcol("args"), xcol("pid"), xcol("tid")
+            for k in np.flatnonzero(keep).tolist():
+                name, cat, ts, dur, args, pid, tid, i, j = (names[k], cats[k], tsl[k], durl[k], argsx[k], pids[k],
+                                                            tids[k], win[k], hwin[k])
                 if ts != ts or dur != dur:  # (NaN)
                     continue
                 runtime = is_runtime_cat(cat)
@@ -248,7 +282,8 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
     for r in ranks:
         p = layout.ranks[r].first("kineto_trace")
         if p is not None:
-            with shared_reads():  # (one parse of the trace for both passes)
+            with gc_paused(), shared_reads():  # (one parse of the trace for both passes; the collector paused
+                # until its events are gone, as in `scan._scan`)
                 w = step_windows(p)
                 if w:
                     wins[r] = (p, w)
