@@ -86,19 +86,8 @@ def _pass(path: Path, acc: _Acc, log: IssueLog) -> bool:
         for b in trace_batches(path, log, typed=True):
             lanes = door.events(b)  # (pid, tid) as one lane: "7" and 7 are the same thread; None: skip
             acc.n_events += len(lanes)
-            for lane, ph, name, cat, ts, dur, args, e in zip(lanes, b.col("ph"), b.col("name"), lower_col(b.col("cat")),
-                                                             nums(b.col("ts")), nums(b.col("dur")), b.col("args"),
-                                                             b.events):
-                if lane is None:
-                    continue
-                if ph == "X":
-                    name = name if isinstance(name, str) else str(name or "")
-                    if ts != ts or dur != dur or dur < 0 or ts < 0:  # (NaN; as trace_view.json's reader)
-                        unusable += 1
-                        continue
-                    _complete(acc, e, lane, name, cat, ts, dur, args)
-                elif (ph == "i" or ph == "I") and name == "[memory]":
-                    _memory_event(acc, args, ts)
+            unusable += _complete_events(acc, b, lanes)
+            _memory_events(acc, b, lanes)
         return True
     except TRACE_ERRORS as err:
         cut = True
@@ -107,6 +96,109 @@ def _pass(path: Path, acc: _Acc, log: IssueLog) -> bool:
     finally:
         note_unusable_events(log, path, unusable)
         door.close(cut)
+
+
+_DEVICE, _LAUNCH, _HOST = 1, 2, 3  # what a complete event is, by its category (`_kind`)
+
+
+def _kind(cat: str) -> int:
+    if cat in DEVICE_CATS:
+        return _DEVICE
+    if cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
+        return _LAUNCH
+    return _HOST if cat in HOST_OP_CATS or cat == "user_annotation" else 0
+
+
+def _complete_events(acc: _Acc, b, lanes: list) -> int:
+    """The complete ("X") events of a batch with a lane and a usable start and duration into the accumulators, each
+    kind a column at a time where it can be (launches) and in the batch's order (thread ids are numbered in the
+    order the launches and host operators first use them); returns the count of unusable ones."""
+    xs = [k for k in b.where("X") if lanes[k] is not None]
+    if not xs:
+        return 0
+
+    def pick(key: str) -> list:
+        col = b.col(key)
+        return [col[k] for k in xs]
+
+    names = pick("name")
+    if not set(map(type, names)) <= _STR:
+        names = [n if isinstance(n, str) else str(n or "") for n in names]
+    tsl, durl = nums(pick("ts")), nums(pick("dur"))
+    ok = (np.array(tsl, dtype="float64") >= 0) & (np.array(durl, dtype="float64") >= 0)  # (NaN: not usable; as
+    good = np.flatnonzero(ok).tolist()  # trace_view.json's reader)
+    cats, argsx = lower_col(pick("cat")), pick("args")
+    code = {c: _kind(c) for c in set(cats)}
+    kinds = list(map(code.__getitem__, cats))
+    for i in good:
+        if names[i].startswith("ProfilerStep#"):
+            kinds[i] = -1  # (a step's mark is nothing else)
+            m = STEP_RE.match(names[i])
+            if m:
+                ts, dur, cat = tsl[i], durl[i], cats[i]
+                if cat.endswith("user_annotation") and cat != "user_annotation":
+                    # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
+                    acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
+                else:
+                    acc.steps[int(m.group(1))] = (ts, ts + dur, lanes[xs[i]])
+    ev = b.events
+    for i in good:
+        if kinds[i] == _DEVICE:
+            _device_event(acc, ev[xs[i]], names[i], cats[i], tsl[i], durl[i], lanes[xs[i]])
+    launch = [i for i in good if kinds[i] == _LAUNCH]
+    corr = [_corr(a.get("correlation")) if isinstance(a, dict) else -1 for a in map(argsx.__getitem__, launch)]
+    launch = [(i, c) for i, c in zip(launch, corr) if c >= 0]
+    host = [i for i in good if kinds[i] == _HOST]
+    tids = acc.tids
+    for i in sorted([i for i, _ in launch] + host) if launch and host else (host or [i for i, _ in launch]):
+        tids.setdefault(lanes[xs[i]], len(tids))
+    if launch:
+        acc.rt_corr.extend([c for _, c in launch])
+        acc.rt_ts.extend([tsl[i] for i, _ in launch])
+        acc.rt_tid.extend([tids[lanes[xs[i]]] for i, _ in launch])
+    comm = {}
+    for i in host:
+        name, cat, ts, dur, args = names[i], cats[i], tsl[i], durl[i], argsx[i]
+        tid = tids[lanes[xs[i]]]
+        is_comm = comm.get(name)
+        if is_comm is None:
+            is_comm = comm[name] = bool(HOST_COMM_RE.match(name))
+        if is_comm:
+            acc.hc_s.append(ts)
+            acc.hc_e.append(ts + dur)
+            acc.hc_tid.append(tid)
+            # record_param_comms names its collective in its args
+            coll = args.get("Collective name") if isinstance(args, dict) else None
+            acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
+        if cat == "user_annotation":
+            if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
+                acc.colls.append((ts, dur, collective_kind(name), None, None, name))
+            continue
+        nid = acc.names.setdefault(name, len(acc.names))
+        if name in op_flops.TORCH_FLOP_OPS or "flops" in (args or {}):
+            _flop_op(acc, ev[xs[i]], name, ts, dur, tid)
+        acc.cpu_s.append(ts)
+        acc.cpu_e.append(ts + dur)
+        acc.cpu_tid.append(tid)
+        acc.cpu_name.append(nid)
+        x = args.get("External id") if type(args) is dict else None
+        acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
+    return len(xs) - len(good)
+
+
+_STR = frozenset((str,))
+
+
+def _memory_events(acc: _Acc, b, lanes: list) -> None:
+    """The batch's `[memory]` instant events with a lane, in order, into the memory curves."""
+    at = sorted(b.where("i") + b.where("I"))
+    if not at:
+        return
+    names = b.col("name")
+    at = [k for k in at if names[k] == "[memory]" and lanes[k] is not None]
+    ts_col, args_col = b.col("ts"), b.col("args")
+    for k, ts in zip(at, nums([ts_col[k] for k in at])):
+        _memory_event(acc, args_col[k], ts)
 
 
 def nums(col: list) -> list:
@@ -130,49 +222,6 @@ def lower_col(col: list) -> list:
 
 
 _TEXT = frozenset((str, type(None)))
-
-
-def _complete(acc: _Acc, e, lane: tuple, name: str, cat: str, ts: float, dur: float, args) -> None:
-    """A complete ("X") event with a usable start and duration into the accumulators."""
-    if name.startswith("ProfilerStep#"):
-        m = STEP_RE.match(name)
-        if m:
-            if cat.endswith("user_annotation") and cat != "user_annotation":
-                # gpu_user_annotation: the step marker as the GPU lane shows it (a few µs), not a step
-                acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
-            else:
-                acc.steps[int(m.group(1))] = (ts, ts + dur, lane)
-        return
-    if cat in DEVICE_CATS:
-        _device_event(acc, e, name, cat, ts, dur, lane)
-    elif cat == "runtime" or cat.endswith("_runtime") or cat.endswith("_driver"):
-        c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-        if c >= 0:
-            acc.rt_corr.append(c)
-            acc.rt_ts.append(ts)
-            acc.rt_tid.append(acc.tids.setdefault(lane, len(acc.tids)))
-    elif cat in HOST_OP_CATS or cat == "user_annotation":
-        tid = acc.tids.setdefault(lane, len(acc.tids))
-        if HOST_COMM_RE.match(name):
-            acc.hc_s.append(ts)
-            acc.hc_e.append(ts + dur)
-            acc.hc_tid.append(tid)
-            # record_param_comms names its collective in its args
-            coll = args.get("Collective name") if isinstance(args, dict) else None
-            acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
-        if cat == "user_annotation":
-            if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
-                acc.colls.append((ts, dur, collective_kind(name), None, None, name))
-            return
-        nid = acc.names.setdefault(name, len(acc.names))
-        if name in op_flops.TORCH_FLOP_OPS or "flops" in (args or {}):
-            _flop_op(acc, e, name, ts, dur, tid)
-        acc.cpu_s.append(ts)
-        acc.cpu_e.append(ts + dur)
-        acc.cpu_tid.append(tid)
-        acc.cpu_name.append(nid)
-        x = args.get("External id") if type(args) is dict else None
-        acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
 
 
 def _memory_event(acc: _Acc, a, ts: float) -> None:
