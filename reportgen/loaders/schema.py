@@ -973,10 +973,11 @@ class TraceDoor:
             return True
         if kind != "name" or not types <= {int, str}:
             return False
-        ints = c if types == {int} else [v for v in c if type(v) is int]
+        vals = set(c)  # (a lane's few ids; ints and text are never equal, so none is lost)
+        ints = [v for v in vals if type(v) is int]
         if ints and not (-2 ** 63 <= min(ints) and max(ints) <= 2 ** 63):
             return False
-        return str not in types or not any(v.strip().lstrip("-").isdigit() for v in set(c) if type(v) is str)
+        return not any(v.strip().lstrip("-").isdigit() for v in vals if type(v) is str)
 
     @staticmethod
     def _quiet(v: Any) -> Any:
