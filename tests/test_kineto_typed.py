@@ -178,3 +178,40 @@ def test_the_execution_view_parses_each_rank_once(tmp_path, monkeypatch):
         w = step_windows(p)
         got = read_step_ops(p, r, w, ex.steps, IssueLog(root, 0))
         assert _plain({s: got[s] for s in ex.steps}) == _plain({s: ex.ops[s][r] for s in ex.steps})
+
+
+def test_the_dense_kineto_shape_has_the_real_mix_and_the_models_numbers(tmp_path):
+    """The benchmark's `kineto` shape (`write_kineto(dense=True)`): per kernel the event mix of the real A100 trace
+    (host operators with shapes, runtime calls, flow ends, copies, sets, annotations; counted here from the file),
+    and the same step breakdown as the plain trace of the same model (the added copies and sets lie inside kernels,
+    the added host work changes no device time)."""
+    from collections import Counter
+
+    from reportgen.layouts import discover, load_run
+    from reportgen.synth import parse_injections, simulate
+    from reportgen.synth.kineto import write_kineto
+
+    plan = parse_injections([])
+    plan.seed = 3
+    m = simulate(2, 3, stages=1, plan=plan, seed=3)
+    steps = {}
+    for dense in (False, True):
+        root = tmp_path / ("dense" if dense else "plain")
+        write_kineto(root, m, 2, 3, plan, per_host=2, first_step=1, kernels_per_step=88, dense=dense)
+        run = load_run(discover(root)[0], jobs=1)
+        steps[dense] = [run.ranks[r].step_trace.steps.drop(columns=["source"], errors="ignore") for r in (0, 1)]
+        if dense:
+            ev = json.loads(next(root.glob("*.pt.trace.json")).read_text())["traceEvents"]
+            n = Counter((e["ph"], e.get("cat", "")) for e in ev)
+            k = n[("X", "kernel")] - 2 * 3  # (the compute kernels: less the all-reduces)
+            assert k == 88 * 3
+            # the A100 trace's ratios per kernel: 4.1 cpu_op, 5.6 cuda_runtime, 5.8 flow ends, 1.1 flow starts,
+            # 0.23 copies, 0.05 sets, 0.06 annotations
+            assert 3.9 <= n[("X", "cpu_op")] / k <= 4.2 and 5.4 <= n[("X", "cuda_runtime")] / k <= 6.0
+            assert 5.3 <= n[("f", "ac2g")] / k <= 6.0 and 0.9 <= n[("s", "ac2g")] / k <= 1.2
+            assert 0.2 <= n[("X", "gpu_memcpy")] / k <= 0.26 and 0.03 <= n[("X", "gpu_memset")] / k <= 0.06
+            assert 0.05 <= n[("X", "user_annotation")] / (k + 3) <= 0.08
+            dims = [e["args"]["Input Dims"] for e in ev if e.get("cat") == "cpu_op" and "Input Dims" in e["args"]]
+            assert len(dims) >= 3 * k and any(isinstance(d[0], list) for d in dims)
+    for a, b in zip(steps[False], steps[True]):
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9, atol=1e-6)

@@ -1,5 +1,7 @@
-"""The one streamed pass over a Kineto trace: compact accumulators (arrays of interval ends, never a list of
-event dicts) filled per event, and the duplicated events named after the pass.
+"""The one pass over a Kineto trace: compact accumulators (arrays of interval ends, never a list of event dicts)
+filled a batch at a time -- the whole trace as msgspec's typed events when `trace_typed` reads it (up to
+`trace_typed.TYPED_MAX_BYTES`), else the stream's batches -- each kind of event a column at a time where it can be,
+and the duplicated events named after the pass.
 """
 
 from __future__ import annotations
