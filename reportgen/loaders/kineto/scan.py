@@ -158,37 +158,53 @@ def _complete_events(acc: _Acc, b, lanes: list) -> int:
         acc.rt_corr.extend([c for _, c in launch])
         acc.rt_ts.extend([tsl[i] for i, _ in launch])
         acc.rt_tid.extend([tids[lanes[xs[i]]] for i, _ in launch])
-    comm = {}
-    for i in host:
-        name, cat, ts, dur, args = names[i], cats[i], tsl[i], durl[i], argsx[i]
-        tid = tids[lanes[xs[i]]]
-        is_comm = comm.get(name)
-        if is_comm is None:
-            is_comm = comm[name] = bool(HOST_COMM_RE.match(name))
-        if is_comm:
-            acc.hc_s.append(ts)
-            acc.hc_e.append(ts + dur)
-            acc.hc_tid.append(tid)
-            # record_param_comms names its collective in its args
-            coll = args.get("Collective name") if isinstance(args, dict) else None
-            acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
-        if cat == "user_annotation":
-            if name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's collectives
-                acc.colls.append((ts, dur, collective_kind(name), None, None, name))
-            continue
-        nid = acc.names.setdefault(name, len(acc.names))
-        if name in op_flops.TORCH_FLOP_OPS or "flops" in (args or {}):
-            _flop_op(acc, ev[xs[i]], name, ts, dur, tid)
-        acc.cpu_s.append(ts)
-        acc.cpu_e.append(ts + dur)
-        acc.cpu_tid.append(tid)
-        acc.cpu_name.append(nid)
-        x = args.get("External id") if type(args) is dict else None
-        acc.cpu_ext.append(x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1)
+    if host:
+        _host_ops(acc, ev, host, names, cats, tsl, durl, argsx, [tids[lanes[xs[i]]] for i in host], xs)
     return len(xs) - len(good)
 
 
 _STR = frozenset((str,))
+
+
+def _host_ops(acc: _Acc, ev: list, host: list, names: list, cats: list, tsl: list, durl: list, argsx: list,
+              tid: list, xs: list) -> None:
+    """The host operators and annotations of a batch (positions `host` of its complete events, in order, on threads
+    `tid`): a collective's host ops and gloo's slices one by one (a few), the operators' arrays a column at a
+    time."""
+    comm = {n: bool(HOST_COMM_RE.match(n)) for n in set(map(names.__getitem__, host))}
+    for j, i in enumerate(host):
+        name, cat = names[i], cats[i]
+        if comm[name]:
+            ts, args = tsl[i], argsx[i]
+            acc.hc_s.append(ts)
+            acc.hc_e.append(ts + durl[i])
+            acc.hc_tid.append(tid[j])
+            # record_param_comms names its collective in its args
+            coll = args.get("Collective name") if isinstance(args, dict) else None
+            acc.hc_name.append(coll if isinstance(coll, str) and coll else name)
+        if cat == "user_annotation" and name.startswith("gloo:"):  # gloo's work on its own threads: the CPU's
+            acc.colls.append((tsl[i], durl[i], collective_kind(name), None, None, name))  # collectives
+    ops = [j for j, i in enumerate(host) if cats[i] != "user_annotation"]
+    if not ops:
+        return
+    at = [host[j] for j in ops]
+    known = acc.names
+    nid = [known.setdefault(names[i], len(known)) for i in at]
+    for j, i in zip(ops, at):
+        args = argsx[i]
+        if names[i] in op_flops.TORCH_FLOP_OPS or "flops" in (args or {}):
+            _flop_op(acc, ev[xs[i]], names[i], tsl[i], durl[i], tid[j])
+    acc.cpu_s.extend([tsl[i] for i in at])
+    acc.cpu_e.extend([tsl[i] + durl[i] for i in at])
+    acc.cpu_tid.extend([tid[j] for j in ops])
+    acc.cpu_name.extend(nid)
+    acc.cpu_ext.extend([_ext(argsx[i]) for i in at])
+
+
+def _ext(args) -> int:
+    """An operator's External id (-1: none or unusable)."""
+    x = args.get("External id") if type(args) is dict else None
+    return x if type(x) is int and -2 ** 62 < x < 2 ** 62 else -1
 
 
 def _memory_events(acc: _Acc, b, lanes: list) -> None:
