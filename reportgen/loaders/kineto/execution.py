@@ -145,33 +145,34 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
             keep |= np.asarray(_launch_or_comm_op(names, cats), dtype=bool)
             win = win.tolist()
             argsx, pids, tids = xcol("args"), xcol("pid"), xcol("tid")
-            for k in np.flatnonzero(keep).tolist():
-                name, cat, ts, dur, args, pid, tid, i, j = (names[k], cats[k], tsl[k], durl[k], argsx[k], pids[k],
-                                                            tids[k], win[k], hwin[k])
-                if ts != ts or dur != dur:  # (NaN)
-                    continue
-                runtime = is_runtime_cat(cat)
-                if runtime or ((cat in HOST_OP_CATS or cat == "user_annotation")
-                               and HOST_COMM_RE.match(str(name or ""))):
-                    tid_ = threads.setdefault((pid, tid), len(threads))
-                    if runtime:
-                        c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                        if c >= 0:
-                            rt[0].append(c)
-                            rt[1].append(ts)
-                            rt[2].append(tid_)
-                    else:
-                        coll = args.get("Collective name") if isinstance(args, dict) else None
-                        hc[0].append(ts)
-                        hc[1].append(ts + dur)
-                        hc[2].append(tid_)
-                        hc[3].append(coll if isinstance(coll, str) and coll else str(name))
-                if runtime and hwins:
-                    if j >= 0 and ts < hends[j] and isinstance(name, str):
-                        launches[hwins[j][2]].append((ts, dur, name, (pid, tid),
-                                                      _corr(args.get("correlation")) if isinstance(args, dict)
-                                                      else -1))
-                    continue
+            kept = [k for k in np.flatnonzero(keep).tolist() if tsl[k] == tsl[k] and durl[k] == durl[k]]  # (NaN)
+            is_rt = {c: is_runtime_cat(c) for c in set(cats)}
+            launch = [k for k in kept if is_rt[cats[k]]]  # (a launch is nothing else below)
+            other = [k for k in kept if not is_rt[cats[k]]] if launch else kept
+            coll_ops = [k for k in other if (cats[k] in HOST_OP_CATS or cats[k] == "user_annotation")
+                        and HOST_COMM_RE.match(str(names[k] or ""))]
+            for k in sorted(launch + coll_ops) if launch and coll_ops else launch or coll_ops:
+                threads.setdefault((pids[k], tids[k]), len(threads))  # (numbered in the batch's order)
+            corr = [_corr(a.get("correlation")) if isinstance(a, dict) else -1 for a in map(argsx.__getitem__, launch)]
+            ok = [(k, c) for k, c in zip(launch, corr) if c >= 0]
+            rt[0].extend([c for _, c in ok])
+            rt[1].extend([tsl[k] for k, _ in ok])
+            rt[2].extend([threads[(pids[k], tids[k])] for k, _ in ok])
+            for k in coll_ops:
+                args = argsx[k]
+                coll = args.get("Collective name") if isinstance(args, dict) else None
+                hc[0].append(tsl[k])
+                hc[1].append(tsl[k] + durl[k])
+                hc[2].append(threads[(pids[k], tids[k])])
+                hc[3].append(coll if isinstance(coll, str) and coll else str(names[k]))
+            if hwins:
+                for k, c in zip(launch, corr):
+                    j = hwin[k]
+                    if j >= 0 and tsl[k] < hends[j] and isinstance(names[k], str):
+                        launches[hwins[j][2]].append((tsl[k], durl[k], names[k], (pids[k], tids[k]), c))
+            for k in other:
+                name, cat, ts, dur, args, pid, tid, i = (names[k], cats[k], tsl[k], durl[k], argsx[k], pids[k],
+                                                         tids[k], win[k])
                 if i < 0 or ts >= ends[i]:
                     continue
                 s = wins[i][2]
