@@ -104,7 +104,9 @@ _KEY = b'"traceEvents'
 _ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII character written as \u00XX
 # The typed path reads a trace of up to this many bytes (gunzipped) whole, beyond `traces.FAST_MAX_BYTES` (the dict
 # path's bound): its events take ~3.3x the file (85 MB for the A100 sample's 25.8 MB: gc-free structs, args as
-# dicts; orjson's dicts 4x), the bytes 1x while they are decoded: a 128 MB trace costs a worker ~550 MB. A larger
+# dicts; orjson's dicts 4x), the bytes 1x while they are decoded (measured: the A100 sample's three Kineto passes
+# peak at 260 MB RSS against 162 MB streamed): a 128 MB trace costs its reader ~500 MB over the interpreter's ~160
+# MB -- a loading worker, and the main process while it reads the execution view's ranks one at a time. A larger
 # or refused one goes the existing way (above FAST_MAX_BYTES: streamed).
 TYPED_MAX_BYTES = 128 * 1024 * 1024
 
