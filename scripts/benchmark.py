@@ -1,7 +1,7 @@
 """Benchmark msreport on big synthetic runs: time per stage and peak memory.
 
     python scripts/benchmark.py --ranks 256 1024 4096 [--compare-msprof] [--repo /work/main] [--jobs N]
-    python scripts/benchmark.py --shape trace --ranks 1024 --compare-msprof   # issue 33's shapes: trace, comm
+    python scripts/benchmark.py --shape trace --ranks 1024 --compare-msprof   # issue 33's shapes: trace, comm, kineto
     python scripts/benchmark.py --shape comm --ranks 1024 --floor              # the raw-parse floor of a run
     python scripts/benchmark.py --shape small --ranks 512 1024 --steps 20 [--layout ascend] [--export db]
     python scripts/benchmark.py --trace-mb 2000     # stream a big trace_view.json: time and peak memory
@@ -23,6 +23,12 @@ rank, a slow link and a rank near its memory capacity injected):
   tensor-parallel group and the top1/middle/bottom1-3/total entries torch_npu writes in
   communication_matrix.json; communication.json ~1.75 MB per rank, 2.1 GB at 1,024 ranks (the independent run
   of the issue: 2.0 GB at 1,024 ranks, fewer kernels, heavier communication files).
+* `kineto` (synth shape `kineto`): issue 33's GPU rank: one gzipped PyTorch profiler trace a rank
+  (`*.pt.trace.json.gz`, ~26.7 MB gunzipped, 1.5 MB on disk) with the event mix of the real A100 trace
+  (samples/external/hta_a100_16rank_job_rank0_5steps: 25.8 MB, 109k events; here 119k: per kernel 4 cpu_ops with
+  shapes, 5.8 runtime calls, 6.5 ac2g flow ends, a copy every 4th and a set every 22nd kernel, a `[memory]`
+  event), 1,600 kernels and 2 NCCL all-reduces a step, data-parallel (the Ascend shapes' tp / pp do not apply).
+  `--shape kineto --ranks 8 32 128` (~200 MB on disk at 128 ranks).
 * 4,096 ranks: `--shape realistic --ranks 256 4096` (time per rank at 4,096 against 256).
 
 `--dask` builds the run a second time through a Dask `LocalCluster` on loopback (as many single-threaded worker
@@ -214,7 +220,7 @@ GEN_VERSION = 2  # the realistic shape's; bump when synth.large changes what it 
 REPO = Path(__file__).resolve().parents[1]
 # --shape -> reportgen.synth's shape and the generator version of its cached runs (bump when the shape changes)
 SHAPES = {"realistic": ("torch_npu_large", GEN_VERSION), "trace": ("torch_npu_trace", 1),
-          "comm": ("torch_npu_comm", 1)}
+          "comm": ("torch_npu_comm", 1), "kineto": ("kineto", 1)}
 
 
 def realistic_run(cache: Path, ranks: int, steps: int, seed: int = 0, gen: Optional[int] = None,

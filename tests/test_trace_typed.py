@@ -24,6 +24,21 @@ EV = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "
       {"ph": "X", "name": "Conv", "pid": 1, "tid": 3, "ts": 5, "dur": 1.5,
        "args": {"input_0": {"shape": "[1, 2]"}, "dims": [1, 2.5, "x", None]}}]
 HEALTHY = json.dumps(EV).encode()
+# Kineto's export: top-level keys before and after the events, an instant event's scope, args nested three levels
+KINETO = json.dumps({
+    "schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 85899345920}],
+    "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2,
+                        "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1]}]},
+    "host_name": "node1",
+    "traceEvents": EV + [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 9, "tid": -1107294656, "ts": 10.5, "dur": 2,
+         "args": {"External id": 3, "Input Dims": [[[2, 3], [2, 3]], []], "Input type": ["TensorList", "Scalar"]}},
+        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 9, "tid": 9, "ts": 11,
+         "args": {"Total Allocated": 4e10, "Total Reserved": 6e10, "Device Id": 0, "Device Type": 1}},
+        {"ph": "i", "s": "g", "name": "Iteration Start: PyTorch Profiler", "pid": "Traces",
+         "tid": "Trace PyTorch Profiler", "ts": 1}],
+    "traceName": "/tmp/trace.pt.trace.json", "displayTimeUnit": "ms", "baseTimeNanoseconds": 1700000000000000000,
+}, indent=1).encode()
 DEEP = b"[" * 1500 + b"]" * 1500
 
 CASES = {  # name: (bytes, the typed path takes the file)
@@ -67,9 +82,40 @@ CASES = {  # name: (bytes, the typed path takes the file)
     "cut off": (HEALTHY[:-40], False),
     "trailing garbage": (HEALTHY + b" x", False),
     "nested in args past orjson's bound": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"d": ' + DEEP), False),
-    "nested in args, three levels": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"d": [[1]]'), False),
+    "nested in args, three levels (a tensor list's Input Dims)": (
+        HEALTHY.replace(b'"Input Dims": "1,2"', b'"Input Dims": [[[2, 3], [2, 3]], [], [4]], "o": {"a": [{"b": 1}]}'),
+        True),
+    "nested in args, four levels": (HEALTHY.replace(b'"Input Dims": "1,2"', b'"d": [[[[1]]]]'), False),
+    "an instant event's scope": (HEALTHY.replace(b'"cat": "async_npu"', b'"cat": "async_npu", "s": "t"'), True),
     "an entry that is not an object": (HEALTHY.replace(b"[{", b'[null, "x", {', 1), False),
-    "the object form": (json.dumps({"traceEvents": EV}).encode(), False),
+    "the object form": (json.dumps({"traceEvents": EV}).encode(), True),
+    "Kineto's object form": (KINETO, True),
+    "object: a BOM and whitespace": (b"\xef\xbb\xbf\n " + KINETO + b"\n", True),
+    "object: traceEvents twice": (KINETO.replace(b'"traceName"', b'"traceEvents": [{"ph": "i"}], "traceName"'), False),
+    "object: the key spelt with an escape": (KINETO.replace(b'"traceEvents"', b'"trace\\u0045vents"'), False),
+    "object: the key in a header value": (KINETO.replace(b'"host_name": "node1"', b'"host_name": "\\"traceEvents"'),
+                                          False),
+    "object: the key nested in a header value": (KINETO.replace(b'"host_name": "node1"',
+                                                                b'"host_name": {"traceEvents": [{"ph": "X"}]}'), False),
+    "object: no traceEvents": (KINETO.replace(b'"traceEvents"', b'"otherEvents"'), False),
+    "object: traceEvents null": (json.dumps({"schemaVersion": 1, "traceEvents": None}).encode(), False),
+    "object: traceEvents an object": (json.dumps({"traceEvents": {"a": EV[0]}}).encode(), False),
+    "object: not UTF-8 in the header": (KINETO.replace(b"node1", b"node\xff1"), False),
+    "object: a lone surrogate after the events": (KINETO.replace(b"/tmp/trace", b"/tmp/\\ud800trace"), False),
+    "object: an integer beyond int64 after the events": (KINETO.replace(b'"baseTimeNanoseconds": 1700000000000000000',
+                                                                        b'"baseTimeNanoseconds": 17000000000000000000'),
+                                                         False),
+    "object: NaN in the header": (KINETO.replace(b'"schemaVersion": 1', b'"schemaVersion": NaN'), False),
+    "object: the header nested past six levels": (KINETO.replace(b'"host_name": "node1"',
+                                                                 b'"host_name": [[[[[[[1]]]]]]]'), False),
+    "object: the header six levels deep": (KINETO.replace(b'"host_name": "node1"', b'"host_name": [[[[[[1]]]]]]'),
+                                           True),
+    "object: nested past orjson's bound in the header": (KINETO.replace(b'"host_name": "node1"',
+                                                                        b'"host_name": ' + DEEP), False),
+    "object: cut off after the events": (KINETO[:KINETO.index(b'"traceName"')], False),
+    "object: trailing garbage": (KINETO + b"]", False),
+    "object: duplicate header key": (KINETO.replace(b'"schemaVersion": 1', b'"schemaVersion": 1, "schemaVersion": 2'),
+                                     True),
     "a number alone": (b"3", False),
     "empty": (b"", False),
 }
@@ -95,10 +141,15 @@ def _read(path: Path, typed: bool) -> tuple:
     return events, cols, err, [(i.problem, i.severity, i.kind) for i in log.issues], took
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_typed_path_reads_what_the_dict_path_reads_or_steps_aside(tmp_path, case, gz):
+def test_the_typed_path_reads_what_the_dict_path_reads_or_steps_aside(tmp_path, monkeypatch, case, gz, streamed):
+    """`streamed`: the file is above the dict path's bound (`traces.FAST_MAX_BYTES`: ijson's stream), not above the
+    typed path's (`TYPED_MAX_BYTES`: read whole)."""
     data, typed = CASES[case]
+    if streamed:
+        monkeypatch.setattr(traces, "FAST_MAX_BYTES", 64)
     p = tmp_path / ("trace_view.json" + (".gz" if gz else ""))
     p.write_bytes(gzip.compress(data, mtime=0) if gz else data)
     fast, plain = _read(p, True), _read(p, False)

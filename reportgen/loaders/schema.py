@@ -907,9 +907,8 @@ class TraceDoor:
         if set(map(type, ph)) != {str}:
             return None
         pid, tid = b.col("pid"), b.col("tid")
-        for c in (pid, tid):  # (the common case of `event`: lane ids read as they are, nothing to name)
-            if set(map(type, c)) != {int} or min(c) < 0:
-                return None
+        if not (self._plain_ids(pid, self.s.pid) and self._plain_ids(tid, self.s.tid)):
+            return None
         if self._argkeys and not self._args_fine(b.col("args"), b.typed and type(ev[0]) is TraceEvent):
             return None
         is_x = b.phase("X")
@@ -985,6 +984,22 @@ class TraceDoor:
             if any(value_problem(kind, v) is not None for t, v in odd if not (t is int and v >= 0)):
                 return False
         return True
+
+    @staticmethod
+    def _plain_ids(c: list, kind: str) -> bool:
+        """True when `event` reads every lane id of the column as it is written, naming nothing: whole numbers
+        >= 0; for a lane that may be named (Kineto's: thread ids of either sign, "Spans", "Traces") also negative
+        ones within an int64 and text that is not digits."""
+        types = set(map(type, c))
+        if types == {int} and min(c) >= 0:
+            return True
+        if kind != "name" or not types <= {int, str}:
+            return False
+        vals = set(c)  # (a lane's few ids; ints and text are never equal, so none is lost)
+        ints = [v for v in vals if type(v) is int]
+        if ints and not (-2 ** 63 <= min(ints) and max(ints) <= 2 ** 63):
+            return False
+        return not any(v.strip().lstrip("-").isdigit() for v in vals if type(v) is str)
 
     @staticmethod
     def _quiet(v: Any) -> Any:

@@ -238,7 +238,7 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
     n = len(names)
     try:
         pid, tid = (np.fromiter(c, dtype=np.int64, count=n) for c in cols[:2])
-    except OverflowError:  # (a lane id of 2^63 or more)
+    except (OverflowError, ValueError, TypeError):  # (a lane id of 2^63 or more; a named lane: Kineto's "Spans")
         return False
     ts, dur, ok = _times(cols[2], cols[3], st, None if skip else b)
     codes = st.codes

@@ -6,9 +6,11 @@ The path reads only what the existing one (orjson whole, else the ijson stream: 
 values: `typed_events` returns None -- and the file goes the existing way, so every data-quality entry, number and
 exception stays what it is -- unless msgspec decodes every byte of the document into the schema below. The schema
 is closed (`forbid_unknown_fields`: an event with a key outside `FIELDS` is refused), every value is a scalar (an
-object only as `args`, whose values are scalars or a list or an object of scalars), so the decoder skips nothing
-and nothing nests deeper than four levels: what the two parsers could read differently in a skipped or deep part
-does not arise. The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
+object only as `args`, whose values are scalars or lists / objects three levels deep at most: Kineto's "Input Dims"
+of a tensor list), so the decoder skips nothing and nothing nests deeper than six levels: what the two parsers
+could read differently in a skipped or deep part does not arise. A trace up to TYPED_MAX_BYTES is read so (the
+dict path's bound, `traces.FAST_MAX_BYTES`, is lower: above it the dict path streams, which the typed path reads
+to the same values). The differences checked, each with a test in tests/test_trace_typed.py that fails if the fast path
 disagrees:
 
 * duplicate keys (in an event or in its args): the last wins in both (msgspec as orjson's dict);
@@ -20,14 +22,18 @@ disagrees:
   decodes every string: nothing is skipped), control characters in a string, a cut-off file, trailing bytes:
   refused;
 * nesting (orjson refuses past 1,024 levels, msgspec has no bound of its own in a skipped or an `Any` part): no
-  part is skipped and the schema holds four levels (list, event, args, a value's list or object): deeper nesting
-  is refused at the fifth;
+  part is skipped and the schema holds six levels (list, event, args, three of a value's lists or objects):
+  deeper nesting is refused at the seventh;
 * an entry of the event list that is not an object, a field of another type (a list as a name, true as a ts), a
   ts or dur the screening leaves out (beyond +-2^62, `traces._usable`): refused (the existing path counts and
   names them), so a typed batch needs no screening;
 * a BOM (skipped by both readers: the decoder is given the bytes after it), gzip (the bytes are those `_whole`
-  read), a document that is an object (`{"traceEvents": ...}`, where the stream picks the events by their path:
-  the existing path) or a scalar: not decoded here;
+  read); a scalar document: not decoded here;
+* a document that is an object (Kineto's `{"schemaVersion": .., "traceEvents": [...], "traceName": ..}`), where
+  the stream picks the events by their path ("traceEvents.item") and parses the rest: read when "traceEvents" is
+  written once as plain text (a second copy, or a spelling with an escape, would give the stream more events: the
+  existing path), its value is the list, and every other top-level value decodes into six levels of JSON (each
+  byte checked as strictly as the events': text, numbers and nesting the stream refuses refuse the file);
 * floats: both parsers round correctly (the tests compare hard cases); "-0" is the int 0, "-0.0" the float -0.0,
   "1E5" a float, in both.
 
@@ -38,11 +44,13 @@ batch's columns (`traces.Events.col`) are read with `operator.attrgetter`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Optional, Union
 
 import msgspec
 
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
+from reportgen.pools import gc_paused
 
 I64 = Annotated[int, msgspec.Meta(ge=-(2 ** 63 - 1), le=2 ** 63 - 1)]  # what yajl reads (the stream's parser)
 Scalar = Union[str, I64, float, bool, None]
@@ -50,11 +58,25 @@ Scalar = Union[str, I64, float, bool, None]
 # refuses the file, which the dict path then screens and names)
 Time = Union[str, Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT)],
              Annotated[float, msgspec.Meta(ge=-MAX_ABS_NUMBER, le=MAX_ABS_NUMBER)], None]
-Arg = Union[str, I64, float, bool, None, list[Scalar], dict[str, Scalar]]  # (MindSpore: {"input_0": {"shape": ..}})
+
+
+def _nested(levels: int):
+    """A JSON value that nests at most `levels` lists / objects below it (0: a scalar)."""
+    t = Scalar
+    for _ in range(levels):
+        t = Union[str, I64, float, bool, None, list[t], dict[str, t]]
+    return t
+
+
+# an args value: a scalar, or lists / objects three levels deep at most (Kineto's "Input Dims" of a tensor list:
+# [[[2, 3], [2, 3]], [4]]; MindSpore's {"input_0": {"shape": ..}})
+Arg = _nested(3)
+HEADER_VALUE = _nested(6)  # a top-level value beside "traceEvents" (distributedInfo.pg_config[i].ranks: 4 levels)
 
 
 class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """One Chrome-trace event with the keys torch_npu / MindSpore write (a key outside them refuses the file)."""
+    """One Chrome-trace event with the keys torch_npu / MindSpore / Kineto write (a key outside them refuses the
+    file)."""
 
     ph: Scalar = None
     name: Scalar = None
@@ -65,6 +87,7 @@ class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     cat: Scalar = None
     id: Scalar = None
     bp: Scalar = None
+    s: Scalar = None  # an instant event's scope (Kineto: "t", "p", "g")
     args: Optional[dict[str, Arg]] = None
 
     def get(self, key: str):
@@ -74,17 +97,41 @@ class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 FIELDS = frozenset(TraceEvent.__struct_fields__)
 _DECODER = msgspec.json.Decoder(list[TraceEvent])
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])  # an object's values, as their bytes (decoded one by one below)
+_HEADER = msgspec.json.Decoder(HEADER_VALUE)
 _WS = b" \t\r\n"
+_KEY = b'"traceEvents'
+_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII character written as \u00XX
+# The typed path reads a trace of up to this many bytes (gunzipped) whole, beyond `traces.FAST_MAX_BYTES` (the dict
+# path's bound): its events take ~3.3x the file (85 MB for the A100 sample's 25.8 MB: gc-free structs, args as
+# dicts; orjson's dicts 4x), the bytes 1x while they are decoded (measured: the A100 sample's three Kineto passes
+# peak at 260 MB RSS against 162 MB streamed): a 128 MB trace costs its reader ~500 MB over the interpreter's ~160
+# MB -- a loading worker, and the main process while it reads the execution view's ranks one at a time. A larger
+# or refused one goes the existing way (above FAST_MAX_BYTES: streamed).
+TYPED_MAX_BYTES = 128 * 1024 * 1024
 
 
 def typed_events(data: bytes, start: int) -> Optional[list]:
-    """The events of a trace that is a JSON list (from byte `start`: after a BOM) as `TraceEvent`s, or None when
-    msgspec does not read every byte of it into the schema (the caller then reads it the existing way)."""
+    """The events of a trace (from byte `start`: after a BOM) as `TraceEvent`s, or None when msgspec does not read
+    every byte of it into the schema (the caller then reads it the existing way). The trace is a JSON list, or an
+    object (Kineto's `{"schemaVersion": .., "traceEvents": [...], ...}`) whose key "traceEvents" is written once, as
+    plain text (no escape in the document that spells an ASCII letter: the stream, which picks the events by their
+    path, would read a second spelling of the key too), holds the list, and whose other values are JSON of six
+    levels at most (each decoded, as strictly as the events: nothing is skipped)."""
     view = memoryview(data)[start:] if start else data
     first = bytes(view[:64]).lstrip(_WS)[:1]
-    if first != b"[":
-        return None
     try:
-        return _DECODER.decode(view)
-    except Exception:  # noqa: BLE001 -- ValidationError, DecodeError, UnicodeDecodeError: the existing path decides
-        return None
+        with gc_paused():
+            if first == b"[":
+                return _DECODER.decode(view)
+            if first != b"{" or data.count(_KEY) != 1 or (b"\\u00" in data and _ESCAPED_ASCII.search(data)):
+                return None
+            top = _TOP.decode(view)
+            raw = top.pop("traceEvents", None)
+            if raw is None or bytes(memoryview(raw)[:1]) != b"[":  # (Raw starts at the value's first byte)
+                return None
+            for v in top.values():
+                _HEADER.decode(v)
+            return _DECODER.decode(raw)
+    except Exception:  # noqa: BLE001 -- ValidationError, DecodeError, UnicodeDecodeError, RecursionError: the
+        return None  # existing path decides

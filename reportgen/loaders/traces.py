@@ -42,7 +42,7 @@ from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.screen import MAX_FIELD_CHARS
-from reportgen.loaders.trace_typed import FIELDS, typed_events
+from reportgen.loaders.trace_typed import FIELDS, TYPED_MAX_BYTES, typed_events
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, to_float
 
 
@@ -160,9 +160,9 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = Fals
     """`trace_events`, a batch at a time (`Events`): the whole list of a trace read whole, BATCH events at a time
     from the stream. The same events, exception and data-quality entries; on a broken stream the part read is
     yielded before the exception is raised. Inside `shared_reads`, a trace read whole without a log is read once.
-    `typed` (for readers that take an event's fields by `get(key)` or the batch's columns only): a trace that is a
-    JSON list msgspec decodes whole into `trace_typed.TraceEvent`s comes as one typed batch (the same values:
-    `trace_typed`); any other the way it did."""
+    `typed` (for readers that take an event's fields by `get(key)` or the batch's columns only): a trace (a JSON
+    list, or Kineto's object) of up to `trace_typed.TYPED_MAX_BYTES` that msgspec decodes whole into
+    `trace_typed.TraceEvent`s comes as one typed batch (the same values: `trace_typed`); any other the way it did."""
     shared = _SHARED if log is None else None
     key = (os.fspath(path), typed)
     if shared is not None and key in shared:
@@ -219,7 +219,7 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     letter) is left to it. `typed`: the events as `trace_typed.TraceEvent`s when msgspec reads the file whole into
     them (`trace_typed.typed_events`: the same values, screened): then one typed batch (`Events`) in place of the
     entries; else orjson's dicts as above."""
-    data = _read_small(path, root)
+    data = _read_small(path, root, TYPED_MAX_BYTES if typed else FAST_MAX_BYTES)
     if data is None:
         return None
     start = 3 if data[:3] == BOM else 0
@@ -227,6 +227,8 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
         events = typed_events(data, start)
         if events is not None:  # (screened by the decoder: every ts and dur `_usable`)
             return data, start, Events(events, whole=True, typed=True)
+        if len(data) > FAST_MAX_BYTES:  # (read for the typed path, too large for orjson's dicts: streamed)
+            return None
     end = _WS.match(data, start).end()
     try:
         with gc_paused():
@@ -251,32 +253,32 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     return None
 
 
-def _read_small(path: Path, root: Optional[Path]) -> Optional[bytes]:
-    """The bytes of the trace at `path` (gunzipped) when they are FAST_MAX_BYTES or fewer, else None (as when a
-    gzip is broken: the stream names it). Opening raises as the streamed reader does."""
+def _read_small(path: Path, root: Optional[Path], limit: int = FAST_MAX_BYTES) -> Optional[bytes]:
+    """The bytes of the trace at `path` (gunzipped) when they are `limit` or fewer, else None (as when a gzip is
+    broken: the stream names it). Opening raises as the streamed reader does."""
     f = open_binary(path, root)
     try:
         if isinstance(f, gzip.GzipFile):
             raw = f.fileobj
             size = os.fstat(raw.fileno()).st_size
             size = int.from_bytes(os.pread(raw.fileno(), 4, size - 4), "little") if size >= 4 else 0
-            if size > FAST_MAX_BYTES:
+            if size > limit:
                 return None  # (gzip's trailer: the size of the last member, mod 2^32; the read below checks it)
         else:
             size = os.fstat(f.fileno()).st_size
-            if size > FAST_MAX_BYTES:
+            if size > limit:
                 return None
         # what the size says and a byte, then the rest up to the bound when there is more (a gzip of several
-        # members, a file that grew): what one read of FAST_MAX_BYTES + 1 gives, without allocating that much
+        # members, a file that grew): what one read of limit + 1 gives, without allocating that much
         # first (~4 ms a trace, against ~0.8 for its size)
         data = f.read(size + 1)
         if len(data) > size:
-            data += f.read(FAST_MAX_BYTES + 1 - len(data))
+            data += f.read(limit + 1 - len(data))
     except Exception:  # noqa: BLE001 -- a broken gzip (OSError, EOFError, zlib.error): the stream names it
         return None
     finally:
         f.close()
-    return data if len(data) <= FAST_MAX_BYTES else None
+    return data if len(data) <= limit else None
 
 
 def _int_beyond_int64(data: bytes, start: int) -> bool:

@@ -84,6 +84,10 @@ SHAPES = {
     # issue 33's communication-heavy rank: many small collectives (tensor-parallel ones split per layer), full-mesh
     # links inside the tensor-parallel groups and every top/middle/bottom entry in communication_matrix.json
     "torch_npu_comm": {"kernels_per_step": 600, "comm_ops_per_step": 400, "tp": 8, "stages": 4, "mesh": True},
+    # issue 33's GPU rank: a gzipped Kineto trace with the real A100 trace's event mix (synth/kineto.py `_dense`),
+    # ~25 MB a rank (1,600 kernels a step, 4 steps)
+    "kineto": {"layout": "kineto", "kernels_per_step": 1600, "comm_ops_per_step": 0, "tp": 1, "stages": 1,
+               "dense": True, "compress": True},
 }
 LAYOUTS = ("ascend", "mindinsight", "kineto", "mindspore_gpu")
 EXPORTS = ("text", "db", "both")  # Ascend export_type: text files, SQLite DBs only, or both
@@ -340,12 +344,14 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
         if shape not in SHAPES:
             raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
         preset = SHAPES[shape]
+        layout = preset.get("layout", layout)
+        compress = compress or preset.get("compress", False)
         kernels_per_step = kernels_per_step or preset["kernels_per_step"]
         comm_ops_per_step = comm_ops_per_step or preset["comm_ops_per_step"]
         trace_view = trace_view or preset.get("trace_view", False)
         if tp == 1 and stages == 1 and ranks % (preset["tp"] * preset["stages"]) == 0:
             tp, stages = preset["tp"], preset["stages"]
-    if (kernels_per_step or comm_ops_per_step) and layout != "ascend":
+    if (kernels_per_step or comm_ops_per_step) and layout != "ascend" and shape != "kineto":
         raise ValueError("kernels_per_step / comm_ops_per_step / shape: only for the ascend layout")
     plan = parse_injections(inject or [])
     plan.seed = seed
@@ -362,7 +368,9 @@ def generate_run(path: Path, *, layout: str = "ascend", ranks: int = 8, steps: i
             _to_db(path, ranks, plan, ranks_per_host, keep_text=export == "both")
     elif layout == "kineto":
         from reportgen.synth.kineto import write_kineto
-        write_kineto(path / "traces", model, ranks, steps, plan, ranks_per_host, first_step, compress=compress)
+        dense = shape is not None and SHAPES[shape].get("dense", False)
+        write_kineto(path / "traces", model, ranks, steps, plan, ranks_per_host, first_step, compress=compress,
+                     **({"kernels_per_step": plan.kernels_per_step, "dense": True} if dense else {}))
     elif layout == "mindspore_gpu":
         from reportgen.synth.gpu import write_mindspore_gpu
         write_mindspore_gpu(path / "profiler", model, ranks, steps, plan, first_step)

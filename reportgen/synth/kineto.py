@@ -79,8 +79,9 @@ def phase_stall_at(plan, r: int) -> str:
 
 def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, first_step: int,
                  kernels_per_step: int = 30, compress: bool = False, schema: str = "2.x",
-                 expert_a2a: bool = False) -> None:
-    """Write one trace per rank under `root` (created)."""
+                 expert_a2a: bool = False, dense: bool = False) -> None:
+    """Write one trace per rank under `root` (created). `dense`: each kernel comes with the host work a real trace
+    records around it (`_dense`: the benchmark's `kineto` shape)."""
     old = schema == "2021"
     cat_op, cat_rt, cat_k = ("Operator", "Runtime", "Kernel") if old else ("cpu_op", "cuda_runtime", "kernel")
     root.mkdir(parents=True, exist_ok=True)
@@ -112,6 +113,7 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
         for s_ in (COMPUTE_STREAM, NCCL_STREAM):
             add(_ev(ph="M", name="thread_name", ts=t, pid=dev, tid=s_, args={"name": f"stream {s_}"}))
         corr = 1000
+        xcorr = 500_000_000  # the correlation ids of `_dense`'s launches (apart: the others' stay as they were)
         ext = 1
         base_mem = 0.30 * GPU_MEM_BYTES
         peak_ratio = plan.memory.get(r, 0.70)
@@ -180,6 +182,8 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                                                    "est. achieved occupancy %": 25}))
                     add(_ev(ph="f", id=corr, pid=dev, tid=COMPUTE_STREAM, ts=round(cur, 3), cat="ac2g",
                             name="ac2g", bp="e"))
+                    if dense:
+                        xcorr = _dense(add, i, pid, dev, launch, cur, d, ext, xcorr)
                     # activations grow in the forward pass and are freed in the backward pass
                     delta = act / n_f if phase == "fwd" else -act / n
                     mem_now = max(base_mem, mem_now + delta)
@@ -273,6 +277,51 @@ def write_kineto(root: Path, m, ranks: int, steps: int, plan, per_host: int, fir
                 f.write(text)
         else:
             (root / name).write_text(text, encoding="utf-8")
+
+
+# `dense` (the benchmark's `kineto` shape): the event mix of the real A100 trace (samples/external/
+# hta_a100_16rank_job_rank0_5steps: 108,936 events, 25.8 MB, 6,080 kernels: per kernel 4.1 cpu_op (95 % with
+# Input Dims), 5.6 cuda_runtime, 5.8 + 1.1 ac2g flow ends, 0.23 gpu_memcpy, 0.05 gpu_memset, 0.06 user_annotation;
+# 236 bytes an event) with the `[memory]` event a kernel of the V100 memory trace (1.4 a kernel there).
+DENSE_OPS = (("aten::linear", 6.0, [[8, 4096, 4096], [4096, 4096], [4096]], ["c10::BFloat16"] * 3),
+             ("aten::t", 1.2, [[4096, 4096]], ["c10::BFloat16"]),
+             ("aten::transpose", 0.8, [[4096, 4096], [], []], ["c10::BFloat16", "Scalar", "Scalar"]))
+DENSE_RUNTIME = ("cudaStreamIsCapturing", "cudaEventRecord", "cudaEventQuery", "cudaGetDevice",
+                 "cudaStreamGetCaptureInfo")
+COPY_STREAM = 13
+
+
+def _dense(add, i: int, pid: int, dev: int, launch: float, k0: float, kd: float, ext: int, xcorr: int) -> int:
+    """The host work around the launch of one kernel (at `launch`, running [k0, k0 + kd)): the module's operators
+    (nested, with shapes), small runtime calls each with its flow end, every 4th kernel a copy and every 22nd a set
+    on the copy stream inside the kernel's span (the step's computing union stays the model's), every 16th a module
+    annotation. Returns the next correlation id."""
+    for j, (op, dur, dims, types) in enumerate(DENSE_OPS):
+        add(_ev(ph="X", cat="cpu_op", name=op, pid=pid, tid=pid, ts=round(launch - 3.0 + 0.4 * j, 3),
+                dur=round(dur if j else 24.0, 3),
+                args={"External id": ext, "Record function id": 0, "Ev Idx": 4 * ext + j, "Input Dims": dims,
+                      "Input type": types, "Input Strides": [[d[-1], 1] if d else [] for d in dims],
+                      "Concrete Inputs": ["" if d else "0" for d in dims], "Sequence number": ext}))
+    for j in range(4 + i % 2):
+        ts = launch + 13.5 + 0.9 * j
+        add(_ev(ph="X", cat="cuda_runtime", name=DENSE_RUNTIME[j], pid=pid, tid=pid, ts=round(ts, 3), dur=0.4,
+                args={"External id": ext, "cbid": 300 + j, "correlation": xcorr}))
+        add(_ev(ph="f", id=xcorr, pid=pid, tid=pid, ts=round(ts, 3), cat="ac2g", name="ac2g", bp="e"))
+        xcorr += 1
+    for every, cat, name, api in ((4, "gpu_memcpy", "Memcpy DtoD (Device -> Device)", "cudaMemcpyAsync"),
+                                  (22, "gpu_memset", "Memset (Device)", "cudaMemsetAsync")):
+        if i % every == every - 1:
+            add(_ev(ph="X", cat="cuda_runtime", name=api, pid=pid, tid=pid, ts=round(launch + 16.0, 3), dur=2.1,
+                    args={"External id": ext, "cbid": 41, "correlation": xcorr}))
+            add(_ev(ph="X", cat=cat, name=name, pid=dev, tid=COPY_STREAM, ts=round(k0 + 0.1 * kd, 3),
+                    dur=round(0.4 * kd, 3), args={"device": dev, "context": 1, "stream": COPY_STREAM,
+                                                  "correlation": xcorr, "bytes": 1_048_576,
+                                                  "memory bandwidth (GB/s)": 812.5}))
+            xcorr += 1
+    if i % 16 == 0:
+        add(_ev(ph="X", cat="user_annotation", name=f"## block {i // 16} ##", pid=pid, tid=pid,
+                ts=round(launch - 4.0, 3), dur=30.0, args={"External id": ext}))
+    return xcorr
 
 
 def write_kineto_gloo(root: Path, ranks: int, steps: int, seed: int = 0, threads: int = 2,

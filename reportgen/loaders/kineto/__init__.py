@@ -1,5 +1,6 @@
 """PyTorch profiler (Kineto) traces, `*.pt.trace.json[.gz]`, one per rank: everything the report needs in one
-streamed pass (ijson; bounded by compact arrays of interval ends, never a list of event dicts).
+pass (the trace decoded whole by msgspec into gc-free typed events up to `trace_typed.TYPED_MAX_BYTES`, else
+streamed by ijson; summarised into compact arrays of interval ends, never a list of event dicts).
 
 What is read (Kineto's Chrome-trace export, as `torch.profiler` writes it; the 2021 schema's capitalised
 categories `Operator` / `Runtime` / `Kernel` / `Memcpy` / `Memset` too):
@@ -48,11 +49,12 @@ in this list):
 * `launches`: each device event's host launch (correlation id) and the collective host op a launch lies in;
 * `steps`: step detection (device windows, partial steps) and the step trace;
 * `flops`: the operators with FLOPs and their device time per step;
-* `scan`: the one streamed pass into compact arrays;
+* `scan`: the one pass into compact arrays;
 * `communication`, `operators`, `memory`, `timeline`: one rank's summaries from the pass's arrays;
 * `rank`: `load_kineto`, one rank's trace into the model objects;
 * `run`: the run-level pass (`match_collectives`, `check_step_ranges`, `run_note`);
-* `execution`: the execution view's passes (`step_windows`, `read_step_ops`, `load_execution`).
+* `execution`: the execution view's passes (`step_windows`, `read_step_ops`, `load_execution`: both on one
+  decode of a rank's trace).
 """
 
 from reportgen.loaders.kineto.events import EP_KERNEL_RE, collective_kind, is_comm_kernel, kernel_type

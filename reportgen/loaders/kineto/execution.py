@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import math
 from array import array
+from itertools import compress
 from pathlib import Path
 
 import numpy as np
 
 from reportgen.i18n import lazy
 from reportgen.loaders.issuelog import IssueLog
-from reportgen.loaders.traces import TRACE_ERRORS, trace_events
-from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, _num,
-                                             collective_kind, is_comm_kernel, is_runtime_cat, kernel_type)
+from reportgen.pools import gc_paused
+from reportgen.loaders.traces import TRACE_ERRORS, shared_reads, trace_batches
+from reportgen.loaders.kineto.events import (DEVICE_CATS, HOST_COMM_RE, HOST_OP_CATS, STEP_RE, _corr, collective_kind,
+                                             is_comm_kernel, is_runtime_cat, kernel_type)
 from reportgen.loaders.kineto.launches import _containing_op, launch_index
+from reportgen.loaders.kineto.scan import lower_col, nums
 from reportgen.loaders.kineto.steps import device_windows, step_of_launch
 
 
@@ -28,23 +31,31 @@ def step_windows(path: Path) -> dict[int, tuple]:
     out: dict = {}
     rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
-        for e in trace_events(path):
-            if e.get("ph") != "X":
-                continue
-            name = e.get("name")
-            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-            if math.isnan(ts) or math.isnan(dur):
-                continue
-            cat = str(e.get("cat") or "").lower()
-            if isinstance(name, str) and name.startswith("ProfilerStep#"):
-                m = STEP_RE.match(name)
+        for b in trace_batches(path, typed=True):
+            is_x = b.phase("X")
+
+            def xcol(key: str) -> list:
+                return list(compress(b.col(key), is_x))
+
+            names, cats, tss, durs = xcol("name"), lower_col(xcol("cat")), nums(xcol("ts")), nums(xcol("dur"))
+            kinds = _kinds(cats)  # 1: device activity, 2: a launch, 0: other
+            marks = [i for i, n in enumerate(names) if isinstance(n, str) and n.startswith("ProfilerStep#")]
+            for i in marks:
+                ts, dur, cat = tss[i], durs[i], cats[i]
+                kinds[i] = 0  # (a step's mark is never device activity or a launch)
+                if ts != ts or dur != dur:  # (NaN)
+                    continue
+                m = STEP_RE.match(names[i])
                 if m and not (cat.endswith("user_annotation") and cat != "user_annotation"):
+                    e = b.events[b.where("X")[i]]
                     out[int(m.group(1))] = (ts, ts + dur, (e.get("pid"), e.get("tid")), ts, ts + dur)
-                continue
-            if cat in DEVICE_CATS or is_runtime_cat(cat):
-                args = e.get("args")
+            argsx = xcol("args")
+            for i in compress(range(len(kinds)), kinds):
+                ts, dur, args = tss[i], durs[i], argsx[i]
+                if ts != ts or dur != dur:  # (NaN)
+                    continue
                 c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                if cat in DEVICE_CATS:
+                if kinds[i] == 1:
                     kc.append(c)
                     ks.append(ts)
                     ke.append(ts + dur)
@@ -63,6 +74,25 @@ def step_windows(path: Path) -> dict[int, tuple]:
     if mapped:  # the host window stays beside the device one (the launches happen in it)
         out = {step: (a, b, out[step][2], out[step][3], out[step][4]) for step, a, b in wins}
     return out
+
+
+def _launch_or_comm_op(names: list, cats: list) -> list:
+    """True for each event `read_step_ops` keeps whatever its time: a launch, or a collective's host op (by its
+    name: once per distinct name where the names are text)."""
+    launch = {c: is_runtime_cat(c) for c in set(cats)}
+    if set(map(type, names)) <= {str}:
+        comm = {n: bool(HOST_COMM_RE.match(n)) for n in set(names)}
+        is_comm = map(comm.__getitem__, names)
+    else:
+        is_comm = (bool(HOST_COMM_RE.match(str(n or ""))) if c in HOST_OP_CATS or c == "user_annotation" else False
+                   for n, c in zip(names, cats))
+    return [launch[c] or (comm_ and (c in HOST_OP_CATS or c == "user_annotation")) for c, comm_ in zip(cats, is_comm)]
+
+
+def _kinds(cats: list) -> list:
+    """Per category (in lower case): 1 device activity, 2 a host launch (`is_runtime_cat`), 0 anything else."""
+    code = {c: 1 if c in DEVICE_CATS else 2 if is_runtime_cat(c) else 0 for c in set(cats)}
+    return list(map(code.__getitem__, cats))
 
 
 def _exec_class(name: str) -> str:
@@ -95,57 +125,69 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     rt = (array("q"), array("d"), array("l"))
     hc = (array("d"), array("d"), array("l"), [])
     threads: dict = {}
+    ends = [w[1] for w in wins]
+    hends = [w[1] for w in hwins]
     try:
-        for e in trace_events(path):
-            if e.get("ph") == "M":
-                _name_meta(e, procs)
-                continue
-            if e.get("ph") != "X":
-                continue
-            ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-            if math.isnan(ts) or math.isnan(dur):
-                continue
-            cat = (e.get("cat") or "").lower() if isinstance(e.get("cat"), str) else ""
-            if is_runtime_cat(cat) or ((cat in HOST_OP_CATS or cat == "user_annotation")
-                                       and HOST_COMM_RE.match(str(e.get("name") or ""))):
-                args = e.get("args")
-                tid = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
-                if is_runtime_cat(cat):
+        for b in trace_batches(path, typed=True):
+            for k in b.where("M"):
+                _name_meta(b.events[k], procs)
+            is_x = b.phase("X")
+
+            def xcol(key: str) -> list:
+                return list(compress(b.col(key), is_x))
+
+            tsl, durl, names, cats = nums(xcol("ts")), nums(xcol("dur")), xcol("name"), _cats(xcol("cat"))
+            tsa = np.array(tsl, dtype="float64")  # (the step each event may start in: one search a batch)
+            win = np.searchsorted(starts, tsa, side="right") - 1
+            hwin = (np.searchsorted(hstarts, tsa, side="right") - 1).tolist() if hwins else [-1] * len(tsl)
+            # the events the loop below does something with: launches, collective host ops, events in a window
+            keep = (win >= 0) & (tsa < np.asarray(ends)[np.clip(win, 0, None)])
+            keep |= np.asarray(_launch_or_comm_op(names, cats), dtype=bool)
+            win = win.tolist()
+            argsx, pids, tids = xcol("args"), xcol("pid"), xcol("tid")
+            kept = [k for k in np.flatnonzero(keep).tolist() if tsl[k] == tsl[k] and durl[k] == durl[k]]  # (NaN)
+            is_rt = {c: is_runtime_cat(c) for c in set(cats)}
+            launch = [k for k in kept if is_rt[cats[k]]]  # (a launch is nothing else below)
+            other = [k for k in kept if not is_rt[cats[k]]] if launch else kept
+            coll_ops = [k for k in other if (cats[k] in HOST_OP_CATS or cats[k] == "user_annotation")
+                        and HOST_COMM_RE.match(str(names[k] or ""))]
+            for k in sorted(launch + coll_ops) if launch and coll_ops else launch or coll_ops:
+                threads.setdefault((pids[k], tids[k]), len(threads))  # (numbered in the batch's order)
+            corr = [_corr(a.get("correlation")) if isinstance(a, dict) else -1 for a in map(argsx.__getitem__, launch)]
+            ok = [(k, c) for k, c in zip(launch, corr) if c >= 0]
+            rt[0].extend([c for _, c in ok])
+            rt[1].extend([tsl[k] for k, _ in ok])
+            rt[2].extend([threads[(pids[k], tids[k])] for k, _ in ok])
+            for k in coll_ops:
+                args = argsx[k]
+                coll = args.get("Collective name") if isinstance(args, dict) else None
+                hc[0].append(tsl[k])
+                hc[1].append(tsl[k] + durl[k])
+                hc[2].append(threads[(pids[k], tids[k])])
+                hc[3].append(coll if isinstance(coll, str) and coll else str(names[k]))
+            if hwins:
+                for k, c in zip(launch, corr):
+                    j = hwin[k]
+                    if j >= 0 and tsl[k] < hends[j] and isinstance(names[k], str):
+                        launches[hwins[j][2]].append((tsl[k], durl[k], names[k], (pids[k], tids[k]), c))
+            for k in other:
+                name, cat, ts, dur, args, pid, tid, i = (names[k], cats[k], tsl[k], durl[k], argsx[k], pids[k],
+                                                         tids[k], win[k])
+                if i < 0 or ts >= ends[i]:
+                    continue
+                s = wins[i][2]
+                name = name or ""
+                if cat in DEVICE_CATS:
+                    comm = is_comm_kernel(name)
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                    if c >= 0:
-                        rt[0].append(c)
-                        rt[1].append(ts)
-                        rt[2].append(tid)
-                else:
-                    coll = args.get("Collective name") if isinstance(args, dict) else None
-                    hc[0].append(ts)
-                    hc[1].append(ts + dur)
-                    hc[2].append(tid)
-                    hc[3].append(coll if isinstance(coll, str) and coll else str(e.get("name")))
-            if is_runtime_cat(cat) and hwins:
-                j = int(np.searchsorted(hstarts, ts, side="right")) - 1
-                if j >= 0 and ts < hwins[j][1] and isinstance(e.get("name"), str):
-                    args = e.get("args")
-                    launches[hwins[j][2]].append((ts, dur, e["name"], (e.get("pid"), e.get("tid")),
-                                                  _corr(args.get("correlation")) if isinstance(args, dict) else -1))
-                continue
-            i = int(np.searchsorted(starts, ts, side="right")) - 1
-            if i < 0 or ts >= wins[i][1]:
-                continue
-            s = wins[i][2]
-            name = e.get("name") or ""
-            if cat in DEVICE_CATS:
-                comm = is_comm_kernel(name)
-                args = e.get("args")
-                c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                               _exec_class(name) if comm else "compute", (e.get("pid"), e.get("tid")), c))
-                if not comm and cat == "kernel" and c >= 0:
-                    maybe.append(c)
-            elif cat == "user_annotation" and name.startswith("gloo:"):
-                cpu[s].append((ts, dur, name, _exec_class(name), True, (e.get("pid"), e.get("tid"))))
-            elif cat in HOST_OP_CATS and (e.get("pid"), e.get("tid")) in main and not HOST_COMM_RE.match(name):
-                cpu[s].append((ts, dur, name, "compute", False, (e.get("pid"), e.get("tid"))))
+                    dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
+                                   _exec_class(name) if comm else "compute", (pid, tid), c))
+                    if not comm and cat == "kernel" and c >= 0:
+                        maybe.append(c)
+                elif cat == "user_annotation" and name.startswith("gloo:"):
+                    cpu[s].append((ts, dur, name, _exec_class(name), True, (pid, tid)))
+                elif cat in HOST_OP_CATS and (pid, tid) in main and not HOST_COMM_RE.match(name):
+                    cpu[s].append((ts, dur, name, "compute", False, (pid, tid)))
     except TRACE_ERRORS:
         pass
     by_op = _kernels_of_collectives(rt, hc, maybe)
@@ -189,6 +231,14 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     return out
 
 
+def _cats(col: list) -> list:
+    """The category of each event as `read_step_ops` compares it: text in lower case, "" for anything else."""
+    if set(map(type, col)) <= {str}:
+        low = {c: c.lower() for c in set(col)}
+        return list(map(low.__getitem__, col))
+    return [(c or "").lower() if isinstance(c, str) else "" for c in col]
+
+
 def _kernels_of_collectives(rt: tuple, hc: tuple, corrs: list) -> dict:
     """Correlation id -> the collective's name, for the kernels (`corrs`) launched inside a collective's host op on
     the same thread; `rt` = (correlation, ts, thread) arrays of the launches, `hc` = (start, end, thread, name) of
@@ -229,13 +279,19 @@ def _lane_name(names: dict, where: tuple, device: bool) -> str:
 
 def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
     """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows."""
-    wins = {}
+    wins, early = {}, {}
     for r in ranks:
         p = layout.ranks[r].first("kineto_trace")
         if p is not None:
-            w = step_windows(p)
-            if w:
-                wins[r] = (p, w)
+            with gc_paused(), shared_reads():  # (one parse of the trace for both passes; the collector paused
+                # until its events are gone, as in `scan._scan`)
+                w = step_windows(p)
+                if w:
+                    wins[r] = (p, w)
+                    if any(s in w for s in data.steps):
+                        # the steps asked for that this trace has: those of `wanted` below it has (the same
+                        # operators as read after every rank's windows are known)
+                        early[r] = read_step_ops(p, r, w, data.steps, log)
     if not wins:
         return False
     wanted = [s for s in data.steps if any(s in w for _, w in wins.values())]
@@ -250,7 +306,7 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
         data.reasons[pick] = "the middle step of the traces"
     data.steps = wanted
     for r, (p, w) in wins.items():
-        got = read_step_ops(p, r, w, wanted, log)
+        got = early[r] if r in early else read_step_ops(p, r, w, wanted, log)
         for s, o in got.items():
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]
