@@ -237,3 +237,117 @@ def test_a_run_without_profiler_steps_builds_and_says_so(tmp_path):
     zh = BeautifulSoup((out / "zh" / "ranks" / "rank-0.html").read_text(encoding="utf-8"), "html.parser")
     text = zh.get_text(" ")
     assert "没有 ProfilerStep#N 标记" in text and "no ProfilerStep#N markers" not in text
+
+
+def _variants(tmp_path: Path, src: Path, docs: dict) -> dict:
+    """Each variant of a trace written under its own folder (the file's name kept) and loaded as rank 1: the
+    loader's model objects (`KinetoRank`) and entries."""
+    out = {}
+    for name, d in docs.items():
+        path = tmp_path / name / src.name
+        path.parent.mkdir()
+        path.write_text(json.dumps(d), encoding="utf-8")
+        log = IssueLog(path.parent, rank=1)
+        out[name] = (load_kineto(path, RankData(info=RankInfo(rank=1, source_dir=".")), log), log.issues)
+    return out
+
+
+def test_an_event_without_its_category_is_left_out_and_named(traces, tmp_path):
+    """The fuzz sweep's `j_rename_key` on a gloo trace renamed an operator's `cat`: the operator vanished from the
+    rank's numbers without a word. Kineto writes `cat` on every complete event (libkineto output_json.cpp), so an
+    event without one (absent, empty, not text) is damaged: left out -- the numbers are those of the trace without
+    it -- and named in one entry (file, rank, count, the first one)."""
+    src = traces["cpu"][0]
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    ev = doc["traceEvents"]
+    ops = [i for i, e in enumerate(ev) if e.get("cat") == "cpu_op" and e.get("dur", 0) > 0]
+    a, b = ops[len(ops) // 2], ops[len(ops) // 3]
+    bad = copy.deepcopy(doc)
+    bad["traceEvents"][a]["cat_renamed"] = bad["traceEvents"][a].pop("cat")
+    bad["traceEvents"][b]["cat"] = 7  # not text
+    gone = copy.deepcopy(doc)
+    gone["traceEvents"] = [e for i, e in enumerate(ev) if i not in (a, b)]
+    got = _variants(tmp_path, src, {"clean": doc, "bad": bad, "gone": gone})
+    entry = _by_code(got["bad"][1])["kineto.events-without-category"]
+    first = min(a, b)
+    assert entry.params == {"n": 2, "example": f"{ev[first]['name']!r} at ts {float(ev[first]['ts'])}"}
+    assert entry.file == src.name and entry.ranks == (1,) and entry.severity == "warning"
+    assert entry.problem.startswith("2 complete event(s) without a category ('cat' absent, empty or not text; ")
+    assert CJK.search(dq(entry.code, **entry.params).render("zh"))
+    for name in ("clean", "gone"):  # a healthy trace names nothing
+        assert "kineto.events-without-category" not in _by_code(got[name][1])
+    (bad_d, _), (gone_d, _), (clean_d, _) = got["bad"], got["gone"], got["clean"]
+    assert bad_d.step_trace.steps.equals(gone_d.step_trace.steps)
+    # the operator table: the two operators counted once less than in the clean trace (the test can fail)
+    cnt = {k: v[0].operators.detail.groupby("name")["count"].sum() for k, v in got.items()}
+    assert cnt["bad"].equals(cnt["gone"])
+    names = [ev[a]["name"], ev[b]["name"]]
+    for n in set(names):
+        assert cnt["clean"][n] - cnt["bad"].get(n, 0) == names.count(n)
+    assert clean_d.step_trace is not None and bad_d.operators is not None
+
+
+def test_a_memory_sample_without_a_field_the_others_carry_is_left_out_and_named(traces, tmp_path):
+    """A `[memory]` sample that lost `Total Allocated` vanished from the curve silently, one that lost
+    `Total Reserved` became a hole in it: a field the trace's other samples carry is damage, the sample is left out
+    (the peaks are the other samples') and named. A field no sample carries is the writer's schema: no entry."""
+    src = traces["gpu"][0]
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    ev = doc["traceEvents"]
+    mem = [i for i, e in enumerate(ev) if e.get("name") == "[memory]"]
+    top = max(mem, key=lambda i: ev[i]["args"]["Total Allocated"])
+    ev[top]["args"]["Total Allocated"] += 2 ** 20  # (the one highest sample: the synthetic curve plateaus)
+    other = mem[len(mem) // 2] if mem[len(mem) // 2] != top else mem[len(mem) // 2 + 1]
+    bad = copy.deepcopy(doc)
+    args = bad["traceEvents"][top]["args"]
+    args["Total Allocated_renamed"] = args.pop("Total Allocated")
+    del bad["traceEvents"][other]["args"]["Total Reserved"]
+    gone = copy.deepcopy(doc)
+    gone["traceEvents"] = [e for i, e in enumerate(ev) if i not in (top, other)]
+    schema = copy.deepcopy(doc)  # a writer that never writes Total Reserved: read as allocated only, silently
+    for i in mem:
+        del schema["traceEvents"][i]["args"]["Total Reserved"]
+    got = _variants(tmp_path, src, {"clean": doc, "bad": bad, "gone": gone, "schema": schema})
+    entry = _by_code(got["bad"][1])["kineto.memory-events-incomplete"]
+    first = min((top, other), key=lambda i: ev[i]["ts"])
+    lost = "'Total Allocated'" if first == top else "'Total Reserved'"
+    assert entry.params == {"n": 2, "fields": "'Total Allocated', 'Total Reserved'",
+                            "example": f"ts {float(ev[first]['ts'])}, without {lost}"}
+    assert entry.file == src.name and entry.ranks == (1,) and entry.kind == "schema drift"
+    assert CJK.search(dq(entry.code, **entry.params).render("zh"))
+    for name in ("clean", "gone", "schema"):
+        assert "kineto.memory-events-incomplete" not in _by_code(got[name][1])
+    m = {k: v[0] for k, v in got.items()}
+    mb = 2 ** 20
+    # hand-computed: the peak allocation is the highest of the samples left
+    dev = [i for i in mem if i not in (top, other)]
+    assert m["bad"].memory.allocated_peak_mb == max(ev[i]["args"]["Total Allocated"] for i in dev) / mb
+    assert m["clean"].memory.allocated_peak_mb == ev[top]["args"]["Total Allocated"] / mb
+    assert m["bad"].memory.allocated_peak_mb < m["clean"].memory.allocated_peak_mb
+    assert m["bad"].memory.peak_mb == m["gone"].memory.peak_mb
+    assert m["bad"].memory.curve.equals(m["gone"].memory.curve)
+    assert m["schema"].memory.peak_mb == m["clean"].memory.allocated_peak_mb  # (no reserved: the allocated peak)
+
+
+def test_the_real_gloo_operator_without_its_category_is_named(tmp_path):
+    """The fuzz case itself, on the real torch 2.x gloo trace (rank 1): `aten::resolve_conj`'s `cat` renamed. The
+    entry names the file and rank 1, and the numbers are those of the trace without that operator."""
+    from tests.conftest import sample
+
+    src = next(sample("real/torch_gloo_4rank").glob("rank1.*.pt.trace.json"))
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    ev = doc["traceEvents"]
+    at = next(i for i, e in enumerate(ev) if e.get("name") == "aten::resolve_conj" and e.get("cat") == "cpu_op")
+    bad = copy.deepcopy(doc)
+    bad["traceEvents"][at]["cat_renamed"] = bad["traceEvents"][at].pop("cat")
+    gone = dict(doc, traceEvents=ev[:at] + ev[at + 1:])
+    got = _variants(tmp_path, src, {"clean": doc, "bad": bad, "gone": gone})
+    entry = _by_code(got["bad"][1])["kineto.events-without-category"]
+    assert entry.params["n"] == 1 and entry.params["example"].startswith("'aten::resolve_conj' at ts ")
+    assert entry.file == src.name and entry.ranks == (1,)
+    assert [i.problem for i in got["clean"][1]] == [i.problem for i in got["gone"][1]]
+    assert [i.problem for i in got["bad"][1] if i is not entry] == [i.problem for i in got["clean"][1]]
+    (bad_k, _), (gone_k, _) = got["bad"], got["gone"]
+    assert bad_k.step_trace.steps.equals(gone_k.step_trace.steps)
+    assert bad_k.operators.detail.equals(gone_k.operators.detail)
+    assert bad_k.memory.peak_mb == gone_k.memory.peak_mb

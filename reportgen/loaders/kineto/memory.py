@@ -28,7 +28,7 @@ def _memory(acc: _Acc, head: dict, rel: str) -> Optional[Memory]:
     ts, alloc, res = ts[order], alloc[order], res[order]
     where = "CPU" if key[0] == 0 else f"device {key[1]}"
     out = Memory(source=rel, curve_x="ms since the first sample", sources=[rel])
-    has_res = bool(np.nanmax(res) > 0) if len(res) else False
+    has_res = bool(np.nanmax(res) > 0) if len(res) and not np.isnan(res).all() else False
     out.allocated_peak_mb = float(np.nanmax(alloc)) / MIB
     out.peak_mb = float(np.nanmax(res)) / MIB if has_res else out.allocated_peak_mb
     curve = pd.DataFrame({"x": (ts - ts[0]) / 1e3, "used_mb": (res if has_res else alloc) / MIB,

@@ -64,6 +64,12 @@ class _Acc:
     # profiler flops or NaN, flops from shapes or NaN, shapes text, dtype)
     fl: list = field(default_factory=list)
     n_events: int = 0
+    # complete events without a category ("cat" absent, empty or not text: Kineto writes one on every event), which
+    # are left out (their kind is unknown): [count, first]
+    no_cat: list = field(default_factory=lambda: [0, ""])
+    # per `[memory]` curve of `mem`: each sample's absent fields (bits of MEM_FIELDS); the fields some sample carries
+    mem_miss: dict = field(default_factory=dict)
+    mem_carried: int = 0
 
     @property
     def streams(self) -> set:
@@ -97,6 +103,7 @@ def _pass(path: Path, acc: _Acc, log: IssueLog) -> bool:
         return False
     finally:
         note_unusable_events(log, path, unusable)
+        note_schema_gaps(acc, path, log)
         door.close(cut)
 
 
@@ -129,7 +136,8 @@ def _complete_events(acc: _Acc, b, lanes: list) -> int:
     tsl, durl = nums(pick("ts")), nums(pick("dur"))
     ok = (np.array(tsl, dtype="float64") >= 0) & (np.array(durl, dtype="float64") >= 0)  # (NaN: not usable; as
     good = np.flatnonzero(ok).tolist()  # trace_view.json's reader)
-    cats, argsx = lower_col(pick("cat")), pick("args")
+    raw_cats = pick("cat")
+    cats, argsx = lower_col(raw_cats), pick("args")
     code = {c: _kind(c) for c in set(cats)}
     kinds = list(map(code.__getitem__, cats))
     for i in good:
@@ -143,6 +151,8 @@ def _complete_events(acc: _Acc, b, lanes: list) -> int:
                     acc.lane_steps[int(m.group(1))] = (ts, ts + dur)
                 else:
                     acc.steps[int(m.group(1))] = (ts, ts + dur, lanes[xs[i]])
+    if "" in code or not set(map(type, raw_cats)) <= _STR:  # (an event without a category: rare)
+        _no_category(acc, raw_cats, names, tsl, kinds, good)
     ev = b.events
     for i in good:
         if kinds[i] == _DEVICE:
@@ -164,6 +174,18 @@ def _complete_events(acc: _Acc, b, lanes: list) -> int:
 
 
 _STR = frozenset((str,))
+
+
+def _no_category(acc: _Acc, raw: list, names: list, tsl: list, kinds: list, good: list) -> None:
+    """Count the usable complete events whose category is absent, empty or not text (a step's mark, known by its
+    name, is read without one): Kineto writes `cat` on every complete event, so such an event is damaged and its
+    kind unknown; it is left out (kind 0) and named after the pass (`note_schema_gaps`)."""
+    for i in good:
+        c = raw[i]
+        if kinds[i] != -1 and (type(c) is not str or not c.strip()):
+            if not acc.no_cat[0]:
+                acc.no_cat[1] = f"{str(names[i])[:40]!r} at ts {tsl[i]}"
+            acc.no_cat[0] += 1
 
 
 def _host_ops(acc: _Acc, ev: list, host: list, names: list, cats: list, tsl: list, durl: list, argsx: list,
@@ -242,21 +264,68 @@ def lower_col(col: list) -> list:
 _TEXT = frozenset((str, type(None)))
 
 
+MEM_FIELDS = ("Total Allocated", "Total Reserved", "Device Type", "Device Id")  # what a `[memory]` sample needs
+
+
 def _memory_event(acc: _Acc, a, ts: float) -> None:
-    """A `[memory]` instant event (its start `ts` read as `_num` reads it) into the memory curves."""
+    """A `[memory]` instant event (its start `ts` read as `_num` reads it) into the memory curves, with the fields of
+    MEM_FIELDS it lacks (absent or null: `note_schema_gaps` leaves it out when another sample of the trace carries
+    one of them)."""
     if not isinstance(a, dict):
-        return
+        a = {}
+    miss = 0
+    for j, k in enumerate(MEM_FIELDS):
+        if a.get(k) is None:
+            miss |= 1 << j
+    acc.mem_carried |= ~miss & 15
     key = (int(_num(a.get("Device Type", -1)) if not math.isnan(_num(a.get("Device Type", -1))) else -1),
            a.get("Device Id"))
     alloc, res = _num(a.get("Total Allocated")), _num(a.get("Total Reserved"))
-    if math.isnan(ts) or math.isnan(alloc):
+    if math.isnan(ts) or (math.isnan(alloc) and not miss & 1):  # (a value the door names: left out as before)
         return
     rec = acc.mem.get(key)
     if rec is None:
         rec = acc.mem[key] = (array("d"), array("d"), array("d"))
+        acc.mem_miss[key] = array("b")
     rec[0].append(ts)
     rec[1].append(alloc)
     rec[2].append(res)
+    acc.mem_miss[key].append(miss)
+
+
+def note_schema_gaps(acc: _Acc, path: Path, log: IssueLog) -> None:
+    """After the pass: the complete events left out for want of a category, and the `[memory]` samples that lack a
+    field of MEM_FIELDS which another sample of the trace carries (a field no sample carries is the writer's schema:
+    the samples are read without it, as before; one without `Total Allocated` has no point on the curve), left out
+    of the curves and named. A healthy trace names nothing."""
+    if acc.no_cat[0]:
+        log.add(path, dq("kineto.events-without-category", n=acc.no_cat[0], example=acc.no_cat[1]), "warning",
+                "schema drift")
+    need = acc.mem_carried | 1  # (a sample without Total Allocated is never a point)
+    gone, lacking, first = 0, 0, None  # first: (ts, fields it lacks) of the earliest sample left out
+    for key in list(acc.mem):
+        miss = np.frombuffer(acc.mem_miss[key], dtype="int8")
+        bad = (miss & need) != 0
+        if not bad.any():
+            continue
+        hole = np.flatnonzero(bad & ((miss & acc.mem_carried) != 0))  # (damage: fields other samples carry)
+        if len(hole):
+            ts = np.frombuffer(acc.mem[key][0], dtype="float64")
+            k = int(hole[np.argmin(ts[hole])])
+            if first is None or ts[k] < first[0]:
+                first = (float(ts[k]), int(miss[k] & acc.mem_carried))
+            gone += len(hole)
+            lacking |= int(np.bitwise_or.reduce(miss[hole] & acc.mem_carried))
+        keep = np.flatnonzero(~bad)
+        if not len(keep):
+            del acc.mem[key], acc.mem_miss[key]
+            continue
+        acc.mem[key] = tuple(array("d", np.frombuffer(a, dtype="float64")[keep].tobytes()) for a in acc.mem[key])
+        acc.mem_miss[key] = array("b", miss[keep].tobytes())
+    if first is not None:
+        fields = [", ".join(repr(f) for j, f in enumerate(MEM_FIELDS) if bits >> j & 1) for bits in (lacking, first[1])]
+        log.add(path, dq("kineto.memory-events-incomplete", n=gone, fields=fields[0],
+                         example=f"ts {first[0]}, without {fields[1]}"), "warning", "schema drift")
 
 
 def _note_duplicates(acc: _Acc, path: Path, log: IssueLog) -> None:
