@@ -187,6 +187,7 @@ CATALOG: dict[str, str] = {
     "kineto.unknown-beside-comm-more": N_("{beside} device event(s) of {got} unrecognised kind(s) run on the streams of the collectives and are counted as computation: {n} and {max_named} more"),
     "kineto.idle-not-computed": N_("idle time by cause not computed ({err}: {err2})"),
     "kineto.events-without-category": N_("{n} complete event(s) without a category ('cat' absent, empty or not text; first: {example}): Kineto writes one on every event, so their kind is unknown; left out"),
+    "kineto.header-fields-missing": N_("the trace's header lacks {fields}, which Kineto writes: what they give (the rank's place in the job, its process groups, its device's model and memory) is taken from the rest of the run or left unknown"),
     "kineto.memory-events-incomplete": N_("{n} [memory] event(s) without {fields}, which the trace's other [memory] events carry (first: {example}): left out of the memory curve and peaks"),
     "kineto.no-common-step": N_("the ranks' traces share no step ({parts}): they were not profiled together (other jobs or other profiling windows), so comparing the ranks step by step is not meaningful; profile the ranks over the same steps"),
     "kineto.collective-kinds-differ": N_("{mism} collective instance(s) have different kinds on different ranks (the ranks' traces do not record the same collectives in the same order); their wait is unknown"),

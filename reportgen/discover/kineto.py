@@ -22,9 +22,12 @@ def kineto_runs(fs: Fs, d: Path, files: list[Path]) -> list[RunLayout]:
     for p in files:
         h = heads[p]
         jobs.setdefault((h.get("world_size"), h.get("device_model")), []).append(p)
-    known = [k for k in jobs if k != (None, None)]
-    if (None, None) in jobs and len(known) == 1:  # traces that say nothing go with the one job that does
-        jobs[known[0]].extend(jobs.pop((None, None)))
+    # a trace that does not say its world size or device model (a header without it: the loader names that) goes
+    # with the one job whose known facts it shares; traces that say nothing, with the one job that does
+    for key in sorted((k for k in jobs if None in k), key=lambda k: k.count(None)):
+        fits = [k for k in jobs if k != key and all(a is None or a == b for a, b in zip(key, k))]
+        if len(fits) == 1:
+            jobs[fits[0]].extend(jobs.pop(key))
     # the same rank twice: the traces of runs one after the other (another time base); in time order, a trace
     # whose rank the current job already has starts the next job
     split: dict[tuple, list[Path]] = {}

@@ -50,3 +50,23 @@ def device_properties(head: dict, device) -> tuple[Optional[str], Optional[float
     mem = p.get("totalGlobalMem")
     return (str(name).strip()[:120] if isinstance(name, str) and name.strip() else None,
             float(mem) / MIB if isinstance(mem, (int, float)) and mem > 0 else None)
+
+
+def header_gaps(head: dict) -> list[str]:
+    """The header's fields Kineto writes that this trace's header lacks (absent or null), as `where.key` names: a
+    `distributedInfo` without `rank` / `world_size`, a process group of its `pg_config` without `pg_name` (the group
+    is then left out), a `deviceProperties` entry without `name` / `totalGlobalMem`. A header without
+    `distributedInfo` or `deviceProperties` (a single-process or CPU run, the 2021 schema's) lacks nothing."""
+    out = []
+    dist = head.get("distributedInfo")
+    if isinstance(dist, dict) and dist:
+        out += [f"distributedInfo.{k}" for k in ("rank", "world_size") if dist.get(k) is None]
+        pgs = dist.get("pg_config")
+        if isinstance(pgs, list) and any(isinstance(pg, dict) and pg.get("pg_name") is None for pg in pgs):
+            out.append("distributedInfo.pg_config[].pg_name")
+    props = head.get("deviceProperties")
+    if isinstance(props, list):
+        for k in ("name", "totalGlobalMem"):
+            if any(isinstance(pr, dict) and pr and pr.get(k) is None for pr in props):
+                out.append(f"deviceProperties[].{k}")
+    return out

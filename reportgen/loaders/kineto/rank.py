@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.model import Communication, Memory, OpFlops, Operators, RankData, StepTrace, TimelineSummary
-from reportgen.loaders.kineto.header import device_properties, read_header
+from reportgen.loaders.kineto.header import device_properties, header_gaps, read_header
 from reportgen.loaders.kineto.scan import _Acc, _note_duplicates, _scan
 from reportgen.loaders.kineto.flops import _op_flops
 from reportgen.loaders.kineto.steps import _device_events, _intervals, _step_trace
@@ -56,6 +56,9 @@ def load_kineto(path: Path, data: RankData, log: IssueLog) -> KinetoRank:
                     "group_name": str(pg.get("pg_desc") or pg["pg_name"]),
                     "global_ranks": [int(x) for x in pg.get("ranks") or [] if isinstance(x, (int, float))],
                     "backend": str(pg.get("backend_config") or dist.get("backend") or "")}
+    gaps = header_gaps(head)
+    if gaps:
+        log.add(path, dq("kineto.header-fields-missing", fields=", ".join(gaps)), "warning", "schema drift")
     if head.get("host_name") and not info.host:
         info.host = str(head["host_name"])
     if info.framework is None:

@@ -61,7 +61,8 @@ def run_facts(a: Analysis) -> list[tuple[str, str]]:
             size=run.info.rank_size, n=len(run.rank_ids))))
     if hosts:
         facts.append((_("Hosts"), f"{len(hosts)} ({joined(hosts, 8)})"))
-    models = sorted({(i.device_model, i.device_memory_mb) for i in infos if i.device_model})
+    models = sorted({(i.device_model, i.device_memory_mb) for i in infos if i.device_model},
+                    key=lambda m: (m[0], m[1] or 0.0))  # (a rank whose trace gives no memory: None)
     if models:  # the accelerator as the profiler describes it (Kineto deviceProperties)
         facts.append((_("Device"), "; ".join(
             _("{model} ({memory} MB of memory)").format(model=m, memory=f"{mem:,.0f}") if mem else m
