@@ -351,3 +351,40 @@ def test_the_real_gloo_operator_without_its_category_is_named(tmp_path):
     assert bad_k.step_trace.steps.equals(gone_k.step_trace.steps)
     assert bad_k.operators.detail.equals(gone_k.operators.detail)
     assert bad_k.memory.peak_mb == gone_k.memory.peak_mb
+
+
+def test_a_header_without_the_fields_kineto_writes_is_named_and_stays_in_its_job(traces, tmp_path):
+    """The fuzz sweep renamed `world_size` (the trace then made a job of its own: the other ranks vanished from the
+    report), a process group's `pg_name` (the group silently dropped) and `totalGlobalMem` (the overview crashed
+    sorting a model without memory beside one with). Kineto writes them whenever it writes the object
+    (distributedInfo, pg_config, deviceProperties: every real trace here has them), so their absence is named."""
+    from reportgen.layouts import discover
+    from reportgen.loaders.kineto.header import header_gaps, read_header
+
+    assert header_gaps({}) == [] and header_gaps({"deviceProperties": []}) == []  # single process, CPU, 2021
+    run = tmp_path / "run"
+    run.mkdir()
+    for p in traces["gpu"]:
+        (run / p.name).write_bytes(p.read_bytes())
+    src = run / traces["gpu"][1].name
+    clean = json.loads(src.read_text(encoding="utf-8"))
+    assert header_gaps(read_header(src)) == []
+    doc = copy.deepcopy(clean)
+    dist = doc["distributedInfo"]
+    dist["world_size_renamed"] = dist.pop("world_size")
+    dist["pg_config"][0]["pg_name_renamed"] = dist["pg_config"][0].pop("pg_name")
+    doc["deviceProperties"][0]["totalGlobalMem_renamed"] = doc["deviceProperties"][0].pop("totalGlobalMem")
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    (layout,) = discover(run)  # one job: the trace that no longer says its world size stays with the others
+    assert sorted(layout.ranks) == [0, 1]
+    got = _variants(tmp_path, src, {"clean": clean, "bad": doc})
+    entry = _by_code(got["bad"][1])["kineto.header-fields-missing"]
+    assert entry.params == {"fields": "distributedInfo.world_size, distributedInfo.pg_config[].pg_name, "
+                                      "deviceProperties[].totalGlobalMem"}
+    assert entry.ranks == (1,) and entry.file == src.name and entry.severity == "warning"
+    assert "kineto.header-fields-missing" not in _by_code(got["clean"][1])
+    zh = dq(entry.code, **entry.params).render("zh")
+    assert CJK.search(zh) and "distributedInfo.world_size" in zh
+    # what the header gave is unknown, never a made-up value: no memory capacity from deviceProperties
+    assert got["clean"][0].memory.capacity_mb == clean["deviceProperties"][0]["totalGlobalMem"] / 2 ** 20
+    assert got["bad"][0].memory.capacity_mb is None
