@@ -24,6 +24,14 @@ categories `Operator` / `Runtime` / `Kernel` / `Memcpy` / `Memset` too):
 * `[memory]` instant events (`Total Allocated` / `Total Reserved`, bytes -> MB of 2^20 bytes; `Device Type` 1 =
   CUDA, 0 = CPU, others = other accelerators).
 
+What Kineto always writes and a damaged trace may lack is named, never read as a silent zero: a complete event
+without a category (`cat`: its kind unknown; left out), a `[memory]` sample without a field the trace's other
+samples carry (left out of the curve), a header without `distributedInfo.rank` / `world_size`, a process group's
+`pg_name`, a device's `name` / `totalGlobalMem` (libkineto's output_json.cpp writes `ph`, `cat`, `name`, `pid`, `tid`,
+`ts`, `dur` on every complete event; the missing lane ids, phases, names and times are named by `TraceDoor` and
+`traces`). A field no event of the trace carries (the 2021 schema's `[memory]` samples have no totals) is the
+writer's schema: read without it, as before.
+
 Steps (HTA's mapping): each device event belongs to the step whose host range holds its launch; a step lasts from
 its first device event to the next step's first one (the device's period, which a host running ahead of the GPU
 does not shorten). The last step, which no next step ends, is *partial*: kept in `StepTrace.partial_steps`, left
