@@ -388,3 +388,16 @@ def test_a_header_without_the_fields_kineto_writes_is_named_and_stays_in_its_job
     # what the header gave is unknown, never a made-up value: no memory capacity from deviceProperties
     assert got["clean"][0].memory.capacity_mb == clean["deviceProperties"][0]["totalGlobalMem"] / 2 ** 20
     assert got["bad"][0].memory.capacity_mb is None
+    # the report builds (the overview sorted (model, memory) pairs with None beside a number: a crash) and names it
+    from bs4 import BeautifulSoup
+
+    from reportgen.cli import main
+
+    out = tmp_path / "out"
+    assert main([str(run), "-o", str(out), "-q", "--no-cache"]) == 0
+    entries = json.loads((out / "summary.json").read_text(encoding="utf-8"))["data_quality"]
+    (e,) = [e for e in entries if e.get("code") == "kineto.header-fields-missing"]
+    assert e["file"] == src.name and e["params"] == entry.params
+    facts = BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser").get_text(" ")
+    model = clean["deviceProperties"][0]["name"]
+    assert f"{model} ({clean['deviceProperties'][0]['totalGlobalMem'] / 2 ** 20:,.0f} MB of memory)" in facts
