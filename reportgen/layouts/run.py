@@ -8,6 +8,7 @@ in parallel processes or on a Dask cluster: `loaders.dispatch.map_ranks`).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -28,7 +29,9 @@ from reportgen.pools import gc_paused
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles, RunLayout
 
-PARALLEL_MIN_RANKS = 64
+PARALLEL_MIN_RANKS = 64  # ranks read in the local pool (with jobs > 1) from this many,
+POOL_MIN_BYTES = 16 * 1024 * 1024  # or from two when their files hold this many bytes together (a pool costs ~0.1 s
+# to start; a GPU run of 8 ranks has 8 Kineto traces of 20-500 MB, each seconds to read)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callable[[RankData], Any]] = None
@@ -79,12 +82,15 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         # without a cache (--no-cache) the ranks read elsewhere are unpickled here with the collector paused, as
         # `map_cached` does with one: else its full passes over every rank read so far (~0.1 s each at 128 ranks,
         # more with more ranks) run as they arrive
-        pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= PARALLEL_MIN_RANKS))
+        least = PARALLEL_MIN_RANKS
+        if jobs > 1 and 2 <= len(items) < least and _bytes([p for _, rf in items for p in rank_files(rf)]) >= \
+                POOL_MIN_BYTES:
+            least = 2
+        pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= least))
         with gc_paused(pause):
             return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items],
                                                       (root, layout.layout, derive), jobs=jobs, scheduler=scheduler,
-                                                      files=rank_files, min_parallel=PARALLEL_MIN_RANKS,
-                                                      progress=progress)}
+                                                      files=rank_files, min_parallel=least, progress=progress)}
 
     with run_root(root):
         ranks, stage_sets = lay.load_ranks(layout, issues, load_all)
@@ -203,12 +209,22 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
 
 
 def _bytes(paths: list) -> int:
+    """The bytes the loaders read from `paths`: a gzip's as its trailer says (the size of its last member, mod
+    2^32: a Kineto trace gunzips to ~20x its file), any other file's size."""
     n = 0
     for p in paths:
+        if p is None:
+            continue
         try:
-            n += os.stat(p).st_size if p is not None else 0
+            st = os.lstat(p)  # (a link is not followed)
+            size = st.st_size
+            if stat.S_ISREG(st.st_mode) and size >= 4 and str(p).endswith(".gz"):
+                with open(p, "rb") as f:
+                    f.seek(size - 4)
+                    size = max(size, int.from_bytes(f.read(4), "little"))
         except OSError:
-            pass
+            continue
+        n += size
     return n
 
 
