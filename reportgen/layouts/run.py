@@ -8,7 +8,6 @@ in parallel processes or on a Dask cluster: `loaders.dispatch.map_ranks`).
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -17,6 +16,7 @@ from reportgen.layouts.base import Layout, exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
 from reportgen.loaders.dispatch import map_ranks
+from reportgen.loaders.files import data_bytes
 from reportgen.rankcache import active, map_cached, memo, use  # through the per-rank cache beside the output (when there is one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
@@ -83,7 +83,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         # `map_cached` does with one: else its full passes over every rank read so far (~0.1 s each at 128 ranks,
         # more with more ranks) run as they arrive
         least = PARALLEL_MIN_RANKS
-        if jobs > 1 and 2 <= len(items) < least and _bytes([p for _, rf in items for p in rank_files(rf)]) >= \
+        if jobs > 1 and 2 <= len(items) < least and data_bytes([p for _, rf in items for p in rank_files(rf)]) >= \
                 POOL_MIN_BYTES:
             least = 2
         pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= least))
@@ -146,7 +146,7 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
     data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
                          skipped_ranks=list(skipped))
     with run_root(layout.root):
-        found = get(layout.layout).load_execution(layout, run, data, ranks, log)
+        found = get(layout.layout).load_execution(layout, run, data, ranks, log, jobs=jobs)
         if found is not None:
             run.issues.extend(log.issues)
             return data if found else None
@@ -168,7 +168,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     entries are added to `log` in rank order, as one process adds them: every rank's pass 1, then their pass 2."""
     root = layout.root
     lays, seconds = {}, {}
-    if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
+    if jobs > 1 and data_bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
         jobs = 1  # small traces: read here
     jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]),
               run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"),
@@ -206,26 +206,6 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
             data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
     run.issues.extend(log.issues)
     return data
-
-
-def _bytes(paths: list) -> int:
-    """The bytes the loaders read from `paths`: a gzip's as its trailer says (the size of its last member, mod
-    2^32: a Kineto trace gunzips to ~20x its file), any other file's size."""
-    n = 0
-    for p in paths:
-        if p is None:
-            continue
-        try:
-            st = os.lstat(p)  # (a link is not followed)
-            size = st.st_size
-            if stat.S_ISREG(st.st_mode) and size >= 4 and str(p).endswith(".gz"):
-                with open(p, "rb") as f:
-                    f.seek(size - 4)
-                    size = max(size, int.from_bytes(f.read(4), "little"))
-        except OSError:
-            continue
-        n += size
-    return n
 
 
 class _Miss(Exception):

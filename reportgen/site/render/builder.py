@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import posixpath
 import re
-import stat
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from markupsafe import Markup
 
 from reportgen import __version__, i18n, rankcache
 from reportgen.loaders import timeline
+from reportgen.loaders.files import data_bytes
 from reportgen.pools import deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
@@ -207,7 +207,7 @@ def _site_url(page: str, root: str):
 # The copied traces (32 at most): level 9 is 6.1 % of a torch_npu trace_view.json against 7.4 % at level 3
 # (270 -> 221 KB a 3.6 MB trace: 1.5 MB less) for ~55 ms more CPU a trace (~1.7 s over the page writers).
 # A large trace (a GPU rank's Kineto trace: 20-500 MB of text) at level 6: 0.20 s against 0.76 s at level 9 for a
-# 26.7 MB trace (1.69 against 1.51 MB); its size before it is read decides (`trace_bytes`: a gzip's by its trailer).
+# 26.7 MB trace (1.69 against 1.51 MB); its size before it is read decides (`files.data_bytes`: a gzip's by its trailer).
 CSV_GZIP = csv_store.GzipLevels(small=9, large=6, large_bytes=32 * 1024)
 TRACE_GZIP = csv_store.GzipLevels(small=9, large=6, large_bytes=8 * 1024 * 1024)
 
@@ -338,7 +338,7 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # mtime 0: the same bytes on every build
     if ex.dest.endswith(".gz"):
-        level = TRACE_GZIP.level(trace_bytes(src))
+        level = TRACE_GZIP.level(data_bytes([src]))
         kept = trace_copies.Kept(run_root, src, ex, level)  # (the source's state before it is read)
         data = kept.get()
         if data is not None:
@@ -351,22 +351,6 @@ def _export_trace(run_root: Path, ex, tmp: Path) -> None:
     else:
         with open(target, "wb") as f:
             timeline.export_trace(src, f, ex.convert, root=run_root)
-
-
-def trace_bytes(src: Path) -> int:
-    """The bytes of text a trace holds as its file says before it is read: a gzip's trailer (the size of its last
-    member, mod 2^32), any other file's size; 0 when it cannot be read."""
-    try:
-        st = os.lstat(src)  # (a link is not followed: the export holds its open to the run folder)
-        if not stat.S_ISREG(st.st_mode):
-            return 0
-        if st.st_size < 4 or not src.name.endswith(".gz"):
-            return st.st_size
-        with open(src, "rb") as f:
-            f.seek(st.st_size - 4)
-            return max(st.st_size, int.from_bytes(f.read(4), "little"))
-    except OSError:
-        return 0
 
 
 def summary_text(summary: dict) -> str:
