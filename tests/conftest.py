@@ -232,3 +232,26 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+def plain(x):
+    """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields): the typed
+    and the dict paths' results compared (tests/test_trace_typed.py, tests/test_kineto_typed.py)."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(x, np.ndarray):
+        return str(x.dtype), repr(x.tolist())
+    if isinstance(x, pd.DataFrame):
+        return x.to_json(double_precision=15), repr(x.dtypes.tolist())
+    if dataclasses.is_dataclass(x):
+        return type(x).__name__, plain(vars(x))
+    if isinstance(x, dict):
+        return [(repr(k), plain(v)) for k, v in x.items()]
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return type(x).__name__, plain(vars(x))
+    return repr(x)

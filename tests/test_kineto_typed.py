@@ -6,16 +6,14 @@ execution view parses each rank's trace once."""
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import SAMPLES
+from conftest import SAMPLES, plain
 from reportgen.loaders import trace_typed, traces
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.kineto import load_kineto, read_step_ops, step_windows
@@ -23,23 +21,6 @@ from reportgen.model import RankData, RankInfo
 from reportgen.synth import generate_run
 
 H100 = Path(__file__).parent / "data" / "h100"
-
-
-def _plain(x):
-    """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields)."""
-    if isinstance(x, np.ndarray):
-        return str(x.dtype), repr(x.tolist())
-    if isinstance(x, pd.DataFrame):
-        return x.to_json(double_precision=15), repr(x.dtypes.tolist())
-    if dataclasses.is_dataclass(x):
-        return type(x).__name__, _plain(vars(x))
-    if isinstance(x, dict):
-        return [(repr(k), _plain(v)) for k, v in x.items()]
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if hasattr(x, "__dict__") and not isinstance(x, type):
-        return type(x).__name__, _plain(vars(x))
-    return repr(x)
 
 
 def _odd(path: Path, out: Path) -> Path:
@@ -83,7 +64,7 @@ def _read_all(path: Path):
     steps = sorted(w)[:2]
     with traces.shared_reads():
         ops = read_step_ops(path, 0, w, steps, log)
-    return _plain((k, data.info, w, ops)), [(i.code, i.params, i.severity) for i in log.issues], (k, w, ops)
+    return plain((k, data.info, w, ops)), [(i.code, i.params, i.severity) for i in log.issues], (k, w, ops)
 
 
 def test_the_kineto_readers_are_the_same_typed_and_as_dicts(trace_paths, monkeypatch):
@@ -177,7 +158,7 @@ def test_the_execution_view_parses_each_rank_once(tmp_path, monkeypatch):
         p = lay.ranks[r].first("kineto_trace")
         w = step_windows(p)
         got = read_step_ops(p, r, w, ex.steps, IssueLog(root, 0))
-        assert _plain({s: got[s] for s in ex.steps}) == _plain({s: ex.ops[s][r] for s in ex.steps})
+        assert plain({s: got[s] for s in ex.steps}) == plain({s: ex.ops[s][r] for s in ex.steps})
 
 
 def test_the_dense_kineto_shape_has_the_real_mix_and_the_models_numbers(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sample
+from conftest import plain as comparable, sample
 from reportgen.loaders import trace_typed, traces
 from reportgen.loaders.issuelog import IssueLog
 
@@ -209,26 +209,6 @@ def test_the_timeline_summary_of_a_real_trace_is_the_same_typed_and_as_dicts(mon
     assert typed == plain and "n_ops=0" not in typed[0]
 
 
-def _plain(x):
-    """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields)."""
-    import dataclasses
-
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(x, np.ndarray):
-        return str(x.dtype), repr(x.tolist())
-    if isinstance(x, pd.DataFrame):
-        return x.to_json(double_precision=15), repr(x.dtypes.tolist())
-    if dataclasses.is_dataclass(x):
-        return type(x).__name__, _plain(vars(x))
-    if isinstance(x, dict):
-        return [(repr(k), _plain(v)) for k, v in x.items()]
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return repr(x)
-
-
 def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dicts(tmp_path, monkeypatch):
     """The execution view's two passes (`step_ops.trace_layout`, `read_step_ops`: columns and `get` of typed events)
     and the trace_view step reader give the same layout, operators, steps and entries over the typed events as
@@ -252,7 +232,7 @@ def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dict
             ops = step_ops.read_step_ops(path, 0, lay, sorted(lay.windows)[:2], log)
         st = load_trace_view_step_trace(path, log)
         n = (len(lay.windows), sum(len(o.names) for o in ops.values()), lay.processes, lay.threads, lay.host_windows)
-        return _plain((lay, ops, st)), [(i.code, i.params) for i in log.issues], n
+        return comparable((lay, ops, st)), [(i.code, i.params) for i in log.issues], n
 
     for path in paths:
         took = []

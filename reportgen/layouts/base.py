@@ -70,9 +70,9 @@ class Layout:
         return sorted(r for r, rf in layout.ranks.items() if exec_trace(rf) is not None)
 
     def load_execution(self, layout: "RunLayout", run: "Run", data: "ExecutionData", ranks: list[int],
-                       log: IssueLog) -> Optional[bool]:
-        """The execution view's operators into `data`: True / False when this layout reads them itself, None for the
-        shared reading of operator timelines (`run.load_execution`)."""
+                       log: IssueLog, jobs: int = 1) -> Optional[bool]:
+        """The execution view's operators into `data`: True / False when this layout reads them itself (in `jobs`
+        local processes where that pays), None for the shared reading of operator timelines (`run.load_execution`)."""
         return None
 
 

@@ -54,5 +54,5 @@ class Kineto(Layout):
         return sorted(r for r, rf in layout.ranks.items() if rf.first("kineto_trace") is not None)
 
     def load_execution(self, layout: "RunLayout", run: "Run", data: "ExecutionData", ranks: list[int],
-                       log: IssueLog) -> Optional[bool]:
-        return bool(safe.kineto_execution(layout, run, data, ranks, log))
+                       log: IssueLog, jobs: int = 1) -> Optional[bool]:
+        return bool(safe.kineto_execution(layout, run, data, ranks, log, jobs=jobs))

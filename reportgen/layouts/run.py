@@ -16,6 +16,7 @@ from reportgen.layouts.base import Layout, exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
 from reportgen.loaders.dispatch import map_ranks
+from reportgen.loaders.files import data_bytes
 from reportgen.rankcache import active, map_cached, memo, use  # through the per-rank cache beside the output (when there is one)
 from reportgen.loaders.files import run_root
 from reportgen.loaders.issuelog import IssueLog
@@ -28,7 +29,9 @@ from reportgen.pools import gc_paused
 if TYPE_CHECKING:
     from reportgen.discover import RankFiles, RunLayout
 
-PARALLEL_MIN_RANKS = 64
+PARALLEL_MIN_RANKS = 64  # ranks read in the local pool (with jobs > 1) from this many,
+POOL_MIN_BYTES = 16 * 1024 * 1024  # or from two when their files hold this many bytes together (a pool costs ~0.1 s
+# to start; a GPU run of 8 ranks has 8 Kineto traces of 20-500 MB, each seconds to read)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callable[[RankData], Any]] = None
@@ -79,12 +82,15 @@ def load_run(layout: "RunLayout", jobs: int = 1,
         # without a cache (--no-cache) the ranks read elsewhere are unpickled here with the collector paused, as
         # `map_cached` does with one: else its full passes over every rank read so far (~0.1 s each at 128 ranks,
         # more with more ranks) run as they arrive
-        pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= PARALLEL_MIN_RANKS))
+        least = PARALLEL_MIN_RANKS
+        if jobs > 1 and 2 <= len(items) < least and data_bytes([p for _, rf in items for p in rank_files(rf)]) >= \
+                POOL_MIN_BYTES:
+            least = 2
+        pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= least))
         with gc_paused(pause):
             return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items],
                                                       (root, layout.layout, derive), jobs=jobs, scheduler=scheduler,
-                                                      files=rank_files, min_parallel=PARALLEL_MIN_RANKS,
-                                                      progress=progress)}
+                                                      files=rank_files, min_parallel=least, progress=progress)}
 
     with run_root(root):
         ranks, stage_sets = lay.load_ranks(layout, issues, load_all)
@@ -140,7 +146,7 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
     data = ExecutionData(steps=list(steps), reasons=dict(reasons), ops={}, ranks=list(ranks),
                          skipped_ranks=list(skipped))
     with run_root(layout.root):
-        found = get(layout.layout).load_execution(layout, run, data, ranks, log)
+        found = get(layout.layout).load_execution(layout, run, data, ranks, log, jobs=jobs)
         if found is not None:
             run.issues.extend(log.issues)
             return data if found else None
@@ -162,7 +168,7 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
     entries are added to `log` in rank order, as one process adds them: every rank's pass 1, then their pass 2."""
     root = layout.root
     lays, seconds = {}, {}
-    if jobs > 1 and _bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
+    if jobs > 1 and data_bytes([exec_trace(layout.ranks[r]) for r in ranks]) < EXEC_MIN_POOL_BYTES:
         jobs = 1  # small traces: read here
     jobs_ = [(r, exec_trace(layout.ranks[r]), rank_files(layout.ranks[r]),
               run.ranks[r].step_trace if r in run.ranks else None, layout.ranks[r].first("output_timeline_data.txt"),
@@ -200,16 +206,6 @@ def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, rank
             data.notes.append(f"rank {r}: no operators in step(s) {', '.join(map(str, missing))} of its timeline")
     run.issues.extend(log.issues)
     return data
-
-
-def _bytes(paths: list) -> int:
-    n = 0
-    for p in paths:
-        try:
-            n += os.stat(p).st_size if p is not None else 0
-        except OSError:
-            pass
-    return n
 
 
 class _Miss(Exception):

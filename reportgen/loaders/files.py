@@ -17,7 +17,7 @@ import mmap
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
@@ -315,3 +315,27 @@ def prefetch(paths) -> None:
             pass
         finally:
             os.close(fd)
+
+
+def data_bytes(paths: Iterable) -> int:
+    """The bytes the loaders read from `paths` as the files say before they are read: a gzip's by its trailer (the
+    size of its last member, mod 2^32: a Kineto trace gunzips to ~20x its file), any other file's size; a link
+    (not followed), a path that is not a regular file or cannot be read, None: its own size or nothing. What
+    decides whether the ranks are read in the pool (`layouts.run`) and a trace copy's gzip level (`builder`)."""
+    n = 0
+    for p in paths:
+        if p is None:
+            continue
+        try:
+            st = os.lstat(p)
+            size = st.st_size
+            if stat.S_ISREG(st.st_mode) and size >= 4 and str(p).endswith(".gz"):
+                with open(p, "rb") as f:
+                    f.seek(size - 4)
+                    size = max(size, int.from_bytes(f.read(4), "little"))
+            elif not stat.S_ISREG(st.st_mode):
+                size = 0
+        except OSError:
+            continue
+        n += size
+    return n

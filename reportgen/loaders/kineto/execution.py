@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.i18n import lazy
+from reportgen.loaders.files import data_bytes, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.pools import gc_paused
 from reportgen.loaders.traces import TRACE_ERRORS, shared_reads, trace_batches
@@ -277,21 +278,33 @@ def _lane_name(names: dict, where: tuple, device: bool) -> str:
     return f"{proc} · {thread}"[:MAX_LANE_CHARS] if proc else thread[:MAX_LANE_CHARS]
 
 
-def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
-    """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows."""
+EXEC_POOL_BYTES = 16 * 1024 * 1024  # the ranks' traces read in the local pool (with jobs > 1) from this many bytes
+# together (a gzip's by its trailer): a 26 MB trace's two passes take ~0.6 s
+
+
+def load_execution(layout, run, data, ranks: list[int], log: IssueLog, jobs: int = 1) -> bool:
+    """Fill `data` (ExecutionData) from the ranks' Kineto traces; False when no trace has step windows. Each
+    rank's passes are one pure call (`_windows_job`: its step windows, then the operators of the chosen steps it
+    has, over one parse; `_ops_job`: the operators of the steps picked after every rank's windows are known), run
+    in `jobs` local processes when the traces are large (`dispatch.map_ranks`); the data-quality entries are added
+    to `log` in rank order, as one process adds them."""
+    from reportgen.loaders.dispatch import map_ranks
+
+    paths = {r: layout.ranks[r].first("kineto_trace") for r in ranks}
+    todo = [(r, p, list(data.steps)) for r, p in paths.items() if p is not None]
+    if jobs > 1 and data_bytes([p for _, p, _ in todo]) < EXEC_POOL_BYTES:
+        jobs = 1
+
+    def passes(fn, items):
+        return map_ranks(fn, items, (log.root,), jobs=jobs, min_parallel=2, files=lambda job: [job[1]])
+
     wins, early = {}, {}
-    for r in ranks:
-        p = layout.ranks[r].first("kineto_trace")
-        if p is not None:
-            with gc_paused(), shared_reads():  # (one parse of the trace for both passes; the collector paused
-                # until its events are gone, as in `scan._scan`)
-                w = step_windows(p)
-                if w:
-                    wins[r] = (p, w)
-                    if any(s in w for s in data.steps):
-                        # the steps asked for that this trace has: those of `wanted` below it has (the same
-                        # operators as read after every rank's windows are known)
-                        early[r] = read_step_ops(p, r, w, data.steps, log)
+    for (r, p, _), (w, got, issues) in zip(todo, passes(_windows_job, todo)):
+        log.issues.extend(issues)
+        if w:
+            wins[r] = (p, w)
+            if got is not None:
+                early[r] = got
     if not wins:
         return False
     wanted = [s for s in data.steps if any(s in w for _, w in wins.values())]
@@ -305,8 +318,12 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
         wanted = [pick]
         data.reasons[pick] = "the middle step of the traces"
     data.steps = wanted
-    for r, (p, w) in wins.items():
-        got = early[r] if r in early else read_step_ops(p, r, w, wanted, log)
+    late = [(r, p, w, wanted) for r, (p, w) in wins.items() if r not in early]
+    for (r, *_), (got, issues) in zip(late, passes(_ops_job, late)):
+        log.issues.extend(issues)
+        early[r] = got
+    for r in wins:
+        got = early[r]
         for s, o in got.items():
             data.ops.setdefault(s, {})[r] = o
         missing = [s for s in wanted if s not in got]
@@ -314,3 +331,27 @@ def load_execution(layout, run, data, ranks: list[int], log: IssueLog) -> bool:
             data.notes.append(lazy("rank {rank}: no operators in step(s) {steps} of its trace", rank=r,
                                    steps=", ".join(map(str, missing))))
     return True
+
+
+def _windows_job(job: tuple, root: Path) -> tuple:
+    """One rank's first pass: (its step windows, the operators of the steps asked for it has -- None when it has
+    none of them --, the data-quality entries added), its trace parsed once for both (`shared_reads`)."""
+    r, p, steps = job
+    log = IssueLog(root)
+    got = None
+    with run_root(root), gc_paused(), shared_reads():  # (the collector paused until its events are gone, as in
+        w = step_windows(p)  # `scan._scan`)
+        if w and any(s in w for s in steps):
+            # the steps asked for that this trace has: those of `wanted` it has (the same operators as read after
+            # every rank's windows are known)
+            got = read_step_ops(p, r, w, steps, log)
+    return w, got, log.issues
+
+
+def _ops_job(job: tuple, root: Path) -> tuple:
+    """One rank's second pass: (the operators of the steps picked, the data-quality entries added)."""
+    r, p, w, wanted = job
+    log = IssueLog(root)
+    with run_root(root):
+        got = read_step_ops(p, r, w, wanted, log)
+    return got, log.issues

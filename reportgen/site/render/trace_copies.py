@@ -1,7 +1,8 @@
 """The gzipped trace copies kept between builds (issue 33, the rebuild): a report copies up to 16-32 ranks' traces
-into the site (`builder._export_trace`), each read, converted and gzipped at level 9 (~0.1-0.15 s of CPU for a
-3.6 MB trace_view.json). The copy depends only on the trace file and on how it is written, so a rebuild (another
-`--lang`, other thresholds) takes the bytes the last build wrote instead of reading the trace again.
+into the site (`builder._export_trace`), each read, converted and gzipped (`builder.TRACE_GZIP`: level 9, 6 for a
+large trace; ~0.1-0.15 s of CPU for a 3.6 MB trace_view.json). The copy depends only on the trace file and on how
+it is written, so a rebuild (another `--lang`, other thresholds) takes the bytes the last build wrote instead of
+reading the trace again.
 
 A copy is one rank cache entry (`rankcache.write_entry` / `read_entry`: atomic, CRC-checked, owner-checked) in the
 build's cache folder, one per destination (a rank's copy replaces its old entry), keyed by msreport's code
