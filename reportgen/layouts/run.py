@@ -15,6 +15,7 @@ from reportgen.i18n import N_
 from reportgen.layouts.base import Layout, exec_trace
 from reportgen.layouts.registry import get
 from reportgen.loaders import gpu, safe, step_ops
+from reportgen.loaders import dispatch
 from reportgen.loaders.dispatch import map_ranks
 from reportgen.loaders.files import data_bytes
 from reportgen.rankcache import active, map_cached, memo, use  # through the per-rank cache beside the output (when there is one)
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from reportgen.discover import RankFiles, RunLayout
 
 PARALLEL_MIN_RANKS = 64  # ranks read in the local pool (with jobs > 1) from this many,
-POOL_MIN_BYTES = 16 * 1024 * 1024  # or from two when their files hold this many bytes together (a pool costs ~0.1 s
-# to start; a GPU run of 8 ranks has 8 Kineto traces of 20-500 MB, each seconds to read)
+POOL_MIN_BYTES = dispatch.POOL_MIN_BYTES  # or from two when their files hold this many bytes together (a GPU run
+# of 8 ranks has 8 Kineto traces of 20-500 MB, each seconds to read)
 
 
 def load_rank(rf: "RankFiles", root: Path, layout: str, derive: Optional[Callable[[RankData], Any]] = None
@@ -154,7 +155,7 @@ def load_execution(layout: "RunLayout", run: Run, steps: list[int], reasons: dic
 
 
 EXEC_MIN_PARALLEL = 4  # ranks of the execution view read in a process pool (with jobs > 1) from this many,
-EXEC_MIN_POOL_BYTES = 16 * 1024 * 1024  # and their traces this large together (a pool costs ~0.1 s to start)
+EXEC_MIN_POOL_BYTES = dispatch.POOL_MIN_BYTES  # and their traces this large together
 
 
 def _timeline_execution(layout: "RunLayout", run: Run, data: ExecutionData, ranks: list[int], log: IssueLog,

@@ -44,6 +44,9 @@ def check_scheduler(scheduler: Optional[str]) -> Optional[str]:
     return None
 
 
+POOL_MIN_BYTES = 16 * 1024 * 1024  # files read in the local pool (jobs > 1) from this many bytes together
+# (`files.data_bytes`: a gzip by what it holds): a pool costs ~0.1 s to start; the ranks' load below
+# `layouts.run.PARALLEL_MIN_RANKS` and the execution view's traces (both layouts) go by it
 AHEAD_PER_JOB = 4  # the pool's files are read ahead this many items a worker beyond the last result taken
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.i18n import lazy
+from reportgen.loaders.dispatch import POOL_MIN_BYTES
 from reportgen.loaders.files import data_bytes, run_root
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.pools import gc_paused
@@ -278,8 +279,7 @@ def _lane_name(names: dict, where: tuple, device: bool) -> str:
     return f"{proc} · {thread}"[:MAX_LANE_CHARS] if proc else thread[:MAX_LANE_CHARS]
 
 
-EXEC_POOL_BYTES = 16 * 1024 * 1024  # the ranks' traces read in the local pool (with jobs > 1) from this many bytes
-# together (a gzip's by its trailer): a 26 MB trace's two passes take ~0.6 s
+EXEC_POOL_BYTES = POOL_MIN_BYTES  # the ranks' traces read in the local pool (jobs > 1) from this many bytes together
 
 
 def load_execution(layout, run, data, ranks: list[int], log: IssueLog, jobs: int = 1) -> bool:
