@@ -235,6 +235,16 @@ def test_key_shape_limits_equal_a_plain_walk():
                     for _ in range(n)}
         return [gen(d + 1) for _ in range(rng.randint(0, 60 if d < 2 and rng.random() < 0.3 else 4))]
 
+    # the shapes of the profilers' files: sibling objects under `*` keys (every key written the same), objects of
+    # few shared keys, objects whose keys are their own (operator names beside a fixed key)
+    made = [{"1": {f"op{i}": {"Time": {"a": 1, "b": [1, {"c": 2}]}, "Links": {f"{i}-{j}": {"bw": 1} for j in range(4)}}
+                   for i in range(n)}, "2": {"op1": {"Time": {}}}} for n in (5, 90, 800)]
+    made += [{"ops": [{f"op{i}": {"a": {"b": 1}}, "x": {"c": [1, [2]]}, "y": i} for i in range(n)]} for n in (3, 60)]
+    made += [{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}, "f2": [[{"i": 1}]]}}}}}}]
+    for doc in made:
+        for limit in (3, 20, 400):
+            assert json_shape(doc, limit) == plain(doc, limit)
+    assert json_shape(made[0]) == plain(made[0], 400) and json_shape(made[2]) is None  # (over the visits' cap)
     seen = {True: 0, False: 0}
     for _ in range(800):
         doc = {"k": gen(0), "z": gen(0)}

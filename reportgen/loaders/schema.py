@@ -568,81 +568,73 @@ _DYNAMIC = re.compile(r"\d")
 def json_shape(data: Any, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     """The key paths of a JSON document ("config.experimental_config._profiler_level", "DeviceInfo[].id"): keys
     holding a digit (steps, operator names, ids) are written `*`, list items `[]`. None when it has more than
-    `limit` paths or is not an object."""
+    `limit` paths or is not an object, or when its walk visits more than 20 * `limit` values (`shape_over`: every
+    key of an object at most 6 levels down, and the first 50 items of a list that are objects or lists)."""
     if not isinstance(data, dict):
         return None
-    # the result does not depend on the order of the walk (None when more than 20 * limit values are visited or
-    # more than `limit` paths found, else every path), so a leaf is counted where its object is read, not pushed
+    # The result depends on the totals only (the visits, the paths), not on the order of the walk: it walks a level
+    # at a time, the containers of a level grouped by their path, so a level's count is one sum over its objects,
+    # an object's keys are read at C speed (a set union per path) and a key's path is made once per path and key
+    # (the sibling objects of a `*` key, the operators and links of the communication files, share their paths)
     cap = 20 * limit  # (`shape_over`)
-    # past half the cap, the count alone (`_visits_over`, ~4x faster a value) tells a document over it (None) before
-    # the walk reaches the cap; a small document (communication_matrix.json: ~3,000 values) is walked once
-    counted = False
     out: set[str] = set()
-    norm: dict[str, str] = {}  # a key as written in a path (keys repeat: one regex search each)
-    paths: dict[tuple, dict] = {}  # (path, an object's keys) -> each key's path
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    norm: dict = {}  # a key as written in a path (keys repeat: one regex search each)
     visits = 1
-    while stack:
-        v, p, depth = stack.pop()
-        if depth > 6:
-            continue
-        if isinstance(v, dict):
-            visits += len(v)
-            if visits > cap:  # a large document (communication.json: its own door): not compared
-                return None
-            if not counted and visits > cap // 2:
-                counted = True
-                if _visits_over(data, cap):
-                    return None
-            # the paths of an object's keys, once per path and set of keys (sibling objects under a `*` key, the
-            # links of communication_matrix.json, have the same keys: their paths are known, only their containers
-            # are walked on)
-            sig = (p, tuple(v))
-            qs = paths.get(sig)
-            if qs is None:
-                qs = paths[sig] = {}
-                for k in v:
-                    kk = norm.get(k) if type(k) is str else None
-                    if kk is None:
-                        kk = "*" if _DYNAMIC.search(str(k)) else str(k)
-                        if type(k) is str:
-                            norm[k] = kk
-                    q = qs[k] = f"{p}.{kk}" if p else kk
-                    out.add(q)
-                if len(out) > limit:
-                    return None
-            for k, x in v.items():
-                if isinstance(x, (dict, list)):
-                    stack.append((x, qs[k], depth + 1))
-        elif isinstance(v, list):
-            for x in v[:50]:
-                if isinstance(x, (dict, list)):
-                    visits += 1
-                    stack.append((x, p + "[]", depth + 1))
+    level: dict[str, list] = {"": [data]}  # path -> the containers there
+    for depth in range(7):
+        below: dict[str, list] = {}
+        for p, vs in level.items():
+            dicts = [v for v in vs if isinstance(v, dict)]
+            if len(dicts) < len(vs):  # lists: their first 50 items that are containers, one visit each
+                items = [x for v in vs if not isinstance(v, dict) for x in v[:50] if isinstance(x, _BOX)]
+                if items:
+                    visits += len(items)
+                    below.setdefault(p + "[]", []).extend(items)
+            if not dicts:
+                continue
+            n_values = sum(map(len, dicts))
+            visits += n_values
             if visits > cap:
                 return None
+            keys = set().union(*dicts) if len(dicts) > 1 else set(dicts[0])
+            paths: dict[str, list] = {}  # a path -> the keys written so
+            for k in keys:
+                kk = norm.get(k) if type(k) is str else None
+                if kk is None:
+                    kk = "*" if _DYNAMIC.search(str(k)) else str(k)
+                    if type(k) is str:
+                        norm[k] = kk
+                paths.setdefault(f"{p}.{kk}" if p else kk, []).append(k)
+            out.update(paths)
+            if len(out) > limit:
+                return None
+            if depth == 6:
+                continue  # (the walk goes no deeper)
+            if len(paths) == 1:  # every key written the same: the containers among all values
+                (q,) = paths
+                kids = [x for d in dicts for x in d.values() if isinstance(x, _BOX)]
+                if kids:
+                    below.setdefault(q, []).extend(kids)
+            elif len(keys) * len(dicts) <= 4 * n_values + 64:  # a key at a time
+                for q, ks in paths.items():
+                    kids = [x for k in ks for d in dicts if isinstance(x := d.get(k), _BOX)]
+                    if kids:
+                        below.setdefault(q, []).extend(kids)
+            else:  # objects with keys of their own (few shared): a value at a time
+                path_of = {k: q for q, ks in paths.items() for k in ks}
+                for d in dicts:
+                    for k, x in d.items():
+                        if isinstance(x, _BOX):
+                            below.setdefault(path_of[k], []).append(x)
+        if visits > cap:
+            return None
+        level = below
+        if not level:
+            break
     return frozenset(out)
 
 
-def _visits_over(data: dict, cap: int) -> bool:
-    """True when the walk of `json_shape` would visit more than `cap` values (it then gives None): the same count
-    (every key of an object at most 6 levels down, the first 50 items of a list when they are containers), without
-    the paths, stopping as soon as it is over (a 1,600-operator communication.json: ~5x faster)."""
-    visits = 1
-    level: list = [data]
-    box = (dict, list)
-    for depth in range(7):
-        dicts = [v for v in level if isinstance(v, dict)]
-        lists = [[x for x in v[:50] if isinstance(x, box)] for v in level if not isinstance(v, dict)]
-        visits += sum(map(len, dicts)) + sum(map(len, lists))  # this level's count before its children are listed
-        if visits > cap:  # (a 1,600-operator communication.json: over at its 5th level, never listed)
-            return True
-        if depth == 6:
-            break
-        level = [x for v in dicts for x in v.values() if isinstance(x, box)]
-        for items in lists:
-            level += items
-    return False
+_BOX = (dict, list)
 
 
 def compare_shapes(ranks: dict, issues: list) -> None:
