@@ -102,9 +102,9 @@ def text_hits(col: pd.Series, regex: re.Pattern) -> np.ndarray:
     if not len(u):
         return np.zeros(len(c), dtype=bool)
     seen = _HITS.setdefault(regex, {})
-    texts = [str(v) for v in u]
-    known = [seen.get(t) for t in texts]
-    miss = [i for i, k in enumerate(known) if k is None]
+    texts = u.tolist() if isinstance(u, np.ndarray) and set(map(type, u)) <= {str} else [str(v) for v in u]
+    known = list(map(seen.get, texts))  # (at C speed: most are known)
+    miss = [i for i, k in enumerate(known) if k is None] if None in known else []
     if miss:
         found = search_all([texts[i] for i in miss], regex)
         if len(seen) + len(miss) > _HITS_MAX:
