@@ -104,6 +104,14 @@ def _exec_class(name: str) -> str:
     return "collective"
 
 
+def _device_kind(name: str) -> tuple[str, str]:
+    """A device event's (type, class) in the execution view: a collective's kind and class by its name, else the
+    kernel's type and "compute"."""
+    if is_comm_kernel(name):
+        return collective_kind(name), _exec_class(name)
+    return kernel_type(name), "compute"
+
+
 def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: IssueLog) -> dict:
     """Operators starting inside the chosen steps' windows (second streamed pass), ms from the window start:
     GPU kernels when the trace has device activity, else the top-level operators of the training thread and
@@ -129,6 +137,7 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
     threads: dict = {}
     ends = [w[1] for w in wins]
     hends = [w[1] for w in hwins]
+    kinds: dict = {}  # a device event's name -> `_device_kind`
     try:
         for b in trace_batches(path, typed=True):
             for k in b.where("M"):
@@ -180,10 +189,14 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
                 s = wins[i][2]
                 name = name or ""
                 if cat in DEVICE_CATS:
-                    comm = is_comm_kernel(name)
+                    kind = kinds.get(name) if isinstance(name, str) else None
+                    if kind is None:  # (by name, once per name: a step runs the same kernels thousands of times)
+                        kind = _device_kind(name)
+                        if isinstance(name, str):
+                            kinds[name] = kind
+                    comm = kind[1] != "compute"
                     c = _corr(args.get("correlation")) if isinstance(args, dict) else -1
-                    dev[s].append((ts, dur, collective_kind(name) if comm else kernel_type(name),
-                                   _exec_class(name) if comm else "compute", (pid, tid), c))
+                    dev[s].append((ts, dur, kind[0], kind[1], (pid, tid), c))
                     if not comm and cat == "kernel" and c >= 0:
                         maybe.append(c)
                 elif cat == "user_annotation" and name.startswith("gloo:"):
