@@ -13,6 +13,7 @@ import pytest
 
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
+from reportgen.loaders.kineto import launches
 from reportgen.loaders.kineto.rank import load_kineto
 from reportgen.model import RankData, RankInfo
 from reportgen.synth import parse_injections, simulate
@@ -78,9 +79,15 @@ def test_a_kernel_without_its_launch_is_named_and_counts_in_no_step(trace, tmp_p
     entry = next(i for i in got["bad"][1] if i.code == CODE)
     first = min(hit, key=lambda i: float(ev[i]["ts"]))
     ms = sum(float(ev[k]["dur"]) for k in hit) / 1e3
-    assert entry.params == {"n": 2, "no_id": 2 if how == "kernel-without-id" else 0, "ms": format(ms, ".3f"),
+    params = dict(entry.params)
+    share = params.pop("share")
+    assert params == {"n": 2, "no_id": 2 if how == "kernel-without-id" else 0, "ms": format(ms, ".3f"),
                             "example": f"{ev[first]['name'][:80]!r} at ts {float(ev[first]['ts'])}"}
-    assert entry.file == trace.name and entry.ranks == (1,) and entry.severity == "warning"
+    assert entry.file == trace.name and entry.ranks == (1,)
+    # a warning (a finding naming the rank) from 2 % of the step windows' time, else information
+    span = sum(w[2] - w[1] for w in got["bad"][0].events.windows) / 1e3
+    assert share == format(ms / span, ".1%")
+    assert entry.severity == ("warning" if ms / span >= launches.UNLAUNCHED_WARNING_SHARE else "info")
     assert entry.problem.startswith("2 device event(s) in the step windows have no host launch in the trace (")
     assert re.search(r"[\u4e00-\u9fff]", dq(entry.code, **entry.params).render("zh"))
     # the numbers: HTA's (those of the trace without the two kernels), named; not the clean trace's
@@ -102,3 +109,16 @@ def test_a_kernel_launched_outside_the_steps_is_not_named(trace, tmp_path):
     doc["traceEvents"].append(early)
     _, issues = _load(tmp_path, "early", trace, doc)
     assert all(i.code != CODE for i in issues)
+
+
+def test_the_entry_is_a_warning_from_its_share_of_the_steps(trace, tmp_path, monkeypatch):
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    for k in _step_kernels(doc, 2)[1:3]:
+        del doc["traceEvents"][k]["args"]["correlation"]
+    got = {}
+    for limit in (0.0, 1.0):
+        monkeypatch.setattr(launches, "UNLAUNCHED_WARNING_SHARE", limit)
+        _, issues = _load(tmp_path, f"at-{limit}", trace, doc)
+        got[limit] = next(i for i in issues if i.code == CODE)
+    assert got[0.0].severity == "warning" and got[1.0].severity == "info"
+    assert got[0.0].ranks == got[1.0].ranks == (1,)

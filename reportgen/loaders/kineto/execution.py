@@ -365,6 +365,6 @@ def _ops_job(job: tuple, root: Path) -> tuple:
     """One rank's second pass: (the operators of the steps picked, the data-quality entries added)."""
     r, p, w, wanted = job
     log = IssueLog(root)
-    with run_root(root):
+    with run_root(root), gc_paused():  # (as the first pass: ~0.3 of ~0.9 s CPU on a 27 MB trace is the collector)
         got = read_step_ops(p, r, w, wanted, log)
     return got, log.issues

@@ -85,6 +85,12 @@ def _containing_op(rt_corr, rt_ts, rt_tid, hc: tuple, corrs, keys: list, look_ba
     return out
 
 
+# The share of the step windows' time that device events without a launch last from which their entry is a warning
+# (a finding naming the rank): the A100 sample's 868 memsets and kernels are 4.8 % of its steps; the DLRM sample's
+# 64 elementwise kernels ~1 % (0.2 ms in 20 ms), within the steps' own spread: information.
+UNLAUNCHED_WARNING_SHARE = 0.02
+
+
 def note_unlaunched(acc: _Acc, ev: DeviceEvents, path: Path, log: IssueLog) -> None:
     """Name the device events inside the step windows that no host launch maps to a step: a kernel (copy, set)
     without its `correlation` id, or with one no runtime launch carries (the launch lost it, or the launch is not in
@@ -108,7 +114,10 @@ def note_unlaunched(acc: _Acc, ev: DeviceEvents, path: Path, log: IssueLog) -> N
     names = list(acc.dev_names)
     first = int(np.flatnonzero(lost)[np.argmin(ev.start[lost])])
     nid = np.asarray(acc.dev_nid, dtype="int64")
+    us = float((ev.end - ev.start)[lost].sum())
+    span = float((ends - starts).sum())
+    share = us / span if span > 0 else 1.0
     log.add(path, dq("kineto.kernels-without-launch", n=int(lost.sum()), no_id=int((ev.corr[lost] < 0).sum()),
-                     ms=format(float((ev.end - ev.start)[lost].sum()) / 1e3, ".3f"),
+                     ms=format(us / 1e3, ".3f"), share=format(share, ".1%"),
                      example=f"{names[nid[first]][:80]!r} at ts {float(ev.start[first])}"),
-            "warning", "schema drift")
+            "warning" if share >= UNLAUNCHED_WARNING_SHARE else "info", "schema drift")
