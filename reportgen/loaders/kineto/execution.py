@@ -34,11 +34,7 @@ def step_windows(path: Path) -> dict[int, tuple]:
     rc, rt, kc, ks, ke = array("q"), array("d"), array("q"), array("d"), array("d")
     try:
         for b in trace_batches(path, typed=True):
-            is_x = b.phase("X")
-
-            def xcol(key: str) -> list:
-                return list(compress(b.col(key), is_x))
-
+            xcol = b.xcol  # (the complete events' columns, read once: `read_step_ops` reads the same batch next)
             names, cats, tss, durs = xcol("name"), lower_col(xcol("cat")), nums(xcol("ts")), nums(xcol("dur"))
             kinds = _kinds(cats)  # 1: device activity, 2: a launch, 0: other
             marks = [i for i, n in enumerate(names) if isinstance(n, str) and n.startswith("ProfilerStep#")]
@@ -142,11 +138,7 @@ def read_step_ops(path: Path, rank: int, windows: dict, steps: list[int], log: I
         for b in trace_batches(path, typed=True):
             for k in b.where("M"):
                 _name_meta(b.events[k], procs)
-            is_x = b.phase("X")
-
-            def xcol(key: str) -> list:
-                return list(compress(b.col(key), is_x))
-
+            xcol = b.xcol  # (read once: `step_windows` read the same batch's before, `shared_reads`)
             tsl, durl, names, cats = nums(xcol("ts")), nums(xcol("dur")), xcol("name"), _cats(xcol("cat"))
             tsa = np.array(tsl, dtype="float64")  # (the step each event may start in: one search a batch)
             win = np.searchsorted(starts, tsa, side="right") - 1
