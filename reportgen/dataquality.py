@@ -177,6 +177,7 @@ CATALOG: dict[str, str] = {
     "kineto.duplicate-device-events": N_("{k} device event(s) identical to an earlier one (same lane, name, start and duration: a duplicated event?); counted as written"),
     "kineto.not-summarised": N_("trace read but could not be summarised ({err}: {err2})"),
     "kineto.steps-on-device-lane-only": N_("ProfilerStep#N marks only the device lane (gpu_user_annotation), not the host: the step windows are those marks, and device work is cut at them"),
+    "kineto.kernels-without-launch": N_("{n} device event(s) in the step windows have no host launch in the trace ({no_id} without a correlation id, the others' id carried by no runtime launch; first: {example}): the steps are mapped through the launches (as HTA), so they count in no step's computation or communication (they last {ms} ms in all, {share} of the step windows: free time where nothing else runs)"),
     "kineto.kernels-not-mapped-to-steps": N_("kernels could not be mapped to steps through their launches (no correlation ids, or a step without kernels): the device time is cut at the host's ProfilerStep windows"),
     "kineto.no-profiler-steps": N_("no ProfilerStep#N markers in the trace (profiled without a schedule?): one window over the whole trace stands for the step (step id shown empty)"),
     "kineto.partial-steps": N_("step(s) {map} partial: no next step in the trace marks where the step ends on the device (its kernels may run past the trace's end); left out of the averages, spreads and the slowest step"),

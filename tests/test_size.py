@@ -483,7 +483,7 @@ def test_a_large_run_copies_16_traces_the_findings_ranks_first(large_site):
 
     ranks = {r: types.SimpleNamespace(timeline=types.SimpleNamespace(trace_bytes=10, source=f"r{r}/t.json",
                                                                       trace_needs_numbers=False)) for r in range(100)}
-    a = types.SimpleNamespace(run=types.SimpleNamespace(rank_ids=list(range(100)), ranks=ranks))
+    a = types.SimpleNamespace(run=types.SimpleNamespace(rank_ids=list(range(100)), ranks=ranks, root=run))
     detail = rank_resources.RankDetail(a, priority=[70, 3, 70, 99])
     first = [70, 3, 99]
     assert [e.dest for e in detail.exports] == [urls.trace_copy(r) for r in first + [r for r in range(100)

@@ -33,9 +33,10 @@ class IssueLog:
             self._rel[key] = got
         return got
 
-    def add(self, path: Path, problem: "str | Coded", severity: str = "warning", kind: str = "") -> None:
-        """One entry; with a problem class (`kind`, the door's entries: loaders.schema) it names the rank loaded.
-        `problem` is a coded problem (`dataquality.dq(code, **params)`) or, for call sites not given a code yet,
-        English text."""
-        ranks = (int(self.rank),) if kind and self.rank is not None else ()
+    def add(self, path: Path, problem: "str | Coded", severity: str = "warning", kind: str = "",
+            name_rank: bool = False) -> None:
+        """One entry; with a problem class (`kind`, the door's entries: loaders.schema), or `name_rank` (a loader's
+        entry about what the rank's numbers leave out, not damage), it names the rank loaded. `problem` is a coded
+        problem (`dataquality.dq(code, **params)`) or, for call sites not given a code yet, English text."""
+        ranks = (int(self.rank),) if (kind or name_rank) and self.rank is not None else ()
         self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind=kind))

@@ -16,6 +16,7 @@ from reportgen.loaders.kineto.scan import _Acc, _note_duplicates, _scan
 from reportgen.loaders.kineto.flops import _op_flops
 from reportgen.loaders.kineto.steps import _device_events, _intervals, _step_trace
 from reportgen.loaders.kineto.communication import _communication, _note_comm
+from reportgen.loaders.kineto.launches import note_unlaunched
 from reportgen.loaders.kineto.operators import _operators
 from reportgen.loaders.kineto.memory import _memory
 from reportgen.loaders.kineto.timeline import _idle_hook, _timeline
@@ -94,6 +95,7 @@ def _build(acc: _Acc, head: dict, dist: dict, info, path: Path, log: IssueLog) -
     out.events = ev
     if ev is not None:
         _note_comm(acc, ev, path, log)
+        note_unlaunched(acc, ev, path, log)
         if host and not (ev.step >= 0).any():
             log.add(path, dq("kineto.kernels-not-mapped-to-steps"), "info")
     comp, comm = _intervals(acc, ev)

@@ -18,6 +18,7 @@ from reportgen.charts import Chart
 from reportgen.charts import column_codec as columnar
 from reportgen.charts import resources as res_charts
 from reportgen.i18n import N_, _, text
+from reportgen.loaders.files import data_bytes
 from reportgen.model import SIDE_LABELS
 from reportgen.numbers import extreme_points
 from reportgen.site.pages.resources import bottleneck_text
@@ -28,8 +29,15 @@ from reportgen.site.views import timeline as timeline_view
 from reportgen.site.views.values import num, num_column, records
 from reportgen.urls import rank_csv
 
-MAX_TRACE_EXPORT_BYTES = 1024 * 1024 * 1024  # all ranks together; above it the report links the original files
-MAX_TRACE_FILE_BYTES = 512 * 1024 * 1024
+# The trace copies' bounds count what a trace holds (`loaders.files.data_bytes`: a gzipped Kineto trace by its
+# trailer, ~20x its file), as the copies are written re-gzipped from that text (~5-7 % of it). All ranks together:
+# 160 MB of trace text is ~10 MB of copies, a quarter of the site goal (40 MB, issue 33; 1 GiB let a 32-rank GPU
+# run copy 45 of its 57.5 MB); above it the report links the original files. A real Kineto trace (100-500 MB of
+# JSON) is never copied: it opens from the run folder.
+MAX_TRACE_EXPORT_BYTES = 160_000_000
+# One trace: at most 64 MB of text (~4 MB copied), so that one large trace cannot take the whole budget from the
+# ranks after it (the A100 sample's 5 steps are 26 MB).
+MAX_TRACE_FILE_BYTES = 64_000_000
 # Traces copied into the site: the ranks the findings name and the drawn devices first; at thousands of ranks a
 # copy of every trace would be most of the report (57 of 118 MB at 1,024 ranks). The rest open from the run folder.
 MAX_TRACE_COPIES = 32
@@ -133,9 +141,9 @@ class RankDetail:
         self.max_copies = max_trace_copies(len(a.run.rank_ids))
         for r in order:
             t = a.run.ranks[r].timeline
-            if (len(self.exports) < self.max_copies and t.trace_bytes <= MAX_TRACE_FILE_BYTES
-                    and t.trace_bytes <= budget):
-                budget -= t.trace_bytes
+            size = data_bytes([a.run.root / t.source]) if len(self.exports) < self.max_copies else 0
+            if len(self.exports) < self.max_copies and size <= MAX_TRACE_FILE_BYTES and size <= budget:
+                budget -= size
                 dest = urls.trace_copy(r)  # gzip-compressed (~7 % of the JSON)
                 self.exports.append(TraceExport(dest, t.source, t.trace_needs_numbers))
                 self._export_of[r] = dest
@@ -388,6 +396,7 @@ class RankDetail:
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
                     "n_copied": self.n_copied, "max_copies": self.max_copies,
+                    "copies_mb": round(MAX_TRACE_EXPORT_BYTES / 1e6), "copy_mb": round(MAX_TRACE_FILE_BYTES / 1e6),
                     "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.rank_ids))})
         chart = timeline_view.rank_chart(self.a.run.execution, r)
         if chart is not None:

@@ -221,6 +221,8 @@ class TimelineSection(_WithCharts):
     trace_mb: Optional[float] = None
     n_copied: int = 0
     max_copies: int = 0
+    copies_mb: int = 0  # the copies' bounds in MB of trace text (`resources.MAX_TRACE_EXPORT_BYTES`), all and one
+    copy_mb: int = 0
     truncated: Optional[Any] = None
     brief: bool = False  # a large run: neither drawn nor copied said in one sentence (on a thousand pages)
 
