@@ -14,9 +14,10 @@ names, an object column holding anything but texts) is kept as it is, so packing
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import pandas as pd
@@ -250,6 +251,27 @@ def _column_arrays(frame: pd.DataFrame) -> list:
         s = frame.iloc[:, i]
         out.append(s.array if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) else s.to_numpy())
     return out
+
+
+_deferring = False
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Inside the block, the containers that can (`model.Communication`) keep some packed frames as they are when
+    unpickled, unpacked when first read (`deferring()`): rank cache entries read for a rebuild, whose analysis
+    comes from the cache and never reads them. Elsewhere (a rank sent by a worker, read by the analysis at once)
+    every frame is unpacked as it is unpickled."""
+    global _deferring
+    prev, _deferring = _deferring, True
+    try:
+        yield
+    finally:
+        _deferring = prev
+
+
+def deferring() -> bool:
+    return _deferring
 
 
 def is_packed(x: Any) -> bool:

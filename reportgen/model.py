@@ -259,9 +259,10 @@ class Communication:
         state["_framepack_texts"] = texts.payload()
         return state
 
-    # unpickled, the operators, links and instances stay packed until first read (`_Later`): a rebuild whose
-    # analysis comes from the cache (`report.analyse_phase`) never reads them, and unpacking them was ~60 % of a
-    # cached rank's unpickling (~0.6 ms a rank); `release` drops their rows unread
+    # read from the rank cache (`framepack.deferred`), the operators, links and instances stay packed until first
+    # read (`_Later`): a rebuild whose analysis comes from the cache (`report.analyse_phase`) never reads them
+    # (~0.2 s of its serial load at 1,024 ranks); `release_packed` drops their rows unread. A rank sent by a worker
+    # is unpacked whole at once (the analysis reads it next: unpacking it later left ~35 MB more peak RSS)
     def __setstate__(self, state: dict) -> None:
         state = dict(state)
         payload = state.pop("_framepack_texts", None)
@@ -269,7 +270,7 @@ class Communication:
         later = {}
         for k in _COMM_FRAMES:
             if k in state:
-                if k in _LATER and framepack.is_packed(state[k]):
+                if k in _LATER and framepack.is_packed(state[k]) and framepack.deferring():
                     later[k] = state.pop(k)
                 else:
                     state[k] = framepack.unpack(state[k], table)

@@ -366,7 +366,7 @@ def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies
 
 
 def test_unpickled_communication_frames_stay_packed_until_read(monkeypatch):
-    """A rank read from the cache unpacks its operators, links and instances only when they are read: an analysis
+    """A rank read from the rank cache unpacks its operators, links and instances only when they are read: an analysis
     from the cache drops them unread (`release_comm_inputs`, `drop_instances`), with the same columns and dtypes;
     read, set or pickled again, they are the frames they were."""
     from reportgen.analysis import drop_instances
@@ -378,7 +378,11 @@ def test_unpickled_communication_frames_stay_packed_until_read(monkeypatch):
     unpacked = []
     real = framepack.unpack
     monkeypatch.setattr(framepack, "unpack", lambda p, t: unpacked.append(p) or real(p, t))
-    got = [pickle.loads(pickle.dumps(a)) for _ in range(3)]
+    eager = pickle.loads(pickle.dumps(a))  # (a rank sent by a worker: the analysis reads it next)
+    assert len(unpacked) == 4 and "_packed" not in vars(eager) and "ops" in vars(eager)
+    unpacked.clear()
+    with framepack.deferred():  # (rank cache entries read for a rebuild)
+        got = [pickle.loads(pickle.dumps(a)) for _ in range(3)]
     assert len(unpacked) == 3  # (the steps only)
     assert "ops" not in vars(got[0]) and "instances" not in vars(got[0])
     assert_frame_equal(got[0].ops, a.ops, check_exact=True)  # read: unpacked now, and set
@@ -387,7 +391,8 @@ def test_unpickled_communication_frames_stay_packed_until_read(monkeypatch):
     assert got[1].instances is None and pickle.loads(pickle.dumps(got[1])).instances is None
     assert_frame_equal(pickle.loads(pickle.dumps(got[2])).links, a.links, check_exact=True)  # pickled again
     # an analysis from the cache: the frames emptied unread (one empty frame per layout), the instances dropped
-    fresh = [pickle.loads(pickle.dumps(a)) for _ in range(2)]
+    with framepack.deferred():
+        fresh = [pickle.loads(pickle.dumps(a)) for _ in range(2)]
     ranks = {r: RankData(info=RankInfo(rank=r, source_dir="."), communication=c) for r, c in enumerate(fresh)}
     run = Run(root=Path("."), info=RunInfo(path="x", layout="ascend", layout_label="x"), ranks=ranks)
     unpacked.clear()
