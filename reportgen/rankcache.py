@@ -208,16 +208,16 @@ def _read_body(path: Path, key: tuple) -> Optional[bytes]:
     try:
         if not (_trusted(path.parent) and _trusted(path)):
             return None
-        with open(path, "rb") as f:
-            stored_key = pickle.load(f)
-            if stored_key != key:
-                return None
-            codec, size, crc = pickle.load(f)
-            body = f.read()
+        with open(path, "rb") as f:  # (read whole, then parsed from memory: ~2x quicker than from the file)
+            data = f.read()
+        buf = io.BytesIO(data)
+        if pickle.load(buf) != key:
+            return None
+        codec, size, crc = pickle.load(buf)
+        body = memoryview(data)[buf.tell():]  # (not copied)
         if zlib.crc32(body) != crc:  # a damaged entry is a miss, never other numbers
             return None
-        if codec != "raw":
-            body = _codec(codec).decompress(body, decompressed_size=size, asbytes=True)
+        body = _codec(codec).decompress(body, decompressed_size=size, asbytes=True) if codec != "raw" else bytes(body)
         if len(body) != size:
             return None
         return body
@@ -322,7 +322,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    with gc_paused():  # reading entries makes no cycle: no collection over every rank read so far as they pile up
+    with gc_paused(), framepack.deferred():  # (no cycle made; frames a rebuild may never read left packed)
         for i, rf in enumerate(items):
             key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
             if _recorded is not None:
