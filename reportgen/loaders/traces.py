@@ -56,10 +56,9 @@ def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
 
 
 FAST_MAX_BYTES = 16 * 1024 * 1024
-# A trace up to this many bytes (gunzipped) is parsed whole (`_whole`). Its events take ~4.3x the file in memory in
-# a real trace (15.7 MB for torch_npu's 3.6 MB trace_view.json) and ~32x at worst (`[[],[],...]`: a 64-byte list
-# for 2 bytes), so even a pathological file costs a loading worker ~0.5 GB at most (the goal: < 1 GB a process);
-# a larger trace is streamed, a few MB at a time.
+# A trace up to this many bytes (gunzipped) is parsed whole (`_whole`). Its events take ~4.3x the file in memory in a
+# real trace (15.7 MB for torch_npu's 3.6 MB trace_view.json), ~32x at worst (`[[],[],...]`: a 64-byte list for 2
+# bytes): a pathological file costs a worker ~0.5 GB at most (goal: < 1 GB a process); a larger one is streamed.
 BOM = b"\xef\xbb\xbf"
 
 
@@ -82,9 +81,8 @@ BATCH = 8192  # events a batch on the streamed path (a few MB of objects)
 
 
 class Events:
-    """A batch of a trace's events (the objects `trace_events` yields, in order) and their fields as columns, each
-    read once (`col`) by whoever needs it first: the door, then the loader (`TraceDoor.events`,
-    `timeline.summarize_trace`). A column holds `event.get(key)` for every event."""
+    """A batch of a trace's events (the objects `trace_events` yields, in order) and their fields as columns, each read
+    once (`col`) by whoever needs it first: the door, then the loader. A column holds `event.get(key)` of each event."""
 
     __slots__ = ("events", "_cols", "whole", "typed")
 
@@ -98,13 +96,14 @@ class Events:
         return len(self.events)
 
     def col(self, key: str) -> list:
-        ev = self.events  # (typed: the schema is closed, no event had a key outside it)
-        return self._memo(key, lambda: (list(map(dict.get, ev, repeat(key))) if not self.typed else
-                                        list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev)))
+        return self._memo(key, lambda: self._read(self.events, key))
+
+    def _read(self, ev: list, key: str) -> list:  # (typed: the schema is closed, no event had a key outside it)
+        return (list(map(dict.get, ev, repeat(key))) if not self.typed else
+                list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev))
 
     def _memo(self, key, make):  # (a column or what is derived from columns, made once)
-        c = self._cols.get(key)
-        return c if c is not None else self._cols.setdefault(key, make())
+        return self._cols[key] if key in self._cols else self._cols.setdefault(key, make())
 
     def where(self, ph: str) -> list:
         """The positions of the events whose phase is `ph` ("M": a few metadata events), in order."""
@@ -115,8 +114,9 @@ class Events:
         return self._memo((None, ph), lambda: list(map(eq, self.col("ph"), repeat(ph))))
 
     def xcol(self, key: str) -> list:
-        """`col(key)` of the complete ("X") events only, in order (read once: the door and the loader both need it)."""
-        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))))
+        """`col(key)` of the complete ("X") events, in order, read once (from them alone while `col(key)` is unread)."""
+        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))) if key in self._cols else
+                          self._read(self._memo((2, None), lambda: list(compress(self.events, self.phase("X")))), key))
 
     def xtypes(self, key: str) -> set:
         """The types of `xcol(key)`'s values (read once)."""
