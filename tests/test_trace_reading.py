@@ -338,6 +338,55 @@ def test_the_door_finds_duplicates_among_events_that_share_their_start(tmp_path)
     assert answers == {True, False}
 
 
+def test_orjson_is_not_given_a_trace_nested_past_its_bound(tmp_path, monkeypatch):
+    """The whole-file reader hands orjson no document nested past 1,024 levels (orjson 3.8 has no bound of its own
+    and crashed the process, SIGSEGV, on the fuzz sweep's 200,000 levels): such a trace is streamed (the stream's
+    guard refuses it past its own bound: cut short); 1,000 levels are still read whole. As with an orjson without a bound, whatever
+    the installed one does (`ORJSON_BOUNDED` false: the guard counts)."""
+    from reportgen.loaders import trace_typed
+
+    monkeypatch.setattr(trace_typed, "ORJSON_BOUNDED", False)
+    ok = b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}]'
+    for depth, whole in ((1_000, True), (1_100, False), (200_000, False)):
+        for doc in (ok[:1] + b"[" * depth + b"]" * depth + b", " + ok[1:],
+                    b'{"traceEvents": ' + ok[:-1] + b', {"args": {"d": ' + b"[" * depth + b"]" * depth + b"}}]}"):
+            path = tmp_path / "trace_view.json"
+            path.write_bytes(doc)
+            assert (traces._whole(path, None) is not None) == whole, (depth, doc[:20])
+            raised = False
+            try:
+                for _ in traces.trace_events(path):
+                    pass
+            except traces.TRACE_ERRORS:  # (too deep for the stream too: the loaders name it as cut short)
+                raised = True
+            assert raised or depth < 2_000, depth
+
+
+def test_a_complete_events_column_is_the_same_read_either_way(tmp_path):
+    """`Events.xcol` reads a field of the complete events alone while its whole column is unread (a torch_npu trace's
+    flows: 40 % of its events), else picks them from the column: the same values in the same order, both orders of
+    reading, for orjson's dicts and msgspec's typed events (odd values, absent fields, no complete event at all)."""
+    import random
+
+    rng = random.Random(7)
+    for case in range(60):
+        ev = [{"ph": rng.choice(["X", "X", "s", "f", "M", None, 3]), "name": rng.choice(["MatMul", None, 5, "HCCL"]),
+               "pid": rng.choice([1, 2, "3", 1.5]), "ts": rng.choice(["1.5", 2, 2.5, None]),
+               "dur": rng.choice([1.0, "2", None])} for _ in range(rng.choice([0, 1, 5, 40]))]
+        for e in ev:
+            for k in [k for k in e if e[k] is None and rng.random() < 0.5]:
+                del e[k]  # (absent, not null)
+        path = tmp_path / f"t{case}.json"
+        path.write_bytes(orjson.dumps(ev))
+        for typed in (False, True):
+            batches = [list(traces.trace_batches(path, typed=typed))[0] for _ in range(2)]
+            assert batches[0].typed == typed or not ev, case
+            for key in ("name", "pid", "ts", "dur", "args"):
+                want = [e.get(key) for e in ev if e.get("ph") == "X"]
+                batches[1].col(key)  # (the whole column first: picked from it)
+                assert batches[0].xcol(key) == want == batches[1].xcol(key), (case, typed, key)
+
+
 def test_usable_columns_tell_a_nan_from_a_missing_value():
     """`_usable` (the whole-file reader keeps every event without a look at each): a `dur` column of floats and
     None (absent: the usual trace) passes; a NaN or an out-of-range float among them does not (`_screen` drops

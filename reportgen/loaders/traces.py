@@ -42,7 +42,7 @@ from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.screen import MAX_FIELD_CHARS
-from reportgen.loaders.trace_typed import FIELDS, TYPED_MAX_BYTES, typed_events
+from reportgen.loaders.trace_typed import FIELDS, orjson_may_read, TYPED_MAX_BYTES, typed_events
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, to_float
 
 
@@ -56,10 +56,9 @@ def trace_cut(log: IssueLog, path: Path, err: BaseException, used: str) -> None:
 
 
 FAST_MAX_BYTES = 16 * 1024 * 1024
-# A trace up to this many bytes (gunzipped) is parsed whole (`_whole`). Its events take ~4.3x the file in memory in
-# a real trace (15.7 MB for torch_npu's 3.6 MB trace_view.json) and ~32x at worst (`[[],[],...]`: a 64-byte list
-# for 2 bytes), so even a pathological file costs a loading worker ~0.5 GB at most (the goal: < 1 GB a process);
-# a larger trace is streamed, a few MB at a time.
+# A trace up to this many bytes (gunzipped) is parsed whole (`_whole`). Its events take ~4.3x the file in memory in a
+# real trace (15.7 MB for torch_npu's 3.6 MB trace_view.json), ~32x at worst (`[[],[],...]`: a 64-byte list for 2
+# bytes): a pathological file costs a worker ~0.5 GB at most (goal: < 1 GB a process); a larger one is streamed.
 BOM = b"\xef\xbb\xbf"
 
 
@@ -82,9 +81,8 @@ BATCH = 8192  # events a batch on the streamed path (a few MB of objects)
 
 
 class Events:
-    """A batch of a trace's events (the objects `trace_events` yields, in order) and their fields as columns, each
-    read once (`col`) by whoever needs it first: the door, then the loader (`TraceDoor.events`,
-    `timeline.summarize_trace`). A column holds `event.get(key)` for every event."""
+    """A batch of a trace's events (the objects `trace_events` yields, in order) and their fields as columns, each read
+    once (`col`) by whoever needs it first: the door, then the loader. A column holds `event.get(key)` of each event."""
 
     __slots__ = ("events", "_cols", "whole", "typed")
 
@@ -98,13 +96,14 @@ class Events:
         return len(self.events)
 
     def col(self, key: str) -> list:
-        ev = self.events  # (typed: the schema is closed, no event had a key outside it)
-        return self._memo(key, lambda: (list(map(dict.get, ev, repeat(key))) if not self.typed else
-                                        list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev)))
+        return self._memo(key, lambda: self._read(self.events, key))
+
+    def _read(self, ev: list, key: str) -> list:  # (typed: the schema is closed, no event had a key outside it)
+        return (list(map(dict.get, ev, repeat(key))) if not self.typed else
+                list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev))
 
     def _memo(self, key, make):  # (a column or what is derived from columns, made once)
-        c = self._cols.get(key)
-        return c if c is not None else self._cols.setdefault(key, make())
+        return self._cols[key] if key in self._cols else self._cols.setdefault(key, make())
 
     def where(self, ph: str) -> list:
         """The positions of the events whose phase is `ph` ("M": a few metadata events), in order."""
@@ -115,8 +114,9 @@ class Events:
         return self._memo((None, ph), lambda: list(map(eq, self.col("ph"), repeat(ph))))
 
     def xcol(self, key: str) -> list:
-        """`col(key)` of the complete ("X") events only, in order (read once: the door and the loader both need it)."""
-        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))))
+        """`col(key)` of the complete ("X") events, in order, read once (from them alone while `col(key)` is unread)."""
+        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))) if key in self._cols else
+                          self._read(self._memo((2, None), lambda: list(compress(self.events, self.phase("X")))), key))
 
     def xtypes(self, key: str) -> set:
         """The types of `xcol(key)`'s values (read once)."""
@@ -211,8 +211,8 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     Opening raises as the streamed reader does (not a regular file, a link out of the run folder).
 
     Where orjson and ijson (yajl) differ, the file is streamed: orjson refuses NaN / Infinity, bytes that are not
-    UTF-8, a lone surrogate escape, a cut-off file and nesting past 1,024 levels (the stream's own bound,
-    `jsonguard.MAX_STREAM_DEPTH`, is higher, so a file orjson reads is never refused by `DepthGuard`); it reads an
+    UTF-8, a lone surrogate escape, a cut-off file, nesting past 1,024 levels (`orjson_may_read`: not given to it;
+    `jsonguard.MAX_STREAM_DEPTH` is higher, so a file orjson reads is never refused by `DepthGuard`); it reads an
     integer beyond int64 (which yajl refuses: a run of 19+ digits is checked); and where the stream picks the events
     by their path ("traceEvents.item"), a second key spelt "traceEvents" (a duplicate, "traceEvents.item", an escaped
     letter) is left to it. `typed`: the events as `trace_typed.TraceEvent`s when msgspec reads the file whole into
@@ -226,9 +226,9 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
         events = typed_events(data, start)
         if events is not None:  # (screened by the decoder: every ts and dur `_usable`)
             return data, start, Events(events, whole=True, typed=True)
-        if len(data) > FAST_MAX_BYTES:  # (read for the typed path, too large for orjson's dicts: streamed)
-            return None
-    end = _WS.match(data, start).end()
+    # (read for the typed path, too large for orjson's dicts; nested past orjson's bound: the stream's guard decides)
+    if (typed and len(data) > FAST_MAX_BYTES) or not orjson_may_read(data, start):
+        return None
     try:
         with gc_paused():
             doc = orjson.loads(memoryview(data)[start:] if start else data)
@@ -236,8 +236,7 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
         return None
     if _int_beyond_int64(data, start):
         return None
-    first = data[end:end + 1]
-    if first == b"[":
+    if data.startswith(b"[", _WS.match(data, start).end()):
         return data, start, doc
     if not isinstance(doc, dict):
         return data, start, []  # a number or a string: nothing under "traceEvents"
