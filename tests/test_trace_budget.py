@@ -98,6 +98,11 @@ def test_a_rank_whose_trace_is_not_copied_links_its_original_file(gpu_site):
         link = soup.select_one(f"a[href='../{urls.trace_copy(r)}']")
         source = notes[0].select_one("code").get_text()
         assert (run / source).is_file() and source.endswith(".pt.trace.json.gz")
+        # the source line gives the file's size and the JSON it holds (what the bounds count)
+        from reportgen.loaders.files import data_bytes
+
+        size = (run / source).stat().st_size / 1e6
+        assert f"({size:.1f} MB, {data_bytes([run / source]) / 1e6:.1f} MB of JSON)" in notes[0].get_text()
         if r in copied:
             assert link is not None and (page.parent / link["href"]).resolve().is_file()
             assert "not copied" not in text

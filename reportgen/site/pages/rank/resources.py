@@ -395,6 +395,7 @@ class RankDetail:
                     "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
+                    "text_mb": data_bytes([self.a.run.root / t.source]) / 1e6 if t.source.endswith(".gz") else None,
                     "n_copied": self.n_copied, "max_copies": self.max_copies,
                     "copies_mb": round(MAX_TRACE_EXPORT_BYTES / 1e6), "copy_mb": round(MAX_TRACE_FILE_BYTES / 1e6),
                     "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.rank_ids))})

@@ -219,6 +219,7 @@ class TimelineSection(_WithCharts):
     converted: Optional[bool] = None
     not_copied: bool = False
     trace_mb: Optional[float] = None
+    text_mb: Optional[float] = None  # a gzipped trace: the JSON it holds (what the copies' bounds count)
     n_copied: int = 0
     max_copies: int = 0
     copies_mb: int = 0  # the copies' bounds in MB of trace text (`resources.MAX_TRACE_EXPORT_BYTES`), all and one
