@@ -14,10 +14,9 @@ names, an object column holding anything but texts) is kept as it is, so packing
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -253,57 +252,10 @@ def _column_arrays(frame: pd.DataFrame) -> list:
     return out
 
 
-_deferring = False
-
-
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """Inside the block, the containers that can (`model.Communication`) keep some packed frames as they are when
-    unpickled, unpacked when first read (`deferring()`): rank cache entries read for a rebuild, whose analysis
-    comes from the cache and never reads them. Elsewhere (a rank sent by a worker, read by the analysis at once)
-    every frame is unpacked as it is unpickled."""
-    global _deferring
-    prev, _deferring = _deferring, True
-    try:
-        yield
-    finally:
-        _deferring = prev
-
-
-def deferring() -> bool:
-    return _deferring
-
-
-def is_packed(x: Any) -> bool:
-    """`x` is a frame as `pack` packed it."""
-    return type(x) is tuple and len(x) == 7 and x[0] == "framepack" and x[1] == 2
-
-
-def rows(packed: tuple) -> int:
-    """The row count of a packed frame (`is_packed`), unpacked or not."""
-    return packed[2]
-
-
-def layout(packed: tuple) -> tuple:
-    """What a packed frame's columns and dtypes are made of: frames of one layout unpack to the same columns (one
-    Index, `_columns`) and dtypes."""
-    _, _, _, names, blocks, coded, arrays = packed
-    return (names, tuple((ix.tobytes(), v.dtype.str) for ix, v in blocks), tuple(i for i, _ in coded),
-            tuple((i, a.dtype) for i, a in arrays))
-
-
-def without_rows(packed: tuple) -> tuple:
-    """A packed frame's first zero rows, packed: unpacks to the same frame as `unpack(packed, table).iloc[:0]`
-    (its columns and dtypes) without unpacking its rows."""
-    tag, version, _, names, blocks, coded, arrays = packed
-    return (tag, version, 0, names, [(ix, v[:, :0]) for ix, v in blocks], [(i, c[:0]) for i, c in coded],
-            [(i, a[:0]) for i, a in arrays])
-
-
 def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
     """The frame `pack` was given; `table` is `table(texts.payload())` for the texts it was packed with. Anything
     that is not a packed frame is returned as it is."""
-    if not is_packed(packed):
+    if not (type(packed) is tuple and len(packed) == 7 and packed[0] == "framepack" and packed[1] == 2):
         return packed
     _, _, n, (names, dtype), blocks, coded, arrays = packed
     parts: list[tuple[Any, np.ndarray]] = [(values, ix) for ix, values in blocks]

@@ -254,87 +254,21 @@ class Communication:
         known: dict = {}
         for (name, c), cc in zip(where, codes or ()):  # (the codes `pack` would look up, read off the chunks)
             known.setdefault(name, {})[c] = cc
-        state = {k: framepack.pack(v, texts, known.get(k)) if k in _COMM_FRAMES else v
-                 for k, v in self._unpacked().items()}
+        state = {k: framepack.pack(v, texts, known.get(k)) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
         state["_framepack_texts"] = texts.payload()
         return state
 
-    # read from the rank cache (`framepack.deferred`), the operators, links and instances stay packed until first
-    # read (`_Later`): a rebuild whose analysis comes from the cache (`report.analyse_phase`) never reads them
-    # (~0.2 s of its serial load at 1,024 ranks); `release_packed` drops their rows unread. A rank sent by a worker
-    # is unpacked whole at once (the analysis reads it next: unpacking it later left ~35 MB more peak RSS)
     def __setstate__(self, state: dict) -> None:
         state = dict(state)
         payload = state.pop("_framepack_texts", None)
         table = framepack.table(payload) if payload is not None else None
-        later = {}
         for k in _COMM_FRAMES:
             if k in state:
-                if k in _LATER and framepack.is_packed(state[k]) and framepack.deferring():
-                    later[k] = state.pop(k)
-                else:
-                    state[k] = framepack.unpack(state[k], table)
+                state[k] = framepack.unpack(state[k], table)
         vars(self).update(state)
-        if later:
-            vars(self)["_packed"] = (later, table)
-
-    def __setattr__(self, name: str, value) -> None:
-        packed = vars(self).get("_packed")
-        if packed is not None and name in packed[0]:  # (a frame set before it was read: its packed form dropped)
-            del packed[0][name]
-            if not packed[0]:
-                del vars(self)["_packed"]
-        object.__setattr__(self, name, value)
-
-    def _unpacked(self) -> dict:
-        """vars(self), every frame unpacked."""
-        for k in list(vars(self).get("_packed", ({},))[0]):
-            getattr(self, k)
-        return vars(self)
-
-    def release_packed(self, name: str, made: dict) -> bool:
-        """Frame `name`, while still packed, replaced by its columns without rows and never unpacked (one frame for
-        the frames of one layout: `made`); False: it is not packed (`analysis.communication.release_comm_inputs`)."""
-        packed = vars(self).get("_packed")
-        if packed is None or name not in packed[0]:
-            return False
-        p = packed[0][name]
-        if framepack.rows(p):
-            key = ("packed", framepack.layout(p))
-            if key not in made:
-                made[key] = (None, framepack.unpack(framepack.without_rows(p), packed[1]))
-            setattr(self, name, made[key][1])
-        return True
 
 
 _COMM_FRAMES = ("steps", "ops", "links", "instances")
-
-
-class _Later:
-    """A frame of `Communication` an unpickled one holds packed until it is first read (`__setstate__`): unpacked
-    then and set on the object (which shadows this from then on); the field's default, if any, otherwise."""
-
-    _NONE = object()
-
-    def __init__(self, name: str, default: Any = _NONE) -> None:
-        self.name, self.default = name, default
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.default if self.default is not _Later._NONE else self
-        packed = vars(obj).get("_packed")
-        if packed is not None and self.name in packed[0]:
-            value = framepack.unpack(packed[0][self.name], packed[1])
-            setattr(obj, self.name, value)
-            return value
-        if self.default is _Later._NONE:
-            raise AttributeError(self.name)
-        return self.default
-
-
-_LATER = ("ops", "links", "instances")
-for _name in _LATER:
-    setattr(Communication, _name, _Later(_name, getattr(Communication, _name, _Later._NONE)))
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",

@@ -322,7 +322,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    with gc_paused(), framepack.deferred():  # (no cycle made; frames a rebuild may never read left packed)
+    with gc_paused():  # reading entries makes no cycle: no collection over every rank read so far as they pile up
         for i, rf in enumerate(items):
             key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
             if _recorded is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -363,44 +362,3 @@ def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies
                                                 list({id(g): g for t, g in columns if len(t)}.values()))
         ref_codes, ref_uniques = pd.factorize(np.concatenate([g for t, g in copies if len(t)]), use_na_sentinel=True)
         assert codes.tolist() == ref_codes.tolist() and list(uniques) == list(ref_uniques)
-
-
-def test_unpickled_communication_frames_stay_packed_until_read(monkeypatch):
-    """A rank read from the rank cache unpacks its operators, links and instances only when they are read: an analysis
-    from the cache drops them unread (`release_comm_inputs`, `drop_instances`), with the same columns and dtypes;
-    read, set or pickled again, they are the frames they were."""
-    from reportgen.analysis import drop_instances
-    from reportgen.analysis.communication import release_comm_inputs
-    from reportgen.model import RankData, RankInfo, Run, RunInfo
-
-    a = _comm("1")
-    a.links = a.ops.assign(src=[0, 1])
-    unpacked = []
-    real = framepack.unpack
-    monkeypatch.setattr(framepack, "unpack", lambda p, t: unpacked.append(p) or real(p, t))
-    eager = pickle.loads(pickle.dumps(a))  # (a rank sent by a worker: the analysis reads it next)
-    assert len(unpacked) == 4 and "_packed" not in vars(eager) and "ops" in vars(eager)
-    unpacked.clear()
-    with framepack.deferred():  # (rank cache entries read for a rebuild)
-        got = [pickle.loads(pickle.dumps(a)) for _ in range(3)]
-    assert len(unpacked) == 3  # (the steps only)
-    assert "ops" not in vars(got[0]) and "instances" not in vars(got[0])
-    assert_frame_equal(got[0].ops, a.ops, check_exact=True)  # read: unpacked now, and set
-    assert "ops" in vars(got[0]) and len(unpacked) == 4
-    got[1].instances = None  # set before it is read: the packed form is forgotten
-    assert got[1].instances is None and pickle.loads(pickle.dumps(got[1])).instances is None
-    assert_frame_equal(pickle.loads(pickle.dumps(got[2])).links, a.links, check_exact=True)  # pickled again
-    # an analysis from the cache: the frames emptied unread (one empty frame per layout), the instances dropped
-    with framepack.deferred():
-        fresh = [pickle.loads(pickle.dumps(a)) for _ in range(2)]
-    ranks = {r: RankData(info=RankInfo(rank=r, source_dir="."), communication=c) for r, c in enumerate(fresh)}
-    run = Run(root=Path("."), info=RunInfo(path="x", layout="ascend", layout_label="x"), ranks=ranks)
-    unpacked.clear()
-    release_comm_inputs(run)
-    drop_instances(run)
-    assert len(unpacked) == 2  # an empty frame per layout (the operators', the links'), no rank's rows
-    for c in fresh:
-        assert len(c.ops) == 0 and len(c.links) == 0 and c.instances is None and "_packed" not in vars(c)
-        assert list(c.ops.columns) == list(a.ops.columns) and c.ops.dtypes.tolist() == a.ops.dtypes.tolist()
-        assert c.links.dtypes.tolist() == a.links.dtypes.tolist()
-    assert fresh[0].ops is fresh[1].ops

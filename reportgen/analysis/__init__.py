@@ -112,7 +112,7 @@ def drop_instances(run: Run) -> None:
     `ops`; the rank cache entries were written when the ranks were loaded), and the page writers forked after the
     analysis would each count them again. Kept where the arrivals failed: the late-arrival rule then tries again."""
     for d in run.ranks.values():
-        if d.communication is not None:  # (not read: a rank from the cache holds them packed, `Communication`)
+        if d.communication is not None and getattr(d.communication, "instances", None) is not None:
             d.communication.instances = None
         if getattr(d.figures, "arrival", None) is not None:  # (their coded form, `per_rank.RankFigures.arrival`)
             d.figures.arrival = None
