@@ -44,14 +44,11 @@ batch's columns (`traces.Events.col`) are read with `operator.attrgetter`.
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Annotated, Optional, Union
 
 import msgspec
-import orjson
 
-from reportgen.jsonguard import CHUNK, DepthGuard, JsonTooDeep
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
 from reportgen.pools import gc_paused
 
@@ -138,56 +135,3 @@ def typed_events(data: bytes, start: int) -> Optional[list]:
             return _DECODER.decode(raw)
     except Exception:  # noqa: BLE001 -- ValidationError, DecodeError, UnicodeDecodeError, RecursionError: the
         return None  # existing path decides
-
-
-# orjson's own bound: it refuses a document nested past 1,024 levels (the whole-file reader relies on it: deeper
-# goes to the stream, whose guard reads up to `jsonguard.MAX_STREAM_DEPTH` levels), but orjson 3.8 has none and
-# crashes the process (SIGSEGV) on ~200,000 levels (the fuzz sweep's deep nesting)
-ORJSON_MAX_DEPTH = 1024
-
-
-class _Skipped(msgspec.Struct, array_like=True):
-    """A JSON list, each item skipped (parsed, nothing kept: ~0.6 ms a MB; msgspec's skipping raises RecursionError
-    ~1,000 levels down, within ORJSON_MAX_DEPTH)."""
-
-
-class _SkippedObject(msgspec.Struct):
-    """A JSON object, each value skipped (as `_Skipped`)."""
-
-
-_SKIP = {b"[": msgspec.json.Decoder(_Skipped), b"{": msgspec.json.Decoder(_SkippedObject)}
-
-
-def _orjson_bounded() -> bool:
-    try:
-        orjson.loads(b"[" * (ORJSON_MAX_DEPTH + 1) + b"]" * (ORJSON_MAX_DEPTH + 1))
-    except orjson.JSONDecodeError:
-        return True
-    return False
-
-
-ORJSON_BOUNDED = _orjson_bounded()  # this orjson refuses past ORJSON_MAX_DEPTH itself
-
-
-def orjson_may_read(data: bytes, start: int) -> bool:
-    """True when the JSON document in `data` (from byte `start`) nests within ORJSON_MAX_DEPTH levels, or this orjson
-    refuses what nests deeper itself (`ORJSON_BOUNDED`): what orjson may be given. msgspec skips over the document
-    first (no object kept); where it refuses (too deep for it, or not JSON it reads), the brackets are counted as the
-    stream's guard counts them (`jsonguard.DepthGuard`)."""
-    if ORJSON_BOUNDED:
-        return True
-    view = memoryview(data)[start:] if start else data
-    skip = _SKIP.get(bytes(view[:64]).lstrip(_WS)[:1])
-    try:
-        if skip is not None:
-            skip.decode(view)
-            return True
-    except Exception:  # noqa: BLE001 -- DecodeError, RecursionError: counted below
-        pass
-    guard = DepthGuard(io.BytesIO(view), ORJSON_MAX_DEPTH)  # (the stream's count, a chunk at a time)
-    try:
-        while guard.read(CHUNK):
-            pass
-    except JsonTooDeep:
-        return False
-    return True

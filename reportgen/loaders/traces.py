@@ -42,7 +42,7 @@ from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.screen import MAX_FIELD_CHARS
-from reportgen.loaders.trace_typed import FIELDS, orjson_may_read, TYPED_MAX_BYTES, typed_events
+from reportgen.loaders.trace_typed import FIELDS, TYPED_MAX_BYTES, typed_events
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, to_float
 
 
@@ -211,8 +211,8 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     Opening raises as the streamed reader does (not a regular file, a link out of the run folder).
 
     Where orjson and ijson (yajl) differ, the file is streamed: orjson refuses NaN / Infinity, bytes that are not
-    UTF-8, a lone surrogate escape, a cut-off file, nesting past 1,024 levels (`orjson_may_read`: not given to it;
-    `jsonguard.MAX_STREAM_DEPTH` is higher, so a file orjson reads is never refused by `DepthGuard`); it reads an
+    UTF-8, a lone surrogate escape, a cut-off file and nesting past 1,024 levels (the stream's own bound,
+    `jsonguard.MAX_STREAM_DEPTH`, is higher, so a file orjson reads is never refused by `DepthGuard`); it reads an
     integer beyond int64 (which yajl refuses: a run of 19+ digits is checked); and where the stream picks the events
     by their path ("traceEvents.item"), a second key spelt "traceEvents" (a duplicate, "traceEvents.item", an escaped
     letter) is left to it. `typed`: the events as `trace_typed.TraceEvent`s when msgspec reads the file whole into
@@ -226,9 +226,9 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
         events = typed_events(data, start)
         if events is not None:  # (screened by the decoder: every ts and dur `_usable`)
             return data, start, Events(events, whole=True, typed=True)
-    # (read for the typed path, too large for orjson's dicts; nested past orjson's bound: the stream's guard decides)
-    if (typed and len(data) > FAST_MAX_BYTES) or not orjson_may_read(data, start):
-        return None
+        if len(data) > FAST_MAX_BYTES:  # (read for the typed path, too large for orjson's dicts: streamed)
+            return None
+    end = _WS.match(data, start).end()
     try:
         with gc_paused():
             doc = orjson.loads(memoryview(data)[start:] if start else data)
@@ -236,7 +236,8 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
         return None
     if _int_beyond_int64(data, start):
         return None
-    if data.startswith(b"[", _WS.match(data, start).end()):
+    first = data[end:end + 1]
+    if first == b"[":
         return data, start, doc
     if not isinstance(doc, dict):
         return data, start, []  # a number or a string: nothing under "traceEvents"
