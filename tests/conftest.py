@@ -234,6 +234,20 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def typed_and_dicts(read, monkeypatch) -> tuple:
+    """`read()` over the typed events, then over orjson's dicts (the typed decoder refused): (the typed result, the
+    dicts' result, what the typed decoder gave at each call of the first read: None where it refused)."""
+    from reportgen.loaders import trace_typed, traces
+
+    took: list = []
+    with monkeypatch.context() as m:
+        m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
+        typed = read()
+    with monkeypatch.context() as m:
+        m.setattr(traces, "typed_events", lambda *a: None)
+        return typed, read(), took
+
+
 def plain(x):
     """A reader's result as comparable data (arrays and frames as lists / JSON, objects as their fields): the typed
     and the dict paths' results compared (tests/test_trace_typed.py, tests/test_kineto_typed.py)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import SAMPLES, plain
+from conftest import SAMPLES, plain, typed_and_dicts
 from reportgen.loaders import trace_typed, traces
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.kineto import load_kineto, read_step_ops, step_windows
@@ -72,13 +72,7 @@ def test_the_kineto_readers_are_the_same_typed_and_as_dicts(trace_paths, monkeyp
     refused): the same objects and entries, on synthetic, odd, H100 and real A100 / V100 / MI300X / gloo traces."""
     assert len(trace_paths) >= 3
     for path in trace_paths:
-        took = []
-        with monkeypatch.context() as m:
-            m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
-            typed = _read_all(path)
-        with monkeypatch.context() as m:
-            m.setattr(traces, "typed_events", lambda *a: None)
-            plain = _read_all(path)
+        typed, plain, took = typed_and_dicts(lambda: _read_all(path), monkeypatch)
         assert took and all(r is not None for r in took), path  # (every pass read the typed events)
         assert typed[:2] == plain[:2], path
         k, w, ops = typed[2]

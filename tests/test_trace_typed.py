@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import plain as comparable, sample
+from conftest import plain as comparable, sample, typed_and_dicts
 from reportgen.loaders import trace_typed, traces
 from reportgen.loaders.issuelog import IssueLog
 
@@ -176,14 +176,9 @@ def _summaries(path: Path, monkeypatch) -> tuple:
         log = IssueLog(path.parent, 0)
         return repr(summarize_trace(path, log)), [(i.code, i.params) for i in log.issues]
 
-    took = []
-    with monkeypatch.context() as m:
-        m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
-        typed = read()
+    typed, dicts, took = typed_and_dicts(read, monkeypatch)
     assert took and took[0] is not None  # (the typed path read it)
-    with monkeypatch.context() as m:
-        m.setattr(traces, "typed_events", lambda *a: None)
-        return typed, read()
+    return typed, dicts
 
 
 def test_the_timeline_summary_is_the_same_typed_and_as_dicts(tmp_path, monkeypatch):
@@ -235,13 +230,7 @@ def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dict
         return comparable((lay, ops, st)), [(i.code, i.params) for i in log.issues], n
 
     for path in paths:
-        took = []
-        with monkeypatch.context() as m:
-            m.setattr(traces, "typed_events", lambda *a: took.append(r := trace_typed.typed_events(*a)) or r)
-            typed = read(path)
-        with monkeypatch.context() as m:
-            m.setattr(traces, "typed_events", lambda *a: None)
-            plain = read(path)
+        typed, plain, took = typed_and_dicts(lambda: read(path), monkeypatch)
         assert typed == plain
         assert any(r is not None for r in took) == (path != paths[1])  # (the cut-off trace: neither path reads it)
         if path == paths[0]:  # the layout against the events read independently (orjson, event by event)
