@@ -134,6 +134,7 @@ class RankDetail:
         self._specs: dict[tuple, dict] = {}
         self._mem: Optional[tuple[dict, Optional[float]]] = None
         self._detail_cols: Optional[tuple] = None  # (rank, its operator frame, `detail_columns` of it): `_full_detail`
+        self._text: dict[int, int] = {}  # rank -> what its trace holds (`_text_bytes`)
         with_trace = [r for r in a.run.rank_ids if a.run.ranks[r].timeline is not None]
         has_trace = set(with_trace)
         first = [r for r in dict.fromkeys(priority or []) if r in has_trace]
@@ -141,7 +142,7 @@ class RankDetail:
         self.max_copies = max_trace_copies(len(a.run.rank_ids))
         for r in order:
             t = a.run.ranks[r].timeline
-            size = data_bytes([a.run.root / t.source]) if len(self.exports) < self.max_copies else 0
+            size = self._text_bytes(r) if len(self.exports) < self.max_copies else 0
             if len(self.exports) < self.max_copies and size <= MAX_TRACE_FILE_BYTES and size <= budget:
                 budget -= size
                 dest = urls.trace_copy(r)  # gzip-compressed (~7 % of the JSON)
@@ -150,6 +151,14 @@ class RankDetail:
             else:
                 self._skipped_export.add(r)
         self.n_copied = len(self.exports)
+
+    def _text_bytes(self, r: int) -> int:
+        """What rank `r`'s trace holds (`loaders.files.data_bytes`: a gzip by its trailer), read once: the copies'
+        bounds count it and the rank page shows it."""
+        got = self._text.get(r)
+        if got is None:
+            got = self._text[r] = data_bytes([self.a.run.root / self.a.run.ranks[r].timeline.source])
+        return got
 
     def _chart(self, key: tuple, make, rows: list[dict], name: str) -> dict:
         """Build a chart's spec once per shape (Altair validation costs ~30 ms) and attach each rank's rows."""
@@ -395,7 +404,7 @@ class RankDetail:
                     "pure_communication_ms": num(t.pure_communication_ms), "free_ms": num(t.free_ms),
                     "download": self._export_of.get(r), "converted": t.trace_needs_numbers,
                     "not_copied": r in self._skipped_export, "trace_mb": t.trace_bytes / 1e6,
-                    "text_mb": data_bytes([self.a.run.root / t.source]) / 1e6 if t.source.endswith(".gz") else None,
+                    "text_mb": self._text_bytes(r) / 1e6 if t.source.endswith(".gz") else None,
                     "n_copied": self.n_copied, "max_copies": self.max_copies,
                     "copies_mb": round(MAX_TRACE_EXPORT_BYTES / 1e6), "copy_mb": round(MAX_TRACE_FILE_BYTES / 1e6),
                     "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.rank_ids))})
