@@ -3,8 +3,10 @@ imported, ends with one line and exit code 130, never a traceback."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 
 INTERRUPTED = "msreport: interrupted; the previous report (if any) is untouched"
 
@@ -24,7 +26,23 @@ def main() -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)
-    return code
+    return _leave(code)
+
+
+def _leave(code: int) -> int:
+    """Exit now with `code`, once what was printed is flushed, without the interpreter's teardown: the build is
+    over and every file written and closed, and that teardown only frees, one at a time, the objects still alive
+    (0.4 s after a 1,024-rank build, ~4 % of a rebuild). Returns `code` (a normal exit) when the output cannot be
+    flushed (the interpreter then reports it as usual) or another thread still runs (it is waited for)."""
+    try:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return code
+    if threading.active_count() > 1 or not isinstance(code, int):
+        return code
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -351,3 +351,21 @@ def test_errors_in_the_report_language(tmp_path, synth_8, capsys):
 
     with pytest.raises(NoProfilingData, match="does not exist"):  # str() of the error: English outside a --lang
         discover(tmp_path / "nope")
+
+
+def test_the_command_leaves_with_its_exit_code_and_every_line_it_printed(tmp_path, synth_8):
+    """The command ends without the interpreter's teardown (`entry._leave`): what it printed still reaches a pipe and
+    a file whole, and the exit code is the build's (`--fail-on`: 1 when a finding is that severe, 0 otherwise)."""
+    import json
+
+    r = _run(str(synth_8), "-o", str(tmp_path / "a"), "--lang", "en")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip().splitlines()[-1].startswith("Wrote report to file://")  # the last line, whole
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    worst = {f["severity"] for f in summary["findings"]}
+    want = 1 if worst & {"warning", "critical"} else 0
+    with open(tmp_path / "out.txt", "w") as f:  # printed into a file: flushed before leaving too
+        code = subprocess.run([sys.executable, "-m", "reportgen", str(synth_8), "-o", str(tmp_path / "b"), "--lang", "en",
+                               "--fail-on", "warning"], stdout=f, stderr=subprocess.STDOUT).returncode
+    assert code == want
+    assert (tmp_path / "out.txt").read_text().rstrip().splitlines()[-1].startswith("Wrote report to file://")
