@@ -218,7 +218,7 @@ class RankComm:
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
-        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.rank_ids))
+        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.ranks))
         shown = MAX_FLAGGED_OPS if r in self.flagged else lean
         cols = self._op_columns(r, shown)
         downloads = []
@@ -227,12 +227,12 @@ class RankComm:
         sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > lean:  # every rank with more than the usual few: a flagged rank's page too
-            sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
+            sec["csv"] = rank_comm_ops_csv(r, len(a.run.ranks))
             downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
                                                                      columns=True))]
         reported = self.by_reporter.get(r, [])
         links = [self.links[i] for i in reported[:MAX_RANK_LINKS]]
-        keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.rank_ids))
+        keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.ranks))
         if len(links) > keep:  # a large run: the slow links, then the longest (every one is in the link CSV)
             pick = sorted(range(len(links)), key=lambda i: (not links[i]["slow"], -_time(links[i]["time_ms"])))
             links = [links[i] for i in sorted(pick[:keep])]  # (in the table's order)
