@@ -45,6 +45,7 @@ def test_rounded_column_equals_the_plain_path_bit_for_bit():
             cases.append((rng.integers(-10 ** 9, 10 ** 9, 400) / 10.0 ** (d + 1) * (scale / 1e6), d))
             cases.append((np.round(rng.uniform(0, scale, 400), d), d))
             cases.append(((rng.integers(0, 10 ** 7, 400) * 10 + 5) / 10.0 ** (d + 1) * (scale / 1e6), d))
+        cases.append((np.arange(400) * 0.5 + 17.0, d))  # already at its decimals (a curve's sampling times)
     for values, d in cases:
         assert json.dumps(columnar.rounded_column(values, d)) == json.dumps(_plain_rounded(values, d)), (d, values)
 

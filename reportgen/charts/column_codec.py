@@ -130,11 +130,12 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
     scale = float(10 ** decimals)
     t = a * scale  # within 2**-13 of the exact product (|t| < 2**47)
     k = np.rint(t)
-    if np.array_equal(k / scale, a) and np.all(np.abs(k) < 1e7):
-        # every value already the double of a decimal of at most `decimals` places and 7 digits (a curve's sampling
-        # times): rounding and the 7-digit cut give it back (the common case, without the work below)
-        return _delta_coded(a)
     near_half = np.abs(t - np.floor(t) - 0.5) < 1e-3  # Python's round of the exact value could go either way
+    if np.all(np.abs(k) < 1e7):  # the common case (a memory curve): 7 digits at most, nothing for the cut to drop
+        out = k / scale + 0.0  # (the division below; + 0.0: -0.0 is 0, as the integers below make it)
+        for i in np.flatnonzero(near_half).tolist():
+            out[i] = _sig7(round(float(a[i]), decimals))
+        return _delta_coded(out)
     k = k.astype(np.int64)
     # the 7 significant digits the page writes (`_sig7`): the value is k / 10**decimals exactly as a decimal
     mag = np.abs(k)
