@@ -46,9 +46,19 @@ def sig7(v: float) -> float:
 _sig7 = sig7
 
 
+_P10 = np.array([float(10 ** p) for p in range(MAX_DECIMALS + 1)])[:, None]  # 10**p as a column, p = 0..MAX
+_AT_ONCE = 512  # a column up to this long tries every count of decimals at once (a rank page's short columns)
+
+
 def _decimals(values: "np.ndarray") -> Optional[int]:
     """The fewest decimals (<= MAX_DECIMALS) that write every value exactly, or None (vectorised: numpy's round
-    is Python's, half to even, and dividing the rounded integer, exact below 2**53, is the same IEEE division)."""
+    is Python's, half to even, and dividing the rounded integer, exact below 2**53, is the same IEEE division).
+    A short column tries every count at once, a row each (a few numpy calls instead of four per count); a long
+    one count by count, stopping at the first that writes it."""
+    if len(values) <= _AT_ONCE:
+        scaled = values * _P10
+        ok = np.all(np.abs(scaled) < _SAFE, axis=1) & np.all(np.round(scaled) / _P10 == values, axis=1)
+        return int(np.argmax(ok)) if ok.any() else None
     for p in range(MAX_DECIMALS + 1):
         scaled = values * float(10 ** p)
         if np.all(np.abs(scaled) < _SAFE) and np.array_equal(np.round(scaled) / float(10 ** p), values):
