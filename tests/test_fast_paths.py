@@ -220,6 +220,9 @@ _OLD_LOOPS = {
     "step_rows": ('{% for row in s.rows %}<tr><td data-v="{{ row.step if row.step is not none else \'\' }}">'
                   '{{ row.step if row.step is not none else "—" }}</td>{% for p in s.phases %}<td>{{ row[p.key]|ms }}'
                   '</td>{% endfor %}</tr>\n{% endfor %}\n', "{{ s.rows|step_rows(s.phases) }}"),
+    # (the step table's footer: the rank's average and the cluster median, each a dict by phase)
+    "phase_cells": ('{% for row in s.rows %}{% for p in s.phases %}<td>{{ row.get(p.key)|ms }}</td>{% endfor %}'
+                    '{% endfor %}\n', "{% for row in s.rows %}{{ row|phase_cells(s.phases) }}{% endfor %}"),
     # (the rank pages' per-step, comparison and link tables align their numbers by the table's class: `bare_cell`)
     "compare_rows": ('{% for c in s.rows %}<tr><td>{{ (c.label|t) }}</td>{{ bare_cell(c.value) }}'
                      '{{ bare_cell(c.stage_mean) }}{{ bare_cell(c.median) }}</tr>{% endfor %}\n',
@@ -346,3 +349,17 @@ def test_csv_text_float_arrays_equal_the_lists_num_column_gives():
             lines = got.split("\r\n")
             assert lines[2].split(",")[2] == lines[3].split(",")[2] == ""  # NaN, inf: missing (as num_column)
             assert lines[4].split(",")[2] == "0" and lines[5].split(",")[2] == "1000"  # (-0.0: a whole number)
+
+
+def test_template_gettext_with_variables_remembered_per_value_and_type():
+    """`_()` with variables, remembered per (value, type): a Markup variable is not escaped where a str of the same
+    text is; True and 1, 1 and "1" are told apart; each call gives what the message % its variables gives."""
+    from markupsafe import Markup
+
+    env = jinja_env.make_env()
+    t = env.from_string('{{ _("Peak memory is %(ratio)s of the capacity.", ratio=v) }}|')
+    values = ["<b>x</b>", Markup("<b>x</b>"), 1, True, "1", None, 2.5, -0.0, 0.0, object, "<b>x</b>"]
+    for _ in range(2):  # (the second round from what the first remembered)
+        for v in values:
+            want = Markup("Peak memory is %(ratio)s of the capacity.") % {"ratio": v}
+            assert t.render(v=v) == want + "|", v

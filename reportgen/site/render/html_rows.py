@@ -116,6 +116,12 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
     return Markup("".join(out))
 
 
+def phase_cells(values: dict, phases: list[dict]) -> Markup:
+    """A step table's footer cells (`_rank_steps.html`: the rank's average, the cluster median): a cell (ms) per
+    phase, "—" for a phase the values lack."""
+    return Markup("".join([f"<td>{_ms_html(values.get(p['key']))}</td>" for p in phases]))
+
+
 def step_value_rows(rows: list[dict]) -> Markup:
     """Per-step rows of a step cell and ms cells (`row["values"]`: the overlap section's per-step table)."""
     return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_bare, row["values"]))}</tr>'
@@ -199,6 +205,6 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
     return Markup("".join(out))
 
 
-FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "step_value_rows": step_value_rows,
+FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "phase_cells": phase_cells, "step_value_rows": step_value_rows,
            "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows, "op_type_rows": op_type_rows,
            "op_detail_rows": op_detail_rows, "compare_rows": compare_rows, "link_rows": link_rows}

@@ -105,20 +105,32 @@ def csv_rows(page, path: str) -> Optional[int]:
     return None
 
 
+# `_()` variables whose text is told by their type and value (not a float: 0.0 and -0.0 are one key, not one text)
+_PLAIN_ARGS = frozenset((str, int, bool, type(None), Markup))
+
+
 def _template_gettext(lookup: Callable[[str], str]):
     """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
-    autoescape, then `% variables`, which escapes the variables), in one call instead of three, and a message
-    without variables looked up once per build (a rank page has 125 `_()` calls, thousands of pages the same)."""
+    autoescape, then `% variables`, which escapes the variables), in one call instead of three, looked up once per
+    build: a message without variables, and one with plain variables per their values and types (a rank page
+    has 125 `_()` calls, a dozen with variables, mostly the same counts from page to page; a Markup variable is
+    not escaped, a str of the same text is: the type is part of the key)."""
     done: dict = {}
 
     @pass_context
     def gettext(context, message: str, **variables):
+        autoescape = context.eval_ctx.autoescape
         if variables:
-            rv = lookup(message)
-            return (Markup(rv) if context.eval_ctx.autoescape else rv) % variables
-        key = (message, context.eval_ctx.autoescape)
+            if not all(type(v) in _PLAIN_ARGS for v in variables.values()):
+                rv = lookup(message)
+                return (Markup(rv) if autoescape else rv) % variables
+            key = (message, autoescape, *((k, type(v), v) for k, v in variables.items()))
+        else:
+            key = (message, autoescape)
         rv = done.get(key)
         if rv is None:
-            rv = done[key] = (Markup(lookup(message)) if key[1] else lookup(message)) % variables
+            if len(done) > 20_000:  # (variables from data: bounded)
+                done.clear()
+            rv = done[key] = (Markup(lookup(message)) if autoescape else lookup(message)) % variables
         return rv
     return gettext

@@ -181,9 +181,9 @@ def step_section(a: Analysis, r: int, maker, line_spec: Optional[dict]) -> tuple
     )
     if line_spec is not None and len(step_rows) >= 1:
         labels = set(line_spec["encoding"]["color"]["scale"]["domain"])
-        lines = [{"step": row["step"], "phase": _(PHASE_LABELS[p]), "value": row[p]}
-                 for row in step_rows for p in phases
-                 if _(PHASE_LABELS[p]) in labels and row["step"] is not None and row[p] is not None]
+        drawn = [(p, label) for p, label in ((p, _(PHASE_LABELS[p])) for p in phases) if label in labels]
+        lines = [{"step": row["step"], "phase": label, "value": row[p]}
+                 for row in step_rows for p, label in drawn if row["step"] is not None and row[p] is not None]
         if lines:
             spec = dict(line_spec)
             spec["datasets"] = {"steps": []}
