@@ -84,11 +84,11 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
     if p is None:
         return vals if vals is not None else arr.tolist()
     ints = np.round(arr * float(10 ** p)).astype(np.int64)
-    deltas = np.r_[ints[:1], np.diff(ints)]
+    deltas = np.concatenate((ints[:1], np.diff(ints)))  # (not np.r_: 5 us a call of index parsing)
     if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
-        starts = np.flatnonzero(np.r_[True, deltas[1:] != deltas[:-1]])
+        starts = np.flatnonzero(np.concatenate(([True], deltas[1:] != deltas[:-1])))
         if 4 * len(starts) < len(deltas):
-            times = np.diff(np.r_[starts, len(deltas)])
+            times = np.diff(starts, append=len(deltas))
             return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
     if len(deltas) >= _Z_MIN_VALUES and np.all(np.abs(deltas) < _Z_MAX_DELTA):
         return {"dec": p, "z": z_string(deltas)}
