@@ -45,6 +45,7 @@ def test_rounded_column_equals_the_plain_path_bit_for_bit():
             cases.append((rng.integers(-10 ** 9, 10 ** 9, 400) / 10.0 ** (d + 1) * (scale / 1e6), d))
             cases.append((np.round(rng.uniform(0, scale, 400), d), d))
             cases.append(((rng.integers(0, 10 ** 7, 400) * 10 + 5) / 10.0 ** (d + 1) * (scale / 1e6), d))
+        cases.append((np.arange(400) * 0.5 + 17.0, d))  # already at its decimals (a curve's sampling times)
     for values, d in cases:
         assert json.dumps(columnar.rounded_column(values, d)) == json.dumps(_plain_rounded(values, d)), (d, values)
 
@@ -219,6 +220,9 @@ _OLD_LOOPS = {
     "step_rows": ('{% for row in s.rows %}<tr><td data-v="{{ row.step if row.step is not none else \'\' }}">'
                   '{{ row.step if row.step is not none else "—" }}</td>{% for p in s.phases %}<td>{{ row[p.key]|ms }}'
                   '</td>{% endfor %}</tr>\n{% endfor %}\n', "{{ s.rows|step_rows(s.phases) }}"),
+    # (the step table's footer: the rank's average and the cluster median, each a dict by phase)
+    "phase_cells": ('{% for row in s.rows %}{% for p in s.phases %}<td>{{ row.get(p.key)|ms }}</td>{% endfor %}'
+                    '{% endfor %}\n', "{% for row in s.rows %}{{ row|phase_cells(s.phases) }}{% endfor %}"),
     # (the rank pages' per-step, comparison and link tables align their numbers by the table's class: `bare_cell`)
     "compare_rows": ('{% for c in s.rows %}<tr><td>{{ (c.label|t) }}</td>{{ bare_cell(c.value) }}'
                      '{{ bare_cell(c.stage_mean) }}{{ bare_cell(c.median) }}</tr>{% endfor %}\n',
@@ -345,3 +349,57 @@ def test_csv_text_float_arrays_equal_the_lists_num_column_gives():
             lines = got.split("\r\n")
             assert lines[2].split(",")[2] == lines[3].split(",")[2] == ""  # NaN, inf: missing (as num_column)
             assert lines[4].split(",")[2] == "0" and lines[5].split(",")[2] == "1000"  # (-0.0: a whole number)
+
+
+def test_template_gettext_with_variables_remembered_per_value_and_type():
+    """`_()` with variables, remembered per (value, type): a Markup variable is not escaped where a str of the same
+    text is; True and 1, 1 and "1" are told apart; each call gives what the message % its variables gives."""
+    from markupsafe import Markup
+
+    env = jinja_env.make_env()
+    t = env.from_string('{{ _("Peak memory is %(ratio)s of the capacity.", ratio=v) }}|')
+    values = ["<b>x</b>", Markup("<b>x</b>"), 1, True, "1", None, 2.5, -0.0, 0.0, object, "<b>x</b>"]
+    for _ in range(2):  # (the second round from what the first remembered)
+        for v in values:
+            want = Markup("Peak memory is %(ratio)s of the capacity.") % {"ratio": v}
+            assert t.render(v=v) == want + "|", v
+
+
+# the `chart` macro (`_macros.html`) that `jinja_env.chart_figure` replaced, as it was
+_OLD_CHART_MACRO = '{% macro chart(c) -%}\n{% set shared = share_spec(c) %}\n<figure class="chart" id="fig-{{ c.id }}" data-renderer="{{ c.renderer }}"{% if shared %} data-spec="{{ shared.key }}"{% endif %}{% if c.step_data %} data-steps="1"{% endif %}{% if c.table %} data-table="{{ c.table.id }}" data-table-cols="{{ c.table.cols|join(\',\') }}" data-table-set="{{ c.table.dataset }}"{% endif %}>\n  <div class="vis"></div>\n  {% if c.caption %}<figcaption>{{ (c.caption|t) }}</figcaption>{% endif %}\n  {#- a large run\'s rank page leaves out a shared spec\'s data when the columns carry all of it (every dataset\n      empty and named in them: report.js fills them in), ~75 bytes a chart on a thousand pages -#}\n  {% if not (gz_csvs is defined and gz_csvs and shared and c.columns_carry is defined and c.columns_carry(shared.data.datasets)) %}\n  <script type="application/json" class="spec">{{ (shared.data if shared else c.spec)|jsonscript }}</script>{% endif %}\n  {% if c.columns %}<script type="application/json" class="columns">{{ c.columns|jsonscript }}</script>{% endif %}\n  {% if c.step_data %}<script type="application/json" class="step-data">{{ c.step_data|jsonscript }}</script>{% endif %}\n</figure>\n{%- endmacro %}'
+
+
+def test_chart_figure_equals_the_macro_it_replaced():
+    """Every branch of the chart macro: a Chart or a dict, a shared spec or its own, the data left out (a large
+    run's rank page) or not, a caption to escape and translate, a table, columns, per-step data, hrefs resolved."""
+    from markupsafe import Markup
+
+    from reportgen import i18n
+    from reportgen.charts import Chart
+
+    def charts():
+        for caption in ("", "Step total", "<b>x</b> & 'y'", Markup("<i>m</i>")):
+            for table in (None, {"dataset": "steps", "id": "rank-steps", "cols": [1, -1, 3]}):
+                for columns in (None, {"steps": {"fields": ["x"], "cols": [[0.1234567891, 2]]}}):
+                    for step_data in (None, {"steps": {"1": [{"a": 1}]}, "fields": ["a"]}):
+                        spec = {"mark": "bar", "datasets": {"steps": [] if columns or table else [{"href": "x.html",
+                                                                                                   "v": 1 / 3}]}}
+                        c = Chart("c<1>", spec, caption, "canvas" if table else "svg", step_data, columns, table)
+                        yield c
+                        yield {"id": c.id, "spec": {"mark": "line"}, "caption": caption, "renderer": "svg",
+                               "step_data": step_data, "columns": columns, "table": table}
+
+    for lang in ("en", "zh"):
+        with i18n.use(lang):
+            env = jinja_env.make_env()
+            old = env.from_string(_OLD_CHART_MACRO + "[{{ chart(c) }}]")
+            new = env.from_string('{% from "_macros.html" import chart with context %}[{{ chart(c) }}]')
+            for share in (lambda c: None, lambda c: {"key": "k&1", "data": {"datasets": (
+                    c["spec"] if isinstance(c, dict) else c.spec).get("datasets", {})}}):
+                for gz in ((), (True,), (False,)):
+                    for c in charts():
+                        extra = {"gz_csvs": gz[0]} if gz else {}
+                        url = lambda target: "../" + str(target)  # noqa: E731
+                        url.resolver = None
+                        want = old.render(c=c, share_spec=share, url=url, **extra)
+                        assert new.render(c=c, share_spec=share, url=url, **extra) == want, (lang, c, gz)

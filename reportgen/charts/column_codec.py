@@ -46,9 +46,19 @@ def sig7(v: float) -> float:
 _sig7 = sig7
 
 
+_P10 = np.array([float(10 ** p) for p in range(MAX_DECIMALS + 1)])[:, None]  # 10**p as a column, p = 0..MAX
+_AT_ONCE = 512  # a column up to this long tries every count of decimals at once (a rank page's short columns)
+
+
 def _decimals(values: "np.ndarray") -> Optional[int]:
     """The fewest decimals (<= MAX_DECIMALS) that write every value exactly, or None (vectorised: numpy's round
-    is Python's, half to even, and dividing the rounded integer, exact below 2**53, is the same IEEE division)."""
+    is Python's, half to even, and dividing the rounded integer, exact below 2**53, is the same IEEE division).
+    A short column tries every count at once, a row each (a few numpy calls instead of four per count); a long
+    one count by count, stopping at the first that writes it."""
+    if len(values) <= _AT_ONCE:
+        scaled = values * _P10
+        ok = np.all(np.abs(scaled) < _SAFE, axis=1) & np.all(np.round(scaled) / _P10 == values, axis=1)
+        return int(np.argmax(ok)) if ok.any() else None
     for p in range(MAX_DECIMALS + 1):
         scaled = values * float(10 ** p)
         if np.all(np.abs(scaled) < _SAFE) and np.array_equal(np.round(scaled) / float(10 ** p), values):
@@ -74,11 +84,11 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
     if p is None:
         return vals if vals is not None else arr.tolist()
     ints = np.round(arr * float(10 ** p)).astype(np.int64)
-    deltas = np.r_[ints[:1], np.diff(ints)]
+    deltas = np.concatenate((ints[:1], np.diff(ints)))  # (not np.r_: 5 us a call of index parsing)
     if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
-        starts = np.flatnonzero(np.r_[True, deltas[1:] != deltas[:-1]])
+        starts = np.flatnonzero(np.concatenate(([True], deltas[1:] != deltas[:-1])))
         if 4 * len(starts) < len(deltas):
-            times = np.diff(np.r_[starts, len(deltas)])
+            times = np.diff(starts, append=len(deltas))
             return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
     if len(deltas) >= _Z_MIN_VALUES and np.all(np.abs(deltas) < _Z_MAX_DELTA):
         return {"dec": p, "z": z_string(deltas)}
@@ -131,6 +141,11 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
     t = a * scale  # within 2**-13 of the exact product (|t| < 2**47)
     k = np.rint(t)
     near_half = np.abs(t - np.floor(t) - 0.5) < 1e-3  # Python's round of the exact value could go either way
+    if np.all(np.abs(k) < 1e7):  # the common case (a memory curve): 7 digits at most, nothing for the cut to drop
+        out = k / scale + 0.0  # (the division below; + 0.0: -0.0 is 0, as the integers below make it)
+        for i in np.flatnonzero(near_half).tolist():
+            out[i] = _sig7(round(float(a[i]), decimals))
+        return _delta_coded(out)
     k = k.astype(np.int64)
     # the 7 significant digits the page writes (`_sig7`): the value is k / 10**decimals exactly as a decimal
     mag = np.abs(k)

@@ -116,6 +116,12 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
     return Markup("".join(out))
 
 
+def phase_cells(values: dict, phases: list[dict]) -> Markup:
+    """A step table's footer cells (`_rank_steps.html`: the rank's average, the cluster median): a cell (ms) per
+    phase, "—" for a phase the values lack."""
+    return Markup("".join([f"<td>{_ms_html(values.get(p['key']))}</td>" for p in phases]))
+
+
 def step_value_rows(rows: list[dict]) -> Markup:
     """Per-step rows of a step cell and ms cells (`row["values"]`: the overlap section's per-step table)."""
     return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_bare, row["values"]))}</tr>'
@@ -129,23 +135,41 @@ def comm_step_rows(rows: list[dict]) -> Markup:
 
 
 # A table row of plain cells, declared as (key, kind) pairs: `code` (the value in <code>), `t` (a data text,
-# translated), and the numbers `num`, `ms`, `pct1` (the filters of the same names).
-_CELLS = {
-    "code": lambda v: f"<td><code>{escape(v)}</code></td>",
-    "t": lambda v: f"<td>{escape(translate(v))}</td>",
-    "num": lambda v: f"<td>{escape(_NUM(v))}</td>",
-    "ms": lambda v: f"<td>{_ms_html(v)}</td>",
-    "pct1": lambda v: f"<td>{escape(_PCT1(v))}</td>",
-    "text": lambda v: f"<td>{escape(v)}</td>",
+# translated), and the numbers `num`, `ms`, `pct1` (the filters of the same names). A table is written column by
+# column (each kind's cells in one comprehension, a `t` column's cell once per distinct label), then joined by row.
+def _t_cells(values: list) -> list:
+    """A `t` column: a label's cell written once (the labels of a column repeat: sides, kinds, groups; a string's
+    only: 1 and 1.0 are one key of a dict, not one text)."""
+    done: dict = {}
+    out = []
+    for v in values:
+        if type(v) is str:
+            cell = done.get(v)
+            if cell is None:
+                cell = done[v] = f"<td>{escape(translate(v))}</td>"
+        else:
+            cell = f"<td>{escape(translate(v))}</td>"
+        out.append(cell)
+    return out
+
+
+_COLUMNS = {
+    "code": lambda vs: [f"<td><code>{escape(v)}</code></td>" for v in vs],
+    "t": _t_cells,
+    "num": lambda vs: [f"<td>{escape(_NUM(v))}</td>" for v in vs],
+    "ms": lambda vs: [f"<td>{_ms_html(v)}</td>" for v in vs],
+    "pct1": lambda vs: [f"<td>{escape(_PCT1(v))}</td>" for v in vs],
+    "text": lambda vs: [f"<td>{escape(v)}</td>" for v in vs],
 }
 
 
 def _plain_rows(*cells: tuple[str, str]):
     """A filter writing a `<tr>` of these cells per item."""
-    spec = [(key, _CELLS[kind]) for key, kind in cells]
+    spec = [(key, _COLUMNS[kind]) for key, kind in cells]
 
     def rows(items: list[dict]) -> Markup:
-        return Markup("".join(["<tr>" + "".join([cell(it[key]) for key, cell in spec]) + "</tr>" for it in items]))
+        cols = [column([it[key] for it in items]) for key, column in spec]
+        return Markup("".join(["<tr>" + "".join(row) + "</tr>" for row in zip(*cols)]))
     return rows
 
 
@@ -181,6 +205,6 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
     return Markup("".join(out))
 
 
-FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "step_value_rows": step_value_rows,
+FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "phase_cells": phase_cells, "step_value_rows": step_value_rows,
            "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows, "op_type_rows": op_type_rows,
            "op_detail_rows": op_detail_rows, "compare_rows": compare_rows, "link_rows": link_rows}

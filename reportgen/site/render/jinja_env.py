@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from reportgen import fmt, i18n, urls
 from reportgen.site.render import html_rows
@@ -54,6 +54,44 @@ def _json_script(context, value) -> Markup:
     return Markup(text)
 
 
+@pass_context
+def chart_figure(context, c) -> Markup:
+    """A chart's `<figure>` (`chart` in the templates, `_macros.html`): its spec, or the key of the spec it shares
+    (`share_spec`, the rank pages'), its columns and its per-step data, each a JSON script (`_json_script`); a
+    large run's rank page leaves out a shared spec's data when the columns carry all of it (every dataset empty and
+    named in them: report.js fills them in, ~75 bytes a chart on a thousand pages). `c`: a `Chart`, or a dict of
+    the same fields. Written here, as the macro it replaced did (`tests/test_fast_paths.py`), in one call: a rank
+    page draws three, on thousands of pages."""
+    if isinstance(c, dict):
+        get, carry = c.__getitem__, c.get("columns_carry")
+    else:
+        get, carry = c.__getattribute__, getattr(c, "columns_carry", None)
+    shared = context["share_spec"](c)
+    step_data, table = get("step_data"), get("table")
+    out = [f'<figure class="chart" id="fig-{escape(get("id"))}" data-renderer="{escape(get("renderer"))}"']
+    if shared:
+        out.append(f' data-spec="{escape(shared["key"])}"')
+    if step_data:
+        out.append(' data-steps="1"')
+    if table:
+        out.append(f' data-table="{escape(table["id"])}" data-table-cols="{Markup(",").join(table["cols"])}" '
+                   f'data-table-set="{escape(table["dataset"])}"')
+    out.append('>\n  <div class="vis"></div>\n')
+    caption = get("caption")
+    if caption:
+        out.append(f"<figcaption>{escape(html_rows.translate(caption))}</figcaption>")
+    if not (context.get("gz_csvs") and shared and carry is not None and carry(shared["data"]["datasets"])):
+        spec = shared["data"] if shared else get("spec")
+        out.append(f'  <script type="application/json" class="spec">{_json_script(context, spec)}</script>')
+    columns = get("columns")
+    if columns:
+        out.append(f'<script type="application/json" class="columns">{_json_script(context, columns)}</script>')
+    if step_data:
+        out.append(f'<script type="application/json" class="step-data">{_json_script(context, step_data)}</script>')
+    out.append("</figure>")
+    return Markup("".join(out))
+
+
 _DICT_ATTRS = frozenset(dir(dict))
 
 
@@ -88,6 +126,7 @@ def make_env() -> Environment:
                        csp_hash=csp_hash, **html_rows.FILTERS)
     env.globals["paths"] = urls  # page paths in the templates: `url(paths.STEP_TRACE)`
     env.globals["num_cell_fn"] = html_rows.num_cell  # `num_cell` in _macros.html
+    env.globals["chart_fn"] = chart_figure  # `chart` in _macros.html
     env.globals["bare_cell"] = html_rows.bare_cell  # its cell in a table that aligns its numbers (`table.n3`)
     env.globals["csv_rows"] = csv_rows  # `csv_file` in _macros.html: the rows of a page's CSV download
     env.globals["csv_download"] = urls.large_csv  # ... and the file it is written as (`.csv.gz` on a large run)
@@ -105,20 +144,32 @@ def csv_rows(page, path: str) -> Optional[int]:
     return None
 
 
+# `_()` variables whose text is told by their type and value (not a float: 0.0 and -0.0 are one key, not one text)
+_PLAIN_ARGS = frozenset((str, int, bool, type(None), Markup))
+
+
 def _template_gettext(lookup: Callable[[str], str]):
     """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
-    autoescape, then `% variables`, which escapes the variables), in one call instead of three, and a message
-    without variables looked up once per build (a rank page has 125 `_()` calls, thousands of pages the same)."""
+    autoescape, then `% variables`, which escapes the variables), in one call instead of three, looked up once per
+    build: a message without variables, and one with plain variables per their values and types (a rank page
+    has 125 `_()` calls, a dozen with variables, mostly the same counts from page to page; a Markup variable is
+    not escaped, a str of the same text is: the type is part of the key)."""
     done: dict = {}
 
     @pass_context
     def gettext(context, message: str, **variables):
+        autoescape = context.eval_ctx.autoescape
         if variables:
-            rv = lookup(message)
-            return (Markup(rv) if context.eval_ctx.autoescape else rv) % variables
-        key = (message, context.eval_ctx.autoescape)
+            if not all(type(v) in _PLAIN_ARGS for v in variables.values()):
+                rv = lookup(message)
+                return (Markup(rv) if autoescape else rv) % variables
+            key = (message, autoescape, *((k, type(v), v) for k, v in variables.items()))
+        else:
+            key = (message, autoescape)
         rv = done.get(key)
         if rv is None:
-            rv = done[key] = (Markup(lookup(message)) if key[1] else lookup(message)) % variables
+            if len(done) > 20_000:  # (variables from data: bounded)
+                done.clear()
+            rv = done[key] = (Markup(lookup(message)) if autoescape else lookup(message)) % variables
         return rv
     return gettext

@@ -177,18 +177,18 @@ def step_section(a: Analysis, r: int, maker, line_spec: Optional[dict]) -> tuple
         rule=text(st.rules_used.get(avg_row["rule"], "")) if avg_row else "",
         source=trace.source,
         cluster_median=({p: st.stats[p].median for p in phases if p in st.stats}
-                        if len(run.rank_ids) > 1 else {}),  # no "cluster median" of one device
+                        if len(run.ranks) > 1 else {}),  # no "cluster median" of one device
     )
     if line_spec is not None and len(step_rows) >= 1:
         labels = set(line_spec["encoding"]["color"]["scale"]["domain"])
-        lines = [{"step": row["step"], "phase": _(PHASE_LABELS[p]), "value": row[p]}
-                 for row in step_rows for p in phases
-                 if _(PHASE_LABELS[p]) in labels and row["step"] is not None and row[p] is not None]
+        drawn = [(p, label) for p, label in ((p, _(PHASE_LABELS[p])) for p in phases) if label in labels]
+        lines = [{"step": row["step"], "phase": label, "value": row[p]}
+                 for row in step_rows for p, label in drawn if row["step"] is not None and row[p] is not None]
         if lines:
             spec = dict(line_spec)
             spec["datasets"] = {"steps": []}
             chart = Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps."))
-            if urls.large_run(len(run.rank_ids)):
+            if urls.large_run(len(run.ranks)):
                 # drawn from the step table beside it (the same numbers, to the 0.001 ms the tooltip prints):
                 # for each label of the chart, its table column (after the step column)
                 at = {_(PHASE_LABELS[p]): 1 + i for i, p in enumerate(phases)}

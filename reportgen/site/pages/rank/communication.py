@@ -159,6 +159,7 @@ class RankComm:
             self._op_order = order.astype(np.int32) if len(order) < 2 ** 31 else order
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
+        self._group_by_code: Optional[np.ndarray] = None
 
     def _op_columns(self, r: int, limit: Optional[int] = None, arrays: bool = False) -> dict[str, Any]:
         """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
@@ -172,11 +173,10 @@ class RankComm:
         if limit is not None:
             e = min(e, b + limit)
         at = self._op_order[b:e]
-        col = {c: v[at] if isinstance(v, np.ndarray) else v[1][v[0][at]] for c, v in self._op_data.items()}
-        groups = col["group"].tolist()
-        labels = {g: self._group(g) for g in set(groups)} if len(groups) > 8 else None  # (a few groups, many rows)
-        out = {"op": col["op"].tolist(), "group": [labels[g] for g in groups] if labels is not None
-               else [self._group(g) for g in groups], "kind": col["kind"].tolist()}
+        col = {c: v[at] if isinstance(v, np.ndarray) else v[1][v[0][at]] for c, v in self._op_data.items()
+               if c != "group"}
+        out = {"op": col["op"].tolist(), "group": self._group_labels()[self._op_data["group"][0][at]].tolist(),
+               "kind": col["kind"].tolist()}
         if arrays:  # (`num_column`'s values: a non-finite number is missing)
             for k in nums:
                 a = np.array(col[k], dtype=np.float64)
@@ -199,6 +199,16 @@ class RankComm:
         b, e = self._op_at.get(r, (0, 0))
         return e - b
 
+    def _group_labels(self) -> np.ndarray:
+        """The label (`_group`) of each distinct group of the operators, at its code (`_column`), made when a page
+        first needs them (a run has a few hundred groups; a rank's CSV, 1,600 operators, takes its labels by code)."""
+        if self._group_by_code is None:
+            values = self._op_data["group"][1]
+            labels = np.empty(len(values), dtype=object)
+            labels[:] = [self._group(g) for g in values.tolist()]
+            self._group_by_code = labels
+        return self._group_by_code
+
     def _group(self, gid: Any) -> str:
         if gid not in self.group_labels:
             self.group_labels[gid] = group_label(self.a, gid)
@@ -218,7 +228,7 @@ class RankComm:
                          "communication_ms": num(p["communication_ms"]), "wait_ms": num(p["wait_ms"]),
                          "transit_ms": num(p["transit_ms"])} for p in self.steps.get(r, [])]
         # the page shows the longest operators (a flagged rank's page: up to MAX_FLAGGED_OPS); all are in the CSV
-        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.rank_ids))
+        lean = shown_rows(RANK_TOP_COMM_OPS, len(a.run.ranks))
         shown = MAX_FLAGGED_OPS if r in self.flagged else lean
         cols = self._op_columns(r, shown)
         downloads = []
@@ -227,12 +237,12 @@ class RankComm:
         sec["ops"] = column_rows(cols)
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > lean:  # every rank with more than the usual few: a flagged rank's page too
-            sec["csv"] = rank_comm_ops_csv(r, len(a.run.rank_ids))
+            sec["csv"] = rank_comm_ops_csv(r, len(a.run.ranks))
             downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
                                                                      columns=True))]
         reported = self.by_reporter.get(r, [])
         links = [self.links[i] for i in reported[:MAX_RANK_LINKS]]
-        keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.rank_ids))
+        keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.ranks))
         if len(links) > keep:  # a large run: the slow links, then the longest (every one is in the link CSV)
             pick = sorted(range(len(links)), key=lambda i: (not links[i]["slow"], -_time(links[i]["time_ms"])))
             links = [links[i] for i in sorted(pick[:keep])]  # (in the table's order)

@@ -107,6 +107,17 @@ def curve_label(x: str) -> str:
     return _(x) if x else ""
 
 
+def float_columns(frame):
+    """`name -> frame[name].to_numpy(dtype="float64")` for a frame of numbers, its columns read from one array of
+    the whole frame (a memory curve: a column of a frame costs ~10 us of pandas, a rank page read four); a frame
+    of other columns column by column."""
+    whole = frame.to_numpy()
+    if whole.dtype != np.float64:
+        return lambda name: frame[name].to_numpy(dtype="float64")
+    at = {name: i for i, name in enumerate(frame.columns)}
+    return lambda name: whole[:, at[name]]
+
+
 # the memory curve's points to the precision its tooltip prints (`charts.resources.memory_curve`: x ",.3f", MB ",.1f")
 CURVE_X_DECIMALS, CURVE_MB_DECIMALS = 3, 1
 # Points drawn of each series of a rank's memory curve: about as many as the chart has pixels across. A longer
@@ -139,7 +150,7 @@ class RankDetail:
         has_trace = set(with_trace)
         first = [r for r in dict.fromkeys(priority or []) if r in has_trace]
         order = first + [r for r in with_trace if r not in set(first)]
-        self.max_copies = max_trace_copies(len(a.run.rank_ids))
+        self.max_copies = max_trace_copies(len(a.run.ranks))
         for r in order:
             t = a.run.ranks[r].timeline
             size = self._text_bytes(r) if len(self.exports) < self.max_copies else 0
@@ -213,14 +224,14 @@ class RankDetail:
             sec["charts"].append(chart)
         downloads = []
         sec["n_detail"] = int(len(ops.detail))
-        shown = RANK_TOP_OPS if r in self.flagged else shown_rows(RANK_TOP_OPS_LEAN, len(self.a.run.rank_ids))
+        shown = RANK_TOP_OPS if r in self.flagged else shown_rows(RANK_TOP_OPS_LEAN, len(self.a.run.ranks))
         if len(ops.detail) > shown:
             # every operator in the CSV: its columns made once, the page's rows the first of them (the same values:
             # `detail_columns` converts value by value), kept for the CSV of this page only (`_full_detail`)
             cols = detail_columns(ops.detail)
             self._detail_cols = (r, ops.detail, cols)
             sec["detail"] = column_rows({k: v[:shown] for k, v in cols.items()})
-            sec["csv"] = rank_operators_csv(r, len(self.a.run.rank_ids))
+            sec["csv"] = rank_operators_csv(r, len(self.a.run.ranks))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
             downloads = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(self._full_detail, r, ops.detail),
                                                                 columns=True))]
@@ -357,11 +368,12 @@ class RankDetail:
                     "capacity_source": row["capacity_source"] if row else m.capacity_source})
         if m.curve is not None and len(m.curve):
             xs, mbs, runs = [], [], []  # runs: (series label, its points)
+            column = float_columns(m.curve)
             for col, label in (("used_mb", N_("in use / reserved")), ("allocated_mb", N_("allocated"))):
                 if col in m.curve:
-                    v = m.curve[col].to_numpy(dtype="float64")
+                    v = column(col)
                     ok = ~np.isnan(v)
-                    x, v = m.curve["x"].to_numpy(dtype="float64")[ok], v[ok]
+                    x, v = column("x")[ok], v[ok]
                     if len(v) > MAX_CURVE_POINTS_DRAWN:
                         keep = extreme_points(v, MAX_CURVE_POINTS_DRAWN)
                         x, v = x[keep], v[keep]
@@ -407,7 +419,7 @@ class RankDetail:
                     "text_mb": self._text_bytes(r) / 1e6 if t.source.endswith(".gz") else None,
                     "n_copied": self.n_copied, "max_copies": self.max_copies,
                     "copies_mb": round(MAX_TRACE_EXPORT_BYTES / 1e6), "copy_mb": round(MAX_TRACE_FILE_BYTES / 1e6),
-                    "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.rank_ids))})
+                    "truncated": t.truncated, "brief": urls.large_run(len(self.a.run.ranks))})
         chart = timeline_view.rank_chart(self.a.run.execution, r)
         if chart is not None:
             sec["charts"].append(chart)
