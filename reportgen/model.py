@@ -237,12 +237,16 @@ class Communication:
 
     # pickled (to the main process, into the rank cache) with its frames packed (`framepack`): one text table for
     # all four, its chunks the texts of each group (operator names, instance labels and keys: the same chunk on
-    # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly
+    # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly.
+    # The operators, links and instances (`_SEALED`: ~70 % of a rank's entry) are pickled sealed (`framepack.Sealed`,
+    # with the table) and opened when one of them is first read (`_Opened`): a rebuild whose analysis comes from the
+    # cache never reads them (`release_sealed`)
     def __getstate__(self) -> dict:
+        own = self._opened()
         texts = framepack.Texts()
         columns, where = [], []
         for name, cols in (("ops", ("op",)), ("instances", ("op", "key", "name"))):
-            frame = getattr(self, name)
+            frame = own.get(name)
             if frame is not None and "group" in frame.columns:
                 groups = frame["group"].to_numpy(dtype=object)
                 for c in cols:
@@ -254,8 +258,14 @@ class Communication:
         known: dict = {}
         for (name, c), cc in zip(where, codes or ()):  # (the codes `pack` would look up, read off the chunks)
             known.setdefault(name, {})[c] = cc
-        state = {k: framepack.pack(v, texts, known.get(k)) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
-        state["_framepack_texts"] = texts.payload()
+        sealed = {k: framepack.pack(own[k], texts, known.get(k)) for k in _SEALED if k in own}
+        state = {k: v for k, v in own.items() if k not in _SEALED}
+        if "steps" in state:  # (its own table: the sealed frames' texts are not read with it)
+            own_texts = framepack.Texts()
+            state["steps"] = framepack.pack(state["steps"], own_texts)
+            state["_framepack_texts"] = own_texts.payload()
+        state["_sealed"] = (framepack.Sealed.of((sealed, texts.payload())),
+                            {k: framepack.layout(v) for k, v in sealed.items()})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -267,8 +277,62 @@ class Communication:
                 state[k] = framepack.unpack(state[k], table)
         vars(self).update(state)
 
+    def _opened(self) -> dict:
+        """vars(self), the sealed frames opened."""
+        sealed = vars(self).get("_sealed")
+        if sealed is not None:
+            frames, payload = sealed[0].open()
+            table = framepack.table(payload)
+            own = vars(self)
+            for k, v in frames.items():  # (a frame set since it was sealed is kept)
+                if k not in own:
+                    own[k] = framepack.unpack(v, table)
+            del own["_sealed"]
+        return vars(self)
+
+    def release_sealed(self, instances: bool) -> None:
+        """What `analysis.communication.release_comm_inputs` (and `analysis.drop_instances` where `instances`) do to
+        an analysed rank, without opening its sealed frames: the operators and links, still sealed, become their
+        columns without rows (`framepack.empty`: one frame per layout), the instances None. A rank none of whose
+        frames are sealed is left as it is (those functions do the same to it)."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed is None:
+            return
+        for k, lay in sealed[1].items():
+            if k in own or (k == "instances" and not instances):
+                continue
+            own[k] = None if k == "instances" else framepack.empty(lay)
+        if all(k in own for k in sealed[1]):
+            del own["_sealed"]
+
 
 _COMM_FRAMES = ("steps", "ops", "links", "instances")
+_SEALED = ("ops", "links", "instances")
+
+
+class _Opened:
+    """A sealed frame of `Communication` (`_SEALED`): read while the rank still holds it sealed, every sealed frame
+    is opened (`Communication._opened`) and set on the rank (which shadows this from then on)."""
+
+    _NONE = object()
+
+    def __init__(self, name: str, default: Any = _NONE) -> None:
+        self.name, self.default = name, default
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.default if self.default is not _Opened._NONE else self
+        own = obj._opened()
+        if self.name in own:
+            return own[self.name]
+        if self.default is _Opened._NONE:
+            raise AttributeError(self.name)
+        return self.default
+
+
+for _name in _SEALED:  # (after the dataclass is made: its __init__ sets the fields on the rank as usual)
+    setattr(Communication, _name, _Opened(_name, getattr(Communication, _name, _Opened._NONE)))
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",

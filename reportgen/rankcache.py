@@ -28,6 +28,7 @@ cluster) wrapped by `_load_and_store`, which writes the entry where the rank was
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import hashlib
@@ -52,8 +53,8 @@ from reportgen.pools import gc_paused
 
 log = logging.getLogger("msreport")
 
-FORMAT = 5  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures;
-#            5: RankFigures.arrival)
+FORMAT = 6  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures;
+#            5: RankFigures.arrival; 6: the communication frames sealed, framepack.Sealed)
 # an entry: the pickled key, the pickled (codec, size of the pickled data, CRC-32 of what follows), then the pickled
 # data compressed with the codec ("raw": as it is; entries of 4 KB or less). LZ4 (pyarrow's): a 1,600-operator rank's ~390 KB in
 # ~70-250 KB, decompressed in ~50 µs (zstd: a little smaller, 3x slower to read)
@@ -317,14 +318,13 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         yield from map_ranks(load, items, args, **kw)
         return
     root, layout = args[0], args[1]
-    dirs: dict = {}
-    for rf in items:
-        dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
+    dirs = [str(Path(rf.dir).absolute()) for rf in items]
+    shared = {d for d, n in collections.Counter(dirs).items() if n > 1}
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    with gc_paused():  # reading entries makes no cycle: no collection over every rank read so far as they pile up
+    with gc_paused(long_lived=True):  # reading entries makes no cycle: no collection over the ranks read so far
         for i, rf in enumerate(items):
-            key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
+            key = rank_key(rf, root, layout, dirs[i] in shared)
             if _recorded is not None:
                 _recorded.append(key)
             path = entry_path(folder, key)
