@@ -8,6 +8,7 @@ Units are normalised at load time: every duration is in milliseconds.
 from __future__ import annotations
 
 from reportgen import framepack
+from reportgen.sealed import Sealed
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -238,7 +239,7 @@ class Communication:
     # pickled (to the main process, into the rank cache) with its frames packed (`framepack`): one text table for
     # all four, its chunks the texts of each group (operator names, instance labels and keys: the same chunk on
     # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly.
-    # The operators, links and instances (`_SEALED`: ~70 % of a rank's entry) are pickled sealed (`framepack.Sealed`,
+    # The operators, links and instances (`_SEALED`: ~70 % of a rank's entry) are pickled sealed (`sealed.Sealed`,
     # with the table) and opened when one of them is first read (`_Opened`): a rebuild whose analysis comes from the
     # cache never reads them (`release_sealed`)
     def __getstate__(self) -> dict:
@@ -264,7 +265,7 @@ class Communication:
             own_texts = framepack.Texts()
             state["steps"] = framepack.pack(state["steps"], own_texts)
             state["_framepack_texts"] = own_texts.payload()
-        state["_sealed"] = (framepack.Sealed.of((sealed, texts.payload())),
+        state["_sealed"] = (Sealed.of((sealed, texts.payload())),
                             {k: framepack.layout(v) for k, v in sealed.items()})
         return state
 
@@ -277,8 +278,8 @@ class Communication:
                 state[k] = framepack.unpack(state[k], table)
         vars(self).update(state)
 
-    def _opened(self) -> dict:
-        """vars(self), the sealed frames opened."""
+    def _opened(self, name: Optional[str] = None) -> dict:
+        """vars(self), the sealed frames opened (all of them, whichever `name` is read: they share their texts)."""
         sealed = vars(self).get("_sealed")
         if sealed is not None:
             frames, payload = sealed[0].open()
@@ -312,8 +313,9 @@ _SEALED = ("ops", "links", "instances")
 
 
 class _Opened:
-    """A sealed frame of `Communication` (`_SEALED`): read while the rank still holds it sealed, every sealed frame
-    is opened (`Communication._opened`) and set on the rank (which shadows this from then on)."""
+    """A field an object may hold sealed (`Communication`'s frames, `_SEALED`; `RankData`'s `_RANK_SEALED`): read
+    while the object still holds it sealed, it is opened (the object's `_opened(name)`) and set on the object (which
+    shadows this from then on)."""
 
     _NONE = object()
 
@@ -323,7 +325,7 @@ class _Opened:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self.default if self.default is not _Opened._NONE else self
-        own = obj._opened()
+        own = obj._opened(self.name)
         if self.name in own:
             return own[self.name]
         if self.default is _Opened._NONE:
@@ -546,6 +548,36 @@ class RankData:
     # the key paths of each small JSON file read whole (relative path -> paths such as "DeviceInfo[].id"), for the
     # cross-rank schema check (`loaders.schema.compare_shapes`): a key every other rank's copy has is named
     json_shapes: dict[str, frozenset] = field(default_factory=dict)
+
+    # pickled (to the main process, into the rank cache) with the fields only the rank's page reads in a rebuild
+    # (`_RANK_SEALED`) sealed (`sealed.Sealed`), each opened when first read (`_Opened`): the page writers forked
+    # after the analysis open them, not the main process as it reads the rank cache (~0.2 s at 1,024 ranks)
+    def __getstate__(self) -> dict:
+        state = dict(vars(self))
+        sealed = dict(state.pop("_sealed", None) or {})  # (still sealed: pickled as they came)
+        for k in _RANK_SEALED:
+            if state.get(k) is not None:
+                sealed[k] = Sealed.of(state.pop(k))
+        if sealed:
+            state["_sealed"] = sealed
+        return state
+
+    def _opened(self, name: str) -> dict:
+        """vars(self), field `name` opened if it is sealed."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed and name in sealed:
+            if name not in own:  # (a value set since it was sealed is kept)
+                own[name] = sealed[name].open()
+            del sealed[name]
+            if not sealed:
+                del own["_sealed"]
+        return own
+
+
+_RANK_SEALED = ("operators", "memory")
+for _name in _RANK_SEALED:
+    setattr(RankData, _name, _Opened(_name, getattr(RankData, _name, _Opened._NONE)))
 
 
 @dataclass

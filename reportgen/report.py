@@ -203,7 +203,10 @@ def _refs_of(pid: tuple, obj, depth: int) -> dict:
     can be told apart by identity: no numbers, texts or None)."""
     out = {pid: obj}
     if depth and is_dataclass(obj):
+        own = getattr(obj, "__dict__", None)
         for f in fields(obj):
+            if own is not None and f.name not in own:  # (a field still sealed, `model.RankData`: left so; no
+                continue  # object of it exists, so nothing refers to it)
             v = getattr(obj, f.name)
             if not isinstance(v, _IMMUTABLE):
                 out.update(_refs_of(pid + (f.name,), v, depth - 1))

@@ -12,6 +12,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from reportgen import framepack
+from reportgen.sealed import Sealed
 from reportgen.model import Communication
 
 
@@ -367,13 +368,13 @@ def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies
 
 
 def test_sealed_communication_frames_are_opened_when_first_read(monkeypatch):
-    """A rank's operators, links and instances come back sealed (`framepack.Sealed`): opened together when one of
+    """A rank's operators, links and instances come back sealed (`Sealed`): opened together when one of
     them is first read, each the frame it was; a frame set before any was read is kept as set."""
     a = _comm("1")
     a.links = a.ops.assign(src=[0, 1])
     opened = []
-    real = framepack.Sealed.open
-    monkeypatch.setattr(framepack.Sealed, "open", lambda self: opened.append(1) or real(self))
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
     b = pickle.loads(pickle.dumps(a))
     assert opened == [] and "_sealed" in vars(b) and "ops" not in vars(b)
     assert (b.source, b.producer, b.self_local) == (a.source, a.producer, a.self_local)
@@ -403,7 +404,7 @@ def test_released_sealed_frames_are_never_opened(monkeypatch):
     a = _comm("1")
     a.links = _mixed()
     b, b2 = pickle.loads(pickle.dumps(a)), pickle.loads(pickle.dumps(a))
-    monkeypatch.setattr(framepack.Sealed, "open", lambda self: pytest.fail("opened"))
+    monkeypatch.setattr(Sealed, "open", lambda self: pytest.fail("opened"))
     b.release_sealed(instances=True)
     b2.release_sealed(instances=True)
     assert "_sealed" not in vars(b) and b.instances is None
@@ -436,9 +437,38 @@ def test_empty_frame_of_a_layout_has_the_columns_and_dtypes():
 
 @pytest.mark.parametrize("size", [10, 100_000])
 def test_sealed_object_round_trip(size):
-    obj = {"x": list(range(size)), "t": "é" * 3}
-    s = pickle.loads(pickle.dumps(framepack.Sealed.of(obj)))
-    assert s.open() == obj and s.codec == ("raw" if size == 10 else "lz4")
+    obj = {"x": list(range(size)), "t": "é" * 3, "f": _mixed()}
+    s = pickle.loads(pickle.dumps(Sealed.of(obj)))
+    got = s.open()
+    assert got["x"] == obj["x"] and got["t"] == obj["t"] and s.codec == ("raw" if size == 10 else "lz4")
+    assert_frame_equal(got["f"], obj["f"], check_exact=True)
+    assert b"frame_from" in framepack.dumps(obj)  # (its frames packed)
     s.size -= 1  # (a size that does not fit: never another object)
     with pytest.raises(Exception):
         s.open()
+
+
+def test_rank_fields_read_by_its_page_alone_are_sealed_until_read(monkeypatch):
+    """A rank's operators and memory come back sealed, each opened when first read and then the object it was; a
+    field set before it was read is kept; a rank pickled again with a field still sealed keeps it."""
+    from reportgen.model import Memory, Operators, RankData, RankInfo
+
+    ops = Operators(by_type=_mixed(), detail=pd.DataFrame({"a": [1.0]}), basis={"aicore": "per step"})
+    d = RankData(info=RankInfo(rank=3, source_dir="r3"), operators=ops, memory=Memory(source="m", peak_mb=2.0))
+    opened = []
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    e = pickle.loads(pickle.dumps(d))
+    assert e.info.rank == 3 and e.step_trace is None and opened == []
+    assert e.memory.peak_mb == 2.0 and opened == [1] and "operators" not in vars(e)
+    again = pickle.loads(pickle.dumps(e))  # (the operators pickled again as they were, still sealed)
+    assert opened == [1] and "operators" not in vars(again)
+    for x in (e, again):
+        assert_frame_equal(x.operators.by_type, ops.by_type, check_exact=True)
+        assert x.operators.basis == ops.basis and "operators" not in vars(x).get("_sealed", {})
+    assert "_sealed" not in vars(e) and "memory" in vars(again)["_sealed"]
+    f = pickle.loads(pickle.dumps(d))
+    f.memory = None
+    assert f.memory is None and len(opened) == 3  # (set before it was read: kept, never opened)
+    assert RankData(info=d.info).memory is None and RankData.operators is None
+    assert "_sealed" not in pickle.loads(pickle.dumps(RankData(info=d.info))).__dict__  # (nothing to seal)
