@@ -556,8 +556,10 @@ class RankData:
         state = dict(vars(self))
         sealed = dict(state.pop("_sealed", None) or {})  # (still sealed: pickled as they came)
         for k in _RANK_SEALED:
-            if state.get(k) is not None:
-                sealed[k] = Sealed.of(state.pop(k))
+            if k in state:  # (opened, or set since it was sealed: as it is now)
+                sealed.pop(k, None)
+                if state[k] is not None:
+                    sealed[k] = Sealed.of(state.pop(k))
         if sealed:
             state["_sealed"] = sealed
         return state

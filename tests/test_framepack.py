@@ -467,6 +467,10 @@ def test_rank_fields_read_by_its_page_alone_are_sealed_until_read(monkeypatch):
         assert_frame_equal(x.operators.by_type, ops.by_type, check_exact=True)
         assert x.operators.basis == ops.basis and "operators" not in vars(x).get("_sealed", {})
     assert "_sealed" not in vars(e) and "memory" in vars(again)["_sealed"]
+    g = pickle.loads(pickle.dumps(d))
+    g.operators = None  # (set while sealed, then pickled: what it is now, not what was sealed)
+    h = pickle.loads(pickle.dumps(g))
+    assert list(vars(h)["_sealed"]) == ["memory"] and h.operators is None and len(opened) == 3
     f = pickle.loads(pickle.dumps(d))
     f.memory = None
     assert f.memory is None and len(opened) == 3  # (set before it was read: kept, never opened)
