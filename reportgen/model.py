@@ -1,6 +1,7 @@
 """Typed in-memory model of a profiled run: what the loaders produce and the analysis reads.
 
-Over 500 lines: dataclasses only, one per area of the report; no logic to split.
+Over 500 lines: dataclasses, one per area of the report, and how a rank's communication and its data pickle (their
+frames packed, some fields sealed: `framepack`, `sealed`); no logic to split.
 
 Units are normalised at load time: every duration is in milliseconds.
 """
@@ -8,7 +9,7 @@ Units are normalised at load time: every duration is in milliseconds.
 from __future__ import annotations
 
 from reportgen import framepack
-from reportgen.sealed import Sealed
+from reportgen.sealed import Sealed, SealedField
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -240,8 +241,8 @@ class Communication:
     # all four, its chunks the texts of each group (operator names, instance labels and keys: the same chunk on
     # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly.
     # The operators, links and instances (`_SEALED`: ~70 % of a rank's entry) are pickled sealed (`sealed.Sealed`,
-    # with the table) and opened when one of them is first read (`_Opened`): a rebuild whose analysis comes from the
-    # cache never reads them (`release_sealed`)
+    # with the table) and opened when one of them is first read (`sealed.SealedField`): a rebuild whose analysis
+    # comes from the cache never reads them (`release_sealed`)
     def __getstate__(self) -> dict:
         own = self._opened()
         texts = framepack.Texts()
@@ -312,29 +313,8 @@ _COMM_FRAMES = ("steps", "ops", "links", "instances")
 _SEALED = ("ops", "links", "instances")
 
 
-class _Opened:
-    """A field an object may hold sealed (`Communication`'s frames, `_SEALED`; `RankData`'s `_RANK_SEALED`): read
-    while the object still holds it sealed, it is opened (the object's `_opened(name)`) and set on the object (which
-    shadows this from then on)."""
-
-    _NONE = object()
-
-    def __init__(self, name: str, default: Any = _NONE) -> None:
-        self.name, self.default = name, default
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.default if self.default is not _Opened._NONE else self
-        own = obj._opened(self.name)
-        if self.name in own:
-            return own[self.name]
-        if self.default is _Opened._NONE:
-            raise AttributeError(self.name)
-        return self.default
-
-
 for _name in _SEALED:  # (after the dataclass is made: its __init__ sets the fields on the rank as usual)
-    setattr(Communication, _name, _Opened(_name, getattr(Communication, _name, _Opened._NONE)))
+    setattr(Communication, _name, SealedField(_name, getattr(Communication, _name, SealedField.NONE)))
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",
@@ -550,8 +530,8 @@ class RankData:
     json_shapes: dict[str, frozenset] = field(default_factory=dict)
 
     # pickled (to the main process, into the rank cache) with the fields only the rank's page reads in a rebuild
-    # (`_RANK_SEALED`) sealed (`sealed.Sealed`), each opened when first read (`_Opened`): the page writers forked
-    # after the analysis open them, not the main process as it reads the rank cache (~0.2 s at 1,024 ranks)
+    # (`_RANK_SEALED`) sealed (`sealed.Sealed`), each opened when first read (`sealed.SealedField`): the page
+    # writers forked after the analysis open them, not the main process reading the rank cache (~0.2 s at 1,024 ranks)
     def __getstate__(self) -> dict:
         state = dict(vars(self))
         sealed = dict(state.pop("_sealed", None) or {})  # (still sealed: pickled as they came)
@@ -579,7 +559,7 @@ class RankData:
 
 _RANK_SEALED = ("operators", "memory")
 for _name in _RANK_SEALED:
-    setattr(RankData, _name, _Opened(_name, getattr(RankData, _name, _Opened._NONE)))
+    setattr(RankData, _name, SealedField(_name, getattr(RankData, _name, SealedField.NONE)))
 
 
 @dataclass

@@ -3,7 +3,7 @@ read stays bytes there (`Sealed`), opened where it is read (a forked page writer
 
 `Sealed.of(obj)` pickles `obj` with its frames packed (`framepack.dumps`), compressed (LZ4, pyarrow's) when large;
 `open()` gives the object back. A `Sealed` pickles as its bytes: a rank cache entry holds it as it is, checked by
-the entry's CRC with the rest of the entry.
+the entry's CRC with the rest of the entry. `SealedField` opens a field an object holds sealed when it is read.
 """
 
 from __future__ import annotations
@@ -60,4 +60,27 @@ def _lz4():
 
 _CODEC: dict = {}
 
-__all__ = ["Sealed", "SEAL_COMPRESS_BYTES"]
+
+class SealedField:
+    """A field an object may hold sealed (`model.Communication`'s frames, `model.RankData`'s operators and memory),
+    set on the class after the dataclass is made: read while the object still holds it sealed, it is opened (the
+    object's `_opened(name)`) and set on the object, which shadows this from then on (a field set as usual, by
+    `__init__` or later, is the object's own and never comes here)."""
+
+    NONE = object()  # (no default: reading the field of an object without it raises AttributeError)
+
+    def __init__(self, name: str, default: Any = NONE) -> None:
+        self.name, self.default = name, default
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.default if self.default is not SealedField.NONE else self
+        own = obj._opened(self.name)
+        if self.name in own:
+            return own[self.name]
+        if self.default is SealedField.NONE:
+            raise AttributeError(self.name)
+        return self.default
+
+
+__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES"]
