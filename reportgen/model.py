@@ -1,6 +1,7 @@
 """Typed in-memory model of a profiled run: what the loaders produce and the analysis reads.
 
-Over 500 lines: dataclasses only, one per area of the report; no logic to split.
+Over 500 lines: dataclasses, one per area of the report, and how a rank's communication and its data pickle (their
+frames packed, some fields sealed: `framepack`, `sealed`); no logic to split.
 
 Units are normalised at load time: every duration is in milliseconds.
 """
@@ -8,6 +9,7 @@ Units are normalised at load time: every duration is in milliseconds.
 from __future__ import annotations
 
 from reportgen import framepack
+from reportgen.sealed import Sealed, SealedField
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -237,12 +239,16 @@ class Communication:
 
     # pickled (to the main process, into the rank cache) with its frames packed (`framepack`): one text table for
     # all four, its chunks the texts of each group (operator names, instance labels and keys: the same chunk on
-    # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly
+    # every rank of the group, decoded once), so that the ranks share their texts in memory and unpickle quickly.
+    # The operators, links and instances (`_SEALED`: ~70 % of a rank's entry) are pickled sealed (`sealed.Sealed`,
+    # with the table) and opened when one of them is first read (`sealed.SealedField`): a rebuild whose analysis
+    # comes from the cache never reads them (`release_sealed`)
     def __getstate__(self) -> dict:
+        own = self._opened()
         texts = framepack.Texts()
         columns, where = [], []
         for name, cols in (("ops", ("op",)), ("instances", ("op", "key", "name"))):
-            frame = getattr(self, name)
+            frame = own.get(name)
             if frame is not None and "group" in frame.columns:
                 groups = frame["group"].to_numpy(dtype=object)
                 for c in cols:
@@ -254,8 +260,14 @@ class Communication:
         known: dict = {}
         for (name, c), cc in zip(where, codes or ()):  # (the codes `pack` would look up, read off the chunks)
             known.setdefault(name, {})[c] = cc
-        state = {k: framepack.pack(v, texts, known.get(k)) if k in _COMM_FRAMES else v for k, v in vars(self).items()}
-        state["_framepack_texts"] = texts.payload()
+        sealed = {k: framepack.pack(own[k], texts, known.get(k)) for k in _SEALED if k in own}
+        state = {k: v for k, v in own.items() if k not in _SEALED}
+        if "steps" in state:  # (its own table: the sealed frames' texts are not read with it)
+            own_texts = framepack.Texts()
+            state["steps"] = framepack.pack(state["steps"], own_texts)
+            state["_framepack_texts"] = own_texts.payload()
+        state["_sealed"] = (Sealed.of((sealed, texts.payload())),
+                            {k: framepack.layout(v) for k, v in sealed.items()})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -267,8 +279,42 @@ class Communication:
                 state[k] = framepack.unpack(state[k], table)
         vars(self).update(state)
 
+    def _opened(self, name: Optional[str] = None) -> dict:
+        """vars(self), the sealed frames opened (all of them, whichever `name` is read: they share their texts)."""
+        sealed = vars(self).get("_sealed")
+        if sealed is not None:
+            frames, payload = sealed[0].open()
+            table = framepack.table(payload)
+            own = vars(self)
+            for k, v in frames.items():  # (a frame set since it was sealed is kept)
+                if k not in own:
+                    own[k] = framepack.unpack(v, table)
+            del own["_sealed"]
+        return vars(self)
+
+    def release_sealed(self, instances: bool) -> None:
+        """What `analysis.communication.release_comm_inputs` (and `analysis.drop_instances` where `instances`) do to
+        an analysed rank, without opening its sealed frames: the operators and links, still sealed, become their
+        columns without rows (`framepack.empty`: one frame per layout), the instances None. A rank none of whose
+        frames are sealed is left as it is (those functions do the same to it)."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed is None:
+            return
+        for k, lay in sealed[1].items():
+            if k in own or (k == "instances" and not instances):
+                continue
+            own[k] = None if k == "instances" else framepack.empty(lay)
+        if all(k in own for k in sealed[1]):
+            del own["_sealed"]
+
 
 _COMM_FRAMES = ("steps", "ops", "links", "instances")
+_SEALED = ("ops", "links", "instances")
+
+
+for _name in _SEALED:  # (after the dataclass is made: its __init__ sets the fields on the rank as usual)
+    setattr(Communication, _name, SealedField(_name, getattr(Communication, _name, SealedField.NONE)))
 
 # --- communication/computation overlap (MindInsight's cluster-analyse columns) --------------------------
 OVERLAP_COLUMNS: tuple[str, ...] = ("computation", "communication_alone", "stage", "receive_alone",
@@ -482,6 +528,38 @@ class RankData:
     # the key paths of each small JSON file read whole (relative path -> paths such as "DeviceInfo[].id"), for the
     # cross-rank schema check (`loaders.schema.compare_shapes`): a key every other rank's copy has is named
     json_shapes: dict[str, frozenset] = field(default_factory=dict)
+
+    # pickled (to the main process, into the rank cache) with the fields only the rank's page reads in a rebuild
+    # (`_RANK_SEALED`) sealed (`sealed.Sealed`), each opened when first read (`sealed.SealedField`): the page
+    # writers forked after the analysis open them, not the main process reading the rank cache (~0.2 s at 1,024 ranks)
+    def __getstate__(self) -> dict:
+        state = dict(vars(self))
+        sealed = dict(state.pop("_sealed", None) or {})  # (still sealed: pickled as they came)
+        for k in _RANK_SEALED:
+            if k in state:  # (opened, or set since it was sealed: as it is now)
+                sealed.pop(k, None)
+                if state[k] is not None:
+                    sealed[k] = Sealed.of(state.pop(k))
+        if sealed:
+            state["_sealed"] = sealed
+        return state
+
+    def _opened(self, name: str) -> dict:
+        """vars(self), field `name` opened if it is sealed."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed and name in sealed:
+            if name not in own:  # (a value set since it was sealed is kept)
+                own[name] = sealed[name].open()
+            del sealed[name]
+            if not sealed:
+                del own["_sealed"]
+        return own
+
+
+_RANK_SEALED = ("operators", "memory")
+for _name in _RANK_SEALED:
+    setattr(RankData, _name, SealedField(_name, getattr(RankData, _name, SealedField.NONE)))
 
 
 @dataclass

@@ -20,7 +20,7 @@ Anything wrong with an entry -- unreadable, truncated, not a pickle, a key that 
 folder others may write to -- makes it a miss: the rank is read from its files and the entry written again; the
 cache never stops a build (a folder that cannot be written only means no cache). Entries are pickles (compressed,
 `CODEC`), so only folders and files owned by the current user and not writable by others are read. Every plain
-frame of an entry is pickled packed (`framepack`): entries are small and quick to read.
+frame of an entry is pickled packed (`framepack.dumps`): entries are small and quick to read.
 
 Hits are read in this process (no worker round trip); misses go to `map_ranks` (the local pool or the Dask
 cluster) wrapped by `_load_and_store`, which writes the entry where the rank was read.
@@ -28,6 +28,7 @@ cluster) wrapped by `_load_and_store`, which writes the entry where the rank was
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import hashlib
@@ -45,15 +46,13 @@ import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-import pandas as pd
-
 from reportgen import framepack
 from reportgen.pools import gc_paused
 
 log = logging.getLogger("msreport")
 
-FORMAT = 5  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures;
-#            5: RankFigures.arrival)
+FORMAT = 6  # bump when the entry layout changes (3: packed frames share their Index; 4: RankData.figures;
+#            5: RankFigures.arrival; 6: the communication frames sealed, sealed.Sealed)
 # an entry: the pickled key, the pickled (codec, size of the pickled data, CRC-32 of what follows), then the pickled
 # data compressed with the codec ("raw": as it is; entries of 4 KB or less). LZ4 (pyarrow's): a 1,600-operator rank's ~390 KB in
 # ~70-250 KB, decompressed in ~50 µs (zstd: a little smaller, 3x slower to read)
@@ -255,23 +254,8 @@ def write_entry(path: Path, key: tuple, data, body: Optional[bytes] = None) -> N
                 os.unlink(tmp)
 
 
-class _FramePickler(pickle.Pickler):
-    """Every plain frame of an entry pickled packed (`framepack`: read ~4x faster, texts shared between ranks); a
-    rank's communication frames come packed already (`model.Communication`)."""
-
-    def reducer_override(self, obj):
-        if type(obj) is pd.DataFrame:
-            texts = framepack.Texts()
-            packed = framepack.pack(obj, texts)
-            if packed is not obj:
-                return framepack.frame_from, (packed, texts.payload())
-        return NotImplemented
-
-
 def _dumps(data) -> bytes:
-    buf = io.BytesIO()
-    _FramePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(data)
-    return buf.getvalue()
+    return framepack.dumps(data)
 
 
 class Pickled:
@@ -317,14 +301,13 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
         yield from map_ranks(load, items, args, **kw)
         return
     root, layout = args[0], args[1]
-    dirs: dict = {}
-    for rf in items:
-        dirs[str(Path(rf.dir).absolute())] = dirs.get(str(Path(rf.dir).absolute()), 0) + 1
+    dirs = [str(Path(rf.dir).absolute()) for rf in items]
+    shared = {d for d, n in collections.Counter(dirs).items() if n > 1}
     hits: dict[int, object] = {}
     todo: list[tuple[int, Path, tuple]] = []
-    with gc_paused():  # reading entries makes no cycle: no collection over every rank read so far as they pile up
+    with gc_paused(long_lived=True):  # reading entries makes no cycle: no collection over the ranks read so far
         for i, rf in enumerate(items):
-            key = rank_key(rf, root, layout, dirs[str(Path(rf.dir).absolute())] > 1)
+            key = rank_key(rf, root, layout, dirs[i] in shared)
             if _recorded is not None:
                 _recorded.append(key)
             path = entry_path(folder, key)
@@ -388,7 +371,7 @@ def memo(name: str, files: list, extra: object, log, call: Callable):
     return result
 
 
-class _RefPickler(_FramePickler):
+class _RefPickler(framepack.FramePickler):
     """Pickles the objects of `ids` (by identity) as references (`persistent_id`): a whole-run result keeps no copy
     of the run it was computed from; `_RefUnpickler` resolves them against the objects of the build reading it."""
 

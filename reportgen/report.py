@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import logging
+import pickle
 import time
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -106,7 +108,11 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
     ident, key = inputs
     refs = run_refs(run)
     analysis = rankcache.run_memo("analysis", ident, key, refs, lambda: _analyze(run, opts), background=True)
-    if not any(getattr(i, "code", "") == "analysis.waits-failed" for i in analysis.issues):
+    drop = not any(getattr(i, "code", "") == "analysis.waits-failed" for i in analysis.issues)
+    for d in run.ranks.values():  # (an analysis from the cache: the frames it would have read, never opened)
+        if d.communication is not None:
+            d.communication.release_sealed(instances=drop)
+    if drop:
         drop_instances(run)  # (as `analyze` does once the waits are made: an analysis from the cache leaves them too)
     release_comm_inputs(run)  # (as `analyze` does once the communication analysis has read them)
     refs.update(_refs_of(("analysis",), analysis, depth=2))
@@ -165,13 +171,12 @@ def input_files(layout: RunLayout) -> tuple[tuple, tuple]:
     read from it by what it was before, so the next build sees a changed file and computes them again."""
     run_level = sorted(str(p) for ps in layout.run_files.values() for p in ps)
     every = sorted(str(p) for rf in layout.ranks.values() for ps in rf.files.values() for p in ps)
-    return (tuple(rankcache._stat_key(Path(p)) for p in run_level),
-            tuple(rankcache._stat_key(Path(p)) for p in every))
+    return tuple(map(rankcache._stat_key, run_level)), tuple(map(rankcache._stat_key, every))
 
 
 def analysis_inputs(layout: RunLayout, opts: BuildOptions, rank_keys: list,
                     files: Optional[tuple[tuple, tuple]] = None) -> Optional[tuple]:
-    """(the run's name, what its analysis is computed from) for `analyse_phase`'s cache: every rank's cache key
+    """(the run's name, a digest of what its analysis is computed from) for `analyse_phase`'s cache: every rank's cache key
     (`rankcache.rank_key`: the files of the rank, msreport's code), the run-level files' sizes and modification
     times, what discovery found and the settings the load and the analysis read. None: a rank was loaded without
     a key (no cache), so nothing whole-run is cached either. `files`: `input_files(layout)` as taken before the
@@ -186,7 +191,11 @@ def analysis_inputs(layout: RunLayout, opts: BuildOptions, rank_keys: list,
            layout.key, layout.world_size, sorted(layout.group_ranks), sorted(layout.ranks),
            repr(sorted(layout.parallel_hint.items(), key=repr)), layout.issues,
            opts.device_memory_mb, opts.peak_tflops, opts.model_flops, opts.marey_steps)
-    return f"{Path(layout.root).absolute()}|{layout.label}", key
+    try:  # (digested once here, not pickled again by each `run_memo` keyed by it: ~20 ms each at 1,024 ranks)
+        digest = hashlib.sha256(pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    except Exception:  # noqa: BLE001  # inputs that cannot be pickled: nothing whole-run is cached
+        return None
+    return f"{Path(layout.root).absolute()}|{layout.label}", digest
 
 
 def _refs_of(pid: tuple, obj, depth: int) -> dict:
@@ -194,7 +203,10 @@ def _refs_of(pid: tuple, obj, depth: int) -> dict:
     can be told apart by identity: no numbers, texts or None)."""
     out = {pid: obj}
     if depth and is_dataclass(obj):
+        own = getattr(obj, "__dict__", None)
         for f in fields(obj):
+            if own is not None and f.name not in own:  # (a field still sealed, `model.RankData`: left so; no
+                continue  # object of it exists, so nothing refers to it)
             v = getattr(obj, f.name)
             if not isinstance(v, _IMMUTABLE):
                 out.update(_refs_of(pid + (f.name,), v, depth - 1))

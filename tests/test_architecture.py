@@ -17,6 +17,7 @@ ROOT = Path(reportgen.__file__).parent
 LAYERS = [
     {"__init__", "errors", "numbers", "fmt", "jsonguard", "intervals", "urls", "progress", "i18n", "model", "pools",
      "framepack",  # frames in a compact pickled form (model.Communication's frames, across processes and the cache)
+     "sealed",  # objects kept pickled until read (a rank's fields a rebuild's main process may never read)
      "idle",  # idle time by cause: the Kineto loader computes it per rank where the kernel arrays are
      "dataquality",  # the data-quality codes and their templates: every layer writes them (imports i18n only)
      "collectives"},  # collective naming (kinds, display names, op classes): loaders, model and summary share it

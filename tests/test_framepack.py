@@ -12,6 +12,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from reportgen import framepack
+from reportgen.sealed import Sealed
 from reportgen.model import Communication
 
 
@@ -119,7 +120,9 @@ def test_communication_pickles_packed_and_shares_texts_between_ranks():
     assert a2.ops["group"][0] is b2.ops["group"][1]
     assert a2.ops["op"][0] != b2.ops["op"][0]
     state = a.__getstate__()
-    assert state["ops"][0] == "framepack" and any("hcom_send__1" in p for p in state["_framepack_texts"])
+    frames, payload = state["_sealed"][0].open()
+    assert frames["ops"][0] == "framepack" and any("hcom_send__1" in p for p in payload)
+    assert not {"ops", "links", "instances"} & set(state)  # (sealed, not beside the rest)
     c = Communication(source="x", producer="p", steps=pd.DataFrame(), ops=pd.DataFrame(), links=pd.DataFrame())
     assert pickle.loads(pickle.dumps(c)).instances is None
 
@@ -362,3 +365,114 @@ def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies
                                                 list({id(g): g for t, g in columns if len(t)}.values()))
         ref_codes, ref_uniques = pd.factorize(np.concatenate([g for t, g in copies if len(t)]), use_na_sentinel=True)
         assert codes.tolist() == ref_codes.tolist() and list(uniques) == list(ref_uniques)
+
+
+def test_sealed_communication_frames_are_opened_when_first_read(monkeypatch):
+    """A rank's operators, links and instances come back sealed (`Sealed`): opened together when one of
+    them is first read, each the frame it was; a frame set before any was read is kept as set."""
+    a = _comm("1")
+    a.links = a.ops.assign(src=[0, 1])
+    opened = []
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    b = pickle.loads(pickle.dumps(a))
+    assert opened == [] and "_sealed" in vars(b) and "ops" not in vars(b)
+    assert (b.source, b.producer, b.self_local) == (a.source, a.producer, a.self_local)
+    assert_frame_equal(b.steps, a.steps, check_exact=True)
+    assert opened == []  # (the rest of the rank read without opening them)
+    assert_frame_equal(b.links, a.links, check_exact=True)
+    assert opened == [1] and "_sealed" not in vars(b)
+    for k in ("ops", "instances"):
+        assert_frame_equal(getattr(b, k), getattr(a, k), check_exact=True)
+    assert opened == [1]
+    c = pickle.loads(pickle.dumps(a))
+    c.instances = None  # set while sealed: kept, the others opened as they were
+    assert c.instances is None and opened == [1]
+    assert_frame_equal(c.ops, a.ops, check_exact=True)
+    assert c.instances is None and opened == [1, 1]
+    d = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(a))))  # pickled again while sealed: the same frames
+    assert_frame_equal(d.instances, a.instances, check_exact=True)
+    assert Communication.instances is None  # (the field's default, as the dataclass made it)
+    with pytest.raises(AttributeError):
+        Communication.__new__(Communication).ops  # noqa: B018  # (a rank without the field: no default)
+
+
+def test_released_sealed_frames_are_never_opened(monkeypatch):
+    """`release_sealed` leaves an analysed rank as `release_comm_inputs` and `drop_instances` would (the operators and
+    links without rows, their columns and dtypes kept; the instances None) without opening the seal; the instances
+    kept (`instances=False`) are opened when read, the operators and links staying released."""
+    a = _comm("1")
+    a.links = _mixed()
+    b, b2 = pickle.loads(pickle.dumps(a)), pickle.loads(pickle.dumps(a))
+    monkeypatch.setattr(Sealed, "open", lambda self: pytest.fail("opened"))
+    b.release_sealed(instances=True)
+    b2.release_sealed(instances=True)
+    assert "_sealed" not in vars(b) and b.instances is None
+    for k in ("ops", "links"):
+        got, want = getattr(b, k), getattr(a, k).iloc[:0]
+        assert len(got) == 0 and list(got.columns) == list(want.columns) and list(got.dtypes) == list(want.dtypes)
+        assert_frame_equal(got, want, check_exact=True, check_index_type=False)
+        assert getattr(b2, k) is got  # (one frame per layout)
+    monkeypatch.undo()
+    c = pickle.loads(pickle.dumps(a))
+    c.release_sealed(instances=False)
+    assert "_sealed" in vars(c) and len(c.ops) == 0
+    assert_frame_equal(c.instances, a.instances, check_exact=True)
+    assert len(c.ops) == 0 and len(c.links) == 0
+    plain = _comm("2")
+    plain.release_sealed(instances=True)  # nothing sealed: left as it is
+    assert len(plain.ops) == 2 and plain.instances is not None
+
+
+def test_empty_frame_of_a_layout_has_the_columns_and_dtypes():
+    for f in (_mixed(), pd.DataFrame({"a": [1.0]}), pd.DataFrame({"t": pd.Series(["x"], dtype=object)})):
+        packed, _ = _round(f)
+        lay = framepack.layout(packed)
+        assert pickle.loads(pickle.dumps(lay)) == lay and hash(lay) == hash(pickle.loads(pickle.dumps(lay)))
+        got = framepack.empty(pickle.loads(pickle.dumps(lay)))
+        assert_frame_equal(got, f.iloc[:0], check_exact=True, check_index_type=False)
+        assert list(got.dtypes) == list(f.dtypes) and got.columns.dtype == f.columns.dtype
+    assert framepack.layout(None) is None and framepack.empty(None) is None
+
+
+@pytest.mark.parametrize("size", [10, 100_000])
+def test_sealed_object_round_trip(size):
+    obj = {"x": list(range(size)), "t": "é" * 3, "f": _mixed()}
+    s = pickle.loads(pickle.dumps(Sealed.of(obj)))
+    got = s.open()
+    assert got["x"] == obj["x"] and got["t"] == obj["t"] and s.codec == ("raw" if size == 10 else "lz4")
+    assert_frame_equal(got["f"], obj["f"], check_exact=True)
+    assert b"frame_from" in framepack.dumps(obj)  # (its frames packed)
+    s.size -= 1  # (a size that does not fit: never another object)
+    with pytest.raises(Exception):
+        s.open()
+
+
+def test_rank_fields_read_by_its_page_alone_are_sealed_until_read(monkeypatch):
+    """A rank's operators and memory come back sealed, each opened when first read and then the object it was; a
+    field set before it was read is kept; a rank pickled again with a field still sealed keeps it."""
+    from reportgen.model import Memory, Operators, RankData, RankInfo
+
+    ops = Operators(by_type=_mixed(), detail=pd.DataFrame({"a": [1.0]}), basis={"aicore": "per step"})
+    d = RankData(info=RankInfo(rank=3, source_dir="r3"), operators=ops, memory=Memory(source="m", peak_mb=2.0))
+    opened = []
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    e = pickle.loads(pickle.dumps(d))
+    assert e.info.rank == 3 and e.step_trace is None and opened == []
+    assert e.memory.peak_mb == 2.0 and opened == [1] and "operators" not in vars(e)
+    again = pickle.loads(pickle.dumps(e))  # (the operators pickled again as they were, still sealed)
+    assert opened == [1] and "operators" not in vars(again)
+    for x in (e, again):
+        assert_frame_equal(x.operators.by_type, ops.by_type, check_exact=True)
+        assert x.operators.basis == ops.basis and "operators" not in vars(x).get("_sealed", {})
+    assert "_sealed" not in vars(e) and "memory" in vars(again)["_sealed"]
+    g = pickle.loads(pickle.dumps(d))
+    g.operators = None  # (set while sealed, then pickled: what it is now, not what was sealed)
+    h = pickle.loads(pickle.dumps(g))
+    assert list(vars(h)["_sealed"]) == ["memory"] and h.operators is None and len(opened) == 3
+    f = pickle.loads(pickle.dumps(d))
+    f.memory = None
+    assert f.memory is None and len(opened) == 3  # (set before it was read: kept, never opened)
+    assert RankData(info=d.info).memory is None and RankData.operators is None
+    assert "_sealed" not in pickle.loads(pickle.dumps(RankData(info=d.info))).__dict__  # (nothing to seal)

@@ -140,3 +140,37 @@ def test_prefetch_advises_regular_files_only_and_never_blocks(tmp_path, monkeypa
     files.prefetch([plain, tmp_path / "fifo", tmp_path / "link", tmp_path, tmp_path / "missing", big])
     assert seen == [(plain.stat().st_ino, 0, 2000, os.POSIX_FADV_WILLNEED),
                     (big.stat().st_ino, 0, files.PREFETCH_MAX_BYTES, os.POSIX_FADV_WILLNEED)]
+
+
+def test_gc_paused_long_lived_moves_what_the_block_made_to_the_oldest_generation():
+    """`gc_paused(long_lived=True)`: the objects made in the block skip the young generations' passes (they are in
+    the oldest generation as it ends); nothing is frozen after it; a caller's frozen objects are left frozen."""
+    import gc
+
+    from reportgen.pools import gc_paused
+
+    class Obj:
+        pass
+
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.enable()
+    gc.set_threshold(1_000_000, 1000, 1000)  # (no collection of its own during the test)
+    try:
+        with gc_paused(long_lived=True):
+            assert not gc.isenabled()
+            kept = [Obj() for _ in range(100)]
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert any(o is kept[0] for o in gc.get_objects(generation=2))
+        with gc_paused():
+            young = [Obj() for _ in range(100)]
+        assert not any(o is young[0] for o in gc.get_objects(generation=2))  # (without: as they were)
+        gc.freeze()
+        n = gc.get_freeze_count()
+        with gc_paused(long_lived=True):
+            more = [Obj() for _ in range(100)]
+        assert gc.get_freeze_count() == n and not any(o is more[0] for o in gc.get_objects(generation=2))
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+        if not was:
+            gc.disable()

@@ -540,3 +540,13 @@ def test_kineto_duplicated_event_named_nested_namesakes_not(tmp_path):
     twin = dict(ops[2], args={"External id": 99})
     _, clean = _kineto(tmp_path / "nested", ops + [twin])
     assert clean == []
+
+
+def test_compare_shapes_names_families_by_file_name_as_a_path_would():
+    from pathlib import Path
+
+    from reportgen.loaders.schema import _file_name
+
+    for rel in ("a/b/x_12.json", "x.json", "a//b.json", "/abs/c_1.json", "a/", "", ".", "a/.", "a/..", "a\\b.json",
+                "rank_3/./x.json"):
+        assert _file_name(rel) == Path(rel).name, rel

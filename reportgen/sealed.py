@@ -1,0 +1,86 @@
+"""Objects kept pickled until they are read (issue 33): what a rank holds that a rebuild's main process may never
+read stays bytes there (`Sealed`), opened where it is read (a forked page writer) or never.
+
+`Sealed.of(obj)` pickles `obj` with its frames packed (`framepack.dumps`), compressed (LZ4, pyarrow's) when large;
+`open()` gives the object back. A `Sealed` pickles as its bytes: a rank cache entry holds it as it is, checked by
+the entry's CRC with the rest of the entry. `SealedField` opens a field an object holds sealed when it is read.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from reportgen.framepack import dumps
+
+SEAL_COMPRESS_BYTES = 32 * 1024  # a sealed object's pickle is compressed from this size (a smaller one: the rank
+# cache entry holding it is compressed whole)
+
+
+class Sealed:
+    """An object kept pickled until it is opened (`open`): `model.Communication`'s operators, links and instances
+    (~390 KB a rank pickled, ~70 % of a rank cache entry: read back from the cache, a 1,024-rank rebuild revived
+    ~400 MB of them only to release them), `model.RankData`'s operators and memory (read by the rank pages' writers
+    only)."""
+
+    __slots__ = ("codec", "size", "blob")
+
+    def __init__(self, codec: str, size: int, blob: bytes) -> None:
+        self.codec, self.size, self.blob = codec, size, blob
+
+    @classmethod
+    def of(cls, obj: Any) -> "Sealed":
+        body = dumps(obj)
+        if len(body) >= SEAL_COMPRESS_BYTES:
+            try:
+                return cls("lz4", len(body), _lz4().compress(body, asbytes=True))
+            except Exception:  # noqa: BLE001  # a pyarrow without the codec: the pickle as it is
+                pass
+        return cls("raw", len(body), body)
+
+    def open(self) -> Any:
+        body = self.blob if self.codec == "raw" else _lz4().decompress(self.blob, decompressed_size=self.size,
+                                                                       asbytes=True)
+        if len(body) != self.size:
+            raise ValueError("a sealed object of another size")
+        return pickle.loads(body)
+
+    def __reduce__(self):
+        return (Sealed, (self.codec, self.size, self.blob))
+
+
+def _lz4():
+    got = _CODEC.get("lz4")
+    if got is None:
+        import pyarrow
+
+        got = _CODEC["lz4"] = pyarrow.Codec("lz4")
+    return got
+
+
+_CODEC: dict = {}
+
+
+class SealedField:
+    """A field an object may hold sealed (`model.Communication`'s frames, `model.RankData`'s operators and memory),
+    set on the class after the dataclass is made: read while the object still holds it sealed, it is opened (the
+    object's `_opened(name)`) and set on the object, which shadows this from then on (a field set as usual, by
+    `__init__` or later, is the object's own and never comes here)."""
+
+    NONE = object()  # (no default: reading the field of an object without it raises AttributeError)
+
+    def __init__(self, name: str, default: Any = NONE) -> None:
+        self.name, self.default = name, default
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.default if self.default is not SealedField.NONE else self
+        own = obj._opened(self.name)
+        if self.name in own:
+            return own[self.name]
+        if self.default is SealedField.NONE:
+            raise AttributeError(self.name)
+        return self.default
+
+
+__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES"]
