@@ -119,7 +119,7 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
 def phase_cells(values: dict, phases: list[dict]) -> Markup:
     """A step table's footer cells (`_rank_steps.html`: the rank's average, the cluster median): a cell (ms) per
     phase, "—" for a phase the values lack."""
-    return Markup("".join([f"<td>{_ms_html(values.get(p['key']))}</td>" for p in phases]))
+    return Markup("".join([_ms_bare(values.get(p["key"])) for p in phases]))
 
 
 def step_value_rows(rows: list[dict]) -> Markup:
@@ -157,7 +157,7 @@ _COLUMNS = {
     "code": lambda vs: [f"<td><code>{escape(v)}</code></td>" for v in vs],
     "t": _t_cells,
     "num": lambda vs: [f"<td>{escape(_NUM(v))}</td>" for v in vs],
-    "ms": lambda vs: [f"<td>{_ms_html(v)}</td>" for v in vs],
+    "ms": lambda vs: list(map(_ms_bare, vs)),
     "pct1": lambda vs: [f"<td>{escape(_PCT1(v))}</td>" for v in vs],
     "text": lambda vs: [f"<td>{escape(v)}</td>" for v in vs],
 }
@@ -205,6 +205,6 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
     return Markup("".join(out))
 
 
-FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "phase_cells": phase_cells, "step_value_rows": step_value_rows,
-           "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows, "op_type_rows": op_type_rows,
-           "op_detail_rows": op_detail_rows, "compare_rows": compare_rows, "link_rows": link_rows}
+FILTERS = {"ms_cells": ms_cells, "sortkey": sort_key, "step_rows": step_rows, "phase_cells": phase_cells,
+           "step_value_rows": step_value_rows, "comm_step_rows": comm_step_rows, "comm_op_rows": comm_op_rows,
+           "op_type_rows": op_type_rows, "op_detail_rows": op_detail_rows, "compare_rows": compare_rows, "link_rows": link_rows}
