@@ -46,7 +46,7 @@ import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from reportgen import framepack
+from reportgen import framepack, sealed
 from reportgen.pools import gc_paused
 
 log = logging.getLogger("msreport")
@@ -123,13 +123,6 @@ def code_digest(root: Path) -> str:
         except OSError:
             h.update(str(p).encode() + b"\0unreadable\0")
     return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=4)
-def _codec(name: str):
-    import pyarrow
-
-    return pyarrow.Codec(name)
 
 
 def _stat_key(p: Path) -> tuple:
@@ -216,7 +209,7 @@ def _read_body(path: Path, key: tuple) -> Optional[bytes]:
         body = memoryview(data)[buf.tell():]  # (not copied)
         if zlib.crc32(body) != crc:  # a damaged entry is a miss, never other numbers
             return None
-        body = _codec(codec).decompress(body, decompressed_size=size, asbytes=True) if codec != "raw" else bytes(body)
+        body = sealed.codec(codec).decompress(body, decompressed_size=size, asbytes=True) if codec != "raw" else bytes(body)
         if len(body) != size:
             return None
         return body
@@ -227,17 +220,17 @@ def _read_body(path: Path, key: tuple) -> Optional[bytes]:
 
 def write_entry(path: Path, key: tuple, data, body: Optional[bytes] = None) -> None:
     """Write atomically (a temporary file renamed over the entry); any failure leaves no entry, never raises.
-    `body`: `data` pickled by `_dumps` already."""
+    `body`: `data` pickled by `framepack.dumps` already."""
     tmp = None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
         if body is None:
-            body = _dumps(data)
+            body = framepack.dumps(data)
         codec = None
         if len(body) > 4096:
             with contextlib.suppress(Exception):  # a pyarrow without the codec: the entry as it is
-                codec = _codec(CODEC)
+                codec = sealed.codec(CODEC)
         stored = codec.compress(body, asbytes=True) if codec is not None else body
         with os.fdopen(fd, "wb") as f:
             pickle.dump(key, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -254,13 +247,9 @@ def write_entry(path: Path, key: tuple, data, body: Optional[bytes] = None) -> N
                 os.unlink(tmp)
 
 
-def _dumps(data) -> bytes:
-    return framepack.dumps(data)
-
-
 class Pickled:
-    """A rank's data as `_dumps` pickled it for its entry, sent back from the worker as those bytes: the frames are
-    packed once (for the entry), not a second time for the trip to the main process (~4 ms a rank)."""
+    """A rank's data as `framepack.dumps` pickled it for its entry, sent back from the worker as those bytes: the frames
+    are packed once (for the entry), not a second time for the trip to the main process (~4 ms a rank)."""
 
     __slots__ = ("body",)
 
@@ -277,7 +266,7 @@ class Pickled:
 def _load_and_store(load: Callable, path: Path, key: tuple, item, *args):
     data = load(item, *args)
     try:
-        body = _dumps(data)
+        body = framepack.dumps(data)
     except Exception as e:  # noqa: BLE001  # data the entry cannot hold: no entry, the data as it is
         log.debug("rank cache entry %s not written: %s: %s", path, type(e).__name__, e)
         return data

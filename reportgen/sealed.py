@@ -8,6 +8,7 @@ the entry's CRC with the rest of the entry. `SealedField` opens a field an objec
 
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import Any
 
@@ -33,14 +34,14 @@ class Sealed:
         body = dumps(obj)
         if len(body) >= SEAL_COMPRESS_BYTES:
             try:
-                return cls("lz4", len(body), _lz4().compress(body, asbytes=True))
+                return cls("lz4", len(body), codec("lz4").compress(body, asbytes=True))
             except Exception:  # noqa: BLE001  # a pyarrow without the codec: the pickle as it is
                 pass
         return cls("raw", len(body), body)
 
     def open(self) -> Any:
-        body = self.blob if self.codec == "raw" else _lz4().decompress(self.blob, decompressed_size=self.size,
-                                                                       asbytes=True)
+        body = self.blob if self.codec == "raw" else codec(self.codec).decompress(self.blob, decompressed_size=self.size,
+                                                                                  asbytes=True)
         if len(body) != self.size:
             raise ValueError("a sealed object of another size")
         return pickle.loads(body)
@@ -49,16 +50,12 @@ class Sealed:
         return (Sealed, (self.codec, self.size, self.blob))
 
 
-def _lz4():
-    got = _CODEC.get("lz4")
-    if got is None:
-        import pyarrow
+@functools.lru_cache(maxsize=4)
+def codec(name: str):
+    """pyarrow's compression codec `name` (one per process): a sealed object's, a rank cache entry's (`rankcache`)."""
+    import pyarrow
 
-        got = _CODEC["lz4"] = pyarrow.Codec("lz4")
-    return got
-
-
-_CODEC: dict = {}
+    return pyarrow.Codec(name)
 
 
 class SealedField:
@@ -83,4 +80,4 @@ class SealedField:
         return self.default
 
 
-__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES"]
+__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES", "codec"]
