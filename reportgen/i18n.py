@@ -13,6 +13,7 @@ them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -69,6 +70,14 @@ def translations(lang: str) -> NullTranslations:
     mofile.write_mo(buf, catalog, use_fuzzy=False)
     buf.seek(0)
     return Translations(fp=buf, domain=DOMAIN)
+
+
+@lru_cache(maxsize=None)
+def catalog_key(lang: str) -> str:
+    """`lang` and a digest of its catalog: what text its translations give (compiled templates are keyed by it)."""
+    if lang == DEFAULT or lang not in LANGUAGES:
+        return DEFAULT
+    return f"{lang}-{hashlib.sha256(catalog_path(lang).read_bytes()).hexdigest()[:16]}"
 
 
 def current() -> str:

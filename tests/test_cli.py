@@ -179,6 +179,22 @@ def _running(pid: int) -> bool:
         return False
 
 
+def sigint_state(pid: int = 0) -> str:
+    """"" when SIGINT reaches process `pid` (0: this one) as it should, else what stops it (ignored or blocked: a
+    child inherits both, and a Python started with SIGINT ignored never raises KeyboardInterrupt)."""
+    import signal
+
+    bad = []
+    with open(f"/proc/{pid or 'self'}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("SigIgn", "SigBlk") and int(value, 16) >> (signal.SIGINT - 1) & 1:
+                bad.append(f"{key} has SIGINT")
+    if not pid and signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        bad.append(f"handler {signal.getsignal(signal.SIGINT)!r}")
+    return ", ".join(bad)
+
+
 def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
     """Before: 16 s (the pool finished every queued rank first) on this 256-rank run."""
     import signal
@@ -186,6 +202,8 @@ def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
 
     from reportgen.synth import generate_run
 
+    # (CI saw this test and test_pools' Ctrl-C test fail together in one worker: SIGINT not delivered there)
+    assert not sigint_state(), f"this test process (left so by an earlier test): {sigint_state()}"
     run = generate_run(tmp_path / "run", ranks=256, steps=4)
     p = subprocess.Popen([sys.executable, "-m", "reportgen", str(run), "-o", str(tmp_path / "o"), "-j", "2"],
                          stderr=subprocess.PIPE, text=True)
@@ -195,6 +213,7 @@ def test_ctrl_c_while_ranks_load_stops_within_a_second(tmp_path):
     time.sleep(1.0)
     kids = _children(p.pid)
     assert kids and p.poll() is None
+    assert not sigint_state(p.pid), sigint_state(p.pid)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=30)

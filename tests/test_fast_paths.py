@@ -365,6 +365,37 @@ def test_template_gettext_with_variables_remembered_per_value_and_type():
             assert t.render(v=v) == want + "|", v
 
 
+def test_folded_gettext_gives_what_the_call_gives_in_each_language():
+    """`_("literal")` translated when the template is compiled (`jinja_env.FoldedGettext`) renders what the call
+    renders: in English and in Chinese, in text, in attributes, as a filter's or a macro's argument, a message with
+    `%%` and HTML in it; a call with variables, an attribute named `_` and a message that fails stay calls. And the
+    compiled code of one language is never served to the other (`template_cache` keys it by the catalog)."""
+    import jinja2
+    from reportgen import i18n
+
+    source = ('<p title="{{ _("Filter types…") }}">{{ _("Overview") }} {{ _("Data quality")|upper }}</p>'
+              '{% macro m(x) %}[{{ x }}]{% endmacro %}{{ m(_("slow")) }}{{ _("50%% of <b>it</b>") }}'
+              '{{ _("Rank %(rank)s", rank=3) }}{{ d._("x") if d is defined else "" }}')
+    outputs = {}
+    for lang in ("en", "zh"):
+        with i18n.use(lang):
+            folded = jinja_env.make_env()
+            plain = jinja_env.make_env()
+            plain.extensions.pop(next(k for k in plain.extensions if k.endswith("FoldedGettext")))
+            got, want = folded.from_string(source).render(), plain.from_string(source).render()
+            assert got == want, lang
+            assert folded.compile(source, raw=True).count("context.call") < plain.compile(source, raw=True).count(
+                "context.call")  # (the literal calls are gone from the compiled code)
+            outputs[lang] = got
+    assert outputs["en"] != outputs["zh"]  # (the messages above are translated: a cache that mixed them would show)
+    # a template loaded in one language then the other, through the same bytecode cache: each in its own
+    for lang in ("en", "zh", "en"):
+        with i18n.use(lang):
+            env = jinja_env.make_env()
+            env.loader = jinja2.DictLoader({"t.html": source})
+            assert env.get_template("t.html").render() == outputs[lang]
+
+
 # the `chart` macro (`_macros.html`) that `jinja_env.chart_figure` replaced, as it was
 _OLD_CHART_MACRO = '{% macro chart(c) -%}\n{% set shared = share_spec(c) %}\n<figure class="chart" id="fig-{{ c.id }}" data-renderer="{{ c.renderer }}"{% if shared %} data-spec="{{ shared.key }}"{% endif %}{% if c.step_data %} data-steps="1"{% endif %}{% if c.table %} data-table="{{ c.table.id }}" data-table-cols="{{ c.table.cols|join(\',\') }}" data-table-set="{{ c.table.dataset }}"{% endif %}>\n  <div class="vis"></div>\n  {% if c.caption %}<figcaption>{{ (c.caption|t) }}</figcaption>{% endif %}\n  {#- a large run\'s rank page leaves out a shared spec\'s data when the columns carry all of it (every dataset\n      empty and named in them: report.js fills them in), ~75 bytes a chart on a thousand pages -#}\n  {% if not (gz_csvs is defined and gz_csvs and shared and c.columns_carry is defined and c.columns_carry(shared.data.datasets)) %}\n  <script type="application/json" class="spec">{{ (shared.data if shared else c.spec)|jsonscript }}</script>{% endif %}\n  {% if c.columns %}<script type="application/json" class="columns">{{ c.columns|jsonscript }}</script>{% endif %}\n  {% if c.step_data %}<script type="application/json" class="step-data">{{ c.step_data|jsonscript }}</script>{% endif %}\n</figure>\n{%- endmacro %}'
 

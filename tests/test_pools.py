@@ -52,6 +52,8 @@ def test_a_ctrl_c_while_workers_are_forked_is_raised_after_it():
 
     from reportgen.pools import deferred_sigint
 
+    before = signal.getsignal(signal.SIGINT)  # (CI once saw another handler here, left by an earlier test)
+    assert before is signal.default_int_handler, f"SIGINT handler before this test: {before!r}"
     with pytest.raises(KeyboardInterrupt):
         with deferred_sigint():
             os.kill(os.getpid(), signal.SIGINT)  # delivered now, held back by the handler

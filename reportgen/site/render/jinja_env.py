@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context, select_autoescape
+from jinja2.ext import Extension
+from jinja2.lexer import Token, TokenStream
 from markupsafe import Markup, escape
 
 from reportgen import fmt, i18n, urls
@@ -109,12 +111,48 @@ class _Environment(Environment):
         return Environment.getattr(self, obj, attribute)
 
 
+class FoldedGettext(Extension):
+    """`_("literal")` in a template (a message of the template's own, no variables: some 100 on a rank page) looked
+    up when the template is compiled, not at every render: the call becomes the constant `("translation"|safe)`,
+    which Jinja folds into the text around it. The same text as the templates' `_()` at render time
+    (`_template_gettext`: the message looked up, made Markup, `% {}`). A template's compiled code then depends on
+    the language and its catalog: `template_cache` keys it by `environment.folded_key` (`i18n.catalog_key`)."""
+
+    def filter_stream(self, stream: TokenStream):
+        lookup = self.environment.folded_lookup  # type: ignore[attr-defined]
+        toks = list(stream)
+        i, n = 0, len(toks)
+        while i < n:
+            t = toks[i]
+            if (t.type == "name" and t.value == "_" and i + 3 < n and toks[i + 1].type == "lparen"
+                    and toks[i + 2].type == "string" and toks[i + 3].type == "rparen"
+                    and (i == 0 or toks[i - 1].type != "dot")):
+                text = self._folded(lookup, toks[i + 2].value)
+                if text is not None:
+                    line = t.lineno
+                    yield from (Token(line, "lparen", "("), Token(line, "string", text), Token(line, "pipe", "|"),
+                                Token(line, "name", "safe"), Token(line, "rparen", ")"))
+                    i += 4
+                    continue
+            yield t
+            i += 1
+
+    @staticmethod
+    def _folded(lookup: Callable[[str], str], message: str) -> Optional[str]:
+        try:
+            return str(Markup(lookup(message)) % {})
+        except (ValueError, KeyError, TypeError):  # (a message that fails at render time fails there: left so)
+            return None
+
+
 def make_env() -> Environment:
     # auto_reload off: the templates do not change during a build (Jinja would stat each one at every include);
     # their compiled code is kept between environments and builds (`template_cache`)
     env = _Environment(loader=PackageLoader("reportgen", "templates"), autoescape=select_autoescape(default=True),
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, auto_reload=False,
-                       bytecode_cache=CACHE)
+                       bytecode_cache=CACHE, extensions=[FoldedGettext])
+    lookup = i18n.translations(i18n.current()).gettext
+    env.extend(folded_lookup=lookup, folded_key=i18n.catalog_key(i18n.current()))
     i18n.install(env)  # `_()` / `{% trans %}` in the templates, in the language of this build
     env.globals.update(html_lang=i18n.html_lang(), lang=i18n.current())
     # `_("literal")` is for the templates' own text (newstyle gettext marks its result safe and escapes only the
@@ -131,7 +169,7 @@ def make_env() -> Environment:
     env.globals["csv_rows"] = csv_rows  # `csv_file` in _macros.html: the rows of a page's CSV download
     env.globals["csv_download"] = urls.large_csv  # ... and the file it is written as (`.csv.gz` on a large run)
     env.globals["lang_links"] = []  # a site in two languages: the link to the same page in the other one
-    env.globals["_"] = _template_gettext(i18n.translations(i18n.current()).gettext)
+    env.globals["_"] = _template_gettext(lookup)
     return env
 
 

@@ -7,8 +7,9 @@ it, so a rebuild loads the code instead of compiling it.
 An entry is a rank cache entry (`rankcache.write_entry` / `read_entry`: atomic writes, a CRC, read only from a
 folder and files owned by this user and not writable by others, since loading one runs its code) keyed by this
 msreport, Python and Jinja (`_key`: the rank cache's environment key, which hashes msreport's own source, and
-Jinja's version); Jinja's own checksum of the template's source is in the bytecode. Anything wrong with an entry
-makes it a miss: the template is compiled again.
+Jinja's version); Jinja's own checksum of the template's source is in the bytecode, and the bucket's key names the
+language and catalog the template was compiled in (`get_bucket`: its `_("literal")` calls are translated then,
+`jinja_env.FoldedGettext`). Anything wrong with an entry makes it a miss: the template is compiled again.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ class TemplateCache(BytecodeCache):
 
     def __init__(self) -> None:
         self.mem: dict[str, bytes] = {}
+
+    def get_bucket(self, environment: jinja2.Environment, name: str, filename: Optional[str], source: str) -> Bucket:
+        """Jinja's bucket, its key also naming the language and catalog the template was compiled with
+        (`jinja_env.FoldedGettext`: its messages are translated then)."""
+        key = f"{self.get_cache_key(name, filename)}-{getattr(environment, 'folded_key', '')}"
+        bucket = Bucket(environment, key, self.get_source_checksum(source))
+        self.load_bytecode(bucket)
+        return bucket
 
     @staticmethod
     def _path(key: str) -> Optional[Path]:
