@@ -3,7 +3,8 @@ never leave the interpreter unable to exit.
 
 Both pools of a build (the rank loaders, `loaders.dispatch`, and the rank-page writers, `site.render.builder`) start
 their workers with `init_worker` (`ignore_sigint`: a terminal sends SIGINT to the whole process group; the main
-process decides; and `keep_heap`) and stop them with `stop_pool`. `gc_paused`: the cyclic collector paused over a
+process decides; and `keep_heap`) and stop them with `stop_pool`; so does `Beside`, one call in a forked copy of
+this process (the analysis' waits, beside the rest of it). `gc_paused`: the cyclic collector paused over a
 block that makes many objects and no cycle (the loaders' parses, the ranks read back in the main process).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import multiprocessing
 import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -117,7 +119,53 @@ def stop_pool(ex: ProcessPoolExecutor, grace: float = 1.0) -> None:
         thread.join(timeout=grace)
 
 
-__all__ = ["deferred_sigint", "gc_paused", "ignore_sigint", "init_worker", "keep_heap", "stop_pool"]
+def can_fork() -> bool:
+    """Whether work can be handed to a forked copy of this process (POSIX; not Windows)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+_CALL: dict = {}  # what `Beside`'s process runs: set just before it is forked, inherited (never pickled)
+
+
+def _call_forked():
+    fn, args, kw = _CALL["call"]
+    return fn(*args, **kw)
+
+
+class Beside:
+    """`fn(*args, **kw)` run in a forked copy of this process while this one goes on (`result()`: its value, or
+    the exception it raised; a process that died: `BrokenProcessPool`). The arguments are the forked process's
+    own copy of this one's objects, never pickled (a loaded run: hundreds of MB); the value comes back pickled.
+    Stopped at once by `close()` (or a failure, or Ctrl-C, in `result()`), as the build's other pools are."""
+
+    def __init__(self, fn, *args, **kw) -> None:
+        _CALL["call"] = (fn, args, kw)
+        self.ex = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=init_worker)
+        try:
+            with deferred_sigint():  # (the process is forked at the submit)
+                self.fut = self.ex.submit(_call_forked)
+        except BaseException:
+            stop_pool(self.ex)
+            raise
+        finally:
+            _CALL.clear()
+
+    def result(self):
+        try:
+            return self.fut.result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.fut.done():
+            self.ex.shutdown()
+        else:
+            stop_pool(self.ex)
+
+
+__all__ = ["Beside", "can_fork", "deferred_sigint", "gc_paused", "ignore_sigint", "init_worker", "keep_heap",
+           "stop_pool"]
 
 
 def release_freed_memory() -> None:

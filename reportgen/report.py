@@ -162,7 +162,7 @@ def _plain(v) -> bool:
 
 def _analyze(run: Run, opts: BuildOptions):
     return analyze(run, device_memory_mb=opts.device_memory_mb, peak_tflops=opts.peak_tflops,
-                   model_flops=opts.model_flops, release_inputs=True)
+                   model_flops=opts.model_flops, release_inputs=True, beside=opts.jobs > 1)
 
 
 def input_files(layout: RunLayout) -> tuple[tuple, tuple]:

@@ -226,3 +226,38 @@ def test_real_healthy_samples_have_a_matrix_and_no_late_rank(samples_root, rel):
     g, top = a.waits.top(1)[0]
     assert len(g.ranks) == 2 and top.per_waiter_ms < 0.1 * step
     assert not [f for f in findings if f.id == "late-arrival.culprit"]
+
+
+def test_waits_made_beside_equal_those_made_here(tmp_path, monkeypatch):
+    """`analyze(beside=True)` (a build with two processes or more, on WAITS_BESIDE_RANKS ranks or more: lowered
+    here) works out who waits for whom in a forked process while this one makes the rest (issue 33): the same
+    matrices, culprits and summary, and the ranks' instances dropped as they are here; the rules name the same
+    culprit. A failure there is the analysis' waits-failed entry, as here, and the rest of the analysis is made."""
+    import reportgen.analysis as analysis_mod
+    from reportgen.analysis.per_rank import rank_figures
+    from reportgen.analysis.waits import analyze_waits
+
+    lay = discover(generate_run(tmp_path / "run", ranks=4, steps=5, seed=3, inject=[STALL], layout="ascend"))[0]
+    monkeypatch.setattr(analysis_mod, "WAITS_BESIDE_RANKS", 2)
+    made = {}
+    for beside in (False, True):
+        run = load_run(lay, derive=rank_figures)
+        made[beside] = a = analyze(run, release_inputs=True, beside=beside)
+        assert a.waits is not None, a.waits_reason
+        assert all(d.communication.instances is None and d.figures.arrival is None for d in run.ranks.values())
+    here, there = made[False].waits, made[True].waits
+    assert here.to_dict() == there.to_dict() and here.to_dict()["groups"][0]["culprits"][0]["rank"] == 2
+    for g, h in zip(here.groups, there.groups):
+        assert np.array_equal(g.ms, h.ms) and g.ranks == h.ranks and g.culprits == h.culprits
+    assert summary_waits(made[False]) == summary_waits(made[True])
+    assert [f.ranks for f in run_rules(made[True])[0] if f.id == "late-arrival.culprit"] == [[2]]
+
+    def fails(*a, **kw):
+        raise ValueError("no arrivals today")
+    monkeypatch.setattr(analysis_mod, "analyze_waits", fails)
+    for beside in (False, True):
+        a = analyze(load_run(lay, derive=rank_figures), release_inputs=True, beside=beside)
+        assert a.waits is None and a.comm is not None and a.resources is not None
+        (issue,) = [i for i in a.issues if i.code == "analysis.waits-failed"]
+        assert "ValueError" in str(issue.problem) and "no arrivals today" in str(issue.problem)
+    assert analysis_mod.analyze_waits is fails and analyze_waits is not fails

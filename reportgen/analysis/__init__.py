@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,7 +19,9 @@ from reportgen.analysis.strategy import StrategyView, analyze_strategy
 from reportgen.analysis.waits import Waits, analyze_waits
 from reportgen.dataquality import dq
 from reportgen.model import DataIssue, Run
-from reportgen.pools import release_freed_memory
+from reportgen.pools import Beside, can_fork, release_freed_memory
+
+log = logging.getLogger("msreport")
 
 
 @dataclass
@@ -40,21 +43,44 @@ class Analysis:
     waits_reason: str = ""  # why there is no wait-for matrix (the input gives no arrival times, one rank)
 
 
+WAITS_BESIDE_RANKS = 64  # from this many ranks `analyze(beside=True)` makes the waits in a forked process (~2 s of
+# CPU at 1,024 ranks of the communication-heavy shape, issue 33, a third of the analysis: the other core was idle)
+
+
 def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Optional[float] = None,
-            model_flops: Optional[float] = None, release_inputs: bool = False) -> Analysis:
+            model_flops: Optional[float] = None, release_inputs: bool = False, beside: bool = False) -> Analysis:
     """`peak_tflops` / `model_flops`: --peak-tflops (every rank's peak) and --model-flops (the job's FLOPs per step).
     `release_inputs` (the build, which reads the run's operator and link frames nowhere else): they are dropped from
     the run once the communication analysis has read them (`analyze_communication`); a later `analyze` of the same
-    run would not find them."""
+    run would not find them. `beside` (the build, given more than one process): on a run of WAITS_BESIDE_RANKS ranks
+    or more, who waits for whom is worked out in a forked copy of this process (`pools.Beside`) while this one
+    makes the rest; the same numbers (`tests/test_waits.py`)."""
     steps = analyze_steps(run)
+    job = None
+    if beside and len(run.ranks) >= WAITS_BESIDE_RANKS and can_fork():
+        try:
+            job = Beside(analyze_waits, run, release=release_inputs)
+        except OSError as e:  # (no process could be made: worked out here)
+            log.debug("waits made in this process: %s", e)
+    try:
+        return _analyze(run, steps, job, device_memory_mb, peak_tflops, model_flops, release_inputs)
+    finally:  # (Ctrl-C or a failure here: the forked process is stopped at once, not waited for)
+        if job is not None:
+            job.close()
+
+
+def _analyze(run: Run, steps: StepAnalysis, job: Optional[Beside], device_memory_mb: Optional[float],
+             peak_tflops: Optional[float], model_flops: Optional[float], release_inputs: bool) -> Analysis:
+    """`analyze`, its steps made, its waits being made by `job` (None: made here)."""
     # who waits for whom first (a pure function of the ranks' data, its result set below where it always was): the
     # ranks' collective instances are read by nothing after it, and dropped before the other analyses run
     waits_error: Optional[Exception] = None
-    try:
-        waits = analyze_waits(run, release=release_inputs)
-    except Exception as e:  # noqa: BLE001
-        waits, waits_error = (None, ""), e
-    if waits_error is None:
+    if job is None:
+        try:
+            waits = analyze_waits(run, release=release_inputs)
+        except Exception as e:  # noqa: BLE001
+            waits, waits_error = (None, ""), e
+    if job is not None or waits_error is None:  # (forked: its copy of the instances is the one it reads)
         drop_instances(run)
         # the instances' and the waits' temporaries handed back before the communication analysis (issue 33: else
         # glibc keeps their pages and that analysis's own come on top: ~75 MB off the peak at 1,024 ranks)
@@ -86,6 +112,11 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     except Exception as e:  # noqa: BLE001
         a.issues.append(DataIssue("", dq("analysis.efficiency-view-failed", name=type(e).__name__, value=e), "warning"))
     a.expert = expert
+    if job is not None:
+        try:
+            waits = job.result()
+        except Exception as e:  # noqa: BLE001  # (its own failure, or its process's death: BrokenProcessPool)
+            waits, waits_error = (None, ""), e
     if expert_error is not None:
         e = expert_error
         a.issues.append(DataIssue("", dq("analysis.expert-balance-failed", name=type(e).__name__, value=e),
@@ -112,7 +143,7 @@ def drop_instances(run: Run) -> None:
     `ops`; the rank cache entries were written when the ranks were loaded), and the page writers forked after the
     analysis would each count them again. Kept where the arrivals failed: the late-arrival rule then tries again."""
     for d in run.ranks.values():
-        if d.communication is not None and getattr(d.communication, "instances", None) is not None:
-            d.communication.instances = None
+        if d.communication is not None:  # (set, not read: a rank whose frames are still sealed keeps them so, and
+            d.communication.instances = None  # they are opened without the instances, `model.Communication`)
         if getattr(d.figures, "arrival", None) is not None:  # (their coded form, `per_rank.RankFigures.arrival`)
             d.figures.arrival = None
