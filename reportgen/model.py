@@ -292,6 +292,15 @@ class Communication:
             del own["_sealed"]
         return vars(self)
 
+    def open_alone(self, name: str) -> None:
+        """Frame `name` opened, the others left sealed (they are opened without it when read): where only it is
+        read (the analysis' waits in a forked copy of the build's process, `analysis._waits_beside`)."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed is not None and name not in own and name in sealed[1]:
+            frames, payload = sealed[0].open()
+            own[name] = framepack.unpack(frames[name], framepack.table(payload))
+
     def release_sealed(self, instances: bool) -> None:
         """What `analysis.communication.release_comm_inputs` (and `analysis.drop_instances` where `instances`) do to
         an analysed rank, without opening its sealed frames: the operators and links, still sealed, become their

@@ -397,6 +397,30 @@ def test_sealed_communication_frames_are_opened_when_first_read(monkeypatch):
         Communication.__new__(Communication).ops  # noqa: B018  # (a rank without the field: no default)
 
 
+def test_a_sealed_frame_opened_alone_leaves_the_others_sealed(monkeypatch):
+    """`open_alone("instances")` (the waits in a forked copy of the build's process) opens the instances, the frame
+    they were, and leaves the operators and links sealed: opened when read, without the instances again; a rank
+    already opened, or without the frame, is left as it is."""
+    a = _comm("1")
+    a.links = a.ops.assign(src=[0, 1])
+    opened = []
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    b = pickle.loads(pickle.dumps(a))
+    b.open_alone("instances")
+    assert opened == [1] and "_sealed" in vars(b) and not {"ops", "links"} & set(vars(b))
+    assert_frame_equal(b.instances, a.instances, check_exact=True)
+    inst = b.instances
+    for k in ("ops", "links"):
+        assert_frame_equal(getattr(b, k), getattr(a, k), check_exact=True)
+    assert opened == [1, 1] and "_sealed" not in vars(b) and b.instances is inst  # (not unpacked twice)
+    b.open_alone("instances")
+    c = pickle.loads(pickle.dumps(_comm("2")))
+    c.instances = None
+    c.open_alone("instances")  # (set since it was sealed: kept)
+    assert opened == [1, 1] and c.instances is None
+
+
 def test_released_sealed_frames_are_never_opened(monkeypatch):
     """`release_sealed` leaves an analysed rank as `release_comm_inputs` and `drop_instances` would (the operators and
     links without rows, their columns and dtypes kept; the instances None) without opening the seal; the instances

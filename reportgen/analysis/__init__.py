@@ -59,7 +59,7 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     job = None
     if beside and len(run.ranks) >= WAITS_BESIDE_RANKS and can_fork():
         try:
-            job = Beside(analyze_waits, run, release=release_inputs)
+            job = Beside(_waits_beside, run, release_inputs)
         except OSError as e:  # (no process could be made: worked out here)
             log.debug("waits made in this process: %s", e)
     try:
@@ -67,6 +67,15 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     finally:  # (Ctrl-C or a failure here: the forked process is stopped at once, not waited for)
         if job is not None:
             job.close()
+
+
+def _waits_beside(run: Run, release: bool) -> tuple[Optional[Waits], str]:
+    """`analyze_waits` in `Beside`'s forked copy of the build's process: of each rank's sealed frames, the instances
+    alone are opened there (the operators and links are the communication analysis', in the build's process)."""
+    for d in run.ranks.values():
+        if d.communication is not None:
+            d.communication.open_alone("instances")
+    return analyze_waits(run, release=release)
 
 
 def _analyze(run: Run, steps: StepAnalysis, job: Optional[Beside], device_memory_mb: Optional[float],
