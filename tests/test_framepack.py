@@ -367,14 +367,20 @@ def test_chunks_and_codes_of_columns_sharing_a_group_array_equal_those_of_copies
         assert codes.tolist() == ref_codes.tolist() and list(uniques) == list(ref_uniques)
 
 
+def _counting_opens(monkeypatch) -> tuple[Communication, list]:
+    """A rank's communication with operators, links and instances, and the list `Sealed.open` now appends to."""
+    a = _comm("1")
+    a.links = a.ops.assign(src=[0, 1])
+    opened: list = []
+    real = Sealed.open
+    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    return a, opened
+
+
 def test_sealed_communication_frames_are_opened_when_first_read(monkeypatch):
     """A rank's operators, links and instances come back sealed (`Sealed`): opened together when one of
     them is first read, each the frame it was; a frame set before any was read is kept as set."""
-    a = _comm("1")
-    a.links = a.ops.assign(src=[0, 1])
-    opened = []
-    real = Sealed.open
-    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    a, opened = _counting_opens(monkeypatch)
     b = pickle.loads(pickle.dumps(a))
     assert opened == [] and "_sealed" in vars(b) and "ops" not in vars(b)
     assert (b.source, b.producer, b.self_local) == (a.source, a.producer, a.self_local)
@@ -401,11 +407,7 @@ def test_a_sealed_frame_opened_alone_leaves_the_others_sealed(monkeypatch):
     """`open_alone("instances")` (the waits in a forked copy of the build's process) opens the instances, the frame
     they were, and leaves the operators and links sealed: opened when read, without the instances again; a rank
     already opened, or without the frame, is left as it is."""
-    a = _comm("1")
-    a.links = a.ops.assign(src=[0, 1])
-    opened = []
-    real = Sealed.open
-    monkeypatch.setattr(Sealed, "open", lambda self: opened.append(1) or real(self))
+    a, opened = _counting_opens(monkeypatch)
     b = pickle.loads(pickle.dumps(a))
     b.open_alone("instances")
     assert opened == [1] and "_sealed" in vars(b) and not {"ops", "links"} & set(vars(b))
