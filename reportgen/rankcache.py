@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from reportgen import framepack, sealed
-from reportgen.pools import gc_paused
+from reportgen.pools import can_fork, gc_paused
 
 log = logging.getLogger("msreport")
 
@@ -431,7 +431,7 @@ _children: list[int] = []  # entries being written by forked processes (`settle`
 def _store_in_child(path: Path, key: tuple, result, refs: dict) -> bool:
     """`_store` in a forked process (the result and the run shared copy-on-write): its pickling (~0.8 s and ~200 MB
     for the analysis of 1,024 ranks) then costs this process neither time nor memory. False: no fork here."""
-    if not hasattr(os, "fork") or "fork" not in multiprocessing.get_all_start_methods():
+    if not hasattr(os, "fork") or not can_fork():
         return False
     try:
         pid = os.fork()

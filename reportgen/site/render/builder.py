@@ -25,7 +25,7 @@ from markupsafe import Markup
 from reportgen import __version__, i18n, rankcache
 from reportgen.loaders import timeline
 from reportgen.loaders.files import data_bytes
-from reportgen.pools import deferred_sigint, init_worker, stop_pool
+from reportgen.pools import can_fork, deferred_sigint, init_worker, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
 from reportgen.site.render import csv_store, reuse, trace_copies
@@ -126,7 +126,7 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
     shared = SharedSpecs()
     # rank pages: planned ones, and the lazy ones (planned as they are written: `SitePlan.page_at`)
     rank_idx = plan.rank_page_ids()
-    parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and "fork" in multiprocessing.get_all_start_methods()
+    parallel = jobs > 1 and len(rank_idx) >= PARALLEL_MIN_PAGES and can_fork()
     # the rank pages' writers are forked and given their pages first; this process then plans and writes the
     # cluster pages (and `meanwhile`) while they work: on two cores that hides most of that time
     copies: list = []  # (run folder, trace export) for the writers
