@@ -281,25 +281,28 @@ class Communication:
 
     def _opened(self, name: Optional[str] = None) -> dict:
         """vars(self), the sealed frames opened (all of them, whichever `name` is read: they share their texts)."""
-        sealed = vars(self).get("_sealed")
-        if sealed is not None:
-            frames, payload = sealed[0].open()
-            table = framepack.table(payload)
-            own = vars(self)
-            for k, v in frames.items():  # (a frame set since it was sealed is kept)
-                if k not in own:
-                    own[k] = framepack.unpack(v, table)
-            del own["_sealed"]
-        return vars(self)
+        return self._unseal()
 
     def open_alone(self, name: str) -> None:
         """Frame `name` opened, the others left sealed (they are opened without it when read): where only it is
         read (the analysis' waits in a forked copy of the build's process, `analysis._waits_beside`)."""
+        self._unseal(only=name)
+
+    def _unseal(self, only: Optional[str] = None) -> dict:
+        """vars(self), the sealed frames (`only`: that one, the seal kept for the others) set on it, except a frame
+        set since it was sealed, which is kept."""
         own = vars(self)
         sealed = own.get("_sealed")
-        if sealed is not None and name not in own and name in sealed[1]:
-            frames, payload = sealed[0].open()
-            own[name] = framepack.unpack(frames[name], framepack.table(payload))
+        if sealed is None or (only is not None and (only in own or only not in sealed[1])):
+            return own
+        frames, payload = sealed[0].open()
+        table = framepack.table(payload)
+        for k, v in frames.items():
+            if k not in own and only in (None, k):
+                own[k] = framepack.unpack(v, table)
+        if only is None:
+            del own["_sealed"]
+        return own
 
     def release_sealed(self, instances: bool) -> None:
         """What `analysis.communication.release_comm_inputs` (and `analysis.drop_instances` where `instances`) do to
