@@ -115,7 +115,7 @@ class FoldedGettext(Extension):
     """`_("literal")` in a template (a message of the template's own, no variables: some 100 on a rank page) looked
     up when the template is compiled, not at every render: the call becomes the constant `("translation"|safe)`,
     which Jinja folds into the text around it. The same text as the templates' `_()` at render time
-    (`_template_gettext`: the message looked up, made Markup, `% {}`). A template's compiled code then depends on
+    (`_message`, as `_template_gettext` gives it). A template's compiled code then depends on
     the language and its catalog: `template_cache` keys it by `environment.folded_key` (`i18n.catalog_key`)."""
 
     def filter_stream(self, stream: TokenStream):
@@ -140,7 +140,7 @@ class FoldedGettext(Extension):
     @staticmethod
     def _folded(lookup: Callable[[str], str], message: str) -> Optional[str]:
         try:
-            return str(Markup(lookup(message)) % {})
+            return str(_message(lookup, message, True, {}))
         except (ValueError, KeyError, TypeError):  # (a message that fails at render time fails there: left so)
             return None
 
@@ -186,6 +186,13 @@ def csv_rows(page, path: str) -> Optional[int]:
 _PLAIN_ARGS = frozenset((str, int, bool, type(None), Markup))
 
 
+def _message(lookup: Callable[[str], str], message: str, autoescape: bool, variables: dict):
+    """What Jinja's newstyle gettext gives for `_(message, **variables)`: the message looked up, made Markup under
+    autoescape, then `% variables` (which escapes them)."""
+    rv = lookup(message)
+    return (Markup(rv) if autoescape else rv) % variables
+
+
 def _template_gettext(lookup: Callable[[str], str]):
     """The templates' `_()`: what Jinja's newstyle gettext returns (the message looked up, made Markup under
     autoescape, then `% variables`, which escapes the variables), in one call instead of three, looked up once per
@@ -199,8 +206,7 @@ def _template_gettext(lookup: Callable[[str], str]):
         autoescape = context.eval_ctx.autoescape
         if variables:
             if not all(type(v) in _PLAIN_ARGS for v in variables.values()):
-                rv = lookup(message)
-                return (Markup(rv) if autoescape else rv) % variables
+                return _message(lookup, message, autoescape, variables)
             key = (message, autoescape, *((k, type(v), v) for k, v in variables.items()))
         else:
             key = (message, autoescape)
@@ -208,6 +214,6 @@ def _template_gettext(lookup: Callable[[str], str]):
         if rv is None:
             if len(done) > 20_000:  # (variables from data: bounded)
                 done.clear()
-            rv = done[key] = (Markup(lookup(message)) if autoescape else lookup(message)) % variables
+            rv = done[key] = _message(lookup, message, autoescape, variables)
         return rv
     return gettext
