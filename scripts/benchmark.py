@@ -507,10 +507,17 @@ def bench_realistic(ranks: int, steps: int, cache: Path, repo: Path, jobs: Optio
 
 
 def _floor_one(paths: list[str]) -> tuple[int, float]:
-    """Parse `paths` once each (orjson for JSON, pyarrow for CSV, raw read otherwise): bytes read, CPU seconds."""
+    """Parse `paths` once each (orjson for JSON, pyarrow for CSV, raw read otherwise): bytes read, CPU seconds.
+    Python's cyclic collector is off meanwhile, as msreport pauses it around its parses: this process is forked
+    from one that imported msreport (~125,000 objects), and the collector's full passes over them, triggered by
+    the parsed documents' containers, tripled the JSON's parse time (a floor of 28.8 s of CPU for a 1,024-rank
+    communication-heavy run's communication*.json instead of ~9 s)."""
+    import gc
+
     import orjson
     import pyarrow.csv as pacsv
 
+    gc.disable()
     t0 = time.process_time()
     n = 0
     for p in paths:
