@@ -90,9 +90,38 @@ def stacked_bar_rows(frame, columns, labels: list[str], max_bars: int,
                   for i in range(0, len(ranks), size)]
         x_title = _("Ranks (groups of {n}, mean)").format(n=size)
     rows = []
+    # a bar of one rank: its value as it is (the mean of one number, read off the column's array once: a `.loc`
+    # lookup a bar and phase cost ~0.1 ms, ~0.2 s a build); a bar of several ranks: their mean, as pandas takes it
+    where = _positions(frame) if any(len(g) == 1 for g, _ in groups) else None
+    arrays: dict = {}
     for gi, (g, label) in enumerate(groups):
         for pi, (c, lab) in enumerate(zip(columns, labels)):
-            v = num(frame.loc[g, c].mean()) if c in frame else None
+            if c not in frame:
+                continue
+            if where is not None and len(g) == 1 and g[0] in where:
+                a = arrays.get(c)
+                if a is None:
+                    a = arrays[c] = _numbers(frame[c])
+                v = num(float(a[where[g[0]]])) if a is not False else num(frame.loc[g, c].mean())
+            else:
+                v = num(frame.loc[g, c].mean())
             if v is not None:
                 rows.append({"label": label, "order": gi, "phase": lab, "phase_order": pi, "value": round(v, 4)})
     return rows, x_title
+
+
+def _positions(frame) -> Optional[dict]:
+    """Each rank's row in `frame` (indexed by rank), or None when a rank has several rows (then a bar is the mean
+    of its rows: `.loc`)."""
+    if not frame.index.is_unique:
+        return None
+    return {r: i for i, r in enumerate(frame.index.tolist())}
+
+
+def _numbers(col) -> "np.ndarray | bool":
+    """A column's values as float64 (what the mean of one of them is), or False when they are not numbers held as
+    such (then `.loc` and pandas' mean, as for several rows)."""
+    arr = col.to_numpy()
+    if arr.dtype.kind not in "fiub":
+        return False
+    return arr.astype(np.float64)
