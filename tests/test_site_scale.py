@@ -147,6 +147,60 @@ def test_rank_pages_written_in_parallel_are_identical(synth_8, tmp_path, monkeyp
     assert seen[-1] == (len(plan.pages), len(plan.pages))
 
 
+def test_the_main_process_writes_the_rank_pages_no_writer_started(synth_8, tmp_path, monkeypatch):
+    """With -j 2 one page writer is forked (not two beside this process: each forked copy's page tables hold this
+    process's memory, counted once more in the tree's RSS); this process takes the rank pages no writer has started,
+    from the last. The site is byte for byte the one a single process writes, whichever process wrote a page
+    (the shared chart specs by key), and every rank page is written once."""
+    import os
+
+    opts = BuildOptions()
+    run = load_phase(discover(synth_8)[0], opts, Progress(False))
+    analysis, findings, thresholds = analyse_phase(run, opts)
+    plan = plan_pages(analysis, findings, thresholds=thresholds)
+    summary = build_summary(analysis, findings, thresholds)
+    builder.write_site(plan, summary, tmp_path / "one", synth_8, jobs=1)
+
+    monkeypatch.setattr(builder, "PARALLEL_MIN_PAGES", 1)
+    monkeypatch.setattr(builder, "MIN_CHUNK", 1)  # a page a task: 8 tasks
+    log = tmp_path / "writers"
+    log.mkdir()
+    real_write, me = builder.write_page, os.getpid()
+
+    def write_page(env, tree, page, *a, **kw):  # which process wrote which rank page (a file each: forks too)
+        if page.nav == "ranks":
+            (log / f"{os.getpid()}-{page.path.replace('/', '_')}").touch()
+            if os.getpid() != me:  # the forked writer slowed down: this process is done with its own pages first
+                import time
+                time.sleep(0.3)
+        return real_write(env, tree, page, *a, **kw)
+
+    monkeypatch.setattr(builder, "write_page", write_page)
+    pools = []
+    real_pool = builder.ProcessPoolExecutor
+
+    def pool(*a, **kw):
+        pools.append(kw.get("max_workers"))
+        return real_pool(*a, **kw)
+    monkeypatch.setattr(builder, "ProcessPoolExecutor", pool)
+    builder.write_site(plan, summary, tmp_path / "two", synth_8, jobs=2)
+
+    assert pools == [1]
+    by_pid: dict = {}
+    for f in log.iterdir():
+        pid, page = f.name.split("-", 1)
+        by_pid.setdefault(pid, []).append(page)
+    assert str(os.getpid()) in by_pid and len(by_pid) == 2  # this process and the one writer
+    pages = [p for ps in by_pid.values() for p in ps]
+    assert len(pages) == len(set(pages)) == len(analysis.run.ranks)  # every rank page, once
+    mine = sorted(int(p.split("rank-")[1].split(".")[0]) for p in by_pid[str(os.getpid())])
+    assert mine == sorted(analysis.run.ranks)[-len(mine):]  # the last ones
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
+    for f in files:
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+
+
 @pytest.mark.slow  # a large single file: CI's slow stage (issue 31: the default suite within 8 min)
 def test_single_file_keeps_the_flagged_ranks_pages(tmp_path):
     from reportgen.cli import main

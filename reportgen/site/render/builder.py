@@ -25,7 +25,7 @@ from markupsafe import Markup
 from reportgen import __version__, i18n, rankcache
 from reportgen.loaders import timeline
 from reportgen.loaders.files import data_bytes
-from reportgen.pools import can_fork, deferred_sigint, init_worker, stop_pool
+from reportgen.pools import can_fork, deferred_sigint, init_worker, release_freed_memory, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
 from reportgen.site.render import csv_store, reuse, trace_copies
@@ -72,9 +72,9 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
                translations: Sequence[tuple[str, SitePlan]] = (), findings: Optional[Sequence] = None) -> Path:
     """Write the multi-page site to folder `out`; return the path of index.html.
 
-    With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by that many
-    worker processes, forked from this one so the planned pages are not pickled; each worker sends back only the
-    chart specs its pages share.
+    With `jobs` > 1 the rank pages (thousands of them on a large run) are rendered and written by `jobs` - 1
+    worker processes, forked from this one so the planned pages are not pickled, and by this one once its cluster
+    pages are written (`_RankWriters`); each worker sends back only the chart specs its pages share.
 
     `translations`: the same site planned in other languages, written under `out/<lang>/`; every page of each
     language links to the same page of the others. summary.json is written once (this build's language),
@@ -151,6 +151,13 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
+            with i18n.use(tree.lang):  # this process writes rank pages too, from the last ones the writers did not start
+                for chunk in writers.take_back():
+                    for i in chunk:
+                        write_page(env, tree, plan.page_at(i), tmp, assets, shared)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
             for n, (specs, csvs), planned in writers.results():
                 shared.specs.update(specs)
                 if csvs is not None and csv_store.active() is not None:
@@ -257,18 +264,29 @@ _FORKED: dict = {}
 ELSEWHERE = ("communication", "execution")
 
 
+MIN_CHUNK = 8  # rank pages a task of the writers at least
+
+
 class _RankWriters:
-    """`jobs` forked processes rendering and writing the pages `idx` (in chunks), started at once; `results()`
-    yields (pages written, (their shared specs, the CSV store's delta), pages planned there) per task, in order; `close()` stops them
-    (at once after a failure or Ctrl-C: the staged folder is then discarded). `kinds`: cluster page kinds a writer
-    plans and writes first (`SitePlan.plan_elsewhere`)."""
+    """`jobs` - 1 forked processes rendering and writing the pages `idx` (in chunks), started at once, and this
+    process the `jobs`-th: once its own pages are written it takes the chunks no writer has started, from the last
+    (`take_back`). `results()` yields (pages written, (their shared specs, the CSV store's delta), pages planned
+    there) per task the writers did, in order; `close()` stops them (at once after a failure or Ctrl-C: the staged
+    folder is then discarded). `kinds`: cluster page kinds a writer plans and writes first
+    (`SitePlan.plan_elsewhere`).
+
+    (`jobs` writers beside this process kept three processes on two cores, each forked one holding, in its page
+    tables, every page of this process's memory: ~0.6 GB each at 1,024 ranks, counted once per process in the
+    tree's RSS; the CPU is the same either way.)"""
 
     def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
                  jobs: int, copies: Sequence[tuple] = (), kinds: Sequence[str] = ()) -> None:
-        size = max(8, -(-len(idx) // (jobs * 8)))  # ~8 chunks per worker: even load, little messaging
+        size = max(MIN_CHUNK, -(-len(idx) // (jobs * 8)))  # ~8 chunks per process: even load, little messaging
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
+        self.mine: set[int] = set()  # the chunks this process took back (their futures cancelled)
+        release_freed_memory()  # (the planning's freed heap: each writer's page tables would hold it too)
         _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
-        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+        self.ex = ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"),
                                       initializer=init_worker)
         self.ok = False
         try:
@@ -281,12 +299,22 @@ class _RankWriters:
             self.close()
             raise
 
+    def take_back(self):
+        """The chunks no writer has started, from the last, each taken from the pool as it is reached (its future
+        cancelled: a chunk a writer has started, or that the pool has queued for one, ends the taking)."""
+        for j in range(len(self.futs) - 1, -1, -1):
+            if not self.futs[j].cancel():
+                return
+            self.mine.add(j)
+            yield self.chunks[j]
+
     def results(self):
         for fut in self.kinds:
             n, got = fut.result()
             yield n, got, n
-        for c, fut in zip(self.chunks, self.futs):
-            yield len(c), fut.result(), 0
+        for j, (c, fut) in enumerate(zip(self.chunks, self.futs)):
+            if j not in self.mine:
+                yield len(c), fut.result(), 0
         for fut in self.copies:
             fut.result()
         self.ok = True
@@ -392,7 +420,8 @@ class SharedSpecs:
         return {"key": key, "data": {"datasets": spec["datasets"]}}
 
     def script(self) -> str:
-        text = json_text(self.specs, separators=(",", ":"))
+        """The shared specs' script, by key (the same bytes whichever process wrote which page first)."""
+        text = json_text(dict(sorted(self.specs.items())), separators=(",", ":"))
         return "window.MSREPORT_SPECS = " + text.replace("</", "<\\/") + ";\n"
 
 
