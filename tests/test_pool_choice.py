@@ -9,7 +9,7 @@ import gzip
 from reportgen.layouts import run
 from reportgen.loaders.files import data_bytes
 from reportgen.report import build_report
-from reportgen.site.render import builder
+from reportgen.site.render import trace_copies
 from reportgen.synth import generate_run
 
 
@@ -32,10 +32,10 @@ def test_bytes_count_a_gzip_by_what_it_holds(tmp_path):
 
 
 def test_trace_copy_level_by_size():
-    big = builder.TRACE_GZIP.large_bytes
-    assert builder.TRACE_GZIP.level(3_600_000) == 9  # a torch_npu trace_view.json
-    assert builder.TRACE_GZIP.level(big) == 9
-    assert builder.TRACE_GZIP.level(big + 1) == 6  # a Kineto trace
+    big = trace_copies.TRACE_GZIP.large_bytes
+    assert trace_copies.TRACE_GZIP.level(3_600_000) == 9  # a torch_npu trace_view.json
+    assert trace_copies.TRACE_GZIP.level(big) == 9
+    assert trace_copies.TRACE_GZIP.level(big + 1) == 6  # a Kineto trace
 
 
 def test_a_few_ranks_holding_many_bytes_are_read_in_the_pool(tmp_path, monkeypatch):

@@ -115,7 +115,7 @@ def test_a_trace_linked_out_of_the_run_is_not_copied(tmp_path, convert, dest):
     import gzip
 
     from reportgen.site.pages.rank.resources import TraceExport
-    from reportgen.site.render.builder import _export_trace
+    from reportgen.site.render.trace_copies import export_trace as _export_trace
 
     body = b'{"traceEvents": [{"ph": "X", "name": "secret-kernel", "ts": "1.5", "dur": "2"}]}'
     secret = tmp_path / "secret.pt.trace.json"

@@ -8,7 +8,7 @@ import gzip
 import os
 
 from reportgen import rankcache
-from reportgen.site.render import builder, output, reuse, trace_copies
+from reportgen.site.render import output, reuse, trace_copies
 
 
 def test_remove_tree_removes_every_file_and_follows_no_link(tmp_path, monkeypatch):
@@ -86,13 +86,13 @@ def test_a_trace_copy_is_kept_for_the_next_build_and_made_again_when_the_trace_c
     trace.write_text('{"traceEvents": [{"ph": "X", "name": "k", "ts": "1.5", "dur": "2"}]}')
     ex = TraceExport("traces/rank-0.trace.json.gz", "r0/x.pt.trace.json", True)
     reads = []
-    real = builder.timeline.export_trace
+    real = trace_copies.timeline.export_trace
     # (counted once a copy: the call given the run folder, not the one it makes inside it)
-    monkeypatch.setattr(builder.timeline, "export_trace",
+    monkeypatch.setattr(trace_copies.timeline, "export_trace",
                         lambda *a, **k: (reads.append(1) if "root" in k else None, real(*a, **k))[1])
 
     def copy(site: str) -> bytes:
-        builder._export_trace(run, ex, tmp_path / site)
+        trace_copies.export_trace(run, ex, tmp_path / site)
         return (tmp_path / site / ex.dest).read_bytes()
 
     with rankcache.use(tmp_path / "cache"):
@@ -105,14 +105,14 @@ def test_a_trace_copy_is_kept_for_the_next_build_and_made_again_when_the_trace_c
         assert len(reads) == 2 and b'"ts":2.5' in gzip.decompress(changed)
         assert copy("d") == changed and len(reads) == 2
         other = TraceExport(ex.dest, ex.source, False)  # written another way: another copy
-        builder._export_trace(run, other, tmp_path / "e")
+        trace_copies.export_trace(run, other, tmp_path / "e")
         assert len(reads) == 3
         entry = next((tmp_path / "cache").glob("trace-*.pkl"))
         raw = entry.read_bytes()
         entry.write_bytes(raw[:-8] + bytes(b ^ 0xFF for b in raw[-8:]))  # damaged: a miss, made again
         assert copy("f") == changed and len(reads) == 4
         other_rank = TraceExport("traces/rank-1.trace.json.gz", ex.source, True)
-        builder._export_trace(run, other_rank, tmp_path / "h")
+        trace_copies.export_trace(run, other_rank, tmp_path / "h")
         assert len(list((tmp_path / "cache").glob("trace-*.pkl"))) == 2
         trace_copies.prune(tmp_path / "another-run", [])  # another run's build: this run's copies stay
         assert len(list((tmp_path / "cache").glob("trace-*.pkl"))) == 2

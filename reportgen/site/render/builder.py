@@ -8,10 +8,8 @@ leaves a half-written report over a good one); the pages get their style and scr
 
 from __future__ import annotations
 
-import gzip
 import json
 import multiprocessing
-import os
 import posixpath
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -23,8 +21,6 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from reportgen import __version__, i18n, rankcache
-from reportgen.loaders import timeline
-from reportgen.loaders.files import data_bytes
 from reportgen.pools import can_fork, deferred_sigint, init_worker, release_freed_memory, stop_pool
 from reportgen.site.plan.page import Page, SitePlan
 from reportgen.site.render.assets import short_hash
@@ -103,7 +99,7 @@ def write_site(plan: SitePlan, summary: Union[dict, Callable[[], dict]], out: Pa
         meanwhile()
         summary = made["summary"]
         for ex in exports:  # (no forked writers: copied here)
-            _export_trace(run_root, ex, tmp)
+            trace_copies.export_trace(run_root, ex, tmp)
         (tmp / "summary.json").write_text(summary_text(summary), encoding="utf-8")
         for tree in trees if findings is not None else trees[:1]:
             with i18n.use(tree.lang):
@@ -211,12 +207,8 @@ def _site_url(page: str, root: str):
 # benchmark) cost ~0.1 ms at level 9 and are 6 % larger at 6; a rank's 1,600 communication operators (~170 KB of
 # text, the comm benchmark) cost 0.82 ms at level 9 and 0.41 ms at 6 for 11 % more bytes (4.9 -> 5.4 KB a rank:
 # ~0.5 MB of a 38 MB site at 1,024 ranks, 0.4 s of CPU less).
-# The copied traces (32 at most): level 9 is 6.1 % of a torch_npu trace_view.json against 7.4 % at level 3
-# (270 -> 221 KB a 3.6 MB trace: 1.5 MB less) for ~55 ms more CPU a trace (~1.7 s over the page writers).
-# A large trace (a GPU rank's Kineto trace: 20-500 MB of text) at level 6: 0.20 s against 0.76 s at level 9 for a
-# 26.7 MB trace (1.69 against 1.51 MB); its size before it is read decides (`files.data_bytes`: a gzip's by its trailer).
+# (the copied traces' levels: `trace_copies.TRACE_GZIP`)
 CSV_GZIP = csv_store.GzipLevels(small=9, large=6, large_bytes=32 * 1024)
-TRACE_GZIP = csv_store.GzipLevels(small=9, large=6, large_bytes=8 * 1024 * 1024)
 
 
 def write_page(env: Environment, tree: LanguageTree, page: Page, tmp: Path, assets: PageAssets,
@@ -292,7 +284,7 @@ class _RankWriters:
         try:
             with deferred_sigint():  # the workers are forked at the first submit
                 # the trace copies first (the longest tasks), then the rank pages
-                self.copies = [self.ex.submit(_export_trace, root, ex, tmp) for root, ex in copies]
+                self.copies = [self.ex.submit(trace_copies.export_trace, root, ex, tmp) for root, ex in copies]
                 self.kinds = [self.ex.submit(_write_kinds, (k,)) for k in kinds]
                 self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
         except BaseException:
@@ -352,33 +344,6 @@ def _write_kinds(kinds: tuple) -> tuple[int, tuple[dict, Optional[tuple]]]:
             write_page(st["env"], tree, page, st["tmp"], st["assets"], shared)
     store = csv_store.active()
     return len(pages), (shared.specs, store.delta() if store is not None else None)
-
-
-def _export_trace(run_root: Path, ex, tmp: Path) -> None:
-    """Copy (or convert) a rank's trace into the site. The source path came from discovery, inside the run; the
-    open is held to the run folder (`root=`: a symbolic link out of it is refused, an empty trace written).
-    A `.gz` destination (`urls.trace_copy`: every copy) is written gzipped, mtime 0: the same bytes on every build,
-    kept in the build's cache folder (`trace_copies`): a rebuild writes them again without reading the trace."""
-    src = Path(os.path.abspath(run_root / ex.source))
-    if not src.is_relative_to(os.path.abspath(run_root)):
-        return  # never read outside the run folder ("..")
-    target = tmp / ex.dest
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # mtime 0: the same bytes on every build
-    if ex.dest.endswith(".gz"):
-        level = TRACE_GZIP.level(data_bytes([src]))
-        kept = trace_copies.Kept(run_root, src, ex, level)  # (the source's state before it is read)
-        data = kept.get()
-        if data is not None:
-            reuse.put(target, ex.dest, data)
-            return
-        with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
-                                                     compresslevel=level, mtime=0) as gz:
-            timeline.export_trace(src, gz, ex.convert, root=run_root)  # (UTF-8 bytes written as orjson gives them)
-        kept.put(target)
-    else:
-        with open(target, "wb") as f:
-            timeline.export_trace(src, f, ex.convert, root=run_root)
 
 
 def summary_text(summary: dict) -> str:
