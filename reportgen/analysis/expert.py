@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen import collectives
+from reportgen.analysis.codes import column_array, distinct
 from reportgen.model import Run
 
 EXPERT_KERNEL_RE = re.compile(r"grouped_?gemm|grouped_?mat_?mul|grouped_?mm\b|_grouped_mm|GroupGemm|fused_moe|"
@@ -98,7 +99,12 @@ def text_hits(col: pd.Series, regex: re.Pattern) -> np.ndarray:
     """Per row: `regex` finds a match in the value as text (a missing value: no match), each distinct text searched
     once per process (`_HITS`: a worker's ranks repeat the same operator names; one scan of a rank's 1,600 names
     costs ~2 ms)."""
-    c, u = pd.factorize(col.to_numpy(dtype=object))
+    return code_hits(*pd.factorize(col.to_numpy(dtype=object)), regex)
+
+
+def code_hits(c: np.ndarray, u, regex: re.Pattern) -> np.ndarray:
+    """`text_hits` of a column given as codes `c` into its distinct values `u` (-1: missing), as a factorisation of
+    the column as objects gives them in any order (`analysis.comm_rank.op_codes`: made once a rank)."""
     if not len(u):
         return np.zeros(len(c), dtype=bool)
     seen = _HITS.setdefault(regex, {})
@@ -138,18 +144,22 @@ def search_all(texts: list[str], regex: re.Pattern) -> np.ndarray:
     return hit
 
 
-def rank_alltoall(data) -> dict[str, tuple[float, float]]:
+def rank_alltoall(data, k: Optional[dict] = None) -> dict[str, tuple[float, float]]:
     """Per communication group (as text): the rank's all-to-all time and size per step (MB NaN where no size is
     recorded), over the steps that recorded an all-to-all (rows with a step whose operator name or kind
-    `ALLTOALL_RE` finds)."""
+    `ALLTOALL_RE` finds). `k`: `comm_rank.op_codes` of the rank's operators where made already."""
     c = data.communication
     if c is None or c.ops is None or not len(c.ops):
         return {}
-    hit = c.ops["step"].notna().to_numpy(dtype=bool) & (text_hits(c.ops["op"], ALLTOALL_RE)
-                                                         | text_hits(c.ops["kind"], ALLTOALL_RE))
+    ops = c.ops
+    step = ~k["step_na"] if k is not None else ops["step"].notna().to_numpy(dtype=bool)
+    hit = step & (_hits(ops, "op", k) | _hits(ops, "kind", k))
     if not hit.any():
         return {}
-    ops = c.ops[hit]
+    got = _alltoall_of_codes(ops, np.flatnonzero(hit), k) if k is not None else None
+    if got is not None:
+        return got
+    ops = ops[hit]
     n = max(ops["step"].nunique(), 1)
     mb = ops[["sdma_mb", "rdma_mb"]].sum(axis=1, min_count=1) if {"sdma_mb", "rdma_mb"} <= set(ops) else None
     out: dict[str, tuple[float, float]] = {}
@@ -158,6 +168,50 @@ def rank_alltoall(data) -> dict[str, tuple[float, float]]:
             else math.nan
         out[g] = (float(part["communication_ms"].sum()) / n, mbv)
     return out
+
+
+def _hits(ops: pd.DataFrame, name: str, k: Optional[dict]) -> np.ndarray:
+    """`text_hits` of column `name` by `ALLTOALL_RE`: from the rank's codes `k` where the column holds objects (the
+    texts those codes were made from), else from the column."""
+    if k is not None and isinstance(column_array(ops, name), np.ndarray) and column_array(ops, name).dtype == object:
+        return code_hits(*k[name], ALLTOALL_RE)
+    return text_hits(ops[name], ALLTOALL_RE)
+
+
+def _alltoall_of_codes(ops: pd.DataFrame, rows: np.ndarray, k: dict) -> Optional[dict[str, tuple[float, float]]]:
+    """`rank_alltoall`'s figures of the all-to-all rows `rows` from the codes `k`, as its groupby gives them (the
+    groups' text in order, the same rows summed in the same order by the same NumPy sums); None where the rows'
+    groups are not all text or the numbers not plain float64 columns (pandas then)."""
+    gc, gu = k["group"][0][rows], k["group"][1]
+    if (gc < 0).any() or not ops.index.is_unique:
+        return None
+    used = distinct(gc)
+    names = gu[used].tolist()
+    if any(type(g) is not str for g in names):
+        return None
+    have = set(ops.columns)
+    cols = ["communication_ms"] + (["sdma_mb", "rdma_mb"] if {"sdma_mb", "rdma_mb"} <= have else [])
+    vals = [column_array(ops, x) for x in cols]
+    if any(not isinstance(v, np.ndarray) or v.dtype != np.float64 for v in vals):
+        return None
+    vals = [v[rows] for v in vals]
+    mb = None
+    if len(vals) == 3:  # (per row: Σ of the two sizes, NaN counted 0; NaN where neither has one)
+        s, r = vals[1], vals[2]
+        mb = np.where(np.isnan(s), 0.0, s) + np.where(np.isnan(r), 0.0, r)
+        mb[np.isnan(s) & np.isnan(r)] = np.nan
+    n = max(len(distinct(k["step"][0][rows])), 1)
+    out: dict[str, tuple[float, float]] = {}
+    for i in sorted(range(len(names)), key=names.__getitem__):  # (groupby's sorted keys)
+        part = gc == used[i]
+        mbv = _nansum(mb[part]) / n if mb is not None and not np.isnan(mb[part]).all() else math.nan
+        out[names[i]] = (_nansum(vals[0][part]) / n, mbv)
+    return out
+
+
+def _nansum(v: np.ndarray) -> float:
+    """`Series.sum()` of float64 values (NaN counted 0): the same NumPy sum of the same array."""
+    return float(np.where(np.isnan(v), 0.0, v).sum())
 
 
 def analyze_expert_balance(run: Run, hot_margin: float = HOT_MARGIN) -> Optional[ExpertBalance]:
