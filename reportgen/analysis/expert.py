@@ -82,8 +82,10 @@ def expert_ms(data, names: list) -> Optional[float]:
     if ops is None or ops.detail is None or not len(ops.detail):
         return None
     d = ops.detail
-    keep = ~d["side"].isin(("communication", "hostcpu")).to_numpy(dtype=bool)
-    hit = keep & (text_hits(d["name"], EXPERT_KERNEL_RE) | text_hits(d["op_type"], EXPERT_KERNEL_RE))
+    hit = text_hits(d["name"], EXPERT_KERNEL_RE) | text_hits(d["op_type"], EXPERT_KERNEL_RE)
+    if not hit.any():  # (most ranks: no grouped GEMM, and no need to read the sides)
+        return None
+    hit &= ~d["side"].isin(("communication", "hostcpu")).to_numpy(dtype=bool)
     if not hit.any():
         return None
     d = d[hit]
