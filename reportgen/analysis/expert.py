@@ -110,16 +110,20 @@ def code_hits(c: np.ndarray, u, regex: re.Pattern) -> np.ndarray:
     if not len(u):
         return np.zeros(len(c), dtype=bool)
     seen = _HITS.setdefault(regex, {})
-    texts = u.tolist() if isinstance(u, np.ndarray) and set(map(type, u)) <= {str} else [str(v) for v in u]
-    known = list(map(seen.get, texts))  # (at C speed: most are known)
-    miss = [i for i, k in enumerate(known) if k is None] if None in known else []
-    if miss:
-        found = search_all([texts[i] for i in miss], regex)
+    # (texts: `str` and its subclasses as they are, which match and look up as the str they are; pandas' inference
+    # over the array in C: a quarter of a type check of each value in Python)
+    texts = u.tolist() if isinstance(u, np.ndarray) and u.dtype == object and \
+        pd.api.types.infer_dtype(u, skipna=False) == "string" else [str(v) for v in u]
+    known = np.array(list(map(seen.get, texts)), dtype=np.float64)  # (at C speed: most are known; None: NaN)
+    miss = np.flatnonzero(np.isnan(known))
+    if len(miss):
+        found = search_all([texts[i] for i in miss.tolist()], regex)
         if len(seen) + len(miss) > _HITS_MAX:
             seen.clear()
-        for i, f in zip(miss, found.tolist()):
-            known[i] = seen[texts[i]] = f
-    hit = np.array(known, dtype=bool)
+        for i, f in zip(miss.tolist(), found.tolist()):
+            seen[texts[i]] = f
+        known[miss] = found
+    hit = known == 1.0
     return np.where(c >= 0, hit[np.maximum(c, 0)], False)
 
 
@@ -127,23 +131,53 @@ def search_all(texts: list[str], regex: re.Pattern) -> np.ndarray:
     """Per text: `regex.search(text)` finds something. One scan of the texts joined by newlines (a search call per
     text costs ~1 µs: a second over a million names), every hit confirmed on its own text; a pattern that could
     read the text's edges differently when joined (anchors, look-arounds, negated classes, classes that hold a
-    newline) or a match across a newline falls back to a search per text."""
+    newline) or a match across a newline falls back to a search per text. A case-insensitive pattern of plain
+    words scans ASCII texts lowered, with the pattern lowered and case-sensitive (`_lowered`: ~5x quicker; it
+    finds every text the pattern finds, and each is confirmed by the pattern itself)."""
     hit = np.zeros(len(texts), dtype=bool)
     if not texts:
         return hit
+    if len(texts) <= 32:  # (a few texts: a search each costs less than the scan's setting up)
+        return np.array([bool(regex.search(t)) for t in texts], dtype=bool)
     p = regex.pattern
+    joined = "\n".join(texts)
     if any(t in p for t in ("^", "$", "\\A", "\\Z", "\\n", "\\s", "\\S", "\\W", "\\D", "(?m", "(?s", "(?<", "(?=",
                             "(?!")) \
-            or regex.flags & (re.M | re.S) or any("\n" in t for t in texts):
+            or regex.flags & (re.M | re.S) or joined.count("\n") != len(texts) - 1:  # (a newline in a text)
         return np.array([bool(regex.search(t)) for t in texts], dtype=bool)
+    scan = _lowered(regex) if joined.isascii() else None
+    if scan is not None:
+        joined = joined.lower()  # (ASCII: the same length, the same places)
+    else:
+        scan = regex
     starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
-    for m in regex.finditer("\n".join(texts)):
+    for m in scan.finditer(joined):
         if "\n" in m.group(0):
             return np.array([bool(regex.search(t)) for t in texts], dtype=bool)
         hit[int(np.searchsorted(starts, m.start(), side="right")) - 1] = True
     for i in np.flatnonzero(hit):  # each hit confirmed on its own text
         hit[i] = bool(regex.search(texts[i]))
     return hit
+
+
+_LOWERED: dict[re.Pattern, Optional[re.Pattern]] = {}
+_PLAIN_WORDS = re.compile(r"(?:[A-Za-z0-9_|()?*+.{},: -]|\\b)*")
+
+
+def _lowered(regex: re.Pattern) -> Optional[re.Pattern]:
+    """For a case-insensitive `regex` of plain words (letters, digits, `_`, `-`, `.`, groups, alternations,
+    quantifiers and `\\b`; no class, no other escape): the pattern lowered, case-sensitive. On ASCII text lowered
+    it matches wherever `regex` matches the text (a letter of the pattern matches either case of that ASCII letter
+    and nothing else; word boundaries do not depend on case). None for any other pattern."""
+    if regex not in _LOWERED:
+        low = None
+        if regex.flags & re.I and not regex.flags & ~(re.I | re.U) and _PLAIN_WORDS.fullmatch(regex.pattern):
+            try:
+                low = re.compile(regex.pattern.lower())
+            except re.error:
+                low = None
+        _LOWERED[regex] = low
+    return _LOWERED[regex]
 
 
 def rank_alltoall(data, k: Optional[dict] = None) -> dict[str, tuple[float, float]]:
