@@ -252,9 +252,11 @@ def _objects(x: pd.DataFrame, name: str, at: np.ndarray) -> np.ndarray:
 def rank_inputs(x: pd.DataFrame) -> RankInputs:
     """`RankInputs` of one rank's instances frame (`COLUMNS`): a pure function of the rank."""
     ok = np.asarray(pd.notna(_values(x, "start_ms")), dtype=bool)
+    text = {}
     for c in ("dur_ms", "group", "key"):
         v = _values(x, c)
-        if not _all_text(v):  # (a column of str only has nothing missing)
+        text[c] = _all_text(v)
+        if not text[c]:  # (a column of texts only has nothing missing)
             ok &= np.asarray(pd.notna(v), dtype=bool)
     at = np.flatnonzero(ok)
     gc, gu = pd.factorize(_objects(x, "group", at))
@@ -262,7 +264,7 @@ def rank_inputs(x: pd.DataFrame) -> RankInputs:
     ku = [k if type(k) is str else str(k) for k in ku]  # (a str subclass as the str it is: `_kind_texts`)
     keys = _objects(x, "key", at)
     h = None
-    if pd.api.types.infer_dtype(keys, skipna=False) == "string" and \
+    if (text["key"] and len(at) or pd.api.types.infer_dtype(keys, skipna=False) == "string") and \
             pd.api.types.infer_dtype(np.asarray(gu, dtype=object), skipna=False) in ("string", "empty"):
         gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
         h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)

@@ -209,7 +209,8 @@ def rank_alltoall(data, k: Optional[dict] = None) -> dict[str, tuple[float, floa
 def _hits(ops: pd.DataFrame, name: str, k: Optional[dict]) -> np.ndarray:
     """`text_hits` of column `name` by `ALLTOALL_RE`: from the rank's codes `k` where the column holds objects (the
     texts those codes were made from), else from the column."""
-    if k is not None and isinstance(column_array(ops, name), np.ndarray) and column_array(ops, name).dtype == object:
+    v = column_array(ops, name) if k is not None else None
+    if isinstance(v, np.ndarray) and v.dtype == object:
         return code_hits(*k[name], ALLTOALL_RE)
     return text_hits(ops[name], ALLTOALL_RE)
 
