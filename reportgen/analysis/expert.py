@@ -150,10 +150,12 @@ def search_all(texts: list[str], regex: re.Pattern) -> np.ndarray:
         joined = joined.lower()  # (ASCII: the same length, the same places)
     else:
         scan = regex
-    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+    starts = None  # (each text's place in the joined text: made at the first match)
     for m in scan.finditer(joined):
         if "\n" in m.group(0):
             return np.array([bool(regex.search(t)) for t in texts], dtype=bool)
+        if starts is None:
+            starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
         hit[int(np.searchsorted(starts, m.start(), side="right")) - 1] = True
     for i in np.flatnonzero(hit):  # each hit confirmed on its own text
         hit[i] = bool(regex.search(texts[i]))
