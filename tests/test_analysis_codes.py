@@ -15,7 +15,7 @@ import pytest
 from reportgen.analysis.arrival import Arrivals, arrivals
 from reportgen.analysis.codes import Groups, codes, codes_of_parts, column_array, distinct, group_sum
 from reportgen.analysis.comm_rank import wait_ratio
-from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, search_all
+from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, _lowered, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices
 from reportgen.collectives import ALLTOALL_RE, collective_type, collective_types
 from reportgen.model import Communication, Run
@@ -171,7 +171,26 @@ def test_collective_types_equal_collective_type_name_by_name():
 def test_search_all_equals_a_search_per_text(regex):
     texts = ["hcom_allToAll_1", "a2a", "x", "AllToAllV", "moe_dispatch", "combinex", "all_to_all", "ab\nc", "",
              "dispatch", "GroupedMatmul", "_grouped_mm", "ep_group", "xy", "abab", "grouped_gemm_ep", "sleep"]
-    assert list(search_all(texts, regex)) == [bool(regex.search(t)) for t in texts]
+    for many in (texts, texts * 3, texts[::-1] * 4):  # (a few texts are searched one by one; more: the joined scan)
+        assert list(search_all(many, regex)) == [bool(regex.search(t)) for t in many]
+
+
+@pytest.mark.parametrize("regex", [ALLTOALL_RE, EXPERT_KERNEL_RE, re.compile(r"gemm\b|(?-i:MoE)_x|a.c{2}", re.I),
+                                   re.compile("k|s|i", re.I), re.compile(r"[a-z]2[a-z]", re.I)])
+def test_search_all_of_many_names_equals_a_search_per_text(regex):
+    """Many names (the joined scan; a case-insensitive pattern of plain words scans ASCII names lowered): the same
+    hits as a search per name: mixed case, word boundaries, a case-sensitive part, and non-ASCII letters that the
+    pattern matches case-insensitively (the Kelvin sign, the long s, the dotted I: k, s, i), where the scan is
+    the pattern's own."""
+    rng = np.random.default_rng(3)
+    parts = ["hcom_", "AllToAll", "all_to_all", "A2A", "Dispatch", "COMBINE", "GroupedMatmul", "_grouped_mm", "gemm",
+             "GEMM_", "moe", "MoE", "_x", "ffn", "abcc", "ABCC", "k", "s", "i", "_", "9", ".", "-"]
+    names = ["".join(rng.choice(parts, int(rng.integers(1, 5)))) for _ in range(400)]
+    for extra in ([], ["\u212a", "\u017f", "\u0130", "x\u212ay", "gemm\u00e9"]):
+        texts = names + extra
+        assert list(search_all(texts, regex)) == [bool(regex.search(t)) for t in texts]
+    assert _lowered(ALLTOALL_RE) is not None and _lowered(EXPERT_KERNEL_RE) is not None  # (the lowered scan is tried)
+    assert _lowered(EP_NAME_RE) is None and _lowered(re.compile("ab")) is None
 
 
 def _reference_arrivals(frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, bool]:

@@ -202,3 +202,65 @@ def test_a_failing_figure_does_not_cost_the_rank(tmp_path):
     a, b = analyze_communication(run), analyze_communication(load_run(lay, derive=rank_figures))
     _frames_equal(a.rank_ops, b.rank_ops)
     _frames_equal(a.per_group_rank, b.per_group_rank)
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_long_groups_sum_and_mean_as_pandas_in_either_of_its_ways(nan, monkeypatch):
+    """Groups of more than 16 rows: pandas' own routine called directly (`codes._pandas_reduced`), which pandas runs
+    two ways (from pandas 3: `np.add.reduceat` where the group numbers come sorted and no value is NaN, else its
+    compensated sums): the same digits as its groupby either way, and the same again through the public call."""
+    from reportgen.analysis import codes
+
+    rng = np.random.default_rng(11)
+    for sort in (True, False):
+        gid = rng.integers(0, 6, 500)
+        gid[:6] = np.arange(6)
+        gid = np.sort(gid) if sort else gid
+        vals = rng.random((500, 3)) * 10.0 ** rng.integers(-5, 9, (500, 3))
+        if nan:
+            vals[rng.random((500, 3)) < 0.1] = np.nan
+        frame = pd.DataFrame(vals).groupby(gid, sort=True)
+        for public in (False, True):
+            if public:
+                monkeypatch.setitem(codes._DIRECT, "ok", False)
+            for mc in (0, 1):
+                want = frame.sum(min_count=mc).to_numpy()
+                assert (group_sum(vals, gid, 6, min_count=mc).view(np.int64) == want.view(np.int64)).all()
+            assert (group_mean(vals, gid, 6).view(np.int64) == frame.mean().to_numpy().view(np.int64)).all()
+            monkeypatch.setitem(codes._DIRECT, "ok", True)
+
+
+def test_alltoall_from_the_codes_equals_the_groupby():
+    """`expert.rank_alltoall` from the rank's codes (`comm_rank.op_codes`, as `rank_figures` passes them) gives what
+    its groupby gives (the frame alone): the same groups in the same order, the same sums to the bit (sizes missing
+    in one column, in both, -0.0, rows without a step), and the groupby itself where the groups are not all text."""
+    from types import SimpleNamespace
+
+    from reportgen.analysis.comm_rank import op_codes
+    from reportgen.analysis.expert import rank_alltoall
+
+    rng = np.random.default_rng(5)
+    n = 300
+    base = pd.DataFrame({
+        "step": pd.array(rng.integers(1, 4, n), dtype="Int64"),
+        "op": np.array([f"hcom_{rng.choice(['allToAll', 'alltoallv', 'allReduce', 'Dispatch'])}__{i}" for i in
+                        range(n)], dtype=object),
+        "group": np.array([str(g) for g in rng.choice(["b_group", "a_group", "9"], n)], dtype=object),
+        "kind": np.array(rng.choice(["collective", "p2p", "all_to_all"], n), dtype=object),
+        "communication_ms": rng.random(n) * 10.0 ** rng.integers(-4, 4, n),
+        "sdma_mb": rng.random(n), "rdma_mb": rng.random(n)})
+    base.loc[rng.random(n) < 0.2, "sdma_mb"] = np.nan
+    base.loc[rng.random(n) < 0.2, "rdma_mb"] = np.nan
+    base.loc[base["group"] == "9", ["sdma_mb", "rdma_mb"]] = -0.0
+    base.loc[rng.random(n) < 0.05, "communication_ms"] = np.nan
+    base.loc[rng.random(n) < 0.05, "step"] = pd.NA
+    variants = {"text": base, "no sizes": base.drop(columns=["rdma_mb"]),
+                "all sizes missing": base.assign(sdma_mb=np.nan, rdma_mb=np.nan),
+                "a group missing": base.assign(group=base["group"].where(np.arange(n) % 9 != 4, None)),
+                "number groups": base.assign(group=pd.factorize(base["group"])[0] * 10)}
+    for name, ops in variants.items():
+        data = SimpleNamespace(communication=SimpleNamespace(ops=ops))
+        want, got = rank_alltoall(data), rank_alltoall(data, op_codes(ops))
+        assert want and list(got) == list(want), name
+        for g, (ms, mb) in want.items():
+            assert np.array([ms, mb]).view(np.int64).tolist() == np.array(got[g]).view(np.int64).tolist(), (name, g)

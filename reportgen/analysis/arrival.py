@@ -241,49 +241,49 @@ def _floats(v) -> np.ndarray:
     return v.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _objects(x: pd.DataFrame, name: str, at: np.ndarray, none: bool = False) -> np.ndarray:
-    """As `Series.to_numpy(dtype=object)` (`none`: with `na_value=None`) at rows `at`."""
+def _objects(x: pd.DataFrame, name: str, at: np.ndarray) -> np.ndarray:
+    """As `Series.to_numpy(dtype=object)` at rows `at`."""
     v = _values(x, name)
     if isinstance(v, np.ndarray):
-        out = v[at].astype(object)
-        if none and not _all_text(out):
-            out[pd.isna(out)] = None
-        return out
-    v = v[at]
-    return v.to_numpy(dtype=object, na_value=None) if none else v.to_numpy(dtype=object)
+        return v[at].astype(object)
+    return v[at].to_numpy(dtype=object)
 
 
 def rank_inputs(x: pd.DataFrame) -> RankInputs:
     """`RankInputs` of one rank's instances frame (`COLUMNS`): a pure function of the rank."""
     ok = np.asarray(pd.notna(_values(x, "start_ms")), dtype=bool)
+    text = {}
     for c in ("dur_ms", "group", "key"):
         v = _values(x, c)
-        if not _all_text(v):  # (a column of str only has nothing missing)
+        text[c] = _all_text(v)
+        if not text[c]:  # (a column of texts only has nothing missing)
             ok &= np.asarray(pd.notna(v), dtype=bool)
     at = np.flatnonzero(ok)
     gc, gu = pd.factorize(_objects(x, "group", at))
     kc, ku = pd.factorize(_kind_texts(x)[at])
+    ku = [k if type(k) is str else str(k) for k in ku]  # (a str subclass as the str it is: `_kind_texts`)
     keys = _objects(x, "key", at)
     h = None
-    if pd.api.types.infer_dtype(keys, skipna=False) == "string" and \
+    if (text["key"] and len(at) or pd.api.types.infer_dtype(keys, skipna=False) == "string") and \
             pd.api.types.infer_dtype(np.asarray(gu, dtype=object), skipna=False) in ("string", "empty"):
         gh = pd.util.hash_array(np.asarray(gu, dtype=object), categorize=False)
         h = pd.util.hash_array(keys, categorize=False) + gh[gc] * _GROUP_MIX if len(at) else np.zeros(0, np.uint64)
     return RankInputs(at=at.astype(np.int32), group=gc.astype(np.int32), groups=list(gu), kind=kc.astype(np.int32),
-                      kinds=list(ku), key_hash=h, op=_small(_local_codes(x, "op", at)),
+                      kinds=ku, key_hash=h, op=_small(_local_codes(x, "op", at)),
                       step=_small(_local_codes(x, "step", at)),
                       distinct_keys=h is not None and len(pd.unique(h)) == len(h))
 
 
 def _all_text(v) -> bool:
-    """`v` is an object array of `str` only (nothing missing in it)."""
-    return isinstance(v, np.ndarray) and v.dtype == object and set(map(type, v)) <= {str}
+    """`v` is an object array of texts only (`str` and its subclasses: nothing missing in it). (pandas' inference
+    over the array in C: a quarter of a check of each value's type in Python.)"""
+    return isinstance(v, np.ndarray) and v.dtype == object and pd.api.types.infer_dtype(v, skipna=False) == "string"
 
 
 def _kind_texts(x: pd.DataFrame) -> np.ndarray:
     """The `kind` column as text (`astype(str)`: a missing value stays missing) in an object array. A column of
-    `str` only (the loaders' `_texts`) is that text already: its own array, not a round trip through pandas' string
-    dtype (~0.3 ms a rank)."""
+    texts only (the loaders' `_texts`) is that text already: its own array, not a round trip through pandas' string
+    dtype (~0.3 ms a rank); a str subclass in it stands for its str (the caller's distinct kinds made str)."""
     if "kind" in x.columns:
         v = _values(x, "kind")
         if _all_text(v):
@@ -353,9 +353,17 @@ def _texts(x: pd.DataFrame, name: str, p: RankInputs) -> tuple[np.ndarray, list]
 
 
 def _local_codes(x: pd.DataFrame, name: str, at: np.ndarray) -> tuple[np.ndarray, list]:
+    """The column's values at rows `at` as codes into their distinct values (first seen; -1: missing), as a
+    factorisation of the values as objects gives them: an object column's own objects, a nullable integer column's
+    integers factorised as integers (the same codes, the distinct values as Python ints), not a copy of each
+    value as an object."""
     if name not in x.columns:
         return np.full(len(at), -1, dtype=np.int32), []
-    c, u = pd.factorize(_objects(x, name, at, none=True))
+    v = _values(x, name)
+    if isinstance(v, np.ndarray) and v.dtype == object or isinstance(v, pd.arrays.IntegerArray):
+        c, u = pd.factorize(v if len(at) == len(v) else v[at])
+        return c, u.tolist()
+    c, u = pd.factorize(_objects(x, name, at))
     return c, list(u)
 
 

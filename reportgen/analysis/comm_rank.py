@@ -62,7 +62,20 @@ def wait_ratio(wait: pd.Series, transit: pd.Series) -> pd.Series:
     return (wait.fillna(0) / den.where(den > 1e-15)).fillna(0.0)
 
 
-def comm_figures(c: Communication) -> CommFigures:
+def op_codes(ops: pd.DataFrame) -> dict:
+    """The rank's operators' key columns as integer codes (`codes.codes`: in the values' order, -1 missing), each
+    factorised once a rank for the analyses that read them (`comm_figures`, `expert.rank_alltoall`): "op", "group",
+    "kind", "step" (a missing step as -1, as `fillna(-1)` gives it) and "step_na" (whether each row's step is
+    missing)."""
+    step_na, step_codes = _steps(ops)
+    k = {name: codes(column_array(ops, name)) for name in ("op", "group", "kind")}
+    k["step"] = codes(step_codes)
+    k["step_na"] = step_na
+    return k
+
+
+def comm_figures(c: Communication, k: Optional[dict] = None) -> CommFigures:
+    """The rank's `CommFigures`; `k`: `op_codes` of its operators where made already."""
     ops = c.ops if c.ops is not None else pd.DataFrame()
     empty = np.zeros(0, dtype=np.int64)
     if not len(ops):
@@ -73,21 +86,25 @@ def comm_figures(c: Communication) -> CommFigures:
     have = ops.columns.tolist()
     vals = np.column_stack([_column(ops, have.index(x)) if x in have else np.full(len(ops), np.nan)
                             for x in GROUP_COLUMNS])
-    step_na, step_codes = _steps(ops)
-    avg = step_na & bool(c.stored_average)
+    k = k if k is not None else op_codes(ops)
+    avg = k["step_na"] & bool(c.stored_average)
     step_rows, stored_rows = np.flatnonzero(~avg), np.flatnonzero(avg)
-    k = {name: codes(column_array(ops, name)) for name in ("op", "group", "kind")}
-    k["step"] = codes(step_codes)
     stored = bool(len(stored_rows))
     rows = stored_rows if stored else step_rows
     at, nums, div = _rank_ops(vals, k, rows, stored)
     names, gnums = _per_group(vals, k, rows)
     first_seen = _first_seen(*k["group"])
-    lab = {}
-    for n in ("group", "kind"):
-        used, local = np.unique(k[n][0][at], return_inverse=True)
-        lab[n] = (local.astype(np.int32).reshape(-1), list(k[n][1][used]))
+    lab = {n: _local(k[n][0][at], k[n][1]) for n in ("group", "kind")}
     return CommFigures(stored, _n_ops(c, k, step_rows), list(first_seen), at, nums, div, names, gnums, lab)
+
+
+def _local(c: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, list]:
+    """Codes `c` (0 <= c < len(u)) renumbered into the values they use, in the values' order, and those values
+    (`np.unique(c, return_inverse=True)`, through a table of the few codes: ~10x quicker)."""
+    used = distinct(c)
+    new = np.zeros(len(u), dtype=np.int32)
+    new[used] = np.arange(len(used), dtype=np.int32)
+    return new[c], list(u[used])
 
 
 def _steps(ops: pd.DataFrame) -> tuple[np.ndarray, object]:
@@ -153,7 +170,13 @@ def _n_ops(c: Communication, k: dict, step_rows: np.ndarray) -> np.ndarray:
         return np.zeros(len(st), dtype=np.int64)
     sv = k["step"][1]
     cnt = np.bincount(k["step"][0][step_rows], minlength=len(sv))
-    sc = pd.Index(sv).get_indexer(st["step"].fillna(-1).to_numpy())
+    want = _steps(st)[1]
+    if isinstance(want, np.ndarray) and want.dtype == np.int64 and all(type(v) is int for v in sv):
+        # (integer steps, the loaders'): looked up in a table of the rank's few steps, not through a pandas Index
+        pos = {v: i for i, v in enumerate(sv.tolist())}
+        sc = np.array([pos.get(v, -1) for v in want.tolist()], dtype=np.int64)
+    else:
+        sc = pd.Index(sv).get_indexer(np.asarray(want))
     return np.where(sc >= 0, cnt[np.maximum(sc, 0)], 0).astype(np.int64)
 
 

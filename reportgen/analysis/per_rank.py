@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from reportgen.analysis import expert
 from reportgen.analysis.arrival import RankInputs, rank_arrival
-from reportgen.analysis.comm_rank import CommFigures, comm_figures
+from reportgen.analysis.comm_rank import CommFigures, comm_figures, op_codes
 
 if TYPE_CHECKING:
     from reportgen.model import RankData
@@ -43,6 +43,8 @@ def rank_figures(data: "RankData") -> RankFigures:
     """Every per-rank figure of `data` (a pure function of the rank's loaded data)."""
     names: list[str] = []
     c = data.communication
-    return RankFigures(alltoall=expert.rank_alltoall(data), expert_ms=expert.expert_ms(data, names),
-                       expert_names=names, comm=comm_figures(c) if c is not None else None,
+    # the operators' key columns factorised once, for the analyses that group or match them
+    k = op_codes(c.ops) if c is not None and c.ops is not None and len(c.ops) else None
+    return RankFigures(alltoall=expert.rank_alltoall(data, k), expert_ms=expert.expert_ms(data, names),
+                       expert_names=names, comm=comm_figures(c, k) if c is not None else None,
                        arrival=rank_arrival(data))
