@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen import framepack
 from reportgen.dataquality import dq
 from reportgen.loaders.files import regular_file
 from reportgen.loaders.issuelog import IssueLog
@@ -65,7 +66,7 @@ def _frame(records: list[dict], phases: tuple[str, ...]) -> pd.DataFrame:
     data: dict = {"step": pd.array([r["step"] for r in records], dtype="Int64")}
     for p in phases:
         data[p] = np.array([r.get(p, math.nan) for r in records], dtype="float64")
-    return pd.DataFrame(data)
+    return framepack.frame(data)
 
 
 # --- legacy --------------------------------------------------------------------------------------
