@@ -50,6 +50,7 @@ class _Clean(NamedTuple):
     want: list
     rows: int
     quoted: bool
+    raw: bytes  # the file's bytes as read (`data` is them without a BOM)
 
 
 _UNQUOTED = {"quote_char": False, "double_quote": False}
@@ -59,7 +60,7 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
     with open_file(path, "rb", root=root) as f:
-        data = read_capped(f, FAST_MAX_BYTES)
+        data = raw = read_capped(f, FAST_MAX_BYTES)
     if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
         return None  # huge, empty, or cut off mid-row: the careful path
     if data.startswith(b"\xef\xbb\xbf"):
@@ -78,7 +79,7 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
     rows = _lines(data) - 1
     if not want or rows < 1:
         return None
-    return _Clean(data, names, stamps, want, rows, b'"' in data)
+    return _Clean(data, names, stamps, want, rows, b'"' in data, raw)
 
 
 _LINE_CHUNK = 1 << 16
@@ -209,28 +210,36 @@ _NULLS = [v for t in ("", "N/A", "NA", "None", "NULL", "-", "--") for v in dict.
 
 
 def read_typed(path: Path, text: tuple[str, ...], numeric: tuple[str, ...], optional: tuple[str, ...],
-               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None
-               ) -> Optional[dict]:
+               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None,
+               raw: Optional[list] = None) -> Optional[dict]:
     """`{column: Coded}` for the `text` columns and `{column: float64 array}` for the `numeric` ones of a clean
     CSV, equal to what `tables.typed_from_frame` makes of the careful path's frame; None on anything irregular
     (then the careful path reads the file and names the problem). Stricter than `read_clean`: a text column with
     a number-like or non-finite cell, or a numeric column with an empty / N/A cell, takes the careful path too.
     Text columns are dictionary-encoded while parsing, so their screening and grouping work on the distinct
-    values, not on every row."""
+    values, not on every row. `raw`: a list the file's bytes as read are appended to when the columns are returned
+    (the door's duplicate check reads them instead of the file)."""
     try:
-        return _read_typed(path, text, numeric, optional, stamp_re, duration_re, root)
+        return _read_typed(path, text, numeric, optional, stamp_re, duration_re, root, raw)
     except Exception:  # noqa: BLE001 - any surprise: the careful path reads the file and names the problem
         return None
 
 
-def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root):
-    import numpy as np
-    import pyarrow as pa
-
+def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root, raw=None):
     columns = (*text, *numeric)
     clean = _open_clean(path, columns, optional, stamp_re, root)
     if clean is None:
         return None
+    out = _typed_columns(clean, text, columns, stamp_re, duration_re)
+    if out is not None and raw is not None:
+        raw.append(clean.raw)
+    return out
+
+
+def _typed_columns(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional[dict]:
+    import numpy as np
+    import pyarrow as pa
+
     names, stamps, want = clean.names, clean.stamps, clean.want
     keys = [f"c{i}" for i in range(len(names))]
     # numbers (and time stamps) parsed as float64 while reading; the usual spellings of a missing value (empty,
