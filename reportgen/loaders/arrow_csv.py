@@ -316,6 +316,9 @@ def _typed_columns(clean: _Clean, text, columns, stamp_re, duration_re) -> Optio
 SMALL_BYTES = 8 * 1024  # op_statistic.csv, operator_memory.csv, step phases: a pyarrow parse costs ~0.15 ms to set up
 # a cell pyarrow reads as float64 (spaces and tabs around it trimmed), in the forms `screen.NUMBER_RE` takes
 _PLAIN_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*")
+# the same cells joined by line breaks, each read one way only and atomic: never backtracking into an earlier cell
+_PLAIN = r"(?>[ \t]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*)"
+_PLAIN_COLUMN = re.compile(rf"(?:{_PLAIN}\n)*+{_PLAIN}")
 _NULL_CELLS = frozenset(_NULLS)
 
 
@@ -335,12 +338,13 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
         return None
     width = len(names)
     rows = [line.split(",") for line in lines]
-    if len(rows) != clean.rows or any(len(r) != width or not line for r, line in zip(rows, lines)):
+    if len(rows) != clean.rows or "" in lines or any(len(r) != width for r in rows):
         return None  # a blank line or a row of another width: pyarrow decides (it counts them)
+    by_column = list(zip(*rows))
     out: dict = {}
     stamped = None
     for i in want:
-        name, cells = names[i], [r[i] for r in rows]
+        name, cells = names[i], by_column[i]
         if name in text:
             if NUMERIC_HEADER_RE.search(name):
                 return None
@@ -351,6 +355,16 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
                 if u in BAD_TOKENS or (u not in NA_TOKENS and NUMBER_RE.fullmatch(v)):
                     return None  # numbers in a text column: the careful path
             out[name] = Coded(np.array(codes, dtype=np.int64), list(distinct))
+            continue
+        if _PLAIN_COLUMN.fullmatch("\n".join(cells)):  # every cell a plain number (the usual column): one match
+            vals = list(map(float, cells))
+            if max(map(abs, vals)) > MAX_ABS_NUMBER or (duration_re.search(name) and min(vals) < 0):
+                return None  # (an overflow to infinity is over the limit too)
+            arr = np.array(vals, dtype=np.float64)
+            if stamp_re.search(name) and stamped is None:
+                stamped = arr
+            if name in columns:
+                out[name] = arr
             continue
         vals = []
         for c in cells:

@@ -325,6 +325,23 @@ def _parse(cells) -> np.ndarray:
     return out
 
 
+def _plain_columns(names: list[str], ix: dict[str, int], rows: list, width: int) -> dict[str, np.ndarray]:
+    """{column: its values} for the columns of `names` whose every cell `float` reads as a finite number within
+    MAX_ABS_NUMBER (what `_parse` reads them as: `to_float` is `float` for those), when every row has every cell."""
+    if not rows or any(len(cells) < width for _, cells in rows):
+        return {}
+    out = {}
+    for c in names:
+        i = ix[c]
+        try:
+            vals = [float(cells[i]) for _, cells in rows]
+        except (ValueError, TypeError, OverflowError):
+            continue
+        if all(map(math.isfinite, vals)) and max(map(abs, vals)) <= MAX_ABS_NUMBER:
+            out[c] = np.array(vals, dtype=np.float64)
+    return out
+
+
 def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int,
                    text: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
     """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `text`:
@@ -343,7 +360,7 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
                            int(text[name].sum()), f"line {line_of(i)}", "warning", "schema drift")
         if f.unique:
             ok = v[~np.isnan(v)]
-            vals, counts = np.unique(ok, return_counts=True)
+            vals, counts = np.unique(ok, return_counts=True) if len(set(ok.tolist())) < len(ok) else (ok, ok[:0])
             if (counts > 1).any():
                 first = vals[counts > 1][0]
                 door.note_many(dq("schema.step-repeated", name=repr(name)),
@@ -530,12 +547,14 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
         return rows
     door = Door(log, path)
     ix = {h: i for i, h in enumerate(header)}
+    # a column whose every cell is a finite number (the usual one) holds no null mark and no word: read at once
+    plain = _plain_columns([c for c in schema.fields if c in ix], ix, rows, len(header))
     _null_marks(schema, door, lambda c: [cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows]
-                if c in ix else None)
-    arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
+                if c in ix and c not in plain else None)
+    arrays = {c: plain[c] if c in plain else _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
     text = {c: _words([cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows], arrays[c])
-            for c in arrays}
+            for c in arrays if c not in plain}
     n = len(rows)
     drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, text)
     drop |= _dup_mask(path, log, n)
