@@ -479,25 +479,28 @@ def test_small_reader_equals_pyarrow(tmp_path, monkeypatch, name, body, small):
 
 def test_column_patterns_take_the_cells_one_cell_at_a_time_takes_in_linear_time():
     """The patterns that judge a whole column at once (`screen._PLAIN_CELLS`: cells `number_problem` accepts as
-    numbers; `arrow_csv._PLAIN_COLUMN`: cells `_read_small` reads as numbers) take a column exactly when each cell
-    alone is taken, and refuse a long column whose last cell is bad without backtracking into the others."""
+    numbers; `arrow_csv._PLAIN_COLUMN` / `_NUMBER_OR_NULL_COLUMN`: cells `_read_small` reads as numbers, or as
+    numbers and null spellings) take a column exactly when each cell alone is taken, and refuse a long column whose
+    last cell is bad without backtracking into the others."""
     import random
     import re
     import time
 
-    one = {screen._PLAIN_CELLS: re.compile(r"[ \t]*" + screen.NUMBER_RE.pattern + r"[ \t]*"),
-           columnar._PLAIN_COLUMN: columnar._PLAIN_NUMBER}
+    number = re.compile(r"[ \t]*" + screen.NUMBER_RE.pattern + r"[ \t]*")
+    one = {screen._PLAIN_CELLS: number.fullmatch, columnar._PLAIN_COLUMN: columnar._PLAIN_NUMBER.fullmatch,
+           columnar._NUMBER_OR_NULL_COLUMN: lambda c: c in columnar._NULL_CELLS or columnar._PLAIN_NUMBER.fullmatch(c)}
     rng = random.Random(3)
     cells = ["".join(rng.choice("0123456789.eE+- \tx") for _ in range(rng.randint(0, 7))) for _ in range(20000)]
     cells += ["1", "1.", ".5", "1e5", "1.5E-3", "+.5", "-0", " 7\t", "1e", "e5", ".", "", "1.2.3", "--1", "1 2"]
+    cells += [*columnar._NULL_CELLS, "NaN", "nan", " NA", "N/A ", "---", "-1", "n/a1", "None-"]
     for column, cell in one.items():
         for c in cells:
-            assert bool(column.fullmatch(c)) == bool(cell.fullmatch(c)), repr(c)
+            assert bool(column.fullmatch(c)) == bool(cell(c)), repr(c)
         for _ in range(3000):
             col = rng.sample(cells, rng.randint(1, 5))
-            assert bool(column.fullmatch("\n".join(col))) == all(cell.fullmatch(c) for c in col), col
+            assert bool(column.fullmatch("\n".join(col))) == all(cell(c) for c in col), col
         t = time.perf_counter()
-        for last in ("1234567890123456x", "abc", ""):
+        for last in ("1234567890123456x", "abc", "1e"):
             assert not column.fullmatch("\n".join(["1763717400000000.000\t"] * 20000 + [last]))
         assert time.perf_counter() - t < 2.0  # (a backtracking pattern: hours)
 

@@ -68,18 +68,38 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
     end = data.find(b"\n")
     if end > MAX_LINE_BYTES or b"\x00" in data:
         return None  # what `files.text_guard` refuses (and names) too: the careful path
-    header = next(csv.reader([data[:end].decode("utf-8")]), [])  # strict: invalid UTF-8 goes the careful way
-    names = [clean_cell(h) for h in header]
-    if not any(names) or len(set(names)) != len(names):
+    key = (data[:end], columns, optional, stamp_re)
+    head = _HEADERS.get(key)
+    if head is None:
+        head = _header(data[:end], columns, optional, stamp_re)
+        if len(_HEADERS) > 1024:
+            _HEADERS.clear()
+        _HEADERS[key] = head
+    if not head:
         return None
-    if any(c not in names and c not in optional for c in columns):
-        return None
-    stamps = [n for n in names if stamp_re.search(n) and n not in columns]
-    want = [i for i, n in enumerate(names) if n in columns or n in stamps]
+    names, stamps, want = head
     rows = _lines(data) - 1
-    if not want or rows < 1:
+    if rows < 1:
         return None
     return _Clean(data, names, stamps, want, rows, b'"' in data, raw)
+
+
+_HEADERS: dict = {}  # (a header line, the columns asked for) -> `_header`'s answer (every rank's file has the same)
+
+
+def _header(line: bytes, columns, optional, stamp_re) -> tuple:
+    """(names, time stamp columns, the places of the columns to read) of a CSV header line, or () when a fast reader
+    may not read the file: no name, a name twice, a required column missing, nothing to read. Raises on invalid
+    UTF-8 (strict: the careful way)."""
+    header = next(csv.reader([line.decode("utf-8")]), [])
+    names = [clean_cell(h) for h in header]
+    if not any(names) or len(set(names)) != len(names):
+        return ()
+    if any(c not in names and c not in optional for c in columns):
+        return ()
+    stamps = [n for n in names if stamp_re.search(n) and n not in columns]
+    want = [i for i, n in enumerate(names) if n in columns or n in stamps]
+    return (names, stamps, want) if want else ()
 
 
 _LINE_CHUNK = 1 << 16
@@ -320,6 +340,9 @@ _PLAIN_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?
 _PLAIN = r"(?>[ \t]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*)"
 _PLAIN_COLUMN = re.compile(rf"(?:{_PLAIN}\n)*+{_PLAIN}")
 _NULL_CELLS = frozenset(_NULLS)
+# cells each a plain number or a null spelling as written (the longer spellings tried first: "--" before "-")
+_NUMBER_OR_NULL = "(?>" + "|".join([_PLAIN, *(re.escape(t) for t in sorted(_NULL_CELLS, key=len, reverse=True))]) + ")"
+_NUMBER_OR_NULL_COLUMN = re.compile(rf"(?:{_NUMBER_OR_NULL}\n)*+{_NUMBER_OR_NULL}")
 
 
 def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional[dict]:
@@ -356,7 +379,8 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
                     return None  # numbers in a text column: the careful path
             out[name] = Coded(np.array(codes, dtype=np.int64), list(distinct))
             continue
-        if _PLAIN_COLUMN.fullmatch("\n".join(cells)):  # every cell a plain number (the usual column): one match
+        joined = "\n".join(cells)
+        if _PLAIN_COLUMN.fullmatch(joined):  # every cell a plain number (the usual column): one match
             vals = list(map(float, cells))
             if max(map(abs, vals)) > MAX_ABS_NUMBER or (duration_re.search(name) and min(vals) < 0):
                 return None  # (an overflow to infinity is over the limit too)
@@ -366,15 +390,9 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
             if name in columns:
                 out[name] = arr
             continue
-        vals = []
-        for c in cells:
-            if c in _NULL_CELLS:
-                vals.append(math.nan)
-            elif _PLAIN_NUMBER.fullmatch(c):
-                vals.append(float(c))
-            else:
-                return None
-        arr = np.array(vals, dtype=np.float64)
+        if not _NUMBER_OR_NULL_COLUMN.fullmatch(joined):
+            return None  # a cell that is neither a plain number nor a null spelling
+        arr = np.array([math.nan if c in _NULL_CELLS else float(c) for c in cells], dtype=np.float64)
         nan = np.isnan(arr)
         if name not in columns and nan.any():
             return None  # a time stamp with a gap

@@ -447,9 +447,21 @@ def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the distinct tuples of per-column codes in order of first appearance (as MultiIndex.factorize
     numbers them), and the row where each first appears. The codes are combined into one number per row (mixed
     radix) and factorised once; past 2^62 combinations, one column at a time (the key kept small)."""
-    combined = np.zeros(len(parts[0]) if parts else 0, dtype=np.int64)
+    n = len(parts[0]) if parts else 0
+    combined = np.zeros(n, dtype=np.int64)
     radix = [int(c.max()) + 1 if len(c) else 1 for c in parts]
-    if math.prod(radix) < 1 << 62:
+    size = math.prod(radix)
+    if n and size <= max(1 << 16, 4 * n):  # few combinations (the usual table): a dense table, no hashing
+        for c, r in zip(parts, radix):
+            combined = combined * r + c
+        first = np.full(size, n, dtype=np.int64)
+        np.minimum.at(first, combined, np.arange(n, dtype=np.int64))  # the row where each combination first comes
+        seen = np.flatnonzero(first < n)
+        order = seen[np.argsort(first[seen], kind="stable")]  # the combinations in order of first appearance
+        renumber = np.empty(size, dtype=np.int64)
+        renumber[order] = np.arange(len(order), dtype=np.int64)
+        return renumber[combined], first[order]
+    if size < 1 << 62:
         for c, r in zip(parts, radix):
             combined = combined * r + c
         combined, _ = pd.factorize(combined)

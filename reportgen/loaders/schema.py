@@ -214,7 +214,10 @@ def _none_bad(kind: str, v: np.ndarray) -> bool:
         return -math.inf < lo and hi < math.inf
     if not lo >= _AT_LEAST[kind] or (kind == "percent" and not hi <= 100 + 1e-6):
         return False
-    return kind not in _WHOLE or bool(np.array_equal(np.floor(v), v, equal_nan=True))
+    if kind not in _WHOLE:
+        return True
+    # whole numbers: no value above its floor (a NaN drops out of the NaN-ignoring max; an infinity: the full mask)
+    return -math.inf < lo and hi < math.inf and not float(np.fmax.reduce(v - np.floor(v))) > 0
 
 
 def value_problem(kind: str, v: Any) -> Optional[str]:
