@@ -156,7 +156,7 @@ def _plain(rows: list[tuple[int, list[str]]], idx: list[int], durations: set[int
     vals = list(map(float, cells))
     if not max(map(abs, vals)) <= MAX_ABS_NUMBER:
         return False
-    return not durations or min(float(c[i]) for _, c in rows for i in durations if i < len(c)) >= 0
+    return not durations or min((float(c[i]) for _, c in rows for i in durations if i < len(c)), default=0.0) >= 0
 
 
 STAMP_RE = re.compile(r"start|timestamp|begin|\bts\b", re.I)
