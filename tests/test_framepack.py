@@ -208,6 +208,15 @@ _FRAME_CASES = {
         "s": pd.Series(["x", math.nan, None], dtype=object), "f": np.arange(3.0)},
     "pandas text column": lambda: {"s": pd.Series(["a", None, "b"], dtype="str"), "x": np.arange(3.0)},
     "object array (the constructor infers)": lambda: {"s": np.array(["x", "y"], dtype=object)},
+    "object arrays of texts (made as the constructor's)": lambda: {
+        "s": np.array(["x", "é", "x", "", " a "], dtype=object), "f": np.arange(5.0),
+        "t": np.array(["漢字", "b", "c", "d", "e\x00"], dtype=object)},
+    "object array with NaN or None": lambda: {"s": np.array(["x", math.nan], dtype=object),
+                                              "t": np.array(["x", None], dtype=object)},
+    "object array with a number": lambda: {"s": np.array(["x", 1], dtype=object)},
+    "object array of a str subclass": lambda: {"s": np.array([np.str_("x"), "y"], dtype=object)},
+    "object array with a lone surrogate": lambda: {"s": np.array(["x", "\ud800"], dtype=object)},
+    "empty object array": lambda: {"s": np.zeros(0, dtype=object), "f": np.arange(0.0)},
     "lists": lambda: {"s": ["x", "y"], "f": [1.0, 2.0]},
     "unequal lengths": lambda: {"a": np.arange(3.0), "b": np.arange(4.0)},
     "another index": lambda: {"a": pd.Series([1.0, 2.0], index=[5, 6])},
@@ -240,6 +249,23 @@ def test_frame_from_columns_is_the_constructors_frame(case):
     assert [type(b) for b in got._mgr.blocks] == [type(b) for b in want._mgr.blocks]
     if "s" in cols and isinstance(cols["s"], pd.Series) and cols["s"].dtype == object:
         assert all(x is y for x, y in zip(got["s"].tolist(), cols["s"].tolist()))  # its objects, as they are
+
+
+def test_texts_is_the_constructors_text_column_or_none():
+    """framepack.texts(values) is the array pd.DataFrame makes of an object array of `str` (class, dtype, pyarrow
+    type, values), made directly where this pandas infers pyarrow-backed `str` columns (pandas >= 3); None for
+    what it does not take (no value, a value that is not a `str`)."""
+    values = np.array(["b", "a", "b", "é"], dtype=object)
+    want = pd.DataFrame({"c": values})["c"].array
+    got = framepack.texts(values)
+    if isinstance(want.dtype, pd.StringDtype) and want.dtype.storage == "pyarrow":
+        assert got is not None
+    if got is not None:
+        assert type(got) is type(want) and repr(got.dtype) == repr(want.dtype) and got.equals(want)
+        assert got.__arrow_array__().equals(want.__arrow_array__())
+    for other in (np.zeros(0, dtype=object), np.array(["a", None], dtype=object),
+                  np.array(["a", math.nan], dtype=object), np.array(["a", 1], dtype=object)):
+        assert framepack.texts(other) is None
 
 
 def test_codes_of_texts_in_the_table_are_their_places():

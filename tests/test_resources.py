@@ -403,3 +403,23 @@ def test_summary_memory_and_flops_contract(sample_report):
     assert s["metrics"]["memory"]["per_rank"] == {} and s["metrics"]["memory"]["ranks_without_data"] == [0, 1, 2, 3]
     assert not any(math.isnan(v) for v in pd.json_normalize(s["metrics"]["flops"]["per_rank"]).select_dtypes("number")
                    .to_numpy().ravel())
+
+
+@pytest.mark.parametrize("values", [3, 40, 5000])  # few combinations (a dense table) and many (hashed)
+def test_kernel_group_codes_number_tuples_as_multiindex_factorize(values):
+    """`operators._group_codes`: the codes of each row's tuple of per-column codes, numbered in order of first
+    appearance as `MultiIndex.factorize` numbers them, and the row where each first appears."""
+    import numpy as np
+
+    from reportgen.loaders import operators
+
+    rng = np.random.default_rng(values)
+    for _ in range(200):
+        n = int(rng.integers(1, 400))
+        parts = [rng.integers(0, values, n).astype(np.int64) for _ in range(int(rng.integers(1, 4)))]
+        codes, first = operators._group_codes(parts)
+        want, _ = pd.MultiIndex.from_arrays(parts).factorize()
+        assert codes.dtype == np.int64 and codes.tolist() == list(want)
+        assert first.tolist() == [int(np.flatnonzero(codes == k)[0]) for k in range(codes.max() + 1)]
+    empty, first = operators._group_codes([np.zeros(0, dtype=np.int64)])
+    assert not len(empty) and not len(first)

@@ -422,6 +422,11 @@ OM = "Name,Size(KB),Allocation Time(us),Release Time(us),Duration(us)\n"
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4,\u00a010,1,2.5,4,60\n", False),  # a no-break space
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4,inf,1,2.5,4,60\n", False),
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4,1e400,1,2.5,4,60\n", False),
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,99999999999999999999,1,2.5,4,60\n", False),  # past 2^62
+    ("op_statistic.csv", OS + "MatMul,AI_CORE,4,4611686018427387904,1,2.5,4,60\n", True),  # 2^62 itself
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,-0\naten::add,12,101,,0\n", True),  # -0: no negative
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,1\naten::add,12,100,300,2\n", True),  # (no stamp column)
+    ("operator_memory.csv", OM + "aten::mm,4096,100,200,1e400\naten::add,12,101,300,2\n", False),  # inf duration
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4,-3,1,2.5,4,60\n", True),  # negative: named by the door, both paths
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4,n/a,1,2.5,4,60\n", True),  # a null spelling
     ("op_statistic.csv", OS + "MatMul,AI_CORE,4, NA,1,2.5,4,60\n", False),  # a null spelling with a space
@@ -470,6 +475,34 @@ def test_small_reader_equals_pyarrow(tmp_path, monkeypatch, name, body, small):
                 assert v.uniques == ref[c].uniques, c
     if "10.5,1,2.5,4,60\n Add" in body:  # by hand: codes in order of first appearance, names stripped
         assert got["OP Type"].uniques == ["MatMul", "Add"] and list(got["Total Time(us)"]) == [10.5, 7.0]
+
+
+def test_column_patterns_take_the_cells_one_cell_at_a_time_takes_in_linear_time():
+    """The patterns that judge a whole column at once (`screen._PLAIN_CELLS`: cells `number_problem` accepts as
+    numbers; `arrow_csv._PLAIN_COLUMN` / `_NUMBER_OR_NULL_COLUMN`: cells `_read_small` reads as numbers, or as
+    numbers and null spellings) take a column exactly when each cell alone is taken, and refuse a long column whose
+    last cell is bad without backtracking into the others."""
+    import random
+    import re
+    import time
+
+    number = re.compile(r"[ \t]*" + screen.NUMBER_RE.pattern + r"[ \t]*")
+    one = {screen._PLAIN_CELLS: number.fullmatch, columnar._PLAIN_COLUMN: columnar._PLAIN_NUMBER.fullmatch,
+           columnar._NUMBER_OR_NULL_COLUMN: lambda c: c in columnar._NULL_CELLS or columnar._PLAIN_NUMBER.fullmatch(c)}
+    rng = random.Random(3)
+    cells = ["".join(rng.choice("0123456789.eE+- \tx") for _ in range(rng.randint(0, 7))) for _ in range(20000)]
+    cells += ["1", "1.", ".5", "1e5", "1.5E-3", "+.5", "-0", " 7\t", "1e", "e5", ".", "", "1.2.3", "--1", "1 2"]
+    cells += [*columnar._NULL_CELLS, "NaN", "nan", " NA", "N/A ", "---", "-1", "n/a1", "None-"]
+    for column, cell in one.items():
+        for c in cells:
+            assert bool(column.fullmatch(c)) == bool(cell(c)), repr(c)
+        for _ in range(3000):
+            col = rng.sample(cells, rng.randint(1, 5))
+            assert bool(column.fullmatch("\n".join(col))) == all(cell(c) for c in col), col
+        t = time.perf_counter()
+        for last in ("1234567890123456x", "abc", "1e"):
+            assert not column.fullmatch("\n".join(["1763717400000000.000\t"] * 20000 + [last]))
+        assert time.perf_counter() - t < 2.0  # (a backtracking pattern: hours)
 
 
 @pytest.mark.parametrize("body", [

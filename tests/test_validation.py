@@ -53,6 +53,31 @@ def test_every_schema_field_has_a_known_kind_and_families_match_their_names():
     assert schema_for(Path("op_statistic.csv.bak")) is None
 
 
+@pytest.mark.parametrize("kind", ["duration", "size", "bandwidth", "timestamp", "count", "rank", "index", "id",
+                                  "link", "percent", "number"])
+def test_bad_mask_is_the_elementwise_rule_whatever_the_column(kind):
+    """`bad_mask` (which first looks at a column's extremes and skips the mask when none can break the rule)
+    flags exactly the values that break their kind, one value at a time; missing values never."""
+    import numpy as np
+
+    from reportgen.loaders.schema import bad_mask
+
+    def breaks(x: float) -> bool:
+        whole = float(np.floor(x)) == x  # (infinities are whole)
+        return not math.isnan(x) and {
+            "count": x < 0 or not whole, "rank": x < 0 or not whole, "index": x < 0 or not whole,
+            "id": not whole, "link": x < -1 or not whole, "percent": x < 0 or x > 100 + 1e-6,
+            "number": math.isinf(x)}.get(kind, x < 0)
+
+    pool = [0.0, -0.0, 1.0, 2.5, 99.0, 100.0, 100.5, 1e6, -1.0, -2.0, -0.5, math.nan, math.inf, -math.inf, 7.0]
+    rng = np.random.default_rng(5)
+    columns = [np.array(pool), np.array([]), np.array([math.nan, math.nan]), np.array([3.0, 4.0, math.nan]),
+               np.array([0.0, 100.0]), np.array([-1.0, 0.0, 5.0])]
+    columns += [rng.choice(pool, size=int(rng.integers(1, 8))) for _ in range(300)]
+    for v in columns:
+        assert bad_mask(kind, v).tolist() == [breaks(x) for x in v.tolist()], (kind, v)
+
+
 def test_negative_count_dropped_and_named_with_rank_count_and_example(tmp_path):
     log = IssueLog(tmp_path, rank=3)
     text = OP_STAT.replace("Add,AI_VECTOR_CORE,10,", "Add,AI_VECTOR_CORE,-10,")

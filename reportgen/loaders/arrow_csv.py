@@ -50,6 +50,7 @@ class _Clean(NamedTuple):
     want: list
     rows: int
     quoted: bool
+    raw: bytes  # the file's bytes as read (`data` is them without a BOM)
 
 
 _UNQUOTED = {"quote_char": False, "double_quote": False}
@@ -59,7 +60,7 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
     """The file's bytes and header when a fast reader may try it: not huge, ending in a line break (not cut off),
     strict UTF-8 header with distinct names, every required column there, at least one row; else None."""
     with open_file(path, "rb", root=root) as f:
-        data = read_capped(f, FAST_MAX_BYTES)
+        data = raw = read_capped(f, FAST_MAX_BYTES)
     if len(data) > FAST_MAX_BYTES or not data.endswith(b"\n"):
         return None  # huge, empty, or cut off mid-row: the careful path
     if data.startswith(b"\xef\xbb\xbf"):
@@ -67,18 +68,38 @@ def _open_clean(path: Path, columns, optional, stamp_re, root: Optional[Path]) -
     end = data.find(b"\n")
     if end > MAX_LINE_BYTES or b"\x00" in data:
         return None  # what `files.text_guard` refuses (and names) too: the careful path
-    header = next(csv.reader([data[:end].decode("utf-8")]), [])  # strict: invalid UTF-8 goes the careful way
+    key = (data[:end], columns, optional, stamp_re)
+    head = _HEADERS.get(key)
+    if head is None:
+        head = _header(data[:end], columns, optional, stamp_re)
+        if len(_HEADERS) > 1024:
+            _HEADERS.clear()
+        _HEADERS[key] = head
+    if not head:
+        return None
+    names, stamps, want = head
+    rows = _lines(data) - 1
+    if rows < 1:
+        return None
+    return _Clean(data, names, stamps, want, rows, b'"' in data, raw)
+
+
+_HEADERS: dict = {}  # (a header line, the columns asked for) -> `_header`'s answer (every rank's file has the same)
+
+
+def _header(line: bytes, columns, optional, stamp_re) -> tuple:
+    """(names, time stamp columns, the places of the columns to read) of a CSV header line, or () when a fast reader
+    may not read the file: no name, a name twice, a required column missing, nothing to read. Raises on invalid
+    UTF-8 (strict: the careful way)."""
+    header = next(csv.reader([line.decode("utf-8")]), [])
     names = [clean_cell(h) for h in header]
     if not any(names) or len(set(names)) != len(names):
-        return None
+        return ()
     if any(c not in names and c not in optional for c in columns):
-        return None
+        return ()
     stamps = [n for n in names if stamp_re.search(n) and n not in columns]
     want = [i for i, n in enumerate(names) if n in columns or n in stamps]
-    rows = _lines(data) - 1
-    if not want or rows < 1:
-        return None
-    return _Clean(data, names, stamps, want, rows, b'"' in data)
+    return (names, stamps, want) if want else ()
 
 
 _LINE_CHUNK = 1 << 16
@@ -209,28 +230,36 @@ _NULLS = [v for t in ("", "N/A", "NA", "None", "NULL", "-", "--") for v in dict.
 
 
 def read_typed(path: Path, text: tuple[str, ...], numeric: tuple[str, ...], optional: tuple[str, ...],
-               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None
-               ) -> Optional[dict]:
+               stamp_re: "re.Pattern[str]", duration_re: "re.Pattern[str]", root: Optional[Path] = None,
+               raw: Optional[list] = None) -> Optional[dict]:
     """`{column: Coded}` for the `text` columns and `{column: float64 array}` for the `numeric` ones of a clean
     CSV, equal to what `tables.typed_from_frame` makes of the careful path's frame; None on anything irregular
     (then the careful path reads the file and names the problem). Stricter than `read_clean`: a text column with
     a number-like or non-finite cell, or a numeric column with an empty / N/A cell, takes the careful path too.
     Text columns are dictionary-encoded while parsing, so their screening and grouping work on the distinct
-    values, not on every row."""
+    values, not on every row. `raw`: a list the file's bytes as read are appended to when the columns are returned
+    (the door's duplicate check reads them instead of the file)."""
     try:
-        return _read_typed(path, text, numeric, optional, stamp_re, duration_re, root)
+        return _read_typed(path, text, numeric, optional, stamp_re, duration_re, root, raw)
     except Exception:  # noqa: BLE001 - any surprise: the careful path reads the file and names the problem
         return None
 
 
-def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root):
-    import numpy as np
-    import pyarrow as pa
-
+def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root, raw=None):
     columns = (*text, *numeric)
     clean = _open_clean(path, columns, optional, stamp_re, root)
     if clean is None:
         return None
+    out = _typed_columns(clean, text, columns, stamp_re, duration_re)
+    if out is not None and raw is not None:
+        raw.append(clean.raw)
+    return out
+
+
+def _typed_columns(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional[dict]:
+    import numpy as np
+    import pyarrow as pa
+
     names, stamps, want = clean.names, clean.stamps, clean.want
     keys = [f"c{i}" for i in range(len(names))]
     # numbers (and time stamps) parsed as float64 while reading; the usual spellings of a missing value (empty,
@@ -307,7 +336,13 @@ def _read_typed(path, text, numeric, optional, stamp_re, duration_re, root):
 SMALL_BYTES = 8 * 1024  # op_statistic.csv, operator_memory.csv, step phases: a pyarrow parse costs ~0.15 ms to set up
 # a cell pyarrow reads as float64 (spaces and tabs around it trimmed), in the forms `screen.NUMBER_RE` takes
 _PLAIN_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*")
+# the same cells joined by line breaks, each read one way only and atomic: never backtracking into an earlier cell
+_PLAIN = r"(?>[ \t]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*)"
+_PLAIN_COLUMN = re.compile(rf"(?:{_PLAIN}\n)*+{_PLAIN}")
 _NULL_CELLS = frozenset(_NULLS)
+# cells each a plain number or a null spelling as written (the longer spellings tried first: "--" before "-")
+_NUMBER_OR_NULL = "(?>" + "|".join([_PLAIN, *(re.escape(t) for t in sorted(_NULL_CELLS, key=len, reverse=True))]) + ")"
+_NUMBER_OR_NULL_COLUMN = re.compile(rf"(?:{_NUMBER_OR_NULL}\n)*+{_NUMBER_OR_NULL}")
 
 
 def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional[dict]:
@@ -326,12 +361,13 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
         return None
     width = len(names)
     rows = [line.split(",") for line in lines]
-    if len(rows) != clean.rows or any(len(r) != width or not line for r, line in zip(rows, lines)):
+    if len(rows) != clean.rows or "" in lines or any(len(r) != width for r in rows):
         return None  # a blank line or a row of another width: pyarrow decides (it counts them)
+    by_column = list(zip(*rows))
     out: dict = {}
     stamped = None
     for i in want:
-        name, cells = names[i], [r[i] for r in rows]
+        name, cells = names[i], by_column[i]
         if name in text:
             if NUMERIC_HEADER_RE.search(name):
                 return None
@@ -343,15 +379,20 @@ def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional
                     return None  # numbers in a text column: the careful path
             out[name] = Coded(np.array(codes, dtype=np.int64), list(distinct))
             continue
-        vals = []
-        for c in cells:
-            if c in _NULL_CELLS:
-                vals.append(math.nan)
-            elif _PLAIN_NUMBER.fullmatch(c):
-                vals.append(float(c))
-            else:
-                return None
-        arr = np.array(vals, dtype=np.float64)
+        joined = "\n".join(cells)
+        if _PLAIN_COLUMN.fullmatch(joined):  # every cell a plain number (the usual column): one match
+            vals = list(map(float, cells))
+            if max(map(abs, vals)) > MAX_ABS_NUMBER or (duration_re.search(name) and min(vals) < 0):
+                return None  # (an overflow to infinity is over the limit too)
+            arr = np.array(vals, dtype=np.float64)
+            if stamp_re.search(name) and stamped is None:
+                stamped = arr
+            if name in columns:
+                out[name] = arr
+            continue
+        if not _NUMBER_OR_NULL_COLUMN.fullmatch(joined):
+            return None  # a cell that is neither a plain number nor a null spelling
+        arr = np.array([math.nan if c in _NULL_CELLS else float(c) for c in cells], dtype=np.float64)
         nan = np.isnan(arr)
         if name not in columns and nan.any():
             return None  # a time stamp with a gap

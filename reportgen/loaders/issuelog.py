@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PosixPath
 from typing import TYPE_CHECKING, Optional
 
 from reportgen.model import DataIssue
@@ -26,10 +26,12 @@ class IssueLog:
         key = (self.root, path)
         got = self._rel.get(key)
         if got is None:
-            try:
-                got = Path(path).relative_to(self.root).as_posix()
-            except ValueError:
-                got = Path(path).name
+            got = _below(path, self.root)
+            if got is None:
+                try:
+                    got = Path(path).relative_to(self.root).as_posix()
+                except ValueError:
+                    got = Path(path).name
             self._rel[key] = got
         return got
 
@@ -40,3 +42,15 @@ class IssueLog:
         problem (`dataquality.dq(code, **params)`) or, for call sites not given a code yet, English text."""
         ranks = (int(self.rank),) if (kind or name_rank) and self.rank is not None else ()
         self.issues.append(DataIssue(self.rel(path), problem, severity, ranks, kind=kind))
+
+
+def _below(path: Path, root: Path) -> "str | None":
+    """`path.relative_to(root).as_posix()` for a POSIX path object lying below the path object `root`, read off
+    their texts (a path object's text is normalised: one separator between parts, none at the end, no "."), or
+    None (then `relative_to` decides)."""
+    if type(path) is not PosixPath or type(root) is not PosixPath:
+        return None
+    p, r = str(path), str(root)
+    if len(p) > len(r) + 1 and p.startswith(r) and p[len(r)] == "/" and r != "/":
+        return p[len(r) + 1:]
+    return None

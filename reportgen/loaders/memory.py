@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen import framepack
 from reportgen.dataquality import dq
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import check_json_numbers, read_json
@@ -34,7 +35,9 @@ def _downsample(df: pd.DataFrame, value: str, n: int = MAX_CURVE_POINTS) -> pd.D
     so the peak and the troughs of a saw-tooth (allocated in forward, freed in backward) both survive. A page
     draws the curve 1,000 px wide: more points only make every rank page larger (2,000 points per series were
     three quarters of a rank page)."""
-    df = df.reset_index(drop=True)  # positions = labels, in time order
+    idx = df.index
+    if not (type(idx) is pd.RangeIndex and idx.start == 0 and idx.step == 1 and idx.name is None):
+        df = df.reset_index(drop=True)  # positions = labels, in time order
     if len(df) <= n:
         return df
     v = df[value].to_numpy(dtype="float64")
@@ -91,7 +94,7 @@ def record_curve(ts: np.ndarray, alloc: np.ndarray, res: np.ndarray, comp) -> tu
     keep = ~np.isnan(cols["used_mb"])
     cols = {k: v[keep] for k, v in cols.items()}
     o = _order(cols["x"])
-    curve = pd.DataFrame({k: v[o] for k, v in cols.items()})
+    curve = framepack.frame({k: v[o] for k, v in cols.items()})
     return top, allocated_peak, _downsample(curve, "used_mb")
 
 
@@ -180,9 +183,9 @@ def load_modern_memory(record: Optional[Path], operator: Optional[Path], module:
             rows = known[np.argsort(-size_mb[known], kind="stable")][:TOP_ALLOCATIONS]
             if out is None:
                 out = Memory(source=log.rel(operator))
-            out.top = pd.DataFrame({"name": np.asarray(name.uniques, dtype=object)[name.codes[rows]],
-                                    "size_mb": size_mb[rows], "duration_ms": cols["Duration(us)"][rows] / 1e3,
-                                    "detail": ""})
+            out.top = framepack.frame({"name": np.asarray(name.uniques, dtype=object)[name.codes[rows]],
+                                       "size_mb": size_mb[rows], "duration_ms": cols["Duration(us)"][rows] / 1e3,
+                                       "detail": np.full(len(rows), "", dtype=object) if len(rows) else ""})
             out.sources.append(log.rel(operator))
     if module is not None:
         df = read_frame(module, log, ("Component", "Total Reserved(MB)"))

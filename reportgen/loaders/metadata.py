@@ -93,16 +93,18 @@ def load_profiler_metadata(path: Path, info: RankInfo, log: IssueLog) -> None:
             if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
                 ranks = g["global_ranks"]
                 where = f"parallel_group_info {str(gid)[:40]!r}"
-                if not (_whole(ranks) and (not ranks or min(ranks) >= 0)):  # the common case: at C speed
+                whole = _whole(ranks)
+                if not (whole and (not ranks or min(ranks) >= 0)):  # the common case: at C speed
                     ids = [_int(x) if not isinstance(x, bool) else None for x in ranks]
                     bad = [x for x, i in zip(ranks, ids) if i is None or i < 0]
                     if bad:
                         door.note_many(dq("metadata.global-ranks-invalid"),
                                        len(bad), f"{where}: {str(bad[0])[:40]!r}")
                         ranks = [i for i in ids if i is not None and i >= 0]
+                        whole = _whole(ranks)
                 if g.get("group_rank") is not None:
                     door.field(g, "group_rank", where, "profiler_metadata.json")
-                if not _whole(ranks):  # the common case, checked fast
+                if not whole:  # the common case, checked fast (once)
                     ranks = [r for r in (_int(x) for x in ranks) if r is not None]
                 clean[str(gid)] = {"group_name": str(g.get("group_name", "")), "global_ranks": shared_ranks(ranks),
                                   "group_rank": _int(g.get("group_rank"))}

@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen import framepack
 from reportgen.dataquality import dq
 from reportgen.loaders.arrow_csv import Coded
 from reportgen.loaders.files import read_text
@@ -387,6 +388,13 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     as typed columns (`read_typed`: codes per distinct name, durations as floats), so the grouping below works on
     integer codes, never on the strings of every row.
     """
+    tables = _kernel_tables(path, log)
+    return None if tables is None else (framepack.frame(tables[0]), framepack.frame(tables[1]))
+
+
+def _kernel_tables(path: Path, log: IssueLog) -> Optional[tuple[dict, dict]]:
+    """`load_kernel_details`' two tables as columns (`OP_TYPE_COLUMNS`, `OP_DETAIL_COLUMNS`; texts as object
+    arrays), not yet frames."""
     cols = read_typed(path, log, ("Name", "Type", "Accelerator Core"), ("Duration(us)",),
                       optional=("Accelerator Core",))
     if cols is None:
@@ -411,7 +419,7 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
     comm = side.codes == comm_side
     totals = {True: float(ms[comm].sum()), False: float(ms[~comm].sum())}
 
-    def agg(keys: dict[str, Coded], order: tuple[str, ...]) -> pd.DataFrame:
+    def agg(keys: dict[str, Coded], order: tuple[str, ...]) -> dict:
         """Count, sum, min and max of the durations per key (combined integer codes + bincount), columns `order`."""
         codes, first_row = _group_codes([c.codes for c in keys.values()])
         n = len(first_row)
@@ -429,7 +437,7 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
         if "name" in keys:  # the first operator type of each name
             cols["op_type"] = np.asarray(op_type.uniques, dtype=object)[op_type.codes[first_row]] if n else \
                 np.zeros(0, dtype=object)
-        return pd.DataFrame({c: cols[c] for c in order})  # built in the final column order: no reindexing copy
+        return {c: cols[c] for c in order}  # in the final column order
 
     return (agg({"side": side, "core": core, "op_type": op_type}, OP_TYPE_COLUMNS),
             agg({"side": side, "name": name}, OP_DETAIL_COLUMNS))
@@ -437,11 +445,30 @@ def load_kernel_details(path: Path, log: IssueLog) -> Optional[tuple[pd.DataFram
 
 def _group_codes(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the distinct tuples of per-column codes in order of first appearance (as MultiIndex.factorize
-    numbers them), and the row where each first appears."""
-    combined = np.zeros(len(parts[0]) if parts else 0, dtype=np.int64)
-    for c in parts:
-        combined = combined * (int(c.max()) + 1 if len(c) else 1) + c
-        combined, _ = pd.factorize(combined)  # keep the key small: codes in order of first appearance
+    numbers them), and the row where each first appears. The codes are combined into one number per row (mixed
+    radix) and factorised once; past 2^62 combinations, one column at a time (the key kept small)."""
+    n = len(parts[0]) if parts else 0
+    combined = np.zeros(n, dtype=np.int64)
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in parts]
+    size = math.prod(radix)
+    if n and size <= max(1 << 16, 4 * n):  # few combinations (the usual table): a dense table, no hashing
+        for c, r in zip(parts, radix):
+            combined = combined * r + c
+        first = np.full(size, n, dtype=np.int64)
+        np.minimum.at(first, combined, np.arange(n, dtype=np.int64))  # the row where each combination first comes
+        seen = np.flatnonzero(first < n)
+        order = seen[np.argsort(first[seen], kind="stable")]  # the combinations in order of first appearance
+        renumber = np.empty(size, dtype=np.int64)
+        renumber[order] = np.arange(len(order), dtype=np.int64)
+        return renumber[combined], first[order]
+    if size < 1 << 62:
+        for c, r in zip(parts, radix):
+            combined = combined * r + c
+        combined, _ = pd.factorize(combined)
+    else:
+        for c, r in zip(parts, radix):
+            combined = combined * r + c
+            combined, _ = pd.factorize(combined)  # keep the key small: codes in order of first appearance
     codes = np.asarray(combined, dtype=np.int64)
     return codes, first_rows(codes)
 
@@ -464,20 +491,25 @@ OP_STAT_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(
 
 def load_op_statistic(path: Path, log: IssueLog) -> Optional[pd.DataFrame]:
     """`[Device_id,]OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)`."""
+    cols = _op_statistic_table(path, log)
+    return None if cols is None else framepack.frame(cols)
+
+
+def _op_statistic_table(path: Path, log: IssueLog) -> Optional[dict]:
+    """`load_op_statistic`'s table as columns (`OP_TYPE_COLUMNS`; texts as object arrays), not yet a frame."""
     cols = read_typed(path, log, OP_STAT_COLUMNS[:2], OP_STAT_COLUMNS[2:])
     if cols is None:
         return None
     op_type, core = cols["OP Type"], cols["Core Type"]
-    core_names = np.asarray(core.uniques, dtype=object)[core.codes] if len(core.codes) else np.zeros(0, object)
-    sides = {c: side_of_core(c) for c in core.uniques}
-    out = pd.DataFrame({"side": np.asarray([sides[c] for c in core_names], dtype=object), "core": core_names,
-                        "op_type": np.asarray(op_type.uniques, dtype=object)[op_type.codes] if len(op_type.codes)
-                        else np.zeros(0, object),
-                        "count": cols["Count"], "total_ms": cols["Total Time(us)"] / US_PER_MS,
-                        "avg_ms": cols["Avg Time(us)"] / US_PER_MS, "min_ms": cols["Min Time(us)"] / US_PER_MS,
-                        "max_ms": cols["Max Time(us)"] / US_PER_MS, "share": cols["Ratio(%)"] / 100.0},
-                       columns=list(OP_TYPE_COLUMNS))
-    return out  # the numbers are float64 arrays already (no astype pass: it cost a rank ~1 ms)
+
+    def texts(c: Coded, values: list) -> np.ndarray:
+        return np.asarray(values, dtype=object)[c.codes] if len(c.codes) else np.zeros(0, object)
+
+    return {"side": texts(core, [side_of_core(c) for c in core.uniques]), "core": texts(core, core.uniques),
+            "op_type": texts(op_type, op_type.uniques),
+            "count": cols["Count"], "total_ms": cols["Total Time(us)"] / US_PER_MS,
+            "avg_ms": cols["Avg Time(us)"] / US_PER_MS, "min_ms": cols["Min Time(us)"] / US_PER_MS,
+            "max_ms": cols["Max Time(us)"] / US_PER_MS, "share": cols["Ratio(%)"] / 100.0}
 
 
 def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.DataFrame], str]]
@@ -505,20 +537,21 @@ def assemble(parts: list[tuple[str, str, Optional[pd.DataFrame], Optional[pd.Dat
 def load_modern(kernels: Optional[Path], statistic: Optional[Path], log: IssueLog) -> Optional[Operators]:
     """Per-type totals from op_statistic.csv (with kernel_details' communication kernels, which it leaves out),
     else from kernel_details.csv; per-operator rows from kernel_details.csv. Totals cover the profiled window."""
-    k = load_kernel_details(kernels, log) if kernels is not None else None
-    s = load_op_statistic(statistic, log) if statistic is not None else None
+    k = _kernel_tables(kernels, log) if kernels is not None else None
+    s = _op_statistic_table(statistic, log) if statistic is not None else None
     if k is None and s is None:
         return None
     if s is None:
         by_type = k[0]
     elif k is None:
         by_type = s
-    else:  # op_statistic's rows, then kernel_details' communication rows (column by column: no frame concat)
-        comm = (k[0]["side"] == "communication").to_numpy(dtype=bool)
-        by_type = s if not comm.any() else pd.DataFrame(
-            {c: np.concatenate([s[c].to_numpy(), k[0][c].to_numpy()[comm]]) for c in OP_TYPE_COLUMNS})
+    else:  # op_statistic's rows, then kernel_details' communication rows (column by column, one frame at the end)
+        comm = k[0]["side"] == "communication"
+        by_type = s if not comm.any() else {c: np.concatenate([s[c], k[0][c][comm]]) for c in OP_TYPE_COLUMNS}
     sources = {"device": log.rel(statistic if s is not None else kernels)}
     if k is not None:
         sources["kernels"] = log.rel(kernels)
-    return Operators(by_type=by_type, detail=k[1] if k is not None else _detail_frame([]),
-                     basis={side: "profiled window" for side in by_type["side"].unique()}, sources=sources)
+    return Operators(by_type=framepack.frame(by_type), detail=framepack.frame(k[1]) if k is not None else
+                     _detail_frame([]),
+                     basis={side: "profiled window" for side in dict.fromkeys(by_type["side"].tolist())},
+                     sources=sources)

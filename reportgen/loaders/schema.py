@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Optional
 
 import numpy as np
@@ -159,15 +159,23 @@ _PROBLEM = {"rank": "not a whole number >= 0", "index": "not a whole number >= 0
 
 
 def schema_for(path: Path) -> Optional[Schema]:
-    name = Path(path).name
-    for pat, sch in SCHEMAS:
-        if pat.match(name):
-            return sch
-    return None
+    name = path.name if isinstance(path, PurePath) else Path(path).name
+    if name in _SCHEMA_OF:
+        return _SCHEMA_OF[name]
+    got = next((sch for pat, sch in SCHEMAS if pat.match(name)), None)
+    if len(_SCHEMA_OF) > 4096:
+        _SCHEMA_OF.clear()
+    _SCHEMA_OF[name] = got
+    return got
+
+
+_SCHEMA_OF: dict[str, Optional[Schema]] = {}  # a file name -> its family's schema
 
 
 def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
     """True where a (parsed, NaN for missing) value breaks its kind's range; missing values are not judged here."""
+    if _none_bad(kind, v):  # the usual column: no mask to build
+        return np.zeros(len(v), dtype=bool)
     ok = np.isnan(v)
     fin = ~ok
     with np.errstate(invalid="ignore"):
@@ -186,6 +194,30 @@ def bad_mask(kind: str, v: np.ndarray) -> np.ndarray:
         else:
             bad = fin & ~np.isfinite(v)
     return bad
+
+
+_AT_LEAST = {"duration": 0.0, "size": 0.0, "bandwidth": 0.0, "timestamp": 0.0, "count": 0.0, "rank": 0.0,
+             "index": 0.0, "percent": 0.0, "link": -1.0, "id": -math.inf}
+_WHOLE = frozenset(("count", "rank", "index", "link", "id"))
+
+
+def _none_bad(kind: str, v: np.ndarray) -> bool:
+    """True when `bad_mask` would find nothing, told from the extremes of the values that are not missing (NaN-
+    ignoring min and max, no warning) and, for whole-number kinds, one comparison with their floor; False when
+    there may be a bad value (then `bad_mask` builds the mask)."""
+    if not len(v) or v.dtype.kind != "f":
+        return False
+    lo, hi = float(np.fmin.reduce(v)), float(np.fmax.reduce(v))
+    if lo != lo:
+        return True  # every value missing: none judged
+    if kind not in _AT_LEAST:  # a number: finite
+        return -math.inf < lo and hi < math.inf
+    if not lo >= _AT_LEAST[kind] or (kind == "percent" and not hi <= 100 + 1e-6):
+        return False
+    if kind not in _WHOLE:
+        return True
+    # whole numbers: no value above its floor (a NaN drops out of the NaN-ignoring max; an infinity: the full mask)
+    return -math.inf < lo and hi < math.inf and not float(np.fmax.reduce(v - np.floor(v))) > 0
 
 
 def value_problem(kind: str, v: Any) -> Optional[str]:
@@ -296,6 +328,23 @@ def _parse(cells) -> np.ndarray:
     return out
 
 
+def _plain_columns(names: list[str], ix: dict[str, int], rows: list, width: int) -> dict[str, np.ndarray]:
+    """{column: its values} for the columns of `names` whose every cell `float` reads as a finite number within
+    MAX_ABS_NUMBER (what `_parse` reads them as: `to_float` is `float` for those), when every row has every cell."""
+    if not rows or any(len(cells) < width for _, cells in rows):
+        return {}
+    out = {}
+    for c in names:
+        i = ix[c]
+        try:
+            vals = [float(cells[i]) for _, cells in rows]
+        except (ValueError, TypeError, OverflowError):
+            continue
+        if all(map(math.isfinite, vals)) and max(map(abs, vals)) <= MAX_ABS_NUMBER:
+            out[c] = np.array(vals, dtype=np.float64)
+    return out
+
+
 def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, line_of, n: int,
                    text: Optional[dict[str, np.ndarray]] = None) -> tuple[np.ndarray, dict]:
     """Rows to drop (mask) and, per column, the rows whose value is read as missing; each problem noted. `text`:
@@ -314,7 +363,7 @@ def _judge_columns(schema: Schema, columns: dict[str, np.ndarray], door: Door, l
                            int(text[name].sum()), f"line {line_of(i)}", "warning", "schema drift")
         if f.unique:
             ok = v[~np.isnan(v)]
-            vals, counts = np.unique(ok, return_counts=True)
+            vals, counts = np.unique(ok, return_counts=True) if len(set(ok.tolist())) < len(ok) else (ok, ok[:0])
             if (counts > 1).any():
                 first = vals[counts > 1][0]
                 door.note_many(dq("schema.step-repeated", name=repr(name)),
@@ -390,11 +439,22 @@ def _record_header(log: Any, path: Path, header) -> None:
         rel = log.rel(path)
     except Exception:  # noqa: BLE001 - a log without a run root: nothing to compare against
         return
-    shapes[rel] = frozenset("*" if _DYNAMIC.search(str(h)) else f"column {str(h).strip()[:80]}" for h in header)
+    key = tuple(str(h) for h in header)
+    got = _HEADER_SHAPES.get(key)
+    if got is None:
+        got = frozenset("*" if _DYNAMIC.search(h) else f"column {h.strip()[:80]}" for h in key)
+        if len(_HEADER_SHAPES) > 1024:
+            _HEADER_SHAPES.clear()
+        _HEADER_SHAPES[key] = got
+    shapes[rel] = got
 
 
-def door_typed(path: Path, log: Any, cols: dict) -> dict:
-    """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN)."""
+_HEADER_SHAPES: dict[tuple, frozenset] = {}  # a header -> its shape (every rank's copy of a file has the same)
+
+
+def door_typed(path: Path, log: Any, cols: dict, data: Optional[bytes] = None) -> dict:
+    """`read_typed`'s columns through the family's schema (rows dropped from every column, values set NaN).
+    `data`: the file's bytes when the reader has them (the duplicate check reads them instead of the file)."""
     if cols:
         _record_header(log, path, list(cols))
         _huge_cells(log, path, next(((k, len(u)) for k, v in cols.items() if not isinstance(v, np.ndarray)
@@ -406,7 +466,7 @@ def door_typed(path: Path, log: Any, cols: dict) -> dict:
     arrays = {k: v for k, v in cols.items() if isinstance(v, np.ndarray)}
     n = len(next(iter(arrays.values()))) if arrays else (len(next(iter(cols.values())).codes) if cols else 0)
     drop, missing = _judge_columns(schema, arrays, door, lambda i: f"{i + 2} (about)", n)
-    drop |= _dup_mask(path, log, n)
+    drop |= _dup_mask(path, log, n, data)
     out = dict(cols)
     for k, m in missing.items():
         a = out[k].copy()
@@ -490,12 +550,14 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
         return rows
     door = Door(log, path)
     ix = {h: i for i, h in enumerate(header)}
+    # a column whose every cell is a finite number (the usual one) holds no null mark and no word: read at once
+    plain = _plain_columns([c for c in schema.fields if c in ix], ix, rows, len(header))
     _null_marks(schema, door, lambda c: [cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows]
-                if c in ix else None)
-    arrays = {c: _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
+                if c in ix and c not in plain else None)
+    arrays = {c: plain[c] if c in plain else _parse([cells[ix[c]] if ix[c] < len(cells) else None for _, cells in rows])
               for c in schema.fields if c in ix}
     text = {c: _words([cells[ix[c]] if ix[c] < len(cells) else "" for _, cells in rows], arrays[c])
-            for c in arrays}
+            for c in arrays if c not in plain}
     n = len(rows)
     drop, missing = _judge_columns(schema, arrays, door, lambda i: rows[i][0], n, text)
     drop |= _dup_mask(path, log, n)
@@ -514,19 +576,21 @@ def door_rows(path: Path, log: Any, header: list[str], rows: list) -> list:
     return out
 
 
-def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
+def door_duplicates(path: Path, log: Any, data: Optional[bytes] = None) -> tuple[Optional[set[int]], int]:
     """Exact duplicate data lines of a keyed family's file (the whole line, every column), named; returns the
-    0-based data-row indices to drop when the family drops them (None: nothing to drop)."""
+    0-based data-row indices to drop when the family drops them (None: nothing to drop). `data`: the file's bytes
+    as a reader read them (else the file is read)."""
     schema = schema_for(path)
     if schema is None or not schema.key:
         return None, -1
-    from reportgen.loaders.files import open_file
+    if data is None:
+        from reportgen.loaders.files import open_file
 
-    try:
-        with open_file(path, "rb") as f:
-            data = f.read(256 * 1024 * 1024 + 1)
-    except OSError:
-        return None, -1
+        try:
+            with open_file(path, "rb") as f:
+                data = f.read(256 * 1024 * 1024 + 1)
+        except OSError:
+            return None, -1
     if len(data) > 256 * 1024 * 1024:
         return None, -1
     lines = [x.strip() for x in data.splitlines()[1:]]
@@ -545,9 +609,9 @@ def door_duplicates(path: Path, log: Any) -> tuple[Optional[set[int]], int]:
     return (set(dups) if schema.dedupe else None), len(lines)
 
 
-def _dup_mask(path: Path, log: Any, n: int) -> np.ndarray:
+def _dup_mask(path: Path, log: Any, n: int, data: Optional[bytes] = None) -> np.ndarray:
     """Rows to drop as exact duplicates (named by `door_duplicates`), when the rows read are the file's lines."""
-    dups, total = door_duplicates(path, log)
+    dups, total = door_duplicates(path, log, data)
     drop = np.zeros(n, dtype=bool)
     if dups and total == n:
         drop[sorted(dups)] = True

@@ -97,6 +97,8 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
         want = set(numeric)
         idx = [i for i, h in enumerate(header) if h in want]
     durations = {i for i in idx if DURATION_RE.search(header[i])}
+    if _plain(rows, idx, durations):
+        idx = []  # every numeric cell a usable number (the usual file): no cell to look at one by one
     kept: list[tuple[int, list[str]]] = []
     problems: list[str] = []
     n_bad = 0
@@ -133,6 +135,28 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
         where = ", ".join(str(n) for n in dups[:5]) + (" ..." if len(dups) > 5 else "")
         log.add(path, dq("screen.duplicated-row-identical-earlier", dups=len(dups), where=where))
     return kept
+
+
+# a cell `NUMBER_RE` takes, spaces or tabs around it, written so that a match never backtracks into an earlier cell
+# (one way to read each number, atomic: a column of 1,000 cells that fails on its last is refused in linear time)
+_PLAIN_CELL = r"(?>[ \t]*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[ \t]*)"
+_PLAIN_CELLS = re.compile(rf"(?:{_PLAIN_CELL}\n)*+{_PLAIN_CELL}")  # cells joined by line breaks, each a number
+
+
+def _plain(rows: list[tuple[int, list[str]]], idx: list[int], durations: set[int]) -> bool:
+    """True when `number_problem` has nothing to say about any cell of the columns `idx` (each a number as
+    `NUMBER_RE` writes it, spaces or tabs around it, within MAX_ABS_NUMBER) and no duration is negative: one match
+    and one pass of `float` over them all, not a check per cell. False: the cells are looked at one by one."""
+    cells = [c[i] for _, c in rows for i in idx if i < len(c)]
+    if not cells:
+        return True
+    joined = "\n".join(cells)
+    if joined.count("\n") != len(cells) - 1 or not _PLAIN_CELLS.fullmatch(joined):
+        return False  # (a line break inside a cell: one by one)
+    vals = list(map(float, cells))
+    if not max(map(abs, vals)) <= MAX_ABS_NUMBER:
+        return False
+    return not durations or min((float(c[i]) for _, c in rows for i in durations if i < len(c)), default=0.0) >= 0
 
 
 STAMP_RE = re.compile(r"start|timestamp|begin|\bts\b", re.I)

@@ -17,12 +17,13 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen import framepack
 from reportgen.dataquality import dq
 from reportgen.loaders.files import regular_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.tables import read_csv_rows
-from reportgen.numbers import to_float, to_int
+from reportgen.numbers import MAX_INT, to_float, to_int
 from reportgen.loaders.schema import Door, whose
 from reportgen.model import LEGACY_PHASES, MODERN_PHASES, StepTrace
 
@@ -62,10 +63,16 @@ def _step_id(value: str) -> Optional[int]:
 
 
 def _frame(records: list[dict], phases: tuple[str, ...]) -> pd.DataFrame:
-    data: dict = {"step": pd.array([r["step"] for r in records], dtype="Int64")}
+    steps = [r["step"] for r in records]
+    if set(map(type, steps)) <= {int} and (not steps or -MAX_INT <= min(steps) and max(steps) <= MAX_INT):
+        # every step a whole number (the usual table): its nullable array made directly (none missing)
+        step = pd.arrays.IntegerArray(np.array(steps, dtype=np.int64), np.zeros(len(steps), dtype=bool))
+    else:
+        step = pd.array(steps, dtype="Int64")
+    data: dict = {"step": step}
     for p in phases:
         data[p] = np.array([r.get(p, math.nan) for r in records], dtype="float64")
-    return pd.DataFrame(data)
+    return framepack.frame(data)
 
 
 # --- legacy --------------------------------------------------------------------------------------

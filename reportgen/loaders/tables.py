@@ -212,9 +212,10 @@ def read_typed(path: Path, log: IssueLog, text: tuple[str, ...], numeric: tuple[
     # extra pass over the file is paid only by files that go the careful way, where it names the problem
     if not guard_after(path) and not text_guard(path, log):
         return None
-    fast = arrow_csv.read_typed(path, text, numeric, optional, STAMP_RE, DURATION_RE, root=log.root)
+    raw: list = []
+    fast = arrow_csv.read_typed(path, text, numeric, optional, STAMP_RE, DURATION_RE, root=log.root, raw=raw)
     if fast is not None:
-        return door_typed(path, log, fast)
+        return door_typed(path, log, fast, raw[0] if raw else None)
     # a file the strict reader refused: the frame path
     df = read_frame(path, log, (*text, *numeric), optional, door=False)
     return None if df is None else door_typed(path, log, typed_from_frame(df, text, numeric))
