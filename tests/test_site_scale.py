@@ -129,38 +129,44 @@ def test_communication_charts_name_the_culprits(plan_512):
     assert block["min_bandwidth_gbps"] < block["bandwidth_gbps"]
 
 
-def test_rank_pages_written_in_parallel_are_identical(synth_8, tmp_path, monkeypatch):
+@pytest.fixture()
+def planned_8(synth_8, tmp_path):
+    """synth_8's analysis, its planned site and summary, and that site written by one process (`tmp_path/one`)."""
     opts = BuildOptions()
     run = load_phase(discover(synth_8)[0], opts, Progress(False))
     analysis, findings, thresholds = analyse_phase(run, opts)
     plan = plan_pages(analysis, findings, thresholds=thresholds)
     summary = build_summary(analysis, findings, thresholds)
     builder.write_site(plan, summary, tmp_path / "one", synth_8, jobs=1)
+    return analysis, plan, summary
+
+
+def _assert_same_site(one, two) -> None:
+    """The same files, byte for byte (rank pages among them)."""
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(two) for p in two.rglob("*") if p.is_file())
+    assert any(str(f).startswith("ranks/") for f in files)
+    for f in files:
+        assert (one / f).read_bytes() == (two / f).read_bytes(), f
+
+
+def test_rank_pages_written_in_parallel_are_identical(planned_8, synth_8, tmp_path, monkeypatch):
+    _, plan, summary = planned_8
     monkeypatch.setattr(builder, "PARALLEL_MIN_PAGES", 1)
     seen = []
     builder.write_site(plan, summary, tmp_path / "two", synth_8, jobs=2, progress=lambda n, t: seen.append((n, t)))
-    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
-    assert any(str(f).startswith("ranks/") for f in files)
-    for f in files:
-        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    _assert_same_site(tmp_path / "one", tmp_path / "two")
     assert seen[-1] == (len(plan.pages), len(plan.pages))
 
 
-def test_the_main_process_writes_the_rank_pages_no_writer_started(synth_8, tmp_path, monkeypatch):
+def test_the_main_process_writes_the_rank_pages_no_writer_started(planned_8, synth_8, tmp_path, monkeypatch):
     """With -j 2 one page writer is forked (not two beside this process: each forked copy's page tables hold this
     process's memory, counted once more in the tree's RSS); this process takes the rank pages no writer has started,
     from the last. The site is byte for byte the one a single process writes, whichever process wrote a page
     (the shared chart specs by key), and every rank page is written once."""
     import os
 
-    opts = BuildOptions()
-    run = load_phase(discover(synth_8)[0], opts, Progress(False))
-    analysis, findings, thresholds = analyse_phase(run, opts)
-    plan = plan_pages(analysis, findings, thresholds=thresholds)
-    summary = build_summary(analysis, findings, thresholds)
-    builder.write_site(plan, summary, tmp_path / "one", synth_8, jobs=1)
-
+    analysis, plan, summary = planned_8
     monkeypatch.setattr(builder, "PARALLEL_MIN_PAGES", 1)
     monkeypatch.setattr(builder, "MIN_CHUNK", 1)  # a page a task: 8 tasks
     log = tmp_path / "writers"
@@ -195,10 +201,7 @@ def test_the_main_process_writes_the_rank_pages_no_writer_started(synth_8, tmp_p
     assert len(pages) == len(set(pages)) == len(analysis.run.ranks)  # every rank page, once
     mine = sorted(int(p.split("rank-")[1].split(".")[0]) for p in by_pid[str(os.getpid())])
     assert mine == sorted(analysis.run.ranks)[-len(mine):]  # the last ones
-    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
-    for f in files:
-        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    _assert_same_site(tmp_path / "one", tmp_path / "two")
 
 
 @pytest.mark.slow  # a large single file: CI's slow stage (issue 31: the default suite within 8 min)
