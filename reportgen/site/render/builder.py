@@ -147,21 +147,21 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
-            with i18n.use(tree.lang):  # this process writes rank pages too, from the last ones the writers did not start
-                for chunk in writers.take_back():
+            with i18n.use(tree.lang):  # this process writes rank pages too: the chunks the writers have not claimed
+                for chunk in writers.claimed():
                     for i in chunk:
                         write_page(env, tree, plan.page_at(i), tmp, assets, shared)
-                    done += len(chunk)
                     if progress:
-                        progress(done, total)
+                        progress(done + writers.written(), total)
             for n, (specs, csvs), planned in writers.results():
                 shared.specs.update(specs)
                 if csvs is not None and csv_store.active() is not None:
                     csv_store.active().merge(csvs)
-                done += n
                 total += planned  # cluster pages a writer planned (not counted before)
-                if progress:
-                    progress(done, total)
+                done += n
+            done += writers.written()
+            if progress:
+                progress(done, total)
     finally:
         if writers is not None:
             writers.close()
@@ -256,15 +256,16 @@ _FORKED: dict = {}
 ELSEWHERE = ("communication", "execution")
 
 
-MIN_CHUNK = 8  # rank pages a task of the writers at least
+MIN_CHUNK = 4  # rank pages a claim at least
 
 
 class _RankWriters:
-    """`jobs` - 1 forked processes rendering and writing the pages `idx` (in chunks), started at once, and this
-    process the `jobs`-th: once its own pages are written it takes the chunks no writer has started, from the last
-    (`take_back`). `results()` yields (pages written, (their shared specs, the CSV store's delta), pages planned
-    there) per task the writers did, in order; `close()` stops them (at once after a failure or Ctrl-C: the staged
-    folder is then discarded). `kinds`: cluster page kinds a writer plans and writes first
+    """`jobs` - 1 forked processes rendering and writing the rank pages `idx`, started at once, and this process
+    the `jobs`-th once its own pages are written: each claims the next chunk of pages from a counter they share
+    (`claimed`; ~32 chunks per process, so none waits long for another's last chunk). `results()` yields (pages,
+    (their shared specs, the CSV store's delta), pages planned there) per cluster-page task a writer did, then per
+    writer (its rank pages are counted by `written`); `close()` stops them (at once after a failure or Ctrl-C: the
+    staged folder is then discarded). `kinds`: cluster page kinds a writer plans and writes first
     (`SitePlan.plan_elsewhere`).
 
     (`jobs` writers beside this process kept three processes on two cores, each forked one holding, in its page
@@ -273,40 +274,41 @@ class _RankWriters:
 
     def __init__(self, env: Environment, tree: LanguageTree, idx: list[int], tmp: Path, assets: PageAssets,
                  jobs: int, copies: Sequence[tuple] = (), kinds: Sequence[str] = ()) -> None:
-        size = max(MIN_CHUNK, -(-len(idx) // (jobs * 8)))  # ~8 chunks per process: even load, little messaging
+        size = max(MIN_CHUNK, len(idx) // (jobs * 32))
         self.chunks = [idx[i:i + size] for i in range(0, len(idx), size)]
-        self.mine: set[int] = set()  # the chunks this process took back (their futures cancelled)
+        ctx = multiprocessing.get_context("fork")
+        # the next chunk to claim and the rank pages written, shared by the writers and this process
+        self.next, self.done = ctx.Value("i", 0), ctx.Value("i", 0)
         release_freed_memory()  # (the planning's freed heap: each writer's page tables would hold it too)
-        _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets)
-        self.ex = ProcessPoolExecutor(max_workers=max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"),
-                                      initializer=init_worker)
+        _FORKED.update(env=env, tree=tree, tmp=tmp, assets=assets, chunks=self.chunks, next=self.next,
+                       done=self.done)
+        writers = max(1, jobs - 1)
+        self.ex = ProcessPoolExecutor(max_workers=writers, mp_context=ctx, initializer=init_worker)
         self.ok = False
         try:
             with deferred_sigint():  # the workers are forked at the first submit
-                # the trace copies first (the longest tasks), then the rank pages
+                # the trace copies first (the longest tasks), then the cluster pages, then the rank pages
                 self.copies = [self.ex.submit(trace_copies.export_trace, root, ex, tmp) for root, ex in copies]
                 self.kinds = [self.ex.submit(_write_kinds, (k,)) for k in kinds]
-                self.futs = [self.ex.submit(_write_chunk, c) for c in self.chunks]
+                self.futs = [self.ex.submit(_write_claimed) for _ in range(writers)]
         except BaseException:
             self.close()
             raise
 
-    def take_back(self):
-        """The chunks no writer has started, from the last, each taken from the pool as it is reached (its future
-        cancelled: a chunk a writer has started, or that the pool has queued for one, ends the taking)."""
-        for j in range(len(self.futs) - 1, -1, -1):
-            if not self.futs[j].cancel():
-                return
-            self.mine.add(j)
-            yield self.chunks[j]
+    def claimed(self):
+        """The chunks this process claims, one at a time, until none is left."""
+        yield from _claims(self.chunks, self.next, self.done)
+
+    def written(self) -> int:
+        """Rank pages written so far, by every process."""
+        return self.done.value
 
     def results(self):
         for fut in self.kinds:
             n, got = fut.result()
             yield n, got, n
-        for j, (c, fut) in enumerate(zip(self.chunks, self.futs)):
-            if j not in self.mine:
-                yield len(c), fut.result(), 0
+        for fut in self.futs:
+            yield 0, fut.result(), 0
         for fut in self.copies:
             fut.result()
         self.ok = True
@@ -319,15 +321,33 @@ class _RankWriters:
             stop_pool(self.ex)
 
 
-def _write_chunk(idx: list[int]) -> tuple[dict, Optional[tuple]]:
-    """In a forked worker: render and write the pages `idx`; return the chart specs they share and what the CSV
-    store gained (`CsvStore.delta`: tables written, tables used)."""
+def _claims(chunks: list, counter, done):
+    """The chunks of `chunks` claimed from the shared `counter`, one at a time (each counted in `done` once the
+    caller is back for the next)."""
+    last = None
+    while True:
+        if last is not None:
+            with done.get_lock():
+                done.value += len(last)
+        with counter.get_lock():
+            j = counter.value
+            counter.value = j + 1
+        if j >= len(chunks):
+            return
+        last = chunks[j]
+        yield last
+
+
+def _write_claimed() -> tuple[dict, Optional[tuple]]:
+    """In a forked writer: render and write the rank pages of every chunk it claims; return the chart specs they
+    share and what the CSV store gained (`CsvStore.delta`: tables written, tables used)."""
     st = _FORKED
     shared = SharedSpecs()
     tree = st["tree"]
     with i18n.use(tree.lang):  # a worker may be forked from a thread that does not carry the build's language
-        for i in idx:
-            write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
+        for chunk in _claims(st["chunks"], st["next"], st["done"]):
+            for i in chunk:
+                write_page(st["env"], tree, tree.plan.page_at(i), st["tmp"], st["assets"], shared)
     store = csv_store.active()
     return shared.specs, store.delta() if store is not None else None
 
