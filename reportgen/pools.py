@@ -139,7 +139,6 @@ class Beside:
     Stopped at once by `close()` (or a failure, or Ctrl-C, in `result()`), as the build's other pools are."""
 
     def __init__(self, fn, *args, **kw) -> None:
-        release_freed_memory()  # (the forked copy's page tables hold every page this process has mapped)
         _CALL["call"] = (fn, args, kw)
         self.ex = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
                                       initializer=init_worker)
