@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from reportgen.discover.peek import read_capped
 from reportgen.loaders.files import MAX_LINE_BYTES, open_file
-from reportgen.loaders.screen import BAD_TOKENS, NUMBER_RE, NUMERIC_HEADER_RE, numeric_by_header
+from reportgen.loaders.screen import (BAD_TOKENS, NUMBER_RE, NUMERIC_HEADER_RE, cells_column, numeric_by_header,
+                                      plain_number)
 from reportgen.numbers import MAX_ABS_NUMBER, NA_TOKENS, clean_cell
 
 if TYPE_CHECKING:
@@ -337,12 +338,12 @@ SMALL_BYTES = 8 * 1024  # op_statistic.csv, operator_memory.csv, step phases: a 
 # a cell pyarrow reads as float64 (spaces and tabs around it trimmed), in the forms `screen.NUMBER_RE` takes
 _PLAIN_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*")
 # the same cells joined by line breaks, each read one way only and atomic: never backtracking into an earlier cell
-_PLAIN = r"(?>[ \t]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*)"
-_PLAIN_COLUMN = re.compile(rf"(?:{_PLAIN}\n)*+{_PLAIN}")
+_PLAIN = plain_number("[0-9]")
+_PLAIN_COLUMN = cells_column(_PLAIN)
 _NULL_CELLS = frozenset(_NULLS)
 # cells each a plain number or a null spelling as written (the longer spellings tried first: "--" before "-")
 _NUMBER_OR_NULL = "(?>" + "|".join([_PLAIN, *(re.escape(t) for t in sorted(_NULL_CELLS, key=len, reverse=True))]) + ")"
-_NUMBER_OR_NULL_COLUMN = re.compile(rf"(?:{_NUMBER_OR_NULL}\n)*+{_NUMBER_OR_NULL}")
+_NUMBER_OR_NULL_COLUMN = cells_column(_NUMBER_OR_NULL)
 
 
 def _read_small(clean: _Clean, text, columns, stamp_re, duration_re) -> Optional[dict]:

@@ -137,10 +137,19 @@ def screen_rows(path: Path, log: IssueLog, header: list[str], rows: list[tuple[i
     return kept
 
 
-# a cell `NUMBER_RE` takes, spaces or tabs around it, written so that a match never backtracks into an earlier cell
-# (one way to read each number, atomic: a column of 1,000 cells that fails on its last is refused in linear time)
-_PLAIN_CELL = r"(?>[ \t]*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[ \t]*)"
-_PLAIN_CELLS = re.compile(rf"(?:{_PLAIN_CELL}\n)*+{_PLAIN_CELL}")  # cells joined by line breaks, each a number
+def plain_number(digit: str = r"\d") -> str:
+    """The pattern of a cell `NUMBER_RE` takes (its digits `digit`: `[0-9]` for what pyarrow reads), spaces or tabs
+    around it, written so that a match never backtracks into an earlier cell (one way to read each number, atomic)."""
+    return rf"(?>[ \t]*[+-]?(?:{digit}+(?:\.{digit}*)?|\.{digit}+)(?:[eE][+-]?{digit}+)?[ \t]*)"
+
+
+def cells_column(cell: str) -> "re.Pattern[str]":
+    """Cells joined by line breaks, each matching the atomic pattern `cell`: a column of 1,000 cells that fails on
+    its last is refused in linear time."""
+    return re.compile(rf"(?:{cell}\n)*+{cell}")
+
+
+_PLAIN_CELLS = cells_column(plain_number())  # cells joined by line breaks, each a number
 
 
 def _plain(rows: list[tuple[int, list[str]]], idx: list[int], durations: set[int]) -> bool:

@@ -147,12 +147,11 @@ def _write_tree(tree: LanguageTree, tmp: Path, assets: PageAssets, jobs: int,
                 progress(done, total)
         meanwhile()
         if writers is not None:
-            with i18n.use(tree.lang):  # this process writes rank pages too: the chunks the writers have not claimed
-                for chunk in writers.claimed():
-                    for i in chunk:
-                        write_page(env, tree, plan.page_at(i), tmp, assets, shared)
-                    if progress:
-                        progress(done + writers.written(), total)
+            for chunk in writers.claimed():  # this process writes rank pages too: the chunks no writer claimed
+                for i in chunk:
+                    write_page(env, tree, plan.page_at(i), tmp, assets, shared)
+                if progress:
+                    progress(done + writers.written(), total)
             for n, (specs, csvs), planned in writers.results():
                 shared.specs.update(specs)
                 if csvs is not None and csv_store.active() is not None:
