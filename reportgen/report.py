@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import importlib
 import logging
 import pickle
 import time
@@ -29,13 +30,46 @@ from reportgen.layouts import discover, load_execution, load_run, timeline_ranks
 from reportgen.model import DataIssue, Run
 from reportgen.pools import release_freed_memory
 from reportgen.progress import Progress
-from reportgen.rules import run_rules
-from reportgen.site.render import builder, output
-from reportgen.site.plan.planner import plan_pages
-from reportgen.site.views.summary import build_summary, summary_metrics
+from reportgen.site.render import output
 from reportgen.urls import INDEX
 
 log = logging.getLogger("msreport")
+
+# The later stages' modules (the rules; the site's planning and writing, with altair, Jinja and networkx: ~0.45 s of
+# imports), imported once the first rank is loaded (`load_phase`): the load's worker processes, forked at its start,
+# never need them, so they are imported beside the workers instead of before them. The functions below name them.
+LATER_MODULES = ("reportgen.rules", "reportgen.site.plan.planner", "reportgen.site.render.builder",
+                 "reportgen.site.views.summary")
+
+
+def import_later_modules() -> None:
+    for name in LATER_MODULES:
+        importlib.import_module(name)
+
+
+def run_rules(analysis, overrides):
+    from reportgen.rules import run_rules as run
+    return run(analysis, overrides)
+
+
+def plan_pages(analysis, findings, **kw):
+    from reportgen.site.plan.planner import plan_pages as plan
+    return plan(analysis, findings, **kw)
+
+
+def build_summary(analysis, findings, thresholds, metrics=None):
+    from reportgen.site.views.summary import build_summary as build
+    return build(analysis, findings, thresholds, metrics)
+
+
+def summary_metrics(analysis, findings):
+    from reportgen.site.views.summary import summary_metrics as metrics
+    return metrics(analysis, findings)
+
+
+def _builder():
+    from reportgen.site.render import builder
+    return builder
 
 
 @dataclass(frozen=True)
@@ -82,7 +116,13 @@ class BuildResult:
 
 def load_phase(layout: RunLayout, opts: BuildOptions, ui: Progress) -> Run:
     """The ranks, then the operators of the steps the execution view shows (chosen from the step times)."""
-    run = load_run(layout, jobs=opts.jobs, progress=ui.counter(lazy("ranks loaded")), scheduler=opts.scheduler,
+    counter = ui.counter(lazy("ranks loaded"))
+
+    def progress(done: int, total: int) -> None:
+        if done == 1:  # (the load's workers are running by now)
+            import_later_modules()
+        counter(done, total)
+    run = load_run(layout, jobs=opts.jobs, progress=progress, scheduler=opts.scheduler,
                    derive=rank_figures)  # the analyses' per-rank share, computed where each rank is loaded
     try:  # safety net: loaders never raise by contract; an unforeseen trace must not cost the rest of the report
         sel = select(run, timeline_ranks(layout), list(opts.marey_steps))
@@ -252,9 +292,9 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
                                                       lazy_ranks=defer)))
     with _long_lived(), ui.stage(named(lazy("write"))):
         if opts.single_file:
-            entry = builder.write_single_file(plan, summary_now(), out, layout.root, findings=findings)
+            entry = _builder().write_single_file(plan, summary_now(), out, layout.root, findings=findings)
         else:
-            entry = builder.write_site(plan, summary_now, out, layout.root, progress=ui.counter(lazy("pages written")),
+            entry = _builder().write_site(plan, summary_now, out, layout.root, progress=ui.counter(lazy("pages written")),
                                        jobs=opts.jobs, translations=translations, findings=findings)
         return entry, summary_now()
 
@@ -349,6 +389,6 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
     rows = [{"path": lay.label, "layout": lay.layout, "ranks": len(lay.ranks), "href": href(lay, e)}
             for lay, e in entries]
     with ui.stage(lazy("write the run index")):
-        entry = builder.write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
+        entry = _builder().write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
                                          other_langs=opts.other_langs)
     return entry, combined

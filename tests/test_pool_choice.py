@@ -84,3 +84,35 @@ def test_kineto_execution_passes_in_the_pool_equal_those_read_here(tmp_path, mon
     assert pages, "the run draws an execution view"
     for rel in pages:
         assert (tmp_path / "pool" / rel).read_bytes() == (tmp_path / "here" / rel).read_bytes(), rel
+
+
+def test_the_load_workers_are_forked_before_the_sites_libraries_are_imported(tmp_path):
+    """The later stages' libraries (altair, Jinja, networkx: ~0.45 s of imports) are imported once the load's
+    workers run, beside them (`report.LATER_MODULES`): a worker never holds them, and the report is whole."""
+    import subprocess
+    import sys
+    src = generate_run(tmp_path / "run", ranks=4, steps=2, kernels_per_step=40, comm_ops_per_step=3)
+    seen = tmp_path / "seen"
+    code = (
+        "import sys, pathlib\n"
+        "from reportgen import pools\n"
+        "from reportgen.layouts import run\n"
+        "real = pools.init_worker\n"
+        "def init():\n"
+        "    real()\n"
+        "    with open(sys.argv[3], 'a') as f:\n"
+        "        f.write(' '.join(m for m in ('altair', 'jinja2', 'networkx', 'reportgen.site.render.builder')\n"
+        "                         if m in sys.modules) + '|\\n')\n"
+        "pools.init_worker = init\n"
+        "import reportgen.loaders.dispatch as d; d.init_worker = init\n"
+        "run.POOL_MIN_BYTES = 1\n"
+        "from reportgen.cli import main\n"
+        "rc = main([sys.argv[1], '-o', sys.argv[2], '-q', '-j', '2'])\n"
+        "assert all(m in sys.modules for m in ('altair', 'jinja2', 'reportgen.site.render.builder'))\n"
+        "sys.exit(rc)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "out"), str(seen)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    workers = seen.read_text().splitlines()
+    assert len(workers) == 2 and all(w == "|" for w in workers), workers
+    assert (tmp_path / "out" / "index.html").is_file() and (tmp_path / "out" / "summary.json").is_file()
