@@ -290,10 +290,12 @@ def _compile(repo: Path) -> None:
         _compiled.add(repo)
 
 
-def _tree_rss_mb(root: int) -> tuple[float, float]:
+def _tree_rss_mb(root: int, pss: bool = True) -> tuple[float, float]:
     """Resident memory of process `root` and all its descendants now (MB), from /proc: the sum of their RSS (a page
-    shared by forked processes counted in each) and of their PSS (shared pages split between the sharers). The
-    tree is walked through /proc/PID/task/*/children (cheap: the sampler must not load a 2-core machine)."""
+    shared by forked processes counted in each) and, with `pss`, of their PSS (shared pages split between the
+    sharers; else 0). The tree is walked through /proc/PID/task/*/children (cheap: the sampler must not load a
+    2-core machine). A process's PSS is not cheap: the kernel walks its page tables for smaps_rollup (~6 ms a GB
+    of RSS), so `timed` asks for it once a second, not at every RSS sample."""
     import os
 
     total, pss_kb, todo = 0, 0, [root]
@@ -307,7 +309,8 @@ def _tree_rss_mb(root: int) -> tuple[float, float]:
                     todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError, IndexError):
             continue
-        pss_kb += _pss_kb(p)
+        if pss:
+            pss_kb += _pss_kb(p)
     return total * os.sysconf("SC_PAGE_SIZE") / 2**20, pss_kb / 1024
 
 
@@ -322,6 +325,9 @@ def _pss_kb(pid: int) -> int:
         pass
     return 0
 
+
+RSS_SAMPLE_S = 0.25  # the process tree's RSS sampled this often (statm: cheap)
+PSS_EVERY = 4  # and its PSS at every 4th sample (smaps_rollup: ~6 ms a GB of RSS, ~5 % of a core at 0.25 s)
 
 _WRAP = ("import resource,subprocess,sys;r=subprocess.run(sys.argv[2:]);u=resource.getrusage(resource.RUSAGE_CHILDREN);"
          "open(sys.argv[1],'w').write(f'{u.ru_maxrss} {u.ru_utime + u.ru_stime}');"
@@ -356,8 +362,10 @@ def timed(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> dict:
             return 0.0
 
     def sample() -> None:
-        while not done.wait(0.25):
-            rss, pss = _tree_rss_mb(proc.pid)
+        n = 0
+        while not done.wait(RSS_SAMPLE_S):
+            rss, pss = _tree_rss_mb(proc.pid, pss=n % PSS_EVERY == 0)
+            n += 1
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
             samples.append((time.perf_counter(), main_rss()))
 
