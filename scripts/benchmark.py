@@ -38,7 +38,7 @@ aside) and its overhead: wall, and CPU counting msreport's processes plus the cl
 Each build runs `python -m reportgen` from `--repo` (default: this checkout; `--repo /work/main` measures main's
 code; its bytecode compiled once first, as pip compiles an installed msreport's) in a child process and prints:
 build wall time, CPU seconds (all processes), stage times, peak RSS (largest single process, from RUSAGE_CHILDREN,
-and the whole process tree sampled every 0.25 s), site MB, single-file MB,
+and the whole process tree sampled every 0.25 s, its PSS once a second), site MB, single-file MB,
 time per rank, and with `--compare-msprof` the wall time of msprof-analyze `cluster -m all` on the same folder and
 the ratio. `--floor`: every file of the run parsed once (orjson for JSON, pyarrow for CSV) in `--jobs` processes
 (default 2), the floor issue 33 asks each stage to be compared with. `--shape small`: the older in-process
