@@ -44,7 +44,10 @@ def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
             return np.fromiter(map(texts.index.__getitem__, values), dtype=np.int32, count=len(values)) + 2
         except KeyError:
             pass
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
+    try:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
+    except TypeError:  # a value that cannot be hashed (a list: the MindInsight data pipeline's children ids)
+        return None
     uniques = uniques.tolist()
     if not set(map(type, uniques)) <= _STR:
         return None
