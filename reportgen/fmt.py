@@ -43,7 +43,9 @@ def ms_cell(v: Any) -> str:
     if v != v:
         return MISSING
     if v != 0 and -1 < v < 1:
-        return significant(v, 3)
+        # `significant(v, 3)`; from 0.0001 up, Python's "#.3g" writes the same (3 significant digits, kept zeros,
+        # no exponent below 1), ~4x faster (a rank page has a hundred such cells)
+        return f"{v:#.3g}" if v >= 1e-4 or v <= -1e-4 else significant(v, 3)
     return f"{v:,.3f}"
 
 

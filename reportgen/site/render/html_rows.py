@@ -102,6 +102,11 @@ def _ms_bare(v) -> str:
     return f"<td>{_ms_html(v)}</td>"
 
 
+def _ms_column(values: list, _float=float) -> list:
+    """`[_ms_bare(v) for v in values]`, a call a cell instead of three (a rank page has some 250 such cells)."""
+    return [f"<td>{_MS(v)}</td>" if type(v) is _float else f"<td>{escape(_MS(v))}</td>" for v in values]
+
+
 def ms_cells(values) -> Markup:
     """A row of numeric `<td>` cells (ms) in one call (filter `ms_cells`)."""
     return Markup("".join(map(_ms_td, values)))
@@ -123,7 +128,7 @@ def step_rows(rows: list[dict], phases: list[dict]) -> Markup:
     for row in rows:
         step = row["step"]
         s = "" if step is None else escape(step)
-        cells = "".join([f"<td>{_ms_html(row[k])}</td>" for k in keys])
+        cells = "".join(_ms_column([row[k] for k in keys]))
         out.append(f'<tr><td data-v="{s}">{"—" if step is None else s}</td>{cells}</tr>\n')
     return Markup("".join(out))
 
@@ -136,7 +141,7 @@ def phase_cells(values: dict, phases: list[dict]) -> Markup:
 
 def step_value_rows(rows: list[dict]) -> Markup:
     """Per-step rows of a step cell and ms cells (`row["values"]`: the overlap section's per-step table)."""
-    return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(map(_ms_bare, row["values"]))}</tr>'
+    return Markup("".join([f'<tr>{_step_td(row["step"])}{"".join(_ms_column(row["values"]))}</tr>'
                            for row in rows]))
 
 
@@ -169,7 +174,7 @@ _COLUMNS = {
     "code": lambda vs: [f"<td><code>{esc(v)}</code></td>" for v in vs],
     "t": _t_cells,
     "num": lambda vs: [f"<td>{esc(_NUM(v))}</td>" for v in vs],
-    "ms": lambda vs: list(map(_ms_bare, vs)),
+    "ms": _ms_column,
     "pct1": lambda vs: [f"<td>{esc(_PCT1(v))}</td>" for v in vs],
     "text": lambda vs: [f"<td>{esc(v)}</td>" for v in vs],
 }
