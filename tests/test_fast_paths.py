@@ -466,3 +466,21 @@ def test_esc_writes_what_escape_writes():
     from markupsafe import Markup, escape
     for v in [*_NASTY, Markup("<b>x</b>"), 10 ** 30, -7, False, "a'b", "plain"]:
         assert str(html_rows.esc(v)) == str(escape(v)), v
+
+
+def test_short_number_columns_equal_the_numpy_coding():
+    """A column of fewer than 16 numbers is delta-coded in Python (`_short_delta_coded`): the same column as the
+    numpy path (`_delta_coded`), decimals, deltas and their types."""
+    rnd = random.Random(11)
+    picks = [0.25, 0.125, 1e-6, 3.0, -2.5, 0.1, 7e7, 12345.6789, 0.5, 1.5, -0.0, 1e-7, 4503599627370495.0]
+    for n in range(1, 16):
+        for k in range(200):
+            vals = ([rnd.uniform(-1e4, 1e4) for _ in range(n)] if k % 3 == 0 else
+                    [round(rnd.uniform(-1e3, 1e3), rnd.randint(0, 7)) for _ in range(n)] if k % 3 == 1 else
+                    [rnd.choice(picks) for _ in range(n)])
+            vals = [columnar.sig7(v) for v in vals]
+            want = columnar._delta_coded(np.array(vals, dtype=np.float64), vals)
+            got = columnar._short_delta_coded(list(vals), vals)
+            assert json.dumps(got) == json.dumps(want), vals
+            if isinstance(got, dict):
+                assert all(type(d) is int for d in got["d"])

@@ -75,7 +75,21 @@ def number_column(values: list) -> Any:
     vals = [v if isinstance(v, int) else _sig7(v) for v in values]
     if any(isinstance(v, int) and abs(v) >= _SAFE for v in vals):
         return vals  # beyond exact doubles: as written
+    if len(vals) < _Z_MIN_VALUES:  # a short column (a chart's 20 bars): `_delta_coded` without numpy's per-call costs
+        return _short_delta_coded([float(v) for v in vals], vals)
     return _delta_coded(np.array(vals, dtype=np.float64), vals)
+
+
+def _short_delta_coded(floats: list, vals: list) -> Any:
+    """`_delta_coded(np.array(floats), vals)` for fewer than 16 finite values, in Python (the same IEEE products,
+    Python's `round` halving to even as numpy's): the fewest decimals that write every value, then the deltas."""
+    for p in range(MAX_DECIMALS + 1):
+        scale = float(10 ** p)
+        scaled = [v * scale for v in floats]
+        if all(abs(x) < _SAFE for x in scaled) and all(round(x) / scale == v for x, v in zip(scaled, floats)):
+            ints = [int(round(x)) for x in scaled]
+            return {"dec": p, "d": [b - a for a, b in zip([0, *ints], ints)]}
+    return vals
 
 
 def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
