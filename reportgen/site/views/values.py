@@ -30,13 +30,16 @@ def records(frame) -> list[dict]:
     return [dict(zip(cols, row)) for row in zip(*values)]
 
 
+_MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)  # (pandas' nullable numbers)
+
+
 def _object_column(a) -> Optional[list]:
     """A column's values as `DataFrame.to_numpy(dtype=object)` holds them: a NumPy column of numbers as Python
     numbers (`tolist`), an object column as it is, a string or masked column of pandas as its own object array
     (a missing string NaN, a missing Int64 `pd.NA`); None for any other kind (the caller asks pandas)."""
     if isinstance(a, np.ndarray):
         return a.tolist() if a.dtype.kind in "fiubO" and a.ndim == 1 else None
-    if isinstance(a.dtype, (pd.StringDtype, pd.core.dtypes.dtypes.BaseMaskedDtype)):
+    if isinstance(a.dtype, pd.StringDtype) or isinstance(a, _MASKED):
         return a.to_numpy(dtype=object).tolist()
     return None
 
