@@ -33,17 +33,20 @@ def ms_cell(v: Any) -> str:
     """A duration in ms for a table cell (filter `ms`): thousands separators and 3 decimals from 1 ms up; below,
     3 significant digits ("0.0123", "0.000412"), never "0.000" for a time that is not zero. (A column of ms keeps
     its unit; the sentences' `ms` switches to µs.)"""
-    if v is None:
+    if type(v) is not float:  # (a float, the common case, goes straight below)
+        if v is None:
+            return MISSING
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            return str(v)  # a label in a number column
+    if v != v:
         return MISSING
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)  # a label in a number column
-    if f != f:
-        return MISSING
-    if f != 0 and abs(f) < 1:
-        return significant(f, 3)
-    return f"{f:,.3f}"
+    if v != 0 and -1 < v < 1:
+        # `significant(v, 3)`; from 0.0001 up, Python's "#.3g" writes the same (3 significant digits, kept zeros,
+        # no exponent below 1), ~4x faster (a rank page has a hundred such cells)
+        return f"{v:#.3g}" if v >= 1e-4 or v <= -1e-4 else significant(v, 3)
+    return f"{v:,.3f}"
 
 
 def significant(f: float, digits: int = 3) -> str:
@@ -54,7 +57,8 @@ def significant(f: float, digits: int = 3) -> str:
     a = abs(f)
     decimals = max(0, digits - 1 - math.floor(math.log10(a)))
     text = f"{f:,.{decimals}f}"
-    if float(text.replace(",", "")) and abs(float(text.replace(",", ""))) >= 10 ** (digits - decimals):
+    shown = abs(float(text.replace(",", "")))
+    if shown and shown >= 10 ** (digits - decimals):
         decimals = max(0, decimals - 1)  # 9.996 rounded up to 10.00: one decimal fewer
         text = f"{f:,.{decimals}f}"
     return text

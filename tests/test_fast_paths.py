@@ -214,6 +214,32 @@ def test_num_column_equals_num_per_value():
         assert json.dumps(num_column(c)) == json.dumps(plain), c
 
 
+
+def test_records_equal_the_frames_object_rows():
+    """`values.records` reads a frame column by column: the rows `frame.to_numpy(dtype=object)` gives, value for
+    value and type for type (a missing string NaN, a missing Int64 pd.NA, numbers as Python numbers)."""
+    import pandas as pd
+    from reportgen.site.views.values import records
+    frames = [
+        pd.DataFrame({"a": [1.0, np.nan, -0.0], "s": pd.array(["x", None, "z"], dtype="str"),
+                      "i": pd.array([1, None, 3], dtype="Int64")}),
+        pd.DataFrame({"a": [1, 2, 3], "b": [True, False, True], "f": np.array([1.5, 2, 3], dtype=np.float32),
+                      "u": np.array([1, 2, 2 ** 63], dtype=np.uint64)}),
+        pd.DataFrame({"o": [None, "x", 3], "s": pd.array(["a", "b", None], dtype="string"),
+                      "b": pd.array([True, None, False], dtype="boolean"), "F": pd.array([1.5, None, 2], dtype="Float64")}),
+        pd.DataFrame({"t": pd.to_datetime(["2020-01-01", None, "2021-01-01"]), "c": pd.Categorical(["a", "b", "a"])}),
+        pd.DataFrame({"a": [1, 2], "b": [3.0, 4.0]}).rename(columns={"b": "a"}),  # (a repeated name: the last)
+        pd.DataFrame(index=[0, 1]), pd.DataFrame({"x": [1.0]}).iloc[:0],
+    ]
+    for f in frames:
+        want = [dict(zip(f.columns, row)) for row in f.to_numpy(dtype=object).tolist()] if len(f) else []
+        got = records(f)
+        assert len(got) == len(want) and all(list(g) == list(w) for g, w in zip(got, want)), f.dtypes
+        for g, w in zip(got, want):
+            for k in w:
+                assert type(g[k]) is type(w[k]) and (g[k] is w[k] or g[k] == w[k] or (g[k] != g[k] and w[k] != w[k])), k
+
+
 # ---- the rank tables' rows: html_rows against the template loops they replaced --------------------------------
 
 _OLD_LOOPS = {
@@ -434,3 +460,27 @@ def test_chart_figure_equals_the_macro_it_replaced():
                         url.resolver = None
                         want = old.render(c=c, share_spec=share, url=url, **extra)
                         assert new.render(c=c, share_spec=share, url=url, **extra) == want, (lang, c, gz)
+
+
+def test_esc_writes_what_escape_writes():
+    from markupsafe import Markup, escape
+    for v in [*_NASTY, Markup("<b>x</b>"), 10 ** 30, -7, False, "a'b", "plain"]:
+        assert str(html_rows.esc(v)) == str(escape(v)), v
+
+
+def test_short_number_columns_equal_the_numpy_coding():
+    """A column of fewer than 16 numbers is delta-coded in Python (`_short_delta_coded`): the same column as the
+    numpy path (`_delta_coded`), decimals, deltas and their types."""
+    rnd = random.Random(11)
+    picks = [0.25, 0.125, 1e-6, 3.0, -2.5, 0.1, 7e7, 12345.6789, 0.5, 1.5, -0.0, 1e-7, 4503599627370495.0]
+    for n in range(1, 16):
+        for k in range(200):
+            vals = ([rnd.uniform(-1e4, 1e4) for _ in range(n)] if k % 3 == 0 else
+                    [round(rnd.uniform(-1e3, 1e3), rnd.randint(0, 7)) for _ in range(n)] if k % 3 == 1 else
+                    [rnd.choice(picks) for _ in range(n)])
+            vals = [columnar.sig7(v) for v in vals]
+            want = columnar._delta_coded(np.array(vals, dtype=np.float64), vals)
+            got = columnar._short_delta_coded(list(vals), vals)
+            assert json.dumps(got) == json.dumps(want), vals
+            if isinstance(got, dict):
+                assert all(type(d) is int for d in got["d"])

@@ -100,3 +100,18 @@ def test_the_old_homes_use_it():
     assert str(html_rows.num_cell(0.25, fmt="ratio")) == '<td class="num">25.0 %</td>'
     assert str(html_rows.num_cell(1234.5, badge="slow")) == ('<td class="num" data-v="1234.5">1,234.500 '
                                                             '<span class="badge slow">slow</span></td>')
+
+
+def test_ms_cell_under_one_ms_is_significant_digits():
+    """A cell under 1 ms is `significant(v, 3)` (its fast path, Python's "#.3g" from 0.0001 up, writes the same:
+    around the powers of ten and the rounding edges too)."""
+    import random
+
+    rnd = random.Random(7)
+    values = [m * 10.0 ** e for e in range(-6, 1) for m in (1, 9.995, 9.9949999, 9.99951, 9.9995, 1.0005, 2.675, 5)]
+    values += [math.nextafter(v, t) for v in list(values) for t in (0, 1)]
+    values += [rnd.uniform(-1, 1) * 10 ** rnd.uniform(-5, 0) for _ in range(20000)]
+    values += [round(v, k) for v in values[-2000:] for k in (3, 4, 5)]
+    for v in values + [-v for v in values]:
+        if v != 0 and -1 < v < 1:
+            assert fmt.ms_cell(v) == fmt.significant(v, 3), repr(v)

@@ -287,6 +287,41 @@ def test_csv_store_fingerprint_tells_every_cell(tmp_path):
     assert gzip.decompress(damaged.gz(cols, other)).decode() == csv_text(cols, other)
 
 
+def test_a_coded_column_writes_and_tells_its_cells(tmp_path):
+    """A column of codes into distinct values (`CodedColumn`, a rank's communication operators) writes the CSV its
+    list writes and reads as that list; its fingerprint tells the codes and every distinct value (their types
+    too), and gives none when a value is not a plain one."""
+    import numpy as np
+
+    from reportgen.i18n import lazy
+    from reportgen.site.plan.page import LazyRows
+    from reportgen.site.render.csv_text import CodedColumn, values_key
+
+    def coded(codes, values):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        return CodedColumn(np.array(codes), arr, values_key(arr))
+
+    cols = [{"key": "op", "label": "Op"}, {"key": "t", "label": "T (ms)"}]
+    values = ["b,x", "a", float("nan"), 'q"']
+    col = coded([1, 0, 2, 3, 1, -1], values)
+    as_list = [values[i] for i in (1, 0, 2, 3, 1, -1)]
+    times = np.array([1.5, 2.0, np.nan, 0.25, -0.0, 1e20])
+    assert list(col) == col.tolist() == as_list and len(col) == 6 and col[1] == "b,x" and col[4:] == as_list[4:]
+    assert csv_text(cols, LazyRows(lambda: {"op": col, "t": times}, columns=True)) == \
+        csv_text(cols, LazyRows(lambda: {"op": as_list, "t": times}, columns=True))
+    fp = csv_store.fingerprint(cols, {"op": col, "t": times}, 6)
+    assert fp is not None and fp == csv_store.fingerprint(cols, {"op": coded([1, 0, 2, 3, 1, -1], values), "t": times}, 6)
+    others = [coded([1, 0, 2, 3, 1, 0], values), coded([1, 0, 2, 3, 1, -1], ["b,x", "A", float("nan"), 'q"']),
+              coded([1, 0, 2, 3, 1, -1], ["b,x", "a", None, 'q"']), coded([1, 0, 2, 3, 1, -1], ["b,x", 1, float("nan"), 'q"']),
+              coded(np.array([1, 0, 2, 3, 1, -1], dtype=np.int32), values)]
+    assert len({fp, *(csv_store.fingerprint(cols, {"op": c, "t": times}, 6) for c in others)}) == len(others) + 1
+    assert csv_store.fingerprint(cols, {"op": coded([0, 1], [lazy("unknown"), "x"]), "t": times[:2]}, 2) is None
+    store = csv_store.CsvStore(tmp_path / "c", 9)
+    assert store.gz(cols, LazyRows(lambda: {"op": col, "t": times}, columns=True)) == \
+        csv_store.compress(csv_text(cols, LazyRows(lambda: {"op": as_list, "t": times}, columns=True)), 9)
+
+
 def test_csv_gzip_level_follows_the_size_of_the_text(tmp_path):
     """A download's level is the small tables' up to the size bound, the large tables' above, whichever way it is
     written (the store or without one); a store of other levels is another store."""

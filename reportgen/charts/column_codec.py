@@ -75,7 +75,21 @@ def number_column(values: list) -> Any:
     vals = [v if isinstance(v, int) else _sig7(v) for v in values]
     if any(isinstance(v, int) and abs(v) >= _SAFE for v in vals):
         return vals  # beyond exact doubles: as written
+    if len(vals) < _Z_MIN_VALUES:  # a short column (a chart's 20 bars): `_delta_coded` without numpy's per-call costs
+        return _short_delta_coded([float(v) for v in vals], vals)
     return _delta_coded(np.array(vals, dtype=np.float64), vals)
+
+
+def _short_delta_coded(floats: list, vals: list) -> Any:
+    """`_delta_coded(np.array(floats), vals)` for fewer than 16 finite values, in Python (the same IEEE products,
+    Python's `round` halving to even as numpy's): the fewest decimals that write every value, then the deltas."""
+    for p in range(MAX_DECIMALS + 1):
+        scale = float(10 ** p)
+        scaled = [v * scale for v in floats]
+        if all(abs(x) < _SAFE for x in scaled) and all(round(x) / scale == v for x, v in zip(scaled, floats)):
+            ints = [int(round(x)) for x in scaled]
+            return {"dec": p, "d": [b - a for a, b in zip([0, *ints], ints)]}
+    return vals
 
 
 def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
@@ -83,7 +97,11 @@ def _delta_coded(arr: "np.ndarray", vals: Optional[list] = None) -> Any:
     p = _decimals(arr)
     if p is None:
         return vals if vals is not None else arr.tolist()
-    ints = np.round(arr * float(10 ** p)).astype(np.int64)
+    return _coded_ints(np.round(arr * float(10 ** p)).astype(np.int64), p)
+
+
+def _coded_ints(ints: "np.ndarray", p: int) -> Any:
+    """`_delta_coded` of the values `ints / 10**p`, `p` their fewest decimals."""
     deltas = np.concatenate((ints[:1], np.diff(ints)))  # (not np.r_: 5 us a call of index parsing)
     if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
         starts = np.flatnonzero(np.concatenate(([True], deltas[1:] != deltas[:-1])))
@@ -142,10 +160,16 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
     k = np.rint(t)
     near_half = np.abs(t - np.floor(t) - 0.5) < 1e-3  # Python's round of the exact value could go either way
     if np.all(np.abs(k) < 1e7):  # the common case (a memory curve): 7 digits at most, nothing for the cut to drop
-        out = k / scale + 0.0  # (the division below; + 0.0: -0.0 is 0, as the integers below make it)
+        ints = k.astype(np.int64)
         for i in np.flatnonzero(near_half).tolist():
-            out[i] = _sig7(round(float(a[i]), decimals))
-        return _delta_coded(out)
+            ints[i] = round(round(float(a[i]), decimals) * scale)  # (`_sig7` keeps its 7 digits or fewer)
+        # the values are ints / 10**decimals, exactly as doubles: their fewest decimals (`_decimals`) are those
+        # the integers' common trailing zeros leave (no other count writes a value under 1e7 exactly)
+        p = decimals
+        while p and not np.any(ints % 10):
+            ints //= 10
+            p -= 1
+        return _coded_ints(ints, p)
     k = k.astype(np.int64)
     # the 7 significant digits the page writes (`_sig7`): the value is k / 10**decimals exactly as a decimal
     mag = np.abs(k)

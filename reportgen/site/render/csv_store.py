@@ -25,7 +25,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from reportgen import rankcache
-from reportgen.site.render.csv_text import csv_table, table_csv
+from reportgen.site.render.csv_text import CodedColumn, csv_table, table_csv
 
 ENTRY = "csv-gz.pkl"  # in the rank cache folder
 _PLAIN = frozenset((str, int, float, bool, type(None)))
@@ -105,7 +105,13 @@ def fingerprint(columns: list[dict], table: dict, n: int) -> Optional[bytes]:
     h.update(pickle.dumps((n, [(c["key"], str(c["label"])) for c in columns]), protocol=pickle.HIGHEST_PROTOCOL))
     for c in columns:
         col = table.get(c["key"])
-        if isinstance(col, np.ndarray):
+        if isinstance(col, CodedColumn):  # (its values' digest and its codes: `csv_text.CodedColumn`)
+            codes = col.codes
+            if col.key is None or not isinstance(codes, np.ndarray) or codes.dtype.kind not in "iu" or codes.ndim != 1:
+                return None
+            h.update(b"\0coded" + col.key + codes.dtype.str.encode() + str(len(codes)).encode() + b"\0")
+            h.update(np.ascontiguousarray(codes).tobytes())
+        elif isinstance(col, np.ndarray):
             if col.dtype.kind not in "biuf" or col.ndim != 1:
                 return None
             h.update(b"\0array" + col.dtype.str.encode() + str(len(col)).encode() + b"\0")

@@ -4,10 +4,13 @@ column: a large run writes millions of cells)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
+import pickle
 import re
 from itertools import chain
+from typing import Optional
 
 import numpy as np
 
@@ -53,6 +56,40 @@ def csv_text(columns: list[dict], rows) -> str:
     `csv_value` writes it (its commonest cases inline: a large run writes millions of cells), a column scanned
     once for characters that need quotes."""
     return table_csv(columns, *csv_table(columns, rows))
+
+
+class CodedColumn:
+    """A table column of labels given as codes into a list of distinct values (`values[codes]`, an object array),
+    as a run's operator frames hold them: the CSV store's fingerprint reads the codes and the values' digest
+    (`key`, of the whole list, made once) instead of every cell (a rank's 1,600 operator names, on every page of a
+    large run); the CSV and any reader of the table see the values, as a list would give them."""
+
+    __slots__ = ("codes", "values", "key")
+
+    def __init__(self, codes: np.ndarray, values: np.ndarray, key: Optional[bytes]) -> None:
+        self.codes, self.values, self.key = codes, values, key
+
+    def tolist(self) -> list:
+        return self.values[self.codes].tolist()
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __getitem__(self, i):
+        return self.values[self.codes[i]].tolist() if isinstance(i, slice) else self.values[self.codes[i]]
+
+
+def values_key(values: np.ndarray) -> Optional[bytes]:
+    """A `CodedColumn`'s `key`: a digest of its distinct values, exactly (each value's type and text, as a
+    pickled list: 1, 1.0 and "1" differ), or None when one is not a plain value (its column is then never
+    fingerprinted)."""
+    cells = values.tolist()
+    if not set(map(type, cells)) <= {str, int, float, bool, type(None)}:
+        return None
+    return hashlib.sha256(pickle.dumps(cells, protocol=pickle.HIGHEST_PROTOCOL)).digest()
 
 
 def csv_table(columns: list[dict], rows) -> tuple[dict, int]:
@@ -113,6 +150,8 @@ class _PlainFloats(list):
 def _cells(col, n: int) -> list:
     """A table column as a list: a float64 array as `num_column` gives it (a value that is not finite is missing:
     None), its values known plain when they all are (checked vectorised)."""
+    if isinstance(col, CodedColumn):
+        return col.tolist()
     if isinstance(col, np.ndarray):
         if col.dtype.kind != "f":
             return col.tolist()

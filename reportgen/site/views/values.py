@@ -7,6 +7,9 @@ from reportgen.i18n import N_, _
 import math
 
 import numpy as np
+import pandas as pd
+
+from reportgen.framepack import _column_arrays
 from reportgen.numbers import finite as num
 from typing import Optional
 
@@ -15,11 +18,30 @@ from typing import Optional
 
 def records(frame) -> list[dict]:
     """`frame.to_dict("records")` for the small per-rank frames the rank pages read, an order of magnitude faster
-    (pandas builds each row through `itertuples`; thousands of rank pages pay that thousands of times)."""
+    (pandas builds each row through `itertuples`; thousands of rank pages pay that thousands of times): the values
+    of `frame.to_numpy(dtype=object)`, read column by column from the frame's own arrays (`_object_column`;
+    pandas' object array of a frame of mixed columns is built block by block, ~0.1 ms for a rank's few rows)."""
     if not len(frame):
         return []
     cols = list(frame.columns)
-    return [dict(zip(cols, row)) for row in frame.to_numpy(dtype=object).tolist()]
+    values = [_object_column(a) for a in _column_arrays(frame)] if len(cols) else None
+    if values is None or any(v is None for v in values):
+        return [dict(zip(cols, row)) for row in frame.to_numpy(dtype=object).tolist()]
+    return [dict(zip(cols, row)) for row in zip(*values)]
+
+
+_MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)  # (pandas' nullable numbers)
+
+
+def _object_column(a) -> Optional[list]:
+    """A column's values as `DataFrame.to_numpy(dtype=object)` holds them: a NumPy column of numbers as Python
+    numbers (`tolist`), an object column as it is, a string or masked column of pandas as its own object array
+    (a missing string NaN, a missing Int64 `pd.NA`); None for any other kind (the caller asks pandas)."""
+    if isinstance(a, np.ndarray):
+        return a.tolist() if a.dtype.kind in "fiubO" and a.ndim == 1 else None
+    if isinstance(a.dtype, pd.StringDtype) or isinstance(a, _MASKED):
+        return a.to_numpy(dtype=object).tolist()
+    return None
 
 
 def num_column(values) -> list:

@@ -16,6 +16,7 @@ from reportgen.rules.highlights import Highlights
 from reportgen.site.pages.communication import link_rows, marked_links
 from reportgen.site.pages.rank.sections import CommSection, Part, shown_rows
 from reportgen.site.plan.page import LazyRows, column_rows
+from reportgen.site.render.csv_text import CodedColumn, values_key
 from reportgen.site.views.communication import group_label
 from reportgen.site.views.values import num, num_column, records
 from reportgen.urls import rank_csv
@@ -160,6 +161,7 @@ class RankComm:
         self.flagged = hl.flagged
         self.group_labels: dict[Any, str] = {}
         self._group_by_code: Optional[np.ndarray] = None
+        self._values_keys: dict[str, tuple[np.ndarray, Optional[bytes]]] = {}
 
     def _op_columns(self, r: int, limit: Optional[int] = None, arrays: bool = False) -> dict[str, Any]:
         """Rank `r`'s communication operators, longest first (the first `limit`), column by column: the rank
@@ -173,11 +175,10 @@ class RankComm:
         if limit is not None:
             e = min(e, b + limit)
         at = self._op_order[b:e]
-        col = {c: v[at] if isinstance(v, np.ndarray) else v[1][v[0][at]] for c, v in self._op_data.items()
-               if c != "group"}
-        out = {"op": col["op"].tolist(), "group": self._group_labels()[self._op_data["group"][0][at]].tolist(),
-               "kind": col["kind"].tolist()}
-        if arrays:  # (`num_column`'s values: a non-finite number is missing)
+        if arrays:  # the labels as codes into their distinct values (`CodedColumn`: the CSV store's fingerprint
+            # reads the codes); the numbers as float64 arrays (`num_column`'s values: a non-finite number is missing)
+            col = {c: self._op_data[c][at] for c in nums}
+            out = {c: CodedColumn(self._op_data[c][0][at], *self._coded_values(c)) for c in ("op", "group", "kind")}
             for k in nums:
                 a = np.array(col[k], dtype=np.float64)
                 a[~np.isfinite(a)] = np.nan
@@ -189,11 +190,24 @@ class RankComm:
                 per_call[ok] = t[ok] / c[ok]
             out["per_call_ms"] = per_call
             return out
+        col = {c: v[at] if isinstance(v, np.ndarray) else v[1][v[0][at]] for c, v in self._op_data.items()
+               if c != "group"}
+        out = {"op": col["op"].tolist(), "group": self._group_labels()[self._op_data["group"][0][at]].tolist(),
+               "kind": col["kind"].tolist()}
         out.update({k: num_column(col[k]) for k in nums})
         # the time of one call: the per-step time over the calls per step (an operator named per call, as torch_npu
         # names them, ran once in the profiled steps: its per-step time is its duration spread over the steps)
         out["per_call_ms"] = [t / c if t is not None and c else None for t, c in zip(out["communication_ms"], out["count"])]
         return out
+
+    def _coded_values(self, name: str) -> tuple[np.ndarray, Optional[bytes]]:
+        """A label column's distinct values at their codes (a group's label, `_group_labels`) and their digest
+        (`csv_text.values_key`), made once."""
+        got = self._values_keys.get(name)
+        if got is None:
+            values = self._group_labels() if name == "group" else self._op_data[name][1]
+            got = self._values_keys[name] = (values, values_key(values))
+        return got
 
     def n_ops(self, r: int) -> int:
         b, e = self._op_at.get(r, (0, 0))
