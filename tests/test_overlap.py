@@ -376,3 +376,39 @@ def test_zero_bubble_in_a_pipelined_modern_run_is_explained():
     o = _analysis(sample("ascend/msinsight_st_qwen3_4rank_tp1pp2dp2_level2_text")).overlap
     assert o.rates["between_stage_rate"] == 0.0
     assert any("batchSendRecv" in n for n in o.notes)
+
+
+@pytest.mark.parametrize("case", ["plain", "rank without rows", "a step twice", "a missing step", "a step missing "
+                                  "in the overlap", "other step dtype", "interval column already there"])
+def test_the_iteration_interval_beside_the_overlap_steps_is_the_merge(case):
+    """`_Intervals.beside` (a MindInsight rank's overlap steps with the step trace's iteration interval) gives the
+    frame `steps.merge(<the rank's rows>, on="step", how="left")` gives, in every case the shortcut does not take
+    (a repeated or missing step, another dtype) through that merge itself."""
+    import pandas as pd
+    from pandas.testing import assert_frame_equal
+
+    from reportgen.analysis.overlap import _Intervals
+
+    per = pd.DataFrame({"rank": np.array([0, 1, 0, 1, 0, 2], dtype=np.int64),
+                        "step": pd.array([1, 1, 2, 2, 3, 1], dtype="Int64"),
+                        "iteration_interval": [10.0, 11.0, 12.0, math.nan, 14.0, 15.0]})
+    steps = pd.DataFrame({"step": pd.array([3, 1, 2, 5], dtype="Int64"), "computation": [1.0, 2.0, 3.0, 4.0]},
+                         index=[7, 8, 9, 10])
+    r = 0
+    if case == "rank without rows":
+        r = 5
+    elif case == "a step twice":
+        per.loc[len(per)] = [0, 2, 99.0]
+    elif case == "a missing step":
+        per.loc[len(per)] = [0, pd.NA, 99.0]
+    elif case == "a step missing in the overlap":
+        steps.loc[8, "step"] = pd.NA
+    elif case == "other step dtype":
+        steps["step"] = steps["step"].astype("int64")
+    elif case == "interval column already there":
+        steps["iteration_interval"] = 1.0
+    mine = (per[per["rank"] == r][["step", "iteration_interval"]] if r in set(per["rank"].tolist())
+            else pd.DataFrame({"step": pd.array([], dtype="Int64"), "iteration_interval": []}))
+    want = steps.merge(mine, on="step", how="left")
+    got = _Intervals(per).beside(steps.copy(), r)
+    assert_frame_equal(got, want, check_exact=True)
