@@ -116,7 +116,8 @@ def test_a_clean_large_file_goes_the_typed_way_with_the_same_frames(tmp_path, mo
 
 
 def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch):
-    """Random bit patterns, long mantissas, tiny and huge exponents, integers: msgspec's floats are orjson's."""
+    """Random bit patterns, long mantissas, tiny and huge exponents, integers: msgspec's floats are orjson's. (Below
+    1e16: Python writes larger floats with a positive exponent, which sends the file the general way.)"""
     rng = random.Random(4)
     doc = _doc()
     for i, (name, op) in enumerate(doc["step1"]["collective"].items()):
@@ -125,7 +126,7 @@ def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch)
         t = op["Communication Time Info"]
         for k in ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Idle Time(ms)"):
             t[k] = rng.choice([abs(struct.unpack("d", struct.pack("Q", rng.getrandbits(62)))[0]),
-                               rng.uniform(0, 1e-300), rng.randint(0, 2**53), rng.uniform(0, 1e17),
+                               rng.uniform(0, 1e-300), rng.randint(0, 2**53), rng.uniform(0, 1e16),
                                float(f"{rng.randint(1, 9)}.{rng.randint(0, 10**20)}e-{rng.randint(1, 320)}")])
     text = _dump(doc).replace(b"e-", b"E-", 50)  # an upper-case E too
     _same(tmp_path, monkeypatch, text, taken=True)
@@ -135,7 +136,8 @@ def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch)
     "unknown-field", "unknown-transport-field", "nonfinite-unused", "nonfinite-sizes", "int-at-limit", "text-time",
     "bool-size", "null-time", "missing-time", "negative-unused", "bandwidth-info-zero", "total-op-info-list",
     "sizes-three", "bom", "trailing", "control-char", "deep-sizes", "bad-utf8-name", "bad-utf8-in-sizes",
-    "exponent-positive", "top-level-list", "step-not-object", "empty"])
+    "exponent-positive", "exponent-positive-read", "long-fraction", "long-integer-unused", "top-level-list",
+    "step-not-object", "empty", "backslash-unused", "deep-unused"])
 def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, monkeypatch, case):
     doc = _doc()
     op = _first(doc)
@@ -182,6 +184,16 @@ def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, 
         raw = _dump(doc).replace(b'"Size Distribution": {}', b'"Size Distribution": {"\xff": 1}', 1)
     elif case == "exponent-positive":  # in range, but only the values tell: still the same numbers both ways
         raw = _dump(doc).replace(b'"Wait Time Ratio": 0.5', b'"Wait Time Ratio": 5e-1', 1)
+    elif case == "exponent-positive-read":  # a positive exponent anywhere: the values are looked at the general way
+        raw = _dump(doc).replace(b'"Idle Time(ms)": ', b'"Idle Time(ms)": 1.5e+3, "Idle Time(ms)": ', 1)
+    elif case == "long-fraction":  # 20 fraction digits (Python's repr of 0.000117...): a small number, taken
+        t["Wait Time Ratio"] = 0.00011791870367106104
+    elif case == "long-integer-unused":  # a value nobody reads, beyond MAX_INT: named by the careful reader
+        raw = _dump(doc).replace(b'"Wait Time Ratio": 0.5', b'"Wait Time Ratio": 123456789012345678901', 1)
+    elif case == "backslash-unused":  # an escape in a skipped string: the strings cannot be told from the text
+        b["SIO"]["Foo"] = "a\"b"
+    elif case == "deep-unused":  # a field nobody reads nested 195 deep below the operator's 5 levels: 200 + 1
+        t["Foo"] = json.loads("[" * 196 + "]" * 196)
     elif case == "top-level-list":
         raw = _dump([doc])
     elif case == "step-not-object":
@@ -189,13 +201,14 @@ def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, 
     elif case == "empty":
         raw = b"{}" + b" " * T.MIN_TYPED_BYTES
     raw = _dump(doc) if raw is None else raw
-    # a negative unused value is refused by the types (only speed lost); 5e-1 is a number like any, and Size
-    # Distribution may hold any value whose numbers are usable (not read): both taken
-    taken = case in ("exponent-positive", "sizes-three")
+    # a value nobody reads is skipped (an unknown field, a negative ratio, any JSON value in Size Distribution) where
+    # its numbers are usable and its nesting allowed; 5e-1 is a number like any: taken
+    taken = case in ("exponent-positive", "sizes-three", "unknown-field", "unknown-transport-field",
+                     "negative-unused", "long-fraction")
     _, log = _same(tmp_path, monkeypatch, raw, taken=taken)
     if case in ("nonfinite-unused", "nonfinite-sizes", "text-time", "bool-size", "null-time", "missing-time",
                 "trailing", "control-char", "deep-sizes", "bad-utf8-name", "bad-utf8-in-sizes",
-                "top-level-list"):
+                "top-level-list", "long-integer-unused", "deep-unused"):
         assert log.issues, case  # the general way names it (and the typed one did not take the file)
 
 

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -235,12 +236,13 @@ def _outside_strings(raw: bytes) -> Optional[bytes]:
 def _numbers_small(outside: bytes) -> bool:
     """True when no number of a valid JSON document whose text outside strings is `outside` (`_outside_strings`) can
     be out of range: no exponent but negative ones (a digit, `e` / `E`, then a digit or `+`: the `e` of `true` /
-    `false` follows a separator or a bracket in valid JSON) and no run of 19 digits, so every number is below
+    `false` follows a separator or a bracket in valid JSON) and no run of 19 digits but after a `.` (a fraction's
+    digits, as Python writes 0.00011791870367106104, never make a number large), so every number is below
     1e18 < MAX_ABS_NUMBER, MAX_INT (a negative exponent only makes it smaller: `2e-05`) and finite. False only
     means "look at the values" (`_numbers_usable`)."""
     if len(outside) < 65536:
         z = outside.translate(_DIGITS_TO_0)
-        return b"0e0" not in z and b"0e+" not in z and b"0" * 19 not in z
+        return b"0e0" not in z and b"0e+" not in z and (b"0" * 19 not in z or _LONG_RUN.search(z) is None)
     # a large text: the same test on an array (`in` crawls through a text of many digits: 3x slower)
     import numpy as np
 
@@ -256,7 +258,12 @@ def _numbers_small(outside: bytes) -> bool:
         run = run[:-step] & run[step:]
         if not run.any():
             return True
-    return False
+    at = np.flatnonzero(run)  # where 19 digits start: those that start a run, each after a `.` (a fraction)?
+    at = at[(at == 0) | ~digit[at - 1]]
+    return bool(len(at)) and not (at == 0).any() and bool((a[at - 1] == 0x2E).all())
+
+
+_LONG_RUN = re.compile(rb"(?:^|[^.0])0{19}")  # (digits written 0) a run of 19 not after a `.`: an integer part
 
 
 def _numbers_usable(data: Any) -> bool:
