@@ -322,3 +322,26 @@ def test_a_pool_worker_keeps_its_texts_and_the_main_process_interns_them(tmp_pat
     pd.testing.assert_frame_equal(back.ops, here.ops, check_exact=True)
     assert all(a is b for a, b in zip(back.ops["op"].tolist(), here.ops["op"].tolist()))
     assert all(a is b for a, b in zip(back.instances["key"].tolist(), here.instances["key"].tolist()))
+
+
+def test_instance_labels_remembered_per_group_are_those_of_each_rank():
+    """`communication._labels_by_group` remembers a group's labels and keys (its operators' steps and names in
+    start order): ranks that share a group get the labels the row-by-row count gives them, whatever else they
+    run and in whichever order their starts put the group's operators (a reordered group is another sequence)."""
+    rng = random.Random(12)
+    C._GROUP_LABELS.clear()
+    group = [(s, f"hcom_allReduce__{i}_{s}_1", "g1") for s in (1, 2) for i in range(6)] + \
+        [(None, "hcom_broadcast__3_1", "g1"), (2, "hcom_allGather__7_2_1", "g1")]
+    for trial in range(12):
+        ops = list(group) + [(rng.choice([1, 2]), f"hcom_send__{i}", rng.choice(["g2", "g3"]))
+                             for i in range(rng.randint(0, 9))]
+        starts = np.arange(len(ops), dtype=float)
+        if trial % 3 == 2:  # the group's own order differs on this rank
+            rng.shuffle(starts)
+        steps, names, groups = ([o[j] for o in ops] for j in range(3))
+        kinds = ["collective"] * len(ops)
+        cols = tuple(np.array(x, dtype=object) for x in (names, groups, kinds))
+        got = C._instances(steps, names, groups, kinds, starts, np.ones(len(ops)), cols)
+        want = C._instances(steps, names, groups, kinds, starts, np.ones(len(ops)))  # (row by row: no columns)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert C._GROUP_LABELS  # (remembered)
