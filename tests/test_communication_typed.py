@@ -345,3 +345,41 @@ def test_instance_labels_remembered_per_group_are_those_of_each_rank():
         want = C._instances(steps, names, groups, kinds, starts, np.ones(len(ops)))  # (row by row: no columns)
         pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert C._GROUP_LABELS  # (remembered)
+
+
+def test_the_whole_text_check_of_skipped_values_never_clears_what_the_careful_checks_refuse():
+    """`jsonfile.skipped_values_usable` (what the typed decode skipped, checked on the whole text): True only where
+    `_fast_json`'s own checks pass (numbers small outside strings, nesting within the limit); the nesting exactly
+    theirs; a group id's or a fraction's 19 digits let through, an integer's not."""
+    from reportgen.loaders.jsonfile import _nesting_within, _numbers_small, _outside_strings, skipped_values_usable
+
+    def careful(raw: bytes, limit: int) -> bool:
+        o = _outside_strings(raw)
+        return o is not None and _nesting_within(raw, limit, o) and _numbers_small(o)
+
+    rng = random.Random(33)
+    atoms = ["1", "0.5", "1e5", "1E+5", "2e-05", "12345678901234567890", "0.00011791870367106104", '"a1e5b"',
+             '"x@1234567890123456789012"', '"[[["', '"]]]"', '"{"', '"}"', "true", "null", "-3", '"s\\\\"', "1.5e999",
+             '"x.1234567890123456789012"', "123456789012345678"]
+
+    def gen(d: int = 0) -> str:
+        r = rng.random()
+        if d > 8 or r < 0.4:
+            return rng.choice(atoms)
+        if r < 0.7:
+            return "[" + ",".join(gen(d + 1) for _ in range(rng.randint(0, 4))) + "]"
+        return "{" + ",".join(f'"k{i}":' + gen(d + 1) for i in range(rng.randint(0, 4))) + "}"
+
+    for _ in range(3000):
+        text, limit = gen(), rng.choice([2, 3, 5, 8, 200])
+        for raw in (text.encode(), ("[" + "0," * 35000 + text + "]").encode()):  # (a small and a large text)
+            lim = limit + (len(raw) > 65536)
+            if skipped_values_usable(raw, lim):
+                assert careful(raw, lim), text
+            if not any(c.isdigit() for c in text) and "\\" not in text:  # the nesting alone: exactly theirs
+                assert skipped_values_usable(raw, lim) == careful(raw, lim), text
+    ok = b'{"hcom_allReduce__586_3_1@14695312458125335735": [0.00011791870367106104, 1.5]}'
+    assert skipped_values_usable(ok)
+    assert not skipped_values_usable(ok.replace(b"1.5", b"12345678901234567890"))
+    assert not skipped_values_usable(ok.replace(b"1.5", b"1.5e+3"))
+    assert not skipped_values_usable(b"[" * 201 + b"]" * 201) and skipped_values_usable(b"[" * 200 + b"]" * 200)

@@ -22,10 +22,10 @@ in tests/test_communication_typed.py):
   (except `Start Timestamp(us)`, which `_plain_column` reads as missing when null, and the optional objects below).
   The floats are bit for bit orjson's (both round correctly; a test compares random bit patterns and long mantissas);
 * a value it does not read is skipped, as `_modern_columns` ignores it; what the careful reader would still name in
-  it is checked on the whole text as `jsonfile._fast_json` checks it (`_text_clean`): a number non-finite or beyond
-  the limits (`_numbers_small`: no positive exponent, no run of 19 digits outside strings; else the general way),
-  nesting deeper than MAX_JSON_DEPTH, a backslash anywhere (the strings then cannot be told from the text: the
-  general way); msgspec checks the syntax of what it skips (control characters, bad escapes, `NaN` refused);
+  it is checked on the whole text (`jsonfile.skipped_values_usable`, the checks `jsonfile._fast_json` makes): a
+  number non-finite or beyond the limits (conservatively: no positive exponent anywhere, no run of 19 digits but a
+  fraction's or a group id's; else the general way), nesting deeper than MAX_JSON_DEPTH, a backslash anywhere (the
+  strings then cannot be told from the text: the general way); msgspec checks the syntax of what it skips (control characters, bad escapes, `NaN` refused);
 * the nesting of the decoded levels is the type's (6 levels); msgspec raises RecursionError on ~10^5 levels, never
   crashes;
 * invalid UTF-8 anywhere (msgspec checks the keys it decodes, not the bytes of what it skips: the whole text is
@@ -57,7 +57,7 @@ from typing import Annotated, Dict, Optional, Union
 import msgspec
 import numpy as np
 
-from reportgen.loaders.jsonfile import MAX_JSON_DEPTH, _nesting_within, _numbers_small, _outside_strings
+from reportgen.loaders.jsonfile import skipped_values_usable
 from reportgen.loaders.schema import _DYNAMIC, MAX_SHAPE_PATHS, shape_over
 from reportgen.numbers import MAX_ABS_NUMBER
 
@@ -147,7 +147,7 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Opt
                     ops.append(op)
             steps += [step] * (len(ops) - n)
             kinds += [kind] * (len(ops) - n)
-    if not ops or not (raw.isascii() or _utf8(raw)) or not _text_clean(raw):
+    if not ops or not (raw.isascii() or _utf8(raw)) or not skipped_values_usable(raw):
         return None
     n = len(ops)
     times = [o.times for o in ops]
@@ -180,15 +180,6 @@ def _utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _text_clean(raw: bytes) -> bool:
-    """What the careful reader would name in a value the typed decode skipped is absent from the whole text `raw`
-    (valid JSON): no backslash (the strings told apart by their quotes), nesting within MAX_JSON_DEPTH, every number
-    small (`_numbers_small`: no positive exponent, no run of 19 digits; conservative: a file it cannot clear goes
-    the general way). The checks `jsonfile._fast_json` makes before it trusts orjson's values."""
-    outside = _outside_strings(raw)
-    return outside is not None and _nesting_within(raw, MAX_JSON_DEPTH, outside) and _numbers_small(outside)
 
 
 # --- communication_matrix.json ---------------------------------------------------------------------------------
