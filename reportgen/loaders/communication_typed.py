@@ -7,10 +7,10 @@ reading them back into columns. `typed_columns(raw)` decodes the same bytes with
 Only the values `_modern_columns` reads are decoded (each operator's six times and its SDMA / RDMA size, time and
 bandwidth); every other value (the ratios, the other transports, "Size Distribution", a field a future CANN adds) is
 skipped by msgspec, its syntax checked but no object made: ~2x fewer objects to make, walk and free than decoding
-every value (with the text check below: a worker's CPU ~3-4 ms a rank less on the comm shape). It is a fast path, never a second reading: where it
-returns None the caller parses the bytes the general way (`jsonfile.parse_json_bytes`, `_modern_columns`, the door
-checks), so every data-quality entry and number is what that way gives. It returns columns only where that way
-would give the same columns with no entry at all.
+every value (with the text check below: a worker's CPU ~3-4 ms a rank less on the comm shape). It is a fast path,
+never a second reading: where it returns None the caller parses the bytes the general way
+(`jsonfile.parse_json_bytes`, `_modern_columns`, the door checks), so every data-quality entry and number is what
+that way gives. It returns columns only where that way would give the same columns with no entry at all.
 
 What the general way checks, and why the typed decode accepts a file only where those checks pass (each with a test
 in tests/test_communication_typed.py):
