@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, codes, codes_of_parts, column_array, distinct, group_sum
+from reportgen.analysis.codes import Groups, codes, codes_of_parts, column_array, distinct
+from reportgen.groupsum import group_sum
 from reportgen.analysis.comm_rank import wait_ratio
 from reportgen.analysis.expert import EP_NAME_RE, EXPERT_KERNEL_RE, _lowered, search_all
 from reportgen.analysis.waits import analyze_waits, wait_matrices

@@ -116,7 +116,8 @@ def test_a_clean_large_file_goes_the_typed_way_with_the_same_frames(tmp_path, mo
 
 
 def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch):
-    """Random bit patterns, long mantissas, tiny and huge exponents, integers: msgspec's floats are orjson's."""
+    """Random bit patterns, long mantissas, tiny and huge exponents, integers: msgspec's floats are orjson's. (Below
+    1e16: Python writes larger floats with a positive exponent, which sends the file the general way.)"""
     rng = random.Random(4)
     doc = _doc()
     for i, (name, op) in enumerate(doc["step1"]["collective"].items()):
@@ -125,7 +126,7 @@ def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch)
         t = op["Communication Time Info"]
         for k in ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Idle Time(ms)"):
             t[k] = rng.choice([abs(struct.unpack("d", struct.pack("Q", rng.getrandbits(62)))[0]),
-                               rng.uniform(0, 1e-300), rng.randint(0, 2**53), rng.uniform(0, 1e17),
+                               rng.uniform(0, 1e-300), rng.randint(0, 2**53), rng.uniform(0, 1e16),
                                float(f"{rng.randint(1, 9)}.{rng.randint(0, 10**20)}e-{rng.randint(1, 320)}")])
     text = _dump(doc).replace(b"e-", b"E-", 50)  # an upper-case E too
     _same(tmp_path, monkeypatch, text, taken=True)
@@ -135,7 +136,8 @@ def test_floats_are_read_bit_for_bit_as_orjson_reads_them(tmp_path, monkeypatch)
     "unknown-field", "unknown-transport-field", "nonfinite-unused", "nonfinite-sizes", "int-at-limit", "text-time",
     "bool-size", "null-time", "missing-time", "negative-unused", "bandwidth-info-zero", "total-op-info-list",
     "sizes-three", "bom", "trailing", "control-char", "deep-sizes", "bad-utf8-name", "bad-utf8-in-sizes",
-    "exponent-positive", "top-level-list", "step-not-object", "empty"])
+    "exponent-positive", "exponent-positive-read", "long-fraction", "long-integer-unused", "top-level-list",
+    "step-not-object", "empty", "backslash-unused", "deep-unused"])
 def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, monkeypatch, case):
     doc = _doc()
     op = _first(doc)
@@ -182,6 +184,16 @@ def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, 
         raw = _dump(doc).replace(b'"Size Distribution": {}', b'"Size Distribution": {"\xff": 1}', 1)
     elif case == "exponent-positive":  # in range, but only the values tell: still the same numbers both ways
         raw = _dump(doc).replace(b'"Wait Time Ratio": 0.5', b'"Wait Time Ratio": 5e-1', 1)
+    elif case == "exponent-positive-read":  # a positive exponent anywhere: the values are looked at the general way
+        raw = _dump(doc).replace(b'"Idle Time(ms)": ', b'"Idle Time(ms)": 1.5e+3, "Idle Time(ms)": ', 1)
+    elif case == "long-fraction":  # 20 fraction digits (Python's repr of 0.000117...): a small number, taken
+        t["Wait Time Ratio"] = 0.00011791870367106104
+    elif case == "long-integer-unused":  # a value nobody reads, beyond MAX_INT: named by the careful reader
+        raw = _dump(doc).replace(b'"Wait Time Ratio": 0.5', b'"Wait Time Ratio": 123456789012345678901', 1)
+    elif case == "backslash-unused":  # an escape in a skipped string: the strings cannot be told from the text
+        b["SIO"]["Foo"] = "a\"b"
+    elif case == "deep-unused":  # a field nobody reads nested 195 deep below the operator's 5 levels: 200 + 1
+        t["Foo"] = json.loads("[" * 196 + "]" * 196)
     elif case == "top-level-list":
         raw = _dump([doc])
     elif case == "step-not-object":
@@ -189,13 +201,14 @@ def test_what_the_general_way_would_name_or_read_otherwise_is_refused(tmp_path, 
     elif case == "empty":
         raw = b"{}" + b" " * T.MIN_TYPED_BYTES
     raw = _dump(doc) if raw is None else raw
-    # a negative unused value is refused by the types (only speed lost); 5e-1 is a number like any, and Size
-    # Distribution may hold any value whose numbers are usable (not read): both taken
-    taken = case in ("exponent-positive", "sizes-three")
+    # a value nobody reads is skipped (an unknown field, a negative ratio, any JSON value in Size Distribution) where
+    # its numbers are usable and its nesting allowed; 5e-1 is a number like any: taken
+    taken = case in ("exponent-positive", "sizes-three", "unknown-field", "unknown-transport-field",
+                     "negative-unused", "long-fraction")
     _, log = _same(tmp_path, monkeypatch, raw, taken=taken)
     if case in ("nonfinite-unused", "nonfinite-sizes", "text-time", "bool-size", "null-time", "missing-time",
                 "trailing", "control-char", "deep-sizes", "bad-utf8-name", "bad-utf8-in-sizes",
-                "top-level-list"):
+                "top-level-list", "long-integer-unused", "deep-unused"):
         assert log.issues, case  # the general way names it (and the typed one did not take the file)
 
 
@@ -309,3 +322,64 @@ def test_a_pool_worker_keeps_its_texts_and_the_main_process_interns_them(tmp_pat
     pd.testing.assert_frame_equal(back.ops, here.ops, check_exact=True)
     assert all(a is b for a, b in zip(back.ops["op"].tolist(), here.ops["op"].tolist()))
     assert all(a is b for a, b in zip(back.instances["key"].tolist(), here.instances["key"].tolist()))
+
+
+def test_instance_labels_remembered_per_group_are_those_of_each_rank():
+    """`communication._labels_by_group` remembers a group's labels and keys (its operators' steps and names in
+    start order): ranks that share a group get the labels the row-by-row count gives them, whatever else they
+    run and in whichever order their starts put the group's operators (a reordered group is another sequence)."""
+    rng = random.Random(12)
+    C._GROUP_LABELS.clear()
+    group = [(s, f"hcom_allReduce__{i}_{s}_1", "g1") for s in (1, 2) for i in range(6)] + \
+        [(None, "hcom_broadcast__3_1", "g1"), (2, "hcom_allGather__7_2_1", "g1")]
+    for trial in range(12):
+        ops = list(group) + [(rng.choice([1, 2]), f"hcom_send__{i}", rng.choice(["g2", "g3"]))
+                             for i in range(rng.randint(0, 9))]
+        starts = np.arange(len(ops), dtype=float)
+        if trial % 3 == 2:  # the group's own order differs on this rank
+            rng.shuffle(starts)
+        steps, names, groups = ([o[j] for o in ops] for j in range(3))
+        kinds = ["collective"] * len(ops)
+        cols = tuple(np.array(x, dtype=object) for x in (names, groups, kinds))
+        got = C._instances(steps, names, groups, kinds, starts, np.ones(len(ops)), cols)
+        want = C._instances(steps, names, groups, kinds, starts, np.ones(len(ops)))  # (row by row: no columns)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert C._GROUP_LABELS  # (remembered)
+
+
+def test_the_whole_text_check_of_skipped_values_never_clears_what_the_careful_checks_refuse():
+    """`jsonfile.skipped_values_usable` (what the typed decode skipped, checked on the whole text): True only where
+    `_fast_json`'s own checks pass (numbers small outside strings, nesting within the limit); the nesting exactly
+    theirs; a group id's or a fraction's 19 digits let through, an integer's not."""
+    from reportgen.loaders.jsonfile import _nesting_within, _numbers_small, _outside_strings, skipped_values_usable
+
+    def careful(raw: bytes, limit: int) -> bool:
+        o = _outside_strings(raw)
+        return o is not None and _nesting_within(raw, limit, o) and _numbers_small(o)
+
+    rng = random.Random(33)
+    atoms = ["1", "0.5", "1e5", "1E+5", "2e-05", "12345678901234567890", "0.00011791870367106104", '"a1e5b"',
+             '"x@1234567890123456789012"', '"[[["', '"]]]"', '"{"', '"}"', "true", "null", "-3", '"s\\\\"', "1.5e999",
+             '"x.1234567890123456789012"', "123456789012345678"]
+
+    def gen(d: int = 0) -> str:
+        r = rng.random()
+        if d > 8 or r < 0.4:
+            return rng.choice(atoms)
+        if r < 0.7:
+            return "[" + ",".join(gen(d + 1) for _ in range(rng.randint(0, 4))) + "]"
+        return "{" + ",".join(f'"k{i}":' + gen(d + 1) for i in range(rng.randint(0, 4))) + "}"
+
+    for _ in range(3000):
+        text, limit = gen(), rng.choice([2, 3, 5, 8, 200])
+        for raw in (text.encode(), ("[" + "0," * 35000 + text + "]").encode()):  # (a small and a large text)
+            lim = limit + (len(raw) > 65536)
+            if skipped_values_usable(raw, lim):
+                assert careful(raw, lim), text
+            if not any(c.isdigit() for c in text) and "\\" not in text:  # the nesting alone: exactly theirs
+                assert skipped_values_usable(raw, lim) == careful(raw, lim), text
+    ok = b'{"hcom_allReduce__586_3_1@14695312458125335735": [0.00011791870367106104, 1.5]}'
+    assert skipped_values_usable(ok)
+    assert not skipped_values_usable(ok.replace(b"1.5", b"12345678901234567890"))
+    assert not skipped_values_usable(ok.replace(b"1.5", b"1.5e+3"))
+    assert not skipped_values_usable(b"[" * 201 + b"]" * 201) and skipped_values_usable(b"[" * 200 + b"]" * 200)

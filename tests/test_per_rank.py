@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.analysis.codes import group_mean, group_sum
+from reportgen.groupsum import group_mean, group_sum
 from reportgen.analysis.communication import analyze_communication
 from reportgen.analysis.expert import analyze_expert_balance
 from reportgen.analysis.per_rank import RankFigures, rank_figures
@@ -206,10 +206,10 @@ def test_a_failing_figure_does_not_cost_the_rank(tmp_path):
 
 @pytest.mark.parametrize("nan", [False, True])
 def test_long_groups_sum_and_mean_as_pandas_in_either_of_its_ways(nan, monkeypatch):
-    """Groups of more than 16 rows: pandas' own routine called directly (`codes._pandas_reduced`), which pandas runs
+    """Groups of more than 16 rows: pandas' own routine called directly (`groupsum.pandas_sums`), which pandas runs
     two ways (from pandas 3: `np.add.reduceat` where the group numbers come sorted and no value is NaN, else its
     compensated sums): the same digits as its groupby either way, and the same again through the public call."""
-    from reportgen.analysis import codes
+    from reportgen import groupsum as codes
 
     rng = np.random.default_rng(11)
     for sort in (True, False):

@@ -3,7 +3,7 @@
 these instead of stacking every rank's operators (1.6 million rows at 1,024 ranks) and grouping them again.
 
 Each figure is the one the run-wide grouping gave for the rank's rows (every key of those groupings starts with the
-rank): the same rows, in the same order, through the same reductions (`codes.group_sum`: pandas' compensated
+rank): the same rows, in the same order, through the same reductions (`groupsum.group_sum`: pandas' compensated
 sums), so the same digits. Plain arrays, no frames: ~1 ms a rank.
 
 Rows that make up "the averaged step": a producer's stored-average rows (stored average and no step) where the rank
@@ -18,7 +18,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, column_array, distinct, group_mean, group_sum
+from reportgen.analysis.codes import Groups, codes, column_array, distinct
+from reportgen.groupsum import group_mean, group_sum
 from reportgen.model import COMM_TIME_COLUMNS, Communication
 
 GROUP_COLUMNS = (*COMM_TIME_COLUMNS, "sdma_mb", "sdma_ms", "rdma_mb", "rdma_ms")

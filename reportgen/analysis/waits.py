@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.arrival import Arrivals, arrivals
-from reportgen.analysis.codes import Groups, distinct, group_sum
+from reportgen.analysis.codes import Groups, distinct
+from reportgen.groupsum import group_sum
 from reportgen.i18n import N_
 
 if TYPE_CHECKING:

@@ -3,39 +3,42 @@
 A 1,600-operator communication.json (1.7 MB) cost ~14 ms a rank the general way: orjson into ~40,000 dicts, floats
 and strings, the text scans of `jsonfile._fast_json` (nesting, numbers in range), then `communication._modern_columns`
 reading them back into columns. `typed_columns(raw)` decodes the same bytes with `msgspec.json.Decoder(_DOC)`
-(structs without the collector, each field typed and constrained in C) and builds the same `_OpColumns` from them:
-~6 ms (the decode ~3.5). It is a fast path, never a second reading: where it returns None the caller parses the bytes the general
-way (`jsonfile.parse_json_bytes`, `_modern_columns`, the door checks), so every data-quality entry and number is
-what that way gives. It returns columns only where that way would give the same columns with no entry at all.
+(structs without the collector, each field typed and constrained in C) and builds the same `_OpColumns` from them.
+Only the values `_modern_columns` reads are decoded (each operator's six times and its SDMA / RDMA size, time and
+bandwidth); every other value (the ratios, the other transports, "Size Distribution", a field a future CANN adds) is
+skipped by msgspec, its syntax checked but no object made: ~2x fewer objects to make, walk and free than decoding
+every value (with the text check below: a worker's CPU ~3-4 ms a rank less on the comm shape). It is a fast path,
+never a second reading: where it returns None the caller parses the bytes the general way
+(`jsonfile.parse_json_bytes`, `_modern_columns`, the door checks), so every data-quality entry and number is what
+that way gives. It returns columns only where that way would give the same columns with no entry at all.
 
 What the general way checks, and why the typed decode accepts a file only where those checks pass (each with a test
 in tests/test_communication_typed.py):
 
-* every field is known (`forbid_unknown_fields`): no value is skipped unread but `Size Distribution`'s (below), so
-  every other number of the file is one of the typed fields (a new field in a future CANN: the general way, as
-  today);
-* every such number, used or not, is `_Num`: a float 0 <= v < MAX_ABS_NUMBER, checked on the value as a float (a
-  JSON integer is converted first: 2**62 - 1 is refused, as `_plain_column` refuses it). So none is non-finite
-  (msgspec refuses `1e999`; `NaN` / `Infinity` are not JSON), beyond MAX_ABS_NUMBER / MAX_INT (the careful
-  reader's limits), negative (the door's `duration` / `size` / `bandwidth` / `timestamp` kinds; a negative value
-  nobody reads goes the general way too, which names nothing: only speed is lost), a string, a boolean or null
+* every value it reads is `_Num`: a float 0 <= v < MAX_ABS_NUMBER, checked on the value as a float (a JSON integer
+  is converted first: 2**62 - 1 is refused, as `_plain_column` refuses it). So none is non-finite (msgspec refuses
+  `1e999`; `NaN` / `Infinity` are not JSON), beyond MAX_ABS_NUMBER / MAX_INT (the careful reader's limits),
+  negative (the door's `duration` / `size` / `bandwidth` / `timestamp` kinds), a string, a boolean or null
   (except `Start Timestamp(us)`, which `_plain_column` reads as missing when null, and the optional objects below).
   The floats are bit for bit orjson's (both round correctly; a test compares random bit patterns and long mantissas);
-* `Size Distribution` (not read) is kept as its bytes (`msgspec.Raw`: its syntax checked, control characters and
-  bad escapes refused); `_sizes_usable` checks what the careful reader would name in it: a number non-finite or
-  beyond the limits, nesting deeper than MAX_JSON_DEPTH at its place;
-* the nesting elsewhere is the type's (6 levels);  msgspec raises RecursionError on ~10^5 levels, never crashes;
-* invalid UTF-8 anywhere (msgspec checks the keys it decodes, not the bytes of a `Raw` it skips: the whole text is
+* a value it does not read is skipped, as `_modern_columns` ignores it; what the careful reader would still name in
+  it is checked on the whole text (`jsonfile.skipped_values_usable`, the checks `jsonfile._fast_json` makes): a
+  number non-finite or beyond the limits (conservatively: no positive exponent anywhere, no run of 19 digits but a
+  fraction's or a group id's; else the general way), nesting deeper than MAX_JSON_DEPTH, a backslash anywhere (the
+  strings then cannot be told from the text: the general way); msgspec checks the syntax of what it skips (control characters, bad escapes, `NaN` refused);
+* the nesting of the decoded levels is the type's (6 levels); msgspec raises RecursionError on ~10^5 levels, never
+  crashes;
+* invalid UTF-8 anywhere (msgspec checks the keys it decodes, not the bytes of what it skips: the whole text is
   checked, `isascii` first), a byte order mark, control characters, lone surrogates, trailing data: refused (the
   careful reader names each but the mark, which it strips);
 * a duplicate key: the last value at the first key's place, as orjson and `json.loads` read it; key order kept;
 * a missing time of an operator reads as -1 (`_MISSING`, a default, not constrained) and sends the file the general
-  way, which names it; a missing or null transport or transport figure reads as 0.0, as `_modern_columns` reads it
-  (`b.get(src, 0.0)`); `Communication Bandwidth Info` null or missing reads as {} (`or {}`; a falsy non-object
-  such as 0 or [] is refused here and read the general way);
-* "Total Op Info" entries are decoded (their numbers checked like any) and left out, as `_entries` leaves them out;
+  way, which names it; a missing or null SDMA / RDMA or transit figure reads as 0.0, as `_modern_columns` reads it
+  (`b.get(src, 0.0)`); `Communication Bandwidth Info` null or missing reads as no transport (`or {}`; a falsy
+  non-object such as 0 or [] is refused here and read the general way);
+* "Total Op Info" entries are decoded (their values checked like any) and left out, as `_entries` leaves them out;
 * the key paths of a small document (`json_shape`, compared across ranks) need the document as dicts: the columns
-  are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (~620
+  are given only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (~890
   operators or more); a smaller file goes the general way (it is cheap there);
 * a string longer than MAX_FIELD_CHARS is named by `jsonfile.read_json_bytes` before either way runs.
 
@@ -53,10 +56,8 @@ from typing import Annotated, Dict, Optional, Union
 
 import msgspec
 import numpy as np
-import orjson
 
-from reportgen.loaders.jsonfile import (MAX_JSON_DEPTH, _nesting_within, _numbers_small, _numbers_usable,
-                                       _outside_strings)
+from reportgen.loaders.jsonfile import skipped_values_usable
 from reportgen.loaders.schema import _DYNAMIC, MAX_SHAPE_PATHS, shape_over
 from reportgen.numbers import MAX_ABS_NUMBER
 
@@ -65,39 +66,41 @@ _MISSING = -1.0  # a required time that is absent (not a value `_Num` admits)
 MIN_TYPED_BYTES = 256 * 1024  # a smaller file has a shape (or is cheap): not tried here
 
 
-class _Times(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+class _Times(msgspec.Struct, gc=False):
     start: Optional[_Num] = msgspec.field(default=None, name="Start Timestamp(us)")
     elapse: _Num = msgspec.field(default=_MISSING, name="Elapse Time(ms)")
     transit: _Num = msgspec.field(default=_MISSING, name="Transit Time(ms)")
     wait: _Num = msgspec.field(default=_MISSING, name="Wait Time(ms)")
     sync: _Num = msgspec.field(default=_MISSING, name="Synchronization Time(ms)")
     idle: _Num = msgspec.field(default=_MISSING, name="Idle Time(ms)")
-    wait_ratio: _Num = msgspec.field(default=0.0, name="Wait Time Ratio")
-    sync_ratio: _Num = msgspec.field(default=0.0, name="Synchronization Time Ratio")
 
 
-class _Transport(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+class _Transport(msgspec.Struct, gc=False):
     size: _Num = msgspec.field(default=0.0, name="Transit Size(MB)")
     time: _Num = msgspec.field(default=0.0, name="Transit Time(ms)")
-    bandwidth: _Num = msgspec.field(default=0.0, name="Bandwidth(GB/s)")
-    large_packets: _Num = msgspec.field(default=0.0, name="Large Packet Ratio")
-    # not read: its bytes as they are (decoding ~10,000 small objects a file cost 2 ms), checked by `_sizes_usable`
-    sizes: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"{}"), name="Size Distribution")
+    bandwidth: _Num = msgspec.field(default=0.0, name="Bandwidth(GB/s)")  # (not read; checked, as the door does)
 
 
-class _Op(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+class _Transports(msgspec.Struct, gc=False):
+    sdma: Optional[_Transport] = msgspec.field(default=None, name="SDMA")
+    rdma: Optional[_Transport] = msgspec.field(default=None, name="RDMA")
+
+
+class _Op(msgspec.Struct, gc=False):
     times: _Times = msgspec.field(name="Communication Time Info")
-    transports: Optional[Dict[str, Optional[_Transport]]] = msgspec.field(default=None,
-                                                                          name="Communication Bandwidth Info")
+    transports: Optional[_Transports] = msgspec.field(default=None, name="Communication Bandwidth Info")
 
 
 _NONE = _Transport()  # a transport that is absent or null: its figures 0.0
+_NONES = _Transports()  # no transport object (null or absent)
 _DOC = Dict[str, Dict[str, Dict[str, _Op]]]  # step -> collective | p2p -> operator -> its figures
 _DECODER = msgspec.json.Decoder(_DOC)
 _REFUSED = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError,
             MemoryError, OverflowError)
 _TIMES = (("communication_ms", attrgetter("elapse")), ("transit_ms", attrgetter("transit")),
           ("wait_ms", attrgetter("wait")), ("sync_ms", attrgetter("sync")), ("idle_ms", attrgetter("idle")))
+_TRANSPORTS = ((attrgetter("sdma"), "sdma_mb", "sdma_ms"), (attrgetter("rdma"), "rdma_mb", "rdma_ms"))
+_SIZE, _TIME = attrgetter("size"), attrgetter("time")
 
 
 def decode(raw: bytes) -> Optional[dict]:
@@ -131,7 +134,6 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Opt
     kinds: list = []
     names: list = []
     ops: list = []
-    every: list = []  # the operators and the "Total Op Info" entries
     visits = 1 + len(doc)  # `json_shape`'s count: the top object's keys, ...
     for skey, per_kind in doc.items():
         step = step_of_key(skey)
@@ -143,17 +145,13 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Opt
                 if not name.startswith("Total Op Info"):
                     names.append(name)
                     ops.append(op)
-            every += opmap.values()
             steps += [step] * (len(ops) - n)
             kinds += [kind] * (len(ops) - n)
-    if not ops or not _sizes_usable(every) or not (raw.isascii() or _utf8(raw)):
+    if not ops or not (raw.isascii() or _utf8(raw)) or not skipped_values_usable(raw):
         return None
     n = len(ops)
     times = [o.times for o in ops]
-    transports = [o.transports or {} for o in ops]
-    # ... and at least each operator's "Communication Time Info" and its five times, its bandwidth object and that
-    # object's transports
-    visits += 6 * n + sum(map(len, transports)) + sum(1 for o in ops if o.transports is not None)
+    transports = [o.transports or _NONES for o in ops]
     values: dict[str, np.ndarray] = {}
     for col, get in _TIMES:
         a = np.fromiter(map(get, times), dtype=float, count=n)
@@ -161,43 +159,27 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type) -> Opt
             return None
         values[col] = a
     start = np.array([t.start for t in times], dtype=float)  # None -> NaN, as `_plain_column(missing_ok=True)`
-    for tr, size_col, time_col in (("SDMA", "sdma_mb", "sdma_ms"), ("RDMA", "rdma_mb", "rdma_ms")):
-        got = [b.get(tr, _NONE) or _NONE for b in transports]  # (absent or null: 0.0, as `_modern_columns`)
-        values[size_col] = np.array([x.size for x in got], dtype=float)
-        values[time_col] = np.array([x.time for x in got], dtype=float)
+    # ... and at least each operator's "Communication Time Info" and its five times, its bandwidth object and that
+    # object's SDMA and RDMA
+    visits += 6 * n + sum(1 for o in ops if o.transports is not None)
+    for tr, size_col, time_col in _TRANSPORTS:
+        got = list(map(tr, transports))
+        visits += n - got.count(None)
+        got = [x or _NONE for x in got]  # (absent or null: 0.0, as `_modern_columns`)
+        values[size_col] = np.fromiter(map(_SIZE, got), dtype=float, count=n)
+        values[time_col] = np.fromiter(map(_TIME, got), dtype=float, count=n)
     bases, _, groups = (list(x) for x in zip(*[name.partition("@") for name in names]))
     kinds = [k if k in ("p2p", "collective") else op_kind(b) for k, b in zip(kinds, bases)]
     return columns_type(steps, bases, groups, kinds, values, start), visits
 
 
 def _utf8(raw: bytes) -> bool:
-    """`raw` is valid UTF-8 (msgspec checks the keys it decodes, not the bytes of a `Raw` value it skips)."""
+    """`raw` is valid UTF-8 (msgspec checks the keys it decodes, not the bytes of a value it skips)."""
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _sizes_usable(ops: list) -> bool:
-    """Every "Size Distribution" of `ops` is a value the careful reader reads as it is (no number non-finite or
-    beyond its limits, nesting within MAX_JSON_DEPTH at its place, 6 levels down): most are `{}`, the others are
-    parsed together by orjson (`jsonfile._numbers_usable`). (Their syntax msgspec checked: `_Transport.sizes`.)"""
-    raws = [x.sizes for o in ops if o.transports for x in o.transports.values() if x is not None]
-    joined = b",".join(raws)
-    if not joined.translate(None, b"{},"):  # every one `{}` (the only value these characters can spell)
-        return True
-    wrapped = b"[" + joined + b"]"
-    outside = _outside_strings(wrapped)
-    # each `sizes` opens the document's 7th level: its own nesting within MAX_JSON_DEPTH - 6, the list's one more
-    if not _nesting_within(wrapped, MAX_JSON_DEPTH - 5, outside):
-        return False
-    if outside is not None and _numbers_small(outside):  # every number small, seen in the text (C speed)
-        return True
-    try:
-        return _numbers_usable(orjson.loads(wrapped))
-    except (ValueError, RecursionError, MemoryError):
-        return False
 
 
 # --- communication_matrix.json ---------------------------------------------------------------------------------
