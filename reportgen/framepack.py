@@ -1,15 +1,15 @@
 """Frames in a compact pickled form: a rank's summary crosses a process boundary (a worker to the main process) and
 is stored in the rank cache (`rankcache`) as a pickle, and a 1,024-rank run holds a thousand of them (issue 33).
 
-`pack(frame, texts)` turns a frame into plain arrays: float, integer and boolean columns as one 2-D array per
-dtype, nullable integers and pandas' `str` columns as their arrays, and text columns (object columns holding only
-`str`, NaN or None) as int32 codes into `texts` (`Texts`), a table shared by every frame packed with it (a rank's
-operator names are written once for its operators and its collective instances). `unpack(packed, table(payload))`
-builds the same frame back (the same columns, dtypes, values and index) straight from those blocks, and every text
-is `sys.intern`ed: the ranks of a run share one copy of each operator name, group and key in memory instead of one
-per rank. The table is pickled in chunks (the texts of one group, say), and a chunk another rank had already is not
-decoded nor interned again. A frame this cannot represent exactly (another index, other dtypes, duplicate or non-text column
-names, an object column holding anything but texts) is kept as it is, so packing never changes a value.
+`pack(frame, texts)` turns a frame into plain arrays: float, integer and boolean columns as one 2-D array per dtype,
+nullable integers and pandas' `str` columns as their arrays, and text columns (object columns holding only `str`, NaN
+or None) as int32 codes into `texts` (`Texts`), a table shared by every frame packed with it (a rank's operator names
+are written once for its operators and its collective instances). `unpack(packed, table(payload))` builds the same
+frame back (the same columns, dtypes, values and index) straight from those blocks, and every text is `sys.intern`ed:
+the ranks of a run share one copy of each operator name, group and key in memory instead of one per rank. The table is
+pickled in chunks (the texts of one group, say), and a chunk another rank had already is not decoded nor interned
+again. A frame this cannot represent exactly (another index, other dtypes, duplicate or non-text column names, an
+object column holding anything but texts) is kept as it is, so packing never changes a value.
 """
 
 from __future__ import annotations
@@ -35,18 +35,16 @@ _STR = {str}
 
 
 def _codes(values: np.ndarray, texts: "Texts") -> Optional[np.ndarray]:
-    """int32 codes of an object column into `texts` (grown as needed; a text's code is its place in the table plus
-    2, `_NAN` and `_NONE` being the missing ones), or None when a value is neither a `str` nor NaN (a float) / None.
-    (A `str` subclass equal to a `str` of the column is read as that `str`.)"""
-    if len(values) > 64 and set(map(type, values)) == _STR:
-        # every value a text the table has already (a group's chunk): each looked up, no hash table of the column
+    """int32 codes of an object column into `texts` (grown as needed; a text's code is its place in the table + 2,
+    `_NAN` and `_NONE` the missing ones); None when a value is not a `str`, NaN (a float) or None (a list, say)."""
+    if len(values) > 64 and set(map(type, values)) == _STR:  # texts the table has (a chunk): looked up, no hashing
         try:
             return np.fromiter(map(texts.index.__getitem__, values), dtype=np.int32, count=len(values)) + 2
         except KeyError:
             pass
     try:
         codes, uniques = pd.factorize(values, use_na_sentinel=True)  # a hash table in C; None and NaN: -1
-    except TypeError:  # a value that cannot be hashed (a list: the MindInsight data pipeline's children ids)
+    except TypeError:  # (a value that cannot be hashed)
         return None
     uniques = uniques.tolist()
     if not set(map(type, uniques)) <= _STR:
