@@ -14,14 +14,16 @@ import pandas as pd
 
 def group_sum(values: np.ndarray, gid: np.ndarray, n: int, min_count: int = 0) -> np.ndarray:
     """Per group (`gid`: 0..n-1 a row), the sum of each column of `values` (rows x columns, float64) as pandas'
-    groupby sums it: Kahan-compensated over the group's rows in their order, NaN skipped, NaN where fewer than
-    `min_count` values. Without pandas' per-call cost (a rank's few hundred rows: ~30 µs, not ~1 ms): the groups
-    are summed side by side, one row of each per pass, so a group of many rows costs a pass per row (pandas
-    itself then: its own routine called directly, `pandas_sums`)."""
+    groupby sums it, bit for bit (NaN skipped, NaN where fewer than `min_count` values), without its per-call cost
+    (a rank's few hundred rows: ~30 µs, not ~1 ms): pandas' own routine called directly (`pandas_sums`). Where
+    this pandas has none to call, its compensated sum over each group's rows in their order, the groups side by
+    side, one row of each per pass (a group of many rows: the public groupby, one call)."""
     vals = np.asarray(values, dtype=np.float64)
     size = np.bincount(gid, minlength=n) if len(gid) else np.zeros(n, dtype=np.int64)
-    if len(gid) and int(size.max()) > 16:  # long groups: pandas' own (one call, the same sums)
-        out = pandas_sums(vals, gid, n, "sum", min_count)
+    # pandas' own routine where it can be called (its choice: from pandas 3 a `reduceat`, not the compensated sum,
+    # where the groups come sorted and no value is NaN); the loop below is its compensated sum, for the others
+    out = pandas_sums(vals, gid, n, "sum", min_count) if len(gid) else None
+    if out is not None or (len(gid) and int(size.max()) > 16):  # (long groups: the public call, one call)
         if out is None:
             out = pd.DataFrame(vals).groupby(_group_key(gid, n), sort=True, observed=True).sum(
                 min_count=min_count).to_numpy(dtype=np.float64)
