@@ -14,48 +14,22 @@ import pandas as pd
 
 def group_sum(values: np.ndarray, gid: np.ndarray, n: int, min_count: int = 0) -> np.ndarray:
     """Per group (`gid`: 0..n-1 a row), the sum of each column of `values` (rows x columns, float64) as pandas'
-    groupby sums it, bit for bit (NaN skipped, NaN where fewer than `min_count` values), without its per-call cost
-    (a rank's few hundred rows: ~30 µs, not ~1 ms): pandas' own routine called directly (`pandas_sums`). Where
-    this pandas has none to call, its compensated sum over each group's rows in their order, the groups side by
-    side, one row of each per pass (a group of many rows: the public groupby, one call)."""
+    groupby sums it, bit for bit (NaN skipped, NaN where fewer than `min_count` values; a group without rows: 0, or
+    NaN with a `min_count`), without its per-call cost (a rank's few hundred rows: ~30 us, not ~1 ms): pandas' own
+    routine called directly (`pandas_sums`); where this pandas has none to call, its public groupby."""
     vals = np.asarray(values, dtype=np.float64)
-    size = np.bincount(gid, minlength=n) if len(gid) else np.zeros(n, dtype=np.int64)
-    # pandas' own routine where it can be called (its choice: from pandas 3 a `reduceat`, not the compensated sum,
-    # where the groups come sorted and no value is NaN); the loop below is its compensated sum, for the others
-    out = pandas_sums(vals, gid, n, "sum", min_count) if len(gid) else None
-    if out is not None or (len(gid) and int(size.max()) > 16):  # (long groups: the public call, one call)
-        if out is None:
-            out = pd.DataFrame(vals).groupby(_group_key(gid, n), sort=True, observed=True).sum(
-                min_count=min_count).to_numpy(dtype=np.float64)
-        else:
-            out = out[size > 0]
-        full = np.full((n, vals.shape[1]), np.nan if min_count > 0 else 0.0)
-        full[np.flatnonzero(size)] = out
+    full = np.full((n, vals.shape[1]), np.nan if min_count > 0 else 0.0)
+    if not len(gid):
         return full
-    sumx = np.zeros((n, vals.shape[1]))
-    comp = np.zeros((n, vals.shape[1]))
-    nobs = np.zeros((n, vals.shape[1]), dtype=np.int64)
-    order = np.argsort(gid, kind="stable")
-    starts = np.r_[0, np.cumsum(size)[:-1]]
-    pos = np.empty(len(gid), dtype=np.int64)
-    pos[order] = np.arange(len(gid)) - np.repeat(starts, size)
-    with np.errstate(invalid="ignore"):
-        for p in range(int(size.max()) if len(gid) else 0):
-            sel = np.flatnonzero(pos == p)
-            g = gid[sel]
-            v = vals[sel]
-            ok = ~np.isnan(v)
-            s0, c0 = sumx[g], comp[g]
-            y = v - c0
-            t = s0 + y
-            c = t - s0 - y
-            c[c != c] = 0.0  # (inf - inf: pandas resets the compensation)
-            sumx[g] = np.where(ok, t, s0)
-            comp[g] = np.where(ok, c, c0)
-            nobs[g] += ok
-    if min_count > 0:
-        sumx[nobs < min_count] = np.nan
-    return sumx
+    size = np.bincount(gid, minlength=n)
+    out = pandas_sums(vals, gid, n, "sum", min_count)
+    if out is None:
+        out = pd.DataFrame(vals).groupby(_group_key(gid, n), sort=True, observed=True).sum(
+            min_count=min_count).to_numpy(dtype=np.float64)
+    else:
+        out = out[size > 0]
+    full[np.flatnonzero(size)] = out
+    return full
 
 
 def _group_key(gid: np.ndarray, n: int):

@@ -294,8 +294,9 @@ def build_one(layout: RunLayout, out: Path, opts: BuildOptions, ui: Optional[Pro
         if opts.single_file:
             entry = _builder().write_single_file(plan, summary_now(), out, layout.root, findings=findings)
         else:
-            entry = _builder().write_site(plan, summary_now, out, layout.root, progress=ui.counter(lazy("pages written")),
-                                       jobs=opts.jobs, translations=translations, findings=findings)
+            entry = _builder().write_site(plan, summary_now, out, layout.root,
+                                          progress=ui.counter(lazy("pages written")), jobs=opts.jobs,
+                                          translations=translations, findings=findings)
         return entry, summary_now()
 
 
@@ -390,5 +391,5 @@ def _build_subreports(layouts: list[RunLayout], run_dir: Path, out: Path, folder
             for lay, e in entries]
     with ui.stage(lazy("write the run index")):
         entry = _builder().write_runs_index(rows, combined, str(run_dir), out, single_file=opts.single_file,
-                                         other_langs=opts.other_langs)
+                                            other_langs=opts.other_langs)
     return entry, combined

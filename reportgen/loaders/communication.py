@@ -112,7 +112,7 @@ def _steps_from_ops(of: pd.DataFrame) -> pd.DataFrame:
     cols = list(COMM_TIME_COLUMNS)
     if not len(of):
         return pd.DataFrame(columns=["step", *cols])
-    arrays = dict(zip(of.columns.tolist(), framepack._column_arrays(of))) if of.columns.is_unique else {}
+    arrays = dict(zip(of.columns.tolist(), framepack.column_arrays(of))) if of.columns.is_unique else {}
     got = [arrays.get(c) for c in cols]
     if any(type(a) is not np.ndarray or a.dtype != np.float64 for a in got):  # (the loaders' frames hold floats)
         step = of["step"].to_numpy(dtype="float64", na_value=np.nan)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from reportgen.framepack import _column_arrays
+from reportgen.framepack import column_arrays
 from reportgen.numbers import finite as num
 from typing import Optional
 
@@ -24,7 +24,7 @@ def records(frame) -> list[dict]:
     if not len(frame):
         return []
     cols = list(frame.columns)
-    values = [_object_column(a) for a in _column_arrays(frame)] if len(cols) else None
+    values = [_object_column(a) for a in column_arrays(frame)] if len(cols) else None
     if values is None or any(v is None for v in values):
         return [dict(zip(cols, row)) for row in frame.to_numpy(dtype=object).tolist()]
     return [dict(zip(cols, row)) for row in zip(*values)]

@@ -17,7 +17,7 @@ from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import Chart
 from reportgen.charts import column_codec as columnar
 from reportgen.charts import resources as res_charts
-from reportgen.framepack import _column_arrays
+from reportgen.framepack import column_arrays
 from reportgen.i18n import N_, _, text
 from reportgen.loaders.files import data_bytes
 from reportgen.model import SIDE_LABELS
@@ -71,7 +71,7 @@ def detail_columns(detail, limit: Optional[int] = None) -> dict[str, list]:
     """A rank's operators, longest first (the first `limit`), column by column: the rank page's table and its CSV
     (`total_ms` descending, missing last, ties in the frame's order: `longest_first`)."""
     # each column's own array (a Series per column is ~10 us of pandas; `Series.to_numpy` gives the same values)
-    arrays = dict(zip(detail.columns, _column_arrays(detail))) if detail.columns.is_unique else {}
+    arrays = dict(zip(detail.columns, column_arrays(detail))) if detail.columns.is_unique else {}
 
     def values(k: str, dtype=None):  # `detail[k].to_numpy(dtype)`
         a = arrays.get(k)
