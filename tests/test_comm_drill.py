@@ -109,3 +109,18 @@ def test_binned_matrix_blocks_name_their_slow_links_in_rank_order_and_every_tran
     assert c["min_bandwidth_gbps"] == 1.0 and c["slow"] is True  # 2->4: 4 MB over 4 ms
     assert c["slow_links"] == "0→5 1→4" and c["transport"] == "HCCS/RDMA/SIO"
     assert cells[(3, 43)]["slow_links"] == "" and cells[(3, 43)]["transport"] == "RDMA"
+
+
+def test_the_graphs_circle_is_networkx_circular_layout_to_the_last_bit():
+    """`circle` (the communication graph's node positions, without importing networkx) is what networkx's
+    `circular_layout` gives, bit for bit, for every count of nodes the page draws: the graph's numbers stay what
+    they were."""
+    import networkx as nx
+    import numpy as np
+    for n in [*range(2, 70), 97, 128, 513, 1024, 4096]:
+        ours = comm_views.circle(n)
+        pos = nx.circular_layout(nx.cycle_graph(n) if n > 2 else nx.path_graph(n))
+        theirs = np.array([pos[i] for i in range(n)])
+        assert ours.dtype == theirs.dtype and ours.shape == (n, 2)
+        assert ours.tobytes() == theirs.tobytes(), n
+    assert comm_views.circle(1).tolist() == [[0.0, 0.0]] and comm_views.circle(0).shape == (0, 2)

@@ -87,8 +87,9 @@ def test_kineto_execution_passes_in_the_pool_equal_those_read_here(tmp_path, mon
 
 
 def test_the_load_workers_are_forked_before_the_sites_libraries_are_imported(tmp_path):
-    """The later stages' libraries (altair, Jinja, networkx: ~0.45 s of imports) are imported once the load's
-    workers run, beside them (`report.LATER_MODULES`): a worker never holds them, and the report is whole."""
+    """The later stages' libraries (altair, Jinja: ~0.35 s of imports) are imported once the load's workers run,
+    beside them (`report.LATER_MODULES`): a worker never holds them, and the report is whole. networkx (~0.1 s) is
+    imported by no one when the run has no strategy graph to lay out."""
     import subprocess
     import sys
     src = generate_run(tmp_path / "run", ranks=4, steps=2, kernels_per_step=40, comm_ops_per_step=3)
@@ -109,6 +110,7 @@ def test_the_load_workers_are_forked_before_the_sites_libraries_are_imported(tmp
         "from reportgen.cli import main\n"
         "rc = main([sys.argv[1], '-o', sys.argv[2], '-q', '-j', '2'])\n"
         "assert all(m in sys.modules for m in ('altair', 'jinja2', 'reportgen.site.render.builder'))\n"
+        "assert 'networkx' not in sys.modules  # (a run without a strategy graph never needs it)\n"
         "sys.exit(rc)\n")
     p = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "out"), str(seen)],
                        capture_output=True, text=True, timeout=300)

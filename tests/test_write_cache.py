@@ -15,6 +15,7 @@ import pytest
 
 from reportgen.charts import theme
 from reportgen.cli import main
+from reportgen.site.render import template_cache
 from reportgen.site.render.template_cache import CACHE, FOLDER
 from reportgen.site.views import communication as comm_views
 from reportgen.synth import generate_run
@@ -31,6 +32,7 @@ def small_run(tmp_path_factory):
 
 
 def test_a_rebuild_loads_the_compiled_templates_and_a_bad_entry_is_compiled_again(small_run, tmp_path, monkeypatch):
+    monkeypatch.setattr(template_cache, "_shipped", dict)  # (the folder's tier alone: nothing shipped)
     out = tmp_path / "report"
     args = [str(small_run), "-o", str(out), "-q", "--lang", "en"]
     CACHE.clear()
@@ -64,6 +66,99 @@ def test_a_rebuild_loads_the_compiled_templates_and_a_bad_entry_is_compiled_agai
     out2 = tmp_path / "nocache"
     assert main([str(small_run), "-o", str(out2), "-q", "--lang", "en", "--no-cache"]) == 0
     assert compiled and not (tmp_path / ".nocache.msreport-cache").exists() and _site(out2) == first
+
+
+def _compiles(monkeypatch) -> list:
+    """The names of the templates Jinja compiles from now on (None: `from_string`)."""
+    compiled: list = []
+    real = jinja2.Environment.compile
+
+    def counting(self, source, name=None, *a, **kw):
+        compiled.append(name)
+        return real(self, source, name, *a, **kw)
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    return compiled
+
+
+def test_the_shipped_compiled_templates_are_those_of_the_templates_as_they_are():
+    """`reportgen/templates/compiled.json.gz` is what `scripts/compile_templates.py` writes from the templates and
+    catalogs of this checkout: a template changed without it made again fails here (the build would stay right,
+    compiling that template, but lose the time the file saves)."""
+    import gzip
+
+    import orjson
+    shipped = orjson.loads(gzip.decompress(template_cache.SHIPPED.read_bytes()))
+    if shipped["jinja"] != jinja2.__version__:
+        pytest.skip(f"the templates were compiled with Jinja {shipped['jinja']}, this is {jinja2.__version__}: "
+                    "run scripts/compile_templates.py")
+    now = template_cache.compile_all()
+    assert sorted(now["templates"]) == sorted(shipped["templates"]), "run scripts/compile_templates.py"
+    for key, entry in now["templates"].items():
+        assert shipped["templates"][key] == entry, f"{key} changed: run scripts/compile_templates.py"
+    assert template_cache.shipped_bytes(now) == template_cache.SHIPPED.read_bytes()
+    assert {k.split("|")[0].split("-")[0] for k in now["templates"]} == {"en", "zh"}  # (zh: "zh-<catalog digest>")
+    assert len(now["templates"]) >= 2 * 25
+
+
+def test_a_first_build_compiles_no_template_it_ships_and_writes_the_same_site(small_run, tmp_path, monkeypatch):
+    """No cache folder yet (a first build; `--no-cache` alike): the templates come from the shipped file, none is
+    compiled by Jinja, in both languages, and the pages are byte for byte those of templates compiled by Jinja.
+    A shipped template whose source changed since (another checksum) is compiled as before."""
+    if not template_cache._shipped():
+        pytest.skip("no shipped templates for this Jinja (test_the_shipped_compiled_templates_... says why)")
+    compiled = _compiles(monkeypatch)
+    sites = {}
+    for lang in ("en", "zh"):
+        CACHE.clear()
+        out = tmp_path / f"shipped-{lang}"
+        assert main([str(small_run), "-o", str(out), "-q", "--lang", lang, "--no-cache"]) == 0
+        assert [n for n in compiled if n is not None] == [], lang  # (None: small `from_string` templates)
+        sites[lang] = _site(out)
+    # the shipped tier off: Jinja compiles every template, the same pages
+    with monkeypatch.context() as m:
+        m.setattr(template_cache, "_shipped", dict)
+        for lang in ("en", "zh"):
+            CACHE.clear()
+            out = tmp_path / f"jinja-{lang}"
+            assert main([str(small_run), "-o", str(out), "-q", "--lang", lang, "--no-cache"]) == 0
+            assert _site(out) == sites[lang], lang
+        assert "page.html" in compiled and "_rank.html" in compiled
+    # a template whose shipped entry was made from another source: compiled by Jinja, the rest still shipped
+    stale = {k: dict(v, checksum="0" * 40) if k.endswith("|_rank.html") else v
+             for k, v in template_cache._shipped().items()}
+    monkeypatch.setattr(template_cache, "_shipped", lambda: stale)
+    compiled.clear()
+    CACHE.clear()
+    out = tmp_path / "stale"
+    assert main([str(small_run), "-o", str(out), "-q", "--lang", "en", "--no-cache"]) == 0
+    assert [n for n in compiled if n is not None] == ["_rank.html"] and _site(out) == sites["en"]
+
+
+def test_shipped_templates_of_another_jinja_or_damaged_are_not_used(tmp_path, monkeypatch):
+    import gzip
+
+    import orjson
+    template_cache._shipped.cache_clear()
+    try:
+        good = template_cache.compile_all()
+        for data, usable in ((good, True), (dict(good, jinja="2.11.3"), False), (b"not gzip", False),
+                             (gzip.compress(b"[1, 2]"), False), (dict(good, templates=[1]), False)):
+            path = tmp_path / "compiled.json.gz"
+            path.write_bytes(data if isinstance(data, bytes) else gzip.compress(orjson.dumps(data)))
+            monkeypatch.setattr(template_cache, "SHIPPED", path)
+            template_cache._shipped.cache_clear()
+            assert bool(template_cache._shipped()) is usable
+            key, entry = next(iter(good["templates"].items()))
+            lang, name = key.split("|")
+            got = template_cache.shipped_source(name, lang, entry["checksum"])
+            assert got == (entry["code"] if usable else None)
+            assert template_cache.shipped_source(name, lang, "another checksum") is None
+        monkeypatch.setattr(template_cache, "SHIPPED", tmp_path / "absent.json.gz")
+        template_cache._shipped.cache_clear()
+        assert template_cache._shipped() == {}
+    finally:
+        monkeypatch.undo()
+        template_cache._shipped.cache_clear()
 
 
 def _links(rows):

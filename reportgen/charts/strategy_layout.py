@@ -16,11 +16,13 @@ from reportgen.i18n import _
 import heapq
 from collections import Counter
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from reportgen.collectives import op_class
 from reportgen.model import StageStrategy, StrategyOp
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 MAX_NODES = 36  # aggregate nodes drawn per stage
 MAX_TABLE_OPS = 1500  # operator rows per stage on the page (the CSV export has them all)
@@ -96,6 +98,7 @@ class StageGraph:
 
 def stage_graph(stage: StageStrategy) -> nx.DiGraph:
     """Operators as nodes (by id, with the StrategyOp as `op`), an edge from every input that is an operator."""
+    import networkx as nx  # (here: a run with a strategy graph is rare, and networkx costs ~0.1 s to import)
     g = nx.DiGraph()
     for op in stage.ops:
         g.add_node(op.id, op=op)

@@ -10,14 +10,23 @@ msreport, Python and Jinja (`_key`: the rank cache's environment key, which hash
 Jinja's version); Jinja's own checksum of the template's source is in the bytecode, and the bucket's key names the
 language and catalog the template was compiled in (`get_bucket`: its `_("literal")` calls are translated then,
 `jinja_env.FoldedGettext`). Anything wrong with an entry makes it a miss: the template is compiled again.
+
+A first build has no such folder yet: msreport ships its templates compiled (`SHIPPED`, made by
+`scripts/compile_templates.py`: the Python source Jinja generates for each template in each language), so a
+template whose source, language catalog and Jinja version are those it was compiled from is only given to Python's
+`compile` (~1.5 ms, not Jinja's ~12 ms: ~0.5 s of a first build's CPU); any other is compiled by Jinja as before.
+tests/test_template_cache.py fails when a template changes without the file being made again.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import logging
 from pathlib import Path
 from typing import Optional
+
+import orjson
 
 import jinja2
 from jinja2.bccache import Bucket, BytecodeCache
@@ -27,6 +36,7 @@ from reportgen import rankcache
 log = logging.getLogger("msreport")
 
 FOLDER = "templates"  # under the rank cache folder
+SHIPPED = Path(__file__).resolve().parents[2] / "templates" / "compiled.json.gz"  # (`compile_all`)
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,6 +56,11 @@ class TemplateCache(BytecodeCache):
         key = f"{self.get_cache_key(name, filename)}-{getattr(environment, 'folded_key', '')}"
         bucket = Bucket(environment, key, self.get_source_checksum(source))
         self.load_bytecode(bucket)
+        if bucket.code is None:
+            raw = shipped_source(name, getattr(environment, "folded_key", ""), bucket.checksum)
+            if raw is not None:  # (as Jinja's own `compile` ends: the same code object)
+                bucket.code = environment._compile(raw, filename or "<template>")
+                self.dump_bytecode(bucket)
         return bucket
 
     @staticmethod
@@ -82,3 +97,56 @@ class TemplateCache(BytecodeCache):
 
 
 CACHE = TemplateCache()  # one per process: the environments of a build (each language, the single file) share it
+
+
+def _shipped_key(name: str, folded_key: str) -> str:
+    return f"{folded_key}|{name}"
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict:
+    """The shipped compiled templates of this Jinja ({} when they were made with another, or cannot be read)."""
+    try:
+        data = orjson.loads(gzip.decompress(SHIPPED.read_bytes()))
+    except (OSError, ValueError, EOFError) as e:
+        log.debug("shipped templates not read: %s: %s", type(e).__name__, e)
+        return {}
+    if not isinstance(data, dict) or data.get("jinja") != jinja2.__version__:
+        return {}
+    found = data.get("templates")
+    return found if isinstance(found, dict) else {}
+
+
+def shipped_source(name: str, folded_key: str, checksum: str) -> Optional[str]:
+    """The Python source Jinja generated for template `name` compiled in the language `folded_key`, when msreport
+    ships it for this Jinja and for a template source of this `checksum` (Jinja's, `get_source_checksum`)."""
+    entry = _shipped().get(_shipped_key(name, folded_key))
+    if isinstance(entry, dict) and entry.get("checksum") == checksum and isinstance(entry.get("code"), str):
+        return entry["code"]
+    return None
+
+
+def compile_all() -> dict:
+    """What `SHIPPED` holds: every template the site's environment compiles, in every language, as the Python
+    source Jinja generates, with its source's checksum (`scripts/compile_templates.py` writes it)."""
+    from reportgen import i18n
+    from reportgen.site.render.jinja_env import make_env
+    out: dict = {}
+    for lang in i18n.LANGUAGES:
+        with i18n.use(lang):
+            env = make_env()
+            for name in env.list_templates(extensions=["html"]):
+                source, filename, _ = env.loader.get_source(env, name)
+                try:
+                    code = env.compile(source, name, filename, raw=True)
+                except jinja2.TemplateError:  # (another environment's template: `compare`'s, with filters of its own)
+                    continue
+                out[_shipped_key(name, env.folded_key)] = {"checksum": CACHE.get_source_checksum(source),
+                                                           "code": code}
+    return {"jinja": jinja2.__version__, "templates": dict(sorted(out.items()))}
+
+
+def shipped_bytes(data: dict) -> bytes:
+    """`compile_all`'s answer as `SHIPPED` stores it (gzip without a timestamp: the same templates, the same
+    bytes)."""
+    return gzip.compress(orjson.dumps(data, option=orjson.OPT_SORT_KEYS), 9, mtime=0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -170,7 +169,7 @@ def _r(v: float, nd: int = 4) -> Optional[float]:
 
 
 def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict:
-    """Nodes (ranks, or hosts when dense) with positions from networkx, and edges between them."""
+    """Nodes (ranks, or hosts when dense) with positions on a circle (`circle`), and edges between them."""
     ranks = run.rank_ids
     hosts = {r: (run.ranks[r].info.host or "") for r in ranks}
     pairs = ca.pairs
@@ -196,8 +195,6 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
             if r in transit:
                 comm[hosts[r]] += transit[r]
                 wait[hosts[r]] += waited[r]
-        G = nx.Graph()
-        G.add_nodes_from(node_ids)
         e = pairs.assign(hs=pairs["src"].map(hosts), hd=pairs["dst"].map(hosts))
         inner_e = e[e["hs"] == e["hd"]]  # links inside one host: no edge, but a row of the drill-down table
         e = e[e["hs"] != e["hd"]]
@@ -208,9 +205,8 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
         slow_by_pair: dict[tuple, list[str]] = {}
         for s, d in sorted(slow_set):
             slow_by_pair.setdefault((hosts.get(s), hosts.get(d)), []).append(f"{s}-{d}")
-        for rec in agg.itertuples(index=False):
-            G.add_edge(rec.hs, rec.hd, weight=float(rec.size_mb))
-        pos = nx.circular_layout(G) if len(node_ids) > 2 else {h: (i, 0) for i, h in enumerate(node_ids)}
+        pos = dict(zip(node_ids, circle(len(node_ids)))) if len(node_ids) > 2 else \
+            {h: (i, 0) for i, h in enumerate(node_ids)}
         nodes = [{"id": h, "label": h, "x": _r(pos[h][0]), "y": _r(pos[h][1]), "comm_ms": _r(comm[h]),
                   "wait_ms": _r(wait[h]), "ratio": _r(comm[h] / (comm[h] + wait[h]) if comm[h] + wait[h] > 0 else None),
                   "ranks": len(members[h]), "href": "",
@@ -260,13 +256,12 @@ def graph_layout(ca: CommAnalysis, run: Run, slow: set[tuple[int, int]]) -> dict
 
 
 def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[float, float]]:
-    """Hosts on a circle (networkx), each host's ranks on a small circle around its centre."""
+    """Hosts on a circle (`circle`), each host's ranks on a small circle around its centre."""
     host_ids = sorted(set(hosts.values()))
     if len(host_ids) <= 1:
-        G = nx.cycle_graph(len(ranks)) if len(ranks) > 2 else nx.path_graph(len(ranks))
-        pos = nx.circular_layout(G) if len(ranks) > 1 else {0: np.array([0.0, 0.0])}
+        pos = circle(len(ranks))
         return {r: (float(pos[i][0]), float(pos[i][1])) for i, r in enumerate(ranks)}
-    centres = nx.circular_layout(nx.cycle_graph(len(host_ids)))
+    centres = circle(len(host_ids))
     radius = min(0.9, 2.2 / len(host_ids)) if len(host_ids) > 2 else 0.5
     out = {}
     for hi, h in enumerate(host_ids):
@@ -276,6 +271,21 @@ def _rank_positions(ranks: list[int], hosts: dict[int, str]) -> dict[int, tuple[
             a = 2 * math.pi * i / max(1, len(rs))
             out[r] = (float(cx + radius * 0.45 * math.cos(a)), float(cy + radius * 0.45 * math.sin(a)))
     return out
+
+
+def circle(n: int) -> np.ndarray:
+    """`n` points evenly on the unit circle from (1, 0), counter-clockwise (an (n, 2) array; one point: the centre):
+    networkx's `circular_layout` (3.x) to the last bit -- its angles in float32, the points centred and scaled so
+    the largest coordinate is 1 -- without importing networkx (~0.1 s) for it."""
+    if n <= 1:
+        return np.zeros((n, 2))
+    theta = (np.linspace(0, 1, n + 1)[:-1] * 2 * np.pi).astype(np.float32)
+    pos = np.column_stack([np.cos(theta), np.sin(theta), np.zeros((n, 0))])
+    pos -= pos.mean(axis=0)
+    lim = np.abs(pos).max()
+    if lim > 0:
+        pos *= 1 / lim
+    return pos + np.zeros(2)
 
 
 def group_label(a: Analysis, gid: Any) -> str:
