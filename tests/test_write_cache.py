@@ -225,3 +225,37 @@ def test_no_template_is_written_through_a_link_planted_where_the_cache_goes(tmp_
     with rankcache.use(real):
         assert rankcache.active() == real and TemplateCache._path("k") is not None
     assert list(real.rglob("*")) == []
+
+
+def test_the_house_chart_gives_altairs_channels_without_altairs_conversion(monkeypatch):
+    """`theme.Chart.encode` hands Altair channel objects (a shorthand text, a value, a condition, a list of
+    tooltips): the spec is Altair's own, key order included, and Altair converts no text or dict itself (its
+    conversion builds a converter over the whole schema, ~6 ms a channel). Every chart module draws with it."""
+    import pathlib
+
+    from altair.utils import core
+
+    wrapped: list = []
+    real = core._ChannelCache._wrap_in_channel
+
+    def spy(self, obj, encoding):
+        if not isinstance(obj, (alt.SchemaBase, list, tuple)):
+            wrapped.append((encoding, obj))
+        return real(self, obj, encoding)
+    monkeypatch.setattr(core._ChannelCache, "_wrap_in_channel", spy)
+    cond = alt.condition("datum.x > 1", alt.value(1.0), alt.value(0.18))
+    for enc in (dict(x="a:Q", y="b:N", href="h:N", text="t:N"),
+                dict(opacity=cond, stroke=alt.condition("datum.s", alt.value("#111"), alt.value(None)),
+                     strokeWidth=alt.value(2)),
+                dict(x="a:Q", x2="b:Q", y="c:O", y2="d:O", detail="e:N", size=alt.value(3), color=alt.value("#333")),
+                dict(tooltip=["a:Q", alt.Tooltip("b:N", title="B")],
+                     color=alt.condition(alt.datum.k == 1, alt.value("red"), alt.value("blue")))):
+        wrapped.clear()
+        ours = theme.Chart(alt.NamedData("r")).mark_point().encode(**enc)
+        assert wrapped == [] and type(ours) is theme.Chart
+        want = alt.Chart(alt.NamedData("r")).mark_point().encode(**enc).to_dict(validate=True)
+        assert json.dumps(ours.to_dict(validate=True)) == json.dumps(want)
+    charts = pathlib.Path(theme.__file__).parent
+    for f in [*charts.glob("*.py"), charts.parent / "compare" / "charts.py"]:
+        text = f.read_text(encoding="utf-8")
+        assert "alt.Chart(" not in text or f.name == "theme.py", f"{f.name}: draw with theme.Chart"

@@ -16,6 +16,7 @@ from reportgen.charts.theme import (
     OK_COLOR,
     PHASE_COLORS,
     SLOW_COLOR,
+    Chart,
     finish,
     phase_scale,
 )
@@ -29,7 +30,7 @@ def comm_by_rank(rows: list[dict], x_title: str) -> dict:
     """Stacked transit / wait / idle per rank (or rank group). Rows: {label, order, part, value, href?}."""
     shown = {_(p): c for p, c in PART_COLORS.items()}  # the parts as the rows name them (report language)
     parts = [p for p in shown if any(r["part"] == p for r in rows)]
-    chart = alt.Chart(alt.NamedData(name="rows")).mark_bar().encode(
+    chart = Chart(alt.NamedData(name="rows")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("sum(value):Q", title=_("Time per step (ms)")),
@@ -44,7 +45,7 @@ def comm_by_rank(rows: list[dict], x_title: str) -> dict:
 
 def comm_per_step(rows: list[dict]) -> dict:
     """MindInsight's time view: per step, the mean over ranks of communication and wait time."""
-    chart = alt.Chart(alt.NamedData(name="rows")).mark_line(point=True).encode(
+    chart = Chart(alt.NamedData(name="rows")).mark_line(point=True).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=_("Mean over ranks (ms)")),
         color=alt.Color("series:N", title="", scale=phase_scale([_("Communication"), _("Wait")])),
@@ -56,7 +57,7 @@ def comm_per_step(rows: list[dict]) -> dict:
 
 def link_bandwidth(rows: list[dict]) -> dict:
     """Every link: size against bandwidth, by transport; slow links in red. Rows: link table rows."""
-    base = alt.Chart(alt.NamedData(name="links"))
+    base = Chart(alt.NamedData(name="links"))
     tooltip = [alt.Tooltip("link:N", title=_("Link")), alt.Tooltip("group:N", title=_("Group")),
                alt.Tooltip("transport:N", title=_("Transport")),
                alt.Tooltip("bandwidth_gbps:Q", title=_("GB/s"), format=",.3f"),
@@ -96,7 +97,7 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
     """Node-link graph: node size = communication time, colour = comm/(comm+wait); edges coloured by bandwidth."""
     unit = _("Host") if by == "host" else _("Rank")
     axis = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
-    e = alt.Chart(alt.NamedData(name="edges")).mark_rule(opacity=0.55).encode(
+    e = Chart(alt.NamedData(name="edges")).mark_rule(opacity=0.55).encode(
         x=alt.X("x:Q", axis=axis), y=alt.Y("y:Q", axis=axis), x2="x2:Q", y2="y2:Q",
         # no links read (a gloo run, a rank's matrix missing): no bandwidth legend (it would read "NaN")
         color=alt.Color("bandwidth_gbps:Q", title=_("Link GB/s"), scale=alt.Scale(scheme="redyellowblue"),
@@ -108,7 +109,7 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"),
                  alt.Tooltip("time_ms:Q", title=_("ms per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))])
     # padded scales: a node on the edge of the layout can still be brushed (a brush stays inside the plot)
-    n = alt.Chart(alt.NamedData(name="nodes")).mark_circle(stroke="#333", strokeWidth=0.6, opacity=0.95).encode(
+    n = Chart(alt.NamedData(name="nodes")).mark_circle(stroke="#333", strokeWidth=0.6, opacity=0.95).encode(
         x=alt.X("x:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
         y=alt.Y("y:Q", axis=axis, scale=alt.Scale(padding=28, zero=False)),
         size=alt.Size("comm_ms:Q", title=_("Communication ms"), scale=alt.Scale(range=list(NODE_SIZE_RANGE))),
@@ -122,15 +123,15 @@ def comm_graph(nodes: list[dict], edges: list[dict], by: str) -> dict:
                                             mark=alt.BrushConfig(fill="#888", fillOpacity=0.12, stroke="#333")))
     layers = [e, n]
     if by == "host" and any(x.get("slow") for x in nodes):  # hosts a slow link starts or ends on
-        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
+        layers.append(Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_point(
             color=SLOW_COLOR, size=700, strokeWidth=2.5).encode(x="x:Q", y="y:Q"))
     if len(nodes) <= 64:
         # above the circle: the largest (900 px², 30 px across) ends 15 px above its centre, so 17 px clears them all
-        layers.append(alt.Chart(alt.NamedData(name="nodes")).mark_text(dy=-NODE_LABEL_DY, baseline="bottom",
+        layers.append(Chart(alt.NamedData(name="nodes")).mark_text(dy=-NODE_LABEL_DY, baseline="bottom",
                                                                        fontSize=10, color="#333").encode(
             x="x:Q", y="y:Q", text="label:N"))
     elif any(x.get("slow") for x in nodes):  # too many to label: name the marked hosts (and the slow links on them)
-        layers.append(alt.Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
+        layers.append(Chart(alt.NamedData(name="nodes")).transform_filter("datum.slow").mark_text(
             dy=-22, fontSize=12, fontWeight="bold", color=SLOW_COLOR).encode(x="x:Q", y="y:Q", text="note:N"))
     return finish(alt.layer(*layers).resolve_scale(color="independent"), height=460,
                   datasets={"nodes": nodes, "edges": edges})
@@ -154,7 +155,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
     group = alt.param(name="grp", value=groups[0], bind=alt.binding_select(options=groups, name=_("Group:") + " "))
     src_title = _("Source rank") if binned == 1 else _("Source ranks (blocks of {n})").format(n=binned)
     dst_title = _("Destination rank") if binned == 1 else _("Destination ranks (blocks of {n})").format(n=binned)
-    chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
+    chart = Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("dst:O", title=dst_title, sort=alt.EncodingSortField(field="do"),
                 axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("src:O", title=src_title, sort=alt.EncodingSortField(field="so"),
@@ -170,7 +171,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
                  alt.Tooltip("size_mb:Q", title=_("MB per step"), format=",.3f"), alt.Tooltip("slow:N", title=_("Slow"))],
     ).transform_filter("datum.group === grp").transform_calculate(value="datum[metric]").add_params(metric, group)
     if binned == 1:
-        label = alt.Chart(alt.NamedData(name="cells")).mark_text(fontSize=9, color="#111").encode(
+        label = Chart(alt.NamedData(name="cells")).mark_text(fontSize=9, color="#111").encode(
             x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
             y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="cell_label:N",
         ).transform_filter("datum.group === grp").transform_filter(SEL_FILTER).transform_filter("length(sel) > 0")
@@ -182,7 +183,7 @@ def comm_matrix(cells: list[dict], binned: int, groups: list[str]) -> dict:
     n = len({c["src"] for c in cells})
     layers = [chart]
     if binned > 1 and any(c.get("slow") for c in cells):  # name the blocks that hold a slow link
-        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.slow && datum.group === grp")
+        layers.append(Chart(alt.NamedData(name="cells")).transform_filter("datum.slow && datum.group === grp")
                       .mark_text(align="left", dx=8, color=SLOW_COLOR, fontWeight="bold", fontSize=11).encode(
                           x=alt.X("dst:O", sort=alt.EncodingSortField(field="do")),
                           y=alt.Y("src:O", sort=alt.EncodingSortField(field="so")), text="slow_links:N"))
@@ -209,7 +210,7 @@ def _drill_matrix(lang: str) -> dict:
     options, labels = ["bandwidth_gbps", "time_ms", "size_mb"], [_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")]
     metric = alt.param(name="metric", value=options[0], bind=alt.binding_select(
         options=options, labels=labels, name=_("Show:") + " "))
-    base = alt.Chart(alt.NamedData(name="cells")).transform_filter(DRILL_FILTER).transform_calculate(
+    base = Chart(alt.NamedData(name="cells")).transform_filter(DRILL_FILTER).transform_calculate(
         value="datum[metric]", src_s="'' + datum.src", dst_s="'' + datum.dst",
         cell_label="format(datum.time_ms, '.3g') + ' ms · ' + format(datum.size_mb, '.3g') + ' MB'")
     x = alt.X("dst_s:O", title=_("Destination rank"), sort=alt.EncodingSortField(field="dst"),
@@ -252,7 +253,7 @@ def link_op_boxplot(rows: list[dict]) -> dict:
     metric = alt.param(name="opmetric", value="bandwidth_gbps", bind=alt.binding_select(
         options=["bandwidth_gbps", "time_ms", "size_mb"],
         labels=[_("Bandwidth (GB/s)"), _("Time (ms)"), _("Size (MB)")], name=_("Show: ")))
-    base = alt.Chart(alt.NamedData(name="ops")).transform_filter(
+    base = Chart(alt.NamedData(name="ops")).transform_filter(
         "!length(sel) || indexof(sel, datum.src) >= 0 || indexof(sel, datum.dst) >= 0").transform_calculate(
         value="datum[opmetric]")
     x = alt.X("link:N", title=_("Link (source-destination, transport)"), sort=alt.EncodingSortField(field="order"),

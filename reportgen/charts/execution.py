@@ -6,7 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
-from reportgen.charts.theme import PHASE_COLORS, finish
+from reportgen.charts.theme import PHASE_COLORS, Chart, finish
 from reportgen.collectives import OP_CLASSES
 
 CLASS_COLORS = {"compute": "#4c78a8", "collective": "#e45756", "send": "#54a24b", "receive": "#f58518"}
@@ -32,11 +32,11 @@ def marey(bars: list[dict], joins: list[dict], rows: list[str]) -> dict:
     tip = [alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("row:N", title=_("Device")),
            alt.Tooltip("t:Q", title=_("Start (ms)"), format=",.3f"), alt.Tooltip("end:Q", title=_("End (ms)"), format=",.3f")]
     ybase = alt.Y("row:N", scale=alt.Scale(domain=rows))
-    starts = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6).encode(
+    starts = Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6).encode(
         x=alt.X("t:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
-    ends = alt.Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6, strokeDash=[3, 2]).encode(
+    ends = Chart(alt.NamedData(name="joins")).mark_line(strokeWidth=1, opacity=0.6, strokeDash=[3, 2]).encode(
         x=alt.X("end:Q"), y=ybase, detail="key:N", color=color, order="order:Q", tooltip=tip)
-    rects = alt.Chart(alt.NamedData(name="bars")).mark_bar(height={"band": 0.42}).encode(
+    rects = Chart(alt.NamedData(name="bars")).mark_bar(height={"band": 0.42}).encode(
         x=alt.X("start:Q", title=_("Time from the step start (ms, aligned)")), x2="end:Q", y=y, color=color,
         tooltip=[alt.Tooltip("name:N", title=_("Operator")), alt.Tooltip("row:N", title=_("Lane")),
                  alt.Tooltip("cls:N", title=_("Class")), alt.Tooltip("dur:Q", title=_("Duration (ms)"), format=",.3f"),
@@ -53,7 +53,7 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
     step gets dots (a line through one point draws nothing).
     """
     one_step = len({d["step"] for d in lines}) <= 1
-    left = alt.Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1,
+    left = Chart(alt.NamedData(name="lines")).mark_line(strokeWidth=1, opacity=0.7 if per_rank else 1,
                                                            point={"size": 90, "filled": True} if one_step else False).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("ms:Q", title=_("Step time per device (ms)")),
@@ -62,12 +62,12 @@ def time_overview(lines: list[dict], comm: list[dict], points: list[dict], per_r
         tooltip=[alt.Tooltip("step:Q", title=_("Step")), alt.Tooltip("series:N", title=_("Device")),
                  alt.Tooltip("ms:Q", title=_("ms"), format=",.2f")])
     # the steps with an execution view: black diamonds (red stays for what a finding names; the wait line is red)
-    marks = alt.Chart(alt.NamedData(name="points")).mark_point(size=150, filled=True, shape="diamond", color="#111",
+    marks = Chart(alt.NamedData(name="points")).mark_point(size=150, filled=True, shape="diamond", color="#111",
                                                                 stroke="#fff", strokeWidth=1, opacity=1,
                                                                 cursor="pointer").encode(
         x="step:Q", y="ms:Q", href="href:N",
         tooltip=[alt.Tooltip("label:N", title=_("Marey view")), alt.Tooltip("step:Q", title=_("Step"))])
-    right = alt.Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
+    right = Chart(alt.NamedData(name="comm")).mark_line(strokeDash=[5, 3], point=True).encode(
         x="step:Q", y=alt.Y("ms:Q", title=_("Average communication / wait (ms)")),
         color=alt.Color("metric:N", title=_("Average per device"),
                         scale=alt.Scale(domain=[_("communication"), _("wait")],

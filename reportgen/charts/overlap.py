@@ -7,7 +7,7 @@ from reportgen.i18n import _
 import altair as alt
 
 from reportgen.charts.steps import step_rule, with_step_param
-from reportgen.charts.theme import SLOW_COLOR, finish, phase_scale
+from reportgen.charts.theme import SLOW_COLOR, Chart, finish, phase_scale
 
 
 def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
@@ -16,7 +16,7 @@ def stage_summary(rows: list[dict], metrics: list[str]) -> dict:
     `rows`: {stage, metric, value, note}; `note` marks the slowest stage / the stage that waits most, shown
     as a label above its group. The stage that computes longest and the stage that waits are then side by side.
     """
-    base = alt.Chart(alt.NamedData(name="stages"))
+    base = Chart(alt.NamedData(name="stages"))
     bars = base.mark_bar().encode(
         x=alt.X("stage:N", title=_("Pipeline stage"), sort=None),
         xOffset=alt.XOffset("metric:N", sort=metrics),
@@ -36,7 +36,7 @@ def comm_share_by_rank(rows: list[dict]) -> dict:
 
     `rows`: {rank, share, stage, href}.
     """
-    chart = alt.Chart(alt.NamedData(name="share")).mark_bar().encode(
+    chart = Chart(alt.NamedData(name="share")).mark_bar().encode(
         x=alt.X("rank:O", title=_("Rank")),
         y=alt.Y("share:Q", title=_("Pure communication / step"), axis=alt.Axis(format="%")),
         color=alt.Color("stage:N", title=_("Stage")),
@@ -52,7 +52,7 @@ def stage_steps(rows: list[dict], y_title: str) -> dict:
 
     `rows`: {step, stage, value}.
     """
-    chart = alt.Chart(alt.NamedData(name="stage_steps")).mark_line(point=True).encode(
+    chart = Chart(alt.NamedData(name="stage_steps")).mark_line(point=True).encode(
         x=alt.X("step:O", title=_("Step")),
         y=alt.Y("value:Q", title=y_title),
         color=alt.Color("stage:N", title=_("Stage")),

@@ -6,7 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
-from reportgen.charts.theme import PALETTE, SLOW_COLOR, finish
+from reportgen.charts.theme import PALETTE, SLOW_COLOR, Chart, finish
 
 MEMORY_RAMP = ([0.0, 0.75, 0.9, 1.0], ["#eef3f8", "#fdd49e", "#fc8d59", "#b30000"])  # red only near capacity
 FLOPS_RAMP = ([0.0, 1.0], ["#eef3f8", "#2f5fa7"])
@@ -19,7 +19,7 @@ def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP
 
     `rows`: {rank, group, slot, value, label, href, tip}. Cells link to rank pages.
     """
-    base = alt.Chart(alt.NamedData(name="cells"))
+    base = Chart(alt.NamedData(name="cells"))
     cells = base.mark_rect(stroke="#fff", strokeWidth=1).encode(
         x=alt.X("slot:O", title=_("Device in host"), axis=alt.Axis(labelAngle=0)),
         y=alt.Y("group:N", title=None, sort=None),
@@ -43,7 +43,7 @@ def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP
 
 def op_type_share(rows: list[dict]) -> dict:
     """Top operator types by total time, coloured by where they run. `rows`: {op_type, total_ms, share, side}."""
-    chart = alt.Chart(alt.NamedData(name="types")).mark_bar().encode(
+    chart = Chart(alt.NamedData(name="types")).mark_bar().encode(
         y=alt.Y("op_type:N", title=None, sort="-x"),
         x=alt.X("total_ms:Q", title=_("Total time (ms)")),
         color=alt.Color("side:N", title=_("Runs on")),
@@ -57,7 +57,7 @@ def op_type_share(rows: list[dict]) -> dict:
 def op_type_spread(rows: list[dict], types: list[str], boxes: bool) -> dict:
     """Each rank's total for the top operator types: ticks per rank (or a box per type for many ranks), the rank
     furthest above the median in red. `rows`: {op_type, rank, total_ms, slow, href}."""
-    base = alt.Chart(alt.NamedData(name="spread"))
+    base = Chart(alt.NamedData(name="spread"))
     y = alt.Y("op_type:N", title=None, sort=types)
     tip = [alt.Tooltip("op_type:N", title=_("Type")), alt.Tooltip("rank:O", title=_("Rank")),
            alt.Tooltip("total_ms:Q", title=_("Total (ms)"), format=",.3f")]
@@ -76,7 +76,7 @@ def op_type_spread(rows: list[dict], types: list[str], boxes: bool) -> dict:
 
 def memory_curve(rows: list[dict], x_title: str, capacity_mb: float | None) -> dict:
     """Memory in use over execution order or time. `rows`: {x, series, mb}."""
-    base = alt.Chart(alt.NamedData(name="mem"))
+    base = Chart(alt.NamedData(name="mem"))
     line = base.mark_line(interpolate="step-after").encode(
         x=alt.X("x:Q", title=x_title), y=alt.Y("mb:Q", title=_("Memory (MB)")),
         color=alt.Color("series:N", title=None),
@@ -84,14 +84,14 @@ def memory_curve(rows: list[dict], x_title: str, capacity_mb: float | None) -> d
                  alt.Tooltip("mb:Q", title=_("MB"), format=",.1f")])
     layers = [line]
     if capacity_mb:
-        layers.append(alt.Chart(alt.Data(values=[{"cap": capacity_mb}])).mark_rule(
+        layers.append(Chart(alt.Data(values=[{"cap": capacity_mb}])).mark_rule(
             color=SLOW_COLOR, strokeDash=[6, 3]).encode(y="cap:Q", tooltip=[alt.Tooltip("cap:Q", title=_("Capacity (MB)"))]))
     return finish(alt.layer(*layers), height=240, datasets={"mem": rows})
 
 
 def queue_sizes(rows: list[dict], x_title: str) -> dict:
     """Queue size per step (or batch), empty entries marked red on the axis. `rows`: {x, size, capacity, empty}."""
-    base = alt.Chart(alt.NamedData(name="queue"))
+    base = Chart(alt.NamedData(name="queue"))
     bars = base.mark_bar().encode(
         x=alt.X("x:O", title=x_title, axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("size:Q", title=_("Queue size (batches)")),
@@ -105,7 +105,7 @@ def queue_sizes(rows: list[dict], x_title: str) -> dict:
 
 def cpu_usage(rows: list[dict]) -> dict:
     """CPU utilisation per sample. `rows`: {sample, series, pct}."""
-    chart = alt.Chart(alt.NamedData(name="cpu")).mark_line(point=True).encode(
+    chart = Chart(alt.NamedData(name="cpu")).mark_line(point=True).encode(
         x=alt.X("sample:Q", title=_("Sample")), y=alt.Y("pct:Q", title=_("Utilisation (%)")),
         color=alt.Color("series:N", title=None),
         tooltip=[alt.Tooltip("sample:Q"), alt.Tooltip("series:N"), alt.Tooltip("pct:Q", format=".1f")])

@@ -9,7 +9,7 @@ import altair as alt
 from reportgen import i18n
 from reportgen.i18n import _
 
-from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, finish, phase_scale
+from reportgen.charts.theme import OK_COLOR, SLOW_COLOR, Chart, finish, phase_scale
 
 MAX_BARS = 64
 # The step the page's step selector picked (null: the average), set by report.js on every chart declaring it:
@@ -26,7 +26,7 @@ def with_step_param(spec: dict) -> dict:
 
 def step_rule(x_type: str = "Q") -> alt.Chart:
     """A layer marking the selected step on a chart whose x is the step (nothing drawn for the average)."""
-    return alt.Chart(alt.Data(values=[{}])).transform_filter(f"{STEP_PARAM} != null").transform_calculate(
+    return Chart(alt.Data(values=[{}])).transform_filter(f"{STEP_PARAM} != null").transform_calculate(
         sel_step=STEP_PARAM).mark_rule(color="#111", strokeWidth=2, strokeDash=[5, 3]).encode(
         x=alt.X(f"sel_step:{x_type}"))
 
@@ -43,7 +43,7 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
 
     `rows`: {rank, total, slow, stage}. Use only up to `MAX_BARS` ranks (else the histogram).
     """
-    bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
+    bars = Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("rank:O", title=_("Rank"), sort="ascending"),
         y=alt.Y("total:Q", title=_("Average step time (ms)")),
         color=alt.Color("status:N", title=None, legend=_status_legend(),
@@ -52,7 +52,7 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
                  alt.Tooltip("stage:N", title=_("Stage")), alt.Tooltip("status:N", title=_("Status"))],
         href="href:N",
     )
-    rule = alt.Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
+    rule = Chart(alt.NamedData(name="median")).mark_rule(strokeDash=[4, 3], color="#333").encode(
         y="median:Q", tooltip=[alt.Tooltip("median:Q", title=_("Cluster median (ms)"), format=",.3f")])
     return finish(alt.layer(bars, rule), datasets={"ranks": rows, "median": [{"median": median}]})
 
@@ -60,7 +60,7 @@ def step_total_by_rank(rows: list[dict], median: float) -> dict:
 def breakdown_by_rank(rows: list[dict], phase_order: list[str], x_title: str = "") -> dict:
     """Stacked bars of the step phases per rank (or per rank group). `rows`: {label, order, phase, value}."""
     x_title = x_title or _("Rank")
-    chart = alt.Chart(alt.NamedData(name="breakdown")).mark_bar().encode(
+    chart = Chart(alt.NamedData(name="breakdown")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
         y=alt.Y("value:Q", title=_("Time per step (ms)"), stack="zero"),
         color=alt.Color("phase:N", title=_("Phase"), sort=phase_order,
@@ -82,7 +82,7 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
               f"{STEP_PARAM} <= (datum.step_last || datum.step_order))")
     outlined = f"{STEP_PARAM} != null && datum.step_order <= {STEP_PARAM} && " \
                f"{STEP_PARAM} <= (datum.step_last || datum.step_order)"
-    chart = alt.Chart(alt.NamedData(name="cells")).mark_rect().encode(
+    chart = Chart(alt.NamedData(name="cells")).mark_rect().encode(
         x=alt.X("steps:O", title=step_title, sort=alt.EncodingSortField(field="step_order", order="ascending")),
         y=alt.Y("ranks:O", title=rank_title, sort=alt.EncodingSortField(field="rank_order", order="ascending"),
                 axis=alt.Axis(labelOverlap=True)),
@@ -98,7 +98,7 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
     layers = [chart]
     missing = sorted({c["missing"] for c in cells if c.get("missing")})
     if missing:  # cells without a value (a rank whose trace ends early): grey, with a legend entry of their own
-        layers.append(alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.missing").mark_rect().encode(
+        layers.append(Chart(alt.NamedData(name="cells")).transform_filter("datum.missing").mark_rect().encode(
             x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending")),
             y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")),
             color=alt.Color("missing:N", title=" ", scale=alt.Scale(domain=missing, range=["#c8c8c8"])),
@@ -106,7 +106,7 @@ def rank_step_heatmap(cells: list[dict], rank_bin: int, step_bin: int, value_tit
             tooltip=[alt.Tooltip("ranks:O", title=_("Rank(s)")), alt.Tooltip("steps:O", title=_("Step(s)")),
                      alt.Tooltip("missing:N", title=value_title)]))
     if any(c.get("flag") for c in cells):  # the ranks a finding names, written on their band
-        label = alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.flag").mark_text(
+        label = Chart(alt.NamedData(name="cells")).transform_filter("datum.flag").mark_text(
             align="left", dx=4, fontWeight="bold", fontSize=12, color="#000").encode(
             x=alt.X("steps:O", sort=alt.EncodingSortField(field="step_order", order="ascending"), bandPosition=0),
             y=alt.Y("ranks:O", sort=alt.EncodingSortField(field="rank_order", order="ascending")), text="flag:N")
@@ -125,7 +125,7 @@ def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:
     Rows: {step, phase, value}. `single_step`: a bar per phase instead of lines that would be single dots.
     """
     if single_step:
-        chart = alt.Chart(alt.NamedData(name="steps")).mark_bar().encode(
+        chart = Chart(alt.NamedData(name="steps")).mark_bar().encode(
             x=alt.X("phase:N", title=_("Phase"), sort=phase_order, axis=alt.Axis(labelAngle=0, labelLimit=200)),
             y=alt.Y("value:Q", title=_("Time (ms)")),
             color=alt.Color("phase:N", title=_("Phase"), sort=phase_order, scale=phase_scale(phase_order),
@@ -134,7 +134,7 @@ def rank_step_lines(phase_order: list[str], single_step: bool = False) -> dict:
                      alt.Tooltip("value:Q", title=_("ms"), format=",.3f")],
         )
         return finish(chart, height=220)
-    chart = alt.Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
+    chart = Chart(alt.NamedData(name="steps")).mark_line(point=True).encode(
         x=alt.X("step:Q", title=_("Step"), axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=_("Time (ms)")),
         color=alt.Color("phase:N", title=_("Phase"), sort=phase_order,
@@ -149,7 +149,7 @@ def rank_strip(rows: list[dict], x_title: str, fmt: str = ",.3f") -> dict:
     """Every rank as a tick on its stage's line (for runs with too many ranks for a bar each): the distribution of
     each stage at a glance, and the ranks the findings name drawn large, red and labelled with their number, so a
     culprit among thousands is never binned or averaged away. `rows`: {rank, value, stage, status, href}."""
-    base = alt.Chart(alt.NamedData(name="ranks"))
+    base = Chart(alt.NamedData(name="ranks"))
     y = alt.Y("stage:N", title=None, sort=None)
     tip = [alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("stage:N", title=_("Stage")),
            alt.Tooltip("value:Q", title=x_title, format=fmt)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import finish
+from reportgen.charts.theme import Chart, finish
 from reportgen import i18n
 from reportgen.i18n import N_, _
 
@@ -42,7 +42,7 @@ def _timeline(steps: list[tuple[int, str]], lane_title: str = "") -> dict:
     cats = list(CATEGORIES)
     names = [_(c) for c in cats]  # the rows carry the kinds in the report's language (`timeline_view._columns`)
     zoom = alt.selection_interval(name="tlzoom", bind="scales", encodings=["x"])
-    chart = alt.Chart(alt.NamedData(name="ops")).mark_bar(height={"band": 0.7}, strokeWidth=0.6).encode(
+    chart = Chart(alt.NamedData(name="ops")).mark_bar(height={"band": 0.7}, strokeWidth=0.6).encode(
         x=alt.X("start:Q", title=_("Time from the step start (ms)"), scale=alt.Scale(zero=False)),
         x2="end:Q",
         y=alt.Y("lane:N", title=None, sort=alt.EncodingSortField(field="lane_i", order="ascending"),

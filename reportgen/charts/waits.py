@@ -6,7 +6,7 @@ from reportgen.i18n import _
 
 import altair as alt
 
-from reportgen.charts.theme import SLOW_COLOR, finish
+from reportgen.charts.theme import SLOW_COLOR, Chart, finish
 
 
 def wait_matrix(cells: list[dict], groups: list[str], binned: bool) -> dict:
@@ -17,7 +17,7 @@ def wait_matrix(cells: list[dict], groups: list[str], binned: bool) -> dict:
     group = alt.param(name="wgrp", value=groups[0], bind=alt.binding_select(options=groups, name=_("Group:") + " "))
     x_title = _("Waited for (ranks, binned; top culprits on their own)") if binned else _("Waited for (rank)")
     y_title = _("Waiting (ranks, binned)") if binned else _("Waiting (rank)")
-    base = alt.Chart(alt.NamedData(name="cells")).transform_filter("datum.group === wgrp")
+    base = Chart(alt.NamedData(name="cells")).transform_filter("datum.group === wgrp")
     rect = base.mark_rect().encode(
         x=alt.X("j:O", title=x_title, sort=alt.EncodingSortField(field="jo"), axis=alt.Axis(labelOverlap=True)),
         y=alt.Y("i:O", title=y_title, sort=alt.EncodingSortField(field="io"), axis=alt.Axis(labelOverlap=True)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reportgen.charts.theme import PALETTE, finish
+from reportgen.charts.theme import PALETTE, Chart, finish
 from reportgen.i18n import _
 
 STATUS = ["slower", "faster", "within noise", "unchanged", "new", "vanished"]
@@ -38,7 +38,7 @@ def delta_bars(rows: list[dict], x_title: str = "", field: str = "delta_pct") ->
     """Horizontal bars of the change per item. `rows`: {label, order, delta_pct, delta, base, new, status}."""
     x_title = x_title or _("Change (%)")
     rows = localize(rows)
-    chart = alt.Chart(alt.NamedData(name="deltas")).mark_bar().encode(
+    chart = Chart(alt.NamedData(name="deltas")).mark_bar().encode(
         y=alt.Y("label:N", title=None, sort=alt.EncodingSortField(field="order", order="ascending")),
         x=alt.X(f"{field}:Q", title=x_title),
         color=_status_color(),
@@ -47,7 +47,7 @@ def delta_bars(rows: list[dict], x_title: str = "", field: str = "delta_pct") ->
                  alt.Tooltip("delta:Q", title="Δ", format="+,.3f"),
                  alt.Tooltip("delta_pct:Q", title="Δ %", format="+.1f"), alt.Tooltip("status:N", title=_("Status"))],
     )
-    zero = alt.Chart(alt.NamedData(name="zero")).mark_rule(color="#333").encode(x="x:Q")
+    zero = Chart(alt.NamedData(name="zero")).mark_rule(color="#333").encode(x="x:Q")
     return finish(alt.layer(chart, zero), height=max(120, 22 * len(rows)),
                   datasets={"deltas": rows, "zero": [{"x": 0}]})
 
@@ -56,7 +56,7 @@ def rank_phase_deltas(rows: list[dict], order: list[str]) -> dict:
     """Grouped bars per rank: the change of each phase (ms per step). `rows`: {rank, phase, delta, base, new,
     status, noise}."""
     rows = localize(rows)
-    bars = alt.Chart(alt.NamedData(name="ranks")).mark_bar().encode(
+    bars = Chart(alt.NamedData(name="ranks")).mark_bar().encode(
         x=alt.X("rank:O", title=_("Rank"), sort="ascending"),
         xOffset=alt.XOffset("phase:N", sort=order),
         y=alt.Y("delta:Q", title=_("Change (ms per step)")),
@@ -79,7 +79,7 @@ def base_vs_new(rows: list[dict], y_title: str, x_title: str = "") -> dict:
     runs = [_("Base"), _("New")]
     names = dict(zip(["base", "new"], runs))
     rows = [dict(r, run=names.get(r["run"], r["run"])) for r in rows]
-    bars = alt.Chart(alt.NamedData(name="pairs")).mark_bar().encode(
+    bars = Chart(alt.NamedData(name="pairs")).mark_bar().encode(
         x=alt.X("label:N", title=x_title, sort=alt.EncodingSortField(field="order", order="ascending")),
         xOffset=alt.XOffset("run:N", sort=runs),
         y=alt.Y("value:Q", title=y_title),
@@ -94,7 +94,7 @@ def trend_lines(rows: list[dict], order: list[str], y_title: str = "") -> dict:
     """Lines over runs. `rows`: {run, index, series, value}; `order`: the series names (in the report's
     language)."""
     y_title = y_title or _("Time per step (ms)")
-    base = alt.Chart(alt.NamedData(name="trend")).encode(
+    base = Chart(alt.NamedData(name="trend")).encode(
         x=alt.X("run:N", title=_("Run (date order)"), sort=alt.EncodingSortField(field="index", order="ascending")),
         y=alt.Y("value:Q", title=y_title),
         color=alt.Color("series:N", title=None, sort=order,
