@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
@@ -60,16 +61,16 @@ def _numeric_columns(header: list[str], columns: list[list[str]]) -> list[int]:
     out = []
     for i, cells in enumerate(columns):
         num = bad = text = 0
-        for c in cells:
+        for c, k in Counter(cells).items():  # (a cell's kind depends on its text alone: each text judged once)
             s = clean_cell(c)
             if s.upper() in NA_TOKENS:
                 continue
             if _is_number(s):
-                num += 1
+                num += k
             elif s.upper() in BAD_TOKENS or NUMBER_RE.fullmatch(s):
-                bad += 1
+                bad += k
             else:
-                text += 1
+                text += k
         # number-shaped cells that are unusable (inf, nan, 1e400, 30 digits) count as numbers here: a one-row file
         # whose only cell in a column is 30 digits long is a numeric column with a bad value, not a text column
         if num + bad and num + bad >= 2 * text or i < len(header) and numeric_by_header(header[i], num + bad + text):
