@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reportgen.site.render.template_cache import SHIPPED, compile_all, shipped_bytes
+from reportgen.site.render.template_cache import SHIPPED
+from reportgen.site.render.template_ship import compile_all, shipped_bytes
 
 
 def main(argv: list[str]) -> int:

@@ -15,7 +15,7 @@ import pytest
 
 from reportgen.charts import theme
 from reportgen.cli import main
-from reportgen.site.render import template_cache
+from reportgen.site.render import template_cache, template_ship
 from reportgen.site.render.template_cache import CACHE, FOLDER
 from reportgen.site.views import communication as comm_views
 from reportgen.synth import generate_run
@@ -91,11 +91,11 @@ def test_the_shipped_compiled_templates_are_those_of_the_templates_as_they_are()
     if shipped["jinja"] != jinja2.__version__:
         pytest.skip(f"the templates were compiled with Jinja {shipped['jinja']}, this is {jinja2.__version__}: "
                     "run scripts/compile_templates.py")
-    now = template_cache.compile_all()
+    now = template_ship.compile_all()
     assert sorted(now["templates"]) == sorted(shipped["templates"]), "run scripts/compile_templates.py"
     for key, entry in now["templates"].items():
         assert shipped["templates"][key] == entry, f"{key} changed: run scripts/compile_templates.py"
-    assert template_cache.shipped_bytes(now) == template_cache.SHIPPED.read_bytes()
+    assert template_ship.shipped_bytes(now) == template_cache.SHIPPED.read_bytes()
     assert {k.split("|")[0].split("-")[0] for k in now["templates"]} == {"en", "zh"}  # (zh: "zh-<catalog digest>")
     assert len(now["templates"]) >= 2 * 25
 
@@ -140,7 +140,7 @@ def test_shipped_templates_of_another_jinja_or_damaged_are_not_used(tmp_path, mo
     import orjson
     template_cache._shipped.cache_clear()
     try:
-        good = template_cache.compile_all()
+        good = template_ship.compile_all()
         for data, usable in ((good, True), (dict(good, jinja="2.11.3"), False), (b"not gzip", False),
                              (gzip.compress(b"[1, 2]"), False), (dict(good, templates=[1]), False)):
             path = tmp_path / "compiled.json.gz"

@@ -12,7 +12,7 @@ language and catalog the template was compiled in (`get_bucket`: its `_("literal
 `jinja_env.FoldedGettext`). Anything wrong with an entry makes it a miss: the template is compiled again.
 
 A first build has no such folder yet: msreport ships its templates compiled (`SHIPPED`, made by
-`scripts/compile_templates.py`: the Python source Jinja generates for each template in each language), so a
+`scripts/compile_templates.py` with `template_ship`: the Python source Jinja generates for each template in each language), so a
 template whose source, language catalog and Jinja version are those it was compiled from is only given to Python's
 `compile` (~1.5 ms, not Jinja's ~12 ms: ~0.5 s of a first build's CPU); any other is compiled by Jinja as before.
 tests/test_template_cache.py fails when a template changes without the file being made again.
@@ -26,9 +26,8 @@ import logging
 from pathlib import Path
 from typing import Optional
 
-import orjson
-
 import jinja2
+import orjson
 from jinja2.bccache import Bucket, BytecodeCache
 
 from reportgen import rankcache
@@ -36,7 +35,7 @@ from reportgen import rankcache
 log = logging.getLogger("msreport")
 
 FOLDER = "templates"  # under the rank cache folder
-SHIPPED = Path(__file__).resolve().parents[2] / "templates" / "compiled.json.gz"  # (`compile_all`)
+SHIPPED = Path(__file__).resolve().parents[2] / "templates" / "compiled.json.gz"  # (`template_ship`)
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,7 +98,7 @@ class TemplateCache(BytecodeCache):
 CACHE = TemplateCache()  # one per process: the environments of a build (each language, the single file) share it
 
 
-def _shipped_key(name: str, folded_key: str) -> str:
+def shipped_key(name: str, folded_key: str) -> str:
     return f"{folded_key}|{name}"
 
 
@@ -120,33 +119,7 @@ def _shipped() -> dict:
 def shipped_source(name: str, folded_key: str, checksum: str) -> Optional[str]:
     """The Python source Jinja generated for template `name` compiled in the language `folded_key`, when msreport
     ships it for this Jinja and for a template source of this `checksum` (Jinja's, `get_source_checksum`)."""
-    entry = _shipped().get(_shipped_key(name, folded_key))
+    entry = _shipped().get(shipped_key(name, folded_key))
     if isinstance(entry, dict) and entry.get("checksum") == checksum and isinstance(entry.get("code"), str):
         return entry["code"]
     return None
-
-
-def compile_all() -> dict:
-    """What `SHIPPED` holds: every template the site's environment compiles, in every language, as the Python
-    source Jinja generates, with its source's checksum (`scripts/compile_templates.py` writes it)."""
-    from reportgen import i18n
-    from reportgen.site.render.jinja_env import make_env
-    out: dict = {}
-    for lang in i18n.LANGUAGES:
-        with i18n.use(lang):
-            env = make_env()
-            for name in env.list_templates(extensions=["html"]):
-                source, filename, _ = env.loader.get_source(env, name)
-                try:
-                    code = env.compile(source, name, filename, raw=True)
-                except jinja2.TemplateError:  # (another environment's template: `compare`'s, with filters of its own)
-                    continue
-                out[_shipped_key(name, env.folded_key)] = {"checksum": CACHE.get_source_checksum(source),
-                                                           "code": code}
-    return {"jinja": jinja2.__version__, "templates": dict(sorted(out.items()))}
-
-
-def shipped_bytes(data: dict) -> bytes:
-    """`compile_all`'s answer as `SHIPPED` stores it (gzip without a timestamp: the same templates, the same
-    bytes)."""
-    return gzip.compress(orjson.dumps(data, option=orjson.OPT_SORT_KEYS), 9, mtime=0)
