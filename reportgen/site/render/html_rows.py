@@ -201,6 +201,13 @@ op_detail_rows = _plain_rows(("name", "code"), ("op_type", "code"), ("side", "t"
                              ("total_ms", "ms"), ("avg_ms", "ms"), ("share", "pct1"))
 
 
+def facts_table(facts) -> Markup:
+    """A table of (label, value) rows, both data texts translated (`facts_table` in _macros.html: a rank page's
+    facts, the overview's)."""
+    rows = "".join([f"<tr><th>{esc(translate(k))}</th><td>{esc(translate(v))}</td></tr>\n" for k, v in facts])
+    return Markup(f'<table class="facts">\n{rows}</table>')
+
+
 def compare_rows(rows: list[dict]) -> Markup:
     """Label, this rank, stage mean, cluster median (`_rank_overlap.html`)."""
     return Markup("".join([f'<tr><td>{esc(translate(c["label"]))}</td>{bare_cell(c["value"])}'
