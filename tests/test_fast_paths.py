@@ -484,3 +484,47 @@ def test_short_number_columns_equal_the_numpy_coding():
             assert json.dumps(got) == json.dumps(want), vals
             if isinstance(got, dict):
                 assert all(type(d) is int for d in got["d"])
+
+
+# the `csv_file` and `facts_table` macros (`_macros.html`) that `jinja_env.csv_file` and `html_rows.facts_table`
+# replaced, as they were
+_OLD_CSV_MACRO = ('{% macro csv_file(path, table, label=none) -%}\n'
+                  '{% set path = csv_download(path, gz_csvs is defined and gz_csvs) %}\n'
+                  '{% set n_rows = csv_rows(page, path) %}\n'
+                  '<a class="csv-download" data-csv-for="{{ table }}" href="{{ url(path) }}" title="{{ _("Download the '
+                  'full table as a CSV file (every row, numbers at full precision)") }}"{% if path.endswith(".gz") %} '
+                  'download{% endif %}>{% if label %}{{ label }}{% elif n_rows is not none %}{{ _("CSV (all %(n)s '
+                  'rows)", n=n_rows) }}{% else %}{{ _("CSV (every row)") }}{% endif %}{% if path.endswith(".gz") %} '
+                  '{{ _("gzip-compressed") }}{% endif %}</a>\n{%- endmacro %}')
+_OLD_FACTS_MACRO = ('{% macro facts_table(facts) -%}\n<table class="facts">\n{% for k, v in facts %}<tr><th>{{ (k|t) }}'
+                    '</th><td>{{ (v|t) }}</td></tr>\n{% endfor %}\n</table>\n{%- endmacro %}')
+
+
+def test_csv_file_and_facts_table_equal_the_macros_they_replaced():
+    """Every branch of the csv_file macro (a label or none, a page whose downloads hold the file or not, a large
+    run's `.csv.gz`, a path to escape) and the facts table (labels to translate and escape, numbers, none), in
+    each language."""
+    from markupsafe import Markup
+
+    from reportgen import i18n
+    url = lambda target: "../" + str(target)  # noqa: E731
+    pages = [None, type("P", (), {"downloads": [("ranks/r.csv", ["a"], [[1], [2]]),
+                                                ("ranks/r.csv.gz", ["a"], [[1]])]})()]
+    facts = [[], [("Rank", "3"), ("Source folder", "a<b> & 'c'"), ("Host", Markup("<i>h</i>")), ("Device", 4),
+                  ("Framework", None), ("Step trace", "Computing (ms)")]]
+    for lang in ("en", "zh"):
+        with i18n.use(lang):
+            env = jinja_env.make_env()
+            old = env.from_string(_OLD_CSV_MACRO + _OLD_FACTS_MACRO + "[{{ csv_file(p, t, label) }}]"
+                                  "[{{ facts_table(facts) }}]")
+            new = env.from_string('{% from "_macros.html" import csv_file, facts_table with context %}'
+                                  "[{{ csv_file(p, t, label) }}][{{ facts_table(facts) }}]")
+            for p in ("ranks/r.csv", "cluster/x&y.csv", "ranks/r.txt"):
+                for label in (None, "", "Every <row>", Markup("<b>all</b> rows")):
+                    for page in pages:
+                        for gz in ((), (True,), (False,)):
+                            for fs in facts:
+                                args = dict(p=p, t="t<1>", label=label, page=page, url=url, facts=fs,
+                                            **({"gz_csvs": gz[0]} if gz else {}))
+                                want = old.render(csv_download=urls.large_csv, csv_rows=jinja_env.csv_rows, **args)
+                                assert new.render(**args) == want, (lang, args)

@@ -77,15 +77,20 @@ def num_cell(v, fmt: str = "ms", cls: str = "", badge: str = "", key: bool = Fal
 
 
 def _td(v, fmt: str, cls: str, badge: str, key: bool) -> Markup:
+    return Markup(_td_text(v, fmt, cls, badge, key))
+
+
+def _td_text(v, fmt: str, cls: str, badge: str, key: bool) -> str:
+    """`_td` as text (a row builder joins its cells, then makes the table one Markup)."""
     form = _CELL_FORMATS.get(fmt, _MS)
     text = form(v) if form is _MS and type(v) is float else esc(form(v))  # (`_ms_html`)
     c = f' class="{esc(cls)}"' if cls else ""
     if badge:
-        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{text} '
-                      f'<span class="badge slow">{escape(badge)}</span></td>')
+        return (f'<td{c} data-v="{escape(sort_key(v))}">{text} '
+                f'<span class="badge slow">{escape(badge)}</span></td>')
     if key:
-        return Markup(f'<td{c} data-v="{escape(sort_key(v))}">{text}</td>')
-    return Markup(f"<td{c}>{text}</td>")
+        return f'<td{c} data-v="{escape(sort_key(v))}">{text}</td>'
+    return f"<td{c}>{text}</td>"
 
 
 def _ms_td(v) -> str:
@@ -98,8 +103,9 @@ def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
     return _td(v, fmt, cls, badge, False)
 
 
-def _ms_bare(v) -> str:
-    return f"<td>{_ms_html(v)}</td>"
+def _ms_bare(v, _float=float) -> str:
+    """`bare_cell(v)` as text (ms)."""
+    return f"<td>{_MS(v)}</td>" if type(v) is _float else f"<td>{escape(_MS(v))}</td>"
 
 
 def _ms_column(values: list, _float=float) -> list:
@@ -201,10 +207,17 @@ op_detail_rows = _plain_rows(("name", "code"), ("op_type", "code"), ("side", "t"
                              ("total_ms", "ms"), ("avg_ms", "ms"), ("share", "pct1"))
 
 
+def facts_table(facts) -> Markup:
+    """A table of (label, value) rows, both data texts translated (`facts_table` in _macros.html: a rank page's
+    facts, the overview's)."""
+    rows = "".join([f"<tr><th>{esc(translate(k))}</th><td>{esc(translate(v))}</td></tr>\n" for k, v in facts])
+    return Markup(f'<table class="facts">\n{rows}</table>')
+
+
 def compare_rows(rows: list[dict]) -> Markup:
     """Label, this rank, stage mean, cluster median (`_rank_overlap.html`)."""
-    return Markup("".join([f'<tr><td>{esc(translate(c["label"]))}</td>{bare_cell(c["value"])}'
-                           f'{bare_cell(c["stage_mean"])}{bare_cell(c["median"])}</tr>' for c in rows]))
+    return Markup("".join([f'<tr><td>{esc(translate(c["label"]))}</td>{_ms_bare(c["value"])}'
+                           f'{_ms_bare(c["stage_mean"])}{_ms_bare(c["median"])}</tr>' for c in rows]))
 
 
 def link_rows(links: list[dict], local: str, slow: str) -> Markup:
@@ -217,8 +230,9 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
         tr = '<tr class="slow">' if hot else "<tr>"
         out.append(f'{tr}<td>{esc(lk["src"])}{loc}</td>'
                    f'<td>{esc(lk["dst"])}{loc}</td><td>{esc(lk["transport"])}</td>'
-                   f'<td>{esc(translate(lk["group"]))}</td>{bare_cell(lk["time_ms"])}{bare_cell(lk["size_mb"])}'
-                   f'{bare_cell(lk["bandwidth_gbps"], cls="hot" if hot else "", badge=slow if hot else "")}</tr>')
+                   f'<td>{esc(translate(lk["group"]))}</td>{_ms_bare(lk["time_ms"])}{_ms_bare(lk["size_mb"])}'
+                   f'{_td_text(lk["bandwidth_gbps"], "ms", "hot", slow, False) if hot else _ms_bare(lk["bandwidth_gbps"])}'
+                   '</tr>')
     return Markup("".join(out))
 
 

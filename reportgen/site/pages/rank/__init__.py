@@ -182,13 +182,16 @@ def step_section(a: Analysis, r: int, maker, line_spec: Optional[dict]) -> tuple
     if line_spec is not None and len(step_rows) >= 1:
         labels = set(line_spec["encoding"]["color"]["scale"]["domain"])
         drawn = [(p, label) for p, label in ((p, _(PHASE_LABELS[p])) for p in phases) if label in labels]
-        lines = [{"step": row["step"], "phase": label, "value": row[p]}
-                 for row in step_rows for p, label in drawn if row["step"] is not None and row[p] is not None]
-        if lines:
+        large = urls.large_run(len(run.ranks))
+        # the points (a large run's chart draws them from the step table: only whether there is one is asked)
+        points = ({"step": row["step"], "phase": label, "value": row[p]}
+                  for row in step_rows for p, label in drawn if row["step"] is not None and row[p] is not None)
+        lines = [] if large else list(points)
+        if lines or (large and next(points, None) is not None):
             spec = dict(line_spec)
             spec["datasets"] = {"steps": []}
             chart = Chart(f"rank-{r}-steps", spec, N_("This rank's step phases over the recorded steps."))
-            if urls.large_run(len(run.ranks)):
+            if large:
                 # drawn from the step table beside it (the same numbers, to the 0.001 ms the tooltip prints):
                 # for each label of the chart, its table column (after the step column)
                 at = {_(PHASE_LABELS[p]): 1 + i for i, p in enumerate(phases)}
