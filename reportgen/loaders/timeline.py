@@ -132,14 +132,14 @@ def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     st = _State()
     truncated = False
     try:
-        for b in trace_batches(path, log, typed=True):
+        for b in trace_batches(path, log, typed=True, plain=True):
             skip = door.judge_plain(b)
             lanes = [door.event(e) for e in b.events] if skip is None else None
             for i in b.where("M"):  # (metadata: a few events; the lane of a judged batch's is its pid and tid)
                 e = b.events[i]
                 if (lanes is None or lanes[i] is not None) and e.get("name") == "process_name":
                     args = e.get("args")
-                    pid = b.col("pid")[i] if lanes is None else lanes[i][0]
+                    pid = e.get("pid") if lanes is None else lanes[i][0]
                     st.proc[pid] = str((args if isinstance(args, dict) else {}).get("name", ""))
             if lanes is None and not _plain_batch(b, skip, st):
                 lanes = door.event_lanes(b, skip)
@@ -230,7 +230,7 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
         cols = [list(compress(b.col(k), x)) for k in ("pid", "tid", "ts", "dur")]
     else:
         names = b.xcol("name")
-        if names and b.xtypes("name") != {str}:
+        if names and not b.plain and b.xtypes("name") != {str}:
             return False
         cols = [b.xcol(k) for k in ("pid", "tid", "ts", "dur")]
     if not names:

@@ -95,8 +95,23 @@ class TraceEvent(msgspec.Struct, gc=False, forbid_unknown_fields=True):
         return getattr(self, key) if key in FIELDS else None
 
 
+LaneId = Annotated[int, msgspec.Meta(ge=0, le=2 ** 63 - 1)]
+
+
+class PlainEvent(TraceEvent, kw_only=True):
+    """A `TraceEvent` of the usual kind, which the door reads without a test (`TraceDoor.judge_plain`): its phase and
+    name text, its lane ids whole numbers >= 0 (within int64), none of them absent or null. The same schema, closed,
+    narrowed: an event it refuses is a `TraceEvent` (`typed_events(plain=True)`)."""
+
+    ph: str
+    name: str
+    pid: LaneId
+    tid: LaneId
+
+
 FIELDS = frozenset(TraceEvent.__struct_fields__)
 _DECODER = msgspec.json.Decoder(list[TraceEvent])
+_PLAIN = msgspec.json.Decoder(list[PlainEvent])
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])  # an object's values, as their bytes (decoded one by one below)
 _HEADER = msgspec.json.Decoder(HEADER_VALUE)
 _WS = b" \t\r\n"
@@ -111,18 +126,25 @@ _ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII char
 TYPED_MAX_BYTES = 128 * 1024 * 1024
 
 
-def typed_events(data: bytes, start: int) -> Optional[list]:
+def typed_events(data: bytes, start: int, plain: bool = False) -> Optional[list]:
     """The events of a trace (from byte `start`: after a BOM) as `TraceEvent`s, or None when msgspec does not read
     every byte of it into the schema (the caller then reads it the existing way). The trace is a JSON list, or an
     object (Kineto's `{"schemaVersion": .., "traceEvents": [...], ...}`) whose key "traceEvents" is written once, as
     plain text (no escape in the document that spells an ASCII letter: the stream, which picks the events by their
     path, would read a second spelling of the key too), holds the list, and whose other values are JSON of six
-    levels at most (each decoded, as strictly as the events: nothing is skipped)."""
+    levels at most (each decoded, as strictly as the events: nothing is skipped). `plain`: a list whose every event
+    is a `PlainEvent` comes as `PlainEvent`s (their columns then need no test: `is_plain`), else as `TraceEvent`s
+    (an event `PlainEvent` refuses stops its decoding: the list is decoded again)."""
     view = memoryview(data)[start:] if start else data
     first = bytes(view[:64]).lstrip(_WS)[:1]
     try:
         with gc_paused():
             if first == b"[":
+                if plain:
+                    try:
+                        return _PLAIN.decode(view)
+                    except msgspec.ValidationError:  # (an event of another kind: decoded as TraceEvents)
+                        pass
                 return _DECODER.decode(view)
             if first != b"{" or data.count(_KEY) != 1 or (b"\\u00" in data and _ESCAPED_ASCII.search(data)):
                 return None
@@ -135,3 +157,9 @@ def typed_events(data: bytes, start: int) -> Optional[list]:
             return _DECODER.decode(raw)
     except Exception:  # noqa: BLE001 -- ValidationError, DecodeError, UnicodeDecodeError, RecursionError: the
         return None  # existing path decides
+
+
+def is_plain(events: list) -> bool:
+    """True when `events` (one decoder's) are `PlainEvent`s: each one's ph and name text, pid and tid whole numbers
+    from 0 to 2^63 - 1 (an empty list: False)."""
+    return bool(events) and type(events[0]) is PlainEvent
