@@ -32,7 +32,8 @@ from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
 from reportgen.pools import gc_paused
-from reportgen.loaders.traces import (floats, note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS,
+from reportgen.loaders.trace_batch import floats
+from reportgen.loaders.traces import (note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS,
                                       trace_events)
 from reportgen.numbers import to_float
 from reportgen.collectives import op_class

@@ -39,7 +39,7 @@ from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.screen import MAX_FIELD_CHARS
-from reportgen.loaders.trace_batch import Events, floats, num  # noqa: F401 -- (floats, num: the loaders' numbers)
+from reportgen.loaders.trace_batch import Events
 from reportgen.loaders.trace_typed import TYPED_MAX_BYTES, typed_events
 from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
 
