@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Optional
 
 import numpy as np
@@ -37,8 +37,10 @@ class Events:
         return self._memo(key, lambda: self._read(self.events, key))
 
     def _read(self, ev: list, key: str) -> list:  # (typed: the schema is closed, no event had a key outside it)
-        return (list(map(dict.get, ev, repeat(key))) if not self.typed else
-                list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev))
+        if not self.typed:
+            return list(map(dict.get, ev, repeat(key)))
+        read = _TYPED_READERS.get(key)
+        return read(ev) if read is not None else [None] * len(ev)
 
     def _memo(self, key, make):  # (a column or what is derived from columns, made once)
         return self._cols[key] if key in self._cols else self._cols.setdefault(key, make())
@@ -63,6 +65,18 @@ class Events:
     def xfloats(self, key: str) -> np.ndarray:
         """`floats` of `xcol(key)` (read once: the door's duplicate test and the loader's times)."""
         return self._memo((4, key), lambda: floats(self.xcol(key)))
+
+
+# a field of every typed event, by a list comprehension per field (its attribute read specialised by the interpreter
+# to the struct's slot: ~2x `map(attrgetter(key), events)`, ~0.15 ms a column of 12,000 events)
+_TYPED_READERS = {
+    "ph": lambda ev: [e.ph for e in ev], "name": lambda ev: [e.name for e in ev],
+    "pid": lambda ev: [e.pid for e in ev], "tid": lambda ev: [e.tid for e in ev],
+    "ts": lambda ev: [e.ts for e in ev], "dur": lambda ev: [e.dur for e in ev],
+    "cat": lambda ev: [e.cat for e in ev], "id": lambda ev: [e.id for e in ev],
+    "bp": lambda ev: [e.bp for e in ev], "s": lambda ev: [e.s for e in ev],
+    "args": lambda ev: [e.args for e in ev]}
+assert set(_TYPED_READERS) == FIELDS  # (every field of the closed schema: a new one needs its reader here)
 
 
 def _positions(col: list, v) -> list:
