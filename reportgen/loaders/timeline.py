@@ -257,7 +257,8 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
         ts, dur, pid, tid, code = ts[ok], dur[ok], pid[ok], tid[ok], code[ok]
         if not len(ts):
             return True
-    pids, p_of = np.unique(pid, return_inverse=True)
+    pids = np.unique(pid)  # (a few: hashed, then each event's found by bisection; no sort of the events)
+    p_of = np.searchsorted(pids, pid)
     nk = len(st.kinds)
     gs, first, g_of = np.unique(p_of * nk + code, return_index=True, return_inverse=True)
     keys = [(p, st.kinds[k]) for p, k in zip(pids[gs // nk].tolist(), (gs % nk).tolist())]

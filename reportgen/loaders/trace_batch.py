@@ -64,7 +64,7 @@ class Events:
 
     def xfloats(self, key: str) -> np.ndarray:
         """`floats` of `xcol(key)` (read once: the door's duplicate test and the loader's times)."""
-        return self._memo((4, key), lambda: floats(self.xcol(key)))
+        return self._memo((4, key), lambda: floats(self.xcol(key), self.xtypes(key)))
 
 
 # a field of every typed event, by a list comprehension per field (its attribute read specialised by the interpreter
@@ -90,13 +90,15 @@ def _positions(col: list, v) -> list:
         return out
 
 
-def floats(vals: list) -> np.ndarray:
+def floats(vals: list, types: Optional[set] = None) -> np.ndarray:
     """`num` of every value, as an array: text through Arrow's parser when it reads every string (fast_float,
     correctly rounded: the value float() gives; what it refuses -- whitespace, "1_000", "+.5e", other digits --
-    is read one by one), numbers as they are; then NaN outside +-MAX_ABS_NUMBER."""
+    is read one by one), numbers as they are; then NaN outside +-MAX_ABS_NUMBER. `types`: the values' types when
+    known (`Events.xtypes`)."""
     if not vals:
         return np.empty(0)
-    types = set(map(type, vals))
+    if types is None:
+        types = set(map(type, vals))
     a = None
     if types == {str}:
         try:
