@@ -32,7 +32,7 @@ from typing import Any, Optional
 import numpy as np
 
 from reportgen.dataquality import Coded, dq
-from reportgen.loaders.trace_typed import TraceEvent
+from reportgen.loaders.trace_typed import TYPED_EVENTS
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
 
@@ -980,7 +980,7 @@ class TraceDoor:
                 return None
             if not (self._plain_ids(b.col("pid"), self.s.pid) and self._plain_ids(b.col("tid"), self.s.tid)):
                 return None
-        if self._argkeys and not self._args_fine(b.col("args"), b.typed and isinstance(ev[0], TraceEvent)):
+        if self._argkeys and not self._args_fine(b.col("args"), b.typed and isinstance(ev[0], TYPED_EVENTS)):
             return None
         is_x = b.phase("X")
         names = b.xcol("name")
