@@ -244,14 +244,18 @@ def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dict
             assert windows == len(host) == 3 and n_ops > 0
 
 
+_PHASES = set("BEXiICbneSTpFstfPNODMVvRc()")  # the Chrome trace format's
+
+
 def _is_plain(e) -> bool:  # what `trace_typed.PlainEvent` promises of an event (as a dict)
-    return (type(e) is dict and type(e.get("ph")) is str and type(e.get("name")) is str
+    return (type(e) is dict and e.get("ph") in _PHASES and type(e.get("name")) is str
             and all(type(e.get(k)) is int and 0 <= e[k] < 2 ** 63 for k in ("pid", "tid")))
 
 
 def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tmp_path, monkeypatch):
-    """`typed_events(plain=True)` gives `PlainEvent`s exactly when every event's ph and name are text and its pid
-    and tid whole numbers 0 .. 2^63 - 1 (else the `TraceEvent`s of the closed schema), with the same values; the
+    """`typed_events(plain=True)` gives `PlainEvent`s exactly when every event's ph is a phase of the format, its
+    name text and its pid and tid whole numbers 0 .. 2^63 - 1 (else the `TraceEvent`s of the closed schema), with
+    the same values (a phase as the one object of its text); the
     door (which then skips those tests: `Events.plain`) and the timeline summary give the same lanes, counts,
     summary and entries over the plain events, the typed events and orjson's dicts (healthy traces, and traces
     with lane ids as text, floats, negative, huge, bool or null; no phase or name; odd ts / dur / args)."""
@@ -265,7 +269,7 @@ def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tm
     from test_trace_reading import _ODD_VALUES, _door_state, _healthy
 
     odd = dict(_ODD_VALUES, pid=_ODD_VALUES["pid"] + [True, 2 ** 63, 2 ** 63 - 1, 0],
-               tid=_ODD_VALUES["tid"] + [False, -1, 1.0], ph=_ODD_VALUES["ph"] + ["", "X"], name=[*_ODD_VALUES["name"], ""])
+               tid=_ODD_VALUES["tid"] + [False, -1, 1.0], ph=_ODD_VALUES["ph"] + ["", "X", "x", "B", "("], name=[*_ODD_VALUES["name"], ""])
     schema = TRACE_SCHEMAS[1][1]
     rng = random.Random(41)
     kinds = set()
@@ -287,6 +291,7 @@ def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tm
         kinds.add(plain)
         assert trace_typed.is_plain(got) == plain and not trace_typed.is_plain(typed), case
         assert [msgspec.structs.asdict(e) for e in got] == [msgspec.structs.asdict(e) for e in typed], case
+        assert not plain or len({id(e.ph) for e in got}) == len({e.ph for e in got}), case
         doors = [TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema) for _ in range(3)]
         lanes = [doors[0].events(traces.Events(got, whole=True, typed=True)),
                  doors[1].events(traces.Events(typed, whole=True, typed=True)), [doors[2].event(e) for e in ev]]
