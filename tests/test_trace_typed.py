@@ -249,7 +249,8 @@ _PHASES = set("BEXiICbneSTpFstfPNODMVvRc()")  # the Chrome trace format's
 
 def _is_plain(e) -> bool:  # what `trace_typed.PlainEvent` promises of an event (as a dict)
     return (type(e) is dict and e.get("ph") in _PHASES and type(e.get("name")) is str
-            and all(type(e.get(k)) is int and 0 <= e[k] < 2 ** 63 for k in ("pid", "tid")))
+            and all(type(e.get(k)) is int and 0 <= e[k] < 2 ** 63 for k in ("pid", "tid"))
+            and e.get("bp") in (None, "e") and e.get("s") in (None, "g", "p", "t"))
 
 
 def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tmp_path, monkeypatch):
@@ -269,7 +270,8 @@ def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tm
     from test_trace_reading import _ODD_VALUES, _door_state, _healthy
 
     odd = dict(_ODD_VALUES, pid=_ODD_VALUES["pid"] + [True, 2 ** 63, 2 ** 63 - 1, 0],
-               tid=_ODD_VALUES["tid"] + [False, -1, 1.0], ph=_ODD_VALUES["ph"] + ["", "X", "x", "B", "("], name=[*_ODD_VALUES["name"], ""])
+               tid=_ODD_VALUES["tid"] + [False, -1, 1.0], ph=_ODD_VALUES["ph"] + ["", "X", "x", "B", "("],
+               bp=["e", "s", None, 1], s=["g", "t", "x", None], name=[*_ODD_VALUES["name"], ""])
     schema = TRACE_SCHEMAS[1][1]
     rng = random.Random(41)
     kinds = set()

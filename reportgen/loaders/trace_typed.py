@@ -112,8 +112,10 @@ Phase = Literal["B", "E", "X", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F",
 # TraceEvent's order (the order a trace writes them: the decoder finds each key at the next field; a subclass would
 # move the narrowed ones last, ~3 % slower).
 _NARROW = {"ph": Phase, "name": str, "pid": LaneId, "tid": LaneId}
+# ... and the binding point and an instant's scope, where written, the format's ("e"; "g", "p", "t"): one object each
+_KNOWN = {"bp": Optional[Literal["e"]], "s": Optional[Literal["g", "p", "t"]]}
 PlainEvent = msgspec.defstruct(
-    "PlainEvent", [(f.name, _NARROW[f.name]) if f.name in _NARROW else (f.name, f.type, f.default)
+    "PlainEvent", [(f.name, _NARROW[f.name]) if f.name in _NARROW else (f.name, _KNOWN.get(f.name, f.type), f.default)
                    for f in msgspec.structs.fields(TraceEvent)],
     namespace={"get": TraceEvent.get, "__doc__": "A `TraceEvent` of the usual kind (`_NARROW`)."},
     kw_only=True, gc=False, forbid_unknown_fields=True, module=__name__)
