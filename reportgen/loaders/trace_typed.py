@@ -173,6 +173,6 @@ def typed_events(data: bytes, start: int, plain: bool = False) -> Optional[list]
 
 
 def is_plain(events: list) -> bool:
-    """True when `events` (one decoder's) are `PlainEvent`s: each one's ph and name text, pid and tid whole numbers
-    from 0 to 2^63 - 1 (an empty list: False)."""
+    """True when `events` (one decoder's) are `PlainEvent`s: each one's ph a phase of the format's, its name text,
+    its pid and tid whole numbers from 0 to 2^63 - 1 (an empty list: False)."""
     return bool(events) and type(events[0]) is PlainEvent
