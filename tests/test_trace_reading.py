@@ -16,7 +16,7 @@ import pytest
 
 from conftest import sample
 from reportgen.jsonguard import JsonTooDeep
-from reportgen.loaders import traces
+from reportgen.loaders import trace_batch, traces
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.timeline import export_trace
 
@@ -398,7 +398,7 @@ def test_usable_columns_tell_a_nan_from_a_missing_value():
 
 
 def test_floats_reads_text_as_float_and_to_float_do():
-    """`traces.floats` (Arrow's parser for a column of text) gives `traces.num` of every value: what float() reads
+    """`trace_batch.floats` (Arrow's parser for a column of text) gives `trace_batch.num` of every value: what float() reads
     (exactly: the same double) and to_float's NaN for what it does not read, out-of-range values NaN."""
     import math
     import random
@@ -410,8 +410,8 @@ def test_floats_reads_text_as_float_and_to_float_do():
               "\ud800", "N/A", "12\t"]
     rand = [f"{rng.randrange(10 ** rng.randrange(1, 19))}.{rng.randrange(10 ** 6):06d}" for _ in range(2000)]
     for vals in (tricky, rand, rand + tricky, [1.5, None, 2.0 ** 63, -0.0], [3, 2 ** 70, True, "7"], []):
-        want = [traces.num(v) for v in vals]
-        got = traces.floats(vals).tolist()
+        want = [trace_batch.num(v) for v in vals]
+        got = trace_batch.floats(vals).tolist()
         assert len(got) == len(want)
         assert all((math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
                    for a, b in zip(got, want)), vals[:3]

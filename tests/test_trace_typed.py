@@ -242,3 +242,71 @@ def test_the_execution_passes_and_the_step_reader_are_the_same_typed_and_as_dict
             assert host == {int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
                             for e in ev if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")}
             assert windows == len(host) == 3 and n_ops > 0
+
+
+_PHASES = set("BEXiICbneSTpFstfPNODMVvRc()")  # the Chrome trace format's
+
+
+def _is_plain(e) -> bool:  # what `trace_typed.PlainEvent` promises of an event (as a dict)
+    return (type(e) is dict and e.get("ph") in _PHASES and type(e.get("name")) is str
+            and all(type(e.get(k)) is int and 0 <= e[k] < 2 ** 63 for k in ("pid", "tid"))
+            and e.get("bp") in (None, "e") and e.get("s") in (None, "g", "p", "t"))
+
+
+def test_plain_events_are_the_typed_events_whose_lanes_and_names_need_no_test(tmp_path, monkeypatch):
+    """`typed_events(plain=True)` gives `PlainEvent`s exactly when every event's ph is a phase of the format, its
+    name text and its pid and tid whole numbers 0 .. 2^63 - 1 (else the `TraceEvent`s of the closed schema), with
+    the same values (a phase as the one object of its text); the
+    door (which then skips those tests: `Events.plain`) and the timeline summary give the same lanes, counts,
+    summary and entries over the plain events, the typed events and orjson's dicts (healthy traces, and traces
+    with lane ids as text, floats, negative, huge, bool or null; no phase or name; odd ts / dur / args)."""
+    import copy
+    import random
+
+    import msgspec
+
+    from reportgen.loaders.schema import TRACE_SCHEMAS, TraceDoor
+    from reportgen.loaders.timeline import summarize_trace
+    from test_trace_reading import _ODD_VALUES, _door_state, _healthy
+
+    odd = dict(_ODD_VALUES, pid=_ODD_VALUES["pid"] + [True, 2 ** 63, 2 ** 63 - 1, 0],
+               tid=_ODD_VALUES["tid"] + [False, -1, 1.0], ph=_ODD_VALUES["ph"] + ["", "X", "x", "B", "("],
+               bp=["e", "s", None, 1], s=["g", "t", "x", None], name=[*_ODD_VALUES["name"], ""])
+    schema = TRACE_SCHEMAS[1][1]
+    rng = random.Random(41)
+    kinds = set()
+    for case in range(150):
+        ev = _healthy(rng, rng.choice([0, 3, 40]))
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            e = rng.choice(ev)
+            k = rng.choice(list(odd))
+            if rng.random() < 0.2:
+                e.pop(k, None)
+            else:
+                e[k] = copy.deepcopy(rng.choice(odd[k]))
+        data = json.dumps(ev).encode()
+        got, typed = trace_typed.typed_events(data, 0, True), trace_typed.typed_events(data, 0)
+        if typed is None:  # (a value the closed schema refuses: neither decodes it)
+            assert got is None, case
+            continue
+        plain = all(map(_is_plain, ev)) and bool(ev)
+        kinds.add(plain)
+        assert trace_typed.is_plain(got) == plain and not trace_typed.is_plain(typed), case
+        assert [msgspec.structs.asdict(e) for e in got] == [msgspec.structs.asdict(e) for e in typed], case
+        assert not plain or len({id(e.ph) for e in got}) == len({e.ph for e in got}), case
+        doors = [TraceDoor(IssueLog(tmp_path), tmp_path / "trace_view.json", schema) for _ in range(3)]
+        lanes = [doors[0].events(traces.Events(got, whole=True, typed=True)),
+                 doors[1].events(traces.Events(typed, whole=True, typed=True)), [doors[2].event(e) for e in ev]]
+        assert lanes[0] == lanes[1] == lanes[2], case
+        assert _door_state(doors[0]) == _door_state(doors[1]) == _door_state(doors[2]), case
+        p = tmp_path / "trace_view.json"
+        p.write_bytes(data)
+        sums = []
+        for fake in (None, lambda d, s, plain=False: trace_typed.typed_events(d, s), lambda *a: None):
+            with monkeypatch.context() as m:
+                if fake is not None:
+                    m.setattr(traces, "typed_events", fake)
+                log = IssueLog(tmp_path, 0)
+                sums.append((repr(summarize_trace(p, log)), [(i.code, i.params) for i in log.issues]))
+        assert sums[0] == sums[1] == sums[2], case
+    assert kinds == {True, False}

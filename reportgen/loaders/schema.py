@@ -32,7 +32,7 @@ from typing import Any, Optional
 import numpy as np
 
 from reportgen.dataquality import Coded, dq
-from reportgen.loaders.trace_typed import TraceEvent
+from reportgen.loaders.trace_typed import TYPED_EVENTS
 from reportgen.model import DataIssue
 from reportgen.numbers import MAX_ABS_NUMBER, to_float
 
@@ -970,17 +970,17 @@ class TraceDoor:
         """`events` a column at a time for the usual batch: every lane is then the event's (pid, tid) as written
         but the duplicates skipped, whose positions are returned (usually none); None (nothing counted yet) when
         the batch is not of the usual kind. The tests are wider than `event`'s (metadata's lane ids and args too: a
-        batch that fails one is judged event by event, which is exact)."""
+        batch that fails one is judged event by event, which is exact). A batch of `trace_typed.PlainEvent`s
+        (`b.plain`) passes the tests of phases, names and lane ids as decoded."""
         ev = b.events
         if not ev:
             return []
-        ph = b.col("ph")
-        if set(map(type, ph)) != {str}:
-            return None
-        pid, tid = b.col("pid"), b.col("tid")
-        if not (self._plain_ids(pid, self.s.pid) and self._plain_ids(tid, self.s.tid)):
-            return None
-        if self._argkeys and not self._args_fine(b.col("args"), b.typed and type(ev[0]) is TraceEvent):
+        if not b.plain:
+            if set(map(type, b.col("ph"))) != {str}:
+                return None
+            if not (self._plain_ids(b.col("pid"), self.s.pid) and self._plain_ids(b.col("tid"), self.s.tid)):
+                return None
+        if self._argkeys and not self._args_fine(b.col("args"), b.typed and isinstance(ev[0], TYPED_EVENTS)):
             return None
         is_x = b.phase("X")
         names = b.xcol("name")
@@ -994,7 +994,7 @@ class TraceDoor:
             cats = list(map(low.__getitem__, raw))
         # nothing is counted above this line: from here the batch is judged
         self.n_events += len(ev)
-        if b.xtypes("name") != {str}:
+        if not b.plain and b.xtypes("name") != {str}:
             self.malformed += len(names) - list(map(type, names)).count(str)
         for i in b.where("M"):  # (metadata: a few events; the positions shared with the loader. Its lane ids are
             self._meta(ev[i])  # whole numbers: `_meta` gives them as they are)
@@ -1018,7 +1018,7 @@ class TraceDoor:
                     else:
                         seen.add(h)
         if cats is not None:
-            named = self.s.named_threads
+            named, pid, tid = self.s.named_threads, b.col("pid"), b.col("tid")
             xs = xs or list(compress(range(len(ev)), is_x))
             on = [(pid[i], tid[i]) for i, c in zip(xs, cats) if c in named]
             if keep is not None:

@@ -47,7 +47,8 @@ import numpy as np
 from reportgen.loaders.files import open_file
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.pools import gc_paused
-from reportgen.loaders.traces import (floats, num as _num, trace_batches, trace_cut, TRACE_ERRORS)
+from reportgen.loaders.trace_batch import floats, num as _num
+from reportgen.loaders.traces import trace_batches, trace_cut, TRACE_ERRORS
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.overlap import legacy_step_windows
 from reportgen.loaders.trace_view import STEP_RE, FlowPairs, device_step_ranges

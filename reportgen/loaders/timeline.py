@@ -32,7 +32,8 @@ from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import read_json
 from reportgen.loaders.schema import TraceDoor
 from reportgen.pools import gc_paused
-from reportgen.loaders.traces import (floats, note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS,
+from reportgen.loaders.trace_batch import floats
+from reportgen.loaders.traces import (note_unusable_events, trace_batches, trace_cut, TRACE_ERRORS,
                                       trace_events)
 from reportgen.numbers import to_float
 from reportgen.collectives import op_class
@@ -132,14 +133,14 @@ def _read_trace(path: Path, log: IssueLog, door: TraceDoor) -> tuple:
     st = _State()
     truncated = False
     try:
-        for b in trace_batches(path, log, typed=True):
+        for b in trace_batches(path, log, typed=True, plain=True):
             skip = door.judge_plain(b)
             lanes = [door.event(e) for e in b.events] if skip is None else None
             for i in b.where("M"):  # (metadata: a few events; the lane of a judged batch's is its pid and tid)
                 e = b.events[i]
                 if (lanes is None or lanes[i] is not None) and e.get("name") == "process_name":
                     args = e.get("args")
-                    pid = b.col("pid")[i] if lanes is None else lanes[i][0]
+                    pid = e.get("pid") if lanes is None else lanes[i][0]
                     st.proc[pid] = str((args if isinstance(args, dict) else {}).get("name", ""))
             if lanes is None and not _plain_batch(b, skip, st):
                 lanes = door.event_lanes(b, skip)
@@ -230,7 +231,7 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
         cols = [list(compress(b.col(k), x)) for k in ("pid", "tid", "ts", "dur")]
     else:
         names = b.xcol("name")
-        if names and b.xtypes("name") != {str}:
+        if names and not b.plain and b.xtypes("name") != {str}:
             return False
         cols = [b.xcol(k) for k in ("pid", "tid", "ts", "dur")]
     if not names:
@@ -256,7 +257,8 @@ def _plain_batch(b, skip: list, st: _State) -> bool:
         ts, dur, pid, tid, code = ts[ok], dur[ok], pid[ok], tid[ok], code[ok]
         if not len(ts):
             return True
-    pids, p_of = np.unique(pid, return_inverse=True)
+    pids = np.unique(pid)  # (a few: hashed, then each event's found by bisection; no sort of the events)
+    p_of = np.searchsorted(pids, pid)
     nk = len(st.kinds)
     gs, first, g_of = np.unique(p_of * nk + code, return_index=True, return_inverse=True)
     keys = [(p, st.kinds[k]) for p, k in zip(pids[gs // nk].tolist(), (gs % nk).tolist())]

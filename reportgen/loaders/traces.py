@@ -25,16 +25,13 @@ import math
 import os
 import re
 from contextlib import contextmanager
-from itertools import compress, repeat
-from operator import attrgetter, eq
+from itertools import repeat
 from pathlib import Path
 from typing import Iterator, Optional
 
 import ijson
 import numpy as np
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from reportgen.dataquality import dq
 from reportgen.pools import gc_paused
@@ -42,8 +39,9 @@ from reportgen.jsonguard import CHUNK, DepthGuard
 from reportgen.loaders.files import open_binary
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.screen import MAX_FIELD_CHARS
-from reportgen.loaders.trace_typed import FIELDS, TYPED_MAX_BYTES, typed_events
-from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT, to_float
+from reportgen.loaders.trace_batch import Events
+from reportgen.loaders.trace_typed import TYPED_MAX_BYTES, typed_events
+from reportgen.numbers import MAX_ABS_NUMBER, MAX_INT
 
 
 TRACE_ERRORS = (ijson.JSONError, ValueError, OSError, EOFError)  # what `trace_events` raises on a broken trace
@@ -80,64 +78,6 @@ def trace_events(path: Path, log: Optional[IssueLog] = None, typed: bool = False
 BATCH = 8192  # events a batch on the streamed path (a few MB of objects)
 
 
-class Events:
-    """A batch of a trace's events (the objects `trace_events` yields, in order) and their fields as columns, each read
-    once (`col`) by whoever needs it first: the door, then the loader. A column holds `event.get(key)` of each event."""
-
-    __slots__ = ("events", "_cols", "whole", "typed")
-
-    def __init__(self, events: list, cols: Optional[dict] = None, whole: bool = False, typed: bool = False) -> None:
-        self.events = events
-        self._cols = cols or {}
-        self.whole = whole  # every event of the trace (no batch before or after it)
-        self.typed = typed  # the events are `trace_typed.TraceEvent`s (else dicts)
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def col(self, key: str) -> list:
-        return self._memo(key, lambda: self._read(self.events, key))
-
-    def _read(self, ev: list, key: str) -> list:  # (typed: the schema is closed, no event had a key outside it)
-        return (list(map(dict.get, ev, repeat(key))) if not self.typed else
-                list(map(attrgetter(key), ev)) if key in FIELDS else [None] * len(ev))
-
-    def _memo(self, key, make):  # (a column or what is derived from columns, made once)
-        return self._cols[key] if key in self._cols else self._cols.setdefault(key, make())
-
-    def where(self, ph: str) -> list:
-        """The positions of the events whose phase is `ph` ("M": a few metadata events), in order."""
-        return self._memo((1, ph), lambda: _positions(self.col("ph"), ph))
-
-    def phase(self, ph: str) -> list:
-        """True for each event whose phase is `ph` ("X", "M"), False for the others."""
-        return self._memo((None, ph), lambda: list(map(eq, self.col("ph"), repeat(ph))))
-
-    def xcol(self, key: str) -> list:
-        """`col(key)` of the complete ("X") events, in order, read once (from them alone while `col(key)` is unread)."""
-        return self._memo((2, key), lambda: list(compress(self.col(key), self.phase("X"))) if key in self._cols else
-                          self._read(self._memo((2, None), lambda: list(compress(self.events, self.phase("X")))), key))
-
-    def xtypes(self, key: str) -> set:
-        """The types of `xcol(key)`'s values (read once)."""
-        return self._memo((3, key), lambda: set(map(type, self.xcol(key))))
-
-    def xfloats(self, key: str) -> np.ndarray:
-        """`floats` of `xcol(key)` (read once: the door's duplicate test and the loader's times)."""
-        return self._memo((4, key), lambda: floats(self.xcol(key)))
-
-
-def _positions(col: list, v) -> list:
-    """The positions of `v` in `col` (list.index: a C-speed scan to each, no column of truth values made)."""
-    out, i = [], -1
-    try:
-        while True:
-            i = col.index(v, i + 1)
-            out.append(i)
-    except ValueError:
-        return out
-
-
 _SHARED: Optional[dict] = None  # path -> its whole-read batch, inside `shared_reads`
 
 
@@ -156,14 +96,16 @@ def shared_reads() -> Iterator[None]:
         _SHARED = outer
 
 
-def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = False) -> Iterator[Events]:
+def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = False,
+                  plain: bool = False) -> Iterator[Events]:
     """`trace_events`, a batch at a time (`Events`): the whole list of a trace read whole, BATCH events at a time
     from the stream. The same events, exception and data-quality entries; on a broken stream the part read is
     yielded before the exception is raised. Inside `shared_reads`, a trace read whole without a log is read once.
     `typed` (readers that take an event's fields by `get(key)` or the batch's columns only): a trace (a JSON list,
-    Kineto's object) up to `trace_typed.TYPED_MAX_BYTES` msgspec decodes whole comes as one typed batch (`trace_typed`)."""
+    Kineto's object) up to `trace_typed.TYPED_MAX_BYTES` msgspec decodes whole comes as one typed batch (`trace_typed`);
+    `plain` (a trace whose events are usually plain: `trace_typed.PlainEvent`): as such when each is (`Events.plain`)."""
     shared = _SHARED if log is None else None
-    key = (os.fspath(path), typed)
+    key = (os.fspath(path), typed, plain)
     if shared is not None and key in shared:
         yield shared[key]
         return
@@ -172,7 +114,7 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = Fals
     odd: list = []  # entries of the event list that are not an object (null, a string): [count, first]
     root = log.root if log is not None else None
     try:
-        whole = _whole(path, root, typed)
+        whole = _whole(path, root, typed, plain)
         if whole is None:
             yield from _batched(_trace_events(path, dropped, huge, root, odd), BATCH)
         else:
@@ -205,7 +147,8 @@ _LEADING_LONG = re.compile(rb"[ \t\r\n]*-?[0-9]{19}")
 _ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a printable ASCII character written as \u00XX
 
 
-def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tuple[bytes, int, list | Events]]:
+def _whole(path: Path, root: Optional[Path], typed: bool = False,
+           plain: bool = False) -> Optional[tuple[bytes, int, list | Events]]:
     """(the file's bytes, the offset after a BOM, the entries of its event list) when the trace is small enough
     (FAST_MAX_BYTES) and orjson reads it to what the streamed reader (`_trace_events`) yields; else None (stream).
     Opening raises as the streamed reader does (not a regular file, a link out of the run folder).
@@ -216,14 +159,14 @@ def _whole(path: Path, root: Optional[Path], typed: bool = False) -> Optional[tu
     integer beyond int64 (which yajl refuses: a run of 19+ digits is checked); and where the stream picks the events
     by their path ("traceEvents.item"), a second key spelt "traceEvents" (a duplicate, "traceEvents.item", an escaped
     letter) is left to it. `typed`: the events as `trace_typed.TraceEvent`s when msgspec reads the file whole into
-    them (`trace_typed.typed_events`: the same values, screened): then one typed batch (`Events`) in place of the
-    entries; else orjson's dicts as above."""
+    them (`trace_typed.typed_events`: the same values, screened; `plain`: as `PlainEvent`s when each is one): then
+    one typed batch (`Events`) in place of the entries; else orjson's dicts as above."""
     data = _read_small(path, root, TYPED_MAX_BYTES if typed else FAST_MAX_BYTES)
     if data is None:
         return None
     start = 3 if data[:3] == BOM else 0
     if typed:
-        events = typed_events(data, start)
+        events = typed_events(data, start, plain)
         if events is not None:  # (screened by the decoder: every ts and dur `_usable`)
             return data, start, Events(events, whole=True, typed=True)
         if len(data) > FAST_MAX_BYTES:  # (read for the typed path, too large for orjson's dicts: streamed)
@@ -383,41 +326,6 @@ def _usable(vals: list) -> bool:
         if not bool((np.abs(fl) <= MAX_ABS_NUMBER).all()):  # (NaN fails)
             return False
     return True
-
-
-def floats(vals: list) -> np.ndarray:
-    """`num` of every value, as an array: text through Arrow's parser when it reads every string (fast_float,
-    correctly rounded: the value float() gives; what it refuses -- whitespace, "1_000", "+.5e", other digits --
-    is read one by one), numbers as they are; then NaN outside +-MAX_ABS_NUMBER."""
-    if not vals:
-        return np.empty(0)
-    types = set(map(type, vals))
-    a = None
-    if types == {str}:
-        try:
-            a = pc.cast(pa.array(vals, pa.string()), pa.float64()).to_numpy(zero_copy_only=False)
-        except Exception:  # noqa: BLE001 -- text Arrow does not read (ArrowInvalid; a lone surrogate: an encode error)
-            a = None
-    elif types <= {float, type(None)}:
-        a = np.array(vals, dtype=float)  # (None: NaN, as to_float reads it)
-    if a is None:
-        return np.array(list(map(num, vals)), dtype=float)
-    bad = ~(np.abs(a) <= MAX_ABS_NUMBER)
-    if bad.any():
-        a = a.copy()  # (Arrow's array is read-only)
-        a[bad] = np.nan
-    return a
-
-
-def num(v) -> float:
-    """`numbers.to_float`, its usual cases first (text and floats: millions of events a trace); the same values."""
-    if type(v) is str or type(v) is float:
-        try:
-            f = float(v)
-        except ValueError:
-            return to_float(v)
-        return f if -MAX_ABS_NUMBER <= f <= MAX_ABS_NUMBER else math.nan  # (NaN and infinities too)
-    return to_float(v)
 
 
 def _screen(items, dropped: list, odd: Optional[list]) -> Iterator[dict]:
