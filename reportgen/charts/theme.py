@@ -42,8 +42,8 @@ def phase_scale(labels: list[str]) -> alt.Scale:
 
 
 class Chart(alt.Chart):
-    """`alt.Chart` whose `encode` is given Altair's channel objects: a shorthand text ("rank:O") becomes `alt.X("rank:O")`
-    for `x`, a dict (`alt.value`, `alt.condition`) `alt.OpacityValue(**it)` for `opacity` (its "Value" class when
+    """`alt.Chart` whose `encode` is given Altair's channel objects: a shorthand text ("rank:O") becomes
+    `alt.X("rank:O")` for `x`, a dict (`alt.value`, `alt.condition`) `alt.OpacityValue(**it)` for `opacity` (its "Value" class when
     it holds a value), as Altair's own `encode` would make them. Altair turns a text or a dict into its channel by
     building a converter over its whole schema for each one (~6 ms a channel, some 60 channels a build: ~0.35 s
     of a build's CPU); an object it takes as it is. The same spec (the tests build every chart and validate it)."""

@@ -43,8 +43,9 @@ batch's columns (`trace_batch.Events.col`) are read by a list comprehension a fi
 
 A reader whose traces are usually plain (the timeline summary: torch_npu's and MindSpore's trace_view.json) asks for
 `PlainEvent`s (`typed_events(plain=True)`): the schema narrowed where the door tests each event (a phase of the
-format's, name text, lane ids whole numbers >= 0), so a batch of them needs none of those tests (`Events.plain`); a list with any
-other event is decoded again as `TraceEvent`s (the MindInsight timelines' text tids: at their first event).
+format's, name text, lane ids whole numbers >= 0), so a batch of them needs none of those tests (`Events.plain`); a
+list with any other event is decoded again as `TraceEvent`s (the MindInsight timelines' text tids: at their first
+event).
 """
 
 from __future__ import annotations

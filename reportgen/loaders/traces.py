@@ -102,8 +102,9 @@ def trace_batches(path: Path, log: Optional[IssueLog] = None, typed: bool = Fals
     from the stream. The same events, exception and data-quality entries; on a broken stream the part read is
     yielded before the exception is raised. Inside `shared_reads`, a trace read whole without a log is read once.
     `typed` (readers that take an event's fields by `get(key)` or the batch's columns only): a trace (a JSON list,
-    Kineto's object) up to `trace_typed.TYPED_MAX_BYTES` msgspec decodes whole comes as one typed batch (`trace_typed`);
-    `plain` (a trace whose events are usually plain: `trace_typed.PlainEvent`): as such when each is (`Events.plain`)."""
+    Kineto's object) up to `trace_typed.TYPED_MAX_BYTES` msgspec decodes whole comes as one typed batch
+    (`trace_typed`); `plain` (a trace whose events are usually plain: `trace_typed.PlainEvent`): as such when each
+    is (`Events.plain`)."""
     shared = _SHARED if log is None else None
     key = (os.fspath(path), typed, plain)
     if shared is not None and key in shared:

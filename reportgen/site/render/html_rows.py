@@ -103,9 +103,9 @@ def bare_cell(v, fmt: str = "ms", cls: str = "", badge: str = "") -> Markup:
     return _td(v, fmt, cls, badge, False)
 
 
-def _ms_bare(v, _float=float) -> str:
+def _ms_bare(v) -> str:
     """`bare_cell(v)` as text (ms)."""
-    return f"<td>{_MS(v)}</td>" if type(v) is _float else f"<td>{escape(_MS(v))}</td>"
+    return f"<td>{_ms_html(v)}</td>"
 
 
 def _ms_column(values: list, _float=float) -> list:
@@ -228,11 +228,11 @@ def link_rows(links: list[dict], local: str, slow: str) -> Markup:
         loc = "" if lk["mapped"] else f" {local}"
         hot = lk["slow"]
         tr = '<tr class="slow">' if hot else "<tr>"
+        bw = lk["bandwidth_gbps"]
         out.append(f'{tr}<td>{esc(lk["src"])}{loc}</td>'
                    f'<td>{esc(lk["dst"])}{loc}</td><td>{esc(lk["transport"])}</td>'
                    f'<td>{esc(translate(lk["group"]))}</td>{_ms_bare(lk["time_ms"])}{_ms_bare(lk["size_mb"])}'
-                   f'{_td_text(lk["bandwidth_gbps"], "ms", "hot", slow, False) if hot else _ms_bare(lk["bandwidth_gbps"])}'
-                   '</tr>')
+                   f'{_td_text(bw, "ms", "hot", slow, False) if hot else _ms_bare(bw)}</tr>')
     return Markup("".join(out))
 
 

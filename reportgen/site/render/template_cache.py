@@ -12,10 +12,10 @@ language and catalog the template was compiled in (`get_bucket`: its `_("literal
 `jinja_env.FoldedGettext`). Anything wrong with an entry makes it a miss: the template is compiled again.
 
 A first build has no such folder yet: msreport ships its templates compiled (`SHIPPED`, made by
-`scripts/compile_templates.py` with `template_ship`: the Python source Jinja generates for each template in each language), so a
-template whose source, language catalog and Jinja version are those it was compiled from is only given to Python's
-`compile` (~1.5 ms, not Jinja's ~12 ms: ~0.5 s of a first build's CPU); any other is compiled by Jinja as before.
-tests/test_template_cache.py fails when a template changes without the file being made again.
+`scripts/compile_templates.py` with `template_ship`: the Python source Jinja generates for each template in each
+language), so a template whose source, language catalog and Jinja version are those it was compiled from is only
+given to Python's `compile` (~1.5 ms, not Jinja's ~12 ms: ~0.5 s of a first build's CPU); any other is compiled by
+Jinja as before. tests/test_write_cache.py fails when a template changes without the file being made again.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from reportgen.site.render.template_cache import CACHE, shipped_key
 
 
 def compile_all() -> dict:
-    """What `template_cache.SHIPPED` holds: every template the site's environment compiles, in every language, as the Python
-    source Jinja generates, with its source's checksum (`scripts/compile_templates.py` writes it)."""
+    """What `template_cache.SHIPPED` holds: every template the site's environment compiles, in every language, as
+    the Python source Jinja generates, with its source's checksum (`scripts/compile_templates.py` writes it)."""
     out: dict = {}
     for lang in i18n.LANGUAGES:
         with i18n.use(lang):

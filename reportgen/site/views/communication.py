@@ -280,12 +280,12 @@ def circle(n: int) -> np.ndarray:
     if n <= 1:
         return np.zeros((n, 2))
     theta = (np.linspace(0, 1, n + 1)[:-1] * 2 * np.pi).astype(np.float32)
-    pos = np.column_stack([np.cos(theta), np.sin(theta), np.zeros((n, 0))])
+    pos = np.column_stack([np.cos(theta), np.sin(theta)]).astype(np.float64)
     pos -= pos.mean(axis=0)
     lim = np.abs(pos).max()
     if lim > 0:
         pos *= 1 / lim
-    return pos + np.zeros(2)
+    return pos + 0.0  # (its centre added: -0.0 becomes 0.0)
 
 
 def group_label(a: Analysis, gid: Any) -> str:
