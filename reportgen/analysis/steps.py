@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reportgen import framestack
 from reportgen.dataquality import dq
 from reportgen.i18n import N_, lazy
 
@@ -76,7 +77,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     ranks = sorted(traces)
     # every rank's steps one under the other (stacked once, then the columns picked: per-rank reindexing and
     # concatenation cost a millisecond a rank)
-    per_step = pd.concat([traces[r].steps for r in ranks], ignore_index=True).reindex(columns=["step", *phases])
+    per_step = framestack.stack([traces[r].steps for r in ranks]).reindex(columns=["step", *phases])
     per_step.insert(0, "rank", np.repeat(np.array(ranks, dtype=np.int64), [len(traces[r].steps) for r in ranks]))
     # Mean over the recorded steps for every rank at once; stored averages replace it where present.
     means = per_step.groupby("rank")[list(phases)].mean()
@@ -123,10 +124,10 @@ def analyze_steps(run: Run) -> StepAnalysis:
 
 def _host_summary(run: Run, average: pd.DataFrame) -> list[dict]:
     hosts: dict[str, list[float]] = {}
-    for r in average.index:
+    for r, total in zip(average.index.tolist(), average["total"].tolist()):  # (not `.at` a rank: ~0.2 ms each)
         h = run.ranks[r].info.host
         if h:
-            hosts.setdefault(h, []).append(float(average.at[r, "total"]))
+            hosts.setdefault(h, []).append(float(total))
     if len(hosts) < 2:
         return []
     out = [{"host": h, "ranks": len(v), "mean_total_ms": float(np.nanmean(v)), "max_total_ms": float(np.nanmax(v))}
