@@ -9,7 +9,8 @@ import pytest
 from reportgen.cli import main
 from reportgen.compare import load_side
 from reportgen.compare.model import SCHEMA, compare
-from reportgen.site.views.summary import collective_type, op_key
+from reportgen.analysis.operator_totals import op_key
+from reportgen.site.views.summary import collective_type
 from reportgen.synth import generate_run
 
 LAYOUTS = ("ascend", "mindinsight")

@@ -261,3 +261,46 @@ def test_waits_made_beside_equal_those_made_here(tmp_path, monkeypatch):
         (issue,) = [i for i in a.issues if i.code == "analysis.waits-failed"]
         assert "ValueError" in str(issue.problem) and "no arrivals today" in str(issue.problem)
     assert analysis_mod.analyze_waits is fails and analyze_waits is not fails
+
+
+def test_resources_made_beside_equal_those_made_here(tmp_path, monkeypatch):
+    """The forked process of `analyze(beside=True)` makes the resources view too, once the waits are made (issue
+    33: the operator tables were 2.7 s of the build's process at 4,096 ranks while the forked one idled): the same
+    memory, FLOPs and operator tables and summary.json (its operator totals made there too); the build's process,
+    summary.json made, has opened the operators of the (at most three) ranks whose files the coverage names, no
+    other (it counts them without opening them). A failure there is raised here, as without the fork."""
+    import pickle
+
+    import reportgen.analysis as analysis_mod
+    from reportgen.analysis.per_rank import rank_figures
+    from reportgen.site.views.summary import summary_metrics
+
+    lay = discover(generate_run(tmp_path / "run", ranks=6, steps=3, seed=5, layout="ascend"))[0]
+    monkeypatch.setattr(analysis_mod, "WAITS_BESIDE_RANKS", 2)
+
+    def loaded():  # the ranks as a worker or the rank cache hands them over: operators and memory sealed
+        run = load_run(lay, derive=rank_figures)
+        run.ranks = {r: pickle.loads(pickle.dumps(d)) for r, d in run.ranks.items()}
+        assert all("operators" in vars(d)["_sealed"] for d in run.ranks.values())
+        return run
+    made, metrics = {}, {}
+    for beside in (False, True):
+        run = loaded()
+        made[beside] = a = analyze(run, release_inputs=True, beside=beside)
+        assert a.resources.operator_summary and a.coverage.areas["operators"].ranks == 6
+        metrics[beside] = json.dumps(summary_metrics(a, run_rules(a)[0]), sort_keys=True, default=str)
+        sealed = sum("operators" in vars(d).get("_sealed", ()) for d in run.ranks.values())
+        assert (sealed >= 6 - 3) if beside else sealed == 0
+    assert metrics[False] == metrics[True] and '"top": [{' in metrics[True]
+    here, there = made[False].resources, made[True].resources
+    for name in ("memory", "flops", "operator_rows", "operator_types"):
+        pd.testing.assert_frame_equal(getattr(here, name), getattr(there, name), check_exact=True)
+    assert here.operator_summary == there.operator_summary and here.operator_basis == there.operator_basis
+    assert made[False].coverage.to_dict() == made[True].coverage.to_dict()
+
+    def fails(*a, **kw):
+        raise ValueError("no resources today")
+    monkeypatch.setattr(analysis_mod, "analyze_resources", fails)
+    for beside in (False, True):
+        with pytest.raises(ValueError, match="no resources today"):
+            analyze(loaded(), release_inputs=True, beside=beside)

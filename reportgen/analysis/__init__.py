@@ -59,7 +59,7 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
     job = None
     if beside and len(run.ranks) >= WAITS_BESIDE_RANKS and can_fork():
         try:
-            job = Beside(_waits_beside, run, release_inputs)
+            job = Beside(_beside, run, steps, release_inputs, device_memory_mb)
         except OSError as e:  # (no process could be made: worked out here)
             log.debug("waits made in this process: %s", e)
     try:
@@ -69,13 +69,23 @@ def analyze(run: Run, device_memory_mb: Optional[float] = None, peak_tflops: Opt
             job.close()
 
 
-def _waits_beside(run: Run, release: bool) -> tuple[Optional[Waits], str]:
-    """`analyze_waits` in `Beside`'s forked copy of the build's process: of each rank's sealed frames, the instances
-    alone are opened there (the operators and links are the communication analysis', in the build's process)."""
+def _beside(run: Run, steps: StepAnalysis, release: bool, device_memory_mb: Optional[float]) -> tuple:
+    """`Beside`'s forked copy of the build's process: `analyze_waits` (of each rank's sealed frames, the instances
+    alone are opened there: the operators and links are the communication analysis', in the build's process),
+    then `analyze_resources` with summary.json's operator totals (the ranks' operator tables opened there, never
+    in the build's process: 2.7 s of it at 4,096 ranks, and ~2.5 s more for the totals while the pages were
+    written, while the forked one was done ~4 s before the communication analysis needed its waits). Each as (value, None) or
+    (None, the exception it raised): the resources' exception is raised in the build's process, as it was there."""
     for d in run.ranks.values():
         if d.communication is not None:
             d.communication.open_alone("instances")
-    return analyze_waits(run, release=release)
+    out = []
+    for make in (lambda: analyze_waits(run, release=release), lambda: analyze_resources(run, device_memory_mb, steps)):
+        try:
+            out.append((make(), None))
+        except Exception as e:  # noqa: BLE001  # (handed back: the build's process decides, as without a fork)
+            out.append((None, e))
+    return tuple(out)
 
 
 def _analyze(run: Run, steps: StepAnalysis, job: Optional[Beside], device_memory_mb: Optional[float],
@@ -103,7 +113,7 @@ def _analyze(run: Run, steps: StepAnalysis, job: Optional[Beside], device_memory
         expert_error = e
     comm = analyze_communication(run, release_inputs=release_inputs)
     overlap = analyze_overlap(run, steps, comm)
-    resources = analyze_resources(run, device_memory_mb)
+    resources = analyze_resources(run, device_memory_mb, steps) if job is None else None  # (else made by `job`)
     issues = run.all_issues() + steps.issues + comm.issues + overlap.issues
     strategy = execution = None
     try:  # optional views: a bug or an input we do not foresee must not cost the rest of the report
@@ -123,9 +133,14 @@ def _analyze(run: Run, steps: StepAnalysis, job: Optional[Beside], device_memory
     a.expert = expert
     if job is not None:
         try:
-            waits = job.result()
-        except Exception as e:  # noqa: BLE001  # (its own failure, or its process's death: BrokenProcessPool)
-            waits, waits_error = (None, ""), e
+            (waits, waits_error), (a.resources, resources_error) = job.result()
+        except Exception as e:  # noqa: BLE001  # (its process's death: BrokenProcessPool)
+            waits, waits_error, resources_error = (None, ""), e, None
+            a.resources = analyze_resources(run, device_memory_mb, steps)
+        if waits_error is not None:
+            waits = (None, "")
+        if resources_error is not None:
+            raise resources_error
     if expert_error is not None:
         e = expert_error
         a.issues.append(DataIssue("", dq("analysis.expert-balance-failed", name=type(e).__name__, value=e),

@@ -8,26 +8,25 @@ from __future__ import annotations
 from reportgen.i18n import N_, lazy, text
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from reportgen.layouts import LAYOUTS
 
 if TYPE_CHECKING:
     from reportgen.analysis import Analysis
-    from reportgen.model import RankData
 
 READ, PARTIAL, ABSENT, UNSUPPORTED = "read", "partial", "absent", "unsupported"
 
-# area -> (label, what reads it: the rank's loaded object)
-AREAS: dict[str, tuple[str, Callable[["RankData"], object]]] = {
-    "step_trace": (N_("Step trace"), lambda d: d.step_trace),
-    "overlap": (N_("Overlap (computation / communication)"), lambda d: d.overlap),
-    "communication": (N_("Communication per operator"), lambda d: d.communication),
-    "links": (N_("Links (bandwidth per link)"), lambda d: None),  # cluster-level, from the communication files
-    "operators": (N_("Operators"), lambda d: d.operators),
-    "memory": (N_("Memory"), lambda d: d.memory),
-    "data_pipeline": (N_("Data pipeline"), lambda d: d.dataprep),
-    "timeline": (N_("Timeline"), lambda d: d.timeline),
+# area -> (label, the rank's field that holds it: `RankData.holds` tells, without opening a sealed field)
+AREAS: dict[str, tuple[str, str]] = {
+    "step_trace": (N_("Step trace"), "step_trace"),
+    "overlap": (N_("Overlap (computation / communication)"), "overlap"),
+    "communication": (N_("Communication per operator"), "communication"),
+    "links": (N_("Links (bandwidth per link)"), ""),  # cluster-level, from the communication files
+    "operators": (N_("Operators"), "operators"),
+    "memory": (N_("Memory"), "memory"),
+    "data_pipeline": (N_("Data pipeline"), "dataprep"),
+    "timeline": (N_("Timeline"), "timeline"),
 }
 
 
@@ -90,7 +89,7 @@ def coverage(a: "Analysis") -> Coverage:
     world = world_size(run)
     unsupported = set(LAYOUTS[run.info.layout].cannot_show) if run.info.layout in LAYOUTS else set()  # never in its files
     areas: dict[str, Area] = {}
-    for key, (label, get) in AREAS.items():
+    for key, (label, name) in AREAS.items():
         if key == "links":
             n_links = len(a.comm.links) if a.comm.has_data else 0
             reporters = set(int(r) for r in a.comm.per_rank.index) if a.comm.has_data and n_links else set()
@@ -109,12 +108,12 @@ def coverage(a: "Analysis") -> Coverage:
         files: list[str] = []
         n = 0
         for r in ids:
-            obj = get(run.ranks[r])
-            if obj is None:
+            d = run.ranks[r]
+            if not d.holds(name):
                 continue
             n += 1
-            if len(files) < 3:
-                files += [f for f in _sources(obj) if f not in files][: 3 - len(files)]
+            if len(files) < 3:  # (the first ranks' objects only are read)
+                files += [f for f in _sources(getattr(d, name)) if f not in files][: 3 - len(files)]
         status = _status(n, total)
         note = ""
         if key in unsupported and not n:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.operator_totals import operator_totals
 from reportgen.analysis.codes import column_array
 from reportgen.i18n import N_, lazy
 from reportgen.model import CpuUsage, DataPrep, Run
@@ -227,6 +228,7 @@ class Resources:
     operator_types: pd.DataFrame = field(default_factory=pd.DataFrame)  # side, op_type, rank, total_ms
     operator_summary: list[dict] = field(default_factory=list)
     operator_basis: str = ""
+    operator_totals: Optional[dict] = None  # summary.json's `operators` (`analysis.operator_totals`), given the steps
     queues: dict[int, QueueSummary] = field(default_factory=dict)
     bottlenecks: dict[int, tuple[list[int], str]] = field(default_factory=dict)
     cpu: dict[int, CpuSummary] = field(default_factory=dict)
@@ -240,8 +242,9 @@ class Resources:
         return bool(len(self.flops))
 
 
-def analyze_resources(run: Run, device_memory_mb: Optional[float] = None) -> Resources:
-    """`device_memory_mb`: the device capacity to assume where the profiler recorded none (--device-memory-gb)."""
+def analyze_resources(run: Run, device_memory_mb: Optional[float] = None, steps=None) -> Resources:
+    """`device_memory_mb`: the device capacity to assume where the profiler recorded none (--device-memory-gb).
+    `steps` (the `StepAnalysis`): summary.json's operator totals are made too, where the operator tables are open."""
     mem_rows, flop_rows = [], []
     queues, bottlenecks, cpus = {}, {}, {}
     for r in run.rank_ids:
@@ -284,6 +287,8 @@ def analyze_resources(run: Run, device_memory_mb: Optional[float] = None) -> Res
                     queues=queues, bottlenecks=bottlenecks, cpu=cpus)
     res.stage_flops = _stage_flops(run, flops)
     _operator_view(run, res)
+    if steps is not None:
+        res.operator_totals = operator_totals(run, steps)
     return res
 
 

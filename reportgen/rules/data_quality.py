@@ -57,7 +57,7 @@ def missing_per_rank(run, share: float) -> dict[int, list[str]]:
     ranks = [r for r in run.rank_ids if r in run.ranks]
     if len(ranks) < 2:
         return {}
-    have = {k: {r for r in ranks if getattr(run.ranks[r], k, None) is not None} for k in PER_RANK}
+    have = {k: {r for r in ranks if run.ranks[r].holds(k)} for k in PER_RANK}  # (a sealed field left sealed)
     out: dict[int, list[str]] = {}
     for r in ranks:
         own = [k for k in PER_RANK if r in have[k]]
