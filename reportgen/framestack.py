@@ -3,7 +3,12 @@
 operator tables cost 1.2 s of planning for a few milliseconds of copying. When every frame has the same columns
 in the same order and each column one array type and dtype in every frame, each column's arrays are joined as one
 array (numpy's concatenation, or the extension array's own); anything else is left to `pd.concat` itself. A
-foundation module (pandas and numpy only): the analyses and the summary stack per-rank frames with it.
+foundation module (pandas and numpy only).
+
+The same values, not the same memory: each column is its own block here, where pd.concat makes one 2-D block a
+dtype, and pandas' reductions over a frame (a groupby mean of its float columns) can round differently in the
+last bit with the layout (the torch_gloo sample's step means did). So it is for frames whose columns are read as
+arrays (`analysis.operator_totals`), never for one handed to pandas' reductions as it is.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ LAYERS = [
      "dataquality",  # the data-quality codes and their templates: every layer writes them (imports i18n only)
      "collectives",  # collective naming (kinds, display names, op classes): loaders, model and summary share it
      "groupsum",  # pandas' groupby sums and means without its per-call cost: the loaders and the analyses use them
-     "framestack"},  # per-rank frames stacked as pd.concat stacks them, column by column (analyses, summary)
+     "framestack"},  # per-rank frames stacked as pd.concat stacks them, column by column (the operator totals)
     {"discover"},
     {"loaders", "rankcache"},  # rankcache: loaders.dispatch.map_ranks through the per-rank summaries cached on disk
     {"layouts"},  # one object per profiler family: detection, per-rank and run-level loading (issue 31)

@@ -16,7 +16,6 @@ import pandas as pd
 from reportgen.analysis.codes import Groups, codes, codes_of_parts, distinct, frame_layout, labels, text_column
 from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
-from reportgen import framestack
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.loaders.groups import double_hash
@@ -24,6 +23,7 @@ from reportgen.model import COMM_TIME_COLUMNS, Communication, DataIssue, Run
 from reportgen.pools import release_freed_memory
 
 # Highlight thresholds (the performance helper has its own, configurable ones).
+
 
 
 @dataclass
@@ -199,7 +199,7 @@ def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: boo
     keep = [(r, f) for r, f in zip(ranks, frames) if len(f)]
     if not keep:
         return None
-    out = framestack.stack([f for _, f in keep])
+    out = pd.concat([f for _, f in keep], ignore_index=True)
     n = np.array([len(f) for _, f in keep])
     rs = [r for r, _ in keep]
     out["rank"] = np.repeat(np.array(rs, dtype=np.int64), n)

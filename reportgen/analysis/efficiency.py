@@ -31,7 +31,6 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import framestack
 from reportgen.analysis.codes import column_array
 from reportgen.i18n import Msg, N_, lazy
 from reportgen.model import Run
@@ -356,7 +355,7 @@ def analyze_efficiency(run: Run, peak_tflops: Optional[float] = None, model_flop
 def _gemms(parts: list[pd.DataFrame], rank_peak: dict, frac: float, top: int) -> list[GemmRow]:
     if not parts:
         return []
-    df = framestack.stack(parts)
+    df = pd.concat(parts, ignore_index=True)
     df = df[df["device_ms"].notna() & (df["device_ms"] > 0)]
     if not len(df):
         return []

@@ -22,7 +22,6 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from reportgen import framestack
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
 from reportgen.model import PHASE_LABELS, DataIssue, Run
@@ -227,7 +226,7 @@ def analyze_overlap(run: Run, step_analysis, comm=None) -> OverlapAnalysis:
         if has_free:
             columns = (*columns, "free")
         per_rank = pd.DataFrame(rows).set_index("rank")
-        per_step = framestack.stack(parts).reindex(columns=["rank", "step", *columns])
+        per_step = pd.concat(parts, ignore_index=True).reindex(columns=["rank", "step", *columns])
         sources = sorted(src)
         for c in checks:
             if c["ok"] is False:

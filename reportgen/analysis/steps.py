@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from reportgen import framestack
 from reportgen.dataquality import dq
 from reportgen.i18n import N_, lazy
 
@@ -77,7 +76,7 @@ def analyze_steps(run: Run) -> StepAnalysis:
     ranks = sorted(traces)
     # every rank's steps one under the other (stacked once, then the columns picked: per-rank reindexing and
     # concatenation cost a millisecond a rank)
-    per_step = framestack.stack([traces[r].steps for r in ranks]).reindex(columns=["step", *phases])
+    per_step = pd.concat([traces[r].steps for r in ranks], ignore_index=True).reindex(columns=["step", *phases])
     per_step.insert(0, "rank", np.repeat(np.array(ranks, dtype=np.int64), [len(traces[r].steps) for r in ranks]))
     # Mean over the recorded steps for every rank at once; stored averages replace it where present.
     means = per_step.groupby("rank")[list(phases)].mean()
