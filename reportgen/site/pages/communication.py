@@ -28,6 +28,7 @@ from reportgen.site.views.communication import (
     drill_cells,
     graph_layout,
     group_label,
+    group_rows,
     matrix_views,
     shown_label,
 )
@@ -418,17 +419,8 @@ def plan_comm_context(a: Analysis, hl: Highlights) -> tuple[dict, list[Chart], l
     transports = sorted({l["transport"] for l in links})
     groups = [{"label": shown_label(g), "name": g.name or "", "id": g.id, "ranks": len(g.ranks), "mapping": g.mapping}
               for g in sorted(c.groups.values(), key=lambda g: (g.name or "~", g.id))]
-    per_group = []
-    if len(c.per_group_rank):
-        pg = c.per_group_rank.groupby("group")
-        for gid, f in pg:
-            per_group.append({"group": group_label(a, gid), "ranks": len(f),
-                              "communication_ms": num(f["communication_ms"].mean()),
-                              "wait_ms": num(f["wait_ms"].mean()), "max_wait_ms": num(f["wait_ms"].max()),
-                              "min_wait_ms": num(f["wait_ms"].min()),
-                              "min_wait_rank": int(f.loc[f["wait_ms"].idxmin(), "rank"]) if f["wait_ms"].notna().any()
-                              else None})
-        per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
+    per_group = group_rows(a, c.per_group_rank) if len(c.per_group_rank) else []
+    per_group.sort(key=lambda g: -(g["communication_ms"] or 0))
     ctx = {
         "has_data": True,
         "waits": waits,

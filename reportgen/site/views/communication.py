@@ -14,7 +14,8 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.communication import CommAnalysis
 from reportgen.model import Run
 from reportgen.i18n import _
-from reportgen.numbers import rounded
+from reportgen.groupsum import series_mean
+from reportgen.numbers import finite as num, rounded
 
 MAX_MATRIX_RANKS = 64  # above this, matrix cells are binned rank blocks
 MAX_GRAPH_EDGES = 1500  # above this, graph edges are aggregated by host pair
@@ -305,3 +306,33 @@ def shown_label(g) -> str:
         return _("group (inferred) ({ranks})").format(ranks=rs)
     short = g.id if len(g.id) <= 8 else "…" + g.id[-6:]
     return _("group {id} ({ranks})").format(id=short, ranks=rs)
+
+
+def group_rows(a: Analysis, pg: pd.DataFrame) -> list[dict]:
+    """A row per communication group (in the order of the group ids, as a groupby gives them; a row without a group
+    left out): its ranks, its mean communication and wait (`Series.mean`'s digits), its longest and shortest wait
+    and the rank of the first shortest. Over integer codes, not a frame a group (~1,600 groups at 4,096 ranks: 1.7 s
+    of a groupby's sub-frames); columns of another dtype than float64 the groupby's way."""
+    if pg["communication_ms"].dtype != np.float64 or pg["wait_ms"].dtype != np.float64:
+        return [{"group": group_label(a, gid), "ranks": len(f), "communication_ms": num(f["communication_ms"].mean()),
+                 "wait_ms": num(f["wait_ms"].mean()), "max_wait_ms": num(f["wait_ms"].max()),
+                 "min_wait_ms": num(f["wait_ms"].min()),
+                 "min_wait_rank": int(f.loc[f["wait_ms"].idxmin(), "rank"]) if f["wait_ms"].notna().any() else None}
+                for gid, f in pg.groupby("group")]
+    codes, gids = pd.factorize(pg["group"], sort=True)  # (a missing group: -1, first in the order, left out)
+    order = np.argsort(codes, kind="stable")
+    cuts = np.searchsorted(codes[order], np.arange(len(gids) + 1))
+    comm = pg["communication_ms"].to_numpy()[order]
+    wait = pg["wait_ms"].to_numpy()[order]
+    rank = pg["rank"].to_numpy()[order]
+    out = []
+    for k, gid in enumerate(gids):
+        lo, hi = cuts[k], cuts[k + 1]
+        w = wait[lo:hi]
+        seen = np.flatnonzero(~np.isnan(w))
+        first_min = seen[np.argmin(w[seen])] if len(seen) else None
+        out.append({"group": group_label(a, gid), "ranks": int(hi - lo), "communication_ms": num(series_mean(comm[lo:hi])),
+                    "wait_ms": num(series_mean(w)), "max_wait_ms": num(w[seen].max()) if len(seen) else None,
+                    "min_wait_ms": num(w[seen].min()) if len(seen) else None,
+                    "min_wait_rank": int(rank[lo:hi][first_min]) if first_min is not None else None})
+    return out

@@ -15,6 +15,7 @@ from reportgen.analysis import Analysis
 from reportgen.analysis.collective_sums import collective_sums
 from reportgen.analysis.efficiency import summary_dict as efficiency_summary
 from reportgen.analysis.operator_totals import operator_totals
+from reportgen.groupsum import series_mean
 from reportgen.rules.highlights import Highlights
 from reportgen.numbers import rounded
 
@@ -301,13 +302,6 @@ def _group_label(c, gid: str) -> tuple[str, list[int]]:
     return name, ranks
 
 
-def _nanmean(v: np.ndarray) -> float:
-    """`Series.mean()` of a float64 array (NaN skipped; the same sum, so the same digits) without a Series."""
-    ok = ~np.isnan(v)
-    n = int(ok.sum())
-    return float(np.where(ok, v, 0.0).sum(dtype=np.float64) / n) if n else math.nan
-
-
 def _label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes (first-seen order, -1 for a missing value) and distinct values of a label column: a categorical's own
     codes where it is one (`CommAnalysis.rank_ops`), else a factorisation."""
@@ -350,9 +344,9 @@ def _comm_groups(c) -> dict:
             xfer = total("sdma_ms", "rdma_ms")
             groups.append({"group": name, "group_id": str(gid) or None,
                            "ranks": ranks or sorted(int(x) for x in rank[a:b]),
-                           "time_ms": _clean(_nanmean(num["communication_ms"][a:b])),
-                           "wait_ms": _clean(_nanmean(num["wait_ms"][a:b])),
-                           "transit_ms": _clean(_nanmean(num["transit_ms"][a:b])),
+                           "time_ms": _clean(series_mean(num["communication_ms"][a:b])),
+                           "wait_ms": _clean(series_mean(num["wait_ms"][a:b])),
+                           "transit_ms": _clean(series_mean(num["transit_ms"][a:b])),
                            "size_mb": _clean(size / (b - a)),
                            "bandwidth_gbps": _clean(size / xfer) if xfer > 0 else None})  # MB/ms, as the links
     ro = c.rank_ops
@@ -364,8 +358,8 @@ def _comm_groups(c) -> dict:
             name, ranks = _group_label(c, gid)
             collectives.append({"group": name, "group_id": str(gid) or None, "ranks": ranks,
                                 "collective": coll,
-                                "time_ms": _clean(_nanmean(vals["communication_ms"][a:b])),
-                                "wait_ms": _clean(_nanmean(vals["wait_ms"][a:b])),
-                                "transit_ms": _clean(_nanmean(vals["transit_ms"][a:b])),
-                                "count": _clean(_nanmean(vals["count"][a:b]))})
+                                "time_ms": _clean(series_mean(vals["communication_ms"][a:b])),
+                                "wait_ms": _clean(series_mean(vals["wait_ms"][a:b])),
+                                "transit_ms": _clean(series_mean(vals["transit_ms"][a:b])),
+                                "count": _clean(series_mean(vals["count"][a:b]))})
     return {"groups": groups, "collectives": collectives}
