@@ -7,7 +7,7 @@ differ) -- so a hit gives the very bytes `csv_text` and gzip would write. A tabl
 lazily translated text, an object) is not fingerprinted: it is written as always. A table that names its source
 (`csv_text.SourcedRows`: a rank's operators as sealed) is also found by that and its columns (`source_key`), before
 any cell of it is made: a rebuild neither builds nor hashes a rank's operator table again (~0.12 ms a rank
-page of the 256-rank realistic shape, whose pages have 2,000 operators; the communication operators' table is
+page of the 256-rank realistic shape, 210 operators a rank; the communication operators' table (1,600 a rank) is
 still fingerprinted: what it is made of is the whole run's analysis).
 
 The store is one rank cache entry (`rankcache.write_entry` / `read_entry`: atomic, CRC-checked, owner-checked) in
