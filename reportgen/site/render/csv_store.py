@@ -127,7 +127,8 @@ class CsvStore:
                                    and self.used_sources == set(self.old_sources)):
             return
         keep = {fp: self.new.get(fp) or self.old[fp] for fp in self.used if fp in self.new or fp in self.old}
-        sources = {k: fp for k in self.used_sources if (fp := self.new_sources.get(k) or self.old_sources.get(k)) in keep}
+        sources = {k: fp for k in self.used_sources
+                   if (fp := self.new_sources.get(k) or self.old_sources.get(k)) in keep}
         rankcache.write_entry(self.folder / ENTRY, self.key, (keep, sources))
 
 
