@@ -9,8 +9,9 @@ the entry's CRC with the rest of the entry. `SealedField` opens a field an objec
 from __future__ import annotations
 
 import functools
+import hashlib
 import pickle
-from typing import Any
+from typing import Any, Optional
 
 from reportgen.framepack import dumps
 
@@ -46,6 +47,12 @@ class Sealed:
             raise ValueError("a sealed object of another size")
         return pickle.loads(body)
 
+    def digest(self) -> bytes:
+        """SHA-256 of what this holds, exactly (its codec, size and bytes): two `Sealed` of one digest open to
+        equal objects (unpickling is a function of the bytes). A key for what is made from the object alone
+        (`csv_store`: a rank's operator CSV), read without opening it."""
+        return hashlib.sha256(b"%s\0%d\0" % (self.codec.encode(), self.size) + self.blob).digest()
+
     def __reduce__(self):
         return (Sealed, (self.codec, self.size, self.blob))
 
@@ -80,4 +87,15 @@ class SealedField:
         return self.default
 
 
-__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES", "codec"]
+def held(obj: Any, name: str) -> Optional[Sealed]:
+    """The `Sealed` that `obj` still holds for its field `name` (a `SealedField` not read yet: the object keeps its
+    sealed fields in `_sealed`, `model.RankData`), else None (never sealed, opened, or set since). Read before the
+    field: reading it opens it."""
+    own = getattr(obj, "__dict__", None)
+    if own is None or name in own:
+        return None
+    got = (own.get("_sealed") or {}).get(name)
+    return got if isinstance(got, Sealed) else None
+
+
+__all__ = ["Sealed", "SealedField", "SEAL_COMPRESS_BYTES", "codec", "held"]

@@ -432,3 +432,84 @@ def test_settle_stops_an_entry_writer_that_hangs(monkeypatch):
     assert time.monotonic() - t0 < 5
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped
+
+
+def test_a_table_named_by_its_source_is_found_without_being_built(tmp_path):
+    """A table that names its source (`SourcedRows`: a rank's operators as sealed) is found in the store by it and
+    its columns without being built; another source, other column labels or no source build it (a table of another
+    source is never served a stale file)."""
+    from reportgen.site.render.csv_text import SourcedRows
+
+    cols = [{"key": "a", "label": "A"}, {"key": "b", "label": "B"}]
+    table = {"a": ["x", "y, z"], "b": [1.5, None]}
+    calls = []
+
+    def build(t=table):
+        calls.append(1)
+        return t
+
+    def never():
+        raise AssertionError("a table found by its source was built")
+
+    want = csv_store.compress(csv_text(cols, [dict(zip(table, row)) for row in zip(*table.values())]), 9)
+    folder = tmp_path / "c"
+    first = csv_store.CsvStore(folder, 9)
+    assert not first.holds(cols, b"src-a")
+    assert first.gz(cols, SourcedRows(build, b"src-a")) == want and len(calls) == 1
+    assert first.holds(cols, b"src-a") and first.gz(cols, SourcedRows(never, b"src-a")) == want
+    first.save()
+    again = csv_store.CsvStore(folder, 9)
+    with csv_store.use(again):
+        assert csv_store.holds(cols, b"src-a") and not csv_store.holds(cols, b"src-b")
+    assert again.gz(cols, SourcedRows(never, b"src-a")) == want and not again.new  # a hit: nothing built
+    other = {"a": ["x", "q"], "b": [1.5, None]}
+    got = again.gz(cols, SourcedRows(lambda: build(other), b"src-b"))
+    assert got != want and len(calls) == 2  # another source: built
+    relabelled = [cols[0], {"key": "b", "label": "B (ms)"}]
+    assert not again.holds(relabelled, b"src-a")
+    assert again.gz(relabelled, SourcedRows(build, b"src-a")) != want and len(calls) == 3  # another header: built
+    assert again.gz(cols, SourcedRows(build, None)) == want and len(calls) == 4  # no source: built (then its cells hit)
+
+
+def test_a_sealed_object_is_told_by_its_digest_and_held_until_read():
+    """`Sealed.digest` is the same for equal objects and changes with any value; `held` gives the `Sealed` a
+    holder still keeps for a field, none once the field is its own (read or set)."""
+    import types
+
+    import pandas as pd
+
+    from reportgen.sealed import Sealed, held
+
+    frame = pd.DataFrame({"name": ["a", "b"], "total_ms": [1.0, 2.0]})
+    one = Sealed.of({"detail": frame})
+    assert one.digest() == Sealed.of({"detail": frame.copy()}).digest()
+    assert one.digest() != Sealed.of({"detail": frame.assign(total_ms=[1.0, 2.5])}).digest()
+    assert one.digest() != Sealed.of({"detail": frame.assign(name=["a", "c"])}).digest()
+    holder = types.SimpleNamespace(_sealed={"operators": one})
+    assert held(holder, "operators") is one and held(holder, "memory") is None
+    holder.operators = "opened"
+    assert held(holder, "operators") is None
+
+
+def test_a_rank_whose_operators_changed_gets_its_new_csv(run4, tmp_path):
+    """Rebuilds find a rank's operator CSV by its operators as sealed (`SourcedRows`); a rank whose operator file
+    changed gets the CSV of its new operators: the site a build without any cache writes."""
+    run = tmp_path / "run"
+    shutil.copytree(run4, run)
+    site = tmp_path / "site"
+    build_report(run, site, BuildOptions(lang="en", jobs=2))
+    build_report(run, site, BuildOptions(lang="zh", jobs=2))  # (from the rank cache: the operators sealed)
+    before = (site / "ranks" / "rank-1-operators.csv.gz").read_bytes()
+    build_report(run, site, BuildOptions(lang="zh", jobs=2))
+    assert (site / "ranks" / "rank-1-operators.csv.gz").read_bytes() == before
+    kernels = next(run.glob("*_100001_*/ASCEND_PROFILER_OUTPUT/kernel_details.csv"))
+    text = kernels.read_text()
+    assert "aclnnMatMulV3_1," in text
+    kernels.write_text(text.replace("aclnnMatMulV3_1,", "aclnnMatMulV3_X,"))
+    st = kernels.stat()
+    os.utime(kernels, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
+    build_report(run, site, BuildOptions(lang="zh", jobs=2))
+    assert (site / "ranks" / "rank-1-operators.csv.gz").read_bytes() != before
+    fresh = tmp_path / "fresh"
+    build_report(run, fresh, BuildOptions(lang="zh", cache=False))
+    _same_site(site, fresh)

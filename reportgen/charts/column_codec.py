@@ -119,12 +119,11 @@ def z_string(deltas: "np.ndarray") -> str:
     d = np.asarray(deltas, dtype=np.int64)
     z = ((d << 1) ^ (d >> 63)).astype(np.uint64)  # zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3
     n = 1 + np.searchsorted(_Z_STEPS, z, side="right")  # characters per value
-    at = np.cumsum(n) - n
-    out = np.empty(int(n.sum()), dtype=np.uint8)
-    for k in range(int(n.max()) if len(n) else 0):
-        has = n > k
-        chunk = (z[has] >> np.uint64(5 * k)) & np.uint64(31)
-        out[at[has] + k] = chunk.astype(np.uint8) | np.where(n[has] > k + 1, 32, 0).astype(np.uint8)
+    # every character at once (~2x quicker than a pass per place: a rank page codes two curves of ~1,200 points)
+    idx = np.repeat(np.arange(len(n)), n)  # the value of each character
+    k = np.arange(len(idx)) - np.repeat(np.cumsum(n) - n, n)  # its place among the value's characters
+    out = ((z[idx] >> (k.astype(np.uint64) * np.uint64(5))) & np.uint64(31)).astype(np.uint8)
+    out |= (k + 1 < n[idx]).view(np.uint8) << np.uint8(5)  # more to come: the second half of the alphabet
     return _Z_BYTES[out].tobytes().decode("ascii")
 
 

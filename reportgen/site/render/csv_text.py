@@ -82,6 +82,17 @@ class CodedColumn:
         return self.values[self.codes[i]].tolist() if isinstance(i, slice) else self.values[self.codes[i]]
 
 
+class SourcedRows(LazyRows):
+    """A download's table, column by column, built only when its CSV is written (`LazyRows`), with `source`: a
+    digest of everything its cells are made from but msreport's code (a rank's operators as they were sealed,
+    `sealed.Sealed.digest`, and what is made of them), or None. The CSV store finds a table's file by its source
+    without building the table (`csv_store.CsvStore.gz`): two tables of one source must hold the same cells."""
+
+    def __init__(self, fn, source: Optional[bytes]) -> None:
+        super().__init__(fn, columns=True)
+        self.source = source
+
+
 def values_key(values: np.ndarray) -> Optional[bytes]:
     """A `CodedColumn`'s `key`: a digest of its distinct values, exactly (each value's type and text, as a
     pickled list: 1, 1.0 and "1" differ), or None when one is not a plain value (its column is then never

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from reportgen import urls
+from reportgen import sealed, urls
 from reportgen.analysis import Analysis
 from reportgen.analysis.resources import QUEUE_HIGH, QUEUE_LOW
 from reportgen.charts import Chart
@@ -25,7 +25,9 @@ from reportgen.numbers import extreme_points
 from reportgen.site.pages.resources import bottleneck_text
 from reportgen.site.pages.rank.sections import (CpuSection, DataSection, FlopsSection, MemorySection, OperatorsSection,
                                                 Part, TimelineSection, shown_rows)
-from reportgen.site.plan.page import LazyRows, column_rows
+from reportgen.site.plan.page import column_rows
+from reportgen.site.render import csv_store
+from reportgen.site.render.csv_text import SourcedRows
 from reportgen.site.views import timeline as timeline_view
 from reportgen.site.views.values import num, num_column, records
 from reportgen.urls import rank_csv
@@ -194,7 +196,9 @@ class RankDetail:
         return [self.operators(r), self.flops(r), self.dataprep(r), self.cpu(r), self.memory(r), self.timeline(r)]
 
     def operators(self, r: int) -> Part:
-        ops = self.a.run.ranks[r].operators
+        data = self.a.run.ranks[r]
+        box = sealed.held(data, "operators")  # (read before the operators: reading them opens them)
+        ops = data.operators
         sec: dict[str, Any] = {"has_data": ops is not None, "charts": []}
         if ops is None:
             return Part(OperatorsSection(**sec))
@@ -236,15 +240,20 @@ class RankDetail:
         sec["n_detail"] = int(len(ops.detail))
         shown = RANK_TOP_OPS if r in self.flagged else shown_rows(RANK_TOP_OPS_LEAN, len(self.a.run.ranks))
         if len(ops.detail) > shown:
-            # every operator in the CSV: its columns made once, the page's rows the first of them (the same values:
-            # `detail_columns` converts value by value), kept for the CSV of this page only (`_full_detail`)
-            cols = detail_columns(ops.detail)
-            self._detail_cols = (r, ops.detail, cols)
-            sec["detail"] = column_rows({k: v[:shown] for k, v in cols.items()})
+            # the CSV's cells are made of the operators alone: found in the CSV store by them as sealed (a rebuild)
+            source = b"rank operators: detail_columns\0" + box.digest() if box is not None else None
+            if source is not None and csv_store.holds(RANK_OP_COLUMNS, source):
+                sec["detail"] = detail_rows(ops.detail, shown)  # (the CSV is not made: only the page's rows)
+                self._detail_cols = None
+            else:
+                # every operator in the CSV: its columns made once, the page's rows the first of them (the same
+                # values: `detail_columns` converts value by value), kept for the CSV of this page only
+                cols = detail_columns(ops.detail)
+                self._detail_cols = (r, ops.detail, cols)
+                sec["detail"] = column_rows({k: v[:shown] for k, v in cols.items()})
             sec["csv"] = rank_operators_csv(r, len(self.a.run.ranks))
             # every operator: rows built only when the CSV is written (thousands per rank, on thousands of ranks)
-            downloads = [(sec["csv"], RANK_OP_COLUMNS, LazyRows(partial(self._full_detail, r, ops.detail),
-                                                                columns=True))]
+            downloads = [(sec["csv"], RANK_OP_COLUMNS, SourcedRows(partial(self._full_detail, r, ops.detail), source))]
         else:
             sec["detail"] = detail_rows(ops.detail, shown)
         sec["sources"] = sorted(set(ops.sources.values()))
