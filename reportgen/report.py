@@ -155,6 +155,7 @@ def analyse_phase(run: Run, opts: BuildOptions, inputs: Optional[tuple] = None):
     if drop:
         drop_instances(run)  # (as `analyze` does once the waits are made: an analysis from the cache leaves them too)
     release_comm_inputs(run)  # (as `analyze` does once the communication analysis has read them)
+    analysis.source = key  # (the same analysis, cached or made: what it was made from)
     refs.update(_refs_of(("analysis",), analysis, depth=2))
     findings, thresholds = rankcache.run_memo("rules", ident, _rules_key(key, opts), refs,
                                               lambda: run_rules(analysis, overrides))

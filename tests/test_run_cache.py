@@ -513,3 +513,41 @@ def test_a_rank_whose_operators_changed_gets_its_new_csv(run4, tmp_path):
     fresh = tmp_path / "fresh"
     build_report(run, fresh, BuildOptions(lang="zh", cache=False))
     _same_site(site, fresh)
+
+
+def test_a_rank_whose_communication_changed_gets_its_new_csv(run4, tmp_path, monkeypatch):
+    """Rebuilds find a rank's communication-operator CSV by what its cells are made of (the analysis' digest, the
+    rank, its groups' labels) without making the table; a rank whose communication file changed gets the CSV of
+    its new operators: the site a build without any cache writes."""
+    from reportgen.site.pages.rank import communication as rank_comm
+
+    monkeypatch.setattr(rank_comm, "shown_rows", lambda usual, n: 2)  # (a 4-rank run: every rank gets its CSV)
+    run = tmp_path / "run"
+    shutil.copytree(run4, run)
+    site = tmp_path / "site"
+    csv = site / "ranks" / "rank-1-comm-ops.csv.gz"
+    build_report(run, site, BuildOptions(lang="en", jobs=2))
+    before = csv.read_bytes()
+    made = []
+    real = rank_comm.RankComm._op_columns
+
+    def counted(self, r, limit=None, arrays=False):
+        if arrays:
+            made.append(r)
+        return real(self, r, limit, arrays)
+    monkeypatch.setattr(rank_comm.RankComm, "_op_columns", counted)
+    build_report(run, site, BuildOptions(lang="zh", jobs=1))
+    assert not made  # every rank's CSV found by its source: no table made
+    build_report(run, site, BuildOptions(lang="en", jobs=1))
+    assert csv.read_bytes() == before and not made
+    comm = next(run.glob("*_100001_*/ASCEND_PROFILER_OUTPUT/communication.json"))
+    text = comm.read_text()
+    assert '"Elapse Time(ms)": ' in text
+    comm.write_text(text.replace('"Elapse Time(ms)": ', '"Elapse Time(ms)": 1', 1))
+    st = comm.stat()
+    os.utime(comm, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
+    build_report(run, site, BuildOptions(lang="en", jobs=1))
+    assert csv.read_bytes() != before and made
+    fresh = tmp_path / "fresh"
+    build_report(run, fresh, BuildOptions(lang="en", cache=False))
+    _same_site(site, fresh)

@@ -40,6 +40,9 @@ class Analysis:
     efficiency: Optional[Efficiency] = None  # device peaks, MFU, GEMM headroom
     expert: Optional[ExpertBalance] = None  # expert-parallel groups: expert time, all-to-all, imbalance
     waits: Optional[Waits] = None  # who waits for whom at the collectives (analysis.waits)
+    # a digest of everything the analysis was made from (the build's analysis cache key, `report.analysis_inputs`),
+    # "" where there is none (no cache): the site's CSV store finds tables made of the analysis alone by it
+    source: str = ""
     waits_reason: str = ""  # why there is no wait-for matrix (the input gives no arrival times, one rank)
 
 

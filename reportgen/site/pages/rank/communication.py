@@ -15,8 +15,8 @@ from reportgen.i18n import N_, _
 from reportgen.rules.highlights import Highlights
 from reportgen.site.pages.communication import link_rows, marked_links
 from reportgen.site.pages.rank.sections import CommSection, Part, shown_rows
-from reportgen.site.plan.page import LazyRows, column_rows
-from reportgen.site.render.csv_text import CodedColumn, values_key
+from reportgen.site.plan.page import column_rows
+from reportgen.site.render.csv_text import CodedColumn, SourcedRows, values_key
 from reportgen.site.views.communication import group_label
 from reportgen.site.views.values import num, num_column, records
 from reportgen.urls import rank_csv
@@ -252,8 +252,12 @@ class RankComm:
         sec["n_ops"] = self.n_ops(r)
         if sec["n_ops"] > lean:  # every rank with more than the usual few: a flagged rank's page too
             sec["csv"] = rank_comm_ops_csv(r, len(a.run.ranks))
-            downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, LazyRows(partial(self._op_columns, r, None, True),
-                                                                     columns=True))]
+            # every operator: its cells are the analysis' operators of the rank and their groups' labels (as this
+            # build writes them): found in the CSV store by those (a rebuild), the table neither made nor hashed
+            labels = self._coded_values("group")[1] if a.source else None
+            source = b"rank comm ops\0%s\0%d\0%s" % (a.source.encode(), r, labels) if labels else None
+            downloads = [(sec["csv"], RANK_COMM_OP_COLUMNS, SourcedRows(partial(self._op_columns, r, None, True),
+                                                                        source))]
         reported = self.by_reporter.get(r, [])
         links = [self.links[i] for i in reported[:MAX_RANK_LINKS]]
         keep = MAX_RANK_LINKS if r in self.flagged else shown_rows(MAX_RANK_LINKS, len(a.run.ranks))
