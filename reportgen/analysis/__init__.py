@@ -40,10 +40,10 @@ class Analysis:
     efficiency: Optional[Efficiency] = None  # device peaks, MFU, GEMM headroom
     expert: Optional[ExpertBalance] = None  # expert-parallel groups: expert time, all-to-all, imbalance
     waits: Optional[Waits] = None  # who waits for whom at the collectives (analysis.waits)
+    waits_reason: str = ""  # why there is no wait-for matrix (the input gives no arrival times, one rank)
     # a digest of everything the analysis was made from (the build's analysis cache key, `report.analysis_inputs`),
     # "" where there is none (no cache): the site's CSV store finds tables made of the analysis alone by it
     source: str = ""
-    waits_reason: str = ""  # why there is no wait-for matrix (the input gives no arrival times, one rank)
 
 
 WAITS_BESIDE_RANKS = 64  # from this many ranks `analyze(beside=True)` makes the waits in a forked process (~2 s of
@@ -77,8 +77,9 @@ def _beside(run: Run, steps: StepAnalysis, release: bool, device_memory_mb: Opti
     alone are opened there: the operators and links are the communication analysis', in the build's process),
     then `analyze_resources` with summary.json's operator totals (the ranks' operator tables opened there, never
     in the build's process: 2.7 s of it at 4,096 ranks, and ~2.5 s more for the totals while the pages were
-    written, while the forked one was done ~4 s before the communication analysis needed its waits). Each as (value, None) or
-    (None, the exception it raised): the resources' exception is raised in the build's process, as it was there."""
+    written, while the forked one was done ~4 s before the communication analysis needed its waits). Each as
+    (value, None) or (None, the exception it raised): the resources' exception is raised in the build's process,
+    as it was there."""
     for d in run.ranks.values():
         if d.communication is not None:
             d.communication.open_alone("instances")
