@@ -331,8 +331,8 @@ def group_rows(a: Analysis, pg: pd.DataFrame) -> list[dict]:
         w = wait[lo:hi]
         seen = np.flatnonzero(~np.isnan(w))
         first_min = seen[np.argmin(w[seen])] if len(seen) else None
-        out.append({"group": group_label(a, gid), "ranks": int(hi - lo), "communication_ms": num(series_mean(comm[lo:hi])),
-                    "wait_ms": num(series_mean(w)), "max_wait_ms": num(w[seen].max()) if len(seen) else None,
+        out.append({"group": group_label(a, gid), "ranks": int(hi - lo),
+                    "communication_ms": num(series_mean(comm[lo:hi])), "wait_ms": num(series_mean(w)), "max_wait_ms": num(w[seen].max()) if len(seen) else None,
                     "min_wait_ms": num(w[seen].min()) if len(seen) else None,
                     "min_wait_rank": int(rank[lo:hi][first_min]) if first_min is not None else None})
     return out
