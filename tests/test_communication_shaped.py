@@ -106,11 +106,17 @@ def test_varied_small_documents_read_the_same_either_way(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["no-ratio", "no-large-ratio", "no-bandwidth", "no-start", "extra-key",
-                                  "sizes-list", "transport-number", "total-op-info", "ratio-text", "times-null"])
+                                  "sizes-list", "transport-number", "total-op-info", "ratio-text", "times-null",
+                                  "ratio-huge", "ratio-int-huge", "sizes-deep", "sizes-null", "sizes-huge", "escape",
+                                  "ratio-negative", "sizes-negative"])
 def test_a_key_missing_or_another_value_goes_the_general_way(tmp_path, monkeypatch, case):
+    """Every value is typed (nothing left unread: no whole-text check), so whatever the careful reader would name
+    in any of them (a number beyond its limits, nesting) is refused by the types; a negative ratio or size count,
+    which it names nowhere, is taken."""
     doc = _small(8)
     op = next(iter(doc["step1"]["collective"].values()))
     t, b = op["Communication Time Info"], op["Communication Bandwidth Info"]
+    raw = None
     if case == "no-ratio":
         del t["Wait Time Ratio"]
     elif case == "no-large-ratio":
@@ -136,9 +142,26 @@ def test_a_key_missing_or_another_value_goes_the_general_way(tmp_path, monkeypat
         t["Wait Time Ratio"] = "0.5"
     elif case == "times-null":
         op["Communication Time Info"] = None
-    _, log = _same(tmp_path, monkeypatch, _dump(doc), taken=False)
-    if case in ("no-start", "times-null"):
-        assert log.issues or case == "no-start"  # (a missing start reads as no start; null times are named)
+    elif case == "ratio-huge":
+        t["Wait Time Ratio"] = 1e300
+    elif case == "ratio-int-huge":
+        t["Wait Time Ratio"] = 2 ** 62 + 1
+    elif case == "sizes-deep":
+        b["HCCS"]["Size Distribution"] = {"1": [[1, 2]]}
+    elif case == "sizes-null":
+        b["HCCS"]["Size Distribution"] = {"1": None}
+    elif case == "sizes-huge":
+        raw = _dump(doc).replace(b'"Size Distribution": {}', b'"Size Distribution": {"1": [1, 1e999]}', 1)
+    elif case == "escape":
+        doc["step1"]["collective"]["a\"b@1"] = doc["step1"]["collective"].pop(next(iter(doc["step1"]["collective"])))
+    elif case == "ratio-negative":
+        t["Wait Time Ratio"] = -0.5
+    elif case == "sizes-negative":
+        b["HCCS"]["Size Distribution"] = {"1": [-1, 0.5]}
+    raw = _dump(doc) if raw is None else raw
+    _, log = _same(tmp_path, monkeypatch, raw, taken=case in ("ratio-negative", "sizes-negative"))
+    if case in ("times-null", "ratio-huge", "ratio-int-huge", "sizes-huge"):
+        assert log.issues, case  # the general way names it
 
 
 def test_real_files_read_the_same_either_way(tmp_path, monkeypatch):

@@ -40,7 +40,8 @@ in tests/test_communication_typed.py):
 * the key paths of a small document (`json_shape`, compared across ranks) need every key: `typed_columns` gives the
   columns only when a lower bound of its shape walk's visits (`shape_over`) shows it has no shape (~890 operators
   or more). A document under MIN_TYPED_BYTES is decoded with every key typed instead (`shaped_columns`: each
-  object's keys required and no other admitted, "Size Distribution"'s keys kept), so that `whole_shape` lists the
+  object's keys required and no other admitted, every value typed, "Size Distribution"'s keys kept: no value left
+  unread, so no whole-text check but the backslash's), so that `whole_shape` lists the
   key paths `json_shape` lists (186 KB, 170 operators: ~2.7 -> ~1.3 ms a rank); a key missing or another one, or
   a value the walk would go below, sends it the general way (torch_npu's "Total Op Info" lacks keys: the general
   way, as before);
@@ -57,7 +58,7 @@ from __future__ import annotations
 
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_not, methodcaller
-from typing import Annotated, Dict, Optional, Union
+from typing import Annotated, Dict, List, Optional, Union
 
 import msgspec
 import numpy as np
@@ -155,8 +156,10 @@ def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type, transp
                     ops.append(op)
             steps += [step] * (len(ops) - n)
             kinds += [kind] * (len(ops) - n)
-    if not ops or not (raw.isascii() or _utf8(raw)) or not skipped_values_usable(raw):
+    if not ops or not (raw.isascii() or _utf8(raw)):
         return None
+    if not (b"\\" not in raw if no_transports is not None else skipped_values_usable(raw)):
+        return None  # (a document decoded whole, `_WholeOp`, has no value left unread: only escapes are refused)
     n = len(ops)
     times = [o.times for o in ops]
     per_op = [o.transports or (_NONES if no_transports is None else no_transports) for o in ops]
@@ -273,6 +276,10 @@ def matrix_shape(doc: dict, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]
 # --- a small communication.json: every key typed, so that its key paths are known as well -----------------------
 
 
+_Finite = Annotated[float, msgspec.Meta(gt=-MAX_ABS_NUMBER, lt=MAX_ABS_NUMBER)]  # what the careful reader names
+# nothing in (an integer is converted first: within MAX_INT too)
+
+
 class _WholeTimes(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     """An operator's "Communication Time Info" as the profiler writes it, every key required (a key missing or
     another one: the general way, which names what it has to)."""
@@ -283,20 +290,19 @@ class _WholeTimes(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     wait: _Num = msgspec.field(name="Wait Time(ms)")
     sync: _Num = msgspec.field(name="Synchronization Time(ms)")
     idle: _Num = msgspec.field(name="Idle Time(ms)")
-    wait_ratio: float = msgspec.field(name="Wait Time Ratio")
-    sync_ratio: float = msgspec.field(name="Synchronization Time Ratio")
+    wait_ratio: _Finite = msgspec.field(name="Wait Time Ratio")
+    sync_ratio: _Finite = msgspec.field(name="Synchronization Time Ratio")
 
 
 class _WholeTransport(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     """A transport of "Communication Bandwidth Info" as the profiler writes it, every key required; "Size
-    Distribution"'s values are left unread (`Raw`: their syntax checked, no object made; the key paths stop above
-    them)."""
+    Distribution"'s values lists of numbers (the key paths stop above them)."""
 
     size: _Num = msgspec.field(name="Transit Size(MB)")
     time: _Num = msgspec.field(name="Transit Time(ms)")
     bandwidth: _Num = msgspec.field(name="Bandwidth(GB/s)")
-    large: float = msgspec.field(name="Large Packet Ratio")
-    sizes: Dict[str, msgspec.Raw] = msgspec.field(name="Size Distribution")
+    large: _Finite = msgspec.field(name="Large Packet Ratio")
+    sizes: Dict[str, List[_Finite]] = msgspec.field(name="Size Distribution")
 
 
 class _WholeOp(msgspec.Struct, gc=False, forbid_unknown_fields=True):
@@ -320,7 +326,9 @@ def shaped_columns(raw: bytes, step_of_key, op_kind, columns_type) -> Optional[t
     """(the columns `typed_columns` gives, the key paths `json_shape` gives) of a communication.json document
     smaller than MIN_TYPED_BYTES (`raw`), decoded with every key typed (`_WholeOp`: a key missing, another key, or
     another kind of value sends the file the general way); None: read it the general way. The columns are
-    `columns_of`'s, by its rules (the values it reads, the whole text's checks)."""
+    `columns_of`'s, by its rules for the values it reads; every other value is typed too (a number within the
+    careful reader's limits, `_Finite`; "Size Distribution"'s values lists of them), so none is left unread and the
+    whole text's checks (`skipped_values_usable`) are not needed: only a backslash is refused, as there."""
     if len(raw) >= MIN_TYPED_BYTES:
         return None
     try:
