@@ -135,9 +135,10 @@ def typed_columns(raw: bytes, step_of_key, op_kind, columns_type):
 
 def columns_of(doc: dict, raw: bytes, step_of_key, op_kind, columns_type, transports: tuple = (_TRANSPORTS, None)
                ) -> Optional[tuple]:
-    """(the columns, a lower bound of the values `json_shape` visits) of `doc` (`decode(raw)`, or `decode_whole(raw)`
-    with `transports` `_WHOLE_TRANSPORTS`: how an operator's SDMA and RDMA are read, and what stands for no transport
-    object), or None where the general way would name something or read another value (see the module)."""
+    """(the columns, a lower bound of the values `json_shape` visits) of `doc` (`decode(raw)`; or `_WHOLE_DECODER`'s
+    with `transports` `_WHOLE_TRANSPORTS`: how an operator's SDMA and RDMA are read and what stands for no transport
+    object, the bound then unused), or None where the general way would name something or read another value (see
+    the module)."""
     getters, no_transports = transports
     steps: list = []
     kinds: list = []
