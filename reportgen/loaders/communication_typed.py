@@ -224,54 +224,67 @@ def decode_matrix(raw: bytes) -> Optional[dict]:
     return doc if doc else None
 
 
-def matrix_shape(doc: dict, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
-    """`schema.json_shape` of the document `doc` was decoded from (`decode_matrix`): the key paths of its objects
-    (a key holding a digit written `*`), None past `limit` paths or 20 x `limit` values visited. The walk's count
-    is each object's keys (every level is an object: no list, nothing below a link's fields)."""
-    out: set = set()
+def _path_key():
+    """A function writing a key as `json_shape` writes it in a path (`*` where it holds a digit), each distinct key
+    looked at once."""
     norm: dict = {}
 
     def key(k: str) -> str:
         got = norm.get(k)
         if got is None:
-            got = norm[k] = "*" if _DYNAMIC.search(k) else k  # (as `json_shape` writes a key)
+            got = norm[k] = "*" if _DYNAMIC.search(k) else k
         return got
 
-    visits = 1 + len(doc)
+    return key
+
+
+def matrix_shape(doc: dict, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
+    """`schema.json_shape` of the document `doc` was decoded from (`decode_matrix`): the key paths of its objects
+    (a key holding a digit written `*`), None past `limit` paths or 20 x `limit` values visited. The walk's count
+    is each object's keys (every level is an object: no list, nothing below a link's fields)."""
+    out: set = set()
+    key = _path_key()
+    visits = 1 + len(doc) + sum(map(len, doc.values()))  # the top object's keys, each step's
     seen: set = set()  # (a link object's path, which optional keys it has): its keys' paths added once
     unset = msgspec.UNSET
-    for skey, kinds in doc.items():
-        p1 = key(skey)
-        out.add(p1)
-        visits += len(kinds)
-        for kind, ops in kinds.items():
-            p2 = f"{p1}.{key(kind)}"
-            out.add(p2)
-            visits += len(ops)
-            for okey, links in ops.items():
-                p3 = f"{p2}.{key(okey)}"
-                out.add(p3)
-                visits += len(links)
-                for lk, li in links.items():
-                    has_t, has_o = li.transport is not unset, li.op_name is not unset
-                    visits += 3 + has_t + has_o
-                    k = key(lk)
-                    sig = (p3, k, has_t, has_o)
-                    if sig in seen:
-                        continue
-                    seen.add(sig)
-                    p4 = f"{p3}.{k}"
-                    out.add(p4)
-                    out.update(f"{p4}.{f}" for f in _REQUIRED)
-                    if has_t:
-                        out.add(f"{p4}.Transport Type")
-                    if has_o:
-                        out.add(f"{p4}.Op Name")
-                if len(out) > limit or visits > 20 * limit:
-                    return None
+    for p2, ops in _kinds(doc, key, out):
+        visits += len(ops)
+        for okey, links in ops.items():
+            p3 = f"{p2}.{key(okey)}"
+            out.add(p3)
+            visits += len(links)
+            for lk, li in links.items():
+                has_t, has_o = li.transport is not unset, li.op_name is not unset
+                visits += 3 + has_t + has_o
+                k = key(lk)
+                sig = (p3, k, has_t, has_o)
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                p4 = f"{p3}.{k}"
+                out.add(p4)
+                out.update(f"{p4}.{f}" for f in _REQUIRED)
+                if has_t:
+                    out.add(f"{p4}.Transport Type")
+                if has_o:
+                    out.add(f"{p4}.Op Name")
+            if len(out) > limit or visits > 20 * limit:
+                return None
     if len(out) > limit or visits > 20 * limit:
         return None
     return frozenset(out)
+
+
+def _kinds(doc: dict, key, out: set):
+    """(the path, the object) of each step's kind (collective | p2p) of a communication document, the steps' and
+    the kinds' paths added to `out` (the two levels above the operators both typed walks share)."""
+    for skey, kinds in doc.items():
+        p1 = key(skey)
+        out.add(p1)
+        for kind, ops in kinds.items():
+            p2 = f"{p1}.{key(kind)}"
+            out.add(p2)
+            yield p2, ops
 
 
 # --- a small communication.json: every key typed, so that its key paths are known as well -----------------------
@@ -349,34 +362,21 @@ def whole_shape(doc: dict, limit: int = MAX_SHAPE_PATHS) -> Optional[frozenset]:
     kind are taken together per path (their names written alike: all of them, as a rule), at C speed: an operator's
     objects have fixed keys, so only its transports' names and "Size Distribution"'s keys vary."""
     out: set = set()
-    norm: dict = {}
-
-    def key(k: str) -> str:
-        got = norm.get(k)
-        if got is None:
-            got = norm[k] = "*" if _DYNAMIC.search(k) else k  # (as `json_shape` writes a key)
-        return got
-
-    visits = 1 + len(doc)
-    for skey, kinds in doc.items():
-        p1 = key(skey)
-        out.add(p1)
-        visits += len(kinds)
-        for kind, ops in kinds.items():
-            p2 = f"{p1}.{key(kind)}"
-            out.add(p2)
-            visits += len(ops)
-            found = list(map(_DYNAMIC.search, ops))  # (operator names hold digits, as a rule: each its own name)
-            if found and all(found):
-                groups: dict = {"*": list(ops.values())}
-            else:
-                groups = {}
-                for k, op in zip(map(key, ops), ops.values()):
-                    groups.setdefault(k, []).append(op)
-            for k, members in groups.items():
-                visits += _operators_shape(f"{p2}.{k}", members, key, out)
-            if len(out) > limit or visits > 20 * limit:
-                return None
+    key = _path_key()
+    visits = 1 + len(doc) + sum(map(len, doc.values()))  # the top object's keys, each step's
+    for p2, ops in _kinds(doc, key, out):
+        visits += len(ops)
+        found = list(map(_DYNAMIC.search, ops))  # (operator names hold digits, as a rule: each its own name)
+        if found and all(found):
+            groups: dict = {"*": list(ops.values())}
+        else:
+            groups = {}
+            for k, op in zip(map(key, ops), ops.values()):
+                groups.setdefault(k, []).append(op)
+        for k, members in groups.items():
+            visits += _operators_shape(f"{p2}.{k}", members, key, out)
+        if len(out) > limit or visits > 20 * limit:
+            return None
     return frozenset(out)
 
 
