@@ -212,7 +212,7 @@ def pack(frame: Any, texts: Texts, known: Optional[dict] = None) -> Any:
     if type(frame) is not pd.DataFrame:
         return frame
     idx = frame.index
-    cols = list(frame.columns)
+    cols = frame.columns.tolist()  # (not list(): a text Index iterates pyarrow value by value, ~3x slower)
     if (type(idx) is not pd.RangeIndex or idx.start != 0 or idx.step != 1 or idx.name is not None
             or any(type(c) is not str for c in cols) or len(set(cols)) != len(cols) or frame.columns.name is not None
             or type(frame.columns) is not pd.Index or frame.attrs or frame.flags.allows_duplicate_labels is not True):
@@ -221,7 +221,7 @@ def pack(frame: Any, texts: Texts, known: Optional[dict] = None) -> Any:
     coded: list[tuple[int, np.ndarray]] = []
     arrays: list[tuple[int, Any]] = []  # nullable integers, pandas' `str` columns: their arrays as they are
     values = column_arrays(frame)
-    for i, (v, dt) in enumerate(zip(values, frame.dtypes.tolist())):
+    for i, (v, dt) in enumerate(zip(values, [a.dtype for a in values])):  # (`frame.dtypes`: a Series, ~15 us)
         if dt in _PLAIN:
             plain.setdefault(dt, []).append(i)
         elif dt == _OBJECT:  # texts (anything else in it: the frame is kept as it is)

@@ -38,7 +38,8 @@ import pandas as pd
 
 from reportgen.loaders.issuelog import IssueLog
 from reportgen.loaders.jsonfile import note_shape, parse_json_bytes, read_json, read_json_bytes
-from reportgen.loaders.communication_typed import _utf8, decode_matrix, matrix_shape, typed_columns
+from reportgen.loaders.communication_typed import (MIN_TYPED_BYTES, _utf8, decode_matrix, matrix_shape,
+                                                   shaped_columns, typed_columns)
 from reportgen.loaders.tables import read_csv_rows
 from reportgen.numbers import to_float, to_int
 from reportgen.loaders.groups import double_hash
@@ -184,11 +185,13 @@ def _read_modern(comm: Optional[Path], matrix: Optional[Path], log: IssueLog) ->
     if comm is not None:
         source = log.rel(comm)
         raw = read_json_bytes(comm, log)
-        typed = _typed_columns(raw) if raw is not None else None  # a clean large file: msgspec, the same columns
+        typed = _typed_columns(raw) if raw is not None else None  # a clean file: msgspec, the same columns
         data = None if raw is None or typed is not None else parse_json_bytes(comm, log, raw)  # else: the general way
         del raw
         if typed is not None:
-            ops = typed
+            ops, shape = typed
+            if shape is not None and getattr(log, "shapes", None) is not None:  # (as `note_shape` notes it)
+                log.shapes[log.rel(comm)] = shape
         elif data is not None and not isinstance(data, dict):
             log.add(comm, dq("communication.times-not-object"), "error")
         elif isinstance(data, dict):
@@ -610,12 +613,17 @@ def _modern_columns(data: dict) -> Optional[_OpColumns]:
     return _OpColumns(steps, ops, groups, kinds, values, start)
 
 
-def _typed_columns(raw: bytes) -> Optional[_OpColumns]:
-    """`_modern_columns` of the document `raw`, decoded by msgspec (`communication_typed`: only where the general
-    way would read the same values and name nothing); None: read it the general way."""
+def _typed_columns(raw: bytes) -> Optional[tuple[_OpColumns, Optional[frozenset]]]:
+    """(`_modern_columns` of the document `raw`, its key paths as `json_shape` lists them or None), decoded by
+    msgspec (`communication_typed`: only where the general way would read the same values and name nothing; a
+    small document with every key typed, `shaped_columns`, a large one without a shape, `typed_columns`); None:
+    read it the general way."""
     if not _FAST_KEYS <= _plain_keys("communication.json"):
         return None
-    return typed_columns(raw, _step_of_key, op_kind, _OpColumns)
+    if len(raw) < MIN_TYPED_BYTES:
+        return shaped_columns(raw, _step_of_key, op_kind, _OpColumns)
+    cols = typed_columns(raw, _step_of_key, op_kind, _OpColumns)
+    return None if cols is None else (cols, None)
 
 
 def _matrix_key(key) -> tuple:

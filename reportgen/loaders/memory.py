@@ -94,8 +94,9 @@ def record_curve(ts: np.ndarray, alloc: np.ndarray, res: np.ndarray, comp) -> tu
     keep = ~np.isnan(cols["used_mb"])
     cols = {k: v[keep] for k, v in cols.items()}
     o = _order(cols["x"])
-    curve = framepack.frame({k: v[o] for k, v in cols.items()})
-    return top, allocated_peak, _downsample(curve, "used_mb")
+    # `_downsample` of the curve on its arrays, before the frame is made (its way without NaN: there is none left)
+    o = o[extreme_points(cols["used_mb"][o], MAX_CURVE_POINTS)]
+    return top, allocated_peak, framepack.frame({k: v[o] for k, v in cols.items()})
 
 
 def _order(x: np.ndarray) -> np.ndarray:
