@@ -423,3 +423,26 @@ def test_kernel_group_codes_number_tuples_as_multiindex_factorize(values):
         assert first.tolist() == [int(np.flatnonzero(codes == k)[0]) for k in range(codes.max() + 1)]
     empty, first = operators._group_codes([np.zeros(0, dtype=np.int64)])
     assert not len(empty) and not len(first)
+
+
+def test_device_heatmap_outlines_the_largest_device_at_any_size():
+    """The device with the largest value is outlined in red (at 4,096 ranks, 512 rows of ~3 px, its colour alone
+    did not tell it from its peers); from MANY_HEAT_ROWS hosts on the cells lose their white border and the host
+    labels are thinned (overlapping ones dropped)."""
+    from reportgen.charts import resources as res_charts
+    from reportgen.charts.theme import SLOW_COLOR
+
+    def spec(hosts: int) -> dict:
+        rows = [{"rank": h * 8 + s, "group": f"node{h:03d}", "slot": s, "value": 0.7 + 0.01 * ((h * 8 + s) % 7),
+                 "label": "", "href": f"ranks/rank-{h * 8 + s}.html", "tip": ""} for h in range(hosts) for s in range(8)]
+        rows[5]["value"] = 1.0
+        return res_charts.device_heatmap(rows, "Peak / largest peak", res_charts.RELATIVE_RAMP)
+
+    for hosts, many in ((4, False), (512, True)):
+        layers = spec(hosts)["layer"]
+        cells, largest = layers[0], layers[1]
+        assert largest["mark"]["stroke"] == SLOW_COLOR and largest["mark"]["fill"] is None
+        assert {"joinaggregate": [{"op": "max", "field": "value", "as": "top"}]} in largest["transform"]
+        assert any("datum.value == datum.top" in t.get("filter", "") for t in largest["transform"])
+        assert cells["mark"]["strokeWidth"] == (0 if many else 1)
+        assert (cells["encoding"]["y"].get("axis", {}).get("labelOverlap") == "greedy") == many

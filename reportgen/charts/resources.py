@@ -14,24 +14,35 @@ FLOPS_RAMP = ([0.0, 1.0], ["#eef3f8", "#2f5fa7"])
 RELATIVE_RAMP = ([0.0, 1.0], ["#f2f0f7", "#54278f"])
 
 
+MANY_HEAT_ROWS = 96  # hosts from which a heatmap's rows are too thin for cell borders and every host's label
+
+
 def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP, fmt: str = ".1%") -> dict:
-    """One cell per device, a row per host (or per block of ranks), coloured by `value` (0..domain_max).
+    """One cell per device, a row per host (or per block of ranks), coloured by `value` (0..domain_max); the device
+    with the largest value outlined in red (at 4,096 ranks, 512 rows of ~3 px, no colour told it from its peers).
 
     `rows`: {rank, group, slot, value, label, href, tip}. Cells link to rank pages.
     """
+    n_groups = len({r["group"] for r in rows}) or 1
+    n_slots = len({r["slot"] for r in rows}) or 1
+    many = n_groups > MANY_HEAT_ROWS  # (thin rows: no white border to hide the colour, the host labels thinned)
     base = Chart(alt.NamedData(name="cells"))
-    cells = base.mark_rect(stroke="#fff", strokeWidth=1).encode(
+    cells = base.mark_rect(stroke="#fff", strokeWidth=0 if many else 1).encode(
         x=alt.X("slot:O", title=_("Device in host"), axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("group:N", title=None, sort=None),
+        y=alt.Y("group:N", title=None, sort=None, axis=alt.Axis(labelOverlap="greedy") if many else alt.Undefined),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(domain=ramp[0], range=ramp[1], clamp=True),
                         legend=alt.Legend(format=fmt)),
         href="href:N",
         tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
                  alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))],
     )
-    n_groups = len({r["group"] for r in rows}) or 1
-    n_slots = len({r["slot"] for r in rows}) or 1
-    layers = [cells]
+    largest = base.transform_joinaggregate(top="max(value)").transform_filter(
+        "isValid(datum.value) && datum.value == datum.top").mark_rect(
+        fill=None, stroke=SLOW_COLOR, strokeWidth=3).encode(
+        x="slot:O", y=alt.Y("group:N", sort=None), href="href:N",
+        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
+                 alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))])
+    layers = [cells, largest]
     if n_groups * n_slots <= 256:
         layers.append(base.mark_text(fontSize=10).encode(
             x="slot:O", y=alt.Y("group:N", sort=None), text="label:N",
