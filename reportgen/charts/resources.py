@@ -27,21 +27,19 @@ def device_heatmap(rows: list[dict], value_title: str, ramp: tuple = MEMORY_RAMP
     n_slots = len({r["slot"] for r in rows}) or 1
     many = n_groups > MANY_HEAT_ROWS  # (thin rows: no white border to hide the colour, the host labels thinned)
     base = Chart(alt.NamedData(name="cells"))
+    tip = [alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
+           alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))]
     cells = base.mark_rect(stroke="#fff", strokeWidth=0 if many else 1).encode(
         x=alt.X("slot:O", title=_("Device in host"), axis=alt.Axis(labelAngle=0)),
         y=alt.Y("group:N", title=None, sort=None, axis=alt.Axis(labelOverlap="greedy") if many else alt.Undefined),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(domain=ramp[0], range=ramp[1], clamp=True),
                         legend=alt.Legend(format=fmt)),
-        href="href:N",
-        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
-                 alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))],
+        href="href:N", tooltip=tip,
     )
     largest = base.transform_joinaggregate(top="max(value)").transform_filter(
         "isValid(datum.value) && datum.value == datum.top").mark_rect(
         fill=None, stroke=SLOW_COLOR, strokeWidth=3).encode(
-        x="slot:O", y=alt.Y("group:N", sort=None), href="href:N",
-        tooltip=[alt.Tooltip("rank:O", title=_("Rank")), alt.Tooltip("group:N", title=_("Host")),
-                 alt.Tooltip("value:Q", title=value_title, format=fmt), alt.Tooltip("tip:N", title=_("Detail"))])
+        x="slot:O", y=alt.Y("group:N", sort=None), href="href:N", tooltip=tip)
     layers = [cells, largest]
     if n_groups * n_slots <= 256:
         layers.append(base.mark_text(fontSize=10).encode(
