@@ -79,13 +79,15 @@ def plan_resources_context(a: Analysis, slow_ranks: frozenset = frozenset()) -> 
         if res.capacity_known:
             m["value"] = m["ratio"]
             title, caption = _("Peak / capacity"), N_("Peak device memory as a share of capacity, one cell per device, "
-                                                      "a row per host. Click a cell to open the rank.")
+                                                      "a row per host; the device with the largest share outlined in "
+                                                      "red. Click a cell to open the rank.")
         else:
             top = m["peak_mb"].max()
             m["value"] = m["peak_mb"] / top if top > 0 else math.nan
             title, caption = _("Peak / largest peak"), N_(
                 "Peak device memory relative to the device with the largest peak (the profiler recorded no "
-                "capacity; pass --device-memory-gb to compare with it). Click a cell to open the rank.")
+                "capacity; pass --device-memory-gb to compare with it), that device outlined in red. Click a cell to "
+                "open the rank.")
         peak_tip = _("peak {mb} MB")
         cells = _cells(a, m, "value", ".0%", lambda rec: peak_tip.format(mb=f"{rec['peak_mb']:,.0f}"))
         ramp = res_charts.MEMORY_RAMP if res.capacity_known else res_charts.RELATIVE_RAMP
@@ -108,7 +110,7 @@ def plan_resources_context(a: Analysis, slow_ranks: frozenset = frozenset()) -> 
                        lambda rec: f"{rec['flops_m']:,.1f} MFLOPs, {rec['flops_per_s_g']:,.1f} GFLOPS")
         charts.append(Chart("flops-heatmap", res_charts.device_heatmap(cells, "FLOPs / busiest device", res_charts.FLOPS_RAMP),
                             N_("FLOPs of each device relative to the busiest device (MindInsight's cluster FLOPs "
-                            "heatmap). Click a cell to open the rank."),
+                            "heatmap), the busiest outlined in red. Click a cell to open the rank."),
                             renderer="canvas" if len(cells) > 2000 else "svg"))
         cols = [{"key": "rank", "label": N_("Rank")}, {"key": "host", "label": N_("Host")},
                 {"key": "flops_m", "label": N_("FLOPs (MFLOPs)")}, {"key": "flops_per_s_g", "label": N_("FLOPS (GFLOPS)")},
