@@ -9,7 +9,7 @@ Units are normalised at load time: every duration is in milliseconds.
 from __future__ import annotations
 
 from reportgen import framepack
-from reportgen.sealed import Sealed, SealedField
+from reportgen.sealed import Sealed, SealedField, held
 from reportgen.i18n import N_, Msg
 
 from dataclasses import dataclass, field
@@ -560,8 +560,9 @@ class RankData:
         """Whether field `name` is set (not None), without opening it where it is still sealed (the coverage counts
         the ranks with operators: opening every rank's to see it cost ~2 s at 4,096 ranks)."""
         own = vars(self)
-        return own[name] is not None if name in own else name in (own.get("_sealed") or ()) or \
-            getattr(self, name, None) is not None
+        if name in own:
+            return own[name] is not None
+        return held(self, name) is not None or getattr(self, name, None) is not None
 
     def _opened(self, name: str) -> dict:
         """vars(self), field `name` opened if it is sealed."""

@@ -7,7 +7,6 @@ operators by."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,9 +104,9 @@ def operator_totals(run, steps) -> dict:
         per_rank = df.groupby(["side", "op_type", "rank"], as_index=False)[["ms", "count"]].sum(min_count=1)
         n = df.groupby("side")["rank"].nunique()
         for (side, op_type), g in per_rank.groupby(["side", "op_type"]):
-            types.append({"side": side, "op_type": op_type, "time_ms": _clean(float(g["ms"].sum() / n[side])),
-                          "count": _clean(float(g["count"].sum(min_count=1) / n[side])),
-                          "max_ms": _clean(float(g["ms"].max())), "max_rank": int(g.loc[g["ms"].idxmax(), "rank"]),
+            types.append({"side": side, "op_type": op_type, "time_ms": rounded(float(g["ms"].sum() / n[side])),
+                          "count": rounded(float(g["count"].sum(min_count=1) / n[side])),
+                          "max_ms": rounded(float(g["ms"].max())), "max_rank": int(g.loc[g["ms"].idxmax(), "rank"]),
                           "ranks": int(len(g))})
         types.sort(key=lambda t: -(t["time_ms"] or 0))
     top = []
@@ -120,13 +119,9 @@ def operator_totals(run, steps) -> dict:
         agg["time_ms"] = agg["ms"] / agg["side"].map(n)
         for rec in agg.nlargest(TOP_OPERATORS, "time_ms").to_dict("records"):
             top.append({"side": rec["side"], "name": rec["name"], "op_type": rec["op_type"],
-                        "time_ms": _clean(float(rec["time_ms"])), "ranks": int(rec["ranks"])})
+                        "time_ms": rounded(float(rec["time_ms"])), "ranks": int(rec["ranks"])})
     return {"basis": ", ".join(sorted(bases)) or None, "ranks": ranks,
             "unit": "ms per step, averaged over the ranks with operator data", "types": types, "top": top}
-
-
-def _clean(v: Any) -> Any:
-    return rounded(v, 6) if isinstance(v, float) else v
 
 
 __all__ = ["TOP_OPERATORS", "op_key", "operator_totals"]

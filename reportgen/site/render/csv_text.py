@@ -85,7 +85,8 @@ class CodedColumn:
 class SourcedRows(LazyRows):
     """A download's table, column by column, built only when its CSV is written (`LazyRows`), with `source`: a
     digest of everything its cells are made from but msreport's code (a rank's operators as they were sealed,
-    `sealed.Sealed.digest`, and what is made of them), or None. The CSV store finds a table's file by its source
+    `sealed.Sealed.digest`; a rank's communication operators by the analysis' cache key and their groups' labels),
+    or None. The CSV store finds a table's file by its source
     without building the table (`csv_store.CsvStore.gz`): two tables of one source must hold the same cells."""
 
     def __init__(self, fn, source: Optional[bytes]) -> None:
