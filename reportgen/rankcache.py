@@ -316,7 +316,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     # ranks read elsewhere (worker processes, a cluster) only come back here to be unpickled: no collection meanwhile
     elsewhere = (kw.get("scheduler") not in (None, "local")
                  or (kw.get("jobs", 1) > 1 and len(todo) >= kw.get("min_parallel", 1)))
-    with gc_paused(elsewhere):
+    with gc_paused(elsewhere, long_lived=True):
         done = 0
         for i in range(total):
             data = hits.pop(i, None)

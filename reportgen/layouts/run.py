@@ -88,7 +88,7 @@ def load_run(layout: "RunLayout", jobs: int = 1,
                 POOL_MIN_BYTES:
             least = 2
         pause = active() is None and (scheduler not in (None, "local") or (jobs > 1 and len(items) >= least))
-        with gc_paused(pause):
+        with gc_paused(pause, long_lived=True):
             return {d.info.rank: d for d in map_cached(load_rank, [rf for _, rf in items],
                                                       (root, layout.layout, derive), jobs=jobs, scheduler=scheduler,
                                                       files=rank_files, min_parallel=least, progress=progress)}
