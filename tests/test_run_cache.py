@@ -551,3 +551,37 @@ def test_a_rank_whose_communication_changed_gets_its_new_csv(run4, tmp_path, mon
     fresh = tmp_path / "fresh"
     build_report(run, fresh, BuildOptions(lang="en", cache=False))
     _same_site(site, fresh)
+
+
+def test_the_command_holds_its_last_build_and_a_library_build_frees_its_own(run4, tmp_path, monkeypatch):
+    """`report.keep_until_exit` (the command, which exits without the interpreter's teardown): what a build made is
+    held when it ends (frozen: no collector pass walks it), one build's at a time; a library caller's build frees
+    everything it made (nothing held, nothing left frozen)."""
+    import gc
+    import weakref
+
+    made = []
+    real = report.load_phase
+
+    def load_phase(*a, **k):  # (a reference to each build's loaded run, that does not keep it alive)
+        run = real(*a, **k)
+        made.append(weakref.ref(run))
+        return run
+    monkeypatch.setattr(report, "load_phase", load_phase)
+    monkeypatch.setattr(report, "_kept", [])
+    frozen = gc.get_freeze_count()
+    build_report(run4, tmp_path / "lib", BuildOptions(cache=False))
+    gc.collect()
+    assert made[-1]() is None and report._kept == [] and gc.get_freeze_count() == frozen
+    monkeypatch.setattr(report, "_keep", True)
+    try:
+        build_report(run4, tmp_path / "cmd", BuildOptions(cache=False))
+        first = made[-1]
+        gc.collect()
+        assert first() is not None and gc.get_freeze_count() > frozen
+        build_report(run4, tmp_path / "cmd2", BuildOptions(cache=False))  # the next build lets the last one go
+        gc.collect()
+        assert first() is None and made[-1]() is not None
+    finally:
+        report._kept.clear()
+        gc.unfreeze()
