@@ -287,19 +287,36 @@ def pieces(packed: Any, tab: Optional[np.ndarray]) -> tuple[int, tuple, list]:
 
 
 def stack(frames: list) -> Optional[pd.DataFrame]:
-    """`pd.concat([unpack(p, tab) ...], ignore_index=True)` of `pieces` of frames of one layout (the same columns
-    in the same blocks of the same dtypes), built at once: the frame pd.concat gives, its blocks too (concat keeps
-    the blocks of frames of one layout); None where they are not of one layout or the frame cannot be built so."""
+    """`pd.concat([unpack(p, tab) ...], ignore_index=True)` of `pieces` of frames of one layout (the same columns in
+    the same blocks of the same dtypes), built at once: the frame pd.concat gives, its blocks too (a block per run of
+    adjacent columns that one block holds in every frame: a block layout changes the last digits of pandas'
+    reductions); None where they are not of one layout or the frame cannot be built so."""
     if not frames or _from_blocks is None:
         return None
     names = frames[0][1]
     lay = [(ix.tobytes(), v.dtype, v.ndim) for v, ix in frames[0][2]]
     if any(f[1] != names or [(ix.tobytes(), v.dtype, v.ndim) for v, ix in f[2]] != lay for f in frames):
         return None
+    if len(frames) == 1:  # (pd.concat keeps a lone frame's blocks)
+        return from_pieces(frames[0])
+    where = {int(i): (j, k) for j, (_, ix) in enumerate(frames[0][2]) for k, i in enumerate(ix.tolist())}
+    runs: list[tuple[int, list, list]] = []  # (block, its rows, the columns): adjacent columns of one block
+    for i in range(len(names[0])):
+        j, k = where[i]
+        if runs and runs[-1][0] == j:
+            runs[-1][1].append(k)
+            runs[-1][2].append(i)
+        else:
+            runs.append((j, [k], [i]))
     parts = []
-    for j, (v, ix) in enumerate(frames[0][2]):
+    for j, rows, cols in runs:
         got = [f[2][j][0] for f in frames]
-        parts.append((np.concatenate(got, axis=1) if v.ndim == 2 else type(v)._concat_same_type(got), ix))
+        if got[0].ndim == 2:
+            whole = rows == list(range(len(got[0])))
+            values = np.concatenate(got if whole else [v[rows] for v in got], axis=1)
+        else:
+            values = type(got[0])._concat_same_type(got)
+        parts.append((values, np.array(cols, dtype=np.intp)))
     return from_pieces((sum(f[0] for f in frames), names, parts))
 
 
