@@ -312,8 +312,8 @@ def stack(frames: list) -> Optional[pd.DataFrame]:
     for j, rows, cols in runs:
         got = [f[2][j][0] for f in frames]
         if got[0].ndim == 2:
-            whole = rows == list(range(len(got[0])))
-            values = np.concatenate(got if whole else [v[rows] for v in got], axis=1)
+            at = slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[0] + len(rows))) else rows
+            values = np.concatenate(got if rows == list(range(len(got[0]))) else [v[at] for v in got], axis=1)
         else:
             values = type(got[0])._concat_same_type(got)
         parts.append((values, np.array(cols, dtype=np.intp)))

@@ -323,11 +323,16 @@ def _label_codes(figs: dict[int, CommFigures], order: list[int], name: str) -> O
     if not all(type(v) is str for v in values):
         return None
     vc, vals = codes(np.array(values, dtype=object))
-    out, at = [], 0
-    for c, v in parts:
-        out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
-        at += len(v)
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
+    n_vals = np.array([len(v) for _, v in parts], dtype=np.int64)
+    n_rows = np.array([len(c) for c, _ in parts], dtype=np.int64)
+    if not len(parts) or ((n_vals == 0) & (n_rows > 0)).any():  # (rows without values: code 0, one rank at a time)
+        out, at = [], 0
+        for c, v in parts:
+            out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
+            at += len(v)
+        return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
+    # each rank's codes shifted to its values' place among all (one take, not one a rank)
+    return vc[np.concatenate([c for c, _ in parts]) + np.repeat(np.cumsum(n_vals) - n_vals, n_rows)], vals
 
 
 def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataFrame:
