@@ -66,8 +66,8 @@ def stack_links(frames: list) -> pd.DataFrame:
 def rank_inputs(run: Run, with_data: dict[int, Communication], inferred: dict[int, tuple[str, str]]
                 ) -> tuple[dict[int, CommFigures], dict[int, RankOps], dict[int, Any]]:
     """Every rank's figures, in rank order, what `_rank_ops` reads of its operators (`RankOps`), and its links (in
-    `with_data`'s order: a frame, or `LinkPieces` for `stack_links`). A rank whose group was inferred (`_infer_legacy_groups`): its operators with that group,
-    the figures made again from them."""
+    `with_data`'s order: a frame, or `LinkPieces` for `stack_links`). A rank whose group was inferred
+    (`_infer_legacy_groups`): its operators with that group, the figures made again from them."""
     figs: dict[int, CommFigures] = {}
     ops: dict[int, RankOps] = {}
     links: dict[int, Any] = {}

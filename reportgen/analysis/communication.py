@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reportgen import framepack
 from reportgen.analysis.codes import (Groups, codes, codes_of_chunks, codes_of_parts, distinct, frame_layout, labels,
                                       text_column)
 from reportgen.analysis.comm_inputs import RankOps, rank_inputs, stack_links
@@ -377,9 +378,11 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
     out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
     del w
     at_first = g.first
-    for k, n in enumerate(names):
+    for k, n in enumerate(names):  # (the text column the frame would infer, made at once: `framepack.texts`)
         vals, cs = text[n]
-        out.insert(k, n, text_column(vals, cs[at_first]).to_numpy())
+        col = text_column(vals, cs[at_first]).to_numpy()
+        got = framepack.texts(col)
+        out.insert(k, n, col if got is None else got)
     out = out.sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
