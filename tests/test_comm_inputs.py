@@ -146,3 +146,34 @@ def test_codes_of_chunks_is_codes_of_parts_of_the_texts():
     with pytest.raises(ValueError):
         codes_of_chunks([(np.array([2, 4, 5]), [np.array(["a", "b"], dtype=object), None],
                           np.array([4], dtype=np.int32))])
+
+
+def test_names_coded_from_their_texts_where_the_chunks_cannot_be(tmp_path, monkeypatch):
+    """Where the chunks cannot code the operators' names (`codes_of_chunks` None: a name that is not a `str`) nor the
+    ranks' labels their groups and kinds, those columns are read from the seal again and coded as texts: the same
+    analysis."""
+    import reportgen.analysis.communication as comm
+
+    lay = discover(generate_run(tmp_path / "run", ranks=4, steps=2))[0]
+    run = load_run(lay, derive=rank_figures)
+    want = analyze_communication(run)
+    monkeypatch.setattr(comm, "codes_of_chunks", lambda parts, dtype=None: None)
+    monkeypatch.setattr(comm, "_label_codes", lambda figs, order, name: None)
+    got = analyze_communication(_sealed(run))
+    for name in FRAMES:
+        assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True)
+
+
+def test_ranks_sealed_and_opened_together(tmp_path):
+    """Some ranks opened (read before), some sealed, one without its figures: the same analysis."""
+    lay = discover(generate_run(tmp_path / "run", ranks=4, steps=2, tp=2, comm_ops_per_step=6))[0]
+    run = load_run(lay, derive=rank_figures)
+    want = analyze_communication(run)
+    mixed = _sealed(run)
+    ranks = sorted(mixed.ranks)
+    mixed.ranks[ranks[0]].communication.ops  # noqa: B018  # (opened)
+    mixed.ranks[ranks[1]].communication.open_alone("instances")  # (the operators and links still sealed)
+    mixed.ranks[ranks[2]].figures.comm = None  # (its figures made here: its frames opened)
+    got = analyze_communication(mixed)
+    for name in FRAMES:
+        assert_frame_equal(getattr(got, name), getattr(want, name), check_exact=True)
