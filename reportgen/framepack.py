@@ -1,6 +1,10 @@
 """Frames in a compact pickled form: a rank's summary crosses a process boundary (a worker to the main process) and
 is stored in the rank cache (`rankcache`) as a pickle, and a 1,024-rank run holds a thousand of them (issue 33).
 
+Over 500 lines: one format, its writing (`pack`, the texts' table) and its reading (`unpack`, `table`, `chunks`,
+`columns_of`, `stack`: a few columns read, frames stacked, without building each frame) share the packed tuple's
+layout and the chunks' codes.
+
 `pack(frame, texts)` turns a frame into plain arrays: float, integer and boolean columns as one 2-D array per dtype,
 nullable integers and pandas' `str` columns as their arrays, and text columns (object columns holding only `str`, NaN
 or None) as int32 codes into `texts` (`Texts`), a table shared by every frame packed with it (a rank's operator names
@@ -265,7 +269,13 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
     that is not a packed frame is returned as it is."""
     if not is_packed(packed):
         return packed
-    _, _, n, (names, dtype), blocks, coded, arrays = packed
+    return from_pieces(pieces(packed, tab))
+
+
+def pieces(packed: Any, tab: Optional[np.ndarray]) -> tuple[int, tuple, list]:
+    """What `unpack` builds the frame of (its rows, (column names, their dtype), its blocks: (values, columns)),
+    the frame not built: pieces of frames of one layout are stacked at once (`stack`)."""
+    _, _, n, names, blocks, coded, arrays = packed
     parts: list[tuple[Any, np.ndarray]] = [(values, ix) for ix, values in blocks]
     if coded:
         if tab is None:
@@ -273,6 +283,46 @@ def unpack(packed: Any, tab: Optional[np.ndarray]) -> Any:
         codes = np.vstack([c for _, c in coded])  # the table starts with NaN and None (`table`)
         parts.append((tab.take(codes), np.array([i for i, _ in coded], dtype=np.intp)))
     parts += [(a, np.array([i], dtype=np.intp)) for i, a in arrays]
+    return n, names, parts
+
+
+def stack(frames: list) -> Optional[pd.DataFrame]:
+    """`pd.concat([unpack(p, tab) ...], ignore_index=True)` of `pieces` of frames of one layout (the same columns in
+    the same blocks of the same dtypes), built at once: the frame pd.concat gives, its blocks too (a block per run of
+    adjacent columns that one block holds in every frame: a block layout changes the last digits of pandas'
+    reductions); None where they are not of one layout or the frame cannot be built so."""
+    if not frames or _from_blocks is None:
+        return None
+    names = frames[0][1]
+    lay = [(ix.tobytes(), v.dtype, v.ndim) for v, ix in frames[0][2]]
+    if any(f[1] != names or [(ix.tobytes(), v.dtype, v.ndim) for v, ix in f[2]] != lay for f in frames):
+        return None
+    if len(frames) == 1:  # (pd.concat keeps a lone frame's blocks)
+        return from_pieces(frames[0])
+    where = {int(i): (j, k) for j, (_, ix) in enumerate(frames[0][2]) for k, i in enumerate(ix.tolist())}
+    runs: list[tuple[int, list, list]] = []  # (block, its rows, the columns): adjacent columns of one block
+    for i in range(len(names[0])):
+        j, k = where[i]
+        if runs and runs[-1][0] == j:
+            runs[-1][1].append(k)
+            runs[-1][2].append(i)
+        else:
+            runs.append((j, [k], [i]))
+    parts = []
+    for j, rows, cols in runs:
+        got = [f[2][j][0] for f in frames]
+        if got[0].ndim == 2:
+            at = slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[0] + len(rows))) else rows
+            values = np.concatenate(got if rows == list(range(len(got[0]))) else [v[at] for v in got], axis=1)
+        else:
+            values = type(got[0])._concat_same_type(got)
+        parts.append((values, np.array(cols, dtype=np.intp)))
+    return from_pieces((sum(f[0] for f in frames), names, parts))
+
+
+def from_pieces(p: tuple) -> pd.DataFrame:
+    """The frame of `pieces` (`unpack`'s)."""
+    n, (names, dtype), parts = p
     index, columns = _range(n), _columns(names, dtype)
     if _from_blocks is not None:
         return _from_blocks(parts, index=index, columns=columns)
@@ -484,11 +534,62 @@ def _chunk(p: Any) -> np.ndarray:
 _MISSING = np.array([math.nan, None], dtype=object)
 
 
-def table(payload: list) -> np.ndarray:
+def table(payload: list, need: Optional[list] = None) -> np.ndarray:
     """`Texts.payload` as the object array `unpack` takes: NaN and None (the missing codes), then every text,
     `sys.intern`ed (one object per text in this process, whichever rank it came from); a chunk already read (the
-    texts of a group another rank of it had) is not decoded again."""
-    return np.concatenate([_MISSING, *(_chunk(p) for p in payload)])
+    texts of a group another rank of it had) is not decoded again. `need`: codes into the table (arrays): only the
+    chunks they fall in are decoded (`chunks`), the others' places None (a table for the frames of those codes)."""
+    if need is None:
+        return np.concatenate([_MISSING, *(_chunk(p) for p in payload)])
+    return table_of(*chunks(payload, need))
+
+
+def table_of(starts: np.ndarray, got: list) -> np.ndarray:
+    """The table of `chunks`' chunks, a chunk not read its places None."""
+    return np.concatenate([_MISSING, *(np.empty(n, dtype=object) if c is None else c
+                                       for c, n in zip(got, np.diff(starts).tolist()))])
+
+
+def chunks(payload: list, need: list, cache: Optional[dict] = None) -> tuple[np.ndarray, list]:
+    """`table(payload)` chunk by chunk: each chunk's first place in the table (the table's length last), and the
+    chunks that codes `need` (arrays) fall in, decoded as `table` decodes them (one array object per chunk text in
+    this process), None for the others (not decoded). `cache`: a dict of the caller's that the chunks are decoded
+    into instead, their texts not interned (one array object per chunk text while the caller holds it: ~0.6 µs a
+    text less, where the texts are read once)."""
+    known = _CHUNKS if cache is None else cache
+    sizes = []
+    for p in payload:  # (a chunk read before: its length; else its texts counted, not decoded)
+        got = known.get(p) if type(p) is str or cache is not None else None
+        sizes.append(len(got) if got is not None else (p.count("\x00") + 1) if type(p) is str else len(p))
+    starts = np.cumsum([2, *sizes])
+    seen = np.zeros(int(starts[-1]), dtype=bool)
+    for c in need:
+        if len(c) and (int(c.min()) < 0 or int(c.max()) >= len(seen)):
+            raise ValueError("a code outside its table")
+        seen[c] = True
+    hit = np.zeros(len(payload) + 1, dtype=bool)
+    hit[np.searchsorted(starts, np.flatnonzero(seen[2:]) + 2, side="right") - 1] = True
+    if cache is None:
+        return starts, [_chunk(p) if h else None for p, h in zip(payload, hit.tolist())]
+    out = []
+    for p, h in zip(payload, hit.tolist()):
+        got = cache.get(p) if h else None
+        if h and got is None:
+            got = cache[p] = np.array(p.split("\x00") if type(p) is str else list(p), dtype=object).reshape(-1)
+        out.append(got)
+    return starts, out
+
+
+def columns_of(packed: Any) -> Optional[dict]:
+    """A packed frame's (`pack`'s) columns as it holds them, the frame not built: name -> ("plain", its row of its
+    block), ("coded", its codes into the texts' table) or ("array", its array); None where `packed` is not one."""
+    if not is_packed(packed):
+        return None
+    _, _, _, (names, _), blocks, coded, arrays = packed
+    out = {names[i]: ("plain", values[j]) for ix, values in blocks for j, i in enumerate(ix.tolist())}
+    out.update((names[i], ("coded", c)) for i, c in coded)
+    out.update((names[i], ("array", a)) for i, a in arrays)
+    return out
 
 
 def frame_from(packed: Any, payload: list) -> Any:
@@ -496,5 +597,5 @@ def frame_from(packed: Any, payload: list) -> Any:
     return unpack(packed, table(payload))
 
 
-__all__ = ["Texts", "chunks_and_codes", "chunks_by", "frame", "texts", "pack", "unpack", "table", "frame_from", "is_packed",
-           "layout", "empty", "FramePickler", "dumps"]
+__all__ = ["Texts", "chunks_and_codes", "chunks_by", "frame", "texts", "pack", "unpack", "pieces", "from_pieces", "stack", "table", "table_of", "chunks", "columns_of",
+           "frame_from", "is_packed", "layout", "empty", "FramePickler", "dumps"]

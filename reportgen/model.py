@@ -288,6 +288,18 @@ class Communication:
         read (the analysis' waits in a forked copy of the build's process, `analysis._waits_beside`)."""
         self._unseal(only=name)
 
+    def sealed_frames(self) -> tuple[dict, list]:
+        """The frames this still holds sealed, packed (`framepack.pack`; `framepack.columns_of` reads their columns),
+        and their texts' payload (`framepack.table`), opened without setting them on this (they stay sealed): where
+        a few of their columns are read once (the cluster communication analysis, `analysis.comm_inputs`). ({}, [])
+        where none is sealed."""
+        own = vars(self)
+        sealed = own.get("_sealed")
+        if sealed is None:
+            return {}, []
+        frames, payload = sealed[0].open()
+        return {k: v for k, v in frames.items() if k not in own}, payload
+
     def _unseal(self, only: Optional[str] = None) -> dict:
         """vars(self), the sealed frames (`only`: that one, the seal kept for the others) set on it, except a frame
         set since it was sealed, which is kept."""

@@ -130,10 +130,16 @@ def ops_numbers(f: CommFigures, ops: pd.DataFrame) -> np.ndarray:
     one-value sum is 0.0 + the value: -0.0 becomes 0.0) and a count of 1, per step."""
     if f.ops_nums is not None:
         return f.ops_nums
-    out = np.empty((len(f.ops_at), _NT + 1))
     names = ops.columns.tolist()  # (an Index lookup builds its hash table on every rank's frame: ~0.2 ms)
+    return numbers_of(f, {x: _column(ops, names.index(x)) for x in COMM_TIME_COLUMNS if x in names})
+
+
+def numbers_of(f: CommFigures, columns: dict) -> np.ndarray:
+    """`ops_numbers` (where `f.ops_nums` is None) from the operators' COMM_TIME_COLUMNS as float64 arrays (a column
+    missing: NaN), wherever they are read from (a frame, a packed frame: `analysis.comm_inputs`)."""
+    out = np.empty((len(f.ops_at), _NT + 1))
     for j, x in enumerate(COMM_TIME_COLUMNS):
-        out[:, j] = (_column(ops, names.index(x))[f.ops_at] if x in names else np.nan) + 0.0
+        out[:, j] = (columns[x][f.ops_at] if x in columns else np.nan) + 0.0
     out[:, _NT] = 1.0
     if not f.stored:
         out /= f.ops_div

@@ -7,14 +7,17 @@ Pure functions of the loaded `Run`. Every figure is an average per step: the pro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.codes import Groups, codes, codes_of_parts, distinct, frame_layout, labels, text_column
-from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, comm_figures, ops_numbers, wait_ratio
+from reportgen import framepack
+from reportgen.analysis.codes import (Groups, codes, codes_of_chunks, codes_of_parts, distinct, frame_layout, labels,
+                                      text_column)
+from reportgen.analysis.comm_inputs import RankOps, rank_inputs, stack_links
+from reportgen.analysis.comm_rank import GROUP_COLUMNS, CommFigures, wait_ratio
 from reportgen.analysis.links import link_ops_table, link_table, pair_table, transport_medians
 from reportgen.dataquality import dq
 from reportgen.i18n import N_
@@ -85,8 +88,9 @@ def analyze_communication(run: Run, release_inputs: bool = False) -> CommAnalysi
     notes = sorted({c.unit_note for c in with_data.values() if c.unit_note})
     inferred = _infer_legacy_groups(with_data)
     # each rank's side (`analysis.comm_rank`: computed where the rank was loaded), combined here
-    figs, ops_of = _figures(run, with_data, inferred)
-    links = _stack([c.links for c in with_data.values()], with_data, inferred)
+    figs, ops_of, links_of = rank_inputs(run, with_data, inferred)
+    links = _stack(list(links_of.values()), with_data, inferred, concat=stack_links)
+    del links_of
     if links is None:
         links = pd.DataFrame()
     if release_inputs:
@@ -153,7 +157,7 @@ def _release(with_data: dict[int, Communication], name: str) -> None:
     of one `frame_layout` (a copy a rank costs ~0.1 ms: 0.2 s at 1,024 ranks; nothing reads or writes them after)."""
     made: dict = {}
     for c in with_data.values():
-        f = getattr(c, name)
+        f = vars(c).get(name)  # (a frame still sealed is not opened: `Communication.release_sealed` empties it)
         if f is not None and len(f):
             key = frame_layout(f)
             got = made.get(key) if key is not None else None
@@ -167,39 +171,26 @@ def _release(with_data: dict[int, Communication], name: str) -> None:
 def release_comm_inputs(run: Run) -> None:
     """Drop what only the communication analysis reads from the ranks: their link and operator frames and their
     figures (an analysis read from the cache, `report.analyse_phase`; `analyze_communication`'s
-    `release_inputs`)."""
-    _release({r: d.communication for r, d in run.ranks.items() if d.communication is not None}, "links")
-    _release({r: d.communication for r, d in run.ranks.items() if d.communication is not None}, "ops")
+    `release_inputs`): those still sealed (`Communication.release_sealed`) and those opened (`_release`)."""
+    comms = {r: d.communication for r, d in run.ranks.items() if d.communication is not None}
+    for c in comms.values():
+        c.release_sealed(instances=False)
+    _release(comms, "links")
+    _release(comms, "ops")
     for d in run.ranks.values():
         if getattr(d.figures, "comm", None) is not None:
             d.figures.comm = None
 
 
-def _figures(run: Run, with_data: dict[int, Communication], inferred: dict[int, tuple[str, str]]
-             ) -> tuple[dict[int, CommFigures], dict[int, pd.DataFrame]]:
-    """Every rank's figures, in rank order, and the operator frame they index: the rank's, or for a rank whose
-    group was inferred (`_infer_legacy_groups`) its frame with that group, the figures made again from it."""
-    figs: dict[int, CommFigures] = {}
-    ops_of: dict[int, pd.DataFrame] = {}
-    for r in sorted(with_data):
-        c = with_data[r]
-        pre = getattr(run.ranks[r].figures, "comm", None)
-        if r in inferred:
-            c = replace(c, ops=c.ops.assign(group=np.full(len(c.ops), inferred[r][0], dtype=object)))
-            pre = None
-        figs[r] = pre if pre is not None else comm_figures(c)
-        ops_of[r] = c.ops
-    return figs, ops_of
-
-
-def _stack(frames: list[pd.DataFrame], with_data: dict, inferred: dict, ids: bool = True) -> Optional[pd.DataFrame]:
+def _stack(frames: list, with_data: dict, inferred: dict, ids: bool = True, concat=None) -> Optional[pd.DataFrame]:
     """The ranks' frames one under the other, with `rank`, `stored`, `global_ids` (and the inferred `group`) added
-    once to the whole (adding columns to a thousand small frames costs seconds), or None when all are empty."""
+    once to the whole (adding columns to a thousand small frames costs seconds), or None when all are empty.
+    `concat`: what stacks them (`pd.concat`'s: the links' `comm_inputs.stack_links`)."""
     ranks = list(with_data)
     keep = [(r, f) for r, f in zip(ranks, frames) if len(f)]
     if not keep:
         return None
-    out = pd.concat([f for _, f in keep], ignore_index=True)
+    out = concat([f for _, f in keep]) if concat is not None else pd.concat([f for _, f in keep], ignore_index=True)
     n = np.array([len(f) for _, f in keep])
     rs = [r for r, _ in keep]
     out["rank"] = np.repeat(np.array(rs, dtype=np.int64), n)
@@ -268,7 +259,7 @@ def _per_group_rank(figs: dict[int, CommFigures], any_stored: bool) -> pd.DataFr
     return out
 
 
-def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, RankOps]) -> tuple[pd.DataFrame, dict]:
     """Per (rank, op, group, kind): the average per step (the ranks' figures: ranks averaged over their steps
     first, then those with stored averages), op / group / kind as categoricals; and each row's codes of them
     (`_ops_across`). Memory (issue 33: a row a rank and operator, 1.6 million at 1,024 ranks): each number column
@@ -285,15 +276,16 @@ def _rank_ops(figs: dict[int, CommFigures], ops_of: dict[int, pd.DataFrame]) -> 
     nums = [np.empty(len(rank)) for _ in range(len(cols) + 1)]
     lo = 0
     for r, n in zip(order, lens):
-        x = ops_numbers(figs[r], ops_of[r])
+        x = ops_of[r].nums
         for j, col in enumerate(nums):
             col[lo:lo + n] = x[:, j]
         lo += n
     text = {n: _label_codes(figs, order, n) for n in ("group", "kind")}
     for n in ("op", "group", "kind"):
-        if text.get(n) is None:  # the text of every row (the operators' names: hardly any repeat within a rank)
-            text[n] = codes_of_parts([ops_of[r][n].to_numpy(dtype=object)[figs[r].ops_at] for r in order],
-                                     dtype=np.int32)
+        if text.get(n) is None and n == "op":  # (the operators' names: hardly any repeat within a rank)
+            text[n] = codes_of_chunks([ops_of[r].op for r in order], dtype=np.int32)
+        if text.get(n) is None:  # the text of every row
+            text[n] = codes_of_parts([ops_of[r].texts(n) for r in order], dtype=np.int32)
         text[n] = (text[n][0].astype(np.int32, copy=False), text[n][1])  # (4 bytes a row: the codes live until `_ops_across`)
     # rows by part, rank and the keys' order (each rank's rows come so: a check, and a sort if not)
     spans = [(rank, int(rank.max()) + 1), *((text[x][0], max(1, len(text[x][1]))) for x in ("op", "group", "kind"))]
@@ -332,11 +324,16 @@ def _label_codes(figs: dict[int, CommFigures], order: list[int], name: str) -> O
     if not all(type(v) is str for v in values):
         return None
     vc, vals = codes(np.array(values, dtype=object))
-    out, at = [], 0
-    for c, v in parts:
-        out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
-        at += len(v)
-    return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
+    n_vals = np.array([len(v) for _, v in parts], dtype=np.int64)
+    n_rows = np.array([len(c) for c, _ in parts], dtype=np.int64)
+    if not len(parts) or ((n_vals == 0) & (n_rows > 0)).any():  # (rows without values: code 0, one rank at a time)
+        out, at = [], 0
+        for c, v in parts:
+            out.append(vc[at:at + len(v)][c] if len(v) else np.zeros(len(c), dtype=np.int64))
+            at += len(v)
+        return (np.concatenate(out) if out else np.zeros(0, dtype=np.int64)), vals
+    # each rank's codes shifted to its values' place among all (one take, not one a rank)
+    return vc[np.concatenate([c for c, _ in parts]) + np.repeat(np.cumsum(n_vals) - n_vals, n_rows)], vals
 
 
 def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataFrame:
@@ -381,9 +378,11 @@ def _ops_across(rank_ops: pd.DataFrame, text: Optional[dict] = None) -> pd.DataF
     out["least_wait_rank"] = pick(np.where(np.isnan(w), np.inf, w), False)
     del w
     at_first = g.first
-    for k, n in enumerate(names):
+    for k, n in enumerate(names):  # (the text column the frame would infer, made at once: `framepack.texts`)
         vals, cs = text[n]
-        out.insert(k, n, text_column(vals, cs[at_first]).to_numpy())
+        col = text_column(vals, cs[at_first]).to_numpy()
+        got = framepack.texts(col)
+        out.insert(k, n, col if got is None else got)
     out = out.sort_values(["spread_ms", "mean_ms"], ascending=False, kind="stable")
     return out.reset_index(drop=True)
 
