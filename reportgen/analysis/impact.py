@@ -139,21 +139,21 @@ def exposed_fraction(steps, ranks: Iterable[int]) -> Optional[float]:
     return float(min(1.0, max(0.0, float(nov[both.index].sum()) / float(both.sum()))))
 
 
-def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
-    """(mean saving per step in ms before hiding, the records of the operators concerned) when the `hit` transfer
-    records of `f` (link_ops rows) move their data at `target_gbps[transport]`: an operator lasts as long as its
-    slowest record, a rank saves the sum over its operators and a step what its most delayed rank saves."""
-    if not hit.any():
-        return None
+_TRANSFERS: dict = {}  # id of a `link_ops` frame -> (a weak reference to it, `_transfer_rows` of it)
+
+
+def _transfer_rows(lo: pd.DataFrame) -> tuple:
+    """(the `link_ops` columns the savings read, its step's missing values -1; each row's (step, group, operator)
+    as an integer key; whether all three are given; whether the row is the first of its key and rank): what
+    `small_transfer_saving` and `link_saving` both read, made once per frame while it lives (factorising the text
+    of 300,000 records twice a rule cost ~60 ms at 1,024 ranks), and read only."""
+    got = _TRANSFERS.get(id(lo))
+    if got is not None and got[0]() is lo:
+        return got[1]
+    f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
+    f["step"] = f["step"].fillna(-1)
     # integer keys for (step, group, op) (a merge and groupbys on text cost seconds at 1,024 ranks); a missing
     # value is a key of its own, as a merge matches it, and the per-operator sums leave it out, as a groupby does
-    tc, tu = pd.factorize(f["transport"])  # the target of each distinct transport (Series.map's values)
-    target = pd.Series([target_gbps.get(t, math.nan) for t in tu] + [math.nan], dtype=object).astype(float) \
-        .to_numpy()[tc]
-    ideal = f["size_mb"].to_numpy(dtype=float) / target
-    old_t = f["time_ms"].to_numpy(dtype=float)
-    hv = hit.to_numpy(dtype=bool)
-    fixed = np.where(~hv | np.isnan(ideal), old_t, np.fmin(old_t, ideal))
     kk = np.zeros(len(f), dtype=np.int64)
     named = np.ones(len(f), dtype=bool)  # rows whose step, group and operator are all given
     for k in ("step", "group", "op"):
@@ -162,6 +162,33 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
         if len(missing):
             named &= ~np.isin(c, missing)
         kk = pd.factorize(kk * max(1, len(u)) + c)[0].astype(np.int64)
+    rc, ru = pd.factorize(f["rank"], use_na_sentinel=False)
+    first = ~pd.Series(kk * max(1, len(ru)) + rc).duplicated().to_numpy()
+    out = (f, kk, named, first)
+    for k in [k for k, (ref, _) in _TRANSFERS.items() if ref() is None]:  # (frames gone since: dropped)
+        del _TRANSFERS[k]
+    try:
+        _TRANSFERS[id(lo)] = (weakref.ref(lo), out)
+    except TypeError:  # (an object that takes no weak reference: not kept)
+        pass
+    return out
+
+
+def _transfer_saving(rows: tuple, hit: pd.Series, target_gbps: dict):
+    """(mean saving per step in ms before hiding, the records of the operators concerned) when the `hit` transfer
+    records of `rows` (`_transfer_rows` of link_ops) move their data at `target_gbps[transport]`: an operator lasts
+    as long as its slowest record, a rank saves the sum over its operators and a step what its most delayed rank
+    saves."""
+    if not hit.any():
+        return None
+    f, kk, named, first = rows
+    tc, tu = pd.factorize(f["transport"])  # the target of each distinct transport (Series.map's values)
+    target = pd.Series([target_gbps.get(t, math.nan) for t in tu] + [math.nan], dtype=object).astype(float) \
+        .to_numpy()[tc]
+    ideal = f["size_mb"].to_numpy(dtype=float) / target
+    old_t = f["time_ms"].to_numpy(dtype=float)
+    hv = hit.to_numpy(dtype=bool)
+    fixed = np.where(~hv | np.isnan(ideal), old_t, np.fmin(old_t, ideal))
     in_ops = np.isin(kk, distinct(kk[hv]))
     ops = f[in_ops]
     sel = in_ops & named
@@ -169,8 +196,6 @@ def _transfer_saving(f: pd.DataFrame, hit: pd.Series, target_gbps: dict):
     delta = (per_op["old"] - per_op["new"]).clip(lower=0.0)
     # a rank's operators run one after the other, different groups' operators side by side: each member of an
     # operator saves its delta, and the step saves what its most delayed rank saves
-    rc, ru = pd.factorize(f["rank"], use_na_sentinel=False)
-    first = ~pd.Series(kk * max(1, len(ru)) + rc).duplicated().to_numpy()
     m = in_ops & first & named
     members = pd.DataFrame({"step": f["step"].to_numpy()[m], "rank": f["rank"].to_numpy()[m],
                             "delta": delta.reindex(kk[m]).to_numpy()})
@@ -198,9 +223,8 @@ def small_transfer_saving(steps, comm, small: pd.Series, target_gbps: dict, basi
     lo = getattr(comm, "link_ops", None)
     if lo is None or lo.empty or not {"step", "op", "group", "src", "dst", "time_ms", "size_mb"} <= set(lo.columns):
         return None
-    f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
-    f["step"] = f["step"].fillna(-1)
-    found = _transfer_saving(f, small.reindex(f.index, fill_value=False).astype(bool), target_gbps)
+    rows = _transfer_rows(lo)
+    found = _transfer_saving(rows, small.reindex(rows[0].index, fill_value=False).astype(bool), target_gbps)
     if found is None:
         return None
     saved, ops = found
@@ -217,11 +241,11 @@ def link_saving(steps, comm, links: Iterable[tuple[int, int]], target_gbps: dict
     if lo is None or lo.empty or not {"step", "op", "group", "src", "dst", "time_ms", "size_mb"} <= set(lo.columns):
         return None
     links = {(int(s), int(d)) for s, d in links}
-    f = lo[["step", "op", "group", "src", "dst", "transport", "time_ms", "size_mb", "rank"]].copy()
-    f["step"] = f["step"].fillna(-1)
+    rows = _transfer_rows(lo)
+    f = rows[0]
     hit = pd.Series(pd.MultiIndex.from_arrays([f["src"].astype("int64").to_numpy(), f["dst"].astype("int64").to_numpy()])
                     .isin(list(links)) if links else np.zeros(len(f), dtype=bool), index=f.index)
-    found = _transfer_saving(f, hit, target_gbps)
+    found = _transfer_saving(rows, hit, target_gbps)
     if found is None:
         return None
     saved_ring, ops = found
