@@ -51,14 +51,16 @@ class Standout:
 
 def standouts(per_step: pd.DataFrame, value: str, *, groups: Optional[dict[int, int]] = None,
               step_ms: Optional[pd.Series] = None, z: float, min_rel: float, min_abs_ms: float, min_share: float,
-              persistence: float, high: bool = True) -> list[Standout]:
+              persistence: float, high: bool = True, cells: Optional[pd.DataFrame] = None) -> list[Standout]:
     """Ranks whose `value` stands out (above the group when `high`, below it otherwise) in most steps.
 
     `per_step`: columns rank, step, value. Rows with a missing step are treated as one step (averages only).
     `step_ms`: median step time per step id (index step); missing -> the floors on share are not applied.
+    `cells`: `standout_cells` of the same arguments, where the caller made them already (read, not changed).
     """
-    df = standout_cells(per_step, value, groups=groups, step_ms=step_ms, z=z, min_rel=min_rel,
-                        min_abs_ms=min_abs_ms, min_share=min_share, high=high)
+    df = cells if cells is not None else standout_cells(per_step, value, groups=groups, step_ms=step_ms, z=z,
+                                                        min_rel=min_rel, min_abs_ms=min_abs_ms,
+                                                        min_share=min_share, high=high)
     if df.empty:
         return []
     sign = 1.0 if high else -1.0
