@@ -593,3 +593,17 @@ def test_sections_html_equals_including_each_section():
     for secs in (sections, sections[:1], []):
         want = old.render(sections=secs, page="p&q", g=lambda v: v + 1)
         assert new.render(sections=secs, page="p&q", g=lambda v: v + 1) == want
+
+
+def test_ms_cells_of_floats_equal_ms_cell_per_value():
+    """`fmt.ms_cells` (a column of floats at once, `html_rows._ms_column`'s common case) writes what `ms_cell`
+    writes, around the 1 ms boundary, the rounding to 1,000 and the values that are not finite included."""
+    from reportgen import fmt
+    rnd = random.Random(11)
+    values = [rnd.uniform(-3000, 3000) for _ in range(2000)] + [rnd.uniform(-1.5, 1.5) for _ in range(500)] + [
+        0.0, -0.0, 1.0, -1.0, 0.9999996, -0.9999996, 0.99999, 999.9996, -999.9996, 1e-5, -1e-5, 5e-324,
+        float("inf"), float("-inf"), float("nan"), 1e20, 0.5, 1234567.8915]
+    assert fmt.ms_cells(values) == [fmt.ms_cell(v) for v in values]
+    assert html_rows._ms_column(values) == [html_rows._ms_bare(v) for v in values]
+    mixed = [1.5, None, "x<y", np.float64(2.5), 3]
+    assert html_rows._ms_column(mixed) == [html_rows._ms_bare(v) for v in mixed]
