@@ -528,3 +528,82 @@ def test_csv_file_and_facts_table_equal_the_macros_they_replaced():
                                             **({"gz_csvs": gz[0]} if gz else {}))
                                 want = old.render(csv_download=urls.large_csv, csv_rows=jinja_env.csv_rows, **args)
                                 assert new.render(**args) == want, (lang, args)
+
+
+# the `issues_table` macro (`_macros.html`) that `jinja_env.issues_table` replaced, as it was
+_OLD_ISSUES_MACRO = (    '{% macro issues_table(issues, id) -%}\n'
+    '{% if issues %}\n'
+    '<div class="table-tools"><input type="search" placeholder="{{ _("Filter…") }}" data-filter="{{ id }}" aria-label="{{ _("Filter data-quality table") }}"></div>\n'
+    '<table class="sortable" id="{{ id }}">\n'
+    '<thead><tr><th>{{ _("Severity") }}</th><th>{{ _("File") }}</th><th>{{ _("Problem") }}</th></tr></thead>\n'
+    '<tbody>\n'
+    '{% for i in issues %}<tr class="sev-{{ i.severity }}"><td><span class="badge {{ i.severity }}">{{ (i.severity|t) }}</span></td><td><code>{{ i.file or _("(run)") }}</code></td><td>{{ (i|problem) }}</td></tr>\n'
+    '{% endfor %}\n'
+    '</tbody></table>\n'
+    '{% else %}\n'
+    '<p class="ok">{{ _("Every input file that was found could be read.") }}</p>\n'
+    '{% endif %}\n'
+    '{%- endmacro %}')
+
+
+def test_issues_table_equals_the_macro_it_replaced():
+    """No issues, issues as dicts and as objects (a file or none, texts to escape, a stored problem's code), the
+    table's id to escape, in each language."""
+    from markupsafe import Markup
+
+    from reportgen import i18n
+    from reportgen.model import DataIssue
+    lists = [[], None, [{"severity": "warning", "file": "a<b>.csv", "problem": "could not read & skipped"},
+                        {"severity": "error", "file": None, "problem": "x"},
+                        {"severity": "info", "file": "", "problem": Markup("<i>kept</i>")},
+                        {"severity": "warning", "file": "f", "problem": "bad", "code": "no-such-code", "params": {}}],
+             [DataIssue("warning", "ASCEND_PROFILER_OUTPUT/x.csv", "missing column 'y'"),
+              DataIssue("error", "", "could not read")]]
+    for lang in ("en", "zh"):
+        with i18n.use(lang):
+            env = jinja_env.make_env()
+            old = env.from_string(_OLD_ISSUES_MACRO + "[{{ issues_table(issues, id) }}]")
+            new = env.from_string('{% from "_macros.html" import issues_table with context %}'
+                                  "[{{ issues_table(issues, id) }}]")
+            rank = env.from_string('{% set issues_table = issues_table_fn %}[{{ issues_table(issues, id) }}]')
+            for issues in lists:
+                for tid in ("rank-issues", "a\"b<c>"):
+                    want = old.render(issues=issues, id=tid)
+                    assert new.render(issues=issues, id=tid) == want, (lang, issues, tid)
+                    assert rank.render(issues=issues, id=tid) == want
+
+
+def test_sections_html_equals_including_each_section():
+    """`sections_html` writes what `{% include s.template %}` for each section wrote, the caller's names and
+    the page's passed on, a section's own `{% set %}` kept to itself."""
+    from jinja2 import DictLoader
+
+    env = jinja_env.make_env()
+    env.loader = DictLoader({"_a.html": "<a>{{ s.id }}|{{ page }}|{{ f(1) }}{% set brief = s.id * 2 %}{{ brief }}</a>\n",
+                             "_b.html": "{% if s.id %}<b>{{ s.id }}{{ brief is defined }}</b>{% endif %}\n\n",
+                             "_c.html": ""})
+    S = type("S", (), {})
+    sections = []
+    for name, i in (("_a.html", "x<1>"), ("_b.html", "y"), ("_c.html", ""), ("_a.html", "z"), ("_b.html", "")):
+        s = S()
+        s.template, s.id = name, i
+        sections.append(s)
+    old = env.from_string("{% set f = g %}<p>{% for s in sections %}\n{% include s.template %}\n{% endfor %}\n</p>")
+    new = env.from_string("{% set f = g %}<p>{{ sections_html(sections, f=f) -}}\n</p>")
+    for secs in (sections, sections[:1], []):
+        want = old.render(sections=secs, page="p&q", g=lambda v: v + 1)
+        assert new.render(sections=secs, page="p&q", g=lambda v: v + 1) == want
+
+
+def test_ms_cells_of_floats_equal_ms_cell_per_value():
+    """`fmt.ms_cells` (a column of floats at once, `html_rows._ms_column`'s common case) writes what `ms_cell`
+    writes, around the 1 ms boundary, the rounding to 1,000 and the values that are not finite included."""
+    from reportgen import fmt
+    rnd = random.Random(11)
+    values = [rnd.uniform(-3000, 3000) for _ in range(2000)] + [rnd.uniform(-1.5, 1.5) for _ in range(500)] + [
+        0.0, -0.0, 1.0, -1.0, 0.9999996, -0.9999996, 0.99999, 999.9996, -999.9996, 1e-5, -1e-5, 5e-324,
+        float("inf"), float("-inf"), float("nan"), 1e20, 0.5, 1234567.8915]
+    assert fmt.ms_cells(values) == [fmt.ms_cell(v) for v in values]
+    assert html_rows._ms_column(values) == [html_rows._ms_bare(v) for v in values]
+    mixed = [1.5, None, "x<y", np.float64(2.5), 3]
+    assert html_rows._ms_column(mixed) == [html_rows._ms_bare(v) for v in mixed]

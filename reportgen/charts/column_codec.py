@@ -68,6 +68,11 @@ def _decimals(values: "np.ndarray") -> Optional[int]:
 
 def number_column(values: list) -> Any:
     """Delta-code a column of finite numbers (cut to 7 significant digits); anything else stays a plain list."""
+    vals = _plain_numbers(values)
+    if vals is not None:  # (the common case: the checks below in one pass)
+        if len(vals) < _Z_MIN_VALUES:
+            return _short_delta_coded([float(v) for v in vals], vals)
+        return _delta_coded(np.array(vals, dtype=np.float64), vals)
     if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
         return list(values)
     if any(isinstance(v, float) and not math.isfinite(v) for v in values):
@@ -80,15 +85,44 @@ def number_column(values: list) -> Any:
     return _delta_coded(np.array(vals, dtype=np.float64), vals)
 
 
+def _plain_numbers(values: list, _float=float, _int=int) -> Optional[list]:
+    """`number_column`'s values (floats cut to 7 significant digits) when every value is a finite float or an int
+    (no subclass: no bool) under 2**53 in size, in one pass; else None (`number_column` checks them one by one)."""
+    if not values:
+        return None
+    out = []
+    for v in values:
+        t = type(v)
+        if t is _float:
+            if not math.isfinite(v):
+                return None
+            out.append(_sig7(v))
+        elif t is _int and -_SAFE < v < _SAFE:
+            out.append(v)
+        else:
+            return None
+    return out
+
+
+_SCALES = [float(10 ** p) for p in range(MAX_DECIMALS + 1)]
+
+
 def _short_delta_coded(floats: list, vals: list) -> Any:
     """`_delta_coded(np.array(floats), vals)` for fewer than 16 finite values, in Python (the same IEEE products,
-    Python's `round` halving to even as numpy's): the fewest decimals that write every value, then the deltas."""
-    for p in range(MAX_DECIMALS + 1):
-        scale = float(10 ** p)
-        scaled = [v * scale for v in floats]
-        if all(abs(x) < _SAFE for x in scaled) and all(round(x) / scale == v for x, v in zip(scaled, floats)):
-            ints = [int(round(x)) for x in scaled]
-            return {"dec": p, "d": [b - a for a, b in zip([0, *ints], ints)]}
+    Python's `round` halving to even as numpy's): the fewest decimals that write every value, then the deltas
+    (each count of decimals tried value by value, stopping at the first that it does not write)."""
+    for scale in _SCALES:
+        ints = []
+        for v in floats:
+            x = v * scale
+            if not abs(x) < _SAFE:
+                break
+            k = round(x)
+            if k / scale != v:
+                break
+            ints.append(k)
+        else:
+            return {"dec": _SCALES.index(scale), "d": [b - a for a, b in zip([0, *ints], ints)]}
     return vals
 
 
@@ -104,11 +138,12 @@ def _coded_ints(ints: "np.ndarray", p: int) -> Any:
     """`_delta_coded` of the values `ints / 10**p`, `p` their fewest decimals."""
     deltas = np.concatenate((ints[:1], np.diff(ints)))  # (not np.r_: 5 us a call of index parsing)
     if len(deltas) >= 16:  # a regular step (a memory curve's sampling interval): the deltas as runs when shorter
-        starts = np.flatnonzero(np.concatenate(([True], deltas[1:] != deltas[:-1])))
-        if 4 * len(starts) < len(deltas):
+        change = deltas[1:] != deltas[:-1]
+        if 4 * (1 + int(np.count_nonzero(change))) < len(deltas):  # (the runs counted before they are found)
+            starts = np.flatnonzero(np.concatenate(([True], change)))
             times = np.diff(starts, append=len(deltas))
             return {"dec": p, "dr": np.column_stack((deltas[starts], times)).ravel().tolist()}
-    if len(deltas) >= _Z_MIN_VALUES and np.all(np.abs(deltas) < _Z_MAX_DELTA):
+    if len(deltas) >= _Z_MIN_VALUES and -_Z_MAX_DELTA < deltas.min() and deltas.max() < _Z_MAX_DELTA:
         return {"dec": p, "z": z_string(deltas)}
     return {"dec": p, "d": deltas.tolist()}
 
@@ -152,22 +187,27 @@ def rounded_column(values: "np.ndarray", decimals: int) -> Any:
     reproduces with integers except where the value is (within the float's error) half-way between two results;
     those few values take the Python path. Non-finite or large values: the Python path for the whole column."""
     a = np.asarray(values, dtype=np.float64)
-    if not len(a) or not 0 <= decimals <= 6 or not np.all(np.abs(a) < _FAST_MAX):  # (NaN and inf fail `<`)
+    if not len(a) or not 0 <= decimals <= 6 or not np.abs(a).max() < _FAST_MAX:  # (NaN and inf fail `<`)
         return number_column([round(v, decimals) for v in a.tolist()])
     scale = float(10 ** decimals)
     t = a * scale  # within 2**-13 of the exact product (|t| < 2**47)
     k = np.rint(t)
-    near_half = np.abs(t - np.floor(t) - 0.5) < 1e-3  # Python's round of the exact value could go either way
-    if np.all(np.abs(k) < 1e7):  # the common case (a memory curve): 7 digits at most, nothing for the cut to drop
+    near_half = np.abs(t - k) > 0.499  # Python's round of the exact value could go either way (within 1e-3 of .5)
+    if np.abs(k).max() < 1e7:  # the common case (a memory curve): 7 digits at most, nothing for the cut to drop
         ints = k.astype(np.int64)
         for i in np.flatnonzero(near_half).tolist():
             ints[i] = round(round(float(a[i]), decimals) * scale)  # (`_sig7` keeps its 7 digits or fewer)
         # the values are ints / 10**decimals, exactly as doubles: their fewest decimals (`_decimals`) are those
-        # the integers' common trailing zeros leave (no other count writes a value under 1e7 exactly)
+        # the integers' common trailing zeros leave (no other count writes a value under 1e7 exactly), told by
+        # their greatest common divisor
         p = decimals
-        while p and not np.any(ints % 10):
-            ints //= 10
-            p -= 1
+        if p:
+            g = int(np.gcd.reduce(ints))
+            while p and g % 10 == 0:
+                g //= 10
+                p -= 1
+            if p < decimals:
+                ints //= 10 ** (decimals - p)
         return _coded_ints(ints, p)
     k = k.astype(np.int64)
     # the 7 significant digits the page writes (`_sig7`): the value is k / 10**decimals exactly as a decimal

@@ -29,7 +29,7 @@ from reportgen.site.plan.page import column_rows
 from reportgen.site.render import csv_store
 from reportgen.site.render.csv_text import SourcedRows
 from reportgen.site.views import timeline as timeline_view
-from reportgen.site.views.values import num, num_column, records
+from reportgen.site.views.values import arrow_strings, column_names, num, num_column, records
 from reportgen.urls import rank_csv
 
 # The trace copies' bounds count what a trace holds (`loaders.files.data_bytes`: a gzipped Kineto trace by its
@@ -73,13 +73,21 @@ def detail_columns(detail, limit: Optional[int] = None) -> dict[str, list]:
     """A rank's operators, longest first (the first `limit`), column by column: the rank page's table and its CSV
     (`total_ms` descending, missing last, ties in the frame's order: `longest_first`)."""
     # each column's own array (a Series per column is ~10 us of pandas; `Series.to_numpy` gives the same values)
-    arrays = dict(zip(detail.columns, column_arrays(detail))) if detail.columns.is_unique else {}
+    names = column_names(detail)
+    arrays = dict(zip(names, column_arrays(detail))) if len(set(names)) == len(names) else {}
 
     def values(k: str, dtype=None):  # `detail[k].to_numpy(dtype)`
         a = arrays.get(k)
         if a is None:
             return detail[k].to_numpy(dtype=dtype)
-        return np.asarray(a, dtype=dtype) if isinstance(a, np.ndarray) else a.to_numpy(dtype=dtype)
+        if isinstance(a, np.ndarray):
+            return np.asarray(a, dtype=dtype)
+        got = arrow_strings(a) if dtype is object else None  # (pandas' own is ~35 us a column)
+        if got is None:
+            return a.to_numpy(dtype=dtype)
+        out = np.empty(len(got), dtype=object)
+        out[:] = got
+        return out
 
     total = values("total_ms", float)
     missing = np.isnan(total)
@@ -126,7 +134,7 @@ def float_columns(frame):
     whole = frame.to_numpy()
     if whole.dtype != np.float64:
         return lambda name: frame[name].to_numpy(dtype="float64")
-    at = {name: i for i, name in enumerate(frame.columns)}
+    at = {name: i for i, name in enumerate(column_names(frame))}
     return lambda name: whole[:, at[name]]
 
 
