@@ -3,7 +3,6 @@ imported, ends with one line and exit code 130, never a traceback."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
@@ -30,24 +29,17 @@ def main() -> int:
 
 
 def _import_cli():
-    """`reportgen.cli.main`, imported with the cyclic collector paused, what the imports made (modules, classes,
-    functions: ~0.5 million objects with pandas, pyarrow and numpy, kept to the end) then moved to its oldest
-    generation (`gc.freeze`, `gc.unfreeze`), so that the young generations' passes as the libraries load (~15 % of
-    the imports' time) and after them never walk it again. (`pools.gc_paused(long_lived=True)`, which this module
-    does not import: it stays light so that a Ctrl-C while the libraries load is caught.)"""
-    on = gc.isenabled()
-    gc.disable()
-    try:
+    """`reportgen.cli.main`, imported with the cyclic collector paused and what the imports made (modules, classes,
+    functions: ~0.5 million objects with pandas, pyarrow and numpy, kept to the end) moved to its oldest generation
+    (`pools.gc_paused(long_lived=True)`): the young generations' passes as the libraries load (~15 % of the imports'
+    time) and after them never walk it again. (Called inside `main`'s try: a Ctrl-C while they load is caught.)"""
+    from reportgen.pools import gc_paused
+
+    with gc_paused(long_lived=True):
         from reportgen.cli import main as cli_main
         from reportgen.report import keep_until_exit
 
         keep_until_exit()  # (the command exits right after its build: `_leave`)
-    finally:
-        if on:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
     return cli_main
 
 

@@ -159,14 +159,12 @@ def _walk_key(top: Path) -> tuple:
     return tuple(out)
 
 
-def rank_key(rf, root: Path, layout: str, shared: bool, *, root_abs: Optional[str] = None,
-             dir_abs: Optional[str] = None) -> tuple:
-    """The key of rank `rf`'s entry. `root_abs`, `dir_abs`: `str(Path(root).absolute())` and the same of the rank's
-    folder, where the caller has them (each asks the OS for the working folder: ~10 µs a rank)."""
+def rank_key(rf, root_abs: str, layout: str, shared: bool, dir_abs: str) -> tuple:
+    """The key of rank `rf`'s entry. `root_abs`, `dir_abs`: the run's and the rank's folders as
+    `str(Path(...).absolute())` gives them (made once by the caller: each asks the OS for the working folder)."""
     files = tuple(sorted((family, _stat_key(p)) for family, paths in rf.files.items() for p in paths))
     walk = _walk_key(Path(rf.dir)) if not shared else ("shared folder",)
-    return (environment_key(), root_abs if root_abs is not None else str(Path(root).absolute()), layout, rf.rank,
-            rf.host, rf.device, dir_abs if dir_abs is not None else str(Path(rf.dir).absolute()),
+    return (environment_key(), root_abs, layout, rf.rank, rf.host, rf.device, dir_abs,
             _stat_key(Path(rf.dir)) if not shared else None, files, walk)
 
 
@@ -301,7 +299,7 @@ def map_cached(load: Callable, items: list, args: tuple, *, folder: Optional[Pat
     todo: list[tuple[int, Path, tuple]] = []
     with gc_paused(long_lived=True):  # reading entries makes no cycle: no collection over the ranks read so far
         for i, rf in enumerate(items):
-            key = rank_key(rf, root, layout, dirs[i] in shared, root_abs=root_abs, dir_abs=dirs[i])
+            key = rank_key(rf, root_abs, layout, dirs[i] in shared, dirs[i])
             if _recorded is not None:
                 _recorded.append(key)
             path = entry_path(folder, key)
